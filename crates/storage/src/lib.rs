@@ -1,0 +1,300 @@
+//! `storage` — an ordered, durable byte map with atomic write batches.
+//!
+//! This is the one seam between Peregrine's engine and the bytes on disk. The engine sees
+//! a sorted map of byte keys to byte values, written in atomic batches and read by point
+//! look-ups and ordered range scans (forward and reverse). Two implementations exist:
+//!
+//! | type | what it is |
+//! |---|---|
+//! | [`LsmStorage`] | the real thing: the `fjall` LSM tree (WAL, memtable, SSTables, Bloom filters, compaction) |
+//! | [`MemStorage`] | a `BTreeMap` reference model used by the engine's tests |
+//!
+//! It is **not** a database: it knows nothing of CQL, cells, timestamps or TTLs. Those live in
+//! `engine`, which hands a [`CompactionFilter`] down so that expired data and old tombstones
+//! are purged as part of compaction rather than by a separate sweep.
+//!
+//! # Invariants
+//! - A [`WriteBatch`] is applied atomically: after a crash either all or none of it is visible.
+//! - With [`SyncMode::Batch`], `write` returns only after the batch is on stable storage.
+//! - With [`SyncMode::Periodic`], `write` returns once the batch is in the OS page cache
+//!   (it survives the process being killed, not the machine losing power); a background
+//!   thread syncs every `period`. This mirrors Cassandra's `commitlog_sync: periodic`.
+//! - After an I/O error on write the store refuses further writes (fjall poisons itself)
+//!   instead of going on silently.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+mod mem;
+pub use mem::MemStorage;
+
+/// Errors from the storage layer. The engine maps every one of them to a server error.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage I/O failure: {0}")]
+    Io(String),
+    #[error("storage is closed")]
+    Closed,
+}
+
+impl From<fjall::Error> for StorageError {
+    fn from(e: fjall::Error) -> Self {
+        StorageError::Io(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StorageError>;
+
+/// One key-value pair as returned by scans.
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
+/// An atomic set of puts and deletes.
+#[derive(Debug, Default, Clone)]
+pub struct WriteBatch {
+    ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.ops.push((key, Some(value)));
+    }
+    pub fn delete(&mut self, key: Vec<u8>) {
+        self.ops.push((key, None));
+    }
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// What a compaction filter decides for one stored item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Keep,
+    /// Remove the item (leaves an LSM tombstone so older versions stay shadowed).
+    Drop,
+    /// Keep the key with a new value (e.g. with expired cells removed).
+    Replace(Vec<u8>),
+}
+
+/// Hook run on every item that compaction rewrites.
+///
+/// `last_level` is true when nothing older can lie below the output, which is the only
+/// time a tombstone may be dropped without risk of resurrecting shadowed data.
+pub trait CompactionFilter: Send + Sync + std::panic::RefUnwindSafe + 'static {
+    fn filter(&self, key: &[u8], value: &[u8], last_level: bool) -> Decision;
+}
+
+/// When writes are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Every write batch is fsynced (fdatasync) before `write` returns.
+    Batch,
+    /// Writes reach the OS page cache at once; a background thread syncs every period.
+    Periodic(Duration),
+}
+
+/// The ordered byte map the engine runs on.
+pub trait Storage: Send + Sync + 'static {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Applies the batch atomically.
+    fn write(&self, batch: WriteBatch) -> Result<()>;
+    /// Items with keys in the range, in key order (descending when `reverse`).
+    fn scan<'a>(
+        &'a self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<KvPair>> + 'a>;
+    /// Makes every acknowledged write durable.
+    fn sync(&self) -> Result<()>;
+    /// Forces compaction of everything written so far (tests and `nodetool compact`-like use).
+    fn compact(&self) -> Result<()>;
+}
+
+/// Options for opening an [`LsmStorage`].
+#[derive(Clone)]
+pub struct Options {
+    pub sync: SyncMode,
+    pub cache_bytes: u64,
+    pub filter: Option<Arc<dyn CompactionFilter>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sync: SyncMode::Periodic(Duration::from_secs(10)),
+            cache_bytes: 256 * 1024 * 1024,
+            filter: None,
+        }
+    }
+}
+
+const DATA_KEYSPACE: &str = "data";
+
+/// The fjall-backed store.
+pub struct LsmStorage {
+    db: fjall::Database,
+    data: fjall::Keyspace,
+    sync: SyncMode,
+    syncer: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+}
+
+impl LsmStorage {
+    pub fn open(path: &Path, options: Options) -> Result<Self> {
+        let mut builder = fjall::Database::builder(path).cache_size(options.cache_bytes);
+        if let Some(filter) = options.filter.clone() {
+            let factory: Arc<dyn fjall::compaction::filter::Factory> =
+                Arc::new(FilterFactory(filter));
+            builder = builder.with_compaction_filter_factories(Arc::new(move |name: &str| {
+                (name == DATA_KEYSPACE).then(|| factory.clone())
+            }));
+        }
+        let db = builder.open()?;
+        let data = db.keyspace(DATA_KEYSPACE, fjall::KeyspaceCreateOptions::default)?;
+        let storage = LsmStorage {
+            db,
+            data,
+            sync: options.sync,
+            syncer: RwLock::new(None),
+        };
+        if let SyncMode::Periodic(period) = options.sync {
+            storage.start_syncer(period);
+        }
+        Ok(storage)
+    }
+
+    fn start_syncer(&self, period: Duration) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let db = self.db.clone();
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("storage-sync".into())
+            .spawn(move || {
+                let tick = Duration::from_millis(50).min(period);
+                let mut waited = Duration::ZERO;
+                while !stop2.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    waited += tick;
+                    if waited >= period {
+                        waited = Duration::ZERO;
+                        // An error here poisons the database; the next write reports it.
+                        let _ = db.persist(fjall::PersistMode::SyncData);
+                    }
+                }
+            })
+            .ok();
+        if let (Some(handle), Ok(mut slot)) = (handle, self.syncer.write()) {
+            *slot = Some((stop, handle));
+        }
+    }
+}
+
+impl Drop for LsmStorage {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.syncer.write() {
+            if let Some((stop, handle)) = slot.take() {
+                stop.store(true, Ordering::Relaxed);
+                let _ = handle.join();
+            }
+        }
+        let _ = self.db.persist(fjall::PersistMode::SyncAll);
+    }
+}
+
+impl Storage for LsmStorage {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.data.get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let durability = match self.sync {
+            SyncMode::Batch => Some(fjall::PersistMode::SyncData),
+            SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
+        };
+        let mut b = self.db.batch().durability(durability);
+        for (k, v) in batch.ops {
+            match v {
+                Some(v) => b.insert(&self.data, k, v),
+                None => b.remove(&self.data, k),
+            }
+        }
+        b.commit()?;
+        Ok(())
+    }
+
+    fn scan<'a>(
+        &'a self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<KvPair>> + 'a> {
+        let range = (start.map(|s| s.to_vec()), end.map(|e| e.to_vec()));
+        let iter = self.data.range::<Vec<u8>, _>(range);
+        let map = |g: fjall::Guard| match g.into_inner() {
+            Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
+            Err(e) => Err(StorageError::from(e)),
+        };
+        if reverse {
+            Box::new(iter.rev().map(map))
+        } else {
+            Box::new(iter.map(map))
+        }
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.db.persist(fjall::PersistMode::SyncData)?;
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.data.rotate_memtable_and_wait()?;
+        self.data.major_compact()?;
+        Ok(())
+    }
+}
+
+struct FilterFactory(Arc<dyn CompactionFilter>);
+
+impl fjall::compaction::filter::Factory for FilterFactory {
+    fn name(&self) -> &str {
+        "peregrine"
+    }
+    fn make_filter(
+        &self,
+        _ctx: &fjall::compaction::filter::Context,
+    ) -> Box<dyn fjall::compaction::filter::CompactionFilter> {
+        Box::new(FilterRun(self.0.clone()))
+    }
+}
+
+struct FilterRun(Arc<dyn CompactionFilter>);
+
+impl fjall::compaction::filter::CompactionFilter for FilterRun {
+    fn filter_item(
+        &mut self,
+        item: fjall::compaction::filter::ItemAccessor<'_>,
+        ctx: &fjall::compaction::filter::Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        use fjall::compaction::filter::Verdict;
+        let key = item.key().clone();
+        let value = item.value()?;
+        Ok(match self.0.filter(&key, &value, ctx.is_last_level) {
+            Decision::Keep => Verdict::Keep,
+            Decision::Drop => Verdict::Remove,
+            Decision::Replace(v) => Verdict::ReplaceValue(v.into()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

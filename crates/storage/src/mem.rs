@@ -1,0 +1,95 @@
+//! The in-memory reference model: a `BTreeMap` behind a lock. Slow and obviously right.
+
+use crate::{CompactionFilter, Decision, KvPair, Result, Storage, WriteBatch};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Arc, RwLock};
+
+#[derive(Default)]
+pub struct MemStorage {
+    map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    filter: Option<Arc<dyn CompactionFilter>>,
+}
+
+impl MemStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn with_filter(filter: Arc<dyn CompactionFilter>) -> Self {
+        MemStorage {
+            map: RwLock::default(),
+            filter: Some(filter),
+        }
+    }
+}
+
+impl Storage for MemStorage {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let map = self.map.read().unwrap_or_else(|p| p.into_inner());
+        Ok(map.get(key).cloned())
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+        for (k, v) in batch.ops {
+            match v {
+                Some(v) => map.insert(k, v),
+                None => map.remove(&k),
+            };
+        }
+        Ok(())
+    }
+
+    fn scan<'a>(
+        &'a self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Result<KvPair>> + 'a> {
+        // A snapshot, like the LSM iterator gives.
+        let map = self.map.read().unwrap_or_else(|p| p.into_inner());
+        let range = (start.map(|s| s.to_vec()), end.map(|e| e.to_vec()));
+        let valid = match (&range.0, &range.1) {
+            (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
+                s <= e
+            }
+            _ => true,
+        };
+        let mut items: Vec<KvPair> = if valid {
+            map.range::<Vec<u8>, _>(range)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if reverse {
+            items.reverse();
+        }
+        Box::new(items.into_iter().map(Ok))
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<()> {
+        let Some(filter) = &self.filter else {
+            return Ok(());
+        };
+        let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
+        let mut out = BTreeMap::new();
+        for (k, v) in std::mem::take(&mut *map) {
+            match filter.filter(&k, &v, true) {
+                Decision::Keep => {
+                    out.insert(k, v);
+                }
+                Decision::Drop => {}
+                Decision::Replace(nv) => {
+                    out.insert(k, nv);
+                }
+            }
+        }
+        *map = out;
+        Ok(())
+    }
+}

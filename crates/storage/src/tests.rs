@@ -1,0 +1,104 @@
+use super::*;
+use std::ops::Bound::*;
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("peregrine-storage-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// A tiny deterministic PRNG so the model test needs no extra dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn all(s: &dyn Storage, rev: bool) -> Vec<KvPair> {
+    s.scan(Unbounded, Unbounded, rev).map(|r| r.unwrap()).collect()
+}
+
+#[test]
+fn lsm_matches_model_under_random_batches() {
+    let dir = tmpdir("model");
+    let lsm = LsmStorage::open(&dir, Options::default()).unwrap();
+    let mem = MemStorage::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for round in 0..200 {
+        let mut batch = WriteBatch::new();
+        for _ in 0..(rng.next() % 8 + 1) {
+            let key = vec![(rng.next() % 4) as u8, (rng.next() % 16) as u8];
+            if rng.next() % 4 == 0 {
+                batch.delete(key);
+            } else {
+                batch.put(key, rng.next().to_be_bytes().to_vec());
+            }
+        }
+        lsm.write(batch.clone()).unwrap();
+        mem.write(batch).unwrap();
+        if round % 50 == 49 {
+            lsm.compact().unwrap();
+        }
+        let lo = [(rng.next() % 4) as u8];
+        let hi = [(rng.next() % 4) as u8, 8];
+        let a: Vec<_> = lsm.scan(Included(&lo), Excluded(&hi), false).map(|r| r.unwrap()).collect();
+        let b: Vec<_> = mem.scan(Included(&lo), Excluded(&hi), false).map(|r| r.unwrap()).collect();
+        assert_eq!(a, b, "range scan differs at round {round}");
+    }
+    assert_eq!(all(&lsm, false), all(&mem, false));
+    assert_eq!(all(&lsm, true), all(&mem, true));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn data_survives_reopen() {
+    let dir = tmpdir("reopen");
+    {
+        let s = LsmStorage::open(&dir, Options { sync: SyncMode::Batch, ..Options::default() }).unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"k1".to_vec(), b"v1".to_vec());
+        b.put(b"k2".to_vec(), b"v2".to_vec());
+        s.write(b).unwrap();
+    }
+    let s = LsmStorage::open(&dir, Options::default()).unwrap();
+    assert_eq!(s.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(s.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+struct DropOdd;
+impl CompactionFilter for DropOdd {
+    fn filter(&self, _key: &[u8], value: &[u8], _last: bool) -> Decision {
+        match value.first() {
+            Some(v) if v % 2 == 1 => Decision::Drop,
+            Some(2) => Decision::Replace(vec![20]),
+            _ => Decision::Keep,
+        }
+    }
+}
+
+#[test]
+fn compaction_filter_drops_and_replaces() {
+    let dir = tmpdir("filter");
+    let s = LsmStorage::open(
+        &dir,
+        Options { filter: Some(Arc::new(DropOdd)), ..Options::default() },
+    )
+    .unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..10u8 {
+        b.put(vec![i], vec![i]);
+    }
+    s.write(b).unwrap();
+    s.compact().unwrap();
+    let keys: Vec<u8> = all(&s, false).iter().map(|(k, _)| k[0]).collect();
+    assert_eq!(keys, vec![0, 2, 4, 6, 8]);
+    assert_eq!(s.get(&[2]).unwrap(), Some(vec![20]));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Idempotent installer for the project-level test tools on a fresh machine.
+#
+#   scripts/setup.sh            # install what is missing, print what it does
+#
+# Installs:
+#   * a Python venv at $PEREGRINE_VENV (default $HOME/.cache/peregrine/venv) with the pinned
+#     packages of scripts/requirements.txt (cassandra-driver, cqlsh, pytest, lz4, snappy, ...);
+#   * Apache Cassandra 5.0.9's runtime jars from Maven Central into
+#     $PEREGRINE_CASSANDRA_HOME/lib (default $HOME/.cache/peregrine/cassandra-5.0.9/lib),
+#     used by scripts/cassandra.sh.
+# Each step is skipped when already done, so a second run takes well under a second.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${PEREGRINE_CACHE:-$HOME/.cache/peregrine}"
+VENV="${PEREGRINE_VENV:-$CACHE/venv}"
+CASSANDRA_VERSION=5.0.9
+CASSANDRA_HOME="${PEREGRINE_CASSANDRA_HOME:-$CACHE/cassandra-$CASSANDRA_VERSION}"
+REQ="$HERE/requirements.txt"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "[setup] $*"; }
+
+mkdir -p "$CACHE"
+
+# ---------------------------------------------------------------- Python venv
+stamp="$VENV/.peregrine-requirements.sha256"
+want="$(sha256sum "$REQ" | cut -d' ' -f1)"
+if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    log "venv $VENV is up to date (requirements unchanged)"
+else
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        log "creating venv $VENV with $("$PYTHON" --version 2>&1)"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    log "installing pinned packages from $REQ"
+    start=$SECONDS
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ"
+    # Import check: fail here, not in the middle of a test run.
+    "$VENV/bin/python" - <<'PY'
+import cassandra, lz4.block, snappy, pytest
+from cassandra.cluster import Cluster  # noqa: F401
+assert cassandra.__version__ == "3.30.1", cassandra.__version__
+snappy.decompress(snappy.compress(b"x" * 100))
+PY
+    "$VENV/bin/cqlsh" --version >/dev/null
+    echo "$want" >"$stamp"
+    log "venv ready in $((SECONDS - start)) s"
+fi
+
+# ------------------------------------------------------- Cassandra 5.0.9 jars
+lib="$CASSANDRA_HOME/lib"
+if [[ -f "$lib/cassandra-all-$CASSANDRA_VERSION.jar" && -f "$lib/.complete" ]]; then
+    log "Cassandra $CASSANDRA_VERSION jars present in $lib ($(ls "$lib"/*.jar | wc -l) jars)"
+else
+    command -v mvn >/dev/null || { echo "[setup] mvn not found: apt-get install -y maven" >&2; exit 1; }
+    log "fetching Cassandra $CASSANDRA_VERSION runtime jars from Maven Central into $lib"
+    start=$SECONDS
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    cat >"$tmp/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>peregrine</groupId>
+  <artifactId>cassandra-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.cassandra</groupId>
+      <artifactId>cassandra-all</artifactId>
+      <version>$CASSANDRA_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+    mkdir -p "$lib"
+    mvn -q -B -f "$tmp/pom.xml" dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$lib"
+    [[ -f "$lib/cassandra-all-$CASSANDRA_VERSION.jar" ]] || { echo "[setup] cassandra-all jar missing after mvn" >&2; exit 1; }
+    ls "$lib"/jamm-*.jar >/dev/null
+    touch "$lib/.complete"
+    log "Cassandra jars ready in $((SECONDS - start)) s ($(ls "$lib"/*.jar | wc -l) jars, $(du -sh "$lib" | cut -f1))"
+fi
+
+# ------------------------------------------------------------------- Java 17
+JAVA17="${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}"
+if [[ -x "$JAVA17/bin/java" ]]; then
+    log "Java 17 at $JAVA17"
+else
+    log "Java 17 not found at $JAVA17: installing openjdk-17-jre-headless"
+    apt-get install -y -q openjdk-17-jre-headless >/dev/null
+fi
+
+log "done. venv: $VENV  cassandra: $CASSANDRA_HOME"
