@@ -1,1 +1,954 @@
-//! placeholder
+//! `engine` — CQL meaning over an ordered byte map.
+//!
+//! Takes parsed CQL (`cql`), a schema catalog and a [`storage::Storage`], and executes
+//! statements with Cassandra's semantics: last-write-wins by microsecond timestamp, row
+//! markers, TTLs, cell/row/range/partition tombstones, Murmur3 token order, paging.
+//! Synchronous and deterministic: time comes in as [`Now`]; no sockets, no async.
+//!
+//! It is **not** the protocol layer: results come back as [`Outcome`] with rows already in
+//! the native protocol's cell encoding, and errors as [`proto::error::DbError`], so the
+//! server only frames them.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `token` | Murmur3Partitioner tokens, compound partition keys |
+//! | `keys` | storage key layout, byte-comparable clustering encoding |
+//! | `row` | stored rows and partition headers, reconciliation, purge |
+//! | `catalog` | keyspace/table definitions, the schema snapshot |
+//! | `ddl` | CREATE/ALTER/DROP, table options |
+//! | `plan`, `build` | resolved statements and the AST -> plan builder |
+//! | `exec` | reads and writes over storage |
+//! | `literal`, `functions`, `collections`, `types` | values |
+//! | `system` | virtual system tables and DESCRIBE |
+//!
+//! # Invariants
+//! - A write is acknowledged only after its storage batch is written (and synced in batch
+//!   commit mode). Rows of one partition are written under one stripe lock, so concurrent
+//!   read-modify-writes of a row never lose an update.
+//! - Readers never take locks: the schema is an immutable snapshot swapped on DDL.
+//! - Table ids are never reused; TRUNCATE and DROP move a table to a fresh id and the
+//!   compaction filter drops data of ids no longer in the schema.
+
+pub mod build;
+pub mod catalog;
+mod collections;
+pub mod ddl;
+pub mod exec;
+pub mod functions;
+pub mod keys;
+pub mod literal;
+pub mod plan;
+pub mod row;
+pub mod system;
+pub mod token;
+pub mod types;
+
+use build::{Builder, Compiled, CompiledKind};
+use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
+pub use exec::BoundValue;
+use exec::Mutations;
+use plan::{BindSpec, OutputColumn};
+use proto::error::DbError;
+use proto::types::ColumnType;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use storage::{CompactionFilter, Decision, Storage};
+pub use system::NodeInfo;
+
+/// The current time, passed in so the engine stays deterministic under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// Microseconds since the epoch (default write timestamps).
+    pub micros: i64,
+    /// Seconds since the epoch (TTL expiry, tombstone gc).
+    pub secs: u32,
+}
+
+impl Now {
+    pub fn system() -> Now {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Now {
+            micros: d.as_micros() as i64,
+            secs: d.as_secs() as u32,
+        }
+    }
+}
+
+/// Errors inside the engine; every one maps to a protocol error at the API boundary.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Db(DbError),
+    /// A bound value was `unset` where that means "skip" to the caller.
+    #[error("unset value for marker {0}")]
+    Unset(usize),
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    #[error(transparent)]
+    Corrupt(#[from] row::CorruptRow),
+}
+
+impl EngineError {
+    pub fn invalid(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::invalid(m))
+    }
+    pub fn syntax(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::syntax(m))
+    }
+    pub fn config(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::config(m))
+    }
+    pub fn server(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::server(m))
+    }
+    pub fn protocol(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::protocol(m))
+    }
+    pub fn unauthorized(m: impl Into<String>) -> Self {
+        EngineError::Db(DbError::unauthorized(m))
+    }
+    pub fn already_exists(ks: &str, table: Option<&str>) -> Self {
+        EngineError::Db(DbError::already_exists(ks, table.map(|t| t.to_string())))
+    }
+    pub fn corrupt(e: row::CorruptRow) -> Self {
+        EngineError::Corrupt(e)
+    }
+    pub fn into_db(self) -> DbError {
+        match self {
+            EngineError::Db(e) => e,
+            EngineError::Unset(i) => DbError::invalid(format!("Invalid unset value for marker {i}")),
+            EngineError::Storage(e) => DbError::server(e.to_string()),
+            EngineError::Corrupt(e) => DbError::server(e.to_string()),
+        }
+    }
+}
+
+/// Rows of a result, cells already serialized as `[bytes]` back to back.
+#[derive(Debug, Clone)]
+pub struct ResultSet {
+    pub keyspace: String,
+    pub table: String,
+    pub columns: Vec<OutputColumn>,
+    pub rows: usize,
+    pub data: Vec<u8>,
+    pub paging_state: Option<Vec<u8>>,
+}
+
+/// A schema change, for the RESULT and the pushed EVENT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// CREATED, UPDATED or DROPPED.
+    pub change: &'static str,
+    /// KEYSPACE or TABLE.
+    pub target: &'static str,
+    pub keyspace: String,
+    pub name: Option<String>,
+}
+
+impl SchemaChange {
+    fn ks(change: &'static str, ks: &str) -> Self {
+        SchemaChange {
+            change,
+            target: "KEYSPACE",
+            keyspace: ks.into(),
+            name: None,
+        }
+    }
+    fn table(change: &'static str, ks: &str, t: &str) -> Self {
+        SchemaChange {
+            change,
+            target: "TABLE",
+            keyspace: ks.into(),
+            name: Some(t.into()),
+        }
+    }
+    pub fn table_created(ks: &str, t: &str) -> Self {
+        Self::table("CREATED", ks, t)
+    }
+    pub fn table_updated(ks: &str, t: &str) -> Self {
+        Self::table("UPDATED", ks, t)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Void,
+    Rows(ResultSet),
+    SetKeyspace(String),
+    SchemaChange(SchemaChange),
+}
+
+/// What PREPARE returns and EXECUTE runs.
+pub struct Prepared {
+    pub id: [u8; 16],
+    pub query: String,
+    pub keyspace: Option<String>,
+    pub statement: cql::ParsedStatement,
+    compiled: RwLock<(u64, Arc<Compiled>)>,
+}
+
+impl Prepared {
+    pub fn binds(&self) -> Vec<BindSpec> {
+        self.current().binds.iter().map(|b| b.clone().unwrap_or_else(unknown_bind)).collect()
+    }
+    pub fn pk_indexes(&self) -> Vec<u16> {
+        self.current().pk_indexes.clone()
+    }
+    /// Result columns of a SELECT (empty for other statements), with keyspace and table.
+    pub fn result_columns(&self) -> Option<(String, String, Vec<OutputColumn>)> {
+        match &self.current().kind {
+            CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) => Some((
+                p.table.keyspace.clone(),
+                p.table.name.clone(),
+                p.output.clone(),
+            )),
+            _ => None,
+        }
+    }
+    /// A digest of the result metadata (v5 `result_metadata_id`).
+    pub fn result_metadata_id(&self) -> [u8; 16] {
+        let mut h = Fnv::default();
+        if let Some((ks, t, cols)) = self.result_columns() {
+            h.write(ks.as_bytes());
+            h.write(t.as_bytes());
+            for c in cols {
+                h.write(c.name.as_bytes());
+                h.write(types::cql_type_name(&c.ty).as_bytes());
+            }
+        }
+        h.digest16()
+    }
+    fn current(&self) -> Arc<Compiled> {
+        self.compiled.read().unwrap_or_else(|p| p.into_inner()).1.clone()
+    }
+}
+
+fn unknown_bind() -> BindSpec {
+    BindSpec {
+        name: "?".into(),
+        ty: ColumnType::Blob,
+        keyspace: String::new(),
+        table: String::new(),
+    }
+}
+
+#[derive(Default)]
+struct Fnv(u64, u64);
+impl Fnv {
+    fn write(&mut self, b: &[u8]) {
+        for x in b {
+            self.0 = (self.0 ^ *x as u64).wrapping_mul(0x100_0000_01b3);
+            self.1 = (self.1 ^ (*x as u64).rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        self.0 ^= 0xFF;
+    }
+    fn digest16(&self) -> [u8; 16] {
+        let mut o = [0u8; 16];
+        o[..8].copy_from_slice(&self.0.to_be_bytes());
+        o[8..].copy_from_slice(&self.1.to_be_bytes());
+        o
+    }
+}
+
+/// Per-request options.
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    pub keyspace: Option<String>,
+    pub page_size: Option<i32>,
+    pub paging_state: Option<Vec<u8>>,
+    /// The client's default timestamp (v3+ `default_timestamp`).
+    pub timestamp: Option<i64>,
+}
+
+/// One statement of a BATCH.
+pub enum BatchItem {
+    Query(String, Vec<Option<BoundValue>>),
+    Prepared([u8; 16], Vec<Option<BoundValue>>),
+}
+
+/// The schema shared with the compaction filter.
+struct SchemaCell(RwLock<Arc<Schema>>);
+
+impl SchemaCell {
+    fn get(&self) -> Arc<Schema> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Purges expired cells and old tombstones, and data of dropped or truncated tables.
+pub struct PurgeFilter {
+    schema: Arc<SchemaCell>,
+}
+
+impl CompactionFilter for PurgeFilter {
+    fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
+        let Some(d) = keys::decode_key(key) else {
+            return Decision::Keep;
+        };
+        let schema = self.schema.get();
+        let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
+        let Some(t) = schema.tables.values().find(|t| t.id == id) else {
+            // Ids below the counter that no table holds belong to dropped/truncated tables.
+            return if id < schema.next_table_id { Decision::Drop } else { Decision::Keep };
+        };
+        let now = Now::system().secs;
+        let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
+        if d.is_header {
+            let Ok(mut h) = row::PartitionHeader::decode(value) else { return Decision::Keep };
+            let before = h.clone();
+            if !h.purge(now, gc_before) {
+                return Decision::Drop;
+            }
+            return if h == before { Decision::Keep } else { Decision::Replace(h.encode()) };
+        }
+        let Ok(mut r) = row::Row::decode(value) else { return Decision::Keep };
+        let before = r.clone();
+        if !r.purge(now, gc_before) {
+            return Decision::Drop;
+        }
+        if r == before {
+            Decision::Keep
+        } else {
+            Decision::Replace(r.encode())
+        }
+    }
+}
+
+/// Creates the compaction filter for a store that an [`Engine`] will open; pass the
+/// returned handle to [`Engine::open_with_filter`].
+pub fn purge_filter() -> (Arc<PurgeFilter>, FilterHandle) {
+    let cell = Arc::new(SchemaCell(RwLock::new(Arc::new(Schema::default()))));
+    (Arc::new(PurgeFilter { schema: cell.clone() }), FilterHandle(cell))
+}
+
+pub struct FilterHandle(Arc<SchemaCell>);
+
+pub struct Engine {
+    storage: Arc<dyn Storage>,
+    schema: Arc<SchemaCell>,
+    schema_generation: AtomicU64,
+    ddl_lock: Mutex<()>,
+    lwt_lock: Mutex<()>,
+    stripes: Vec<Mutex<()>>,
+    last_ts: AtomicI64,
+    prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
+    node: NodeInfo,
+}
+
+const NODE_KEY: &[u8] = b"\x00node";
+
+impl Engine {
+    pub fn open(storage: Arc<dyn Storage>, node: NodeInfo) -> Result<Engine, DbError> {
+        let (_, handle) = purge_filter();
+        Self::open_with_filter(storage, node, handle)
+    }
+
+    pub fn open_with_filter(storage: Arc<dyn Storage>, mut node: NodeInfo, filter: FilterHandle) -> Result<Engine, DbError> {
+        let mut schema = Schema::default();
+        if let Some(bytes) = storage.get(SCHEMA_KEY).map_err(|e| DbError::server(e.to_string()))? {
+            let p: PersistedSchema = serde_json::from_slice(&bytes)
+                .map_err(|e| DbError::server(format!("cannot read the stored schema: {e}")))?;
+            for ks in p.keyspaces {
+                schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+            }
+            for mut t in p.tables {
+                for c in &mut t.columns {
+                    let parsed = cql::parse_type(&c.cql_type)
+                        .map_err(|e| DbError::server(format!("stored type {}: {e}", c.cql_type)))?;
+                    c.ty = ddl::resolve_type(&t.keyspace, &parsed).map_err(EngineError::into_db)?;
+                }
+                schema.tables.insert((t.keyspace.clone(), t.name.clone()), Arc::new(t));
+            }
+            schema.next_table_id = p.next_table_id;
+            schema.version = p.version;
+        } else {
+            schema.next_table_id = 1;
+            schema.version = functions::random_uuid();
+        }
+        match storage.get(NODE_KEY).map_err(|e| DbError::server(e.to_string()))? {
+            Some(id) if id.len() == 16 => node.host_id.copy_from_slice(&id),
+            _ => {
+                node.host_id = functions::random_uuid();
+                let mut b = storage::WriteBatch::new();
+                b.put(NODE_KEY.to_vec(), node.host_id.to_vec());
+                storage.write(b).map_err(|e| DbError::server(e.to_string()))?;
+            }
+        }
+        system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
+        let schema_cell = filter.0;
+        *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
+        Ok(Engine {
+            storage,
+            schema: schema_cell,
+            schema_generation: AtomicU64::new(1),
+            ddl_lock: Mutex::new(()),
+            lwt_lock: Mutex::new(()),
+            stripes: (0..1024).map(|_| Mutex::new(())).collect(),
+            last_ts: AtomicI64::new(0),
+            prepared: RwLock::new(HashMap::new()),
+            node,
+        })
+    }
+
+    pub fn schema(&self) -> Arc<Schema> {
+        self.schema.get()
+    }
+
+    pub fn node(&self) -> &NodeInfo {
+        &self.node
+    }
+
+    /// Flushes everything acknowledged to stable storage.
+    pub fn sync(&self) -> Result<(), DbError> {
+        self.storage.sync().map_err(|e| DbError::server(e.to_string()))
+    }
+
+    /// Forces a compaction (purges expired data and old tombstones).
+    pub fn compact(&self) -> Result<(), DbError> {
+        self.storage.compact().map_err(|e| DbError::server(e.to_string()))
+    }
+
+    /// A strictly increasing microsecond timestamp, never behind `now`.
+    pub(crate) fn next_timestamp(&self, now: Now) -> i64 {
+        let mut last = self.last_ts.load(Ordering::Relaxed);
+        loop {
+            let next = now.micros.max(last + 1);
+            match self.last_ts.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return next,
+                Err(x) => last = x,
+            }
+        }
+    }
+
+    fn compile(&self, parsed: &cql::ParsedStatement, keyspace: Option<&str>, schema: &Schema) -> Result<Compiled, EngineError> {
+        let mut b = Builder::new(schema, keyspace, parsed.bind_count());
+        let (kind, pk_indexes) = match &parsed.statement {
+            cql::Statement::Select(s) => {
+                let plan = b.select(s)?;
+                let pk = match &plan.partitions {
+                    plan::PartitionSel::Keys(k) => b.pk_indexes(Some(k)),
+                    _ => Vec::new(),
+                };
+                if system::is_virtual(&plan.table) {
+                    (CompiledKind::VirtualSelect(plan), pk)
+                } else {
+                    (CompiledKind::Select(plan), pk)
+                }
+            }
+            cql::Statement::Insert(s) => {
+                let plan = b.insert(s)?;
+                let pk = b.pk_indexes(Some(&plan.partition));
+                (CompiledKind::Write(plan), pk)
+            }
+            cql::Statement::Update(s) => {
+                let plan = b.update(s)?;
+                let pk = b.pk_indexes(Some(&plan.partition));
+                (CompiledKind::Write(plan), pk)
+            }
+            cql::Statement::Delete(s) => {
+                let plan = b.delete(s)?;
+                let pk = b.pk_indexes(Some(&plan.partition));
+                (CompiledKind::Write(plan), pk)
+            }
+            cql::Statement::Batch(batch) => {
+                let mut plans = Vec::new();
+                for st in &batch.statements {
+                    let mut p = match st {
+                        cql::ast::ModificationStatement::Insert(s) => b.insert(s)?,
+                        cql::ast::ModificationStatement::Update(s) => b.update(s)?,
+                        cql::ast::ModificationStatement::Delete(s) => b.delete(s)?,
+                    };
+                    if p.timestamp.is_none() {
+                        if let Some(ts) = &batch.using.timestamp {
+                            p.timestamp = Some(b.term(&p.table.clone(), ts, "[timestamp]", &ColumnType::Bigint)?);
+                        }
+                    } else if batch.using.timestamp.is_some() {
+                        return Err(EngineError::invalid("Timestamp must be set either on BATCH or individual statements"));
+                    }
+                    plans.push(p);
+                }
+                (CompiledKind::Batch(plans), Vec::new())
+            }
+            _ => (CompiledKind::Other, Vec::new()),
+        };
+        for p in match &kind {
+            CompiledKind::Write(p) => std::slice::from_ref(p),
+            CompiledKind::Batch(ps) => ps.as_slice(),
+            _ => &[],
+        } {
+            if system::is_virtual(&p.table) || ddl::SYSTEM_KEYSPACES.contains(&p.table.keyspace.as_str()) {
+                return Err(EngineError::unauthorized(format!(
+                    "{} keyspace is not user-modifiable.",
+                    p.table.keyspace
+                )));
+            }
+        }
+        Ok(Compiled {
+            kind,
+            binds: b.binds,
+            pk_indexes,
+            volatile: b.volatile,
+        })
+    }
+
+    /// Parses and runs one statement (QUERY).
+    pub fn query(&self, text: &str, values: Values, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
+        let parsed = cql::parse(text).map_err(|e| DbError::syntax(e.to_string()))?;
+        let values = values.bind(&parsed)?;
+        let schema = self.schema.get();
+        let compiled = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
+        self.run(&parsed, &compiled, &values, opts, now).map_err(EngineError::into_db)
+    }
+
+    pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>, DbError> {
+        let mut h = Fnv::default();
+        h.write(keyspace.unwrap_or("").as_bytes());
+        h.write(text.as_bytes());
+        let id = h.digest16();
+        if let Some(p) = self.prepared.read().unwrap_or_else(|p| p.into_inner()).get(&id) {
+            return Ok(p.clone());
+        }
+        let parsed = cql::parse(text).map_err(|e| DbError::syntax(e.to_string()))?;
+        let schema = self.schema.get();
+        let compiled = self.compile(&parsed, keyspace, &schema).map_err(EngineError::into_db)?;
+        let gen = self.schema_generation.load(Ordering::Acquire);
+        let p = Arc::new(Prepared {
+            id,
+            query: text.to_string(),
+            keyspace: keyspace.map(|s| s.to_string()),
+            statement: parsed,
+            compiled: RwLock::new((gen, Arc::new(compiled))),
+        });
+        self.prepared
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, p.clone());
+        Ok(p)
+    }
+
+    pub fn prepared(&self, id: &[u8]) -> Option<Arc<Prepared>> {
+        let id: [u8; 16] = id.try_into().ok()?;
+        self.prepared.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+    }
+
+    /// The plan of a prepared statement, rebuilt if the schema changed since.
+    fn plan_of(&self, p: &Prepared) -> Result<Arc<Compiled>, EngineError> {
+        let gen = self.schema_generation.load(Ordering::Acquire);
+        {
+            let c = p.compiled.read().unwrap_or_else(|x| x.into_inner());
+            if c.0 == gen && !c.1.volatile {
+                return Ok(c.1.clone());
+            }
+        }
+        let schema = self.schema.get();
+        let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema)?);
+        *p.compiled.write().unwrap_or_else(|x| x.into_inner()) = (gen, compiled.clone());
+        Ok(compiled)
+    }
+
+    pub fn execute(&self, id: &[u8], values: Values, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
+        let p = self.prepared(id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(id)))?;
+        let values = values.bind(&p.statement)?;
+        let compiled = self.plan_of(&p).map_err(EngineError::into_db)?;
+        let mut opts = opts.clone();
+        if opts.keyspace.is_none() {
+            opts.keyspace = p.keyspace.clone();
+        }
+        self.run(&p.statement, &compiled, &values, &opts, now).map_err(EngineError::into_db)
+    }
+
+    pub fn batch(&self, items: Vec<BatchItem>, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
+        let mut m = Mutations::default();
+        let schema = self.schema.get();
+        let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
+        for item in items {
+            let (parsed_owned, prepared, values);
+            let compiled = match item {
+                BatchItem::Query(text, v) => {
+                    let parsed = cql::parse(&text).map_err(|e| DbError::syntax(e.to_string()))?;
+                    let c = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
+                    parsed_owned = parsed;
+                    values = v;
+                    let _ = &parsed_owned;
+                    Arc::new(c)
+                }
+                BatchItem::Prepared(id, v) => {
+                    prepared = self.prepared(&id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
+                    values = v;
+                    self.plan_of(&prepared).map_err(EngineError::into_db)?
+                }
+            };
+            check_bound(&compiled, &values)?;
+            match &compiled.kind {
+                CompiledKind::Write(p) => {
+                    if p.condition.is_some() {
+                        return Err(DbError::invalid("Conditional statements in batches are not supported yet"));
+                    }
+                    self.mutations(p, &values, now, Some(ts), &mut m).map_err(EngineError::into_db)?
+                }
+                _ => {
+                    return Err(DbError::invalid(
+                        "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
+                    ))
+                }
+            }
+        }
+        self.apply(m).map_err(EngineError::into_db)?;
+        Ok(Outcome::Void)
+    }
+
+    fn run(&self, parsed: &cql::ParsedStatement, compiled: &Compiled, values: &[Option<BoundValue>], opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
+        check_bound(compiled, values).map_err(EngineError::Db)?;
+        match &compiled.kind {
+            CompiledKind::Select(plan) => {
+                let rs = self.run_select(self.storage.as_ref(), plan, values, opts.page_size, opts.paging_state.as_deref(), now)?;
+                Ok(Outcome::Rows(rs))
+            }
+            CompiledKind::VirtualSelect(plan) => {
+                let schema = self.schema.get();
+                let store = system::materialize(&plan.table, &schema, &self.node)?;
+                let rs = self.run_select(&store, plan, values, opts.page_size, opts.paging_state.as_deref(), now)?;
+                Ok(Outcome::Rows(rs))
+            }
+            CompiledKind::Write(plan) => {
+                if let Some(cond) = &plan.condition {
+                    return self.conditional(plan, cond, values, now);
+                }
+                let mut m = Mutations::default();
+                self.mutations(plan, values, now, opts.timestamp, &mut m)?;
+                self.apply(m)?;
+                Ok(Outcome::Void)
+            }
+            CompiledKind::Batch(plans) => {
+                let mut m = Mutations::default();
+                let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
+                for p in plans {
+                    if p.condition.is_some() {
+                        return Err(EngineError::invalid("Conditional statements in batches are not supported yet"));
+                    }
+                    self.mutations(p, values, now, Some(ts), &mut m)?;
+                }
+                self.apply(m)?;
+                Ok(Outcome::Void)
+            }
+            CompiledKind::Other => self.run_other(&parsed.statement, opts, now),
+        }
+    }
+
+    /// LWT on a single node: serialized by one lock, condition read and write in one step.
+    fn conditional(&self, plan: &plan::WritePlan, cond: &plan::Condition, values: &[Option<BoundValue>], now: Now) -> Result<Outcome, EngineError> {
+        let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let existing = self.read_row_for_condition(plan, values, now)?;
+        let applied = match cond {
+            plan::Condition::IfNotExists => existing.is_none(),
+            plan::Condition::IfExists => existing.is_some(),
+            plan::Condition::Columns(conds) => {
+                let mut ok = true;
+                for (idx, op, src) in conds {
+                    let want = exec::resolve(src, values)?;
+                    let c = &plan.table.columns[*idx];
+                    let have = existing.as_ref().and_then(|(r, h)| match c.kind {
+                        catalog::ColumnKind::Static => h.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                        _ => r.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                    });
+                    let eq = match (&have, &want) {
+                        (Some(a), Some(b)) => types::compare(&c.ty, a, b),
+                        (None, None) => std::cmp::Ordering::Equal,
+                        (None, Some(_)) => std::cmp::Ordering::Less,
+                        (Some(_), None) => std::cmp::Ordering::Greater,
+                    };
+                    let pass = match op {
+                        plan::FilterOp::Eq => eq.is_eq(),
+                        plan::FilterOp::Ne => !eq.is_eq(),
+                        plan::FilterOp::Lt => have.is_some() && eq.is_lt(),
+                        plan::FilterOp::Le => have.is_some() && eq.is_le(),
+                        plan::FilterOp::Gt => have.is_some() && eq.is_gt(),
+                        plan::FilterOp::Ge => have.is_some() && eq.is_ge(),
+                    };
+                    ok &= pass;
+                }
+                ok
+            }
+        };
+        if applied {
+            let mut m = Mutations::default();
+            self.mutations(plan, values, now, None, &mut m)?;
+            self.apply(m)?;
+        }
+        Ok(Outcome::Rows(ResultSet {
+            keyspace: plan.table.keyspace.clone(),
+            table: plan.table.name.clone(),
+            columns: vec![OutputColumn {
+                name: "[applied]".into(),
+                ty: ColumnType::Boolean,
+            }],
+            rows: 1,
+            data: {
+                let mut d = 1i32.to_be_bytes().to_vec();
+                d.push(applied as u8);
+                d
+            },
+            paging_state: None,
+        }))
+    }
+
+    fn run_other(&self, st: &cql::Statement, opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
+        use cql::Statement as S;
+        let ks = opts.keyspace.as_deref();
+        match st {
+            S::Use(name) => {
+                if self.schema.get().keyspaces.contains_key(name) {
+                    Ok(Outcome::SetKeyspace(name.clone()))
+                } else {
+                    Err(EngineError::invalid(format!("Keyspace '{name}' does not exist")))
+                }
+            }
+            S::Describe(d) => {
+                let schema = self.schema.get();
+                let rows = system::describe(&schema, ks, &d.target)?;
+                let cols = system::describe_columns(&d.target);
+                let mut data = Vec::new();
+                for r in &rows {
+                    for v in r.iter().take(cols.len()) {
+                        data.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        data.extend_from_slice(v.as_bytes());
+                    }
+                }
+                Ok(Outcome::Rows(ResultSet {
+                    keyspace: String::new(),
+                    table: String::new(),
+                    columns: cols
+                        .into_iter()
+                        .map(|(n, t)| OutputColumn { name: n.into(), ty: t })
+                        .collect(),
+                    rows: rows.len(),
+                    data,
+                    paging_state: None,
+                }))
+            }
+            _ => self.ddl(st, ks, now),
+        }
+    }
+
+    fn ddl(&self, st: &cql::Statement, ks: Option<&str>, now: Now) -> Result<Outcome, EngineError> {
+        use cql::Statement as S;
+        let _g = self.ddl_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let schema = self.schema.get();
+        let guard_system = |name: &str| -> Result<(), EngineError> {
+            if ddl::SYSTEM_KEYSPACES.contains(&name) {
+                return Err(EngineError::unauthorized(format!("{name} keyspace is not user-modifiable.")));
+            }
+            Ok(())
+        };
+        let table_ks = |q: &cql::ast::QualifiedName| -> Result<String, EngineError> {
+            q.keyspace
+                .clone()
+                .or_else(|| ks.map(|s| s.to_string()))
+                .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+        };
+        let result: Option<(Schema, SchemaChange)> = match st {
+            S::CreateKeyspace(ck) => {
+                guard_system(&ck.name)?;
+                if schema.keyspaces.contains_key(&ck.name) {
+                    if ck.if_not_exists {
+                        None
+                    } else {
+                        return Err(EngineError::already_exists(&ck.name, None));
+                    }
+                } else {
+                    let def = ddl::create_keyspace_def(ck)?;
+                    let mut next = (*schema).clone();
+                    next.keyspaces.insert(def.name.clone(), Arc::new(def));
+                    Some((next, SchemaChange::ks("CREATED", &ck.name)))
+                }
+            }
+            S::AlterKeyspace(ak) => {
+                guard_system(&ak.name)?;
+                match schema.keyspaces.get(&ak.name) {
+                    None if ak.if_exists => None,
+                    None => return Err(EngineError::invalid(format!("Keyspace '{}' doesn't exist", ak.name))),
+                    Some(old) => {
+                        ddl::check_keyspace_props(&ak.properties)?;
+                        let def = catalog::KeyspaceDef {
+                            name: ak.name.clone(),
+                            replication: ddl::replication(&ak.properties, Some(&old.replication))?,
+                            durable_writes: ddl::keyspace_properties_durable(&ak.properties, old.durable_writes)?,
+                        };
+                        let mut next = (*schema).clone();
+                        next.keyspaces.insert(def.name.clone(), Arc::new(def));
+                        Some((next, SchemaChange::ks("UPDATED", &ak.name)))
+                    }
+                }
+            }
+            S::DropKeyspace { name, if_exists } => {
+                guard_system(name)?;
+                if !schema.keyspaces.contains_key(name) {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::config(format!("Keyspace '{name}' doesn't exist")));
+                    }
+                } else {
+                    let mut next = (*schema).clone();
+                    next.keyspaces.remove(name);
+                    next.tables.retain(|(k, _), _| k != name);
+                    Some((next, SchemaChange::ks("DROPPED", name)))
+                }
+            }
+            S::CreateTable(ct) => {
+                guard_system(&table_ks(&ct.name)?)?;
+                ddl::create_table(&schema, ks, ct, now.micros)?
+            }
+            S::AlterTable(at) => {
+                guard_system(&table_ks(&at.name)?)?;
+                ddl::alter_table(&schema, ks, at, now.micros)?
+            }
+            S::DropTable { name, if_exists } => {
+                let k = table_ks(name)?;
+                guard_system(&k)?;
+                if !schema.keyspaces.contains_key(&k) {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::invalid(format!("Keyspace '{k}' doesn't exist")));
+                    }
+                } else if schema.table(&k, &name.name).is_none() {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::invalid(format!("Table '{k}.{}' doesn't exist", name.name)));
+                    }
+                } else {
+                    let mut next = (*schema).clone();
+                    next.tables.remove(&(k.clone(), name.name.clone()));
+                    Some((next, SchemaChange::table("DROPPED", &k, &name.name)))
+                }
+            }
+            S::Truncate(name) => {
+                let k = table_ks(name)?;
+                guard_system(&k)?;
+                let Some(t) = schema.table(&k, &name.name) else {
+                    if !schema.keyspaces.contains_key(&k) {
+                        return Err(EngineError::invalid(format!("Keyspace '{k}' does not exist")));
+                    }
+                    return Err(EngineError::invalid(format!("table {} does not exist", name.name)));
+                };
+                // A fresh id makes every old row unreachable at once; compaction reclaims it.
+                let mut next = (*schema).clone();
+                let mut nt: TableDef = (**t).clone();
+                nt.id = next.next_table_id;
+                next.next_table_id += 1;
+                next.tables.insert((k.clone(), name.name.clone()), Arc::new(nt));
+                self.install(next)?;
+                return Ok(Outcome::Void);
+            }
+            S::Unsupported { what } => {
+                return Err(EngineError::invalid(format!("{what} is not supported by Peregrine yet")))
+            }
+            other => {
+                return Err(EngineError::invalid(format!(
+                    "This statement is not supported by Peregrine yet: {}",
+                    statement_kind(other)
+                )))
+            }
+        };
+        match result {
+            None => Ok(Outcome::Void),
+            Some((mut next, change)) => {
+                next.version = functions::random_uuid();
+                self.install(next)?;
+                Ok(Outcome::SchemaChange(change))
+            }
+        }
+    }
+
+    /// Persists a new schema, then makes it visible.
+    fn install(&self, next: Schema) -> Result<(), EngineError> {
+        let persisted = PersistedSchema {
+            keyspaces: next
+                .keyspaces
+                .values()
+                .filter(|k| !ddl::SYSTEM_KEYSPACES.contains(&k.name.as_str()))
+                .map(|k| (**k).clone())
+                .collect(),
+            tables: next
+                .tables
+                .values()
+                .filter(|t| !system::is_virtual(t))
+                .map(|t| (**t).clone())
+                .collect(),
+            next_table_id: next.next_table_id,
+            version: next.version,
+        };
+        let bytes = serde_json::to_vec(&persisted).map_err(|e| EngineError::server(e.to_string()))?;
+        let mut b = storage::WriteBatch::new();
+        b.put(SCHEMA_KEY.to_vec(), bytes);
+        self.storage.write(b)?;
+        self.storage.sync()?;
+        *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.schema_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+fn statement_kind(st: &cql::Statement) -> String {
+    let dbg = format!("{st:?}");
+    dbg.split(['(', ' ', '{']).next().unwrap_or("statement").to_string()
+}
+
+fn check_bound(c: &Compiled, values: &[Option<BoundValue>]) -> Result<(), DbError> {
+    if values.len() != c.binds.len() {
+        return Err(DbError::invalid(format!(
+            "There were {} markers(?) in CQL but {} bound variables",
+            c.binds.len(),
+            values.len()
+        )));
+    }
+    for (spec, v) in c.binds.iter().zip(values) {
+        if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
+            proto::value::validate_value(&spec.ty, b).map_err(|e| {
+                DbError::invalid(format!("Invalid value for {}: {}", spec.name, e.message()))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Values as the client bound them: by position or by name.
+pub enum Values {
+    Positional(Vec<BoundValue>),
+    Named(Vec<(String, BoundValue)>),
+}
+
+impl Values {
+    fn bind(self, parsed: &cql::ParsedStatement) -> Result<Vec<Option<BoundValue>>, DbError> {
+        match self {
+            Values::Positional(v) => Ok(v.into_iter().map(Some).collect()),
+            Values::Named(named) => {
+                let mut out = vec![None; parsed.bind_markers.len()];
+                for (name, v) in named {
+                    let mut found = false;
+                    for (i, m) in parsed.bind_markers.iter().enumerate() {
+                        if m.as_deref() == Some(name.as_str()) {
+                            out[i] = Some(v.clone());
+                            found = true;
+                        }
+                    }
+                    if !found {
+                        return Err(DbError::invalid(format!("Invalid unknown named value {name}")));
+                    }
+                }
+                if out.iter().any(|v| v.is_none()) {
+                    return Err(DbError::invalid("Not all named markers were bound"));
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

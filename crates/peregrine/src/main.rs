@@ -1,1 +1,157 @@
-fn main() {}
+//! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand) and
+//! `bench` (the load generator, from the `bench` crate).
+//!
+//! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
+//! SIGTERM stops the server cleanly: it stops accepting, lets in-flight requests finish for up to
+//! `request_timeout`, flushes the engine and exits 0. A second signal exits at once.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use server::local::LocalBackend;
+use server::Config;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(
+    name = "peregrine",
+    version,
+    about = "A Cassandra-compatible database: one binary speaking the CQL native protocol",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// `serve` options, accepted without the subcommand too.
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the CQL server (the default).
+    Serve(ServeArgs),
+    /// Run a benchmark against a CQL endpoint.
+    Bench(bench_stub::BenchArgs),
+}
+
+#[derive(Args, Clone, Default)]
+struct ServeArgs {
+    /// YAML configuration file (every key optional; see CONFIG.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on; overrides `listen` in the file.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Data directory; overrides `data_dir` in the file.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let result = match cli.command {
+        Some(Command::Bench(args)) => bench_stub::main(args),
+        Some(Command::Serve(args)) => serve(args),
+        None => serve(cli.serve),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("peregrine: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = Config::load(args.config.as_deref())?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    config.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("peregrine")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let backend = Arc::new(LocalBackend::open(&config).with_context(|| {
+            format!("cannot open the database in {}", config.data_dir.display())
+        })?);
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        println!(
+            "peregrine listening on {addr} (data: {})",
+            config.data_dir.display()
+        );
+        let shutdown = CancellationToken::new();
+        tokio::spawn(watch_signals(shutdown.clone()));
+        server::run(config, listener, backend, shutdown).await;
+        tracing::info!("peregrine stopped");
+        Ok(())
+    })
+}
+
+/// Cancels `shutdown` on the first SIGINT/SIGTERM; exits at once on the second.
+async fn watch_signals(shutdown: CancellationToken) {
+    wait_for_signal().await;
+    tracing::info!("signal received, shutting down (send again to exit at once)");
+    shutdown.cancel();
+    wait_for_signal().await;
+    tracing::warn!("second signal: exiting without a clean shutdown");
+    std::process::exit(130);
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+// TEMPORARY: the `bench` crate does not export `BenchArgs`/`main` yet. Replace `bench_stub::`
+// with `bench::` above and delete this module once it does.
+mod bench_stub {
+    /// Benchmark options (placeholder until the `bench` crate exports its own).
+    #[derive(clap::Args)]
+    pub struct BenchArgs {
+        /// Arguments for the benchmark.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        pub args: Vec<String>,
+    }
+
+    pub fn main(_args: BenchArgs) -> anyhow::Result<()> {
+        anyhow::bail!("`peregrine bench` is not built yet")
+    }
+}

@@ -1,1 +1,51 @@
-//! placeholder
+//! The CQL front end of Peregrine: everything async and process-level.
+//!
+//! It accepts native-protocol connections (v3, v4, v5 with segments, LZ4/Snappy compression),
+//! does the handshake (OPTIONS, STARTUP, REGISTER), keeps many requests in flight per connection
+//! and answers them out of order, pushes EVENTs, and hands every other request to a
+//! [`Backend`]. It also holds the process configuration.
+//!
+//! It is **not** where statements are parsed or executed (that is the `Backend`: the engine in
+//! standalone mode, an upstream cluster in proxy mode), and it prints nothing: it logs through
+//! `tracing` and the binary decides where logs go.
+//!
+//! # Module map
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`config`] | [`Config`]: every key, its default, validation that reports all problems at once |
+//! | [`backend`] | the [`Backend`] trait (the seam to the engine / proxy) and [`ConnState`] |
+//! | `server` | [`run`]: the accept loop, `max_connections`, shutdown with a grace period |
+//! | `conn` | one connection's read loop: framing, version negotiation, handshake, dispatch |
+//! | `writer` | the one task per connection that writes: batching, v5 segment packing, events |
+//! | `response` | a `Response` to the bytes of one envelope (in the request task) |
+//! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
+//! | [`events`] | the broadcast bus behind REGISTER / EVENT |
+//! | [`local`] | `LocalBackend`: the embedded engine behind the `Backend` trait |
+//!
+//! # Invariants
+//!
+//! - Only a connection's writer task writes to its socket; executors return values.
+//! - Every length read off the network is bounded before allocation: envelope bodies by
+//!   `max_frame_bytes` (checked on the header), requests in flight by
+//!   `max_streams_per_connection`, connections by `max_connections`.
+//! - No lock is shared between connections on the request path; per-connection state is a
+//!   mutex touched only by that connection's requests, stream ids are atomic bits.
+//! - A request error answers ERROR on its stream and keeps the connection; a framing error
+//!   answers ProtocolError and closes it.
+
+pub mod backend;
+pub mod config;
+mod conn;
+pub mod events;
+pub mod local;
+mod response;
+mod server;
+mod streams;
+mod writer;
+
+pub use backend::{Backend, ConnState};
+pub use config::Config;
+pub use conn::CQL_VERSION;
+pub use events::EventBus;
+pub use server::{run, run_with_events};

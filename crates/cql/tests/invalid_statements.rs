@@ -1,0 +1,141 @@
+//! Text that is not CQL must fail with a syntax error (or, where Cassandra answers
+//! InvalidRequest while preparing, an invalid-request error), and never panic.
+
+use cql::ParseErrorKind;
+
+const SYNTAX_ERRORS: &[&str] = &[
+    "",
+    ";",
+    "SELEC * FROM t",
+    "SELECT * FRO t",
+    "SELECT * FROM",
+    "SELECT FROM t",
+    "SELECT * FROM t WHERE",
+    "SELECT * FROM t WHERE k",
+    "SELECT * FROM t WHERE k =",
+    "SELECT * FROM t WHERE k = 1 AND",
+    "SELECT * FROM t WHERE k == 1",
+    "SELECT * FROM t WHERE k = 1 LIMIT",
+    "SELECT * FROM t x",
+    "SELECT * FROM t ORDER c",
+    "SELECT * FROM t WHERE k = 1 ALLOW",
+    "SELECT * FROM t WHERE k IN 1",
+    "SELECT * FROM t WHERE k = 'unterminated",
+    "SELECT * FROM \"unterminated",
+    "SELECT * FROM t WHERE k = a",
+    "SELECT * FROM select",
+    "SELECT a,, b FROM t",
+    "SELECT * FROM t WHERE k = 1 extra",
+    "SELECT * FROM t; garbage",
+    "SELECT * FROM t WHERE k = @",
+    "SELECT * FROM ks.",
+    "SELECT * FROM \"\"",
+    "INSERT INTO t VALUES (1)",
+    "INSERT INTO t (k) VALUES",
+    "INSERT INTO t (k) VALUES (1",
+    "INSERT INTO t (k) VALUES (1) USING",
+    "INSERT INTO t (k) VALUES (1) USING FOO 3",
+    "INSERT t (k) VALUES (1)",
+    "UPDATE t SET WHERE k = 1",
+    "UPDATE t SET v = 1",
+    "UPDATE t SET v WHERE k = 1",
+    "UPDATE t SET v = v * 2 WHERE k = 1",
+    "DELETE FROM t",
+    "DELETE * FROM t WHERE k = 1",
+    "CREATE TABLE t",
+    "CREATE TABLE t (k int PRIMARY KEY",
+    "CREATE TABLE t (k int PRIMARY KEY) WITH",
+    "CREATE TABLE t (k notatype<int> PRIMARY KEY)",
+    "CREATE TABLE t (k map<int> PRIMARY KEY)",
+    "CREATE TABLE t (k int PRIMARY KEY) WITH comment = 'a' AND comment = 'b'",
+    "CREATE KEYSPACE k",
+    "CREATE KEYSPACE k WITH replication = {'class': }",
+    "CREATE WIDGET w",
+    "DROP t",
+    "ALTER TABLE t FROB x",
+    "BEGIN BATCH SELECT * FROM t APPLY BATCH",
+    "BEGIN BATCH INSERT INTO t (k) VALUES (1)",
+    "GRANT SELECT ON KEYSPACE TO bob",
+    "DESCRIBE",
+    "USE",
+    "TRUNCATE",
+    "SELECT * FROM t WHERE k = [1, 2",
+    "SELECT * FROM t WHERE k = {1: 2, 3}",
+    "SELECT * FROM t WHERE k = ()",
+    "/* unterminated comment SELECT * FROM t",
+    "SELECT * FROM t WHERE k = $$ open",
+    "SELECT * FROM t WHERE k = 1 IF",
+];
+
+/// Statements that are CQL but that Cassandra rejects as invalid while preparing them.
+const INVALID_REQUESTS: &[&str] = &[
+    "INSERT INTO t (a, b) VALUES (1)",
+    "INSERT INTO t (a) VALUES (1, 2)",
+    "CREATE TABLE t (k int, v int)",
+    "CREATE TABLE t (k int PRIMARY KEY, v int PRIMARY KEY)",
+    "CREATE TABLE t (k int PRIMARY KEY, v int, PRIMARY KEY (v))",
+    "UPDATE t SET a = b + 1 WHERE k = 1",
+    "UPDATE t SET l = [1] + m WHERE k = 1",
+];
+
+#[test]
+fn syntax_errors_are_rejected() {
+    let mut wrong = Vec::new();
+    for stmt in SYNTAX_ERRORS {
+        match cql::parse(stmt) {
+            Ok(p) => wrong.push(format!("{stmt:?} parsed: {:?}", p.statement)),
+            Err(e) if e.kind != ParseErrorKind::Syntax => {
+                wrong.push(format!("{stmt:?} gave {:?}: {e}", e.kind))
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.starts_with("line "), "{stmt:?}: {msg}");
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(SYNTAX_ERRORS.len() >= 40);
+}
+
+#[test]
+fn invalid_requests_are_rejected() {
+    for stmt in INVALID_REQUESTS {
+        let e = cql::parse(stmt).expect_err(stmt);
+        assert_eq!(e.kind, ParseErrorKind::Invalid, "{stmt}: {e}");
+    }
+}
+
+#[test]
+fn messages_look_like_cassandra() {
+    let e = cql::parse("SELECT * FRO t").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:9 mismatched input 'FRO' expecting K_FROM (SELECT * [FRO] t)"
+    );
+    let e = cql::parse("SELEC * FROM t").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:0 no viable alternative at input 'SELEC' ([SELEC] * FROM...)"
+    );
+    let e = cql::parse("SELECT * FROM t WHERE k = 1 x").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("line 1:28 mismatched input 'x' expecting EOF"),
+        "{e}"
+    );
+    let e = cql::parse("SELECT *\nFROM t\nWHERE k = = 1").unwrap_err();
+    assert_eq!((e.line, e.column), (3, 10), "{e}");
+    let e = cql::parse("SELECT * FROM t WHERE").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:21 no viable alternative at input '<EOF>'"
+    );
+    let e = cql::parse("INSERT INTO t (a, b) VALUES (1)").unwrap_err();
+    assert_eq!(e.to_string(), "Unmatched column names/values");
+}
+
+#[test]
+fn script_error_points_at_the_bad_statement() {
+    let e = cql::parse_statements("SELECT * FROM t;\nSELECT * FROM u WHERE;").unwrap_err();
+    assert_eq!(e.line, 2);
+}

@@ -1,0 +1,815 @@
+//! AST -> plans: name resolution against one schema snapshot, the restrictions Cassandra
+//! accepts (with its error messages for the ones it refuses), and the type of every bind
+//! marker.
+
+use crate::catalog::{ColumnDef, ColumnKind, Schema, TableDef};
+use crate::literal::const_term;
+use crate::plan::*;
+use crate::EngineError;
+use cql::ast::{self, Operator, Relation, Term};
+use proto::types::ColumnType;
+use std::sync::Arc;
+
+/// The plan of one statement plus what PREPARE reports about it.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub kind: CompiledKind,
+    pub binds: Vec<Option<BindSpec>>,
+    /// For each partition key column, the bind marker that sets it (token-aware routing).
+    pub pk_indexes: Vec<u16>,
+    /// Contains `now()` and the like: rebuilt at each execution.
+    pub volatile: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum CompiledKind {
+    Select(SelectPlan),
+    /// A SELECT on a virtual (system) table; evaluated by `system.rs`.
+    VirtualSelect(SelectPlan),
+    Write(WritePlan),
+    Batch(Vec<WritePlan>),
+    /// DDL, USE and the rest run from the AST.
+    Other,
+}
+
+pub(crate) struct Builder<'a> {
+    pub schema: &'a Schema,
+    pub keyspace: Option<&'a str>,
+    pub binds: Vec<Option<BindSpec>>,
+    pub volatile: bool,
+}
+
+const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+impl<'a> Builder<'a> {
+    pub fn new(schema: &'a Schema, keyspace: Option<&'a str>, bind_count: usize) -> Self {
+        Builder {
+            schema,
+            keyspace,
+            binds: vec![None; bind_count],
+            volatile: false,
+        }
+    }
+
+    pub fn table(&self, name: &ast::QualifiedName) -> Result<Arc<TableDef>, EngineError> {
+        let ks = match &name.keyspace {
+            Some(k) => k.as_str(),
+            None => self.keyspace.ok_or_else(|| {
+                EngineError::invalid(
+                    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
+                )
+            })?,
+        };
+        if let Some(t) = self.schema.table(ks, &name.name) {
+            return Ok(t.clone());
+        }
+        if !self.schema.keyspaces.contains_key(ks) {
+            return Err(EngineError::invalid(format!("Keyspace '{ks}' does not exist")));
+        }
+        Err(EngineError::invalid(format!(
+            "table {} does not exist",
+            name.name
+        )))
+    }
+
+    fn column<'t>(&self, t: &'t TableDef, name: &str) -> Result<(usize, &'t ColumnDef), EngineError> {
+        t.column_index(name)
+            .map(|i| (i, &t.columns[i]))
+            .ok_or_else(|| EngineError::invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+    }
+
+    fn bind(&mut self, t: &TableDef, m: &ast::BindMarker, name: &str, ty: &ColumnType) -> Src {
+        if let Some(slot) = self.binds.get_mut(m.index) {
+            *slot = Some(BindSpec {
+                name: m.name.clone().unwrap_or_else(|| name.to_string()),
+                ty: ty.clone(),
+                keyspace: t.keyspace.clone(),
+                table: t.name.clone(),
+            });
+        }
+        Src::Bind(m.index)
+    }
+
+    /// A term for a receiver named `name` of type `ty`.
+    pub fn term(&mut self, t: &TableDef, term: &Term, name: &str, ty: &ColumnType) -> Result<Src, EngineError> {
+        match term {
+            Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
+            Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            _ => {
+                if contains_call(term) {
+                    self.volatile = true;
+                }
+                if contains_bind(term) {
+                    return Err(EngineError::invalid(
+                        "Bind markers inside collection, tuple or UDT literals are not supported yet",
+                    ));
+                }
+                Ok(Src::Const(const_term(ty, term)?))
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------- WHERE
+
+    fn where_clause(
+        &mut self,
+        t: &Arc<TableDef>,
+        rels: &[Relation],
+        allow_filtering: bool,
+        for_write: bool,
+    ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
+        let npk = t.pk_count();
+        let ncl = t.clustering_count();
+        let mut pk: Vec<Option<KeyValues>> = vec![None; npk];
+        let mut cl: Vec<Option<KeyValues>> = vec![None; ncl];
+        let mut slices: Vec<(usize, Operator, Vec<Src>)> = Vec::new();
+        let mut token_start: Option<TokenBound> = None;
+        let mut token_end: Option<TokenBound> = None;
+        let mut filters = Vec::new();
+        for rel in rels {
+            match rel {
+                Relation::Binary { column, op, value } => {
+                    let (idx, c) = self.column(t, column)?;
+                    let src = self.term(t, value, &c.name, &c.ty.clone())?;
+                    match (c.kind, op) {
+                        (ColumnKind::PartitionKey, Operator::Eq) => {
+                            set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?
+                        }
+                        (ColumnKind::PartitionKey, _) => {
+                            return Err(EngineError::invalid(
+                                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
+                            ))
+                        }
+                        (ColumnKind::Clustering, Operator::Eq) => {
+                            set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?
+                        }
+                        (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
+                            slices.push((c.position as usize, *op, vec![src]))
+                        }
+                        (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
+                            if c.kind == ColumnKind::Clustering && *op == Operator::Neq {
+                                return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != ...", c.name)));
+                            }
+                            filters.push(Filter {
+                                column: idx,
+                                op: filter_op(*op),
+                                value: src,
+                            })
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Non PRIMARY KEY columns found in where clause: {}",
+                                c.name
+                            )))
+                        }
+                    }
+                }
+                Relation::In { column, values } => {
+                    let (_, c) = self.column(t, column)?;
+                    let c = c.clone();
+                    let kv = match values {
+                        ast::InValues::Terms(terms) => KeyValues::In(
+                            terms
+                                .iter()
+                                .map(|x| self.term(t, x, &c.name, &c.ty))
+                                .collect::<Result<_, _>>()?,
+                        ),
+                        ast::InValues::Marker(m) => {
+                            let list_ty = ColumnType::List(Box::new(c.ty.clone()));
+                            self.bind(t, m, &format!("in({})", c.name), &list_ty);
+                            KeyValues::InBind(m.index, c.ty.clone())
+                        }
+                    };
+                    match c.kind {
+                        ColumnKind::PartitionKey => set_once(&mut pk[c.position as usize], kv, &c.name)?,
+                        ColumnKind::Clustering => set_once(&mut cl[c.position as usize], kv, &c.name)?,
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "IN predicates on non-primary-key columns ({}) is not yet supported",
+                                c.name
+                            )))
+                        }
+                    }
+                }
+                Relation::Token { columns, op, value } => {
+                    let pk_names: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+                    if columns.iter().map(|s| s.as_str()).collect::<Vec<_>>() != pk_names {
+                        return Err(EngineError::invalid(format!(
+                            "The token() function must be applied to all partition key components or none of them"
+                        )));
+                    }
+                    let src = match value {
+                        Term::FunctionCall { name, args } if name.name.eq_ignore_ascii_case("token") => {
+                            let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
+                            if args.len() != cols.len() {
+                                return Err(EngineError::invalid("Invalid number of arguments in call to function system.token"));
+                            }
+                            let mut srcs = Vec::new();
+                            for (a, c) in args.iter().zip(&cols) {
+                                srcs.push(self.term(t, a, &c.name, &c.ty)?);
+                            }
+                            TokenSrc::KeyOf(srcs)
+                        }
+                        other => TokenSrc::Token(self.term(t, other, "partition key token", &ColumnType::Bigint)?),
+                    };
+                    match op {
+                        Operator::Gt | Operator::Gte => {
+                            token_start = Some(TokenBound { src, inclusive: *op == Operator::Gte })
+                        }
+                        Operator::Lt | Operator::Lte => {
+                            token_end = Some(TokenBound { src, inclusive: *op == Operator::Lte })
+                        }
+                        Operator::Eq => {
+                            token_start = Some(TokenBound { src: src.clone(), inclusive: true });
+                            token_end = Some(TokenBound { src, inclusive: true });
+                        }
+                        _ => return Err(EngineError::invalid(format!("Unsupported operator {op} on token()"))),
+                    }
+                }
+                Relation::MultiColumn { columns, op, value } => {
+                    let mut cols = Vec::new();
+                    for name in columns {
+                        let (_, c) = self.column(t, name)?;
+                        if c.kind != ColumnKind::Clustering {
+                            return Err(EngineError::invalid(format!(
+                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                                c.name
+                            )));
+                        }
+                        cols.push(c.clone());
+                    }
+                    let items: Vec<Term> = match value {
+                        Term::Tuple(items) => items.clone(),
+                        _ => {
+                            return Err(EngineError::invalid(
+                                "Multi-column relations with a single bind marker are not supported yet",
+                            ))
+                        }
+                    };
+                    if items.len() != cols.len() {
+                        return Err(EngineError::invalid(format!(
+                            "Expected {} elements in value tuple, but got {}",
+                            cols.len(),
+                            items.len()
+                        )));
+                    }
+                    let mut srcs = Vec::new();
+                    for (i, c) in items.iter().zip(&cols) {
+                        srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                    }
+                    let first = cols[0].position as usize;
+                    if cols.iter().enumerate().any(|(i, c)| c.position as usize != first + i) {
+                        return Err(EngineError::invalid(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+                        ));
+                    }
+                    match op {
+                        Operator::Eq => {
+                            for (c, s) in cols.iter().zip(srcs) {
+                                set_once(&mut cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
+                            }
+                        }
+                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => slices.push((first, *op, srcs)),
+                        _ => return Err(EngineError::invalid(format!("Unsupported operator {op} in multi-column relation"))),
+                    }
+                }
+                other => {
+                    return Err(EngineError::invalid(format!(
+                        "Unsupported restriction: {other:?}"
+                    )))
+                }
+            }
+        }
+
+        // Partition key: all by EQ/IN, or none (then a token range / full scan).
+        let restricted = pk.iter().filter(|p| p.is_some()).count();
+        let partitions = if restricted == npk {
+            if token_start.is_some() || token_end.is_some() {
+                return Err(EngineError::invalid(
+                    "Columns \"token\" cannot be restricted by both a normal relation and a token relation",
+                ));
+            }
+            PartitionSel::Keys(pk.into_iter().flatten().collect())
+        } else if restricted == 0 {
+            if for_write {
+                let missing: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+                return Err(EngineError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            PartitionSel::Range { start: token_start, end: token_end }
+        } else {
+            let missing: Vec<&str> = t
+                .partition_key()
+                .zip(&pk)
+                .filter(|(_, p)| p.is_none())
+                .map(|(c, _)| c.name.as_str())
+                .collect();
+            if for_write {
+                return Err(EngineError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            return Err(EngineError::invalid(format!(
+                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"
+            )));
+        };
+
+        // Clustering: an EQ/IN prefix, then at most one slice on the next column.
+        let mut sel = ClusteringSel::default();
+        let mut prefix_done = false;
+        let clust_cols: Vec<ColumnDef> = t.clustering().cloned().collect();
+        for (i, r) in cl.into_iter().enumerate() {
+            match r {
+                Some(kv) if !prefix_done => sel.eq.push(kv),
+                Some(_) => {
+                    let prev = &clust_cols[i - 1].name;
+                    if slices.iter().any(|s| s.0 == sel.eq.len()) {
+                        return Err(EngineError::invalid(format!(
+                            "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+                            clust_cols[i].name, prev
+                        )));
+                    }
+                    return Err(EngineError::invalid(format!(
+                        "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                        clust_cols[i].name, prev
+                    )));
+                }
+                None => prefix_done = true,
+            }
+        }
+        for (pos, op, srcs) in slices {
+            if pos != sel.eq.len() {
+                let c = &clust_cols[pos];
+                if pos < sel.eq.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
+                        c.name
+                    )));
+                }
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    c.name,
+                    clust_cols[pos - 1].name
+                )));
+            }
+            let b = SliceBound { values: srcs, inclusive: matches!(op, Operator::Lte | Operator::Gte) };
+            let slot = match op {
+                Operator::Gt | Operator::Gte => &mut sel.start,
+                _ => &mut sel.end,
+            };
+            if slot.is_some() {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {}",
+                    if matches!(op, Operator::Gt | Operator::Gte) { "start" } else { "end" },
+                    clust_cols[pos].name
+                )));
+            }
+            *slot = Some(b);
+        }
+        let needs_filtering = !filters.is_empty()
+            || (matches!(partitions, PartitionSel::Range { .. }) && !sel.is_unrestricted());
+        if needs_filtering && !allow_filtering && !for_write {
+            return Err(EngineError::invalid(FILTERING_MSG));
+        }
+        Ok((partitions, sel, filters))
+    }
+
+    // ----------------------------------------------------------------------------- SELECT
+
+    pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
+        let t = self.table(&s.table)?;
+        if s.json {
+            return Err(EngineError::invalid("SELECT JSON is not supported yet"));
+        }
+        if !s.group_by.is_empty() {
+            return Err(EngineError::invalid("GROUP BY is not supported yet"));
+        }
+        let (partitions, clustering, filters) = self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
+        let mut output = Vec::new();
+        let selection = match &s.selection {
+            ast::Selection::Wildcard => {
+                let mut sels = Vec::new();
+                for (i, c) in t.columns.iter().enumerate() {
+                    if s.distinct && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                        continue;
+                    }
+                    sels.push(Selector::Column(i));
+                    output.push(OutputColumn { name: c.name.clone(), ty: c.ty.clone() });
+                }
+                Selection::Rows(sels)
+            }
+            ast::Selection::Selectors(list) => {
+                let is_count = |e: &ast::SelectorExpr| match e {
+                    ast::SelectorExpr::CountRows => true,
+                    ast::SelectorExpr::Function { name, args } => {
+                        name.name.eq_ignore_ascii_case("count") && args.len() == 1
+                    }
+                    _ => false,
+                };
+                if list.iter().any(|x| is_count(&x.expr)) {
+                    if list.len() != 1 {
+                        return Err(EngineError::invalid(
+                            "Mixing aggregate and non-aggregate selectors is not supported yet",
+                        ));
+                    }
+                    let name = list[0].alias.clone().unwrap_or_else(|| match &list[0].expr {
+                        ast::SelectorExpr::Function { args, .. } => match args.first() {
+                            Some(ast::SelectorExpr::Column(c)) => format!("system.count({c})"),
+                            _ => "count".to_string(),
+                        },
+                        _ => "count".to_string(),
+                    });
+                    output.push(OutputColumn { name, ty: ColumnType::Bigint });
+                    Selection::Count
+                } else {
+                    let mut sels = Vec::new();
+                    for sel in list {
+                        let (selector, name, ty) = self.selector(&t, &sel.expr)?;
+                        if s.distinct {
+                            if let Selector::Column(i) = selector {
+                                if !matches!(t.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                                    return Err(EngineError::invalid(format!(
+                                        "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                                        t.columns[i].name
+                                    )));
+                                }
+                            }
+                        }
+                        sels.push(selector);
+                        output.push(OutputColumn { name: sel.alias.clone().unwrap_or(name), ty });
+                    }
+                    Selection::Rows(sels)
+                }
+            }
+        };
+        if s.distinct {
+            if !clustering.is_unrestricted() {
+                return Err(EngineError::invalid(
+                    "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
+                ));
+            }
+            if let Selection::Rows(sels) = &selection {
+                let pks_selected = t.partition_key().all(|c| {
+                    sels.iter().any(|s| matches!(s, Selector::Column(i) if t.columns[*i].name == c.name))
+                });
+                if !pks_selected {
+                    return Err(EngineError::invalid(
+                        "SELECT DISTINCT queries must request all the partition key columns",
+                    ));
+                }
+            }
+        }
+        let mut reversed = false;
+        if !s.order_by.is_empty() {
+            if !matches!(partitions, PartitionSel::Keys(_)) {
+                return Err(EngineError::invalid(
+                    "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+                ));
+            }
+            let clust: Vec<ColumnDef> = t.clustering().cloned().collect();
+            let mut rev: Option<bool> = None;
+            for (i, (name, order)) in s.order_by.iter().enumerate() {
+                let (_, c) = self.column(&t, name)?;
+                if c.kind != ColumnKind::Clustering {
+                    return Err(EngineError::invalid(format!(
+                        "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
+                    )));
+                }
+                if clust.get(i).map(|x| &x.name) != Some(name) {
+                    return Err(EngineError::invalid(
+                        "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+                    ));
+                }
+                let r = (*order == ast::Order::Desc) != c.desc;
+                if rev.is_some_and(|x| x != r) {
+                    return Err(EngineError::invalid("Unsupported order by relation"));
+                }
+                rev = Some(r);
+            }
+            reversed = rev.unwrap_or(false);
+        }
+        let limit = match &s.limit {
+            Some(l) => Some(self.term(&t, l, "[limit]", &ColumnType::Int)?),
+            None => None,
+        };
+        let per_partition_limit = match &s.per_partition_limit {
+            Some(l) => Some(self.term(&t, l, "[per_partition_limit]", &ColumnType::Int)?),
+            None => None,
+        };
+        Ok(SelectPlan {
+            table: t,
+            partitions,
+            clustering,
+            filters,
+            selection,
+            output,
+            distinct: s.distinct,
+            reversed,
+            limit,
+            per_partition_limit,
+        })
+    }
+
+    fn selector(&mut self, t: &TableDef, e: &ast::SelectorExpr) -> Result<(Selector, String, ColumnType), EngineError> {
+        use ast::SelectorExpr as E;
+        let regular = |b: &Self, name: &str, what: &str| -> Result<usize, EngineError> {
+            let (i, c) = b.column(t, name)?;
+            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!(
+                    "Cannot use selection function {what} on PRIMARY KEY part {name}"
+                )));
+            }
+            Ok(i)
+        };
+        Ok(match e {
+            E::Column(name) => {
+                let (i, c) = self.column(t, name)?;
+                (Selector::Column(i), c.name.clone(), c.ty.clone())
+            }
+            E::WriteTime(name) => (
+                Selector::WriteTime(regular(self, name, "writeTime")?),
+                format!("writetime({name})"),
+                ColumnType::Bigint,
+            ),
+            E::Ttl(name) => (
+                Selector::Ttl(regular(self, name, "ttl")?),
+                format!("ttl({name})"),
+                ColumnType::Int,
+            ),
+            E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
+                let cols: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        E::Column(c) => Ok(c.clone()),
+                        _ => Err(EngineError::invalid("token() takes partition key columns")),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let pk: Vec<String> = t.partition_key().map(|c| c.name.clone()).collect();
+                if cols != pk {
+                    return Err(EngineError::invalid(
+                        "The token function arguments must be in the partition key order",
+                    ));
+                }
+                (Selector::Token, format!("system.token({})", cols.join(", ")), ColumnType::Bigint)
+            }
+            E::Term(term) => {
+                return Err(EngineError::invalid(format!(
+                    "Selecting a term ({term}) is not supported yet"
+                )))
+            }
+            other => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported selector: {other:?}"
+                )))
+            }
+        })
+    }
+
+    // ----------------------------------------------------------------------------- writes
+
+    fn using(&mut self, t: &TableDef, u: &ast::UsingClause) -> Result<(Option<Src>, Option<Src>), EngineError> {
+        let ttl = match &u.ttl {
+            Some(x) => Some(self.term(t, x, "[ttl]", &ColumnType::Int)?),
+            None => None,
+        };
+        let ts = match &u.timestamp {
+            Some(x) => Some(self.term(t, x, "[timestamp]", &ColumnType::Bigint)?),
+            None => None,
+        };
+        Ok((ttl, ts))
+    }
+
+    fn if_clause(&mut self, t: &TableDef, c: &Option<ast::IfClause>) -> Result<Option<Condition>, EngineError> {
+        Ok(match c {
+            None => None,
+            Some(ast::IfClause::Exists) => Some(Condition::IfExists),
+            Some(ast::IfClause::Conditions(conds)) => {
+                let mut out = Vec::new();
+                for cond in conds {
+                    let (i, col) = self.column(t, &cond.column)?;
+                    let col = col.clone();
+                    if cond.target.is_some() {
+                        return Err(EngineError::invalid("Conditions on collection elements are not supported yet"));
+                    }
+                    match &cond.op {
+                        ast::ConditionOp::Compare(op, term) => {
+                            let src = self.term(t, term, &col.name, &col.ty)?;
+                            out.push((i, filter_op(*op), src));
+                        }
+                        ast::ConditionOp::In(_) => {
+                            return Err(EngineError::invalid("IN conditions are not supported yet"))
+                        }
+                    }
+                }
+                Some(Condition::Columns(out))
+            }
+        })
+    }
+
+    pub fn insert(&mut self, s: &ast::InsertStatement) -> Result<WritePlan, EngineError> {
+        let t = self.table(&s.table)?;
+        let ast::InsertValues::Values { columns, values } = &s.values else {
+            return Err(EngineError::invalid("INSERT JSON is not supported yet"));
+        };
+        if columns.len() != values.len() {
+            return Err(EngineError::invalid(format!(
+                "Unmatched column names/values: {} columns, {} values",
+                columns.len(),
+                values.len()
+            )));
+        }
+        let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
+        let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
+        let mut assignments = Vec::new();
+        for (name, term) in columns.iter().zip(values) {
+            let (i, c) = self.column(&t, name)?;
+            let c = c.clone();
+            let src = self.term(&t, term, &c.name, &c.ty)?;
+            match c.kind {
+                ColumnKind::PartitionKey => set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?,
+                ColumnKind::Clustering => set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?,
+                _ => {
+                    if assignments.iter().any(|(j, _)| *j == i) {
+                        return Err(EngineError::invalid(format!(
+                            "Multiple definitions found for column {}",
+                            c.name
+                        )));
+                    }
+                    assignments.push((i, Assign::Set(src)))
+                }
+            }
+        }
+        let missing_pk: Vec<&str> = t.partition_key().zip(&pk).filter(|(_, p)| p.is_none()).map(|(c, _)| c.name.as_str()).collect();
+        if !missing_pk.is_empty() {
+            return Err(EngineError::invalid(format!("Some partition key parts are missing: {}", missing_pk.join(", "))));
+        }
+        let missing_cl: Vec<&str> = t.clustering().zip(&cl).filter(|(_, p)| p.is_none()).map(|(c, _)| c.name.as_str()).collect();
+        if !missing_cl.is_empty() {
+            return Err(EngineError::invalid(format!("Some clustering keys are missing: {}", missing_cl.join(", "))));
+        }
+        let (ttl, timestamp) = self.using(&t, &s.using)?;
+        Ok(WritePlan {
+            partition: pk.into_iter().flatten().collect(),
+            clustering: ClusteringSel { eq: cl.into_iter().flatten().collect(), start: None, end: None },
+            kind: WriteKind::Upsert { marker: true, assignments },
+            ttl,
+            timestamp,
+            condition: s.if_not_exists.then_some(Condition::IfNotExists),
+            table: t,
+        })
+    }
+
+    pub fn update(&mut self, s: &ast::UpdateStatement) -> Result<WritePlan, EngineError> {
+        let t = self.table(&s.table)?;
+        let (ttl, timestamp) = self.using(&t, &s.using)?;
+        let mut assignments = Vec::new();
+        for a in &s.assignments {
+            let (i, c) = self.column(&t, a.column())?;
+            let c = c.clone();
+            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!("PRIMARY KEY part {} found in SET part", c.name)));
+            }
+            let op = match a {
+                ast::Assignment::Set { value, .. } => Assign::Set(self.term(&t, value, &c.name, &c.ty)?),
+                ast::Assignment::Add { value, .. } => {
+                    if c.ty == ColumnType::Counter {
+                        return Err(EngineError::invalid("Counter columns are not supported yet"));
+                    }
+                    Assign::Append(self.term(&t, value, &c.name, &c.ty)?)
+                }
+                ast::Assignment::Prepend { value, .. } => Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?),
+                ast::Assignment::Subtract { value, .. } => {
+                    let ty = match &c.ty {
+                        ColumnType::Map(k, _) => ColumnType::Set(k.clone()),
+                        other => other.clone(),
+                    };
+                    Assign::Remove(self.term(&t, value, &c.name, &ty)?)
+                }
+                ast::Assignment::SetElement { key, value, .. } => {
+                    let (kt, vt) = match &c.ty {
+                        ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                        ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
+                        _ => return Err(EngineError::invalid(format!("Invalid operation ({}[...] = ...) for non collection column {}", c.name, c.name))),
+                    };
+                    Assign::SetKey(
+                        self.term(&t, key, &format!("key({})", c.name), &kt)?,
+                        self.term(&t, value, &format!("value({})", c.name), &vt)?,
+                    )
+                }
+                ast::Assignment::SetField { .. } => {
+                    return Err(EngineError::invalid("Setting UDT fields individually is not supported yet"))
+                }
+            };
+            assignments.push((i, op));
+        }
+        let (partitions, clustering, _) = self.where_clause(&t, &s.where_clause, false, true)?;
+        let PartitionSel::Keys(partition) = partitions else {
+            return Err(EngineError::invalid("Some partition key parts are missing"));
+        };
+        let condition = self.if_clause(&t, &s.condition)?;
+        Ok(WritePlan {
+            table: t,
+            partition,
+            clustering,
+            kind: WriteKind::Upsert { marker: false, assignments },
+            ttl,
+            timestamp,
+            condition,
+        })
+    }
+
+    pub fn delete(&mut self, s: &ast::DeleteStatement) -> Result<WritePlan, EngineError> {
+        let t = self.table(&s.table)?;
+        let (ttl, timestamp) = self.using(&t, &s.using)?;
+        if ttl.is_some() {
+            return Err(EngineError::invalid("A TTL is not allowed on DELETE statements"));
+        }
+        let mut columns = Vec::new();
+        for target in &s.targets {
+            let (i, c) = self.column(&t, &target.column)?;
+            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!(
+                    "Invalid identifier {} for deletion (should not be a PRIMARY KEY part)",
+                    c.name
+                )));
+            }
+            if target.target.is_some() {
+                return Err(EngineError::invalid("Deleting collection elements is not supported yet"));
+            }
+            columns.push(i);
+        }
+        let (partitions, clustering, _) = self.where_clause(&t, &s.where_clause, false, true)?;
+        let PartitionSel::Keys(partition) = partitions else {
+            return Err(EngineError::invalid("Some partition key parts are missing"));
+        };
+        let condition = self.if_clause(&t, &s.condition)?;
+        Ok(WritePlan {
+            table: t,
+            partition,
+            clustering,
+            kind: WriteKind::Delete { columns },
+            ttl: None,
+            timestamp,
+            condition,
+        })
+    }
+
+    pub fn pk_indexes(&self, plan_pk: Option<&[KeyValues]>) -> Vec<u16> {
+        let Some(pk) = plan_pk else { return Vec::new() };
+        let mut out = Vec::new();
+        for kv in pk {
+            match kv {
+                KeyValues::Eq(Src::Bind(i)) => out.push(*i as u16),
+                _ => return Vec::new(),
+            }
+        }
+        out
+    }
+}
+
+fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {
+    if slot.is_some() {
+        return Err(EngineError::invalid(format!(
+            "{name} cannot be restricted by more than one relation if it includes an Equal"
+        )));
+    }
+    *slot = Some(kv);
+    Ok(())
+}
+
+fn filter_op(op: Operator) -> FilterOp {
+    match op {
+        Operator::Eq => FilterOp::Eq,
+        Operator::Neq => FilterOp::Ne,
+        Operator::Lt => FilterOp::Lt,
+        Operator::Lte => FilterOp::Le,
+        Operator::Gt => FilterOp::Gt,
+        _ => FilterOp::Ge,
+    }
+}
+
+fn contains_call(t: &Term) -> bool {
+    match t {
+        Term::FunctionCall { .. } => true,
+        Term::List(v) | Term::Set(v) | Term::Tuple(v) => v.iter().any(contains_call),
+        Term::Map(kv) => kv.iter().any(|(k, v)| contains_call(k) || contains_call(v)),
+        Term::Udt(f) => f.iter().any(|(_, v)| contains_call(v)),
+        Term::TypeHint { term, .. } | Term::Negate(term) => contains_call(term),
+        _ => false,
+    }
+}
+
+fn contains_bind(t: &Term) -> bool {
+    match t {
+        Term::Bind(_) => true,
+        Term::List(v) | Term::Set(v) | Term::Tuple(v) => v.iter().any(contains_bind),
+        Term::Map(kv) => kv.iter().any(|(k, v)| contains_bind(k) || contains_bind(v)),
+        Term::Udt(f) => f.iter().any(|(_, v)| contains_bind(v)),
+        Term::TypeHint { term, .. } | Term::Negate(term) => contains_bind(term),
+        Term::FunctionCall { args, .. } => args.iter().any(contains_bind),
+        _ => false,
+    }
+}

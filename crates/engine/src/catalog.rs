@@ -1,0 +1,198 @@
+//! The schema catalog: keyspaces and tables, persisted in storage under the `0x00` prefix,
+//! kept in memory as an immutable snapshot swapped on every DDL (readers never lock).
+
+use proto::types::ColumnType;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnKind {
+    PartitionKey,
+    Clustering,
+    Static,
+    Regular,
+}
+
+impl ColumnKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnKind::PartitionKey => "partition_key",
+            ColumnKind::Clustering => "clustering",
+            ColumnKind::Static => "static",
+            ColumnKind::Regular => "regular",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    /// The CQL type text (e.g. `frozen<list<int>>`); `ty` is its protocol form.
+    pub cql_type: String,
+    #[serde(skip, default = "default_type")]
+    pub ty: ColumnType,
+    pub kind: ColumnKind,
+    /// Position among partition key or clustering columns; -1 for the others.
+    pub position: i32,
+    pub desc: bool,
+    /// Stable id of the column's cells in stored rows.
+    pub id: u16,
+}
+
+fn default_type() -> ColumnType {
+    ColumnType::Blob
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableOptions {
+    pub bloom_filter_fp_chance: f64,
+    pub caching: BTreeMap<String, String>,
+    pub comment: String,
+    pub compaction: BTreeMap<String, String>,
+    pub compression: BTreeMap<String, String>,
+    pub crc_check_chance: f64,
+    pub default_time_to_live: i32,
+    pub gc_grace_seconds: i32,
+    pub max_index_interval: i32,
+    pub memtable_flush_period_in_ms: i32,
+    pub min_index_interval: i32,
+    pub read_repair: String,
+    pub speculative_retry: String,
+    pub additional_write_policy: String,
+    pub cdc: bool,
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+impl Default for TableOptions {
+    /// Cassandra 5.0's defaults, as `system_schema.tables` shows them.
+    fn default() -> Self {
+        TableOptions {
+            bloom_filter_fp_chance: 0.01,
+            caching: map(&[("keys", "ALL"), ("rows_per_partition", "NONE")]),
+            comment: String::new(),
+            compaction: map(&[
+                (
+                    "class",
+                    "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+                ),
+                ("max_threshold", "32"),
+                ("min_threshold", "4"),
+            ]),
+            compression: map(&[
+                ("chunk_length_in_kb", "16"),
+                ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
+            ]),
+            crc_check_chance: 1.0,
+            default_time_to_live: 0,
+            gc_grace_seconds: 864000,
+            max_index_interval: 2048,
+            memtable_flush_period_in_ms: 0,
+            min_index_interval: 128,
+            read_repair: "BLOCKING".into(),
+            speculative_retry: "99p".into(),
+            additional_write_policy: "99p".into(),
+            cdc: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableDef {
+    pub keyspace: String,
+    pub name: String,
+    /// Storage prefix of the table's data; never reused.
+    pub id: u32,
+    pub uuid: [u8; 16],
+    /// Partition key columns, then clustering columns, then the others in name order.
+    pub columns: Vec<ColumnDef>,
+    pub options: TableOptions,
+    pub next_column_id: u16,
+    /// Dropped columns: name, type text, drop time (microseconds).
+    pub dropped: Vec<(String, String, i64)>,
+}
+
+impl TableDef {
+    pub fn column(&self, name: &str) -> Option<&ColumnDef> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+    pub fn partition_key(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::PartitionKey)
+    }
+    pub fn clustering(&self) -> impl Iterator<Item = &ColumnDef> {
+        self.columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Clustering)
+    }
+    pub fn pk_count(&self) -> usize {
+        self.partition_key().count()
+    }
+    pub fn clustering_count(&self) -> usize {
+        self.clustering().count()
+    }
+    pub fn has_statics(&self) -> bool {
+        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
+    }
+    /// Puts columns in Cassandra's order: partition key, clustering, then the rest by name.
+    pub fn sort_columns(&mut self) {
+        self.columns.sort_by(|a, b| {
+            let rank = |c: &ColumnDef| match c.kind {
+                ColumnKind::PartitionKey => (0, c.position, String::new()),
+                ColumnKind::Clustering => (1, c.position, String::new()),
+                _ => (2, 0, c.name.clone()),
+            };
+            rank(a).cmp(&rank(b))
+        });
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyspaceDef {
+    pub name: String,
+    pub replication: BTreeMap<String, String>,
+    pub durable_writes: bool,
+}
+
+/// One immutable version of the whole schema.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    pub keyspaces: BTreeMap<String, Arc<KeyspaceDef>>,
+    /// (keyspace, table) -> table.
+    pub tables: BTreeMap<(String, String), Arc<TableDef>>,
+    pub version: [u8; 16],
+    pub next_table_id: u32,
+}
+
+impl Schema {
+    pub fn table(&self, ks: &str, name: &str) -> Option<&Arc<TableDef>> {
+        self.tables.get(&(ks.to_string(), name.to_string()))
+    }
+    pub fn tables_of<'a>(&'a self, ks: &'a str) -> impl Iterator<Item = &'a Arc<TableDef>> + 'a {
+        self.tables
+            .iter()
+            .filter(move |((k, _), _)| k == ks)
+            .map(|(_, t)| t)
+    }
+}
+
+/// The persisted form of the schema: one JSON document under key `0x00 "schema"`.
+#[derive(Serialize, Deserialize)]
+pub struct PersistedSchema {
+    pub keyspaces: Vec<KeyspaceDef>,
+    pub tables: Vec<TableDef>,
+    pub next_table_id: u32,
+    pub version: [u8; 16],
+}
+
+pub const SCHEMA_KEY: &[u8] = b"\x00schema";

@@ -1,0 +1,138 @@
+//! Non-frozen collection updates that need the stored value: `c = c + x`, `c = x + c`,
+//! `c = c - x`, `c[k] = v`. Collections are stored whole (one cell); see
+//! docs/compatibility.md for how that differs from Cassandra's per-element cells.
+
+use crate::exec::decode_list_elements;
+use crate::literal::encode_collection;
+use crate::plan::Assign;
+use crate::EngineError;
+use proto::types::ColumnType;
+
+fn decode_map(raw: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let n = i32::from_be_bytes(raw.get(0..4)?.try_into().ok()?);
+    if n < 0 {
+        return None;
+    }
+    let mut pos = 4;
+    let mut out = Vec::with_capacity((n as usize).min(raw.len() / 8));
+    let take = |pos: &mut usize| -> Option<Vec<u8>> {
+        let len = i32::from_be_bytes(raw.get(*pos..*pos + 4)?.try_into().ok()?);
+        *pos += 4;
+        if len < 0 {
+            return None;
+        }
+        let v = raw.get(*pos..*pos + len as usize)?.to_vec();
+        *pos += len as usize;
+        Some(v)
+    };
+    for _ in 0..n {
+        let k = take(&mut pos)?;
+        let v = take(&mut pos)?;
+        out.push((k, v));
+    }
+    Some(out)
+}
+
+fn encode_map(kvs: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let mut out = (kvs.len() as i32).to_be_bytes().to_vec();
+    for (k, v) in kvs {
+        out.extend_from_slice(&(k.len() as i32).to_be_bytes());
+        out.extend_from_slice(k);
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+fn bad() -> EngineError {
+    EngineError::invalid("Invalid collection value")
+}
+
+/// The new whole value of the collection (None = empty, i.e. deleted).
+pub fn apply(
+    ty: &ColumnType,
+    op: &Assign,
+    current: Option<&[u8]>,
+    arg: Option<&[u8]>,
+    arg2: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    let empty = 0i32.to_be_bytes();
+    let cur = current.unwrap_or(&empty);
+    let result = match (ty, op) {
+        (ColumnType::List(_), Assign::Append(_)) => {
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            items.extend(decode_list_elements(arg.unwrap_or(&empty)).ok_or_else(bad)?);
+            items
+        }
+        (ColumnType::List(_), Assign::Prepend(_)) => {
+            let mut items = decode_list_elements(arg.unwrap_or(&empty)).ok_or_else(bad)?;
+            items.extend(decode_list_elements(cur).ok_or_else(bad)?);
+            items
+        }
+        (ColumnType::List(_) | ColumnType::Set(_), Assign::Remove(_)) => {
+            let remove = decode_list_elements(arg.unwrap_or(&empty)).ok_or_else(bad)?;
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            items.retain(|i| !remove.contains(i));
+            items
+        }
+        (ColumnType::Set(e), Assign::Append(_)) => {
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            items.extend(decode_list_elements(arg.unwrap_or(&empty)).ok_or_else(bad)?);
+            items.sort_by(|a, b| crate::types::compare(e, a, b));
+            items.dedup();
+            items
+        }
+        (ColumnType::List(_), Assign::SetKey(..)) => {
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            let idx = arg
+                .and_then(|a| <[u8; 4]>::try_from(a).ok())
+                .map(i32::from_be_bytes)
+                .ok_or_else(|| EngineError::invalid("Invalid list index"))?;
+            let len = items.len();
+            let slot = items.get_mut(idx as usize).filter(|_| idx >= 0).ok_or_else(|| {
+                EngineError::invalid(format!(
+                    "List index {idx} out of bound, list has size {len}"
+                ))
+            })?;
+            match arg2 {
+                Some(v) => *slot = v.to_vec(),
+                None => {
+                    items.remove(idx as usize);
+                }
+            }
+            items
+        }
+        (ColumnType::Map(k, _), Assign::Append(_)) => {
+            let mut kvs = decode_map(cur).ok_or_else(bad)?;
+            for (nk, nv) in decode_map(arg.unwrap_or(&empty)).ok_or_else(bad)? {
+                kvs.retain(|(ek, _)| *ek != nk);
+                kvs.push((nk, nv));
+            }
+            kvs.sort_by(|a, b| crate::types::compare(k, &a.0, &b.0));
+            return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
+        }
+        (ColumnType::Map(..), Assign::Remove(_)) => {
+            let remove = decode_list_elements(arg.unwrap_or(&empty)).ok_or_else(bad)?;
+            let mut kvs = decode_map(cur).ok_or_else(bad)?;
+            kvs.retain(|(ek, _)| !remove.contains(ek));
+            return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
+        }
+        (ColumnType::Map(k, _), Assign::SetKey(..)) => {
+            let key = arg.ok_or_else(|| EngineError::invalid("Invalid null map key"))?;
+            let mut kvs = decode_map(cur).ok_or_else(bad)?;
+            kvs.retain(|(ek, _)| ek != key);
+            if let Some(v) = arg2 {
+                kvs.push((key.to_vec(), v.to_vec()));
+            }
+            kvs.sort_by(|a, b| crate::types::compare(k, &a.0, &b.0));
+            return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
+        }
+        (t, _) => {
+            return Err(EngineError::invalid(format!(
+                "Invalid operation for column of type {}",
+                crate::types::cql_type_name(t)
+            )))
+        }
+    };
+    Ok((!result.is_empty()).then(|| encode_collection(&result)))
+}

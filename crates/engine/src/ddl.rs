@@ -1,0 +1,462 @@
+//! Schema changes: CREATE/ALTER/DROP KEYSPACE and TABLE, TRUNCATE. Each produces a new
+//! immutable [`Schema`] that is persisted before it becomes visible.
+
+use crate::catalog::*;
+use crate::{EngineError, SchemaChange};
+use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
+use proto::types::ColumnType;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub const SYSTEM_KEYSPACES: &[&str] = &[
+    "system",
+    "system_schema",
+    "system_auth",
+    "system_distributed",
+    "system_traces",
+    "system_views",
+    "system_virtual_schema",
+];
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 48 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String>>) -> Result<BTreeMap<String, String>, EngineError> {
+    let Some(rep) = ast::find_property(props, "replication") else {
+        return existing
+            .cloned()
+            .ok_or_else(|| EngineError::syntax("Missing mandatory option 'replication'"));
+    };
+    let PropertyValue::Map(pairs) = rep else {
+        return Err(EngineError::syntax("Invalid value for property 'replication'. It should be a map."));
+    };
+    let mut m: BTreeMap<String, String> = pairs.iter().cloned().collect();
+    let class = m
+        .remove("class")
+        .ok_or_else(|| EngineError::config("Missing replication strategy class"))?;
+    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
+    let full = match short.as_str() {
+        "SimpleStrategy" => {
+            let rf = m.get("replication_factor").ok_or_else(|| {
+                EngineError::config("SimpleStrategy requires a replication_factor strategy option.")
+            })?;
+            if rf.parse::<u32>().is_err() {
+                return Err(EngineError::config(format!(
+                    "Replication factor must be non-negative integer; found {rf}"
+                )));
+            }
+            if m.len() != 1 {
+                let other: Vec<&String> = m.keys().filter(|k| *k != "replication_factor").collect();
+                return Err(EngineError::config(format!(
+                    "Unrecognized strategy option {{{}}} passed to SimpleStrategy for keyspace",
+                    other.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            "org.apache.cassandra.locator.SimpleStrategy"
+        }
+        "NetworkTopologyStrategy" => {
+            for (k, v) in &m {
+                if v.parse::<u32>().is_err() {
+                    return Err(EngineError::config(format!(
+                        "Replication factor must be non-negative integer; found {v} for {k}"
+                    )));
+                }
+            }
+            // A bare replication_factor expands to every known datacenter (here: one).
+            if let Some(rf) = m.remove("replication_factor") {
+                m.insert("datacenter1".into(), rf);
+            }
+            "org.apache.cassandra.locator.NetworkTopologyStrategy"
+        }
+        "LocalStrategy" | "EverywhereStrategy" => {
+            return Err(EngineError::config(format!("Unable to use given strategy class: {class}")))
+        }
+        _ => {
+            return Err(EngineError::config(format!(
+                "Unable to find replication strategy class 'org.apache.cassandra.locator.{short}'"
+            )))
+        }
+    };
+    m.insert("class".into(), full.into());
+    Ok(m)
+}
+
+fn prop_text(v: &PropertyValue, name: &str) -> Result<String, EngineError> {
+    v.as_text()
+        .ok_or_else(|| EngineError::syntax(format!("Invalid value for property '{name}'")))
+}
+
+fn prop_int(v: &PropertyValue, name: &str) -> Result<i32, EngineError> {
+    let s = prop_text(v, name)?;
+    s.parse()
+        .map_err(|_| EngineError::syntax(format!("Invalid integer value {s} for '{name}'")))
+}
+
+fn prop_f64(v: &PropertyValue, name: &str) -> Result<f64, EngineError> {
+    let s = prop_text(v, name)?;
+    s.parse()
+        .map_err(|_| EngineError::syntax(format!("Invalid double value {s} for '{name}'")))
+}
+
+fn prop_map(v: &PropertyValue, name: &str) -> Result<BTreeMap<String, String>, EngineError> {
+    v.as_map()
+        .map(|m| m.iter().cloned().collect())
+        .ok_or_else(|| EngineError::syntax(format!("Invalid value for property '{name}'. It should be a map.")))
+}
+
+/// Applies `WITH` properties to table options, with Cassandra's validation.
+pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Result<(), EngineError> {
+    for p in props {
+        let v = &p.value;
+        match p.name.as_str() {
+            "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(v, &p.name)?,
+            "crc_check_chance" => opts.crc_check_chance = prop_f64(v, &p.name)?,
+            "comment" => opts.comment = prop_text(v, &p.name)?,
+            "default_time_to_live" => {
+                let ttl = prop_int(v, &p.name)?;
+                if ttl < 0 {
+                    return Err(EngineError::config("default_time_to_live must be greater than or equal to 0 (got ".to_string() + &ttl.to_string() + ")"));
+                }
+                if ttl > 630_720_000 {
+                    return Err(EngineError::config(format!("default_time_to_live must be less than or equal to 630720000 (got {ttl})")));
+                }
+                opts.default_time_to_live = ttl
+            }
+            "gc_grace_seconds" => {
+                let g = prop_int(v, &p.name)?;
+                if g < 0 {
+                    return Err(EngineError::config(format!("gc_grace_seconds must be greater than or equal to 0 (got {g})")));
+                }
+                opts.gc_grace_seconds = g
+            }
+            "max_index_interval" => opts.max_index_interval = prop_int(v, &p.name)?,
+            "min_index_interval" => opts.min_index_interval = prop_int(v, &p.name)?,
+            "memtable_flush_period_in_ms" => opts.memtable_flush_period_in_ms = prop_int(v, &p.name)?,
+            "read_repair" => opts.read_repair = prop_text(v, &p.name)?.to_uppercase(),
+            "speculative_retry" => opts.speculative_retry = prop_text(v, &p.name)?,
+            "additional_write_policy" => opts.additional_write_policy = prop_text(v, &p.name)?,
+            "cdc" => opts.cdc = prop_text(v, &p.name)? == "true",
+            "caching" => {
+                let mut m = prop_map(v, &p.name)?;
+                for k in m.keys() {
+                    if k != "keys" && k != "rows_per_partition" {
+                        return Err(EngineError::config(format!("Invalid caching sub-options {{{k}}}: only \"keys\" and \"rows_per_partition\" are allowed")));
+                    }
+                }
+                m.entry("keys".into()).or_insert_with(|| "ALL".into());
+                m.entry("rows_per_partition".into()).or_insert_with(|| "NONE".into());
+                opts.caching = m;
+            }
+            "compaction" => {
+                let mut m = prop_map(v, &p.name)?;
+                let class = m.remove("class").ok_or_else(|| {
+                    EngineError::config("Missing sub-option 'class' for the 'compaction' option.")
+                })?;
+                let short = class.rsplit('.').next().unwrap_or(&class).to_string();
+                let known = ["SizeTieredCompactionStrategy", "LeveledCompactionStrategy", "TimeWindowCompactionStrategy", "UnifiedCompactionStrategy"];
+                if !known.contains(&short.as_str()) {
+                    return Err(EngineError::config(format!("Unable to find compaction strategy class '{class}'")));
+                }
+                if short == "SizeTieredCompactionStrategy" {
+                    m.entry("max_threshold".into()).or_insert_with(|| "32".into());
+                    m.entry("min_threshold".into()).or_insert_with(|| "4".into());
+                }
+                m.insert("class".into(), format!("org.apache.cassandra.db.compaction.{short}"));
+                opts.compaction = m;
+            }
+            "compression" => {
+                let mut m = prop_map(v, &p.name)?;
+                if m.get("enabled").map(|s| s == "false").unwrap_or(false) {
+                    opts.compression = [("enabled".to_string(), "false".to_string())].into();
+                    continue;
+                }
+                if let Some(class) = m.remove("class").or_else(|| m.remove("sstable_compression")) {
+                    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
+                    let known = ["LZ4Compressor", "SnappyCompressor", "DeflateCompressor", "ZstdCompressor", "NoopCompressor"];
+                    if !known.contains(&short.as_str()) {
+                        return Err(EngineError::config(format!("Could not create Compression for type org.apache.cassandra.io.compress.{short}")));
+                    }
+                    m.insert("class".into(), format!("org.apache.cassandra.io.compress.{short}"));
+                } else if m.is_empty() {
+                    opts.compression = [("enabled".to_string(), "false".to_string())].into();
+                    continue;
+                } else {
+                    m.insert("class".into(), "org.apache.cassandra.io.compress.LZ4Compressor".into());
+                }
+                m.entry("chunk_length_in_kb".into()).or_insert_with(|| "16".into());
+                opts.compression = m;
+            }
+            other => {
+                return Err(EngineError::syntax(format!("Unknown property '{other}'")))
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn resolve_type(ks: &str, ty: &CqlType) -> Result<ColumnType, EngineError> {
+    ty.to_column_type(&mut |name| {
+        let _ = (ks, name);
+        None
+    })
+    .ok_or_else(|| EngineError::invalid(format!("Unknown type {ty}")))
+}
+
+fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
+    match ty {
+        CqlType::List(e) | CqlType::Set(e) => {
+            if nested {
+                return Err(EngineError::invalid(format!("Non-frozen collections are not allowed inside collections: {ty}")));
+            }
+            check_type_allowed(e, true)
+        }
+        CqlType::Map(k, v) => {
+            if nested {
+                return Err(EngineError::invalid(format!("Non-frozen collections are not allowed inside collections: {ty}")));
+            }
+            check_type_allowed(k, true)?;
+            check_type_allowed(v, true)
+        }
+        CqlType::Frozen(inner) => match &**inner {
+            CqlType::List(e) | CqlType::Set(e) => check_type_allowed(e, false).or(Ok(())),
+            _ => Ok(()),
+        },
+        CqlType::Native(ColumnType::Counter) => Err(EngineError::invalid("Counter columns are not supported yet")),
+        _ => Ok(()),
+    }
+}
+
+pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateTable, now_micros: i64) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = ct
+        .name
+        .keyspace
+        .as_deref()
+        .or(ks_default)
+        .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?
+        .to_string();
+    if !schema.keyspaces.contains_key(&ks) {
+        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+    }
+    let name = ct.name.name.clone();
+    if schema.table(&ks, &name).is_some() {
+        if ct.if_not_exists {
+            return Ok(None);
+        }
+        return Err(EngineError::already_exists(&ks, Some(&name)));
+    }
+    if !valid_name(&name) {
+        return Err(EngineError::invalid(format!("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")")));
+    }
+    if ct.partition_key.is_empty() {
+        return Err(EngineError::invalid("No PRIMARY KEY specifed for table (exactly one required)"));
+    }
+    if ct.options.compact_storage {
+        return Err(EngineError::invalid("COMPACT STORAGE tables are not supported starting with version 4.0"));
+    }
+    let mut columns = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in ct.columns.iter().enumerate() {
+        if !seen.insert(c.name.clone()) {
+            return Err(EngineError::invalid(format!("Duplicate column '{}' declaration for table {ks}.{name}", c.name)));
+        }
+        check_type_allowed(&c.ty, false)?;
+        let ty = resolve_type(&ks, &c.ty)?;
+        let (kind, position) = if let Some(p) = ct.partition_key.iter().position(|n| *n == c.name) {
+            (ColumnKind::PartitionKey, p as i32)
+        } else if let Some(p) = ct.clustering_columns.iter().position(|n| *n == c.name) {
+            (ColumnKind::Clustering, p as i32)
+        } else if c.is_static {
+            (ColumnKind::Static, -1)
+        } else {
+            (ColumnKind::Regular, -1)
+        };
+        if c.is_static && kind != ColumnKind::Static {
+            return Err(EngineError::invalid(format!("Static column {} cannot be part of the PRIMARY KEY", c.name)));
+        }
+        if c.is_static && ct.clustering_columns.is_empty() {
+            return Err(EngineError::invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
+        }
+        let is_key = matches!(kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
+        if is_key && matches!(c.ty, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)) {
+            return Err(EngineError::invalid(format!("Invalid non-frozen collection type {} for PRIMARY KEY component {}", c.ty, c.name)));
+        }
+        if is_key && ty == ColumnType::Duration {
+            return Err(EngineError::invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", c.name)));
+        }
+        columns.push(ColumnDef {
+            name: c.name.clone(),
+            cql_type: c.ty.to_string(),
+            ty,
+            kind,
+            position,
+            desc: false,
+            id: i as u16,
+        });
+    }
+    for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
+        if !columns.iter().any(|c| c.name == *k) {
+            return Err(EngineError::invalid(format!("Unknown definition {k} referenced in PRIMARY KEY")));
+        }
+    }
+    let mut seen_keys = std::collections::HashSet::new();
+    for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
+        if !seen_keys.insert(k) {
+            return Err(EngineError::invalid(format!("Duplicate definition for {k} in PRIMARY KEY")));
+        }
+    }
+    let order = &ct.options.clustering_order;
+    for (i, (col, o)) in order.iter().enumerate() {
+        if ct.clustering_columns.get(i) != Some(col) {
+            if !ct.clustering_columns.contains(col) {
+                return Err(EngineError::invalid(format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {col} is not a clustering column")));
+            }
+            return Err(EngineError::invalid("The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns"));
+        }
+        if let Some(c) = columns.iter_mut().find(|c| c.name == *col) {
+            c.desc = *o == ast::Order::Desc;
+        }
+    }
+    if !order.is_empty() && order.len() < ct.clustering_columns.len() {
+        return Err(EngineError::invalid(format!(
+            "Missing CLUSTERING ORDER for column {}",
+            ct.clustering_columns[order.len()]
+        )));
+    }
+    let mut options = TableOptions::default();
+    apply_table_properties(&mut options, &ct.options.properties)?;
+    let mut next = schema.clone();
+    let id = next.next_table_id.max(1);
+    next.next_table_id = id + 1;
+    let mut t = TableDef {
+        keyspace: ks.clone(),
+        name: name.clone(),
+        id,
+        uuid: crate::functions::timeuuid_now(),
+        next_column_id: columns.len() as u16,
+        columns,
+        options,
+        dropped: Vec::new(),
+    };
+    let _ = now_micros;
+    t.sort_columns();
+    next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
+    Ok(Some((next, SchemaChange::table_created(&ks, &name))))
+}
+
+pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTable, now_micros: i64) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?.to_string();
+    if !schema.keyspaces.contains_key(&ks) {
+        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+    }
+    let Some(t) = schema.table(&ks, &at.name.name) else {
+        if at.if_exists {
+            return Ok(None);
+        }
+        return Err(EngineError::invalid(format!("Table '{ks}.{}' doesn't exist", at.name.name)));
+    };
+    let mut t = (**t).clone();
+    match &at.action {
+        ast::AlterTableAction::Add { if_not_exists, columns } => {
+            for c in columns {
+                if t.column(&c.name).is_some() {
+                    if *if_not_exists {
+                        continue;
+                    }
+                    return Err(EngineError::invalid(format!("Column with name '{}' already exists", c.name)));
+                }
+                check_type_allowed(&c.ty, false)?;
+                if c.is_static && t.clustering_count() == 0 {
+                    return Err(EngineError::invalid(format!("Static columns are not allowed in tables with no clustering columns")));
+                }
+                let ty = resolve_type(&ks, &c.ty)?;
+                let id = t.next_column_id;
+                t.next_column_id += 1;
+                t.columns.push(ColumnDef {
+                    name: c.name.clone(),
+                    cql_type: c.ty.to_string(),
+                    ty,
+                    kind: if c.is_static { ColumnKind::Static } else { ColumnKind::Regular },
+                    position: -1,
+                    desc: false,
+                    id,
+                });
+            }
+        }
+        ast::AlterTableAction::Drop { if_exists, columns, .. } => {
+            for name in columns {
+                let Some(c) = t.column(name).cloned() else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(EngineError::invalid(format!("Column {name} was not found in table {}", t.name)));
+                };
+                if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                    return Err(EngineError::invalid(format!("Cannot drop PRIMARY KEY part {name}")));
+                }
+                t.columns.retain(|x| x.name != *name);
+                t.dropped.retain(|d| d.0 != *name);
+                t.dropped.push((name.clone(), c.cql_type.clone(), now_micros));
+            }
+        }
+        ast::AlterTableAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                let Some(i) = t.column_index(from) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(EngineError::invalid(format!("Column {from} was not found in table {}", t.name)));
+                };
+                if !matches!(t.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                    return Err(EngineError::invalid(format!("Cannot rename non PRIMARY KEY column {from}")));
+                }
+                if t.column(to).is_some() {
+                    return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{}'; another column with that name already exists", t.name)));
+                }
+                t.columns[i].name = to.clone();
+            }
+        }
+        ast::AlterTableAction::With(opts) => {
+            if !opts.clustering_order.is_empty() || opts.compact_storage {
+                return Err(EngineError::invalid("CLUSTERING ORDER and COMPACT STORAGE cannot be altered"));
+            }
+            apply_table_properties(&mut t.options, &opts.properties)?;
+        }
+        _ => return Err(EngineError::invalid("This ALTER TABLE form is not supported yet")),
+    }
+    t.sort_columns();
+    let mut next = schema.clone();
+    let name = t.name.clone();
+    next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
+    Ok(Some((next, SchemaChange::table_updated(&ks, &name))))
+}
+
+pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<bool, EngineError> {
+    Ok(match ast::find_property(props, "durable_writes") {
+        Some(PropertyValue::Literal(Literal::Boolean(b))) => *b,
+        Some(PropertyValue::Literal(Literal::String(s))) => s.eq_ignore_ascii_case("true"),
+        Some(_) => return Err(EngineError::syntax("Invalid value for property 'durable_writes'")),
+        None => default,
+    })
+}
+
+pub fn check_keyspace_props(props: &[Property]) -> Result<(), EngineError> {
+    for p in props {
+        if p.name != "replication" && p.name != "durable_writes" {
+            return Err(EngineError::syntax(format!("Unknown property '{}'", p.name)));
+        }
+    }
+    Ok(())
+}
+
+pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, EngineError> {
+    if !valid_name(&ck.name) {
+        return Err(EngineError::invalid(format!("Keyspace name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{}\")", ck.name)));
+    }
+    check_keyspace_props(&ck.properties)?;
+    Ok(KeyspaceDef {
+        name: ck.name.clone(),
+        replication: replication(&ck.properties, None)?,
+        durable_writes: keyspace_properties_durable(&ck.properties, true)?,
+    })
+}

@@ -1,0 +1,1188 @@
+//! Execution of plans over storage: reads (point, slice, token range, paging) and writes
+//! (read-modify-write of stored rows under stripe locks, atomic across a batch).
+
+use crate::catalog::{ColumnKind, TableDef};
+use crate::keys;
+use crate::plan::*;
+use crate::row::{Cell, CellValue, Deletion, Expiry, Marker, PartitionHeader, RangeTombstone, Row};
+use crate::token;
+use crate::{Engine, EngineError, Now, ResultSet};
+use proto::types::ColumnType;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use storage::WriteBatch;
+
+/// Values bound to a statement's markers (`None` = null, `Unset` handled by the caller).
+pub type Bound_ = [Option<BoundValue>];
+
+#[derive(Debug, Clone)]
+pub enum BoundValue {
+    Null,
+    Unset,
+    Bytes(bytes::Bytes),
+}
+
+pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, EngineError> {
+    match src {
+        Src::Const(v) => Ok(v.clone()),
+        Src::Bind(i) => match vals.get(*i) {
+            Some(Some(BoundValue::Bytes(b))) => Ok(Some(b.to_vec())),
+            Some(Some(BoundValue::Null)) => Ok(None),
+            Some(Some(BoundValue::Unset)) => Err(EngineError::Unset(*i)),
+            _ => Err(EngineError::invalid(format!(
+                "There were not enough values bound: no value for marker {i}"
+            ))),
+        },
+    }
+}
+
+fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineError> {
+    match resolve(src, vals) {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(EngineError::invalid(format!(
+            "Invalid null value in condition for column {col}"
+        ))),
+        Err(EngineError::Unset(_)) => Err(EngineError::invalid(format!(
+            "Invalid unset value for column {col}"
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// Expands key restrictions into the list of concrete values per column.
+fn expand(kv: &KeyValues, vals: &Bound_, col: &str) -> Result<Vec<Vec<u8>>, EngineError> {
+    match kv {
+        KeyValues::Eq(s) => Ok(vec![resolve_key(s, vals, col)?]),
+        KeyValues::In(list) => list.iter().map(|s| resolve_key(s, vals, col)).collect(),
+        KeyValues::InBind(i, _) => {
+            let raw = resolve_key(&Src::Bind(*i), vals, col)?;
+            decode_list_elements(&raw)
+                .ok_or_else(|| EngineError::invalid(format!("Invalid list value for IN on {col}")))
+        }
+    }
+}
+
+/// Splits a serialized list/set (`[int n] n*[bytes]`) into its elements.
+pub(crate) fn decode_list_elements(raw: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let n = i32::from_be_bytes(raw.get(0..4)?.try_into().ok()?);
+    if n < 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity((n as usize).min(raw.len() / 4));
+    let mut pos = 4;
+    for _ in 0..n {
+        let len = i32::from_be_bytes(raw.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        if len < 0 {
+            return None;
+        }
+        out.push(raw.get(pos..pos + len as usize)?.to_vec());
+        pos += len as usize;
+    }
+    (pos == raw.len()).then_some(out)
+}
+
+fn cartesian(sets: Vec<Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
+    let mut out: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+    for set in sets {
+        let mut next = Vec::with_capacity(out.len() * set.len());
+        for prefix in &out {
+            for v in &set {
+                let mut p = prefix.clone();
+                p.push(v.clone());
+                next.push(p);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// A partition to read or write: its serialized key, token and storage prefix.
+pub(crate) struct PartitionRef {
+    pub pk: Vec<u8>,
+    pub token: i64,
+    pub prefix: Vec<u8>,
+}
+
+pub(crate) fn partitions(
+    table: &TableDef,
+    sel: &[KeyValues],
+    vals: &Bound_,
+) -> Result<Vec<PartitionRef>, EngineError> {
+    let cols: Vec<_> = table.partition_key().collect();
+    let mut sets = Vec::with_capacity(sel.len());
+    for (kv, col) in sel.iter().zip(&cols) {
+        let values = expand(kv, vals, &col.name)?;
+        for v in &values {
+            validate(&col.ty, v, &col.name)?;
+            if v.len() > u16::MAX as usize {
+                return Err(EngineError::invalid(format!(
+                    "Key length of {} is longer than maximum of 65535",
+                    v.len()
+                )));
+            }
+        }
+        sets.push(values);
+    }
+    let mut out: Vec<PartitionRef> = cartesian(sets)
+        .into_iter()
+        .map(|comps| {
+            let refs: Vec<&[u8]> = comps.iter().map(|c| c.as_slice()).collect();
+            let pk = token::compose_partition_key(&refs);
+            let t = token::token(&pk);
+            let prefix = keys::partition_prefix(table.id, t, &pk);
+            PartitionRef { pk, token: t, prefix }
+        })
+        .collect();
+    if cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
+        return Err(EngineError::invalid("Key may not be empty"));
+    }
+    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    out.dedup_by(|a, b| a.prefix == b.prefix);
+    Ok(out)
+}
+
+pub(crate) fn validate(ty: &ColumnType, v: &[u8], col: &str) -> Result<(), EngineError> {
+    proto::value::validate_value(ty, v).map_err(|e| {
+        EngineError::invalid(format!("Invalid value for column {col}: {}", e.message()))
+    })
+}
+
+/// Encoded clustering ranges (physical, inclusive-start/exclusive-end byte bounds relative
+/// to the partition's row prefix), in physical order.
+pub(crate) fn clustering_ranges(
+    table: &TableDef,
+    sel: &ClusteringSel,
+    vals: &Bound_,
+) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, EngineError> {
+    let cols: Vec<_> = table.clustering().collect();
+    let mut sets = Vec::with_capacity(sel.eq.len());
+    for (kv, col) in sel.eq.iter().zip(&cols) {
+        sets.push(expand(kv, vals, &col.name)?);
+    }
+    let mut out = Vec::new();
+    for prefix_vals in cartesian(sets) {
+        let mut prefix = Vec::new();
+        for (v, col) in prefix_vals.iter().zip(&cols) {
+            keys::encode_component(&mut prefix, &col.ty, v, col.desc);
+        }
+        let n = prefix_vals.len();
+        let bound = |b: &SliceBound| -> Result<Vec<u8>, EngineError> {
+            let mut enc = prefix.clone();
+            for (s, col) in b.values.iter().zip(&cols[n..]) {
+                let v = resolve_key(s, vals, &col.name)?;
+                keys::encode_component(&mut enc, &col.ty, &v, col.desc);
+            }
+            Ok(enc)
+        };
+        // A slice on a DESC column runs backwards on disk.
+        let desc = cols.get(n).map(|c| c.desc).unwrap_or(false);
+        let (lo, hi) = if desc {
+            (&sel.end, &sel.start)
+        } else {
+            (&sel.start, &sel.end)
+        };
+        let start = match lo {
+            None => prefix.clone(),
+            Some(b) => {
+                let enc = bound(b)?;
+                // Physical lower bound: inclusive unless the logical bound was exclusive.
+                if b.inclusive {
+                    enc
+                } else {
+                    keys::prefix_end(&enc)
+                }
+            }
+        };
+        let end = match hi {
+            None => {
+                if prefix.is_empty() {
+                    None
+                } else {
+                    Some(keys::prefix_end(&prefix))
+                }
+            }
+            Some(b) => {
+                let enc = bound(b)?;
+                Some(if b.inclusive {
+                    keys::prefix_end(&enc)
+                } else {
+                    enc
+                })
+            }
+        };
+        if matches!(&end, Some(e) if *e <= start) {
+            continue;
+        }
+        out.push((start, end));
+    }
+    out.sort();
+    Ok(out)
+}
+
+struct PagingState {
+    /// The storage key of the last row returned.
+    last_key: Vec<u8>,
+    remaining: Option<u64>,
+    in_partition: u64,
+}
+
+impl PagingState {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.last_key.len() + 24);
+        v.push(1);
+        v.extend_from_slice(&(self.last_key.len() as u32).to_be_bytes());
+        v.extend_from_slice(&self.last_key);
+        v.extend_from_slice(&self.remaining.map(|r| r as i64).unwrap_or(-1).to_be_bytes());
+        v.extend_from_slice(&self.in_partition.to_be_bytes());
+        v
+    }
+    fn decode(b: &[u8]) -> Option<PagingState> {
+        if *b.first()? != 1 {
+            return None;
+        }
+        let len = u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as usize;
+        let last_key = b.get(5..5 + len)?.to_vec();
+        let rest = b.get(5 + len..)?;
+        if rest.len() != 16 {
+            return None;
+        }
+        let rem = i64::from_be_bytes(rest[0..8].try_into().ok()?);
+        let in_partition = u64::from_be_bytes(rest[8..16].try_into().ok()?);
+        Some(PagingState {
+            last_key,
+            remaining: (rem >= 0).then_some(rem as u64),
+            in_partition,
+        })
+    }
+}
+
+/// Output under construction: `[bytes]` cells back to back, as the Rows body wants them.
+pub(crate) struct RowSink {
+    pub data: Vec<u8>,
+    pub rows: usize,
+    /// Storage key of the last row emitted (for the paging state).
+    pub last_key: Vec<u8>,
+}
+
+impl RowSink {
+    pub fn cell(&mut self, v: Option<&[u8]>) {
+        match v {
+            Some(v) => {
+                self.data.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                self.data.extend_from_slice(v);
+            }
+            None => self.data.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+}
+
+fn compare_values(ty: &ColumnType, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let mut ea = Vec::new();
+    let mut eb = Vec::new();
+    keys::encode_component(&mut ea, ty, a, false);
+    keys::encode_component(&mut eb, ty, b, false);
+    ea.cmp(&eb)
+}
+
+impl Engine {
+    pub(crate) fn run_select(
+        &self,
+        store: &dyn storage::Storage,
+        plan: &SelectPlan,
+        vals: &Bound_,
+        page_size: Option<i32>,
+        paging_state: Option<&[u8]>,
+        now: Now,
+    ) -> Result<ResultSet, EngineError> {
+        let t = &plan.table;
+        let limit = match &plan.limit {
+            Some(s) => Some(positive_limit(resolve(s, vals)?, "LIMIT")?),
+            None => None,
+        };
+        let ppl = match &plan.per_partition_limit {
+            Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
+            None => None,
+        };
+        let count_only = matches!(plan.selection, Selection::Count);
+        let page = if count_only || plan.distinct && false {
+            None
+        } else {
+            page_size.filter(|p| *p > 0).map(|p| p as u64)
+        };
+        let state = match paging_state {
+            Some(b) if !b.is_empty() => Some(
+                PagingState::decode(b)
+                    .ok_or_else(|| EngineError::protocol("Invalid value for the paging state"))?,
+            ),
+            _ => None,
+        };
+        let mut remaining = state.as_ref().and_then(|s| s.remaining).or(limit);
+        let filters: Vec<(usize, FilterOp, Option<Vec<u8>>)> = plan
+            .filters
+            .iter()
+            .map(|f| Ok((f.column, f.op, resolve(&f.value, vals)?)))
+            .collect::<Result<_, EngineError>>()?;
+        let ranges = clustering_ranges(t, &plan.clustering, vals)?;
+        let mut sink = RowSink {
+            data: Vec::with_capacity(256),
+            rows: 0,
+            last_key: Vec::new(),
+        };
+        let mut count: i64 = 0;
+        let mut next_state: Option<PagingState> = None;
+        let resume_key = state.as_ref().map(|s| s.last_key.clone());
+        let mut in_partition_start = state.as_ref().map(|s| s.in_partition).unwrap_or(0);
+
+        // Visits one partition's live rows; returns false to stop everything.
+        let mut visit_partition = |prefix: &[u8],
+                                   pk: &[u8],
+                                   tok: i64,
+                                   sink: &mut RowSink,
+                                   count: &mut i64,
+                                   remaining: &mut Option<u64>,
+                                   next_state: &mut Option<PagingState>|
+         -> Result<bool, EngineError> {
+            let header = match store.get(&keys::header_key(prefix))? {
+                Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
+                None => PartitionHeader::default(),
+            };
+            let mut in_part = std::mem::take(&mut in_partition_start);
+            let resuming_here = matches!(&resume_key, Some(k) if k.starts_with(prefix));
+            let row_prefix = keys::row_key(prefix, &[]);
+            let part_ranges: Vec<(Vec<u8>, Vec<u8>)> = if ranges.is_empty() && !plan.clustering.is_unrestricted() {
+                Vec::new()
+            } else if ranges.is_empty() {
+                vec![(row_prefix.clone(), keys::prefix_end(&row_prefix))]
+            } else {
+                ranges
+                    .iter()
+                    .map(|(s, e)| {
+                        let mut a = row_prefix.clone();
+                        a.extend_from_slice(s);
+                        let b = match e {
+                            Some(e) => {
+                                let mut b = row_prefix.clone();
+                                b.extend_from_slice(e);
+                                b
+                            }
+                            None => keys::prefix_end(&row_prefix),
+                        };
+                        (a, b)
+                    })
+                    .collect()
+            };
+            let mut emitted_any = false;
+            if plan.distinct {
+                if resuming_here {
+                    return Ok(true);
+                }
+                let live = header.has_live_statics(now.secs)
+                    || Self::partition_has_live_row(store, prefix, &header, now)?;
+                if live {
+                    if let Some(p) = page {
+                        if sink.rows as u64 >= p {
+                            *next_state = Some(PagingState {
+                                last_key: sink.last_key.clone(),
+                                remaining: *remaining,
+                                in_partition: 0,
+                            });
+                            return Ok(false);
+                        }
+                    }
+                    self.emit(plan, t, pk, tok, None, &header, None, now, sink);
+                    sink.last_key = keys::header_key(prefix);
+                    if let Some(r) = remaining.as_mut() {
+                        *r -= 1;
+                        if *r == 0 {
+                            return Ok(false);
+                        }
+                    }
+                }
+                return Ok(true);
+            }
+            let iter_ranges: Vec<(Vec<u8>, Vec<u8>)> = if plan.reversed {
+                part_ranges.into_iter().rev().collect()
+            } else {
+                part_ranges
+            };
+            for (a, b) in iter_ranges {
+                let (mut lo, mut hi) = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
+                let rk;
+                if resuming_here {
+                    rk = resume_key.clone().unwrap_or_default();
+                    if plan.reversed {
+                        if rk.as_slice() <= a.as_slice() {
+                            continue;
+                        }
+                        if rk.as_slice() < b.as_slice() {
+                            hi = Bound::Excluded(rk.as_slice());
+                        }
+                    } else {
+                        if rk.as_slice() >= b.as_slice() {
+                            continue;
+                        }
+                        if rk.as_slice() >= a.as_slice() {
+                            lo = Bound::Excluded(rk.as_slice());
+                        }
+                    }
+                }
+                for item in store.scan(lo, hi, plan.reversed) {
+                    let (key, value) = item?;
+                    let row = Row::decode(&value).map_err(EngineError::corrupt)?;
+                    let clustering = &key[row_prefix.len()..];
+                    let outer = header.deletion_for(clustering);
+                    if !row.is_live(now.secs, outer) {
+                        continue;
+                    }
+                    if !passes_filters(t, &filters, &row, &header, outer, now) {
+                        continue;
+                    }
+                    if let Some(l) = ppl {
+                        if in_part >= l {
+                            break;
+                        }
+                    }
+                    emitted_any = true;
+                    if count_only {
+                        *count += 1;
+                    } else {
+                        if let Some(p) = page {
+                            if sink.rows as u64 >= p {
+                                *next_state = Some(PagingState {
+                                    last_key: sink.last_key.clone(),
+                                    remaining: *remaining,
+                                    in_partition: in_part,
+                                });
+                                return Ok(false);
+                            }
+                        }
+                        self.emit(plan, t, pk, tok, Some(&row), &header, outer, now, sink);
+                        sink.last_key = key.clone();
+                    }
+                    in_part += 1;
+                    if let Some(r) = remaining.as_mut() {
+                        *r -= 1;
+                        if *r == 0 {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            // A partition with only static values shows as one row when no clustering
+            // restriction excludes it.
+            if !emitted_any
+                && !resuming_here
+                && plan.clustering.is_unrestricted()
+                && header.has_live_statics(now.secs)
+                && filters.is_empty()
+            {
+                if count_only {
+                    *count += 1;
+                } else {
+                    if let Some(p) = page {
+                        if sink.rows as u64 >= p {
+                            *next_state = Some(PagingState {
+                                last_key: keys::header_key(prefix),
+                                remaining: *remaining,
+                                in_partition: 0,
+                            });
+                            return Ok(false);
+                        }
+                    }
+                    self.emit(plan, t, pk, tok, None, &header, None, now, sink);
+                    sink.last_key = keys::header_key(prefix);
+                }
+                if let Some(r) = remaining.as_mut() {
+                    *r -= 1;
+                    if *r == 0 {
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        };
+
+        match &plan.partitions {
+            PartitionSel::Keys(sel) => {
+                for p in partitions(t, sel, vals)? {
+                    if let Some(k) = &resume_key {
+                        let kp = &k[..k.len().min(p.prefix.len())];
+                        if p.prefix.as_slice() < kp {
+                            continue;
+                        }
+                    }
+                    if !visit_partition(&p.prefix, &p.pk, p.token, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                        break;
+                    }
+                }
+            }
+            PartitionSel::Range { start, end } => {
+                let table_start = keys::table_prefix(t.id);
+                let mut lo = table_start.clone();
+                let mut hi = keys::prefix_end(&table_start);
+                if let Some(b) = start {
+                    let tok = self.token_bound(t, &b.src, vals)?;
+                    lo = if b.inclusive {
+                        keys::token_prefix(t.id, tok)
+                    } else {
+                        keys::after_token(t.id, tok)
+                    };
+                }
+                if let Some(b) = end {
+                    let tok = self.token_bound(t, &b.src, vals)?;
+                    hi = if b.inclusive {
+                        keys::after_token(t.id, tok)
+                    } else {
+                        keys::token_prefix(t.id, tok)
+                    };
+                }
+                if let Some(k) = &resume_key {
+                    if let Some(d) = keys::decode_key(k) {
+                        let p = &k[..d.prefix_len];
+                        if p > lo.as_slice() {
+                            lo = p.to_vec();
+                        }
+                    }
+                }
+                // Walk the headers and first rows to find partitions, then visit each.
+                let mut cursor = lo;
+                while cursor < hi {
+                    let next = store
+                        .scan(Bound::Included(cursor.as_slice()), Bound::Excluded(hi.as_slice()), false)
+                        .next();
+                    let Some(item) = next else { break };
+                    let (key, _) = item?;
+                    let Some(d) = keys::decode_key(&key) else { break };
+                    let prefix = key[..d.prefix_len].to_vec();
+                    if !visit_partition(&prefix, &d.pk, d.token, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                        break;
+                    }
+                    cursor = keys::prefix_end(&prefix);
+                }
+            }
+        }
+
+        if count_only {
+            sink.cell(Some(&count.to_be_bytes()));
+            sink.rows = 1;
+        }
+        Ok(ResultSet {
+            columns: plan.output.clone(),
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            rows: sink.rows,
+            data: sink.data,
+            paging_state: next_state.map(|s| s.encode()),
+        })
+    }
+
+    fn token_bound(&self, t: &TableDef, src: &TokenSrc, vals: &Bound_) -> Result<i64, EngineError> {
+        match src {
+            TokenSrc::Token(s) => {
+                let v = resolve_key(s, vals, "token")?;
+                let b: [u8; 8] = v
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| EngineError::invalid("Invalid token value: expected 8 bytes"))?;
+                Ok(i64::from_be_bytes(b))
+            }
+            TokenSrc::KeyOf(comps) => {
+                let cols: Vec<_> = t.partition_key().collect();
+                let mut parts = Vec::new();
+                for (s, c) in comps.iter().zip(&cols) {
+                    parts.push(resolve_key(s, vals, &c.name)?);
+                }
+                let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+                Ok(token::token(&token::compose_partition_key(&refs)))
+            }
+        }
+    }
+
+    fn partition_has_live_row(
+        store: &dyn storage::Storage,
+        prefix: &[u8],
+        header: &PartitionHeader,
+        now: Now,
+    ) -> Result<bool, EngineError> {
+        let rp = keys::row_key(prefix, &[]);
+        let end = keys::prefix_end(&rp);
+        for item in store
+            .scan(Bound::Included(rp.as_slice()), Bound::Excluded(end.as_slice()), false)
+        {
+            let (key, value) = item?;
+            let row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..])) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        plan: &SelectPlan,
+        t: &TableDef,
+        pk: &[u8],
+        tok: i64,
+        row: Option<&Row>,
+        header: &PartitionHeader,
+        outer: Option<Deletion>,
+        now: Now,
+        sink: &mut RowSink,
+    ) {
+        let Selection::Rows(selectors) = &plan.selection else {
+            return;
+        };
+        let npk = t.pk_count();
+        let pk_parts = token::split_partition_key(pk, npk).unwrap_or_default();
+        let cell_of = |idx: usize| -> Option<&Cell> {
+            let c = &t.columns[idx];
+            match c.kind {
+                ColumnKind::Static => header.static_cell(c.id, now.secs),
+                ColumnKind::Regular => row.and_then(|r| r.cell(c.id, now.secs, outer)),
+                _ => None,
+            }
+        };
+        for s in selectors {
+            match s {
+                Selector::Column(idx) => {
+                    let c = &t.columns[*idx];
+                    match c.kind {
+                        ColumnKind::PartitionKey => {
+                            sink.cell(pk_parts.get(c.position as usize).copied())
+                        }
+                        ColumnKind::Clustering => sink.cell(
+                            row.and_then(|r| r.clustering.get(c.position as usize))
+                                .map(|v| v.as_slice()),
+                        ),
+                        _ => sink.cell(cell_of(*idx).and_then(|cell| cell.live_value(now.secs))),
+                    }
+                }
+                Selector::WriteTime(idx) => {
+                    let ts = cell_of(*idx).map(|c| c.ts.to_be_bytes());
+                    sink.cell(ts.as_ref().map(|b| b.as_slice()))
+                }
+                Selector::Ttl(idx) => {
+                    let ttl = cell_of(*idx)
+                        .and_then(|c| c.ttl_remaining(now.secs))
+                        .map(|t| t.to_be_bytes());
+                    sink.cell(ttl.as_ref().map(|b| b.as_slice()))
+                }
+                Selector::Token => sink.cell(Some(&tok.to_be_bytes())),
+                Selector::Const(v) => sink.cell(v.as_deref()),
+            }
+        }
+        sink.rows += 1;
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Writes
+
+    /// Turns a write plan into per-key mutations (not yet applied).
+    pub(crate) fn mutations(
+        &self,
+        plan: &WritePlan,
+        vals: &Bound_,
+        now: Now,
+        default_ts: Option<i64>,
+        out: &mut Mutations,
+    ) -> Result<(), EngineError> {
+        let t = &plan.table;
+        let ts = match &plan.timestamp {
+            Some(s) => match resolve(s, vals)? {
+                Some(b) => i64::from_be_bytes(
+                    b.as_slice()
+                        .try_into()
+                        .map_err(|_| EngineError::invalid("Invalid timestamp value"))?,
+                ),
+                None => return Err(EngineError::invalid("Invalid null value of timestamp")),
+            },
+            None => default_ts.unwrap_or_else(|| self.next_timestamp(now)),
+        };
+        let ttl = match &plan.ttl {
+            Some(s) => match resolve(s, vals) {
+                Ok(Some(b)) => {
+                    let v = i32::from_be_bytes(
+                        b.as_slice()
+                            .try_into()
+                            .map_err(|_| EngineError::invalid("Invalid TTL value"))?,
+                    );
+                    if v < 0 {
+                        return Err(EngineError::invalid(format!(
+                            "A TTL must be greater or equal to 0, but was {v}"
+                        )));
+                    }
+                    if v > 630_720_000 {
+                        return Err(EngineError::invalid(format!(
+                            "ttl is too large. requested ({v}) maximum (630720000)"
+                        )));
+                    }
+                    v as u32
+                }
+                Ok(None) => 0,
+                Err(EngineError::Unset(_)) => t.options.default_time_to_live.max(0) as u32,
+                Err(e) => return Err(e),
+            },
+            None => t.options.default_time_to_live.max(0) as u32,
+        };
+        let expiry = (ttl > 0).then(|| Expiry {
+            ttl,
+            expires_at: now.secs.saturating_add(ttl),
+        });
+        let parts = partitions(t, &plan.partition, vals)?;
+        let ncl = t.clustering_count();
+        let full_row = plan.clustering.eq.len() == ncl && plan.clustering.start.is_none() && plan.clustering.end.is_none();
+        let clust_cols: Vec<_> = t.clustering().collect();
+        let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();
+        if full_row {
+            let mut sets = Vec::new();
+            for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+                let vs = expand(kv, vals, &col.name)?;
+                for v in &vs {
+                    validate(&col.ty, v, &col.name)?;
+                    if v.len() > u16::MAX as usize {
+                        return Err(EngineError::invalid(format!(
+                            "Key length of {} is longer than maximum of 65535",
+                            v.len()
+                        )));
+                    }
+                }
+                sets.push(vs);
+            }
+            rows_cl = cartesian(sets);
+        }
+        match &plan.kind {
+            WriteKind::Upsert { marker, assignments } => {
+                if !full_row {
+                    return Err(EngineError::invalid(format!(
+                        "Some clustering keys are missing: {}",
+                        clust_cols[plan.clustering.eq.len().min(ncl)..]
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                let mut cells = Vec::new();
+                let mut statics = Vec::new();
+                let mut ops = Vec::new();
+                for (idx, a) in assignments {
+                    let c = &t.columns[*idx];
+                    let value = match a {
+                        Assign::Set(s) => match resolve(s, vals) {
+                            Ok(v) => v,
+                            Err(EngineError::Unset(_)) => continue,
+                            Err(e) => return Err(e),
+                        },
+                        other => {
+                            ops.push((c.id, c.kind == ColumnKind::Static, other.clone(), c.ty.clone()));
+                            continue;
+                        }
+                    };
+                    let cv = match value {
+                        Some(v) => {
+                            validate(&c.ty, &v, &c.name)?;
+                            CellValue::Live { value: v, expiry }
+                        }
+                        None => CellValue::Tombstone { local_del: now.secs },
+                    };
+                    let cell = Cell {
+                        column: c.id,
+                        ts,
+                        value: cv,
+                    };
+                    if c.kind == ColumnKind::Static {
+                        statics.push(cell);
+                    } else {
+                        cells.push(cell);
+                    }
+                }
+                cells.sort_by_key(|c| c.column);
+                statics.sort_by_key(|c| c.column);
+                for p in &parts {
+                    if !statics.is_empty() || ops.iter().any(|o| o.1) {
+                        let e = out.header(&p.prefix);
+                        e.delta.merge(PartitionHeader {
+                            statics: statics.clone(),
+                            ..PartitionHeader::default()
+                        });
+                        for (id, is_static, op, ty) in &ops {
+                            if *is_static {
+                                e.ops.push(CollectionOp::new(*id, op.clone(), ty.clone(), ts, expiry, vals)?);
+                            }
+                        }
+                    }
+                    let only_statics = cells.is_empty() && !*marker && ops.iter().all(|o| o.1);
+                    if only_statics && (!statics.is_empty() || !ops.is_empty()) {
+                        continue;
+                    }
+                    for cl in &rows_cl {
+                        let enc = encode_clustering(t, cl);
+                        let e = out.row(keys::row_key(&p.prefix, &enc));
+                        e.delta.merge(Row {
+                            clustering: cl.clone(),
+                            marker: marker.then_some(Marker { ts, expiry }),
+                            deletion: None,
+                            cells: cells.clone(),
+                        });
+                        for (id, is_static, op, ty) in &ops {
+                            if !*is_static {
+                                e.ops.push(CollectionOp::new(*id, op.clone(), ty.clone(), ts, expiry, vals)?);
+                            }
+                        }
+                    }
+                }
+            }
+            WriteKind::Delete { columns } => {
+                let del = Deletion {
+                    ts,
+                    local_del: now.secs,
+                };
+                for p in &parts {
+                    if columns.is_empty() {
+                        if plan.clustering.is_unrestricted() {
+                            out.header(&p.prefix).delta.merge(PartitionHeader {
+                                deletion: Some(del),
+                                ..PartitionHeader::default()
+                            });
+                        } else if full_row {
+                            for cl in &rows_cl {
+                                let enc = encode_clustering(t, cl);
+                                out.row(keys::row_key(&p.prefix, &enc)).delta.merge(Row {
+                                    clustering: cl.clone(),
+                                    deletion: Some(del),
+                                    ..Row::default()
+                                });
+                            }
+                        } else {
+                            for (start, end) in clustering_ranges(t, &plan.clustering, vals)? {
+                                out.header(&p.prefix).delta.merge(PartitionHeader {
+                                    ranges: vec![RangeTombstone {
+                                        start,
+                                        end: end.unwrap_or_default(),
+                                        deletion: del,
+                                    }],
+                                    ..PartitionHeader::default()
+                                });
+                            }
+                        }
+                    } else {
+                        let mut cells = Vec::new();
+                        let mut statics = Vec::new();
+                        for idx in columns {
+                            let c = &t.columns[*idx];
+                            let cell = Cell {
+                                column: c.id,
+                                ts,
+                                value: CellValue::Tombstone { local_del: now.secs },
+                            };
+                            if c.kind == ColumnKind::Static {
+                                statics.push(cell);
+                            } else {
+                                cells.push(cell);
+                            }
+                        }
+                        cells.sort_by_key(|c| c.column);
+                        statics.sort_by_key(|c| c.column);
+                        if !statics.is_empty() {
+                            out.header(&p.prefix).delta.merge(PartitionHeader {
+                                statics: statics.clone(),
+                                ..PartitionHeader::default()
+                            });
+                        }
+                        if !cells.is_empty() {
+                            if !full_row {
+                                return Err(EngineError::invalid(
+                                    "Range deletions are not supported for specific columns",
+                                ));
+                            }
+                            for cl in &rows_cl {
+                                let enc = encode_clustering(t, cl);
+                                out.row(keys::row_key(&p.prefix, &enc)).delta.merge(Row {
+                                    clustering: cl.clone(),
+                                    cells: cells.clone(),
+                                    ..Row::default()
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies mutations atomically: locks the stripes of every key (in order), merges with
+    /// what is stored, writes one batch.
+    pub(crate) fn apply(&self, m: Mutations) -> Result<(), EngineError> {
+        if m.entries.is_empty() {
+            return Ok(());
+        }
+        let mut stripes: Vec<usize> = m.entries.keys().map(|k| self.stripe_of(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards: Vec<_> = stripes
+            .iter()
+            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let mut batch = WriteBatch::new();
+        for (key, entry) in m.entries {
+            let existing = self.storage.get(&key)?;
+            match entry {
+                Entry::Row(mut e) => {
+                    let mut row = match existing {
+                        Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?,
+                        None => Row::default(),
+                    };
+                    let ops = std::mem::take(&mut e.ops);
+                    row.merge(e.delta);
+                    for op in ops {
+                        op.apply_to(&mut row.cells)?;
+                    }
+                    batch.put(key, row.encode());
+                }
+                Entry::Header(mut e) => {
+                    let mut h = match existing {
+                        Some(v) => PartitionHeader::decode(&v).map_err(EngineError::corrupt)?,
+                        None => PartitionHeader::default(),
+                    };
+                    let ops = std::mem::take(&mut e.ops);
+                    h.merge(e.delta);
+                    for op in ops {
+                        op.apply_to(&mut h.statics)?;
+                    }
+                    batch.put(key, h.encode());
+                }
+            }
+        }
+        self.storage.write(batch)?;
+        Ok(())
+    }
+
+    /// Reads one stored row (for LWT conditions).
+    pub(crate) fn read_row_for_condition(
+        &self,
+        plan: &WritePlan,
+        vals: &Bound_,
+        now: Now,
+    ) -> Result<Option<(Row, PartitionHeader)>, EngineError> {
+        let t = &plan.table;
+        let parts = partitions(t, &plan.partition, vals)?;
+        let p = parts
+            .first()
+            .ok_or_else(|| EngineError::invalid("IN on the partition key is not supported with conditional updates"))?;
+        let header = match self.storage.get(&keys::header_key(&p.prefix))? {
+            Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
+            None => PartitionHeader::default(),
+        };
+        let clust_cols: Vec<_> = t.clustering().collect();
+        let mut cl = Vec::new();
+        for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+            let v = expand(kv, vals, &col.name)?;
+            cl.push(v.into_iter().next().unwrap_or_default());
+        }
+        let enc = encode_clustering(t, &cl);
+        let key = keys::row_key(&p.prefix, &enc);
+        let row = match self.storage.get(&key)? {
+            Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?,
+            None => return Ok(None),
+        };
+        let outer = header.deletion_for(&enc);
+        if !row.is_live(now.secs, outer) {
+            return Ok(None);
+        }
+        Ok(Some((row, header)))
+    }
+
+    fn stripe_of(&self, key: &[u8]) -> usize {
+        // The partition prefix decides the stripe, so a partition's keys share one lock.
+        let p = keys::decode_key(key).map(|d| d.prefix_len).unwrap_or(key.len());
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in &key[..p] {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        (h as usize) % self.stripes.len()
+    }
+}
+
+fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {
+    let v = v.ok_or_else(|| EngineError::invalid(format!("Invalid null value of {what}")))?;
+    let n = i32::from_be_bytes(
+        v.as_slice()
+            .try_into()
+            .map_err(|_| EngineError::invalid(format!("Invalid {what} value")))?,
+    );
+    if n <= 0 {
+        return Err(EngineError::invalid(format!(
+            "{what} must be strictly positive"
+        )));
+    }
+    Ok(n as u64)
+}
+
+pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {
+    let mut enc = Vec::new();
+    for (v, col) in values.iter().zip(t.clustering()) {
+        keys::encode_component(&mut enc, &col.ty, v, col.desc);
+    }
+    enc
+}
+
+fn passes_filters(
+    t: &TableDef,
+    filters: &[(usize, FilterOp, Option<Vec<u8>>)],
+    row: &Row,
+    header: &PartitionHeader,
+    outer: Option<Deletion>,
+    now: Now,
+) -> bool {
+    filters.iter().all(|(idx, op, want)| {
+        let c = &t.columns[*idx];
+        let have: Option<&[u8]> = match c.kind {
+            ColumnKind::Clustering => row.clustering.get(c.position as usize).map(|v| v.as_slice()),
+            ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)),
+            ColumnKind::Regular => row.cell(c.id, now.secs, outer).and_then(|x| x.live_value(now.secs)),
+            ColumnKind::PartitionKey => return true,
+        };
+        let (Some(have), Some(want)) = (have, want.as_deref()) else {
+            return false;
+        };
+        let ord = compare_values(&c.ty, have, want);
+        use std::cmp::Ordering::*;
+        match op {
+            FilterOp::Eq => ord == Equal,
+            FilterOp::Ne => ord != Equal,
+            FilterOp::Lt => ord == Less,
+            FilterOp::Le => ord != Greater,
+            FilterOp::Gt => ord == Greater,
+            FilterOp::Ge => ord != Less,
+        }
+    })
+}
+
+/// A collection update that needs the stored value (append, remove, put by key).
+pub(crate) struct CollectionOp {
+    column: u16,
+    op: Assign,
+    ty: ColumnType,
+    ts: i64,
+    expiry: Option<Expiry>,
+    arg: Option<Vec<u8>>,
+    arg2: Option<Vec<u8>>,
+}
+
+impl CollectionOp {
+    fn new(
+        column: u16,
+        op: Assign,
+        ty: ColumnType,
+        ts: i64,
+        expiry: Option<Expiry>,
+        vals: &Bound_,
+    ) -> Result<CollectionOp, EngineError> {
+        let (arg, arg2) = match &op {
+            Assign::Append(s) | Assign::Prepend(s) | Assign::Remove(s) => (resolve(s, vals)?, None),
+            Assign::SetKey(k, v) => (resolve(k, vals)?, resolve(v, vals)?),
+            Assign::Set(s) => (resolve(s, vals)?, None),
+        };
+        Ok(CollectionOp {
+            column,
+            op,
+            ty,
+            ts,
+            expiry,
+            arg,
+            arg2,
+        })
+    }
+
+    fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
+        let current: Option<Vec<u8>> = cells
+            .iter()
+            .find(|c| c.column == self.column)
+            .and_then(|c| c.live_value(0).map(|v| v.to_vec()));
+        let new_value = crate::collections::apply(&self.ty, &self.op, current.as_deref(), self.arg.as_deref(), self.arg2.as_deref())?;
+        let cell = Cell {
+            column: self.column,
+            ts: self.ts,
+            value: match new_value {
+                Some(v) => CellValue::Live {
+                    value: v,
+                    expiry: self.expiry,
+                },
+                None => CellValue::Tombstone { local_del: 0 },
+            },
+        };
+        match cells.binary_search_by_key(&self.column, |c| c.column) {
+            Ok(i) => {
+                if cell.ts >= cells[i].ts {
+                    cells[i] = cell
+                }
+            }
+            Err(i) => cells.insert(i, cell),
+        }
+        Ok(())
+    }
+}
+
+pub(crate) struct RowEntry {
+    delta: Row,
+    ops: Vec<CollectionOp>,
+}
+pub(crate) struct HeaderEntry {
+    delta: PartitionHeader,
+    ops: Vec<CollectionOp>,
+}
+enum Entry {
+    Row(RowEntry),
+    Header(HeaderEntry),
+}
+
+/// Pending writes keyed by storage key.
+#[derive(Default)]
+pub(crate) struct Mutations {
+    entries: BTreeMap<Vec<u8>, Entry>,
+}
+
+impl Mutations {
+    fn row(&mut self, key: Vec<u8>) -> &mut RowEntry {
+        let e = self.entries.entry(key).or_insert_with(|| {
+            Entry::Row(RowEntry {
+                delta: Row::default(),
+                ops: Vec::new(),
+            })
+        });
+        match e {
+            Entry::Row(r) => r,
+            Entry::Header(_) => unreachable_entry(),
+        }
+    }
+    fn header(&mut self, prefix: &[u8]) -> &mut HeaderEntry {
+        let e = self.entries.entry(keys::header_key(prefix)).or_insert_with(|| {
+            Entry::Header(HeaderEntry {
+                delta: PartitionHeader::default(),
+                ops: Vec::new(),
+            })
+        });
+        match e {
+            Entry::Header(h) => h,
+            Entry::Row(_) => unreachable_header(),
+        }
+    }
+}
+
+// Header keys end in 0x00 after the partition prefix and row keys in 0x01, so one key can
+// never be both kinds; these exist only to satisfy the match.
+#[allow(clippy::panic)]
+fn unreachable_entry() -> &'static mut RowEntry {
+    panic!("storage key used as both row and header")
+}
+#[allow(clippy::panic)]
+fn unreachable_header() -> &'static mut HeaderEntry {
+    panic!("storage key used as both row and header")
+}
+

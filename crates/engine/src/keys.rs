@@ -1,0 +1,289 @@
+//! Storage key layout and the byte-comparable encoding of clustering values.
+//!
+//! ```text
+//! schema:  0x00 ...                                   (catalog, see catalog.rs)
+//! header:  0x01 table_id:u32 token:u64 esc(pk) 0x00   (partition tombstone, range tombstones, statics)
+//! row:     0x01 table_id:u32 token:u64 esc(pk) 0x01 clustering...
+//! ```
+//! `token` is the Murmur3 token made unsigned-ordered, so partitions sort in token order
+//! and, within one token, by key bytes — Cassandra's order. `esc` escapes 0x00 as
+//! 0x00 0xFF and ends with 0x00 0x00, which keeps unsigned byte order and is self-delimiting.
+//!
+//! Each clustering component is a presence byte (0 = empty value, 1 = value) and the
+//! value's order-preserving encoding; a DESC column has all of its component's bytes
+//! inverted. Components are self-delimiting, so a prefix of components is a key prefix.
+
+use crate::token::token_to_ordered;
+use proto::types::ColumnType;
+
+pub const DATA_PREFIX: u8 = 0x01;
+
+pub fn escape_into(out: &mut Vec<u8>, b: &[u8]) {
+    for &x in b {
+        out.push(x);
+        if x == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// Reverses [`escape_into`]; returns the bytes and how much input they took.
+pub fn unescape(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i + 1 < b.len() + 1 {
+        let x = *b.get(i)?;
+        if x == 0 {
+            match *b.get(i + 1)? {
+                0xFF => {
+                    out.push(0);
+                    i += 2;
+                }
+                0 => return Some((out, i + 2)),
+                _ => return None,
+            }
+        } else {
+            out.push(x);
+            i += 1;
+        }
+    }
+    None
+}
+
+pub fn table_prefix(table_id: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(5);
+    k.push(DATA_PREFIX);
+    k.extend_from_slice(&table_id.to_be_bytes());
+    k
+}
+
+/// `0x01 table token esc(pk)` — shared by the header and every row of the partition.
+pub fn partition_prefix(table_id: u32, token: i64, pk: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + pk.len() + 4);
+    k.push(DATA_PREFIX);
+    k.extend_from_slice(&table_id.to_be_bytes());
+    k.extend_from_slice(&token_to_ordered(token).to_be_bytes());
+    escape_into(&mut k, pk);
+    k
+}
+
+/// The first key at or after `token` in the table.
+pub fn token_prefix(table_id: u32, token: i64) -> Vec<u8> {
+    let mut k = table_prefix(table_id);
+    k.extend_from_slice(&token_to_ordered(token).to_be_bytes());
+    k
+}
+
+/// The first key past every key of `token` in the table.
+pub fn after_token(table_id: u32, token: i64) -> Vec<u8> {
+    match token_to_ordered(token).checked_add(1) {
+        Some(next) => {
+            let mut k = table_prefix(table_id);
+            k.extend_from_slice(&next.to_be_bytes());
+            k
+        }
+        None => prefix_end(&table_prefix(table_id)),
+    }
+}
+
+pub fn header_key(partition_prefix: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(partition_prefix.len() + 1);
+    k.extend_from_slice(partition_prefix);
+    k.push(0);
+    k
+}
+
+pub fn row_key(partition_prefix: &[u8], encoded_clustering: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(partition_prefix.len() + 1 + encoded_clustering.len());
+    k.extend_from_slice(partition_prefix);
+    k.push(1);
+    k.extend_from_slice(encoded_clustering);
+    k
+}
+
+/// What a storage key under a table is: (token, pk bytes, is_header, clustering tail).
+pub struct DecodedKey<'a> {
+    pub token: i64,
+    pub pk: Vec<u8>,
+    pub prefix_len: usize,
+    pub is_header: bool,
+    pub clustering: &'a [u8],
+}
+
+pub fn decode_key(key: &[u8]) -> Option<DecodedKey<'_>> {
+    if key.len() < 13 || key[0] != DATA_PREFIX {
+        return None;
+    }
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&key[5..13]);
+    let token = (u64::from_be_bytes(t) ^ (1 << 63)) as i64;
+    let (pk, used) = unescape(&key[13..])?;
+    let prefix_len = 13 + used;
+    let kind = *key.get(prefix_len)?;
+    Some(DecodedKey {
+        token,
+        pk,
+        prefix_len,
+        is_header: kind == 0,
+        clustering: &key[prefix_len + 1..],
+    })
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xFF {
+            p.push(last + 1);
+            return p;
+        }
+    }
+    vec![0xFF; prefix.len() + 1]
+}
+
+/// Appends one clustering component's order-preserving encoding.
+pub fn encode_component(out: &mut Vec<u8>, ty: &ColumnType, value: &[u8], desc: bool) {
+    let start = out.len();
+    if value.is_empty() {
+        out.push(0);
+    } else {
+        out.push(1);
+        encode_value(out, ty, value);
+    }
+    if desc {
+        for b in &mut out[start..] {
+            *b = !*b;
+        }
+    }
+}
+
+fn flip_sign(out: &mut Vec<u8>, v: &[u8]) {
+    let mut first = true;
+    for &b in v {
+        out.push(if first { b ^ 0x80 } else { b });
+        first = false;
+    }
+}
+
+fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8]) {
+    use ColumnType::*;
+    match ty {
+        Int | Bigint | Smallint | Tinyint | Timestamp | Time | Counter if v.len() <= 8 => {
+            flip_sign(out, v)
+        }
+        Date | Boolean if v.len() <= 8 => out.extend_from_slice(v),
+        Float | Double if v.len() == 4 || v.len() == 8 => {
+            let neg = v[0] & 0x80 != 0;
+            for &b in v.iter().take(1) {
+                out.push(if neg { !b } else { b ^ 0x80 });
+            }
+            for &b in &v[1..] {
+                out.push(if neg { !b } else { b });
+            }
+        }
+        Timeuuid if v.len() == 16 => encode_timeuuid(out, v),
+        Uuid if v.len() == 16 => {
+            let version = v[6] >> 4;
+            out.push(version);
+            if version == 1 {
+                encode_timeuuid(out, v);
+            } else {
+                out.extend_from_slice(v);
+            }
+        }
+        Varint => encode_varint(out, v),
+        // Text, ascii, blob, inet compare as unsigned bytes in Cassandra. Decimal,
+        // collections, tuples and UDTs fall back to byte order (docs/compatibility.md).
+        _ => escape_into(out, v),
+    }
+}
+
+fn encode_timeuuid(out: &mut Vec<u8>, v: &[u8]) {
+    // Timestamp: time_hi (without version) | time_mid | time_low, then the rest as signed bytes.
+    out.push(v[6] & 0x0F);
+    out.push(v[7]);
+    out.extend_from_slice(&v[4..6]);
+    out.extend_from_slice(&v[0..4]);
+    for &b in &v[8..16] {
+        out.push(b ^ 0x80);
+    }
+}
+
+fn encode_varint(out: &mut Vec<u8>, v: &[u8]) {
+    // Strip redundant sign bytes so equal numbers encode equally.
+    let neg = v[0] & 0x80 != 0;
+    let pad = if neg { 0xFF } else { 0x00 };
+    let mut s = v;
+    while s.len() > 1 && s[0] == pad && (s[1] & 0x80 != 0) == neg {
+        s = &s[1..];
+    }
+    let len = s.len() as u32;
+    if neg {
+        out.push(0);
+        out.extend_from_slice(&(!len).to_be_bytes());
+    } else {
+        out.push(1);
+        out.extend_from_slice(&len.to_be_bytes());
+    }
+    out.extend_from_slice(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(ty: &ColumnType, v: &[u8], desc: bool) -> Vec<u8> {
+        let mut o = Vec::new();
+        encode_component(&mut o, ty, v, desc);
+        o
+    }
+
+    #[test]
+    fn ints_sort_numerically_both_directions() {
+        let vals = [i32::MIN, -2, -1, 0, 1, 300, i32::MAX];
+        for w in vals.windows(2) {
+            let a = enc(&ColumnType::Int, &w[0].to_be_bytes(), false);
+            let b = enc(&ColumnType::Int, &w[1].to_be_bytes(), false);
+            assert!(a < b);
+            let a = enc(&ColumnType::Int, &w[0].to_be_bytes(), true);
+            let b = enc(&ColumnType::Int, &w[1].to_be_bytes(), true);
+            assert!(a > b);
+        }
+    }
+
+    #[test]
+    fn doubles_and_text_sort() {
+        let vals = [-1e9f64, -1.5, -0.0, 0.5, 2.0, f64::INFINITY];
+        for w in vals.windows(2) {
+            let a = enc(&ColumnType::Double, &w[0].to_be_bytes(), false);
+            let b = enc(&ColumnType::Double, &w[1].to_be_bytes(), false);
+            assert!(a < b, "{} < {}", w[0], w[1]);
+        }
+        let a = enc(&ColumnType::Varchar, b"ab", false);
+        let b = enc(&ColumnType::Varchar, b"ab\0", false);
+        let c = enc(&ColumnType::Varchar, b"b", false);
+        assert!(a < b && b < c);
+    }
+
+    #[test]
+    fn varints_sort() {
+        let vals: [&[u8]; 6] = [&[0x80, 0], &[0xFF, 0x7F], &[0xFF], &[0], &[0x7F], &[0, 0x80]];
+        for w in vals.windows(2) {
+            assert!(enc(&ColumnType::Varint, w[0], false) < enc(&ColumnType::Varint, w[1], false));
+        }
+    }
+
+    #[test]
+    fn escape_round_trip_and_key_decode() {
+        let pk = vec![0, 1, 0, 0xFF];
+        let p = partition_prefix(7, -5, &pk);
+        let rk = row_key(&p, &[9, 9]);
+        let d = decode_key(&rk).unwrap();
+        assert_eq!((d.token, d.pk.clone(), d.is_header, d.clustering), (-5, pk.clone(), false, &[9u8, 9][..]));
+        let hk = header_key(&p);
+        assert!(decode_key(&hk).unwrap().is_header);
+        assert!(hk < rk);
+        assert_eq!(prefix_end(&[1, 0xFF]), vec![2]);
+    }
+}

@@ -1,0 +1,498 @@
+//! CQL literals to serialized values, directed by the receiving column's type, with
+//! Cassandra's error messages for values that do not fit.
+
+use crate::EngineError;
+use cql::ast::{Literal, Term};
+use proto::types::{ColumnType, Value};
+use std::net::IpAddr;
+
+fn bad(ty: &ColumnType, what: &str) -> EngineError {
+    EngineError::invalid(format!(
+        "Invalid {what} constant for type {}",
+        type_name(ty)
+    ))
+}
+
+pub fn type_name(ty: &ColumnType) -> String {
+    crate::types::cql_type_name(ty)
+}
+
+/// Serializes a literal for a receiver of type `ty`.
+pub fn literal_to_bytes(ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>>, EngineError> {
+    use ColumnType as T;
+    let v = match (lit, ty) {
+        (Literal::Null, _) => return Ok(None),
+        (Literal::String(s), T::Varchar) => Value::Varchar(s.clone()),
+        (Literal::String(s), T::Ascii) => {
+            if !s.is_ascii() {
+                return Err(EngineError::invalid(format!(
+                    "Invalid ASCII character in string literal {s}"
+                )));
+            }
+            Value::Ascii(s.clone())
+        }
+        (Literal::String(s), T::Timestamp) => Value::Timestamp(
+            parse_timestamp(s)
+                .ok_or_else(|| EngineError::invalid(format!("Unable to parse a date/time from '{s}'")))?,
+        ),
+        (Literal::Integer(s), T::Timestamp) => Value::Timestamp(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::String(s), T::Date) => Value::Date(
+            parse_date(s).ok_or_else(|| EngineError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)")))?,
+        ),
+        (Literal::Integer(s), T::Date) => Value::Date(s.parse::<i64>().ok().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad(ty, "integer"))?),
+        (Literal::String(s), T::Time) => Value::Time(
+            parse_time(s).ok_or_else(|| EngineError::invalid(format!("Unable to coerce '{s}' to a formatted time (long)")))?,
+        ),
+        (Literal::Integer(s), T::Time) => Value::Time(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::String(s), T::Inet) => Value::Inet(
+            s.parse::<IpAddr>()
+                .map_err(|_| EngineError::invalid(format!("Unable to make inet address from '{s}'")))?,
+        ),
+        (Literal::String(s), T::Duration) | (Literal::Duration(s), T::Duration) => {
+            let (months, days, nanos) = parse_duration(s)
+                .ok_or_else(|| EngineError::invalid(format!("Unable to convert '{s}' to a duration")))?;
+            Value::Duration { months, days, nanos }
+        }
+        (Literal::Integer(s), T::Int) => Value::Int(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Bigint | T::Counter) => Value::Bigint(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Smallint) => Value::Smallint(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Tinyint) => Value::Tinyint(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Varint) => Value::Varint(varint_from_decimal(s).ok_or_else(|| bad(ty, "integer"))?),
+        (Literal::Integer(s) | Literal::Float(s), T::Decimal) => {
+            let (scale, unscaled) = decimal_from_text(s).ok_or_else(|| bad(ty, "decimal"))?;
+            Value::Decimal { scale, unscaled }
+        }
+        (Literal::Integer(s) | Literal::Float(s), T::Double) => Value::Double(parse_float(s).ok_or_else(|| bad(ty, "float"))?),
+        (Literal::Integer(s) | Literal::Float(s), T::Float) => Value::Float(parse_float(s).ok_or_else(|| bad(ty, "float"))? as f32),
+        (Literal::Boolean(b), T::Boolean) => Value::Boolean(*b),
+        (Literal::Uuid(s), T::Uuid) => Value::Uuid(parse_uuid(s).ok_or_else(|| bad(ty, "uuid"))?),
+        (Literal::Uuid(s), T::Timeuuid) => {
+            let u = parse_uuid(s).ok_or_else(|| bad(ty, "uuid"))?;
+            if u[6] >> 4 != 1 {
+                return Err(EngineError::invalid(format!("Unsupported UUID version for timeuuid: {s} is not a type 1 UUID")));
+            }
+            Value::Timeuuid(u)
+        }
+        (Literal::Blob(h), T::Blob) => Value::Blob(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?),
+        (Literal::Blob(h), T::Custom(_)) => Value::Blob(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?),
+        (l, _) => {
+            return Err(EngineError::invalid(format!(
+                "Invalid {} constant ({}) for column of type {}",
+                literal_kind(l),
+                l,
+                type_name(ty)
+            )))
+        }
+    };
+    Ok(Some(proto::value::to_bytes(&v)))
+}
+
+fn literal_kind(l: &Literal) -> &'static str {
+    match l {
+        Literal::String(_) => "STRING",
+        Literal::Integer(_) => "INTEGER",
+        Literal::Float(_) => "FLOAT",
+        Literal::Boolean(_) => "BOOLEAN",
+        Literal::Uuid(_) => "UUID",
+        Literal::Blob(_) => "HEX",
+        Literal::Duration(_) => "DURATION",
+        Literal::Null => "NULL",
+    }
+}
+
+/// A constant term (no bind markers) serialized for `ty`; collections included.
+pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, EngineError> {
+    match term {
+        Term::Literal(l) => literal_to_bytes(ty, l),
+        Term::TypeHint { term, .. } => const_term(ty, term),
+        Term::List(items) | Term::Set(items) if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) => {
+            let elem = match ty {
+                ColumnType::List(e) | ColumnType::Set(e) => e,
+                _ => unreachable_type(),
+            };
+            let mut vals = Vec::with_capacity(items.len());
+            for i in items {
+                vals.push(const_term(elem, i)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?);
+            }
+            if matches!(ty, ColumnType::Set(_)) {
+                vals.sort_by(|a, b| crate::types::compare(elem, a, b));
+                vals.dedup();
+            }
+            Ok(Some(encode_collection(&vals)))
+        }
+        Term::Set(items) if items.is_empty() && matches!(ty, ColumnType::Map(..)) => Ok(Some(encode_collection(&[]))),
+        Term::Map(pairs) if matches!(ty, ColumnType::Map(..)) => {
+            let ColumnType::Map(kt, vt) = ty else { unreachable_type() };
+            let mut kvs = Vec::with_capacity(pairs.len());
+            for (k, v) in pairs {
+                let k = const_term(kt, k)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?;
+                let v = const_term(vt, v)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?;
+                kvs.push((k, v));
+            }
+            kvs.sort_by(|a, b| crate::types::compare(kt, &a.0, &b.0));
+            kvs.dedup_by(|a, b| a.0 == b.0);
+            let mut out = (kvs.len() as i32).to_be_bytes().to_vec();
+            for (k, v) in kvs {
+                out.extend_from_slice(&(k.len() as i32).to_be_bytes());
+                out.extend_from_slice(&k);
+                out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                out.extend_from_slice(&v);
+            }
+            Ok(Some(out))
+        }
+        Term::Tuple(items) if matches!(ty, ColumnType::Tuple(_)) => {
+            let ColumnType::Tuple(types) = ty else { unreachable_type() };
+            if items.len() > types.len() {
+                return Err(EngineError::invalid(format!("Invalid tuple literal: too many elements. Type {} expects {} but got {}", type_name(ty), types.len(), items.len())));
+            }
+            let mut out = Vec::new();
+            for (i, t) in items.iter().zip(types) {
+                match const_term(t, i)? {
+                    Some(v) => {
+                        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        out.extend_from_slice(&v);
+                    }
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            Ok(Some(out))
+        }
+        Term::Udt(fields) if matches!(ty, ColumnType::Udt { .. }) => {
+            let ColumnType::Udt { fields: defs, .. } = ty else { unreachable_type() };
+            let mut out = Vec::new();
+            for (name, _) in fields {
+                if !defs.iter().any(|(n, _)| n == name) {
+                    return Err(EngineError::invalid(format!("Unknown field '{name}' in value of user defined type {}", type_name(ty))));
+                }
+            }
+            for (name, t) in defs {
+                match fields.iter().find(|(n, _)| n == name) {
+                    Some((_, term)) => match const_term(t, term)? {
+                        Some(v) => {
+                            out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                            out.extend_from_slice(&v);
+                        }
+                        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    },
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            Ok(Some(out))
+        }
+        Term::Negate(inner) => match &**inner {
+            Term::Literal(Literal::Integer(s)) => literal_to_bytes(ty, &Literal::Integer(format!("-{s}"))),
+            Term::Literal(Literal::Float(s)) => literal_to_bytes(ty, &Literal::Float(format!("-{s}"))),
+            _ => Err(EngineError::invalid("Invalid negation")),
+        },
+        Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args),
+        other => Err(EngineError::invalid(format!(
+            "Invalid value {} for column of type {}",
+            other,
+            type_name(ty)
+        ))),
+    }
+}
+
+#[allow(clippy::panic)]
+fn unreachable_type() -> ! {
+    panic!("type checked by the caller's guard")
+}
+
+pub fn encode_collection(items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + items.iter().map(|i| i.len() + 4).sum::<usize>());
+    out.extend_from_slice(&(items.len() as i32).to_be_bytes());
+    for i in items {
+        out.extend_from_slice(&(i.len() as i32).to_be_bytes());
+        out.extend_from_slice(i);
+    }
+    out
+}
+
+fn parse_float(s: &str) -> Option<f64> {
+    match s {
+        "NaN" | "-NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
+    let hex: String = s.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 || s.len() != 36 {
+        return None;
+    }
+    let v = parse_hex(&hex)?;
+    v.try_into().ok()
+}
+
+pub fn parse_hex(h: &str) -> Option<Vec<u8>> {
+    let h = h.strip_prefix("0x").or_else(|| h.strip_prefix("0X")).unwrap_or(h);
+    if h.len() % 2 != 0 {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Two's-complement big-endian minimal bytes of a decimal integer string.
+pub fn varint_from_decimal(s: &str) -> Option<Vec<u8>> {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Magnitude as little-endian base-256.
+    let mut mag: Vec<u8> = vec![0];
+    for d in digits.bytes() {
+        let mut carry = (d - b'0') as u32;
+        for b in mag.iter_mut() {
+            let v = *b as u32 * 10 + carry;
+            *b = (v & 0xFF) as u8;
+            carry = v >> 8;
+        }
+        while carry > 0 {
+            mag.push((carry & 0xFF) as u8);
+            carry >>= 8;
+        }
+    }
+    if neg {
+        // Two's complement: invert and add one.
+        let mut carry = 1u16;
+        for b in mag.iter_mut() {
+            let v = (!*b) as u16 + carry;
+            *b = (v & 0xFF) as u8;
+            carry = v >> 8;
+        }
+        mag.push(0xFF);
+    } else {
+        mag.push(0);
+    }
+    let mut be: Vec<u8> = mag.into_iter().rev().collect();
+    while be.len() > 1 && ((be[0] == 0 && be[1] & 0x80 == 0) || (be[0] == 0xFF && be[1] & 0x80 != 0)) {
+        be.remove(0);
+    }
+    Some(be)
+}
+
+/// `123.45e-2` -> (scale, unscaled varint bytes).
+pub fn decimal_from_text(s: &str) -> Option<(i32, Vec<u8>)> {
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = match mant.find('.') {
+        Some(i) => (&mant[..i], &mant[i + 1..]),
+        None => (mant, ""),
+    };
+    let digits = format!("{int}{frac}");
+    let scale = frac.len() as i32 - exp;
+    Some((scale, varint_from_decimal(&digits)?))
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn parse_ymd(s: &str) -> Option<(i64, i64, i64)> {
+    let mut it = s.splitn(3, '-');
+    let y = it.next()?.parse().ok()?;
+    let m: i64 = it.next()?.parse().ok()?;
+    let d: i64 = it.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some((y, m, d))
+}
+
+pub fn parse_date(s: &str) -> Option<u32> {
+    let (y, m, d) = parse_ymd(s.trim())?;
+    let days = days_from_civil(y, m, d);
+    Some((days + (1i64 << 31)) as u32)
+}
+
+/// Nanoseconds since midnight from `HH:MM:SS[.fffffffff]`.
+pub fn parse_time(s: &str) -> Option<i64> {
+    let (hms, frac) = match s.find('.') {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, ""),
+    };
+    let mut it = hms.split(':');
+    let h: i64 = it.next()?.trim().parse().ok()?;
+    let m: i64 = it.next()?.parse().ok()?;
+    let sec: i64 = it.next().map(|x| x.parse().ok()).unwrap_or(Some(0))?;
+    if h > 23 || m > 59 || sec > 59 || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut nanos: i64 = 0;
+    if !frac.is_empty() {
+        nanos = frac.parse::<i64>().ok()? * 10i64.pow(9 - frac.len() as u32);
+    }
+    Some(((h * 60 + m) * 60 + sec) * 1_000_000_000 + nanos)
+}
+
+/// Milliseconds since the epoch from Cassandra's accepted timestamp formats (UTC default).
+pub fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(ms) = s.parse::<i64>() {
+        return Some(ms);
+    }
+    let (date, rest) = match s.find(['T', ' ']) {
+        Some(i) => (&s[..i], s[i + 1..].trim()),
+        None => (s, ""),
+    };
+    let (y, m, d) = parse_ymd(date)?;
+    let mut ms = days_from_civil(y, m, d) * 86_400_000;
+    if rest.is_empty() {
+        return Some(ms);
+    }
+    // Split off a zone: Z, +hh:mm, +hhmm, -hhmm.
+    let (time, zone) = match rest.rfind(['+', '-', 'Z', 'z']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let nanos = parse_time(time.trim())?;
+    ms += nanos / 1_000_000;
+    if !zone.is_empty() && zone != "Z" && zone != "z" {
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let z: String = zone[1..].chars().filter(|c| *c != ':').collect();
+        if z.len() != 4 {
+            return None;
+        }
+        let hh: i64 = z[..2].parse().ok()?;
+        let mm: i64 = z[2..].parse().ok()?;
+        ms -= sign * (hh * 60 + mm) * 60_000;
+    }
+    Some(ms)
+}
+
+/// `1h30m`, `2d`, `P1Y2M`, `PT1H`, `1mo2w`... -> (months, days, nanos).
+pub fn parse_duration(s: &str) -> Option<(i32, i32, i64)> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let (mut months, mut days, mut nanos) = (0i64, 0i64, 0i64);
+    if let Some(iso) = body.strip_prefix('P') {
+        let mut in_time = false;
+        let mut num = String::new();
+        for c in iso.chars() {
+            match c {
+                'T' => in_time = true,
+                '0'..='9' => num.push(c),
+                _ => {
+                    let n: i64 = num.parse().ok()?;
+                    num.clear();
+                    match (c, in_time) {
+                        ('Y', false) => months += n * 12,
+                        ('M', false) => months += n,
+                        ('W', false) => days += n * 7,
+                        ('D', false) => days += n,
+                        ('H', true) => nanos += n * 3_600_000_000_000,
+                        ('M', true) => nanos += n * 60_000_000_000,
+                        ('S', true) => nanos += n * 1_000_000_000,
+                        _ => return None,
+                    }
+                }
+            }
+        }
+        if !num.is_empty() {
+            return None;
+        }
+    } else {
+        let b = body.to_ascii_lowercase();
+        let bytes = b.as_bytes();
+        let mut i = 0;
+        if bytes.is_empty() {
+            return None;
+        }
+        while i < bytes.len() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n: i64 = b[start..i].parse().ok()?;
+            let us = i;
+            while i < bytes.len() && !bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            match &b[us..i] {
+                "y" => months += n * 12,
+                "mo" => months += n,
+                "w" => days += n * 7,
+                "d" => days += n,
+                "h" => nanos += n * 3_600_000_000_000,
+                "m" => nanos += n * 60_000_000_000,
+                "s" => nanos += n * 1_000_000_000,
+                "ms" => nanos += n * 1_000_000,
+                "us" | "µs" => nanos += n * 1_000,
+                "ns" => nanos += n,
+                _ => return None,
+            }
+        }
+    }
+    let sign = if neg { -1 } else { 1 };
+    Some((
+        i32::try_from(sign * months).ok()?,
+        i32::try_from(sign * days).ok()?,
+        sign * nanos,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_match_java_biginteger() {
+        assert_eq!(varint_from_decimal("0").unwrap(), vec![0]);
+        assert_eq!(varint_from_decimal("127").unwrap(), vec![0x7F]);
+        assert_eq!(varint_from_decimal("128").unwrap(), vec![0, 0x80]);
+        assert_eq!(varint_from_decimal("-1").unwrap(), vec![0xFF]);
+        assert_eq!(varint_from_decimal("-128").unwrap(), vec![0x80]);
+        assert_eq!(varint_from_decimal("-129").unwrap(), vec![0xFF, 0x7F]);
+    }
+
+    #[test]
+    fn timestamps_and_dates() {
+        assert_eq!(parse_timestamp("1970-01-01"), Some(0));
+        assert_eq!(parse_timestamp("2020-01-01 00:00:00+0000"), Some(1_577_836_800_000));
+        assert_eq!(parse_timestamp("2020-01-01T01:00:00.5+01:00"), Some(1_577_836_800_500));
+        assert_eq!(parse_date("1970-01-01"), Some(1 << 31));
+        assert_eq!(civil_from_days(18262), (2020, 1, 1));
+        assert_eq!(parse_time("01:02:03.5"), Some(3_723_500_000_000));
+        assert_eq!(parse_duration("1h30m"), Some((0, 0, 5_400_000_000_000)));
+        assert_eq!(parse_duration("P1Y2D"), Some((12, 2, 0)));
+        assert!(parse_timestamp("garbage").is_none());
+    }
+
+    #[test]
+    fn decimals() {
+        let (scale, un) = decimal_from_text("123.45").unwrap();
+        assert_eq!(scale, 2);
+        assert_eq!(un, varint_from_decimal("12345").unwrap());
+    }
+}

@@ -1,0 +1,176 @@
+//! Resolved statements ("plans"): what the executor runs, with the schema already looked up
+//! and every value either a constant or a bind-marker index. Built once at PREPARE (or per
+//! QUERY) by `build.rs`; executed many times by `exec.rs`.
+
+use crate::catalog::TableDef;
+use proto::types::ColumnType;
+use std::sync::Arc;
+
+/// Where a value comes from at execution time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Src {
+    /// A literal, already serialized; `None` is null.
+    Const(Option<Vec<u8>>),
+    /// The n-th bound value.
+    Bind(usize),
+}
+
+/// A restriction to one or several values of one key column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyValues {
+    Eq(Src),
+    In(Vec<Src>),
+    /// `IN ?`: one bound list.
+    InBind(usize, ColumnType),
+}
+
+/// A slice bound on clustering columns following the equality prefix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceBound {
+    pub values: Vec<Src>,
+    pub inclusive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenBound {
+    pub src: TokenSrc,
+    pub inclusive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenSrc {
+    /// `token(k) > ?` / `> 123`: a bigint token.
+    Token(Src),
+    /// `token(k) > token(?, ?)`: the token of these key component values.
+    KeyOf(Vec<Src>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartitionSel {
+    /// One value set per partition key column (cartesian product).
+    Keys(Vec<KeyValues>),
+    Range {
+        start: Option<TokenBound>,
+        end: Option<TokenBound>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClusteringSel {
+    /// Equality (or IN) on the first clustering columns.
+    pub eq: Vec<KeyValues>,
+    /// Lower / upper bounds on the columns after the equality prefix (in value order).
+    pub start: Option<SliceBound>,
+    pub end: Option<SliceBound>,
+}
+
+impl ClusteringSel {
+    pub fn is_unrestricted(&self) -> bool {
+        self.eq.is_empty() && self.start.is_none() && self.end.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A predicate on a non-key column (`ALLOW FILTERING`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    pub column: usize,
+    pub op: FilterOp,
+    pub value: Src,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selector {
+    Column(usize),
+    WriteTime(usize),
+    Ttl(usize),
+    /// `token(pk...)` of the row's partition.
+    Token,
+    Const(Option<Vec<u8>>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: ColumnType,
+}
+
+#[derive(Debug, Clone)]
+pub enum Selection {
+    Rows(Vec<Selector>),
+    /// `COUNT(*)` / `count(1)`: one row with the number of rows.
+    Count,
+}
+
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    pub table: Arc<TableDef>,
+    pub partitions: PartitionSel,
+    pub clustering: ClusteringSel,
+    pub filters: Vec<Filter>,
+    pub selection: Selection,
+    pub output: Vec<OutputColumn>,
+    pub distinct: bool,
+    pub reversed: bool,
+    pub limit: Option<Src>,
+    pub per_partition_limit: Option<Src>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Assign {
+    Set(Src),
+    /// `c = c + v` for collections (append / union / put-all).
+    Append(Src),
+    /// `c = v + c` for lists.
+    Prepend(Src),
+    /// `c = c - v` for collections.
+    Remove(Src),
+    /// `c[k] = v` for maps (and lists by index).
+    SetKey(Src, Src),
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteKind {
+    /// INSERT writes a row marker; UPDATE does not.
+    Upsert { marker: bool, assignments: Vec<(usize, Assign)> },
+    /// DELETE of the whole row/range/partition (`columns` empty) or of some columns.
+    Delete { columns: Vec<usize> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    IfNotExists,
+    IfExists,
+    /// `IF c = v AND ...` (only `=` and `!=` for now).
+    Columns(Vec<(usize, FilterOp, Src)>),
+}
+
+#[derive(Debug, Clone)]
+pub struct WritePlan {
+    pub table: Arc<TableDef>,
+    pub partition: Vec<KeyValues>,
+    pub clustering: ClusteringSel,
+    pub kind: WriteKind,
+    pub ttl: Option<Src>,
+    pub timestamp: Option<Src>,
+    pub condition: Option<Condition>,
+}
+
+/// The type of each bind marker, for PREPARE's metadata and for validating bound values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindSpec {
+    pub name: String,
+    pub ty: ColumnType,
+    /// The table the marker belongs to (metadata shows keyspace and table).
+    pub keyspace: String,
+    pub table: String,
+}

@@ -1,0 +1,473 @@
+//! Virtual system tables (`system.local`, `system.peers*`, `system_schema.*`) generated from
+//! the live schema, and server-side `DESCRIBE`.
+//!
+//! A virtual table is materialized into a small in-memory store on each query and read by
+//! the same SELECT executor as user tables, so every restriction, limit and paging rule
+//! behaves identically on both.
+
+use crate::catalog::{ColumnKind, KeyspaceDef, Schema, TableDef};
+use crate::keys;
+use crate::row::{Cell, CellValue, Marker, Row};
+use crate::token;
+use crate::EngineError;
+use proto::types::{ColumnType, Value};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use storage::{MemStorage, Storage, WriteBatch};
+
+/// Facts about this node that `system.local` shows.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub cluster_name: String,
+    pub datacenter: String,
+    pub rack: String,
+    pub rpc_address: IpAddr,
+    pub rpc_port: u16,
+    pub host_id: [u8; 16],
+    pub release_version: String,
+}
+
+const SYSTEM_TABLES: &[&str] = &[
+    "CREATE TABLE system.local (key text PRIMARY KEY, bootstrapped text, broadcast_address inet, broadcast_port int, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, listen_port int, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, rpc_port int, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>)",
+    "CREATE TABLE system.peers (peer inet PRIMARY KEY, data_center text, host_id uuid, preferred_ip inet, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>)",
+    "CREATE TABLE system.peers_v2 (peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port))",
+    "CREATE TABLE system_schema.keyspaces (keyspace_name text PRIMARY KEY, durable_writes boolean, replication frozen<map<text, text>>)",
+    "CREATE TABLE system_schema.tables (keyspace_name text, table_name text, additional_write_policy text, allow_auto_snapshot boolean, bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, flags frozen<set<text>>, gc_grace_seconds int, id uuid, incremental_backups boolean, max_index_interval int, memtable text, memtable_flush_period_in_ms int, min_index_interval int, read_repair text, read_repair_chance double, speculative_retry text, PRIMARY KEY (keyspace_name, table_name))",
+    "CREATE TABLE system_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
+    "CREATE TABLE system_schema.dropped_columns (keyspace_name text, table_name text, column_name text, dropped_time timestamp, kind text, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
+    "CREATE TABLE system_schema.indexes (keyspace_name text, table_name text, index_name text, kind text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, index_name))",
+    "CREATE TABLE system_schema.triggers (keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name))",
+    "CREATE TABLE system_schema.types (keyspace_name text, type_name text, field_names frozen<list<text>>, field_types frozen<list<text>>, PRIMARY KEY (keyspace_name, type_name))",
+    "CREATE TABLE system_schema.functions (keyspace_name text, function_name text, argument_types frozen<list<text>>, argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text, return_type text, PRIMARY KEY (keyspace_name, function_name, argument_types))",
+    "CREATE TABLE system_schema.aggregates (keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types))",
+    "CREATE TABLE system_schema.views (keyspace_name text, view_name text, additional_write_policy text, allow_auto_snapshot boolean, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, incremental_backups boolean, max_index_interval int, memtable text, memtable_flush_period_in_ms int, min_index_interval int, read_repair text, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name))",
+];
+
+pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
+
+/// Adds the system keyspaces and virtual tables to a schema.
+pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
+    for (ks, class) in [
+        ("system", "org.apache.cassandra.locator.LocalStrategy"),
+        ("system_schema", "org.apache.cassandra.locator.LocalStrategy"),
+        ("system_auth", "org.apache.cassandra.locator.SimpleStrategy"),
+        ("system_distributed", "org.apache.cassandra.locator.SimpleStrategy"),
+        ("system_traces", "org.apache.cassandra.locator.SimpleStrategy"),
+    ] {
+        let mut replication = BTreeMap::new();
+        replication.insert("class".to_string(), class.to_string());
+        if class.ends_with("SimpleStrategy") {
+            let rf = if ks == "system_auth" { "1" } else { "3" };
+            replication.insert("replication_factor".into(), rf.into());
+        }
+        schema.keyspaces.insert(
+            ks.into(),
+            Arc::new(KeyspaceDef {
+                name: ks.into(),
+                replication,
+                durable_writes: true,
+            }),
+        );
+    }
+    for (i, text) in SYSTEM_TABLES.iter().enumerate() {
+        let parsed = cql::parse(text).map_err(|e| EngineError::server(format!("system table definition: {e}")))?;
+        let cql::Statement::CreateTable(ct) = parsed.statement else {
+            return Err(EngineError::server("system table definition is not CREATE TABLE"));
+        };
+        let saved = schema.next_table_id;
+        schema.next_table_id = VIRTUAL_ID_BASE + i as u32;
+        let (mut next, _) = crate::ddl::create_table(schema, None, &ct, 0)?
+            .ok_or_else(|| EngineError::server("system table defined twice"))?;
+        next.next_table_id = saved;
+        *schema = next;
+    }
+    Ok(())
+}
+
+pub fn is_virtual(t: &TableDef) -> bool {
+    t.id >= VIRTUAL_ID_BASE
+}
+
+fn text(s: &str) -> Option<Vec<u8>> {
+    Some(s.as_bytes().to_vec())
+}
+fn int(v: i32) -> Option<Vec<u8>> {
+    Some(v.to_be_bytes().to_vec())
+}
+fn double(v: f64) -> Option<Vec<u8>> {
+    Some(v.to_be_bytes().to_vec())
+}
+fn boolean(v: bool) -> Option<Vec<u8>> {
+    Some(vec![v as u8])
+}
+fn inet(a: IpAddr) -> Option<Vec<u8>> {
+    Some(proto::value::to_bytes(&Value::Inet(a)))
+}
+fn text_map(m: &BTreeMap<String, String>) -> Option<Vec<u8>> {
+    let v = Value::Map(
+        m.iter()
+            .map(|(k, v)| (Value::Varchar(k.clone()), Value::Varchar(v.clone())))
+            .collect(),
+    );
+    Some(proto::value::to_bytes(&v))
+}
+fn text_list(items: &[&str]) -> Option<Vec<u8>> {
+    let v = Value::List(items.iter().map(|s| Value::Varchar(s.to_string())).collect());
+    Some(proto::value::to_bytes(&v))
+}
+
+/// Rows of a virtual table, each a value per column in the table's column order.
+fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec<u8>>>> {
+    let mut out = Vec::new();
+    let mut push = |pairs: Vec<(&str, Option<Vec<u8>>)>| {
+        let mut row = vec![None; t.columns.len()];
+        for (name, v) in pairs {
+            if let Some(i) = t.column_index(name) {
+                row[i] = v;
+            }
+        }
+        out.push(row);
+    };
+    let user_tables = || schema.tables.values().filter(|t| !is_virtual(t));
+    match (t.keyspace.as_str(), t.name.as_str()) {
+        ("system", "local") => push(vec![
+            ("key", text("local")),
+            ("bootstrapped", text("COMPLETED")),
+            ("broadcast_address", inet(node.rpc_address)),
+            ("broadcast_port", int(7000)),
+            ("cluster_name", text(&node.cluster_name)),
+            ("cql_version", text("3.4.7")),
+            ("data_center", text(&node.datacenter)),
+            ("gossip_generation", int(0)),
+            ("host_id", Some(node.host_id.to_vec())),
+            ("listen_address", inet(node.rpc_address)),
+            ("listen_port", int(7000)),
+            ("native_protocol_version", text("5")),
+            ("partitioner", text("org.apache.cassandra.dht.Murmur3Partitioner")),
+            ("rack", text(&node.rack)),
+            ("release_version", text(&node.release_version)),
+            ("rpc_address", inet(node.rpc_address)),
+            ("rpc_port", int(node.rpc_port as i32)),
+            ("schema_version", Some(schema.version.to_vec())),
+            ("tokens", text_list(&["-9223372036854775808"])),
+        ]),
+        ("system_schema", "keyspaces") => {
+            for ks in schema.keyspaces.values() {
+                push(vec![
+                    ("keyspace_name", text(&ks.name)),
+                    ("durable_writes", boolean(ks.durable_writes)),
+                    ("replication", text_map(&ks.replication)),
+                ]);
+            }
+        }
+        ("system_schema", "tables") => {
+            for tb in user_tables() {
+                let o = &tb.options;
+                push(vec![
+                    ("keyspace_name", text(&tb.keyspace)),
+                    ("table_name", text(&tb.name)),
+                    ("additional_write_policy", text(&o.additional_write_policy)),
+                    ("allow_auto_snapshot", boolean(true)),
+                    ("bloom_filter_fp_chance", double(o.bloom_filter_fp_chance)),
+                    ("caching", text_map(&o.caching)),
+                    ("cdc", boolean(o.cdc)),
+                    ("comment", text(&o.comment)),
+                    ("compaction", text_map(&o.compaction)),
+                    ("compression", text_map(&o.compression)),
+                    ("crc_check_chance", double(o.crc_check_chance)),
+                    ("dclocal_read_repair_chance", double(0.0)),
+                    ("default_time_to_live", int(o.default_time_to_live)),
+                    ("extensions", Some(0i32.to_be_bytes().to_vec())),
+                    ("flags", text_list(&["compound"])),
+                    ("gc_grace_seconds", int(o.gc_grace_seconds)),
+                    ("id", Some(tb.uuid.to_vec())),
+                    ("incremental_backups", boolean(true)),
+                    ("max_index_interval", int(o.max_index_interval)),
+                    ("memtable", text("default")),
+                    ("memtable_flush_period_in_ms", int(o.memtable_flush_period_in_ms)),
+                    ("min_index_interval", int(o.min_index_interval)),
+                    ("read_repair", text(&o.read_repair)),
+                    ("read_repair_chance", double(0.0)),
+                    ("speculative_retry", text(&o.speculative_retry)),
+                ]);
+            }
+        }
+        ("system_schema", "columns") => {
+            for tb in user_tables() {
+                for c in &tb.columns {
+                    let order = match c.kind {
+                        ColumnKind::Clustering if c.desc => "desc",
+                        ColumnKind::Clustering => "asc",
+                        _ => "none",
+                    };
+                    push(vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("column_name", text(&c.name)),
+                        ("clustering_order", text(order)),
+                        ("column_name_bytes", Some(c.name.as_bytes().to_vec())),
+                        ("kind", text(c.kind.as_str())),
+                        ("position", int(c.position)),
+                        ("type", text(&c.cql_type)),
+                    ]);
+                }
+            }
+        }
+        ("system_schema", "dropped_columns") => {
+            for tb in user_tables() {
+                for (name, ty, at) in &tb.dropped {
+                    push(vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("column_name", text(name)),
+                        ("dropped_time", Some((at / 1000).to_be_bytes().to_vec())),
+                        ("kind", text("regular")),
+                        ("type", text(ty)),
+                    ]);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Materializes a virtual table into a fresh in-memory store.
+pub fn materialize(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Result<MemStorage, EngineError> {
+    let store = MemStorage::new();
+    let mut batch = WriteBatch::new();
+    for row in rows_of(t, schema, node) {
+        let pk_parts: Vec<&[u8]> = t
+            .partition_key()
+            .map(|c| row[t.column_index(&c.name).unwrap_or(0)].as_deref().unwrap_or(&[]))
+            .collect();
+        let pk = token::compose_partition_key(&pk_parts);
+        let prefix = keys::partition_prefix(t.id, token::token(&pk), &pk);
+        let clustering: Vec<Vec<u8>> = t
+            .clustering()
+            .map(|c| row[t.column_index(&c.name).unwrap_or(0)].clone().unwrap_or_default())
+            .collect();
+        let enc = crate::exec::encode_clustering(t, &clustering);
+        let mut cells = Vec::new();
+        for (i, c) in t.columns.iter().enumerate() {
+            if matches!(c.kind, ColumnKind::Regular | ColumnKind::Static) {
+                if let Some(v) = &row[i] {
+                    cells.push(Cell {
+                        column: c.id,
+                        ts: 0,
+                        value: CellValue::Live { value: v.clone(), expiry: None },
+                    });
+                }
+            }
+        }
+        cells.sort_by_key(|c| c.column);
+        let stored = Row {
+            clustering,
+            marker: Some(Marker { ts: 0, expiry: None }),
+            deletion: None,
+            cells,
+        };
+        batch.put(keys::row_key(&prefix, &enc), stored.encode());
+    }
+    store.write(batch)?;
+    Ok(store)
+}
+
+// ------------------------------------------------------------------------------- DESCRIBE
+
+fn quote(s: &str) -> String {
+    cql::quote_identifier(s).into_owned()
+}
+
+fn map_literal(m: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("'{}': '{}'", k.replace('\'', "''"), v.replace('\'', "''")))
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+pub fn describe_keyspace(ks: &KeyspaceDef) -> String {
+    format!(
+        "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {};",
+        quote(&ks.name),
+        map_literal(&ks.replication),
+        ks.durable_writes
+    )
+}
+
+fn fmt_double(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn describe_table(t: &TableDef) -> String {
+    let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
+    let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+    let cl: Vec<&str> = t.clustering().map(|c| c.name.as_str()).collect();
+    let single = pk.len() == 1 && cl.is_empty();
+    for c in &t.columns {
+        s.push_str(&format!("    {} {}", quote(&c.name), c.cql_type));
+        if c.kind == ColumnKind::Static {
+            s.push_str(" static");
+        }
+        if single && c.kind == ColumnKind::PartitionKey {
+            s.push_str(" PRIMARY KEY");
+        }
+        s.push_str(",\n");
+    }
+    if single {
+        s.truncate(s.len() - 2);
+        s.push('\n');
+    } else {
+        let pk_q: Vec<String> = pk.iter().map(|n| quote(n)).collect();
+        let pk_text = if pk.len() == 1 {
+            pk_q[0].clone()
+        } else {
+            format!("({})", pk_q.join(", "))
+        };
+        let mut key = vec![pk_text];
+        key.extend(cl.iter().map(|n| quote(n)));
+        s.push_str(&format!("    PRIMARY KEY ({})\n", key.join(", ")));
+    }
+    s.push_str(") WITH ");
+    let o = &t.options;
+    let mut opts = Vec::new();
+    let order: Vec<String> = t
+        .clustering()
+        .map(|c| format!("{} {}", quote(&c.name), if c.desc { "DESC" } else { "ASC" }))
+        .collect();
+    if !order.is_empty() {
+        opts.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
+    }
+    opts.push(format!("additional_write_policy = '{}'", o.additional_write_policy));
+    opts.push("allow_auto_snapshot = true".into());
+    opts.push(format!("bloom_filter_fp_chance = {}", fmt_double(o.bloom_filter_fp_chance)));
+    opts.push(format!("caching = {}", map_literal(&o.caching)));
+    opts.push(format!("cdc = {}", o.cdc));
+    opts.push(format!("comment = '{}'", o.comment.replace('\'', "''")));
+    opts.push(format!("compaction = {}", map_literal(&o.compaction)));
+    opts.push(format!("compression = {}", map_literal(&o.compression)));
+    opts.push("memtable = 'default'".into());
+    opts.push(format!("crc_check_chance = {}", fmt_double(o.crc_check_chance)));
+    opts.push(format!("default_time_to_live = {}", o.default_time_to_live));
+    opts.push("extensions = {}".into());
+    opts.push(format!("gc_grace_seconds = {}", o.gc_grace_seconds));
+    opts.push("incremental_backups = true".into());
+    opts.push(format!("max_index_interval = {}", o.max_index_interval));
+    opts.push(format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms));
+    opts.push(format!("min_index_interval = {}", o.min_index_interval));
+    opts.push(format!("read_repair = '{}'", o.read_repair));
+    opts.push(format!("speculative_retry = '{}'", o.speculative_retry));
+    s.push_str(&opts.join("\n    AND "));
+    s.push(';');
+    s
+}
+
+/// Output of a DESCRIBE: rows of (keyspace_name, type, name, create_statement).
+pub type DescribeRows = Vec<[String; 4]>;
+
+pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::DescribeTarget) -> Result<DescribeRows, EngineError> {
+    use cql::ast::DescribeTarget as D;
+    let user_ks = |ks: &&Arc<KeyspaceDef>| !crate::ddl::SYSTEM_KEYSPACES.contains(&ks.name.as_str());
+    let ks_rows = |ks: &KeyspaceDef, only: bool| -> DescribeRows {
+        let mut rows = vec![[ks.name.clone(), "keyspace".into(), ks.name.clone(), describe_keyspace(ks)]];
+        if !only {
+            for t in schema.tables_of(&ks.name).filter(|t| !is_virtual(t)) {
+                rows.push([ks.name.clone(), "table".into(), t.name.clone(), describe_table(t)]);
+            }
+        }
+        rows
+    };
+    let find_ks = |name: Option<&str>| -> Result<Arc<KeyspaceDef>, EngineError> {
+        let name = name.or(current_ks).ok_or_else(|| EngineError::invalid("'DESCRIBE KEYSPACE' was called without specifying a keyspace name and no keyspace is set."))?;
+        schema
+            .keyspaces
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EngineError::invalid(format!("'{name}' not found in keyspaces")))
+    };
+    let find_table = |name: &cql::ast::QualifiedName| -> Result<Arc<TableDef>, EngineError> {
+        let ks = name.keyspace.as_deref().or(current_ks).ok_or_else(|| EngineError::invalid("No keyspace specified and no current keyspace"))?;
+        if !schema.keyspaces.contains_key(ks) {
+            return Err(EngineError::invalid(format!("'{ks}' not found in keyspaces")));
+        }
+        schema
+            .table(ks, &name.name)
+            .cloned()
+            .ok_or_else(|| EngineError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))
+    };
+    Ok(match d {
+        D::Keyspaces => schema
+            .keyspaces
+            .values()
+            .map(|k| [k.name.clone(), "keyspace".into(), k.name.clone(), String::new()])
+            .collect(),
+        D::Keyspace { name, only, .. } => ks_rows(&*find_ks(name.as_deref())?, *only),
+        D::Tables => {
+            let mut rows = Vec::new();
+            let kss: Vec<Arc<KeyspaceDef>> = match current_ks {
+                Some(k) => schema.keyspaces.get(k).cloned().into_iter().collect(),
+                None => schema.keyspaces.values().cloned().collect(),
+            };
+            for ks in kss {
+                for t in schema.tables_of(&ks.name) {
+                    rows.push([ks.name.clone(), "table".into(), t.name.clone(), String::new()]);
+                }
+            }
+            rows
+        }
+        D::Table(name) => {
+            let t = find_table(name)?;
+            vec![[t.keyspace.clone(), "table".into(), t.name.clone(), describe_table(&t)]]
+        }
+        D::Schema { full } => {
+            let mut rows = Vec::new();
+            for ks in schema.keyspaces.values().filter(|k| *full || user_ks(k)) {
+                rows.extend(ks_rows(ks, false));
+            }
+            rows
+        }
+        D::Name(name) => {
+            if name.keyspace.is_none() {
+                if let Some(ks) = schema.keyspaces.get(&name.name) {
+                    return Ok(ks_rows(ks, false));
+                }
+            }
+            let t = find_table(name)?;
+            vec![[t.keyspace.clone(), "table".into(), t.name.clone(), describe_table(&t)]]
+        }
+        D::Cluster => vec![[
+            "Peregrine Cluster".into(),
+            "Murmur3Partitioner".into(),
+            String::new(),
+            String::new(),
+        ]],
+        D::Types | D::Functions | D::Aggregates => Vec::new(),
+        other => {
+            return Err(EngineError::invalid(format!("DESCRIBE {other:?} is not supported yet")))
+        }
+    })
+}
+
+pub fn describe_columns(d: &cql::ast::DescribeTarget) -> Vec<(&'static str, ColumnType)> {
+    use cql::ast::DescribeTarget as D;
+    match d {
+        D::Cluster => vec![
+            ("cluster", ColumnType::Varchar),
+            ("partitioner", ColumnType::Varchar),
+            ("snitch", ColumnType::Varchar),
+            ("dc", ColumnType::Varchar),
+        ],
+        _ => vec![
+            ("keyspace_name", ColumnType::Varchar),
+            ("type", ColumnType::Varchar),
+            ("name", ColumnType::Varchar),
+            ("create_statement", ColumnType::Varchar),
+        ],
+    }
+}

@@ -1,0 +1,61 @@
+//! Helpers over CQL types: names as Cassandra prints them and value ordering.
+
+use proto::types::ColumnType;
+use std::cmp::Ordering;
+
+/// The CQL name of a type (`text`, `map<text, int>`); collections inside collections or
+/// tuples print frozen, as Cassandra requires them to be.
+pub fn cql_type_name(ty: &ColumnType) -> String {
+    name(ty, false)
+}
+
+fn name(ty: &ColumnType, nested: bool) -> String {
+    use ColumnType::*;
+    let inner = |t: &ColumnType| name(t, true);
+    let s = match ty {
+        Custom(c) => format!("'{c}'"),
+        Ascii => "ascii".into(),
+        Bigint => "bigint".into(),
+        Blob => "blob".into(),
+        Boolean => "boolean".into(),
+        Counter => "counter".into(),
+        Decimal => "decimal".into(),
+        Double => "double".into(),
+        Float => "float".into(),
+        Int => "int".into(),
+        Timestamp => "timestamp".into(),
+        Uuid => "uuid".into(),
+        Varchar => "text".into(),
+        Varint => "varint".into(),
+        Timeuuid => "timeuuid".into(),
+        Inet => "inet".into(),
+        Date => "date".into(),
+        Time => "time".into(),
+        Smallint => "smallint".into(),
+        Tinyint => "tinyint".into(),
+        Duration => "duration".into(),
+        List(e) => format!("list<{}>", inner(e)),
+        Set(e) => format!("set<{}>", inner(e)),
+        Map(k, v) => format!("map<{}, {}>", inner(k), inner(v)),
+        Tuple(ts) => {
+            let parts: Vec<String> = ts.iter().map(inner).collect();
+            return format!("frozen<tuple<{}>>", parts.join(", "));
+        }
+        Udt { name, .. } => name.clone(),
+    };
+    if nested && matches!(ty, List(_) | Set(_) | Map(..) | Udt { .. }) {
+        format!("frozen<{s}>")
+    } else {
+        s
+    }
+}
+
+/// Orders two serialized values of one type as Cassandra does (for sets, map keys,
+/// filtering); uses the clustering key encoding.
+pub fn compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    let mut ea = Vec::with_capacity(a.len() + 4);
+    let mut eb = Vec::with_capacity(b.len() + 4);
+    crate::keys::encode_component(&mut ea, ty, a, false);
+    crate::keys::encode_component(&mut eb, ty, b, false);
+    ea.cmp(&eb)
+}

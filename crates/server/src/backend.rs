@@ -1,0 +1,149 @@
+//! The seam between the protocol front end and whatever executes requests.
+//!
+//! Two implementations are planned: `LocalBackend` (the embedded engine, `local.rs`) and a
+//! proxy backend in front of a Cassandra cluster. The front end owns framing, the handshake,
+//! stream ids, compression and events; a backend only ever sees decoded requests of an
+//! established connection and returns one response per request.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use proto::frame::{Compression, ProtocolVersion};
+use proto::request::Request;
+use proto::response::Response;
+
+/// Executes the requests of established connections.
+///
+/// # Invariants
+///
+/// - `handle` is called only after the connection's STARTUP was answered with READY (or, once
+///   authentication exists, during the AUTHENTICATE exchange for `AuthResponse`). It receives
+///   QUERY, PREPARE, EXECUTE, BATCH and AUTH_RESPONSE; OPTIONS, STARTUP and REGISTER never reach
+///   it.
+/// - Calls run concurrently, also for one connection: the front end spawns each request as its
+///   own task and answers in completion order. Nothing may assume requests of a connection
+///   arrive one at a time.
+/// - Every call returns exactly one `Response`; request errors are `Response::Error` with the
+///   Cassandra code (a request error never closes the connection). `handle` must not panic; if
+///   it does anyway, the client gets a ServerError on that stream and the connection lives on.
+/// - `handle` should finish within `Config::request_timeout` and answer a timeout itself
+///   (`ReadTimeout`/`WriteTimeout`, which need the consistency level only it knows); the front end
+///   sets no per-request timer on the hot path.
+/// - The backend does not touch `ConnState::set_keyspace`: when it answers
+///   `Result(SetKeyspace(ks))` the front end records `ks` in the `ConnState` before the response
+///   is sent, so requests the client sends after seeing the USE result observe it.
+/// - When it answers `Result(SchemaChange(..))`, the front end pushes the matching EVENT to every
+///   connection registered for `SCHEMA_CHANGE`, including the one that made the change.
+/// - Long synchronous work (a large scan) should leave the async worker thread
+///   (`tokio::task::spawn_blocking` or its own pool); a short point operation may run inline.
+/// - `shutdown` is called once, after the listener stopped and in-flight requests finished (or
+///   the grace period, `request_timeout`, ran out). It flushes whatever must be durable. No
+///   `handle` call starts after it.
+pub trait Backend: Send + Sync + 'static {
+    /// Executes one request for the connection `conn`.
+    fn handle(&self, conn: &ConnState, req: Request) -> impl Future<Output = Response> + Send;
+
+    /// Flushes and releases resources before the process exits.
+    fn shutdown(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// What is known about one client connection once its STARTUP succeeded.
+///
+/// Shared (`Arc`) between the connection's reader and its in-flight requests; the mutable parts
+/// use a per-connection mutex (never contended across connections, so no global lock).
+#[derive(Debug)]
+pub struct ConnState {
+    id: u64,
+    version: ProtocolVersion,
+    client_addr: SocketAddr,
+    compression: Option<Compression>,
+    startup_options: Vec<(String, String)>,
+    keyspace: Mutex<Option<Arc<str>>>,
+    role: Mutex<Option<Arc<str>>>,
+}
+
+impl ConnState {
+    /// A connection state as the front end builds it after STARTUP; public for backend tests.
+    pub fn new(
+        id: u64,
+        version: ProtocolVersion,
+        client_addr: SocketAddr,
+        compression: Option<Compression>,
+        startup_options: Vec<(String, String)>,
+    ) -> Self {
+        ConnState {
+            id,
+            version,
+            client_addr,
+            compression,
+            startup_options,
+            keyspace: Mutex::new(None),
+            role: Mutex::new(None),
+        }
+    }
+
+    /// Process-unique connection number (for logs and `system_views.clients`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The protocol version negotiated for this connection; fixed for its lifetime.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The client's address.
+    pub fn client_addr(&self) -> SocketAddr {
+        self.client_addr
+    }
+
+    /// The compression chosen at STARTUP (v4: per envelope body; v5: per segment, LZ4 only).
+    pub fn compression(&self) -> Option<Compression> {
+        self.compression
+    }
+
+    /// The STARTUP options as the client sent them (CQL_VERSION, DRIVER_NAME, ...).
+    pub fn startup_options(&self) -> &[(String, String)] {
+        &self.startup_options
+    }
+
+    /// One STARTUP option by exact name.
+    pub fn startup_option(&self, name: &str) -> Option<&str> {
+        self.startup_options
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The current keyspace (`USE ks`), if any. Cheap: clones an `Arc`.
+    pub fn keyspace(&self) -> Option<Arc<str>> {
+        self.keyspace
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets the current keyspace. The front end calls this on `Result(SetKeyspace)`.
+    pub fn set_keyspace(&self, keyspace: &str) {
+        let mut ks = self.keyspace.lock().unwrap_or_else(PoisonError::into_inner);
+        if ks.as_deref() != Some(keyspace) {
+            *ks = Some(Arc::from(keyspace));
+        }
+    }
+
+    /// The authenticated role, if authentication happened.
+    pub fn role(&self) -> Option<Arc<str>> {
+        self.role
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records the authenticated role (called by the backend that checked the credentials).
+    pub fn set_role(&self, role: &str) {
+        *self.role.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::from(role));
+    }
+}

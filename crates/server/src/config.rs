@@ -1,0 +1,378 @@
+//! The one typed configuration of a Peregrine process.
+//!
+//! Every key, its type and its default live in [`Config`] and its `Default` impl; nothing else in
+//! the code base invents a default. The file format is YAML (`peregrine serve --config F`); every
+//! key is optional. Unknown keys are errors. [`Config::load`] reports *all* problems of a file at
+//! once (each bad key, each failed check) instead of stopping at the first, so an operator fixes
+//! a file in one round. `CONFIG.md` next to this crate documents the keys for users.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Highest protocol stream id plus one (v3+ stream ids are 0..=32767 for requests).
+pub const MAX_STREAM_IDS: u32 = 32_768;
+
+/// The process configuration. See `crates/server/CONFIG.md` for the user-facing description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the CQL native protocol listener binds to. Default `127.0.0.1:9042`.
+    pub listen: SocketAddr,
+    /// Directory holding the storage engine's files. Default `./data`.
+    pub data_dir: PathBuf,
+    /// Largest accepted envelope body, in bytes, after decompression checks on the declared
+    /// length. Default 256 MiB (Cassandra 3.x's `native_transport_max_frame_size`; Cassandra 4+
+    /// defaults to 16 MiB). Applies to v3/v4 envelopes and to v5 envelopes carried in segments
+    /// alike. Larger frames get a ProtocolError and the connection is closed.
+    pub max_frame_bytes: usize,
+    /// Most client connections open at once; more are accepted, answered with an error, and
+    /// closed. Default 4096.
+    pub max_connections: usize,
+    /// Most requests in flight on one connection (1..=32768). A request over the limit is
+    /// answered with Overloaded. Default 32768 (the whole v3+ stream id space).
+    pub max_streams_per_connection: u32,
+    /// How long a request may run before the backend answers it with a timeout error; also the
+    /// grace period in-flight requests get at shutdown. Default `10s`.
+    #[serde(with = "duration_str")]
+    pub request_timeout: Duration,
+    /// When commit log writes are acknowledged: `periodic` (fsync every
+    /// `commitlog_sync_period`) or `batch` (fsync before acknowledging). Default `periodic`.
+    pub commitlog_sync: CommitlogSync,
+    /// Interval between commit log fsyncs when `commitlog_sync` is `periodic`. Default `10s`.
+    #[serde(with = "duration_str")]
+    pub commitlog_sync_period: Duration,
+    /// How clients authenticate. Only `AllowAllAuthenticator` exists yet. Default
+    /// `AllowAllAuthenticator`.
+    pub authenticator: Authenticator,
+    /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
+    pub cluster_name: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 9042)),
+            data_dir: PathBuf::from("./data"),
+            max_frame_bytes: 256 * 1024 * 1024,
+            max_connections: 4096,
+            max_streams_per_connection: MAX_STREAM_IDS,
+            request_timeout: Duration::from_secs(10),
+            commitlog_sync: CommitlogSync::Periodic,
+            commitlog_sync_period: Duration::from_secs(10),
+            authenticator: Authenticator::AllowAllAuthenticator,
+            cluster_name: "Peregrine Cluster".to_string(),
+        }
+    }
+}
+
+/// When commit log writes are made durable (Cassandra's `commitlog_sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitlogSync {
+    /// Acknowledge writes at once; fsync every `commitlog_sync_period`.
+    Periodic,
+    /// Fsync before acknowledging a write.
+    Batch,
+}
+
+/// How clients authenticate (Cassandra's `authenticator`, same class names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Authenticator {
+    /// No authentication: STARTUP is answered with READY.
+    AllowAllAuthenticator,
+}
+
+/// Everything wrong with a configuration, reported together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file the problems are in, if they came from a file.
+    pub path: Option<PathBuf>,
+    /// One sentence per problem.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        match &self.path {
+            Some(p) => write!(f, "invalid configuration in {}", p.display())?,
+            None => write!(f, "invalid configuration")?,
+        }
+        write!(f, " ({n} problem{}):", if n == 1 { "" } else { "s" })?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Loads the configuration: the defaults, overridden by the YAML file at `path` if given.
+    /// Checks everything and reports every problem at once.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let Some(path) = path else {
+            let config = Config::default();
+            config.validate()?;
+            return Ok(config);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: Some(path.to_path_buf()),
+            problems: vec![format!("cannot read the file: {e}")],
+        })?;
+        Config::from_yaml(&text).map_err(|mut e| {
+            e.path = Some(path.to_path_buf());
+            e
+        })
+    }
+
+    /// Parses and checks a YAML document (an empty document means all defaults).
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        let err = |problems| ConfigError {
+            path: None,
+            problems,
+        };
+        let doc: serde_yaml::Value =
+            serde_yaml::from_str(text).map_err(|e| err(vec![format!("not valid YAML: {e}")]))?;
+        let map = match doc {
+            serde_yaml::Value::Null => serde_yaml::Mapping::new(),
+            serde_yaml::Value::Mapping(m) => m,
+            _ => {
+                return Err(err(vec![
+                    "the top level must be a mapping of `key: value` lines".into(),
+                ]))
+            }
+        };
+        // serde stops at the first bad field; check one key at a time to report them all.
+        let mut problems = Vec::new();
+        for (key, value) in &map {
+            let mut single = serde_yaml::Mapping::new();
+            single.insert(key.clone(), value.clone());
+            if let Err(e) = serde_yaml::from_value::<Config>(serde_yaml::Value::Mapping(single)) {
+                let name = key
+                    .as_str()
+                    .map_or_else(|| format!("{key:?}"), str::to_string);
+                problems.push(format!("`{name}`: {e}"));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(err(problems));
+        }
+        let config: Config = serde_yaml::from_value(serde_yaml::Value::Mapping(map))
+            .map_err(|e| err(vec![e.to_string()]))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the values against each other and their allowed ranges; all problems at once.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if self.data_dir.as_os_str().is_empty() {
+            problems.push("`data_dir` must not be empty".to_string());
+        }
+        // The envelope length is a signed 32-bit int on the wire.
+        if self.max_frame_bytes < 1024 || self.max_frame_bytes > i32::MAX as usize {
+            problems.push(format!(
+                "`max_frame_bytes` is {} but must be between 1024 and {}",
+                self.max_frame_bytes,
+                i32::MAX
+            ));
+        }
+        if self.max_connections == 0 {
+            problems.push("`max_connections` must be at least 1".to_string());
+        }
+        if self.max_streams_per_connection == 0 || self.max_streams_per_connection > MAX_STREAM_IDS
+        {
+            problems.push(format!(
+                "`max_streams_per_connection` is {} but must be between 1 and {MAX_STREAM_IDS}",
+                self.max_streams_per_connection
+            ));
+        }
+        if self.request_timeout.is_zero() {
+            problems.push("`request_timeout` must be longer than 0s".to_string());
+        }
+        if self.commitlog_sync_period.is_zero() {
+            problems.push("`commitlog_sync_period` must be longer than 0s".to_string());
+        }
+        if self.cluster_name.trim().is_empty() {
+            problems.push("`cluster_name` must not be empty".to_string());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError {
+                path: None,
+                problems,
+            })
+        }
+    }
+}
+
+/// Parses a duration written as one or more `<integer><unit>` groups, e.g. `10s`, `500ms`,
+/// `2m`, `1m30s`. Units: `ns`, `us`, `ms`, `s`, `m`, `h`, `d`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration; write e.g. `10s` or `500ms`".into());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(format!(
+                "`{text}` is not a duration; write e.g. `10s`, `500ms` or `2m`"
+            ));
+        }
+        let n: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("`{text}`: number too large"))?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ns" => Some(Duration::from_nanos(n)),
+            "us" => Some(Duration::from_micros(n)),
+            "ms" => Some(Duration::from_millis(n)),
+            "s" => Some(Duration::from_secs(n)),
+            "m" => n.checked_mul(60).map(Duration::from_secs),
+            "h" => n.checked_mul(3600).map(Duration::from_secs),
+            "d" => n.checked_mul(86_400).map(Duration::from_secs),
+            "" => {
+                return Err(format!(
+                    "`{text}` has a number without a unit (ms, s, m, h, ...)"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "`{text}` has unknown unit `{other}` (use ns, us, ms, s, m, h or d)"
+                ))
+            }
+        };
+        total = part
+            .and_then(|p| total.checked_add(p))
+            .ok_or_else(|| format!("`{text}` is too long a duration"))?;
+    }
+    Ok(total)
+}
+
+/// Formats a duration in the largest unit that represents it exactly (`10s`, `1500ms`).
+pub fn format_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    for (unit, per) in [
+        ("d", 86_400_000_000_000u128),
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+    ] {
+        if nanos != 0 && nanos % per == 0 {
+            return format!("{}{unit}", nanos / per);
+        }
+    }
+    format!("{nanos}ns")
+}
+
+/// serde adapter: durations as strings such as `"10s"`.
+mod duration_str {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        super::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_document_is_all_defaults() {
+        assert_eq!(Config::from_yaml("").unwrap(), Config::default());
+        assert_eq!(Config::load(None).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let c = Config::default();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9042");
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.max_frame_bytes, 256 << 20);
+        assert_eq!(c.request_timeout, Duration::from_secs(10));
+        assert_eq!(c.commitlog_sync, CommitlogSync::Periodic);
+        assert_eq!(c.cluster_name, "Peregrine Cluster");
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let c = Config::from_yaml(
+            "listen: 0.0.0.0:19042\ndata_dir: /var/lib/peregrine\nmax_frame_bytes: 1048576\n\
+             max_connections: 10\nmax_streams_per_connection: 128\nrequest_timeout: 500ms\n\
+             commitlog_sync: batch\ncommitlog_sync_period: 2m\n\
+             authenticator: AllowAllAuthenticator\ncluster_name: Test\n",
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 19042);
+        assert_eq!(c.max_streams_per_connection, 128);
+        assert_eq!(c.request_timeout, Duration::from_millis(500));
+        assert_eq!(c.commitlog_sync, CommitlogSync::Batch);
+        assert_eq!(c.commitlog_sync_period, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn all_problems_are_reported_at_once() {
+        let e = Config::from_yaml(
+            "listen: not-an-address\nbogus_key: 1\nrequest_timeout: 10 parsecs\n\
+             commitlog_sync: sometimes\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 4, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("bogus_key"), "{text}");
+        assert!(text.contains("`listen`"), "{text}");
+        assert!(text.contains("request_timeout"), "{text}");
+        assert!(text.contains("sometimes"), "{text}");
+    }
+
+    #[test]
+    fn range_checks_are_collected() {
+        let e = Config::from_yaml(
+            "max_connections: 0\nmax_streams_per_connection: 40000\nrequest_timeout: 0s\n\
+             cluster_name: ''\nmax_frame_bytes: 10\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 5, "{e}");
+    }
+
+    #[test]
+    fn durations_parse_and_format() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("5 fortnights").is_err());
+        assert!(parse_duration("99999999999999999999d").is_err());
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn serialized_config_round_trips() {
+        let c = Config::default();
+        let text = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(Config::from_yaml(&text).unwrap(), c);
+    }
+}

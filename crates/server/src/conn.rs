@@ -1,0 +1,640 @@
+//! One client connection: the read loop, the handshake, and dispatch of requests.
+//!
+//! ```text
+//!   socket ─▶ reader (this task): envelopes, or v5 segments after STARTUP
+//!               ├─ OPTIONS / STARTUP / REGISTER: answered inline, in order
+//!               └─ QUERY / PREPARE / EXECUTE / BATCH / AUTH_RESPONSE: one tokio task each ─▶ Backend
+//!   every answer ─▶ mpsc ─▶ writer task (writer.rs) ─▶ socket
+//! ```
+//!
+//! Request bodies are decoded in the request task, so decoding runs in parallel and a body that
+//! does not decode costs the connection nothing: that stream gets a ProtocolError and the
+//! connection goes on. Framing errors (bad version, unknown opcode, oversize, corrupt segment)
+//! are answered with a ProtocolError and close the connection, since nothing after them can be
+//! trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use proto::error::{DbError, FrameError};
+use proto::frame::{decode_envelope, Compression, Envelope, Opcode, ProtocolVersion};
+use proto::request::Request;
+use proto::response::{Event, Response, ResultBody};
+use proto::segment::{decode_segment, EnvelopeAssembler};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Backend, ConnState};
+use crate::config::{Authenticator, Config};
+use crate::events::{EventBus, EventKinds};
+use crate::response::{encode, encode_response, legacy_error};
+use crate::streams::{InFlight, Refused};
+use crate::writer::{self, Out};
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 64 * 1024;
+/// After a fatal error, how long unread input is drained so closing sends FIN, not RST (an RST
+/// can make the client drop the error frame it has not read yet).
+const DRAIN_AFTER_ERROR: Duration = Duration::from_millis(500);
+
+/// The CQL version this server implements (SUPPORTED's CQL_VERSION).
+pub const CQL_VERSION: &str = "3.4.7";
+
+/// What every connection shares.
+pub(crate) struct Shared<B> {
+    pub(crate) config: Config,
+    pub(crate) backend: Arc<B>,
+    pub(crate) events: EventBus,
+}
+
+/// Per-connection state shared with the connection's request tasks (one `Arc` clone per
+/// request). Holds a sender: the writer ends once the reader and every request task dropped
+/// theirs.
+struct Session<B> {
+    shared: Arc<Shared<B>>,
+    conn: Arc<ConnState>,
+    in_flight: InFlight,
+    tx: mpsc::UnboundedSender<Out>,
+}
+
+enum State<B> {
+    /// Before a successful STARTUP.
+    Unstarted,
+    Established(Arc<Session<B>>),
+}
+
+/// Why the read loop ended.
+enum Ending {
+    /// EOF, read error, writer gone, or server shutdown.
+    Quiet,
+    /// A fatal protocol error was answered; drain input before closing.
+    Fatal,
+}
+
+struct Reader<B> {
+    shared: Arc<Shared<B>>,
+    id: u64,
+    addr: SocketAddr,
+    tx: mpsc::UnboundedSender<Out>,
+    /// Fixed by the first envelope.
+    version: Option<ProtocolVersion>,
+    state: State<B>,
+    /// v5 after STARTUP: segment compression and reassembly of envelopes.
+    segments: Option<(bool, EnvelopeAssembler)>,
+    /// Envelopes decoded from a segment but not yet handled.
+    queued: VecDeque<Envelope>,
+    registered: EventKinds,
+}
+
+/// Serves one accepted connection until it closes or `shutdown` fires, then waits for its
+/// in-flight requests to be answered.
+pub(crate) async fn serve<B: Backend>(
+    shared: Arc<Shared<B>>,
+    socket: TcpStream,
+    addr: SocketAddr,
+    id: u64,
+    shutdown: CancellationToken,
+) {
+    let (mut rd, wr) = socket.into_split();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let closed = CancellationToken::new();
+    let writer = tokio::spawn(writer::run(wr, rx, closed.clone()));
+    let mut reader = Reader {
+        shared,
+        id,
+        addr,
+        tx,
+        version: None,
+        state: State::Unstarted,
+        segments: None,
+        queued: VecDeque::new(),
+        registered: EventKinds::default(),
+    };
+    let ending = reader.run(&mut rd, &shutdown, &closed).await;
+    drop(reader);
+    let _ = writer.await;
+    if let Ending::Fatal = ending {
+        let mut sink = vec![0u8; 8192];
+        let drain = async { while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {} };
+        let _ = tokio::time::timeout(DRAIN_AFTER_ERROR, drain).await;
+    }
+    tracing::debug!("connection {id} from {addr} closed");
+}
+
+impl<B: Backend> Reader<B> {
+    async fn run(
+        &mut self,
+        rd: &mut OwnedReadHalf,
+        shutdown: &CancellationToken,
+        closed: &CancellationToken,
+    ) -> Ending {
+        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        loop {
+            loop {
+                match self.next_envelope(&mut buf) {
+                    Ok(Some(env)) => {
+                        if let Err(ending) = self.on_envelope(env) {
+                            return ending;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(ending) => return ending,
+                }
+            }
+            if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+                buf.reserve(READ_CHUNK);
+            }
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return Ending::Quiet,
+                _ = closed.cancelled() => return Ending::Quiet,
+                r = rd.read_buf(&mut buf) => match r {
+                    Ok(0) => {
+                        if !buf.is_empty() {
+                            tracing::debug!(
+                                "connection {} closed by the client with {} bytes of an incomplete frame",
+                                self.id, buf.len()
+                            );
+                        }
+                        return Ending::Quiet;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!("connection {} read failed: {e}", self.id);
+                        return Ending::Quiet;
+                    }
+                },
+            }
+        }
+    }
+
+    /// The next complete envelope, `Ok(None)` when more bytes are needed, `Err` after a fatal
+    /// error was answered.
+    fn next_envelope(&mut self, buf: &mut BytesMut) -> Result<Option<Envelope>, Ending> {
+        if let Some(env) = self.queued.pop_front() {
+            return self.check_version(env).map(Some);
+        }
+        if let Some((compressed, assembler)) = &mut self.segments {
+            let mut decoded = Vec::new();
+            while decoded.is_empty() {
+                match decode_segment(buf, *compressed) {
+                    Ok(Some(seg)) => {
+                        if let Err(e) = assembler.push(seg, &mut decoded) {
+                            return Err(self.fatal_frame_error(e));
+                        }
+                    }
+                    Ok(None) => return Ok(None),
+                    Err(e) => return Err(self.fatal_frame_error(e)),
+                }
+            }
+            self.queued.extend(decoded);
+            let env = self.queued.pop_front();
+            return match env {
+                Some(env) => self.check_version(env).map(Some),
+                None => Ok(None),
+            };
+        }
+        let Some(&first) = buf.first() else {
+            return Ok(None);
+        };
+        let num = first & 0x7f;
+        match self.version {
+            None if ProtocolVersion::from_u8(num).is_none() => {
+                return self.unsupported_version(num, buf).map(|()| None);
+            }
+            Some(v) if v.as_u8() != num => {
+                let stream = if buf.len() >= 4 {
+                    i16::from_be_bytes([buf[2], buf[3]])
+                } else {
+                    0
+                };
+                return Err(self.fatal(
+                    stream,
+                    format!(
+                        "Invalid message version. Got {num} but previous messages on this connection had version {}",
+                        v.as_u8()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        match decode_envelope(
+            buf,
+            self.shared.config.max_frame_bytes,
+            self.body_compression(),
+        ) {
+            Ok(Some(env)) => {
+                self.version.get_or_insert(env.version);
+                Ok(Some(env))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(self.fatal_frame_error(e)),
+        }
+    }
+
+    /// v3/v4 body compression of incoming envelopes (v5 compresses segments instead).
+    fn body_compression(&self) -> Option<Compression> {
+        match &self.state {
+            State::Established(s) if s.conn.version() < ProtocolVersion::V5 => s.conn.compression(),
+            _ => None,
+        }
+    }
+
+    fn check_version(&mut self, env: Envelope) -> Result<Envelope, Ending> {
+        match self.version {
+            Some(v) if v != env.version => Err(self.fatal(
+                env.stream,
+                format!(
+                    "Invalid message version. Got {} but previous messages on this connection had version {}",
+                    env.version.as_u8(),
+                    v.as_u8()
+                ),
+            )),
+            _ => Ok(env),
+        }
+    }
+
+    /// Answers a first envelope in a version we do not speak the way Cassandra does: in the
+    /// client's own version if it is an old one (v1/v2), else in the highest we support, so the
+    /// driver can read the error and retry with a lower version. Then closes.
+    fn unsupported_version(&mut self, num: u8, buf: &BytesMut) -> Result<(), Ending> {
+        let message = FrameError::UnsupportedVersion { version: num }.to_string();
+        tracing::debug!("connection {} from {}: {message}", self.id, self.addr);
+        let frame = if num == 1 || num == 2 {
+            // v1/v2 header: version, flags, stream (1 byte), opcode, length.
+            if buf.len() < 3 {
+                return Ok(());
+            }
+            legacy_error(num, buf[2] as i8, 0x000A, &message)
+        } else {
+            if buf.len() < 4 {
+                return Ok(());
+            }
+            let stream = i16::from_be_bytes([buf[2], buf[3]]);
+            let resp = Response::Error(DbError::protocol(message));
+            encode(ProtocolVersion::MAX, None, stream, &resp)
+        };
+        let _ = self.tx.send(Out::Frame(frame));
+        Err(Ending::Fatal)
+    }
+
+    fn fatal_frame_error(&mut self, e: FrameError) -> Ending {
+        let stream = e.stream().unwrap_or(0);
+        self.fatal(stream, e.to_string())
+    }
+
+    /// Answers a connection-level protocol error and ends the read loop.
+    fn fatal(&mut self, stream: i16, message: String) -> Ending {
+        tracing::debug!(
+            "connection {} from {}: protocol error, closing: {message}",
+            self.id,
+            self.addr
+        );
+        self.reply(stream, &Response::Error(DbError::protocol(message)));
+        Ending::Fatal
+    }
+
+    /// Sends a response the reader produced itself, in the connection's current framing.
+    fn reply(&self, stream: i16, resp: &Response) {
+        let frame = match &self.state {
+            State::Established(s) => encode_response(&s.conn, stream, resp),
+            State::Unstarted => encode(
+                self.version.unwrap_or(ProtocolVersion::MAX),
+                None,
+                stream,
+                resp,
+            ),
+        };
+        let _ = self.tx.send(Out::Frame(frame));
+    }
+
+    fn on_envelope(&mut self, env: Envelope) -> Result<(), Ending> {
+        let session = match &self.state {
+            State::Established(s) => Some(s.clone()),
+            State::Unstarted => None,
+        };
+        match (session, env.opcode) {
+            (_, Opcode::Options) => self.reply(env.stream, &supported()),
+            (None, Opcode::Startup) => self.startup(env),
+            (Some(_), Opcode::Startup) => self.reply(
+                env.stream,
+                &Response::Error(DbError::protocol(
+                    "Unexpected message STARTUP, the connection is already initialized",
+                )),
+            ),
+            (None, op) => self.reply(
+                env.stream,
+                &Response::Error(DbError::protocol(format!(
+                    "Unexpected message {}, expecting STARTUP or OPTIONS",
+                    opcode_name(op)
+                ))),
+            ),
+            (Some(s), Opcode::Register) => self.register(&s, env),
+            (Some(s), _) => dispatch(s, env),
+        }
+        Ok(())
+    }
+
+    fn startup(&mut self, env: Envelope) {
+        let version = env.version;
+        let options = match Request::from_envelope(&env).map(|d| d.request) {
+            Ok(Request::Startup(options)) => options,
+            Ok(_) => return self.reply(env.stream, &protocol_error("Expected a STARTUP body")),
+            Err(e) => return self.reply(env.stream, &Response::Error(e)),
+        };
+        let compression = match check_startup(version, &options) {
+            Ok(c) => c,
+            Err(e) => return self.reply(env.stream, &Response::Error(e)),
+        };
+        let conn = Arc::new(ConnState::new(
+            self.id,
+            version,
+            self.addr,
+            compression,
+            options,
+        ));
+        let answer = match self.shared.config.authenticator {
+            Authenticator::AllowAllAuthenticator => Response::Ready,
+        };
+        // READY goes out uncompressed and unframed; both sides switch after it.
+        let _ = self
+            .tx
+            .send(Out::Frame(encode(version, None, env.stream, &answer)));
+        if version >= ProtocolVersion::V5 {
+            let compressed = compression.is_some();
+            let _ = self.tx.send(Out::StartSegments { compressed });
+            self.segments = Some((
+                compressed,
+                EnvelopeAssembler::new(self.shared.config.max_frame_bytes),
+            ));
+        }
+        tracing::debug!(
+            "connection {} from {} established: protocol v{}, compression {}",
+            self.id,
+            self.addr,
+            version.as_u8(),
+            compression.map_or("none", Compression::name)
+        );
+        self.state = State::Established(Arc::new(Session {
+            shared: self.shared.clone(),
+            conn,
+            in_flight: InFlight::new(self.shared.config.max_streams_per_connection),
+            tx: self.tx.clone(),
+        }));
+    }
+
+    fn register(&mut self, session: &Arc<Session<B>>, env: Envelope) {
+        let names = match Request::from_envelope(&env).map(|d| d.request) {
+            Ok(Request::Register(names)) => names,
+            Ok(_) => return self.reply(env.stream, &protocol_error("Expected a REGISTER body")),
+            Err(e) => return self.reply(env.stream, &Response::Error(e)),
+        };
+        let mut kinds = EventKinds::default();
+        for name in &names {
+            match EventKinds::from_name(name) {
+                Some(k) => kinds = kinds.union(k),
+                None => {
+                    let msg = format!("Invalid value '{name}' for Type");
+                    return self.reply(env.stream, &protocol_error(msg));
+                }
+            }
+        }
+        if !kinds.is_empty() {
+            let first = self.registered.is_empty();
+            self.registered = self.registered.union(kinds);
+            // Subscribing here, before READY is queued, means every event published after the
+            // client sees READY reaches it.
+            let _ = self.tx.send(Out::Register {
+                kinds,
+                events: first.then(|| self.shared.events.subscribe()),
+                conn: session.conn.clone(),
+            });
+        }
+        self.reply(env.stream, &Response::Ready);
+    }
+}
+
+/// Hands one request to the backend in its own task.
+fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
+    let stream = env.stream;
+    match session.in_flight.acquire(stream) {
+        Ok(()) => {}
+        Err(refused) => {
+            let err = match refused {
+                Refused::Busy if stream < 0 => DbError::protocol(format!(
+                    "Invalid stream id {stream}: negative stream ids are reserved for server events"
+                )),
+                Refused::Busy => DbError::protocol(format!(
+                    "Stream id {stream} is already in use by a request in flight"
+                )),
+                Refused::TooMany => DbError::Overloaded {
+                    message: format!(
+                        "Too many requests in flight on this connection (max_streams_per_connection is {})",
+                        session.shared.config.max_streams_per_connection
+                    ),
+                },
+            };
+            let frame = encode_response(&session.conn, stream, &Response::Error(err));
+            let _ = session.tx.send(Out::Frame(frame));
+            return;
+        }
+    }
+    let pending = Pending {
+        session,
+        stream,
+        answered: false,
+    };
+    tokio::spawn(pending.run(env));
+}
+
+/// One request in flight. If its task ends without answering (a panic in the backend), `Drop`
+/// answers ServerError so the client's stream is not lost.
+struct Pending<B: Backend> {
+    session: Arc<Session<B>>,
+    stream: i16,
+    answered: bool,
+}
+
+impl<B: Backend> Pending<B> {
+    async fn run(mut self, env: Envelope) {
+        let resp = match Request::from_envelope(&env) {
+            Ok(req) => {
+                drop(env);
+                let s = &*self.session;
+                s.shared.backend.handle(&s.conn, req.request).await
+            }
+            Err(e) => Response::Error(e),
+        };
+        if let Response::Result(result) = &resp {
+            match result {
+                ResultBody::SetKeyspace(ks) => self.session.conn.set_keyspace(ks),
+                ResultBody::SchemaChange(change) => self
+                    .session
+                    .shared
+                    .events
+                    .publish(Event::SchemaChange(change.clone())),
+                _ => {}
+            }
+        }
+        self.answer(&resp);
+    }
+
+    fn answer(&mut self, resp: &Response) {
+        self.answered = true;
+        let s = &*self.session;
+        let frame = encode_response(&s.conn, self.stream, resp);
+        // Free the id before the client can see the response and reuse it.
+        s.in_flight.release(self.stream);
+        let _ = s.tx.send(Out::Frame(frame));
+    }
+}
+
+impl<B: Backend> Drop for Pending<B> {
+    fn drop(&mut self) {
+        if !self.answered {
+            tracing::error!(
+                "request on stream {} of connection {} ended without a response",
+                self.stream,
+                self.session.conn.id()
+            );
+            self.answer(&Response::Error(DbError::server(
+                "Internal error: the request handler failed",
+            )));
+        }
+    }
+}
+
+fn protocol_error(message: impl Into<String>) -> Response {
+    Response::Error(DbError::protocol(message))
+}
+
+/// The SUPPORTED answer to OPTIONS.
+fn supported() -> Response {
+    Response::Supported(vec![
+        ("CQL_VERSION".to_string(), vec![CQL_VERSION.to_string()]),
+        (
+            "COMPRESSION".to_string(),
+            vec!["lz4".to_string(), "snappy".to_string()],
+        ),
+        (
+            "PROTOCOL_VERSIONS".to_string(),
+            ProtocolVersion::supported_descriptions(),
+        ),
+    ])
+}
+
+/// Checks STARTUP options as Cassandra's `StartupMessage` does and returns the compression.
+fn check_startup(
+    version: ProtocolVersion,
+    options: &[(String, String)],
+) -> Result<Option<Compression>, DbError> {
+    let get = |key: &str| {
+        options
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    };
+    let cql = get("CQL_VERSION")
+        .ok_or_else(|| DbError::protocol("Missing value CQL_VERSION in STARTUP message"))?;
+    let major = cql
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse::<u32>().ok())
+        .ok_or_else(|| DbError::protocol(format!("Invalid version value: {cql}")))?;
+    if major < 3 {
+        return Err(DbError::protocol(format!(
+            "CQL version {cql} is not supported by the binary protocol (supported version are >= 3.0.0)"
+        )));
+    }
+    let Some(name) = get("COMPRESSION") else {
+        return Ok(None);
+    };
+    match Compression::from_name(name) {
+        Some(Compression::Snappy) if version >= ProtocolVersion::V5 => Err(DbError::protocol(
+            "Snappy compression is not supported in protocol V5",
+        )),
+        Some(c) => Ok(Some(c)),
+        None => Err(DbError::protocol(format!(
+            "Unknown compression algorithm: {name}"
+        ))),
+    }
+}
+
+/// Cassandra's message type names, for error messages.
+fn opcode_name(op: Opcode) -> &'static str {
+    match op {
+        Opcode::Error => "ERROR",
+        Opcode::Startup => "STARTUP",
+        Opcode::Ready => "READY",
+        Opcode::Authenticate => "AUTHENTICATE",
+        Opcode::Options => "OPTIONS",
+        Opcode::Supported => "SUPPORTED",
+        Opcode::Query => "QUERY",
+        Opcode::Result => "RESULT",
+        Opcode::Prepare => "PREPARE",
+        Opcode::Execute => "EXECUTE",
+        Opcode::Register => "REGISTER",
+        Opcode::Event => "EVENT",
+        Opcode::Batch => "BATCH",
+        Opcode::AuthChallenge => "AUTH_CHALLENGE",
+        Opcode::AuthResponse => "AUTH_RESPONSE",
+        Opcode::AuthSuccess => "AUTH_SUCCESS",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn startup_options_are_checked_like_cassandra() {
+        let v4 = ProtocolVersion::V4;
+        assert_eq!(
+            check_startup(v4, &opts(&[("CQL_VERSION", "3.0.0")])),
+            Ok(None)
+        );
+        assert_eq!(
+            check_startup(
+                v4,
+                &opts(&[("CQL_VERSION", "4.0.0"), ("COMPRESSION", "lz4")])
+            ),
+            Ok(Some(Compression::Lz4))
+        );
+        assert_eq!(
+            check_startup(
+                v4,
+                &opts(&[("CQL_VERSION", "3.4.5"), ("COMPRESSION", "snappy")])
+            ),
+            Ok(Some(Compression::Snappy))
+        );
+        let e = check_startup(
+            ProtocolVersion::V5,
+            &opts(&[("CQL_VERSION", "3.4.5"), ("COMPRESSION", "snappy")]),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("Snappy"), "{e}");
+        let e = check_startup(
+            v4,
+            &opts(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "zstd")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.message(), "Unknown compression algorithm: zstd");
+        let e = check_startup(v4, &opts(&[])).unwrap_err();
+        assert_eq!(e.message(), "Missing value CQL_VERSION in STARTUP message");
+        assert!(check_startup(v4, &opts(&[("CQL_VERSION", "2.0.0")])).is_err());
+        assert!(check_startup(v4, &opts(&[("CQL_VERSION", "x")])).is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! The listener: accepts connections, enforces `max_connections`, and shuts down cleanly.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proto::error::DbError;
+use proto::frame::ProtocolVersion;
+use proto::response::Response;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::backend::Backend;
+use crate::config::Config;
+use crate::conn::{self, Shared};
+use crate::events::EventBus;
+use crate::response::encode;
+
+/// How long a connection over the limit may take to send its first header before it is
+/// closed without an answer.
+const REJECT_READ_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Serves CQL on `listener` until `shutdown` is cancelled, then stops accepting, gives
+/// in-flight requests up to `config.request_timeout` to finish, closes every connection and
+/// calls `backend.shutdown()`.
+///
+/// The caller binds the listener (tests bind `127.0.0.1:0`). Events go to a bus private to this
+/// server; use [`run_with_events`] to publish events from outside (proxy mode).
+pub async fn run<B: Backend>(
+    config: Config,
+    listener: TcpListener,
+    backend: Arc<B>,
+    shutdown: CancellationToken,
+) {
+    run_with_events(config, listener, backend, shutdown, EventBus::new()).await;
+}
+
+/// [`run`] with a caller-supplied event bus (for events that do not come from a backend
+/// response, such as an upstream cluster's topology changes).
+pub async fn run_with_events<B: Backend>(
+    config: Config,
+    listener: TcpListener,
+    backend: Arc<B>,
+    shutdown: CancellationToken,
+    events: EventBus,
+) {
+    let grace = config.request_timeout;
+    let limit = Arc::new(Semaphore::new(config.max_connections));
+    let max_connections = config.max_connections;
+    let shared = Arc::new(Shared {
+        config,
+        backend,
+        events,
+    });
+    let tracker = TaskTracker::new();
+    let next_id = AtomicU64::new(1);
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            r = listener.accept() => r,
+        };
+        let (socket, addr) = match accepted {
+            Ok(a) => {
+                backoff = Duration::from_millis(5);
+                a
+            }
+            Err(e) => {
+                // Typically EMFILE: back off instead of spinning, keep serving.
+                tracing::warn!("accept failed: {e}; retrying in {backoff:?}");
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        // Responses are small and latency matters more than packet count; the writer batches.
+        let _ = socket.set_nodelay(true);
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        match limit.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tracing::debug!("connection {id} from {addr} accepted");
+                let shared = shared.clone();
+                let shutdown = shutdown.clone();
+                tracker.spawn(async move {
+                    conn::serve(shared, socket, addr, id, shutdown).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "connection from {addr} refused: {max_connections} connections open (max_connections)"
+                );
+                tracker.spawn(reject(socket, addr, max_connections));
+            }
+        }
+    }
+    drop(listener);
+    tracker.close();
+    tracing::info!(
+        "shutting down: waiting up to {grace:?} for {} connections",
+        tracker.len()
+    );
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!(
+            "{} connections still busy after {grace:?}; closing them",
+            tracker.len()
+        );
+    }
+    shared.backend.shutdown().await;
+}
+
+/// Answers the first request of a connection over the limit with an error in the client's
+/// version (if it is one we speak), then closes.
+async fn reject(mut socket: TcpStream, addr: SocketAddr, max: usize) {
+    let mut header = [0u8; 9];
+    let mut n = 0;
+    let read = async {
+        while n < 4 {
+            match socket.read(&mut header[n..]).await {
+                Ok(0) | Err(_) => return false,
+                Ok(k) => n += k,
+            }
+        }
+        true
+    };
+    if !matches!(
+        tokio::time::timeout(REJECT_READ_TIMEOUT, read).await,
+        Ok(true)
+    ) {
+        return;
+    }
+    let Some(version) = ProtocolVersion::from_u8(header[0] & 0x7f) else {
+        return;
+    };
+    let stream = i16::from_be_bytes([header[2], header[3]]);
+    let err = DbError::Overloaded {
+        message: format!(
+            "Too many connections: this server accepts at most {max} (max_connections)"
+        ),
+    };
+    let frame = encode(version, None, stream, &Response::Error(err));
+    if socket.write_all(&frame).await.is_ok() {
+        let _ = socket.shutdown().await;
+        // Drain briefly so the close is a FIN, not an RST that could discard the error.
+        let mut sink = [0u8; 1024];
+        let drain = async { while matches!(socket.read(&mut sink).await, Ok(k) if k > 0) {} };
+        let _ = tokio::time::timeout(REJECT_READ_TIMEOUT, drain).await;
+    }
+    tracing::debug!("refused connection from {addr} closed");
+}

@@ -1,0 +1,185 @@
+//! The one task per connection that writes to the socket.
+//!
+//! Everything a connection sends arrives here over an unbounded channel as already-encoded
+//! envelopes (`Out::Frame`). The channel is bounded in practice: each in-flight request (at most
+//! `max_streams_per_connection`) sends exactly one frame, and the reader sends one frame per
+//! handshake message it answers inline. The writer drains everything queued before each write,
+//! so under load many responses go out in one syscall; in v5 it also packs them into as few
+//! segments as possible. Events for registered connections come from the broadcast bus and are
+//! encoded here, in the connection's version.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use proto::response::{Event, Response};
+use proto::segment::{encode_segments, MAX_PAYLOAD};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::ConnState;
+use crate::events::EventKinds;
+use crate::response::encode_response;
+
+/// Stop collecting more queued frames once this many bytes are waiting for one write.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// A message from the reader or a request task to the writer.
+pub(crate) enum Out {
+    /// One encoded envelope, sent as is (v3/v4, and v5 before the segment switch) or packed
+    /// into segments (v5 after STARTUP).
+    Frame(Bytes),
+    /// From now on wrap envelopes in v5 segments (sent right after READY/AUTHENTICATE in v5).
+    StartSegments { compressed: bool },
+    /// The connection registered for (more) event kinds; `events` is the bus subscription,
+    /// made by the reader on the first REGISTER.
+    Register {
+        kinds: EventKinds,
+        events: Option<broadcast::Receiver<Arc<Event>>>,
+        conn: Arc<ConnState>,
+    },
+}
+
+enum Next {
+    Msg(Option<Out>),
+    Event(Option<(Event, Arc<ConnState>)>),
+}
+
+struct Subscription {
+    kinds: EventKinds,
+    rx: broadcast::Receiver<Arc<Event>>,
+    conn: Arc<ConnState>,
+}
+
+/// Encodes queued output into one buffer per write.
+struct Batch {
+    out: BytesMut,
+    /// v5 after the switch: `Some(compressed)`; envelopes collect in `payload` first.
+    segments: Option<bool>,
+    payload: BytesMut,
+}
+
+impl Batch {
+    fn push_frame(&mut self, frame: &[u8]) {
+        let Some(compressed) = self.segments else {
+            self.out.extend_from_slice(frame);
+            return;
+        };
+        if !self.payload.is_empty() && self.payload.len() + frame.len() > MAX_PAYLOAD {
+            self.seal();
+        }
+        if frame.len() > MAX_PAYLOAD {
+            // One large envelope: its own run of non-self-contained segments.
+            encode_segments(frame, compressed, &mut self.out);
+        } else {
+            self.payload.extend_from_slice(frame);
+        }
+    }
+
+    /// Wraps the envelopes collected so far in one self-contained segment.
+    fn seal(&mut self) {
+        if let (Some(compressed), false) = (self.segments, self.payload.is_empty()) {
+            encode_segments(&self.payload, compressed, &mut self.out);
+            self.payload.clear();
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.out.len() + self.payload.len()
+    }
+}
+
+/// Runs until every sender is gone (reader finished and all in-flight requests answered) or
+/// the socket fails; then flushes and half-closes. Cancels `closed` on exit so the reader
+/// stops too.
+pub(crate) async fn run(
+    mut socket: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    closed: CancellationToken,
+) {
+    let _guard = closed.drop_guard();
+    let mut batch = Batch {
+        out: BytesMut::with_capacity(64 * 1024),
+        segments: None,
+        payload: BytesMut::new(),
+    };
+    let mut sub: Option<Subscription> = None;
+    loop {
+        let next = tokio::select! {
+            biased;
+            msg = rx.recv() => Next::Msg(msg),
+            ev = next_event(&mut sub) => Next::Event(ev),
+        };
+        match next {
+            Next::Msg(Some(m)) => handle(m, &mut batch, &mut sub),
+            // Every sender is gone: the connection is finished.
+            Next::Msg(None) => break,
+            Next::Event(Some((event, conn))) => {
+                batch.push_frame(&encode_response(&conn, -1, &Response::Event(event)));
+            }
+            Next::Event(None) => sub = None,
+        }
+        while batch.pending() < BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(m) => handle(m, &mut batch, &mut sub),
+                Err(_) => break,
+            }
+        }
+        batch.seal();
+        if !batch.out.is_empty() {
+            if let Err(e) = socket.write_all(&batch.out).await {
+                tracing::debug!("connection write failed: {e}");
+                return;
+            }
+            batch.out.clear();
+            // Do not keep a huge buffer alive after one large response.
+            if batch.out.capacity() > 4 * BATCH_BYTES {
+                batch.out = BytesMut::with_capacity(64 * 1024);
+            }
+        }
+    }
+    batch.seal();
+    if !batch.out.is_empty() && socket.write_all(&batch.out).await.is_err() {
+        return;
+    }
+    let _ = socket.shutdown().await;
+}
+
+fn handle(msg: Out, batch: &mut Batch, sub: &mut Option<Subscription>) {
+    match msg {
+        Out::Frame(frame) => batch.push_frame(&frame),
+        Out::StartSegments { compressed } => {
+            batch.seal();
+            batch.segments = Some(compressed);
+        }
+        Out::Register {
+            kinds,
+            events,
+            conn,
+        } => match (sub.as_mut(), events) {
+            (Some(s), _) => s.kinds = s.kinds.union(kinds),
+            (None, Some(rx)) => *sub = Some(Subscription { kinds, rx, conn }),
+            (None, None) => {}
+        },
+    }
+}
+
+/// The next event this connection registered for; pending forever without a subscription.
+async fn next_event(sub: &mut Option<Subscription>) -> Option<(Event, Arc<ConnState>)> {
+    let Some(s) = sub else {
+        return std::future::pending().await;
+    };
+    loop {
+        match s.rx.recv().await {
+            Ok(ev) if s.kinds.contains(EventKinds::of(&ev)) => {
+                return Some(((*ev).clone(), s.conn.clone()));
+            }
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("connection {} fell behind and lost {n} events", s.conn.id());
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
+}
