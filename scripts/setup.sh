@@ -76,7 +76,7 @@ else
 </project>
 EOF
     mkdir -p "$lib"
-    mvn -q -B -f "$tmp/pom.xml" dependency:copy-dependencies \
+    mvn -q -B -Dstyle.color=never -f "$tmp/pom.xml" dependency:copy-dependencies \
         -DincludeScope=runtime -DoutputDirectory="$lib"
     [[ -f "$lib/cassandra-all-$CASSANDRA_VERSION.jar" ]] || { echo "[setup] cassandra-all jar missing after mvn" >&2; exit 1; }
     ls "$lib"/jamm-*.jar >/dev/null
@@ -90,7 +90,7 @@ if [[ -x "$JAVA17/bin/java" ]]; then
     log "Java 17 at $JAVA17"
 else
     log "Java 17 not found at $JAVA17: installing openjdk-17-jre-headless"
-    apt-get install -y -q openjdk-17-jre-headless >/dev/null
+    apt-get update -q >/dev/null && apt-get install -y -q openjdk-17-jre-headless >/dev/null
 fi
 
 log "done. venv: $VENV  cassandra: $CASSANDRA_HOME"

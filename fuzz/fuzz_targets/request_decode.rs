@@ -21,12 +21,17 @@ fuzz_target!(|data: &[u8]| {
     let Some((&sel, body)) = data.split_first() else {
         return;
     };
-    let version = [ProtocolVersion::V3, ProtocolVersion::V4, ProtocolVersion::V5][(sel % 3) as usize];
+    let version = [
+        ProtocolVersion::V3,
+        ProtocolVersion::V4,
+        ProtocolVersion::V5,
+    ][(sel % 3) as usize];
     let opcode = OPS[((sel / 3) % 8) as usize];
     if let Ok(req) = Request::decode(version, opcode, Bytes::copy_from_slice(body)) {
         let mut out = BytesMut::new();
         req.encode_body(version, &mut out);
-        let again = Request::decode(version, opcode, out.freeze()).expect("re-encoded request decodes");
+        let again =
+            Request::decode(version, opcode, out.freeze()).expect("re-encoded request decodes");
         assert_eq!(again, req);
     }
 });

@@ -38,7 +38,11 @@ pub fn fnvhash64(val: u64) -> u64 {
 /// YCSB's `CoreWorkload.buildKeyName` with `insertorder=hashed` and no zero padding:
 /// `"user"` followed by the decimal FNV hash of the sequence number.
 pub fn build_key_name(prefix: &str, keynum: u64, hashed: bool) -> String {
-    let n = if hashed { fnvhash64(keynum) as i64 } else { keynum as i64 };
+    let n = if hashed {
+        fnvhash64(keynum) as i64
+    } else {
+        keynum as i64
+    };
     format!("{prefix}{n}")
 }
 
@@ -161,7 +165,9 @@ pub struct SkewedLatest {
 impl SkewedLatest {
     /// `last` is the counter's current last value (the newest record's number).
     pub fn new(last: u64) -> Self {
-        SkewedLatest { zipfian: Zipfian::new(0, last.max(1) - 1) }
+        SkewedLatest {
+            zipfian: Zipfian::new(0, last.max(1) - 1),
+        }
     }
 
     /// The next item given the counter's current last value.
@@ -186,7 +192,11 @@ pub struct AckCounter {
 impl AckCounter {
     /// A counter whose first value is `start`; `last()` starts at `start - 1`.
     pub fn new(start: u64) -> Self {
-        AckCounter { next: start, limit: start.wrapping_sub(1), pending: Default::default() }
+        AckCounter {
+            next: start,
+            limit: start.wrapping_sub(1),
+            pending: Default::default(),
+        }
     }
 
     /// The next sequence number to insert.
@@ -247,7 +257,10 @@ mod tests {
         for rank in [0usize, 1] {
             let expected = 1.0 / ((rank + 1) as f64).powf(ZIPFIAN_CONSTANT) / zn;
             let got = counts[rank] as f64 / samples as f64;
-            assert!((got - expected).abs() / expected < 0.03, "rank {rank}: {got} vs {expected}");
+            assert!(
+                (got - expected).abs() / expected < 0.03,
+                "rank {rank}: {got} vs {expected}"
+            );
         }
         // The head is heavier than the tail: the 10% most popular items take most draws.
         let head: u64 = counts[..100].iter().sum();
@@ -269,14 +282,20 @@ mod tests {
             *counts.entry(v).or_default() += 1;
         }
         let mut freq: Vec<(u64, u64)> = counts.into_iter().collect();
-        freq.sort_by(|a, b| b.1.cmp(&a.1));
+        freq.sort_by_key(|e| std::cmp::Reverse(e.1));
         // The most popular key takes 1/zeta(10^16) of the draws (plus a little from collisions).
         let top = freq[0].1 as f64 / samples as f64;
         let expected = 1.0 / SCRAMBLED_ZETAN;
-        assert!((top - expected).abs() / expected < 0.1, "top {top} vs {expected}");
+        assert!(
+            (top - expected).abs() / expected < 0.1,
+            "top {top} vs {expected}"
+        );
         // The ten most popular keys are scattered over the key space, not clustered at 0.
         let top10: Vec<u64> = freq[..10].iter().map(|e| e.0).collect();
-        assert!(top10.iter().filter(|&&k| k < n / 10).count() < 5, "{top10:?}");
+        assert!(
+            top10.iter().filter(|&&k| k < n / 10).count() < 5,
+            "{top10:?}"
+        );
         let spread = top10.iter().max().unwrap() - top10.iter().min().unwrap();
         assert!(spread > n / 4, "{top10:?}");
         // Most keys get drawn at least once.
@@ -298,7 +317,10 @@ mod tests {
         }
         let share = newest as f64 / samples as f64;
         let expected = 1.0 / zeta(999, ZIPFIAN_CONSTANT);
-        assert!((share - expected).abs() / expected < 0.05, "{share} vs {expected}");
+        assert!(
+            (share - expected).abs() / expected < 0.05,
+            "{share} vs {expected}"
+        );
         // The key space grows: new items become the most popular.
         let mut hits_new = 0;
         for _ in 0..10_000 {

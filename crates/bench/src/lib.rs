@@ -242,7 +242,12 @@ pub fn parse_endpoint(s: &str) -> anyhow::Result<Endpoint> {
         Some((n, h)) => (n.to_string(), h),
         None => (s.split(',').next().unwrap_or(s).to_string(), s),
     };
-    let hosts: Vec<String> = hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(String::from).collect();
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(String::from)
+        .collect();
     if hosts.is_empty() || name.is_empty() {
         bail!("endpoint {s:?} should look like name=host:port[,host:port]");
     }
@@ -250,7 +255,9 @@ pub fn parse_endpoint(s: &str) -> anyhow::Result<Endpoint> {
 }
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {
-    let (r, w) = s.split_once(':').with_context(|| format!("ratio {s:?} should look like 80:20"))?;
+    let (r, w) = s
+        .split_once(':')
+        .with_context(|| format!("ratio {s:?} should look like 80:20"))?;
     let r: f64 = r.trim().parse().with_context(|| format!("ratio {s:?}"))?;
     let w: f64 = w.trim().parse().with_context(|| format!("ratio {s:?}"))?;
     if r < 0.0 || w < 0.0 || r + w <= 0.0 {
@@ -274,7 +281,10 @@ pub fn build_spec(w: &WorkloadArgs, load: bool) -> anyhow::Result<WorkloadSpec> 
             let mut chars = w.workload.chars();
             let letter = match (chars.next(), chars.next()) {
                 (Some(c), None) => c,
-                _ => bail!("--workload should be one of a, b, c, d, e, f; got {:?}", w.workload),
+                _ => bail!(
+                    "--workload should be one of a, b, c, d, e, f; got {:?}",
+                    w.workload
+                ),
             };
             WorkloadSpec::ycsb(letter, w.records)
                 .with_context(|| format!("--workload should be one of a..f; got {letter:?}"))?
@@ -294,7 +304,10 @@ pub fn build_spec(w: &WorkloadArgs, load: bool) -> anyhow::Result<WorkloadSpec> 
         bail!("--field-count must be 1..=1000, got {}", spec.field_count);
     }
     if spec.field_length > 16 << 20 {
-        bail!("--field-length must be at most 16 MiB, got {}", spec.field_length);
+        bail!(
+            "--field-length must be at most 16 MiB, got {}",
+            spec.field_length
+        );
     }
     spec.write_all_fields |= w.write_all_fields;
     spec.max_scan_length = w.max_scan_length.max(1);
@@ -327,8 +340,14 @@ pub fn build_spec(w: &WorkloadArgs, load: bool) -> anyhow::Result<WorkloadSpec> 
 fn schema_for(w: &WorkloadArgs) -> SchemaConfig {
     let stress = w.preset.is_some();
     SchemaConfig {
-        keyspace: w.keyspace.clone().unwrap_or_else(|| if stress { "stress" } else { "ycsb" }.into()),
-        table: w.table.clone().unwrap_or_else(|| if stress { "standard1" } else { "usertable" }.into()),
+        keyspace: w
+            .keyspace
+            .clone()
+            .unwrap_or_else(|| if stress { "stress" } else { "ycsb" }.into()),
+        table: w
+            .table
+            .clone()
+            .unwrap_or_else(|| if stress { "standard1" } else { "usertable" }.into()),
         replication_factor: w.replication_factor,
         drop_first: w.drop,
     }
@@ -381,21 +400,40 @@ fn now_unix() -> u64 {
 }
 
 fn stamp(unix: u64) -> String {
-    report::utc(unix).replace(['-', ':'], "").trim_end_matches('Z').to_string()
+    report::utc(unix)
+        .replace(['-', ':'], "")
+        .trim_end_matches('Z')
+        .to_string()
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
-fn write_reports(out: &Path, name: &str, text: &str, json: &impl serde::Serialize, html: &str) -> anyhow::Result<()> {
+fn write_reports(
+    out: &Path,
+    name: &str,
+    text: &str,
+    json: &impl serde::Serialize,
+    html: &str,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let base = out.join(name);
     let with = |ext: &str| PathBuf::from(format!("{}.{ext}", base.display()));
-    std::fs::write(with("txt"), text).with_context(|| format!("writing {}", with("txt").display()))?;
+    std::fs::write(with("txt"), text)
+        .with_context(|| format!("writing {}", with("txt").display()))?;
     std::fs::write(with("json"), serde_json::to_string_pretty(json)?)
         .with_context(|| format!("writing {}", with("json").display()))?;
-    std::fs::write(with("html"), html).with_context(|| format!("writing {}", with("html").display()))?;
+    std::fs::write(with("html"), html)
+        .with_context(|| format!("writing {}", with("html").display()))?;
     eprintln!("reports: {}.{{txt,json,html}}", base.display());
     Ok(())
 }
@@ -407,9 +445,14 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Compare(c) => c.w.threads,
     };
     let rt = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
     };
     rt.block_on(async_main(args))
 }
@@ -453,23 +496,46 @@ async fn one_phase(
 
 async fn load_or_run(r: RunArgs, load: bool) -> anyhow::Result<()> {
     let endpoint = Endpoint {
-        name: r.label.clone().unwrap_or_else(|| r.hosts.first().cloned().unwrap_or_default()),
+        name: r
+            .label
+            .clone()
+            .unwrap_or_else(|| r.hosts.first().cloned().unwrap_or_default()),
         hosts: r.hosts.clone(),
     };
     let seed = r.w.seed.unwrap_or_else(now_unix);
     let machine = Machine::detect();
     let session = Arc::new(runner::connect(&endpoint, &connect_for(&r.w)).await?);
-    let rep = one_phase(session, &endpoint, &r.w, load, seed, &endpoint.name, &machine).await?;
+    let rep = one_phase(
+        session,
+        &endpoint,
+        &r.w,
+        load,
+        seed,
+        &endpoint.name,
+        &machine,
+    )
+    .await?;
     let text = rep.text();
     print!("{text}");
     let name = r.w.name.clone().unwrap_or_else(|| {
-        let phase = if load { rep.workload.name.clone() } else { format!("run-{}", rep.workload.name) };
-        sanitize(&format!("{phase}-{}-{}", endpoint.name, stamp(rep.started_unix)))
+        let phase = if load {
+            rep.workload.name.clone()
+        } else {
+            format!("run-{}", rep.workload.name)
+        };
+        sanitize(&format!(
+            "{phase}-{}-{}",
+            endpoint.name,
+            stamp(rep.started_unix)
+        ))
     });
     write_reports(&r.w.out, &name, &text, &rep, &rep.html())?;
     let errors = rep.overall.errors + rep.overall.validation_failures;
     if errors > 0 {
-        eprintln!("warning: {} failed operations, {} validation mismatches", rep.overall.errors, rep.overall.validation_failures);
+        eprintln!(
+            "warning: {} failed operations, {} validation mismatches",
+            rep.overall.errors, rep.overall.validation_failures
+        );
     }
     Ok(())
 }
@@ -486,7 +552,10 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
         bail!("compare needs at least two endpoints (--a and --b)");
     }
     if c.rounds < 3 {
-        bail!("compare needs at least 3 rounds so machine drift cancels; got {}", c.rounds);
+        bail!(
+            "compare needs at least 3 rounds so machine drift cancels; got {}",
+            c.rounds
+        );
     }
     let machine = Machine::detect();
     let seed = c.w.seed.unwrap_or_else(now_unix);
@@ -498,7 +567,16 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
     }
     if c.load {
         for (e, s) in endpoints.iter().zip(&sessions) {
-            let rep = one_phase(s.clone(), e, &c.w, true, seed, &format!("{} load", e.name), &machine).await?;
+            let rep = one_phase(
+                s.clone(),
+                e,
+                &c.w,
+                true,
+                seed,
+                &format!("{} load", e.name),
+                &machine,
+            )
+            .await?;
             eprint!("{}", rep.text());
         }
     }
@@ -507,7 +585,16 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
         for (i, (e, s)) in endpoints.iter().zip(&sessions).enumerate() {
             let label = format!("{} round {}/{}", e.name, round + 1, c.rounds);
             // The same seed for every endpoint in a round: identical operation sequences.
-            let rep = one_phase(s.clone(), e, &c.w, false, seed.wrapping_add(round as u64), &label, &machine).await?;
+            let rep = one_phase(
+                s.clone(),
+                e,
+                &c.w,
+                false,
+                seed.wrapping_add(round as u64),
+                &label,
+                &machine,
+            )
+            .await?;
             if !c.w.quiet {
                 eprintln!(
                     "[{label}] {} ops/s, p99 {} ms, errors {}",
@@ -537,7 +624,11 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
         sanitize(&format!(
             "compare-{}-{}-{}",
             spec.name,
-            endpoints.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join("-vs-"),
+            endpoints
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join("-vs-"),
             stamp(started)
         ))
     });
@@ -558,40 +649,81 @@ mod tests {
     #[test]
     fn cli_parses_the_issue_examples() {
         let cli = Cli::try_parse_from([
-            "x", "run", "--preset", "stress-mixed", "--ratio", "80:20", "--payload", "4096", "--duration", "60s",
-            "--hosts", "127.0.0.1:9042",
+            "x",
+            "run",
+            "--preset",
+            "stress-mixed",
+            "--ratio",
+            "80:20",
+            "--payload",
+            "4096",
+            "--duration",
+            "60s",
+            "--hosts",
+            "127.0.0.1:9042",
         ])
         .unwrap();
-        let BenchCommand::Run(r) = cli.bench.command else { panic!("not run") };
+        let BenchCommand::Run(r) = cli.bench.command else {
+            panic!("not run")
+        };
         let spec = build_spec(&r.w, false).unwrap();
         assert_eq!((spec.field_count, spec.field_length), (1, 4096));
         assert!((spec.proportions[OpKind::Read.index()] - 0.8).abs() < 1e-9);
         assert_eq!(r.w.duration, Some(Duration::from_secs(60)));
 
         let cli = Cli::try_parse_from([
-            "x", "compare", "--workload", "c", "--a", "peregrine=127.0.0.1:9042", "--b", "cassandra=127.0.0.1:9142",
-            "--duration", "10s",
+            "x",
+            "compare",
+            "--workload",
+            "c",
+            "--a",
+            "peregrine=127.0.0.1:9042",
+            "--b",
+            "cassandra=127.0.0.1:9142",
+            "--duration",
+            "10s",
         ])
         .unwrap();
-        let BenchCommand::Compare(c) = cli.bench.command else { panic!("not compare") };
+        let BenchCommand::Compare(c) = cli.bench.command else {
+            panic!("not compare")
+        };
         assert_eq!(parse_endpoint(&c.a).unwrap().name, "peregrine");
         assert_eq!(c.rounds, 3);
 
-        assert!(Cli::try_parse_from(["x", "run", "--concurrency", "2000", "--duration", "1s"]).is_err());
-        assert!(Cli::try_parse_from(["x", "run", "--concurrency", "0", "--duration", "1s"]).is_err());
+        assert!(
+            Cli::try_parse_from(["x", "run", "--concurrency", "2000", "--duration", "1s"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["x", "run", "--concurrency", "0", "--duration", "1s"]).is_err()
+        );
     }
 
     #[test]
     fn load_spec_inserts_only_and_run_d_grows_the_key_space() {
-        let cli = Cli::try_parse_from(["x", "load", "--workload", "d", "--records", "1000"]).unwrap();
-        let BenchCommand::Load(r) = cli.bench.command else { panic!() };
+        let cli =
+            Cli::try_parse_from(["x", "load", "--workload", "d", "--records", "1000"]).unwrap();
+        let BenchCommand::Load(r) = cli.bench.command else {
+            panic!()
+        };
         let spec = build_spec(&r.w, true).unwrap();
         assert_eq!(spec.proportions, [0.0, 0.0, 1.0, 0.0, 0.0]);
         let shape = shape_for(&r.w, true, 1).unwrap();
         assert_eq!((shape.operations, shape.insert_start), (Some(1000), 0));
 
-        let cli = Cli::try_parse_from(["x", "run", "--workload", "e", "--records", "1000", "--operations", "5000"]).unwrap();
-        let BenchCommand::Run(r) = cli.bench.command else { panic!() };
+        let cli = Cli::try_parse_from([
+            "x",
+            "run",
+            "--workload",
+            "e",
+            "--records",
+            "1000",
+            "--operations",
+            "5000",
+        ])
+        .unwrap();
+        let BenchCommand::Run(r) = cli.bench.command else {
+            panic!()
+        };
         let spec = build_spec(&r.w, false).unwrap();
         assert_eq!(spec.expected_new_keys, 500);
         assert_eq!(shape_for(&r.w, false, 1).unwrap().insert_start, 1000);

@@ -3,7 +3,7 @@
 //! of throughput over time and latency percentiles (no scripts, no network).
 
 use crate::runner::{ConnectConfig, Endpoint, LoadShape, RunResult, SchemaConfig};
-use crate::stats::{median, percentile_curve, summarize, OpSummary, Recorder, TimelinePoint};
+use crate::stats::{median, percentile_curve, summarize, OpSummary, TimelinePoint};
 use crate::workload::{OpKind, WorkloadSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -70,8 +70,10 @@ pub struct Versions {
 }
 
 /// Versions of this build.
-pub const VERSIONS: Versions =
-    Versions { bench: env!("CARGO_PKG_VERSION"), driver: "scylla (Rust driver) 1.x" };
+pub const VERSIONS: Versions = Versions {
+    bench: env!("CARGO_PKG_VERSION"),
+    driver: "scylla (Rust driver) 1.x",
+};
 
 /// Everything one `load` or `run` measured, as written to JSON.
 #[derive(Debug, Clone, Serialize)]
@@ -144,7 +146,11 @@ impl RunReport {
             }
         }
         curves.insert("overall".into(), percentile_curve(&r.total.overall()));
-        let cpu_pct = if r.seconds > 0.0 { 100.0 * r.client_cpu_seconds / r.seconds } else { 0.0 };
+        let cpu_pct = if r.seconds > 0.0 {
+            100.0 * r.client_cpu_seconds / r.seconds
+        } else {
+            0.0
+        };
         RunReport {
             command: p.command.to_string(),
             versions: VERSIONS,
@@ -182,7 +188,10 @@ impl RunReport {
             self.workload.name,
             self.endpoint.name,
             self.endpoint.hosts.join(","),
-            self.server_version.as_ref().map(|v| format!(", server {v}")).unwrap_or_default()
+            self.server_version
+                .as_ref()
+                .map(|v| format!(", server {v}"))
+                .unwrap_or_default()
         );
         let _ = writeln!(
             s,
@@ -230,27 +239,80 @@ impl RunReport {
             if self.ops.iter().any(|o| o.op == k.name()) && self.ops.len() > 1 {
                 series.push(Series {
                     name: k.name().into(),
-                    points: self.timeline.iter().map(|p| (p.second as f64, p.ops[k.index()] as f64)).collect(),
+                    points: self
+                        .timeline
+                        .iter()
+                        .map(|p| (p.second as f64, p.ops[k.index()] as f64))
+                        .collect(),
                 });
             }
         }
         series.push(Series {
             name: "total".into(),
-            points: self.timeline.iter().map(|p| (p.second as f64, p.total as f64)).collect(),
+            points: self
+                .timeline
+                .iter()
+                .map(|p| (p.second as f64, p.total as f64))
+                .collect(),
         });
-        body.push_str(&chart("Throughput over time", "second", "ops/s", &series, Scale::Linear, Scale::Linear));
+        body.push_str(&chart(
+            "Throughput over time",
+            "second",
+            "ops/s",
+            &series,
+            Scale::Linear,
+            Scale::Linear,
+        ));
         let lat = vec![
-            Series { name: "p50".into(), points: self.timeline.iter().map(|p| (p.second as f64, p.p50_ms)).collect() },
-            Series { name: "p99".into(), points: self.timeline.iter().map(|p| (p.second as f64, p.p99_ms)).collect() },
-            Series { name: "max".into(), points: self.timeline.iter().map(|p| (p.second as f64, p.max_ms)).collect() },
+            Series {
+                name: "p50".into(),
+                points: self
+                    .timeline
+                    .iter()
+                    .map(|p| (p.second as f64, p.p50_ms))
+                    .collect(),
+            },
+            Series {
+                name: "p99".into(),
+                points: self
+                    .timeline
+                    .iter()
+                    .map(|p| (p.second as f64, p.p99_ms))
+                    .collect(),
+            },
+            Series {
+                name: "max".into(),
+                points: self
+                    .timeline
+                    .iter()
+                    .map(|p| (p.second as f64, p.max_ms))
+                    .collect(),
+            },
         ];
-        body.push_str(&chart("Latency over time (all operations)", "second", "ms", &lat, Scale::Linear, Scale::Log));
+        body.push_str(&chart(
+            "Latency over time (all operations)",
+            "second",
+            "ms",
+            &lat,
+            Scale::Linear,
+            Scale::Log,
+        ));
         let curves: Vec<Series> = self
             .percentile_curves
             .iter()
-            .map(|(name, pts)| Series { name: name.clone(), points: pts.clone() })
+            .map(|(name, pts)| Series {
+                name: name.clone(),
+                points: pts.clone(),
+            })
             .collect();
-        body.push_str(&chart("Latency by percentile", "percentile", "ms", &curves, Scale::Percentile, Scale::Log));
+        body.push_str(&chart(
+            "Latency by percentile",
+            "percentile",
+            "ms",
+            &curves,
+            Scale::Percentile,
+            Scale::Log,
+        ));
         let _ = writeln!(
             body,
             "<p class=note>Machine: {} × {}, {:.1} GiB, kernel {}, bench CPUs {}. Bench {} with {}.</p>",
@@ -319,7 +381,9 @@ pub struct Gain {
 
 /// Median of each figure of `rounds` (all for the same op kind).
 pub fn median_summary(op: &str, rounds: &[&OpSummary]) -> OpSummary {
-    let m = |f: &dyn Fn(&OpSummary) -> f64| median(&mut rounds.iter().map(|s| f(s)).collect::<Vec<_>>());
+    let m = |f: &dyn Fn(&OpSummary) -> f64| {
+        median(&mut rounds.iter().map(|s| f(s)).collect::<Vec<_>>())
+    };
     OpSummary {
         op: op.to_string(),
         count: m(&|s| s.count as f64) as u64,
@@ -342,7 +406,11 @@ pub fn median_summary(op: &str, rounds: &[&OpSummary]) -> OpSummary {
             }
             acc
         }),
-        error_samples: rounds.iter().flat_map(|s| s.error_samples.clone()).take(5).collect(),
+        error_samples: rounds
+            .iter()
+            .flat_map(|s| s.error_samples.clone())
+            .take(5)
+            .collect(),
     }
 }
 
@@ -386,8 +454,10 @@ impl CompareReport {
         for (endpoint, reports) in per_endpoint {
             let mut median_ops = Vec::new();
             for k in OpKind::ALL {
-                let rs: Vec<&OpSummary> =
-                    reports.iter().filter_map(|r| r.ops.iter().find(|o| o.op == k.name())).collect();
+                let rs: Vec<&OpSummary> = reports
+                    .iter()
+                    .filter_map(|r| r.ops.iter().find(|o| o.op == k.name()))
+                    .collect();
                 if !rs.is_empty() {
                     median_ops.push(median_summary(k.name(), &rs));
                 }
@@ -407,7 +477,13 @@ impl CompareReport {
                 let mut pairs: Vec<(&OpSummary, &OpSummary)> = first
                     .median_ops
                     .iter()
-                    .filter_map(|a| other.median_ops.iter().find(|b| b.op == a.op).map(|b| (a, b)))
+                    .filter_map(|a| {
+                        other
+                            .median_ops
+                            .iter()
+                            .find(|b| b.op == a.op)
+                            .map(|b| (a, b))
+                    })
                     .collect();
                 pairs.push((&first.median_overall, &other.median_overall));
                 for (a, b) in pairs {
@@ -415,7 +491,11 @@ impl CompareReport {
                         .iter()
                         .map(|(name, get, hib)| (name.to_string(), gain(get(a), get(b), *hib)))
                         .collect();
-                    gains.push(Gain { versus: other.endpoint.name.clone(), op: a.op.clone(), ratios });
+                    gains.push(Gain {
+                        versus: other.endpoint.name.clone(),
+                        op: a.op.clone(),
+                        ratios,
+                    });
                 }
             }
         }
@@ -445,7 +525,9 @@ impl CompareReport {
             self.workload.field_count,
             self.workload.field_length
         );
-        let Some(first) = self.endpoints.first() else { return s };
+        let Some(first) = self.endpoints.first() else {
+            return s;
+        };
         let mut ops: Vec<String> = first.median_ops.iter().map(|o| o.op.clone()).collect();
         if ops.len() > 1 {
             ops.push("overall".into());
@@ -470,20 +552,30 @@ impl CompareReport {
             for (name, getter, hib) in FIGURES {
                 let mut row = vec![name.to_string()];
                 for c in &cols {
-                    row.push(c.as_ref().map_or("-".into(), |c| fmt_figure(getter(c), hib)));
+                    row.push(
+                        c.as_ref()
+                            .map_or("-".into(), |c| fmt_figure(getter(c), hib)),
+                    );
                 }
                 for c in &cols[1..] {
                     let g = match (&cols[0], c) {
                         (Some(a), Some(b)) => gain(getter(a), getter(b), hib),
                         _ => 0.0,
                     };
-                    row.push(if g > 0.0 { format!("{g:.1}x") } else { "-".into() });
+                    row.push(if g > 0.0 {
+                        format!("{g:.1}x")
+                    } else {
+                        "-".into()
+                    });
                 }
                 rows.push(row);
             }
             let mut row = vec!["errors / timeouts".to_string()];
             for c in &cols {
-                row.push(c.as_ref().map_or("-".into(), |c| format!("{} / {}", c.errors, c.timeouts)));
+                row.push(
+                    c.as_ref()
+                        .map_or("-".into(), |c| format!("{} / {}", c.errors, c.timeouts)),
+                );
             }
             row.extend(std::iter::repeat_n(String::new(), cols.len() - 1));
             rows.push(row);
@@ -520,18 +612,31 @@ impl CompareReport {
             let mut pts = Vec::new();
             let mut offset = 0.0;
             for r in &e.rounds {
-                pts.extend(r.timeline.iter().map(|p| (offset + p.second as f64, p.total as f64)));
+                pts.extend(
+                    r.timeline
+                        .iter()
+                        .map(|p| (offset + p.second as f64, p.total as f64)),
+                );
                 offset += r.timeline.len() as f64;
             }
-            tput.push(Series { name: e.endpoint.name.clone(), points: pts });
+            tput.push(Series {
+                name: e.endpoint.name.clone(),
+                points: pts,
+            });
             // The round whose sustained throughput is the median.
             let mut idx: Vec<usize> = (0..e.rounds.len()).collect();
             idx.sort_by(|&a, &b| {
-                e.rounds[a].overall.ops_per_sec_sustained.total_cmp(&e.rounds[b].overall.ops_per_sec_sustained)
+                e.rounds[a]
+                    .overall
+                    .ops_per_sec_sustained
+                    .total_cmp(&e.rounds[b].overall.ops_per_sec_sustained)
             });
             if let Some(&mid) = idx.get(idx.len() / 2) {
                 if let Some(c) = e.rounds[mid].percentile_curves.get("overall") {
-                    curves.push(Series { name: e.endpoint.name.clone(), points: c.clone() });
+                    curves.push(Series {
+                        name: e.endpoint.name.clone(),
+                        points: c.clone(),
+                    });
                 }
             }
         }
@@ -590,7 +695,7 @@ pub fn thousands(v: f64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -604,8 +709,18 @@ pub fn thousands(v: f64) -> String {
 /// The per-kind table of one run.
 pub fn op_table(rows: &[&OpSummary]) -> String {
     let mut g = vec![[
-        "op", "ops", "ops/s peak", "ops/s sust", "mean ms", "median", "p95", "p99", "p99.9", "max",
-        "errors", "timeouts",
+        "op",
+        "ops",
+        "ops/s peak",
+        "ops/s sust",
+        "mean ms",
+        "median",
+        "p95",
+        "p99",
+        "p99.9",
+        "max",
+        "errors",
+        "timeouts",
     ]
     .map(String::from)
     .to_vec()];
@@ -648,7 +763,13 @@ pub fn op_table(rows: &[&OpSummary]) -> String {
 fn grid(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|v| v.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|v| v.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut s = String::new();
     for (i, r) in rows.iter().enumerate() {
@@ -694,7 +815,10 @@ pub fn utc(unix: u64) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn page(title: &str, body: &str) -> String {
@@ -727,8 +851,9 @@ pub enum Scale {
     Percentile,
 }
 
-const COLORS: [&str; 8] =
-    ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
 
 fn pct_x(p: f64) -> f64 {
     let q = (1.0 - p / 100.0).max(1e-6);
@@ -736,7 +861,14 @@ fn pct_x(p: f64) -> f64 {
 }
 
 /// An inline SVG line chart.
-pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Scale, ys: Scale) -> String {
+pub fn chart(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[Series],
+    xs: Scale,
+    ys: Scale,
+) -> String {
     let (w, h, l, r, t, b) = (900.0, 320.0, 70.0, 150.0, 30.0, 45.0);
     let pw = w - l - r;
     let ph = h - t - b;
@@ -745,7 +877,10 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
         Scale::Log => x.max(1e-9).log10(),
         Scale::Linear => x,
     };
-    let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
     let mut s = String::new();
     let _ = write!(
         s,
@@ -758,14 +893,30 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
         s.push_str("<text x=\"100\" y=\"100\">no data</text></svg>\n");
         return s;
     }
-    let min_pos = all.iter().map(|p| p.1).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let min_pos = all
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
     let min_pos = if min_pos.is_finite() { min_pos } else { 1.0 };
     let ty = |y: f64| match ys {
-        Scale::Log => y.max(min_pos).log10(),
+        // Zero latency cannot be drawn on a log axis: put it at the smallest measured value.
+        Scale::Log if y <= 0.0 => min_pos.log10(),
+        Scale::Log => y.log10(),
         _ => y,
     };
-    let (mut x0, mut x1) = all.iter().map(|p| tx(p.0)).fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| (a.0.min(v), a.1.max(v)));
-    let (mut y0, mut y1) = all.iter().map(|p| ty(p.1)).fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| (a.0.min(v), a.1.max(v)));
+    let (mut x0, mut x1) = all
+        .iter()
+        .map(|p| tx(p.0))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| {
+            (a.0.min(v), a.1.max(v))
+        });
+    let (mut y0, mut y1) = all
+        .iter()
+        .map(|p| ty(p.1))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| {
+            (a.0.min(v), a.1.max(v))
+        });
     if ys == Scale::Linear {
         y0 = 0.0;
         y1 *= 1.05;
@@ -791,8 +942,13 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
     );
     // Y ticks.
     let yticks: Vec<(f64, String)> = match ys {
-        Scale::Log => (y0 as i64..=y1 as i64).map(|e| (10f64.powi(e as i32), fmt_tick(10f64.powi(e as i32)))).collect(),
-        _ => (0..=5).map(|i| y0 + (y1 - y0) * i as f64 / 5.0).map(|v| (v, fmt_tick(v))).collect(),
+        Scale::Log => (y0 as i64..=y1 as i64)
+            .map(|e| (10f64.powi(e as i32), fmt_tick(10f64.powi(e as i32))))
+            .collect(),
+        _ => (0..=5)
+            .map(|i| y0 + (y1 - y0) * i as f64 / 5.0)
+            .map(|v| (v, fmt_tick(v)))
+            .collect(),
     };
     for (v, label) in yticks {
         let y = py(v);
@@ -810,10 +966,20 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
         Scale::Percentile => (0..=x1 as i64)
             .map(|d| {
                 let p = 100.0 * (1.0 - 10f64.powi(-(d as i32)));
-                (p, if d == 0 { "0%".to_string() } else { format!("{}%", trim_float(p)) })
+                (
+                    p,
+                    if d == 0 {
+                        "0%".to_string()
+                    } else {
+                        format!("{}%", trim_float(p))
+                    },
+                )
             })
             .collect(),
-        _ => (0..=5).map(|i| x0 + (x1 - x0) * i as f64 / 5.0).map(|v| (v, fmt_tick(v))).collect(),
+        _ => (0..=5)
+            .map(|i| x0 + (x1 - x0) * i as f64 / 5.0)
+            .map(|v| (v, fmt_tick(v)))
+            .collect(),
     };
     for (v, label) in xticks {
         let x = px(v);
@@ -838,7 +1004,11 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
     );
     for (i, se) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = se.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
+        let pts: Vec<String> = se
+            .points
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
         let _ = write!(
             s,
             "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" points=\"{}\"/>",
@@ -846,7 +1016,12 @@ pub fn chart(title: &str, xlabel: &str, ylabel: &str, series: &[Series], xs: Sca
         );
         if se.points.len() <= 20 {
             for &(x, y) in &se.points {
-                let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{color}\"/>", px(x), py(y));
+                let _ = write!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{color}\"/>",
+                    px(x),
+                    py(y)
+                );
             }
         }
         let ly = t + 15.0 + 18.0 * i as f64;
@@ -878,15 +1053,6 @@ fn fmt_tick(v: f64) -> String {
     } else {
         trim_float(v)
     }
-}
-
-/// Totals of a list of recorders (used by tests and callers that merge rounds).
-pub fn merge_all<'a>(recs: impl IntoIterator<Item = &'a Recorder>) -> Recorder {
-    let mut t = Recorder::default();
-    for r in recs {
-        t.merge(r);
-    }
-    t
 }
 
 #[cfg(test)]
@@ -946,8 +1112,16 @@ mod tests {
         let o = summary("overall", 12_562.0, 14.5);
         let t = op_table(&[&r, &o]);
         let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[0].contains("ops/s peak") && lines[0].contains("p99.9") && lines[0].contains("max"));
-        assert!(lines[2].starts_with("read") && lines[2].contains("12,562") && lines[2].contains("14.50"));
+        assert!(
+            lines[0].contains("ops/s peak")
+                && lines[0].contains("p99.9")
+                && lines[0].contains("max")
+        );
+        assert!(
+            lines[2].starts_with("read")
+                && lines[2].contains("12,562")
+                && lines[2].contains("14.50")
+        );
         assert!(lines[3].starts_with("overall"));
     }
 
@@ -957,7 +1131,10 @@ mod tests {
             "t",
             "x",
             "y",
-            &[Series { name: "a<b".into(), points: vec![(0.0, 1.0), (50.0, 2.0), (99.9, 5.0), (100.0, 9.0)] }],
+            &[Series {
+                name: "a<b".into(),
+                points: vec![(0.0, 1.0), (50.0, 2.0), (99.9, 5.0), (100.0, 9.0)],
+            }],
             Scale::Percentile,
             Scale::Log,
         );

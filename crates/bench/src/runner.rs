@@ -9,7 +9,9 @@
 
 use crate::stats::{Recorder, TimelinePoint};
 use crate::validate::{Expectation, Validator};
-use crate::workload::{field_value, key_name, InsertCounter, KeyChooser, OpChooser, OpKind, WorkloadSpec};
+use crate::workload::{
+    field_value, key_name, InsertCounter, KeyChooser, OpChooser, OpKind, WorkloadSpec,
+};
 use anyhow::{bail, Context};
 use futures::stream::{FuturesUnordered, StreamExt};
 use rand::rngs::SmallRng;
@@ -118,7 +120,10 @@ pub struct RunResult {
 }
 
 mod secs {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }
@@ -169,10 +174,13 @@ pub async fn connect(endpoint: &Endpoint, cfg: &ConnectConfig) -> anyhow::Result
     if let Some(user) = &cfg.user {
         builder = builder.user(user, cfg.password.clone().unwrap_or_default());
     }
-    builder
-        .build()
-        .await
-        .with_context(|| format!("connecting to {} ({})", endpoint.name, endpoint.hosts.join(",")))
+    builder.build().await.with_context(|| {
+        format!(
+            "connecting to {} ({})",
+            endpoint.name,
+            endpoint.hosts.join(",")
+        )
+    })
 }
 
 /// `release_version` of the node the driver asks, for the report.
@@ -216,7 +224,10 @@ pub async fn create_schema(
             .await
             .with_context(|| format!("dropping {ks}.{t}"))?;
     }
-    let cols: Vec<String> = field_names(spec).iter().map(|f| format!("{f} varchar")).collect();
+    let cols: Vec<String> = field_names(spec)
+        .iter()
+        .map(|f| format!("{f} varchar"))
+        .collect();
     session
         .query_unpaged(
             format!(
@@ -252,7 +263,10 @@ async fn prepare(
     let fields = field_names(spec);
     let all = fields.join(", ");
     let prep = |q: String| async move {
-        session.prepare(q.clone()).await.with_context(|| format!("preparing {q}"))
+        session
+            .prepare(q.clone())
+            .await
+            .with_context(|| format!("preparing {q}"))
     };
     let mut read = prep(format!("SELECT y_id, {all} FROM {ks}.{t} WHERE y_id = ?")).await?;
     // The result columns never change during a run: let the server skip sending them.
@@ -280,7 +294,12 @@ async fn prepare(
     } else {
         None
     };
-    Ok(Statements { read, update_one, insert, scan })
+    Ok(Statements {
+        read,
+        update_one,
+        insert,
+        scan,
+    })
 }
 
 /// State shared by the workers of one run.
@@ -322,8 +341,14 @@ struct Planned {
 enum Outcome {
     Ok,
     NotFound,
-    Failed { class: String, timeout: bool, message: String },
-    Invalid { message: String },
+    Failed {
+        class: String,
+        timeout: bool,
+        message: String,
+    },
+    Invalid {
+        message: String,
+    },
 }
 
 struct Completed {
@@ -339,18 +364,37 @@ fn classify(e: &ExecutionError) -> (String, bool) {
     match e {
         ExecutionError::RequestTimeout(_) => ("client-timeout".into(), true),
         ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => {
-            let timeout = matches!(db, DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. });
+            let timeout = matches!(
+                db,
+                DbError::ReadTimeout { .. } | DbError::WriteTimeout { .. }
+            );
             let name = format!("{db:?}");
-            let class = name.split([' ', '{', '(']).next().unwrap_or("DbError").to_string();
+            let class = name
+                .split([' ', '{', '('])
+                .next()
+                .unwrap_or("DbError")
+                .to_string();
             (class, timeout)
         }
         ExecutionError::LastAttemptError(other) => {
             let name = format!("{other:?}");
-            (name.split([' ', '{', '(']).next().unwrap_or("attempt").to_string(), false)
+            (
+                name.split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("attempt")
+                    .to_string(),
+                false,
+            )
         }
         other => {
             let name = format!("{other:?}");
-            (name.split([' ', '{', '(']).next().unwrap_or("error").to_string(), false)
+            (
+                name.split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("error")
+                    .to_string(),
+                false,
+            )
         }
     }
 }
@@ -359,7 +403,11 @@ fn failed(e: ExecutionError) -> Outcome {
     let (class, timeout) = classify(&e);
     let mut message = e.to_string();
     message.truncate(300);
-    Outcome::Failed { class, timeout, message }
+    Outcome::Failed {
+        class,
+        timeout,
+        message,
+    }
 }
 
 fn row_values(shared: &Shared, key: &str, version: u32) -> Vec<String> {
@@ -376,7 +424,10 @@ async fn write_update(shared: &Shared, op: &Planned) -> Result<(), ExecutionErro
     let spec = &shared.spec;
     if spec.write_all_fields || shared.stmts.update_one.is_empty() {
         let vals = row_values(shared, &op.key, op.version);
-        shared.session.execute_unpaged(&shared.stmts.insert, vals).await?;
+        shared
+            .session
+            .execute_unpaged(&shared.stmts.insert, vals)
+            .await?;
     } else {
         let value = field_value(&op.key, op.field, op.version, spec.field_length);
         shared
@@ -389,7 +440,11 @@ async fn write_update(shared: &Shared, op: &Planned) -> Result<(), ExecutionErro
 
 /// Reads one row; returns whether it was found and, when validating, whether it matched.
 async fn read_row(shared: &Shared, op: &Planned) -> Outcome {
-    let res = match shared.session.execute_unpaged(&shared.stmts.read, (op.key.as_str(),)).await {
+    let res = match shared
+        .session
+        .execute_unpaged(&shared.stmts.read, (op.key.as_str(),))
+        .await
+    {
         Ok(r) => r,
         Err(e) => return failed(e),
     };
@@ -408,9 +463,15 @@ async fn read_row(shared: &Shared, op: &Planned) -> Outcome {
             let row = match rows.maybe_first_row::<Row>() {
                 Ok(Some(r)) => r,
                 Ok(None) => {
-                    return Outcome::Invalid { message: format!("row {} is missing", op.key) }
+                    return Outcome::Invalid {
+                        message: format!("row {} is missing", op.key),
+                    }
                 }
-                Err(e) => return Outcome::Invalid { message: format!("row {}: {e}", op.key) },
+                Err(e) => {
+                    return Outcome::Invalid {
+                        message: format!("row {}: {e}", op.key),
+                    }
+                }
             };
             match v.check_row(&shared.spec, &op.key, &row, expect) {
                 Ok(()) => Outcome::Ok,
@@ -441,14 +502,26 @@ async fn execute(shared: Arc<Shared>, op: Planned) -> Completed {
         },
         OpKind::Insert => {
             let vals = row_values(&shared, &op.key, op.version);
-            match shared.session.execute_unpaged(&shared.stmts.insert, vals).await {
+            match shared
+                .session
+                .execute_unpaged(&shared.stmts.insert, vals)
+                .await
+            {
                 Ok(_) => Outcome::Ok,
                 Err(e) => failed(e),
             }
         }
         OpKind::Scan => {
-            let stmt = shared.stmts.scan.as_ref().expect("scan prepared when scans are in the mix");
-            match shared.session.execute_unpaged(stmt, (op.key.as_str(), op.scan_len)).await {
+            let stmt = shared
+                .stmts
+                .scan
+                .as_ref()
+                .expect("scan prepared when scans are in the mix");
+            match shared
+                .session
+                .execute_unpaged(stmt, (op.key.as_str(), op.scan_len))
+                .await
+            {
                 Err(e) => failed(e),
                 Ok(res) => match res.into_rows_result() {
                     Err(e) => Outcome::Failed {
@@ -482,7 +555,10 @@ async fn execute(shared: Arc<Shared>, op: Planned) -> Completed {
         }
     };
     if let Some(v) = &shared.validator {
-        if matches!(op.kind, OpKind::Update | OpKind::Insert | OpKind::ReadModifyWrite) {
+        if matches!(
+            op.kind,
+            OpKind::Update | OpKind::Insert | OpKind::ReadModifyWrite
+        ) {
             let ok = matches!(outcome, Outcome::Ok);
             let fields = written_fields(&shared.spec, op.kind, op.field);
             v.write_done(op.keynum, &fields, op.version, ok);
@@ -491,7 +567,13 @@ async fn execute(shared: Arc<Shared>, op: Planned) -> Completed {
     if op.kind == OpKind::Insert {
         shared.acknowledge_insert(op.keynum);
     }
-    Completed { kind: op.kind, intended: op.intended, keynum: op.keynum, outcome, validated }
+    Completed {
+        kind: op.kind,
+        intended: op.intended,
+        keynum: op.keynum,
+        outcome,
+        validated,
+    }
 }
 
 fn written_fields(spec: &WorkloadSpec, kind: OpKind, field: usize) -> Vec<usize> {
@@ -505,7 +587,11 @@ fn written_fields(spec: &WorkloadSpec, kind: OpKind, field: usize) -> Vec<usize>
 /// Messages from workers to the collector.
 enum Report {
     /// Everything a worker measured in `second` (it will not report that second again).
-    Interval { worker: usize, second: u64, rec: Box<Recorder> },
+    Interval {
+        worker: usize,
+        second: u64,
+        rec: Box<Recorder>,
+    },
     /// The worker has finished.
     Done { worker: usize },
 }
@@ -608,7 +694,11 @@ async fn worker(ctx: WorkerCtx) {
 
 fn flush(ctx: &WorkerCtx, second: u64, cur: &mut Box<Recorder>) {
     let rec = std::mem::take(cur);
-    let _ = ctx.tx.send(Report::Interval { worker: ctx.id, second, rec });
+    let _ = ctx.tx.send(Report::Interval {
+        worker: ctx.id,
+        second,
+        rec,
+    });
 }
 
 fn record(rec: &mut Recorder, done: Completed, now: Instant) {
@@ -622,13 +712,18 @@ fn record(rec: &mut Recorder, done: Completed, now: Instant) {
             r.not_found += 1;
             r.record(now.saturating_duration_since(done.intended).as_micros() as u64);
         }
-        Outcome::Failed { class, timeout, message } => r.record_error(&class, timeout, &message),
+        Outcome::Failed {
+            class,
+            timeout,
+            message,
+        } => r.record_error(&class, timeout, &message),
         Outcome::Invalid { message } => {
             r.validation_failures += 1;
             // Still a completed request: its latency counts.
             r.record(now.saturating_duration_since(done.intended).as_micros() as u64);
             if r.error_samples.len() < 5 {
-                r.error_samples.push(format!("validation (key #{}): {message}", done.keynum));
+                r.error_samples
+                    .push(format!("validation (key #{}): {message}", done.keynum));
             }
         }
     }
@@ -644,7 +739,11 @@ fn plan(
     let spec = &shared.spec;
     let kind = chooser.next(rng);
     let keynum = if kind == OpKind::Insert {
-        shared.inserts.lock().expect("insert counter lock").next_value()
+        shared
+            .inserts
+            .lock()
+            .expect("insert counter lock")
+            .next_value()
     } else {
         let last = shared.last_key.load(Ordering::Acquire);
         keys.next(rng, last)
@@ -658,17 +757,33 @@ fn plan(
         if matches!(kind, OpKind::Read | OpKind::ReadModifyWrite) {
             expect = Some(v.expect(keynum, spec.field_count));
         }
-        if matches!(kind, OpKind::Update | OpKind::Insert | OpKind::ReadModifyWrite) {
+        if matches!(
+            kind,
+            OpKind::Update | OpKind::Insert | OpKind::ReadModifyWrite
+        ) {
             version = v.write_start(keynum, &written_fields(spec, kind, field), spec.field_count);
         }
     }
-    Planned { kind, keynum, key, field, version, scan_len, intended, expect }
+    Planned {
+        kind,
+        keynum,
+        key,
+        field,
+        version,
+        scan_len,
+        intended,
+        expect,
+    }
 }
 
 fn cpu_seconds() -> f64 {
     // utime and stime (fields 14 and 15) in clock ticks; USER_HZ is 100 on Linux.
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return 0.0;
+    };
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // `after` starts at field 3 (state), so field n is at index n - 3.
@@ -684,19 +799,29 @@ pub async fn run(
     label: &str,
 ) -> anyhow::Result<RunResult> {
     if shape.concurrency == 0 || shape.concurrency > MAX_CONCURRENCY {
-        bail!("concurrency must be 1..={MAX_CONCURRENCY}, got {}", shape.concurrency);
+        bail!(
+            "concurrency must be 1..={MAX_CONCURRENCY}, got {}",
+            shape.concurrency
+        );
     }
     if shape.duration.is_none() && shape.operations.is_none() {
         bail!("give a --duration or an --operations count");
     }
     if shape.validate && spec.field_length < 12 {
-        bail!("--validate needs fields of at least 12 bytes, got {}", spec.field_length);
+        bail!(
+            "--validate needs fields of at least 12 bytes, got {}",
+            spec.field_length
+        );
     }
     let server_version = server_version(&session).await;
     let stmts = prepare(&session, schema, spec).await?;
     let workers = shape.workers.clamp(1, shape.concurrency);
     let counter = InsertCounter::new(shape.insert_start);
-    let last = if spec.records == 0 { 0 } else { spec.records - 1 };
+    let last = if spec.records == 0 {
+        0
+    } else {
+        spec.records - 1
+    };
     let shared = Arc::new(Shared {
         session,
         stmts,
@@ -748,7 +873,11 @@ pub async fn run(
     let mut printed = false;
     while let Some(msg) = rx.recv().await {
         match msg {
-            Report::Interval { worker, second, rec } => {
+            Report::Interval {
+                worker,
+                second,
+                rec,
+            } => {
                 pending.entry(second).or_default().merge(&rec);
                 reported[worker] = Some(second);
             }

@@ -41,7 +41,9 @@ pub struct OpRecord {
 impl OpRecord {
     /// Records a successful operation's latency.
     pub fn record(&mut self, latency_us: u64) {
-        self.hist.get_or_insert_with(new_histogram).saturating_record(latency_us.max(1));
+        self.hist
+            .get_or_insert_with(new_histogram)
+            .saturating_record(latency_us.max(1));
     }
 
     /// Records a failed operation.
@@ -230,9 +232,17 @@ impl OpSummary {
             not_found: rec.not_found,
             validated: rec.validated,
             validation_failures: rec.validation_failures,
-            ops_per_sec_sustained: if seconds > 0.0 { rec.count() as f64 / seconds } else { 0.0 },
+            ops_per_sec_sustained: if seconds > 0.0 {
+                rec.count() as f64 / seconds
+            } else {
+                0.0
+            },
             // A run shorter than a second has no full second; the peak is never below the mean.
-            ops_per_sec_peak: (peak as f64).max(if seconds > 0.0 { rec.count() as f64 / seconds } else { 0.0 }),
+            ops_per_sec_peak: (peak as f64).max(if seconds > 0.0 {
+                rec.count() as f64 / seconds
+            } else {
+                0.0
+            }),
             errors_by_kind: rec.errors.clone(),
             error_samples: rec.error_samples.clone(),
             ..Default::default()
@@ -250,8 +260,9 @@ impl OpSummary {
 }
 
 /// Quantiles at which the percentile-distribution curves are sampled.
-pub const CURVE_QUANTILES: [f64; 12] =
-    [0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1.0];
+pub const CURVE_QUANTILES: [f64; 12] = [
+    0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1.0,
+];
 
 /// `(percentile, ms)` points of a latency distribution, for the percentile plot.
 pub fn percentile_curve(rec: &OpRecord) -> Vec<(f64, f64)> {
@@ -276,7 +287,11 @@ pub fn summarize(
         if rec.is_empty() {
             continue;
         }
-        let peak = timeline.iter().map(|p| p.ops[kind.index()]).max().unwrap_or(0);
+        let peak = timeline
+            .iter()
+            .map(|p| p.ops[kind.index()])
+            .max()
+            .unwrap_or(0);
         ops.push(OpSummary::new(kind.name(), rec, seconds, peak));
     }
     let peak = timeline.iter().map(|p| p.total).max().unwrap_or(0);
@@ -309,8 +324,10 @@ mod tests {
             rec.op(OpKind::Read).record(us * 10); // 0.01 .. 10 ms
         }
         rec.op(OpKind::Update).record(50_000);
-        rec.op(OpKind::Update).record_error("WriteTimeout", true, "timed out");
-        rec.op(OpKind::Update).record_error("WriteTimeout", true, "timed out");
+        rec.op(OpKind::Update)
+            .record_error("WriteTimeout", true, "timed out");
+        rec.op(OpKind::Update)
+            .record_error("WriteTimeout", true, "timed out");
         let timeline = vec![TimelinePoint::from_interval(0, &rec)];
         let (ops, overall) = summarize(&rec, &timeline, 2.0);
         assert_eq!(ops.len(), 2);

@@ -58,14 +58,19 @@ impl Validator {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as u32)
             .unwrap_or(1);
-        Validator { keys: Mutex::new(HashMap::new()), next_version: AtomicU32::new(base) }
+        Validator {
+            keys: Mutex::new(HashMap::new()),
+            next_version: AtomicU32::new(base),
+        }
     }
 
     /// Registers a write to `fields` of `keynum` and returns the version it writes.
     pub fn write_start(&self, keynum: u64, fields: &[usize], field_count: usize) -> u32 {
         let v = self.next_version.fetch_add(1, Ordering::Relaxed);
         let mut keys = self.keys.lock().expect("validator lock");
-        let st = keys.entry(keynum).or_insert_with(|| vec![FieldState::default(); field_count]);
+        let st = keys
+            .entry(keynum)
+            .or_insert_with(|| vec![FieldState::default(); field_count]);
         for &f in fields {
             st[f].in_flight.push(v);
         }
@@ -96,7 +101,10 @@ impl Validator {
     pub fn expect(&self, keynum: u64, _field_count: usize) -> Expectation {
         let issued_from = self.next_version.load(Ordering::Relaxed);
         let keys = self.keys.lock().expect("validator lock");
-        Expectation { issued_from, fields: keys.get(&keynum).cloned() }
+        Expectation {
+            issued_from,
+            fields: keys.get(&keynum).cloned(),
+        }
     }
 
     /// Checks one row read by key: columns `y_id, field0..`.
@@ -112,10 +120,13 @@ impl Validator {
             return Err(format!("asked for {key}, got row {got_key}"));
         }
         for f in 0..spec.field_count {
-            let value = text(row.columns.get(f + 1))
-                .ok_or_else(|| format!("{key}.field{f} is null"))?;
+            let value =
+                text(row.columns.get(f + 1)).ok_or_else(|| format!("{key}.field{f} is null"))?;
             let v = check_field_value(key, f, spec.field_length, value).ok_or_else(|| {
-                format!("{key}.field{f} is not a value written for that key and field: {:.40}", value)
+                format!(
+                    "{key}.field{f} is not a value written for that key and field: {:.40}",
+                    value
+                )
             })?;
             if let Some(fields) = &expect.fields {
                 let fs = &fields[f];
@@ -143,17 +154,24 @@ impl Validator {
         limit: i32,
     ) -> Result<(), String> {
         if rows.rows_num() > limit.max(0) as usize {
-            return Err(format!("scan with LIMIT {limit} returned {} rows", rows.rows_num()));
+            return Err(format!(
+                "scan with LIMIT {limit} returned {} rows",
+                rows.rows_num()
+            ));
         }
         let iter = rows.rows::<Row>().map_err(|e| format!("scan rows: {e}"))?;
         for row in iter {
             let row = row.map_err(|e| format!("scan row: {e}"))?;
-            let key = text(row.columns.first()).ok_or("scan row with null y_id")?.to_string();
+            let key = text(row.columns.first())
+                .ok_or("scan row with null y_id")?
+                .to_string();
             for f in 0..spec.field_count {
                 let value = text(row.columns.get(f + 1))
                     .ok_or_else(|| format!("{key}.field{f} is null in a scan"))?;
                 if check_field_value(&key, f, spec.field_length, value).is_none() {
-                    return Err(format!("scan: {key}.field{f} is not a value written for it"));
+                    return Err(format!(
+                        "scan: {key}.field{f} is not a value written for it"
+                    ));
                 }
             }
         }
@@ -185,11 +203,15 @@ mod tests {
         let v = Validator::new();
         let e = v.expect(1, spec.field_count);
         let vals: Vec<String> = (0..10).map(|f| field_value("user1", f, 3, 100)).collect();
-        assert!(v.check_row(&spec, "user1", &row("user1", &vals), &e).is_ok());
+        assert!(v
+            .check_row(&spec, "user1", &row("user1", &vals), &e)
+            .is_ok());
         // A value belonging to another key is caught.
         let mut bad = vals.clone();
         bad[4] = field_value("user2", 4, 3, 100);
-        assert!(v.check_row(&spec, "user1", &row("user1", &bad), &e).is_err());
+        assert!(v
+            .check_row(&spec, "user1", &row("user1", &bad), &e)
+            .is_err());
     }
 
     #[test]
@@ -201,13 +223,19 @@ mod tests {
         let e = val.expect(7, spec.field_count);
         let mut vals: Vec<String> = (0..10).map(|f| field_value("user7", f, 0, 100)).collect();
         // Field 2 still at the old version 0: stale.
-        assert!(val.check_row(&spec, "user7", &row("user7", &vals), &e).is_err());
+        assert!(val
+            .check_row(&spec, "user7", &row("user7", &vals), &e)
+            .is_err());
         vals[2] = field_value("user7", 2, ver, 100);
-        assert!(val.check_row(&spec, "user7", &row("user7", &vals), &e).is_ok());
+        assert!(val
+            .check_row(&spec, "user7", &row("user7", &vals), &e)
+            .is_ok());
         // A write issued after the read started may be seen.
         let later = val.write_start(7, &[2], spec.field_count);
         vals[2] = field_value("user7", 2, later, 100);
-        assert!(val.check_row(&spec, "user7", &row("user7", &vals), &e).is_ok());
+        assert!(val
+            .check_row(&spec, "user7", &row("user7", &vals), &e)
+            .is_ok());
     }
 
     #[test]
@@ -223,15 +251,21 @@ mod tests {
         let mut vals: Vec<String> = (0..10).map(|f| field_value("user9", f, 0, 100)).collect();
         for v in [x, y] {
             vals[0] = field_value("user9", 0, v, 100);
-            assert!(val.check_row(&spec, "user9", &row("user9", &vals), &e).is_ok());
+            assert!(val
+                .check_row(&spec, "user9", &row("user9", &vals), &e)
+                .is_ok());
         }
         // A later write that starts after both completed overwrites them for sure.
         let z = val.write_start(9, &[0], spec.field_count);
         val.write_done(9, &[0], z, true);
         let e = val.expect(9, spec.field_count);
         vals[0] = field_value("user9", 0, y, 100);
-        assert!(val.check_row(&spec, "user9", &row("user9", &vals), &e).is_err());
+        assert!(val
+            .check_row(&spec, "user9", &row("user9", &vals), &e)
+            .is_err());
         vals[0] = field_value("user9", 0, z, 100);
-        assert!(val.check_row(&spec, "user9", &row("user9", &vals), &e).is_ok());
+        assert!(val
+            .check_row(&spec, "user9", &row("user9", &vals), &e)
+            .is_ok());
     }
 }

@@ -25,8 +25,13 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in report order.
-    pub const ALL: [OpKind; 5] =
-        [OpKind::Read, OpKind::Update, OpKind::Insert, OpKind::Scan, OpKind::ReadModifyWrite];
+    pub const ALL: [OpKind; 5] = [
+        OpKind::Read,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::ReadModifyWrite,
+    ];
 
     /// Index into per-kind arrays.
     pub fn index(self) -> usize {
@@ -118,7 +123,10 @@ impl WorkloadSpec {
         let (p, name) = match kind {
             "write" => ([0.0, 0.0, 1.0, 0.0, 0.0], "stress-write"),
             "read" => ([1.0, 0.0, 0.0, 0.0, 0.0], "stress-read"),
-            "mixed" => ([read_ratio, 1.0 - read_ratio, 0.0, 0.0, 0.0], "stress-mixed"),
+            "mixed" => (
+                [read_ratio, 1.0 - read_ratio, 0.0, 0.0, 0.0],
+                "stress-mixed",
+            ),
             _ => return None,
         };
         Some(WorkloadSpec {
@@ -239,8 +247,7 @@ pub fn field_value(key: &str, field: usize, version: u32, len: usize) -> String 
     out.push_str(&version.to_string());
     out.push(':');
     let mut state = seed(key, field, version);
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     while out.len() < len {
         let mut x = splitmix(&mut state);
         for _ in 0..10 {
@@ -266,7 +273,11 @@ pub fn check_field_value(key: &str, field: usize, len: usize, value: &str) -> Op
 
 fn seed(key: &str, field: usize, version: u32) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
-    for b in key.bytes().chain((field as u32).to_le_bytes()).chain(version.to_le_bytes()) {
+    for b in key
+        .bytes()
+        .chain((field as u32).to_le_bytes())
+        .chain(version.to_le_bytes())
+    {
         h ^= b as u64;
         h = h.wrapping_mul(1_099_511_628_211);
     }

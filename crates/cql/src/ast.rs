@@ -1009,6 +1009,8 @@ pub enum AlterTableAction {
     },
     /// `WITH options`.
     With(TableOptions),
+    /// `DROP COMPACT STORAGE` (Cassandra 4.0 migration aid).
+    DropCompactStorage,
     /// Legacy `ALTER c TYPE t` (removed in Cassandra 4.0; the executor rejects it).
     AlterColumnType { column: String, ty: CqlType },
 }

@@ -19,7 +19,8 @@ pub enum ParseErrorKind {
 /// `line 1:9 mismatched input 'FRO' expecting K_FROM (SELECT * [FRO]...)`. The line is 1-based
 /// and the column 0-based (in characters), as ANTLR reports them. Errors of kind
 /// [`ParseErrorKind::Invalid`] print only the message, as Cassandra does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", Rendered(self))]
 pub struct ParseError {
     pub kind: ParseErrorKind,
     /// 1-based line of the offending token.
@@ -58,18 +59,18 @@ impl ParseError {
     }
 }
 
-impl fmt::Display for ParseError {
+/// The `Display` form: Cassandra prefixes syntax errors with the position only.
+struct Rendered<'a>(&'a ParseError);
+
+impl fmt::Display for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            ParseErrorKind::Syntax => {
-                write!(f, "line {}:{} {}", self.line, self.column, self.message)
-            }
-            ParseErrorKind::Invalid => f.write_str(&self.message),
+        let e = self.0;
+        match e.kind {
+            ParseErrorKind::Syntax => write!(f, "line {}:{} {}", e.line, e.column, e.message),
+            ParseErrorKind::Invalid => f.write_str(&e.message),
         }
     }
 }
-
-impl std::error::Error for ParseError {}
 
 /// 1-based line and 0-based character column of byte `offset` in `src`.
 fn line_col(src: &str, offset: usize) -> (u32, u32) {

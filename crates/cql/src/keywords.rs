@@ -7,77 +7,84 @@
 
 use std::borrow::Cow;
 
-/// Reserved keywords of CQL as of Cassandra 5.0 (upper case).
-const RESERVED: &[&str] = &[
-    "ADD",
-    "ALLOW",
-    "ALTER",
-    "AND",
-    "APPLY",
-    "ASC",
-    "AUTHORIZE",
-    "BATCH",
-    "BEGIN",
-    "BY",
-    "COLUMNFAMILY",
-    "CREATE",
-    "DELETE",
-    "DESC",
-    "DESCRIBE",
-    "DROP",
-    "ENTRIES",
-    "EXECUTE",
-    "FROM",
-    "FULL",
-    "GRANT",
-    "IF",
-    "IN",
-    "INDEX",
-    "INFINITY",
-    "INSERT",
-    "INTO",
-    "IS",
-    "KEYSPACE",
-    "LIMIT",
-    "MATERIALIZED",
-    "MODIFY",
-    "NAN",
-    "NORECURSIVE",
-    "NOT",
-    "NULL",
-    "OF",
-    "ON",
-    "OR",
-    "ORDER",
-    "PRIMARY",
-    "RENAME",
-    "REPLACE",
-    "REVOKE",
-    "SCHEMA",
-    "SELECT",
-    "SET",
-    "TABLE",
-    "TO",
-    "TOKEN",
-    "TRUNCATE",
-    "UNLOGGED",
-    "UPDATE",
-    "USE",
-    "USING",
-    "VIEW",
-    "WHERE",
-    "WITH",
-];
-
-/// Longest reserved keyword, to reject long words without comparing.
+/// Longest reserved keyword (`COLUMNFAMILY`, `MATERIALIZED`, `NORECURSIVE`).
 const MAX_RESERVED_LEN: usize = 12;
 
-/// True if `word` (any case) is a reserved CQL keyword and so cannot be an unquoted name.
+/// True if `word` (any case) is a reserved CQL keyword (Cassandra 5.0's
+/// `reserved_keywords.txt`) and so cannot be an unquoted name.
+///
+/// Called for nearly every token, so it upper-cases into a stack buffer and lets the compiler
+/// build the comparison tree instead of scanning a list.
 pub fn is_reserved(word: &str) -> bool {
-    if word.len() > MAX_RESERVED_LEN || word.len() < 2 {
+    let b = word.as_bytes();
+    if b.len() > MAX_RESERVED_LEN || b.len() < 2 {
         return false;
     }
-    RESERVED.iter().any(|k| k.eq_ignore_ascii_case(word))
+    let mut buf = [0u8; MAX_RESERVED_LEN];
+    for (d, s) in buf.iter_mut().zip(b) {
+        *d = s.to_ascii_uppercase();
+    }
+    matches!(
+        &buf[..b.len()],
+        b"ADD"
+            | b"ALLOW"
+            | b"ALTER"
+            | b"AND"
+            | b"APPLY"
+            | b"ASC"
+            | b"AUTHORIZE"
+            | b"BATCH"
+            | b"BEGIN"
+            | b"BY"
+            | b"COLUMNFAMILY"
+            | b"CREATE"
+            | b"DELETE"
+            | b"DESC"
+            | b"DESCRIBE"
+            | b"DROP"
+            | b"ENTRIES"
+            | b"EXECUTE"
+            | b"FROM"
+            | b"FULL"
+            | b"GRANT"
+            | b"IF"
+            | b"IN"
+            | b"INDEX"
+            | b"INFINITY"
+            | b"INSERT"
+            | b"INTO"
+            | b"IS"
+            | b"KEYSPACE"
+            | b"LIMIT"
+            | b"MATERIALIZED"
+            | b"MODIFY"
+            | b"NAN"
+            | b"NORECURSIVE"
+            | b"NOT"
+            | b"NULL"
+            | b"OF"
+            | b"ON"
+            | b"OR"
+            | b"ORDER"
+            | b"PRIMARY"
+            | b"RENAME"
+            | b"REPLACE"
+            | b"REVOKE"
+            | b"SCHEMA"
+            | b"SELECT"
+            | b"SET"
+            | b"TABLE"
+            | b"TO"
+            | b"TOKEN"
+            | b"TRUNCATE"
+            | b"UNLOGGED"
+            | b"UPDATE"
+            | b"USE"
+            | b"USING"
+            | b"VIEW"
+            | b"WHERE"
+            | b"WITH"
+    )
 }
 
 /// Quotes `name` for CQL output when it would not read back as the same identifier unquoted:

@@ -1977,6 +1977,10 @@ impl<'a> Parser<'a> {
                 columns,
             });
         }
+        if self.at_kw("drop") && self.kw_at_n(1, "compact") && self.kw_at_n(2, "storage") {
+            self.pos += 3;
+            return Ok(AlterTableAction::DropCompactStorage);
+        }
         if self.eat_kw("drop") {
             let if_exists = self.if_exists()?;
             let columns = if self.eat(Tok::LParen) {

@@ -109,6 +109,8 @@ const VALID: &[&str] = &[
     "ALTER TABLE addamsFamily WITH comment = 'A most excellent and useful table'",
     "ALTER TABLE t WITH compaction = {'class': 'LeveledCompactionStrategy'} AND gc_grace_seconds = 0",
     "ALTER TABLE t ALTER v TYPE blob",
+    "ALTER TABLE t DROP COMPACT STORAGE",
+    "ALTER TABLE t DROP compact",
     "DROP TABLE worldSeriesAttendees",
     "DROP TABLE IF EXISTS ks.t",
     "DROP COLUMNFAMILY t",

@@ -36,7 +36,7 @@ enum Command {
     /// Run the CQL server (the default).
     Serve(ServeArgs),
     /// Run a benchmark against a CQL endpoint.
-    Bench(bench_stub::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
 }
 
 #[derive(Args, Clone, Default)]
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         )
         .init();
     let result = match cli.command {
-        Some(Command::Bench(args)) => bench_stub::main(args),
+        Some(Command::Bench(args)) => bench::main(*args),
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
     };
@@ -138,20 +138,4 @@ async fn wait_for_signal() {
 #[cfg(not(unix))]
 async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
-}
-
-// TEMPORARY: the `bench` crate does not export `BenchArgs`/`main` yet. Replace `bench_stub::`
-// with `bench::` above and delete this module once it does.
-mod bench_stub {
-    /// Benchmark options (placeholder until the `bench` crate exports its own).
-    #[derive(clap::Args)]
-    pub struct BenchArgs {
-        /// Arguments for the benchmark.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        pub args: Vec<String>,
-    }
-
-    pub fn main(_args: BenchArgs) -> anyhow::Result<()> {
-        anyhow::bail!("`peregrine bench` is not built yet")
-    }
 }

@@ -222,12 +222,14 @@ impl EnvelopeAssembler {
             while !buf.is_empty() {
                 match decode_envelope(&mut buf, self.max_frame_bytes, None)? {
                     Some(env) => out.push(env),
-                    None => return Err(FrameError::Segment {
-                        reason: format!(
+                    None => {
+                        return Err(FrameError::Segment {
+                            reason: format!(
                             "self-contained segment ends with {} bytes of an incomplete envelope",
                             buf.len()
                         ),
-                    }),
+                        })
+                    }
                 }
             }
             return Ok(());

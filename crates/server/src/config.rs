@@ -146,25 +146,40 @@ impl Config {
                 ]))
             }
         };
-        // serde stops at the first bad field; check one key at a time to report them all.
+        // serde stops at the first bad field; check one key at a time to report them all, then
+        // check ranges on the keys that did parse.
         let mut problems = Vec::new();
-        for (key, value) in &map {
+        let mut good = serde_yaml::Mapping::new();
+        for (key, value) in map {
             let mut single = serde_yaml::Mapping::new();
             single.insert(key.clone(), value.clone());
-            if let Err(e) = serde_yaml::from_value::<Config>(serde_yaml::Value::Mapping(single)) {
-                let name = key
-                    .as_str()
-                    .map_or_else(|| format!("{key:?}"), str::to_string);
-                problems.push(format!("`{name}`: {e}"));
+            match serde_yaml::from_value::<Config>(serde_yaml::Value::Mapping(single)) {
+                Ok(_) => {
+                    good.insert(key, value);
+                }
+                Err(e) => {
+                    let name = key
+                        .as_str()
+                        .map_or_else(|| format!("{key:?}"), str::to_string);
+                    problems.push(format!("`{name}`: {e}"));
+                }
             }
         }
-        if !problems.is_empty() {
-            return Err(err(problems));
+        let config = match serde_yaml::from_value::<Config>(serde_yaml::Value::Mapping(good)) {
+            Ok(config) => config,
+            Err(e) => {
+                problems.push(e.to_string());
+                return Err(err(problems));
+            }
+        };
+        if let Err(e) = config.validate() {
+            problems.extend(e.problems);
         }
-        let config: Config = serde_yaml::from_value(serde_yaml::Value::Mapping(map))
-            .map_err(|e| err(vec![e.to_string()]))?;
-        config.validate()?;
-        Ok(config)
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(err(problems))
+        }
     }
 
     /// Checks the values against each other and their allowed ranges; all problems at once.
@@ -271,7 +286,7 @@ pub fn format_duration(d: Duration) -> String {
         ("ms", 1_000_000),
         ("us", 1_000),
     ] {
-        if nanos != 0 && nanos % per == 0 {
+        if nanos != 0 && nanos.is_multiple_of(per) {
             return format!("{}{unit}", nanos / per);
         }
     }
@@ -335,10 +350,11 @@ mod tests {
     fn all_problems_are_reported_at_once() {
         let e = Config::from_yaml(
             "listen: not-an-address\nbogus_key: 1\nrequest_timeout: 10 parsecs\n\
-             commitlog_sync: sometimes\n",
+             commitlog_sync: sometimes\nmax_connections: 0\n",
         )
         .unwrap_err();
-        assert_eq!(e.problems.len(), 4, "{e}");
+        assert_eq!(e.problems.len(), 5, "{e}");
+        assert!(e.to_string().contains("max_connections"), "{e}");
         let text = e.to_string();
         assert!(text.contains("bogus_key"), "{text}");
         assert!(text.contains("`listen`"), "{text}");

@@ -1,28 +1,309 @@
 //! `LocalBackend`: standalone mode, the embedded engine behind the [`Backend`] trait.
 //!
-//! Placeholder until the engine is wired in: every request is answered with a ServerError.
+//! Translates decoded requests into engine calls and engine outcomes into responses. The
+//! engine is synchronous: point operations run inline on the async worker (they are
+//! memtable/page-cache work measured in microseconds); range scans and writes that must
+//! fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
 
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions, Values};
 use proto::error::DbError;
-use proto::request::Request;
-use proto::response::Response;
+use proto::request::{self, QueryParams, RawValue, Request};
+use proto::response::{
+    ColumnSpec, Prepared, PreparedMetadata, Response, ResultBody, Rows, RowsMetadata, SchemaChange,
+    SchemaChangeTarget, SchemaChangeType,
+};
 
 use crate::backend::{Backend, ConnState};
-use crate::config::Config;
+use crate::config::{CommitlogSync, Config};
 
 /// The embedded storage engine as a backend.
 pub struct LocalBackend {
-    _private: (),
+    engine: Arc<Engine>,
+    sync_writes: bool,
 }
 
 impl LocalBackend {
     /// Opens (or creates) the database under `config.data_dir`.
-    pub fn open(_config: &Config) -> anyhow::Result<Self> {
-        Ok(LocalBackend { _private: () })
+    pub fn open(config: &Config) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let (filter, handle) = engine::purge_filter();
+        let sync = match config.commitlog_sync {
+            CommitlogSync::Batch => storage::SyncMode::Batch,
+            CommitlogSync::Periodic => storage::SyncMode::Periodic(config.commitlog_sync_period),
+        };
+        let store = storage::LsmStorage::open(
+            &config.data_dir,
+            storage::Options {
+                sync,
+                filter: Some(filter),
+                ..storage::Options::default()
+            },
+        )?;
+        let rpc_address: IpAddr = if config.listen.ip().is_unspecified() {
+            IpAddr::from([127, 0, 0, 1])
+        } else {
+            config.listen.ip()
+        };
+        let node = NodeInfo {
+            cluster_name: config.cluster_name.clone(),
+            datacenter: "datacenter1".into(),
+            rack: "rack1".into(),
+            rpc_address,
+            rpc_port: config.listen.port(),
+            host_id: [0; 16],
+            release_version: "5.0.9".into(),
+        };
+        let engine = Engine::open_with_filter(Arc::new(store), node, handle)
+            .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
+        Ok(LocalBackend {
+            engine: Arc::new(engine),
+            sync_writes: config.commitlog_sync == CommitlogSync::Batch,
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+fn bound(v: RawValue) -> BoundValue {
+    match v {
+        RawValue::Null => BoundValue::Null,
+        RawValue::Unset => BoundValue::Unset,
+        RawValue::Bytes(b) => BoundValue::Bytes(b),
+    }
+}
+
+fn values(v: request::Values) -> Values {
+    match v {
+        request::Values::None => Values::Positional(Vec::new()),
+        request::Values::Positional(v) => Values::Positional(v.into_iter().map(bound).collect()),
+        request::Values::Named(v) => {
+            Values::Named(v.into_iter().map(|(n, x)| (n, bound(x))).collect())
+        }
+    }
+}
+
+fn options(conn: &ConnState, p: &QueryParams) -> QueryOptions {
+    QueryOptions {
+        keyspace: p
+            .keyspace
+            .clone()
+            .or_else(|| conn.keyspace().map(|k| k.to_string())),
+        page_size: p.page_size,
+        paging_state: p.paging_state.as_ref().map(|b| b.to_vec()),
+        timestamp: p.default_timestamp,
+    }
+}
+
+fn column_specs(ks: &str, table: &str, cols: &[engine::plan::OutputColumn]) -> Vec<ColumnSpec> {
+    cols.iter()
+        .map(|c| ColumnSpec {
+            keyspace: ks.to_string(),
+            table: table.to_string(),
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+        })
+        .collect()
+}
+
+fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
+    match o {
+        Err(e) => Response::Error(e),
+        Ok(Outcome::Void) => Response::Result(ResultBody::Void),
+        Ok(Outcome::SetKeyspace(ks)) => Response::Result(ResultBody::SetKeyspace(ks)),
+        Ok(Outcome::Rows(rs)) => Response::Result(ResultBody::Rows(Rows {
+            metadata: RowsMetadata {
+                columns: column_specs(&rs.keyspace, &rs.table, &rs.columns),
+                paging_state: rs.paging_state.map(Bytes::from),
+                no_metadata: skip_metadata,
+                new_metadata_id: None,
+            },
+            rows_count: rs.rows as i32,
+            data: Bytes::from(rs.data),
+        })),
+        Ok(Outcome::SchemaChange(c)) => {
+            let change = match c.change {
+                "CREATED" => SchemaChangeType::Created,
+                "DROPPED" => SchemaChangeType::Dropped,
+                _ => SchemaChangeType::Updated,
+            };
+            let target = match c.name {
+                Some(name) => SchemaChangeTarget::Table {
+                    keyspace: c.keyspace,
+                    name,
+                },
+                None => SchemaChangeTarget::Keyspace(c.keyspace),
+            };
+            Response::Result(ResultBody::SchemaChange(SchemaChange { change, target }))
+        }
+    }
+}
+
+fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
+    let binds = p.binds();
+    let columns = binds
+        .iter()
+        .map(|b| ColumnSpec {
+            keyspace: b.keyspace.clone(),
+            table: b.table.clone(),
+            name: b.name.clone(),
+            ty: b.ty.clone(),
+        })
+        .collect();
+    let result_metadata = match p.result_columns() {
+        Some((ks, t, cols)) => RowsMetadata {
+            columns: column_specs(&ks, &t, &cols),
+            ..RowsMetadata::default()
+        },
+        None => RowsMetadata {
+            no_metadata: true,
+            ..RowsMetadata::default()
+        },
+    };
+    Response::Result(ResultBody::Prepared(Prepared {
+        id: Bytes::copy_from_slice(&p.id),
+        result_metadata_id: v5.then(|| Bytes::copy_from_slice(&p.result_metadata_id())),
+        bind_metadata: PreparedMetadata {
+            columns,
+            pk_indexes: p.pk_indexes(),
+        },
+        result_metadata,
+    }))
+}
+
+impl LocalBackend {
+    /// Runs `f` inline, or on the blocking pool when it may fsync or scan at length.
+    async fn run<T: Send + 'static>(
+        &self,
+        blocking: bool,
+        f: impl FnOnce(&Engine) -> T + Send + 'static,
+    ) -> Result<T, DbError> {
+        if blocking {
+            let engine = self.engine.clone();
+            tokio::task::spawn_blocking(move || f(&engine))
+                .await
+                .map_err(|e| DbError::server(format!("request task failed: {e}")))
+        } else {
+            Ok(f(&self.engine))
+        }
     }
 }
 
 impl Backend for LocalBackend {
-    async fn handle(&self, _conn: &ConnState, _req: Request) -> Response {
-        Response::Error(DbError::server("not implemented"))
+    async fn handle(&self, conn: &ConnState, req: Request) -> Response {
+        let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
+        match req {
+            Request::Query(q) => {
+                let opts = options(conn, &q.params);
+                let vals = values(q.params.values);
+                let now = Now::system();
+                // Unprepared statements are not the hot path; they may scan or fsync.
+                let text = q.query;
+                let r = self
+                    .run(true, move |e| e.query(&text, vals, &opts, now))
+                    .await
+                    .and_then(|x| x);
+                outcome(r, false)
+            }
+            Request::Prepare(p) => {
+                let ks = p
+                    .keyspace
+                    .clone()
+                    .or_else(|| conn.keyspace().map(|k| k.to_string()));
+                match self.engine.prepare(&p.query, ks.as_deref()) {
+                    Ok(prep) => prepared_response(&prep, v5),
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::Execute(x) => {
+                let Some(prep) = self.engine.prepared(&x.id) else {
+                    return Response::Error(DbError::unprepared(x.id));
+                };
+                let opts = options(conn, &x.params);
+                let skip = x.params.skip_metadata;
+                let vals = values(x.params.values);
+                let now = Now::system();
+                let is_select = prep.result_columns().is_some();
+                let heavy = if is_select {
+                    prep.pk_indexes().is_empty()
+                } else {
+                    self.sync_writes
+                };
+                let id = x.id.clone();
+                let r = self
+                    .run(heavy, move |e| e.execute(&id, vals, &opts, now))
+                    .await
+                    .and_then(|x| x);
+                let mut resp = outcome(r, skip);
+                // v5: tell the client when its cached result metadata is stale.
+                if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
+                    let current = prep.result_metadata_id();
+                    if x.result_metadata_id.as_deref() != Some(&current[..]) {
+                        rows.metadata.no_metadata = false;
+                        rows.metadata.new_metadata_id = Some(Bytes::copy_from_slice(&current));
+                    }
+                }
+                resp
+            }
+            Request::Batch(b) => {
+                let opts = QueryOptions {
+                    keyspace: b
+                        .keyspace
+                        .clone()
+                        .or_else(|| conn.keyspace().map(|k| k.to_string())),
+                    page_size: None,
+                    paging_state: None,
+                    timestamp: b.default_timestamp,
+                };
+                let mut items = Vec::with_capacity(b.statements.len());
+                for s in b.statements {
+                    items.push(match s {
+                        request::BatchStatement::Query { query, values: v } => {
+                            BatchItem::Query(query, bind_all(v))
+                        }
+                        request::BatchStatement::Prepared { id, values: v } => {
+                            let Ok(id16) = <[u8; 16]>::try_from(&id[..]) else {
+                                return Response::Error(DbError::unprepared(id));
+                            };
+                            if self.engine.prepared(&id16).is_none() {
+                                return Response::Error(DbError::unprepared(id));
+                            }
+                            BatchItem::Prepared(id16, bind_all(v))
+                        }
+                    });
+                }
+                let now = Now::system();
+                let r = self
+                    .run(self.sync_writes, move |e| e.batch(items, &opts, now))
+                    .await
+                    .and_then(|x| x);
+                outcome(r, false)
+            }
+            Request::AuthResponse(_) => Response::Error(DbError::protocol(
+                "Unexpected AUTH_RESPONSE: authentication is not enabled",
+            )),
+            Request::Startup(_) | Request::Options | Request::Register(_) => Response::Error(
+                DbError::protocol("Unexpected message: handled by the connection, not the backend"),
+            ),
+        }
+    }
+
+    async fn shutdown(&self) {
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
+    }
+}
+
+fn bind_all(v: request::Values) -> Vec<Option<BoundValue>> {
+    match v {
+        request::Values::None => Vec::new(),
+        request::Values::Positional(v) => v.into_iter().map(|x| Some(bound(x))).collect(),
+        // Batches carry no names for values (spec section 4.1.7).
+        request::Values::Named(v) => v.into_iter().map(|(_, x)| Some(bound(x))).collect(),
     }
 }

@@ -1,17 +1,14 @@
 //! Turning a `Response` into the bytes of one envelope.
 //!
-//! Runs in the request task (so encoding happens in parallel across connections and requests,
-//! not in the writer). The body is encoded straight after a reserved header, which is filled in
-//! afterwards: one buffer, no copy, for the common uncompressed case.
+//! Runs in the request task (so encoding happens in parallel across requests, not in the
+//! writer). `proto` encodes the body in place after the header: one buffer, no copy, for the
+//! common uncompressed case.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use proto::frame::{compress, Compression, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
-use proto::response::Response;
+use proto::frame::{Compression, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
+use proto::response::{Response, ResponseExtras};
 
 use crate::backend::ConnState;
-
-/// Envelope header flag for a compressed body (v3/v4).
-const FLAG_COMPRESSION: u8 = proto::frame::flags::COMPRESSION;
 
 /// Encodes `resp` for an established connection (its version and compression).
 pub(crate) fn encode_response(conn: &ConnState, stream: i16, resp: &Response) -> Bytes {
@@ -27,22 +24,13 @@ pub(crate) fn encode(
     resp: &Response,
 ) -> Bytes {
     let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
-    out.put_bytes(0, HEADER_LEN);
-    resp.encode_body(version, &mut out);
-    let mut flags = 0;
-    if let (Some(c), true) = (compression, version < ProtocolVersion::V5) {
-        let packed = compress(c, &out[HEADER_LEN..]);
-        out.truncate(HEADER_LEN);
-        out.extend_from_slice(&packed);
-        flags |= FLAG_COMPRESSION;
-    }
-    let body_len = u32::try_from(out.len() - HEADER_LEN).unwrap_or(u32::MAX);
-    // The v3..v5 envelope header (proto::frame): version|0x80, flags, stream, opcode, length.
-    out[0] = version.as_u8() | RESPONSE_BIT;
-    out[1] = flags;
-    out[2..4].copy_from_slice(&stream.to_be_bytes());
-    out[4] = resp.opcode() as u8;
-    out[5..9].copy_from_slice(&body_len.to_be_bytes());
+    resp.encode_envelope(
+        version,
+        stream,
+        &ResponseExtras::default(),
+        compression,
+        &mut out,
+    );
     out.freeze()
 }
 

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Side-by-side: Peregrine (standalone) vs real Apache Cassandra 5.0.9 on this machine.
+#
+#   bench/compare-cassandra.sh            # full run with the defaults below
+#   DURATION=20s RECORDS=100000 bench/compare-cassandra.sh   # a quick one
+#
+# What it does, in order:
+#   1. scripts/setup.sh (Cassandra jars, Python venv) and `cargo build --release -p peregrine`;
+#   2. starts Cassandra via scripts/cassandra.sh (CQL port $CASSANDRA_PORT) and Peregrine
+#      (`peregrine serve --listen 127.0.0.1:$PEREGRINE_PORT --data-dir …`), both pinned to
+#      core $SERVER_CPU with taskset; the bench client is pinned to core $CLIENT_CPU;
+#   3. loads the same data into both: YCSB usertable ($RECORDS × 10 × 100 B) and the
+#      cassandra-stress style table ($STRESS_RECORDS × one 4 KB value);
+#   4. runs YCSB A, B, C, F, D, E (YCSB's recommended order: D and E insert) and the 4 KB
+#      100:0 read and 80:20 mixed cases with `peregrine bench compare`, which alternates the
+#      two servers for $ROUNDS rounds each and reports medians and the gain column;
+#   5. writes every table, JSON and HTML report to bench/results/<UTC date>/, plus summary.txt
+#      (all tables), index.html (links) and environment.txt (versions, pinning, heap);
+#   6. stops both servers (unless KEEP=1).
+#
+# Environment (defaults): RECORDS=1000000 STRESS_RECORDS=200000 DURATION=60s WARMUP=10s
+#   ROUNDS=3 CONCURRENCY=64 CONNECTIONS=2 PEREGRINE_PORT=9042 CASSANDRA_PORT=9142
+#   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G (passed to scripts/cassandra.sh)
+#   OUT=bench/results/<date> KEEP=0 WORKLOADS="a b c f d e" SKIP_LOAD=0
+#   BENCH="target/release/peregrine bench" (any command line that takes the bench subcommands)
+#   PEREGRINE_BIN=target/release/peregrine  SKIP_BUILD=0 (1: use the binaries as they are)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+RECORDS="${RECORDS:-1000000}"
+STRESS_RECORDS="${STRESS_RECORDS:-200000}"
+DURATION="${DURATION:-60s}"
+WARMUP="${WARMUP:-10s}"
+ROUNDS="${ROUNDS:-3}"
+CONCURRENCY="${CONCURRENCY:-64}"
+CONNECTIONS="${CONNECTIONS:-2}"
+PEREGRINE_PORT="${PEREGRINE_PORT:-9042}"
+CASSANDRA_PORT="${CASSANDRA_PORT:-9142}"
+SERVER_CPU="${SERVER_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+export CASSANDRA_HEAP="${CASSANDRA_HEAP:-1G}"
+WORKLOADS="${WORKLOADS:-a b c f d e}"
+KEEP="${KEEP:-0}"
+SKIP_LOAD="${SKIP_LOAD:-0}"
+DATE="$(date -u +%Y-%m-%d)"
+OUT="${OUT:-$ROOT/bench/results/$DATE}"
+PEREGRINE_DATA="${PEREGRINE_DATA:-$HOME/.cache/peregrine/compare-peregrine-data}"
+PEREGRINE_BIN="${PEREGRINE_BIN:-$ROOT/target/release/peregrine}"
+BENCH="${BENCH:-$PEREGRINE_BIN bench}"
+SKIP_BUILD="${SKIP_BUILD:-0}"
+
+log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "[compare] error: $*" >&2; exit 1; }
+
+command -v taskset >/dev/null || die "taskset not found (util-linux)"
+ncpu="$(nproc)"
+(( SERVER_CPU < ncpu && CLIENT_CPU < ncpu )) || die "need CPUs $SERVER_CPU and $CLIENT_CPU; this machine has $ncpu"
+[[ "$SERVER_CPU" != "$CLIENT_CPU" ]] || log "warning: servers and client share CPU $SERVER_CPU"
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+
+# ------------------------------------------------------------------ 1. tools and build
+log "setup (Cassandra jars, venv)"
+scripts/setup.sh >&2
+if [[ "$SKIP_BUILD" != 1 ]]; then
+    log "building peregrine (release)"
+    cargo build --release -p peregrine >&2
+fi
+[[ -x "$PEREGRINE_BIN" ]] || die "$PEREGRINE_BIN missing (build with cargo build --release -p peregrine)"
+
+# ------------------------------------------------------------------ 2. servers
+PEREGRINE_PID=""
+CASSANDRA_STARTED=0
+cleanup() {
+    local rc=$?
+    if [[ "$KEEP" == 1 ]]; then
+        log "KEEP=1: leaving servers running (peregrine pid ${PEREGRINE_PID:-none}, cassandra port $CASSANDRA_PORT)"
+        exit "$rc"
+    fi
+    if [[ -n "$PEREGRINE_PID" ]] && kill -0 "$PEREGRINE_PID" 2>/dev/null; then
+        log "stopping peregrine (pid $PEREGRINE_PID)"
+        kill -TERM "$PEREGRINE_PID" 2>/dev/null || true
+        for _ in $(seq 1 60); do kill -0 "$PEREGRINE_PID" 2>/dev/null || break; sleep 0.5; done
+        kill -0 "$PEREGRINE_PID" 2>/dev/null && kill -KILL "$PEREGRINE_PID" 2>/dev/null || true
+    fi
+    if [[ "$CASSANDRA_STARTED" == 1 ]]; then
+        scripts/cassandra.sh stop --port "$CASSANDRA_PORT" >&2 || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+log "starting Cassandra 5.0.9 on $CASSANDRA_PORT pinned to CPU $SERVER_CPU (heap $CASSANDRA_HEAP)"
+# Children inherit the affinity; pin every thread again in case it was already running.
+taskset -c "$SERVER_CPU" scripts/cassandra.sh start --port "$CASSANDRA_PORT" >&2
+CASSANDRA_STARTED=1
+CASSANDRA_DIR_USED="${CASSANDRA_DIR:-$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT}"
+CASSANDRA_PID="$(cat "$CASSANDRA_DIR_USED/cassandra.pid")"
+taskset -a -cp "$SERVER_CPU" "$CASSANDRA_PID" >/dev/null
+
+port_open "$PEREGRINE_PORT" && die "port $PEREGRINE_PORT is already in use"
+mkdir -p "$PEREGRINE_DATA"
+log "starting peregrine on $PEREGRINE_PORT pinned to CPU $SERVER_CPU (data $PEREGRINE_DATA)"
+taskset -c "$SERVER_CPU" "$PEREGRINE_BIN" serve \
+    --listen "127.0.0.1:$PEREGRINE_PORT" --data-dir "$PEREGRINE_DATA" \
+    >"$OUT/peregrine-server.log" 2>&1 &
+PEREGRINE_PID=$!
+for i in $(seq 1 120); do
+    port_open "$PEREGRINE_PORT" && break
+    kill -0 "$PEREGRINE_PID" 2>/dev/null || { tail -20 "$OUT/peregrine-server.log" >&2; die "peregrine exited during start"; }
+    sleep 0.5
+    (( i == 120 )) && die "peregrine did not listen on $PEREGRINE_PORT within 60 s"
+done
+taskset -a -cp "$SERVER_CPU" "$PEREGRINE_PID" >/dev/null
+
+{
+    echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "git_rev: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo none)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (dirty)')"
+    echo "peregrine: $("$PEREGRINE_BIN" --version 2>/dev/null || echo unknown), port $PEREGRINE_PORT, data $PEREGRINE_DATA"
+    echo "cassandra: 5.0.9, port $CASSANDRA_PORT, heap $CASSANDRA_HEAP, Java 17, assertions off (-da)"
+    echo "pinning: servers on CPU $SERVER_CPU, bench client on CPU $CLIENT_CPU (taskset)"
+    echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
+    echo "parameters: RECORDS=$RECORDS STRESS_RECORDS=$STRESS_RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY CONNECTIONS=$CONNECTIONS"
+} >"$OUT/environment.txt"
+cat "$OUT/environment.txt" >&2
+
+# ------------------------------------------------------------------ 3. load
+client() { taskset -c "$CLIENT_CPU" $BENCH "$@"; }
+P="peregrine=127.0.0.1:$PEREGRINE_PORT"
+C="cassandra=127.0.0.1:$CASSANDRA_PORT"
+COMMON=(--concurrency "$CONCURRENCY" --connections "$CONNECTIONS" --out "$OUT")
+
+if [[ "$SKIP_LOAD" != 1 ]]; then
+    for ep in "peregrine 127.0.0.1:$PEREGRINE_PORT" "cassandra 127.0.0.1:$CASSANDRA_PORT"; do
+        read -r name host <<<"$ep"
+        log "loading YCSB usertable into $name: $RECORDS records"
+        client load --workload a --records "$RECORDS" --drop --hosts "$host" --label "$name" \
+            --concurrency 256 --out "$OUT" --name "load-ycsb-$name" --quiet >/dev/null
+        log "loading 4 KB stress table into $name: $STRESS_RECORDS records"
+        client load --preset stress-read --payload 4096 --records "$STRESS_RECORDS" --drop --hosts "$host" \
+            --label "$name" --concurrency 256 --out "$OUT" --name "load-stress4k-$name" --quiet >/dev/null
+    done
+fi
+
+# ------------------------------------------------------------------ 4. runs
+summary="$OUT/summary.txt"
+cat "$OUT/environment.txt" >"$summary"
+echo >>"$summary"
+
+run_compare() {
+    local name="$1"; shift
+    log "compare $name: $ROUNDS rounds × $DURATION per server (+$WARMUP warm-up each)"
+    client compare --a "$P" --b "$C" --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" \
+        "${COMMON[@]}" --name "$name" --quiet "$@" >"$OUT/$name.stdout"
+    { echo "== $name"; cat "$OUT/$name.txt"; echo; } >>"$summary"
+}
+
+for w in $WORKLOADS; do
+    run_compare "ycsb-$w" --workload "$w" --records "$RECORDS"
+done
+run_compare "stress-4k-read-100-0" --preset stress-read --payload 4096 --records "$STRESS_RECORDS"
+run_compare "stress-4k-mixed-80-20" --preset stress-mixed --ratio 80:20 --payload 4096 --records "$STRESS_RECORDS"
+
+# ------------------------------------------------------------------ 5. index
+{
+    echo '<!doctype html><html><head><meta charset="utf-8"><title>Peregrine vs Cassandra '"$DATE"'</title>'
+    echo '<style>body{font-family:sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em}</style></head><body>'
+    echo "<h1>Peregrine vs Cassandra 5.0.9, $DATE</h1><ul>"
+    for f in "$OUT"/ycsb-*.html "$OUT"/stress-4k-*.html; do
+        [[ -f "$f" ]] && echo "<li><a href=\"$(basename "$f")\">$(basename "$f" .html)</a></li>"
+    done
+    echo "</ul><pre>"
+    sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' "$summary"
+    echo "</pre></body></html>"
+} >"$OUT/index.html"
+
+log "done: $summary and $OUT/index.html"
+cat "$summary"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Everything, in order (a sketch for CI; the lead wires it into .ci/run):
+#   1. scripts/setup.sh (venv + Cassandra jars)        4. start a reference Cassandra 5.0.9
+#   2. cargo build --release --bin peregrine            5. start peregrine on a free port
+#   3. cargo test --workspace                           6. pytest tests/python against peregrine
+#                                                       7. differential: peregrine vs Cassandra
+# Everything started is stopped on exit (trap). Exit status non-zero if any step failed.
+#
+# Environment: CASSANDRA_PORT (default 9142), PEREGRINE_PORT (default: a free port),
+#   SKIP_CARGO=1 (reuse an existing build, skip cargo test), SKIP_CASSANDRA=1 (no differential).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="${PEREGRINE_VENV:-$HOME/.cache/peregrine/venv}"
+PY="$VENV/bin/python"
+CASSANDRA_PORT="${CASSANDRA_PORT:-9142}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+BIN="${PEREGRINE_BIN:-$TARGET/release/peregrine}"
+failed=()
+peregrine_pid=""
+cassandra_started=0
+work="$(mktemp -d)"
+
+step() { echo; echo "=== $* ==="; }
+
+cleanup() {
+    if [[ -n "$peregrine_pid" ]] && kill -0 "$peregrine_pid" 2>/dev/null; then
+        kill -TERM "$peregrine_pid"; wait "$peregrine_pid" 2>/dev/null || true
+    fi
+    if [[ "$cassandra_started" == 1 ]]; then scripts/cassandra.sh stop --port "$CASSANDRA_PORT" || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step "setup"
+scripts/setup.sh || { echo "setup failed"; exit 1; }
+
+if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
+    step "cargo build --release --bin peregrine"
+    cargo build --release --bin peregrine || { echo "build failed"; exit 1; }
+    step "cargo test --workspace"
+    cargo test --workspace || failed+=("cargo test")
+fi
+[[ -x "$BIN" ]] || { echo "no peregrine binary at $BIN"; exit 1; }
+
+if [[ "${SKIP_CASSANDRA:-0}" != 1 ]]; then
+    step "start Cassandra 5.0.9 on $CASSANDRA_PORT"
+    if scripts/cassandra.sh start --port "$CASSANDRA_PORT" --clean; then
+        cassandra_started=1
+    else
+        failed+=("cassandra start")
+    fi
+fi
+
+step "start peregrine"
+PEREGRINE_PORT="${PEREGRINE_PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
+"$BIN" serve --listen "127.0.0.1:$PEREGRINE_PORT" --data-dir "$work/data" >"$work/peregrine.log" 2>&1 &
+peregrine_pid=$!
+for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$PEREGRINE_PORT") 2>/dev/null && break
+    kill -0 "$peregrine_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if ! (exec 3<>"/dev/tcp/127.0.0.1/$PEREGRINE_PORT") 2>/dev/null; then
+    echo "peregrine did not listen on $PEREGRINE_PORT"; tail -n 50 "$work/peregrine.log"; exit 1
+fi
+
+export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine
+step "pytest tests/python against peregrine on $PEREGRINE_PORT"
+"$PY" -m pytest tests/python tests/differential/test_differential.py -k "not test_scenario" -q || failed+=("tests/python")
+
+if [[ "$cassandra_started" == 1 ]]; then
+    step "differential: Cassandra (a) vs peregrine (b)"
+    "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
+        || failed+=("differential")
+fi
+
+echo
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "FAILED: ${failed[*]}"
+    echo "peregrine log: last lines"; tail -n 20 "$work/peregrine.log"
+    exit 1
+fi
+echo "all passed"
