@@ -5,6 +5,7 @@
 use crate::catalog::{ColumnDef, ColumnKind, Schema, TableDef};
 use crate::literal::const_term;
 use crate::plan::*;
+use crate::plan::{AggKind, Aggregate};
 use crate::EngineError;
 use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
@@ -402,28 +403,55 @@ impl<'a> Builder<'a> {
                 Selection::Rows(sels)
             }
             ast::Selection::Selectors(list) => {
-                let is_count = |e: &ast::SelectorExpr| match e {
-                    ast::SelectorExpr::CountRows => true,
-                    ast::SelectorExpr::Function { name, args } => {
-                        name.name.eq_ignore_ascii_case("count") && args.len() == 1
+                let agg_of = |e: &ast::SelectorExpr| -> Option<(AggKind, Option<String>)> {
+                    match e {
+                        ast::SelectorExpr::CountRows => Some((AggKind::CountRows, None)),
+                        ast::SelectorExpr::Function { name, args } if args.len() == 1 => {
+                            let kind = match name.name.to_ascii_lowercase().as_str() {
+                                "count" => AggKind::Count,
+                                "min" => AggKind::Min,
+                                "max" => AggKind::Max,
+                                "sum" => AggKind::Sum,
+                                "avg" => AggKind::Avg,
+                                _ => return None,
+                            };
+                            match &args[0] {
+                                ast::SelectorExpr::Column(c) => Some((kind, Some(c.clone()))),
+                                ast::SelectorExpr::Term(_) if kind == AggKind::Count => Some((AggKind::CountRows, None)),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
                     }
-                    _ => false,
                 };
-                if list.iter().any(|x| is_count(&x.expr)) {
-                    if list.len() != 1 {
-                        return Err(EngineError::invalid(
-                            "Mixing aggregate and non-aggregate selectors is not supported yet",
-                        ));
+                if list.iter().any(|x| agg_of(&x.expr).is_some()) {
+                    let mut aggs = Vec::new();
+                    for sel in list {
+                        let Some((kind, col)) = agg_of(&sel.expr) else {
+                            return Err(EngineError::invalid(
+                                "Mixing aggregate and non-aggregate selectors without GROUP BY is not supported yet",
+                            ));
+                        };
+                        let (column, ty, default_name) = match &col {
+                            None => (0, ColumnType::Bigint, "count".to_string()),
+                            Some(c) => {
+                                let (i, cd) = self.column(&t, c)?;
+                                let fname = match kind {
+                                    AggKind::Count => "count",
+                                    AggKind::Min => "min",
+                                    AggKind::Max => "max",
+                                    AggKind::Sum => "sum",
+                                    AggKind::Avg => "avg",
+                                    AggKind::CountRows => "count",
+                                };
+                                let ty = if kind == AggKind::Count { ColumnType::Bigint } else { cd.ty.clone() };
+                                (i, ty, format!("system.{fname}({c})"))
+                            }
+                        };
+                        aggs.push(Aggregate { kind, column });
+                        output.push(OutputColumn { name: sel.alias.clone().unwrap_or(default_name), ty });
                     }
-                    let name = list[0].alias.clone().unwrap_or_else(|| match &list[0].expr {
-                        ast::SelectorExpr::Function { args, .. } => match args.first() {
-                            Some(ast::SelectorExpr::Column(c)) => format!("system.count({c})"),
-                            _ => "count".to_string(),
-                        },
-                        _ => "count".to_string(),
-                    });
-                    output.push(OutputColumn { name, ty: ColumnType::Bigint });
-                    Selection::Count
+                    Selection::Aggregates(aggs)
                 } else {
                     let mut sels = Vec::new();
                     for sel in list {
@@ -646,7 +674,25 @@ impl<'a> Builder<'a> {
         if !missing_pk.is_empty() {
             return Err(EngineError::invalid(format!("Some partition key parts are missing: {}", missing_pk.join(", "))));
         }
+        if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
+            return Err(EngineError::invalid("INSERT statements are not allowed on counter tables, use UPDATE instead"));
+        }
         let missing_cl: Vec<&str> = t.clustering().zip(&cl).filter(|(_, p)| p.is_none()).map(|(c, _)| c.name.as_str()).collect();
+        let statics_only = !assignments.is_empty()
+            && assignments.iter().all(|(i, _)| t.columns[*i].kind == ColumnKind::Static)
+            && cl.iter().all(|c| c.is_none());
+        if statics_only {
+            let (ttl, timestamp) = self.using(&t, &s.using)?;
+            return Ok(WritePlan {
+                partition: pk.into_iter().flatten().collect(),
+                clustering: ClusteringSel::default(),
+                kind: WriteKind::Upsert { marker: false, assignments },
+                ttl,
+                timestamp,
+                condition: s.if_not_exists.then_some(Condition::IfNotExists),
+                table: t,
+            });
+        }
         if !missing_cl.is_empty() {
             return Err(EngineError::invalid(format!("Some clustering keys are missing: {}", missing_cl.join(", "))));
         }
@@ -673,17 +719,24 @@ impl<'a> Builder<'a> {
                 return Err(EngineError::invalid(format!("PRIMARY KEY part {} found in SET part", c.name)));
             }
             let op = match a {
-                ast::Assignment::Set { value, .. } => Assign::Set(self.term(&t, value, &c.name, &c.ty)?),
-                ast::Assignment::Add { value, .. } => {
+                ast::Assignment::Set { value, .. } => {
                     if c.ty == ColumnType::Counter {
-                        return Err(EngineError::invalid("Counter columns are not supported yet"));
+                        return Err(EngineError::invalid(format!(
+                            "Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)",
+                            c.name
+                        )));
                     }
-                    Assign::Append(self.term(&t, value, &c.name, &c.ty)?)
+                    Assign::Set(self.term(&t, value, &c.name, &c.ty)?)
+                }
+                ast::Assignment::Add { value, .. } => {
+                    let ty = if c.ty == ColumnType::Counter { ColumnType::Bigint } else { c.ty.clone() };
+                    Assign::Append(self.term(&t, value, &c.name, &ty)?)
                 }
                 ast::Assignment::Prepend { value, .. } => Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?),
                 ast::Assignment::Subtract { value, .. } => {
                     let ty = match &c.ty {
                         ColumnType::Map(k, _) => ColumnType::Set(k.clone()),
+                        ColumnType::Counter => ColumnType::Bigint,
                         other => other.clone(),
                     };
                     Assign::Remove(self.term(&t, value, &c.name, &ty)?)

@@ -58,6 +58,21 @@ pub fn apply(
 ) -> Result<Option<Vec<u8>>, EngineError> {
     let empty = 0i32.to_be_bytes();
     let cur = current.unwrap_or(&empty);
+    if *ty == ColumnType::Counter {
+        let cur = current
+            .and_then(|c| <[u8; 8]>::try_from(c).ok())
+            .map(i64::from_be_bytes)
+            .unwrap_or(0);
+        let delta = arg
+            .and_then(|a| <[u8; 8]>::try_from(a).ok())
+            .map(i64::from_be_bytes)
+            .ok_or_else(|| EngineError::invalid("Invalid null value for counter increment"))?;
+        let v = match op {
+            Assign::Remove(_) => cur.wrapping_sub(delta),
+            _ => cur.wrapping_add(delta),
+        };
+        return Ok(Some(v.to_be_bytes().to_vec()));
+    }
     let result = match (ty, op) {
         (ColumnType::List(_), Assign::Append(_)) => {
             let mut items = decode_list_elements(cur).ok_or_else(bad)?;

@@ -222,7 +222,6 @@ fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
             CqlType::List(e) | CqlType::Set(e) => check_type_allowed(e, false).or(Ok(())),
             _ => Ok(()),
         },
-        CqlType::Native(ColumnType::Counter) => Err(EngineError::invalid("Counter columns are not supported yet")),
         _ => Ok(()),
     }
 }
@@ -304,6 +303,17 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
         if !seen_keys.insert(k) {
             return Err(EngineError::invalid(format!("Duplicate definition for {k} in PRIMARY KEY")));
         }
+    }
+    let counters = columns.iter().filter(|c| c.ty == ColumnType::Counter).count();
+    let non_key = columns
+        .iter()
+        .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+        .count();
+    if counters > 0 && counters != non_key {
+        return Err(EngineError::invalid("Cannot mix counter and non counter columns in the same table"));
+    }
+    if columns.iter().any(|c| c.ty == ColumnType::Counter && matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering)) {
+        return Err(EngineError::invalid("counter type is not supported for PRIMARY KEY column"));
     }
     let order = &ct.options.clustering_order;
     for (i, (col, o)) in order.iter().enumerate() {

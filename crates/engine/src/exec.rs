@@ -4,6 +4,7 @@
 use crate::catalog::{ColumnKind, TableDef};
 use crate::keys;
 use crate::plan::*;
+use crate::plan::{AggKind, Aggregate};
 use crate::row::{Cell, CellValue, Deletion, Expiry, Marker, PartitionHeader, RangeTombstone, Row};
 use crate::token;
 use crate::{Engine, EngineError, Now, ResultSet};
@@ -305,8 +306,8 @@ impl Engine {
             Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
             None => None,
         };
-        let count_only = matches!(plan.selection, Selection::Count);
-        let page = if count_only || plan.distinct && false {
+        let count_only = matches!(plan.selection, Selection::Aggregates(_));
+        let page = if count_only {
             None
         } else {
             page_size.filter(|p| *p > 0).map(|p| p as u64)
@@ -330,7 +331,7 @@ impl Engine {
             rows: 0,
             last_key: Vec::new(),
         };
-        let mut count: i64 = 0;
+        let mut count = AggState::new(&plan.selection);
         let mut next_state: Option<PagingState> = None;
         let resume_key = state.as_ref().map(|s| s.last_key.clone());
         let mut in_partition_start = state.as_ref().map(|s| s.in_partition).unwrap_or(0);
@@ -340,7 +341,7 @@ impl Engine {
                                    pk: &[u8],
                                    tok: i64,
                                    sink: &mut RowSink,
-                                   count: &mut i64,
+                                   count: &mut AggState,
                                    remaining: &mut Option<u64>,
                                    next_state: &mut Option<PagingState>|
          -> Result<bool, EngineError> {
@@ -446,7 +447,7 @@ impl Engine {
                     }
                     emitted_any = true;
                     if count_only {
-                        *count += 1;
+                        count.add(t, Some(&row), &header, outer, now);
                     } else {
                         if let Some(p) = page {
                             if sink.rows as u64 >= p {
@@ -479,7 +480,7 @@ impl Engine {
                 && filters.is_empty()
             {
                 if count_only {
-                    *count += 1;
+                    count.add(t, None, &header, None, now);
                 } else {
                     if let Some(p) = page {
                         if sink.rows as u64 >= p {
@@ -565,8 +566,7 @@ impl Engine {
         }
 
         if count_only {
-            sink.cell(Some(&count.to_be_bytes()));
-            sink.rows = 1;
+            count.finish(t, &mut sink);
         }
         Ok(ResultSet {
             columns: plan.output.clone(),
@@ -756,7 +756,10 @@ impl Engine {
         }
         match &plan.kind {
             WriteKind::Upsert { marker, assignments } => {
-                if !full_row {
+                let statics_only = !*marker
+                    && !assignments.is_empty()
+                    && assignments.iter().all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+                if !full_row && !(statics_only && plan.clustering.is_unrestricted()) {
                     return Err(EngineError::invalid(format!(
                         "Some clustering keys are missing: {}",
                         clust_cols[plan.clustering.eq.len().min(ncl)..]
@@ -1101,6 +1104,7 @@ impl CollectionOp {
     }
 
     fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
+        let ty = self.ty.clone();
         let current: Option<Vec<u8>> = cells
             .iter()
             .find(|c| c.column == self.column)
@@ -1117,9 +1121,14 @@ impl CollectionOp {
                 None => CellValue::Tombstone { local_del: 0 },
             },
         };
+        let mut cell = cell;
         match cells.binary_search_by_key(&self.column, |c| c.column) {
             Ok(i) => {
-                if cell.ts >= cells[i].ts {
+                if ty == ColumnType::Counter {
+                    // Counter deltas add up whatever their timestamps.
+                    cell.ts = cell.ts.max(cells[i].ts);
+                    cells[i] = cell
+                } else if cell.ts >= cells[i].ts {
                     cells[i] = cell
                 }
             }
@@ -1186,3 +1195,111 @@ fn unreachable_header() -> &'static mut HeaderEntry {
     panic!("storage key used as both row and header")
 }
 
+
+/// Running aggregates of a SELECT without GROUP BY.
+struct AggState {
+    aggs: Vec<Aggregate>,
+    rows: i64,
+    counts: Vec<i64>,
+    acc: Vec<Option<Vec<u8>>>,
+    sums: Vec<(i128, f64)>,
+}
+
+fn numeric(ty: &ColumnType, v: &[u8]) -> Option<(i128, f64)> {
+    use proto::types::Value as V;
+    Some(match proto::value::decode_value(ty, v).ok()? {
+        V::Int(x) => (x as i128, x as f64),
+        V::Bigint(x) | V::Counter(x) => (x as i128, x as f64),
+        V::Smallint(x) => (x as i128, x as f64),
+        V::Tinyint(x) => (x as i128, x as f64),
+        V::Float(x) => (x as i128, x as f64),
+        V::Double(x) => (x as i128, x),
+        _ => return None,
+    })
+}
+
+fn encode_number(ty: &ColumnType, i: i128, f: f64) -> Option<Vec<u8>> {
+    Some(match ty {
+        ColumnType::Int => (i as i32).to_be_bytes().to_vec(),
+        ColumnType::Bigint | ColumnType::Counter => (i as i64).to_be_bytes().to_vec(),
+        ColumnType::Smallint => (i as i16).to_be_bytes().to_vec(),
+        ColumnType::Tinyint => (i as i8).to_be_bytes().to_vec(),
+        ColumnType::Float => (f as f32).to_be_bytes().to_vec(),
+        ColumnType::Double => f.to_be_bytes().to_vec(),
+        _ => return None,
+    })
+}
+
+impl AggState {
+    fn new(sel: &Selection) -> AggState {
+        let aggs = match sel {
+            Selection::Aggregates(a) => a.clone(),
+            Selection::Rows(_) => Vec::new(),
+        };
+        let n = aggs.len();
+        AggState {
+            aggs,
+            rows: 0,
+            counts: vec![0; n],
+            acc: vec![None; n],
+            sums: vec![(0, 0.0); n],
+        }
+    }
+
+    fn add(&mut self, t: &TableDef, row: Option<&Row>, header: &PartitionHeader, outer: Option<Deletion>, now: Now) {
+        self.rows += 1;
+        for (i, a) in self.aggs.iter().enumerate() {
+            if a.kind == AggKind::CountRows {
+                continue;
+            }
+            let c = &t.columns[a.column];
+            let v: Option<Vec<u8>> = match c.kind {
+                ColumnKind::Clustering => row.and_then(|r| r.clustering.get(c.position as usize).cloned()),
+                ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                ColumnKind::Regular => row.and_then(|r| r.cell(c.id, now.secs, outer)).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                ColumnKind::PartitionKey => None,
+            };
+            let Some(v) = v else { continue };
+            self.counts[i] += 1;
+            match a.kind {
+                AggKind::Min | AggKind::Max => {
+                    let replace = match &self.acc[i] {
+                        None => true,
+                        Some(cur) => {
+                            let ord = crate::types::compare(&c.ty, &v, cur);
+                            (a.kind == AggKind::Min && ord.is_lt()) || (a.kind == AggKind::Max && ord.is_gt())
+                        }
+                    };
+                    if replace {
+                        self.acc[i] = Some(v);
+                    }
+                }
+                AggKind::Sum | AggKind::Avg => {
+                    if let Some((n, f)) = numeric(&c.ty, &v) {
+                        self.sums[i].0 += n;
+                        self.sums[i].1 += f;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(&self, t: &TableDef, sink: &mut RowSink) {
+        for (i, a) in self.aggs.iter().enumerate() {
+            let ty = &t.columns[a.column.min(t.columns.len() - 1)].ty;
+            match a.kind {
+                AggKind::CountRows => sink.cell(Some(&self.rows.to_be_bytes())),
+                AggKind::Count => sink.cell(Some(&self.counts[i].to_be_bytes())),
+                AggKind::Min | AggKind::Max => sink.cell(self.acc[i].as_deref()),
+                AggKind::Sum => sink.cell(encode_number(ty, self.sums[i].0, self.sums[i].1).as_deref()),
+                AggKind::Avg => {
+                    let n = self.counts[i].max(1);
+                    let v = encode_number(ty, self.sums[i].0 / n as i128, self.sums[i].1 / n as f64);
+                    sink.cell(v.as_deref())
+                }
+            }
+        }
+        sink.rows = 1;
+    }
+}

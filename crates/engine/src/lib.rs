@@ -678,19 +678,48 @@ impl Engine {
             self.mutations(plan, values, now, None, &mut m)?;
             self.apply(m)?;
         }
+        let t = &plan.table;
+        let mut columns = vec![OutputColumn {
+            name: "[applied]".into(),
+            ty: ColumnType::Boolean,
+        }];
+        let mut data = 1i32.to_be_bytes().to_vec();
+        data.push(applied as u8);
+        // A refused condition shows what was there: the whole row for IF NOT EXISTS, the
+        // conditioned columns otherwise.
+        if let (false, Some((row, header))) = (applied, &existing) {
+            let shown: Vec<usize> = match cond {
+                plan::Condition::IfNotExists => (0..t.columns.len()).collect(),
+                plan::Condition::Columns(c) => c.iter().map(|(i, _, _)| *i).collect(),
+                plan::Condition::IfExists => Vec::new(),
+            };
+            let parts = exec::partitions(t, &plan.partition, values)?;
+            let pk = parts.first().map(|p| p.pk.clone()).unwrap_or_default();
+            let pk_parts = token::split_partition_key(&pk, t.pk_count()).unwrap_or_default();
+            for i in shown {
+                let c = &t.columns[i];
+                columns.push(OutputColumn { name: c.name.clone(), ty: c.ty.clone() });
+                let v: Option<Vec<u8>> = match c.kind {
+                    catalog::ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| v.to_vec()),
+                    catalog::ColumnKind::Clustering => row.clustering.get(c.position as usize).cloned(),
+                    catalog::ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                    catalog::ColumnKind::Regular => row.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                };
+                match v {
+                    Some(v) => {
+                        data.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        data.extend_from_slice(&v);
+                    }
+                    None => data.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+        }
         Ok(Outcome::Rows(ResultSet {
-            keyspace: plan.table.keyspace.clone(),
-            table: plan.table.name.clone(),
-            columns: vec![OutputColumn {
-                name: "[applied]".into(),
-                ty: ColumnType::Boolean,
-            }],
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            columns,
             rows: 1,
-            data: {
-                let mut d = 1i32.to_be_bytes().to_vec();
-                d.push(applied as u8);
-                d
-            },
+            data,
             paging_state: None,
         }))
     }

@@ -107,8 +107,25 @@ pub struct OutputColumn {
 #[derive(Debug, Clone)]
 pub enum Selection {
     Rows(Vec<Selector>),
-    /// `COUNT(*)` / `count(1)`: one row with the number of rows.
+    /// Aggregates without GROUP BY: one row folding every selected row.
+    Aggregates(Vec<Aggregate>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggKind {
+    CountRows,
     Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aggregate {
+    pub kind: AggKind,
+    /// The column aggregated (unused for `CountRows`).
+    pub column: usize,
 }
 
 #[derive(Debug, Clone)]
