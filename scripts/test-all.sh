@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything, in order (a sketch for CI; the lead wires it into .ci/run):
 #   1. scripts/setup.sh (venv + Cassandra jars)        4. start a reference Cassandra 5.0.9
-#   2. cargo build --release --bin peregrine            5. start peregrine on a free port
+#   2. cargo build --bin peregrine                      5. start peregrine on a free port
 #   3. cargo test --workspace                           6. pytest tests/python against peregrine
-#                                                       7. differential: peregrine vs Cassandra
+#   3b. fuzz targets, a short run each (scripts/fuzz.sh) 7. differential: peregrine vs Cassandra
 # Everything started is stopped on exit (trap). Exit status non-zero if any step failed.
 #
 # Environment: CASSANDRA_PORT (default 9142), PEREGRINE_PORT (default: a free port),
@@ -15,8 +15,10 @@ cd "$ROOT"
 VENV="${PEREGRINE_VENV:-$HOME/.cache/peregrine/venv}"
 PY="$VENV/bin/python"
 CASSANDRA_PORT="${CASSANDRA_PORT:-9142}"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-BIN="${PEREGRINE_BIN:-$TARGET/release/peregrine}"
+# Cargo's target dir lives outside the checkout so CI rebuilds stay incremental.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/peregrine-target}"
+TARGET="$CARGO_TARGET_DIR"
+BIN="${PEREGRINE_BIN:-$TARGET/debug/peregrine}"
 failed=()
 peregrine_pid=""
 cassandra_started=0
@@ -38,10 +40,14 @@ step "setup"
 scripts/setup.sh || { echo "setup failed"; exit 1; }
 
 if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
-    step "cargo build --release --bin peregrine"
-    cargo build --release --bin peregrine || { echo "build failed"; exit 1; }
+    step "cargo build --bin peregrine"
+    cargo build --bin peregrine || { echo "build failed"; exit 1; }
     step "cargo test --workspace"
     cargo test --workspace || failed+=("cargo test")
+    if [[ "${SKIP_FUZZ:-0}" != 1 ]]; then
+        step "fuzz targets (${FUZZ_SECONDS:-20} s each)"
+        scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || failed+=("fuzz")
+    fi
 fi
 [[ -x "$BIN" ]] || { echo "no peregrine binary at $BIN"; exit 1; }
 

@@ -49,8 +49,17 @@ impl Machine {
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_string())
             .unwrap_or_default();
+        // Every CPU of the machine, not just those this process may use (see `cpus_allowed`).
+        let processors = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count();
         Machine {
-            nproc: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            nproc: if processors > 0 {
+                processors
+            } else {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            },
             cpu_model,
             memory_bytes,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
@@ -217,7 +226,8 @@ impl RunReport {
             self.client_cpu_percent,
             thousands(self.ops_per_client_cpu_second)
         );
-        for op in &rows {
+        // The overall row repeats the per-kind samples.
+        for op in &self.ops {
             for m in &op.error_samples {
                 let _ = writeln!(s, "  {} error sample: {m}", op.op);
             }

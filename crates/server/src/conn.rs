@@ -27,7 +27,6 @@ use proto::segment::{decode_segment, EnvelopeAssembler};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, ConnState};
@@ -35,7 +34,7 @@ use crate::config::{Authenticator, Config};
 use crate::events::{EventBus, EventKinds};
 use crate::response::{encode, encode_response, legacy_error};
 use crate::streams::{InFlight, Refused};
-use crate::writer::{self, Out};
+use crate::writer::{self, Out, OutTx};
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 64 * 1024;
@@ -60,7 +59,7 @@ struct Session<B> {
     shared: Arc<Shared<B>>,
     conn: Arc<ConnState>,
     in_flight: InFlight,
-    tx: mpsc::UnboundedSender<Out>,
+    tx: OutTx,
 }
 
 enum State<B> {
@@ -81,7 +80,7 @@ struct Reader<B> {
     shared: Arc<Shared<B>>,
     id: u64,
     addr: SocketAddr,
-    tx: mpsc::UnboundedSender<Out>,
+    tx: OutTx,
     /// Fixed by the first envelope.
     version: Option<ProtocolVersion>,
     state: State<B>,
@@ -102,7 +101,7 @@ pub(crate) async fn serve<B: Backend>(
     shutdown: CancellationToken,
 ) {
     let (mut rd, wr) = socket.into_split();
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = writer::channel();
     let closed = CancellationToken::new();
     let writer = tokio::spawn(writer::run(wr, rx, closed.clone()));
     let mut reader = Reader {
@@ -145,6 +144,16 @@ impl<B: Backend> Reader<B> {
                     }
                     Ok(None) => break,
                     Err(ending) => return ending,
+                }
+            }
+            // Backpressure: a client that does not read its responses gets no more served.
+            if self.tx.backlogged() {
+                eprintln!("PAUSED");
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => return Ending::Quiet,
+                    _ = closed.cancelled() => return Ending::Quiet,
+                    _ = self.tx.room() => {}
                 }
             }
             if buf.capacity() - buf.len() < READ_CHUNK / 4 {
@@ -280,7 +289,7 @@ impl<B: Backend> Reader<B> {
             let resp = Response::Error(DbError::protocol(message));
             encode(ProtocolVersion::MAX, None, stream, &resp)
         };
-        let _ = self.tx.send(Out::Frame(frame));
+        self.tx.frame(frame);
         Err(Ending::Fatal)
     }
 
@@ -311,7 +320,7 @@ impl<B: Backend> Reader<B> {
                 resp,
             ),
         };
-        let _ = self.tx.send(Out::Frame(frame));
+        self.tx.frame(frame);
     }
 
     fn on_envelope(&mut self, env: Envelope) -> Result<(), Ending> {
@@ -363,12 +372,10 @@ impl<B: Backend> Reader<B> {
             Authenticator::AllowAllAuthenticator => Response::Ready,
         };
         // READY goes out uncompressed and unframed; both sides switch after it.
-        let _ = self
-            .tx
-            .send(Out::Frame(encode(version, None, env.stream, &answer)));
+        self.tx.frame(encode(version, None, env.stream, &answer));
         if version >= ProtocolVersion::V5 {
             let compressed = compression.is_some();
-            let _ = self.tx.send(Out::StartSegments { compressed });
+            self.tx.control(Out::StartSegments { compressed });
             self.segments = Some((
                 compressed,
                 EnvelopeAssembler::new(self.shared.config.max_frame_bytes),
@@ -410,7 +417,7 @@ impl<B: Backend> Reader<B> {
             self.registered = self.registered.union(kinds);
             // Subscribing here, before READY is queued, means every event published after the
             // client sees READY reaches it.
-            let _ = self.tx.send(Out::Register {
+            self.tx.control(Out::Register {
                 kinds,
                 events: first.then(|| self.shared.events.subscribe()),
                 conn: session.conn.clone(),
@@ -441,7 +448,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
                 },
             };
             let frame = encode_response(&session.conn, stream, &Response::Error(err));
-            let _ = session.tx.send(Out::Frame(frame));
+            session.tx.frame(frame);
             return;
         }
     }
@@ -491,7 +498,7 @@ impl<B: Backend> Pending<B> {
         let frame = encode_response(&s.conn, self.stream, resp);
         // Free the id before the client can see the response and reuse it.
         s.in_flight.release(self.stream);
-        let _ = s.tx.send(Out::Frame(frame));
+        s.tx.frame(frame);
     }
 }
 

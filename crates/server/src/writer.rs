@@ -1,13 +1,15 @@
 //! The one task per connection that writes to the socket.
 //!
-//! Everything a connection sends arrives here over an unbounded channel as already-encoded
-//! envelopes (`Out::Frame`). The channel is bounded in practice: each in-flight request (at most
-//! `max_streams_per_connection`) sends exactly one frame, and the reader sends one frame per
-//! handshake message it answers inline. The writer drains everything queued before each write,
+//! Everything a connection sends arrives here over a channel as already-encoded envelopes
+//! (`Out::Frame`). The channel is unbounded but its bytes are counted ([`OutTx`]): when more
+//! than [`MAX_BACKLOG_BYTES`] wait for a client that does not read, the reader stops reading
+//! requests until the writer catches up, so the backlog is bounded by that plus the responses of
+//! the requests already in flight. The writer drains everything queued before each write,
 //! so under load many responses go out in one syscall; in v5 it also packs them into as few
 //! segments as possible. Events for registered connections come from the broadcast bus and are
 //! encoded here, in the connection's version.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -15,7 +17,7 @@ use proto::response::{Event, Response};
 use proto::segment::{encode_segments, MAX_PAYLOAD};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::ConnState;
@@ -24,6 +26,69 @@ use crate::response::encode_response;
 
 /// Stop collecting more queued frames once this many bytes are waiting for one write.
 const BATCH_BYTES: usize = 256 * 1024;
+
+/// Queued output above which the reader stops reading requests.
+pub(crate) const MAX_BACKLOG_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bytes handed to the writer and not yet written.
+#[derive(Default)]
+struct Backlog {
+    bytes: AtomicUsize,
+    drained: Notify,
+}
+
+/// The sending side of a connection's output. Cloned into every request task; the writer ends
+/// when the last clone is gone.
+#[derive(Clone)]
+pub(crate) struct OutTx {
+    tx: mpsc::UnboundedSender<Out>,
+    backlog: Arc<Backlog>,
+}
+
+/// The writer's side.
+pub(crate) struct OutRx {
+    rx: mpsc::UnboundedReceiver<Out>,
+    backlog: Arc<Backlog>,
+}
+
+pub(crate) fn channel() -> (OutTx, OutRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Arc::new(Backlog::default());
+    (
+        OutTx {
+            tx,
+            backlog: backlog.clone(),
+        },
+        OutRx { rx, backlog },
+    )
+}
+
+impl OutTx {
+    /// Queues one encoded envelope (dropped silently if the writer is gone: the connection is
+    /// closing).
+    pub(crate) fn frame(&self, frame: Bytes) {
+        self.backlog.bytes.fetch_add(frame.len(), Ordering::AcqRel);
+        let _ = self.tx.send(Out::Frame(frame));
+    }
+
+    /// Queues a control message.
+    pub(crate) fn control(&self, msg: Out) {
+        let _ = self.tx.send(msg);
+    }
+
+    /// True while more than [`MAX_BACKLOG_BYTES`] wait to be written.
+    pub(crate) fn backlogged(&self) -> bool {
+        self.backlog.bytes.load(Ordering::Acquire) > MAX_BACKLOG_BYTES
+    }
+
+    /// Returns once the queued output is below [`MAX_BACKLOG_BYTES`].
+    pub(crate) async fn room(&self) {
+        while self.backlog.bytes.load(Ordering::Acquire) > MAX_BACKLOG_BYTES {
+            // `notify_one` stores a permit, so a wake-up between the check and here is kept.
+            self.backlog.drained.notified().await;
+        }
+    }
+}
 
 /// A message from the reader or a request task to the writer.
 pub(crate) enum Out {
@@ -58,6 +123,8 @@ struct Batch {
     /// v5 after the switch: `Some(compressed)`; envelopes collect in `payload` first.
     segments: Option<bool>,
     payload: BytesMut,
+    /// Bytes of `Out::Frame`s taken into this batch (for the backlog count).
+    frame_bytes: usize,
 }
 
 impl Batch {
@@ -93,16 +160,14 @@ impl Batch {
 /// Runs until every sender is gone (reader finished and all in-flight requests answered) or
 /// the socket fails; then flushes and half-closes. Cancels `closed` on exit so the reader
 /// stops too.
-pub(crate) async fn run(
-    mut socket: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<Out>,
-    closed: CancellationToken,
-) {
+pub(crate) async fn run(mut socket: OwnedWriteHalf, out: OutRx, closed: CancellationToken) {
+    let OutRx { mut rx, backlog } = out;
     let _guard = closed.drop_guard();
     let mut batch = Batch {
         out: BytesMut::with_capacity(64 * 1024),
         segments: None,
         payload: BytesMut::new(),
+        frame_bytes: 0,
     };
     let mut sub: Option<Subscription> = None;
     loop {
@@ -132,6 +197,11 @@ pub(crate) async fn run(
                 tracing::debug!("connection write failed: {e}");
                 return;
             }
+            let written = std::mem::take(&mut batch.frame_bytes);
+            let before = backlog.bytes.fetch_sub(written, Ordering::AcqRel);
+            if before > MAX_BACKLOG_BYTES && before - written <= MAX_BACKLOG_BYTES {
+                backlog.drained.notify_one();
+            }
             batch.out.clear();
             // Do not keep a huge buffer alive after one large response.
             if batch.out.capacity() > 4 * BATCH_BYTES {
@@ -148,7 +218,10 @@ pub(crate) async fn run(
 
 fn handle(msg: Out, batch: &mut Batch, sub: &mut Option<Subscription>) {
     match msg {
-        Out::Frame(frame) => batch.push_frame(&frame),
+        Out::Frame(frame) => {
+            batch.frame_bytes += frame.len();
+            batch.push_frame(&frame);
+        }
         Out::StartSegments { compressed } => {
             batch.seal();
             batch.segments = Some(compressed);

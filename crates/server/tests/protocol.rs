@@ -430,3 +430,29 @@ async fn corrupt_v5_segment_gets_a_protocol_error_and_close() {
     assert!(msg.contains("CRC"), "{msg}");
     assert!(c.closed().await);
 }
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_paused_and_then_gets_everything() {
+    let s = start_default().await;
+    let mut c = Client::ready(s.addr, V4, false).await;
+    // 10 rounds of 100 responses of 60 KB: far more than the 8 MiB backlog, so the reader
+    // pauses while nobody reads.
+    let mut sent = 0i16;
+    for _ in 0..10 {
+        let mut all = bytes::BytesMut::new();
+        for _ in 0..100 {
+            all.extend_from_slice(&c.encode(sent, &query("size:60000")));
+            sent += 1;
+        }
+        let write = c.send_raw(&all);
+        // Once the server stops reading, our writes may stall too; that is the point.
+        let _ = tokio::time::timeout(Duration::from_millis(200), write).await;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let mut seen = HashSet::new();
+    while seen.len() < 1000 {
+        let f = c.recv().await.expect("all responses arrive");
+        assert_eq!(f.error().1.len(), 60_000);
+        seen.insert(f.stream);
+    }
+}

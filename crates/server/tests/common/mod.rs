@@ -28,6 +28,8 @@ use tokio_util::sync::CancellationToken;
 /// - `use:<ks>`: SetKeyspace(ks)
 /// - `keyspace?`: Invalid error whose message is the connection's current keyspace (or `-`)
 /// - `create:<ks>`: SchemaChange(Created keyspace ks)
+/// - `size:<n>`: Invalid error with an n-byte message (n < 65536)
+/// - `big...`: Void (for large requests)
 /// - `panic`: panics
 /// - anything else: Void
 #[derive(Default)]
@@ -55,6 +57,9 @@ impl Backend for Mock {
                 change: SchemaChangeType::Created,
                 target: SchemaChangeTarget::Keyspace(ks.to_string()),
             }))
+        } else if let Some(n) = text.strip_prefix("size:") {
+            let n: usize = n.parse().unwrap_or(0);
+            Response::Error(DbError::invalid("x".repeat(n)))
         } else if text == "panic" {
             panic!("mock backend asked to panic");
         } else {
