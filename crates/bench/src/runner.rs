@@ -840,6 +840,12 @@ pub async fn run(
     let start = Instant::now();
     let measure_start = start + shape.warmup;
     let end = shape.duration.map(|d| measure_start + d);
+    // Client CPU is counted from the end of the warm-up, like the operations.
+    let (cpu_tx, cpu_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(measure_start)).await;
+        let _ = cpu_tx.send(cpu_seconds());
+    });
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::new();
     for id in 0..workers {
@@ -925,7 +931,7 @@ pub async fn run(
         total,
         timeline: filled,
         seconds: elapsed.as_secs_f64(),
-        client_cpu_seconds: cpu_seconds() - cpu0,
+        client_cpu_seconds: cpu_seconds() - cpu_rx.await.unwrap_or(cpu0),
         server_version,
         started_unix,
     })

@@ -28,7 +28,7 @@ pub enum CompiledKind {
     /// A SELECT on a virtual (system) table; evaluated by `system.rs`.
     VirtualSelect(SelectPlan),
     Write(WritePlan),
-    Batch(Vec<WritePlan>),
+    Batch(crate::BatchKind, Vec<WritePlan>),
     /// DDL, USE and the rest run from the AST.
     Other,
 }
@@ -127,6 +127,7 @@ impl<'a> Builder<'a> {
         let mut token_start: Option<TokenBound> = None;
         let mut token_end: Option<TokenBound> = None;
         let mut filters = Vec::new();
+        let mut multi_in: Option<(usize, Vec<Vec<Src>>)> = None;
         for rel in rels {
             match rel {
                 Relation::Binary { column, op, value } => {
@@ -274,6 +275,47 @@ impl<'a> Builder<'a> {
                         _ => return Err(EngineError::invalid(format!("Unsupported operator {op} in multi-column relation"))),
                     }
                 }
+                Relation::MultiColumnIn { columns, values } => {
+                    let mut cols = Vec::new();
+                    for name in columns {
+                        let (_, c) = self.column(t, name)?;
+                        if c.kind != ColumnKind::Clustering {
+                            return Err(EngineError::invalid(format!(
+                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                                c.name
+                            )));
+                        }
+                        cols.push(c.clone());
+                    }
+                    let first = cols[0].position as usize;
+                    if cols.iter().enumerate().any(|(i, c)| c.position as usize != first + i) {
+                        return Err(EngineError::invalid(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+                        ));
+                    }
+                    let ast::InValues::Terms(tuples) = values else {
+                        return Err(EngineError::invalid("Multi-column IN with a single bind marker is not supported yet"));
+                    };
+                    let mut out = Vec::new();
+                    for tuple in tuples {
+                        let Term::Tuple(items) = tuple else {
+                            return Err(EngineError::invalid("Expected a tuple of values in multi-column IN"));
+                        };
+                        if items.len() != cols.len() {
+                            return Err(EngineError::invalid(format!(
+                                "Expected {} elements in value tuple, but got {}",
+                                cols.len(),
+                                items.len()
+                            )));
+                        }
+                        let mut srcs = Vec::new();
+                        for (i, c) in items.iter().zip(&cols) {
+                            srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                        }
+                        out.push(srcs);
+                    }
+                    multi_in = Some((first, out));
+                }
                 other => {
                     return Err(EngineError::invalid(format!(
                         "Unsupported restriction: {other:?}"
@@ -341,8 +383,21 @@ impl<'a> Builder<'a> {
                 None => prefix_done = true,
             }
         }
+        let mut consumed = sel.eq.len();
+        if let Some((first, tuples)) = multi_in {
+            if first != sel.eq.len() {
+                return Err(EngineError::invalid(
+                    "Clustering columns of a multi-column IN must follow the restricted prefix",
+                ));
+            }
+            consumed += tuples.first().map(|t| t.len()).unwrap_or(0);
+            sel.tuples = Some(tuples);
+        }
         for (pos, op, srcs) in slices {
-            if pos != sel.eq.len() {
+            if sel.tuples.is_some() && pos != consumed {
+                return Err(EngineError::invalid("Slices after a multi-column IN are not supported"));
+            }
+            if sel.tuples.is_none() && pos != sel.eq.len() {
                 let c = &clust_cols[pos];
                 if pos < sel.eq.len() {
                     return Err(EngineError::invalid(format!(
@@ -527,7 +582,10 @@ impl<'a> Builder<'a> {
             Some(l) => Some(self.term(&t, l, "[per_partition_limit]", &ColumnType::Int)?),
             None => None,
         };
+        let order_with_in = !s.order_by.is_empty()
+            && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
         Ok(SelectPlan {
+            order_with_in,
             table: t,
             partitions,
             clustering,
@@ -599,6 +657,17 @@ impl<'a> Builder<'a> {
     // ----------------------------------------------------------------------------- writes
 
     fn using(&mut self, t: &TableDef, u: &ast::UsingClause) -> Result<(Option<Src>, Option<Src>), EngineError> {
+        // The grammar takes only an integer or a bind marker here.
+        for (what, term) in [("TTL", &u.ttl), ("TIMESTAMP", &u.timestamp)] {
+            if let Some(term) = term {
+                let ok = matches!(term, Term::Bind(_) | Term::Literal(ast::Literal::Integer(_)));
+                if !ok {
+                    return Err(EngineError::syntax(format!(
+                        "no viable alternative at input '{term}' (... USING {what} [{term}]...)"
+                    )));
+                }
+            }
+        }
         let ttl = match &u.ttl {
             Some(x) => Some(self.term(t, x, "[ttl]", &ColumnType::Int)?),
             None => None,
@@ -699,7 +768,7 @@ impl<'a> Builder<'a> {
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
-            clustering: ClusteringSel { eq: cl.into_iter().flatten().collect(), start: None, end: None },
+            clustering: ClusteringSel { eq: cl.into_iter().flatten().collect(), ..ClusteringSel::default() },
             kind: WriteKind::Upsert { marker: true, assignments },
             ttl,
             timestamp,

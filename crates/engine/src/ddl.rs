@@ -26,7 +26,7 @@ pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String
     let Some(rep) = ast::find_property(props, "replication") else {
         return existing
             .cloned()
-            .ok_or_else(|| EngineError::syntax("Missing mandatory option 'replication'"));
+            .ok_or_else(|| EngineError::invalid("Missing mandatory option 'replication'"));
     };
     let PropertyValue::Map(pairs) = rep else {
         return Err(EngineError::syntax("Invalid value for property 'replication'. It should be a map."));
@@ -38,9 +38,11 @@ pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String
     let short = class.rsplit('.').next().unwrap_or(&class).to_string();
     let full = match short.as_str() {
         "SimpleStrategy" => {
-            let rf = m.get("replication_factor").ok_or_else(|| {
-                EngineError::config("SimpleStrategy requires a replication_factor strategy option.")
-            })?;
+            // Cassandra 5.0 defaults a missing factor to 1 (default_keyspace_rf).
+            let rf = m
+                .entry("replication_factor".to_string())
+                .or_insert_with(|| "1".to_string())
+                .clone();
             if rf.parse::<u32>().is_err() {
                 return Err(EngineError::config(format!(
                     "Replication factor must be non-negative integer; found {rf}"
@@ -158,10 +160,9 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
                 if !known.contains(&short.as_str()) {
                     return Err(EngineError::config(format!("Unable to find compaction strategy class '{class}'")));
                 }
-                if short == "SizeTieredCompactionStrategy" {
-                    m.entry("max_threshold".into()).or_insert_with(|| "32".into());
-                    m.entry("min_threshold".into()).or_insert_with(|| "4".into());
-                }
+                // Cassandra shows these two for every strategy.
+                m.entry("max_threshold".into()).or_insert_with(|| "32".into());
+                m.entry("min_threshold".into()).or_insert_with(|| "4".into());
                 m.insert("class".into(), format!("org.apache.cassandra.db.compaction.{short}"));
                 opts.compaction = m;
             }

@@ -114,7 +114,10 @@ pub(crate) fn partitions(
     let cols: Vec<_> = table.partition_key().collect();
     let mut sets = Vec::with_capacity(sel.len());
     for (kv, col) in sel.iter().zip(&cols) {
-        let values = expand(kv, vals, &col.name)?;
+        let mut values = expand(kv, vals, &col.name)?;
+        // Cassandra reads IN partitions in key order, not token order.
+        values.sort_by(|a, b| crate::types::compare(&col.ty, a, b));
+        values.dedup();
         for v in &values {
             validate(&col.ty, v, &col.name)?;
             if v.len() > u16::MAX as usize {
@@ -126,7 +129,7 @@ pub(crate) fn partitions(
         }
         sets.push(values);
     }
-    let mut out: Vec<PartitionRef> = cartesian(sets)
+    let out: Vec<PartitionRef> = cartesian(sets)
         .into_iter()
         .map(|comps| {
             let refs: Vec<&[u8]> = comps.iter().map(|c| c.as_slice()).collect();
@@ -139,8 +142,6 @@ pub(crate) fn partitions(
     if cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
         return Err(EngineError::invalid("Key may not be empty"));
     }
-    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-    out.dedup_by(|a, b| a.prefix == b.prefix);
     Ok(out)
 }
 
@@ -150,76 +151,153 @@ pub(crate) fn validate(ty: &ColumnType, v: &[u8], col: &str) -> Result<(), Engin
     })
 }
 
-/// Encoded clustering ranges (physical, inclusive-start/exclusive-end byte bounds relative
-/// to the partition's row prefix), in physical order.
+/// A physical interval of encoded clustering bytes: inclusive start, exclusive end
+/// (`None` = to the end of the partition).
+pub(crate) type Interval = (Vec<u8>, Option<Vec<u8>>);
+
+fn end_of(p: &[u8]) -> Option<Vec<u8>> {
+    if p.is_empty() {
+        None
+    } else {
+        Some(keys::prefix_end(p))
+    }
+}
+
+fn end_lt(a: &Option<Vec<u8>>, b: &Option<Vec<u8>>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => x < y,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+fn normalize(mut v: Vec<Interval>) -> Vec<Interval> {
+    v.retain(|(s, e)| e.as_ref().is_none_or(|e| e > s));
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<Interval> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        if let Some(last) = out.last_mut() {
+            let touches = last.1.as_ref().is_none_or(|le| s <= *le);
+            if touches {
+                if end_lt(&last.1, &e) {
+                    last.1 = e;
+                }
+                continue;
+            }
+        }
+        out.push((s, e));
+    }
+    out
+}
+
+fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.clone().max(b[j].0.clone());
+        let (e, a_first) = if end_lt(&a[i].1, &b[j].1) {
+            (a[i].1.clone(), true)
+        } else {
+            (b[j].1.clone(), false)
+        };
+        if e.as_ref().is_none_or(|e| *e > s) {
+            out.push((s, e));
+        }
+        if a_first {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// The intervals where the clustering tuple starting at column `n` is above (`is_start`)
+/// or below the bound, exactly, whatever mix of ASC/DESC the columns have: the tuple
+/// relation is split into "equal on the first i columns, strictly beyond on column i".
+fn bound_pieces(
+    cols: &[&crate::catalog::ColumnDef],
+    n: usize,
+    prefix: &[u8],
+    values: &[Vec<u8>],
+    inclusive: bool,
+    is_start: bool,
+) -> Vec<Interval> {
+    let mut pieces = Vec::new();
+    let mut p = prefix.to_vec();
+    for (i, v) in values.iter().enumerate() {
+        let Some(col) = cols.get(n + i) else { break };
+        let mut pv = p.clone();
+        keys::encode_component(&mut pv, &col.ty, v, col.desc);
+        // Logical "greater" runs forward on disk for ASC, backward for DESC.
+        let after = is_start != col.desc;
+        if after {
+            pieces.push((keys::prefix_end(&pv), end_of(&p)));
+        } else {
+            pieces.push((p.clone(), Some(pv.clone())));
+        }
+        p = pv;
+    }
+    if inclusive {
+        pieces.push((p.clone(), end_of(&p)));
+    }
+    normalize(pieces)
+}
+
+/// Encoded clustering ranges of a selection, as sorted, disjoint physical intervals.
 pub(crate) fn clustering_ranges(
     table: &TableDef,
     sel: &ClusteringSel,
     vals: &Bound_,
-) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, EngineError> {
+) -> Result<Vec<Interval>, EngineError> {
     let cols: Vec<_> = table.clustering().collect();
     let mut sets = Vec::with_capacity(sel.eq.len());
     for (kv, col) in sel.eq.iter().zip(&cols) {
-        sets.push(expand(kv, vals, &col.name)?);
+        let mut values = expand(kv, vals, &col.name)?;
+        values.sort_by(|a, b| crate::types::compare(&col.ty, a, b));
+        values.dedup();
+        sets.push(values);
+    }
+    let mut prefixes: Vec<Vec<Vec<u8>>> = cartesian(sets);
+    if let Some(tuples) = &sel.tuples {
+        let mut next = Vec::new();
+        for p in &prefixes {
+            for t in tuples {
+                let mut q = p.clone();
+                for (s, col) in t.iter().zip(&cols[p.len()..]) {
+                    q.push(resolve_key(s, vals, &col.name)?);
+                }
+                next.push(q);
+            }
+        }
+        prefixes = next;
     }
     let mut out = Vec::new();
-    for prefix_vals in cartesian(sets) {
+    for prefix_vals in prefixes {
         let mut prefix = Vec::new();
         for (v, col) in prefix_vals.iter().zip(&cols) {
             keys::encode_component(&mut prefix, &col.ty, v, col.desc);
         }
         let n = prefix_vals.len();
-        let bound = |b: &SliceBound| -> Result<Vec<u8>, EngineError> {
-            let mut enc = prefix.clone();
-            for (s, col) in b.values.iter().zip(&cols[n..]) {
-                let v = resolve_key(s, vals, &col.name)?;
-                keys::encode_component(&mut enc, &col.ty, &v, col.desc);
-            }
-            Ok(enc)
+        let resolve_bound = |b: &SliceBound| -> Result<Vec<Vec<u8>>, EngineError> {
+            b.values
+                .iter()
+                .zip(&cols[n..])
+                .map(|(s, col)| resolve_key(s, vals, &col.name))
+                .collect()
         };
-        // A slice on a DESC column runs backwards on disk.
-        let desc = cols.get(n).map(|c| c.desc).unwrap_or(false);
-        let (lo, hi) = if desc {
-            (&sel.end, &sel.start)
-        } else {
-            (&sel.start, &sel.end)
+        let whole = vec![(prefix.clone(), end_of(&prefix))];
+        let lo = match &sel.start {
+            Some(b) => bound_pieces(&cols, n, &prefix, &resolve_bound(b)?, b.inclusive, true),
+            None => whole.clone(),
         };
-        let start = match lo {
-            None => prefix.clone(),
-            Some(b) => {
-                let enc = bound(b)?;
-                // Physical lower bound: inclusive unless the logical bound was exclusive.
-                if b.inclusive {
-                    enc
-                } else {
-                    keys::prefix_end(&enc)
-                }
-            }
+        let hi = match &sel.end {
+            Some(b) => bound_pieces(&cols, n, &prefix, &resolve_bound(b)?, b.inclusive, false),
+            None => whole,
         };
-        let end = match hi {
-            None => {
-                if prefix.is_empty() {
-                    None
-                } else {
-                    Some(keys::prefix_end(&prefix))
-                }
-            }
-            Some(b) => {
-                let enc = bound(b)?;
-                Some(if b.inclusive {
-                    keys::prefix_end(&enc)
-                } else {
-                    enc
-                })
-            }
-        };
-        if matches!(&end, Some(e) if *e <= start) {
-            continue;
-        }
-        out.push((start, end));
+        out.extend(intersect(&lo, &hi));
     }
-    out.sort();
-    Ok(out)
+    Ok(normalize(out))
 }
 
 struct PagingState {
@@ -306,6 +384,9 @@ impl Engine {
             Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
             None => None,
         };
+        if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
+            return Err(EngineError::invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query"));
+        }
         let count_only = matches!(plan.selection, Selection::Aggregates(_));
         let page = if count_only {
             None
@@ -507,13 +588,12 @@ impl Engine {
 
         match &plan.partitions {
             PartitionSel::Keys(sel) => {
-                for p in partitions(t, sel, vals)? {
-                    if let Some(k) = &resume_key {
-                        let kp = &k[..k.len().min(p.prefix.len())];
-                        if p.prefix.as_slice() < kp {
-                            continue;
-                        }
-                    }
+                let parts = partitions(t, sel, vals)?;
+                let first = match &resume_key {
+                    Some(k) => parts.iter().position(|p| k.starts_with(&p.prefix)).unwrap_or(parts.len()),
+                    None => 0,
+                };
+                for p in &parts[first..] {
                     if !visit_partition(&p.prefix, &p.pk, p.token, &mut sink, &mut count, &mut remaining, &mut next_state)? {
                         break;
                     }

@@ -470,13 +470,18 @@ impl Engine {
                     }
                     plans.push(p);
                 }
-                (CompiledKind::Batch(plans), Vec::new())
+                let kind = match batch.kind {
+                    cql::ast::BatchKind::Logged => BatchKind::Logged,
+                    cql::ast::BatchKind::Unlogged => BatchKind::Unlogged,
+                    cql::ast::BatchKind::Counter => BatchKind::Counter,
+                };
+                (CompiledKind::Batch(kind, plans), Vec::new())
             }
             _ => (CompiledKind::Other, Vec::new()),
         };
         for p in match &kind {
             CompiledKind::Write(p) => std::slice::from_ref(p),
-            CompiledKind::Batch(ps) => ps.as_slice(),
+            CompiledKind::Batch(_, ps) => ps.as_slice(),
             _ => &[],
         } {
             if system::is_virtual(&p.table) || ddl::SYSTEM_KEYSPACES.contains(&p.table.keyspace.as_str()) {
@@ -496,7 +501,7 @@ impl Engine {
 
     /// Parses and runs one statement (QUERY).
     pub fn query(&self, text: &str, values: Values, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
-        let parsed = cql::parse(text).map_err(|e| DbError::syntax(e.to_string()))?;
+        let parsed = cql::parse(text).map_err(parse_error)?;
         let values = values.bind(&parsed)?;
         let schema = self.schema.get();
         let compiled = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
@@ -511,7 +516,7 @@ impl Engine {
         if let Some(p) = self.prepared.read().unwrap_or_else(|p| p.into_inner()).get(&id) {
             return Ok(p.clone());
         }
-        let parsed = cql::parse(text).map_err(|e| DbError::syntax(e.to_string()))?;
+        let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
         let compiled = self.compile(&parsed, keyspace, &schema).map_err(EngineError::into_db)?;
         let gen = self.schema_generation.load(Ordering::Acquire);
@@ -560,35 +565,28 @@ impl Engine {
         self.run(&p.statement, &compiled, &values, &opts, now).map_err(EngineError::into_db)
     }
 
-    pub fn batch(&self, items: Vec<BatchItem>, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
-        let mut m = Mutations::default();
+    pub fn batch(&self, kind: BatchKind, items: Vec<BatchItem>, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
         let schema = self.schema.get();
-        let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
+        let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> = Vec::with_capacity(items.len());
         for item in items {
-            let (parsed_owned, prepared, values);
-            let compiled = match item {
+            let (compiled, values) = match item {
                 BatchItem::Query(text, v) => {
-                    let parsed = cql::parse(&text).map_err(|e| DbError::syntax(e.to_string()))?;
+                    let parsed = cql::parse(&text).map_err(parse_error)?;
                     let c = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
-                    parsed_owned = parsed;
-                    values = v;
-                    let _ = &parsed_owned;
-                    Arc::new(c)
+                    (Arc::new(c), v)
                 }
                 BatchItem::Prepared(id, v) => {
-                    prepared = self.prepared(&id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    values = v;
-                    self.plan_of(&prepared).map_err(EngineError::into_db)?
+                    let prepared = self.prepared(&id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
+                    (self.plan_of(&prepared).map_err(EngineError::into_db)?, v)
                 }
             };
             check_bound(&compiled, &values)?;
-            match &compiled.kind {
-                CompiledKind::Write(p) => {
-                    if p.condition.is_some() {
-                        return Err(DbError::invalid("Conditional statements in batches are not supported yet"));
-                    }
-                    self.mutations(p, &values, now, Some(ts), &mut m).map_err(EngineError::into_db)?
-                }
+            compiled_items.push((compiled, values));
+        }
+        let mut parts = Vec::with_capacity(compiled_items.len());
+        for (c, v) in &compiled_items {
+            match &c.kind {
+                CompiledKind::Write(p) => parts.push((p, v.as_slice())),
                 _ => {
                     return Err(DbError::invalid(
                         "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
@@ -596,7 +594,55 @@ impl Engine {
                 }
             }
         }
-        self.apply(m).map_err(EngineError::into_db)?;
+        self.run_batch(kind, &parts, opts, now).map_err(EngineError::into_db)
+    }
+
+    /// One atomic BATCH: Cassandra's batch-kind rules, conditions (all on one partition)
+    /// checked and applied under the LWT lock, one timestamp for every statement.
+    fn run_batch(&self, kind: BatchKind, parts: &[(&plan::WritePlan, &[Option<BoundValue>])], opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
+        let is_counter = |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
+        let counters = parts.iter().filter(|(p, _)| is_counter(p)).count();
+        if counters > 0 && kind == BatchKind::Logged {
+            return Err(EngineError::invalid("Cannot include a counter statement in a logged batch"));
+        }
+        if counters > 0 && counters < parts.len() {
+            return Err(EngineError::invalid("Counter and non-counter mutations cannot exist in the same batch"));
+        }
+        if kind == BatchKind::Counter && counters < parts.len() {
+            return Err(EngineError::invalid("Cannot include non-counter statement in a counter batch"));
+        }
+        let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
+        let conditional = parts.iter().any(|(p, _)| p.condition.is_some());
+        let _lwt = if conditional {
+            Some(self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner()))
+        } else {
+            None
+        };
+        if conditional {
+            let mut partition: Option<Vec<u8>> = None;
+            for (p, v) in parts {
+                let keys: Vec<Vec<u8>> = exec::partitions(&p.table, &p.partition, v)?.into_iter().map(|x| x.prefix).collect();
+                if keys.len() != 1 || partition.as_ref().is_some_and(|k| *k != keys[0]) {
+                    return Err(EngineError::invalid("Batch with conditions cannot span multiple partitions"));
+                }
+                partition = keys.into_iter().next();
+            }
+            for (p, v) in parts {
+                if let Some(cond) = &p.condition {
+                    if !self.condition_holds(p, cond, v, now)? {
+                        return Ok(applied_result(&p.table, false));
+                    }
+                }
+            }
+        }
+        let mut m = Mutations::default();
+        for (p, v) in parts {
+            self.mutations(p, v, now, Some(ts), &mut m)?;
+        }
+        self.apply(m)?;
+        if conditional {
+            return Ok(applied_result(&parts[0].0.table, true));
+        }
         Ok(Outcome::Void)
     }
 
@@ -622,17 +668,9 @@ impl Engine {
                 self.apply(m)?;
                 Ok(Outcome::Void)
             }
-            CompiledKind::Batch(plans) => {
-                let mut m = Mutations::default();
-                let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
-                for p in plans {
-                    if p.condition.is_some() {
-                        return Err(EngineError::invalid("Conditional statements in batches are not supported yet"));
-                    }
-                    self.mutations(p, values, now, Some(ts), &mut m)?;
-                }
-                self.apply(m)?;
-                Ok(Outcome::Void)
+            CompiledKind::Batch(kind, plans) => {
+                let parts: Vec<_> = plans.iter().map(|p| (p, values)).collect();
+                self.run_batch(*kind, &parts, opts, now)
             }
             CompiledKind::Other => self.run_other(&parsed.statement, opts, now),
         }
@@ -642,37 +680,7 @@ impl Engine {
     fn conditional(&self, plan: &plan::WritePlan, cond: &plan::Condition, values: &[Option<BoundValue>], now: Now) -> Result<Outcome, EngineError> {
         let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
         let existing = self.read_row_for_condition(plan, values, now)?;
-        let applied = match cond {
-            plan::Condition::IfNotExists => existing.is_none(),
-            plan::Condition::IfExists => existing.is_some(),
-            plan::Condition::Columns(conds) => {
-                let mut ok = true;
-                for (idx, op, src) in conds {
-                    let want = exec::resolve(src, values)?;
-                    let c = &plan.table.columns[*idx];
-                    let have = existing.as_ref().and_then(|(r, h)| match c.kind {
-                        catalog::ColumnKind::Static => h.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
-                        _ => r.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
-                    });
-                    let eq = match (&have, &want) {
-                        (Some(a), Some(b)) => types::compare(&c.ty, a, b),
-                        (None, None) => std::cmp::Ordering::Equal,
-                        (None, Some(_)) => std::cmp::Ordering::Less,
-                        (Some(_), None) => std::cmp::Ordering::Greater,
-                    };
-                    let pass = match op {
-                        plan::FilterOp::Eq => eq.is_eq(),
-                        plan::FilterOp::Ne => !eq.is_eq(),
-                        plan::FilterOp::Lt => have.is_some() && eq.is_lt(),
-                        plan::FilterOp::Le => have.is_some() && eq.is_le(),
-                        plan::FilterOp::Gt => have.is_some() && eq.is_gt(),
-                        plan::FilterOp::Ge => have.is_some() && eq.is_ge(),
-                    };
-                    ok &= pass;
-                }
-                ok
-            }
-        };
+        let applied = self.evaluate_condition(plan, cond, values, existing.as_ref(), now)?;
         if applied {
             let mut m = Mutations::default();
             self.mutations(plan, values, now, None, &mut m)?;
@@ -724,6 +732,51 @@ impl Engine {
         }))
     }
 
+    fn condition_holds(&self, plan: &plan::WritePlan, cond: &plan::Condition, values: &[Option<BoundValue>], now: Now) -> Result<bool, EngineError> {
+        let existing = self.read_row_for_condition(plan, values, now)?;
+        self.evaluate_condition(plan, cond, values, existing.as_ref(), now)
+    }
+
+    fn evaluate_condition(
+        &self,
+        plan: &plan::WritePlan,
+        cond: &plan::Condition,
+        values: &[Option<BoundValue>],
+        existing: Option<&(row::Row, row::PartitionHeader)>,
+        now: Now,
+    ) -> Result<bool, EngineError> {
+        Ok(match cond {
+            plan::Condition::IfNotExists => existing.is_none(),
+            plan::Condition::IfExists => existing.is_some(),
+            plan::Condition::Columns(conds) => {
+                let mut ok = true;
+                for (idx, op, src) in conds {
+                    let want = exec::resolve(src, values)?;
+                    let c = &plan.table.columns[*idx];
+                    let have = existing.and_then(|(r, h)| match c.kind {
+                        catalog::ColumnKind::Static => h.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                        _ => r.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                    });
+                    let ord = match (&have, &want) {
+                        (Some(a), Some(b)) => types::compare(&c.ty, a, b),
+                        (None, None) => std::cmp::Ordering::Equal,
+                        (None, Some(_)) => std::cmp::Ordering::Less,
+                        (Some(_), None) => std::cmp::Ordering::Greater,
+                    };
+                    ok &= match op {
+                        plan::FilterOp::Eq => ord.is_eq(),
+                        plan::FilterOp::Ne => !ord.is_eq(),
+                        plan::FilterOp::Lt => have.is_some() && ord.is_lt(),
+                        plan::FilterOp::Le => have.is_some() && ord.is_le(),
+                        plan::FilterOp::Gt => have.is_some() && ord.is_gt(),
+                        plan::FilterOp::Ge => have.is_some() && ord.is_ge(),
+                    };
+                }
+                ok
+            }
+        })
+    }
+
     fn run_other(&self, st: &cql::Statement, opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
         use cql::Statement as S;
         let ks = opts.keyspace.as_deref();
@@ -768,7 +821,7 @@ impl Engine {
         let schema = self.schema.get();
         let guard_system = |name: &str| -> Result<(), EngineError> {
             if ddl::SYSTEM_KEYSPACES.contains(&name) {
-                return Err(EngineError::unauthorized(format!("{name} keyspace is not user-modifiable.")));
+                return Err(EngineError::invalid(format!("System keyspace '{name}' is not user-modifiable")));
             }
             Ok(())
         };
@@ -818,7 +871,7 @@ impl Engine {
                     if *if_exists {
                         None
                     } else {
-                        return Err(EngineError::config(format!("Keyspace '{name}' doesn't exist")));
+                        return Err(EngineError::invalid(format!("Keyspace '{name}' doesn't exist")));
                     }
                 } else {
                     let mut next = (*schema).clone();
@@ -920,6 +973,37 @@ impl Engine {
         *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.schema_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+fn applied_result(t: &TableDef, applied: bool) -> Outcome {
+    let mut data = 1i32.to_be_bytes().to_vec();
+    data.push(applied as u8);
+    Outcome::Rows(ResultSet {
+        keyspace: t.keyspace.clone(),
+        table: t.name.clone(),
+        columns: vec![OutputColumn {
+            name: "[applied]".into(),
+            ty: ColumnType::Boolean,
+        }],
+        rows: 1,
+        data,
+        paging_state: None,
+    })
+}
+
+/// The kind of a BATCH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchKind {
+    Logged,
+    Unlogged,
+    Counter,
+}
+
+fn parse_error(e: cql::ParseError) -> DbError {
+    match e.kind {
+        cql::ParseErrorKind::Syntax => DbError::syntax(e.to_string()),
+        cql::ParseErrorKind::Invalid => DbError::invalid(e.to_string()),
     }
 }
 

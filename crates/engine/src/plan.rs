@@ -59,6 +59,8 @@ pub enum PartitionSel {
 pub struct ClusteringSel {
     /// Equality (or IN) on the first clustering columns.
     pub eq: Vec<KeyValues>,
+    /// `(a, b) IN ((..), (..))` on the columns right after `eq`.
+    pub tuples: Option<Vec<Vec<Src>>>,
     /// Lower / upper bounds on the columns after the equality prefix (in value order).
     pub start: Option<SliceBound>,
     pub end: Option<SliceBound>,
@@ -66,7 +68,7 @@ pub struct ClusteringSel {
 
 impl ClusteringSel {
     pub fn is_unrestricted(&self) -> bool {
-        self.eq.is_empty() && self.start.is_none() && self.end.is_none()
+        self.eq.is_empty() && self.tuples.is_none() && self.start.is_none() && self.end.is_none()
     }
 }
 
@@ -138,6 +140,8 @@ pub struct SelectPlan {
     pub output: Vec<OutputColumn>,
     pub distinct: bool,
     pub reversed: bool,
+    /// ORDER BY with IN on the partition key cannot be paged (Cassandra refuses it).
+    pub order_with_in: bool,
     pub limit: Option<Src>,
     pub per_partition_limit: Option<Src>,
 }

@@ -148,7 +148,6 @@ impl<B: Backend> Reader<B> {
             }
             // Backpressure: a client that does not read its responses gets no more served.
             if self.tx.backlogged() {
-                eprintln!("PAUSED");
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => return Ending::Quiet,

@@ -28,7 +28,9 @@
 //! - Only a connection's writer task writes to its socket; executors return values.
 //! - Every length read off the network is bounded before allocation: envelope bodies by
 //!   `max_frame_bytes` (checked on the header), requests in flight by
-//!   `max_streams_per_connection`, connections by `max_connections`.
+//!   `max_streams_per_connection`, connections by `max_connections`. Output waiting for a
+//!   client that does not read is bounded too: past 8 MiB the connection stops reading requests
+//!   until the writer catches up.
 //! - No lock is shared between connections on the request path; per-connection state is a
 //!   mutex touched only by that connection's requests, stream ids are atomic bits.
 //! - A request error answers ERROR on its stream and keeps the connection; a framing error

@@ -278,8 +278,13 @@ impl Backend for LocalBackend {
                     });
                 }
                 let now = Now::system();
+                let kind = match b.kind {
+                    request::BatchKind::Logged => engine::BatchKind::Logged,
+                    request::BatchKind::Unlogged => engine::BatchKind::Unlogged,
+                    request::BatchKind::Counter => engine::BatchKind::Counter,
+                };
                 let r = self
-                    .run(self.sync_writes, move |e| e.batch(items, &opts, now))
+                    .run(self.sync_writes, move |e| e.batch(kind, items, &opts, now))
                     .await
                     .and_then(|x| x);
                 outcome(r, false)

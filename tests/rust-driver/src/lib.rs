@@ -1,0 +1,1 @@
+//! Empty: the tests live in tests/scylla.rs.
