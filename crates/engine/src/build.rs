@@ -641,6 +641,22 @@ impl<'a> Builder<'a> {
                 }
                 (Selector::Token, format!("system.token({})", cols.join(", ")), ColumnType::Bigint)
             }
+            E::Field { expr, field } => {
+                let E::Column(name) = &**expr else {
+                    return Err(EngineError::invalid("Field selection is supported on columns only"));
+                };
+                let (i, c) = self.column(t, name)?;
+                let ColumnType::Udt { fields, .. } = &c.ty else {
+                    return Err(EngineError::invalid(format!(
+                        "Invalid field selection: {name} of type {} is not a user type",
+                        crate::types::cql_type_name(&c.ty)
+                    )));
+                };
+                let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
+                    return Err(EngineError::invalid(format!("{name} of type {} has no field {field}", crate::types::cql_type_name(&c.ty))));
+                };
+                (Selector::Field(i, pos), format!("{name}.{field}"), fields[pos].1.clone())
+            }
             E::Term(term) => {
                 return Err(EngineError::invalid(format!(
                     "Selecting a term ({term}) is not supported yet"

@@ -164,10 +164,20 @@ pub struct KeyspaceDef {
     pub durable_writes: bool,
 }
 
+/// A user-defined type: field names and their CQL type texts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UdtDef {
+    pub keyspace: String,
+    pub name: String,
+    pub fields: Vec<(String, String)>,
+}
+
 /// One immutable version of the whole schema.
 #[derive(Debug, Clone, Default)]
 pub struct Schema {
     pub keyspaces: BTreeMap<String, Arc<KeyspaceDef>>,
+    /// (keyspace, type name) -> user-defined type.
+    pub types: BTreeMap<(String, String), Arc<UdtDef>>,
     /// (keyspace, table) -> table.
     pub tables: BTreeMap<(String, String), Arc<TableDef>>,
     pub version: [u8; 16],
@@ -190,6 +200,8 @@ impl Schema {
 #[derive(Serialize, Deserialize)]
 pub struct PersistedSchema {
     pub keyspaces: Vec<KeyspaceDef>,
+    #[serde(default)]
+    pub types: Vec<UdtDef>,
     pub tables: Vec<TableDef>,
     pub next_table_id: u32,
     pub version: [u8; 16],

@@ -196,12 +196,161 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
     Ok(())
 }
 
-pub fn resolve_type(ks: &str, ty: &CqlType) -> Result<ColumnType, EngineError> {
-    ty.to_column_type(&mut |name| {
-        let _ = (ks, name);
-        None
+/// The protocol type of a CQL type, with user types resolved in `schema`.
+pub fn resolve_type(schema: &Schema, ks: &str, ty: &CqlType) -> Result<ColumnType, EngineError> {
+    resolve_depth(schema, ks, ty, 0)
+}
+
+fn resolve_depth(schema: &Schema, ks: &str, ty: &CqlType, depth: usize) -> Result<ColumnType, EngineError> {
+    if depth > 16 {
+        return Err(EngineError::invalid(format!("Type {ty} nests user types too deeply")));
+    }
+    let mut missing: Option<String> = None;
+    let mut err: Option<EngineError> = None;
+    let out = ty.to_column_type(&mut |name| {
+        let k = name.keyspace.clone().unwrap_or_else(|| ks.to_string());
+        let Some(u) = schema.types.get(&(k.clone(), name.name.clone())) else {
+            missing = Some(name.name.clone());
+            return None;
+        };
+        let mut fields = Vec::new();
+        for (f, t) in &u.fields {
+            let parsed = match cql::parse_type(t) {
+                Ok(p) => p,
+                Err(e) => {
+                    err = Some(EngineError::server(format!("stored type {t}: {e}")));
+                    return None;
+                }
+            };
+            match resolve_depth(schema, &k, &parsed, depth + 1) {
+                Ok(ct) => fields.push((f.clone(), ct)),
+                Err(e) => {
+                    err = Some(e);
+                    return None;
+                }
+            }
+        }
+        Some(ColumnType::Udt { keyspace: k, name: u.name.clone(), fields })
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    out.ok_or_else(|| match missing {
+        Some(name) => EngineError::invalid(format!("Unknown type {ks}.{name}")),
+        None => EngineError::invalid(format!("Unknown type {ty}")),
     })
-    .ok_or_else(|| EngineError::invalid(format!("Unknown type {ty}")))
+}
+
+pub fn create_type(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateType) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = ct.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.typename"))?.to_string();
+    if !schema.keyspaces.contains_key(&ks) {
+        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+    }
+    let name = ct.name.name.clone();
+    if schema.types.contains_key(&(ks.clone(), name.clone())) {
+        if ct.if_not_exists {
+            return Ok(None);
+        }
+        return Err(EngineError::invalid(format!("A user type with name '{name}' already exists")));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut fields = Vec::new();
+    for (f, t) in &ct.fields {
+        if !seen.insert(f.clone()) {
+            return Err(EngineError::invalid(format!("Duplicate field name '{f}' in type '{name}'")));
+        }
+        resolve_type(schema, &ks, t)?;
+        fields.push((f.clone(), t.to_string()));
+    }
+    let mut next = schema.clone();
+    next.types.insert((ks.clone(), name.clone()), Arc::new(UdtDef { keyspace: ks.clone(), name: name.clone(), fields }));
+    Ok(Some((next, SchemaChange { change: "CREATED", target: "TYPE", keyspace: ks, name: Some(name) })))
+}
+
+pub fn alter_type(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterType) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?.to_string();
+    let Some(u) = schema.types.get(&(ks.clone(), at.name.name.clone())) else {
+        if at.if_exists {
+            return Ok(None);
+        }
+        return Err(EngineError::invalid(format!("No user type named '{}' exists.", at.name.name)));
+    };
+    let mut u = (**u).clone();
+    match &at.action {
+        ast::AlterTypeAction::Add { if_not_exists, field, ty } => {
+            if u.fields.iter().any(|(f, _)| f == field) {
+                if *if_not_exists {
+                    return Ok(None);
+                }
+                return Err(EngineError::invalid(format!("Cannot add new field {field} to type {ks}.{}: a field with name {field} already exists", u.name)));
+            }
+            resolve_type(schema, &ks, ty)?;
+            u.fields.push((field.clone(), ty.to_string()));
+        }
+        ast::AlterTypeAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                match u.fields.iter_mut().find(|(f, _)| f == from) {
+                    Some(f) => f.0 = to.clone(),
+                    None if *if_exists => {}
+                    None => return Err(EngineError::invalid(format!("Unkown field {from} in user type {ks}.{}", u.name))),
+                }
+            }
+        }
+    }
+    let mut next = schema.clone();
+    let name = u.name.clone();
+    next.types.insert((ks.clone(), name.clone()), Arc::new(u));
+    // Tables using the type see the new fields.
+    let tables: Vec<_> = next.tables.values().cloned().collect();
+    for t in tables {
+        let mut t2 = (*t).clone();
+        let mut changed = false;
+        for c in &mut t2.columns {
+            if c.cql_type.contains(&name) {
+                if let Ok(parsed) = cql::parse_type(&c.cql_type) {
+                    c.ty = resolve_type(&next, &t2.keyspace, &parsed)?;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            next.tables.insert((t2.keyspace.clone(), t2.name.clone()), Arc::new(t2));
+        }
+    }
+    Ok(Some((next, SchemaChange { change: "UPDATED", target: "TYPE", keyspace: ks, name: Some(name) })))
+}
+
+pub fn drop_type(schema: &Schema, ks_default: Option<&str>, name: &ast::QualifiedName, if_exists: bool) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?.to_string();
+    if !schema.types.contains_key(&(ks.clone(), name.name.clone())) {
+        if if_exists {
+            return Ok(None);
+        }
+        return Err(EngineError::invalid(format!("No user type named '{}' exists.", name.name)));
+    }
+    for t in schema.tables_of(&ks) {
+        for c in &t.columns {
+            if matches!(cql::parse_type(&c.cql_type), Ok(ref p) if uses_type(p, &name.name)) {
+                return Err(EngineError::invalid(format!(
+                    "Cannot drop user type {ks}.{} as it is still used by table {ks}.{}",
+                    name.name, t.name
+                )));
+            }
+        }
+    }
+    let mut next = schema.clone();
+    next.types.remove(&(ks.clone(), name.name.clone()));
+    Ok(Some((next, SchemaChange { change: "DROPPED", target: "TYPE", keyspace: ks, name: Some(name.name.clone()) })))
+}
+
+fn uses_type(t: &CqlType, name: &str) -> bool {
+    match t {
+        CqlType::UserDefined(q) => q.name == name,
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => uses_type(e, name),
+        CqlType::Map(k, v) => uses_type(k, name) || uses_type(v, name),
+        CqlType::Tuple(ts) => ts.iter().any(|t| uses_type(t, name)),
+        _ => false,
+    }
 }
 
 fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
@@ -261,7 +410,7 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
             return Err(EngineError::invalid(format!("Duplicate column '{}' declaration for table {ks}.{name}", c.name)));
         }
         check_type_allowed(&c.ty, false)?;
-        let ty = resolve_type(&ks, &c.ty)?;
+        let ty = resolve_type(schema, &ks, &c.ty)?;
         let (kind, position) = if let Some(p) = ct.partition_key.iter().position(|n| *n == c.name) {
             (ColumnKind::PartitionKey, p as i32)
         } else if let Some(p) = ct.clustering_columns.iter().position(|n| *n == c.name) {
@@ -380,7 +529,7 @@ pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTab
                 if c.is_static && t.clustering_count() == 0 {
                     return Err(EngineError::invalid(format!("Static columns are not allowed in tables with no clustering columns")));
                 }
-                let ty = resolve_type(&ks, &c.ty)?;
+                let ty = resolve_type(schema, &ks, &c.ty)?;
                 let id = t.next_column_id;
                 t.next_column_id += 1;
                 t.columns.push(ColumnDef {

@@ -752,6 +752,10 @@ impl Engine {
                     sink.cell(ttl.as_ref().map(|b| b.as_slice()))
                 }
                 Selector::Token => sink.cell(Some(&tok.to_be_bytes())),
+                Selector::Field(idx, pos) => {
+                    let v = cell_of(*idx).and_then(|c| c.live_value(now.secs));
+                    sink.cell(v.and_then(|v| udt_field(v, *pos)))
+                }
                 Selector::Const(v) => sink.cell(v.as_deref()),
             }
         }
@@ -1382,4 +1386,26 @@ impl AggState {
         }
         sink.rows = 1;
     }
+}
+
+/// The `pos`-th field of a serialized UDT value (`[bytes]` per field; missing trailing
+/// fields are null).
+fn udt_field(v: &[u8], pos: usize) -> Option<&[u8]> {
+    let mut at = 0usize;
+    for i in 0..=pos {
+        let len = i32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            if i == pos {
+                return None;
+            }
+            continue;
+        }
+        let field = v.get(at..at + len as usize)?;
+        if i == pos {
+            return Some(field);
+        }
+        at += len as usize;
+    }
+    None
 }

@@ -354,11 +354,14 @@ impl Engine {
             for ks in p.keyspaces {
                 schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
             }
+            for u in p.types {
+                schema.types.insert((u.keyspace.clone(), u.name.clone()), Arc::new(u));
+            }
             for mut t in p.tables {
                 for c in &mut t.columns {
                     let parsed = cql::parse_type(&c.cql_type)
                         .map_err(|e| DbError::server(format!("stored type {}: {e}", c.cql_type)))?;
-                    c.ty = ddl::resolve_type(&t.keyspace, &parsed).map_err(EngineError::into_db)?;
+                    c.ty = ddl::resolve_type(&schema, &t.keyspace, &parsed).map_err(EngineError::into_db)?;
                 }
                 schema.tables.insert((t.keyspace.clone(), t.name.clone()), Arc::new(t));
             }
@@ -821,7 +824,7 @@ impl Engine {
         let schema = self.schema.get();
         let guard_system = |name: &str| -> Result<(), EngineError> {
             if ddl::SYSTEM_KEYSPACES.contains(&name) {
-                return Err(EngineError::invalid(format!("System keyspace '{name}' is not user-modifiable")));
+                return Err(EngineError::unauthorized(format!("{name} keyspace is not user-modifiable.")));
             }
             Ok(())
         };
@@ -833,7 +836,9 @@ impl Engine {
         };
         let result: Option<(Schema, SchemaChange)> = match st {
             S::CreateKeyspace(ck) => {
-                guard_system(&ck.name)?;
+                if ddl::SYSTEM_KEYSPACES.contains(&ck.name.as_str()) {
+                    return Err(EngineError::invalid(format!("System keyspace '{}' is not user-modifiable", ck.name)));
+                }
                 if schema.keyspaces.contains_key(&ck.name) {
                     if ck.if_not_exists {
                         None
@@ -877,6 +882,7 @@ impl Engine {
                     let mut next = (*schema).clone();
                     next.keyspaces.remove(name);
                     next.tables.retain(|(k, _), _| k != name);
+                    next.types.retain(|(k, _), _| k != name);
                     Some((next, SchemaChange::ks("DROPPED", name)))
                 }
             }
@@ -909,6 +915,12 @@ impl Engine {
                     Some((next, SchemaChange::table("DROPPED", &k, &name.name)))
                 }
             }
+            S::CreateType(ct) => {
+                guard_system(&table_ks(&ct.name)?)?;
+                ddl::create_type(&schema, ks, ct)?
+            }
+            S::AlterType(at) => ddl::alter_type(&schema, ks, at)?,
+            S::DropType { name, if_exists } => ddl::drop_type(&schema, ks, name, *if_exists)?,
             S::Truncate(name) => {
                 let k = table_ks(name)?;
                 guard_system(&k)?;
@@ -956,6 +968,7 @@ impl Engine {
                 .filter(|k| !ddl::SYSTEM_KEYSPACES.contains(&k.name.as_str()))
                 .map(|k| (**k).clone())
                 .collect(),
+            types: next.types.values().map(|u| (**u).clone()).collect(),
             tables: next
                 .tables
                 .values()

@@ -97,6 +97,8 @@ pub enum Selector {
     Ttl(usize),
     /// `token(pk...)` of the row's partition.
     Token,
+    /// `udt_column.field`: the column and the field's position.
+    Field(usize, usize),
     Const(Option<Vec<u8>>),
 }
 

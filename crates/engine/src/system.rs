@@ -214,6 +214,18 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                 }
             }
         }
+        ("system_schema", "types") => {
+            for u in schema.types.values() {
+                let names: Vec<&str> = u.fields.iter().map(|(f, _)| f.as_str()).collect();
+                let types: Vec<&str> = u.fields.iter().map(|(_, t)| t.as_str()).collect();
+                push(vec![
+                    ("keyspace_name", text(&u.keyspace)),
+                    ("type_name", text(&u.name)),
+                    ("field_names", text_list(&names)),
+                    ("field_types", text_list(&types)),
+                ]);
+            }
+        }
         ("system_schema", "dropped_columns") => {
             for tb in user_tables() {
                 for (name, ty, at) in &tb.dropped {
@@ -286,6 +298,11 @@ fn map_literal(m: &BTreeMap<String, String>) -> String {
         .map(|(k, v)| format!("'{}': '{}'", k.replace('\'', "''"), v.replace('\'', "''")))
         .collect();
     format!("{{{}}}", parts.join(", "))
+}
+
+pub fn describe_type(u: &crate::catalog::UdtDef) -> String {
+    let fields: Vec<String> = u.fields.iter().map(|(f, t)| format!("    {} {}", quote(f), t)).collect();
+    format!("CREATE TYPE {}.{} (\n{}\n);", quote(&u.keyspace), quote(&u.name), fields.join(",\n"))
 }
 
 pub fn describe_keyspace(ks: &KeyspaceDef) -> String {
@@ -377,6 +394,9 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
     let ks_rows = |ks: &KeyspaceDef, only: bool| -> DescribeRows {
         let mut rows = vec![[ks.name.clone(), "keyspace".into(), ks.name.clone(), describe_keyspace(ks)]];
         if !only {
+            for u in schema.types.values().filter(|u| u.keyspace == ks.name) {
+                rows.push([ks.name.clone(), "type".into(), u.name.clone(), describe_type(u)]);
+            }
             for t in schema.tables_of(&ks.name).filter(|t| !is_virtual(t)) {
                 rows.push([ks.name.clone(), "table".into(), t.name.clone(), describe_table(t)]);
             }
@@ -447,7 +467,21 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
             String::new(),
             String::new(),
         ]],
-        D::Types | D::Functions | D::Aggregates => Vec::new(),
+        D::Types => schema
+            .types
+            .values()
+            .filter(|u| current_ks.is_none_or(|k| u.keyspace == k))
+            .map(|u| [u.keyspace.clone(), "type".into(), u.name.clone(), String::new()])
+            .collect(),
+        D::Type(name) => {
+            let ks = name.keyspace.as_deref().or(current_ks).unwrap_or("");
+            let u = schema
+                .types
+                .get(&(ks.to_string(), name.name.clone()))
+                .ok_or_else(|| EngineError::invalid(format!("User defined type '{}' not found in '{ks}'", name.name)))?;
+            vec![[u.keyspace.clone(), "type".into(), u.name.clone(), describe_type(u)]]
+        }
+        D::Functions | D::Aggregates => Vec::new(),
         other => {
             return Err(EngineError::invalid(format!("DESCRIBE {other:?} is not supported yet")))
         }

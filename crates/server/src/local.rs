@@ -132,12 +132,16 @@ fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
                 "DROPPED" => SchemaChangeType::Dropped,
                 _ => SchemaChangeType::Updated,
             };
-            let target = match c.name {
-                Some(name) => SchemaChangeTarget::Table {
+            let target = match (c.target, c.name) {
+                ("TYPE", Some(name)) => SchemaChangeTarget::Type {
                     keyspace: c.keyspace,
                     name,
                 },
-                None => SchemaChangeTarget::Keyspace(c.keyspace),
+                (_, Some(name)) => SchemaChangeTarget::Table {
+                    keyspace: c.keyspace,
+                    name,
+                },
+                (_, None) => SchemaChangeTarget::Keyspace(c.keyspace),
             };
             Response::Result(ResultBody::SchemaChange(SchemaChange { change, target }))
         }
