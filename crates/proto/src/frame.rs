@@ -267,6 +267,13 @@ pub fn decode_envelope(
                 reason,
             })?
         }
+        // Cassandra refuses a compressed envelope on a connection that negotiated none.
+        None if flags & flags::COMPRESSION != 0 && version < ProtocolVersion::V5 => {
+            return Err(FrameError::Decompression {
+                stream: header.stream,
+                reason: "the envelope is flagged compressed but no compression was negotiated at STARTUP".into(),
+            })
+        }
         _ => body,
     };
     Ok(Some(Envelope {

@@ -5,7 +5,8 @@
 //!
 //! - `connect_and_system_local`: session start (the driver reads system tables and schema)
 //! - `prepared_insert_and_paged_read`: 1000 rows, page size 100, single partition and full scan
-//! - `batches`: logged batch of prepared statements, unlogged batch of simple statements, counters
+//! - `batches`: logged batch of prepared statements, unlogged batch of simple statements
+//! - `counter_batch_with_prepared_increments`: counter batch, bind markers typed `counter`
 //! - `every_native_type_round_trips`: typical, extreme and null values of all native types
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -131,10 +132,7 @@ async fn prepared_insert_and_paged_read() {
         let mut seen: Vec<(i32, String)> = Vec::new();
         let mut pages = 0;
         loop {
-            let (res, next) = s
-                .execute_single_page(&sel, (0i32,), state)
-                .await
-                .unwrap();
+            let (res, next) = s.execute_single_page(&sel, (0i32,), state).await.unwrap();
             let rows = res.into_rows_result().unwrap();
             assert!(rows.rows_num() <= 100, "page of {} rows", rows.rows_num());
             for r in rows.rows::<(i32, String)>().unwrap() {
@@ -199,13 +197,12 @@ async fn prepared_insert_and_paged_read() {
 #[tokio::test]
 async fn batches() {
     with_session!(|s, ks| {
-        s.query_unpaged("CREATE TABLE b (k int, c int, v text, PRIMARY KEY (k, c))", &[])
-            .await
-            .unwrap();
-        s.query_unpaged("CREATE TABLE cnt (k int PRIMARY KEY, n counter)", &[])
-            .await
-            .unwrap();
-
+        s.query_unpaged(
+            "CREATE TABLE b (k int, c int, v text, PRIMARY KEY (k, c))",
+            &[],
+        )
+        .await
+        .unwrap();
         // Logged batch of prepared statements across two partitions, with a delete.
         let ins = s
             .prepare("INSERT INTO b (k, c, v) VALUES (?, ?, ?)")
@@ -215,7 +212,9 @@ async fn batches() {
             .prepare("DELETE FROM b WHERE k = ? AND c = ?")
             .await
             .unwrap();
-        s.execute_unpaged(&ins, (1i32, 99i32, "gone")).await.unwrap();
+        s.execute_unpaged(&ins, (1i32, 99i32, "gone"))
+            .await
+            .unwrap();
         let mut logged = Batch::new(BatchType::Logged);
         logged.append_statement(ins.clone());
         logged.append_statement(ins.clone());
@@ -258,8 +257,17 @@ async fn batches() {
             (3, 2, "e".into()),
         ];
         assert_eq!(rows, want);
+    });
+}
 
-        // Counter batch.
+/// A counter batch of prepared increments. Cassandra types the bind marker of `n = n + ?` as
+/// `counter` (the receiver is the counter column), and the driver only binds `Counter` there.
+#[tokio::test]
+async fn counter_batch_with_prepared_increments() {
+    with_session!(|s, ks| {
+        s.query_unpaged("CREATE TABLE cnt (k int PRIMARY KEY, n counter)", &[])
+            .await
+            .unwrap();
         let inc = s
             .prepare("UPDATE cnt SET n = n + ? WHERE k = ?")
             .await
@@ -291,7 +299,10 @@ async fn batches() {
         got.sort_by_key(|(k, _)| *k);
         assert_eq!(
             got,
-            vec![(1, scylla::value::Counter(3)), (2, scylla::value::Counter(7))]
+            vec![
+                (1, scylla::value::Counter(3)),
+                (2, scylla::value::Counter(7))
+            ]
         );
     });
 }
@@ -377,7 +388,10 @@ async fn every_native_type_round_trips() {
                     Some(-1234),
                     Some(-7),
                     Some(CqlVarint::from_signed_bytes_be(vec![0x01, 0x00])), // 256
-                    Some(CqlDecimal::from_signed_be_bytes_and_exponent(vec![0x30, 0x39], 3)), // 12.345
+                    Some(CqlDecimal::from_signed_be_bytes_and_exponent(
+                        vec![0x30, 0x39],
+                        3,
+                    )), // 12.345
                     Some(CqlDuration {
                         months: 14,
                         days: 3,
@@ -412,7 +426,10 @@ async fn every_native_type_round_trips() {
                             .chain(std::iter::repeat_n(0xff, 12))
                             .collect(),
                     )),
-                    Some(CqlDecimal::from_signed_be_bytes_and_exponent(vec![0xff], -5)), // -1E+5
+                    Some(CqlDecimal::from_signed_be_bytes_and_exponent(
+                        vec![0xff],
+                        -5,
+                    )), // -1E+5
                     Some(CqlDuration {
                         months: -1,
                         days: -2,

@@ -1,0 +1,1812 @@
+//! Cassandra 5.0's native scalar functions over serialized values: time functions
+//! (`toDate`, `toTimestamp`, `toUnixTimestamp`, `now`, `currentTimestamp`, `minTimeuuid`, `floor`,
+//! ...), `uuid()`, every `<type>AsBlob` / `blobAs<type>`, the 5.0 math functions (`abs`, `exp`,
+//! `log`, `log10`, `round`) and `CAST(x AS type)`.
+//!
+//! Not here: `token`, `ttl`, `writetime`, `toJson`/`fromJson` (see `json`), aggregates, UDFs,
+//! collection and masking functions.
+//!
+//! Names are case-insensitive and the 5.0 snake_case aliases (`to_date`, `blob_as_int`,
+//! `cast_as_int`, ...) resolve to the same functions. `dateOf` and `unixTimestampOf` were removed
+//! in 5.0 and are unknown functions, as there.
+//!
+//! Behaviour was checked against `apache/cassandra` (`CastFcts.java`, `TimeFcts.java`,
+//! `BytesConversionFcts.java`, `MathFcts.java`, the `*Type.java` number types) and a running
+//! Cassandra 5.0.9; the tests quote the outputs.
+//!
+//! Invariants: no function panics on any input; a wrong length or an invalid value is an `Err`
+//! with a Cassandra-style message. Null in gives null out (every native scalar here is
+//! "returns null on null input"); an empty value of a type where empty means nothing (numbers,
+//! uuid, timestamp, ...) counts as null.
+//!
+//! The text formatting helpers (`java_double`, `format_timestamp`, `BigInt`, ...) are
+//! `pub(crate)` so `json` shares them.
+
+use std::cmp::Ordering;
+use std::net::IpAddr;
+
+use proto::types::{ColumnType, Value};
+use proto::value::{decode_value, validate_value};
+
+/// 100 ns intervals between 1582-10-15 (the UUID epoch) and 1970-01-01.
+const UUID_EPOCH_OFFSET: i64 = 0x01B2_1DD2_1381_4000;
+const MILLIS_PER_DAY: i64 = 86_400_000;
+const NANOS_PER_MILLI: i64 = 1_000_000;
+const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+/// `date` values are days since the epoch offset by 2^31 (the wire form).
+const DATE_EPOCH: i64 = 1 << 31;
+
+// ---- entry points -------------------------------------------------------------------------
+
+/// Result type of calling `name` with argument types, or an Invalid-style error message.
+pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String> {
+    let f = canonical(name)?;
+    Ok(resolve(&f, args)?.1)
+}
+
+/// Evaluates `name` with the current wall clock (for `now()`, `currentTimestamp()`, ...).
+/// Args are (type, serialized value or None for null).
+pub fn call(name: &str, args: &[(ColumnType, Option<Vec<u8>>)]) -> Result<Option<Vec<u8>>, String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    call_at(name, args, now)
+}
+
+/// `call` with the clock given: `now_micros` is microseconds since the Unix epoch.
+pub fn call_at(
+    name: &str,
+    args: &[(ColumnType, Option<Vec<u8>>)],
+    now_micros: i64,
+) -> Result<Option<Vec<u8>>, String> {
+    let f = canonical(name)?;
+    let types: Vec<ColumnType> = args.iter().map(|(t, _)| t.clone()).collect();
+    let (params, ret) = resolve(&f, &types)?;
+    let vals: Vec<Option<&[u8]>> = args.iter().map(|(_, v)| v.as_deref()).collect();
+    execute(&f, &params, &ret, &vals, now_micros)
+}
+
+/// `CAST(x AS type)` with Cassandra's conversion rules and text formatting. A cast to the
+/// value's own type is the value itself (Cassandra drops such a cast, column name included).
+pub fn cast(
+    from: &ColumnType,
+    to: &ColumnType,
+    v: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, String> {
+    if from == to {
+        return Ok(v.map(<[u8]>::to_vec));
+    }
+    if !cast_allowed(from, to) {
+        return Err(cast_error(&from.cql_name(), to));
+    }
+    let Some(b) = v else { return Ok(None) };
+    if b.is_empty() && empty_is_null(from) {
+        return Ok(None);
+    }
+    match to {
+        ColumnType::Ascii | ColumnType::Varchar => Ok(Some(to_text(from, b)?.into_bytes())),
+        ColumnType::Date => {
+            let ms = millis_of(from, b)?;
+            Ok(Some(date_from_millis(ms).to_vec()))
+        }
+        ColumnType::Timestamp => Ok(Some(millis_of(from, b)?.to_be_bytes().to_vec())),
+        _ => {
+            let n = Num::decode(from, b)?;
+            n.convert(to).map(Some)
+        }
+    }
+}
+
+/// Whether `CAST(<from> AS <to>)` exists (CastFcts.all(), plus identity; a timestamp passes
+/// for a bigint as Cassandra's value compatibility lets it).
+pub fn cast_allowed(from: &ColumnType, to: &ColumnType) -> bool {
+    use ColumnType as T;
+    if from == to {
+        return true;
+    }
+    let numeric_to = matches!(
+        to,
+        T::Tinyint | T::Smallint | T::Int | T::Bigint | T::Float | T::Double | T::Decimal | T::Varint
+    );
+    let text_to = matches!(to, T::Ascii | T::Varchar);
+    match from {
+        T::Tinyint
+        | T::Smallint
+        | T::Int
+        | T::Bigint
+        | T::Float
+        | T::Double
+        | T::Decimal
+        | T::Counter
+        | T::Varint => numeric_to || text_to,
+        T::Ascii => matches!(to, T::Varchar),
+        T::Inet | T::Boolean | T::Time | T::Uuid => text_to,
+        T::Timeuuid => text_to || matches!(to, T::Date | T::Timestamp),
+        T::Timestamp => text_to || matches!(to, T::Date | T::Bigint),
+        T::Date => text_to || matches!(to, T::Timestamp),
+        _ => false,
+    }
+}
+
+/// Cassandra's error for an impossible cast: `a cannot be cast to boolean`.
+pub fn cast_error(arg_column_name: &str, to: &ColumnType) -> String {
+    format!("{arg_column_name} cannot be cast to {}", to.cql_name())
+}
+
+/// The output column name Cassandra gives a function selector: `system.todate(t)`,
+/// `system.tojson(system.blobasint(system.intasblob(v)))` (names lower-cased, arguments
+/// joined with ", "). `arg_names` are the arguments' own column names.
+pub fn column_name(name: &str, arg_names: &[String]) -> String {
+    format!("system.{}({})", name.to_lowercase(), arg_names.join(", "))
+}
+
+/// The output column name of `CAST(arg AS to)`: `cast(b as int)`; a cast to the argument's own
+/// type keeps the argument's name (CastFctsTest.testNumericCastsInSelectionClause).
+pub fn cast_column_name(arg_name: &str, from: &ColumnType, to: &ColumnType) -> String {
+    if from == to {
+        arg_name.to_string()
+    } else {
+        format!("cast({arg_name} as {})", to.cql_name())
+    }
+}
+
+// ---- names and signatures -----------------------------------------------------------------
+
+/// Lower-cases the name and maps the 5.0 snake_case aliases onto the legacy names.
+fn canonical(name: &str) -> Result<String, String> {
+    let l = name.to_lowercase();
+    let unknown = || format!("Unknown function '{l}'");
+    let mapped = match l.as_str() {
+        "to_date" => "todate".to_string(),
+        "to_timestamp" => "totimestamp".to_string(),
+        "to_unix_timestamp" => "tounixtimestamp".to_string(),
+        "current_timestamp" => "currenttimestamp".to_string(),
+        "current_date" => "currentdate".to_string(),
+        "current_time" => "currenttime".to_string(),
+        "current_timeuuid" => "currenttimeuuid".to_string(),
+        "min_timeuuid" => "mintimeuuid".to_string(),
+        "max_timeuuid" => "maxtimeuuid".to_string(),
+        s if s.contains('_') => {
+            if let Some(t) = s.strip_prefix("blob_as_") {
+                format!("blobas{t}")
+            } else if let Some(t) = s.strip_suffix("_as_blob") {
+                format!("{t}asblob")
+            } else if let Some(t) = s.strip_prefix("cast_as_") {
+                format!("castas{t}")
+            } else {
+                return Err(unknown());
+            }
+        }
+        s => s.to_string(),
+    };
+    if signatures(&mapped).is_empty() {
+        return Err(unknown());
+    }
+    Ok(mapped)
+}
+
+/// Native types that have `<type>AsBlob` / `blobAs<type>` functions, by their name there.
+fn blob_type(name: &str) -> Option<ColumnType> {
+    match name {
+        "blob" => None,
+        "varchar" => Some(ColumnType::Varchar),
+        other => ColumnType::from_simple_name(other),
+    }
+}
+
+const NUMERIC: [ColumnType; 9] = [
+    ColumnType::Tinyint,
+    ColumnType::Smallint,
+    ColumnType::Int,
+    ColumnType::Bigint,
+    ColumnType::Counter,
+    ColumnType::Float,
+    ColumnType::Double,
+    ColumnType::Decimal,
+    ColumnType::Varint,
+];
+
+type Sig = (Vec<ColumnType>, ColumnType);
+
+fn signatures(f: &str) -> Vec<Sig> {
+    use ColumnType as T;
+    let one = |a: T, r: T| (vec![a], r);
+    match f {
+        "now" | "currenttimeuuid" => vec![(vec![], T::Timeuuid)],
+        "uuid" => vec![(vec![], T::Uuid)],
+        "currenttimestamp" => vec![(vec![], T::Timestamp)],
+        "currentdate" => vec![(vec![], T::Date)],
+        "currenttime" => vec![(vec![], T::Time)],
+        "todate" => vec![one(T::Timestamp, T::Date), one(T::Timeuuid, T::Date)],
+        "totimestamp" => vec![one(T::Timeuuid, T::Timestamp), one(T::Date, T::Timestamp)],
+        "tounixtimestamp" => vec![
+            one(T::Timeuuid, T::Bigint),
+            one(T::Date, T::Bigint),
+            one(T::Timestamp, T::Bigint),
+        ],
+        "mintimeuuid" | "maxtimeuuid" => vec![one(T::Timestamp, T::Timeuuid)],
+        "floor" => vec![
+            (vec![T::Timestamp, T::Duration], T::Timestamp),
+            (vec![T::Timestamp, T::Duration, T::Timestamp], T::Timestamp),
+            (vec![T::Timeuuid, T::Duration], T::Timestamp),
+            (vec![T::Timeuuid, T::Duration, T::Timestamp], T::Timestamp),
+            (vec![T::Date, T::Duration], T::Date),
+            (vec![T::Date, T::Duration, T::Date], T::Date),
+            (vec![T::Time, T::Duration], T::Time),
+        ],
+        "abs" | "exp" | "log" | "log10" | "round" => {
+            NUMERIC.iter().map(|t| one(t.clone(), t.clone())).collect()
+        }
+        _ => {
+            if let Some(t) = f.strip_prefix("blobas").and_then(blob_type) {
+                vec![one(T::Blob, t)]
+            } else if let Some(t) = f.strip_suffix("asblob").and_then(blob_type) {
+                vec![one(t, T::Blob)]
+            } else if let Some(to) = f.strip_prefix("castas").and_then(blob_type) {
+                let all = [
+                    T::Ascii,
+                    T::Bigint,
+                    T::Boolean,
+                    T::Counter,
+                    T::Date,
+                    T::Decimal,
+                    T::Double,
+                    T::Float,
+                    T::Inet,
+                    T::Int,
+                    T::Smallint,
+                    T::Varchar,
+                    T::Time,
+                    T::Timestamp,
+                    T::Timeuuid,
+                    T::Tinyint,
+                    T::Uuid,
+                    T::Varint,
+                ];
+                all.into_iter()
+                    .filter(|from| *from != to && cast_allowed(from, &to))
+                    .map(|from| one(from, to.clone()))
+                    .collect()
+            } else {
+                vec![]
+            }
+        }
+    }
+}
+
+/// Whether an argument of type `arg` may be passed where `param` is expected: the same type,
+/// or one Cassandra calls value-compatible (anything into blob, ascii into text, ...).
+fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
+    use ColumnType as T;
+    param == arg
+        || matches!(
+            (param, arg),
+            (T::Blob, _)
+                | (T::Varchar, T::Ascii)
+                | (T::Bigint, T::Timestamp | T::Counter)
+                | (T::Timestamp, T::Bigint)
+                | (T::Varint, T::Int | T::Bigint | T::Timestamp)
+        )
+}
+
+fn sig_text(f: &str, (ps, r): &Sig) -> String {
+    let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
+    format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())
+}
+
+fn resolve(f: &str, args: &[ColumnType]) -> Result<Sig, String> {
+    let sigs = signatures(f);
+    let arity: Vec<&Sig> = sigs.iter().filter(|(p, _)| p.len() == args.len()).collect();
+    let exact: Vec<&Sig> = arity.iter().copied().filter(|(p, _)| p == args).collect();
+    if let [s] = exact.as_slice() {
+        return Ok((*s).clone());
+    }
+    let compat: Vec<&Sig> = arity
+        .iter()
+        .copied()
+        .filter(|(p, _)| p.iter().zip(args).all(|(p, a)| accepts(p, a)))
+        .collect();
+    match compat.as_slice() {
+        [s] => Ok((*s).clone()),
+        [] if sigs.len() == 1 => {
+            let (ps, _) = &sigs[0];
+            if ps.len() != args.len() {
+                return Err(format!(
+                    "Invalid number of arguments in call to function system.{f}: {} required but {} provided",
+                    ps.len(),
+                    args.len()
+                ));
+            }
+            let (i, (p, a)) = ps
+                .iter()
+                .zip(args)
+                .enumerate()
+                .find(|(_, (p, a))| !accepts(p, a))
+                .unwrap_or((0, (&ps[0], &args[0])));
+            Err(format!(
+                "Type error: an argument of type {} cannot be passed as argument {i} of function system.{f} of type {}",
+                a.cql_name(),
+                p.cql_name()
+            ))
+        }
+        [] => {
+            let known: Vec<String> = sigs.iter().map(|s| sig_text(f, s)).collect();
+            Err(format!(
+                "Invalid call to function {f}, none of its type signatures match (known type signatures: {})",
+                known.join(", ")
+            ))
+        }
+        many => {
+            let known: Vec<String> = many.iter().map(|s| sig_text(f, s)).collect();
+            Err(format!(
+                "Ambiguous call to function system.{f} (can be matched by following signatures: {}): use type casts to disambiguate",
+                known.join(", ")
+            ))
+        }
+    }
+}
+
+// ---- execution ----------------------------------------------------------------------------
+
+fn execute(
+    f: &str,
+    params: &[ColumnType],
+    ret: &ColumnType,
+    vals: &[Option<&[u8]>],
+    now_micros: i64,
+) -> Result<Option<Vec<u8>>, String> {
+    use ColumnType as T;
+    // Functions without arguments.
+    match f {
+        "now" | "currenttimeuuid" => return Ok(Some(timeuuid_now(now_micros).to_vec())),
+        "uuid" => return Ok(Some(random_uuid(now_micros).to_vec())),
+        "currenttimestamp" => {
+            return Ok(Some(now_micros.div_euclid(1000).to_be_bytes().to_vec()))
+        }
+        "currentdate" => return Ok(Some(date_from_millis(now_micros.div_euclid(1000)).to_vec())),
+        "currenttime" => {
+            let ms = now_micros.div_euclid(1000).rem_euclid(MILLIS_PER_DAY);
+            return Ok(Some((ms * NANOS_PER_MILLI).to_be_bytes().to_vec()));
+        }
+        _ => {}
+    }
+    // blobAs<type> checks the bytes are a valid <type>; <type>AsBlob passes them through.
+    if f.starts_with("blobas") {
+        let Some(b) = vals.first().copied().flatten() else { return Ok(None) };
+        if validate_value(ret, b).is_err() {
+            return Err(format!(
+                "In call to function system.{f}, value 0x{} is not a valid binary representation for type {}",
+                hex(b),
+                ret.cql_name()
+            ));
+        }
+        return Ok(Some(b.to_vec()));
+    }
+    if f.ends_with("asblob") {
+        return Ok(vals.first().copied().flatten().map(<[u8]>::to_vec));
+    }
+    if let Some(_to) = f.strip_prefix("castas") {
+        return cast(&params[0], ret, vals.first().copied().flatten());
+    }
+    // Everything else returns null on a null (or meaningless empty) argument.
+    let mut present = Vec::with_capacity(vals.len());
+    for (v, t) in vals.iter().zip(params) {
+        match v {
+            Some(b) if !(b.is_empty() && empty_is_null(t)) => present.push(*b),
+            _ => return Ok(None),
+        }
+    }
+    let arg0 = &params[0];
+    let b0 = present[0];
+    let out = match f {
+        "todate" => date_from_millis(millis_of(arg0, b0)?).to_vec(),
+        "totimestamp" | "tounixtimestamp" => millis_of(arg0, b0)?.to_be_bytes().to_vec(),
+        "mintimeuuid" | "maxtimeuuid" => {
+            let ms = i64_of(b0)?;
+            timeuuid_bound(ms, f == "maxtimeuuid").to_vec()
+        }
+        "floor" => floor(arg0, &present)?,
+        "abs" | "exp" | "log" | "log10" | "round" => {
+            let t = if *arg0 == T::Counter { &T::Bigint } else { arg0 };
+            math(f, t, b0)?
+        }
+        _ => return Err(format!("Unknown function '{f}'")),
+    };
+    Ok(Some(out))
+}
+
+fn empty_is_null(t: &ColumnType) -> bool {
+    !matches!(
+        t,
+        ColumnType::Ascii
+            | ColumnType::Varchar
+            | ColumnType::Blob
+            | ColumnType::Custom(_)
+            | ColumnType::List(_)
+            | ColumnType::Set(_)
+            | ColumnType::Map(..)
+            | ColumnType::Tuple(_)
+            | ColumnType::Udt { .. }
+    )
+}
+
+fn i64_of(b: &[u8]) -> Result<i64, String> {
+    let a: [u8; 8] = b
+        .try_into()
+        .map_err(|_| format!("Expected 8 or 0 byte long ({})", b.len()))?;
+    Ok(i64::from_be_bytes(a))
+}
+
+/// Milliseconds since the epoch of a timestamp, date, timeuuid (or bigint) value.
+fn millis_of(ty: &ColumnType, b: &[u8]) -> Result<i64, String> {
+    match ty {
+        ColumnType::Date => {
+            let a: [u8; 4] = b
+                .try_into()
+                .map_err(|_| format!("Expected 4 byte long for date ({})", b.len()))?;
+            Ok((i64::from(u32::from_be_bytes(a)) - DATE_EPOCH) * MILLIS_PER_DAY)
+        }
+        ColumnType::Timeuuid => timeuuid_millis(b),
+        _ => i64_of(b),
+    }
+}
+
+/// `SimpleDateSerializer.timeInMillisToDay`: whole days, truncated toward zero (a timestamp of
+/// -1 ms is 1970-01-01 there too).
+fn date_from_millis(ms: i64) -> [u8; 4] {
+    let days = ms / MILLIS_PER_DAY + DATE_EPOCH;
+    (days.clamp(0, u32::MAX as i64) as u32).to_be_bytes()
+}
+
+fn uuid_time(b: &[u8]) -> Result<i64, String> {
+    if b.len() != 16 {
+        return Err(format!("UUID should be 16 or 0 bytes ({})", b.len()));
+    }
+    if b[6] >> 4 != 1 {
+        return Err("Invalid version for TimeUUID type.".into());
+    }
+    let t = (u64::from(b[6] & 0x0f) << 56)
+        | (u64::from(b[7]) << 48)
+        | (u64::from(b[4]) << 40)
+        | (u64::from(b[5]) << 32)
+        | u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    Ok(t as i64)
+}
+
+/// `TimeUUID.unixTimestamp`: the 100 ns count floored to milliseconds, moved to the Unix epoch.
+pub(crate) fn timeuuid_millis(b: &[u8]) -> Result<i64, String> {
+    Ok(uuid_time(b)? / 10_000 - UUID_EPOCH_OFFSET / 10_000)
+}
+
+fn uuid_from_time(t: i64, lsb: u64) -> [u8; 16] {
+    let t = t as u64;
+    let mut u = [0u8; 16];
+    u[0..4].copy_from_slice(&((t & 0xFFFF_FFFF) as u32).to_be_bytes());
+    u[4..6].copy_from_slice(&(((t >> 32) & 0xFFFF) as u16).to_be_bytes());
+    u[6..8].copy_from_slice(&((((t >> 48) & 0x0FFF) as u16) | 0x1000).to_be_bytes());
+    u[8..16].copy_from_slice(&lsb.to_be_bytes());
+    u
+}
+
+/// `minTimeuuid` / `maxTimeuuid`: the smallest / largest timeuuid of that millisecond, with
+/// Cassandra's fixed clock-and-node bytes (0x80.. for min, 0x7f.. for max).
+fn timeuuid_bound(ms: i64, max: bool) -> [u8; 16] {
+    if max {
+        let t = ms
+            .saturating_add(1)
+            .saturating_mul(10_000)
+            .saturating_sub(1)
+            .saturating_add(UUID_EPOCH_OFFSET);
+        uuid_from_time(t, 0x7f7f_7f7f_7f7f_7f7f)
+    } else {
+        let t = ms.saturating_mul(10_000).saturating_add(UUID_EPOCH_OFFSET);
+        uuid_from_time(t, 0x8080_8080_8080_8080)
+    }
+}
+
+static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn random_u64(now_micros: i64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_i64(now_micros);
+    h.write_u64(SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish()
+}
+
+/// A version 1 UUID for `now_micros`; the low bits of the 100 ns count and the clock sequence
+/// come from a process-wide counter so two calls in one microsecond still differ.
+fn timeuuid_now(now_micros: i64) -> [u8; 16] {
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = now_micros
+        .saturating_mul(10)
+        .saturating_add(UUID_EPOCH_OFFSET)
+        .saturating_add((seq % 10) as i64);
+    let clock = ((seq >> 4) & 0x3FFF) | 0x8000;
+    let node = random_u64(0) & 0xFFFF_FFFF_FFFF | 0x0100_0000_0000;
+    uuid_from_time(t, (clock << 48) | node)
+}
+
+fn random_uuid(now_micros: i64) -> [u8; 16] {
+    let mut u = [0u8; 16];
+    u[0..8].copy_from_slice(&random_u64(now_micros).to_be_bytes());
+    u[8..16].copy_from_slice(&random_u64(now_micros ^ 0x5555).to_be_bytes());
+    u[6] = (u[6] & 0x0F) | 0x40;
+    u[8] = (u[8] & 0x3F) | 0x80;
+    u
+}
+
+// ---- floor --------------------------------------------------------------------------------
+
+fn duration_of(b: &[u8]) -> Result<(i32, i32, i64), String> {
+    match decode_value(&ColumnType::Duration, b).map_err(|e| e.to_string())? {
+        Value::Duration {
+            months,
+            days,
+            nanos,
+        } => Ok((months, days, nanos)),
+        _ => Err("Invalid duration value".into()),
+    }
+}
+
+/// `TimeFcts` floor functions (Duration.floorTimestamp / floorTime).
+fn floor(arg0: &ColumnType, vals: &[&[u8]]) -> Result<Vec<u8>, String> {
+    let (months, days, nanos) = duration_of(vals[1])?;
+    let dur = format_duration(months, days, nanos);
+    if months < 0 || days < 0 || nanos < 0 {
+        return Err("Negative durations are not supported by the floor function".into());
+    }
+    match arg0 {
+        ColumnType::Time => {
+            if months != 0 || days != 0 || nanos > NANOS_PER_DAY {
+                return Err("For time values, the floor can only be computed for durations smaller that a day".into());
+            }
+            let t = i64_of(vals[0])?;
+            let out = if nanos == 0 { t } else { t - t % nanos };
+            Ok(out.to_be_bytes().to_vec())
+        }
+        ColumnType::Date => {
+            if nanos != 0 {
+                return Err(format!("The floor on date values cannot be computed for the {dur} duration as precision is below 1 day"));
+            }
+            let t = millis_of(arg0, vals[0])?;
+            let start = match vals.get(2) {
+                Some(s) => millis_of(arg0, s)?,
+                None => 0,
+            };
+            let ms = floor_timestamp(t, months, days, nanos, start)?;
+            Ok(date_from_millis(ms).to_vec())
+        }
+        _ => {
+            if nanos % NANOS_PER_MILLI != 0 {
+                return Err(format!("The floor on timestamp values cannot be computed for the {dur} duration as precision is below 1 millisecond"));
+            }
+            let t = millis_of(arg0, vals[0])?;
+            let start = match vals.get(2) {
+                Some(s) => i64_of(s)?,
+                None => 0,
+            };
+            Ok(floor_timestamp(t, months, days, nanos, start)?
+                .to_be_bytes()
+                .to_vec())
+        }
+    }
+}
+
+fn floor_timestamp(t: i64, months: i32, days: i32, nanos: i64, start: i64) -> Result<i64, String> {
+    if start > t {
+        return Err("The floor function starting time is greater than the provided time".into());
+    }
+    let dur_ms = i64::from(days)
+        .saturating_mul(MILLIS_PER_DAY)
+        .saturating_add(nanos / NANOS_PER_MILLI);
+    if months == 0 {
+        if dur_ms == 0 {
+            return Ok(t);
+        }
+        return Ok(t - (t.wrapping_sub(start)) % dur_ms);
+    }
+    let (y, m) = year_month(t);
+    let (sy, sm) = year_month(start);
+    let in_months = (y - sy) * 12 + (m - sm);
+    let mut multiplier = in_months / i64::from(months);
+    let mut cal = add_months(start, multiplier * i64::from(months));
+    if days == 0 && nanos == 0 {
+        return Ok(cal);
+    }
+    let mut floor = cal.saturating_add(multiplier.saturating_mul(dur_ms));
+    while floor > t && multiplier > 0 {
+        multiplier -= 1;
+        cal = add_months(cal, -i64::from(months));
+        floor = cal.saturating_add(multiplier.saturating_mul(dur_ms));
+    }
+    Ok(start.max(floor))
+}
+
+fn year_month(ms: i64) -> (i64, i64) {
+    let (y, m, _) = civil_from_days(ms.div_euclid(MILLIS_PER_DAY));
+    (y, i64::from(m))
+}
+
+/// `Calendar.add(MONTH, n)` in UTC: the day of month is clamped to the new month's length.
+fn add_months(ms: i64, n: i64) -> i64 {
+    let day = ms.div_euclid(MILLIS_PER_DAY);
+    let in_day = ms.rem_euclid(MILLIS_PER_DAY);
+    let (y, m, d) = civil_from_days(day);
+    let total = y * 12 + i64::from(m) - 1 + n;
+    let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
+    let nd = d.min(days_in_month(ny, nm));
+    days_from_civil(ny, nm, nd) * MILLIS_PER_DAY + in_day
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// (year, month, day) to days since 1970-01-01.
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+// ---- math ---------------------------------------------------------------------------------
+
+/// Java's `Math.round(double)`: floor(x + 0.5) without the double rounding of `x + 0.5`.
+fn java_round(x: f64) -> i64 {
+    if x.is_nan() {
+        return 0;
+    }
+    let f = x.floor();
+    let r = if x - f >= 0.5 { f + 1.0 } else { f };
+    r as i64
+}
+
+/// The 5.0 math functions (`MathFcts`): the result has the argument's type; integer types
+/// compute in double and narrow like Java's casts.
+fn math(f: &str, ty: &ColumnType, b: &[u8]) -> Result<Vec<u8>, String> {
+    use ColumnType as T;
+    let n = Num::decode(ty, b)?;
+    let dbl = |x: f64| -> f64 {
+        match f {
+            "exp" => x.exp(),
+            "log" => x.ln(),
+            _ => x.log10(),
+        }
+    };
+    Ok(match (&n, f) {
+        (Num::I(i), "abs") => Num::I(i.wrapping_abs()).convert(ty)?,
+        (Num::I(_), "round") => b.to_vec(),
+        (Num::I(i), _) => {
+            let r = dbl(*i as f64);
+            match ty {
+                T::Tinyint => vec![(r as i32) as i8 as u8],
+                T::Smallint => ((r as i32) as i16).to_be_bytes().to_vec(),
+                T::Int => (r as i32).to_be_bytes().to_vec(),
+                _ => (r as i64).to_be_bytes().to_vec(),
+            }
+        }
+        (Num::F32(x), _) => {
+            let r = match f {
+                "abs" => x.abs(),
+                // Math.round(float) returns an int.
+                "round" => {
+                    if x.is_nan() {
+                        0.0
+                    } else {
+                        (f64::from(*x) + 0.5).floor() as i32 as f32
+                    }
+                }
+                _ => dbl(f64::from(*x)) as f32,
+            };
+            r.to_be_bytes().to_vec()
+        }
+        (Num::F64(x), _) => {
+            let r = match f {
+                "abs" => x.abs(),
+                "round" => java_round(*x) as f64,
+                _ => dbl(*x),
+            };
+            r.to_be_bytes().to_vec()
+        }
+        (Num::Var(v), "abs") => v.abs().to_twos(),
+        (Num::Var(_), "round") => b.to_vec(),
+        (Num::Var(v), _) => {
+            if f != "exp" && (v.neg || v.is_zero()) {
+                return Err(if f == "log" {
+                    "Natural log of number zero or less".into()
+                } else {
+                    "Log10 of number zero or less".into()
+                });
+            }
+            let x = v.to_f64();
+            let r = dbl(x);
+            if !(r.is_finite() && r.abs() < 9.007_199_254_740_992e15) || x.abs() > 9.0e15 {
+                return Err(format!(
+                    "{f}() of varint {} is outside the range this implementation computes exactly",
+                    v.to_decimal_string()
+                ));
+            }
+            BigInt::from_i64(r as i64).to_twos()
+        }
+        (Num::Dec { unscaled, scale }, "abs") => encode_decimal(&unscaled.abs(), *scale),
+        (Num::Dec { unscaled, scale }, "round") => {
+            let (u, s) = round_half_up(unscaled, *scale);
+            encode_decimal(&u, s)
+        }
+        (Num::Dec { .. }, _) => {
+            return Err(format!(
+                "{f}() on decimal values (32-digit BigDecimalMath in Cassandra) is not supported"
+            ))
+        }
+    })
+}
+
+/// `BigDecimal.setScale(0, HALF_UP)`.
+fn round_half_up(u: &BigInt, scale: i32) -> (BigInt, i32) {
+    if scale <= 0 {
+        let mut m = u.clone();
+        for _ in 0..(-(scale as i64)).min(4096) {
+            m = m.mul_small(10, 0);
+        }
+        return (m, 0);
+    }
+    let mut q = BigInt {
+        neg: false,
+        mag: u.mag.clone(),
+    };
+    // HALF_UP looks only at the first discarded digit (the last one divided off).
+    let mut last = 0u32;
+    for i in 0..scale {
+        let (nq, r) = q.divrem_small(10);
+        q = nq;
+        if i == scale - 1 {
+            last = r;
+        } else if q.is_zero() {
+            // The remaining (leading) fractional digits are zeros.
+            break;
+        }
+    }
+    if last >= 5 {
+        q = q.mul_small(1, 1);
+    }
+    q.neg = u.neg && !q.is_zero();
+    (q, 0)
+}
+
+// ---- numbers ------------------------------------------------------------------------------
+
+/// A decoded number, kept in the width Java would hold it in.
+enum Num {
+    /// tinyint, smallint, int, bigint, counter.
+    I(i64),
+    F32(f32),
+    F64(f64),
+    Dec { unscaled: BigInt, scale: i32 },
+    Var(BigInt),
+}
+
+fn encode_decimal(u: &BigInt, scale: i32) -> Vec<u8> {
+    let mut out = scale.to_be_bytes().to_vec();
+    out.extend_from_slice(&u.to_twos());
+    out
+}
+
+impl Num {
+    fn decode(ty: &ColumnType, b: &[u8]) -> Result<Num, String> {
+        let v = decode_value(ty, b).map_err(|e| e.to_string())?;
+        Ok(match v {
+            Value::Tinyint(x) => Num::I(i64::from(x)),
+            Value::Smallint(x) => Num::I(i64::from(x)),
+            Value::Int(x) => Num::I(i64::from(x)),
+            Value::Bigint(x) | Value::Counter(x) | Value::Timestamp(x) => Num::I(x),
+            Value::Float(x) => Num::F32(x),
+            Value::Double(x) => Num::F64(x),
+            Value::Decimal { scale, unscaled } => Num::Dec {
+                unscaled: BigInt::from_twos(&unscaled),
+                scale,
+            },
+            Value::Varint(x) => Num::Var(BigInt::from_twos(&x)),
+            other => return Err(format!("{other:?} is not a number")),
+        })
+    }
+
+    /// Java's `longValue()`: saturating for floating point, low 64 bits for big numbers.
+    fn long_value(&self) -> i64 {
+        match self {
+            Num::I(i) => *i,
+            Num::F32(x) => *x as i64,
+            Num::F64(x) => *x as i64,
+            Num::Dec { unscaled, scale } => integer_part(unscaled, *scale).low_i64(),
+            Num::Var(v) => v.low_i64(),
+        }
+    }
+
+    /// Java's `intValue()`: `(int)` of a long, saturating for floating point.
+    fn int_value(&self) -> i32 {
+        match self {
+            Num::F32(x) => *x as i32,
+            Num::F64(x) => *x as i32,
+            other => other.long_value() as i32,
+        }
+    }
+
+    fn double_value(&self) -> f64 {
+        match self {
+            Num::I(i) => *i as f64,
+            Num::F32(x) => f64::from(*x),
+            Num::F64(x) => *x,
+            Num::Dec { unscaled, scale } => decimal_string(unscaled, *scale)
+                .parse()
+                .unwrap_or(f64::NAN),
+            Num::Var(v) => v.to_f64(),
+        }
+    }
+
+    fn float_value(&self) -> f32 {
+        match self {
+            Num::I(i) => *i as f32,
+            Num::F32(x) => *x,
+            Num::F64(x) => *x as f32,
+            Num::Dec { unscaled, scale } => decimal_string(unscaled, *scale)
+                .parse()
+                .unwrap_or(f32::NAN),
+            Num::Var(v) => v.to_decimal_string().parse().unwrap_or(f32::NAN),
+        }
+    }
+
+    /// Serialized value of this number converted to `to` (CastFcts conversions).
+    fn convert(&self, to: &ColumnType) -> Result<Vec<u8>, String> {
+        use ColumnType as T;
+        Ok(match to {
+            // Number.byteValue()/shortValue() are (byte)/(short) of intValue().
+            T::Tinyint => vec![self.int_value() as i8 as u8],
+            T::Smallint => (self.int_value() as i16).to_be_bytes().to_vec(),
+            T::Int => self.int_value().to_be_bytes().to_vec(),
+            T::Bigint | T::Counter => self.long_value().to_be_bytes().to_vec(),
+            T::Float => self.float_value().to_be_bytes().to_vec(),
+            T::Double => self.double_value().to_be_bytes().to_vec(),
+            T::Varint => BigInt::from_i64(self.long_value()).to_twos(),
+            T::Decimal => {
+                let (u, s) = match self {
+                    Num::I(i) => (BigInt::from_i64(*i), 0),
+                    // new BigDecimal(Float.toString(f)) / BigDecimal.valueOf(double).
+                    Num::F32(x) => parse_decimal(&java_float(*x)).ok_or_else(|| {
+                        format!("Character {} is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.", java_float(*x).chars().next().unwrap_or('?'))
+                    })?,
+                    Num::F64(x) => parse_decimal(&java_double(*x)).ok_or_else(|| {
+                        format!("Character {} is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.", java_double(*x).chars().next().unwrap_or('?'))
+                    })?,
+                    Num::Dec { unscaled, scale } => (unscaled.clone(), *scale),
+                    Num::Var(v) => (v.clone(), 0),
+                };
+                encode_decimal(&u, s)
+            }
+            other => return Err(format!("Cannot convert a number to {}", other.cql_name())),
+        })
+    }
+}
+
+/// The integer part of unscaled × 10^-scale, truncated toward zero.
+fn integer_part(u: &BigInt, scale: i32) -> BigInt {
+    let mut m = u.clone();
+    if scale <= 0 {
+        // Only the low 64 bits are ever used: stop once they are all zero.
+        for _ in 0..(-(scale as i64)).min(64) {
+            m = m.mul_small(10, 0);
+        }
+        return m;
+    }
+    for _ in 0..scale {
+        if m.is_zero() {
+            break;
+        }
+        m = m.divrem_small(10).0;
+    }
+    if m.is_zero() {
+        m.neg = false;
+    }
+    m
+}
+
+/// An arbitrary-size integer: sign and magnitude in little-endian 32-bit limbs (no trailing
+/// zero limbs). Only what varint/decimal formatting and conversion need.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BigInt {
+    pub(crate) neg: bool,
+    mag: Vec<u32>,
+}
+
+impl BigInt {
+    pub(crate) fn from_i64(i: i64) -> BigInt {
+        let m = i.unsigned_abs();
+        let mut b = BigInt {
+            neg: i < 0,
+            mag: vec![m as u32, (m >> 32) as u32],
+        };
+        b.trim();
+        b
+    }
+
+    fn trim(&mut self) {
+        while self.mag.last() == Some(&0) {
+            self.mag.pop();
+        }
+        if self.mag.is_empty() {
+            self.neg = false;
+        }
+    }
+
+    pub(crate) fn is_zero(&self) -> bool {
+        self.mag.is_empty()
+    }
+
+    fn abs(&self) -> BigInt {
+        BigInt {
+            neg: false,
+            mag: self.mag.clone(),
+        }
+    }
+
+    /// From two's-complement big-endian bytes (the varint wire form); empty is zero.
+    pub(crate) fn from_twos(b: &[u8]) -> BigInt {
+        let neg = b.first().is_some_and(|x| x & 0x80 != 0);
+        // Magnitude bytes, big-endian: negate if negative.
+        let mut bytes: Vec<u8> = b.to_vec();
+        if neg {
+            for x in bytes.iter_mut() {
+                *x = !*x;
+            }
+            for x in bytes.iter_mut().rev() {
+                let (s, c) = x.overflowing_add(1);
+                *x = s;
+                if !c {
+                    break;
+                }
+            }
+        }
+        let mut mag = Vec::with_capacity(bytes.len() / 4 + 1);
+        for chunk in bytes.rchunks(4) {
+            let mut limb = 0u32;
+            for &x in chunk {
+                limb = (limb << 8) | u32::from(x);
+            }
+            mag.push(limb);
+        }
+        let mut r = BigInt { neg, mag };
+        // -2^(8n-1) negates to itself: the magnitude is still right as unsigned.
+        r.trim();
+        if neg && r.is_zero() {
+            // Only possible for input like [0x80, 0, ...] handled above; keep sign sane.
+            r.neg = false;
+        }
+        r
+    }
+
+    /// Minimal two's-complement big-endian bytes (BigInteger.toByteArray).
+    pub(crate) fn to_twos(&self) -> Vec<u8> {
+        let mut be: Vec<u8> = Vec::with_capacity(self.mag.len() * 4 + 1);
+        for limb in self.mag.iter().rev() {
+            be.extend_from_slice(&limb.to_be_bytes());
+        }
+        let first = be.iter().position(|&x| x != 0).unwrap_or(be.len());
+        let mut mag: Vec<u8> = be[first..].to_vec();
+        if mag.is_empty() {
+            return vec![0];
+        }
+        if !self.neg {
+            if mag[0] & 0x80 != 0 {
+                mag.insert(0, 0);
+            }
+            return mag;
+        }
+        // Two's complement of the magnitude.
+        mag.insert(0, 0);
+        for x in mag.iter_mut() {
+            *x = !*x;
+        }
+        for x in mag.iter_mut().rev() {
+            let (s, c) = x.overflowing_add(1);
+            *x = s;
+            if !c {
+                break;
+            }
+        }
+        while mag.len() > 1 && mag[0] == 0xff && mag[1] & 0x80 != 0 {
+            mag.remove(0);
+        }
+        mag
+    }
+
+    /// Low 64 bits as two's complement (BigInteger.longValue()).
+    fn low_i64(&self) -> i64 {
+        let lo = u64::from(self.mag.first().copied().unwrap_or(0))
+            | (u64::from(self.mag.get(1).copied().unwrap_or(0)) << 32);
+        if self.neg {
+            (lo as i64).wrapping_neg()
+        } else {
+            lo as i64
+        }
+    }
+
+    fn mul_small(&self, m: u32, add: u32) -> BigInt {
+        let mut carry = u64::from(add);
+        let mut mag = Vec::with_capacity(self.mag.len() + 1);
+        for &l in &self.mag {
+            let v = u64::from(l) * u64::from(m) + carry;
+            mag.push(v as u32);
+            carry = v >> 32;
+        }
+        if carry > 0 {
+            mag.push(carry as u32);
+        }
+        let mut r = BigInt { neg: self.neg, mag };
+        r.trim();
+        r
+    }
+
+    /// (self / d, |self| % d), truncating toward zero.
+    fn divrem_small(&self, d: u32) -> (BigInt, u32) {
+        let mut rem = 0u64;
+        let mut mag = vec![0u32; self.mag.len()];
+        for i in (0..self.mag.len()).rev() {
+            let cur = (rem << 32) | u64::from(self.mag[i]);
+            mag[i] = (cur / u64::from(d)) as u32;
+            rem = cur % u64::from(d);
+        }
+        let mut r = BigInt { neg: self.neg, mag };
+        r.trim();
+        (r, rem as u32)
+    }
+
+    /// Base-10 text (BigInteger.toString()).
+    pub(crate) fn to_decimal_string(&self) -> String {
+        if self.is_zero() {
+            return "0".into();
+        }
+        let mut chunks = Vec::new();
+        let mut cur = self.abs();
+        while !cur.is_zero() {
+            let (q, r) = cur.divrem_small(1_000_000_000);
+            chunks.push(r);
+            cur = q;
+        }
+        let mut s = String::new();
+        if self.neg {
+            s.push('-');
+        }
+        s.push_str(&chunks.pop().unwrap_or(0).to_string());
+        for c in chunks.iter().rev() {
+            s.push_str(&format!("{c:09}"));
+        }
+        s
+    }
+
+    /// Parses `[+-]?[0-9]+` (BigInteger(String)); None otherwise.
+    pub(crate) fn parse(s: &str) -> Option<BigInt> {
+        let (neg, digits) = match s.as_bytes().first()? {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let mut r = BigInt {
+            neg: false,
+            mag: vec![],
+        };
+        for c in digits.bytes() {
+            r = r.mul_small(10, u32::from(c - b'0'));
+        }
+        r.neg = neg && !r.is_zero();
+        Some(r)
+    }
+
+    fn to_f64(&self) -> f64 {
+        self.to_decimal_string().parse().unwrap_or(f64::NAN)
+    }
+
+    fn cmp_mag(&self, o: &BigInt) -> Ordering {
+        self.mag
+            .len()
+            .cmp(&o.mag.len())
+            .then_with(|| self.mag.iter().rev().cmp(o.mag.iter().rev()))
+    }
+}
+
+impl PartialOrd for BigInt {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for BigInt {
+    fn cmp(&self, o: &Self) -> Ordering {
+        match (self.neg, o.neg) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => self.cmp_mag(o),
+            (true, true) => o.cmp_mag(self),
+        }
+    }
+}
+
+/// Java `BigDecimal.toString()`: plain notation when the scale is >= 0 and the adjusted
+/// exponent >= -6, scientific (`1.23E-12`, `1E+3`) otherwise.
+pub(crate) fn decimal_string(unscaled: &BigInt, scale: i32) -> String {
+    let digits = unscaled.abs().to_decimal_string();
+    let sign = if unscaled.neg { "-" } else { "" };
+    let n = digits.len() as i64;
+    let adjusted = -i64::from(scale) + (n - 1);
+    if scale >= 0 && adjusted >= -6 {
+        let s = scale as usize;
+        if s == 0 {
+            return format!("{sign}{digits}");
+        }
+        if digits.len() > s {
+            let (a, b) = digits.split_at(digits.len() - s);
+            return format!("{sign}{a}.{b}");
+        }
+        return format!("{sign}0.{}{digits}", "0".repeat(s - digits.len()));
+    }
+    let mut out = format!("{sign}{}", &digits[..1]);
+    if digits.len() > 1 {
+        out.push('.');
+        out.push_str(&digits[1..]);
+    }
+    out.push('E');
+    if adjusted >= 0 {
+        out.push('+');
+    }
+    out.push_str(&adjusted.to_string());
+    out
+}
+
+/// Parses Java `BigDecimal(String)` syntax (`-1.23E-12`, `123`, `.5`) to (unscaled, scale).
+pub(crate) fn parse_decimal(s: &str) -> Option<(BigInt, i32)> {
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let exp: i64 = match exp {
+        Some(e) => e.strip_prefix('+').unwrap_or(e).parse().ok()?,
+        None => 0,
+    };
+    let (sign, body) = match mant.as_bytes().first()? {
+        b'-' => ("-", &mant[1..]),
+        b'+' => ("", &mant[1..]),
+        _ => ("", mant),
+    };
+    let (int, frac) = match body.find('.') {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let unscaled = BigInt::parse(&format!("{sign}{int}{frac}"))?;
+    let scale = i32::try_from(frac.len() as i64 - exp).ok()?;
+    Some((unscaled, scale))
+}
+
+// ---- text formatting (toCQLLiteralNoQuote / toString) ------------------------------------
+
+/// Java's `Double.toString`: the shortest round-tripping digits, plain between 10^-3 and
+/// 10^7 (`123123.0`, `0.001`), else computerized scientific (`1.0E7`, `1.0E-4`).
+pub(crate) fn java_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    java_layout(&format!("{d:e}"), d.abs(), d.is_sign_negative())
+}
+
+/// Java's `Float.toString` (same layout, the float's own shortest digits).
+pub(crate) fn java_float(f: f32) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    java_layout(&format!("{f:e}"), f64::from(f.abs()), f.is_sign_negative())
+}
+
+fn java_layout(sci: &str, abs: f64, negative: bool) -> String {
+    // `sci` is Rust's shortest form: `-1.2345e-7`, `1e7`.
+    let sci = sci.trim_start_matches('-');
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let sign = if negative { "-" } else { "" };
+    if abs == 0.0 {
+        return format!("{sign}0.0");
+    }
+    if (1e-3..1e7).contains(&abs) {
+        if exp >= 0 {
+            let e = exp as usize;
+            let (int, frac) = if digits.len() > e + 1 {
+                (digits[..=e].to_string(), digits[e + 1..].to_string())
+            } else {
+                (format!("{digits}{}", "0".repeat(e + 1 - digits.len())), "0".into())
+            };
+            format!("{sign}{int}.{frac}")
+        } else {
+            format!("{sign}0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        }
+    } else {
+        let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
+        format!("{sign}{}.{frac}E{exp}", &digits[..1])
+    }
+}
+
+/// `yyyy-MM-dd` of days since the epoch (years past 9999 get a `+`, as java.time prints).
+pub(crate) fn format_date_days(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{}-{m:02}-{d:02}", format_year(y))
+}
+
+fn format_year(y: i64) -> String {
+    if y > 9999 {
+        format!("+{y}")
+    } else if y < 0 {
+        format!("-{:04}", -y)
+    } else {
+        format!("{y:04}")
+    }
+}
+
+/// A timestamp in UTC: `2024-01-01T00:00:00.000Z` (CAST to text, `sep` = 'T') or
+/// `2024-01-01 00:00:00.000Z` (JSON, `sep` = ' ').
+pub(crate) fn format_timestamp(ms: i64, sep: char) -> String {
+    let day = ms.div_euclid(MILLIS_PER_DAY);
+    let in_day = ms.rem_euclid(MILLIS_PER_DAY);
+    let (h, mi, s, milli) = (
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000,
+    );
+    format!(
+        "{}{sep}{h:02}:{mi:02}:{s:02}.{milli:03}Z",
+        format_date_days(day)
+    )
+}
+
+/// `HH:mm:ss.nnnnnnnnn` (TimeSerializer.toString).
+pub(crate) fn format_time(nanos: i64) -> String {
+    let n = nanos.rem_euclid(NANOS_PER_DAY);
+    format!(
+        "{:02}:{:02}:{:02}.{:09}",
+        n / 3_600_000_000_000,
+        n / 60_000_000_000 % 60,
+        n / 1_000_000_000 % 60,
+        n % 1_000_000_000
+    )
+}
+
+/// `Duration.toString()`: `1y1mo2d10h5m`, `12us`, `-3d`.
+pub(crate) fn format_duration(months: i32, days: i32, nanos: i64) -> String {
+    fn append(out: &mut String, dividend: u64, divisor: u64, unit: &str) -> u64 {
+        if dividend == 0 || dividend < divisor {
+            return dividend;
+        }
+        out.push_str(&(dividend / divisor).to_string());
+        out.push_str(unit);
+        dividend % divisor
+    }
+    let mut out = String::new();
+    if months < 0 || days < 0 || nanos < 0 {
+        out.push('-');
+    }
+    let r = append(&mut out, u64::from(months.unsigned_abs()), 12, "y");
+    append(&mut out, r, 1, "mo");
+    append(&mut out, u64::from(days.unsigned_abs()), 1, "d");
+    if nanos != 0 {
+        let mut r = append(&mut out, nanos.unsigned_abs(), 3_600_000_000_000, "h");
+        r = append(&mut out, r, 60_000_000_000, "m");
+        r = append(&mut out, r, 1_000_000_000, "s");
+        r = append(&mut out, r, 1_000_000, "ms");
+        r = append(&mut out, r, 1000, "us");
+        append(&mut out, r, 1, "ns");
+    }
+    out
+}
+
+pub(crate) fn format_uuid(u: &[u8]) -> String {
+    let h = hex(u);
+    if h.len() != 32 {
+        return h;
+    }
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Java's `InetAddress.getHostAddress()`: IPv6 as eight unabbreviated hex groups
+/// (`0:0:0:0:0:0:0:1`); an IPv4-mapped IPv6 address is the IPv4 address.
+pub(crate) fn format_inet(ip: &IpAddr) -> String {
+    match ip {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let g: Vec<String> = a.segments().iter().map(|s| format!("{s:x}")).collect();
+                g.join(":")
+            }
+        },
+    }
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(H[(x >> 4) as usize] as char);
+        s.push(H[(x & 15) as usize] as char);
+    }
+    s
+}
+
+/// The text CAST(x AS text) gives (`TypeSerializer.toCQLLiteralNoQuote`) for the types that
+/// have such a cast; blobs print as `0x..` for callers that want it.
+pub(crate) fn to_text(ty: &ColumnType, b: &[u8]) -> Result<String, String> {
+    let v = decode_value(ty, b).map_err(|e| e.to_string())?;
+    Ok(match v {
+        Value::Null => "null".into(),
+        Value::Ascii(s) | Value::Varchar(s) => s,
+        Value::Boolean(x) => x.to_string(),
+        Value::Tinyint(x) => x.to_string(),
+        Value::Smallint(x) => x.to_string(),
+        Value::Int(x) => x.to_string(),
+        Value::Bigint(x) | Value::Counter(x) => x.to_string(),
+        Value::Float(x) => java_float(x),
+        Value::Double(x) => java_double(x),
+        Value::Decimal { scale, unscaled } => decimal_string(&BigInt::from_twos(&unscaled), scale),
+        Value::Varint(x) => BigInt::from_twos(&x).to_decimal_string(),
+        Value::Timestamp(ms) => format_timestamp(ms, 'T'),
+        Value::Date(d) => format_date_days(i64::from(d) - DATE_EPOCH),
+        Value::Time(n) => format_time(n),
+        Value::Uuid(u) | Value::Timeuuid(u) => format_uuid(&u),
+        Value::Inet(ip) => format_inet(&ip),
+        Value::Duration {
+            months,
+            days,
+            nanos,
+        } => format_duration(months, days, nanos),
+        Value::Blob(x) => format!("0x{}", hex(&x)),
+        other => return Err(format!("No text form for {}", other_name(&other))),
+    })
+}
+
+fn other_name(v: &Value) -> &'static str {
+    match v {
+        Value::List(_) => "list",
+        Value::Set(_) => "set",
+        Value::Map(_) => "map",
+        Value::Tuple(_) => "tuple",
+        _ => "user type",
+    }
+}
+
+/// Serialized form of a typed value (tests build their arguments with it).
+#[cfg(test)]
+fn bytes_of(v: &Value) -> Vec<u8> {
+    proto::value::to_bytes(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ColumnType as T;
+
+    const NOW: i64 = 1_704_067_200_000_000; // 2024-01-01T00:00:00Z in µs
+
+    fn run(name: &str, args: Vec<(T, Option<Vec<u8>>)>) -> Result<Option<Vec<u8>>, String> {
+        call_at(name, &args, NOW)
+    }
+
+    fn ok(name: &str, args: Vec<(T, Option<Vec<u8>>)>) -> Vec<u8> {
+        run(name, args)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .unwrap_or_else(|| panic!("{name}: null"))
+    }
+
+    fn ts(ms: i64) -> (T, Option<Vec<u8>>) {
+        (T::Timestamp, Some(ms.to_be_bytes().to_vec()))
+    }
+
+    fn text_of(from: T, v: Value) -> String {
+        let out = cast(&from, &T::Varchar, Some(&bytes_of(&v))).unwrap().unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    // 2024-01-01 10:00:00 UTC
+    const T1000: i64 = 1_704_103_200_000;
+
+    #[test]
+    fn time_functions_match_cassandra() {
+        // Cassandra 5.0.9: toDate('2024-01-01 10:00:00+0000') = 0x80004d0b.
+        assert_eq!(ok("toDate", vec![ts(T1000)]), unhex("80004d0b"));
+        assert_eq!(ok("to_date", vec![ts(T1000)]), unhex("80004d0b"));
+        // toDate((timestamp)-1) = 0x80000000 and -86400001 = 0x7fffffff (truncation).
+        assert_eq!(ok("todate", vec![ts(-1)]), unhex("80000000"));
+        assert_eq!(ok("todate", vec![ts(-86_400_001)]), unhex("7fffffff"));
+        // toTimestamp((date)'2024-01-02') = toUnixTimestamp(...) = 0x0000018cc7785000.
+        let d = (T::Date, Some(unhex("80004d0c")));
+        assert_eq!(ok("toTimestamp", vec![d.clone()]), unhex("0000018cc7785000"));
+        assert_eq!(ok("toUnixTimestamp", vec![d]), unhex("0000018cc7785000"));
+        assert_eq!(
+            return_type("tounixtimestamp", &[T::Timestamp]).unwrap(),
+            T::Bigint
+        );
+        // CAST(4e52d000-6d1f-11e2-8080-808080808080 AS timestamp) = 0x0000013c9a592900.
+        let tu = (T::Timeuuid, Some(unhex("4e52d0006d1f11e28080808080808080")));
+        assert_eq!(ok("totimestamp", vec![tu]), unhex("0000013c9a592900"));
+        // minTimeuuid('2013-02-02 10:00+0000') / maxTimeuuid(...).
+        let ms = 1_359_799_200_000;
+        assert_eq!(
+            ok("minTimeuuid", vec![ts(ms)]),
+            unhex("4e52d0006d1f11e28080808080808080")
+        );
+        assert_eq!(
+            ok("maxtimeuuid", vec![ts(ms)]),
+            unhex("4e52f70f6d1f11e27f7f7f7f7f7f7f7f")
+        );
+        assert_eq!(
+            ok("maxTimeuuid", vec![ts(-1)]),
+            unhex("13813fff1dd211b27f7f7f7f7f7f7f7f")
+        );
+        // floor((timestamp)'2024-01-01 10:17:00', 1h) = 0x0000018cc4774500.
+        let hour = (T::Duration, Some(bytes_of(&Value::Duration { months: 0, days: 0, nanos: 3_600_000_000_000 })));
+        assert_eq!(
+            ok("floor", vec![ts(T1000 + 17 * 60_000), hour]),
+            unhex("0000018cc4774500")
+        );
+        // floor((date)'2024-03-15', 1mo) = 0x80004d47; floor((time)'10:17:23', 10m).
+        let month = (T::Duration, Some(bytes_of(&Value::Duration { months: 1, days: 0, nanos: 0 })));
+        let d = days_from_civil(2024, 3, 15) + DATE_EPOCH;
+        assert_eq!(
+            ok("floor", vec![(T::Date, Some((d as u32).to_be_bytes().to_vec())), month]),
+            unhex("80004d47")
+        );
+        let ten_min = (T::Duration, Some(bytes_of(&Value::Duration { months: 0, days: 0, nanos: 600_000_000_000 })));
+        let t = (10 * 3600 + 17 * 60 + 23) * 1_000_000_000i64;
+        assert_eq!(
+            ok("floor", vec![(T::Time, Some(t.to_be_bytes().to_vec())), ten_min]),
+            unhex("0000214999ffb000")
+        );
+        // floor('2024-03-15 10:17', 2h, '2024-03-15 09:00') = 0x0000018e4156ee80.
+        let two_h = (T::Duration, Some(bytes_of(&Value::Duration { months: 0, days: 0, nanos: 7_200_000_000_000 })));
+        let base = days_from_civil(2024, 3, 15) * MILLIS_PER_DAY;
+        assert_eq!(
+            ok("floor", vec![ts(base + 10 * 3_600_000 + 17 * 60_000), two_h, ts(base + 9 * 3_600_000)]),
+            unhex("0000018e4156ee80")
+        );
+    }
+
+    #[test]
+    fn clock_functions() {
+        assert_eq!(ok("currentTimestamp", vec![]), (NOW / 1000).to_be_bytes());
+        assert_eq!(ok("current_date", vec![]), unhex("80004d0b"));
+        assert_eq!(ok("currenttime", vec![]), 0i64.to_be_bytes());
+        let a = ok("now", vec![]);
+        let b = ok("currentTimeUUID", vec![]);
+        assert_ne!(a, b);
+        assert_eq!(timeuuid_millis(&a).unwrap(), NOW / 1000);
+        validate_value(&T::Timeuuid, &a).unwrap();
+        let u = ok("uuid", vec![]);
+        assert_eq!(u[6] >> 4, 4);
+        assert_ne!(u, ok("uuid", vec![]));
+    }
+
+    #[test]
+    fn removed_and_unknown_functions() {
+        // Cassandra 5.0.9: "Unknown function 'dateof'".
+        assert_eq!(return_type("dateOf", &[T::Timeuuid]).unwrap_err(), "Unknown function 'dateof'");
+        assert!(return_type("unixTimestampOf", &[T::Timeuuid]).is_err());
+        assert!(return_type("ceil", &[T::Double]).is_err());
+        assert!(return_type("blobAsBlob", &[T::Blob]).is_err());
+        assert!(return_type("to_da_te", &[T::Timestamp]).is_err());
+        let e = return_type("toDate", &[T::Blob]).unwrap_err();
+        assert!(e.starts_with("Invalid call to function todate, none of its type signatures match (known type signatures: system.todate : (timestamp) -> date"), "{e}");
+    }
+
+    #[test]
+    fn blob_conversions() {
+        // intAsBlob(1) = 0x00000001; blobAsInt takes any argument (blob accepts all types).
+        assert_eq!(ok("intAsBlob", vec![(T::Int, Some(vec![0, 0, 0, 1]))]), [0, 0, 0, 1]);
+        assert_eq!(return_type("blobAsInt", &[T::Int]).unwrap(), T::Int);
+        assert_eq!(return_type("blob_as_varchar", &[T::Blob]).unwrap(), T::Varchar);
+        assert_eq!(return_type("varcharasblob", &[T::Ascii]).unwrap(), T::Blob);
+        assert_eq!(return_type("bigintAsBlob", &[T::Bigint]).unwrap(), T::Blob);
+        assert!(return_type("bigintAsBlob", &[T::Int]).is_err());
+        assert!(return_type("asciiAsBlob", &[T::Varchar]).is_err());
+        assert_eq!(ok("textasblob", vec![(T::Varchar, Some(b"a".to_vec()))]), b"a");
+        assert_eq!(ok("blobAsText", vec![(T::Blob, Some(b"a".to_vec()))]), b"a");
+        // "In call to function system.blobasint, value 0x0001 is not a valid binary
+        // representation for type int"
+        assert_eq!(
+            run("blobAsInt", vec![(T::Blob, Some(vec![0, 1]))]).unwrap_err(),
+            "In call to function system.blobasint, value 0x0001 is not a valid binary representation for type int"
+        );
+        assert!(run("blobAsText", vec![(T::Blob, Some(vec![0xff]))]).is_err());
+        assert!(run("blobAsTimeuuid", vec![(T::Blob, Some(vec![0; 16]))]).is_err());
+        // blobAsBoolean(0x02) passes the byte through; empty blobs stay empty.
+        assert_eq!(ok("blobAsBoolean", vec![(T::Blob, Some(vec![2]))]), [2]);
+        assert_eq!(ok("blobAsInt", vec![(T::Blob, Some(vec![]))]), Vec::<u8>::new());
+        assert_eq!(run("blobAsInt", vec![(T::Blob, None)]).unwrap(), None);
+        assert_eq!(ok("durationAsBlob", vec![(T::Duration, Some(vec![2, 4, 0]))]), [2, 4, 0]);
+    }
+
+    #[test]
+    fn math_matches_cassandra() {
+        let int = |x: i32| (T::Int, Some(x.to_be_bytes().to_vec()));
+        let dbl = |x: f64| (T::Double, Some(x.to_be_bytes().to_vec()));
+        let flt = |x: f32| (T::Float, Some(x.to_be_bytes().to_vec()));
+        // abs(-3) = 3, log(10) = 2, log10(1000) = 3, exp((int)1) = 2 (int results).
+        assert_eq!(ok("abs", vec![int(-3)]), 3i32.to_be_bytes());
+        assert_eq!(ok("abs", vec![int(i32::MIN)]), i32::MIN.to_be_bytes());
+        assert_eq!(ok("log", vec![int(10)]), 2i32.to_be_bytes());
+        assert_eq!(ok("log10", vec![int(1000)]), 3i32.to_be_bytes());
+        assert_eq!(ok("exp", vec![int(1)]), 2i32.to_be_bytes());
+        // log((int)-1) = 0 (NaN -> 0), log10((int)0) = Integer.MIN_VALUE.
+        assert_eq!(ok("log", vec![int(-1)]), 0i32.to_be_bytes());
+        assert_eq!(ok("log10", vec![int(0)]), i32::MIN.to_be_bytes());
+        // exp((tinyint)5) = 0x94, exp((smallint)20) = 0x088b.
+        assert_eq!(ok("exp", vec![(T::Tinyint, Some(vec![5]))]), [0x94]);
+        assert_eq!(ok("exp", vec![(T::Smallint, Some(vec![0, 20]))]), [0x08, 0x8b]);
+        assert_eq!(ok("abs", vec![(T::Tinyint, Some(vec![0x80]))]), [0x80]);
+        // exp(1.0) = 0x4005bf0a8b145769, round(2.5) = 3.0, round(-2.5) = -2.0, round(-2.6) = -3.0.
+        assert_eq!(ok("exp", vec![dbl(1.0)]), unhex("4005bf0a8b145769"));
+        assert_eq!(ok("round", vec![dbl(2.5)]), 3.0f64.to_be_bytes());
+        assert_eq!(ok("round", vec![dbl(-2.5)]), (-2.0f64).to_be_bytes());
+        assert_eq!(ok("round", vec![dbl(-2.6)]), (-3.0f64).to_be_bytes());
+        assert_eq!(ok("round", vec![dbl(0.499_999_999_999_999_94)]), 0.0f64.to_be_bytes());
+        assert_eq!(ok("log", vec![dbl(0.0)]), unhex("fff0000000000000"));
+        // exp((float)1) = 0x402df854, round((float)2.5) = 3.0, round((float)-2.5) = -2.0.
+        assert_eq!(ok("exp", vec![flt(1.0)]), unhex("402df854"));
+        assert_eq!(ok("round", vec![flt(2.5)]), 3.0f32.to_be_bytes());
+        assert_eq!(ok("round", vec![flt(-2.5)]), (-2.0f32).to_be_bytes());
+        assert_eq!(ok("log10", vec![flt(100.0)]), 2.0f32.to_be_bytes());
+        // round((decimal)2.5) = 3 and -2.5 = -3 (HALF_UP, scale 0); abs((decimal)-1.5) = 1.5.
+        let dec = |s: &str| {
+            let (u, sc) = parse_decimal(s).unwrap();
+            (T::Decimal, Some(encode_decimal(&u, sc)))
+        };
+        assert_eq!(ok("round", vec![dec("2.5")]), unhex("0000000003"));
+        assert_eq!(ok("round", vec![dec("-2.5")]), unhex("00000000fd"));
+        assert_eq!(ok("round", vec![dec("2.49")]), unhex("0000000002"));
+        assert_eq!(ok("abs", vec![dec("-1.5")]), unhex("000000010f"));
+        assert!(run("exp", vec![dec("1")]).is_err());
+        // varint: abs(-5) = 5, exp(2) = 7, log(100) = 4; counter abs(-3) = 3.
+        assert_eq!(ok("abs", vec![(T::Varint, Some(vec![0xfb]))]), [5]);
+        assert_eq!(ok("exp", vec![(T::Varint, Some(vec![2]))]), [7]);
+        assert_eq!(ok("log", vec![(T::Varint, Some(vec![100]))]), [4]);
+        assert_eq!(
+            run("log", vec![(T::Varint, Some(vec![0]))]).unwrap_err(),
+            "Natural log of number zero or less"
+        );
+        assert_eq!(
+            ok("abs", vec![(T::Counter, Some((-3i64).to_be_bytes().to_vec()))]),
+            3i64.to_be_bytes()
+        );
+        assert_eq!(return_type("abs", &[T::Counter]).unwrap(), T::Counter);
+        assert_eq!(run("abs", vec![(T::Int, Some(vec![]))]).unwrap(), None);
+        assert_eq!(run("abs", vec![(T::Int, None)]).unwrap(), None);
+    }
+
+    #[test]
+    fn numeric_casts_match_cassandra() {
+        let c = |from: T, b: Vec<u8>, to: T| cast(&from, &to, Some(&b)).unwrap().unwrap();
+        let dbl = |x: f64| x.to_be_bytes().to_vec();
+        // CAST((double)1e300 AS int) = 0x7fffffff, AS tinyint = 0xff, 300.7 AS tinyint = 0x2c,
+        // (bigint)300 AS tinyint = 0x2c, NaN AS int = 0.
+        assert_eq!(c(T::Double, dbl(1e300), T::Int), unhex("7fffffff"));
+        assert_eq!(c(T::Double, dbl(1e300), T::Tinyint), unhex("ff"));
+        assert_eq!(c(T::Double, dbl(300.7), T::Tinyint), unhex("2c"));
+        assert_eq!(c(T::Bigint, 300i64.to_be_bytes().to_vec(), T::Tinyint), unhex("2c"));
+        assert_eq!(c(T::Double, dbl(f64::NAN), T::Int), unhex("00000000"));
+        // (double)1e300 AS varint = 0x7fffffffffffffff (via longValue).
+        assert_eq!(c(T::Double, dbl(1e300), T::Varint), unhex("7fffffffffffffff"));
+        // (decimal)1.9 AS int = 1, -1.9 = -1.
+        let dec = |s: &str| {
+            let (u, sc) = parse_decimal(s).unwrap();
+            encode_decimal(&u, sc)
+        };
+        assert_eq!(c(T::Decimal, dec("1.9"), T::Int), unhex("00000001"));
+        assert_eq!(c(T::Decimal, dec("-1.9"), T::Int), unhex("ffffffff"));
+        // 123456789012345678901234567.9 AS varint / bigint = 0xf158f2a82c9f4b87; AS double.
+        let big = dec("123456789012345678901234567.9");
+        assert_eq!(c(T::Decimal, big.clone(), T::Varint), unhex("f158f2a82c9f4b87"));
+        assert_eq!(c(T::Decimal, big.clone(), T::Bigint), unhex("f158f2a82c9f4b87"));
+        assert_eq!(c(T::Decimal, big, T::Double), unhex("455987bf7c563caa"));
+        // varint 123456789012345678901234567890 AS int = 0x4e3f0ad2.
+        let v = BigInt::parse("123456789012345678901234567890").unwrap().to_twos();
+        assert_eq!(c(T::Varint, v, T::Int), unhex("4e3f0ad2"));
+        // (double)-1.5e300 AS float = -Infinity; (float)0.1 AS double = 0x3fb99999a0000000.
+        assert_eq!(c(T::Double, dbl(-1.5e300), T::Float), unhex("ff800000"));
+        assert_eq!(c(T::Float, 0.1f32.to_be_bytes().to_vec(), T::Double), unhex("3fb99999a0000000"));
+        // Decimal targets: (float)5.2 -> 5.2 (0000000134), (double)6.3 -> 000000013f,
+        // (bigint)4 -> 0000000004, (double)1e10 -> fffffff70a (1.0E10: unscaled 10, scale -9).
+        assert_eq!(c(T::Float, 5.2f32.to_be_bytes().to_vec(), T::Decimal), unhex("0000000134"));
+        assert_eq!(c(T::Double, dbl(6.3), T::Decimal), unhex("000000013f"));
+        assert_eq!(c(T::Bigint, 4i64.to_be_bytes().to_vec(), T::Decimal), unhex("0000000004"));
+        assert_eq!(c(T::Double, dbl(1e10), T::Decimal), unhex("fffffff70a"));
+        assert!(cast(&T::Double, &T::Decimal, Some(&dbl(f64::NAN))).is_err());
+        assert_eq!(c(T::Smallint, vec![0, 5], T::Varint), [5]);
+        assert_eq!(c(T::Varint, vec![5], T::Decimal), unhex("0000000005"));
+        assert_eq!(c(T::Counter, 2i64.to_be_bytes().to_vec(), T::Float), 2.0f32.to_be_bytes());
+    }
+
+    #[test]
+    fn casts_to_text_match_cassandra() {
+        // CastFctsTest / Cassandra 5.0.9 outputs.
+        assert_eq!(text_of(T::Timestamp, Value::Timestamp(T1000 - 10 * 3_600_000)), "2024-01-01T00:00:00.000Z");
+        assert_eq!(text_of(T::Timestamp, Value::Timestamp(-1)), "1969-12-31T23:59:59.999Z");
+        assert_eq!(
+            text_of(T::Timestamp, Value::Timestamp(days_from_civil(10000, 1, 1) * MILLIS_PER_DAY)),
+            "+10000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(text_of(T::Date, Value::Date((DATE_EPOCH + 19723) as u32)), "2024-01-01");
+        assert_eq!(text_of(T::Time, Value::Time(3_723_000_000_000)), "01:02:03.000000000");
+        assert_eq!(text_of(T::Boolean, Value::Boolean(true)), "true");
+        assert_eq!(text_of(T::Inet, Value::Inet("1.2.3.4".parse().unwrap())), "1.2.3.4");
+        assert_eq!(text_of(T::Inet, Value::Inet("::1".parse().unwrap())), "0:0:0:0:0:0:0:1");
+        assert_eq!(
+            text_of(T::Uuid, Value::Uuid(unhex("62c3609282a13a0093d146196ee77204").try_into().unwrap())),
+            "62c36092-82a1-3a00-93d1-46196ee77204"
+        );
+        for (d, s) in [
+            (1e7, "1.0E7"),
+            (1e-3, "0.001"),
+            (1.0e-4, "1.0E-4"),
+            (123_456_789.125, "1.23456789125E8"),
+            (9_999_999.0, "9999999.0"),
+            (-0.0, "-0.0"),
+            (123_123.0, "123123.0"),
+            (123_123.123_123, "123123.123123"),
+            (6.3, "6.3"),
+            (5.0e20, "5.0E20"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(text_of(T::Double, Value::Double(d)), s);
+        }
+        assert_eq!(text_of(T::Float, Value::Float(5.2)), "5.2");
+        assert_eq!(text_of(T::Float, Value::Float(1e10)), "1.0E10");
+        assert_eq!(text_of(T::Float, Value::Float(1_795_245_023.0)), "1.79524506E9");
+        for s in ["1.23E-12", "1E+3", "1E-7", "123.4500", "-0.000001", "123123.123123", "0", "-5"] {
+            let (u, sc) = parse_decimal(s).unwrap();
+            let b = encode_decimal(&u, sc);
+            let out = cast(&T::Decimal, &T::Ascii, Some(&b)).unwrap().unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), s);
+        }
+        let (u, sc) = parse_decimal("0.0000001").unwrap();
+        assert_eq!(decimal_string(&u, sc), "1E-7");
+        for s in ["123456789012345678901234567890", "-1", "0", "-123456789012345678901234567890", "4294967296", "-2147483648"] {
+            let b = BigInt::parse(s).unwrap().to_twos();
+            assert_eq!(text_of(T::Varint, Value::Varint(b.clone())), s);
+            assert_eq!(BigInt::from_twos(&b).to_twos(), b);
+        }
+        assert_eq!(text_of(T::Tinyint, Value::Tinyint(-5)), "-5");
+        assert_eq!(text_of(T::Counter, Value::Counter(5)), "5");
+        assert_eq!(text_of(T::Ascii, Value::Ascii("test".into())), "test");
+        assert_eq!(cast(&T::Int, &T::Varchar, Some(&[])).unwrap(), None);
+        assert_eq!(cast(&T::Int, &T::Varchar, None).unwrap(), None);
+    }
+
+    #[test]
+    fn cast_rules() {
+        // "a cannot be cast to boolean"
+        assert_eq!(cast_error("a", &T::Boolean), "a cannot be cast to boolean");
+        assert!(cast(&T::Int, &T::Boolean, Some(&[0, 0, 0, 1])).is_err());
+        assert!(cast(&T::Blob, &T::Varchar, Some(&[1])).is_err());
+        assert!(cast(&T::Varchar, &T::Ascii, Some(b"a")).is_err());
+        assert!(!cast_allowed(&T::Uuid, &T::Blob));
+        assert!(!cast_allowed(&T::Timestamp, &T::Int));
+        // Identity casts and their column names: CAST(c AS int) on an int is just "c".
+        assert_eq!(cast(&T::Blob, &T::Blob, Some(&[1])).unwrap(), Some(vec![1]));
+        assert_eq!(cast_column_name("c", &T::Int, &T::Int), "c");
+        assert_eq!(cast_column_name("b", &T::Smallint, &T::Int), "cast(b as int)");
+        assert_eq!(cast_column_name("t_int", &T::Int, &T::Varchar), "cast(t_int as text)");
+        // timeuuid/timestamp/date conversions.
+        let tu = unhex("4e52d0006d1f11e28080808080808080");
+        assert_eq!(cast(&T::Timeuuid, &T::Timestamp, Some(&tu)).unwrap().unwrap(), unhex("0000013c9a592900"));
+        assert_eq!(
+            cast(&T::Timestamp, &T::Date, Some(&T1000.to_be_bytes())).unwrap().unwrap(),
+            unhex("80004d0b")
+        );
+        assert_eq!(
+            cast(&T::Date, &T::Timestamp, Some(&unhex("80004d0b"))).unwrap().unwrap(),
+            unhex("0000018cc251f400")
+        );
+        assert_eq!(
+            cast(&T::Timestamp, &T::Bigint, Some(&T1000.to_be_bytes())).unwrap().unwrap(),
+            T1000.to_be_bytes()
+        );
+        assert_eq!(
+            cast(&T::Ascii, &T::Varchar, Some(b"abc")).unwrap().unwrap(),
+            b"abc"
+        );
+        assert_eq!(return_type("cast_as_int", &[T::Smallint]).unwrap(), T::Int);
+        assert_eq!(return_type("castAsText", &[T::Inet]).unwrap(), T::Varchar);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(column_name("toDate", &["t".into()]), "system.todate(t)");
+        assert_eq!(column_name("blobAsText", &["system.textasblob(x)".into()]), "system.blobastext(system.textasblob(x))");
+        assert_eq!(column_name("floor", &["t".into(), "1h".into()]), "system.floor(t, 1h)");
+        assert_eq!(format_duration(13, 2, 36_300_000_000_000), "1y1mo2d10h5m");
+        assert_eq!(format_duration(0, 0, 12_000), "12us");
+        assert_eq!(format_duration(0, -3, 0), "-3d");
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let names = ["todate", "totimestamp", "tounixtimestamp", "floor", "abs", "exp", "log", "log10", "round", "blobasint", "mintimeuuid"];
+        let types = [T::Timestamp, T::Date, T::Timeuuid, T::Time, T::Duration, T::Int, T::Decimal, T::Varint, T::Float, T::Blob, T::Tinyint];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..20_000usize {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 20) as usize;
+            let b: Vec<u8> = (0..len).map(|j| (seed >> (j % 8 * 8)) as u8).collect();
+            let t = types[i % types.len()].clone();
+            let name = names[(i / types.len()) % names.len()];
+            let mut args = vec![(t.clone(), Some(b.clone()))];
+            if name == "floor" {
+                args.push((T::Duration, Some(b.clone())));
+            }
+            let _ = call_at(name, &args, NOW);
+            for to in [T::Varchar, T::Int, T::Decimal, T::Varint, T::Double, T::Date, T::Timestamp, T::Tinyint] {
+                let _ = cast(&t, &to, Some(&b));
+            }
+        }
+    }
+}
