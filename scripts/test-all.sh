@@ -77,6 +77,15 @@ export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine
 step "pytest tests/python against peregrine on $PEREGRINE_PORT"
 "$PY" -m pytest tests/python tests/differential/test_differential.py -k "not test_scenario" -q || failed+=("tests/python")
 
+step "bench: a short YCSB run against peregrine (crates/bench/tests)"
+PEREGRINE_BENCH_HOSTS="127.0.0.1:$PEREGRINE_PORT" cargo test -p bench --test workload_against_server \
+    || failed+=("bench integration")
+
+if [[ -x tests/rust-driver/run.sh ]]; then
+    step "Rust scylla driver against peregrine"
+    tests/rust-driver/run.sh "$PEREGRINE_PORT" || failed+=("rust driver")
+fi
+
 if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \

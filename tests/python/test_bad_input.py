@@ -4,6 +4,17 @@ Frames are encoded by hand (protocol v4 header: version, flags, stream i16, opco
 v1/v2 headers have a one-byte stream). Every socket has a timeout, and after each case a fresh
 driver connection must still work. The in-process Rust tests (crates/server/tests/protocol.rs)
 cover some of the same cases against the server library; these run against the real binary.
+
+Where Peregrine's documented behaviour is stricter than Cassandra 5.0's, the strict check runs
+only against Peregrine (`endpoint.kind == "peregrine"`: the binary started by conftest, or
+CQL_KIND=peregrine); against Cassandra the looser behaviour noted at each case is accepted:
+- an oversized frame: Peregrine answers at once and closes; Cassandra first discards the whole
+  announced body (so it answers nothing while the bytes do not come);
+- an unsupported version or garbage: Peregrine answers and closes; Cassandra 5.0 answers and keeps
+  the connection, answers version 6 as "v6-beta without USE_BETA" in a v6 header, and closes v1/v2
+  connections without an answer;
+- opcode 0xFF: Cassandra closes without an answer;
+- a QUERY before STARTUP: Cassandra closes after the ProtocolError, Peregrine keeps the connection.
 """
 
 import socket
@@ -102,6 +113,12 @@ def closed(sock, timeout=TIMEOUT):
     return False
 
 
+@pytest.fixture
+def peregrine(endpoint):
+    """True when the endpoint is Peregrine: its documented (stricter) behaviour is checked."""
+    return endpoint.kind == "peregrine"
+
+
 def ready(endpoint):
     s = connect(endpoint)
     s.sendall(frame(STARTUP, STARTUP_BODY))
@@ -145,13 +162,13 @@ def test_truncated_header_then_close(endpoint, make_cluster):
 def test_frames_sent_one_byte_at_a_time(endpoint, make_cluster):
     with connect(endpoint) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        data = frame(STARTUP, STARTUP_BODY, stream=1) + frame(QUERY, query_body(
-            "SELECT key FROM system.local"), stream=2)
-        for i in range(len(data)):
-            s.sendall(data[i:i + 1])
-        f1, f2 = read_frame(s), read_frame(s)
-        assert (f1[2], f1[3]) == (1, READY), f1
-        assert (f2[2], f2[3]) == (2, RESULT), f2
+        # (Cassandra needs READY before the next request: it switches its pipeline after STARTUP.)
+        for data, want in ((frame(STARTUP, STARTUP_BODY, stream=1), (1, READY)),
+                           (frame(QUERY, query_body("SELECT key FROM system.local"), stream=2), (2, RESULT))):
+            for i in range(len(data)):
+                s.sendall(data[i:i + 1])
+            f = read_frame(s)
+            assert f is not None and (f[2], f[3]) == want, f
     assert_serving(endpoint, make_cluster)
 
 
@@ -160,8 +177,9 @@ def test_frames_sent_one_byte_at_a_time(endpoint, make_cluster):
     b"\xff" * 64,
     b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(64)),  # a TLS ClientHello start
 ], ids=["http", "ff", "tls"])
-def test_garbage_bytes(endpoint, make_cluster, garbage):
-    """A first byte that is no protocol version: at most a ProtocolError, then the close."""
+def test_garbage_bytes(endpoint, make_cluster, peregrine, garbage):
+    """A first byte that is no protocol version: at most a ProtocolError, then (Peregrine) the
+    close."""
     with connect(endpoint) as s:
         s.sendall(garbage)
         hdr = recv_exact(s, 9)
@@ -170,20 +188,23 @@ def test_garbage_bytes(endpoint, make_cluster, garbage):
             length = struct.unpack(">i", hdr[5:9])[0]
             code, msg = error_of(recv_exact(s, length))
             assert code == PROTOCOL_ERROR, (code, msg)
-        assert closed(s), "the connection stays open after garbage"
+        if peregrine:
+            assert closed(s), "the connection stays open after garbage"
     assert_serving(endpoint, make_cluster)
 
 
 @pytest.mark.parametrize("opcode", [0x04, 0x11, 0x20, 0x7F, 0xFF])
-def test_unknown_opcode(endpoint, make_cluster, opcode):
+def test_unknown_opcode(endpoint, make_cluster, peregrine, opcode):
     """Opcodes no request has (0x04 is unused, 0x11+ do not exist) get a ProtocolError."""
     with ready(endpoint) as s:
         s.sendall(frame(opcode, b"", stream=21))
         f = read_frame(s)
-        assert f is not None, "connection closed without an answer"
-        assert f[3] == ERROR, f
-        code, msg = error_of(f[4])
-        assert code == PROTOCOL_ERROR, (code, msg)
+        if f is None and opcode == 0xFF and not peregrine:
+            pass  # Cassandra closes the connection without an answer
+        else:
+            assert f[3] == ERROR, f
+            code, msg = error_of(f[4])
+            assert code == PROTOCOL_ERROR, (code, msg)
     assert_serving(endpoint, make_cluster)
 
 
@@ -200,9 +221,16 @@ def test_response_only_opcode_from_client(endpoint, make_cluster, opcode):
 
 
 @pytest.mark.parametrize("length", [0x7FFFFFFF, 0x20000000, -1], ids=["2GiB", "512MiB", "negative"])
-def test_body_longer_than_max_frame_size(endpoint, make_cluster, length):
+def test_body_longer_than_max_frame_size(endpoint, make_cluster, peregrine, length):
     """A header announcing more than max_frame_bytes (default 256 MiB; Cassandra 16 MiB) or a
-    negative length: ProtocolError on that stream, then the connection is closed."""
+    negative length: ProtocolError on that stream, then the connection is closed. (Cassandra
+    answers only once the announced body has arrived and been discarded: there, only the server
+    staying up is checked.)"""
+    if not peregrine:
+        with ready(endpoint) as s:
+            s.sendall(frame(QUERY, b"", stream=42, length=length) + b"\x00" * 1024)
+        assert_serving(endpoint, make_cluster)
+        return
     with ready(endpoint) as s:
         s.sendall(frame(QUERY, b"", stream=42, length=length) + b"\x00" * 1024)
         f = read_frame(s)
@@ -214,30 +242,39 @@ def test_body_longer_than_max_frame_size(endpoint, make_cluster, length):
     assert_serving(endpoint, make_cluster)
 
 
-def test_unsupported_version_6(endpoint, make_cluster):
+def test_unsupported_version_6(endpoint, make_cluster, peregrine):
     """Version 6 in a v5-shaped header: a ProtocolError in a version the server speaks (3..5),
-    on the same stream, then the close."""
+    on the same stream, then the close. (Cassandra 5.0 knows 6 as v6-beta: it answers in a v6
+    header that it needs the USE_BETA flag, and keeps the connection.)"""
     with connect(endpoint) as s:
         s.sendall(frame(OPTIONS, stream=3, version=0x06))
         f = read_frame(s)
         assert f is not None, "connection closed without a ProtocolError"
         version, _flags, stream, opcode, body = f
-        assert version & RESPONSE and (version & 0x7F) in (3, 4, 5), hex(version)
+        assert version & RESPONSE, hex(version)
+        assert (version & 0x7F) in ((3, 4, 5) if peregrine else (3, 4, 5, 6)), hex(version)
         assert (stream, opcode) == (3, ERROR), f
         code, msg = error_of(body)
         assert code == PROTOCOL_ERROR, (code, msg)
-        assert "(6)" in msg, msg
-        assert closed(s)
+        assert "6" in msg, msg
+        if peregrine:
+            assert "(6)" in msg, msg
+            assert closed(s)
     assert_serving(endpoint, make_cluster)
 
 
-def test_unsupported_version_1(endpoint, make_cluster):
+def test_unsupported_version_1(endpoint, make_cluster, peregrine):
     """A v1 client gets the ProtocolError in v1 framing (8-byte header, one-byte stream, version
-    byte 0x81) so it can read it, then the close (Cassandra replies in the client's old version)."""
+    byte 0x81) so it can read it, then the close. (Cassandra 3.x replied in the client's old
+    version; Cassandra 5.0 closes without an answer, accepted there.)"""
     with connect(endpoint) as s:
         # v1 header: version, flags, stream (i8), opcode, length (i32)
         s.sendall(struct.pack(">BBbBi", 0x01, 0, 5, OPTIONS, 0))
         hdr = recv_exact(s, 8)
+        if not hdr and not peregrine:
+            assert closed(s)
+            assert_serving(endpoint, make_cluster)
+            return
         assert len(hdr) == 8, f"no v1 error header: {hdr!r}"
         version, _flags, stream, opcode, length = struct.unpack(">BBbBi", hdr)
         assert (version, stream, opcode) == (0x81, 5, ERROR), hdr
@@ -251,6 +288,8 @@ def test_unsupported_version_1(endpoint, make_cluster):
 
 
 def test_query_before_startup(endpoint, make_cluster):
+    """ProtocolError. Then either the connection closes (Cassandra) or it is still usable:
+    STARTUP, then the query (Peregrine)."""
     with connect(endpoint) as s:
         s.sendall(frame(QUERY, query_body("SELECT key FROM system.local"), stream=1))
         f = read_frame(s)
@@ -258,9 +297,14 @@ def test_query_before_startup(endpoint, make_cluster):
         code, msg = error_of(f[4])
         assert code == PROTOCOL_ERROR, (code, msg)
         assert "STARTUP" in msg, msg
-        # The connection is still usable: STARTUP, then the query.
-        s.sendall(frame(STARTUP, STARTUP_BODY, stream=2))
-        f = read_frame(s)
+        try:
+            s.sendall(frame(STARTUP, STARTUP_BODY, stream=2))
+            f = read_frame(s)
+        except (ConnectionResetError, BrokenPipeError):
+            f = None
+        if f is None:
+            assert_serving(endpoint, make_cluster)
+            return
         assert (f[2], f[3]) == (2, READY), f
         s.sendall(frame(QUERY, query_body("SELECT key FROM system.local"), stream=3))
         f = read_frame(s)

@@ -407,6 +407,12 @@ impl Engine {
             .map(|f| Ok((f.column, f.op, resolve(&f.value, vals)?)))
             .collect::<Result<_, EngineError>>()?;
         let ranges = clustering_ranges(t, &plan.clustering, vals)?;
+        let ncl = t.clustering_count();
+        let point_read = !plan.distinct
+            && (ncl == 0
+                || (plan.clustering.start.is_none()
+                    && plan.clustering.end.is_none()
+                    && plan.clustering.eq.len() + plan.clustering.tuples.as_ref().and_then(|t| t.first()).map_or(0, |t| t.len()) == ncl));
         let mut sink = RowSink {
             data: Vec::with_capacity(256),
             rows: 0,
@@ -510,7 +516,18 @@ impl Engine {
                         }
                     }
                 }
-                for item in store.scan(lo, hi, plan.reversed) {
+                // A fully specified clustering key (or none at all) is one point read,
+                // much cheaper than an iterator.
+                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> = if point_read {
+                    let skip = matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
+                    match (skip, store.get(&a)?) {
+                        (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
+                        _ => Box::new(std::iter::empty()),
+                    }
+                } else {
+                    store.scan(lo, hi, plan.reversed)
+                };
+                for item in items {
                     let (key, value) = item?;
                     let row = Row::decode(&value).map_err(EngineError::corrupt)?;
                     let clustering = &key[row_prefix.len()..];
@@ -1016,8 +1033,15 @@ impl Engine {
             .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
         let mut batch = WriteBatch::new();
+        // Values this batch already decided (a partition deletion rewrites covered rows).
+        let mut pending: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        // Deletions this batch adds, by partition prefix (header keys sort before their rows).
+        let mut deleted: BTreeMap<Vec<u8>, PartitionHeader> = BTreeMap::new();
         for (key, entry) in m.entries {
-            let existing = self.storage.get(&key)?;
+            let existing = match pending.get(&key) {
+                Some(v) => v.clone(),
+                None => self.storage.get(&key)?,
+            };
             match entry {
                 Entry::Row(mut e) => {
                     let mut row = match existing {
@@ -1029,7 +1053,14 @@ impl Engine {
                     for op in ops {
                         op.apply_to(&mut row.cells)?;
                     }
-                    batch.put(key, row.encode());
+                    if let Some(d) = keys::decode_key(&key) {
+                        if let Some(h) = deleted.get(&key[..d.prefix_len]) {
+                            if let Some(del) = h.deletion_for(d.clustering) {
+                                row.merge(Row { deletion: Some(del), ..Row::default() });
+                            }
+                        }
+                    }
+                    pending.insert(key.clone(), Some(row.encode()));
                 }
                 Entry::Header(mut e) => {
                     let mut h = match existing {
@@ -1037,15 +1068,62 @@ impl Engine {
                         None => PartitionHeader::default(),
                     };
                     let ops = std::mem::take(&mut e.ops);
+                    let adds_deletion = e.delta.deletion.is_some() || !e.delta.ranges.is_empty();
+                    let delta_del = PartitionHeader {
+                        deletion: e.delta.deletion,
+                        ranges: e.delta.ranges.clone(),
+                        statics: Vec::new(),
+                    };
                     h.merge(e.delta);
                     for op in ops {
                         op.apply_to(&mut h.statics)?;
                     }
-                    batch.put(key, h.encode());
+                    pending.insert(key.clone(), Some(h.encode()));
+                    if adds_deletion {
+                        let prefix = key[..key.len() - 1].to_vec();
+                        self.delete_covered_rows(&prefix, &delta_del, &mut pending)?;
+                        deleted.insert(prefix, delta_del);
+                    }
                 }
             }
         }
+        for (k, v) in pending {
+            match v {
+                Some(v) => batch.put(k, v),
+                None => batch.delete(k),
+            }
+        }
         self.storage.write(batch)?;
+        Ok(())
+    }
+
+    /// Applies a partition or range deletion to the stored rows it covers, so that nothing
+    /// it shadows survives once the deletion itself is purged after `gc_grace_seconds`.
+    /// Rows left with nothing live are removed outright.
+    fn delete_covered_rows(
+        &self,
+        prefix: &[u8],
+        deletion: &PartitionHeader,
+        pending: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    ) -> Result<(), EngineError> {
+        let rp = keys::row_key(prefix, &[]);
+        let end = keys::prefix_end(&rp);
+        for item in self
+            .storage
+            .scan(Bound::Included(rp.as_slice()), Bound::Excluded(end.as_slice()), false)
+        {
+            let (key, value) = item?;
+            let Some(del) = deletion.deletion_for(&key[rp.len()..]) else {
+                continue;
+            };
+            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            row.merge(Row { deletion: Some(del), ..Row::default() });
+            if row.marker.is_none() && row.cells.is_empty() {
+                pending.insert(key, None);
+            } else {
+                pending.insert(key, Some(row.encode()));
+            }
+        }
         Ok(())
     }
 

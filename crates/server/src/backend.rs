@@ -44,6 +44,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Executes one request for the connection `conn`.
     fn handle(&self, conn: &ConnState, req: Request) -> impl Future<Output = Response> + Send;
 
+    /// The authenticator class to answer STARTUP with (`Response::Authenticate`), or `None` to
+    /// answer READY (the configured `authenticator` then decides). When `Some`, the backend
+    /// receives the client's AUTH_RESPONSE in `handle`, answers AUTH_SUCCESS (after
+    /// `ConnState::set_role`) or an error, and must itself refuse other requests of a
+    /// connection whose role is not set yet. Asked once per connection, at STARTUP.
+    fn authenticator(&self) -> Option<String> {
+        None
+    }
+
     /// Flushes and releases resources before the process exits.
     fn shutdown(&self) -> impl Future<Output = ()> + Send {
         async {}

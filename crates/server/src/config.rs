@@ -50,6 +50,62 @@ pub struct Config {
     pub authenticator: Authenticator,
     /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
     pub cluster_name: String,
+    /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
+    /// standalone mode on the embedded engine.
+    pub upstream: Vec<SocketAddr>,
+    /// Proxy mode settings (cache, staleness, upstream pool); ignored in standalone mode.
+    pub proxy: ProxyConfig,
+}
+
+/// Proxy mode settings (`proxy:` section). See `docs/proxy.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// DRAM cache budget in bytes (keys + cached result bodies). 0 disables caching.
+    /// Default 256 MiB.
+    pub cache_bytes: usize,
+    /// Largest single cached result body; bigger results are passed through uncached.
+    /// Default 1 MiB.
+    pub max_entry_bytes: usize,
+    /// SSD tier directory. Not implemented yet: accepted and reported at start-up.
+    pub cache_dir: Option<PathBuf>,
+    /// How long a cached result may be served after it was read from the upstream: the bound
+    /// on staleness for writes that bypass the proxy. Default `1s`.
+    #[serde(with = "duration_str")]
+    pub max_staleness: Duration,
+    /// Per-table `max_staleness` overrides, keyed `keyspace.table`.
+    #[serde(with = "duration_map")]
+    pub table_max_staleness: std::collections::BTreeMap<String, Duration>,
+    /// Tables never cached, as `keyspace.table` or `keyspace.*`.
+    pub exclude: Vec<String>,
+    /// Connections per upstream node for each (role, protocol version, keyspace). Default 2.
+    pub upstream_connections: usize,
+    /// How long opening an upstream connection (TCP + handshake) may take. Default `5s`.
+    #[serde(with = "duration_str")]
+    pub connect_timeout: Duration,
+    /// Address reported as this proxy's `rpc_address` in `system.local`; default: the
+    /// `listen` address (or 127.0.0.1 when `listen` is unspecified).
+    pub rpc_address: Option<std::net::IpAddr>,
+    /// The other proxies in front of the same cluster (their CQL addresses). The token ring is
+    /// split among all proxies and `system.peers*` lists these. Default none.
+    pub peers: Vec<SocketAddr>,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            cache_bytes: 256 * 1024 * 1024,
+            max_entry_bytes: 1024 * 1024,
+            cache_dir: None,
+            max_staleness: Duration::from_secs(1),
+            table_max_staleness: std::collections::BTreeMap::new(),
+            exclude: Vec::new(),
+            upstream_connections: 2,
+            connect_timeout: Duration::from_secs(5),
+            rpc_address: None,
+            peers: Vec::new(),
+        }
+    }
 }
 
 impl Default for Config {
@@ -65,6 +121,8 @@ impl Default for Config {
             commitlog_sync_period: Duration::from_secs(10),
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
+            upstream: Vec::new(),
+            proxy: ProxyConfig::default(),
         }
     }
 }
@@ -215,6 +273,23 @@ impl Config {
         if self.cluster_name.trim().is_empty() {
             problems.push("`cluster_name` must not be empty".to_string());
         }
+        let p = &self.proxy;
+        if p.upstream_connections == 0 || p.upstream_connections > 64 {
+            problems.push(format!(
+                "`proxy.upstream_connections` is {} but must be between 1 and 64",
+                p.upstream_connections
+            ));
+        }
+        if p.connect_timeout.is_zero() {
+            problems.push("`proxy.connect_timeout` must be longer than 0s".to_string());
+        }
+        for name in p.exclude.iter().chain(p.table_max_staleness.keys()) {
+            if name.split('.').count() != 2 || name.split('.').any(str::is_empty) {
+                problems.push(format!(
+                    "`proxy`: table name `{name}` must be written `keyspace.table`"
+                ));
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -291,6 +366,29 @@ pub fn format_duration(d: Duration) -> String {
         }
     }
     format!("{nanos}ns")
+}
+
+/// serde adapter: a map of names to durations written as strings.
+mod duration_map {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, Duration>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, d)| (k, super::format_duration(*d))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Duration>, D::Error> {
+        let text = BTreeMap::<String, String>::deserialize(d)?;
+        text.into_iter()
+            .map(|(k, v)| {
+                super::parse_duration(&v)
+                    .map(|d| (k, d))
+                    .map_err(serde::de::Error::custom)
+            })
+            .collect()
+    }
 }
 
 /// serde adapter: durations as strings such as `"10s"`.
@@ -383,6 +481,27 @@ mod tests {
         assert!(parse_duration("99999999999999999999d").is_err());
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn proxy_section_parses() {
+        let c = Config::from_yaml(
+            "upstream: [127.0.0.1:9042, 10.0.0.6:9042]\nproxy:\n  cache_bytes: 1024\n  \
+             max_staleness: 250ms\n  exclude: [ks.audit]\n  table_max_staleness:\n    ks.users: 5s\n",
+        )
+        .unwrap();
+        assert_eq!(c.upstream.len(), 2);
+        assert_eq!(c.proxy.cache_bytes, 1024);
+        assert_eq!(c.proxy.max_staleness, Duration::from_millis(250));
+        assert_eq!(c.proxy.exclude, vec!["ks.audit".to_string()]);
+        assert_eq!(
+            c.proxy.table_max_staleness.get("ks.users"),
+            Some(&Duration::from_secs(5))
+        );
+        let e = Config::from_yaml("proxy:\n  bogus: 1\n").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = Config::from_yaml("proxy:\n  exclude: [nodot]\n").unwrap_err();
+        assert!(e.to_string().contains("nodot"), "{e}");
     }
 
     #[test]

@@ -367,10 +367,13 @@ impl<B: Backend> Reader<B> {
             compression,
             options,
         ));
-        let answer = match self.shared.config.authenticator {
-            Authenticator::AllowAllAuthenticator => Response::Ready,
+        let answer = match self.shared.backend.authenticator() {
+            Some(class) => Response::Authenticate(class),
+            None => match self.shared.config.authenticator {
+                Authenticator::AllowAllAuthenticator => Response::Ready,
+            },
         };
-        // READY goes out uncompressed and unframed; both sides switch after it.
+        // READY / AUTHENTICATE goes out uncompressed and unframed; both sides switch after it.
         self.tx.frame(encode(version, None, env.stream, &answer));
         if version >= ProtocolVersion::V5 {
             let compressed = compression.is_some();
