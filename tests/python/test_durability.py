@@ -24,7 +24,7 @@ import uuid
 
 import pytest
 from cassandra import ConsistencyLevel
-from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.cluster import Cluster
 from cassandra.policies import ConstantReconnectionPolicy
 from cassandra.query import SimpleStatement
 

@@ -437,9 +437,6 @@ impl<'a> Builder<'a> {
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
-        if s.json {
-            return Err(EngineError::invalid("SELECT JSON is not supported yet"));
-        }
         if !s.group_by.is_empty() {
             return Err(EngineError::invalid("GROUP BY is not supported yet"));
         }
@@ -584,7 +581,21 @@ impl<'a> Builder<'a> {
         };
         let order_with_in = !s.order_by.is_empty()
             && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
+        let (json, json_columns) = if s.json {
+            if matches!(selection, Selection::Aggregates(_)) {
+                return Err(EngineError::invalid("SELECT JSON with aggregates is not supported yet"));
+            }
+            let cols = std::mem::replace(
+                &mut output,
+                vec![OutputColumn { name: "[json]".into(), ty: ColumnType::Varchar }],
+            );
+            (true, cols)
+        } else {
+            (false, Vec::new())
+        };
         Ok(SelectPlan {
+            json,
+            json_columns,
             order_with_in,
             table: t,
             partitions,
@@ -657,6 +668,40 @@ impl<'a> Builder<'a> {
                 };
                 (Selector::Field(i, pos), format!("{name}.{field}"), fields[pos].1.clone())
             }
+            E::Cast { expr, ty } => {
+                let (inner, name, from) = self.selector(t, expr)?;
+                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                if !crate::scalar::cast_allowed(&from, &to) {
+                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
+                }
+                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
+                (
+                    Selector::Expr(SelExpr::Cast { inner: Box::new(as_expr(inner, from.clone())), from, to: to.clone() }),
+                    col_name,
+                    to,
+                )
+            }
+            E::Function { name, args } => {
+                let mut exprs = Vec::with_capacity(args.len());
+                let mut names = Vec::with_capacity(args.len());
+                for a in args {
+                    let (sel, n, ty) = self.selector(t, a)?;
+                    exprs.push(as_expr(sel, ty));
+                    names.push(n);
+                }
+                let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
+                let ty = crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
+                if !matches!(name.name.to_ascii_lowercase().as_str(), "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid") {
+                    // deterministic
+                } else {
+                    self.volatile = true;
+                }
+                (
+                    Selector::Expr(SelExpr::Call { name: name.name.clone(), args: exprs, ty: ty.clone() }),
+                    crate::scalar::column_name(&name.name, &names),
+                    ty,
+                )
+            }
             E::Term(term) => {
                 return Err(EngineError::invalid(format!(
                     "Selecting a term ({term}) is not supported yet"
@@ -724,23 +769,31 @@ impl<'a> Builder<'a> {
 
     pub fn insert(&mut self, s: &ast::InsertStatement) -> Result<WritePlan, EngineError> {
         let t = self.table(&s.table)?;
-        let ast::InsertValues::Values { columns, values } = &s.values else {
-            return Err(EngineError::invalid("INSERT JSON is not supported yet"));
+        let pairs: Vec<(String, Src)> = match &s.values {
+            ast::InsertValues::Values { columns, values } => {
+                if columns.len() != values.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Unmatched column names/values: {} columns, {} values",
+                        columns.len(),
+                        values.len()
+                    )));
+                }
+                let mut out = Vec::with_capacity(columns.len());
+                for (name, term) in columns.iter().zip(values) {
+                    let (_, c) = self.column(&t, name)?;
+                    let c = c.clone();
+                    out.push((c.name.clone(), self.term(&t, term, &c.name, &c.ty)?));
+                }
+                out
+            }
+            ast::InsertValues::Json { json, default_unset } => json_pairs(&t, json, *default_unset)?,
         };
-        if columns.len() != values.len() {
-            return Err(EngineError::invalid(format!(
-                "Unmatched column names/values: {} columns, {} values",
-                columns.len(),
-                values.len()
-            )));
-        }
         let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
         let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
         let mut assignments = Vec::new();
-        for (name, term) in columns.iter().zip(values) {
-            let (i, c) = self.column(&t, name)?;
+        for (name, src) in pairs {
+            let (i, c) = self.column(&t, &name)?;
             let c = c.clone();
-            let src = self.term(&t, term, &c.name, &c.ty)?;
             match c.kind {
                 ColumnKind::PartitionKey => set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?,
                 ColumnKind::Clustering => set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?,
@@ -814,14 +867,12 @@ impl<'a> Builder<'a> {
                     Assign::Set(self.term(&t, value, &c.name, &c.ty)?)
                 }
                 ast::Assignment::Add { value, .. } => {
-                    let ty = if c.ty == ColumnType::Counter { ColumnType::Bigint } else { c.ty.clone() };
-                    Assign::Append(self.term(&t, value, &c.name, &ty)?)
+                    Assign::Append(self.term(&t, value, &c.name, &c.ty)?)
                 }
                 ast::Assignment::Prepend { value, .. } => Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?),
                 ast::Assignment::Subtract { value, .. } => {
                     let ty = match &c.ty {
                         ColumnType::Map(k, _) => ColumnType::Set(k.clone()),
-                        ColumnType::Counter => ColumnType::Bigint,
                         other => other.clone(),
                     };
                     Assign::Remove(self.term(&t, value, &c.name, &ty)?)
@@ -905,6 +956,49 @@ impl<'a> Builder<'a> {
             }
         }
         out
+    }
+}
+
+/// `INSERT ... JSON '{...}'`: each JSON key to its column and value (keys match column
+/// names case-insensitively unless double-quoted); columns left out become null unless
+/// `DEFAULT UNSET`.
+fn json_pairs(t: &TableDef, json: &Term, default_unset: bool) -> Result<Vec<(String, Src)>, EngineError> {
+    let Term::Literal(ast::Literal::String(text)) = json else {
+        return Err(EngineError::invalid("INSERT JSON with a bind marker is not supported yet"));
+    };
+    let doc: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| EngineError::invalid(format!("Could not decode JSON string as a map: {e}. (String was: {text})")))?;
+    let serde_json::Value::Object(map) = doc else {
+        return Err(EngineError::invalid(format!("Could not decode JSON string as a map: {text}")));
+    };
+    let mut out = Vec::new();
+    for (key, v) in &map {
+        let name = match key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
+            Some(quoted) => quoted.to_string(),
+            None => key.to_lowercase(),
+        };
+        let Some(c) = t.column(&name) else {
+            return Err(EngineError::invalid(format!("JSON values map contains unrecognized column: {key}")));
+        };
+        let bytes = crate::json::from_json_with(&c.ty, v, &crate::types::compare).map_err(|e| {
+            EngineError::invalid(format!("Error decoding JSON value for {}: {e}", c.name))
+        })?;
+        out.push((c.name.clone(), Src::Const(bytes)));
+    }
+    if !default_unset {
+        for c in &t.columns {
+            if matches!(c.kind, ColumnKind::Regular | ColumnKind::Static) && !out.iter().any(|(n, _)| *n == c.name) {
+                out.push((c.name.clone(), Src::Const(None)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
+    match s {
+        Selector::Expr(e) => e,
+        other => SelExpr::Leaf(Box::new(other), ty),
     }
 }
 

@@ -743,37 +743,61 @@ impl Engine {
                 _ => None,
             }
         };
-        for s in selectors {
+        use std::borrow::Cow;
+        let value = |s: &Selector| -> Option<Cow<'_, [u8]>> {
             match s {
                 Selector::Column(idx) => {
                     let c = &t.columns[*idx];
                     match c.kind {
-                        ColumnKind::PartitionKey => {
-                            sink.cell(pk_parts.get(c.position as usize).copied())
-                        }
-                        ColumnKind::Clustering => sink.cell(
-                            row.and_then(|r| r.clustering.get(c.position as usize))
-                                .map(|v| v.as_slice()),
-                        ),
-                        _ => sink.cell(cell_of(*idx).and_then(|cell| cell.live_value(now.secs))),
+                        ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| Cow::Borrowed(*v)),
+                        ColumnKind::Clustering => row
+                            .and_then(|r| r.clustering.get(c.position as usize))
+                            .map(|v| Cow::Borrowed(v.as_slice())),
+                        _ => cell_of(*idx).and_then(|cell| cell.live_value(now.secs)).map(Cow::Borrowed),
                     }
                 }
-                Selector::WriteTime(idx) => {
-                    let ts = cell_of(*idx).map(|c| c.ts.to_be_bytes());
-                    sink.cell(ts.as_ref().map(|b| b.as_slice()))
-                }
-                Selector::Ttl(idx) => {
-                    let ttl = cell_of(*idx)
-                        .and_then(|c| c.ttl_remaining(now.secs))
-                        .map(|t| t.to_be_bytes());
-                    sink.cell(ttl.as_ref().map(|b| b.as_slice()))
-                }
-                Selector::Token => sink.cell(Some(&tok.to_be_bytes())),
-                Selector::Field(idx, pos) => {
-                    let v = cell_of(*idx).and_then(|c| c.live_value(now.secs));
-                    sink.cell(v.and_then(|v| udt_field(v, *pos)))
-                }
-                Selector::Const(v) => sink.cell(v.as_deref()),
+                Selector::WriteTime(idx) => cell_of(*idx).map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec())),
+                Selector::Ttl(idx) => cell_of(*idx)
+                    .and_then(|c| c.ttl_remaining(now.secs))
+                    .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
+                Selector::Token => Some(Cow::Owned(tok.to_be_bytes().to_vec())),
+                Selector::Field(idx, pos) => cell_of(*idx)
+                    .and_then(|c| c.live_value(now.secs))
+                    .and_then(|v| udt_field(v, *pos))
+                    .map(Cow::Borrowed),
+                Selector::Const(v) => v.clone().map(Cow::Owned),
+                // Expressions are evaluated by `eval` below; never reached from here.
+                Selector::Expr(_) => None,
+            }
+        };
+        if !plan.json && !selectors.iter().any(|s| matches!(s, Selector::Expr(_))) {
+            for s in selectors {
+                sink.cell(value(s).as_deref());
+            }
+            sink.rows += 1;
+            return;
+        }
+        // Slow path: functions, casts, JSON.
+        let mut vals: Vec<Option<Vec<u8>>> = Vec::with_capacity(selectors.len());
+        for s in selectors {
+            let v = match s {
+                Selector::Expr(e) => eval_expr(e, &|leaf| value(leaf).map(|c| c.into_owned()), now),
+                other => value(other).map(|c| c.into_owned()),
+            };
+            vals.push(v);
+        }
+        if plan.json {
+            let cols: Vec<(&str, &ColumnType, Option<&[u8]>)> = plan
+                .json_columns
+                .iter()
+                .zip(&vals)
+                .map(|(c, v)| (c.name.as_str(), &c.ty, v.as_deref()))
+                .collect();
+            let text = crate::json::row_to_json(&cols);
+            sink.cell(Some(text.as_bytes()));
+        } else {
+            for v in &vals {
+                sink.cell(v.as_deref());
             }
         }
         sink.rows += 1;
@@ -1486,4 +1510,24 @@ fn udt_field(v: &[u8], pos: usize) -> Option<&[u8]> {
         at += len as usize;
     }
     None
+}
+
+/// Evaluates a function/cast selector; a failing function yields null (the error was
+/// already ruled out by type checking at prepare time, except for bad data).
+fn eval_expr(e: &SelExpr, leaf: &dyn Fn(&Selector) -> Option<Vec<u8>>, now: Now) -> Option<Vec<u8>> {
+    match e {
+        SelExpr::Leaf(s, _) => leaf(s),
+        SelExpr::Const(_, v) => v.clone(),
+        SelExpr::Cast { inner, from, to } => {
+            let v = eval_expr(inner, leaf, now);
+            crate::scalar::cast(from, to, v.as_deref()).ok().flatten()
+        }
+        SelExpr::Call { name, args, .. } => {
+            let vals: Vec<(ColumnType, Option<Vec<u8>>)> = args
+                .iter()
+                .map(|a| (a.ty().clone(), eval_expr(a, leaf, now)))
+                .collect();
+            crate::scalar::call_at(name, &vals, now.micros).ok().flatten()
+        }
+    }
 }

@@ -30,6 +30,9 @@ use crate::scalar::{
     format_timestamp, format_uuid, hex, java_double, java_float, parse_decimal, BigInt,
 };
 
+/// Orders two serialized values of a type (the engine's `types::compare`).
+pub type Compare = dyn Fn(&ColumnType, &[u8], &[u8]) -> Ordering;
+
 const DATE_EPOCH: i64 = 1 << 31;
 const MILLIS_PER_DAY: i64 = 86_400_000;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
@@ -188,11 +191,7 @@ pub fn from_json(ty: &ColumnType, v: &Json) -> Result<Option<Vec<u8>>, String> {
 
 /// `from_json` with the comparator that orders serialized values of a type (sets and maps are
 /// stored sorted and de-duplicated).
-pub fn from_json_with(
-    ty: &ColumnType,
-    v: &Json,
-    cmp: &dyn Fn(&ColumnType, &[u8], &[u8]) -> Ordering,
-) -> Result<Option<Vec<u8>>, String> {
+pub fn from_json_with(ty: &ColumnType, v: &Json, cmp: &Compare) -> Result<Option<Vec<u8>>, String> {
     if v.is_null() {
         return Ok(None);
     }
@@ -242,12 +241,7 @@ fn expected(what: &str, v: &Json) -> String {
     )
 }
 
-fn convert(
-    ty: &ColumnType,
-    v: &Json,
-    cmp: &dyn Fn(&ColumnType, &[u8], &[u8]) -> Ordering,
-    depth: usize,
-) -> Result<Vec<u8>, String> {
+fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec<u8>, String> {
     use ColumnType as T;
     if depth > MAX_DEPTH {
         return Err("JSON value nested too deeply".into());
@@ -618,7 +612,7 @@ fn fallback_compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
 }
 
 fn unhex(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 || !h.is_ascii() {
+    if !h.len().is_multiple_of(2) || !h.is_ascii() {
         return None;
     }
     (0..h.len() / 2)

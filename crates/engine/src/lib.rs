@@ -35,6 +35,8 @@ mod collections;
 pub mod ddl;
 pub mod exec;
 pub mod functions;
+pub mod json;
+pub mod scalar;
 pub mod keys;
 pub mod literal;
 pub mod plan;

@@ -99,7 +99,28 @@ pub enum Selector {
     Token,
     /// `udt_column.field`: the column and the field's position.
     Field(usize, usize),
+    /// A function call or cast over other selectors.
+    Expr(SelExpr),
     Const(Option<Vec<u8>>),
+}
+
+/// A native function or cast applied to selectors (`toDate(t)`, `CAST(x AS text)`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelExpr {
+    Leaf(Box<Selector>, ColumnType),
+    Const(ColumnType, Option<Vec<u8>>),
+    Call { name: String, args: Vec<SelExpr>, ty: ColumnType },
+    Cast { inner: Box<SelExpr>, from: ColumnType, to: ColumnType },
+}
+
+impl SelExpr {
+    pub fn ty(&self) -> &ColumnType {
+        match self {
+            SelExpr::Leaf(_, t) | SelExpr::Const(t, _) => t,
+            SelExpr::Call { ty, .. } => ty,
+            SelExpr::Cast { to, .. } => to,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +165,9 @@ pub struct SelectPlan {
     pub reversed: bool,
     /// ORDER BY with IN on the partition key cannot be paged (Cassandra refuses it).
     pub order_with_in: bool,
+    /// `SELECT JSON`: one `[json]` column built from `json_columns`.
+    pub json: bool,
+    pub json_columns: Vec<OutputColumn>,
     pub limit: Option<Src>,
     pub per_partition_limit: Option<Src>,
 }

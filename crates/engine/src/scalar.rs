@@ -1268,6 +1268,9 @@ pub(crate) fn java_float(f: f32) -> String {
     )
 }
 
+/// 2^63: integer values below it take the JDK's fast path.
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// `FloatingDecimal.insignificantDigitsNumber`.
 const INSIGNIFICANT_DIGITS: [u32; 64] = [
     0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9,
@@ -1281,7 +1284,7 @@ const INSIGNIFICANT_DIGITS: [u32; 64] = [
 /// `1.79524506E9`, not the shortest `1.795245E9` (Cassandra 5.0.9 does the former). Other
 /// values use the shortest digits (`sci` is Rust's `{:e}` form).
 fn java_digits(sci: &str, abs: f64, significant_bits: u32) -> (String, i32) {
-    if abs >= 1.0 && abs < 9.223_372_036_854_775_808e18 && abs.fract() == 0.0 {
+    if (1.0..TWO_POW_63).contains(&abs) && abs.fract() == 0.0 {
         let mut v = abs as u64;
         let bin_exp = 63 - v.leading_zeros();
         let insignificant = if bin_exp > significant_bits {
