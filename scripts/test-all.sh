@@ -73,7 +73,7 @@ if ! (exec 3<>"/dev/tcp/127.0.0.1/$PEREGRINE_PORT") 2>/dev/null; then
     echo "peregrine did not listen on $PEREGRINE_PORT"; tail -n 50 "$work/peregrine.log"; exit 1
 fi
 
-export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine
+export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine PEREGRINE_BIN="$BIN"
 step "pytest tests/python against peregrine on $PEREGRINE_PORT"
 "$PY" -m pytest tests/python tests/differential/test_differential.py -k "not test_scenario" -q || failed+=("tests/python")
 

@@ -20,6 +20,8 @@ pub struct Compiled {
     pub pk_indexes: Vec<u16>,
     /// Contains `now()` and the like: rebuilt at each execution.
     pub volatile: bool,
+    /// Digest of the result metadata (v5 `result_metadata_id`).
+    pub result_metadata_id: [u8; 16],
 }
 
 #[derive(Debug, Clone)]

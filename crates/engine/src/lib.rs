@@ -210,22 +210,26 @@ impl Prepared {
             _ => None,
         }
     }
-    /// A digest of the result metadata (v5 `result_metadata_id`).
+    /// A digest of the result metadata (v5 `result_metadata_id`), computed once per plan.
     pub fn result_metadata_id(&self) -> [u8; 16] {
-        let mut h = Fnv::default();
-        if let Some((ks, t, cols)) = self.result_columns() {
-            h.write(ks.as_bytes());
-            h.write(t.as_bytes());
-            for c in cols {
-                h.write(c.name.as_bytes());
-                h.write(types::cql_type_name(&c.ty).as_bytes());
-            }
-        }
-        h.digest16()
+        self.current().result_metadata_id
     }
     fn current(&self) -> Arc<Compiled> {
         self.compiled.read().unwrap_or_else(|p| p.into_inner()).1.clone()
     }
+}
+
+fn metadata_digest(kind: &CompiledKind) -> [u8; 16] {
+    let mut h = Fnv::default();
+    if let CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) = kind {
+        h.write(p.table.keyspace.as_bytes());
+        h.write(p.table.name.as_bytes());
+        for c in &p.output {
+            h.write(c.name.as_bytes());
+            h.write(types::cql_type_name(&c.ty).as_bytes());
+        }
+    }
+    h.digest16()
 }
 
 fn unknown_bind() -> BindSpec {
@@ -496,11 +500,13 @@ impl Engine {
                 )));
             }
         }
+        let result_metadata_id = metadata_digest(&kind);
         Ok(Compiled {
             kind,
             binds: b.binds,
             pk_indexes,
             volatile: b.volatile,
+            result_metadata_id,
         })
     }
 

@@ -1,6 +1,9 @@
 //! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand) and
 //! `bench` (the load generator, from the `bench` crate).
 //!
+//! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
+//! mode (`server::proxy`) in front of a Cassandra cluster instead of on the embedded engine.
+//!
 //! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
 //! SIGTERM stops the server cleanly: it stops accepting, lets in-flight requests finish for up to
 //! `request_timeout`, flushes the engine and exits 0. A second signal exits at once.
@@ -13,6 +16,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use server::local::LocalBackend;
+use server::proxy::ProxyBackend;
 use server::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +54,20 @@ struct ServeArgs {
     /// Data directory; overrides `data_dir` in the file.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Proxy mode: the Cassandra nodes to forward to, `host:port[,host:port...]`; overrides
+    /// `upstream` in the file.
+    #[arg(long, value_name = "ADDRS", value_delimiter = ',')]
+    upstream: Vec<SocketAddr>,
+    /// Proxy mode: SSD cache tier directory; overrides `proxy.cache_dir`.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Proxy mode: the other proxies' CQL addresses, `host:port[,...]`; overrides `proxy.peers`.
+    #[arg(long, value_name = "ADDRS", value_delimiter = ',')]
+    proxy_peers: Vec<SocketAddr>,
 }
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -83,6 +100,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }
+    if !args.upstream.is_empty() {
+        config.upstream = args.upstream;
+    }
+    if let Some(dir) = args.cache_dir {
+        config.proxy.cache_dir = Some(dir);
+    }
+    if !args.proxy_peers.is_empty() {
+        config.proxy.peers = args.proxy_peers;
+    }
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -90,20 +116,32 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let backend = Arc::new(LocalBackend::open(&config).with_context(|| {
-            format!("cannot open the database in {}", config.data_dir.display())
-        })?);
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
-        println!(
-            "peregrine listening on {addr} (data: {})",
-            config.data_dir.display()
-        );
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
-        server::run(config, listener, backend, shutdown).await;
+        if config.upstream.is_empty() {
+            let backend = Arc::new(LocalBackend::open(&config).with_context(|| {
+                format!("cannot open the database in {}", config.data_dir.display())
+            })?);
+            println!(
+                "peregrine listening on {addr} (data: {})",
+                config.data_dir.display()
+            );
+            server::run(config, listener, backend, shutdown).await;
+        } else {
+            // The proxy reports the port it really listens on (`--listen 127.0.0.1:0` in tests).
+            config.listen = addr;
+            let backend = Arc::new(ProxyBackend::connect(&config).await);
+            let upstream: Vec<String> = config.upstream.iter().map(|a| a.to_string()).collect();
+            println!(
+                "peregrine proxy listening on {addr} (upstream: {})",
+                upstream.join(",")
+            );
+            server::run(config, listener, backend, shutdown).await;
+        }
         tracing::info!("peregrine stopped");
         Ok(())
     })

@@ -375,11 +375,16 @@ mod duration_map {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(m: &BTreeMap<String, Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(
+        m: &BTreeMap<String, Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.collect_map(m.iter().map(|(k, d)| (k, super::format_duration(*d))))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Duration>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, Duration>, D::Error> {
         let text = BTreeMap::<String, String>::deserialize(d)?;
         text.into_iter()
             .map(|(k, v)| {

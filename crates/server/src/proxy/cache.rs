@@ -1,0 +1,542 @@
+//! The DRAM result cache: Rows results of single-partition prepared reads, bounded in bytes,
+//! LRU eviction behind a TinyLFU admission filter, and coherent by generation numbers.
+//!
+//! Synchronous and socket-free (time comes in as an argument), so it is tested directly.
+//!
+//! # Coherence
+//!
+//! Every entry remembers the generations that were current when its read *started* (a
+//! [`Ticket`], taken before the request went upstream): its partition's stripe, its table, its
+//! keyspace, and the global generation. Invalidating bumps a generation (one atomic add), and
+//! an entry is served only while all four still match and it is younger than its
+//! `max_staleness`. So a read that raced with a write (it read the old value upstream, the
+//! write was acknowledged and invalidated, then the read's result arrived) is never served: its
+//! ticket predates the bump. Stripes are a fixed array indexed by a hash of
+//! (keyspace, table, partition key); two partitions sharing a stripe invalidate each other,
+//! which costs a miss, never a stale read.
+//!
+//! # Admission and eviction
+//!
+//! Each shard keeps an LRU order and a count-min sketch of 4-bit access counters (halved every
+//! `10 x width` accesses: TinyLFU's aging). When an insert needs room, the least recently used
+//! entry is evicted only if the newcomer's estimated frequency is higher; otherwise the
+//! newcomer is rejected. Dead entries (stale generations or past their staleness bound) are
+//! always evicted first. A one-off scan therefore cannot flush a hot working set.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use proto::response::Rows;
+
+const SHARDS: usize = 16;
+const STRIPES: usize = 1 << 16;
+const TABLE_GENS: usize = 1 << 12;
+const KEYSPACE_GENS: usize = 1 << 10;
+/// Bookkeeping bytes charged per entry on top of its key and data.
+const ENTRY_OVERHEAD: usize = 160;
+
+fn hash_of(parts: &[&[u8]]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for p in parts {
+        p.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Where a cached read lives: its partition (for invalidation) and its exact request.
+#[derive(Debug, Clone)]
+pub struct CacheKey {
+    stripe: usize,
+    table: usize,
+    keyspace: usize,
+    hash: u64,
+    bytes: Box<[u8]>,
+}
+
+impl CacheKey {
+    /// `request` must identify everything the result depends on besides the partition
+    /// (statement id, all bound values, paging, role, ...).
+    pub fn new(keyspace: &str, table: &str, partition_key: &[u8], request: &[u8]) -> Self {
+        let mut bytes = Vec::with_capacity(
+            keyspace.len() + table.len() + partition_key.len() + request.len() + 12,
+        );
+        for p in [
+            keyspace.as_bytes(),
+            table.as_bytes(),
+            partition_key,
+            request,
+        ] {
+            bytes.extend_from_slice(&(p.len() as u32).to_be_bytes());
+            bytes.extend_from_slice(p);
+        }
+        CacheKey {
+            stripe: stripe_of(keyspace, table, partition_key),
+            table: table_slot(keyspace, table),
+            keyspace: keyspace_slot(keyspace),
+            hash: hash_of(&[&bytes]),
+            bytes: bytes.into_boxed_slice(),
+        }
+    }
+}
+
+fn stripe_of(keyspace: &str, table: &str, pk: &[u8]) -> usize {
+    (hash_of(&[keyspace.as_bytes(), table.as_bytes(), pk]) as usize) % STRIPES
+}
+
+fn table_slot(keyspace: &str, table: &str) -> usize {
+    (hash_of(&[keyspace.as_bytes(), table.as_bytes()]) as usize) % TABLE_GENS
+}
+
+fn keyspace_slot(keyspace: &str) -> usize {
+    (hash_of(&[keyspace.as_bytes()]) as usize) % KEYSPACE_GENS
+}
+
+/// The generations current when a read started; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket([u64; 4]);
+
+/// Counters; all monotonic except the gauges computed on demand.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub inserts: AtomicU64,
+    pub rejected: AtomicU64,
+    pub evictions: AtomicU64,
+    pub too_large: AtomicU64,
+    pub stale_fills: AtomicU64,
+    pub invalidations: AtomicU64,
+}
+
+struct Entry {
+    rows: Arc<Rows>,
+    ticket: Ticket,
+    expires: Instant,
+    size: usize,
+    tick: u64,
+}
+
+struct Shard {
+    map: HashMap<Box<[u8]>, Entry>,
+    lru: BTreeMap<u64, Box<[u8]>>,
+    tick: u64,
+    bytes: usize,
+    sketch: Sketch,
+}
+
+/// The cache. Cheap to share (`Arc`); all methods take `&self`.
+pub struct Cache {
+    shard_budget: usize,
+    max_entry_bytes: usize,
+    shards: Box<[Mutex<Shard>]>,
+    stripes: Box<[AtomicU64]>,
+    tables: Box<[AtomicU64]>,
+    keyspaces: Box<[AtomicU64]>,
+    global: AtomicU64,
+    pub stats: CacheStats,
+}
+
+impl Cache {
+    /// A cache of at most `budget_bytes` (keys, data and bookkeeping), caching results of up
+    /// to `max_entry_bytes`.
+    pub fn new(budget_bytes: usize, max_entry_bytes: usize) -> Self {
+        let shard_budget = budget_bytes / SHARDS;
+        // Sketch width ~ entries a shard holds at 1 KiB each, within sane bounds.
+        let width = (shard_budget / 1024)
+            .next_power_of_two()
+            .clamp(256, 1 << 20);
+        let atomics = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        Cache {
+            shard_budget,
+            max_entry_bytes,
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        map: HashMap::new(),
+                        lru: BTreeMap::new(),
+                        tick: 0,
+                        bytes: 0,
+                        sketch: Sketch::new(width),
+                    })
+                })
+                .collect(),
+            stripes: atomics(STRIPES),
+            tables: atomics(TABLE_GENS),
+            keyspaces: atomics(KEYSPACE_GENS),
+            global: AtomicU64::new(0),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// True when the cache can hold anything.
+    pub fn enabled(&self) -> bool {
+        self.shard_budget > 0
+    }
+
+    fn shard(&self, key: &CacheKey) -> std::sync::MutexGuard<'_, Shard> {
+        self.shards[(key.hash >> 32) as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a ticket for `key`: call before sending the read upstream.
+    pub fn ticket(&self, key: &CacheKey) -> Ticket {
+        Ticket([
+            self.stripes[key.stripe].load(Ordering::Acquire),
+            self.tables[key.table].load(Ordering::Acquire),
+            self.keyspaces[key.keyspace].load(Ordering::Acquire),
+            self.global.load(Ordering::Acquire),
+        ])
+    }
+
+    fn current(&self, key: &CacheKey, ticket: Ticket) -> bool {
+        self.ticket(key) == ticket
+    }
+
+    /// The cached result for `key`, if present, not invalidated and not past its staleness
+    /// bound at `now`. Counts a hit or a miss, and the access for admission.
+    pub fn get(&self, key: &CacheKey, now: Instant) -> Option<Arc<Rows>> {
+        let mut shard = self.shard(key);
+        shard.sketch.increment(key.hash);
+        let found = shard
+            .map
+            .get(&key.bytes)
+            .map(|e| (e.ticket, e.expires, e.tick));
+        let live = match found {
+            Some((ticket, expires, tick)) => {
+                if now < expires && self.current(key, ticket) {
+                    Some(tick)
+                } else {
+                    shard.remove(&key.bytes);
+                    None
+                }
+            }
+            None => None,
+        };
+        let Some(old_tick) = live else {
+            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        shard.tick += 1;
+        let tick = shard.tick;
+        if let Some(k) = shard.lru.remove(&old_tick) {
+            shard.lru.insert(tick, k);
+        }
+        let e = shard.map.get_mut(&key.bytes)?;
+        e.tick = tick;
+        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        Some(e.rows.clone())
+    }
+
+    /// Offers a result read with `ticket` (taken before the read went upstream). Not stored if
+    /// an invalidation happened since, if it is too large, or if admission prefers what is
+    /// cached. `ttl` is the table's `max_staleness`, counted from `started` (when the read
+    /// went upstream).
+    pub fn insert(
+        &self,
+        key: CacheKey,
+        ticket: Ticket,
+        rows: Rows,
+        started: Instant,
+        ttl: Duration,
+    ) {
+        let size =
+            key.bytes.len() + rows.data.len() + rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD;
+        if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) || size > self.shard_budget {
+            self.stats.too_large.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut shard = self.shard(&key);
+        // Checked under the shard lock is not needed for correctness (entries are validated
+        // on read), only to avoid storing something already dead.
+        if !self.current(&key, ticket) {
+            self.stats.stale_fills.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        shard.remove(&key.bytes);
+        while shard.bytes + size > self.shard_budget {
+            let Some(vkey) = shard.lru.values().next() else {
+                break;
+            };
+            let vkey = vkey.clone();
+            let dead = shard
+                .map
+                .get(&vkey)
+                .is_none_or(|e| e.expires <= started || !self.valid_entry(&vkey, e));
+            if !dead {
+                let victim = hash_of(&[&vkey]);
+                if shard.sketch.estimate(key.hash) <= shard.sketch.estimate(victim) {
+                    self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+            shard.remove(&vkey);
+        }
+        shard.tick += 1;
+        let tick = shard.tick;
+        shard.lru.insert(tick, key.bytes.clone());
+        shard.bytes += size;
+        shard.map.insert(
+            key.bytes,
+            Entry {
+                rows: Arc::new(rows),
+                ticket,
+                expires: started + ttl,
+                size,
+                tick,
+            },
+        );
+        self.stats.inserts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether an entry's generations are still current. Its key bytes hold keyspace and
+    /// table; the stripe needs the partition key, also in the key bytes.
+    fn valid_entry(&self, key_bytes: &[u8], e: &Entry) -> bool {
+        let mut parts = Vec::with_capacity(4);
+        let mut rest = key_bytes;
+        while rest.len() >= 4 && parts.len() < 3 {
+            let n = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let Some(p) = rest.get(4..4 + n) else {
+                return false;
+            };
+            parts.push(p);
+            rest = &rest[4 + n..];
+        }
+        let [ks, table, pk] = parts[..] else {
+            return false;
+        };
+        let (Ok(ks), Ok(table)) = (std::str::from_utf8(ks), std::str::from_utf8(table)) else {
+            return false;
+        };
+        let now = Ticket([
+            self.stripes[stripe_of(ks, table, pk)].load(Ordering::Acquire),
+            self.tables[table_slot(ks, table)].load(Ordering::Acquire),
+            self.keyspaces[keyspace_slot(ks)].load(Ordering::Acquire),
+            self.global.load(Ordering::Acquire),
+        ]);
+        now == e.ticket
+    }
+
+    /// A write to this partition passed through.
+    pub fn invalidate_partition(&self, keyspace: &str, table: &str, partition_key: &[u8]) {
+        self.stripes[stripe_of(keyspace, table, partition_key)].fetch_add(1, Ordering::AcqRel);
+        self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A write whose partition is unknown, a TRUNCATE, or a schema change of the table.
+    pub fn invalidate_table(&self, keyspace: &str, table: &str) {
+        self.tables[table_slot(keyspace, table)].fetch_add(1, Ordering::AcqRel);
+        self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A keyspace was dropped or altered.
+    pub fn invalidate_keyspace(&self, keyspace: &str) {
+        self.keyspaces[keyspace_slot(keyspace)].fetch_add(1, Ordering::AcqRel);
+        self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Something that may have written anywhere passed through.
+    pub fn invalidate_all(&self) {
+        self.global.fetch_add(1, Ordering::AcqRel);
+        self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (entries, bytes) held now.
+    pub fn usage(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(n, b), s| {
+            let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+            (n + s.map.len() as u64, b + s.bytes as u64)
+        })
+    }
+}
+
+impl Shard {
+    fn remove(&mut self, key: &[u8]) {
+        if let Some(e) = self.map.remove(key) {
+            self.lru.remove(&e.tick);
+            self.bytes -= e.size;
+        }
+    }
+}
+
+/// Count-min sketch with 4-bit counters (stored in bytes for simplicity), 4 rows.
+struct Sketch {
+    rows: [Vec<u8>; 4],
+    mask: usize,
+    additions: usize,
+    sample: usize,
+}
+
+impl Sketch {
+    fn new(width: usize) -> Self {
+        Sketch {
+            rows: std::array::from_fn(|_| vec![0; width]),
+            mask: width - 1,
+            additions: 0,
+            sample: width * 10,
+        }
+    }
+
+    fn index(&self, hash: u64, row: usize) -> usize {
+        let h = hash
+            .wrapping_mul(
+                0x9E37_79B9_7F4A_7C15u64
+                    .wrapping_add((row as u64).wrapping_mul(0x632B_E59B_D9B4_E019)),
+            )
+            .rotate_left(17 + row as u32 * 11);
+        (h as usize) & self.mask
+    }
+
+    fn increment(&mut self, hash: u64) {
+        for r in 0..4 {
+            let i = self.index(hash, r);
+            let c = &mut self.rows[r][i];
+            if *c < 15 {
+                *c += 1;
+            }
+        }
+        self.additions += 1;
+        if self.additions >= self.sample {
+            self.additions /= 2;
+            for row in &mut self.rows {
+                for c in row.iter_mut() {
+                    *c /= 2;
+                }
+            }
+        }
+    }
+
+    fn estimate(&self, hash: u64) -> u8 {
+        (0..4)
+            .map(|r| self.rows[r][self.index(hash, r)])
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use proto::response::RowsMetadata;
+
+    fn rows(n: usize) -> Rows {
+        Rows {
+            metadata: RowsMetadata::default(),
+            rows_count: 1,
+            data: Bytes::from(vec![7u8; n]),
+        }
+    }
+
+    fn key(pk: &str, req: &str) -> CacheKey {
+        CacheKey::new("ks", "t", pk.as_bytes(), req.as_bytes())
+    }
+
+    const TTL: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn hit_after_insert_then_miss_after_partition_invalidation() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let k = key("a", "q");
+        assert!(c.get(&k, now).is_none());
+        c.insert(k.clone(), c.ticket(&k), rows(10), now, TTL);
+        assert_eq!(c.get(&k, now).unwrap().data.len(), 10);
+        c.invalidate_partition("ks", "t", b"b");
+        assert!(
+            c.get(&k, now).is_some() || stripe_of("ks", "t", b"a") == stripe_of("ks", "t", b"b")
+        );
+        c.invalidate_partition("ks", "t", b"a");
+        assert!(c.get(&k, now).is_none());
+        assert!(c.stats.hits.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[test]
+    fn a_read_that_raced_with_a_write_is_not_cached() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let k = key("a", "q");
+        let ticket = c.ticket(&k); // read goes upstream
+        c.invalidate_partition("ks", "t", b"a"); // write acknowledged meanwhile
+        c.insert(k.clone(), ticket, rows(10), now, TTL); // old value arrives
+        assert!(c.get(&k, now).is_none());
+        assert_eq!(c.stats.stale_fills.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn table_keyspace_and_global_invalidation() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        for inv in 0..3 {
+            let k = key("a", "q");
+            c.insert(k.clone(), c.ticket(&k), rows(10), now, TTL);
+            assert!(c.get(&k, now).is_some());
+            match inv {
+                0 => c.invalidate_table("ks", "t"),
+                1 => c.invalidate_keyspace("ks"),
+                _ => c.invalidate_all(),
+            }
+            assert!(c.get(&k, now).is_none(), "invalidation {inv}");
+        }
+    }
+
+    #[test]
+    fn entries_expire_after_max_staleness() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let k = key("a", "q");
+        c.insert(
+            k.clone(),
+            c.ticket(&k),
+            rows(10),
+            now,
+            Duration::from_millis(100),
+        );
+        assert!(c.get(&k, now + Duration::from_millis(99)).is_some());
+        assert!(c.get(&k, now + Duration::from_millis(100)).is_none());
+    }
+
+    #[test]
+    fn budget_holds_and_frequent_keys_survive_a_scan() {
+        let budget = SHARDS * 8 * 1024;
+        let c = Cache::new(budget, 4096);
+        let now = Instant::now();
+        let hot: Vec<_> = (0..16).map(|i| key(&format!("hot{i}"), "q")).collect();
+        for _ in 0..5 {
+            for k in &hot {
+                if c.get(k, now).is_none() {
+                    c.insert(k.clone(), c.ticket(k), rows(600), now, TTL);
+                }
+            }
+        }
+        for i in 0..2000 {
+            let k = key(&format!("scan{i}"), "q");
+            if c.get(&k, now).is_none() {
+                c.insert(k.clone(), c.ticket(&k), rows(600), now, TTL);
+            }
+        }
+        let (_, bytes) = c.usage();
+        assert!(bytes as usize <= budget, "{bytes} > {budget}");
+        let survivors = hot.iter().filter(|k| c.get(k, now).is_some()).count();
+        assert!(
+            survivors >= 12,
+            "only {survivors} of 16 hot keys survived the scan"
+        );
+        assert!(c.stats.rejected.load(Ordering::Relaxed) > 0);
+    }
+
+    #[test]
+    fn oversized_results_are_not_cached() {
+        let c = Cache::new(1 << 20, 1000);
+        let now = Instant::now();
+        let k = key("a", "q");
+        c.insert(k.clone(), c.ticket(&k), rows(5000), now, TTL);
+        assert!(c.get(&k, now).is_none());
+        assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 1);
+    }
+}

@@ -1,0 +1,626 @@
+//! Connections to the upstream Cassandra nodes and the pools that hold them.
+//!
+//! A [`Connection`] is one native-protocol connection in the client's protocol version, with
+//! many requests in flight: a stream id allocator, a map stream -> waiting request, a reader
+//! task that routes responses by stream id and a writer task that batches outgoing frames.
+//! v5 connections switch to segment framing after the STARTUP answer, as the spec says.
+//!
+//! A [`Pool`] holds `upstream_connections` connections per upstream node for one
+//! (role, protocol version, keyspace): each connection ran `USE ks` once at open, so requests
+//! never switch a shared connection's keyspace. A dead connection is replaced in the
+//! background while the others serve; with none alive, the request opens one itself (bounded
+//! by `connect_timeout`), and after a failed attempt further requests fail fast for
+//! [`RETRY_AFTER`] instead of queueing on a dead upstream.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use proto::error::DbError;
+use proto::frame::{decode_envelope, encode_envelope, Envelope, ProtocolVersion};
+use proto::request::{Query, QueryParams, Request};
+use proto::response::{Response, ResultBody};
+use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+/// Most requests in flight on one upstream connection.
+const MAX_IN_FLIGHT: usize = 2048;
+/// After a failed connection attempt, requests fail at once for this long.
+pub const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// Largest response body accepted from the upstream.
+const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
+
+/// A role's login, as the SASL PLAIN token the client sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub user: String,
+    pub token: Bytes,
+}
+
+/// Why an upstream request failed without an upstream answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("cannot connect to upstream {addr}: {reason}")]
+    Connect { addr: SocketAddr, reason: String },
+    #[error("upstream {addr} did not answer within {}ms", timeout.as_millis())]
+    Timeout { addr: SocketAddr, timeout: Duration },
+    #[error("the connection to upstream {addr} closed: {reason}")]
+    Closed { addr: SocketAddr, reason: String },
+    #[error("upstream {addr} requires authentication ({class})")]
+    AuthRequired { addr: SocketAddr, class: String },
+    /// The upstream answered the handshake (login, USE) with this error.
+    #[error("{0}")]
+    Rejected(DbError),
+    #[error("upstream {addr} sent a response that does not decode: {reason}")]
+    Protocol { addr: SocketAddr, reason: String },
+    #[error("{MAX_IN_FLIGHT} requests are already in flight on the connection to upstream {addr}")]
+    Busy { addr: SocketAddr },
+}
+
+/// What every connection needs to know, fixed at start-up.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub connect_timeout: Duration,
+    pub connections_per_host: usize,
+}
+
+struct Waiters {
+    pending: HashMap<i16, oneshot::Sender<Envelope>>,
+    free: Vec<i16>,
+}
+
+struct ConnShared {
+    addr: SocketAddr,
+    waiters: Mutex<Waiters>,
+    dead: AtomicBool,
+}
+
+impl ConnShared {
+    fn fail_all(&self) {
+        self.dead.store(true, Ordering::Release);
+        let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        // Dropping the senders wakes every waiter with an error.
+        w.pending.clear();
+    }
+}
+
+/// One upstream connection (see the module docs).
+pub struct Connection {
+    shared: Arc<ConnShared>,
+    version: ProtocolVersion,
+    out: mpsc::UnboundedSender<Bytes>,
+}
+
+impl Connection {
+    /// Connects to `addr`, runs STARTUP (logging in with `creds` if the upstream asks) and
+    /// `USE keyspace`, then starts the reader and writer tasks.
+    pub async fn open(
+        addr: SocketAddr,
+        version: ProtocolVersion,
+        creds: Option<&Credentials>,
+        keyspace: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Arc<Connection>, UpstreamError> {
+        let connect = async {
+            let mut socket =
+                TcpStream::connect(addr)
+                    .await
+                    .map_err(|e| UpstreamError::Connect {
+                        addr,
+                        reason: e.to_string(),
+                    })?;
+            let _ = socket.set_nodelay(true);
+            let mut hs = Handshake {
+                socket: &mut socket,
+                addr,
+                version,
+                buf: BytesMut::with_capacity(4096),
+                segments: None,
+            };
+            hs.run(creds, keyspace).await?;
+            let buf = hs.buf;
+            Ok::<_, UpstreamError>((socket, buf))
+        };
+        let (socket, buf) = match tokio::time::timeout(timeout, connect).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(UpstreamError::Connect {
+                    addr,
+                    reason: format!("no answer within {}ms", timeout.as_millis()),
+                })
+            }
+        };
+        let (rd, wr) = socket.into_split();
+        let shared = Arc::new(ConnShared {
+            addr,
+            waiters: Mutex::new(Waiters {
+                pending: HashMap::new(),
+                free: (0..MAX_IN_FLIGHT as i16).rev().collect(),
+            }),
+            dead: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let segmented = version >= ProtocolVersion::V5;
+        tokio::spawn(write_loop(wr, rx, shared.clone()));
+        tokio::spawn(read_loop(rd, buf, segmented, shared.clone()));
+        Ok(Arc::new(Connection {
+            shared,
+            version,
+            out: tx,
+        }))
+    }
+
+    /// False once the socket failed or closed.
+    pub fn is_alive(&self) -> bool {
+        !self.shared.dead.load(Ordering::Acquire)
+    }
+
+    /// Stops using this connection (its in-flight requests still get their answers).
+    pub fn retire(&self) {
+        self.shared.dead.store(true, Ordering::Release);
+    }
+
+    /// Sends `req` and waits up to `timeout` for its response.
+    pub async fn request(
+        &self,
+        req: &Request,
+        timeout: Duration,
+    ) -> Result<Response, UpstreamError> {
+        let addr = self.shared.addr;
+        let (tx, rx) = oneshot::channel();
+        let stream = {
+            let mut w = self
+                .shared
+                .waiters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if self.shared.dead.load(Ordering::Acquire) {
+                return Err(UpstreamError::Closed {
+                    addr,
+                    reason: "connection closed".into(),
+                });
+            }
+            let Some(stream) = w.free.pop() else {
+                return Err(UpstreamError::Busy { addr });
+            };
+            w.pending.insert(stream, tx);
+            stream
+        };
+        let frame = encode_request(self.version, stream, req);
+        if self.out.send(frame).is_err() {
+            self.shared.fail_all();
+            return Err(UpstreamError::Closed {
+                addr,
+                reason: "writer stopped".into(),
+            });
+        }
+        // On timeout the stream id stays reserved until the late answer arrives (or the
+        // connection dies), so it is never reused while the upstream may still answer it.
+        let env = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(env)) => env,
+            Ok(Err(_)) => {
+                return Err(UpstreamError::Closed {
+                    addr,
+                    reason: "connection lost with the request in flight".into(),
+                })
+            }
+            Err(_) => return Err(UpstreamError::Timeout { addr, timeout }),
+        };
+        Response::from_envelope(&env)
+            .map(|d| d.response)
+            .map_err(|e| UpstreamError::Protocol {
+                addr,
+                reason: e.to_string(),
+            })
+    }
+}
+
+fn encode_request(version: ProtocolVersion, stream: i16, req: &Request) -> Bytes {
+    let mut body = BytesMut::new();
+    req.encode_body(version, &mut body);
+    let env = Envelope {
+        version,
+        flags: 0,
+        stream,
+        opcode: req.opcode(),
+        body: body.freeze(),
+    };
+    let mut plain = BytesMut::with_capacity(env.body.len() + 9);
+    encode_envelope(&env, None, &mut plain);
+    if version >= ProtocolVersion::V5 {
+        let mut out = BytesMut::with_capacity(plain.len() + 16);
+        encode_segments(&plain, false, &mut out);
+        out.freeze()
+    } else {
+        plain.freeze()
+    }
+}
+
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    shared: Arc<ConnShared>,
+) {
+    let mut batch = BytesMut::new();
+    while let Some(first) = rx.recv().await {
+        batch.extend_from_slice(&first);
+        while batch.len() < 256 * 1024 {
+            match rx.try_recv() {
+                Ok(more) => batch.extend_from_slice(&more),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = wr.write_all(&batch).await {
+            tracing::debug!("upstream {} write failed: {e}", shared.addr);
+            shared.fail_all();
+            return;
+        }
+        batch.clear();
+    }
+    let _ = wr.shutdown().await;
+}
+
+async fn read_loop(
+    mut rd: OwnedReadHalf,
+    mut buf: BytesMut,
+    segmented: bool,
+    shared: Arc<ConnShared>,
+) {
+    let mut assembler = EnvelopeAssembler::new(MAX_FRAME_BYTES);
+    let mut envs = Vec::new();
+    loop {
+        loop {
+            let r = if segmented {
+                match decode_segment(&mut buf, false) {
+                    Ok(Some(seg)) => assembler.push(seg, &mut envs).map(|()| true),
+                    Ok(None) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            } else {
+                match decode_envelope(&mut buf, MAX_FRAME_BYTES, None) {
+                    Ok(Some(env)) => {
+                        envs.push(env);
+                        Ok(true)
+                    }
+                    Ok(None) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            };
+            match r {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    tracing::warn!("upstream {} sent bad framing, closing: {e}", shared.addr);
+                    shared.fail_all();
+                    return;
+                }
+            }
+            for env in envs.drain(..) {
+                if env.stream < 0 {
+                    continue; // events: the proxy does not relay upstream events yet
+                }
+                let mut w = shared
+                    .waiters
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Some(tx) = w.pending.remove(&env.stream) {
+                    w.free.push(env.stream);
+                    drop(w);
+                    let _ = tx.send(env);
+                }
+            }
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(0) => {
+                tracing::debug!("upstream {} closed the connection", shared.addr);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!("upstream {} read failed: {e}", shared.addr);
+                break;
+            }
+        }
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(64 * 1024);
+        }
+    }
+    shared.fail_all();
+}
+
+/// The sequential part of opening a connection, before requests are multiplexed.
+struct Handshake<'a> {
+    socket: &'a mut TcpStream,
+    addr: SocketAddr,
+    version: ProtocolVersion,
+    buf: BytesMut,
+    segments: Option<EnvelopeAssembler>,
+}
+
+impl Handshake<'_> {
+    async fn run(
+        &mut self,
+        creds: Option<&Credentials>,
+        keyspace: Option<&str>,
+    ) -> Result<(), UpstreamError> {
+        let startup = Request::Startup(vec![
+            ("CQL_VERSION".into(), "3.0.0".into()),
+            ("DRIVER_NAME".into(), "Peregrine proxy".into()),
+        ]);
+        let answer = self.call(&startup).await?;
+        if self.version >= ProtocolVersion::V5 {
+            // Both sides switch to segments after the STARTUP answer (READY or AUTHENTICATE).
+            self.segments = Some(EnvelopeAssembler::new(MAX_FRAME_BYTES));
+        }
+        match answer {
+            Response::Ready => {}
+            Response::Authenticate(class) => {
+                let Some(creds) = creds else {
+                    return Err(UpstreamError::AuthRequired {
+                        addr: self.addr,
+                        class,
+                    });
+                };
+                match self.call(&Request::AuthResponse(Some(creds.token.clone()))).await? {
+                    Response::AuthSuccess(_) => {}
+                    Response::Error(e) => return Err(UpstreamError::Rejected(e)),
+                    other => {
+                        return Err(UpstreamError::Protocol {
+                            addr: self.addr,
+                            reason: format!(
+                                "expected AUTH_SUCCESS, got opcode {:#04x} (only single-step SASL PLAIN is supported)",
+                                other.opcode() as u8
+                            ),
+                        })
+                    }
+                }
+            }
+            Response::Error(e) => return Err(UpstreamError::Rejected(e)),
+            other => {
+                return Err(UpstreamError::Protocol {
+                    addr: self.addr,
+                    reason: format!(
+                        "unexpected answer to STARTUP (opcode {:#04x})",
+                        other.opcode() as u8
+                    ),
+                })
+            }
+        }
+        if let Some(ks) = keyspace {
+            let use_ks = Request::Query(Query {
+                query: format!("USE {}", cql::quote_identifier(ks)),
+                params: QueryParams::default(),
+            });
+            match self.call(&use_ks).await? {
+                Response::Result(ResultBody::SetKeyspace(_)) => {}
+                Response::Error(e) => return Err(UpstreamError::Rejected(e)),
+                _ => {
+                    return Err(UpstreamError::Protocol {
+                        addr: self.addr,
+                        reason: "unexpected answer to USE".into(),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn call(&mut self, req: &Request) -> Result<Response, UpstreamError> {
+        let addr = self.addr;
+        let closed = |e: std::io::Error| UpstreamError::Connect {
+            addr,
+            reason: e.to_string(),
+        };
+        let frame = if self.segments.is_some() {
+            encode_request(self.version, 0, req)
+        } else {
+            // Before the switch a v5 STARTUP goes out as a plain envelope.
+            let mut body = BytesMut::new();
+            req.encode_body(self.version, &mut body);
+            let mut out = BytesMut::new();
+            encode_envelope(
+                &Envelope {
+                    version: self.version,
+                    flags: 0,
+                    stream: 0,
+                    opcode: req.opcode(),
+                    body: body.freeze(),
+                },
+                None,
+                &mut out,
+            );
+            out.freeze()
+        };
+        self.socket.write_all(&frame).await.map_err(closed)?;
+        loop {
+            let env = match &mut self.segments {
+                Some(asm) => {
+                    let mut envs = Vec::new();
+                    while let Some(seg) = decode_segment(&mut self.buf, false).map_err(|e| {
+                        UpstreamError::Protocol {
+                            addr,
+                            reason: e.to_string(),
+                        }
+                    })? {
+                        asm.push(seg, &mut envs)
+                            .map_err(|e| UpstreamError::Protocol {
+                                addr,
+                                reason: e.to_string(),
+                            })?;
+                        if !envs.is_empty() {
+                            break;
+                        }
+                    }
+                    envs.into_iter().next()
+                }
+                None => decode_envelope(&mut self.buf, MAX_FRAME_BYTES, None).map_err(|e| {
+                    UpstreamError::Protocol {
+                        addr,
+                        reason: e.to_string(),
+                    }
+                })?,
+            };
+            if let Some(env) = env {
+                if env.stream < 0 {
+                    continue;
+                }
+                return Response::from_envelope(&env)
+                    .map(|d| d.response)
+                    .map_err(|e| UpstreamError::Protocol {
+                        addr,
+                        reason: e.to_string(),
+                    });
+            }
+            let n = self.socket.read_buf(&mut self.buf).await.map_err(closed)?;
+            if n == 0 {
+                return Err(UpstreamError::Connect {
+                    addr,
+                    reason: "the upstream closed the connection during the handshake".into(),
+                });
+            }
+        }
+    }
+}
+
+struct Slot {
+    conn: Mutex<Option<Arc<Connection>>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn live(&self) -> Option<Arc<Connection>> {
+        self.conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .filter(|c| c.is_alive())
+            .cloned()
+    }
+}
+
+/// The connections of one (role, protocol version, keyspace); see the module docs.
+pub struct Pool {
+    hosts: Arc<[SocketAddr]>,
+    version: ProtocolVersion,
+    keyspace: Option<String>,
+    creds: Option<Credentials>,
+    settings: Settings,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+    last_failure: Mutex<Option<(Instant, UpstreamError)>>,
+}
+
+impl Pool {
+    pub fn new(
+        hosts: Arc<[SocketAddr]>,
+        version: ProtocolVersion,
+        keyspace: Option<String>,
+        creds: Option<Credentials>,
+        settings: Settings,
+    ) -> Self {
+        let n = hosts.len().max(1) * settings.connections_per_host.max(1);
+        Pool {
+            hosts,
+            version,
+            keyspace,
+            creds,
+            settings,
+            slots: (0..n)
+                .map(|_| Slot {
+                    conn: Mutex::new(None),
+                    connecting: tokio::sync::Mutex::new(()),
+                })
+                .collect(),
+            next: AtomicUsize::new(0),
+            last_failure: Mutex::new(None),
+        }
+    }
+
+    pub fn keyspace(&self) -> Option<&str> {
+        self.keyspace.as_deref()
+    }
+
+    /// A live connection: the next one round-robin; a dead slot is refilled in the
+    /// background while another live connection serves; with none alive, connects inline.
+    pub async fn get(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
+        let n = self.slots.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        if let Some(c) = self.slots[start].live() {
+            return Ok(c);
+        }
+        for k in 1..n {
+            if let Some(c) = self.slots[(start + k) % n].live() {
+                let pool = self.clone();
+                tokio::spawn(async move {
+                    let _ = pool.fill(start).await;
+                });
+                return Ok(c);
+            }
+        }
+        self.fill(start).await
+    }
+
+    /// Opens a connection for slot `i` unless one is there already.
+    async fn fill(&self, i: usize) -> Result<Arc<Connection>, UpstreamError> {
+        let slot = &self.slots[i];
+        let _guard = slot.connecting.lock().await;
+        if let Some(c) = slot.live() {
+            return Ok(c);
+        }
+        if let Some((at, e)) = &*self
+            .last_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            if at.elapsed() < RETRY_AFTER {
+                return Err(e.clone());
+            }
+        }
+        let hosts = self.hosts.len();
+        let mut last = None;
+        for h in 0..hosts {
+            let addr = self.hosts[(i + h) % hosts];
+            match Connection::open(
+                addr,
+                self.version,
+                self.creds.as_ref(),
+                self.keyspace.as_deref(),
+                self.settings.connect_timeout,
+            )
+            .await
+            {
+                Ok(c) => {
+                    *slot.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(c.clone());
+                    *self
+                        .last_failure
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = None;
+                    return Ok(c);
+                }
+                // The upstream's own answer (bad keyspace, bad login) is the same on every node.
+                Err(e @ (UpstreamError::Rejected(_) | UpstreamError::AuthRequired { .. })) => {
+                    return Err(e)
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    last = Some(e);
+                }
+            }
+        }
+        let e = last.unwrap_or(UpstreamError::Connect {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            reason: "no upstream configured".into(),
+        });
+        *self
+            .last_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), e.clone()));
+        Err(e)
+    }
+}

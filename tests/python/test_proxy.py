@@ -1,0 +1,380 @@
+"""Proxy mode against a real Apache Cassandra 5.0.9.
+
+Starts Cassandra with scripts/cassandra.sh on port 9162 (or $PROXY_UPSTREAM_PORT) and a Peregrine
+proxy (`serve --upstream`) on a free port, both stopped at the end of the module. The module is
+skipped only when the Cassandra jars are not installed (scripts/setup.sh installs them).
+
+Independent of the session-wide `endpoint` fixture: this module always runs its own proxy.
+"""
+
+import os
+import random
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+from cassandra import InvalidRequest
+from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
+from cassandra.protocol import SyntaxException
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CACHE = os.environ.get("PEREGRINE_CACHE", os.path.expanduser("~/.cache/peregrine"))
+CASSANDRA_HOME = os.environ.get("PEREGRINE_CASSANDRA_HOME", os.path.join(CACHE, "cassandra-5.0.9"))
+UPSTREAM_PORT = int(os.environ.get("PROXY_UPSTREAM_PORT", "9162"))
+MAX_STALENESS = 0.5  # seconds; the proxy is started with `proxy.max_staleness: 500ms`
+
+if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.jar")):
+    pytest.skip(f"Cassandra 5.0.9 jars not installed in {CASSANDRA_HOME} (run scripts/setup.sh)",
+                allow_module_level=True)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _find_peregrine():
+    if os.environ.get("PEREGRINE_BIN"):
+        return os.environ["PEREGRINE_BIN"]
+    roots = [os.path.join(REPO, "target")]
+    if os.environ.get("CARGO_TARGET_DIR"):
+        roots.insert(0, os.environ["CARGO_TARGET_DIR"])
+    for root in roots:
+        for profile in ("release", "debug"):
+            p = os.path.join(root, profile, "peregrine")
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                return p
+    pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
+
+
+class Proxy:
+    """One `peregrine serve --upstream` process."""
+
+    def __init__(self, upstream, extra_yaml="", port=None, peers=()):
+        self.port = port or _free_port()
+        self.dir = tempfile.mkdtemp(prefix="peregrine-proxy-")
+        cfg = os.path.join(self.dir, "proxy.yaml")
+        with open(cfg, "w") as f:
+            f.write("request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n" + extra_yaml)
+        args = [_find_peregrine(), "serve", "--config", cfg, "--listen", f"127.0.0.1:{self.port}",
+                "--upstream", ",".join(upstream), "--data-dir", os.path.join(self.dir, "data")]
+        if peers:
+            args += ["--proxy-peers", ",".join(peers)]
+        self.log_path = os.path.join(self.dir, "proxy.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not _port_open(self.port):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.stop()
+                pytest.fail("proxy did not start:\n" + open(self.log_path).read()[-3000:])
+            time.sleep(0.05)
+
+    def cluster(self, **kw):
+        kw.setdefault("connect_timeout", 10)
+        return Cluster(["127.0.0.1"], port=self.port, **kw)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    script = os.path.join(REPO, "scripts", "cassandra.sh")
+    r = subprocess.run([script, "start", "--port", str(UPSTREAM_PORT)], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        pytest.fail(f"Cassandra did not start:\n{r.stdout}\n{r.stderr}")
+    try:
+        yield f"127.0.0.1:{UPSTREAM_PORT}"
+    finally:
+        subprocess.run([script, "stop", "--port", str(UPSTREAM_PORT)], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream):
+    p = Proxy([upstream])
+    yield p
+    p.stop()
+    assert p.proc.returncode in (0, -15), open(p.log_path).read()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def direct(upstream):
+    """A session straight to Cassandra, for writes that bypass the proxy."""
+    c = Cluster(["127.0.0.1"], port=UPSTREAM_PORT, protocol_version=4, connect_timeout=10)
+    s = c.connect()
+    yield s
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def session(proxy):
+    c = proxy.cluster(protocol_version=4)
+    s = c.connect()
+    yield s
+    c.shutdown()
+
+
+@pytest.fixture
+def ks(session):
+    name = "px_" + uuid.uuid4().hex[:10]
+    session.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+    session.set_keyspace(name)
+    session.execute("CREATE TABLE kv (k int PRIMARY KEY, v text)")
+    yield name
+    session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+
+
+def metric(session, name):
+    rows = {r.name: r.value for r in session.execute("SELECT * FROM system_views.peregrine_cache")}
+    return rows[name]
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_driver_sees_only_the_proxy(proxy, version):
+    c = proxy.cluster(protocol_version=version)
+    try:
+        s = c.connect()
+        assert c.protocol_version == version
+        hosts = c.metadata.all_hosts()
+        assert [h.endpoint.port for h in hosts] == [proxy.port]
+        local = s.execute("SELECT rpc_address, release_version, tokens, cluster_name FROM system.local").one()
+        assert local.rpc_address == "127.0.0.1"
+        assert local.release_version == "5.0.9"  # the cluster's own facts pass through
+        assert local.cluster_name == f"peregrine-reference-{UPSTREAM_PORT}"
+        assert len(local.tokens) == 1
+        assert list(s.execute("SELECT * FROM system.peers_v2")) == []
+        assert list(s.execute("SELECT peer, rpc_address FROM system.peers")) == []
+        # Schema metadata is the cluster's.
+        assert "system_schema" in c.metadata.keyspaces
+    finally:
+        c.shutdown()
+
+
+def test_ddl_prepared_insert_and_select(session, ks):
+    ins = session.prepare("INSERT INTO kv (k, v) VALUES (?, ?)")
+    sel = session.prepare("SELECT k, v FROM kv WHERE k = ?")
+    for k in range(10):
+        session.execute(ins, (k, f"v{k}"))
+    for k in range(10):
+        assert session.execute(sel, (k,)).one().v == f"v{k}"
+    assert sorted(r.k for r in session.execute("SELECT k FROM kv")) == list(range(10))
+    session.execute("ALTER TABLE kv ADD w int")
+    session.execute("UPDATE kv SET w = 7 WHERE k = 1")
+    assert session.execute("SELECT w FROM kv WHERE k = 1").one().w == 7
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_read_your_writes_through_the_cache(proxy, ks, version):
+    c = proxy.cluster(protocol_version=version)
+    try:
+        s = c.connect(ks)
+        ins = s.prepare("INSERT INTO kv (k, v) VALUES (?, ?)")
+        upd = s.prepare("UPDATE kv SET v = ? WHERE k = ?")
+        dele = s.prepare("DELETE FROM kv WHERE k = ?")
+        sel = s.prepare("SELECT v FROM kv WHERE k = ?")
+        rng = random.Random(4)
+        model = {}
+        for k in range(10):
+            s.execute(ins, (k, "init"))
+            model[k] = "init"
+        for i in range(200):
+            k = rng.randrange(10)
+            row = s.execute(sel, (k,)).one()
+            assert (row.v if row else None) == model[k], f"step {i}: key {k} before the write"
+            op = rng.random()
+            if op < 0.1:
+                s.execute(dele, (k,))
+                model[k] = None
+            elif op < 0.2:
+                # Unprepared write: invalidates the whole table.
+                s.execute(f"UPDATE kv SET v = 'q{i}' WHERE k = {k}")
+                model[k] = f"q{i}"
+            elif op < 0.3:
+                b = f"BEGIN BATCH UPDATE kv SET v = 'b{i}' WHERE k = {k}; APPLY BATCH"
+                s.execute(b)
+                model[k] = f"b{i}"
+            else:
+                s.execute(upd, (f"u{i}", k))
+                model[k] = f"u{i}"
+            row = s.execute(sel, (k,)).one()
+            assert (row.v if row else None) == model[k], f"step {i}: key {k}"
+        assert metric(s, "cache_hits_total") > 0
+    finally:
+        c.shutdown()
+
+
+def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct, ks):
+    sel = session.prepare("SELECT v FROM kv WHERE k = ?")
+    session.execute("INSERT INTO kv (k, v) VALUES (1, 'old')")
+    assert session.execute(sel, (1,)).one().v == "old"
+    assert session.execute(sel, (1,)).one().v == "old"  # now cached
+    direct.execute(f"UPDATE {ks}.kv SET v = 'new' WHERE k = 1")
+    time.sleep(MAX_STALENESS + 0.3)
+    assert session.execute(sel, (1,)).one().v == "new"
+
+
+def test_repeated_reads_hit_the_cache(session, ks):
+    session.execute("INSERT INTO kv (k, v) VALUES (5, 'x')")
+    sel = session.prepare("SELECT v FROM kv WHERE k = ?")
+    session.execute(sel, (5,))
+    before_hits = metric(session, "cache_hits_total")
+    before_up = metric(session, "upstream_requests_total")
+    for _ in range(20):
+        assert session.execute(sel, (5,)).one().v == "x"
+    assert metric(session, "cache_hits_total") >= before_hits + 20
+    # The 20 hits sent nothing upstream. (The driver's own background queries - schema
+    # agreement, topology refresh - may still pass through meanwhile, hence the slack.)
+    assert metric(session, "upstream_requests_total") - before_up < 10
+    # Non-cacheable reads always go upstream.
+    session.execute("SELECT v FROM kv WHERE k = 5")
+    assert metric(session, "upstream_requests_total") == before_up + 1
+
+
+def test_errors_pass_through(session, ks):
+    with pytest.raises(InvalidRequest) as e:
+        session.execute("SELECT * FROM no_such_table")
+    assert "no_such_table" in str(e.value)
+    with pytest.raises(InvalidRequest):
+        session.prepare("SELECT * FROM no_such_table WHERE k = ?")
+    with pytest.raises(InvalidRequest):
+        session.execute("USE no_such_keyspace_xyz")
+    with pytest.raises(SyntaxException) as e:
+        session.execute("SELEKT * FROM kv")
+    assert e.value.code == 0x2000
+
+
+def test_unprepared_recovery(session, direct, ks):
+    # Proxy side: an id the proxy never saw (prepared straight on Cassandra) -> UNPREPARED,
+    # the driver prepares through the proxy and retries.
+    session.execute("INSERT INTO kv (k, v) VALUES (3, 'three')")
+    foreign = direct.prepare(f"SELECT v FROM {ks}.kv WHERE k = ?")
+    assert session.execute(foreign, (3,)).one().v == "three"
+    # Upstream side: Cassandra forgets the statement (table dropped and re-created directly);
+    # the proxy re-prepares from the text it remembers and retries once.
+    sel = session.prepare("SELECT v FROM kv WHERE k = ?")
+    assert session.execute(sel, (3,)).one().v == "three"
+    retries = metric(session, "upstream_unprepared_retries_total")
+    direct.execute(f"DROP TABLE {ks}.kv")
+    direct.execute(f"CREATE TABLE {ks}.kv (k int PRIMARY KEY, v text)")
+    direct.execute(f"INSERT INTO {ks}.kv (k, v) VALUES (3, 'again')")
+    time.sleep(MAX_STALENESS + 0.3)
+    assert session.execute(sel, (3,)).one().v == "again"
+    assert metric(session, "upstream_unprepared_retries_total") == retries + 1
+
+
+def test_unreachable_upstream_fails_fast_with_unavailable(upstream):
+    p = Proxy([f"127.0.0.1:{_free_port()}"])
+    try:
+        started = time.time()
+        c = p.cluster(protocol_version=4, connect_timeout=5)
+        with pytest.raises(NoHostAvailable) as e:
+            c.connect()
+        c.shutdown()
+        assert time.time() - started < 8
+        assert "no upstream node is reachable" in str(e.value), str(e.value)
+    finally:
+        p.stop()
+
+
+def test_two_proxies_split_the_ring(upstream):
+    pa, pb = _free_port(), _free_port()
+    a = Proxy([upstream], port=pa, peers=[f"127.0.0.1:{pb}"])
+    b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
+    try:
+        c = a.cluster(protocol_version=5, load_balancing_policy=TokenAwarePolicy(RoundRobinPolicy()))
+        s = c.connect()
+        assert sorted(h.endpoint.port for h in c.metadata.all_hosts()) == sorted([pa, pb])
+        tokens = c.metadata.token_map.ring
+        assert len(tokens) == 2
+        name = "px_" + uuid.uuid4().hex[:10]
+        s.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        try:
+            s.execute(f"CREATE TABLE {name}.kv (k int PRIMARY KEY, v text)")
+            c.refresh_schema_metadata()
+            ins = s.prepare(f"INSERT INTO {name}.kv (k, v) VALUES (?, ?)")
+            owners = set()
+            for k in range(20):
+                s.execute(ins, (k, str(k)))
+                replicas = c.metadata.get_replicas(name, ins.bind((k, "")).routing_key)
+                owners.add(replicas[0].endpoint.port)
+            assert owners == {pa, pb}
+        finally:
+            s.execute(f"DROP KEYSPACE {name}")
+        c.shutdown()
+    finally:
+        a.stop()
+        b.stop()
+
+
+@pytest.fixture(scope="module")
+def auth_upstream():
+    """A second Cassandra with PasswordAuthenticator (login cassandra/cassandra)."""
+    port = UPSTREAM_PORT + 10
+    script = os.path.join(REPO, "scripts", "cassandra.sh")
+    env = dict(os.environ, CASSANDRA_AUTH="password")
+    r = subprocess.run([script, "start", "--port", str(port)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    if r.returncode != 0:
+        pytest.fail(f"Cassandra (auth) did not start:\n{r.stdout}\n{r.stderr}")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([script, "stop", "--port", str(port)], capture_output=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_login_with_upstream_credentials(auth_upstream, version):
+    from cassandra import AuthenticationFailed
+    from cassandra.auth import PlainTextAuthProvider
+
+    p = Proxy([auth_upstream])
+    try:
+        c = p.cluster(protocol_version=version, auth_provider=PlainTextAuthProvider("cassandra", "cassandra"))
+        s = c.connect()
+        assert s.execute("SELECT release_version FROM system.local").one().release_version == "5.0.9"
+        name = "px_" + uuid.uuid4().hex[:10]
+        s.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        s.execute(f"CREATE TABLE {name}.kv (k int PRIMARY KEY, v text)")
+        s.execute(f"CREATE ROLE IF NOT EXISTS reader WITH PASSWORD = 'r' AND LOGIN = true")
+        s.execute(f"INSERT INTO {name}.kv (k, v) VALUES (1, 'secret')")
+        sel = s.prepare(f"SELECT v FROM {name}.kv WHERE k = ?")
+        assert s.execute(sel, (1,)).one().v == "secret"
+        assert s.execute(sel, (1,)).one().v == "secret"  # cached for role cassandra
+        # A role without SELECT permission gets Unauthorized, cached rows notwithstanding.
+        r = p.cluster(protocol_version=version, auth_provider=PlainTextAuthProvider("reader", "r"))
+        rs = r.connect()
+        from cassandra import Unauthorized
+        with pytest.raises(Unauthorized):
+            rs.execute(rs.prepare(f"SELECT v FROM {name}.kv WHERE k = ?"), (1,))
+        r.shutdown()
+        s.execute(f"DROP KEYSPACE {name}")
+        c.shutdown()
+        bad = p.cluster(protocol_version=version, auth_provider=PlainTextAuthProvider("cassandra", "wrong"))
+        with pytest.raises(NoHostAvailable) as e:
+            bad.connect()
+        bad.shutdown()
+        assert any(isinstance(x, AuthenticationFailed) for x in e.value.errors.values()), e.value.errors
+    finally:
+        p.stop()
