@@ -26,7 +26,11 @@ work="$(mktemp -d)"
 
 step() { echo; echo "=== $* ==="; }
 
+proxy_pid=""
 cleanup() {
+    if [[ -n "$proxy_pid" ]] && kill -0 "$proxy_pid" 2>/dev/null; then
+        kill -TERM "$proxy_pid"; wait "$proxy_pid" 2>/dev/null || true
+    fi
     if [[ -n "$peregrine_pid" ]] && kill -0 "$peregrine_pid" 2>/dev/null; then
         kill -TERM "$peregrine_pid"; wait "$peregrine_pid" 2>/dev/null || true
     fi
@@ -90,6 +94,19 @@ if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
         || failed+=("differential")
+
+    step "differential through the proxy: Cassandra (a) vs peregrine --upstream Cassandra (b)"
+    PROXY_PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    "$BIN" serve --listen "127.0.0.1:$PROXY_PORT" --data-dir "$work/proxy-data" \
+        --upstream "127.0.0.1:$CASSANDRA_PORT" >"$work/proxy.log" 2>&1 &
+    proxy_pid=$!
+    for _ in $(seq 1 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break
+        sleep 0.1
+    done
+    "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PROXY_PORT" \
+        || failed+=("differential through the proxy")
+    kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true
 fi
 
 echo

@@ -424,15 +424,25 @@ impl Engine {
         let mut in_partition_start = state.as_ref().map(|s| s.in_partition).unwrap_or(0);
 
         // Visits one partition's live rows; returns false to stop everything.
+        // `buffered`: the partition's items already read by a range scan (header first if
+        // there is one), so no new storage iterator is needed per partition.
         let mut visit_partition = |prefix: &[u8],
                                    pk: &[u8],
                                    tok: i64,
+                                   buffered: Option<&[storage::KvPair]>,
                                    sink: &mut RowSink,
                                    count: &mut AggState,
                                    remaining: &mut Option<u64>,
                                    next_state: &mut Option<PagingState>|
          -> Result<bool, EngineError> {
-            let header = match store.get(&keys::header_key(prefix))? {
+            let stored_header = match buffered {
+                Some(items) => items
+                    .first()
+                    .filter(|(k, _)| k.len() == prefix.len() + 1 && k.last() == Some(&0))
+                    .map(|(_, v)| v.clone()),
+                None => store.get(&keys::header_key(prefix))?,
+            };
+            let header = match stored_header {
                 Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
                 None => PartitionHeader::default(),
             };
@@ -518,7 +528,26 @@ impl Engine {
                 }
                 // A fully specified clustering key (or none at all) is one point read,
                 // much cheaper than an iterator.
-                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> = if point_read {
+                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> = if let Some(buf) = buffered {
+                    let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
+                    Box::new(
+                        buf.iter()
+                            .filter(move |(k, _)| {
+                                let above = match &lo {
+                                    Bound::Included(l) => k >= l,
+                                    Bound::Excluded(l) => k > l,
+                                    Bound::Unbounded => true,
+                                };
+                                let below = match &hi {
+                                    Bound::Included(h) => k <= h,
+                                    Bound::Excluded(h) => k < h,
+                                    Bound::Unbounded => true,
+                                };
+                                above && below
+                            })
+                            .map(|(k, v)| Ok((k.clone(), v.clone()))),
+                    )
+                } else if point_read {
                     let skip = matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
                     match (skip, store.get(&a)?) {
                         (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
@@ -611,7 +640,7 @@ impl Engine {
                     None => 0,
                 };
                 for p in &parts[first..] {
-                    if !visit_partition(&p.prefix, &p.pk, p.token, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                    if !visit_partition(&p.prefix, &p.pk, p.token, None, &mut sink, &mut count, &mut remaining, &mut next_state)? {
                         break;
                     }
                 }
@@ -644,20 +673,48 @@ impl Engine {
                         }
                     }
                 }
-                // Walk the headers and first rows to find partitions, then visit each.
+                // One ordered scan over the range; each partition's items are gathered (up to a
+                // bound) and visited from memory. A larger partition is visited with its own
+                // storage reads and the scan restarts after it.
+                const BUFFERED_ITEMS: usize = 1024;
                 let mut cursor = lo;
-                while cursor < hi {
-                    let next = store
-                        .scan(Bound::Included(cursor.as_slice()), Bound::Excluded(hi.as_slice()), false)
-                        .next();
-                    let Some(item) = next else { break };
-                    let (key, _) = item?;
-                    let Some(d) = keys::decode_key(&key) else { break };
-                    let prefix = key[..d.prefix_len].to_vec();
-                    if !visit_partition(&prefix, &d.pk, d.token, &mut sink, &mut count, &mut remaining, &mut next_state)? {
-                        break;
+                'scan: while cursor < hi {
+                    let mut iter = store.scan(Bound::Included(cursor.as_slice()), Bound::Excluded(hi.as_slice()), false);
+                    let mut buf: Vec<storage::KvPair> = Vec::new();
+                    let mut current: Option<(Vec<u8>, Vec<u8>, i64)> = None;
+                    loop {
+                        let item = iter.next().transpose()?;
+                        let same = match (&item, &current) {
+                            (Some((k, _)), Some((p, _, _))) => k.starts_with(p),
+                            _ => false,
+                        };
+                        if same {
+                            if buf.len() < BUFFERED_ITEMS {
+                                if let Some(it) = item {
+                                    buf.push(it);
+                                }
+                                continue;
+                            }
+                            // Too large to hold: visit it from storage, resume after it.
+                            let (p, pk, tok) = current.take().unwrap_or_default();
+                            drop(iter);
+                            if !visit_partition(&p, &pk, tok, None, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                                break 'scan;
+                            }
+                            cursor = keys::prefix_end(&p);
+                            continue 'scan;
+                        }
+                        if let Some((p, pk, tok)) = current.take() {
+                            if !visit_partition(&p, &pk, tok, Some(&buf), &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                                break 'scan;
+                            }
+                            buf.clear();
+                        }
+                        let Some((k, v)) = item else { break 'scan };
+                        let Some(d) = keys::decode_key(&k) else { break 'scan };
+                        current = Some((k[..d.prefix_len].to_vec(), d.pk, d.token));
+                        buf.push((k, v));
                     }
-                    cursor = keys::prefix_end(&prefix);
                 }
             }
         }

@@ -188,3 +188,37 @@ fn ttl_expires_rows_and_compaction_purges() {
     assert_eq!(later("SELECT k FROM t", 1101), vec![vec!["2".to_string()]]);
     assert_eq!(later("SELECT ttl(v) FROM t WHERE k = 2", 2000), vec![vec!["4000".to_string()]]);
 }
+
+#[test]
+fn range_scans_cover_small_and_large_partitions_with_paging() {
+    let e = setup();
+    q(&e, Some("ks"), "CREATE TABLE r (k int, c int, v int, PRIMARY KEY (k, c))").unwrap();
+    // One partition larger than the scan's buffer, several small ones.
+    for c in 0..1500 {
+        q(&e, Some("ks"), &format!("INSERT INTO r (k, c, v) VALUES (0, {c}, {c})")).unwrap();
+    }
+    for k in 1..20 {
+        for c in 0..3 {
+            q(&e, Some("ks"), &format!("INSERT INTO r (k, c, v) VALUES ({k}, {c}, {c})")).unwrap();
+        }
+    }
+    let all = rows(q(&e, Some("ks"), "SELECT k, c FROM r").unwrap());
+    assert_eq!(all.len(), 1500 + 19 * 3);
+    let mut seen = 0;
+    let mut state: Option<Vec<u8>> = None;
+    let mut pages = 0;
+    loop {
+        let opts = QueryOptions { keyspace: Some("ks".into()), page_size: Some(97), paging_state: state.clone(), ..Default::default() };
+        let Outcome::Rows(rs) = e.query("SELECT k, c FROM r", Values::Positional(vec![]), &opts, at(1000)).unwrap() else { panic!() };
+        seen += rs.rows;
+        pages += 1;
+        state = rs.paging_state;
+        if state.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, all.len());
+    assert!(pages > 10);
+    let limited = rows(q(&e, Some("ks"), "SELECT k FROM r PER PARTITION LIMIT 2").unwrap());
+    assert_eq!(limited.len(), 20 * 2);
+}

@@ -50,6 +50,9 @@ pub struct Config {
     pub authenticator: Authenticator,
     /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
     pub cluster_name: String,
+    /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
+    /// and filter blocks kept in memory). Default 1 GiB.
+    pub storage_cache_bytes: u64,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -121,6 +124,7 @@ impl Default for Config {
             commitlog_sync_period: Duration::from_secs(10),
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
+            storage_cache_bytes: 1024 * 1024 * 1024,
             upstream: Vec::new(),
             proxy: ProxyConfig::default(),
         }

@@ -40,7 +40,7 @@ impl LocalBackend {
             storage::Options {
                 sync,
                 filter: Some(filter),
-                ..storage::Options::default()
+                cache_bytes: config.storage_cache_bytes,
             },
         )?;
         let rpc_address: IpAddr = if config.listen.ip().is_unspecified() {
