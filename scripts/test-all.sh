@@ -24,7 +24,8 @@ peregrine_pid=""
 cassandra_started=0
 work="$(mktemp -d)"
 
-step() { echo; echo "=== $* ==="; }
+steps_run=0
+step() { steps_run=$((steps_run + 1)); echo; echo "=== $* ==="; }
 
 proxy_pid=""
 cleanup() {
@@ -110,6 +111,8 @@ if [[ "$cassandra_started" == 1 ]]; then
 fi
 
 echo
+total_steps=$((steps_run))
+echo "test-all: $((total_steps - ${#failed[@]})) passed, ${#failed[@]} failed"
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "FAILED: ${failed[*]}"
     echo "peregrine log: last lines"; tail -n 20 "$work/peregrine.log"
