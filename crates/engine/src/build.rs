@@ -67,7 +67,9 @@ impl<'a> Builder<'a> {
             return Ok(t.clone());
         }
         if !self.schema.keyspaces.contains_key(ks) {
-            return Err(EngineError::invalid(format!("Keyspace '{ks}' does not exist")));
+            return Err(EngineError::invalid(format!(
+                "Keyspace '{ks}' does not exist"
+            )));
         }
         Err(EngineError::invalid(format!(
             "table {} does not exist",
@@ -75,10 +77,19 @@ impl<'a> Builder<'a> {
         )))
     }
 
-    fn column<'t>(&self, t: &'t TableDef, name: &str) -> Result<(usize, &'t ColumnDef), EngineError> {
+    fn column<'t>(
+        &self,
+        t: &'t TableDef,
+        name: &str,
+    ) -> Result<(usize, &'t ColumnDef), EngineError> {
         t.column_index(name)
             .map(|i| (i, &t.columns[i]))
-            .ok_or_else(|| EngineError::invalid(format!("Undefined column name {name} in table {}.{}", t.keyspace, t.name)))
+            .ok_or_else(|| {
+                EngineError::invalid(format!(
+                    "Undefined column name {name} in table {}.{}",
+                    t.keyspace, t.name
+                ))
+            })
     }
 
     fn bind(&mut self, t: &TableDef, m: &ast::BindMarker, name: &str, ty: &ColumnType) -> Src {
@@ -94,7 +105,13 @@ impl<'a> Builder<'a> {
     }
 
     /// A term for a receiver named `name` of type `ty`.
-    pub fn term(&mut self, t: &TableDef, term: &Term, name: &str, ty: &ColumnType) -> Result<Src, EngineError> {
+    pub fn term(
+        &mut self,
+        t: &TableDef,
+        term: &Term,
+        name: &str,
+        ty: &ColumnType,
+    ) -> Result<Src, EngineError> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { term, .. } => self.term(t, term, name, ty),
@@ -185,28 +202,34 @@ impl<'a> Builder<'a> {
                         }
                     };
                     match c.kind {
-                        ColumnKind::PartitionKey => set_once(&mut pk[c.position as usize], kv, &c.name)?,
-                        ColumnKind::Clustering => set_once(&mut cl[c.position as usize], kv, &c.name)?,
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                                "IN predicates on non-primary-key columns ({}) is not yet supported",
-                                c.name
-                            )))
+                        ColumnKind::PartitionKey => {
+                            set_once(&mut pk[c.position as usize], kv, &c.name)?
                         }
+                        ColumnKind::Clustering => {
+                            set_once(&mut cl[c.position as usize], kv, &c.name)?
+                        }
+                        _ => return Err(EngineError::invalid(format!(
+                            "IN predicates on non-primary-key columns ({}) is not yet supported",
+                            c.name
+                        ))),
                     }
                 }
                 Relation::Token { columns, op, value } => {
                     let pk_names: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
                     if columns.iter().map(|s| s.as_str()).collect::<Vec<_>>() != pk_names {
-                        return Err(EngineError::invalid(format!(
-                            "The token() function must be applied to all partition key components or none of them"
-                        )));
+                        return Err(EngineError::invalid(
+                            "The token() function must be applied to all partition key components or none of them",
+                        ));
                     }
                     let src = match value {
-                        Term::FunctionCall { name, args } if name.name.eq_ignore_ascii_case("token") => {
+                        Term::FunctionCall { name, args }
+                            if name.name.eq_ignore_ascii_case("token") =>
+                        {
                             let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
                             if args.len() != cols.len() {
-                                return Err(EngineError::invalid("Invalid number of arguments in call to function system.token"));
+                                return Err(EngineError::invalid(
+                                    "Invalid number of arguments in call to function system.token",
+                                ));
                             }
                             let mut srcs = Vec::new();
                             for (a, c) in args.iter().zip(&cols) {
@@ -214,20 +237,41 @@ impl<'a> Builder<'a> {
                             }
                             TokenSrc::KeyOf(srcs)
                         }
-                        other => TokenSrc::Token(self.term(t, other, "partition key token", &ColumnType::Bigint)?),
+                        other => TokenSrc::Token(self.term(
+                            t,
+                            other,
+                            "partition key token",
+                            &ColumnType::Bigint,
+                        )?),
                     };
                     match op {
                         Operator::Gt | Operator::Gte => {
-                            token_start = Some(TokenBound { src, inclusive: *op == Operator::Gte })
+                            token_start = Some(TokenBound {
+                                src,
+                                inclusive: *op == Operator::Gte,
+                            })
                         }
                         Operator::Lt | Operator::Lte => {
-                            token_end = Some(TokenBound { src, inclusive: *op == Operator::Lte })
+                            token_end = Some(TokenBound {
+                                src,
+                                inclusive: *op == Operator::Lte,
+                            })
                         }
                         Operator::Eq => {
-                            token_start = Some(TokenBound { src: src.clone(), inclusive: true });
-                            token_end = Some(TokenBound { src, inclusive: true });
+                            token_start = Some(TokenBound {
+                                src: src.clone(),
+                                inclusive: true,
+                            });
+                            token_end = Some(TokenBound {
+                                src,
+                                inclusive: true,
+                            });
                         }
-                        _ => return Err(EngineError::invalid(format!("Unsupported operator {op} on token()"))),
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Unsupported operator {op} on token()"
+                            )))
+                        }
                     }
                 }
                 Relation::MultiColumn { columns, op, value } => {
@@ -262,7 +306,11 @@ impl<'a> Builder<'a> {
                         srcs.push(self.term(t, i, &c.name, &c.ty)?);
                     }
                     let first = cols[0].position as usize;
-                    if cols.iter().enumerate().any(|(i, c)| c.position as usize != first + i) {
+                    if cols
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| c.position as usize != first + i)
+                    {
                         return Err(EngineError::invalid(
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
                         ));
@@ -273,8 +321,14 @@ impl<'a> Builder<'a> {
                                 set_once(&mut cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
                             }
                         }
-                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => slices.push((first, *op, srcs)),
-                        _ => return Err(EngineError::invalid(format!("Unsupported operator {op} in multi-column relation"))),
+                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                            slices.push((first, *op, srcs))
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Unsupported operator {op} in multi-column relation"
+                            )))
+                        }
                     }
                 }
                 Relation::MultiColumnIn { columns, values } => {
@@ -290,18 +344,26 @@ impl<'a> Builder<'a> {
                         cols.push(c.clone());
                     }
                     let first = cols[0].position as usize;
-                    if cols.iter().enumerate().any(|(i, c)| c.position as usize != first + i) {
+                    if cols
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| c.position as usize != first + i)
+                    {
                         return Err(EngineError::invalid(
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
                         ));
                     }
                     let ast::InValues::Terms(tuples) = values else {
-                        return Err(EngineError::invalid("Multi-column IN with a single bind marker is not supported yet"));
+                        return Err(EngineError::invalid(
+                            "Multi-column IN with a single bind marker is not supported yet",
+                        ));
                     };
                     let mut out = Vec::new();
                     for tuple in tuples {
                         let Term::Tuple(items) = tuple else {
-                            return Err(EngineError::invalid("Expected a tuple of values in multi-column IN"));
+                            return Err(EngineError::invalid(
+                                "Expected a tuple of values in multi-column IN",
+                            ));
                         };
                         if items.len() != cols.len() {
                             return Err(EngineError::invalid(format!(
@@ -343,7 +405,10 @@ impl<'a> Builder<'a> {
                     missing.join(", ")
                 )));
             }
-            PartitionSel::Range { start: token_start, end: token_end }
+            PartitionSel::Range {
+                start: token_start,
+                end: token_end,
+            }
         } else {
             let missing: Vec<&str> = t
                 .partition_key()
@@ -357,9 +422,7 @@ impl<'a> Builder<'a> {
                     missing.join(", ")
                 )));
             }
-            return Err(EngineError::invalid(format!(
-                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"
-            )));
+            return Err(EngineError::invalid(FILTERING_MSG));
         };
 
         // Clustering: an EQ/IN prefix, then at most one slice on the next column.
@@ -397,7 +460,9 @@ impl<'a> Builder<'a> {
         }
         for (pos, op, srcs) in slices {
             if sel.tuples.is_some() && pos != consumed {
-                return Err(EngineError::invalid("Slices after a multi-column IN are not supported"));
+                return Err(EngineError::invalid(
+                    "Slices after a multi-column IN are not supported",
+                ));
             }
             if sel.tuples.is_none() && pos != sel.eq.len() {
                 let c = &clust_cols[pos];
@@ -413,7 +478,10 @@ impl<'a> Builder<'a> {
                     clust_cols[pos - 1].name
                 )));
             }
-            let b = SliceBound { values: srcs, inclusive: matches!(op, Operator::Lte | Operator::Gte) };
+            let b = SliceBound {
+                values: srcs,
+                inclusive: matches!(op, Operator::Lte | Operator::Gte),
+            };
             let slot = match op {
                 Operator::Gt | Operator::Gte => &mut sel.start,
                 _ => &mut sel.end,
@@ -421,7 +489,11 @@ impl<'a> Builder<'a> {
             if slot.is_some() {
                 return Err(EngineError::invalid(format!(
                     "More than one restriction was found for the {} bound on {}",
-                    if matches!(op, Operator::Gt | Operator::Gte) { "start" } else { "end" },
+                    if matches!(op, Operator::Gt | Operator::Gte) {
+                        "start"
+                    } else {
+                        "end"
+                    },
                     clust_cols[pos].name
                 )));
             }
@@ -442,17 +514,23 @@ impl<'a> Builder<'a> {
         if !s.group_by.is_empty() {
             return Err(EngineError::invalid("GROUP BY is not supported yet"));
         }
-        let (partitions, clustering, filters) = self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
+        let (partitions, clustering, filters) =
+            self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
         let mut output = Vec::new();
         let selection = match &s.selection {
             ast::Selection::Wildcard => {
                 let mut sels = Vec::new();
                 for (i, c) in t.columns.iter().enumerate() {
-                    if s.distinct && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                    if s.distinct
+                        && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
+                    {
                         continue;
                     }
                     sels.push(Selector::Column(i));
-                    output.push(OutputColumn { name: c.name.clone(), ty: c.ty.clone() });
+                    output.push(OutputColumn {
+                        name: c.name.clone(),
+                        ty: c.ty.clone(),
+                    });
                 }
                 Selection::Rows(sels)
             }
@@ -471,7 +549,9 @@ impl<'a> Builder<'a> {
                             };
                             match &args[0] {
                                 ast::SelectorExpr::Column(c) => Some((kind, Some(c.clone()))),
-                                ast::SelectorExpr::Term(_) if kind == AggKind::Count => Some((AggKind::CountRows, None)),
+                                ast::SelectorExpr::Term(_) if kind == AggKind::Count => {
+                                    Some((AggKind::CountRows, None))
+                                }
                                 _ => None,
                             }
                         }
@@ -498,12 +578,19 @@ impl<'a> Builder<'a> {
                                     AggKind::Avg => "avg",
                                     AggKind::CountRows => "count",
                                 };
-                                let ty = if kind == AggKind::Count { ColumnType::Bigint } else { cd.ty.clone() };
+                                let ty = if kind == AggKind::Count {
+                                    ColumnType::Bigint
+                                } else {
+                                    cd.ty.clone()
+                                };
                                 (i, ty, format!("system.{fname}({c})"))
                             }
                         };
                         aggs.push(Aggregate { kind, column });
-                        output.push(OutputColumn { name: sel.alias.clone().unwrap_or(default_name), ty });
+                        output.push(OutputColumn {
+                            name: sel.alias.clone().unwrap_or(default_name),
+                            ty,
+                        });
                     }
                     Selection::Aggregates(aggs)
                 } else {
@@ -512,7 +599,10 @@ impl<'a> Builder<'a> {
                         let (selector, name, ty) = self.selector(&t, &sel.expr)?;
                         if s.distinct {
                             if let Selector::Column(i) = selector {
-                                if !matches!(t.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                                if !matches!(
+                                    t.columns[i].kind,
+                                    ColumnKind::PartitionKey | ColumnKind::Static
+                                ) {
                                     return Err(EngineError::invalid(format!(
                                         "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
                                         t.columns[i].name
@@ -521,7 +611,10 @@ impl<'a> Builder<'a> {
                             }
                         }
                         sels.push(selector);
-                        output.push(OutputColumn { name: sel.alias.clone().unwrap_or(name), ty });
+                        output.push(OutputColumn {
+                            name: sel.alias.clone().unwrap_or(name),
+                            ty,
+                        });
                     }
                     Selection::Rows(sels)
                 }
@@ -535,7 +628,8 @@ impl<'a> Builder<'a> {
             }
             if let Selection::Rows(sels) = &selection {
                 let pks_selected = t.partition_key().all(|c| {
-                    sels.iter().any(|s| matches!(s, Selector::Column(i) if t.columns[*i].name == c.name))
+                    sels.iter()
+                        .any(|s| matches!(s, Selector::Column(i) if t.columns[*i].name == c.name))
                 });
                 if !pks_selected {
                     return Err(EngineError::invalid(
@@ -585,11 +679,16 @@ impl<'a> Builder<'a> {
             && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
         let (json, json_columns) = if s.json {
             if matches!(selection, Selection::Aggregates(_)) {
-                return Err(EngineError::invalid("SELECT JSON with aggregates is not supported yet"));
+                return Err(EngineError::invalid(
+                    "SELECT JSON with aggregates is not supported yet",
+                ));
             }
             let cols = std::mem::replace(
                 &mut output,
-                vec![OutputColumn { name: "[json]".into(), ty: ColumnType::Varchar }],
+                vec![OutputColumn {
+                    name: "[json]".into(),
+                    ty: ColumnType::Varchar,
+                }],
             );
             (true, cols)
         } else {
@@ -612,7 +711,11 @@ impl<'a> Builder<'a> {
         })
     }
 
-    fn selector(&mut self, t: &TableDef, e: &ast::SelectorExpr) -> Result<(Selector, String, ColumnType), EngineError> {
+    fn selector(
+        &mut self,
+        t: &TableDef,
+        e: &ast::SelectorExpr,
+    ) -> Result<(Selector, String, ColumnType), EngineError> {
         use ast::SelectorExpr as E;
         let regular = |b: &Self, name: &str, what: &str| -> Result<usize, EngineError> {
             let (i, c) = b.column(t, name)?;
@@ -652,11 +755,17 @@ impl<'a> Builder<'a> {
                         "The token function arguments must be in the partition key order",
                     ));
                 }
-                (Selector::Token, format!("system.token({})", cols.join(", ")), ColumnType::Bigint)
+                (
+                    Selector::Token,
+                    format!("system.token({})", cols.join(", ")),
+                    ColumnType::Bigint,
+                )
             }
             E::Field { expr, field } => {
                 let E::Column(name) = &**expr else {
-                    return Err(EngineError::invalid("Field selection is supported on columns only"));
+                    return Err(EngineError::invalid(
+                        "Field selection is supported on columns only",
+                    ));
                 };
                 let (i, c) = self.column(t, name)?;
                 let ColumnType::Udt { fields, .. } = &c.ty else {
@@ -666,9 +775,16 @@ impl<'a> Builder<'a> {
                     )));
                 };
                 let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
-                    return Err(EngineError::invalid(format!("{name} of type {} has no field {field}", crate::types::cql_type_name(&c.ty))));
+                    return Err(EngineError::invalid(format!(
+                        "{name} of type {} has no field {field}",
+                        crate::types::cql_type_name(&c.ty)
+                    )));
                 };
-                (Selector::Field(i, pos), format!("{name}.{field}"), fields[pos].1.clone())
+                (
+                    Selector::Field(i, pos),
+                    format!("{name}.{field}"),
+                    fields[pos].1.clone(),
+                )
             }
             E::Cast { expr, ty } => {
                 let (inner, name, from) = self.selector(t, expr)?;
@@ -678,7 +794,11 @@ impl<'a> Builder<'a> {
                 }
                 let col_name = crate::scalar::cast_column_name(&name, &from, &to);
                 (
-                    Selector::Expr(SelExpr::Cast { inner: Box::new(as_expr(inner, from.clone())), from, to: to.clone() }),
+                    Selector::Expr(SelExpr::Cast {
+                        inner: Box::new(as_expr(inner, from.clone())),
+                        from,
+                        to: to.clone(),
+                    }),
                     col_name,
                     to,
                 )
@@ -692,14 +812,27 @@ impl<'a> Builder<'a> {
                     names.push(n);
                 }
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
-                let ty = crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
-                if !matches!(name.name.to_ascii_lowercase().as_str(), "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid") {
+                let ty =
+                    crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
+                if !matches!(
+                    name.name.to_ascii_lowercase().as_str(),
+                    "now"
+                        | "uuid"
+                        | "currenttimestamp"
+                        | "currentdate"
+                        | "currenttime"
+                        | "currenttimeuuid"
+                ) {
                     // deterministic
                 } else {
                     self.volatile = true;
                 }
                 (
-                    Selector::Expr(SelExpr::Call { name: name.name.clone(), args: exprs, ty: ty.clone() }),
+                    Selector::Expr(SelExpr::Call {
+                        name: name.name.clone(),
+                        args: exprs,
+                        ty: ty.clone(),
+                    }),
                     crate::scalar::column_name(&name.name, &names),
                     ty,
                 )
@@ -719,11 +852,18 @@ impl<'a> Builder<'a> {
 
     // ----------------------------------------------------------------------------- writes
 
-    fn using(&mut self, t: &TableDef, u: &ast::UsingClause) -> Result<(Option<Src>, Option<Src>), EngineError> {
+    fn using(
+        &mut self,
+        t: &TableDef,
+        u: &ast::UsingClause,
+    ) -> Result<(Option<Src>, Option<Src>), EngineError> {
         // The grammar takes only an integer or a bind marker here.
         for (what, term) in [("TTL", &u.ttl), ("TIMESTAMP", &u.timestamp)] {
             if let Some(term) = term {
-                let ok = matches!(term, Term::Bind(_) | Term::Literal(ast::Literal::Integer(_)));
+                let ok = matches!(
+                    term,
+                    Term::Bind(_) | Term::Literal(ast::Literal::Integer(_))
+                );
                 if !ok {
                     return Err(EngineError::syntax(format!(
                         "no viable alternative at input '{term}' (... USING {what} [{term}]...)"
@@ -742,7 +882,11 @@ impl<'a> Builder<'a> {
         Ok((ttl, ts))
     }
 
-    fn if_clause(&mut self, t: &TableDef, c: &Option<ast::IfClause>) -> Result<Option<Condition>, EngineError> {
+    fn if_clause(
+        &mut self,
+        t: &TableDef,
+        c: &Option<ast::IfClause>,
+    ) -> Result<Option<Condition>, EngineError> {
         Ok(match c {
             None => None,
             Some(ast::IfClause::Exists) => Some(Condition::IfExists),
@@ -752,7 +896,9 @@ impl<'a> Builder<'a> {
                     let (i, col) = self.column(t, &cond.column)?;
                     let col = col.clone();
                     if cond.target.is_some() {
-                        return Err(EngineError::invalid("Conditions on collection elements are not supported yet"));
+                        return Err(EngineError::invalid(
+                            "Conditions on collection elements are not supported yet",
+                        ));
                     }
                     match &cond.op {
                         ast::ConditionOp::Compare(op, term) => {
@@ -788,7 +934,10 @@ impl<'a> Builder<'a> {
                 }
                 out
             }
-            ast::InsertValues::Json { json, default_unset } => json_pairs(&t, json, *default_unset)?,
+            ast::InsertValues::Json {
+                json,
+                default_unset,
+            } => json_pairs(&t, json, *default_unset)?,
         };
         let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
         let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
@@ -797,8 +946,12 @@ impl<'a> Builder<'a> {
             let (i, c) = self.column(&t, &name)?;
             let c = c.clone();
             match c.kind {
-                ColumnKind::PartitionKey => set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?,
-                ColumnKind::Clustering => set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?,
+                ColumnKind::PartitionKey => {
+                    set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?
+                }
+                ColumnKind::Clustering => {
+                    set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?
+                }
                 _ => {
                     if assignments.iter().any(|(j, _)| *j == i) {
                         return Err(EngineError::invalid(format!(
@@ -810,23 +963,43 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        let missing_pk: Vec<&str> = t.partition_key().zip(&pk).filter(|(_, p)| p.is_none()).map(|(c, _)| c.name.as_str()).collect();
+        let missing_pk: Vec<&str> = t
+            .partition_key()
+            .zip(&pk)
+            .filter(|(_, p)| p.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
         if !missing_pk.is_empty() {
-            return Err(EngineError::invalid(format!("Some partition key parts are missing: {}", missing_pk.join(", "))));
+            return Err(EngineError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing_pk.join(", ")
+            )));
         }
         if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
-            return Err(EngineError::invalid("INSERT statements are not allowed on counter tables, use UPDATE instead"));
+            return Err(EngineError::invalid(
+                "INSERT statements are not allowed on counter tables, use UPDATE instead",
+            ));
         }
-        let missing_cl: Vec<&str> = t.clustering().zip(&cl).filter(|(_, p)| p.is_none()).map(|(c, _)| c.name.as_str()).collect();
+        let missing_cl: Vec<&str> = t
+            .clustering()
+            .zip(&cl)
+            .filter(|(_, p)| p.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
         let statics_only = !assignments.is_empty()
-            && assignments.iter().all(|(i, _)| t.columns[*i].kind == ColumnKind::Static)
+            && assignments
+                .iter()
+                .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static)
             && cl.iter().all(|c| c.is_none());
         if statics_only {
             let (ttl, timestamp) = self.using(&t, &s.using)?;
             return Ok(WritePlan {
                 partition: pk.into_iter().flatten().collect(),
                 clustering: ClusteringSel::default(),
-                kind: WriteKind::Upsert { marker: false, assignments },
+                kind: WriteKind::Upsert {
+                    marker: false,
+                    assignments,
+                },
                 ttl,
                 timestamp,
                 condition: s.if_not_exists.then_some(Condition::IfNotExists),
@@ -834,13 +1007,22 @@ impl<'a> Builder<'a> {
             });
         }
         if !missing_cl.is_empty() {
-            return Err(EngineError::invalid(format!("Some clustering keys are missing: {}", missing_cl.join(", "))));
+            return Err(EngineError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing_cl.join(", ")
+            )));
         }
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
-            clustering: ClusteringSel { eq: cl.into_iter().flatten().collect(), ..ClusteringSel::default() },
-            kind: WriteKind::Upsert { marker: true, assignments },
+            clustering: ClusteringSel {
+                eq: cl.into_iter().flatten().collect(),
+                ..ClusteringSel::default()
+            },
+            kind: WriteKind::Upsert {
+                marker: true,
+                assignments,
+            },
             ttl,
             timestamp,
             condition: s.if_not_exists.then_some(Condition::IfNotExists),
@@ -856,7 +1038,10 @@ impl<'a> Builder<'a> {
             let (i, c) = self.column(&t, a.column())?;
             let c = c.clone();
             if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(EngineError::invalid(format!("PRIMARY KEY part {} found in SET part", c.name)));
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY part {} found in SET part",
+                    c.name
+                )));
             }
             let op = match a {
                 ast::Assignment::Set { value, .. } => {
@@ -871,7 +1056,9 @@ impl<'a> Builder<'a> {
                 ast::Assignment::Add { value, .. } => {
                     Assign::Append(self.term(&t, value, &c.name, &c.ty)?)
                 }
-                ast::Assignment::Prepend { value, .. } => Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?),
+                ast::Assignment::Prepend { value, .. } => {
+                    Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?)
+                }
                 ast::Assignment::Subtract { value, .. } => {
                     let ty = match &c.ty {
                         ColumnType::Map(k, _) => ColumnType::Set(k.clone()),
@@ -880,18 +1067,24 @@ impl<'a> Builder<'a> {
                     Assign::Remove(self.term(&t, value, &c.name, &ty)?)
                 }
                 ast::Assignment::SetElement { key, value, .. } => {
-                    let (kt, vt) = match &c.ty {
-                        ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
-                        ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
-                        _ => return Err(EngineError::invalid(format!("Invalid operation ({}[...] = ...) for non collection column {}", c.name, c.name))),
-                    };
+                    let (kt, vt) =
+                        match &c.ty {
+                            ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                            ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
+                            _ => return Err(EngineError::invalid(format!(
+                                "Invalid operation ({}[...] = ...) for non collection column {}",
+                                c.name, c.name
+                            ))),
+                        };
                     Assign::SetKey(
                         self.term(&t, key, &format!("key({})", c.name), &kt)?,
                         self.term(&t, value, &format!("value({})", c.name), &vt)?,
                     )
                 }
                 ast::Assignment::SetField { .. } => {
-                    return Err(EngineError::invalid("Setting UDT fields individually is not supported yet"))
+                    return Err(EngineError::invalid(
+                        "Setting UDT fields individually is not supported yet",
+                    ))
                 }
             };
             assignments.push((i, op));
@@ -905,7 +1098,10 @@ impl<'a> Builder<'a> {
             table: t,
             partition,
             clustering,
-            kind: WriteKind::Upsert { marker: false, assignments },
+            kind: WriteKind::Upsert {
+                marker: false,
+                assignments,
+            },
             ttl,
             timestamp,
             condition,
@@ -916,7 +1112,9 @@ impl<'a> Builder<'a> {
         let t = self.table(&s.table)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         if ttl.is_some() {
-            return Err(EngineError::invalid("A TTL is not allowed on DELETE statements"));
+            return Err(EngineError::invalid(
+                "A TTL is not allowed on DELETE statements",
+            ));
         }
         let mut columns = Vec::new();
         for target in &s.targets {
@@ -928,7 +1126,9 @@ impl<'a> Builder<'a> {
                 )));
             }
             if target.target.is_some() {
-                return Err(EngineError::invalid("Deleting collection elements is not supported yet"));
+                return Err(EngineError::invalid(
+                    "Deleting collection elements is not supported yet",
+                ));
             }
             columns.push(i);
         }
@@ -964,14 +1164,25 @@ impl<'a> Builder<'a> {
 /// `INSERT ... JSON '{...}'`: each JSON key to its column and value (keys match column
 /// names case-insensitively unless double-quoted); columns left out become null unless
 /// `DEFAULT UNSET`.
-fn json_pairs(t: &TableDef, json: &Term, default_unset: bool) -> Result<Vec<(String, Src)>, EngineError> {
+fn json_pairs(
+    t: &TableDef,
+    json: &Term,
+    default_unset: bool,
+) -> Result<Vec<(String, Src)>, EngineError> {
     let Term::Literal(ast::Literal::String(text)) = json else {
-        return Err(EngineError::invalid("INSERT JSON with a bind marker is not supported yet"));
+        return Err(EngineError::invalid(
+            "INSERT JSON with a bind marker is not supported yet",
+        ));
     };
-    let doc: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| EngineError::invalid(format!("Could not decode JSON string as a map: {e}. (String was: {text})")))?;
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        EngineError::invalid(format!(
+            "Could not decode JSON string as a map: {e}. (String was: {text})"
+        ))
+    })?;
     let serde_json::Value::Object(map) = doc else {
-        return Err(EngineError::invalid(format!("Could not decode JSON string as a map: {text}")));
+        return Err(EngineError::invalid(format!(
+            "Could not decode JSON string as a map: {text}"
+        )));
     };
     let mut out = Vec::new();
     for (key, v) in &map {
@@ -980,7 +1191,9 @@ fn json_pairs(t: &TableDef, json: &Term, default_unset: bool) -> Result<Vec<(Str
             None => key.to_lowercase(),
         };
         let Some(c) = t.column(&name) else {
-            return Err(EngineError::invalid(format!("JSON values map contains unrecognized column: {key}")));
+            return Err(EngineError::invalid(format!(
+                "JSON values map contains unrecognized column: {key}"
+            )));
         };
         let bytes = crate::json::from_json_with(&c.ty, v, &crate::types::compare).map_err(|e| {
             EngineError::invalid(format!("Error decoding JSON value for {}: {e}", c.name))
@@ -989,7 +1202,9 @@ fn json_pairs(t: &TableDef, json: &Term, default_unset: bool) -> Result<Vec<(Str
     }
     if !default_unset {
         for c in &t.columns {
-            if matches!(c.kind, ColumnKind::Regular | ColumnKind::Static) && !out.iter().any(|(n, _)| *n == c.name) {
+            if matches!(c.kind, ColumnKind::Regular | ColumnKind::Static)
+                && !out.iter().any(|(n, _)| *n == c.name)
+            {
                 out.push((c.name.clone(), Src::Const(None)));
             }
         }

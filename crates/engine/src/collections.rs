@@ -104,11 +104,14 @@ pub fn apply(
                 .map(i32::from_be_bytes)
                 .ok_or_else(|| EngineError::invalid("Invalid list index"))?;
             let len = items.len();
-            let slot = items.get_mut(idx as usize).filter(|_| idx >= 0).ok_or_else(|| {
-                EngineError::invalid(format!(
-                    "List index {idx} out of bound, list has size {len}"
-                ))
-            })?;
+            let slot = items
+                .get_mut(idx as usize)
+                .filter(|_| idx >= 0)
+                .ok_or_else(|| {
+                    EngineError::invalid(format!(
+                        "List index {idx} out of bound, list has size {len}"
+                    ))
+                })?;
             match arg2 {
                 Some(v) => *slot = v.to_vec(),
                 None => {

@@ -19,17 +19,24 @@ pub const SYSTEM_KEYSPACES: &[&str] = &[
 ];
 
 fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 48 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    !name.is_empty()
+        && name.len() <= 48
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String>>) -> Result<BTreeMap<String, String>, EngineError> {
+pub fn replication(
+    props: &[Property],
+    existing: Option<&BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, EngineError> {
     let Some(rep) = ast::find_property(props, "replication") else {
         return existing
             .cloned()
             .ok_or_else(|| EngineError::invalid("Missing mandatory option 'replication'"));
     };
     let PropertyValue::Map(pairs) = rep else {
-        return Err(EngineError::syntax("Invalid value for property 'replication'. It should be a map."));
+        return Err(EngineError::syntax(
+            "Invalid value for property 'replication'. It should be a map.",
+        ));
     };
     let mut m: BTreeMap<String, String> = pairs.iter().cloned().collect();
     let class = m
@@ -52,7 +59,11 @@ pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String
                 let other: Vec<&String> = m.keys().filter(|k| *k != "replication_factor").collect();
                 return Err(EngineError::config(format!(
                     "Unrecognized strategy option {{{}}} passed to SimpleStrategy for keyspace",
-                    other.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    other
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
             "org.apache.cassandra.locator.SimpleStrategy"
@@ -72,7 +83,9 @@ pub fn replication(props: &[Property], existing: Option<&BTreeMap<String, String
             "org.apache.cassandra.locator.NetworkTopologyStrategy"
         }
         "LocalStrategy" | "EverywhereStrategy" => {
-            return Err(EngineError::config(format!("Unable to use given strategy class: {class}")))
+            return Err(EngineError::config(format!(
+                "Unable to use given strategy class: {class}"
+            )))
         }
         _ => {
             return Err(EngineError::config(format!(
@@ -104,11 +117,18 @@ fn prop_f64(v: &PropertyValue, name: &str) -> Result<f64, EngineError> {
 fn prop_map(v: &PropertyValue, name: &str) -> Result<BTreeMap<String, String>, EngineError> {
     v.as_map()
         .map(|m| m.iter().cloned().collect())
-        .ok_or_else(|| EngineError::syntax(format!("Invalid value for property '{name}'. It should be a map.")))
+        .ok_or_else(|| {
+            EngineError::syntax(format!(
+                "Invalid value for property '{name}'. It should be a map."
+            ))
+        })
 }
 
 /// Applies `WITH` properties to table options, with Cassandra's validation.
-pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Result<(), EngineError> {
+pub fn apply_table_properties(
+    opts: &mut TableOptions,
+    props: &[Property],
+) -> Result<(), EngineError> {
     for p in props {
         let v = &p.value;
         match p.name.as_str() {
@@ -118,23 +138,33 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
             "default_time_to_live" => {
                 let ttl = prop_int(v, &p.name)?;
                 if ttl < 0 {
-                    return Err(EngineError::config("default_time_to_live must be greater than or equal to 0 (got ".to_string() + &ttl.to_string() + ")"));
+                    return Err(EngineError::config(
+                        "default_time_to_live must be greater than or equal to 0 (got ".to_string()
+                            + &ttl.to_string()
+                            + ")",
+                    ));
                 }
                 if ttl > 630_720_000 {
-                    return Err(EngineError::config(format!("default_time_to_live must be less than or equal to 630720000 (got {ttl})")));
+                    return Err(EngineError::config(format!(
+                        "default_time_to_live must be less than or equal to 630720000 (got {ttl})"
+                    )));
                 }
                 opts.default_time_to_live = ttl
             }
             "gc_grace_seconds" => {
                 let g = prop_int(v, &p.name)?;
                 if g < 0 {
-                    return Err(EngineError::config(format!("gc_grace_seconds must be greater than or equal to 0 (got {g})")));
+                    return Err(EngineError::config(format!(
+                        "gc_grace_seconds must be greater than or equal to 0 (got {g})"
+                    )));
                 }
                 opts.gc_grace_seconds = g
             }
             "max_index_interval" => opts.max_index_interval = prop_int(v, &p.name)?,
             "min_index_interval" => opts.min_index_interval = prop_int(v, &p.name)?,
-            "memtable_flush_period_in_ms" => opts.memtable_flush_period_in_ms = prop_int(v, &p.name)?,
+            "memtable_flush_period_in_ms" => {
+                opts.memtable_flush_period_in_ms = prop_int(v, &p.name)?
+            }
             "read_repair" => opts.read_repair = prop_text(v, &p.name)?.to_uppercase(),
             "speculative_retry" => opts.speculative_retry = prop_text(v, &p.name)?,
             "additional_write_policy" => opts.additional_write_policy = prop_text(v, &p.name)?,
@@ -147,7 +177,8 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
                     }
                 }
                 m.entry("keys".into()).or_insert_with(|| "ALL".into());
-                m.entry("rows_per_partition".into()).or_insert_with(|| "NONE".into());
+                m.entry("rows_per_partition".into())
+                    .or_insert_with(|| "NONE".into());
                 opts.caching = m;
             }
             "compaction" => {
@@ -156,14 +187,26 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
                     EngineError::config("Missing sub-option 'class' for the 'compaction' option.")
                 })?;
                 let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-                let known = ["SizeTieredCompactionStrategy", "LeveledCompactionStrategy", "TimeWindowCompactionStrategy", "UnifiedCompactionStrategy"];
+                let known = [
+                    "SizeTieredCompactionStrategy",
+                    "LeveledCompactionStrategy",
+                    "TimeWindowCompactionStrategy",
+                    "UnifiedCompactionStrategy",
+                ];
                 if !known.contains(&short.as_str()) {
-                    return Err(EngineError::config(format!("Unable to find compaction strategy class '{class}'")));
+                    return Err(EngineError::config(format!(
+                        "Unable to find compaction strategy class '{class}'"
+                    )));
                 }
                 // Cassandra shows these two for every strategy.
-                m.entry("max_threshold".into()).or_insert_with(|| "32".into());
-                m.entry("min_threshold".into()).or_insert_with(|| "4".into());
-                m.insert("class".into(), format!("org.apache.cassandra.db.compaction.{short}"));
+                m.entry("max_threshold".into())
+                    .or_insert_with(|| "32".into());
+                m.entry("min_threshold".into())
+                    .or_insert_with(|| "4".into());
+                m.insert(
+                    "class".into(),
+                    format!("org.apache.cassandra.db.compaction.{short}"),
+                );
                 opts.compaction = m;
             }
             "compression" => {
@@ -172,25 +215,39 @@ pub fn apply_table_properties(opts: &mut TableOptions, props: &[Property]) -> Re
                     opts.compression = [("enabled".to_string(), "false".to_string())].into();
                     continue;
                 }
-                if let Some(class) = m.remove("class").or_else(|| m.remove("sstable_compression")) {
+                if let Some(class) = m
+                    .remove("class")
+                    .or_else(|| m.remove("sstable_compression"))
+                {
                     let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-                    let known = ["LZ4Compressor", "SnappyCompressor", "DeflateCompressor", "ZstdCompressor", "NoopCompressor"];
+                    let known = [
+                        "LZ4Compressor",
+                        "SnappyCompressor",
+                        "DeflateCompressor",
+                        "ZstdCompressor",
+                        "NoopCompressor",
+                    ];
                     if !known.contains(&short.as_str()) {
                         return Err(EngineError::config(format!("Could not create Compression for type org.apache.cassandra.io.compress.{short}")));
                     }
-                    m.insert("class".into(), format!("org.apache.cassandra.io.compress.{short}"));
+                    m.insert(
+                        "class".into(),
+                        format!("org.apache.cassandra.io.compress.{short}"),
+                    );
                 } else if m.is_empty() {
                     opts.compression = [("enabled".to_string(), "false".to_string())].into();
                     continue;
                 } else {
-                    m.insert("class".into(), "org.apache.cassandra.io.compress.LZ4Compressor".into());
+                    m.insert(
+                        "class".into(),
+                        "org.apache.cassandra.io.compress.LZ4Compressor".into(),
+                    );
                 }
-                m.entry("chunk_length_in_kb".into()).or_insert_with(|| "16".into());
+                m.entry("chunk_length_in_kb".into())
+                    .or_insert_with(|| "16".into());
                 opts.compression = m;
             }
-            other => {
-                return Err(EngineError::syntax(format!("Unknown property '{other}'")))
-            }
+            other => return Err(EngineError::syntax(format!("Unknown property '{other}'"))),
         }
     }
     Ok(())
@@ -201,9 +258,16 @@ pub fn resolve_type(schema: &Schema, ks: &str, ty: &CqlType) -> Result<ColumnTyp
     resolve_depth(schema, ks, ty, 0)
 }
 
-fn resolve_depth(schema: &Schema, ks: &str, ty: &CqlType, depth: usize) -> Result<ColumnType, EngineError> {
+fn resolve_depth(
+    schema: &Schema,
+    ks: &str,
+    ty: &CqlType,
+    depth: usize,
+) -> Result<ColumnType, EngineError> {
     if depth > 16 {
-        return Err(EngineError::invalid(format!("Type {ty} nests user types too deeply")));
+        return Err(EngineError::invalid(format!(
+            "Type {ty} nests user types too deeply"
+        )));
     }
     let mut missing: Option<String> = None;
     let mut err: Option<EngineError> = None;
@@ -230,7 +294,11 @@ fn resolve_depth(schema: &Schema, ks: &str, ty: &CqlType, depth: usize) -> Resul
                 }
             }
         }
-        Some(ColumnType::Udt { keyspace: k, name: u.name.clone(), fields })
+        Some(ColumnType::Udt {
+            keyspace: k,
+            name: u.name.clone(),
+            fields,
+        })
     });
     if let Some(e) = err {
         return Err(e);
@@ -241,43 +309,85 @@ fn resolve_depth(schema: &Schema, ks: &str, ty: &CqlType, depth: usize) -> Resul
     })
 }
 
-pub fn create_type(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateType) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+pub fn create_type(
+    schema: &Schema,
+    ks_default: Option<&str>,
+    ct: &ast::CreateType,
+) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let ks = ct.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.typename"))?.to_string();
     if !schema.keyspaces.contains_key(&ks) {
-        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+        return Err(EngineError::invalid(format!(
+            "Keyspace '{ks}' doesn't exist"
+        )));
     }
     let name = ct.name.name.clone();
     if schema.types.contains_key(&(ks.clone(), name.clone())) {
         if ct.if_not_exists {
             return Ok(None);
         }
-        return Err(EngineError::invalid(format!("A user type with name '{name}' already exists")));
+        return Err(EngineError::invalid(format!(
+            "A user type with name '{name}' already exists"
+        )));
     }
     let mut seen = std::collections::HashSet::new();
     let mut fields = Vec::new();
     for (f, t) in &ct.fields {
         if !seen.insert(f.clone()) {
-            return Err(EngineError::invalid(format!("Duplicate field name '{f}' in type '{name}'")));
+            return Err(EngineError::invalid(format!(
+                "Duplicate field name '{f}' in type '{name}'"
+            )));
         }
         resolve_type(schema, &ks, t)?;
         fields.push((f.clone(), t.to_string()));
     }
     let mut next = schema.clone();
-    next.types.insert((ks.clone(), name.clone()), Arc::new(UdtDef { keyspace: ks.clone(), name: name.clone(), fields }));
-    Ok(Some((next, SchemaChange { change: "CREATED", target: "TYPE", keyspace: ks, name: Some(name) })))
+    next.types.insert(
+        (ks.clone(), name.clone()),
+        Arc::new(UdtDef {
+            keyspace: ks.clone(),
+            name: name.clone(),
+            fields,
+        }),
+    );
+    Ok(Some((
+        next,
+        SchemaChange {
+            change: "CREATED",
+            target: "TYPE",
+            keyspace: ks,
+            name: Some(name),
+        },
+    )))
 }
 
-pub fn alter_type(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterType) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
-    let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?.to_string();
+pub fn alter_type(
+    schema: &Schema,
+    ks_default: Option<&str>,
+    at: &ast::AlterType,
+) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = at
+        .name
+        .keyspace
+        .as_deref()
+        .or(ks_default)
+        .ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?
+        .to_string();
     let Some(u) = schema.types.get(&(ks.clone(), at.name.name.clone())) else {
         if at.if_exists {
             return Ok(None);
         }
-        return Err(EngineError::invalid(format!("No user type named '{}' exists.", at.name.name)));
+        return Err(EngineError::invalid(format!(
+            "No user type named '{}' exists.",
+            at.name.name
+        )));
     };
     let mut u = (**u).clone();
     match &at.action {
-        ast::AlterTypeAction::Add { if_not_exists, field, ty } => {
+        ast::AlterTypeAction::Add {
+            if_not_exists,
+            field,
+            ty,
+        } => {
             if u.fields.iter().any(|(f, _)| f == field) {
                 if *if_not_exists {
                     return Ok(None);
@@ -292,7 +402,12 @@ pub fn alter_type(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterType
                 match u.fields.iter_mut().find(|(f, _)| f == from) {
                     Some(f) => f.0 = to.clone(),
                     None if *if_exists => {}
-                    None => return Err(EngineError::invalid(format!("Unkown field {from} in user type {ks}.{}", u.name))),
+                    None => {
+                        return Err(EngineError::invalid(format!(
+                            "Unkown field {from} in user type {ks}.{}",
+                            u.name
+                        )))
+                    }
                 }
             }
         }
@@ -314,19 +429,41 @@ pub fn alter_type(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterType
             }
         }
         if changed {
-            next.tables.insert((t2.keyspace.clone(), t2.name.clone()), Arc::new(t2));
+            next.tables
+                .insert((t2.keyspace.clone(), t2.name.clone()), Arc::new(t2));
         }
     }
-    Ok(Some((next, SchemaChange { change: "UPDATED", target: "TYPE", keyspace: ks, name: Some(name) })))
+    Ok(Some((
+        next,
+        SchemaChange {
+            change: "UPDATED",
+            target: "TYPE",
+            keyspace: ks,
+            name: Some(name),
+        },
+    )))
 }
 
-pub fn drop_type(schema: &Schema, ks_default: Option<&str>, name: &ast::QualifiedName, if_exists: bool) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
-    let ks = name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?.to_string();
+pub fn drop_type(
+    schema: &Schema,
+    ks_default: Option<&str>,
+    name: &ast::QualifiedName,
+    if_exists: bool,
+) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+    let ks = name
+        .keyspace
+        .as_deref()
+        .or(ks_default)
+        .ok_or_else(|| EngineError::invalid("No keyspace has been specified"))?
+        .to_string();
     if !schema.types.contains_key(&(ks.clone(), name.name.clone())) {
         if if_exists {
             return Ok(None);
         }
-        return Err(EngineError::invalid(format!("No user type named '{}' exists.", name.name)));
+        return Err(EngineError::invalid(format!(
+            "No user type named '{}' exists.",
+            name.name
+        )));
     }
     for t in schema.tables_of(&ks) {
         for c in &t.columns {
@@ -340,13 +477,23 @@ pub fn drop_type(schema: &Schema, ks_default: Option<&str>, name: &ast::Qualifie
     }
     let mut next = schema.clone();
     next.types.remove(&(ks.clone(), name.name.clone()));
-    Ok(Some((next, SchemaChange { change: "DROPPED", target: "TYPE", keyspace: ks, name: Some(name.name.clone()) })))
+    Ok(Some((
+        next,
+        SchemaChange {
+            change: "DROPPED",
+            target: "TYPE",
+            keyspace: ks,
+            name: Some(name.name.clone()),
+        },
+    )))
 }
 
 fn uses_type(t: &CqlType, name: &str) -> bool {
     match t {
         CqlType::UserDefined(q) => q.name == name,
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => uses_type(e, name),
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+            uses_type(e, name)
+        }
         CqlType::Map(k, v) => uses_type(k, name) || uses_type(v, name),
         CqlType::Tuple(ts) => ts.iter().any(|t| uses_type(t, name)),
         _ => false,
@@ -357,13 +504,17 @@ fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
     match ty {
         CqlType::List(e) | CqlType::Set(e) => {
             if nested {
-                return Err(EngineError::invalid(format!("Non-frozen collections are not allowed inside collections: {ty}")));
+                return Err(EngineError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
             }
             check_type_allowed(e, true)
         }
         CqlType::Map(k, v) => {
             if nested {
-                return Err(EngineError::invalid(format!("Non-frozen collections are not allowed inside collections: {ty}")));
+                return Err(EngineError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
             }
             check_type_allowed(k, true)?;
             check_type_allowed(v, true)
@@ -376,7 +527,12 @@ fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
     }
 }
 
-pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateTable, now_micros: i64) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+pub fn create_table(
+    schema: &Schema,
+    ks_default: Option<&str>,
+    ct: &ast::CreateTable,
+    now_micros: i64,
+) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let ks = ct
         .name
         .keyspace
@@ -385,7 +541,9 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
         .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?
         .to_string();
     if !schema.keyspaces.contains_key(&ks) {
-        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+        return Err(EngineError::invalid(format!(
+            "Keyspace '{ks}' doesn't exist"
+        )));
     }
     let name = ct.name.name.clone();
     if schema.table(&ks, &name).is_some() {
@@ -398,16 +556,23 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
         return Err(EngineError::invalid(format!("Table name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")")));
     }
     if ct.partition_key.is_empty() {
-        return Err(EngineError::invalid("No PRIMARY KEY specifed for table (exactly one required)"));
+        return Err(EngineError::invalid(
+            "No PRIMARY KEY specifed for table (exactly one required)",
+        ));
     }
     if ct.options.compact_storage {
-        return Err(EngineError::invalid("COMPACT STORAGE tables are not supported starting with version 4.0"));
+        return Err(EngineError::invalid(
+            "COMPACT STORAGE tables are not supported starting with version 4.0",
+        ));
     }
     let mut columns = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (i, c) in ct.columns.iter().enumerate() {
         if !seen.insert(c.name.clone()) {
-            return Err(EngineError::invalid(format!("Duplicate column '{}' declaration for table {ks}.{name}", c.name)));
+            return Err(EngineError::invalid(format!(
+                "Duplicate column '{}' declaration for table {ks}.{name}",
+                c.name
+            )));
         }
         check_type_allowed(&c.ty, false)?;
         let ty = resolve_type(schema, &ks, &c.ty)?;
@@ -421,17 +586,26 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
             (ColumnKind::Regular, -1)
         };
         if c.is_static && kind != ColumnKind::Static {
-            return Err(EngineError::invalid(format!("Static column {} cannot be part of the PRIMARY KEY", c.name)));
+            return Err(EngineError::invalid(format!(
+                "Static column {} cannot be part of the PRIMARY KEY",
+                c.name
+            )));
         }
         if c.is_static && ct.clustering_columns.is_empty() {
             return Err(EngineError::invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
         }
         let is_key = matches!(kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
         if is_key && matches!(c.ty, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)) {
-            return Err(EngineError::invalid(format!("Invalid non-frozen collection type {} for PRIMARY KEY component {}", c.ty, c.name)));
+            return Err(EngineError::invalid(format!(
+                "Invalid non-frozen collection type {} for PRIMARY KEY component {}",
+                c.ty, c.name
+            )));
         }
         if is_key && ty == ColumnType::Duration {
-            return Err(EngineError::invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", c.name)));
+            return Err(EngineError::invalid(format!(
+                "duration type is not supported for PRIMARY KEY column '{}'",
+                c.name
+            )));
         }
         columns.push(ColumnDef {
             name: c.name.clone(),
@@ -445,25 +619,39 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
     }
     for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
         if !columns.iter().any(|c| c.name == *k) {
-            return Err(EngineError::invalid(format!("Unknown definition {k} referenced in PRIMARY KEY")));
+            return Err(EngineError::invalid(format!(
+                "Unknown definition {k} referenced in PRIMARY KEY"
+            )));
         }
     }
     let mut seen_keys = std::collections::HashSet::new();
     for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
         if !seen_keys.insert(k) {
-            return Err(EngineError::invalid(format!("Duplicate definition for {k} in PRIMARY KEY")));
+            return Err(EngineError::invalid(format!(
+                "Duplicate definition for {k} in PRIMARY KEY"
+            )));
         }
     }
-    let counters = columns.iter().filter(|c| c.ty == ColumnType::Counter).count();
+    let counters = columns
+        .iter()
+        .filter(|c| c.ty == ColumnType::Counter)
+        .count();
     let non_key = columns
         .iter()
         .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
         .count();
     if counters > 0 && counters != non_key {
-        return Err(EngineError::invalid("Cannot mix counter and non counter columns in the same table"));
+        return Err(EngineError::invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
     }
-    if columns.iter().any(|c| c.ty == ColumnType::Counter && matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering)) {
-        return Err(EngineError::invalid("counter type is not supported for PRIMARY KEY column"));
+    if columns.iter().any(|c| {
+        c.ty == ColumnType::Counter
+            && matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering)
+    }) {
+        return Err(EngineError::invalid(
+            "counter type is not supported for PRIMARY KEY column",
+        ));
     }
     let order = &ct.options.clustering_order;
     for (i, (col, o)) in order.iter().enumerate() {
@@ -504,30 +692,48 @@ pub fn create_table(schema: &Schema, ks_default: Option<&str>, ct: &ast::CreateT
     Ok(Some((next, SchemaChange::table_created(&ks, &name))))
 }
 
-pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTable, now_micros: i64) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
+pub fn alter_table(
+    schema: &Schema,
+    ks_default: Option<&str>,
+    at: &ast::AlterTable,
+    now_micros: i64,
+) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?.to_string();
     if !schema.keyspaces.contains_key(&ks) {
-        return Err(EngineError::invalid(format!("Keyspace '{ks}' doesn't exist")));
+        return Err(EngineError::invalid(format!(
+            "Keyspace '{ks}' doesn't exist"
+        )));
     }
     let Some(t) = schema.table(&ks, &at.name.name) else {
         if at.if_exists {
             return Ok(None);
         }
-        return Err(EngineError::invalid(format!("Table '{ks}.{}' doesn't exist", at.name.name)));
+        return Err(EngineError::invalid(format!(
+            "Table '{ks}.{}' doesn't exist",
+            at.name.name
+        )));
     };
     let mut t = (**t).clone();
     match &at.action {
-        ast::AlterTableAction::Add { if_not_exists, columns } => {
+        ast::AlterTableAction::Add {
+            if_not_exists,
+            columns,
+        } => {
             for c in columns {
                 if t.column(&c.name).is_some() {
                     if *if_not_exists {
                         continue;
                     }
-                    return Err(EngineError::invalid(format!("Column with name '{}' already exists", c.name)));
+                    return Err(EngineError::invalid(format!(
+                        "Column with name '{}' already exists",
+                        c.name
+                    )));
                 }
                 check_type_allowed(&c.ty, false)?;
                 if c.is_static && t.clustering_count() == 0 {
-                    return Err(EngineError::invalid(format!("Static columns are not allowed in tables with no clustering columns")));
+                    return Err(EngineError::invalid(
+                        "Static columns are not allowed in tables with no clustering columns",
+                    ));
                 }
                 let ty = resolve_type(schema, &ks, &c.ty)?;
                 let id = t.next_column_id;
@@ -536,27 +742,39 @@ pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTab
                     name: c.name.clone(),
                     cql_type: c.ty.to_string(),
                     ty,
-                    kind: if c.is_static { ColumnKind::Static } else { ColumnKind::Regular },
+                    kind: if c.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
                     position: -1,
                     desc: false,
                     id,
                 });
             }
         }
-        ast::AlterTableAction::Drop { if_exists, columns, .. } => {
+        ast::AlterTableAction::Drop {
+            if_exists, columns, ..
+        } => {
             for name in columns {
                 let Some(c) = t.column(name).cloned() else {
                     if *if_exists {
                         continue;
                     }
-                    return Err(EngineError::invalid(format!("Column {name} was not found in table {}", t.name)));
+                    return Err(EngineError::invalid(format!(
+                        "Column {name} was not found in table {}",
+                        t.name
+                    )));
                 };
                 if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                    return Err(EngineError::invalid(format!("Cannot drop PRIMARY KEY part {name}")));
+                    return Err(EngineError::invalid(format!(
+                        "Cannot drop PRIMARY KEY part {name}"
+                    )));
                 }
                 t.columns.retain(|x| x.name != *name);
                 t.dropped.retain(|d| d.0 != *name);
-                t.dropped.push((name.clone(), c.cql_type.clone(), now_micros));
+                t.dropped
+                    .push((name.clone(), c.cql_type.clone(), now_micros));
             }
         }
         ast::AlterTableAction::Rename { if_exists, renames } => {
@@ -565,10 +783,18 @@ pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTab
                     if *if_exists {
                         continue;
                     }
-                    return Err(EngineError::invalid(format!("Column {from} was not found in table {}", t.name)));
+                    return Err(EngineError::invalid(format!(
+                        "Column {from} was not found in table {}",
+                        t.name
+                    )));
                 };
-                if !matches!(t.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                    return Err(EngineError::invalid(format!("Cannot rename non PRIMARY KEY column {from}")));
+                if !matches!(
+                    t.columns[i].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Clustering
+                ) {
+                    return Err(EngineError::invalid(format!(
+                        "Cannot rename non PRIMARY KEY column {from}"
+                    )));
                 }
                 if t.column(to).is_some() {
                     return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{}'; another column with that name already exists", t.name)));
@@ -578,11 +804,17 @@ pub fn alter_table(schema: &Schema, ks_default: Option<&str>, at: &ast::AlterTab
         }
         ast::AlterTableAction::With(opts) => {
             if !opts.clustering_order.is_empty() || opts.compact_storage {
-                return Err(EngineError::invalid("CLUSTERING ORDER and COMPACT STORAGE cannot be altered"));
+                return Err(EngineError::invalid(
+                    "CLUSTERING ORDER and COMPACT STORAGE cannot be altered",
+                ));
             }
             apply_table_properties(&mut t.options, &opts.properties)?;
         }
-        _ => return Err(EngineError::invalid("This ALTER TABLE form is not supported yet")),
+        _ => {
+            return Err(EngineError::invalid(
+                "This ALTER TABLE form is not supported yet",
+            ))
+        }
     }
     t.sort_columns();
     let mut next = schema.clone();
@@ -595,7 +827,11 @@ pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<
     Ok(match ast::find_property(props, "durable_writes") {
         Some(PropertyValue::Literal(Literal::Boolean(b))) => *b,
         Some(PropertyValue::Literal(Literal::String(s))) => s.eq_ignore_ascii_case("true"),
-        Some(_) => return Err(EngineError::syntax("Invalid value for property 'durable_writes'")),
+        Some(_) => {
+            return Err(EngineError::syntax(
+                "Invalid value for property 'durable_writes'",
+            ))
+        }
         None => default,
     })
 }
@@ -603,7 +839,10 @@ pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<
 pub fn check_keyspace_props(props: &[Property]) -> Result<(), EngineError> {
     for p in props {
         if p.name != "replication" && p.name != "durable_writes" {
-            return Err(EngineError::syntax(format!("Unknown property '{}'", p.name)));
+            return Err(EngineError::syntax(format!(
+                "Unknown property '{}'",
+                p.name
+            )));
         }
     }
     Ok(())

@@ -136,7 +136,11 @@ pub(crate) fn partitions(
             let pk = token::compose_partition_key(&refs);
             let t = token::token(&pk);
             let prefix = keys::partition_prefix(table.id, t, &pk);
-            PartitionRef { pk, token: t, prefix }
+            PartitionRef {
+                pk,
+                token: t,
+                prefix,
+            }
         })
         .collect();
     if cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
@@ -412,7 +416,14 @@ impl Engine {
             && (ncl == 0
                 || (plan.clustering.start.is_none()
                     && plan.clustering.end.is_none()
-                    && plan.clustering.eq.len() + plan.clustering.tuples.as_ref().and_then(|t| t.first()).map_or(0, |t| t.len()) == ncl));
+                    && plan.clustering.eq.len()
+                        + plan
+                            .clustering
+                            .tuples
+                            .as_ref()
+                            .and_then(|t| t.first())
+                            .map_or(0, |t| t.len())
+                        == ncl));
         let mut sink = RowSink {
             data: Vec::with_capacity(256),
             rows: 0,
@@ -449,28 +460,29 @@ impl Engine {
             let mut in_part = std::mem::take(&mut in_partition_start);
             let resuming_here = matches!(&resume_key, Some(k) if k.starts_with(prefix));
             let row_prefix = keys::row_key(prefix, &[]);
-            let part_ranges: Vec<(Vec<u8>, Vec<u8>)> = if ranges.is_empty() && !plan.clustering.is_unrestricted() {
-                Vec::new()
-            } else if ranges.is_empty() {
-                vec![(row_prefix.clone(), keys::prefix_end(&row_prefix))]
-            } else {
-                ranges
-                    .iter()
-                    .map(|(s, e)| {
-                        let mut a = row_prefix.clone();
-                        a.extend_from_slice(s);
-                        let b = match e {
-                            Some(e) => {
-                                let mut b = row_prefix.clone();
-                                b.extend_from_slice(e);
-                                b
-                            }
-                            None => keys::prefix_end(&row_prefix),
-                        };
-                        (a, b)
-                    })
-                    .collect()
-            };
+            let part_ranges: Vec<(Vec<u8>, Vec<u8>)> =
+                if ranges.is_empty() && !plan.clustering.is_unrestricted() {
+                    Vec::new()
+                } else if ranges.is_empty() {
+                    vec![(row_prefix.clone(), keys::prefix_end(&row_prefix))]
+                } else {
+                    ranges
+                        .iter()
+                        .map(|(s, e)| {
+                            let mut a = row_prefix.clone();
+                            a.extend_from_slice(s);
+                            let b = match e {
+                                Some(e) => {
+                                    let mut b = row_prefix.clone();
+                                    b.extend_from_slice(e);
+                                    b
+                                }
+                                None => keys::prefix_end(&row_prefix),
+                            };
+                            (a, b)
+                        })
+                        .collect()
+                };
             let mut emitted_any = false;
             if plan.distinct {
                 if resuming_here {
@@ -506,7 +518,8 @@ impl Engine {
                 part_ranges
             };
             for (a, b) in iter_ranges {
-                let (mut lo, mut hi) = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
+                let (mut lo, mut hi) =
+                    (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
                 let rk;
                 if resuming_here {
                     rk = resume_key.clone().unwrap_or_default();
@@ -528,34 +541,36 @@ impl Engine {
                 }
                 // A fully specified clustering key (or none at all) is one point read,
                 // much cheaper than an iterator.
-                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> = if let Some(buf) = buffered {
-                    let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
-                    Box::new(
-                        buf.iter()
-                            .filter(move |(k, _)| {
-                                let above = match &lo {
-                                    Bound::Included(l) => k >= l,
-                                    Bound::Excluded(l) => k > l,
-                                    Bound::Unbounded => true,
-                                };
-                                let below = match &hi {
-                                    Bound::Included(h) => k <= h,
-                                    Bound::Excluded(h) => k < h,
-                                    Bound::Unbounded => true,
-                                };
-                                above && below
-                            })
-                            .map(|(k, v)| Ok((k.clone(), v.clone()))),
-                    )
-                } else if point_read {
-                    let skip = matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
-                    match (skip, store.get(&a)?) {
-                        (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
-                        _ => Box::new(std::iter::empty()),
-                    }
-                } else {
-                    store.scan(lo, hi, plan.reversed)
-                };
+                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
+                    if let Some(buf) = buffered {
+                        let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
+                        Box::new(
+                            buf.iter()
+                                .filter(move |(k, _)| {
+                                    let above = match &lo {
+                                        Bound::Included(l) => k >= l,
+                                        Bound::Excluded(l) => k > l,
+                                        Bound::Unbounded => true,
+                                    };
+                                    let below = match &hi {
+                                        Bound::Included(h) => k <= h,
+                                        Bound::Excluded(h) => k < h,
+                                        Bound::Unbounded => true,
+                                    };
+                                    above && below
+                                })
+                                .map(|(k, v)| Ok((k.clone(), v.clone()))),
+                        )
+                    } else if point_read {
+                        let skip = matches!(lo, Bound::Excluded(_))
+                            || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
+                        match (skip, store.get(&a)?) {
+                            (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
+                            _ => Box::new(std::iter::empty()),
+                        }
+                    } else {
+                        store.scan(lo, hi, plan.reversed)
+                    };
                 for item in items {
                     let (key, value) = item?;
                     let row = Row::decode(&value).map_err(EngineError::corrupt)?;
@@ -636,11 +651,23 @@ impl Engine {
             PartitionSel::Keys(sel) => {
                 let parts = partitions(t, sel, vals)?;
                 let first = match &resume_key {
-                    Some(k) => parts.iter().position(|p| k.starts_with(&p.prefix)).unwrap_or(parts.len()),
+                    Some(k) => parts
+                        .iter()
+                        .position(|p| k.starts_with(&p.prefix))
+                        .unwrap_or(parts.len()),
                     None => 0,
                 };
                 for p in &parts[first..] {
-                    if !visit_partition(&p.prefix, &p.pk, p.token, None, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                    if !visit_partition(
+                        &p.prefix,
+                        &p.pk,
+                        p.token,
+                        None,
+                        &mut sink,
+                        &mut count,
+                        &mut remaining,
+                        &mut next_state,
+                    )? {
                         break;
                     }
                 }
@@ -679,7 +706,11 @@ impl Engine {
                 const BUFFERED_ITEMS: usize = 1024;
                 let mut cursor = lo;
                 'scan: while cursor < hi {
-                    let mut iter = store.scan(Bound::Included(cursor.as_slice()), Bound::Excluded(hi.as_slice()), false);
+                    let mut iter = store.scan(
+                        Bound::Included(cursor.as_slice()),
+                        Bound::Excluded(hi.as_slice()),
+                        false,
+                    );
                     let mut buf: Vec<storage::KvPair> = Vec::new();
                     let mut current: Option<(Vec<u8>, Vec<u8>, i64)> = None;
                     loop {
@@ -698,20 +729,40 @@ impl Engine {
                             // Too large to hold: visit it from storage, resume after it.
                             let (p, pk, tok) = current.take().unwrap_or_default();
                             drop(iter);
-                            if !visit_partition(&p, &pk, tok, None, &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                            if !visit_partition(
+                                &p,
+                                &pk,
+                                tok,
+                                None,
+                                &mut sink,
+                                &mut count,
+                                &mut remaining,
+                                &mut next_state,
+                            )? {
                                 break 'scan;
                             }
                             cursor = keys::prefix_end(&p);
                             continue 'scan;
                         }
                         if let Some((p, pk, tok)) = current.take() {
-                            if !visit_partition(&p, &pk, tok, Some(&buf), &mut sink, &mut count, &mut remaining, &mut next_state)? {
+                            if !visit_partition(
+                                &p,
+                                &pk,
+                                tok,
+                                Some(&buf),
+                                &mut sink,
+                                &mut count,
+                                &mut remaining,
+                                &mut next_state,
+                            )? {
                                 break 'scan;
                             }
                             buf.clear();
                         }
                         let Some((k, v)) = item else { break 'scan };
-                        let Some(d) = keys::decode_key(&k) else { break 'scan };
+                        let Some(d) = keys::decode_key(&k) else {
+                            break 'scan;
+                        };
                         current = Some((k[..d.prefix_len].to_vec(), d.pk, d.token));
                         buf.push((k, v));
                     }
@@ -762,9 +813,11 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
-        for item in store
-            .scan(Bound::Included(rp.as_slice()), Bound::Excluded(end.as_slice()), false)
-        {
+        for item in store.scan(
+            Bound::Included(rp.as_slice()),
+            Bound::Excluded(end.as_slice()),
+            false,
+        ) {
             let (key, value) = item?;
             let row = Row::decode(&value).map_err(EngineError::corrupt)?;
             if row.is_live(now.secs, header.deletion_for(&key[rp.len()..])) {
@@ -806,14 +859,20 @@ impl Engine {
                 Selector::Column(idx) => {
                     let c = &t.columns[*idx];
                     match c.kind {
-                        ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| Cow::Borrowed(*v)),
+                        ColumnKind::PartitionKey => {
+                            pk_parts.get(c.position as usize).map(|v| Cow::Borrowed(*v))
+                        }
                         ColumnKind::Clustering => row
                             .and_then(|r| r.clustering.get(c.position as usize))
                             .map(|v| Cow::Borrowed(v.as_slice())),
-                        _ => cell_of(*idx).and_then(|cell| cell.live_value(now.secs)).map(Cow::Borrowed),
+                        _ => cell_of(*idx)
+                            .and_then(|cell| cell.live_value(now.secs))
+                            .map(Cow::Borrowed),
                     }
                 }
-                Selector::WriteTime(idx) => cell_of(*idx).map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec())),
+                Selector::WriteTime(idx) => {
+                    cell_of(*idx).map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec()))
+                }
                 Selector::Ttl(idx) => cell_of(*idx)
                     .and_then(|c| c.ttl_remaining(now.secs))
                     .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
@@ -916,7 +975,9 @@ impl Engine {
         });
         let parts = partitions(t, &plan.partition, vals)?;
         let ncl = t.clustering_count();
-        let full_row = plan.clustering.eq.len() == ncl && plan.clustering.start.is_none() && plan.clustering.end.is_none();
+        let full_row = plan.clustering.eq.len() == ncl
+            && plan.clustering.start.is_none()
+            && plan.clustering.end.is_none();
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();
         if full_row {
@@ -937,11 +998,16 @@ impl Engine {
             rows_cl = cartesian(sets);
         }
         match &plan.kind {
-            WriteKind::Upsert { marker, assignments } => {
+            WriteKind::Upsert {
+                marker,
+                assignments,
+            } => {
                 let statics_only = !*marker
                     && !assignments.is_empty()
-                    && assignments.iter().all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
-                if !full_row && !(statics_only && plan.clustering.is_unrestricted()) {
+                    && assignments
+                        .iter()
+                        .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+                if !full_row && (!statics_only || !plan.clustering.is_unrestricted()) {
                     return Err(EngineError::invalid(format!(
                         "Some clustering keys are missing: {}",
                         clust_cols[plan.clustering.eq.len().min(ncl)..]
@@ -963,7 +1029,12 @@ impl Engine {
                             Err(e) => return Err(e),
                         },
                         other => {
-                            ops.push((c.id, c.kind == ColumnKind::Static, other.clone(), c.ty.clone()));
+                            ops.push((
+                                c.id,
+                                c.kind == ColumnKind::Static,
+                                other.clone(),
+                                c.ty.clone(),
+                            ));
                             continue;
                         }
                     };
@@ -972,7 +1043,9 @@ impl Engine {
                             validate(&c.ty, &v, &c.name)?;
                             CellValue::Live { value: v, expiry }
                         }
-                        None => CellValue::Tombstone { local_del: now.secs },
+                        None => CellValue::Tombstone {
+                            local_del: now.secs,
+                        },
                     };
                     let cell = Cell {
                         column: c.id,
@@ -996,7 +1069,14 @@ impl Engine {
                         });
                         for (id, is_static, op, ty) in &ops {
                             if *is_static {
-                                e.ops.push(CollectionOp::new(*id, op.clone(), ty.clone(), ts, expiry, vals)?);
+                                e.ops.push(CollectionOp::new(
+                                    *id,
+                                    op.clone(),
+                                    ty.clone(),
+                                    ts,
+                                    expiry,
+                                    vals,
+                                )?);
                             }
                         }
                     }
@@ -1015,7 +1095,14 @@ impl Engine {
                         });
                         for (id, is_static, op, ty) in &ops {
                             if !*is_static {
-                                e.ops.push(CollectionOp::new(*id, op.clone(), ty.clone(), ts, expiry, vals)?);
+                                e.ops.push(CollectionOp::new(
+                                    *id,
+                                    op.clone(),
+                                    ty.clone(),
+                                    ts,
+                                    expiry,
+                                    vals,
+                                )?);
                             }
                         }
                     }
@@ -1062,7 +1149,9 @@ impl Engine {
                             let cell = Cell {
                                 column: c.id,
                                 ts,
-                                value: CellValue::Tombstone { local_del: now.secs },
+                                value: CellValue::Tombstone {
+                                    local_del: now.secs,
+                                },
                             };
                             if c.kind == ColumnKind::Static {
                                 statics.push(cell);
@@ -1137,7 +1226,10 @@ impl Engine {
                     if let Some(d) = keys::decode_key(&key) {
                         if let Some(h) = deleted.get(&key[..d.prefix_len]) {
                             if let Some(del) = h.deletion_for(d.clustering) {
-                                row.merge(Row { deletion: Some(del), ..Row::default() });
+                                row.merge(Row {
+                                    deletion: Some(del),
+                                    ..Row::default()
+                                });
                             }
                         }
                     }
@@ -1189,16 +1281,20 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
-        for item in self
-            .storage
-            .scan(Bound::Included(rp.as_slice()), Bound::Excluded(end.as_slice()), false)
-        {
+        for item in self.storage.scan(
+            Bound::Included(rp.as_slice()),
+            Bound::Excluded(end.as_slice()),
+            false,
+        ) {
             let (key, value) = item?;
             let Some(del) = deletion.deletion_for(&key[rp.len()..]) else {
                 continue;
             };
             let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
-            row.merge(Row { deletion: Some(del), ..Row::default() });
+            row.merge(Row {
+                deletion: Some(del),
+                ..Row::default()
+            });
             if row.marker.is_none() && row.cells.is_empty() {
                 pending.insert(key, None);
             } else {
@@ -1217,9 +1313,11 @@ impl Engine {
     ) -> Result<Option<(Row, PartitionHeader)>, EngineError> {
         let t = &plan.table;
         let parts = partitions(t, &plan.partition, vals)?;
-        let p = parts
-            .first()
-            .ok_or_else(|| EngineError::invalid("IN on the partition key is not supported with conditional updates"))?;
+        let p = parts.first().ok_or_else(|| {
+            EngineError::invalid(
+                "IN on the partition key is not supported with conditional updates",
+            )
+        })?;
         let header = match self.storage.get(&keys::header_key(&p.prefix))? {
             Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
@@ -1245,7 +1343,9 @@ impl Engine {
 
     fn stripe_of(&self, key: &[u8]) -> usize {
         // The partition prefix decides the stripe, so a partition's keys share one lock.
-        let p = keys::decode_key(key).map(|d| d.prefix_len).unwrap_or(key.len());
+        let p = keys::decode_key(key)
+            .map(|d| d.prefix_len)
+            .unwrap_or(key.len());
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in &key[..p] {
             h ^= *b as u64;
@@ -1289,9 +1389,16 @@ fn passes_filters(
     filters.iter().all(|(idx, op, want)| {
         let c = &t.columns[*idx];
         let have: Option<&[u8]> = match c.kind {
-            ColumnKind::Clustering => row.clustering.get(c.position as usize).map(|v| v.as_slice()),
-            ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)),
-            ColumnKind::Regular => row.cell(c.id, now.secs, outer).and_then(|x| x.live_value(now.secs)),
+            ColumnKind::Clustering => row
+                .clustering
+                .get(c.position as usize)
+                .map(|v| v.as_slice()),
+            ColumnKind::Static => header
+                .static_cell(c.id, now.secs)
+                .and_then(|x| x.live_value(now.secs)),
+            ColumnKind::Regular => row
+                .cell(c.id, now.secs, outer)
+                .and_then(|x| x.live_value(now.secs)),
             ColumnKind::PartitionKey => return true,
         };
         let (Some(have), Some(want)) = (have, want.as_deref()) else {
@@ -1352,7 +1459,13 @@ impl CollectionOp {
             .iter()
             .find(|c| c.column == self.column)
             .and_then(|c| c.live_value(0).map(|v| v.to_vec()));
-        let new_value = crate::collections::apply(&self.ty, &self.op, current.as_deref(), self.arg.as_deref(), self.arg2.as_deref())?;
+        let new_value = crate::collections::apply(
+            &self.ty,
+            &self.op,
+            current.as_deref(),
+            self.arg.as_deref(),
+            self.arg2.as_deref(),
+        )?;
         let cell = Cell {
             column: self.column,
             ts: self.ts,
@@ -1414,12 +1527,15 @@ impl Mutations {
         }
     }
     fn header(&mut self, prefix: &[u8]) -> &mut HeaderEntry {
-        let e = self.entries.entry(keys::header_key(prefix)).or_insert_with(|| {
-            Entry::Header(HeaderEntry {
-                delta: PartitionHeader::default(),
-                ops: Vec::new(),
-            })
-        });
+        let e = self
+            .entries
+            .entry(keys::header_key(prefix))
+            .or_insert_with(|| {
+                Entry::Header(HeaderEntry {
+                    delta: PartitionHeader::default(),
+                    ops: Vec::new(),
+                })
+            });
         match e {
             Entry::Header(h) => h,
             Entry::Row(_) => unreachable_header(),
@@ -1437,7 +1553,6 @@ fn unreachable_entry() -> &'static mut RowEntry {
 fn unreachable_header() -> &'static mut HeaderEntry {
     panic!("storage key used as both row and header")
 }
-
 
 /// Running aggregates of a SELECT without GROUP BY.
 struct AggState {
@@ -1489,7 +1604,14 @@ impl AggState {
         }
     }
 
-    fn add(&mut self, t: &TableDef, row: Option<&Row>, header: &PartitionHeader, outer: Option<Deletion>, now: Now) {
+    fn add(
+        &mut self,
+        t: &TableDef,
+        row: Option<&Row>,
+        header: &PartitionHeader,
+        outer: Option<Deletion>,
+        now: Now,
+    ) {
         self.rows += 1;
         for (i, a) in self.aggs.iter().enumerate() {
             if a.kind == AggKind::CountRows {
@@ -1497,9 +1619,17 @@ impl AggState {
             }
             let c = &t.columns[a.column];
             let v: Option<Vec<u8>> = match c.kind {
-                ColumnKind::Clustering => row.and_then(|r| r.clustering.get(c.position as usize).cloned()),
-                ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
-                ColumnKind::Regular => row.and_then(|r| r.cell(c.id, now.secs, outer)).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                ColumnKind::Clustering => {
+                    row.and_then(|r| r.clustering.get(c.position as usize).cloned())
+                }
+                ColumnKind::Static => header
+                    .static_cell(c.id, now.secs)
+                    .and_then(|x| x.live_value(now.secs))
+                    .map(|v| v.to_vec()),
+                ColumnKind::Regular => row
+                    .and_then(|r| r.cell(c.id, now.secs, outer))
+                    .and_then(|x| x.live_value(now.secs))
+                    .map(|v| v.to_vec()),
                 ColumnKind::PartitionKey => None,
             };
             let Some(v) = v else { continue };
@@ -1510,7 +1640,8 @@ impl AggState {
                         None => true,
                         Some(cur) => {
                             let ord = crate::types::compare(&c.ty, &v, cur);
-                            (a.kind == AggKind::Min && ord.is_lt()) || (a.kind == AggKind::Max && ord.is_gt())
+                            (a.kind == AggKind::Min && ord.is_lt())
+                                || (a.kind == AggKind::Max && ord.is_gt())
                         }
                     };
                     if replace {
@@ -1535,10 +1666,13 @@ impl AggState {
                 AggKind::CountRows => sink.cell(Some(&self.rows.to_be_bytes())),
                 AggKind::Count => sink.cell(Some(&self.counts[i].to_be_bytes())),
                 AggKind::Min | AggKind::Max => sink.cell(self.acc[i].as_deref()),
-                AggKind::Sum => sink.cell(encode_number(ty, self.sums[i].0, self.sums[i].1).as_deref()),
+                AggKind::Sum => {
+                    sink.cell(encode_number(ty, self.sums[i].0, self.sums[i].1).as_deref())
+                }
                 AggKind::Avg => {
                     let n = self.counts[i].max(1);
-                    let v = encode_number(ty, self.sums[i].0 / n as i128, self.sums[i].1 / n as f64);
+                    let v =
+                        encode_number(ty, self.sums[i].0 / n as i128, self.sums[i].1 / n as f64);
                     sink.cell(v.as_deref())
                 }
             }
@@ -1571,7 +1705,11 @@ fn udt_field(v: &[u8], pos: usize) -> Option<&[u8]> {
 
 /// Evaluates a function/cast selector; a failing function yields null (the error was
 /// already ruled out by type checking at prepare time, except for bad data).
-fn eval_expr(e: &SelExpr, leaf: &dyn Fn(&Selector) -> Option<Vec<u8>>, now: Now) -> Option<Vec<u8>> {
+fn eval_expr(
+    e: &SelExpr,
+    leaf: &dyn Fn(&Selector) -> Option<Vec<u8>>,
+    now: Now,
+) -> Option<Vec<u8>> {
     match e {
         SelExpr::Leaf(s, _) => leaf(s),
         SelExpr::Const(_, v) => v.clone(),
@@ -1584,7 +1722,9 @@ fn eval_expr(e: &SelExpr, leaf: &dyn Fn(&Selector) -> Option<Vec<u8>>, now: Now)
                 .iter()
                 .map(|a| (a.ty().clone(), eval_expr(a, leaf, now)))
                 .collect();
-            crate::scalar::call_at(name, &vals, now.micros).ok().flatten()
+            crate::scalar::call_at(name, &vals, now.micros)
+                .ok()
+                .flatten()
         }
     }
 }

@@ -63,7 +63,11 @@ pub fn timeuuid_millis(u: &[u8]) -> Option<i64> {
 }
 
 /// Evaluates a function term for a receiver of type `ty`.
-pub fn call_const(ty: &ColumnType, name: &str, args: &[Term]) -> Result<Option<Vec<u8>>, EngineError> {
+pub fn call_const(
+    ty: &ColumnType,
+    name: &str,
+    args: &[Term],
+) -> Result<Option<Vec<u8>>, EngineError> {
     let lname = name.to_ascii_lowercase();
     let v: Vec<u8> = match (lname.as_str(), args) {
         ("now", []) => timeuuid_now().to_vec(),
@@ -74,11 +78,14 @@ pub fn call_const(ty: &ColumnType, name: &str, args: &[Term]) -> Result<Option<V
             let days = now_micros().div_euclid(86_400_000_000);
             ((days + (1i64 << 31)) as u32).to_be_bytes().to_vec()
         }
-        ("currenttime", []) => (now_micros().rem_euclid(86_400_000_000) * 1000).to_be_bytes().to_vec(),
+        ("currenttime", []) => (now_micros().rem_euclid(86_400_000_000) * 1000)
+            .to_be_bytes()
+            .to_vec(),
         ("totimestamp" | "tounixtimestamp", [arg]) => {
             let inner = crate::literal::const_term(&ColumnType::Timeuuid, arg)?
                 .ok_or_else(|| EngineError::invalid("null argument to toTimestamp"))?;
-            let ms = timeuuid_millis(&inner).ok_or_else(|| EngineError::invalid("Invalid timeuuid"))?;
+            let ms =
+                timeuuid_millis(&inner).ok_or_else(|| EngineError::invalid("Invalid timeuuid"))?;
             ms.to_be_bytes().to_vec()
         }
         _ => {

@@ -268,7 +268,14 @@ mod tests {
 
     #[test]
     fn varints_sort() {
-        let vals: [&[u8]; 6] = [&[0x80, 0], &[0xFF, 0x7F], &[0xFF], &[0], &[0x7F], &[0, 0x80]];
+        let vals: [&[u8]; 6] = [
+            &[0x80, 0],
+            &[0xFF, 0x7F],
+            &[0xFF],
+            &[0],
+            &[0x7F],
+            &[0, 0x80],
+        ];
         for w in vals.windows(2) {
             assert!(enc(&ColumnType::Varint, w[0], false) < enc(&ColumnType::Varint, w[1], false));
         }
@@ -280,7 +287,10 @@ mod tests {
         let p = partition_prefix(7, -5, &pk);
         let rk = row_key(&p, &[9, 9]);
         let d = decode_key(&rk).unwrap();
-        assert_eq!((d.token, d.pk.clone(), d.is_header, d.clustering), (-5, pk.clone(), false, &[9u8, 9][..]));
+        assert_eq!(
+            (d.token, d.pk.clone(), d.is_header, d.clustering),
+            (-5, pk.clone(), false, &[9u8, 9][..])
+        );
         let hk = header_key(&p);
         assert!(decode_key(&hk).unwrap().is_header);
         assert!(hk < rk);

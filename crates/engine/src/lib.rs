@@ -36,11 +36,11 @@ pub mod ddl;
 pub mod exec;
 pub mod functions;
 pub mod json;
-pub mod scalar;
 pub mod keys;
 pub mod literal;
 pub mod plan;
 pub mod row;
+pub mod scalar;
 pub mod system;
 pub mod token;
 pub mod types;
@@ -121,7 +121,9 @@ impl EngineError {
     pub fn into_db(self) -> DbError {
         match self {
             EngineError::Db(e) => e,
-            EngineError::Unset(i) => DbError::invalid(format!("Invalid unset value for marker {i}")),
+            EngineError::Unset(i) => {
+                DbError::invalid(format!("Invalid unset value for marker {i}"))
+            }
             EngineError::Storage(e) => DbError::server(e.to_string()),
             EngineError::Corrupt(e) => DbError::server(e.to_string()),
         }
@@ -194,7 +196,11 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn binds(&self) -> Vec<BindSpec> {
-        self.current().binds.iter().map(|b| b.clone().unwrap_or_else(unknown_bind)).collect()
+        self.current()
+            .binds
+            .iter()
+            .map(|b| b.clone().unwrap_or_else(unknown_bind))
+            .collect()
     }
     pub fn pk_indexes(&self) -> Vec<u16> {
         self.current().pk_indexes.clone()
@@ -215,7 +221,11 @@ impl Prepared {
         self.current().result_metadata_id
     }
     fn current(&self) -> Arc<Compiled> {
-        self.compiled.read().unwrap_or_else(|p| p.into_inner()).1.clone()
+        self.compiled
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .clone()
     }
 }
 
@@ -298,19 +308,31 @@ impl CompactionFilter for PurgeFilter {
         let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
         let Some(t) = schema.tables.values().find(|t| t.id == id) else {
             // Ids below the counter that no table holds belong to dropped/truncated tables.
-            return if id < schema.next_table_id { Decision::Drop } else { Decision::Keep };
+            return if id < schema.next_table_id {
+                Decision::Drop
+            } else {
+                Decision::Keep
+            };
         };
         let now = Now::system().secs;
         let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
         if d.is_header {
-            let Ok(mut h) = row::PartitionHeader::decode(value) else { return Decision::Keep };
+            let Ok(mut h) = row::PartitionHeader::decode(value) else {
+                return Decision::Keep;
+            };
             let before = h.clone();
             if !h.purge(now, gc_before) {
                 return Decision::Drop;
             }
-            return if h == before { Decision::Keep } else { Decision::Replace(h.encode()) };
+            return if h == before {
+                Decision::Keep
+            } else {
+                Decision::Replace(h.encode())
+            };
         }
-        let Ok(mut r) = row::Row::decode(value) else { return Decision::Keep };
+        let Ok(mut r) = row::Row::decode(value) else {
+            return Decision::Keep;
+        };
         let before = r.clone();
         if !r.purge(now, gc_before) {
             return Decision::Drop;
@@ -327,7 +349,12 @@ impl CompactionFilter for PurgeFilter {
 /// returned handle to [`Engine::open_with_filter`].
 pub fn purge_filter() -> (Arc<PurgeFilter>, FilterHandle) {
     let cell = Arc::new(SchemaCell(RwLock::new(Arc::new(Schema::default()))));
-    (Arc::new(PurgeFilter { schema: cell.clone() }), FilterHandle(cell))
+    (
+        Arc::new(PurgeFilter {
+            schema: cell.clone(),
+        }),
+        FilterHandle(cell),
+    )
 }
 
 pub struct FilterHandle(Arc<SchemaCell>);
@@ -352,24 +379,36 @@ impl Engine {
         Self::open_with_filter(storage, node, handle)
     }
 
-    pub fn open_with_filter(storage: Arc<dyn Storage>, mut node: NodeInfo, filter: FilterHandle) -> Result<Engine, DbError> {
+    pub fn open_with_filter(
+        storage: Arc<dyn Storage>,
+        mut node: NodeInfo,
+        filter: FilterHandle,
+    ) -> Result<Engine, DbError> {
         let mut schema = Schema::default();
-        if let Some(bytes) = storage.get(SCHEMA_KEY).map_err(|e| DbError::server(e.to_string()))? {
+        if let Some(bytes) = storage
+            .get(SCHEMA_KEY)
+            .map_err(|e| DbError::server(e.to_string()))?
+        {
             let p: PersistedSchema = serde_json::from_slice(&bytes)
                 .map_err(|e| DbError::server(format!("cannot read the stored schema: {e}")))?;
             for ks in p.keyspaces {
                 schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
             }
             for u in p.types {
-                schema.types.insert((u.keyspace.clone(), u.name.clone()), Arc::new(u));
+                schema
+                    .types
+                    .insert((u.keyspace.clone(), u.name.clone()), Arc::new(u));
             }
             for mut t in p.tables {
                 for c in &mut t.columns {
                     let parsed = cql::parse_type(&c.cql_type)
                         .map_err(|e| DbError::server(format!("stored type {}: {e}", c.cql_type)))?;
-                    c.ty = ddl::resolve_type(&schema, &t.keyspace, &parsed).map_err(EngineError::into_db)?;
+                    c.ty = ddl::resolve_type(&schema, &t.keyspace, &parsed)
+                        .map_err(EngineError::into_db)?;
                 }
-                schema.tables.insert((t.keyspace.clone(), t.name.clone()), Arc::new(t));
+                schema
+                    .tables
+                    .insert((t.keyspace.clone(), t.name.clone()), Arc::new(t));
             }
             schema.next_table_id = p.next_table_id;
             schema.version = p.version;
@@ -377,13 +416,18 @@ impl Engine {
             schema.next_table_id = 1;
             schema.version = functions::random_uuid();
         }
-        match storage.get(NODE_KEY).map_err(|e| DbError::server(e.to_string()))? {
+        match storage
+            .get(NODE_KEY)
+            .map_err(|e| DbError::server(e.to_string()))?
+        {
             Some(id) if id.len() == 16 => node.host_id.copy_from_slice(&id),
             _ => {
                 node.host_id = functions::random_uuid();
                 let mut b = storage::WriteBatch::new();
                 b.put(NODE_KEY.to_vec(), node.host_id.to_vec());
-                storage.write(b).map_err(|e| DbError::server(e.to_string()))?;
+                storage
+                    .write(b)
+                    .map_err(|e| DbError::server(e.to_string()))?;
             }
         }
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
@@ -412,12 +456,16 @@ impl Engine {
 
     /// Flushes everything acknowledged to stable storage.
     pub fn sync(&self) -> Result<(), DbError> {
-        self.storage.sync().map_err(|e| DbError::server(e.to_string()))
+        self.storage
+            .sync()
+            .map_err(|e| DbError::server(e.to_string()))
     }
 
     /// Forces a compaction (purges expired data and old tombstones).
     pub fn compact(&self) -> Result<(), DbError> {
-        self.storage.compact().map_err(|e| DbError::server(e.to_string()))
+        self.storage
+            .compact()
+            .map_err(|e| DbError::server(e.to_string()))
     }
 
     /// A strictly increasing microsecond timestamp, never behind `now`.
@@ -425,14 +473,24 @@ impl Engine {
         let mut last = self.last_ts.load(Ordering::Relaxed);
         loop {
             let next = now.micros.max(last + 1);
-            match self.last_ts.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.last_ts.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return next,
                 Err(x) => last = x,
             }
         }
     }
 
-    fn compile(&self, parsed: &cql::ParsedStatement, keyspace: Option<&str>, schema: &Schema) -> Result<Compiled, EngineError> {
+    fn compile(
+        &self,
+        parsed: &cql::ParsedStatement,
+        keyspace: Option<&str>,
+        schema: &Schema,
+    ) -> Result<Compiled, EngineError> {
         let mut b = Builder::new(schema, keyspace, parsed.bind_count());
         let (kind, pk_indexes) = match &parsed.statement {
             cql::Statement::Select(s) => {
@@ -472,10 +530,17 @@ impl Engine {
                     };
                     if p.timestamp.is_none() {
                         if let Some(ts) = &batch.using.timestamp {
-                            p.timestamp = Some(b.term(&p.table.clone(), ts, "[timestamp]", &ColumnType::Bigint)?);
+                            p.timestamp = Some(b.term(
+                                &p.table.clone(),
+                                ts,
+                                "[timestamp]",
+                                &ColumnType::Bigint,
+                            )?);
                         }
                     } else if batch.using.timestamp.is_some() {
-                        return Err(EngineError::invalid("Timestamp must be set either on BATCH or individual statements"));
+                        return Err(EngineError::invalid(
+                            "Timestamp must be set either on BATCH or individual statements",
+                        ));
                     }
                     plans.push(p);
                 }
@@ -493,7 +558,9 @@ impl Engine {
             CompiledKind::Batch(_, ps) => ps.as_slice(),
             _ => &[],
         } {
-            if system::is_virtual(&p.table) || ddl::SYSTEM_KEYSPACES.contains(&p.table.keyspace.as_str()) {
+            if system::is_virtual(&p.table)
+                || ddl::SYSTEM_KEYSPACES.contains(&p.table.keyspace.as_str())
+            {
                 return Err(EngineError::unauthorized(format!(
                     "{} keyspace is not user-modifiable.",
                     p.table.keyspace
@@ -511,12 +578,21 @@ impl Engine {
     }
 
     /// Parses and runs one statement (QUERY).
-    pub fn query(&self, text: &str, values: Values, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
+    pub fn query(
+        &self,
+        text: &str,
+        values: Values,
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, DbError> {
         let parsed = cql::parse(text).map_err(parse_error)?;
         let values = values.bind(&parsed)?;
         let schema = self.schema.get();
-        let compiled = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
-        self.run(&parsed, &compiled, &values, opts, now).map_err(EngineError::into_db)
+        let compiled = self
+            .compile(&parsed, opts.keyspace.as_deref(), &schema)
+            .map_err(EngineError::into_db)?;
+        self.run(&parsed, &compiled, &values, opts, now)
+            .map_err(EngineError::into_db)
     }
 
     pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>, DbError> {
@@ -524,12 +600,19 @@ impl Engine {
         h.write(keyspace.unwrap_or("").as_bytes());
         h.write(text.as_bytes());
         let id = h.digest16();
-        if let Some(p) = self.prepared.read().unwrap_or_else(|p| p.into_inner()).get(&id) {
+        if let Some(p) = self
+            .prepared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+        {
             return Ok(p.clone());
         }
         let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
-        let compiled = self.compile(&parsed, keyspace, &schema).map_err(EngineError::into_db)?;
+        let compiled = self
+            .compile(&parsed, keyspace, &schema)
+            .map_err(EngineError::into_db)?;
         let gen = self.schema_generation.load(Ordering::Acquire);
         let p = Arc::new(Prepared {
             id,
@@ -547,7 +630,11 @@ impl Engine {
 
     pub fn prepared(&self, id: &[u8]) -> Option<Arc<Prepared>> {
         let id: [u8; 16] = id.try_into().ok()?;
-        self.prepared.read().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+        self.prepared
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
     }
 
     /// The plan of a prepared statement, rebuilt if the schema changed since.
@@ -565,29 +652,49 @@ impl Engine {
         Ok(compiled)
     }
 
-    pub fn execute(&self, id: &[u8], values: Values, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
-        let p = self.prepared(id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(id)))?;
+    pub fn execute(
+        &self,
+        id: &[u8],
+        values: Values,
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, DbError> {
+        let p = self
+            .prepared(id)
+            .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(id)))?;
         let values = values.bind(&p.statement)?;
         let compiled = self.plan_of(&p).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
             opts.keyspace = p.keyspace.clone();
         }
-        self.run(&p.statement, &compiled, &values, &opts, now).map_err(EngineError::into_db)
+        self.run(&p.statement, &compiled, &values, &opts, now)
+            .map_err(EngineError::into_db)
     }
 
-    pub fn batch(&self, kind: BatchKind, items: Vec<BatchItem>, opts: &QueryOptions, now: Now) -> Result<Outcome, DbError> {
+    pub fn batch(
+        &self,
+        kind: BatchKind,
+        items: Vec<BatchItem>,
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, DbError> {
         let schema = self.schema.get();
-        let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> = Vec::with_capacity(items.len());
+        let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> =
+            Vec::with_capacity(items.len());
         for item in items {
             let (compiled, values) = match item {
                 BatchItem::Query(text, v) => {
                     let parsed = cql::parse(&text).map_err(parse_error)?;
-                    let c = self.compile(&parsed, opts.keyspace.as_deref(), &schema).map_err(EngineError::into_db)?;
+                    let c = self
+                        .compile(&parsed, opts.keyspace.as_deref(), &schema)
+                        .map_err(EngineError::into_db)?;
                     (Arc::new(c), v)
                 }
                 BatchItem::Prepared(id, v) => {
-                    let prepared = self.prepared(&id).ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
+                    let prepared = self
+                        .prepared(&id)
+                        .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
                     (self.plan_of(&prepared).map_err(EngineError::into_db)?, v)
                 }
             };
@@ -605,22 +712,36 @@ impl Engine {
                 }
             }
         }
-        self.run_batch(kind, &parts, opts, now).map_err(EngineError::into_db)
+        self.run_batch(kind, &parts, opts, now)
+            .map_err(EngineError::into_db)
     }
 
     /// One atomic BATCH: Cassandra's batch-kind rules, conditions (all on one partition)
     /// checked and applied under the LWT lock, one timestamp for every statement.
-    fn run_batch(&self, kind: BatchKind, parts: &[(&plan::WritePlan, &[Option<BoundValue>])], opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
-        let is_counter = |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
+    fn run_batch(
+        &self,
+        kind: BatchKind,
+        parts: &[(&plan::WritePlan, &[Option<BoundValue>])],
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
+        let is_counter =
+            |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
         let counters = parts.iter().filter(|(p, _)| is_counter(p)).count();
         if counters > 0 && kind == BatchKind::Logged {
-            return Err(EngineError::invalid("Cannot include a counter statement in a logged batch"));
+            return Err(EngineError::invalid(
+                "Cannot include a counter statement in a logged batch",
+            ));
         }
         if counters > 0 && counters < parts.len() {
-            return Err(EngineError::invalid("Counter and non-counter mutations cannot exist in the same batch"));
+            return Err(EngineError::invalid(
+                "Counter and non-counter mutations cannot exist in the same batch",
+            ));
         }
         if kind == BatchKind::Counter && counters < parts.len() {
-            return Err(EngineError::invalid("Cannot include non-counter statement in a counter batch"));
+            return Err(EngineError::invalid(
+                "Cannot include non-counter statement in a counter batch",
+            ));
         }
         let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
         let conditional = parts.iter().any(|(p, _)| p.condition.is_some());
@@ -632,9 +753,14 @@ impl Engine {
         if conditional {
             let mut partition: Option<Vec<u8>> = None;
             for (p, v) in parts {
-                let keys: Vec<Vec<u8>> = exec::partitions(&p.table, &p.partition, v)?.into_iter().map(|x| x.prefix).collect();
+                let keys: Vec<Vec<u8>> = exec::partitions(&p.table, &p.partition, v)?
+                    .into_iter()
+                    .map(|x| x.prefix)
+                    .collect();
                 if keys.len() != 1 || partition.as_ref().is_some_and(|k| *k != keys[0]) {
-                    return Err(EngineError::invalid("Batch with conditions cannot span multiple partitions"));
+                    return Err(EngineError::invalid(
+                        "Batch with conditions cannot span multiple partitions",
+                    ));
                 }
                 partition = keys.into_iter().next();
             }
@@ -657,17 +783,38 @@ impl Engine {
         Ok(Outcome::Void)
     }
 
-    fn run(&self, parsed: &cql::ParsedStatement, compiled: &Compiled, values: &[Option<BoundValue>], opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
+    fn run(
+        &self,
+        parsed: &cql::ParsedStatement,
+        compiled: &Compiled,
+        values: &[Option<BoundValue>],
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
         check_bound(compiled, values).map_err(EngineError::Db)?;
         match &compiled.kind {
             CompiledKind::Select(plan) => {
-                let rs = self.run_select(self.storage.as_ref(), plan, values, opts.page_size, opts.paging_state.as_deref(), now)?;
+                let rs = self.run_select(
+                    self.storage.as_ref(),
+                    plan,
+                    values,
+                    opts.page_size,
+                    opts.paging_state.as_deref(),
+                    now,
+                )?;
                 Ok(Outcome::Rows(rs))
             }
             CompiledKind::VirtualSelect(plan) => {
                 let schema = self.schema.get();
                 let store = system::materialize(&plan.table, &schema, &self.node)?;
-                let rs = self.run_select(&store, plan, values, opts.page_size, opts.paging_state.as_deref(), now)?;
+                let rs = self.run_select(
+                    &store,
+                    plan,
+                    values,
+                    opts.page_size,
+                    opts.paging_state.as_deref(),
+                    now,
+                )?;
                 Ok(Outcome::Rows(rs))
             }
             CompiledKind::Write(plan) => {
@@ -688,7 +835,13 @@ impl Engine {
     }
 
     /// LWT on a single node: serialized by one lock, condition read and write in one step.
-    fn conditional(&self, plan: &plan::WritePlan, cond: &plan::Condition, values: &[Option<BoundValue>], now: Now) -> Result<Outcome, EngineError> {
+    fn conditional(
+        &self,
+        plan: &plan::WritePlan,
+        cond: &plan::Condition,
+        values: &[Option<BoundValue>],
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
         let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
         let existing = self.read_row_for_condition(plan, values, now)?;
         let applied = self.evaluate_condition(plan, cond, values, existing.as_ref(), now)?;
@@ -717,12 +870,25 @@ impl Engine {
             let pk_parts = token::split_partition_key(&pk, t.pk_count()).unwrap_or_default();
             for i in shown {
                 let c = &t.columns[i];
-                columns.push(OutputColumn { name: c.name.clone(), ty: c.ty.clone() });
+                columns.push(OutputColumn {
+                    name: c.name.clone(),
+                    ty: c.ty.clone(),
+                });
                 let v: Option<Vec<u8>> = match c.kind {
-                    catalog::ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| v.to_vec()),
-                    catalog::ColumnKind::Clustering => row.clustering.get(c.position as usize).cloned(),
-                    catalog::ColumnKind::Static => header.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
-                    catalog::ColumnKind::Regular => row.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                    catalog::ColumnKind::PartitionKey => {
+                        pk_parts.get(c.position as usize).map(|v| v.to_vec())
+                    }
+                    catalog::ColumnKind::Clustering => {
+                        row.clustering.get(c.position as usize).cloned()
+                    }
+                    catalog::ColumnKind::Static => header
+                        .static_cell(c.id, now.secs)
+                        .and_then(|x| x.live_value(now.secs))
+                        .map(|v| v.to_vec()),
+                    catalog::ColumnKind::Regular => row
+                        .cell(c.id, now.secs, None)
+                        .and_then(|x| x.live_value(now.secs))
+                        .map(|v| v.to_vec()),
                 };
                 match v {
                     Some(v) => {
@@ -743,7 +909,13 @@ impl Engine {
         }))
     }
 
-    fn condition_holds(&self, plan: &plan::WritePlan, cond: &plan::Condition, values: &[Option<BoundValue>], now: Now) -> Result<bool, EngineError> {
+    fn condition_holds(
+        &self,
+        plan: &plan::WritePlan,
+        cond: &plan::Condition,
+        values: &[Option<BoundValue>],
+        now: Now,
+    ) -> Result<bool, EngineError> {
         let existing = self.read_row_for_condition(plan, values, now)?;
         self.evaluate_condition(plan, cond, values, existing.as_ref(), now)
     }
@@ -765,8 +937,14 @@ impl Engine {
                     let want = exec::resolve(src, values)?;
                     let c = &plan.table.columns[*idx];
                     let have = existing.and_then(|(r, h)| match c.kind {
-                        catalog::ColumnKind::Static => h.static_cell(c.id, now.secs).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
-                        _ => r.cell(c.id, now.secs, None).and_then(|x| x.live_value(now.secs)).map(|v| v.to_vec()),
+                        catalog::ColumnKind::Static => h
+                            .static_cell(c.id, now.secs)
+                            .and_then(|x| x.live_value(now.secs))
+                            .map(|v| v.to_vec()),
+                        _ => r
+                            .cell(c.id, now.secs, None)
+                            .and_then(|x| x.live_value(now.secs))
+                            .map(|v| v.to_vec()),
                     });
                     let ord = match (&have, &want) {
                         (Some(a), Some(b)) => types::compare(&c.ty, a, b),
@@ -788,7 +966,12 @@ impl Engine {
         })
     }
 
-    fn run_other(&self, st: &cql::Statement, opts: &QueryOptions, now: Now) -> Result<Outcome, EngineError> {
+    fn run_other(
+        &self,
+        st: &cql::Statement,
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
         use cql::Statement as S;
         let ks = opts.keyspace.as_deref();
         match st {
@@ -796,7 +979,9 @@ impl Engine {
                 if self.schema.get().keyspaces.contains_key(name) {
                     Ok(Outcome::SetKeyspace(name.clone()))
                 } else {
-                    Err(EngineError::invalid(format!("Keyspace '{name}' does not exist")))
+                    Err(EngineError::invalid(format!(
+                        "Keyspace '{name}' does not exist"
+                    )))
                 }
             }
             S::Describe(d) => {
@@ -815,7 +1000,10 @@ impl Engine {
                     table: String::new(),
                     columns: cols
                         .into_iter()
-                        .map(|(n, t)| OutputColumn { name: n.into(), ty: t })
+                        .map(|(n, t)| OutputColumn {
+                            name: n.into(),
+                            ty: t,
+                        })
                         .collect(),
                     rows: rows.len(),
                     data,
@@ -832,7 +1020,9 @@ impl Engine {
         let schema = self.schema.get();
         let guard_system = |name: &str| -> Result<(), EngineError> {
             if ddl::SYSTEM_KEYSPACES.contains(&name) {
-                return Err(EngineError::unauthorized(format!("{name} keyspace is not user-modifiable.")));
+                return Err(EngineError::unauthorized(format!(
+                    "{name} keyspace is not user-modifiable."
+                )));
             }
             Ok(())
         };
@@ -845,7 +1035,10 @@ impl Engine {
         let result: Option<(Schema, SchemaChange)> = match st {
             S::CreateKeyspace(ck) => {
                 if ddl::SYSTEM_KEYSPACES.contains(&ck.name.as_str()) {
-                    return Err(EngineError::invalid(format!("System keyspace '{}' is not user-modifiable", ck.name)));
+                    return Err(EngineError::invalid(format!(
+                        "System keyspace '{}' is not user-modifiable",
+                        ck.name
+                    )));
                 }
                 if schema.keyspaces.contains_key(&ck.name) {
                     if ck.if_not_exists {
@@ -864,13 +1057,21 @@ impl Engine {
                 guard_system(&ak.name)?;
                 match schema.keyspaces.get(&ak.name) {
                     None if ak.if_exists => None,
-                    None => return Err(EngineError::invalid(format!("Keyspace '{}' doesn't exist", ak.name))),
+                    None => {
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{}' doesn't exist",
+                            ak.name
+                        )))
+                    }
                     Some(old) => {
                         ddl::check_keyspace_props(&ak.properties)?;
                         let def = catalog::KeyspaceDef {
                             name: ak.name.clone(),
                             replication: ddl::replication(&ak.properties, Some(&old.replication))?,
-                            durable_writes: ddl::keyspace_properties_durable(&ak.properties, old.durable_writes)?,
+                            durable_writes: ddl::keyspace_properties_durable(
+                                &ak.properties,
+                                old.durable_writes,
+                            )?,
                         };
                         let mut next = (*schema).clone();
                         next.keyspaces.insert(def.name.clone(), Arc::new(def));
@@ -884,7 +1085,9 @@ impl Engine {
                     if *if_exists {
                         None
                     } else {
-                        return Err(EngineError::invalid(format!("Keyspace '{name}' doesn't exist")));
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{name}' doesn't exist"
+                        )));
                     }
                 } else {
                     let mut next = (*schema).clone();
@@ -909,13 +1112,18 @@ impl Engine {
                     if *if_exists {
                         None
                     } else {
-                        return Err(EngineError::invalid(format!("Keyspace '{k}' doesn't exist")));
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{k}' doesn't exist"
+                        )));
                     }
                 } else if schema.table(&k, &name.name).is_none() {
                     if *if_exists {
                         None
                     } else {
-                        return Err(EngineError::invalid(format!("Table '{k}.{}' doesn't exist", name.name)));
+                        return Err(EngineError::invalid(format!(
+                            "Table '{k}.{}' doesn't exist",
+                            name.name
+                        )));
                     }
                 } else {
                     let mut next = (*schema).clone();
@@ -934,21 +1142,29 @@ impl Engine {
                 guard_system(&k)?;
                 let Some(t) = schema.table(&k, &name.name) else {
                     if !schema.keyspaces.contains_key(&k) {
-                        return Err(EngineError::invalid(format!("Keyspace '{k}' does not exist")));
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{k}' does not exist"
+                        )));
                     }
-                    return Err(EngineError::invalid(format!("table {} does not exist", name.name)));
+                    return Err(EngineError::invalid(format!(
+                        "table {} does not exist",
+                        name.name
+                    )));
                 };
                 // A fresh id makes every old row unreachable at once; compaction reclaims it.
                 let mut next = (*schema).clone();
                 let mut nt: TableDef = (**t).clone();
                 nt.id = next.next_table_id;
                 next.next_table_id += 1;
-                next.tables.insert((k.clone(), name.name.clone()), Arc::new(nt));
+                next.tables
+                    .insert((k.clone(), name.name.clone()), Arc::new(nt));
                 self.install(next)?;
                 return Ok(Outcome::Void);
             }
             S::Unsupported { what } => {
-                return Err(EngineError::invalid(format!("{what} is not supported by Peregrine yet")))
+                return Err(EngineError::invalid(format!(
+                    "{what} is not supported by Peregrine yet"
+                )))
             }
             other => {
                 return Err(EngineError::invalid(format!(
@@ -986,7 +1202,8 @@ impl Engine {
             next_table_id: next.next_table_id,
             version: next.version,
         };
-        let bytes = serde_json::to_vec(&persisted).map_err(|e| EngineError::server(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(&persisted).map_err(|e| EngineError::server(e.to_string()))?;
         let mut b = storage::WriteBatch::new();
         b.put(SCHEMA_KEY.to_vec(), bytes);
         self.storage.write(b)?;
@@ -1030,7 +1247,10 @@ fn parse_error(e: cql::ParseError) -> DbError {
 
 fn statement_kind(st: &cql::Statement) -> String {
     let dbg = format!("{st:?}");
-    dbg.split(['(', ' ', '{']).next().unwrap_or("statement").to_string()
+    dbg.split(['(', ' ', '{'])
+        .next()
+        .unwrap_or("statement")
+        .to_string()
 }
 
 fn check_bound(c: &Compiled, values: &[Option<BoundValue>]) -> Result<(), DbError> {
@@ -1072,7 +1292,9 @@ impl Values {
                         }
                     }
                     if !found {
-                        return Err(DbError::invalid(format!("Invalid unknown named value {name}")));
+                        return Err(DbError::invalid(format!(
+                            "Invalid unknown named value {name}"
+                        )));
                     }
                 }
                 if out.iter().any(|v| v.is_none()) {

@@ -31,50 +31,78 @@ pub fn literal_to_bytes(ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>
             }
             Value::Ascii(s.clone())
         }
-        (Literal::String(s), T::Timestamp) => Value::Timestamp(
-            parse_timestamp(s)
-                .ok_or_else(|| EngineError::invalid(format!("Unable to parse a date/time from '{s}'")))?,
+        (Literal::String(s), T::Timestamp) => {
+            Value::Timestamp(parse_timestamp(s).ok_or_else(|| {
+                EngineError::invalid(format!("Unable to parse a date/time from '{s}'"))
+            })?)
+        }
+        (Literal::Integer(s), T::Timestamp) => {
+            Value::Timestamp(s.parse().map_err(|_| bad(ty, "integer"))?)
+        }
+        (Literal::String(s), T::Date) => Value::Date(parse_date(s).ok_or_else(|| {
+            EngineError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+        })?),
+        (Literal::Integer(s), T::Date) => Value::Date(
+            s.parse::<i64>()
+                .ok()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| bad(ty, "integer"))?,
         ),
-        (Literal::Integer(s), T::Timestamp) => Value::Timestamp(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::String(s), T::Date) => Value::Date(
-            parse_date(s).ok_or_else(|| EngineError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)")))?,
-        ),
-        (Literal::Integer(s), T::Date) => Value::Date(s.parse::<i64>().ok().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad(ty, "integer"))?),
-        (Literal::String(s), T::Time) => Value::Time(
-            parse_time(s).ok_or_else(|| EngineError::invalid(format!("Unable to coerce '{s}' to a formatted time (long)")))?,
-        ),
+        (Literal::String(s), T::Time) => Value::Time(parse_time(s).ok_or_else(|| {
+            EngineError::invalid(format!("Unable to coerce '{s}' to a formatted time (long)"))
+        })?),
         (Literal::Integer(s), T::Time) => Value::Time(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::String(s), T::Inet) => Value::Inet(
-            s.parse::<IpAddr>()
-                .map_err(|_| EngineError::invalid(format!("Unable to make inet address from '{s}'")))?,
-        ),
+        (Literal::String(s), T::Inet) => Value::Inet(s.parse::<IpAddr>().map_err(|_| {
+            EngineError::invalid(format!("Unable to make inet address from '{s}'"))
+        })?),
         (Literal::String(s), T::Duration) | (Literal::Duration(s), T::Duration) => {
-            let (months, days, nanos) = parse_duration(s)
-                .ok_or_else(|| EngineError::invalid(format!("Unable to convert '{s}' to a duration")))?;
-            Value::Duration { months, days, nanos }
+            let (months, days, nanos) = parse_duration(s).ok_or_else(|| {
+                EngineError::invalid(format!("Unable to convert '{s}' to a duration"))
+            })?;
+            Value::Duration {
+                months,
+                days,
+                nanos,
+            }
         }
         (Literal::Integer(s), T::Int) => Value::Int(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::Integer(s), T::Bigint | T::Counter) => Value::Bigint(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::Integer(s), T::Smallint) => Value::Smallint(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::Integer(s), T::Tinyint) => Value::Tinyint(s.parse().map_err(|_| bad(ty, "integer"))?),
-        (Literal::Integer(s), T::Varint) => Value::Varint(varint_from_decimal(s).ok_or_else(|| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Bigint | T::Counter) => {
+            Value::Bigint(s.parse().map_err(|_| bad(ty, "integer"))?)
+        }
+        (Literal::Integer(s), T::Smallint) => {
+            Value::Smallint(s.parse().map_err(|_| bad(ty, "integer"))?)
+        }
+        (Literal::Integer(s), T::Tinyint) => {
+            Value::Tinyint(s.parse().map_err(|_| bad(ty, "integer"))?)
+        }
+        (Literal::Integer(s), T::Varint) => {
+            Value::Varint(varint_from_decimal(s).ok_or_else(|| bad(ty, "integer"))?)
+        }
         (Literal::Integer(s) | Literal::Float(s), T::Decimal) => {
             let (scale, unscaled) = decimal_from_text(s).ok_or_else(|| bad(ty, "decimal"))?;
             Value::Decimal { scale, unscaled }
         }
-        (Literal::Integer(s) | Literal::Float(s), T::Double) => Value::Double(parse_float(s).ok_or_else(|| bad(ty, "float"))?),
-        (Literal::Integer(s) | Literal::Float(s), T::Float) => Value::Float(parse_float(s).ok_or_else(|| bad(ty, "float"))? as f32),
+        (Literal::Integer(s) | Literal::Float(s), T::Double) => {
+            Value::Double(parse_float(s).ok_or_else(|| bad(ty, "float"))?)
+        }
+        (Literal::Integer(s) | Literal::Float(s), T::Float) => {
+            Value::Float(parse_float(s).ok_or_else(|| bad(ty, "float"))? as f32)
+        }
         (Literal::Boolean(b), T::Boolean) => Value::Boolean(*b),
         (Literal::Uuid(s), T::Uuid) => Value::Uuid(parse_uuid(s).ok_or_else(|| bad(ty, "uuid"))?),
         (Literal::Uuid(s), T::Timeuuid) => {
             let u = parse_uuid(s).ok_or_else(|| bad(ty, "uuid"))?;
             if u[6] >> 4 != 1 {
-                return Err(EngineError::invalid(format!("Unsupported UUID version for timeuuid: {s} is not a type 1 UUID")));
+                return Err(EngineError::invalid(format!(
+                    "Unsupported UUID version for timeuuid: {s} is not a type 1 UUID"
+                )));
             }
             Value::Timeuuid(u)
         }
         (Literal::Blob(h), T::Blob) => Value::Blob(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?),
-        (Literal::Blob(h), T::Custom(_)) => Value::Blob(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?),
+        (Literal::Blob(h), T::Custom(_)) => {
+            Value::Blob(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?)
+        }
         (l, _) => {
             return Err(EngineError::invalid(format!(
                 "Invalid {} constant ({}) for column of type {}",
@@ -105,14 +133,18 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
     match term {
         Term::Literal(l) => literal_to_bytes(ty, l),
         Term::TypeHint { term, .. } => const_term(ty, term),
-        Term::List(items) | Term::Set(items) if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) => {
+        Term::List(items) | Term::Set(items)
+            if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) =>
+        {
             let elem = match ty {
                 ColumnType::List(e) | ColumnType::Set(e) => e,
                 _ => unreachable_type(),
             };
             let mut vals = Vec::with_capacity(items.len());
             for i in items {
-                vals.push(const_term(elem, i)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?);
+                vals.push(const_term(elem, i)?.ok_or_else(|| {
+                    EngineError::invalid("null is not supported inside collections")
+                })?);
             }
             if matches!(ty, ColumnType::Set(_)) {
                 vals.sort_by(|a, b| crate::types::compare(elem, a, b));
@@ -120,13 +152,21 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             }
             Ok(Some(encode_collection(&vals)))
         }
-        Term::Set(items) if items.is_empty() && matches!(ty, ColumnType::Map(..)) => Ok(Some(encode_collection(&[]))),
+        Term::Set(items) if items.is_empty() && matches!(ty, ColumnType::Map(..)) => {
+            Ok(Some(encode_collection(&[])))
+        }
         Term::Map(pairs) if matches!(ty, ColumnType::Map(..)) => {
-            let ColumnType::Map(kt, vt) = ty else { unreachable_type() };
+            let ColumnType::Map(kt, vt) = ty else {
+                unreachable_type()
+            };
             let mut kvs = Vec::with_capacity(pairs.len());
             for (k, v) in pairs {
-                let k = const_term(kt, k)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?;
-                let v = const_term(vt, v)?.ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?;
+                let k = const_term(kt, k)?.ok_or_else(|| {
+                    EngineError::invalid("null is not supported inside collections")
+                })?;
+                let v = const_term(vt, v)?.ok_or_else(|| {
+                    EngineError::invalid("null is not supported inside collections")
+                })?;
                 kvs.push((k, v));
             }
             kvs.sort_by(|a, b| crate::types::compare(kt, &a.0, &b.0));
@@ -141,9 +181,16 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             Ok(Some(out))
         }
         Term::Tuple(items) if matches!(ty, ColumnType::Tuple(_)) => {
-            let ColumnType::Tuple(types) = ty else { unreachable_type() };
+            let ColumnType::Tuple(types) = ty else {
+                unreachable_type()
+            };
             if items.len() > types.len() {
-                return Err(EngineError::invalid(format!("Invalid tuple literal: too many elements. Type {} expects {} but got {}", type_name(ty), types.len(), items.len())));
+                return Err(EngineError::invalid(format!(
+                    "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
+                    type_name(ty),
+                    types.len(),
+                    items.len()
+                )));
             }
             let mut out = Vec::new();
             for (i, t) in items.iter().zip(types) {
@@ -158,11 +205,16 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             Ok(Some(out))
         }
         Term::Udt(fields) if matches!(ty, ColumnType::Udt { .. }) => {
-            let ColumnType::Udt { fields: defs, .. } = ty else { unreachable_type() };
+            let ColumnType::Udt { fields: defs, .. } = ty else {
+                unreachable_type()
+            };
             let mut out = Vec::new();
             for (name, _) in fields {
                 if !defs.iter().any(|(n, _)| n == name) {
-                    return Err(EngineError::invalid(format!("Unknown field '{name}' in value of user defined type {}", type_name(ty))));
+                    return Err(EngineError::invalid(format!(
+                        "Unknown field '{name}' in value of user defined type {}",
+                        type_name(ty)
+                    )));
                 }
             }
             for (name, t) in defs {
@@ -180,8 +232,12 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             Ok(Some(out))
         }
         Term::Negate(inner) => match &**inner {
-            Term::Literal(Literal::Integer(s)) => literal_to_bytes(ty, &Literal::Integer(format!("-{s}"))),
-            Term::Literal(Literal::Float(s)) => literal_to_bytes(ty, &Literal::Float(format!("-{s}"))),
+            Term::Literal(Literal::Integer(s)) => {
+                literal_to_bytes(ty, &Literal::Integer(format!("-{s}")))
+            }
+            Term::Literal(Literal::Float(s)) => {
+                literal_to_bytes(ty, &Literal::Float(format!("-{s}")))
+            }
             _ => Err(EngineError::invalid("Invalid negation")),
         },
         Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args),
@@ -227,8 +283,11 @@ pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
 }
 
 pub fn parse_hex(h: &str) -> Option<Vec<u8>> {
-    let h = h.strip_prefix("0x").or_else(|| h.strip_prefix("0X")).unwrap_or(h);
-    if h.len() % 2 != 0 {
+    let h = h
+        .strip_prefix("0x")
+        .or_else(|| h.strip_prefix("0X"))
+        .unwrap_or(h);
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())
@@ -273,7 +332,9 @@ pub fn varint_from_decimal(s: &str) -> Option<Vec<u8>> {
         mag.push(0);
     }
     let mut be: Vec<u8> = mag.into_iter().rev().collect();
-    while be.len() > 1 && ((be[0] == 0 && be[1] & 0x80 == 0) || (be[0] == 0xFF && be[1] & 0x80 != 0)) {
+    while be.len() > 1
+        && ((be[0] == 0 && be[1] & 0x80 == 0) || (be[0] == 0xFF && be[1] & 0x80 != 0))
+    {
         be.remove(0);
     }
     Some(be)
@@ -479,8 +540,14 @@ mod tests {
     #[test]
     fn timestamps_and_dates() {
         assert_eq!(parse_timestamp("1970-01-01"), Some(0));
-        assert_eq!(parse_timestamp("2020-01-01 00:00:00+0000"), Some(1_577_836_800_000));
-        assert_eq!(parse_timestamp("2020-01-01T01:00:00.5+01:00"), Some(1_577_836_800_500));
+        assert_eq!(
+            parse_timestamp("2020-01-01 00:00:00+0000"),
+            Some(1_577_836_800_000)
+        );
+        assert_eq!(
+            parse_timestamp("2020-01-01T01:00:00.5+01:00"),
+            Some(1_577_836_800_500)
+        );
         assert_eq!(parse_date("1970-01-01"), Some(1 << 31));
         assert_eq!(civil_from_days(18262), (2020, 1, 1));
         assert_eq!(parse_time("01:02:03.5"), Some(3_723_500_000_000));

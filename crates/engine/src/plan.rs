@@ -109,8 +109,16 @@ pub enum Selector {
 pub enum SelExpr {
     Leaf(Box<Selector>, ColumnType),
     Const(ColumnType, Option<Vec<u8>>),
-    Call { name: String, args: Vec<SelExpr>, ty: ColumnType },
-    Cast { inner: Box<SelExpr>, from: ColumnType, to: ColumnType },
+    Call {
+        name: String,
+        args: Vec<SelExpr>,
+        ty: ColumnType,
+    },
+    Cast {
+        inner: Box<SelExpr>,
+        from: ColumnType,
+        to: ColumnType,
+    },
 }
 
 impl SelExpr {
@@ -188,7 +196,10 @@ pub enum Assign {
 #[derive(Debug, Clone)]
 pub enum WriteKind {
     /// INSERT writes a row marker; UPDATE does not.
-    Upsert { marker: bool, assignments: Vec<(usize, Assign)> },
+    Upsert {
+        marker: bool,
+        assignments: Vec<(usize, Assign)>,
+    },
     /// DELETE of the whole row/range/partition (`columns` empty) or of some columns.
     Delete { columns: Vec<usize> },
 }

@@ -117,7 +117,9 @@ impl Cell {
 
     fn local_del(&self) -> u32 {
         match &self.value {
-            CellValue::Live { expiry: Some(e), .. } => e.expires_at,
+            CellValue::Live {
+                expiry: Some(e), ..
+            } => e.expires_at,
             CellValue::Live { expiry: None, .. } => u32::MAX,
             CellValue::Tombstone { local_del } => *local_del,
         }
@@ -228,7 +230,10 @@ impl Row {
     /// The cell of `column` that is live at `now` under `outer` deletions.
     pub fn cell(&self, column: u16, now: LocalSecs, outer: Option<Deletion>) -> Option<&Cell> {
         let shadow = Deletion::merge(self.deletion, outer);
-        let i = self.cells.binary_search_by_key(&column, |c| c.column).ok()?;
+        let i = self
+            .cells
+            .binary_search_by_key(&column, |c| c.column)
+            .ok()?;
         let c = &self.cells[i];
         if matches!(shadow, Some(d) if d.shadows(c.ts)) || c.live_value(now).is_none() {
             return None;
@@ -241,7 +246,10 @@ impl Row {
     pub fn purge(&mut self, now: LocalSecs, gc_before: LocalSecs) -> bool {
         // Expired cells become tombstones first, so they still shadow older data until gc.
         for c in &mut self.cells {
-            if let CellValue::Live { expiry: Some(e), .. } = &c.value {
+            if let CellValue::Live {
+                expiry: Some(e), ..
+            } = &c.value
+            {
                 if e.expires_at <= now {
                     c.value = CellValue::Tombstone {
                         local_del: e.expires_at,
@@ -290,7 +298,10 @@ impl PartitionHeader {
     }
 
     pub fn static_cell(&self, column: u16, now: LocalSecs) -> Option<&Cell> {
-        let i = self.statics.binary_search_by_key(&column, |c| c.column).ok()?;
+        let i = self
+            .statics
+            .binary_search_by_key(&column, |c| c.column)
+            .ok()?;
         let c = &self.statics[i];
         if matches!(self.deletion, Some(d) if d.shadows(c.ts)) || c.live_value(now).is_none() {
             return None;
@@ -614,7 +625,10 @@ mod tests {
     #[test]
     fn row_deletion_shadows_older_cells_not_newer() {
         let mut r = Row {
-            marker: Some(Marker { ts: 5, expiry: None }),
+            marker: Some(Marker {
+                ts: 5,
+                expiry: None,
+            }),
             cells: vec![live(1, 5, b"x"), live(2, 20, b"y")],
             ..Row::default()
         };

@@ -50,10 +50,19 @@ pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
 pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
     for (ks, class) in [
         ("system", "org.apache.cassandra.locator.LocalStrategy"),
-        ("system_schema", "org.apache.cassandra.locator.LocalStrategy"),
+        (
+            "system_schema",
+            "org.apache.cassandra.locator.LocalStrategy",
+        ),
         ("system_auth", "org.apache.cassandra.locator.SimpleStrategy"),
-        ("system_distributed", "org.apache.cassandra.locator.SimpleStrategy"),
-        ("system_traces", "org.apache.cassandra.locator.SimpleStrategy"),
+        (
+            "system_distributed",
+            "org.apache.cassandra.locator.SimpleStrategy",
+        ),
+        (
+            "system_traces",
+            "org.apache.cassandra.locator.SimpleStrategy",
+        ),
     ] {
         let mut replication = BTreeMap::new();
         replication.insert("class".to_string(), class.to_string());
@@ -71,9 +80,12 @@ pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
         );
     }
     for (i, text) in SYSTEM_TABLES.iter().enumerate() {
-        let parsed = cql::parse(text).map_err(|e| EngineError::server(format!("system table definition: {e}")))?;
+        let parsed = cql::parse(text)
+            .map_err(|e| EngineError::server(format!("system table definition: {e}")))?;
         let cql::Statement::CreateTable(ct) = parsed.statement else {
-            return Err(EngineError::server("system table definition is not CREATE TABLE"));
+            return Err(EngineError::server(
+                "system table definition is not CREATE TABLE",
+            ));
         };
         let saved = schema.next_table_id;
         schema.next_table_id = VIRTUAL_ID_BASE + i as u32;
@@ -113,7 +125,12 @@ fn text_map(m: &BTreeMap<String, String>) -> Option<Vec<u8>> {
     Some(proto::value::to_bytes(&v))
 }
 fn text_list(items: &[&str]) -> Option<Vec<u8>> {
-    let v = Value::List(items.iter().map(|s| Value::Varchar(s.to_string())).collect());
+    let v = Value::List(
+        items
+            .iter()
+            .map(|s| Value::Varchar(s.to_string()))
+            .collect(),
+    );
     Some(proto::value::to_bytes(&v))
 }
 
@@ -144,7 +161,10 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
             ("listen_address", inet(node.rpc_address)),
             ("listen_port", int(7000)),
             ("native_protocol_version", text("5")),
-            ("partitioner", text("org.apache.cassandra.dht.Murmur3Partitioner")),
+            (
+                "partitioner",
+                text("org.apache.cassandra.dht.Murmur3Partitioner"),
+            ),
             ("rack", text(&node.rack)),
             ("release_version", text(&node.release_version)),
             ("rpc_address", inet(node.rpc_address)),
@@ -185,7 +205,10 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                     ("incremental_backups", boolean(true)),
                     ("max_index_interval", int(o.max_index_interval)),
                     ("memtable", text("default")),
-                    ("memtable_flush_period_in_ms", int(o.memtable_flush_period_in_ms)),
+                    (
+                        "memtable_flush_period_in_ms",
+                        int(o.memtable_flush_period_in_ms),
+                    ),
                     ("min_index_interval", int(o.min_index_interval)),
                     ("read_repair", text(&o.read_repair)),
                     ("read_repair_chance", double(0.0)),
@@ -246,19 +269,31 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
 }
 
 /// Materializes a virtual table into a fresh in-memory store.
-pub fn materialize(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Result<MemStorage, EngineError> {
+pub fn materialize(
+    t: &TableDef,
+    schema: &Schema,
+    node: &NodeInfo,
+) -> Result<MemStorage, EngineError> {
     let store = MemStorage::new();
     let mut batch = WriteBatch::new();
     for row in rows_of(t, schema, node) {
         let pk_parts: Vec<&[u8]> = t
             .partition_key()
-            .map(|c| row[t.column_index(&c.name).unwrap_or(0)].as_deref().unwrap_or(&[]))
+            .map(|c| {
+                row[t.column_index(&c.name).unwrap_or(0)]
+                    .as_deref()
+                    .unwrap_or(&[])
+            })
             .collect();
         let pk = token::compose_partition_key(&pk_parts);
         let prefix = keys::partition_prefix(t.id, token::token(&pk), &pk);
         let clustering: Vec<Vec<u8>> = t
             .clustering()
-            .map(|c| row[t.column_index(&c.name).unwrap_or(0)].clone().unwrap_or_default())
+            .map(|c| {
+                row[t.column_index(&c.name).unwrap_or(0)]
+                    .clone()
+                    .unwrap_or_default()
+            })
             .collect();
         let enc = crate::exec::encode_clustering(t, &clustering);
         let mut cells = Vec::new();
@@ -268,7 +303,10 @@ pub fn materialize(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Result<Mem
                     cells.push(Cell {
                         column: c.id,
                         ts: 0,
-                        value: CellValue::Live { value: v.clone(), expiry: None },
+                        value: CellValue::Live {
+                            value: v.clone(),
+                            expiry: None,
+                        },
                     });
                 }
             }
@@ -276,7 +314,10 @@ pub fn materialize(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Result<Mem
         cells.sort_by_key(|c| c.column);
         let stored = Row {
             clustering,
-            marker: Some(Marker { ts: 0, expiry: None }),
+            marker: Some(Marker {
+                ts: 0,
+                expiry: None,
+            }),
             deletion: None,
             cells,
         };
@@ -301,8 +342,17 @@ fn map_literal(m: &BTreeMap<String, String>) -> String {
 }
 
 pub fn describe_type(u: &crate::catalog::UdtDef) -> String {
-    let fields: Vec<String> = u.fields.iter().map(|(f, t)| format!("    {} {}", quote(f), t)).collect();
-    format!("CREATE TYPE {}.{} (\n{}\n);", quote(&u.keyspace), quote(&u.name), fields.join(",\n"))
+    let fields: Vec<String> = u
+        .fields
+        .iter()
+        .map(|(f, t)| format!("    {} {}", quote(f), t))
+        .collect();
+    format!(
+        "CREATE TYPE {}.{} (\n{}\n);",
+        quote(&u.keyspace),
+        quote(&u.name),
+        fields.join(",\n")
+    )
 }
 
 pub fn describe_keyspace(ks: &KeyspaceDef) -> String {
@@ -361,22 +411,34 @@ pub fn describe_table(t: &TableDef) -> String {
     if !order.is_empty() {
         opts.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
     }
-    opts.push(format!("additional_write_policy = '{}'", o.additional_write_policy));
+    opts.push(format!(
+        "additional_write_policy = '{}'",
+        o.additional_write_policy
+    ));
     opts.push("allow_auto_snapshot = true".into());
-    opts.push(format!("bloom_filter_fp_chance = {}", fmt_double(o.bloom_filter_fp_chance)));
+    opts.push(format!(
+        "bloom_filter_fp_chance = {}",
+        fmt_double(o.bloom_filter_fp_chance)
+    ));
     opts.push(format!("caching = {}", map_literal(&o.caching)));
     opts.push(format!("cdc = {}", o.cdc));
     opts.push(format!("comment = '{}'", o.comment.replace('\'', "''")));
     opts.push(format!("compaction = {}", map_literal(&o.compaction)));
     opts.push(format!("compression = {}", map_literal(&o.compression)));
     opts.push("memtable = 'default'".into());
-    opts.push(format!("crc_check_chance = {}", fmt_double(o.crc_check_chance)));
+    opts.push(format!(
+        "crc_check_chance = {}",
+        fmt_double(o.crc_check_chance)
+    ));
     opts.push(format!("default_time_to_live = {}", o.default_time_to_live));
     opts.push("extensions = {}".into());
     opts.push(format!("gc_grace_seconds = {}", o.gc_grace_seconds));
     opts.push("incremental_backups = true".into());
     opts.push(format!("max_index_interval = {}", o.max_index_interval));
-    opts.push(format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms));
+    opts.push(format!(
+        "memtable_flush_period_in_ms = {}",
+        o.memtable_flush_period_in_ms
+    ));
     opts.push(format!("min_index_interval = {}", o.min_index_interval));
     opts.push(format!("read_repair = '{}'", o.read_repair));
     opts.push(format!("speculative_retry = '{}'", o.speculative_retry));
@@ -388,17 +450,37 @@ pub fn describe_table(t: &TableDef) -> String {
 /// Output of a DESCRIBE: rows of (keyspace_name, type, name, create_statement).
 pub type DescribeRows = Vec<[String; 4]>;
 
-pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::DescribeTarget) -> Result<DescribeRows, EngineError> {
+pub fn describe(
+    schema: &Schema,
+    current_ks: Option<&str>,
+    d: &cql::ast::DescribeTarget,
+) -> Result<DescribeRows, EngineError> {
     use cql::ast::DescribeTarget as D;
-    let user_ks = |ks: &&Arc<KeyspaceDef>| !crate::ddl::SYSTEM_KEYSPACES.contains(&ks.name.as_str());
+    let user_ks =
+        |ks: &&Arc<KeyspaceDef>| !crate::ddl::SYSTEM_KEYSPACES.contains(&ks.name.as_str());
     let ks_rows = |ks: &KeyspaceDef, only: bool| -> DescribeRows {
-        let mut rows = vec![[ks.name.clone(), "keyspace".into(), ks.name.clone(), describe_keyspace(ks)]];
+        let mut rows = vec![[
+            ks.name.clone(),
+            "keyspace".into(),
+            ks.name.clone(),
+            describe_keyspace(ks),
+        ]];
         if !only {
             for u in schema.types.values().filter(|u| u.keyspace == ks.name) {
-                rows.push([ks.name.clone(), "type".into(), u.name.clone(), describe_type(u)]);
+                rows.push([
+                    ks.name.clone(),
+                    "type".into(),
+                    u.name.clone(),
+                    describe_type(u),
+                ]);
             }
             for t in schema.tables_of(&ks.name).filter(|t| !is_virtual(t)) {
-                rows.push([ks.name.clone(), "table".into(), t.name.clone(), describe_table(t)]);
+                rows.push([
+                    ks.name.clone(),
+                    "table".into(),
+                    t.name.clone(),
+                    describe_table(t),
+                ]);
             }
         }
         rows
@@ -412,20 +494,31 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
             .ok_or_else(|| EngineError::invalid(format!("'{name}' not found in keyspaces")))
     };
     let find_table = |name: &cql::ast::QualifiedName| -> Result<Arc<TableDef>, EngineError> {
-        let ks = name.keyspace.as_deref().or(current_ks).ok_or_else(|| EngineError::invalid("No keyspace specified and no current keyspace"))?;
+        let ks =
+            name.keyspace.as_deref().or(current_ks).ok_or_else(|| {
+                EngineError::invalid("No keyspace specified and no current keyspace")
+            })?;
         if !schema.keyspaces.contains_key(ks) {
-            return Err(EngineError::invalid(format!("'{ks}' not found in keyspaces")));
+            return Err(EngineError::invalid(format!(
+                "'{ks}' not found in keyspaces"
+            )));
         }
-        schema
-            .table(ks, &name.name)
-            .cloned()
-            .ok_or_else(|| EngineError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))
+        schema.table(ks, &name.name).cloned().ok_or_else(|| {
+            EngineError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
+        })
     };
     Ok(match d {
         D::Keyspaces => schema
             .keyspaces
             .values()
-            .map(|k| [k.name.clone(), "keyspace".into(), k.name.clone(), String::new()])
+            .map(|k| {
+                [
+                    k.name.clone(),
+                    "keyspace".into(),
+                    k.name.clone(),
+                    String::new(),
+                ]
+            })
             .collect(),
         D::Keyspace { name, only, .. } => ks_rows(&*find_ks(name.as_deref())?, *only),
         D::Tables => {
@@ -436,14 +529,24 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
             };
             for ks in kss {
                 for t in schema.tables_of(&ks.name) {
-                    rows.push([ks.name.clone(), "table".into(), t.name.clone(), String::new()]);
+                    rows.push([
+                        ks.name.clone(),
+                        "table".into(),
+                        t.name.clone(),
+                        String::new(),
+                    ]);
                 }
             }
             rows
         }
         D::Table(name) => {
             let t = find_table(name)?;
-            vec![[t.keyspace.clone(), "table".into(), t.name.clone(), describe_table(&t)]]
+            vec![[
+                t.keyspace.clone(),
+                "table".into(),
+                t.name.clone(),
+                describe_table(&t),
+            ]]
         }
         D::Schema { full } => {
             let mut rows = Vec::new();
@@ -459,7 +562,12 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
                 }
             }
             let t = find_table(name)?;
-            vec![[t.keyspace.clone(), "table".into(), t.name.clone(), describe_table(&t)]]
+            vec![[
+                t.keyspace.clone(),
+                "table".into(),
+                t.name.clone(),
+                describe_table(&t),
+            ]]
         }
         D::Cluster => vec![[
             "Peregrine Cluster".into(),
@@ -471,19 +579,38 @@ pub fn describe(schema: &Schema, current_ks: Option<&str>, d: &cql::ast::Describ
             .types
             .values()
             .filter(|u| current_ks.is_none_or(|k| u.keyspace == k))
-            .map(|u| [u.keyspace.clone(), "type".into(), u.name.clone(), String::new()])
+            .map(|u| {
+                [
+                    u.keyspace.clone(),
+                    "type".into(),
+                    u.name.clone(),
+                    String::new(),
+                ]
+            })
             .collect(),
         D::Type(name) => {
             let ks = name.keyspace.as_deref().or(current_ks).unwrap_or("");
             let u = schema
                 .types
                 .get(&(ks.to_string(), name.name.clone()))
-                .ok_or_else(|| EngineError::invalid(format!("User defined type '{}' not found in '{ks}'", name.name)))?;
-            vec![[u.keyspace.clone(), "type".into(), u.name.clone(), describe_type(u)]]
+                .ok_or_else(|| {
+                    EngineError::invalid(format!(
+                        "User defined type '{}' not found in '{ks}'",
+                        name.name
+                    ))
+                })?;
+            vec![[
+                u.keyspace.clone(),
+                "type".into(),
+                u.name.clone(),
+                describe_type(u),
+            ]]
         }
         D::Functions | D::Aggregates => Vec::new(),
         other => {
-            return Err(EngineError::invalid(format!("DESCRIBE {other:?} is not supported yet")))
+            return Err(EngineError::invalid(format!(
+                "DESCRIBE {other:?} is not supported yet"
+            )))
         }
     })
 }

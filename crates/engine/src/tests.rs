@@ -20,17 +20,25 @@ pub(crate) fn engine() -> Engine {
 }
 
 fn at(secs: u32) -> Now {
-    Now { micros: secs as i64 * 1_000_000, secs }
+    Now {
+        micros: secs as i64 * 1_000_000,
+        secs,
+    }
 }
 
 pub(crate) fn q(e: &Engine, ks: Option<&str>, text: &str) -> Result<Outcome, DbError> {
-    let opts = QueryOptions { keyspace: ks.map(|s| s.to_string()), ..Default::default() };
+    let opts = QueryOptions {
+        keyspace: ks.map(|s| s.to_string()),
+        ..Default::default()
+    };
     e.query(text, Values::Positional(vec![]), &opts, at(1000))
 }
 
 /// Rows as strings via proto's decoder, for assertions.
 pub(crate) fn rows(o: Outcome) -> Vec<Vec<String>> {
-    let Outcome::Rows(rs) = o else { panic!("expected rows, got {o:?}") };
+    let Outcome::Rows(rs) = o else {
+        panic!("expected rows, got {o:?}")
+    };
     let mut out = Vec::new();
     let mut pos = 0;
     for _ in 0..rs.rows {
@@ -82,11 +90,36 @@ fn clustering_slices_and_order() {
     let e = setup();
     q(&e, Some("ks"), "CREATE TABLE c (k int, c int, v int, PRIMARY KEY (k, c)) WITH CLUSTERING ORDER BY (c DESC)").unwrap();
     for i in 0..10 {
-        q(&e, Some("ks"), &format!("INSERT INTO c (k, c, v) VALUES (1, {i}, {})", i * 10)).unwrap();
+        q(
+            &e,
+            Some("ks"),
+            &format!("INSERT INTO c (k, c, v) VALUES (1, {i}, {})", i * 10),
+        )
+        .unwrap();
     }
-    let r = rows(q(&e, Some("ks"), "SELECT c FROM c WHERE k = 1 AND c > 3 AND c <= 6").unwrap());
-    assert_eq!(r, vec![vec!["6"], vec!["5"], vec!["4"]].into_iter().map(|v| v.into_iter().map(String::from).collect::<Vec<_>>()).collect::<Vec<_>>());
-    let r = rows(q(&e, Some("ks"), "SELECT c FROM c WHERE k = 1 ORDER BY c ASC LIMIT 2").unwrap());
+    let r = rows(
+        q(
+            &e,
+            Some("ks"),
+            "SELECT c FROM c WHERE k = 1 AND c > 3 AND c <= 6",
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        r,
+        vec![vec!["6"], vec!["5"], vec!["4"]]
+            .into_iter()
+            .map(|v| v.into_iter().map(String::from).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+    let r = rows(
+        q(
+            &e,
+            Some("ks"),
+            "SELECT c FROM c WHERE k = 1 ORDER BY c ASC LIMIT 2",
+        )
+        .unwrap(),
+    );
     assert_eq!(r, vec![vec!["0".to_string()], vec!["1".to_string()]]);
     let r = rows(q(&e, Some("ks"), "SELECT COUNT(*) FROM c WHERE k = 1").unwrap());
     assert_eq!(r, vec![vec!["10".to_string()]]);
@@ -96,13 +129,39 @@ fn clustering_slices_and_order() {
 fn lww_and_tombstones() {
     let e = setup();
     q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text)").unwrap();
-    q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES (1, 'new') USING TIMESTAMP 20").unwrap();
-    q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES (1, 'old') USING TIMESTAMP 10").unwrap();
-    assert_eq!(rows(q(&e, Some("ks"), "SELECT v FROM t WHERE k = 1").unwrap())[0][0], "new");
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 20 WHERE k = 1").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, v) VALUES (1, 'new') USING TIMESTAMP 20",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, v) VALUES (1, 'old') USING TIMESTAMP 10",
+    )
+    .unwrap();
+    assert_eq!(
+        rows(q(&e, Some("ks"), "SELECT v FROM t WHERE k = 1").unwrap())[0][0],
+        "new"
+    );
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 20 WHERE k = 1",
+    )
+    .unwrap();
     assert!(rows(q(&e, Some("ks"), "SELECT v FROM t WHERE k = 1").unwrap()).is_empty());
-    q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES (1, 'later') USING TIMESTAMP 21").unwrap();
-    assert_eq!(rows(q(&e, Some("ks"), "SELECT v FROM t WHERE k = 1").unwrap())[0][0], "later");
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, v) VALUES (1, 'later') USING TIMESTAMP 21",
+    )
+    .unwrap();
+    assert_eq!(
+        rows(q(&e, Some("ks"), "SELECT v FROM t WHERE k = 1").unwrap())[0][0],
+        "later"
+    );
     // UPDATE writes no row marker: nulling the only column removes the row.
     q(&e, Some("ks"), "UPDATE t SET v = 'u' WHERE k = 5").unwrap();
     q(&e, Some("ks"), "UPDATE t SET v = null WHERE k = 5").unwrap();
@@ -112,11 +171,27 @@ fn lww_and_tombstones() {
 #[test]
 fn errors_carry_cassandra_codes() {
     let e = setup();
-    assert_eq!(q(&e, Some("ks"), "SELEC * FROM t").unwrap_err().code(), 0x2000);
-    assert_eq!(q(&e, Some("ks"), "SELECT * FROM nope").unwrap_err().code(), 0x2200);
+    assert_eq!(
+        q(&e, Some("ks"), "SELEC * FROM t").unwrap_err().code(),
+        0x2000
+    );
+    assert_eq!(
+        q(&e, Some("ks"), "SELECT * FROM nope").unwrap_err().code(),
+        0x2200
+    );
     q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text)").unwrap();
-    assert_eq!(q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text)").unwrap_err().code(), 0x2400);
-    assert_eq!(q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES ('x', 'y')").unwrap_err().code(), 0x2200);
+    assert_eq!(
+        q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text)")
+            .unwrap_err()
+            .code(),
+        0x2400
+    );
+    assert_eq!(
+        q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES ('x', 'y')")
+            .unwrap_err()
+            .code(),
+        0x2200
+    );
 }
 
 #[test]
@@ -124,25 +199,63 @@ fn system_tables_reflect_schema() {
     let e = setup();
     q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text)").unwrap();
     let r = rows(q(&e, None, "SELECT column_name, kind FROM system_schema.columns WHERE keyspace_name = 'ks' AND table_name = 't'").unwrap());
-    assert_eq!(r, vec![vec!["k".to_string(), "partition_key".to_string()], vec!["v".to_string(), "regular".to_string()]]);
-    let r = rows(q(&e, None, "SELECT cluster_name FROM system.local WHERE key = 'local'").unwrap());
+    assert_eq!(
+        r,
+        vec![
+            vec!["k".to_string(), "partition_key".to_string()],
+            vec!["v".to_string(), "regular".to_string()]
+        ]
+    );
+    let r = rows(
+        q(
+            &e,
+            None,
+            "SELECT cluster_name FROM system.local WHERE key = 'local'",
+        )
+        .unwrap(),
+    );
     assert_eq!(r[0][0], "Test Cluster");
 }
 
 #[test]
 fn paging_walks_every_row_once() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE p (k int, c int, PRIMARY KEY (k, c))").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE p (k int, c int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
     for k in 0..5 {
         for c in 0..7 {
-            q(&e, Some("ks"), &format!("INSERT INTO p (k, c) VALUES ({k}, {c})")).unwrap();
+            q(
+                &e,
+                Some("ks"),
+                &format!("INSERT INTO p (k, c) VALUES ({k}, {c})"),
+            )
+            .unwrap();
         }
     }
     let mut seen = 0;
     let mut state: Option<Vec<u8>> = None;
     loop {
-        let opts = QueryOptions { keyspace: Some("ks".into()), page_size: Some(4), paging_state: state.clone(), ..Default::default() };
-        let Outcome::Rows(rs) = e.query("SELECT * FROM p", Values::Positional(vec![]), &opts, at(1000)).unwrap() else { panic!() };
+        let opts = QueryOptions {
+            keyspace: Some("ks".into()),
+            page_size: Some(4),
+            paging_state: state.clone(),
+            ..Default::default()
+        };
+        let Outcome::Rows(rs) = e
+            .query(
+                "SELECT * FROM p",
+                Values::Positional(vec![]),
+                &opts,
+                at(1000),
+            )
+            .unwrap()
+        else {
+            panic!()
+        };
         seen += rs.rows;
         state = rs.paging_state;
         if state.is_none() {
@@ -158,48 +271,113 @@ fn purged_partition_deletion_resurrects_nothing() {
     let store = Arc::new(storage::MemStorage::with_filter(filter));
     let e = Engine::open_with_filter(store, node(), handle).unwrap();
     q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
-    q(&e, Some("ks"), "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH gc_grace_seconds = 0").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c)) WITH gc_grace_seconds = 0",
+    )
+    .unwrap();
     for c in 0..5 {
-        q(&e, Some("ks"), &format!("INSERT INTO t (k, c, v) VALUES (1, {c}, {c}) USING TIMESTAMP 10")).unwrap();
+        q(
+            &e,
+            Some("ks"),
+            &format!("INSERT INTO t (k, c, v) VALUES (1, {c}, {c}) USING TIMESTAMP 10"),
+        )
+        .unwrap();
     }
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 20 WHERE k = 1 AND c >= 3").unwrap();
-    assert_eq!(rows(q(&e, Some("ks"), "SELECT c FROM t WHERE k = 1").unwrap()).len(), 3);
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 30 WHERE k = 1").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 20 WHERE k = 1 AND c >= 3",
+    )
+    .unwrap();
+    assert_eq!(
+        rows(q(&e, Some("ks"), "SELECT c FROM t WHERE k = 1").unwrap()).len(),
+        3
+    );
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 30 WHERE k = 1",
+    )
+    .unwrap();
     assert!(rows(q(&e, Some("ks"), "SELECT c FROM t WHERE k = 1").unwrap()).is_empty());
     // gc_grace_seconds = 0: compaction drops the tombstones; the rows they covered must be gone too.
     e.compact().unwrap();
     assert!(rows(q(&e, Some("ks"), "SELECT * FROM t").unwrap()).is_empty());
     // A newer write after the purge is visible.
-    q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 9, 9) USING TIMESTAMP 40").unwrap();
-    assert_eq!(rows(q(&e, Some("ks"), "SELECT c FROM t WHERE k = 1").unwrap()), vec![vec!["9".to_string()]]);
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, c, v) VALUES (1, 9, 9) USING TIMESTAMP 40",
+    )
+    .unwrap();
+    assert_eq!(
+        rows(q(&e, Some("ks"), "SELECT c FROM t WHERE k = 1").unwrap()),
+        vec![vec!["9".to_string()]]
+    );
 }
 
 #[test]
 fn ttl_expires_rows_and_compaction_purges() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, v text) WITH default_time_to_live = 100").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int PRIMARY KEY, v text) WITH default_time_to_live = 100",
+    )
+    .unwrap();
     q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES (1, 'a')").unwrap();
-    q(&e, Some("ks"), "INSERT INTO t (k, v) VALUES (2, 'b') USING TTL 5000").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, v) VALUES (2, 'b') USING TTL 5000",
+    )
+    .unwrap();
     let later = |text: &str, secs: u32| {
-        let opts = QueryOptions { keyspace: Some("ks".into()), ..Default::default() };
-        rows(e.query(text, Values::Positional(vec![]), &opts, at(secs)).unwrap())
+        let opts = QueryOptions {
+            keyspace: Some("ks".into()),
+            ..Default::default()
+        };
+        rows(
+            e.query(text, Values::Positional(vec![]), &opts, at(secs))
+                .unwrap(),
+        )
     };
     assert_eq!(later("SELECT k FROM t", 1050).len(), 2);
     assert_eq!(later("SELECT k FROM t", 1101), vec![vec!["2".to_string()]]);
-    assert_eq!(later("SELECT ttl(v) FROM t WHERE k = 2", 2000), vec![vec!["4000".to_string()]]);
+    assert_eq!(
+        later("SELECT ttl(v) FROM t WHERE k = 2", 2000),
+        vec![vec!["4000".to_string()]]
+    );
 }
 
 #[test]
 fn range_scans_cover_small_and_large_partitions_with_paging() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE r (k int, c int, v int, PRIMARY KEY (k, c))").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE r (k int, c int, v int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
     // One partition larger than the scan's buffer, several small ones.
     for c in 0..1500 {
-        q(&e, Some("ks"), &format!("INSERT INTO r (k, c, v) VALUES (0, {c}, {c})")).unwrap();
+        q(
+            &e,
+            Some("ks"),
+            &format!("INSERT INTO r (k, c, v) VALUES (0, {c}, {c})"),
+        )
+        .unwrap();
     }
     for k in 1..20 {
         for c in 0..3 {
-            q(&e, Some("ks"), &format!("INSERT INTO r (k, c, v) VALUES ({k}, {c}, {c})")).unwrap();
+            q(
+                &e,
+                Some("ks"),
+                &format!("INSERT INTO r (k, c, v) VALUES ({k}, {c}, {c})"),
+            )
+            .unwrap();
         }
     }
     let all = rows(q(&e, Some("ks"), "SELECT k, c FROM r").unwrap());
@@ -208,8 +386,23 @@ fn range_scans_cover_small_and_large_partitions_with_paging() {
     let mut state: Option<Vec<u8>> = None;
     let mut pages = 0;
     loop {
-        let opts = QueryOptions { keyspace: Some("ks".into()), page_size: Some(97), paging_state: state.clone(), ..Default::default() };
-        let Outcome::Rows(rs) = e.query("SELECT k, c FROM r", Values::Positional(vec![]), &opts, at(1000)).unwrap() else { panic!() };
+        let opts = QueryOptions {
+            keyspace: Some("ks".into()),
+            page_size: Some(97),
+            paging_state: state.clone(),
+            ..Default::default()
+        };
+        let Outcome::Rows(rs) = e
+            .query(
+                "SELECT k, c FROM r",
+                Values::Positional(vec![]),
+                &opts,
+                at(1000),
+            )
+            .unwrap()
+        else {
+            panic!()
+        };
         seen += rs.rows;
         pages += 1;
         state = rs.paging_state;

@@ -39,10 +39,18 @@ pub fn murmur3_x64_128(data: &[u8]) -> (u64, u64) {
         let mut k2 = block(data, i * 2 + 1);
         k1 = k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
         h1 ^= k1;
-        h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
+        h1 = h1
+            .rotate_left(27)
+            .wrapping_add(h2)
+            .wrapping_mul(5)
+            .wrapping_add(0x52dc_e729);
         k2 = k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
         h2 ^= k2;
-        h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
+        h2 = h2
+            .rotate_left(31)
+            .wrapping_add(h1)
+            .wrapping_mul(5)
+            .wrapping_add(0x3849_5ab5);
     }
     let tail = &data[nblocks * 16..];
     let (mut k1, mut k2) = (0u64, 0u64);

@@ -3,11 +3,18 @@
 
 #[test]
 fn tokens_match_real_cassandra() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/murmur3_tokens.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/vectors/murmur3_tokens.json"
+    );
     let text = std::fs::read_to_string(path).expect("vector file");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("json");
     let vectors = doc["vectors"].as_array().expect("vectors");
-    assert!(vectors.len() >= 200, "expected the full vector set, got {}", vectors.len());
+    assert!(
+        vectors.len() >= 200,
+        "expected the full vector set, got {}",
+        vectors.len()
+    );
     let mut checked = 0;
     for v in vectors {
         let hex = v["key_hex"].as_str().expect("key_hex");
@@ -20,7 +27,12 @@ fn tokens_match_real_cassandra() {
             serde_json::Value::String(s) => s.parse().expect("token text"),
             other => panic!("token of unexpected shape {other}"),
         };
-        assert_eq!(engine::token::token(&key), want, "token of key {hex} ({})", v);
+        assert_eq!(
+            engine::token::token(&key),
+            want,
+            "token of key {hex} ({})",
+            v
+        );
         checked += 1;
     }
     assert_eq!(checked, vectors.len());

@@ -19,7 +19,9 @@ impl Rng {
 }
 
 fn all(s: &dyn Storage, rev: bool) -> Vec<KvPair> {
-    s.scan(Unbounded, Unbounded, rev).map(|r| r.unwrap()).collect()
+    s.scan(Unbounded, Unbounded, rev)
+        .map(|r| r.unwrap())
+        .collect()
 }
 
 #[test]
@@ -32,7 +34,7 @@ fn lsm_matches_model_under_random_batches() {
         let mut batch = WriteBatch::new();
         for _ in 0..(rng.next() % 8 + 1) {
             let key = vec![(rng.next() % 4) as u8, (rng.next() % 16) as u8];
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 batch.delete(key);
             } else {
                 batch.put(key, rng.next().to_be_bytes().to_vec());
@@ -45,8 +47,14 @@ fn lsm_matches_model_under_random_batches() {
         }
         let lo = [(rng.next() % 4) as u8];
         let hi = [(rng.next() % 4) as u8, 8];
-        let a: Vec<_> = lsm.scan(Included(&lo), Excluded(&hi), false).map(|r| r.unwrap()).collect();
-        let b: Vec<_> = mem.scan(Included(&lo), Excluded(&hi), false).map(|r| r.unwrap()).collect();
+        let a: Vec<_> = lsm
+            .scan(Included(&lo), Excluded(&hi), false)
+            .map(|r| r.unwrap())
+            .collect();
+        let b: Vec<_> = mem
+            .scan(Included(&lo), Excluded(&hi), false)
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(a, b, "range scan differs at round {round}");
     }
     assert_eq!(all(&lsm, false), all(&mem, false));
@@ -58,7 +66,14 @@ fn lsm_matches_model_under_random_batches() {
 fn data_survives_reopen() {
     let dir = tmpdir("reopen");
     {
-        let s = LsmStorage::open(&dir, Options { sync: SyncMode::Batch, ..Options::default() }).unwrap();
+        let s = LsmStorage::open(
+            &dir,
+            Options {
+                sync: SyncMode::Batch,
+                ..Options::default()
+            },
+        )
+        .unwrap();
         let mut b = WriteBatch::new();
         b.put(b"k1".to_vec(), b"v1".to_vec());
         b.put(b"k2".to_vec(), b"v2".to_vec());
@@ -87,7 +102,10 @@ fn compaction_filter_drops_and_replaces() {
     let dir = tmpdir("filter");
     let s = LsmStorage::open(
         &dir,
-        Options { filter: Some(Arc::new(DropOdd)), ..Options::default() },
+        Options {
+            filter: Some(Arc::new(DropOdd)),
+            ..Options::default()
+        },
     )
     .unwrap();
     let mut b = WriteBatch::new();
