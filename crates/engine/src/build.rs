@@ -208,10 +208,12 @@ impl<'a> Builder<'a> {
                         ColumnKind::Clustering => {
                             set_once(&mut cl[c.position as usize], kv, &c.name)?
                         }
-                        _ => return Err(EngineError::invalid(format!(
+                        _ => {
+                            return Err(EngineError::invalid(format!(
                             "IN predicates on non-primary-key columns ({}) is not yet supported",
                             c.name
-                        ))),
+                        )))
+                        }
                     }
                 }
                 Relation::Token { columns, op, value } => {
@@ -1067,15 +1069,16 @@ impl<'a> Builder<'a> {
                     Assign::Remove(self.term(&t, value, &c.name, &ty)?)
                 }
                 ast::Assignment::SetElement { key, value, .. } => {
-                    let (kt, vt) =
-                        match &c.ty {
-                            ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
-                            ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
-                            _ => return Err(EngineError::invalid(format!(
+                    let (kt, vt) = match &c.ty {
+                        ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                        ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
+                        _ => {
+                            return Err(EngineError::invalid(format!(
                                 "Invalid operation ({}[...] = ...) for non collection column {}",
                                 c.name, c.name
-                            ))),
-                        };
+                            )))
+                        }
+                    };
                     Assign::SetKey(
                         self.term(&t, key, &format!("key({})", c.name), &kt)?,
                         self.term(&t, value, &format!("value({})", c.name), &vt)?,

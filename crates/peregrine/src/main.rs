@@ -135,12 +135,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // The proxy reports the port it really listens on (`--listen 127.0.0.1:0` in tests).
             config.listen = addr;
             let backend = Arc::new(ProxyBackend::connect(&config).await);
+            // Upstream SCHEMA_CHANGE events reach the proxy's clients through this bus.
+            let events = server::EventBus::new();
+            backend.relay_upstream_events(events.clone());
             let upstream: Vec<String> = config.upstream.iter().map(|a| a.to_string()).collect();
             println!(
                 "peregrine proxy listening on {addr} (upstream: {})",
                 upstream.join(",")
             );
-            server::run(config, listener, backend, shutdown).await;
+            server::run_with_events(config, listener, backend, shutdown, events).await;
         }
         tracing::info!("peregrine stopped");
         Ok(())

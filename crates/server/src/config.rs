@@ -53,6 +53,9 @@ pub struct Config {
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
+    /// Standalone mode: memtable size at which it is flushed to an on-disk table. Larger
+    /// keeps more overwrites of hot rows in memory. Default 64 MiB.
+    pub storage_memtable_bytes: u64,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -70,8 +73,12 @@ pub struct ProxyConfig {
     /// Largest single cached result body; bigger results are passed through uncached.
     /// Default 1 MiB.
     pub max_entry_bytes: usize,
-    /// SSD tier directory. Not implemented yet: accepted and reported at start-up.
+    /// SSD cache tier directory (a `proxy-ssd-cache` sub-directory is created there and wiped
+    /// at every start: the tier is a cache, not durable). None (the default): DRAM only.
     pub cache_dir: Option<PathBuf>,
+    /// SSD tier budget in bytes (records' keys and values), used with `cache_dir`.
+    /// Default 16 GiB.
+    pub ssd_cache_bytes: u64,
     /// How long a cached result may be served after it was read from the upstream: the bound
     /// on staleness for writes that bypass the proxy. Default `1s`.
     #[serde(with = "duration_str")]
@@ -81,6 +88,11 @@ pub struct ProxyConfig {
     pub table_max_staleness: std::collections::BTreeMap<String, Duration>,
     /// Tables never cached, as `keyspace.table` or `keyspace.*`.
     pub exclude: Vec<String>,
+    /// Tables (`keyspace.table` or `keyspace.*`) whose cacheable reads are answered with the
+    /// last result the proxy kept when the upstream fails (unreachable, timeout, Unavailable,
+    /// ...), however old, unless a write or schema change seen by the proxy invalidated it.
+    /// Default none.
+    pub serve_stale_on_upstream_error: Vec<String>,
     /// Connections per upstream node for each (role, protocol version, keyspace). Default 2.
     pub upstream_connections: usize,
     /// How long opening an upstream connection (TCP + handshake) may take. Default `5s`.
@@ -100,9 +112,11 @@ impl Default for ProxyConfig {
             cache_bytes: 256 * 1024 * 1024,
             max_entry_bytes: 1024 * 1024,
             cache_dir: None,
+            ssd_cache_bytes: 16 * 1024 * 1024 * 1024,
             max_staleness: Duration::from_secs(1),
             table_max_staleness: std::collections::BTreeMap::new(),
             exclude: Vec::new(),
+            serve_stale_on_upstream_error: Vec::new(),
             upstream_connections: 2,
             connect_timeout: Duration::from_secs(5),
             rpc_address: None,
@@ -125,6 +139,7 @@ impl Default for Config {
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
             storage_cache_bytes: 1024 * 1024 * 1024,
+            storage_memtable_bytes: 64 * 1024 * 1024,
             upstream: Vec::new(),
             proxy: ProxyConfig::default(),
         }
@@ -277,6 +292,13 @@ impl Config {
         if self.cluster_name.trim().is_empty() {
             problems.push("`cluster_name` must not be empty".to_string());
         }
+        const MIB: u64 = 1024 * 1024;
+        if self.storage_memtable_bytes < MIB || self.storage_memtable_bytes > 64 * 1024 * MIB {
+            problems.push(format!(
+                "`storage_memtable_bytes` is {} but must be between 1 MiB and 64 GiB",
+                self.storage_memtable_bytes
+            ));
+        }
         let p = &self.proxy;
         if p.upstream_connections == 0 || p.upstream_connections > 64 {
             problems.push(format!(
@@ -287,7 +309,12 @@ impl Config {
         if p.connect_timeout.is_zero() {
             problems.push("`proxy.connect_timeout` must be longer than 0s".to_string());
         }
-        for name in p.exclude.iter().chain(p.table_max_staleness.keys()) {
+        for name in p
+            .exclude
+            .iter()
+            .chain(&p.serve_stale_on_upstream_error)
+            .chain(p.table_max_staleness.keys())
+        {
             if name.split('.').count() != 2 || name.split('.').any(str::is_empty) {
                 problems.push(format!(
                     "`proxy`: table name `{name}` must be written `keyspace.table`"
@@ -496,13 +523,18 @@ mod tests {
     fn proxy_section_parses() {
         let c = Config::from_yaml(
             "upstream: [127.0.0.1:9042, 10.0.0.6:9042]\nproxy:\n  cache_bytes: 1024\n  \
-             max_staleness: 250ms\n  exclude: [ks.audit]\n  table_max_staleness:\n    ks.users: 5s\n",
+             max_staleness: 250ms\n  exclude: [ks.audit]\n  table_max_staleness:\n    ks.users: 5s\n  \
+             serve_stale_on_upstream_error: [ks.users, other.*]\n",
         )
         .unwrap();
         assert_eq!(c.upstream.len(), 2);
         assert_eq!(c.proxy.cache_bytes, 1024);
         assert_eq!(c.proxy.max_staleness, Duration::from_millis(250));
         assert_eq!(c.proxy.exclude, vec!["ks.audit".to_string()]);
+        assert_eq!(
+            c.proxy.serve_stale_on_upstream_error,
+            vec!["ks.users".to_string(), "other.*".to_string()]
+        );
         assert_eq!(
             c.proxy.table_max_staleness.get("ks.users"),
             Some(&Duration::from_secs(5))

@@ -41,6 +41,7 @@ impl LocalBackend {
                 sync,
                 filter: Some(filter),
                 cache_bytes: config.storage_cache_bytes,
+                memtable_bytes: config.storage_memtable_bytes,
             },
         )?;
         let rpc_address: IpAddr = if config.listen.ip().is_unspecified() {
@@ -102,7 +103,12 @@ fn options(conn: &ConnState, p: &QueryParams) -> QueryOptions {
 
 /// Column specs of a result. When the client skips metadata only the count is sent, so the
 /// names are left empty rather than copied for every response.
-fn column_specs_for(ks: &str, table: &str, cols: &[engine::plan::OutputColumn], skip: bool) -> Vec<ColumnSpec> {
+fn column_specs_for(
+    ks: &str,
+    table: &str,
+    cols: &[engine::plan::OutputColumn],
+    skip: bool,
+) -> Vec<ColumnSpec> {
     if skip {
         return cols
             .iter()

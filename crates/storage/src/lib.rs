@@ -126,6 +126,9 @@ pub trait Storage: Send + Sync + 'static {
 pub struct Options {
     pub sync: SyncMode,
     pub cache_bytes: u64,
+    /// Size at which the memtable is flushed to a table. Larger absorbs more overwrites of hot
+    /// keys in memory (fewer tables, less compaction) at the cost of memory and recovery time.
+    pub memtable_bytes: u64,
     pub filter: Option<Arc<dyn CompactionFilter>>,
 }
 
@@ -134,6 +137,7 @@ impl Default for Options {
         Options {
             sync: SyncMode::Periodic(Duration::from_secs(10)),
             cache_bytes: 256 * 1024 * 1024,
+            memtable_bytes: 64 * 1024 * 1024,
             filter: None,
         }
     }
@@ -151,7 +155,9 @@ pub struct LsmStorage {
 
 impl LsmStorage {
     pub fn open(path: &Path, options: Options) -> Result<Self> {
-        let mut builder = fjall::Database::builder(path).cache_size(options.cache_bytes);
+        let mut builder = fjall::Database::builder(path)
+            .cache_size(options.cache_bytes)
+            .max_write_buffer_size(Some(options.memtable_bytes.saturating_mul(2)));
         if let Some(filter) = options.filter.clone() {
             let factory: Arc<dyn fjall::compaction::filter::Factory> =
                 Arc::new(FilterFactory(filter));
@@ -160,7 +166,10 @@ impl LsmStorage {
             }));
         }
         let db = builder.open()?;
-        let data = db.keyspace(DATA_KEYSPACE, fjall::KeyspaceCreateOptions::default)?;
+        let memtable = options.memtable_bytes;
+        let data = db.keyspace(DATA_KEYSPACE, move || {
+            fjall::KeyspaceCreateOptions::default().max_memtable_size(memtable)
+        })?;
         let storage = LsmStorage {
             db,
             data,

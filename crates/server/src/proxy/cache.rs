@@ -1,7 +1,10 @@
-//! The DRAM result cache: Rows results of single-partition prepared reads, bounded in bytes,
-//! LRU eviction behind a TinyLFU admission filter, and coherent by generation numbers.
+//! The result cache: Rows results of single-partition prepared reads, bounded in bytes, in
+//! two tiers: DRAM (LRU eviction behind a TinyLFU admission filter) over an optional SSD tier
+//! (`ssd`), and coherent by generation numbers.
 //!
-//! Synchronous and socket-free (time comes in as an argument), so it is tested directly.
+//! The DRAM tier is synchronous and socket-free (time comes in as an argument), so it is
+//! tested directly; [`Cache::lookup`] adds the SSD tier, whose reads run on tokio's blocking
+//! pool.
 //!
 //! # Coherence
 //!
@@ -22,6 +25,18 @@
 //! entry is evicted only if the newcomer's estimated frequency is higher; otherwise the
 //! newcomer is rejected. Dead entries (stale generations or past their staleness bound) are
 //! always evicted first. A one-off scan therefore cannot flush a hot working set.
+//!
+//! # The SSD tier
+//!
+//! With an SSD tier, what DRAM lets go of while still valid goes there (queued, written by the
+//! tier's own thread): live entries evicted for room, newcomers admission declined, and
+//! results too large for a DRAM shard (up to `max_entry_bytes`). Each SSD record carries the
+//! entry's ticket and expiry, and [`Cache::lookup`] checks an SSD record exactly like a DRAM
+//! entry: a record whose generations moved or that is past its staleness bound is a miss and
+//! is deleted. So invalidation reaches the SSD tier with the same one atomic add. A valid
+//! record is served and offered to DRAM (admission decides); an entry promoted from SSD is not
+//! written again when DRAM evicts it, its SSD record being still there (unless the SSD tier's
+//! FIFO budget eviction removed it meanwhile: then it is simply gone).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
@@ -31,6 +46,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use proto::response::Rows;
+
+use super::ssd::SsdTier;
 
 const SHARDS: usize = 16;
 const STRIPES: usize = 1 << 16;
@@ -99,11 +116,16 @@ fn keyspace_slot(keyspace: &str) -> usize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket([u64; 4]);
 
-/// Counters; all monotonic except the gauges computed on demand.
+/// Counters; all monotonic except the gauges computed on demand. The SSD tier's are in
+/// [`super::ssd::SsdStats`].
 #[derive(Debug, Default)]
 pub struct CacheStats {
+    /// Lookups answered from either tier.
     pub hits: AtomicU64,
+    /// Lookups answered by neither tier.
     pub misses: AtomicU64,
+    pub dram_hits: AtomicU64,
+    pub dram_misses: AtomicU64,
     pub inserts: AtomicU64,
     pub rejected: AtomicU64,
     pub evictions: AtomicU64,
@@ -118,6 +140,21 @@ struct Entry {
     expires: Instant,
     size: usize,
     tick: u64,
+    /// Promoted from the SSD tier, whose record is (probably) still there: not written again
+    /// on eviction.
+    on_ssd: bool,
+}
+
+/// A valid entry DRAM let go of, on its way to the SSD tier.
+struct Spill {
+    key: Box<[u8]>,
+    ticket: Ticket,
+    expires: Instant,
+    rows: Arc<Rows>,
+}
+
+fn entry_size(key: &CacheKey, rows: &Rows) -> usize {
+    key.bytes.len() + rows.data.len() + rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
 }
 
 struct Shard {
@@ -137,13 +174,23 @@ pub struct Cache {
     tables: Box<[AtomicU64]>,
     keyspaces: Box<[AtomicU64]>,
     global: AtomicU64,
+    ssd: Option<Arc<SsdTier>>,
     pub stats: CacheStats,
 }
 
 impl Cache {
-    /// A cache of at most `budget_bytes` (keys, data and bookkeeping), caching results of up
-    /// to `max_entry_bytes`.
+    /// A DRAM-only cache of at most `budget_bytes` (keys, data and bookkeeping), caching
+    /// results of up to `max_entry_bytes`.
     pub fn new(budget_bytes: usize, max_entry_bytes: usize) -> Self {
+        Self::with_ssd(budget_bytes, max_entry_bytes, None)
+    }
+
+    /// The same, over an SSD tier when `ssd` is given.
+    pub fn with_ssd(
+        budget_bytes: usize,
+        max_entry_bytes: usize,
+        ssd: Option<Arc<SsdTier>>,
+    ) -> Self {
         let shard_budget = budget_bytes / SHARDS;
         // Sketch width ~ entries a shard holds at 1 KiB each, within sane bounds.
         let width = (shard_budget / 1024)
@@ -168,13 +215,19 @@ impl Cache {
             tables: atomics(TABLE_GENS),
             keyspaces: atomics(KEYSPACE_GENS),
             global: AtomicU64::new(0),
+            ssd,
             stats: CacheStats::default(),
         }
     }
 
     /// True when the cache can hold anything.
     pub fn enabled(&self) -> bool {
-        self.shard_budget > 0
+        self.shard_budget > 0 || self.ssd.is_some()
+    }
+
+    /// The SSD tier, when there is one.
+    pub fn ssd(&self) -> Option<&SsdTier> {
+        self.ssd.as_deref()
     }
 
     fn shard(&self, key: &CacheKey) -> std::sync::MutexGuard<'_, Shard> {
@@ -197,8 +250,64 @@ impl Cache {
         self.ticket(key) == ticket
     }
 
-    /// The cached result for `key`, if present, not invalidated and not past its staleness
-    /// bound at `now`. Counts a hit or a miss, and the access for admission.
+    /// The cached result for `key` from either tier: DRAM ([`Cache::get`]), then the SSD tier
+    /// (read on the blocking pool), whose record passes the same checks as a DRAM entry and
+    /// is then offered to DRAM. Counts an overall hit or miss.
+    pub async fn lookup(&self, key: &CacheKey, now: Instant) -> Option<Arc<Rows>> {
+        if let Some(rows) = self.get(key, now) {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Some(rows);
+        }
+        let found = match &self.ssd {
+            Some(ssd) => {
+                let tier = ssd.clone();
+                let k = key.bytes.clone();
+                let record = tokio::task::spawn_blocking(move || tier.get(&k))
+                    .await
+                    .ok()
+                    .flatten();
+                match record {
+                    Some(r) => self.ssd_record(key, r, now),
+                    None => {
+                        ssd.stats().misses.fetch_add(1, Ordering::Relaxed);
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let counter = if found.is_some() {
+            &self.stats.hits
+        } else {
+            &self.stats.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Checks an SSD record read for `key`; a valid one is promoted (subject to admission), an
+    /// invalid one deleted.
+    fn ssd_record(
+        &self,
+        key: &CacheKey,
+        r: super::ssd::SsdRecord,
+        now: Instant,
+    ) -> Option<Arc<Rows>> {
+        let ssd = self.ssd.as_ref()?;
+        let ticket = Ticket(r.ticket);
+        if now >= r.expires || !self.current(key, ticket) {
+            ssd.delete(key.bytes.clone(), r.seq);
+            ssd.stats().misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        ssd.stats().hits.fetch_add(1, Ordering::Relaxed);
+        let rows = Arc::new(r.rows);
+        self.admit(key.clone(), ticket, rows.clone(), r.expires, now, true);
+        Some(rows)
+    }
+
+    /// The cached result for `key` in the DRAM tier, if present, not invalidated and not past
+    /// its staleness bound at `now`. Counts a DRAM hit or miss, and the access for admission.
     pub fn get(&self, key: &CacheKey, now: Instant) -> Option<Arc<Rows>> {
         let mut shard = self.shard(key);
         shard.sketch.increment(key.hash);
@@ -218,7 +327,7 @@ impl Cache {
             None => None,
         };
         let Some(old_tick) = live else {
-            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+            self.stats.dram_misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
         shard.tick += 1;
@@ -228,14 +337,14 @@ impl Cache {
         }
         let e = shard.map.get_mut(&key.bytes)?;
         e.tick = tick;
-        self.stats.hits.fetch_add(1, Ordering::Relaxed);
+        self.stats.dram_hits.fetch_add(1, Ordering::Relaxed);
         Some(e.rows.clone())
     }
 
     /// Offers a result read with `ticket` (taken before the read went upstream). Not stored if
     /// an invalidation happened since, if it is too large, or if admission prefers what is
-    /// cached. `ttl` is the table's `max_staleness`, counted from `started` (when the read
-    /// went upstream).
+    /// cached (then it goes to the SSD tier, if any). `ttl` is the table's `max_staleness`,
+    /// counted from `started` (when the read went upstream).
     pub fn insert(
         &self,
         key: CacheKey,
@@ -244,20 +353,53 @@ impl Cache {
         started: Instant,
         ttl: Duration,
     ) {
-        let size =
-            key.bytes.len() + rows.data.len() + rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD;
-        if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) || size > self.shard_budget {
+        self.admit(key, ticket, Arc::new(rows), started + ttl, started, false);
+    }
+
+    /// Stores an entry in DRAM if admission lets it in; what DRAM lets go of (evicted live
+    /// entries, the rejected newcomer) is queued for the SSD tier, except entries that came
+    /// from it (`from_ssd`).
+    fn admit(
+        &self,
+        key: CacheKey,
+        ticket: Ticket,
+        rows: Arc<Rows>,
+        expires: Instant,
+        now: Instant,
+        from_ssd: bool,
+    ) {
+        let size = entry_size(&key, &rows);
+        if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) {
             self.stats.too_large.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let mut shard = self.shard(&key);
-        // Checked under the shard lock is not needed for correctness (entries are validated
-        // on read), only to avoid storing something already dead.
+        // Not needed for correctness (entries are validated on read), only to avoid storing
+        // something already dead.
         if !self.current(&key, ticket) {
             self.stats.stale_fills.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let spill_to_ssd = self.ssd.is_some();
+        let newcomer = |key: CacheKey, rows: Arc<Rows>| Spill {
+            key: key.bytes,
+            ticket,
+            expires,
+            rows,
+        };
+        if size > self.shard_budget {
+            match (&self.ssd, from_ssd) {
+                (Some(_), false) => self.spill(vec![newcomer(key, rows)]),
+                (Some(_), true) => {}
+                (None, _) => {
+                    self.stats.too_large.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            return;
+        }
+        let mut spills = Vec::new();
+        let mut shard = self.shard(&key);
         shard.remove(&key.bytes);
+        let mut admitted = true;
         while shard.bytes + size > self.shard_budget {
             let Some(vkey) = shard.lru.values().next() else {
                 break;
@@ -266,32 +408,59 @@ impl Cache {
             let dead = shard
                 .map
                 .get(&vkey)
-                .is_none_or(|e| e.expires <= started || !self.valid_entry(&vkey, e));
+                .is_none_or(|e| e.expires <= now || !self.valid_entry(&vkey, e));
             if !dead {
                 let victim = hash_of(&[&vkey]);
                 if shard.sketch.estimate(key.hash) <= shard.sketch.estimate(victim) {
                     self.stats.rejected.fetch_add(1, Ordering::Relaxed);
-                    return;
+                    admitted = false;
+                    break;
                 }
                 self.stats.evictions.fetch_add(1, Ordering::Relaxed);
             }
-            shard.remove(&vkey);
+            if let Some(e) = shard.remove(&vkey) {
+                if spill_to_ssd && !dead && !e.on_ssd {
+                    spills.push(Spill {
+                        key: vkey,
+                        ticket: e.ticket,
+                        expires: e.expires,
+                        rows: e.rows,
+                    });
+                }
+            }
         }
-        shard.tick += 1;
-        let tick = shard.tick;
-        shard.lru.insert(tick, key.bytes.clone());
-        shard.bytes += size;
-        shard.map.insert(
-            key.bytes,
-            Entry {
-                rows: Arc::new(rows),
-                ticket,
-                expires: started + ttl,
-                size,
-                tick,
-            },
-        );
-        self.stats.inserts.fetch_add(1, Ordering::Relaxed);
+        if admitted {
+            shard.tick += 1;
+            let tick = shard.tick;
+            shard.lru.insert(tick, key.bytes.clone());
+            shard.bytes += size;
+            shard.map.insert(
+                key.bytes,
+                Entry {
+                    rows,
+                    ticket,
+                    expires,
+                    size,
+                    tick,
+                    on_ssd: from_ssd,
+                },
+            );
+            self.stats.inserts.fetch_add(1, Ordering::Relaxed);
+        } else if spill_to_ssd && !from_ssd {
+            spills.push(newcomer(key, rows));
+        }
+        drop(shard);
+        self.spill(spills);
+    }
+
+    /// Queues entries for the SSD tier (never blocks).
+    fn spill(&self, spills: Vec<Spill>) {
+        let Some(ssd) = &self.ssd else {
+            return;
+        };
+        for s in spills {
+            ssd.put(s.key, s.ticket.0, s.expires, s.rows);
+        }
     }
 
     /// Whether an entry's generations are still current. Its key bytes hold keyspace and
@@ -356,11 +525,11 @@ impl Cache {
 }
 
 impl Shard {
-    fn remove(&mut self, key: &[u8]) {
-        if let Some(e) = self.map.remove(key) {
-            self.lru.remove(&e.tick);
-            self.bytes -= e.size;
-        }
+    fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let e = self.map.remove(key)?;
+        self.lru.remove(&e.tick);
+        self.bytes -= e.size;
+        Some(e)
     }
 }
 
@@ -453,7 +622,7 @@ mod tests {
         );
         c.invalidate_partition("ks", "t", b"a");
         assert!(c.get(&k, now).is_none());
-        assert!(c.stats.hits.load(Ordering::Relaxed) >= 1);
+        assert!(c.stats.dram_hits.load(Ordering::Relaxed) >= 1);
     }
 
     #[test]
@@ -537,6 +706,164 @@ mod tests {
         let k = key("a", "q");
         c.insert(k.clone(), c.ticket(&k), rows(5000), now, TTL);
         assert!(c.get(&k, now).is_none());
+        assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 1);
+    }
+
+    // --- the SSD tier under DRAM ---
+
+    use super::super::ssd::tests::TempDir;
+
+    /// DRAM of 16 shards x `shard_bytes` over an SSD tier of `ssd_bytes`.
+    fn tiered(dir: &TempDir, shard_bytes: usize, ssd_bytes: u64) -> Cache {
+        let ssd = SsdTier::open(&dir.0, ssd_bytes).unwrap();
+        Cache::with_ssd(SHARDS * shard_bytes, 1 << 16, Some(ssd))
+    }
+
+    fn ssd_stat(c: &Cache, f: fn(&super::super::ssd::SsdStats) -> &AtomicU64) -> u64 {
+        f(c.ssd().unwrap().stats()).load(Ordering::Relaxed)
+    }
+
+    /// Fills `n` keys through the read path (lookup, then insert on a miss) and waits for
+    /// the SSD writer.
+    async fn fill(c: &Cache, n: usize, now: Instant, ttl: Duration) -> Vec<CacheKey> {
+        let keys: Vec<_> = (0..n).map(|i| key(&format!("p{i}"), "q")).collect();
+        for k in &keys {
+            if c.lookup(k, now).await.is_none() {
+                c.insert(k.clone(), c.ticket(k), rows(600), now, ttl);
+            }
+        }
+        c.ssd().unwrap().flush();
+        keys
+    }
+
+    #[tokio::test]
+    async fn what_dram_lets_go_is_served_from_ssd_and_promoted() {
+        let dir = TempDir::new("promote");
+        // Room for one 600-byte entry per shard: most of 200 keys spill.
+        let c = tiered(&dir, 1024, 1 << 24);
+        let now = Instant::now();
+        let keys = fill(&c, 200, now, TTL).await;
+        let (in_dram, _) = c.usage();
+        assert!(in_dram <= SHARDS as u64);
+        let written = ssd_stat(&c, |s| &s.writes);
+        assert!(
+            written >= 200 - in_dram,
+            "{written} written, {in_dram} in DRAM"
+        );
+        // Every key is answered again, without going upstream.
+        for k in &keys {
+            let got = c.lookup(k, now).await.expect("served by a tier");
+            assert_eq!(got.data.len(), 600);
+        }
+        assert!(ssd_stat(&c, |s| &s.hits) >= 200 - in_dram);
+        assert_eq!(c.stats.misses.load(Ordering::Relaxed), 200);
+        assert_eq!(c.stats.hits.load(Ordering::Relaxed), 200);
+        // A key read often enough is promoted and then answered by DRAM.
+        let hot = &keys[7];
+        for _ in 0..20 {
+            assert!(c.lookup(hot, now).await.is_some());
+        }
+        assert!(c.get(hot, now).is_some(), "hot key promoted to DRAM");
+    }
+
+    #[tokio::test]
+    async fn ssd_records_obey_the_same_coherence_checks() {
+        let dir = TempDir::new("coherence");
+        let c = tiered(&dir, 1024, 1 << 24);
+        let now = Instant::now();
+        let ttl = Duration::from_secs(10);
+        let keys = fill(&c, 64, now, ttl).await;
+        let on_ssd: Vec<_> = keys.iter().filter(|k| c.get(k, now).is_none()).collect();
+        assert!(on_ssd.len() >= 40, "{} on SSD", on_ssd.len());
+        let (a, b, d) = (on_ssd[0], on_ssd[1], on_ssd[2]);
+        assert!(c.ssd().unwrap().get(&a.bytes).is_some());
+        // Partition invalidation: the SSD record is a miss and gets deleted.
+        c.invalidate_partition("ks", "t", b"p_not_there");
+        let pk_of = |k: &CacheKey| {
+            keys.iter()
+                .position(|x| x.bytes == k.bytes)
+                .map(|i| format!("p{i}"))
+                .unwrap()
+        };
+        c.invalidate_partition("ks", "t", pk_of(a).as_bytes());
+        assert!(c.lookup(a, now).await.is_none());
+        c.ssd().unwrap().flush();
+        assert!(
+            c.ssd().unwrap().get(&a.bytes).is_none(),
+            "invalid record deleted"
+        );
+        // Past max_staleness: a miss.
+        assert!(c.lookup(b, now + ttl).await.is_none());
+        // Table invalidation reaches every SSD record of the table.
+        c.invalidate_table("ks", "t");
+        assert!(c.lookup(d, now).await.is_none());
+        let before = ssd_stat(&c, |s| &s.hits);
+        for k in &on_ssd[3..] {
+            assert!(c.lookup(k, now).await.is_none());
+        }
+        assert_eq!(ssd_stat(&c, |s| &s.hits), before);
+        c.ssd().unwrap().flush();
+        assert_eq!(
+            ssd_stat(&c, |s| &s.entries),
+            0,
+            "all invalid records deleted"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_during_the_spill_is_not_lost_to_a_stale_ssd_record() {
+        let dir = TempDir::new("race");
+        let c = tiered(&dir, 1024, 1 << 24);
+        let now = Instant::now();
+        let k = key("a", "q");
+        let old_ticket = c.ticket(&k);
+        // The old entry sits on SSD (rejected by DRAM or evicted), then a write passes through.
+        c.ssd().unwrap().put(
+            k.bytes.clone(),
+            old_ticket.0,
+            now + TTL,
+            Arc::new(rows(600)),
+        );
+        c.ssd().unwrap().flush();
+        assert!(c.lookup(&k, now).await.is_some());
+        c.get(&k, now); // whether promoted or not,
+        c.invalidate_partition("ks", "t", b"a");
+        assert!(
+            c.lookup(&k, now).await.is_none(),
+            "read-your-write across tiers"
+        );
+    }
+
+    #[tokio::test]
+    async fn ssd_budget_holds_and_keeps_the_newest() {
+        let dir = TempDir::new("ssdbudget");
+        let budget = 40 * 1024;
+        let c = tiered(&dir, 1024, budget);
+        let now = Instant::now();
+        let keys = fill(&c, 300, now, TTL).await;
+        let bytes = ssd_stat(&c, |s| &s.bytes);
+        assert!(bytes <= budget, "{bytes} > {budget}");
+        assert!(ssd_stat(&c, |s| &s.evictions) > 200);
+        let tier = c.ssd().unwrap();
+        assert!(tier.get(&keys[299].bytes).is_some(), "newest kept");
+        assert!(tier.get(&keys[0].bytes).is_none(), "oldest evicted");
+    }
+
+    #[tokio::test]
+    async fn results_too_large_for_dram_go_to_ssd() {
+        let dir = TempDir::new("large");
+        let c = tiered(&dir, 512, 1 << 24);
+        let now = Instant::now();
+        let k = key("big", "q");
+        c.insert(k.clone(), c.ticket(&k), rows(2000), now, TTL);
+        c.ssd().unwrap().flush();
+        assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 0);
+        assert_eq!(c.lookup(&k, now).await.unwrap().data.len(), 2000);
+        // Too large for max_entry_bytes: cached nowhere.
+        let k2 = key("huge", "q");
+        c.insert(k2.clone(), c.ticket(&k2), rows(1 << 17), now, TTL);
+        c.ssd().unwrap().flush();
+        assert!(c.lookup(&k2, now).await.is_none());
         assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 1);
     }
 }

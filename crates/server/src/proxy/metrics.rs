@@ -8,6 +8,7 @@ use proto::response::{ColumnSpec, Rows, RowsBuilder, RowsMetadata};
 use proto::types::{ColumnType, Value};
 
 use super::cache::Cache;
+use super::ssd::SsdStats;
 
 /// Upper bounds of the latency buckets, in microseconds (the last bucket is unbounded).
 const BUCKETS_US: [u64; 12] = [
@@ -51,9 +52,27 @@ impl Metrics {
             ("cache_too_large_total".into(), load(&s.too_large)),
             ("cache_stale_fills_total".into(), load(&s.stale_fills)),
             ("cache_invalidations_total".into(), load(&s.invalidations)),
+            ("cache_dram_hits_total".into(), load(&s.dram_hits)),
+            ("cache_dram_misses_total".into(), load(&s.dram_misses)),
             ("cache_dram_entries".into(), entries as i64),
             ("cache_dram_bytes".into(), bytes as i64),
-            ("cache_ssd_bytes".into(), 0),
+        ];
+        let ssd = cache.ssd().map(|t| t.stats());
+        let ssd_load = |f: fn(&SsdStats) -> &AtomicU64| ssd.map_or(0, |s| load(f(s)));
+        out.extend([
+            ("cache_ssd_hits_total".to_string(), ssd_load(|s| &s.hits)),
+            ("cache_ssd_misses_total".into(), ssd_load(|s| &s.misses)),
+            ("cache_ssd_writes_total".into(), ssd_load(|s| &s.writes)),
+            (
+                "cache_ssd_evictions_total".into(),
+                ssd_load(|s| &s.evictions),
+            ),
+            ("cache_ssd_dropped_total".into(), ssd_load(|s| &s.dropped)),
+            ("cache_ssd_errors_total".into(), ssd_load(|s| &s.errors)),
+            ("cache_ssd_entries".into(), ssd_load(|s| &s.entries)),
+            ("cache_ssd_bytes".into(), ssd_load(|s| &s.bytes)),
+        ]);
+        out.extend([
             (
                 "upstream_requests_total".into(),
                 load(&self.upstream_requests),
@@ -68,7 +87,7 @@ impl Metrics {
                 load(&self.unprepared_retries),
             ),
             ("upstream_latency_us_sum".into(), load(&self.latency_sum_us)),
-        ];
+        ]);
         for (i, b) in self.buckets.iter().enumerate() {
             let name = match BUCKETS_US.get(i) {
                 Some(le) => format!("upstream_latency_us_bucket_le_{le}"),

@@ -14,25 +14,34 @@
 //! they may touch *before* their answer goes back, whatever the answer (a timed-out write may
 //! still have applied). See `docs/proxy.md` for the rules and what is not done yet.
 //!
+//! Upstream SCHEMA_CHANGE events arrive on one control connection
+//! ([`ProxyBackend::relay_upstream_events`]): they invalidate the cache for what changed and
+//! are pushed to the proxy's registered clients (except those of DDL that went through this
+//! proxy, which the front end already announced). Every request, connecting included, is
+//! bounded by `request_timeout`. Tables listed in `proxy.serve_stale_on_upstream_error` keep
+//! their last results apart (`StaleStore`) to answer cacheable reads the upstream failed.
+//!
 //! # Module map
 //! | module | what it holds |
 //! |---|---|
 //! | `upstream` | upstream connections (stream multiplexing, handshake, login) and pools |
 //! | `classify` | statement text -> what it reads/writes, cacheability |
-//! | `cache` | the DRAM cache: TinyLFU admission, LRU eviction, generation-based coherence |
+//! | `cache` | the cache: DRAM tier (TinyLFU admission, LRU eviction) over `ssd`, generation-based coherence |
+//! | `ssd` | the SSD cache tier under the DRAM one: an `LsmStorage`, FIFO byte budget |
 //! | `topology` | `system.local` / `system.peers*` rewriting, token split among proxies |
 //! | `metrics` | counters, latency histogram, the `system_views.peregrine_cache` rows |
 
 mod cache;
 mod classify;
 mod metrics;
+mod ssd;
 mod topology;
 mod upstream;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -43,12 +52,14 @@ use proto::request::{
     Values,
 };
 use proto::response::{
-    ColumnSpec, Response, ResultBody, Rows, SchemaChangeTarget, SchemaChangeType,
+    ColumnSpec, Event, Response, ResultBody, Rows, SchemaChange, SchemaChangeTarget,
+    SchemaChangeType,
 };
 use proto::types::ColumnType;
 
 use crate::backend::{Backend, ConnState};
 use crate::config::Config;
+use crate::events::EventBus;
 
 pub use cache::Cache;
 use classify::{classify, Class, LocalTable, TableRef};
@@ -63,6 +74,14 @@ const CREDENTIALS_TTL: Duration = Duration::from_secs(300);
 /// Most prepared statements remembered; past it the map is cleared (drivers re-prepare on
 /// UNPREPARED).
 const MAX_PREPARED: usize = 100_000;
+/// How often the control connection is checked with OPTIONS (a silent upstream is replaced).
+const CONTROL_PING: Duration = Duration::from_secs(5);
+/// A control connection that answered nothing for this long is replaced.
+const CONTROL_SILENT: Duration = Duration::from_secs(30);
+/// Pause between attempts to open the control connection.
+const CONTROL_RETRY: Duration = Duration::from_secs(1);
+/// How long a schema change answered through this proxy suppresses the same upstream event.
+const OWN_DDL_WINDOW: Duration = Duration::from_secs(10);
 
 /// Pools are per (role, protocol version, keyspace).
 type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
@@ -95,6 +114,13 @@ pub struct ProxyBackend {
     exclude: HashSet<String>,
     max_staleness: Duration,
     table_max_staleness: BTreeMap<String, Duration>,
+    /// `proxy.serve_stale_on_upstream_error`: `ks.table` / `ks.*`.
+    stale_tables: HashSet<String>,
+    stale: StaleStore,
+    /// Schema changes answered through this proxy lately (their upstream events are not
+    /// relayed again).
+    own_ddl: Mutex<VecDeque<(SchemaChange, Instant)>>,
+    relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ProxyBackend {
@@ -110,12 +136,25 @@ impl ProxyBackend {
                 config.listen.ip()
             });
         let me = SocketAddr::new(rpc_ip, config.listen.port());
-        if let Some(dir) = &p.cache_dir {
-            tracing::warn!(
-                "proxy.cache_dir {} given, but the SSD cache tier is not implemented yet: caching in DRAM only",
-                dir.display()
-            );
-        }
+        let ssd = match p.cache_dir.clone() {
+            Some(dir) => {
+                let budget = p.ssd_cache_bytes;
+                let opened =
+                    tokio::task::spawn_blocking(move || ssd::SsdTier::open(&dir, budget)).await;
+                match opened {
+                    Ok(Ok(tier)) => Some(tier),
+                    Ok(Err(e)) => {
+                        tracing::error!("{e}: caching in DRAM only");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::error!("opening the SSD cache tier failed: {e}");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
         let backend = ProxyBackend {
             hosts: config.upstream.clone().into(),
             settings: Settings {
@@ -127,12 +166,20 @@ impl ProxyBackend {
             logins: RwLock::new(HashMap::new()),
             auth_class: RwLock::new(None),
             prepared: RwLock::new(HashMap::new()),
-            cache: Cache::new(p.cache_bytes, p.max_entry_bytes),
+            cache: Cache::with_ssd(p.cache_bytes, p.max_entry_bytes, ssd),
             metrics: Metrics::default(),
             topology: Topology::new(me, &p.peers),
             exclude: p.exclude.iter().cloned().collect(),
             max_staleness: p.max_staleness,
             table_max_staleness: p.table_max_staleness.clone(),
+            stale_tables: p.serve_stale_on_upstream_error.iter().cloned().collect(),
+            stale: StaleStore::new(if p.serve_stale_on_upstream_error.is_empty() {
+                0
+            } else {
+                p.cache_bytes / 4
+            }),
+            own_ddl: Mutex::new(VecDeque::new()),
+            relay: Mutex::new(None),
         };
         let mut last = None;
         for &addr in backend.hosts.iter() {
@@ -179,6 +226,14 @@ impl ProxyBackend {
         self.exclude
             .contains(&format!("{}.{}", t.keyspace, t.table))
             || self.exclude.contains(&format!("{}.*", t.keyspace))
+    }
+
+    fn serves_stale(&self, t: &TableRef) -> bool {
+        !self.stale_tables.is_empty()
+            && (self
+                .stale_tables
+                .contains(&format!("{}.{}", t.keyspace, t.table))
+                || self.stale_tables.contains(&format!("{}.*", t.keyspace)))
     }
 
     fn pool(&self, conn: &ConnState, keyspace: Option<&str>) -> Arc<Pool> {
@@ -239,12 +294,29 @@ impl ProxyBackend {
         req: &Request,
         write: bool,
     ) -> Response {
+        // The whole request, connecting and an UNPREPARED retry included, within
+        // `request_timeout`.
+        let deadline = Instant::now() + self.request_timeout;
         let pool = self.pool(conn, keyspace);
-        let up = match pool.get().await {
-            Ok(c) => c,
-            Err(e) => return self.upstream_error(e, req, write),
+        let up = match tokio::time::timeout(self.request_timeout, pool.get()).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return self.upstream_error(e, req, write),
+            Err(_) => {
+                let e = UpstreamError::Connect {
+                    addr: self
+                        .hosts
+                        .first()
+                        .copied()
+                        .unwrap_or(([0, 0, 0, 0], 0).into()),
+                    reason: format!(
+                        "no connection within request_timeout ({}ms)",
+                        self.request_timeout.as_millis()
+                    ),
+                };
+                return self.upstream_error(e, req, write);
+            }
         };
-        let mut resp = match self.send(&up, req).await {
+        let mut resp = match self.send(&up, req, deadline).await {
             Ok(r) => r,
             Err(e) => return self.upstream_error(e, req, write),
         };
@@ -260,9 +332,9 @@ impl ProxyBackend {
                         query: info.query.clone(),
                         keyspace: if v5 { info.keyspace.clone() } else { None },
                     });
-                    match self.send(&up, &prep).await {
+                    match self.send(&up, &prep, deadline).await {
                         Ok(Response::Result(ResultBody::Prepared(_))) => {
-                            resp = match self.send(&up, req).await {
+                            resp = match self.send(&up, req, deadline).await {
                                 Ok(r) => r,
                                 Err(e) => return self.upstream_error(e, req, write),
                             };
@@ -280,12 +352,29 @@ impl ProxyBackend {
         resp
     }
 
-    async fn send(&self, up: &Connection, req: &Request) -> Result<Response, UpstreamError> {
+    /// One round trip on `up`, answered by `deadline` at the latest.
+    async fn send(
+        &self,
+        up: &Connection,
+        req: &Request,
+        deadline: Instant,
+    ) -> Result<Response, UpstreamError> {
         let started = Instant::now();
+        if started >= deadline {
+            self.metrics
+                .upstream_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(UpstreamError::Timeout {
+                addr: up.addr(),
+                timeout: self.request_timeout,
+            });
+        }
         self.metrics
             .upstream_requests
             .fetch_add(1, Ordering::Relaxed);
-        let r = up.request(req, self.request_timeout).await;
+        let r = up
+            .request(req, deadline.saturating_duration_since(started))
+            .await;
         self.metrics.observe(started.elapsed());
         if let Err(e) = &r {
             self.metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
@@ -450,31 +539,128 @@ impl ProxyBackend {
             Class::Unknown => self.cache.invalidate_all(),
             Class::Schema => {
                 if let Response::Result(ResultBody::SchemaChange(sc)) = resp {
-                    match &sc.target {
-                        SchemaChangeTarget::Table { keyspace, name } => {
-                            self.cache.invalidate_table(keyspace, name);
-                            if sc.change == SchemaChangeType::Dropped {
-                                self.forget_prepared(|t| {
-                                    t.keyspace == *keyspace && t.table == *name
-                                });
-                            }
-                        }
-                        SchemaChangeTarget::Keyspace(ks) => {
-                            self.cache.invalidate_keyspace(ks);
-                            if sc.change == SchemaChangeType::Dropped {
-                                self.forget_prepared(|t| t.keyspace == *ks);
-                            }
-                        }
-                        SchemaChangeTarget::Type { keyspace, .. }
-                        | SchemaChangeTarget::Function { keyspace, .. }
-                        | SchemaChangeTarget::Aggregate { keyspace, .. } => {
-                            self.cache.invalidate_keyspace(keyspace)
-                        }
+                    self.schema_changed(sc);
+                    let now = Instant::now();
+                    let mut own = self.own_ddl.lock().unwrap_or_else(PoisonError::into_inner);
+                    while own
+                        .front()
+                        .is_some_and(|(_, at)| now.duration_since(*at) > OWN_DDL_WINDOW)
+                        || own.len() >= 256
+                    {
+                        own.pop_front();
                     }
+                    own.push_back((sc.clone(), now));
                 }
             }
             _ => {}
         }
+    }
+
+    /// A schema change, answered through the proxy or pushed by the upstream: invalidates
+    /// what it names and forgets statements of what was dropped.
+    fn schema_changed(&self, sc: &SchemaChange) {
+        match &sc.target {
+            SchemaChangeTarget::Table { keyspace, name } => {
+                self.cache.invalidate_table(keyspace, name);
+                if sc.change == SchemaChangeType::Dropped {
+                    self.forget_prepared(|t| t.keyspace == *keyspace && t.table == *name);
+                }
+            }
+            SchemaChangeTarget::Keyspace(ks) => {
+                self.cache.invalidate_keyspace(ks);
+                if sc.change == SchemaChangeType::Dropped {
+                    self.forget_prepared(|t| t.keyspace == *ks);
+                }
+            }
+            SchemaChangeTarget::Type { keyspace, .. }
+            | SchemaChangeTarget::Function { keyspace, .. }
+            | SchemaChangeTarget::Aggregate { keyspace, .. } => {
+                self.cache.invalidate_keyspace(keyspace)
+            }
+        }
+    }
+
+    /// True (and forgotten) when `sc` was answered through this proxy lately: its upstream
+    /// event was already announced by the front end.
+    fn take_own_ddl(&self, sc: &SchemaChange) -> bool {
+        let now = Instant::now();
+        let mut own = self.own_ddl.lock().unwrap_or_else(PoisonError::into_inner);
+        match own
+            .iter()
+            .position(|(c, at)| c == sc && now.duration_since(*at) <= OWN_DDL_WINDOW)
+        {
+            Some(i) => {
+                own.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts the task that keeps one control connection to the upstream, REGISTERed for
+    /// SCHEMA_CHANGE: each event invalidates the cache for what changed and is published on
+    /// `bus` (the front end pushes it to clients registered for it). When the control
+    /// connection is (re)opened the whole cache is invalidated, as events may have been
+    /// missed. TOPOLOGY_CHANGE / STATUS_CHANGE of the upstream nodes are not relayed: clients
+    /// see the proxies, not the nodes. Must run inside a tokio runtime.
+    pub fn relay_upstream_events(self: &Arc<Self>, bus: EventBus) {
+        let task = tokio::spawn(relay_loop(Arc::downgrade(self), bus));
+        if let Some(old) = self
+            .relay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(task)
+        {
+            old.abort();
+        }
+    }
+
+    /// Opens and registers a control connection on the first upstream node that accepts,
+    /// starting at `*next`. `None` when none does (or no login is known yet).
+    async fn open_control(
+        &self,
+        next: &mut usize,
+    ) -> Option<(Arc<Connection>, tokio::sync::mpsc::UnboundedReceiver<Event>)> {
+        let creds = if self.auth_required() {
+            // Any role may listen to events: use a login a client proved upstream.
+            let logins = self.logins.read().unwrap_or_else(PoisonError::into_inner);
+            Some(logins.values().next()?.0.clone())
+        } else {
+            None
+        };
+        let timeout = self.settings.connect_timeout;
+        for _ in 0..self.hosts.len() {
+            let addr = self.hosts[*next % self.hosts.len()];
+            *next = next.wrapping_add(1);
+            let (conn, rx) = match Connection::open_for_events(
+                addr,
+                ProtocolVersion::V4,
+                creds.as_ref(),
+                timeout,
+            )
+            .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!("control connection to {addr}: {e}");
+                    continue;
+                }
+            };
+            let register = Request::Register(vec!["SCHEMA_CHANGE".into()]);
+            match conn.request(&register, timeout).await {
+                Ok(Response::Ready) => {
+                    tracing::info!(
+                        "control connection to upstream {addr}: relaying schema changes"
+                    );
+                    return Some((conn, rx));
+                }
+                Ok(other) => {
+                    tracing::warn!("upstream {addr} refused REGISTER: {other:?}")
+                }
+                Err(e) => tracing::debug!("control connection to {addr}: {e}"),
+            }
+        }
+        None
     }
 
     /// Drops remembered statements on a dropped table, so EXECUTE answers UNPREPARED and the
@@ -591,17 +777,40 @@ impl ProxyBackend {
                 .await;
         }
         if let Some(table) = &info.cache_read {
-            if let Some(key) = self.cache_key(conn, &x, &info, table) {
-                if let Some(rows) = self.cache.get(&key, Instant::now()) {
+            if let Some((pk, request)) = self.cache_request(conn, &x, &info) {
+                let key = cache::CacheKey::new(&table.keyspace, &table.table, &pk, &request);
+                if let Some(rows) = self.cache.lookup(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Rows((*rows).clone()));
                 }
+                let stale_key = self
+                    .serves_stale(table)
+                    .then(|| StaleStore::key(table, &pk, &request));
                 let ticket = self.cache.ticket(&key);
                 let started = Instant::now();
                 let req = Request::Execute(x);
                 let resp = self.forward(conn, ks.as_deref(), &req, false).await;
-                if let Response::Result(ResultBody::Rows(rows)) = &resp {
-                    self.cache
-                        .insert(key, ticket, rows.clone(), started, self.staleness(table));
+                match &resp {
+                    Response::Result(ResultBody::Rows(rows)) => {
+                        if let Some(sk) = stale_key {
+                            self.stale.put(sk, ticket, rows.clone());
+                        }
+                        self.cache.insert(
+                            key,
+                            ticket,
+                            rows.clone(),
+                            started,
+                            self.staleness(table),
+                        );
+                    }
+                    Response::Error(e) if upstream_failure(e) => {
+                        // Only a result no write or schema change seen here invalidated.
+                        let current = self.cache.ticket(&key);
+                        if let Some(rows) = stale_key.and_then(|sk| self.stale.get(&sk, current)) {
+                            tracing::debug!("upstream failed ({e}); served a stale result");
+                            return Response::Result(ResultBody::Rows((*rows).clone()));
+                        }
+                    }
+                    _ => {}
                 }
                 return resp;
             }
@@ -637,15 +846,14 @@ impl ProxyBackend {
         }
     }
 
-    /// The cache key of a cacheable EXECUTE, or `None` when this execution is not cacheable
-    /// (serial read, named or null key values, a fixed `now`).
-    fn cache_key(
+    /// The partition key and request bytes of a cacheable EXECUTE's cache key, or `None` when
+    /// this execution is not cacheable (serial read, named or null key values, a fixed `now`).
+    fn cache_request(
         &self,
         conn: &ConnState,
         x: &Execute,
         info: &PreparedInfo,
-        table: &TableRef,
-    ) -> Option<cache::CacheKey> {
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
         let p = &x.params;
         if matches!(
             p.consistency,
@@ -682,12 +890,7 @@ impl ProxyBackend {
                 }
             }
         }
-        Some(cache::CacheKey::new(
-            &table.keyspace,
-            &table.table,
-            &pk,
-            &req,
-        ))
+        Some((pk, req))
     }
 
     async fn batch(&self, conn: &ConnState, b: Batch) -> Response {
@@ -777,6 +980,171 @@ impl ProxyBackend {
                 topology::facts_of(&rows, &names)
             }
             _ => topology::ClusterFacts::default(),
+        }
+    }
+}
+
+/// Keeps the control connection open while the backend lives (see
+/// [`ProxyBackend::relay_upstream_events`]).
+async fn relay_loop(me: Weak<ProxyBackend>, bus: EventBus) {
+    let mut next = 0;
+    loop {
+        let opened = match me.upgrade() {
+            Some(b) => b.open_control(&mut next).await,
+            None => return,
+        };
+        let Some((conn, mut rx)) = opened else {
+            tokio::time::sleep(CONTROL_RETRY).await;
+            continue;
+        };
+        // Events may have been missed while no control connection was open.
+        match me.upgrade() {
+            Some(b) => b.cache.invalidate_all(),
+            None => return,
+        }
+        let mut ping = tokio::time::interval(CONTROL_PING);
+        ping.tick().await;
+        let mut last_answer = Instant::now();
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    let Some(b) = me.upgrade() else { return };
+                    if let Event::SchemaChange(sc) = ev {
+                        tracing::debug!("upstream schema change: {sc:?}");
+                        b.schema_changed(&sc);
+                        if !b.take_own_ddl(&sc) {
+                            bus.publish(Event::SchemaChange(sc));
+                        }
+                    }
+                }
+                _ = ping.tick() => {
+                    // A slow answer loses no event (they queue behind it on the connection);
+                    // only a closed connection, or one silent for CONTROL_SILENT, is replaced.
+                    match conn.request(&Request::Options, CONTROL_PING).await {
+                        Ok(_) => last_answer = Instant::now(),
+                        Err(UpstreamError::Timeout { .. })
+                            if last_answer.elapsed() < CONTROL_SILENT => {}
+                        Err(e) => {
+                            tracing::info!("control connection to upstream {} lost ({e}); reopening", conn.addr());
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        conn.retire();
+        tokio::time::sleep(CONTROL_RETRY).await;
+    }
+}
+
+/// Errors that mean the upstream could not answer (as opposed to a bad request), after which
+/// a `serve_stale_on_upstream_error` table may answer from its last result.
+fn upstream_failure(e: &DbError) -> bool {
+    matches!(
+        e,
+        DbError::Unavailable { .. }
+            | DbError::ReadTimeout { .. }
+            | DbError::ReadFailure { .. }
+            | DbError::Overloaded { .. }
+            | DbError::IsBootstrapping { .. }
+            | DbError::ServerError { .. }
+    )
+}
+
+/// The last results of `serve_stale_on_upstream_error` tables, kept apart from the cache so
+/// that an entry past its `max_staleness` (or evicted) can still answer when the upstream
+/// fails. Bounded in bytes (a quarter of `cache_bytes`; the row data is shared with the
+/// cache's copy while both hold it); the least recently stored goes first. An entry is served
+/// only while its generation ticket is current, so never after a write or schema change this
+/// proxy saw.
+struct StaleStore {
+    budget: usize,
+    inner: Mutex<StaleInner>,
+}
+
+#[derive(Default)]
+struct StaleInner {
+    map: HashMap<Box<[u8]>, StaleEntry>,
+    order: BTreeMap<u64, Box<[u8]>>,
+    seq: u64,
+    bytes: usize,
+}
+
+struct StaleEntry {
+    seq: u64,
+    ticket: cache::Ticket,
+    rows: Arc<Rows>,
+    size: usize,
+}
+
+impl StaleStore {
+    fn new(budget: usize) -> Self {
+        StaleStore {
+            budget,
+            inner: Mutex::new(StaleInner::default()),
+        }
+    }
+
+    fn key(table: &TableRef, pk: &[u8], request: &[u8]) -> Box<[u8]> {
+        let mut out = Vec::with_capacity(
+            table.keyspace.len() + table.table.len() + pk.len() + request.len() + 12,
+        );
+        for p in [
+            table.keyspace.as_bytes(),
+            table.table.as_bytes(),
+            pk,
+            request,
+        ] {
+            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+            out.extend_from_slice(p);
+        }
+        out.into_boxed_slice()
+    }
+
+    fn put(&self, key: Box<[u8]>, ticket: cache::Ticket, rows: Rows) {
+        let size = key.len() + rows.data.len() + rows.metadata.columns.len() * 48 + 128;
+        if size > self.budget {
+            return;
+        }
+        let mut s = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        s.remove(&key);
+        while s.bytes + size > self.budget {
+            let Some((_, oldest)) = s.order.pop_first() else {
+                break;
+            };
+            s.remove(&oldest);
+        }
+        s.seq += 1;
+        let seq = s.seq;
+        s.order.insert(seq, key.clone());
+        s.bytes += size;
+        s.map.insert(
+            key,
+            StaleEntry {
+                seq,
+                ticket,
+                rows: Arc::new(rows),
+                size,
+            },
+        );
+    }
+
+    /// The kept result, if its ticket is still `current`.
+    fn get(&self, key: &[u8], current: cache::Ticket) -> Option<Arc<Rows>> {
+        let s = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        s.map
+            .get(key)
+            .filter(|e| e.ticket == current)
+            .map(|e| e.rows.clone())
+    }
+}
+
+impl StaleInner {
+    fn remove(&mut self, key: &[u8]) {
+        if let Some(e) = self.map.remove(key) {
+            self.order.remove(&e.seq);
+            self.bytes -= e.size;
         }
     }
 }
@@ -874,5 +1242,123 @@ impl Backend for ProxyBackend {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .map(|_| PASSWORD_AUTHENTICATOR.to_string())
+    }
+
+    fn shutdown(&self) -> impl std::future::Future<Output = ()> + Send {
+        if let Some(task) = self
+            .relay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+        async {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use proto::response::RowsMetadata;
+
+    fn rows(n: usize) -> Rows {
+        Rows {
+            metadata: RowsMetadata::default(),
+            rows_count: 1,
+            data: Bytes::from(vec![1u8; n]),
+        }
+    }
+
+    #[test]
+    fn stale_store_serves_only_current_tickets_within_its_budget() {
+        let cache = Cache::new(1 << 20, 1 << 16);
+        let t = TableRef {
+            keyspace: "ks".into(),
+            table: "t".into(),
+        };
+        let key = |pk: &[u8]| cache::CacheKey::new("ks", "t", pk, b"q");
+        let store = StaleStore::new(4096);
+        let (a, b) = (
+            StaleStore::key(&t, b"a", b"q"),
+            StaleStore::key(&t, b"b", b"q"),
+        );
+        store.put(a.clone(), cache.ticket(&key(b"a")), rows(100));
+        let tb = cache.ticket(&key(b"b"));
+        store.put(b.clone(), tb, rows(100));
+        assert!(store.get(&a, cache.ticket(&key(b"a"))).is_some());
+        // A write through the proxy to `a` bumps its generation: never served stale again.
+        cache.invalidate_partition("ks", "t", b"a");
+        assert!(store.get(&a, cache.ticket(&key(b"a"))).is_none());
+        // `b` stays servable (unless it shares `a`'s stripe: a spurious miss, never stale).
+        let current = cache.ticket(&key(b"b"));
+        assert_eq!(store.get(&b, current).is_some(), current == tb);
+        // The budget holds: the oldest entries go first.
+        for i in 0..100u32 {
+            let k = StaleStore::key(&t, &i.to_be_bytes(), b"q");
+            store.put(k, cache.ticket(&key(&i.to_be_bytes())), rows(500));
+        }
+        let inner = store.inner.lock().unwrap();
+        assert!(inner.bytes <= 4096 && !inner.map.is_empty());
+        assert!(!inner.map.contains_key(&b));
+        // Too large for the budget: not kept.
+        drop(inner);
+        let big = StaleStore::key(&t, b"big", b"q");
+        store.put(big.clone(), cache.ticket(&key(b"big")), rows(10_000));
+        assert!(store.get(&big, cache.ticket(&key(b"big"))).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_request_never_outlives_request_timeout() {
+        // An upstream that accepts TCP but never answers (a stopped process), a connect
+        // timeout far longer than the request timeout: the answer still comes in time.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut config = Config {
+            upstream: vec![listener.local_addr().unwrap()],
+            request_timeout: Duration::from_millis(300),
+            ..Config::default()
+        };
+        config.proxy.connect_timeout = Duration::from_millis(100);
+        let backend = ProxyBackend::connect(&config).await;
+        let backend = ProxyBackend {
+            settings: Settings {
+                connect_timeout: Duration::from_secs(30),
+                ..backend.settings.clone()
+            },
+            ..backend
+        };
+        let conn = ConnState::new(
+            1,
+            ProtocolVersion::V4,
+            SocketAddr::from(([127, 0, 0, 1], 1)),
+            None,
+            Vec::new(),
+        );
+        let started = Instant::now();
+        let q = Request::Query(Query {
+            query: "SELECT * FROM ks.t WHERE k = 1".into(),
+            params: QueryParams::default(),
+        });
+        let resp = backend.handle(&conn, q).await;
+        let took = started.elapsed();
+        assert!(
+            matches!(resp, Response::Error(DbError::Unavailable { .. })),
+            "{resp:?}"
+        );
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        drop(listener);
+    }
+
+    #[test]
+    fn only_upstream_failures_fall_back_to_stale_results() {
+        assert!(upstream_failure(&DbError::Unavailable {
+            message: String::new(),
+            consistency: Consistency::One,
+            required: 1,
+            alive: 0,
+        }));
+        assert!(upstream_failure(&DbError::server("x")));
+        assert!(!upstream_failure(&DbError::invalid("bad query")));
     }
 }

@@ -11,6 +11,10 @@
 //! background while the others serve; with none alive, the request opens one itself (bounded
 //! by `connect_timeout`), and after a failed attempt further requests fail fast for
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
+//!
+//! [`Connection::open_for_events`] opens the proxy's control connection: the same connection
+//! with server-pushed EVENT frames (stream -1) delivered on a channel, which closes when the
+//! connection dies.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -22,7 +26,7 @@ use bytes::{Bytes, BytesMut};
 use proto::error::DbError;
 use proto::frame::{decode_envelope, encode_envelope, Envelope, ProtocolVersion};
 use proto::request::{Query, QueryParams, Request};
-use proto::response::{Response, ResultBody};
+use proto::response::{Event, Response, ResultBody};
 use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -107,6 +111,31 @@ impl Connection {
         keyspace: Option<&str>,
         timeout: Duration,
     ) -> Result<Arc<Connection>, UpstreamError> {
+        Self::open_inner(addr, version, creds, keyspace, timeout, None).await
+    }
+
+    /// [`Connection::open`] for a control connection: EVENT frames the upstream pushes go to
+    /// the returned channel, which ends when the connection dies. The caller still has to
+    /// send REGISTER.
+    pub async fn open_for_events(
+        addr: SocketAddr,
+        version: ProtocolVersion,
+        creds: Option<&Credentials>,
+        timeout: Duration,
+    ) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Event>), UpstreamError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let conn = Self::open_inner(addr, version, creds, None, timeout, Some(tx)).await?;
+        Ok((conn, rx))
+    }
+
+    async fn open_inner(
+        addr: SocketAddr,
+        version: ProtocolVersion,
+        creds: Option<&Credentials>,
+        keyspace: Option<&str>,
+        timeout: Duration,
+        events: Option<mpsc::UnboundedSender<Event>>,
+    ) -> Result<Arc<Connection>, UpstreamError> {
         let connect = async {
             let mut socket =
                 TcpStream::connect(addr)
@@ -148,12 +177,17 @@ impl Connection {
         let (tx, rx) = mpsc::unbounded_channel();
         let segmented = version >= ProtocolVersion::V5;
         tokio::spawn(write_loop(wr, rx, shared.clone()));
-        tokio::spawn(read_loop(rd, buf, segmented, shared.clone()));
+        tokio::spawn(read_loop(rd, buf, segmented, shared.clone(), events));
         Ok(Arc::new(Connection {
             shared,
             version,
             out: tx,
         }))
+    }
+
+    /// The upstream node's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
     }
 
     /// False once the socket failed or closed.
@@ -271,6 +305,7 @@ async fn read_loop(
     mut buf: BytesMut,
     segmented: bool,
     shared: Arc<ConnShared>,
+    events: Option<mpsc::UnboundedSender<Event>>,
 ) {
     let mut assembler = EnvelopeAssembler::new(MAX_FRAME_BYTES);
     let mut envs = Vec::new();
@@ -303,7 +338,23 @@ async fn read_loop(
             }
             for env in envs.drain(..) {
                 if env.stream < 0 {
-                    continue; // events: the proxy does not relay upstream events yet
+                    // An EVENT: delivered on a control connection, ignored elsewhere.
+                    if let Some(tx) = &events {
+                        match Response::from_envelope(&env) {
+                            Ok(d) => {
+                                if let Response::Event(e) = d.response {
+                                    let _ = tx.send(e);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::debug!(
+                                    "upstream {} sent an undecodable event: {e}",
+                                    shared.addr
+                                )
+                            }
+                        }
+                    }
+                    continue;
                 }
                 let mut w = shared
                     .waiters
@@ -622,5 +673,103 @@ impl Pool {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), e.clone()));
         Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::request::Request;
+    use proto::response::{ResponseExtras, SchemaChange, SchemaChangeTarget, SchemaChangeType};
+    use tokio::net::TcpListener;
+
+    /// A one-connection fake upstream (v4): answers every request READY, pushes `event`
+    /// after the second request (REGISTER), then closes.
+    async fn fake_upstream(event: Event) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = BytesMut::new();
+            let mut answered = 0;
+            let send = |resp: &Response, stream: i16| {
+                let mut out = BytesMut::new();
+                resp.encode_envelope(
+                    ProtocolVersion::V4,
+                    stream,
+                    &ResponseExtras::default(),
+                    None,
+                    &mut out,
+                );
+                out
+            };
+            while answered < 2 {
+                if let Some(env) = decode_envelope(&mut buf, 1 << 20, None).unwrap() {
+                    let req = Request::from_envelope(&env).unwrap().request;
+                    assert!(matches!(
+                        (answered, &req),
+                        (0, Request::Startup(_)) | (1, Request::Register(_))
+                    ));
+                    s.write_all(&send(&Response::Ready, env.stream))
+                        .await
+                        .unwrap();
+                    answered += 1;
+                    continue;
+                }
+                assert!(s.read_buf(&mut buf).await.unwrap() > 0);
+            }
+            s.write_all(&send(&Response::Event(event), -1))
+                .await
+                .unwrap();
+            // Dropping the socket closes the connection.
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn control_connection_delivers_events_and_ends_when_closed() {
+        let event = Event::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Created,
+            target: SchemaChangeTarget::Table {
+                keyspace: "ks".into(),
+                name: "t".into(),
+            },
+        });
+        let addr = fake_upstream(event.clone()).await;
+        let (conn, mut rx) =
+            Connection::open_for_events(addr, ProtocolVersion::V4, None, Duration::from_secs(5))
+                .await
+                .unwrap();
+        let reg = Request::Register(vec!["SCHEMA_CHANGE".into()]);
+        assert!(matches!(
+            conn.request(&reg, Duration::from_secs(5)).await,
+            Ok(Response::Ready)
+        ));
+        assert_eq!(rx.recv().await, Some(event));
+        assert_eq!(
+            rx.recv().await,
+            None,
+            "the channel ends with the connection"
+        );
+        assert!(!conn.is_alive());
+    }
+
+    #[tokio::test]
+    async fn a_silent_upstream_fails_the_connect_within_its_timeout() {
+        // Accepts TCP (the kernel backlog) but never answers STARTUP, like a stopped process.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let started = Instant::now();
+        let r = Connection::open(
+            addr,
+            ProtocolVersion::V4,
+            None,
+            None,
+            Duration::from_millis(200),
+        )
+        .await;
+        assert!(matches!(r, Err(UpstreamError::Connect { .. })));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(listener);
     }
 }
