@@ -29,32 +29,20 @@ if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.j
                 allow_module_level=True)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import _find_peregrine as _find_binary  # noqa: E402
+from conftest import _free_port  # noqa: E402,F401
+from conftest import _port_open as _port_open_at  # noqa: E402
 
 
 def _port_open(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+    return _port_open_at("127.0.0.1", port)
 
 
 def _find_peregrine():
-    if os.environ.get("PEREGRINE_BIN"):
-        return os.environ["PEREGRINE_BIN"]
-    roots = [os.path.join(REPO, "target")]
-    if os.environ.get("CARGO_TARGET_DIR"):
-        roots.insert(0, os.environ["CARGO_TARGET_DIR"])
-    for root in roots:
-        for profile in ("release", "debug"):
-            p = os.path.join(root, profile, "peregrine")
-            if os.path.isfile(p) and os.access(p, os.X_OK):
-                return p
-    pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
+    binary = _find_binary()
+    if binary is None:
+        pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
+    return binary
 
 
 @pytest.fixture(scope="module")

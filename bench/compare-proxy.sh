@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Seed 000's tables on this machine: Peregrine as a caching proxy in front of a real Cassandra
+# 5.0.9 vs the same Cassandra directly, same client, same run, 4 KB payloads:
+# 100:0 read with a warm cache and 80:20 read:write.
+#
+#   bench/compare-proxy.sh                       # defaults below
+#   DURATION=20s RECORDS=50000 bench/compare-proxy.sh
+#
+# Cassandra is pinned to CPU $CASSANDRA_CPU; the proxy AND the bench client share CPU
+# $CLIENT_CPU (a 2-core machine has no third core), which handicaps the proxy: when the client
+# talks to Cassandra directly it has its core to itself.
+#
+# Environment (defaults): RECORDS=50000 DURATION=20s WARMUP=5s ROUNDS=3 CONCURRENCY=64
+#   CASSANDRA_PORT=9142 PROXY_PORT=9045 CASSANDRA_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=2G
+#   PROXY_CACHE_BYTES=1073741824 MAX_STALENESS=1s (the proxy's default bound for writes that
+#   bypass it; with every write going through the proxy it can be long, e.g. 60s)
+#   PEREGRINE_BIN=target/release/peregrine SKIP_BUILD=0
+#   OUT=bench/results/<date>/proxy KEEP=0
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+RECORDS="${RECORDS:-50000}"
+DURATION="${DURATION:-20s}"
+WARMUP="${WARMUP:-5s}"
+ROUNDS="${ROUNDS:-3}"
+CONCURRENCY="${CONCURRENCY:-64}"
+CASSANDRA_PORT="${CASSANDRA_PORT:-9142}"
+PROXY_PORT="${PROXY_PORT:-9045}"
+CASSANDRA_CPU="${CASSANDRA_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+export CASSANDRA_HEAP="${CASSANDRA_HEAP:-2G}"
+PROXY_CACHE_BYTES="${PROXY_CACHE_BYTES:-1073741824}"
+MAX_STALENESS="${MAX_STALENESS:-1s}"
+PEREGRINE_BIN="${PEREGRINE_BIN:-$ROOT/target/release/peregrine}"
+SKIP_BUILD="${SKIP_BUILD:-0}"
+KEEP="${KEEP:-0}"
+OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d)/proxy}"
+
+log() { echo "[compare-proxy $(date -u +%H:%M:%S)] $*" >&2; }
+
+scripts/setup.sh >/dev/null
+if [[ "$SKIP_BUILD" != 1 ]]; then
+    cargo build --release -p peregrine
+fi
+mkdir -p "$OUT"
+work="$(mktemp -d)"
+proxy_pid=""
+cleanup() {
+    [[ -n "$proxy_pid" ]] && kill -TERM "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+    [[ "$KEEP" == 1 ]] || scripts/cassandra.sh stop --port "$CASSANDRA_PORT" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+log "starting Cassandra 5.0.9 on $CASSANDRA_PORT (CPU $CASSANDRA_CPU, heap $CASSANDRA_HEAP)"
+scripts/cassandra.sh start --port "$CASSANDRA_PORT" --clean >&2
+cpid="$(cat "$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT/cassandra.pid" 2>/dev/null || pgrep -f "cassandra-run-$CASSANDRA_PORT" | head -1)"
+taskset -a -cp "$CASSANDRA_CPU" "$cpid" >/dev/null
+
+cat >"$work/proxy.yaml" <<EOF
+proxy:
+  cache_bytes: $PROXY_CACHE_BYTES
+  max_staleness: $MAX_STALENESS
+EOF
+log "starting the proxy on $PROXY_PORT (CPU $CLIENT_CPU) in front of $CASSANDRA_PORT"
+taskset -c "$CLIENT_CPU" "$PEREGRINE_BIN" serve --config "$work/proxy.yaml" --listen "127.0.0.1:$PROXY_PORT" \
+    --data-dir "$work/data" --upstream "127.0.0.1:$CASSANDRA_PORT" >"$OUT/proxy-server.log" 2>&1 &
+proxy_pid=$!
+for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break; sleep 0.1; done
+
+client() { taskset -c "$CLIENT_CPU" "$PEREGRINE_BIN" bench "$@"; }
+log "loading $RECORDS × 4 KB rows into Cassandra"
+client load --preset stress-read --payload 4096 --records "$RECORDS" --drop --hosts "127.0.0.1:$CASSANDRA_PORT" \
+    --concurrency 256 --out "$OUT" --name load-stress4k --quiet >/dev/null
+
+common=(--records "$RECORDS" --payload 4096 --concurrency "$CONCURRENCY" --rounds "$ROUNDS"
+    --duration "$DURATION" --warmup "$WARMUP" --out "$OUT" --quiet
+    --a "proxy=127.0.0.1:$PROXY_PORT" --b "cassandra=127.0.0.1:$CASSANDRA_PORT")
+log "100:0 read, warm cache (the warm-up of each proxy round fills the cache)"
+client compare --preset stress-read --name proxy-4k-read-100-0 "${common[@]}" >"$OUT/proxy-4k-read-100-0.stdout"
+log "80:20 read:write"
+client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "${common[@]}" >"$OUT/proxy-4k-mixed-80-20.stdout"
+"$PEREGRINE_BIN" bench --help >/dev/null
+{
+    echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "git_rev: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+    echo "pinning: Cassandra on CPU $CASSANDRA_CPU; proxy and bench client share CPU $CLIENT_CPU"
+    echo "parameters: RECORDS=$RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY proxy cache_bytes=$PROXY_CACHE_BYTES max_staleness=$MAX_STALENESS"
+    echo
+    for f in proxy-4k-read-100-0 proxy-4k-mixed-80-20; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
+} >"$OUT/summary.txt"
+log "done: $OUT/summary.txt"
