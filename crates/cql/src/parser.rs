@@ -903,49 +903,41 @@ impl<'a> Parser<'a> {
     }
 
     fn term_add(&mut self) -> PResult<Term> {
-        let mut left = self.term_mul()?;
-        // Each operator counts as a nesting level: the tree is left-deep, and dropping or
-        // printing it recurses.
-        let mut levels = 0;
-        let r = loop {
-            let op = match self.peek().kind {
-                Tok::Plus => ArithOp::Add,
-                Tok::Minus => ArithOp::Sub,
-                _ => break Ok(left),
-            };
-            if !self.is_term_start(1) {
-                break Ok(left);
-            }
-            if let Err(e) = self.enter() {
-                break Err(e);
-            }
-            levels += 1;
-            self.bump();
-            let right = match self.term_mul() {
-                Ok(r) => r,
-                Err(e) => break Err(e),
-            };
-            left = Term::Operation {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
-        };
-        self.depth -= levels;
-        r
+        self.left_assoc(
+            |t| match t {
+                Tok::Plus => Some(ArithOp::Add),
+                Tok::Minus => Some(ArithOp::Sub),
+                _ => None,
+            },
+            Self::term_mul,
+        )
     }
 
     fn term_mul(&mut self) -> PResult<Term> {
-        let mut left = self.term_unary()?;
+        self.left_assoc(
+            |t| match t {
+                Tok::Star => Some(ArithOp::Mul),
+                Tok::Slash => Some(ArithOp::Div),
+                Tok::Percent => Some(ArithOp::Rem),
+                _ => None,
+            },
+            Self::term_unary,
+        )
+    }
+
+    /// One precedence level of left-associative operators over `operand`.
+    fn left_assoc(
+        &mut self,
+        op_of: fn(&Tok) -> Option<ArithOp>,
+        operand: fn(&mut Self) -> PResult<Term>,
+    ) -> PResult<Term> {
+        let mut left = operand(self)?;
         // Each operator counts as a nesting level: the tree is left-deep, and dropping or
         // printing it recurses.
         let mut levels = 0;
         let r = loop {
-            let op = match self.peek().kind {
-                Tok::Star => ArithOp::Mul,
-                Tok::Slash => ArithOp::Div,
-                Tok::Percent => ArithOp::Rem,
-                _ => break Ok(left),
+            let Some(op) = op_of(&self.peek().kind) else {
+                break Ok(left);
             };
             if !self.is_term_start(1) {
                 break Ok(left);
@@ -955,7 +947,7 @@ impl<'a> Parser<'a> {
             }
             levels += 1;
             self.bump();
-            let right = match self.term_unary() {
+            let right = match operand(self) {
                 Ok(r) => r,
                 Err(e) => break Err(e),
             };
