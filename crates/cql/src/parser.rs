@@ -504,64 +504,11 @@ impl<'a> Parser<'a> {
     }
 
     fn selector_add(&mut self) -> PResult<SelectorExpr> {
-        let mut left = self.selector_mul()?;
-        // Each operator counts as a nesting level: the tree is left-deep, and dropping or
-        // printing it recurses.
-        let mut levels = 0;
-        let r = loop {
-            let op = match self.peek().kind {
-                Tok::Plus => ArithOp::Add,
-                Tok::Minus => ArithOp::Sub,
-                _ => break Ok(left),
-            };
-            if let Err(e) = self.enter() {
-                break Err(e);
-            }
-            levels += 1;
-            self.bump();
-            let right = match self.selector_mul() {
-                Ok(r) => r,
-                Err(e) => break Err(e),
-            };
-            left = SelectorExpr::Operation {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
-        };
-        self.depth -= levels;
-        r
+        self.left_assoc(add_op, Self::selector_mul, |_| true, selector_op)
     }
 
     fn selector_mul(&mut self) -> PResult<SelectorExpr> {
-        let mut left = self.selector_postfix()?;
-        // Each operator counts as a nesting level: the tree is left-deep, and dropping or
-        // printing it recurses.
-        let mut levels = 0;
-        let r = loop {
-            let op = match self.peek().kind {
-                Tok::Star => ArithOp::Mul,
-                Tok::Slash => ArithOp::Div,
-                Tok::Percent => ArithOp::Rem,
-                _ => break Ok(left),
-            };
-            if let Err(e) = self.enter() {
-                break Err(e);
-            }
-            levels += 1;
-            self.bump();
-            let right = match self.selector_postfix() {
-                Ok(r) => r,
-                Err(e) => break Err(e),
-            };
-            left = SelectorExpr::Operation {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
-        };
-        self.depth -= levels;
-        r
+        self.left_assoc(mul_op, Self::selector_postfix, |_| true, selector_op)
     }
 
     fn selector_postfix(&mut self) -> PResult<SelectorExpr> {
@@ -903,34 +850,22 @@ impl<'a> Parser<'a> {
     }
 
     fn term_add(&mut self) -> PResult<Term> {
-        self.left_assoc(
-            |t| match t {
-                Tok::Plus => Some(ArithOp::Add),
-                Tok::Minus => Some(ArithOp::Sub),
-                _ => None,
-            },
-            Self::term_mul,
-        )
+        self.left_assoc(add_op, Self::term_mul, |p| p.is_term_start(1), term_op)
     }
 
     fn term_mul(&mut self) -> PResult<Term> {
-        self.left_assoc(
-            |t| match t {
-                Tok::Star => Some(ArithOp::Mul),
-                Tok::Slash => Some(ArithOp::Div),
-                Tok::Percent => Some(ArithOp::Rem),
-                _ => None,
-            },
-            Self::term_unary,
-        )
+        self.left_assoc(mul_op, Self::term_unary, |p| p.is_term_start(1), term_op)
     }
 
-    /// One precedence level of left-associative operators over `operand`.
-    fn left_assoc(
+    /// One precedence level of left-associative operators over `operand` (terms and
+    /// selectors alike). `continues` may refuse an operator not followed by an operand.
+    fn left_assoc<T>(
         &mut self,
         op_of: fn(&Tok) -> Option<ArithOp>,
-        operand: fn(&mut Self) -> PResult<Term>,
-    ) -> PResult<Term> {
+        operand: fn(&mut Self) -> PResult<T>,
+        continues: fn(&Self) -> bool,
+        build: fn(ArithOp, T, T) -> T,
+    ) -> PResult<T> {
         let mut left = operand(self)?;
         // Each operator counts as a nesting level: the tree is left-deep, and dropping or
         // printing it recurses.
@@ -939,7 +874,7 @@ impl<'a> Parser<'a> {
             let Some(op) = op_of(&self.peek().kind) else {
                 break Ok(left);
             };
-            if !self.is_term_start(1) {
+            if !continues(self) {
                 break Ok(left);
             }
             if let Err(e) = self.enter() {
@@ -951,11 +886,7 @@ impl<'a> Parser<'a> {
                 Ok(r) => r,
                 Err(e) => break Err(e),
             };
-            left = Term::Operation {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
+            left = build(op, left, right);
         };
         self.depth -= levels;
         r
@@ -2373,4 +2304,37 @@ fn tail(s: &str, max: usize) -> &str {
         start += 1;
     }
     &s[start..]
+}
+
+fn add_op(t: &Tok) -> Option<ArithOp> {
+    match t {
+        Tok::Plus => Some(ArithOp::Add),
+        Tok::Minus => Some(ArithOp::Sub),
+        _ => None,
+    }
+}
+
+fn mul_op(t: &Tok) -> Option<ArithOp> {
+    match t {
+        Tok::Star => Some(ArithOp::Mul),
+        Tok::Slash => Some(ArithOp::Div),
+        Tok::Percent => Some(ArithOp::Rem),
+        _ => None,
+    }
+}
+
+fn term_op(op: ArithOp, left: Term, right: Term) -> Term {
+    Term::Operation {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    }
+}
+
+fn selector_op(op: ArithOp, left: SelectorExpr, right: SelectorExpr) -> SelectorExpr {
+    SelectorExpr::Operation {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    }
 }
