@@ -155,6 +155,9 @@ pub struct LsmStorage {
 
 impl LsmStorage {
     pub fn open(path: &Path, options: Options) -> Result<Self> {
+        // `max_write_buffer_size` is marked deprecated ("todo") in fjall 3.1 but is still the
+        // only way to let memtables grow past its 64 MiB default budget.
+        #[allow(deprecated)]
         let mut builder = fjall::Database::builder(path)
             .cache_size(options.cache_bytes)
             .max_write_buffer_size(Some(options.memtable_bytes.saturating_mul(2)));
