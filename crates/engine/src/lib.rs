@@ -202,6 +202,17 @@ impl Prepared {
             .map(|b| b.clone().unwrap_or_else(unknown_bind))
             .collect()
     }
+    /// Whether this is a SELECT (cheap: no copy of the result columns).
+    pub fn is_select(&self) -> bool {
+        matches!(
+            self.current().kind,
+            CompiledKind::Select(_) | CompiledKind::VirtualSelect(_)
+        )
+    }
+    /// Whether the partition key is fully bound by markers (a single-partition statement).
+    pub fn is_single_partition(&self) -> bool {
+        !self.current().pk_indexes.is_empty()
+    }
     pub fn pk_indexes(&self) -> Vec<u16> {
         self.current().pk_indexes.clone()
     }
@@ -662,6 +673,17 @@ impl Engine {
         let p = self
             .prepared(id)
             .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(id)))?;
+        self.execute_prepared(&p, values, opts, now)
+    }
+
+    /// EXECUTE of a statement the caller already looked up (saves the second look-up).
+    pub fn execute_prepared(
+        &self,
+        p: &Prepared,
+        values: Values,
+        opts: &QueryOptions,
+        now: Now,
+    ) -> Result<Outcome, DbError> {
         let values = values.bind(&p.statement)?;
         let compiled = self.plan_of(&p).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();

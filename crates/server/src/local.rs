@@ -255,15 +255,14 @@ impl Backend for LocalBackend {
                 let skip = x.params.skip_metadata;
                 let vals = values(x.params.values);
                 let now = Now::system();
-                let is_select = prep.result_columns().is_some();
-                let heavy = if is_select {
-                    prep.pk_indexes().is_empty()
+                let heavy = if prep.is_select() {
+                    !prep.is_single_partition()
                 } else {
                     self.sync_writes
                 };
-                let id = x.id.clone();
+                let p = prep.clone();
                 let r = self
-                    .run(heavy, move |e| e.execute(&id, vals, &opts, now))
+                    .run(heavy, move |e| e.execute_prepared(&p, vals, &opts, now))
                     .await
                     .and_then(|x| x);
                 let mut resp = outcome(r, skip);
