@@ -508,7 +508,27 @@ impl fmt::Display for CqlType {
             {
                 write!(f, "\"{}\"", n.name)
             }
-            CqlType::UserDefined(n) => write!(f, "{n}"),
+            // A user type (or its keyspace) named like a native type must be quoted to read
+            // back as a user type (`"bigint".i`).
+            CqlType::UserDefined(n) => {
+                let part = |x: &str| {
+                    if CqlType::native_from_name(x).is_some() {
+                        format!("\"{}\"", x.replace('"', "\"\""))
+                    } else {
+                        crate::keywords::quote_identifier(x).into_owned()
+                    }
+                };
+                match &n.keyspace {
+                    // After `ks.` a name cannot be a native type, so it needs no quotes.
+                    Some(ks) => write!(
+                        f,
+                        "{}.{}",
+                        part(ks),
+                        crate::keywords::quote_identifier(&n.name)
+                    ),
+                    None => f.write_str(&part(&n.name)),
+                }
+            }
         }
     }
 }

@@ -871,3 +871,18 @@ fn comments_everywhere() {
     let s = select("/* a */ SELECT -- b\n * // c\n FROM /* d */ t -- e");
     assert_eq!(s.table, QualifiedName::new("t"));
 }
+
+/// Found by the cql_parse fuzz target: a user type in a keyspace named like a native type
+/// printed unquoted and did not read back.
+#[test]
+fn user_type_named_like_a_native_type_round_trips() {
+    for text in ["\"bigint\".I", "ks.\"int\"", "\"text\""] {
+        let ty = cql::parse_type(text).unwrap();
+        let printed = ty.to_string();
+        assert_eq!(
+            cql::parse_type(&printed).unwrap(),
+            ty,
+            "through {printed:?}"
+        );
+    }
+}
