@@ -10,6 +10,7 @@ Independent of the session-wide `endpoint` fixture: this module always runs its 
 import os
 import random
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -18,7 +19,7 @@ import uuid
 import pytest
 from cassandra import InvalidRequest
 from cassandra.cluster import Cluster, NoHostAvailable
-from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy
+from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy, TokenAwarePolicy
 from cassandra.protocol import SyntaxException
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -369,3 +370,132 @@ def test_login_with_upstream_credentials(auth_upstream, version):
         assert any(isinstance(x, AuthenticationFailed) for x in e.value.errors.values()), e.value.errors
     finally:
         p.stop()
+
+
+# --- STATUS_CHANGE events for the peer proxies ---------------------------------------------
+
+def _cql_string(s):
+    b = s.encode()
+    return struct.pack(">H", len(b)) + b
+
+
+def _send_frame(sock, stream, opcode, body=b""):
+    sock.sendall(struct.pack(">BBhBI", 0x04, 0, stream, opcode, len(body)) + body)
+
+
+def _recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        buf += chunk
+    return buf
+
+
+def _recv_frame(sock):
+    version, _flags, stream, opcode, length = struct.unpack(">BBhBI", _recv_exact(sock, 9))
+    assert version == 0x84, hex(version)
+    return stream, opcode, _recv_exact(sock, length)
+
+
+def _parse_status_event(body):
+    """(event type, change, (ip, port)) of an EVENT body."""
+    pos = 0
+
+    def string():
+        nonlocal pos
+        (n,) = struct.unpack_from(">H", body, pos)
+        pos += 2 + n
+        return body[pos - n:pos].decode()
+
+    kind = string()
+    if kind not in ("STATUS_CHANGE", "TOPOLOGY_CHANGE"):
+        return kind, None, None
+    change = string()
+    size = body[pos]
+    ip = socket.inet_ntop(socket.AF_INET if size == 4 else socket.AF_INET6, body[pos + 1:pos + 1 + size])
+    (port,) = struct.unpack_from(">i", body, pos + 1 + size)
+    return kind, change, (ip, port)
+
+
+def _wait_for_status(sock, change, port, timeout):
+    """Reads events until STATUS_CHANGE `change` for 127.0.0.1:`port`; other events are skipped
+    (a peer that started after this proxy may have been announced DOWN then UP at start)."""
+    deadline = time.time() + timeout
+    seen = []
+    while True:
+        left = deadline - time.time()
+        if left <= 0:
+            pytest.fail(f"no STATUS_CHANGE {change} for port {port} within {timeout}s; saw {seen}")
+        sock.settimeout(left)
+        try:
+            stream, opcode, body = _recv_frame(sock)
+        except socket.timeout:
+            continue
+        assert (stream, opcode) == (-1, 0x0C), (stream, opcode, body)
+        ev = _parse_status_event(body)
+        seen.append(ev)
+        if ev == ("STATUS_CHANGE", change, ("127.0.0.1", port)):
+            return
+
+
+def test_peer_proxy_status_change_events_on_the_wire(upstream):
+    pa, pb = _free_port(), _free_port()
+    a = Proxy([upstream], port=pa, peers=[f"127.0.0.1:{pb}"])
+    b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
+    try:
+        sock = socket.create_connection(("127.0.0.1", pa), timeout=10)
+        try:
+            startup = struct.pack(">H", 1) + _cql_string("CQL_VERSION") + _cql_string("3.0.0")
+            _send_frame(sock, 0, 0x01, startup)
+            assert _recv_frame(sock)[:2] == (0, 0x02)  # READY
+            _send_frame(sock, 1, 0x0B, struct.pack(">H", 1) + _cql_string("STATUS_CHANGE"))
+            assert _recv_frame(sock)[:2] == (1, 0x02)  # READY
+            b.stop()
+            _wait_for_status(sock, "DOWN", pb, timeout=5)
+            b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
+            _wait_for_status(sock, "UP", pb, timeout=5)
+        finally:
+            sock.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _wait_until(cond, timeout, what):
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            pytest.fail(f"{what} not within {timeout}s")
+        time.sleep(0.1)
+
+
+def test_driver_marks_a_restarted_peer_proxy_up_from_the_event(upstream):
+    pa, pb = _free_port(), _free_port()
+    a = Proxy([upstream], port=pa, peers=[f"127.0.0.1:{pb}"])
+    b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
+    c = None
+    try:
+        # Reconnection attempts only every 300 s: only the UP event can bring B back quickly.
+        c = a.cluster(protocol_version=4, reconnection_policy=ConstantReconnectionPolicy(300))
+        s = c.connect()
+        [host_b] = [h for h in c.metadata.all_hosts() if h.endpoint.port == pb]
+        _wait_until(lambda: host_b.is_up, 10, "peer proxy B up at start")
+        b.stop()
+        # The driver notices an idle closed connection only at its next heartbeat: the DOWN event
+        # is what marks B down this soon.
+        _wait_until(lambda: host_b.is_up is False, 15, "the driver marking the stopped B down")
+        b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
+        restarted = time.time()
+        _wait_until(lambda: host_b.is_up, 10, "the driver marking the restarted B up")
+        print(f"B marked up {time.time() - restarted:.1f}s after it restarted")
+        # And B serves requests again.
+        _wait_until(lambda: s.get_pool_state().get(host_b, {}).get("open_count", 0) > 0, 10,
+                    "a connection pool to B")
+        assert s.execute("SELECT release_version FROM system.local").one().release_version == "5.0.9"
+    finally:
+        if c is not None:
+            c.shutdown()
+        a.stop()
+        b.stop()

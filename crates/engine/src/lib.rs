@@ -685,7 +685,7 @@ impl Engine {
         now: Now,
     ) -> Result<Outcome, DbError> {
         let values = values.bind(&p.statement)?;
-        let compiled = self.plan_of(&p).map_err(EngineError::into_db)?;
+        let compiled = self.plan_of(p).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
             opts.keyspace = p.keyspace.clone();

@@ -138,6 +138,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // Upstream SCHEMA_CHANGE events reach the proxy's clients through this bus.
             let events = server::EventBus::new();
             backend.relay_upstream_events(events.clone());
+            // STATUS_CHANGE UP/DOWN for the other proxies (`--proxy-peers`).
+            backend.watch_peers(events.clone());
             let upstream: Vec<String> = config.upstream.iter().map(|a| a.to_string()).collect();
             println!(
                 "peregrine proxy listening on {addr} (upstream: {})",

@@ -30,10 +30,12 @@
 //! | `ssd` | the SSD cache tier under the DRAM one: an `LsmStorage`, FIFO byte budget |
 //! | `topology` | `system.local` / `system.peers*` rewriting, token split among proxies |
 //! | `metrics` | counters, latency histogram, the `system_views.peregrine_cache` rows |
+//! | `peers` | probing the other proxies, STATUS_CHANGE `UP` / `DOWN` for them ([`ProxyBackend::watch_peers`]) |
 
 mod cache;
 mod classify;
 mod metrics;
+mod peers;
 mod ssd;
 mod topology;
 mod upstream;
@@ -121,6 +123,8 @@ pub struct ProxyBackend {
     /// relayed again).
     own_ddl: Mutex<VecDeque<(SchemaChange, Instant)>>,
     relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The task probing the peer proxies ([`ProxyBackend::watch_peers`]).
+    peer_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ProxyBackend {
@@ -180,6 +184,7 @@ impl ProxyBackend {
             }),
             own_ddl: Mutex::new(VecDeque::new()),
             relay: Mutex::new(None),
+            peer_watch: Mutex::new(None),
         };
         let mut last = None;
         for &addr in backend.hosts.iter() {
@@ -607,6 +612,27 @@ impl ProxyBackend {
         let task = tokio::spawn(relay_loop(Arc::downgrade(self), bus));
         if let Some(old) = self
             .relay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(task)
+        {
+            old.abort();
+        }
+    }
+
+    /// Starts the task that probes the other proxies (`--proxy-peers`) every second and
+    /// publishes `STATUS_CHANGE` `DOWN` on `bus` after two failed probes of one, `UP` when it
+    /// answers again (see `peers`). The address is the peer's as configured, the one
+    /// `system.peers` reports. Ends when the backend is dropped. Must run inside a tokio
+    /// runtime.
+    pub fn watch_peers(self: &Arc<Self>, bus: EventBus) {
+        let peers: Vec<SocketAddr> = self.topology.peers().collect();
+        if peers.is_empty() {
+            return;
+        }
+        let task = peers::watch(Arc::downgrade(self), peers, bus, peers::PROBE_INTERVAL);
+        if let Some(old) = self
+            .peer_watch
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .replace(task)
