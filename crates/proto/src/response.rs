@@ -31,6 +31,9 @@ pub enum Response {
 pub enum ResultBody {
     Void,
     Rows(Rows),
+    /// A whole RESULT body (kind included) encoded earlier for the same protocol version,
+    /// written as is: a cached result answered without encoding it again.
+    Encoded(Bytes),
     SetKeyspace(String),
     Prepared(Prepared),
     SchemaChange(SchemaChange),
@@ -630,6 +633,7 @@ impl Response {
                     out.put_i32(rows.rows_count);
                     out.put_slice(&rows.data);
                 }
+                ResultBody::Encoded(body) => out.put_slice(body),
                 ResultBody::SetKeyspace(ks) => {
                     out.put_i32(RESULT_SET_KEYSPACE);
                     wire::put_string(out, ks);

@@ -13,6 +13,14 @@ use proto::frame::{Compression, ProtocolVersion};
 use proto::request::Request;
 use proto::response::Response;
 
+/// What [`Backend::handle_now`] did with a request.
+pub enum Now {
+    /// Answered on the spot.
+    Answered(Response),
+    /// Needs waiting: the request goes to [`Backend::handle`].
+    Later(Request),
+}
+
 /// Executes the requests of established connections.
 ///
 /// # Invariants
@@ -43,6 +51,15 @@ use proto::response::Response;
 pub trait Backend: Send + Sync + 'static {
     /// Executes one request for the connection `conn`.
     fn handle(&self, conn: &ConnState, req: Request) -> impl Future<Output = Response> + Send;
+
+    /// Answers `req` right away, on the connection's reader task, if that needs no waiting
+    /// (a cache hit); otherwise hands it back ([`Now::Later`]) and the front end runs
+    /// [`Backend::handle`] in a task of its own. Called for every request `handle` would get,
+    /// before it. Must be quick and must not block; the same invariants as `handle`
+    /// otherwise.
+    fn handle_now(&self, _conn: &ConnState, req: Request) -> Now {
+        Now::Later(req)
+    }
 
     /// The authenticator class to answer STARTUP with (`Response::Authenticate`), or `None` to
     /// answer READY (the configured `authenticator` then decides). When `Some`, the backend

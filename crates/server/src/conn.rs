@@ -3,13 +3,14 @@
 //! ```text
 //!   socket ─▶ reader (this task): envelopes, or v5 segments after STARTUP
 //!               ├─ OPTIONS / STARTUP / REGISTER: answered inline, in order
-//!               └─ QUERY / PREPARE / EXECUTE / BATCH / AUTH_RESPONSE: one tokio task each ─▶ Backend
+//!               └─ QUERY / PREPARE / EXECUTE / BATCH / AUTH_RESPONSE: decoded here, then
+//!                    Backend::handle_now (answered inline: a proxy cache hit)
+//!                    or one tokio task each ─▶ Backend::handle
 //!   every answer ─▶ mpsc ─▶ writer task (writer.rs) ─▶ socket
 //! ```
 //!
-//! Request bodies are decoded in the request task, so decoding runs in parallel and a body that
-//! does not decode costs the connection nothing: that stream gets a ProtocolError and the
-//! connection goes on. Framing errors (bad version, unknown opcode, oversize, corrupt segment)
+//! A request body that does not decode costs the connection nothing: that stream gets a
+//! ProtocolError and the connection goes on. Framing errors (bad version, unknown opcode, oversize, corrupt segment)
 //! are answered with a ProtocolError and close the connection, since nothing after them can be
 //! trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
 
@@ -29,10 +30,10 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, ConnState};
+use crate::backend::{Backend, ConnState, Now};
 use crate::config::{Authenticator, Config};
 use crate::events::{EventBus, EventKinds};
-use crate::response::{encode, encode_response, legacy_error};
+use crate::response::{encode, encode_response, envelope_header, legacy_error};
 use crate::streams::{InFlight, Refused};
 use crate::writer::{self, Out, OutTx};
 
@@ -459,7 +460,18 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         stream,
         answered: false,
     };
-    tokio::spawn(pending.run(env));
+    let req = match Request::from_envelope(&env) {
+        Ok(decoded) => decoded.request,
+        Err(e) => return pending.finish(Response::Error(e)),
+    };
+    drop(env);
+    let s = &*pending.session;
+    match s.shared.backend.handle_now(&s.conn, req) {
+        Now::Answered(resp) => pending.finish(resp),
+        Now::Later(req) => {
+            tokio::spawn(pending.run(req));
+        }
+    }
 }
 
 /// One request in flight. If its task ends without answering (a panic in the backend), `Drop`
@@ -471,15 +483,14 @@ struct Pending<B: Backend> {
 }
 
 impl<B: Backend> Pending<B> {
-    async fn run(mut self, env: Envelope) {
-        let resp = match Request::from_envelope(&env) {
-            Ok(req) => {
-                drop(env);
-                let s = &*self.session;
-                s.shared.backend.handle(&s.conn, req.request).await
-            }
-            Err(e) => Response::Error(e),
-        };
+    async fn run(self, req: Request) {
+        let s = &*self.session;
+        let resp = s.shared.backend.handle(&s.conn, req).await;
+        self.finish(resp);
+    }
+
+    /// Applies what the response changes on the connection, then answers.
+    fn finish(mut self, resp: Response) {
         if let Response::Result(result) = &resp {
             match result {
                 ResultBody::SetKeyspace(ks) => self.session.conn.set_keyspace(ks),
@@ -497,6 +508,16 @@ impl<B: Backend> Pending<B> {
     fn answer(&mut self, resp: &Response) {
         self.answered = true;
         let s = &*self.session;
+        // A body encoded earlier goes to the writer as is (no copy into a new envelope)
+        // unless v3/v4 body compression has to transform it.
+        let uncompressed =
+            s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5;
+        if let (Response::Result(ResultBody::Encoded(body)), true) = (resp, uncompressed) {
+            let header = envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
+            s.in_flight.release(self.stream);
+            s.tx.envelope(header, body.clone());
+            return;
+        }
         let frame = encode_response(&s.conn, self.stream, resp);
         // Free the id before the client can see the response and reuse it.
         s.in_flight.release(self.stream);

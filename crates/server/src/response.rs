@@ -5,7 +5,7 @@
 //! common uncompressed case.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use proto::frame::{Compression, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
+use proto::frame::{Compression, Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
 use proto::response::{Response, ResponseExtras};
 
 use crate::backend::ConnState;
@@ -32,6 +32,20 @@ pub(crate) fn encode(
         &mut out,
     );
     out.freeze()
+}
+
+/// The header of a response envelope of `body_len` bytes, no flags (for a body sent as is).
+pub(crate) fn envelope_header(
+    version: ProtocolVersion,
+    stream: i16,
+    opcode: Opcode,
+    body_len: usize,
+) -> [u8; HEADER_LEN] {
+    let mut out = BytesMut::with_capacity(HEADER_LEN);
+    proto::frame::encode_header(version, 0, stream, opcode, body_len, &mut out);
+    let mut header = [0u8; HEADER_LEN];
+    header.copy_from_slice(&out[..HEADER_LEN]);
+    header
 }
 
 /// An ERROR envelope in a protocol version we do not otherwise speak, for the version

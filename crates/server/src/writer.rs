@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use proto::frame::HEADER_LEN;
 use proto::response::{Event, Response};
 use proto::segment::{encode_segments, MAX_PAYLOAD};
 use tokio::io::AsyncWriteExt;
@@ -71,6 +72,15 @@ impl OutTx {
         let _ = self.tx.send(Out::Frame(frame));
     }
 
+    /// Queues one envelope given as its header and a body shared with whoever else holds it
+    /// (a cached result): the body is copied once, into the write buffer.
+    pub(crate) fn envelope(&self, header: [u8; HEADER_LEN], body: Bytes) {
+        self.backlog
+            .bytes
+            .fetch_add(HEADER_LEN + body.len(), Ordering::AcqRel);
+        let _ = self.tx.send(Out::Envelope(header, body));
+    }
+
     /// Queues a control message.
     pub(crate) fn control(&self, msg: Out) {
         let _ = self.tx.send(msg);
@@ -95,6 +105,8 @@ pub(crate) enum Out {
     /// One encoded envelope, sent as is (v3/v4, and v5 before the segment switch) or packed
     /// into segments (v5 after STARTUP).
     Frame(Bytes),
+    /// One envelope as header and body, framed like `Frame`.
+    Envelope([u8; HEADER_LEN], Bytes),
     /// From now on wrap envelopes in v5 segments (sent right after READY/AUTHENTICATE in v5).
     StartSegments { compressed: bool },
     /// The connection registered for (more) event kinds; `events` is the bus subscription,
@@ -129,18 +141,29 @@ struct Batch {
 
 impl Batch {
     fn push_frame(&mut self, frame: &[u8]) {
+        self.push_parts(frame, &[]);
+    }
+
+    /// Appends the envelope `head` followed by `tail`.
+    fn push_parts(&mut self, head: &[u8], tail: &[u8]) {
         let Some(compressed) = self.segments else {
-            self.out.extend_from_slice(frame);
+            self.out.extend_from_slice(head);
+            self.out.extend_from_slice(tail);
             return;
         };
-        if !self.payload.is_empty() && self.payload.len() + frame.len() > MAX_PAYLOAD {
+        let len = head.len() + tail.len();
+        if !self.payload.is_empty() && self.payload.len() + len > MAX_PAYLOAD {
             self.seal();
         }
-        if frame.len() > MAX_PAYLOAD {
+        if len > MAX_PAYLOAD {
             // One large envelope: its own run of non-self-contained segments.
-            encode_segments(frame, compressed, &mut self.out);
+            let mut whole = BytesMut::with_capacity(len);
+            whole.extend_from_slice(head);
+            whole.extend_from_slice(tail);
+            encode_segments(&whole, compressed, &mut self.out);
         } else {
-            self.payload.extend_from_slice(frame);
+            self.payload.extend_from_slice(head);
+            self.payload.extend_from_slice(tail);
         }
     }
 
@@ -232,6 +255,10 @@ fn handle(msg: Out, batch: &mut Batch, sub: &mut Option<Subscription>) {
         Out::Frame(frame) => {
             batch.frame_bytes += frame.len();
             batch.push_frame(&frame);
+        }
+        Out::Envelope(header, body) => {
+            batch.frame_bytes += HEADER_LEN + body.len();
+            batch.push_parts(&header, &body);
         }
         Out::StartSegments { compressed } => {
             batch.seal();

@@ -20,11 +20,20 @@
 //!
 //! # Admission and eviction
 //!
-//! Each shard keeps an LRU order and a count-min sketch of 4-bit access counters (halved every
-//! `10 x width` accesses: TinyLFU's aging). When an insert needs room, the least recently used
-//! entry is evicted only if the newcomer's estimated frequency is higher; otherwise the
-//! newcomer is rejected. Dead entries (stale generations or past their staleness bound) are
-//! always evicted first. A one-off scan therefore cannot flush a hot working set.
+//! Each shard keeps its entries in insertion order with a CLOCK "referenced" bit (a hit only
+//! sets the bit: no reordering on the read path), and a count-min sketch of 4-bit access
+//! counters (halved every `10 x width` accesses: TinyLFU's aging). When an insert needs room,
+//! the oldest entry not referenced since it was last passed over is the victim (referenced
+//! ones get a second chance); it is evicted only if the newcomer's estimated frequency is
+//! higher, otherwise the newcomer is rejected. Dead entries (stale generations or past their
+//! staleness bound) are always evicted. A one-off scan therefore cannot flush a hot working
+//! set.
+//!
+//! # What an entry holds
+//!
+//! A [`Cached`] result: the RESULT body encoded once, for the protocol version the key names,
+//! and the rows decoded from it (their data is a slice of the body, so it is stored once). A
+//! hit is answered with the body as is: no per-hit encoding or copying of metadata.
 //!
 //! # The SSD tier
 //!
@@ -38,14 +47,16 @@
 //! written again when DRAM evicts it, its SSD record being still there (unless the SSD tier's
 //! FIFO budget eviction removed it meanwhile: then it is simply gone).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use proto::response::Rows;
+use bytes::{Bytes, BytesMut};
+use proto::frame::ProtocolVersion;
+use proto::response::{Response, ResultBody, Rows};
 
 use super::ssd::SsdTier;
 
@@ -56,17 +67,78 @@ const KEYSPACE_GENS: usize = 1 << 10;
 /// Bookkeeping bytes charged per entry on top of its key and data.
 const ENTRY_OVERHEAD: usize = 160;
 
+/// xxh3 over the parts, each prefixed by its length (so part boundaries matter).
 fn hash_of(parts: &[&[u8]]) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
     for p in parts {
-        p.hash(&mut h);
+        h.update(&(p.len() as u32).to_le_bytes());
+        h.update(p);
     }
-    h.finish()
+    h.digest()
+}
+
+/// The shard maps are keyed by [`CacheKey::hash`], already a good hash: used as is.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type ByHash<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+/// A cached result: the RESULT body encoded for one protocol version, and its rows (whose
+/// `data` is a slice of `body`). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Cached {
+    pub rows: Arc<Rows>,
+    pub body: Bytes,
+}
+
+impl Cached {
+    /// Encodes `rows` as a RESULT body of `version` and keeps the rows over the same bytes.
+    pub fn new(mut rows: Rows, version: ProtocolVersion) -> Self {
+        let mut out = BytesMut::with_capacity(rows.data.len() + 64);
+        let data = std::mem::take(&mut rows.data);
+        let data_len = data.len();
+        let resp = Response::Result(ResultBody::Rows(Rows { data, ..rows }));
+        resp.encode_body(version, &mut out);
+        let body = out.freeze();
+        let Response::Result(ResultBody::Rows(mut rows)) = resp else {
+            unreachable!("built as Rows above")
+        };
+        rows.data = body.slice(body.len() - data_len..);
+        Cached {
+            rows: Arc::new(rows),
+            body,
+        }
+    }
+}
+
+impl Deref for Cached {
+    type Target = Rows;
+
+    fn deref(&self) -> &Rows {
+        &self.rows
+    }
 }
 
 /// Where a cached read lives: its partition (for invalidation) and its exact request.
 #[derive(Debug, Clone)]
 pub struct CacheKey {
+    version: ProtocolVersion,
     stripe: usize,
     table: usize,
     keyspace: usize,
@@ -76,8 +148,15 @@ pub struct CacheKey {
 
 impl CacheKey {
     /// `request` must identify everything the result depends on besides the partition
-    /// (statement id, all bound values, paging, role, ...).
-    pub fn new(keyspace: &str, table: &str, partition_key: &[u8], request: &[u8]) -> Self {
+    /// (statement id, all bound values, paging, role, ...); `version` is the protocol version
+    /// the result is encoded for (it must also be part of `request`).
+    pub fn new(
+        version: ProtocolVersion,
+        keyspace: &str,
+        table: &str,
+        partition_key: &[u8],
+        request: &[u8],
+    ) -> Self {
         let mut bytes = Vec::with_capacity(
             keyspace.len() + table.len() + partition_key.len() + request.len() + 12,
         );
@@ -91,6 +170,7 @@ impl CacheKey {
             bytes.extend_from_slice(p);
         }
         CacheKey {
+            version,
             stripe: stripe_of(keyspace, table, partition_key),
             table: table_slot(keyspace, table),
             keyspace: keyspace_slot(keyspace),
@@ -135,11 +215,14 @@ pub struct CacheStats {
 }
 
 struct Entry {
-    rows: Arc<Rows>,
+    key: Box<[u8]>,
+    value: Cached,
     ticket: Ticket,
     expires: Instant,
     size: usize,
     tick: u64,
+    /// CLOCK bit: read since the eviction scan last passed it.
+    referenced: bool,
     /// Promoted from the SSD tier, whose record is (probably) still there: not written again
     /// on eviction.
     on_ssd: bool,
@@ -153,13 +236,16 @@ struct Spill {
     rows: Arc<Rows>,
 }
 
-fn entry_size(key: &CacheKey, rows: &Rows) -> usize {
-    key.bytes.len() + rows.data.len() + rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
+fn entry_size(key: &CacheKey, value: &Cached) -> usize {
+    key.bytes.len() + value.body.len() + value.rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
 }
 
 struct Shard {
-    map: HashMap<Box<[u8]>, Entry>,
-    lru: BTreeMap<u64, Box<[u8]>>,
+    /// By [`CacheKey::hash`]; the entry's key bytes are compared on every lookup (two keys
+    /// with one hash: the later insert replaces the earlier, a miss, never a wrong answer).
+    map: ByHash<Entry>,
+    /// Insertion order (CLOCK hand at the front): tick -> key hash.
+    lru: BTreeMap<u64, u64>,
     tick: u64,
     bytes: usize,
     sketch: Sketch,
@@ -203,7 +289,7 @@ impl Cache {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        map: HashMap::new(),
+                        map: ByHash::default(),
                         lru: BTreeMap::new(),
                         tick: 0,
                         bytes: 0,
@@ -253,11 +339,17 @@ impl Cache {
     /// The cached result for `key` from either tier: DRAM ([`Cache::get`]), then the SSD tier
     /// (read on the blocking pool), whose record passes the same checks as a DRAM entry and
     /// is then offered to DRAM. Counts an overall hit or miss.
-    pub async fn lookup(&self, key: &CacheKey, now: Instant) -> Option<Arc<Rows>> {
-        if let Some(rows) = self.get(key, now) {
+    pub async fn lookup(&self, key: &CacheKey, now: Instant) -> Option<Cached> {
+        if let Some(value) = self.get(key, now) {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return Some(rows);
+            return Some(value);
         }
+        self.lookup_ssd(key, now).await
+    }
+
+    /// The SSD half of [`Cache::lookup`], for a caller that already missed DRAM with
+    /// [`Cache::get`]. Counts the overall hit or miss.
+    pub async fn lookup_ssd(&self, key: &CacheKey, now: Instant) -> Option<Cached> {
         let found = match &self.ssd {
             Some(ssd) => {
                 let tier = ssd.clone();
@@ -287,12 +379,7 @@ impl Cache {
 
     /// Checks an SSD record read for `key`; a valid one is promoted (subject to admission), an
     /// invalid one deleted.
-    fn ssd_record(
-        &self,
-        key: &CacheKey,
-        r: super::ssd::SsdRecord,
-        now: Instant,
-    ) -> Option<Arc<Rows>> {
+    fn ssd_record(&self, key: &CacheKey, r: super::ssd::SsdRecord, now: Instant) -> Option<Cached> {
         let ssd = self.ssd.as_ref()?;
         let ticket = Ticket(r.ticket);
         if now >= r.expires || !self.current(key, ticket) {
@@ -301,44 +388,43 @@ impl Cache {
             return None;
         }
         ssd.stats().hits.fetch_add(1, Ordering::Relaxed);
-        let rows = Arc::new(r.rows);
-        self.admit(key.clone(), ticket, rows.clone(), r.expires, now, true);
-        Some(rows)
+        let value = Cached::new(r.rows, key.version);
+        self.admit(key.clone(), ticket, value.clone(), r.expires, now, true);
+        Some(value)
     }
 
     /// The cached result for `key` in the DRAM tier, if present, not invalidated and not past
     /// its staleness bound at `now`. Counts a DRAM hit or miss, and the access for admission.
-    pub fn get(&self, key: &CacheKey, now: Instant) -> Option<Arc<Rows>> {
+    pub fn get(&self, key: &CacheKey, now: Instant) -> Option<Cached> {
+        let current = self.ticket(key);
         let mut shard = self.shard(key);
         shard.sketch.increment(key.hash);
-        let found = shard
-            .map
-            .get(&key.bytes)
-            .map(|e| (e.ticket, e.expires, e.tick));
-        let live = match found {
-            Some((ticket, expires, tick)) => {
-                if now < expires && self.current(key, ticket) {
-                    Some(tick)
+        let found = match shard.map.get_mut(&key.hash) {
+            Some(e) if e.key == key.bytes => {
+                if now < e.expires && e.ticket == current {
+                    e.referenced = true;
+                    Ok(e.value.clone())
                 } else {
-                    shard.remove(&key.bytes);
-                    None
+                    Err(true)
                 }
             }
-            None => None,
+            _ => Err(false),
         };
-        let Some(old_tick) = live else {
-            self.stats.dram_misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        shard.tick += 1;
-        let tick = shard.tick;
-        if let Some(k) = shard.lru.remove(&old_tick) {
-            shard.lru.insert(tick, k);
+        match found {
+            Ok(value) => {
+                drop(shard);
+                self.stats.dram_hits.fetch_add(1, Ordering::Relaxed);
+                Some(value)
+            }
+            Err(dead) => {
+                if dead {
+                    shard.remove(key.hash);
+                }
+                drop(shard);
+                self.stats.dram_misses.fetch_add(1, Ordering::Relaxed);
+                None
+            }
         }
-        let e = shard.map.get_mut(&key.bytes)?;
-        e.tick = tick;
-        self.stats.dram_hits.fetch_add(1, Ordering::Relaxed);
-        Some(e.rows.clone())
     }
 
     /// Offers a result read with `ticket` (taken before the read went upstream). Not stored if
@@ -353,7 +439,8 @@ impl Cache {
         started: Instant,
         ttl: Duration,
     ) {
-        self.admit(key, ticket, Arc::new(rows), started + ttl, started, false);
+        let value = Cached::new(rows, key.version);
+        self.admit(key, ticket, value, started + ttl, started, false);
     }
 
     /// Stores an entry in DRAM if admission lets it in; what DRAM lets go of (evicted live
@@ -363,12 +450,12 @@ impl Cache {
         &self,
         key: CacheKey,
         ticket: Ticket,
-        rows: Arc<Rows>,
+        value: Cached,
         expires: Instant,
         now: Instant,
         from_ssd: bool,
     ) {
-        let size = entry_size(&key, &rows);
+        let size = entry_size(&key, &value);
         if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) {
             self.stats.too_large.fetch_add(1, Ordering::Relaxed);
             return;
@@ -380,15 +467,15 @@ impl Cache {
             return;
         }
         let spill_to_ssd = self.ssd.is_some();
-        let newcomer = |key: CacheKey, rows: Arc<Rows>| Spill {
+        let newcomer = |key: CacheKey, value: Cached| Spill {
             key: key.bytes,
             ticket,
             expires,
-            rows,
+            rows: value.rows,
         };
         if size > self.shard_budget {
             match (&self.ssd, from_ssd) {
-                (Some(_), false) => self.spill(vec![newcomer(key, rows)]),
+                (Some(_), false) => self.spill(vec![newcomer(key, value)]),
                 (Some(_), true) => {}
                 (None, _) => {
                     self.stats.too_large.fetch_add(1, Ordering::Relaxed);
@@ -398,33 +485,44 @@ impl Cache {
         }
         let mut spills = Vec::new();
         let mut shard = self.shard(&key);
-        shard.remove(&key.bytes);
+        shard.remove(key.hash);
         let mut admitted = true;
         while shard.bytes + size > self.shard_budget {
-            let Some(vkey) = shard.lru.values().next() else {
+            let Some((&tick, &vhash)) = shard.lru.first_key_value() else {
                 break;
             };
-            let vkey = vkey.clone();
-            let dead = shard
-                .map
-                .get(&vkey)
-                .is_none_or(|e| e.expires <= now || !self.valid_entry(&vkey, e));
+            let Some(e) = shard.map.get_mut(&vhash) else {
+                shard.lru.remove(&tick);
+                continue;
+            };
+            let dead = e.expires <= now || !self.valid_entry(&e.key, e.ticket);
             if !dead {
-                let victim = hash_of(&[&vkey]);
-                if shard.sketch.estimate(key.hash) <= shard.sketch.estimate(victim) {
+                if e.referenced {
+                    // Second chance: to the back of the queue, unreferenced.
+                    e.referenced = false;
+                    shard.tick += 1;
+                    let moved = shard.tick;
+                    if let Some(e) = shard.map.get_mut(&vhash) {
+                        e.tick = moved;
+                    }
+                    shard.lru.remove(&tick);
+                    shard.lru.insert(moved, vhash);
+                    continue;
+                }
+                if shard.sketch.estimate(key.hash) <= shard.sketch.estimate(vhash) {
                     self.stats.rejected.fetch_add(1, Ordering::Relaxed);
                     admitted = false;
                     break;
                 }
                 self.stats.evictions.fetch_add(1, Ordering::Relaxed);
             }
-            if let Some(e) = shard.remove(&vkey) {
+            if let Some(e) = shard.remove(vhash) {
                 if spill_to_ssd && !dead && !e.on_ssd {
                     spills.push(Spill {
-                        key: vkey,
+                        key: e.key,
                         ticket: e.ticket,
                         expires: e.expires,
-                        rows: e.rows,
+                        rows: e.value.rows,
                     });
                 }
             }
@@ -432,22 +530,24 @@ impl Cache {
         if admitted {
             shard.tick += 1;
             let tick = shard.tick;
-            shard.lru.insert(tick, key.bytes.clone());
+            shard.lru.insert(tick, key.hash);
             shard.bytes += size;
             shard.map.insert(
-                key.bytes,
+                key.hash,
                 Entry {
-                    rows,
+                    key: key.bytes,
+                    value,
                     ticket,
                     expires,
                     size,
                     tick,
+                    referenced: false,
                     on_ssd: from_ssd,
                 },
             );
             self.stats.inserts.fetch_add(1, Ordering::Relaxed);
         } else if spill_to_ssd && !from_ssd {
-            spills.push(newcomer(key, rows));
+            spills.push(newcomer(key, value));
         }
         drop(shard);
         self.spill(spills);
@@ -465,7 +565,7 @@ impl Cache {
 
     /// Whether an entry's generations are still current. Its key bytes hold keyspace and
     /// table; the stripe needs the partition key, also in the key bytes.
-    fn valid_entry(&self, key_bytes: &[u8], e: &Entry) -> bool {
+    fn valid_entry(&self, key_bytes: &[u8], ticket: Ticket) -> bool {
         let mut parts = Vec::with_capacity(4);
         let mut rest = key_bytes;
         while rest.len() >= 4 && parts.len() < 3 {
@@ -488,7 +588,7 @@ impl Cache {
             self.keyspaces[keyspace_slot(ks)].load(Ordering::Acquire),
             self.global.load(Ordering::Acquire),
         ]);
-        now == e.ticket
+        now == ticket
     }
 
     /// A write to this partition passed through.
@@ -525,8 +625,8 @@ impl Cache {
 }
 
 impl Shard {
-    fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let e = self.map.remove(key)?;
+    fn remove(&mut self, hash: u64) -> Option<Entry> {
+        let e = self.map.remove(&hash)?;
         self.lru.remove(&e.tick);
         self.bytes -= e.size;
         Some(e)
@@ -603,7 +703,13 @@ mod tests {
     }
 
     fn key(pk: &str, req: &str) -> CacheKey {
-        CacheKey::new("ks", "t", pk.as_bytes(), req.as_bytes())
+        CacheKey::new(
+            ProtocolVersion::V4,
+            "ks",
+            "t",
+            pk.as_bytes(),
+            req.as_bytes(),
+        )
     }
 
     const TTL: Duration = Duration::from_secs(60);
@@ -623,6 +729,43 @@ mod tests {
         c.invalidate_partition("ks", "t", b"a");
         assert!(c.get(&k, now).is_none());
         assert!(c.stats.dram_hits.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[test]
+    fn a_cached_body_is_the_encoded_result_and_shares_the_rows_data() {
+        use proto::frame::{Envelope, Opcode};
+        let mut b = proto::response::RowsBuilder::new();
+        b.push_cell(Some(b"abc"));
+        b.end_row();
+        let rows = b.finish(RowsMetadata {
+            columns: vec![proto::response::ColumnSpec {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                name: "v".into(),
+                ty: proto::types::ColumnType::Varchar,
+            }],
+            ..RowsMetadata::default()
+        });
+        for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+            let c = Cached::new(rows.clone(), version);
+            assert_eq!(*c.rows, rows);
+            assert!(
+                c.body.as_ptr_range().contains(&c.rows.data.as_ptr()),
+                "data not shared"
+            );
+            let mut expected = BytesMut::new();
+            Response::Result(ResultBody::Rows(rows.clone())).encode_body(version, &mut expected);
+            assert_eq!(c.body, expected.freeze());
+            let env = Envelope {
+                version,
+                flags: 0,
+                stream: 1,
+                opcode: Opcode::Result,
+                body: c.body.clone(),
+            };
+            let decoded = Response::from_envelope(&env).unwrap().response;
+            assert_eq!(decoded, Response::Result(ResultBody::Rows(rows.clone())));
+        }
     }
 
     #[test]

@@ -59,7 +59,7 @@ use proto::response::{
 };
 use proto::types::ColumnType;
 
-use crate::backend::{Backend, ConnState};
+use crate::backend::{Backend, ConnState, Now};
 use crate::config::Config;
 use crate::events::EventBus;
 
@@ -804,9 +804,16 @@ impl ProxyBackend {
         }
         if let Some(table) = &info.cache_read {
             if let Some((pk, request)) = self.cache_request(conn, &x, &info) {
-                let key = cache::CacheKey::new(&table.keyspace, &table.table, &pk, &request);
-                if let Some(rows) = self.cache.lookup(&key, Instant::now()).await {
-                    return Response::Result(ResultBody::Rows((*rows).clone()));
+                let key = cache::CacheKey::new(
+                    conn.version(),
+                    &table.keyspace,
+                    &table.table,
+                    &pk,
+                    &request,
+                );
+                // `handle_now` already missed DRAM for this request.
+                if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
+                    return Response::Result(ResultBody::Encoded(hit.body));
                 }
                 let stale_key = self
                     .serves_stale(table)
@@ -1233,6 +1240,34 @@ fn canonical_type(t: &ColumnType) -> bool {
 }
 
 impl Backend for ProxyBackend {
+    /// A cacheable EXECUTE found in the DRAM tier is answered here, without a task.
+    fn handle_now(&self, conn: &ConnState, req: Request) -> Now {
+        let Request::Execute(x) = &req else {
+            return Now::Later(req);
+        };
+        if self.auth_required() && conn.role().is_none() {
+            return Now::Later(req);
+        }
+        let Some(info) = self.prepared_info(&x.id) else {
+            return Now::Later(req);
+        };
+        let Some(table) = &info.cache_read else {
+            return Now::Later(req);
+        };
+        let Some((pk, request)) = self.cache_request(conn, x, &info) else {
+            return Now::Later(req);
+        };
+        let key =
+            cache::CacheKey::new(conn.version(), &table.keyspace, &table.table, &pk, &request);
+        match self.cache.get(&key, Instant::now()) {
+            Some(hit) => {
+                self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
+                Now::Answered(Response::Result(ResultBody::Encoded(hit.body)))
+            }
+            None => Now::Later(req),
+        }
+    }
+
     async fn handle(&self, conn: &ConnState, req: Request) -> Response {
         if let Request::AuthResponse(token) = req {
             if !self.auth_required() {
@@ -1304,7 +1339,7 @@ mod tests {
             keyspace: "ks".into(),
             table: "t".into(),
         };
-        let key = |pk: &[u8]| cache::CacheKey::new("ks", "t", pk, b"q");
+        let key = |pk: &[u8]| cache::CacheKey::new(ProtocolVersion::V4, "ks", "t", pk, b"q");
         let store = StaleStore::new(4096);
         let (a, b) = (
             StaleStore::key(&t, b"a", b"q"),
