@@ -6,12 +6,15 @@
 #   bench/compare-proxy.sh                       # defaults below
 #   DURATION=20s RECORDS=50000 bench/compare-proxy.sh
 #
-# Cassandra is pinned to CPU $CASSANDRA_CPU; the proxy AND the bench client share CPU
-# $CLIENT_CPU (a 2-core machine has no third core), which handicaps the proxy: when the client
-# talks to Cassandra directly it has its core to itself.
+# Cassandra is pinned to CPU $CASSANDRA_CPU and the bench client to CPU $CLIENT_CPU. The proxy
+# goes on CPU $PROXY_CPU: by default the server side's core, shared with Cassandra, so the
+# server side has one core and the client one core in both cases (Cassandra is idle in the warm
+# 100:0 case; in 80:20 the two compete). PROXY_CPU=$CLIENT_CPU puts it on the client's core
+# instead (the first runs did that), which handicaps the proxy.
 #
 # Environment (defaults): RECORDS=50000 DURATION=20s WARMUP=5s ROUNDS=3 CONCURRENCY=64
-#   CASSANDRA_PORT=9142 PROXY_PORT=9045 CASSANDRA_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=2G
+#   CASSANDRA_PORT=9142 PROXY_PORT=9045 CASSANDRA_CPU=0 CLIENT_CPU=1 PROXY_CPU=$CASSANDRA_CPU
+#   CASSANDRA_HEAP=2G
 #   PROXY_CACHE_BYTES=1073741824 MAX_STALENESS=1s (the proxy's default bound for writes that
 #   bypass it; with every write going through the proxy it can be long, e.g. 60s)
 #   PEREGRINE_BIN=target/release/peregrine SKIP_BUILD=0
@@ -29,6 +32,7 @@ CASSANDRA_PORT="${CASSANDRA_PORT:-9142}"
 PROXY_PORT="${PROXY_PORT:-9045}"
 CASSANDRA_CPU="${CASSANDRA_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
+PROXY_CPU="${PROXY_CPU:-$CASSANDRA_CPU}"
 export CASSANDRA_HEAP="${CASSANDRA_HEAP:-2G}"
 PROXY_CACHE_BYTES="${PROXY_CACHE_BYTES:-1073741824}"
 MAX_STALENESS="${MAX_STALENESS:-1s}"
@@ -63,8 +67,8 @@ proxy:
   cache_bytes: $PROXY_CACHE_BYTES
   max_staleness: $MAX_STALENESS
 EOF
-log "starting the proxy on $PROXY_PORT (CPU $CLIENT_CPU) in front of $CASSANDRA_PORT"
-taskset -c "$CLIENT_CPU" "$PEREGRINE_BIN" serve --config "$work/proxy.yaml" --listen "127.0.0.1:$PROXY_PORT" \
+log "starting the proxy on $PROXY_PORT (CPU $PROXY_CPU) in front of $CASSANDRA_PORT"
+taskset -c "$PROXY_CPU" "$PEREGRINE_BIN" serve --config "$work/proxy.yaml" --listen "127.0.0.1:$PROXY_PORT" \
     --data-dir "$work/data" --upstream "127.0.0.1:$CASSANDRA_PORT" >"$OUT/proxy-server.log" 2>&1 &
 proxy_pid=$!
 for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break; sleep 0.1; done
@@ -85,7 +89,7 @@ client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "
 {
     echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git_rev: $(git rev-parse HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
-    echo "pinning: Cassandra on CPU $CASSANDRA_CPU; proxy and bench client share CPU $CLIENT_CPU"
+    echo "pinning: Cassandra on CPU $CASSANDRA_CPU, proxy on CPU $PROXY_CPU, bench client on CPU $CLIENT_CPU"
     echo "parameters: RECORDS=$RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY proxy cache_bytes=$PROXY_CACHE_BYTES max_staleness=$MAX_STALENESS"
     echo
     for f in proxy-4k-read-100-0 proxy-4k-mixed-80-20; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
