@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -174,11 +175,14 @@ def test_ddl_prepared_insert_and_select(session, ks):
     assert session.execute("SELECT w FROM kv WHERE k = 1").one().w == 7
 
 
-@pytest.mark.parametrize("version", [4, 5])
-def test_read_your_writes_through_the_cache(proxy, ks, version):
+@pytest.mark.parametrize("version,client_timestamps", [(4, True), (5, True), (4, False), (5, False)])
+def test_read_your_writes_through_the_cache(proxy, ks, version, client_timestamps):
+    """Without client timestamps a prepared INSERT patches cached results in place; with
+    them it only invalidates. Either way every read sees the model's value."""
     c = proxy.cluster(protocol_version=version)
     try:
         s = c.connect(ks)
+        s.use_client_timestamp = client_timestamps
         ins = s.prepare("INSERT INTO kv (k, v) VALUES (?, ?)")
         upd = s.prepare("UPDATE kv SET v = ? WHERE k = ?")
         dele = s.prepare("DELETE FROM kv WHERE k = ?")
@@ -204,12 +208,116 @@ def test_read_your_writes_through_the_cache(proxy, ks, version):
                 b = f"BEGIN BATCH UPDATE kv SET v = 'b{i}' WHERE k = {k}; APPLY BATCH"
                 s.execute(b)
                 model[k] = f"b{i}"
+            elif op < 0.6:
+                s.execute(ins, (k, f"i{i}"))
+                model[k] = f"i{i}"
             else:
                 s.execute(upd, (f"u{i}", k))
                 model[k] = f"u{i}"
             row = s.execute(sel, (k,)).one()
             assert (row.v if row else None) == model[k], f"step {i}: key {k}"
         assert metric(s, "cache_hits_total") > 0
+    finally:
+        c.shutdown()
+
+
+def test_insert_patches_cached_point_reads_in_place(proxy, direct, ks):
+    """A prepared INSERT without a client timestamp updates the cached results of its
+    partition: the next read is a hit with the new value, columns it did not set keep
+    theirs, a row it creates appears, and Cassandra agrees. A table with clustering columns
+    is only invalidated."""
+    c = proxy.cluster(protocol_version=4)
+    try:
+        s = c.connect(ks)
+        s.use_client_timestamp = False
+        s.execute("CREATE TABLE wide (k int PRIMARY KEY, v text, n int, b blob)")
+        s.execute("CREATE TABLE clus (k int, c int, v text, PRIMARY KEY (k, c))")
+        ins_v = s.prepare("INSERT INTO wide (k, v) VALUES (?, ?)")
+        ins_all = s.prepare("INSERT INTO wide (k, v, n, b) VALUES (?, ?, ?, ?)")
+        sel = s.prepare("SELECT n, v, b FROM wide WHERE k = ?")
+        sel_star = s.prepare("SELECT * FROM wide WHERE k = ?")
+        s.execute(ins_all, (1, "a", 7, b"\x01"))
+        for stmt in (sel, sel_star):  # fill the cache
+            s.execute(stmt, (1,))
+            s.execute(stmt, (2,))  # no row yet: an empty result is cached too
+
+        patched = metric(s, "cache_patched_total")
+        s.execute(ins_v, (1, "b"))
+        s.execute(ins_v, (2, "new"))
+        assert metric(s, "cache_patched_total") >= patched + 4
+        up = metric(s, "upstream_requests_total")
+        hits = metric(s, "cache_hits_total")
+        r = s.execute(sel, (1,)).one()
+        assert (r.n, r.v, r.b) == (7, "b", b"\x01")
+        r = s.execute(sel, (2,)).one()
+        assert (r.n, r.v, r.b) == (None, "new", None)
+        star = s.execute(sel_star, (1,)).one()
+        assert (star.k, star.v, star.n, star.b) == (1, "b", 7, b"\x01")
+        assert metric(s, "cache_hits_total") >= hits + 3
+        assert metric(s, "upstream_requests_total") - up < 3  # driver background queries only
+        for k in (1, 2):
+            assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = {k}").one() == \
+                s.execute(sel, (k,)).one()
+        # null and unset values
+        s.execute(ins_all, (1, None, 8, None))
+        r = s.execute(sel, (1,)).one()
+        assert (r.n, r.v, r.b) == (8, None, None)
+        assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 1").one() == r
+
+        cins = s.prepare("INSERT INTO clus (k, c, v) VALUES (?, ?, ?)")
+        csel = s.prepare("SELECT c, v FROM clus WHERE k = ?")
+        s.execute(cins, (1, 1, "x"))
+        assert [tuple(r) for r in s.execute(csel, (1,))] == [(1, "x")]
+        patched = metric(s, "cache_patched_total")
+        s.execute(cins, (1, 2, "y"))
+        assert [tuple(r) for r in s.execute(csel, (1,))] == [(1, "x"), (2, "y")]
+        assert metric(s, "cache_patched_total") == patched
+    finally:
+        c.shutdown()
+
+
+def test_patched_reads_never_go_back_in_time(proxy, ks):
+    """One writer per key (prepared INSERTs without client timestamps, so they patch) and
+    concurrent readers: a read sent after a write was acknowledged never returns an older
+    value."""
+    c = proxy.cluster(protocol_version=4)
+    try:
+        s = c.connect(ks)
+        s.use_client_timestamp = False
+        s.execute("CREATE TABLE seq (k int PRIMARY KEY, n int)")
+        ins = s.prepare("INSERT INTO seq (k, n) VALUES (?, ?)")
+        sel = s.prepare("SELECT n FROM seq WHERE k = ?")
+        keys = range(4)
+        acked = {k: -1 for k in keys}
+        errors, stop = [], threading.Event()
+        patched = metric(s, "cache_patched_total")
+
+        def writer(k):
+            for n in range(300):
+                s.execute(ins, (k, n))
+                acked[k] = n
+
+        def reader(seed):
+            rng = random.Random(seed)
+            while not stop.is_set():
+                k = rng.choice(keys)
+                floor = acked[k]
+                row = s.execute(sel, (k,)).one()
+                got = row.n if row else -1
+                if got < floor:
+                    errors.append(f"key {k}: read {got} after {floor} was acknowledged")
+
+        readers = [threading.Thread(target=reader, args=(i,)) for i in range(3)]
+        writers = [threading.Thread(target=writer, args=(k,)) for k in keys]
+        for t in readers + writers:
+            t.start()
+        for t in writers:
+            t.join()
+        stop.set()
+        for t in readers:
+            t.join()
+        assert not errors, errors[:5]
+        assert metric(s, "cache_patched_total") > patched
     finally:
         c.shutdown()
 

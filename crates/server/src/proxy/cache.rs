@@ -139,6 +139,9 @@ impl Deref for Cached {
 #[derive(Debug, Clone)]
 pub struct CacheKey {
     version: ProtocolVersion,
+    /// Hash of (keyspace, table, partition key): picks the stripe and the shard, so all
+    /// entries of one partition live in one shard.
+    part: u64,
     stripe: usize,
     table: usize,
     keyspace: usize,
@@ -169,9 +172,11 @@ impl CacheKey {
             bytes.extend_from_slice(&(p.len() as u32).to_be_bytes());
             bytes.extend_from_slice(p);
         }
+        let part = part_of(keyspace, table, partition_key);
         CacheKey {
             version,
-            stripe: stripe_of(keyspace, table, partition_key),
+            part,
+            stripe: stripe_of_part(part),
             table: table_slot(keyspace, table),
             keyspace: keyspace_slot(keyspace),
             hash: hash_of(&[&bytes]),
@@ -180,8 +185,26 @@ impl CacheKey {
     }
 }
 
+fn part_of(keyspace: &str, table: &str, pk: &[u8]) -> u64 {
+    hash_of(&[keyspace.as_bytes(), table.as_bytes(), pk])
+}
+
+fn stripe_of_part(part: u64) -> usize {
+    (part as usize) % STRIPES
+}
+
 fn stripe_of(keyspace: &str, table: &str, pk: &[u8]) -> usize {
-    (hash_of(&[keyspace.as_bytes(), table.as_bytes(), pk]) as usize) % STRIPES
+    stripe_of_part(part_of(keyspace, table, pk))
+}
+
+/// The start of the key bytes of every entry of this partition (see [`CacheKey::new`]).
+fn partition_prefix(keyspace: &str, table: &str, pk: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(keyspace.len() + table.len() + pk.len() + 12);
+    for p in [keyspace.as_bytes(), table.as_bytes(), pk] {
+        out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        out.extend_from_slice(p);
+    }
+    out
 }
 
 fn table_slot(keyspace: &str, table: &str) -> usize {
@@ -190,6 +213,30 @@ fn table_slot(keyspace: &str, table: &str) -> usize {
 
 fn keyspace_slot(keyspace: &str) -> usize {
     (hash_of(&[keyspace.as_bytes()]) as usize) % KEYSPACE_GENS
+}
+
+/// (keyspace, table, partition key) read back from an entry's key bytes.
+fn key_parts(key_bytes: &[u8]) -> Option<(&str, &str, &[u8])> {
+    let mut parts = Vec::with_capacity(3);
+    let mut rest = key_bytes;
+    while parts.len() < 3 {
+        let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        parts.push(rest.get(4..4 + n)?);
+        rest = &rest[4 + n..];
+    }
+    let ks = std::str::from_utf8(parts[0]).ok()?;
+    let table = std::str::from_utf8(parts[1]).ok()?;
+    Some((ks, table, parts[2]))
+}
+
+/// What [`Cache::write_started`] hands to [`Cache::write_acknowledged`].
+#[derive(Debug)]
+pub struct WriteTicket {
+    part: u64,
+    stripe: usize,
+    /// The stripe's generation right after the start bump.
+    gen: u64,
+    prefix: Vec<u8>,
 }
 
 /// The generations current when a read started; see the module docs.
@@ -212,10 +259,16 @@ pub struct CacheStats {
     pub too_large: AtomicU64,
     pub stale_fills: AtomicU64,
     pub invalidations: AtomicU64,
+    /// Entries updated in place by a write that passed through.
+    pub patched: AtomicU64,
 }
 
 struct Entry {
     key: Box<[u8]>,
+    part: u64,
+    version: ProtocolVersion,
+    /// Result column names of a read a write may patch in place (`None`: invalidate only).
+    shape: Option<Arc<[String]>>,
     value: Cached,
     ticket: Ticket,
     expires: Instant,
@@ -246,6 +299,8 @@ struct Shard {
     map: ByHash<Entry>,
     /// Insertion order (CLOCK hand at the front): tick -> key hash.
     lru: BTreeMap<u64, u64>,
+    /// Partition hash -> key hashes of its entries.
+    parts: ByHash<Vec<u64>>,
     tick: u64,
     bytes: usize,
     sketch: Sketch,
@@ -290,6 +345,7 @@ impl Cache {
                 .map(|_| {
                     Mutex::new(Shard {
                         map: ByHash::default(),
+                        parts: ByHash::default(),
                         lru: BTreeMap::new(),
                         tick: 0,
                         bytes: 0,
@@ -317,7 +373,11 @@ impl Cache {
     }
 
     fn shard(&self, key: &CacheKey) -> std::sync::MutexGuard<'_, Shard> {
-        self.shards[(key.hash >> 32) as usize % SHARDS]
+        self.shard_of_part(key.part)
+    }
+
+    fn shard_of_part(&self, part: u64) -> std::sync::MutexGuard<'_, Shard> {
+        self.shards[(part >> 32) as usize % SHARDS]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -389,7 +449,15 @@ impl Cache {
         }
         ssd.stats().hits.fetch_add(1, Ordering::Relaxed);
         let value = Cached::new(r.rows, key.version);
-        self.admit(key.clone(), ticket, value.clone(), r.expires, now, true);
+        self.admit(
+            key.clone(),
+            ticket,
+            value.clone(),
+            r.expires,
+            now,
+            true,
+            None,
+        );
         Some(value)
     }
 
@@ -399,32 +467,22 @@ impl Cache {
         let current = self.ticket(key);
         let mut shard = self.shard(key);
         shard.sketch.increment(key.hash);
+        // A dead entry stays: a write in flight may revive it by patching it, the next
+        // insert of the key replaces it, and eviction takes dead entries first.
         let found = match shard.map.get_mut(&key.hash) {
-            Some(e) if e.key == key.bytes => {
-                if now < e.expires && e.ticket == current {
-                    e.referenced = true;
-                    Ok(e.value.clone())
-                } else {
-                    Err(true)
-                }
+            Some(e) if e.key == key.bytes && now < e.expires && e.ticket == current => {
+                e.referenced = true;
+                Some(e.value.clone())
             }
-            _ => Err(false),
+            _ => None,
         };
-        match found {
-            Ok(value) => {
-                drop(shard);
-                self.stats.dram_hits.fetch_add(1, Ordering::Relaxed);
-                Some(value)
-            }
-            Err(dead) => {
-                if dead {
-                    shard.remove(key.hash);
-                }
-                drop(shard);
-                self.stats.dram_misses.fetch_add(1, Ordering::Relaxed);
-                None
-            }
-        }
+        drop(shard);
+        let counter = match found {
+            Some(_) => &self.stats.dram_hits,
+            None => &self.stats.dram_misses,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
     }
 
     /// Offers a result read with `ticket` (taken before the read went upstream). Not stored if
@@ -439,13 +497,28 @@ impl Cache {
         started: Instant,
         ttl: Duration,
     ) {
+        self.insert_shaped(key, ticket, rows, started, ttl, None);
+    }
+
+    /// [`Cache::insert`] of a read whose result a write may patch in place: `shape` names its
+    /// result columns (see [`Cache::write_acknowledged`]).
+    pub fn insert_shaped(
+        &self,
+        key: CacheKey,
+        ticket: Ticket,
+        rows: Rows,
+        started: Instant,
+        ttl: Duration,
+        shape: Option<Arc<[String]>>,
+    ) {
         let value = Cached::new(rows, key.version);
-        self.admit(key, ticket, value, started + ttl, started, false);
+        self.admit(key, ticket, value, started + ttl, started, false, shape);
     }
 
     /// Stores an entry in DRAM if admission lets it in; what DRAM lets go of (evicted live
     /// entries, the rejected newcomer) is queued for the SSD tier, except entries that came
     /// from it (`from_ssd`).
+    #[allow(clippy::too_many_arguments)]
     fn admit(
         &self,
         key: CacheKey,
@@ -454,6 +527,7 @@ impl Cache {
         expires: Instant,
         now: Instant,
         from_ssd: bool,
+        shape: Option<Arc<[String]>>,
     ) {
         let size = entry_size(&key, &value);
         if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) {
@@ -532,10 +606,14 @@ impl Cache {
             let tick = shard.tick;
             shard.lru.insert(tick, key.hash);
             shard.bytes += size;
+            shard.parts.entry(key.part).or_default().push(key.hash);
             shard.map.insert(
                 key.hash,
                 Entry {
                     key: key.bytes,
+                    part: key.part,
+                    version: key.version,
+                    shape,
                     value,
                     ticket,
                     expires,
@@ -563,23 +641,10 @@ impl Cache {
         }
     }
 
-    /// Whether an entry's generations are still current. Its key bytes hold keyspace and
-    /// table; the stripe needs the partition key, also in the key bytes.
+    /// Whether an entry's generations are still current. Its key bytes hold keyspace,
+    /// table and partition key.
     fn valid_entry(&self, key_bytes: &[u8], ticket: Ticket) -> bool {
-        let mut parts = Vec::with_capacity(4);
-        let mut rest = key_bytes;
-        while rest.len() >= 4 && parts.len() < 3 {
-            let n = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let Some(p) = rest.get(4..4 + n) else {
-                return false;
-            };
-            parts.push(p);
-            rest = &rest[4 + n..];
-        }
-        let [ks, table, pk] = parts[..] else {
-            return false;
-        };
-        let (Ok(ks), Ok(table)) = (std::str::from_utf8(ks), std::str::from_utf8(table)) else {
+        let Some((ks, table, pk)) = key_parts(key_bytes) else {
             return false;
         };
         let now = Ticket([
@@ -595,6 +660,93 @@ impl Cache {
     pub fn invalidate_partition(&self, keyspace: &str, table: &str, partition_key: &[u8]) {
         self.stripes[stripe_of(keyspace, table, partition_key)].fetch_add(1, Ordering::AcqRel);
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A write to this partition that may patch cached results is about to go upstream:
+    /// from now on nothing cached for the partition (or its stripe) is served, until
+    /// [`Cache::write_acknowledged`] or [`Cache::write_failed`].
+    pub fn write_started(&self, keyspace: &str, table: &str, partition_key: &[u8]) -> WriteTicket {
+        let part = part_of(keyspace, table, partition_key);
+        let stripe = stripe_of_part(part);
+        let gen = self.stripes[stripe].fetch_add(1, Ordering::AcqRel) + 1;
+        WriteTicket {
+            part,
+            stripe,
+            gen,
+            prefix: partition_prefix(keyspace, table, partition_key),
+        }
+    }
+
+    /// The write of `w` was acknowledged. If nothing else moved the partition's stripe since
+    /// [`Cache::write_started`] (no overlapping write, so the write is the only change since),
+    /// every entry of the partition that was valid before the write and has a shape is
+    /// replaced by `patch(rows, shape)` (kept with its original expiry) or dropped when that
+    /// is `None`. Otherwise this is a plain invalidation of the partition.
+    pub fn write_acknowledged(
+        &self,
+        w: WriteTicket,
+        patch: &dyn Fn(&Rows, &[String]) -> Option<Rows>,
+    ) {
+        let stripe = &self.stripes[w.stripe];
+        if stripe
+            .compare_exchange(w.gen, w.gen + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            stripe.fetch_add(1, Ordering::AcqRel);
+            self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut shard = self.shard_of_part(w.part);
+        let hashes = shard.parts.get(&w.part).cloned().unwrap_or_default();
+        for h in hashes {
+            let Some(e) = shard.map.get(&h) else {
+                continue;
+            };
+            if !e.key.starts_with(&w.prefix) {
+                continue; // another partition with the same 64-bit hash
+            }
+            let valid_before =
+                e.ticket.0[0] + 1 == w.gen && self.valid_entry_ignoring_stripe(&e.key, e.ticket);
+            let patched = match (&e.shape, valid_before) {
+                (Some(shape), true) => patch(&e.value.rows, shape),
+                _ => None,
+            };
+            let Some(rows) = patched else {
+                shard.remove(h);
+                continue;
+            };
+            let version = e.version;
+            let value = Cached::new(rows, version);
+            let size = e.key.len()
+                + value.body.len()
+                + value.rows.metadata.columns.len() * 48
+                + ENTRY_OVERHEAD;
+            let Some(e) = shard.map.get_mut(&h) else {
+                continue;
+            };
+            let old_size = e.size;
+            e.value = value;
+            e.size = size;
+            e.ticket.0[0] = w.gen + 1;
+            shard.bytes = shard.bytes - old_size + size;
+            self.stats.patched.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The write of `w` failed or its outcome is unknown: the partition stays invalidated.
+    pub fn write_failed(&self, w: WriteTicket) {
+        self.stripes[w.stripe].fetch_add(1, Ordering::AcqRel);
+        self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the table, keyspace and global generations of `ticket` are current.
+    fn valid_entry_ignoring_stripe(&self, key_bytes: &[u8], ticket: Ticket) -> bool {
+        let Some((ks, table, _)) = key_parts(key_bytes) else {
+            return false;
+        };
+        ticket.0[1] == self.tables[table_slot(ks, table)].load(Ordering::Acquire)
+            && ticket.0[2] == self.keyspaces[keyspace_slot(ks)].load(Ordering::Acquire)
+            && ticket.0[3] == self.global.load(Ordering::Acquire)
     }
 
     /// A write whose partition is unknown, a TRUNCATE, or a schema change of the table.
@@ -627,6 +779,12 @@ impl Cache {
 impl Shard {
     fn remove(&mut self, hash: u64) -> Option<Entry> {
         let e = self.map.remove(&hash)?;
+        if let Some(list) = self.parts.get_mut(&e.part) {
+            list.retain(|h| *h != hash);
+            if list.is_empty() {
+                self.parts.remove(&e.part);
+            }
+        }
         self.lru.remove(&e.tick);
         self.bytes -= e.size;
         Some(e)
@@ -766,6 +924,92 @@ mod tests {
             let decoded = Response::from_envelope(&env).unwrap().response;
             assert_eq!(decoded, Response::Result(ResultBody::Rows(rows.clone())));
         }
+    }
+
+    /// A patch that appends `x` to the data of a one-row result.
+    fn append_x(rows: &Rows, _names: &[String]) -> Option<Rows> {
+        let mut data = rows.data.to_vec();
+        data.push(b'x');
+        Some(Rows {
+            data: Bytes::from(data),
+            ..rows.clone()
+        })
+    }
+
+    fn shaped(c: &Cache, k: &CacheKey, now: Instant) {
+        let shape: Arc<[String]> = vec!["v".to_string()].into();
+        c.insert_shaped(k.clone(), c.ticket(k), rows(10), now, TTL, Some(shape));
+    }
+
+    #[test]
+    fn an_acknowledged_write_patches_the_entries_of_its_partition() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let (a1, a2, b) = (key("a", "q1"), key("a", "q2"), key("b", "q"));
+        shaped(&c, &a1, now);
+        c.insert(a2.clone(), c.ticket(&a2), rows(10), now, TTL); // no shape
+        shaped(&c, &b, now);
+        let w = c.write_started("ks", "t", b"a");
+        assert!(
+            c.get(&a1, now).is_none(),
+            "not served while the write is in flight"
+        );
+        c.write_acknowledged(w, &append_x);
+        assert_eq!(c.get(&a1, now).unwrap().data.len(), 11, "patched");
+        assert!(
+            c.get(&a2, now).is_none(),
+            "an entry without a shape is dropped"
+        );
+        let b_alive = c.get(&b, now).is_some();
+        assert!(b_alive || stripe_of("ks", "t", b"a") == stripe_of("ks", "t", b"b"));
+        assert_eq!(c.stats.patched.load(Ordering::Relaxed), 1);
+        // The patched entry is invalidated like any other.
+        c.invalidate_partition("ks", "t", b"a");
+        assert!(c.get(&a1, now).is_none());
+    }
+
+    #[test]
+    fn overlapping_failed_or_unpatchable_writes_only_invalidate() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let k = key("a", "q");
+        // Two writes in flight at once: their order upstream is unknown.
+        shaped(&c, &k, now);
+        let w1 = c.write_started("ks", "t", b"a");
+        let w2 = c.write_started("ks", "t", b"a");
+        c.write_acknowledged(w1, &append_x);
+        c.write_acknowledged(w2, &append_x);
+        assert!(c.get(&k, now).is_none());
+        // A failed write.
+        shaped(&c, &k, now);
+        let w = c.write_started("ks", "t", b"a");
+        c.write_failed(w);
+        assert!(c.get(&k, now).is_none());
+        // A patch that cannot compute the result.
+        shaped(&c, &k, now);
+        let w = c.write_started("ks", "t", b"a");
+        c.write_acknowledged(w, &|_, _| None);
+        assert!(c.get(&k, now).is_none());
+        // A read that went upstream while the write was in flight is never served.
+        let w = c.write_started("ks", "t", b"a");
+        let ticket = c.ticket(&k);
+        c.insert_shaped(
+            k.clone(),
+            ticket,
+            rows(10),
+            now,
+            TTL,
+            Some(vec!["v".into()].into()),
+        );
+        c.write_acknowledged(w, &append_x);
+        assert!(c.get(&k, now).is_none());
+        // A table invalidation during the write: nothing is revived.
+        shaped(&c, &k, now);
+        let w = c.write_started("ks", "t", b"a");
+        c.invalidate_table("ks", "t");
+        c.write_acknowledged(w, &append_x);
+        assert!(c.get(&k, now).is_none());
+        assert_eq!(c.stats.patched.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! assumed to write anywhere and invalidates the whole cache after it ran.
 
 use cql::ast::{
-    InValues, ModificationStatement, Relation, Selection, SelectorExpr, Statement, Term,
+    BindMarker, InValues, InsertValues, ModificationStatement, Relation, Selection, SelectorExpr,
+    Statement, Term,
 };
 
 /// A table, fully qualified.
@@ -180,6 +181,63 @@ pub fn classify(text: &str, keyspace: Option<&str>) -> Class {
     }
 }
 
+/// What an in-place cache update needs to know of a statement (see `ProxyBackend`'s write
+/// path): which reads hold results a write can patch, and which writes can patch them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchShape {
+    /// `SELECT *` or plain columns (no alias, function, DISTINCT, JSON, LIMIT, GROUP BY or
+    /// ORDER BY) restricted only by `column = ?`: the result's column names are table columns
+    /// and, in a table without clustering columns, it is the partition's one row or nothing.
+    PointRead,
+    /// `INSERT INTO t (c1, c2, ...) VALUES (?, ?, ...)`: every value a positional marker, no
+    /// `IF NOT EXISTS`, no `USING`; `columns[i]` is set from bind marker `i`.
+    Insert { columns: Vec<String> },
+}
+
+/// The statement's [`PatchShape`], if it has one.
+pub fn patch_shape(text: &str) -> Option<PatchShape> {
+    match cql::parse(text).ok()?.statement {
+        Statement::Select(s) => {
+            let plain = match &s.selection {
+                Selection::Wildcard => true,
+                Selection::Selectors(sel) => sel
+                    .iter()
+                    .all(|x| x.alias.is_none() && matches!(x.expr, SelectorExpr::Column(_))),
+            };
+            let only_eq_binds = s.where_clause.iter().all(|r| {
+                matches!(
+                    r,
+                    Relation::Binary {
+                        op: cql::ast::Operator::Eq,
+                        value: Term::Bind(BindMarker { name: None, .. }),
+                        ..
+                    }
+                )
+            });
+            (plain
+                && only_eq_binds
+                && !s.where_clause.is_empty()
+                && !s.json
+                && !s.distinct
+                && !s.allow_filtering
+                && s.limit.is_none()
+                && s.per_partition_limit.is_none()
+                && s.group_by.is_empty()
+                && s.order_by.is_empty())
+            .then_some(PatchShape::PointRead)
+        }
+        Statement::Insert(s) if !s.if_not_exists && s.using.is_empty() => match s.values {
+            InsertValues::Values { columns, values } => values
+                .iter()
+                .enumerate()
+                .all(|(i, v)| matches!(v, Term::Bind(BindMarker { index, name: None }) if *index == i))
+                .then_some(PatchShape::Insert { columns }),
+            InsertValues::Json { .. } => None,
+        },
+        _ => None,
+    }
+}
+
 /// A write to `tables`; an unqualified table with no current keyspace fails upstream, but
 /// is treated as unknown to stay safe.
 fn write_of(tables: impl IntoIterator<Item = Option<TableRef>>, single: bool) -> Class {
@@ -278,6 +336,43 @@ fn relation_deterministic(r: &Relation) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patch_shapes_of_point_reads_and_plain_inserts() {
+        let read = Some(PatchShape::PointRead);
+        assert_eq!(patch_shape("SELECT * FROM ks.t WHERE k = ?"), read);
+        assert_eq!(
+            patch_shape("SELECT a, \"B\" FROM t WHERE k1 = ? AND k2 = ?"),
+            read
+        );
+        for no in [
+            "SELECT a AS x FROM t WHERE k = ?",
+            "SELECT writetime(a) FROM t WHERE k = ?",
+            "SELECT * FROM t WHERE k = ? LIMIT 1",
+            "SELECT * FROM t WHERE k = 5",
+            "SELECT * FROM t WHERE k = :k",
+            "SELECT * FROM t WHERE k IN (?, ?)",
+            "SELECT * FROM t WHERE k = ? AND c > ?",
+            "SELECT DISTINCT k FROM t WHERE k = ?",
+            "SELECT JSON * FROM t WHERE k = ?",
+            "SELECT * FROM t",
+            "INSERT INTO t (k, v) VALUES (?, 1)",
+            "INSERT INTO t (k, v) VALUES (?, ?) IF NOT EXISTS",
+            "INSERT INTO t (k, v) VALUES (?, ?) USING TTL 5",
+            "INSERT INTO t (k, v) VALUES (?, ?) USING TIMESTAMP 5",
+            "INSERT INTO t (k, v) VALUES (:k, :v)",
+            "INSERT INTO t JSON ?",
+            "UPDATE t SET v = ? WHERE k = ?",
+        ] {
+            assert_eq!(patch_shape(no), None, "{no}");
+        }
+        assert_eq!(
+            patch_shape("INSERT INTO ks.t (k, v, \"W\") VALUES (?, ?, ?)"),
+            Some(PatchShape::Insert {
+                columns: vec!["k".into(), "v".into(), "W".into()]
+            })
+        );
+    }
 
     fn t(ks: &str, table: &str) -> TableRef {
         TableRef {

@@ -52,6 +52,7 @@ impl Metrics {
             ("cache_too_large_total".into(), load(&s.too_large)),
             ("cache_stale_fills_total".into(), load(&s.stale_fills)),
             ("cache_invalidations_total".into(), load(&s.invalidations)),
+            ("cache_patched_total".into(), load(&s.patched)),
             ("cache_dram_hits_total".into(), load(&s.dram_hits)),
             ("cache_dram_misses_total".into(), load(&s.dram_misses)),
             ("cache_dram_entries".into(), entries as i64),

@@ -54,17 +54,17 @@ use proto::request::{
     Values,
 };
 use proto::response::{
-    ColumnSpec, Event, Response, ResultBody, Rows, SchemaChange, SchemaChangeTarget,
+    ColumnSpec, Event, Response, ResultBody, Rows, RowsBuilder, SchemaChange, SchemaChangeTarget,
     SchemaChangeType,
 };
-use proto::types::ColumnType;
+use proto::types::{ColumnType, Value};
 
 use crate::backend::{Backend, ConnState, Now};
 use crate::config::Config;
 use crate::events::EventBus;
 
 pub use cache::Cache;
-use classify::{classify, Class, LocalTable, TableRef};
+use classify::{classify, Class, LocalTable, PatchShape, TableRef};
 use metrics::Metrics;
 use topology::Topology;
 use upstream::{Connection, Credentials, Pool, Settings, UpstreamError};
@@ -99,6 +99,10 @@ struct PreparedInfo {
     /// Cacheable single-partition read of this table.
     cache_read: Option<TableRef>,
     result_names: Vec<String>,
+    /// A cacheable read whose cached results a write may patch: its result column names.
+    read_shape: Option<Arc<[String]>>,
+    /// A write that may patch cached results in place: the columns its bind markers set.
+    insert_columns: Option<Vec<String>>,
 }
 
 /// The proxy backend (see the module docs).
@@ -123,6 +127,8 @@ pub struct ProxyBackend {
     /// relayed again).
     own_ddl: Mutex<VecDeque<(SchemaChange, Instant)>>,
     relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Tables known to have (false) or not have (true) clustering columns.
+    clustering_free: RwLock<HashMap<TableRef, bool>>,
     /// The task probing the peer proxies ([`ProxyBackend::watch_peers`]).
     peer_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -184,6 +190,7 @@ impl ProxyBackend {
             }),
             own_ddl: Mutex::new(VecDeque::new()),
             relay: Mutex::new(None),
+            clustering_free: RwLock::new(HashMap::new()),
             peer_watch: Mutex::new(None),
         };
         let mut last = None;
@@ -567,12 +574,20 @@ impl ProxyBackend {
         match &sc.target {
             SchemaChangeTarget::Table { keyspace, name } => {
                 self.cache.invalidate_table(keyspace, name);
+                self.clustering_free
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|t, _| t.keyspace != *keyspace || t.table != *name);
                 if sc.change == SchemaChangeType::Dropped {
                     self.forget_prepared(|t| t.keyspace == *keyspace && t.table == *name);
                 }
             }
             SchemaChangeTarget::Keyspace(ks) => {
                 self.cache.invalidate_keyspace(ks);
+                self.clustering_free
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|t, _| t.keyspace != *ks);
                 if sc.change == SchemaChangeType::Dropped {
                     self.forget_prepared(|t| t.keyspace == *ks);
                 }
@@ -766,18 +781,24 @@ impl ProxyBackend {
                 }
                 _ => None,
             };
+            let result_names: Vec<String> = prep
+                .result_metadata
+                .columns
+                .iter()
+                .map(|c| c.name.clone())
+                .collect();
+            let (read_shape, insert_columns) = self
+                .patch_shapes(conn, &query, &class, &pk, &cache_read, cols, &result_names)
+                .await;
             let info = PreparedInfo {
                 query,
                 keyspace: ks,
                 class,
                 pk,
                 cache_read,
-                result_names: prep
-                    .result_metadata
-                    .columns
-                    .iter()
-                    .map(|c| c.name.clone())
-                    .collect(),
+                result_names,
+                read_shape,
+                insert_columns,
             };
             let mut map = self
                 .prepared
@@ -789,6 +810,134 @@ impl ProxyBackend {
             map.insert(prep.id.clone(), Arc::new(info));
         }
         resp
+    }
+
+    /// Whether a prepared statement takes part in in-place cache updates: a point read of
+    /// plain columns restricted by exactly its partition key, or an INSERT of bound values of
+    /// simple types, in either case of a table known to have no clustering columns (asked of
+    /// the upstream once per table). See `execute_patching`.
+    #[allow(clippy::too_many_arguments)]
+    async fn patch_shapes(
+        &self,
+        conn: &ConnState,
+        query: &str,
+        class: &Class,
+        pk: &Option<(TableRef, Vec<usize>, bool)>,
+        cache_read: &Option<TableRef>,
+        binds: &[ColumnSpec],
+        result_names: &[String],
+    ) -> (Option<Arc<[String]>>, Option<Vec<String>>) {
+        let Some((table, idx, true)) = pk else {
+            return (None, None);
+        };
+        let shape = match (classify::patch_shape(query), class) {
+            (Some(PatchShape::PointRead), Class::Select { eq_binds, .. })
+                if cache_read.is_some() && eq_binds.len() == idx.len() =>
+            {
+                Some(PatchShape::PointRead)
+            }
+            (Some(PatchShape::Insert { columns }), Class::Write { single: true, .. })
+                if columns.len() == binds.len()
+                    && binds.iter().all(|c| {
+                        c.table == table.table
+                            && c.keyspace == table.keyspace
+                            && (canonical_type(&c.ty)
+                                || matches!(c.ty, ColumnType::Double | ColumnType::Float))
+                    }) =>
+            {
+                Some(PatchShape::Insert { columns })
+            }
+            _ => None,
+        };
+        let Some(shape) = shape else {
+            return (None, None);
+        };
+        if !self.cache.enabled() || self.clustering_free(conn, table).await != Some(true) {
+            return (None, None);
+        }
+        match shape {
+            PatchShape::PointRead => (Some(result_names.into()), None),
+            PatchShape::Insert { columns } => (None, Some(columns)),
+        }
+    }
+
+    /// Whether `table` has no clustering columns: remembered, else asked of the upstream's
+    /// `system_schema.columns`. `None` when the upstream did not say.
+    async fn clustering_free(&self, conn: &ConnState, table: &TableRef) -> Option<bool> {
+        if let Some(&known) = self
+            .clustering_free
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(table)
+        {
+            return Some(known);
+        }
+        let quote = |s: &str| s.replace('\'', "''");
+        let q = Request::Query(Query {
+            query: format!(
+                "SELECT kind FROM system_schema.columns WHERE keyspace_name = '{}' AND table_name = '{}'",
+                quote(&table.keyspace),
+                quote(&table.table)
+            ),
+            params: QueryParams::default(),
+        });
+        let Response::Result(ResultBody::Rows(rows)) = self.forward(conn, None, &q, false).await
+        else {
+            return None;
+        };
+        let kinds = rows.decode_rows().ok()?;
+        if kinds.is_empty() {
+            return None; // no such table (yet)
+        }
+        let free = !kinds
+            .iter()
+            .any(|r| matches!(r.first(), Some(Value::Varchar(k)) if k == "clustering"));
+        self.clustering_free
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(table.clone(), free);
+        Some(free)
+    }
+
+    /// A prepared INSERT that patches the cached results of its partition in place (see
+    /// `Cache::write_acknowledged`) instead of only invalidating them, or `Err(x)` when this
+    /// execution cannot: a client-supplied timestamp (it may lose to a newer cell the proxy
+    /// never saw), named values, or a null partition key.
+    async fn execute_patching(
+        &self,
+        conn: &ConnState,
+        info: &PreparedInfo,
+        x: Execute,
+    ) -> Result<Response, Execute> {
+        let (Some(columns), Some((table, idx, true))) = (&info.insert_columns, &info.pk) else {
+            return Err(x);
+        };
+        if x.params.default_timestamp.is_some() {
+            return Err(x);
+        }
+        let Values::Positional(values) = &x.params.values else {
+            return Err(x);
+        };
+        if values.len() != columns.len() {
+            return Err(x);
+        }
+        let Some(pk) = partition_key(&x.params.values, idx) else {
+            return Err(x);
+        };
+        let values = values.clone();
+        let ticket = self.cache.write_started(&table.keyspace, &table.table, &pk);
+        let req = Request::Execute(x);
+        let resp = self
+            .forward(conn, info.keyspace.as_deref(), &req, true)
+            .await;
+        if let Response::Result(ResultBody::Void) = resp {
+            self.cache.write_acknowledged(ticket, &|rows, names| {
+                patch_rows(rows, names, columns, &values)
+            });
+        } else {
+            self.cache.write_failed(ticket);
+        }
+        Ok(resp)
     }
 
     async fn execute(&self, conn: &ConnState, x: Execute) -> Response {
@@ -827,12 +976,13 @@ impl ProxyBackend {
                         if let Some(sk) = stale_key {
                             self.stale.put(sk, ticket, rows.clone());
                         }
-                        self.cache.insert(
+                        self.cache.insert_shaped(
                             key,
                             ticket,
                             rows.clone(),
                             started,
                             self.staleness(table),
+                            info.read_shape.clone(),
                         );
                     }
                     Response::Error(e) if upstream_failure(e) => {
@@ -848,6 +998,10 @@ impl ProxyBackend {
                 return resp;
             }
         }
+        let x = match self.execute_patching(conn, &info, x).await {
+            Ok(resp) => return resp,
+            Err(x) => x,
+        };
         let write = info.class.is_write();
         let req = Request::Execute(x);
         let resp = self.forward(conn, ks.as_deref(), &req, write).await;
@@ -1219,6 +1373,38 @@ fn partition_key(values: &Values, idx: &[usize]) -> Option<Vec<u8>> {
 /// Types whose equal values always serialize to equal bytes, so a write's key bytes match a
 /// read's. For the others (varint, decimal, floats, collections, ...) writes invalidate the
 /// whole table.
+/// The result of a point read (`names`: its column names) after an INSERT that set
+/// `columns[i]` to `values[i]`, or `None` when it cannot be computed from them: more than one
+/// row, a paged result, or a row that did not exist but whose columns are not all known.
+fn patch_rows(
+    rows: &Rows,
+    names: &[String],
+    columns: &[String],
+    values: &[RawValue],
+) -> Option<Rows> {
+    if rows.metadata.paging_state.is_some() || rows.rows_count > 1 {
+        return None;
+    }
+    let old: Vec<Option<&[u8]>> = rows.cells().collect();
+    if old.len() != names.len() * rows.rows_count as usize {
+        return None;
+    }
+    let mut b = RowsBuilder::with_capacity(rows.data.len() + 64);
+    for (i, name) in names.iter().enumerate() {
+        let set = columns.iter().position(|c| c == name).map(|j| &values[j]);
+        let cell = match (set, rows.rows_count) {
+            (Some(RawValue::Bytes(v)), _) => Some(&v[..]),
+            (Some(RawValue::Null), _) => None,
+            // Not written: the old cell, or nothing in a row the INSERT creates.
+            (Some(RawValue::Unset) | None, 1) => old[i],
+            (Some(RawValue::Unset) | None, _) => None,
+        };
+        b.push_cell(cell);
+    }
+    b.end_row();
+    Some(b.finish(rows.metadata.clone()))
+}
+
 fn canonical_type(t: &ColumnType) -> bool {
     matches!(
         t,
