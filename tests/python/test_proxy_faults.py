@@ -387,8 +387,10 @@ def test_killed_upstream_fails_fast_serves_stale_and_proxy_reconnects(proxy):
             time.sleep(MAX_STALENESS + 2)
 
             # serve_stale_on_upstream_error: the cached rows (past max_staleness) answer...
+            stale_before = metric(s, "cache_stale_served_total")
             for k in range(2):
                 assert s.execute(st_sel, (k,)).one().v == f"kept-{k}"
+            assert metric(s, "cache_stale_served_total") == stale_before + 2
             # ...but not a row invalidated by a write, nor one never read, nor other tables.
             for stmt, k in ((st_sel, 2), (st_sel, 99), (sel, 1000)):
                 with pytest.raises(FAST_ERRORS):

@@ -22,6 +22,8 @@ pub struct Metrics {
     pub upstream_errors: AtomicU64,
     pub upstream_timeouts: AtomicU64,
     pub unprepared_retries: AtomicU64,
+    /// Results answered from `serve_stale_on_upstream_error` after an upstream failure.
+    pub stale_served: AtomicU64,
     latency_sum_us: AtomicU64,
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
 }
@@ -53,6 +55,7 @@ impl Metrics {
             ("cache_stale_fills_total".into(), load(&s.stale_fills)),
             ("cache_invalidations_total".into(), load(&s.invalidations)),
             ("cache_patched_total".into(), load(&s.patched)),
+            ("cache_stale_served_total".into(), load(&self.stale_served)),
             ("cache_dram_hits_total".into(), load(&s.dram_hits)),
             ("cache_dram_misses_total".into(), load(&s.dram_misses)),
             ("cache_dram_entries".into(), entries as i64),

@@ -990,6 +990,7 @@ impl ProxyBackend {
                         let current = self.cache.ticket(&key);
                         if let Some(rows) = stale_key.and_then(|sk| self.stale.get(&sk, current)) {
                             tracing::debug!("upstream failed ({e}); served a stale result");
+                            self.metrics.stale_served.fetch_add(1, Ordering::Relaxed);
                             return Response::Result(ResultBody::Rows((*rows).clone()));
                         }
                     }
@@ -1595,6 +1596,54 @@ mod tests {
         );
         assert!(took < Duration::from_secs(2), "took {took:?}");
         drop(listener);
+    }
+
+    #[test]
+    fn an_insert_patches_a_point_read_result() {
+        let names: Vec<String> = ["k", "v", "n"].iter().map(|s| s.to_string()).collect();
+        let cols: Vec<String> = ["k", "v"].iter().map(|s| s.to_string()).collect();
+        let one_row = |cells: [Option<&[u8]>; 3]| {
+            let mut b = RowsBuilder::new();
+            for c in cells {
+                b.push_cell(c);
+            }
+            b.end_row();
+            b.finish(Default::default())
+        };
+        let old = one_row([Some(b"1"), Some(b"a"), Some(b"7")]);
+        let set = |v: RawValue| vec![RawValue::Bytes(Bytes::from_static(b"1")), v];
+        let b = RawValue::Bytes(Bytes::from_static(b"b"));
+        // A set cell replaced, an unset one kept, a null one cleared.
+        let got = patch_rows(&old, &names, &cols, &set(b.clone())).unwrap();
+        assert_eq!(got, one_row([Some(b"1"), Some(b"b"), Some(b"7")]));
+        assert_eq!(
+            patch_rows(&old, &names, &cols, &set(RawValue::Unset)).unwrap(),
+            old
+        );
+        let got = patch_rows(&old, &names, &cols, &set(RawValue::Null)).unwrap();
+        assert_eq!(got, one_row([Some(b"1"), None, Some(b"7")]));
+        // No row yet: the INSERT creates it, columns it does not set are null.
+        let empty = RowsBuilder::new().finish(Default::default());
+        let got = patch_rows(&empty, &names, &cols, &set(b.clone())).unwrap();
+        assert_eq!(got, one_row([Some(b"1"), Some(b"b"), None]));
+        // Two rows or a paged result: not computable.
+        let mut two = RowsBuilder::new();
+        for _ in 0..2 {
+            for c in [Some(&b"1"[..]), None, None] {
+                two.push_cell(c);
+            }
+            two.end_row();
+        }
+        assert!(patch_rows(
+            &two.finish(Default::default()),
+            &names,
+            &cols,
+            &set(b.clone())
+        )
+        .is_none());
+        let mut paged = old.clone();
+        paged.metadata.paging_state = Some(Bytes::from_static(b"p"));
+        assert!(patch_rows(&paged, &names, &cols, &set(b)).is_none());
     }
 
     #[test]
