@@ -322,6 +322,27 @@ def test_patched_reads_never_go_back_in_time(proxy, ks):
         c.shutdown()
 
 
+def test_tracing_and_warnings_pass_through(session, ks):
+    """A traced request is traced by Cassandra (a cacheable read bypasses the cache) and the
+    driver reads the trace through the proxy; Cassandra's warnings reach the client."""
+    ins = session.prepare("INSERT INTO kv (k, v) VALUES (?, ?)")
+    sel = session.prepare("SELECT v FROM kv WHERE k = ?")
+    session.execute(ins, (1, "t"))
+    session.execute(sel, (1,))  # cached now
+    for stmt, args in ((sel, (1,)), ("SELECT v FROM kv WHERE k = 1", None)):
+        rs = session.execute(stmt, args, trace=True)
+        assert rs.one().v == "t"
+        trace = rs.get_query_trace(max_wait_sec=10)
+        assert trace is not None, f"no tracing session id came back for {stmt}"
+        assert trace.coordinator is not None and trace.events, f"empty trace for {stmt}"
+    # Over Cassandra's batch_size_warn_threshold (5 KiB): it answers with a warning.
+    big = "x" * 3000
+    stmts = " ".join(f"INSERT INTO kv (k, v) VALUES ({k}, '{big}');" for k in range(100, 103))
+    rs = session.execute(f"BEGIN BATCH {stmts} APPLY BATCH")
+    warnings = rs.response_future.warnings or []
+    assert any("Batch" in w and "threshold" in w for w in warnings), warnings
+
+
 def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct, ks):
     sel = session.prepare("SELECT v FROM kv WHERE k = ?")
     session.execute("INSERT INTO kv (k, v) VALUES (1, 'old')")

@@ -11,7 +11,31 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use proto::frame::{Compression, ProtocolVersion};
 use proto::request::Request;
-use proto::response::Response;
+use proto::response::{Response, ResponseExtras};
+
+/// The envelope flags of a request that a backend may honour.
+#[derive(Debug, Clone, Default)]
+pub struct RequestFlags {
+    /// The client asked for tracing.
+    pub tracing: bool,
+}
+
+/// A response and what the envelope carries in front of its body.
+#[derive(Debug)]
+pub struct Reply {
+    pub response: Response,
+    /// Tracing session id and warnings (a proxy passes the upstream's through).
+    pub extras: ResponseExtras,
+}
+
+impl From<Response> for Reply {
+    fn from(response: Response) -> Self {
+        Reply {
+            response,
+            extras: ResponseExtras::default(),
+        }
+    }
+}
 
 /// What [`Backend::handle_now`] did with a request.
 pub enum Now {
@@ -57,8 +81,19 @@ pub trait Backend: Send + Sync + 'static {
     /// [`Backend::handle`] in a task of its own. Called for every request `handle` would get,
     /// before it. Must be quick and must not block; the same invariants as `handle`
     /// otherwise.
-    fn handle_now(&self, _conn: &ConnState, req: Request) -> Now {
+    fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> Now {
         Now::Later(req)
+    }
+
+    /// [`Backend::handle`] with the request's envelope flags, answering envelope extras too.
+    /// What the front end calls; by default the flags are ignored and no extras are sent.
+    fn handle_flagged(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        _flags: RequestFlags,
+    ) -> impl Future<Output = Reply> + Send {
+        async move { Reply::from(self.handle(conn, req).await) }
     }
 
     /// The authenticator class to answer STARTUP with (`Response::Authenticate`), or `None` to

@@ -23,17 +23,19 @@ use bytes::BytesMut;
 use proto::error::{DbError, FrameError};
 use proto::frame::{decode_envelope, Compression, Envelope, Opcode, ProtocolVersion};
 use proto::request::Request;
-use proto::response::{Event, Response, ResultBody};
+use proto::response::{Event, Response, ResponseExtras, ResultBody};
 use proto::segment::{decode_segment, EnvelopeAssembler};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, ConnState, Now};
+use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
 use crate::config::{Authenticator, Config};
 use crate::events::{EventBus, EventKinds};
-use crate::response::{encode, encode_response, envelope_header, legacy_error};
+use crate::response::{
+    encode, encode_response, encode_response_with, envelope_header, legacy_error,
+};
 use crate::streams::{InFlight, Refused};
 use crate::writer::{self, Out, OutTx};
 
@@ -460,16 +462,21 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         stream,
         answered: false,
     };
-    let req = match Request::from_envelope(&env) {
-        Ok(decoded) => decoded.request,
-        Err(e) => return pending.finish(Response::Error(e)),
+    let (req, flags) = match Request::from_envelope(&env) {
+        Ok(decoded) => (
+            decoded.request,
+            RequestFlags {
+                tracing: decoded.tracing,
+            },
+        ),
+        Err(e) => return pending.finish(Response::Error(e).into()),
     };
     drop(env);
     let s = &*pending.session;
-    match s.shared.backend.handle_now(&s.conn, req) {
-        Now::Answered(resp) => pending.finish(resp),
+    match s.shared.backend.handle_now(&s.conn, req, &flags) {
+        Now::Answered(resp) => pending.finish(resp.into()),
         Now::Later(req) => {
-            tokio::spawn(pending.run(req));
+            tokio::spawn(pending.run(req, flags));
         }
     }
 }
@@ -483,14 +490,18 @@ struct Pending<B: Backend> {
 }
 
 impl<B: Backend> Pending<B> {
-    async fn run(self, req: Request) {
+    async fn run(self, req: Request, flags: RequestFlags) {
         let s = &*self.session;
-        let resp = s.shared.backend.handle(&s.conn, req).await;
-        self.finish(resp);
+        let reply = s.shared.backend.handle_flagged(&s.conn, req, flags).await;
+        self.finish(reply);
     }
 
     /// Applies what the response changes on the connection, then answers.
-    fn finish(mut self, resp: Response) {
+    fn finish(mut self, reply: Reply) {
+        let Reply {
+            response: resp,
+            extras,
+        } = reply;
         if let Response::Result(result) = &resp {
             match result {
                 ResultBody::SetKeyspace(ks) => self.session.conn.set_keyspace(ks),
@@ -502,23 +513,24 @@ impl<B: Backend> Pending<B> {
                 _ => {}
             }
         }
-        self.answer(&resp);
+        self.answer(&resp, &extras);
     }
 
-    fn answer(&mut self, resp: &Response) {
+    fn answer(&mut self, resp: &Response, extras: &ResponseExtras) {
         self.answered = true;
         let s = &*self.session;
         // A body encoded earlier goes to the writer as is (no copy into a new envelope)
-        // unless v3/v4 body compression has to transform it.
-        let uncompressed =
-            s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5;
-        if let (Response::Result(ResultBody::Encoded(body)), true) = (resp, uncompressed) {
+        // unless v3/v4 body compression or extras have to change the envelope.
+        let plain = (s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5)
+            && extras.tracing_id.is_none()
+            && extras.warnings.is_empty();
+        if let (Response::Result(ResultBody::Encoded(body)), true) = (resp, plain) {
             let header = envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
             s.in_flight.release(self.stream);
             s.tx.envelope(header, body.clone());
             return;
         }
-        let frame = encode_response(&s.conn, self.stream, resp);
+        let frame = encode_response_with(&s.conn, self.stream, resp, extras);
         // Free the id before the client can see the response and reuse it.
         s.in_flight.release(self.stream);
         s.tx.frame(frame);
@@ -533,9 +545,12 @@ impl<B: Backend> Drop for Pending<B> {
                 self.stream,
                 self.session.conn.id()
             );
-            self.answer(&Response::Error(DbError::server(
-                "Internal error: the request handler failed",
-            )));
+            self.answer(
+                &Response::Error(DbError::server(
+                    "Internal error: the request handler failed",
+                )),
+                &ResponseExtras::default(),
+            );
         }
     }
 }

@@ -48,7 +48,7 @@ mod server;
 mod streams;
 mod writer;
 
-pub use backend::{Backend, ConnState, Now};
+pub use backend::{Backend, ConnState, Now, Reply, RequestFlags};
 pub use config::Config;
 pub use conn::CQL_VERSION;
 pub use events::EventBus;

@@ -15,6 +15,18 @@ pub(crate) fn encode_response(conn: &ConnState, stream: i16, resp: &Response) ->
     encode(conn.version(), conn.compression(), stream, resp)
 }
 
+/// [`encode_response`] with a tracing session id and warnings in front of the body.
+pub(crate) fn encode_response_with(
+    conn: &ConnState,
+    stream: i16,
+    resp: &Response,
+    extras: &ResponseExtras,
+) -> Bytes {
+    let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
+    resp.encode_envelope(conn.version(), stream, extras, conn.compression(), &mut out);
+    out.freeze()
+}
+
 /// Encodes `resp` as one envelope. `compression` applies to v3/v4 bodies only (v5 compresses
 /// whole segments in the writer).
 pub(crate) fn encode(

@@ -54,12 +54,12 @@ use proto::request::{
     Values,
 };
 use proto::response::{
-    ColumnSpec, Event, Response, ResultBody, Rows, RowsBuilder, SchemaChange, SchemaChangeTarget,
-    SchemaChangeType,
+    ColumnSpec, Event, Response, ResponseExtras, ResultBody, Rows, RowsBuilder, SchemaChange,
+    SchemaChangeTarget, SchemaChangeType,
 };
 use proto::types::{ColumnType, Value};
 
-use crate::backend::{Backend, ConnState, Now};
+use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
 use crate::config::Config;
 use crate::events::EventBus;
 
@@ -87,6 +87,13 @@ const OWN_DDL_WINDOW: Duration = Duration::from_secs(10);
 
 /// Pools are per (role, protocol version, keyspace).
 type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
+
+/// One client request's envelope flags, and the envelope extras of the upstream's answer.
+#[derive(Default)]
+struct Ctx {
+    tracing: bool,
+    extras: Mutex<ResponseExtras>,
+}
 
 /// What the proxy remembers of a statement prepared through it.
 #[derive(Debug)]
@@ -302,6 +309,7 @@ impl ProxyBackend {
     async fn forward(
         &self,
         conn: &ConnState,
+        ctx: &Ctx,
         keyspace: Option<&str>,
         req: &Request,
         write: bool,
@@ -328,7 +336,7 @@ impl ProxyBackend {
                 return self.upstream_error(e, req, write);
             }
         };
-        let mut resp = match self.send(&up, req, deadline).await {
+        let mut resp = match self.send(&up, req, deadline, ctx).await {
             Ok(r) => r,
             Err(e) => return self.upstream_error(e, req, write),
         };
@@ -344,9 +352,9 @@ impl ProxyBackend {
                         query: info.query.clone(),
                         keyspace: if v5 { info.keyspace.clone() } else { None },
                     });
-                    match self.send(&up, &prep, deadline).await {
+                    match self.send(&up, &prep, deadline, &Ctx::default()).await {
                         Ok(Response::Result(ResultBody::Prepared(_))) => {
-                            resp = match self.send(&up, req, deadline).await {
+                            resp = match self.send(&up, req, deadline, ctx).await {
                                 Ok(r) => r,
                                 Err(e) => return self.upstream_error(e, req, write),
                             };
@@ -370,6 +378,7 @@ impl ProxyBackend {
         up: &Connection,
         req: &Request,
         deadline: Instant,
+        ctx: &Ctx,
     ) -> Result<Response, UpstreamError> {
         let started = Instant::now();
         if started >= deadline {
@@ -385,8 +394,21 @@ impl ProxyBackend {
             .upstream_requests
             .fetch_add(1, Ordering::Relaxed);
         let r = up
-            .request(req, deadline.saturating_duration_since(started))
-            .await;
+            .request_traced(
+                req,
+                deadline.saturating_duration_since(started),
+                ctx.tracing,
+            )
+            .await
+            .map(|d| {
+                if d.tracing_id.is_some() || !d.warnings.is_empty() {
+                    *ctx.extras.lock().unwrap_or_else(PoisonError::into_inner) = ResponseExtras {
+                        tracing_id: d.tracing_id,
+                        warnings: d.warnings,
+                    };
+                }
+                d.response
+            });
         self.metrics.observe(started.elapsed());
         if let Err(e) = &r {
             self.metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
@@ -512,7 +534,7 @@ impl ProxyBackend {
         Response::AuthSuccess(None)
     }
 
-    async fn query(&self, conn: &ConnState, q: Query) -> Response {
+    async fn query(&self, conn: &ConnState, ctx: &Ctx, q: Query) -> Response {
         let ks = q
             .params
             .keyspace
@@ -523,7 +545,7 @@ impl ProxyBackend {
         match &class {
             Class::Local(which) => {
                 return self
-                    .local_read(conn, *which, ks.as_deref(), &req, None)
+                    .local_read(conn, ctx, *which, ks.as_deref(), &req, None)
                     .await
             }
             Class::Use(name) => return self.use_keyspace(conn, name).await,
@@ -531,7 +553,7 @@ impl ProxyBackend {
         }
         let conn_ks = conn.keyspace();
         let resp = self
-            .forward(conn, conn_ks.as_deref(), &req, class.is_write())
+            .forward(conn, ctx, conn_ks.as_deref(), &req, class.is_write())
             .await;
         match &class {
             Class::Write { tables, .. } => {
@@ -730,7 +752,7 @@ impl ProxyBackend {
         }
     }
 
-    async fn prepare(&self, conn: &ConnState, p: Prepare) -> Response {
+    async fn prepare(&self, conn: &ConnState, ctx: &Ctx, p: Prepare) -> Response {
         let ks = p
             .keyspace
             .clone()
@@ -738,7 +760,7 @@ impl ProxyBackend {
         let pool_ks = conn.keyspace();
         let query = p.query.clone();
         let resp = self
-            .forward(conn, pool_ks.as_deref(), &Request::Prepare(p), false)
+            .forward(conn, ctx, pool_ks.as_deref(), &Request::Prepare(p), false)
             .await;
         if let Response::Result(ResultBody::Prepared(prep)) = &resp {
             let class = classify(&query, ks.as_deref());
@@ -881,7 +903,8 @@ impl ProxyBackend {
             ),
             params: QueryParams::default(),
         });
-        let Response::Result(ResultBody::Rows(rows)) = self.forward(conn, None, &q, false).await
+        let Response::Result(ResultBody::Rows(rows)) =
+            self.forward(conn, &Ctx::default(), None, &q, false).await
         else {
             return None;
         };
@@ -906,6 +929,7 @@ impl ProxyBackend {
     async fn execute_patching(
         &self,
         conn: &ConnState,
+        ctx: &Ctx,
         info: &PreparedInfo,
         x: Execute,
     ) -> Result<Response, Execute> {
@@ -928,7 +952,7 @@ impl ProxyBackend {
         let ticket = self.cache.write_started(&table.keyspace, &table.table, &pk);
         let req = Request::Execute(x);
         let resp = self
-            .forward(conn, info.keyspace.as_deref(), &req, true)
+            .forward(conn, ctx, info.keyspace.as_deref(), &req, true)
             .await;
         if let Response::Result(ResultBody::Void) = resp {
             self.cache.write_acknowledged(ticket, &|rows, names| {
@@ -940,7 +964,7 @@ impl ProxyBackend {
         Ok(resp)
     }
 
-    async fn execute(&self, conn: &ConnState, x: Execute) -> Response {
+    async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
         let Some(info) = self.prepared_info(&x.id) else {
             return Response::Error(DbError::unprepared(x.id));
         };
@@ -948,10 +972,10 @@ impl ProxyBackend {
         if let Class::Local(which) = info.class {
             let req = Request::Execute(x);
             return self
-                .local_read(conn, which, ks.as_deref(), &req, Some(&info))
+                .local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info))
                 .await;
         }
-        if let Some(table) = &info.cache_read {
+        if let (Some(table), false) = (&info.cache_read, ctx.tracing) {
             if let Some((pk, request)) = self.cache_request(conn, &x, &info) {
                 let key = cache::CacheKey::new(
                     conn.version(),
@@ -970,7 +994,7 @@ impl ProxyBackend {
                 let ticket = self.cache.ticket(&key);
                 let started = Instant::now();
                 let req = Request::Execute(x);
-                let resp = self.forward(conn, ks.as_deref(), &req, false).await;
+                let resp = self.forward(conn, ctx, ks.as_deref(), &req, false).await;
                 match &resp {
                     Response::Result(ResultBody::Rows(rows)) => {
                         if let Some(sk) = stale_key {
@@ -999,13 +1023,13 @@ impl ProxyBackend {
                 return resp;
             }
         }
-        let x = match self.execute_patching(conn, &info, x).await {
+        let x = match self.execute_patching(conn, ctx, &info, x).await {
             Ok(resp) => return resp,
             Err(x) => x,
         };
         let write = info.class.is_write();
         let req = Request::Execute(x);
-        let resp = self.forward(conn, ks.as_deref(), &req, write).await;
+        let resp = self.forward(conn, ctx, ks.as_deref(), &req, write).await;
         if let Request::Execute(x) = &req {
             self.invalidate_prepared(&info, &x.params.values, &resp);
         }
@@ -1081,7 +1105,7 @@ impl ProxyBackend {
         Some((pk, req))
     }
 
-    async fn batch(&self, conn: &ConnState, b: Batch) -> Response {
+    async fn batch(&self, conn: &ConnState, ctx: &Ctx, b: Batch) -> Response {
         let ks = b
             .keyspace
             .clone()
@@ -1101,7 +1125,9 @@ impl ProxyBackend {
         }
         let conn_ks = conn.keyspace();
         let req = Request::Batch(b);
-        let resp = self.forward(conn, conn_ks.as_deref(), &req, true).await;
+        let resp = self
+            .forward(conn, ctx, conn_ks.as_deref(), &req, true)
+            .await;
         let Request::Batch(b) = &req else {
             return resp;
         };
@@ -1125,6 +1151,7 @@ impl ProxyBackend {
     async fn local_read(
         &self,
         conn: &ConnState,
+        ctx: &Ctx,
         which: LocalTable,
         _ks: Option<&str>,
         req: &Request,
@@ -1135,7 +1162,7 @@ impl ProxyBackend {
         }
         let conn_ks = conn.keyspace();
         let pool_ks = info.map_or(conn_ks.as_deref(), |i| i.keyspace.as_deref());
-        let resp = self.forward(conn, pool_ks, req, false).await;
+        let resp = self.forward(conn, ctx, pool_ks, req, false).await;
         let Response::Result(ResultBody::Rows(rows)) = &resp else {
             return resp;
         };
@@ -1162,7 +1189,7 @@ impl ProxyBackend {
             query: "SELECT data_center, rack, release_version, schema_version FROM system.local WHERE key = 'local'".into(),
             params: QueryParams::default(),
         });
-        match self.forward(conn, None, &q, false).await {
+        match self.forward(conn, &Ctx::default(), None, &q, false).await {
             Response::Result(ResultBody::Rows(rows)) => {
                 let names = column_names(&rows, None);
                 topology::facts_of(&rows, &names)
@@ -1374,6 +1401,38 @@ fn partition_key(values: &Values, idx: &[usize]) -> Option<Vec<u8>> {
 /// Types whose equal values always serialize to equal bytes, so a write's key bytes match a
 /// read's. For the others (varint, decimal, floats, collections, ...) writes invalidate the
 /// whole table.
+impl ProxyBackend {
+    /// One request of an established connection, with its flags in `ctx`.
+    async fn dispatch(&self, conn: &ConnState, ctx: &Ctx, req: Request) -> Response {
+        if let Request::AuthResponse(token) = req {
+            if !self.auth_required() {
+                return Response::Error(DbError::protocol(
+                    "Unexpected AUTH_RESPONSE: the upstream does not require authentication",
+                ));
+            }
+            return self.login(conn, token).await;
+        }
+        if self.auth_required() && conn.role().is_none() {
+            return Response::Error(DbError::protocol(format!(
+                "Unexpected message {:?}, expecting SASL_RESPONSE",
+                req.opcode()
+            )));
+        }
+        match req {
+            Request::Query(q) => self.query(conn, ctx, q).await,
+            Request::Prepare(p) => self.prepare(conn, ctx, p).await,
+            Request::Execute(x) => self.execute(conn, ctx, x).await,
+            Request::Batch(b) => self.batch(conn, ctx, b).await,
+            Request::AuthResponse(_)
+            | Request::Startup(_)
+            | Request::Options
+            | Request::Register(_) => Response::Error(DbError::protocol(
+                "Unexpected message: handled by the connection, not the backend",
+            )),
+        }
+    }
+}
+
 /// The result of a point read (`names`: its column names) after an INSERT that set
 /// `columns[i]` to `values[i]`, or `None` when it cannot be computed from them: more than one
 /// row, a paged result, or a row that did not exist but whose columns are not all known.
@@ -1428,10 +1487,13 @@ fn canonical_type(t: &ColumnType) -> bool {
 
 impl Backend for ProxyBackend {
     /// A cacheable EXECUTE found in the DRAM tier is answered here, without a task.
-    fn handle_now(&self, conn: &ConnState, req: Request) -> Now {
+    fn handle_now(&self, conn: &ConnState, req: Request, flags: &RequestFlags) -> Now {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
+        if flags.tracing {
+            return Now::Later(req); // traced: answered by the upstream, which traces it
+        }
         if self.auth_required() && conn.role().is_none() {
             return Now::Later(req);
         }
@@ -1456,31 +1518,23 @@ impl Backend for ProxyBackend {
     }
 
     async fn handle(&self, conn: &ConnState, req: Request) -> Response {
-        if let Request::AuthResponse(token) = req {
-            if !self.auth_required() {
-                return Response::Error(DbError::protocol(
-                    "Unexpected AUTH_RESPONSE: the upstream does not require authentication",
-                ));
-            }
-            return self.login(conn, token).await;
-        }
-        if self.auth_required() && conn.role().is_none() {
-            return Response::Error(DbError::protocol(format!(
-                "Unexpected message {:?}, expecting SASL_RESPONSE",
-                req.opcode()
-            )));
-        }
-        match req {
-            Request::Query(q) => self.query(conn, q).await,
-            Request::Prepare(p) => self.prepare(conn, p).await,
-            Request::Execute(x) => self.execute(conn, x).await,
-            Request::Batch(b) => self.batch(conn, b).await,
-            Request::AuthResponse(_)
-            | Request::Startup(_)
-            | Request::Options
-            | Request::Register(_) => Response::Error(DbError::protocol(
-                "Unexpected message: handled by the connection, not the backend",
-            )),
+        self.dispatch(conn, &Ctx::default(), req).await
+    }
+
+    /// The tracing flag goes upstream; the upstream's tracing session id and warnings come
+    /// back in front of the response.
+    async fn handle_flagged(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
+        let ctx = Ctx {
+            tracing: flags.tracing,
+            ..Ctx::default()
+        };
+        let response = self.dispatch(conn, &ctx, req).await;
+        Reply {
+            response,
+            extras: ctx
+                .extras
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
         }
     }
 

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use proto::error::DbError;
-use proto::frame::{decode_envelope, encode_envelope, Envelope, ProtocolVersion};
+use proto::frame::{decode_envelope, encode_envelope, flags, Envelope, ProtocolVersion};
 use proto::request::{Query, QueryParams, Request};
-use proto::response::{Event, Response, ResultBody};
+use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -206,6 +206,19 @@ impl Connection {
         req: &Request,
         timeout: Duration,
     ) -> Result<Response, UpstreamError> {
+        self.request_traced(req, timeout, false)
+            .await
+            .map(|d| d.response)
+    }
+
+    /// [`Connection::request`] with the envelope's tracing flag set as asked, answering the
+    /// whole decoded response (tracing session id and warnings included).
+    pub async fn request_traced(
+        &self,
+        req: &Request,
+        timeout: Duration,
+        tracing: bool,
+    ) -> Result<DecodedResponse, UpstreamError> {
         let addr = self.shared.addr;
         let (tx, rx) = oneshot::channel();
         let stream = {
@@ -226,7 +239,8 @@ impl Connection {
             w.pending.insert(stream, tx);
             stream
         };
-        let frame = encode_request(self.version, stream, req);
+        let flags = if tracing { flags::TRACING } else { 0 };
+        let frame = encode_request(self.version, stream, flags, req);
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
             return Err(UpstreamError::Closed {
@@ -246,21 +260,19 @@ impl Connection {
             }
             Err(_) => return Err(UpstreamError::Timeout { addr, timeout }),
         };
-        Response::from_envelope(&env)
-            .map(|d| d.response)
-            .map_err(|e| UpstreamError::Protocol {
-                addr,
-                reason: e.to_string(),
-            })
+        Response::from_envelope(&env).map_err(|e| UpstreamError::Protocol {
+            addr,
+            reason: e.to_string(),
+        })
     }
 }
 
-fn encode_request(version: ProtocolVersion, stream: i16, req: &Request) -> Bytes {
+fn encode_request(version: ProtocolVersion, stream: i16, flags: u8, req: &Request) -> Bytes {
     let mut body = BytesMut::new();
     req.encode_body(version, &mut body);
     let env = Envelope {
         version,
-        flags: 0,
+        flags,
         stream,
         opcode: req.opcode(),
         body: body.freeze(),
@@ -469,7 +481,7 @@ impl Handshake<'_> {
             reason: e.to_string(),
         };
         let frame = if self.segments.is_some() {
-            encode_request(self.version, 0, req)
+            encode_request(self.version, 0, 0, req)
         } else {
             // Before the switch a v5 STARTUP goes out as a plain envelope.
             let mut body = BytesMut::new();
