@@ -221,9 +221,9 @@ def test_read_your_writes_through_the_cache(proxy, ks, version, client_timestamp
         c.shutdown()
 
 
-def test_insert_patches_cached_point_reads_in_place(proxy, direct, ks):
-    """A prepared INSERT without a client timestamp updates the cached results of its
-    partition: the next read is a hit with the new value, columns it did not set keep
+def test_writes_patch_cached_point_reads_in_place(proxy, direct, ks):
+    """A prepared INSERT or UPDATE without a client timestamp updates the cached results of
+    its partition: the next read is a hit with the new value, columns it did not set keep
     theirs, a row it creates appears, and Cassandra agrees. A table with clustering columns
     is only invalidated."""
     c = proxy.cluster(protocol_version=4)
@@ -263,6 +263,25 @@ def test_insert_patches_cached_point_reads_in_place(proxy, direct, ks):
         r = s.execute(sel, (1,)).one()
         assert (r.n, r.v, r.b) == (8, None, None)
         assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 1").one() == r
+
+        # UPDATE: sets cells of an existing row; creates a row only through a value.
+        upd = s.prepare("UPDATE wide SET n = ? WHERE k = ?")
+        for k in (3, 4):
+            assert s.execute(sel, (k,)).one() is None  # cached: no row
+        patched = metric(s, "cache_patched_total")
+        s.execute(upd, (9, 1))
+        s.execute(upd, (5, 3))
+        s.execute(upd, (None, 4))
+        assert metric(s, "cache_patched_total") >= patched + 3
+        for k, want in ((1, (9, None, None)), (3, (5, None, None)), (4, None)):
+            r = s.execute(sel, (k,)).one()
+            assert (tuple(r) if r else None) == want, k
+            assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = {k}").one() == r
+        # Nulling a cell of an existing row: the proxy cannot tell whether the row survives,
+        # so it drops the entry and asks Cassandra.
+        s.execute(upd, (None, 3))
+        assert s.execute(sel, (3,)).one() == direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 3").one()
+        assert s.execute(sel, (3,)).one() is None  # the UPDATE-made row is gone
 
         cins = s.prepare("INSERT INTO clus (k, c, v) VALUES (?, ?, ?)")
         csel = s.prepare("SELECT c, v FROM clus WHERE k = ?")

@@ -192,6 +192,12 @@ pub enum PatchShape {
     /// `INSERT INTO t (c1, c2, ...) VALUES (?, ?, ...)`: every value a positional marker, no
     /// `IF NOT EXISTS`, no `USING`; `columns[i]` is set from bind marker `i`.
     Insert { columns: Vec<String> },
+    /// `UPDATE t SET c1 = ?, ... WHERE k1 = ? AND ...`: plain assignments and `=` relations,
+    /// every value a positional marker, no `IF`, no `USING`. (column, bind marker index).
+    Update {
+        sets: Vec<(String, usize)>,
+        keys: Vec<(String, usize)>,
+    },
 }
 
 /// The statement's [`PatchShape`], if it has one.
@@ -234,6 +240,35 @@ pub fn patch_shape(text: &str) -> Option<PatchShape> {
                 .then_some(PatchShape::Insert { columns }),
             InsertValues::Json { .. } => None,
         },
+        Statement::Update(u) if u.condition.is_none() && u.using.is_empty() => {
+            let marker = |t: &Term| match t {
+                Term::Bind(BindMarker { index, name: None }) => Some(*index),
+                _ => None,
+            };
+            let sets = u
+                .assignments
+                .iter()
+                .map(|a| match a {
+                    cql::ast::Assignment::Set { column, value } => {
+                        Some((column.clone(), marker(value)?))
+                    }
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let keys = u
+                .where_clause
+                .iter()
+                .map(|r| match r {
+                    Relation::Binary {
+                        column,
+                        op: cql::ast::Operator::Eq,
+                        value,
+                    } => Some((column.clone(), marker(value)?)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            (!sets.is_empty() && !keys.is_empty()).then_some(PatchShape::Update { sets, keys })
+        }
         _ => None,
     }
 }
@@ -362,7 +397,11 @@ mod tests {
             "INSERT INTO t (k, v) VALUES (?, ?) USING TIMESTAMP 5",
             "INSERT INTO t (k, v) VALUES (:k, :v)",
             "INSERT INTO t JSON ?",
-            "UPDATE t SET v = ? WHERE k = ?",
+            "UPDATE t SET v = ? WHERE k = ? IF EXISTS",
+            "UPDATE t USING TTL 5 SET v = ? WHERE k = ?",
+            "UPDATE t SET v = v + ? WHERE k = ?",
+            "UPDATE t SET v = 'x' WHERE k = ?",
+            "UPDATE t SET v = ? WHERE k IN (?, ?)",
         ] {
             assert_eq!(patch_shape(no), None, "{no}");
         }
@@ -370,6 +409,13 @@ mod tests {
             patch_shape("INSERT INTO ks.t (k, v, \"W\") VALUES (?, ?, ?)"),
             Some(PatchShape::Insert {
                 columns: vec!["k".into(), "v".into(), "W".into()]
+            })
+        );
+        assert_eq!(
+            patch_shape("UPDATE ks.t SET v = ?, n = ? WHERE k = ?"),
+            Some(PatchShape::Update {
+                sets: vec![("v".into(), 0), ("n".into(), 1)],
+                keys: vec![("k".into(), 2)],
             })
         );
     }

@@ -108,8 +108,8 @@ struct PreparedInfo {
     result_names: Vec<String>,
     /// A cacheable read whose cached results a write may patch: its result column names.
     read_shape: Option<Arc<[String]>>,
-    /// A write that may patch cached results in place: the columns its bind markers set.
-    insert_columns: Option<Vec<String>>,
+    /// A write that may patch cached results in place.
+    write_patch: Option<Arc<WritePatch>>,
 }
 
 /// The proxy backend (see the module docs).
@@ -809,7 +809,7 @@ impl ProxyBackend {
                 .iter()
                 .map(|c| c.name.clone())
                 .collect();
-            let (read_shape, insert_columns) = self
+            let (read_shape, write_patch) = self
                 .patch_shapes(conn, &query, &class, &pk, &cache_read, cols, &result_names)
                 .await;
             let info = PreparedInfo {
@@ -820,7 +820,7 @@ impl ProxyBackend {
                 cache_read,
                 result_names,
                 read_shape,
-                insert_columns,
+                write_patch,
             };
             let mut map = self
                 .prepared
@@ -835,8 +835,9 @@ impl ProxyBackend {
     }
 
     /// Whether a prepared statement takes part in in-place cache updates: a point read of
-    /// plain columns restricted by exactly its partition key, or an INSERT of bound values of
-    /// simple types, in either case of a table known to have no clustering columns (asked of
+    /// plain columns restricted by exactly its partition key (its result column names), or an
+    /// INSERT / UPDATE of bound values of simple types naming its whole partition key (its
+    /// [`WritePatch`]), in either case of a table known to have no clustering columns (asked of
     /// the upstream once per table). See `execute_patching`.
     #[allow(clippy::too_many_arguments)]
     async fn patch_shapes(
@@ -848,39 +849,58 @@ impl ProxyBackend {
         cache_read: &Option<TableRef>,
         binds: &[ColumnSpec],
         result_names: &[String],
-    ) -> (Option<Arc<[String]>>, Option<Vec<String>>) {
+    ) -> (Option<Arc<[String]>>, Option<Arc<WritePatch>>) {
         let Some((table, idx, true)) = pk else {
             return (None, None);
         };
-        let shape = match (classify::patch_shape(query), class) {
+        let simple_binds = binds.iter().all(|c| {
+            c.table == table.table
+                && c.keyspace == table.keyspace
+                && (canonical_type(&c.ty) || matches!(c.ty, ColumnType::Double | ColumnType::Float))
+        });
+        let names_pk = |keys: &[(String, usize)]| {
+            keys.len() == idx.len() && keys.iter().all(|(_, i)| idx.contains(i))
+        };
+        let (read, write) = match (classify::patch_shape(query), class) {
             (Some(PatchShape::PointRead), Class::Select { eq_binds, .. })
                 if cache_read.is_some() && eq_binds.len() == idx.len() =>
             {
-                Some(PatchShape::PointRead)
+                (Some(result_names.into()), None)
             }
             (Some(PatchShape::Insert { columns }), Class::Write { single: true, .. })
-                if columns.len() == binds.len()
-                    && binds.iter().all(|c| {
-                        c.table == table.table
-                            && c.keyspace == table.keyspace
-                            && (canonical_type(&c.ty)
-                                || matches!(c.ty, ColumnType::Double | ColumnType::Float))
-                    }) =>
+                if columns.len() == binds.len() && simple_binds =>
             {
-                Some(PatchShape::Insert { columns })
+                let (keys, sets): (Vec<_>, Vec<_>) = columns
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| (c, i))
+                    .partition(|(_, i)| idx.contains(i));
+                let patch = WritePatch {
+                    sets,
+                    keys,
+                    row_marker: true,
+                };
+                (None, names_pk(&patch.keys).then(|| Arc::new(patch)))
             }
-            _ => None,
+            (Some(PatchShape::Update { sets, keys }), Class::Write { single: true, .. })
+                if simple_binds && names_pk(&keys) =>
+            {
+                let patch = WritePatch {
+                    sets,
+                    keys,
+                    row_marker: false,
+                };
+                (None, Some(Arc::new(patch)))
+            }
+            _ => (None, None),
         };
-        let Some(shape) = shape else {
+        if read.is_none() && write.is_none() {
             return (None, None);
-        };
+        }
         if !self.cache.enabled() || self.clustering_free(conn, table).await != Some(true) {
             return (None, None);
         }
-        match shape {
-            PatchShape::PointRead => (Some(result_names.into()), None),
-            PatchShape::Insert { columns } => (None, Some(columns)),
-        }
+        (read, write)
     }
 
     /// Whether `table` has no clustering columns: remembered, else asked of the upstream's
@@ -933,7 +953,7 @@ impl ProxyBackend {
         info: &PreparedInfo,
         x: Execute,
     ) -> Result<Response, Execute> {
-        let (Some(columns), Some((table, idx, true))) = (&info.insert_columns, &info.pk) else {
+        let (Some(patch), Some((table, idx, true))) = (&info.write_patch, &info.pk) else {
             return Err(x);
         };
         if x.params.default_timestamp.is_some() {
@@ -942,7 +962,7 @@ impl ProxyBackend {
         let Values::Positional(values) = &x.params.values else {
             return Err(x);
         };
-        if values.len() != columns.len() {
+        if !patch.fits(values.len()) {
             return Err(x);
         }
         let Some(pk) = partition_key(&x.params.values, idx) else {
@@ -956,7 +976,7 @@ impl ProxyBackend {
             .await;
         if let Response::Result(ResultBody::Void) = resp {
             self.cache.write_acknowledged(ticket, &|rows, names| {
-                patch_rows(rows, names, columns, &values)
+                patch_rows(rows, names, patch, &values)
             });
         } else {
             self.cache.write_failed(ticket);
@@ -1433,15 +1453,30 @@ impl ProxyBackend {
     }
 }
 
-/// The result of a point read (`names`: its column names) after an INSERT that set
-/// `columns[i]` to `values[i]`, or `None` when it cannot be computed from them: more than one
-/// row, a paged result, or a row that did not exist but whose columns are not all known.
-fn patch_rows(
-    rows: &Rows,
-    names: &[String],
-    columns: &[String],
-    values: &[RawValue],
-) -> Option<Rows> {
+/// What a prepared INSERT or UPDATE sets, by bind marker index (see `patch_rows`).
+#[derive(Debug)]
+struct WritePatch {
+    /// Regular columns set.
+    sets: Vec<(String, usize)>,
+    /// The partition key columns.
+    keys: Vec<(String, usize)>,
+    /// INSERT: the row exists afterwards whatever the values (row marker); UPDATE: only
+    /// through its non-null cells.
+    row_marker: bool,
+}
+
+impl WritePatch {
+    /// Whether `n` bound values are what the statement takes.
+    fn fits(&self, n: usize) -> bool {
+        self.sets.iter().chain(&self.keys).all(|(_, i)| *i < n)
+    }
+}
+
+/// The result of a point read (`names`: its column names) after the write `p` with bound
+/// `values`, or `None` when it cannot be computed from them: more than one row, a paged result,
+/// or an UPDATE that nulls a cell of an existing row (whether the row survives depends on
+/// cells the proxy has not seen).
+fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]) -> Option<Rows> {
     if rows.metadata.paging_state.is_some() || rows.rows_count > 1 {
         return None;
     }
@@ -1449,15 +1484,29 @@ fn patch_rows(
     if old.len() != names.len() * rows.rows_count as usize {
         return None;
     }
+    let sets = || p.sets.iter().map(|(_, i)| &values[*i]);
+    let exists = rows.rows_count == 1;
+    if exists && !p.row_marker && sets().any(|v| matches!(v, RawValue::Null)) {
+        return None;
+    }
+    if !exists && !p.row_marker && !sets().any(|v| matches!(v, RawValue::Bytes(_))) {
+        return Some(rows.clone()); // an UPDATE that sets nothing leaves no row
+    }
+    let value_of = |name: &String| {
+        p.sets
+            .iter()
+            .chain(&p.keys)
+            .find(|(c, _)| c == name)
+            .map(|(_, i)| &values[*i])
+    };
     let mut b = RowsBuilder::with_capacity(rows.data.len() + 64);
     for (i, name) in names.iter().enumerate() {
-        let set = columns.iter().position(|c| c == name).map(|j| &values[j]);
-        let cell = match (set, rows.rows_count) {
+        let cell = match (value_of(name), exists) {
             (Some(RawValue::Bytes(v)), _) => Some(&v[..]),
             (Some(RawValue::Null), _) => None,
-            // Not written: the old cell, or nothing in a row the INSERT creates.
-            (Some(RawValue::Unset) | None, 1) => old[i],
-            (Some(RawValue::Unset) | None, _) => None,
+            // Not written: the old cell, or nothing in a row the write creates.
+            (Some(RawValue::Unset) | None, true) => old[i],
+            (Some(RawValue::Unset) | None, false) => None,
         };
         b.push_cell(cell);
     }
@@ -1653,9 +1702,18 @@ mod tests {
     }
 
     #[test]
-    fn an_insert_patches_a_point_read_result() {
+    fn a_write_patches_a_point_read_result() {
         let names: Vec<String> = ["k", "v", "n"].iter().map(|s| s.to_string()).collect();
-        let cols: Vec<String> = ["k", "v"].iter().map(|s| s.to_string()).collect();
+        let insert = WritePatch {
+            sets: vec![("v".into(), 1)],
+            keys: vec![("k".into(), 0)],
+            row_marker: true,
+        };
+        let update = WritePatch {
+            sets: vec![("v".into(), 0)],
+            keys: vec![("k".into(), 1)],
+            row_marker: false,
+        };
         let one_row = |cells: [Option<&[u8]>; 3]| {
             let mut b = RowsBuilder::new();
             for c in cells {
@@ -1665,21 +1723,43 @@ mod tests {
             b.finish(Default::default())
         };
         let old = one_row([Some(b"1"), Some(b"a"), Some(b"7")]);
-        let set = |v: RawValue| vec![RawValue::Bytes(Bytes::from_static(b"1")), v];
-        let b = RawValue::Bytes(Bytes::from_static(b"b"));
+        let empty = RowsBuilder::new().finish(Default::default());
+        let k = || RawValue::Bytes(Bytes::from_static(b"1"));
+        let b = || RawValue::Bytes(Bytes::from_static(b"b"));
+        let ins = |v: RawValue| vec![k(), v];
+        let upd = |v: RawValue| vec![v, k()];
         // A set cell replaced, an unset one kept, a null one cleared.
-        let got = patch_rows(&old, &names, &cols, &set(b.clone())).unwrap();
+        let got = patch_rows(&old, &names, &insert, &ins(b())).unwrap();
         assert_eq!(got, one_row([Some(b"1"), Some(b"b"), Some(b"7")]));
         assert_eq!(
-            patch_rows(&old, &names, &cols, &set(RawValue::Unset)).unwrap(),
+            patch_rows(&old, &names, &insert, &ins(RawValue::Unset)).unwrap(),
             old
         );
-        let got = patch_rows(&old, &names, &cols, &set(RawValue::Null)).unwrap();
+        let got = patch_rows(&old, &names, &insert, &ins(RawValue::Null)).unwrap();
         assert_eq!(got, one_row([Some(b"1"), None, Some(b"7")]));
+        assert_eq!(
+            patch_rows(&old, &names, &update, &upd(b())).unwrap(),
+            one_row([Some(b"1"), Some(b"b"), Some(b"7")])
+        );
         // No row yet: the INSERT creates it, columns it does not set are null.
-        let empty = RowsBuilder::new().finish(Default::default());
-        let got = patch_rows(&empty, &names, &cols, &set(b.clone())).unwrap();
+        let got = patch_rows(&empty, &names, &insert, &ins(b())).unwrap();
         assert_eq!(got, one_row([Some(b"1"), Some(b"b"), None]));
+        let got = patch_rows(&empty, &names, &insert, &ins(RawValue::Null)).unwrap();
+        assert_eq!(
+            got,
+            one_row([Some(b"1"), None, None]),
+            "INSERT's row marker"
+        );
+        // An UPDATE creates a row only through a value; nulling a cell of a row: unknown.
+        assert_eq!(
+            patch_rows(&empty, &names, &update, &upd(b())).unwrap(),
+            one_row([Some(b"1"), Some(b"b"), None])
+        );
+        assert_eq!(
+            patch_rows(&empty, &names, &update, &upd(RawValue::Null)).unwrap(),
+            empty
+        );
+        assert!(patch_rows(&old, &names, &update, &upd(RawValue::Null)).is_none());
         // Two rows or a paged result: not computable.
         let mut two = RowsBuilder::new();
         for _ in 0..2 {
@@ -1688,16 +1768,11 @@ mod tests {
             }
             two.end_row();
         }
-        assert!(patch_rows(
-            &two.finish(Default::default()),
-            &names,
-            &cols,
-            &set(b.clone())
-        )
-        .is_none());
+        let two = two.finish(Default::default());
+        assert!(patch_rows(&two, &names, &insert, &ins(b())).is_none());
         let mut paged = old.clone();
         paged.metadata.paging_state = Some(Bytes::from_static(b"p"));
-        assert!(patch_rows(&paged, &names, &cols, &set(b)).is_none());
+        assert!(patch_rows(&paged, &names, &insert, &ins(b())).is_none());
     }
 
     #[test]
