@@ -18,7 +18,8 @@
 #   PROXY_CACHE_BYTES=1073741824 MAX_STALENESS=1s (the proxy's default bound for writes that
 #   bypass it; with every write going through the proxy it can be long, e.g. 60s)
 #   PEREGRINE_BIN=target/release/peregrine SKIP_BUILD=0
-#   OUT=bench/results/<date>/proxy KEEP=0
+#   OUT=bench/results/<date>/proxy KEEP=0 YCSB="" (e.g. "c b a": also these YCSB workloads)
+#   YCSB_RECORDS=100000
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +37,7 @@ PROXY_CPU="${PROXY_CPU:-$CASSANDRA_CPU}"
 export CASSANDRA_HEAP="${CASSANDRA_HEAP:-2G}"
 PROXY_CACHE_BYTES="${PROXY_CACHE_BYTES:-1073741824}"
 MAX_STALENESS="${MAX_STALENESS:-1s}"
+YCSB_RECORDS="${YCSB_RECORDS:-100000}"
 PEREGRINE_BIN="${PEREGRINE_BIN:-$ROOT/target/release/peregrine}"
 SKIP_BUILD="${SKIP_BUILD:-0}"
 KEEP="${KEEP:-0}"
@@ -99,6 +101,23 @@ log "100:0 read, warm cache (the warm-up of each proxy round fills the cache)"
 client compare --preset stress-read --name proxy-4k-read-100-0 "${common[@]}" >"$OUT/proxy-4k-read-100-0.stdout"
 log "80:20 read:write"
 client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "${common[@]}" >"$OUT/proxy-4k-mixed-80-20.stdout"
+# Optional YCSB workloads through the proxy (e.g. YCSB="c b a"): 1 KB rows of 10 fields, the
+# default zipfian key choice; their updates patch the cache in place.
+cases=(proxy-4k-read-100-0 proxy-4k-mixed-80-20)
+if [[ -n "${YCSB:-}" ]]; then
+    log "loading $YCSB_RECORDS YCSB rows into Cassandra"
+    client load --workload a --records "$YCSB_RECORDS" --drop --hosts "127.0.0.1:$CASSANDRA_PORT" \
+        --concurrency 256 --out "$OUT" --name load-ycsb --quiet >/dev/null
+    settle
+    for w in $YCSB; do
+        log "YCSB $w"
+        client compare --workload "$w" --records "$YCSB_RECORDS" --concurrency "$CONCURRENCY" \
+            --rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" --out "$OUT" --quiet \
+            --a "proxy=127.0.0.1:$PROXY_PORT" --b "cassandra=127.0.0.1:$CASSANDRA_PORT" \
+            --name "proxy-ycsb-$w" >"$OUT/proxy-ycsb-$w.stdout"
+        cases+=("proxy-ycsb-$w")
+    done
+fi
 "$PEREGRINE_BIN" bench --help >/dev/null
 {
     echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -106,6 +125,6 @@ client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "
     echo "pinning: Cassandra on CPU $CASSANDRA_CPU, proxy on CPU $PROXY_CPU, bench client on CPU $CLIENT_CPU"
     echo "parameters: RECORDS=$RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY proxy cache_bytes=$PROXY_CACHE_BYTES max_staleness=$MAX_STALENESS"
     echo
-    for f in proxy-4k-read-100-0 proxy-4k-mixed-80-20; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
+    for f in "${cases[@]}"; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
 } >"$OUT/summary.txt"
 log "done: $OUT/summary.txt"
