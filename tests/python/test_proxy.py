@@ -222,8 +222,8 @@ def test_read_your_writes_through_the_cache(proxy, ks, version, client_timestamp
 
 
 def test_writes_patch_cached_point_reads_in_place(proxy, direct, ks):
-    """A prepared INSERT or UPDATE without a client timestamp updates the cached results of
-    its partition: the next read is a hit with the new value, columns it did not set keep
+    """A prepared INSERT, UPDATE or whole-row DELETE without a client timestamp updates the
+    cached results of its partition: the next read is a hit with the new value, columns it did not set keep
     theirs, a row it creates appears, and Cassandra agrees. A table with clustering columns
     is only invalidated."""
     c = proxy.cluster(protocol_version=4)
@@ -282,6 +282,17 @@ def test_writes_patch_cached_point_reads_in_place(proxy, direct, ks):
         s.execute(upd, (None, 3))
         assert s.execute(sel, (3,)).one() == direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 3").one()
         assert s.execute(sel, (3,)).one() is None  # the UPDATE-made row is gone
+
+        # A whole-row DELETE: the cached read becomes "no row", answered from the cache.
+        dele = s.prepare("DELETE FROM wide WHERE k = ?")
+        s.execute(sel, (1,))
+        patched = metric(s, "cache_patched_total")
+        s.execute(dele, (1,))
+        assert metric(s, "cache_patched_total") > patched
+        hits = metric(s, "cache_hits_total")
+        assert s.execute(sel, (1,)).one() is None
+        assert metric(s, "cache_hits_total") > hits
+        assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 1").one() is None
 
         cins = s.prepare("INSERT INTO clus (k, c, v) VALUES (?, ?, ?)")
         csel = s.prepare("SELECT c, v FROM clus WHERE k = ?")

@@ -198,6 +198,9 @@ pub enum PatchShape {
         sets: Vec<(String, usize)>,
         keys: Vec<(String, usize)>,
     },
+    /// `DELETE FROM t WHERE k1 = ? AND ...`: whole rows, `=` relations on positional markers,
+    /// no `IF`, no `USING`.
+    Delete { keys: Vec<(String, usize)> },
 }
 
 /// The statement's [`PatchShape`], if it has one.
@@ -241,10 +244,6 @@ pub fn patch_shape(text: &str) -> Option<PatchShape> {
             InsertValues::Json { .. } => None,
         },
         Statement::Update(u) if u.condition.is_none() && u.using.is_empty() => {
-            let marker = |t: &Term| match t {
-                Term::Bind(BindMarker { index, name: None }) => Some(*index),
-                _ => None,
-            };
             let sets = u
                 .assignments
                 .iter()
@@ -255,22 +254,38 @@ pub fn patch_shape(text: &str) -> Option<PatchShape> {
                     _ => None,
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let keys = u
-                .where_clause
-                .iter()
-                .map(|r| match r {
-                    Relation::Binary {
-                        column,
-                        op: cql::ast::Operator::Eq,
-                        value,
-                    } => Some((column.clone(), marker(value)?)),
-                    _ => None,
-                })
-                .collect::<Option<Vec<_>>>()?;
+            let keys = eq_markers(&u.where_clause)?;
             (!sets.is_empty() && !keys.is_empty()).then_some(PatchShape::Update { sets, keys })
+        }
+        Statement::Delete(d) if d.targets.is_empty() && d.condition.is_none() && d.using.is_empty() => {
+            let keys = eq_markers(&d.where_clause)?;
+            (!keys.is_empty()).then_some(PatchShape::Delete { keys })
         }
         _ => None,
     }
+}
+
+/// A positional bind marker's index.
+fn marker(t: &Term) -> Option<usize> {
+    match t {
+        Term::Bind(BindMarker { index, name: None }) => Some(*index),
+        _ => None,
+    }
+}
+
+/// `(column, marker index)` of relations that are all `column = ?`, else `None`.
+fn eq_markers(relations: &[Relation]) -> Option<Vec<(String, usize)>> {
+    relations
+        .iter()
+        .map(|r| match r {
+            Relation::Binary {
+                column,
+                op: cql::ast::Operator::Eq,
+                value,
+            } => Some((column.clone(), marker(value)?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A write to `tables`; an unqualified table with no current keyspace fails upstream, but
@@ -402,6 +417,10 @@ mod tests {
             "UPDATE t SET v = v + ? WHERE k = ?",
             "UPDATE t SET v = 'x' WHERE k = ?",
             "UPDATE t SET v = ? WHERE k IN (?, ?)",
+            "DELETE v FROM t WHERE k = ?",
+            "DELETE FROM t WHERE k = ? IF EXISTS",
+            "DELETE FROM t USING TIMESTAMP 5 WHERE k = ?",
+            "DELETE FROM t WHERE k = 1",
         ] {
             assert_eq!(patch_shape(no), None, "{no}");
         }
@@ -416,6 +435,12 @@ mod tests {
             Some(PatchShape::Update {
                 sets: vec![("v".into(), 0), ("n".into(), 1)],
                 keys: vec![("k".into(), 2)],
+            })
+        );
+        assert_eq!(
+            patch_shape("DELETE FROM t WHERE k = ?"),
+            Some(PatchShape::Delete {
+                keys: vec![("k".into(), 0)]
             })
         );
     }

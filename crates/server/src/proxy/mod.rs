@@ -879,6 +879,7 @@ impl ProxyBackend {
                     sets,
                     keys,
                     row_marker: true,
+                    deletes_row: false,
                 };
                 (None, names_pk(&patch.keys).then(|| Arc::new(patch)))
             }
@@ -889,6 +890,18 @@ impl ProxyBackend {
                     sets,
                     keys,
                     row_marker: false,
+                    deletes_row: false,
+                };
+                (None, Some(Arc::new(patch)))
+            }
+            (Some(PatchShape::Delete { keys }), Class::Write { single: true, .. })
+                if simple_binds && names_pk(&keys) =>
+            {
+                let patch = WritePatch {
+                    sets: Vec::new(),
+                    keys,
+                    row_marker: false,
+                    deletes_row: true,
                 };
                 (None, Some(Arc::new(patch)))
             }
@@ -1463,6 +1476,8 @@ struct WritePatch {
     /// INSERT: the row exists afterwards whatever the values (row marker); UPDATE: only
     /// through its non-null cells.
     row_marker: bool,
+    /// DELETE of the whole row (of the partition: the table has no clustering columns).
+    deletes_row: bool,
 }
 
 impl WritePatch {
@@ -1483,6 +1498,13 @@ fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]
     let old: Vec<Option<&[u8]>> = rows.cells().collect();
     if old.len() != names.len() * rows.rows_count as usize {
         return None;
+    }
+    if p.deletes_row {
+        return Some(Rows {
+            rows_count: 0,
+            data: Bytes::new(),
+            metadata: rows.metadata.clone(),
+        });
     }
     let sets = || p.sets.iter().map(|(_, i)| &values[*i]);
     let exists = rows.rows_count == 1;
@@ -1708,11 +1730,19 @@ mod tests {
             sets: vec![("v".into(), 1)],
             keys: vec![("k".into(), 0)],
             row_marker: true,
+            deletes_row: false,
         };
         let update = WritePatch {
             sets: vec![("v".into(), 0)],
             keys: vec![("k".into(), 1)],
             row_marker: false,
+            deletes_row: false,
+        };
+        let delete = WritePatch {
+            sets: Vec::new(),
+            keys: vec![("k".into(), 0)],
+            row_marker: false,
+            deletes_row: true,
         };
         let one_row = |cells: [Option<&[u8]>; 3]| {
             let mut b = RowsBuilder::new();
@@ -1760,6 +1790,8 @@ mod tests {
             empty
         );
         assert!(patch_rows(&old, &names, &update, &upd(RawValue::Null)).is_none());
+        // A whole-row DELETE leaves no row.
+        assert_eq!(patch_rows(&old, &names, &delete, &[k()]).unwrap(), empty);
         // Two rows or a paged result: not computable.
         let mut two = RowsBuilder::new();
         for _ in 0..2 {
