@@ -373,6 +373,28 @@ def test_tracing_and_warnings_pass_through(session, ks):
     assert any("Batch" in w and "threshold" in w for w in warnings), warnings
 
 
+@pytest.mark.parametrize("compression,version", [("lz4", 4), ("lz4", 5), ("snappy", 4)])
+def test_cache_hits_over_compressed_connections(proxy, ks, compression, version):
+    """Cached results (small, and large enough for several v5 segments) come back intact on
+    compressed connections."""
+    c = proxy.cluster(protocol_version=version, compression=compression)
+    try:
+        s = c.connect(ks)
+        assert c.control_connection._connection._compression_type == compression
+        ins = s.prepare("INSERT INTO kv (k, v) VALUES (?, ?)")
+        sel = s.prepare("SELECT v FROM kv WHERE k = ?")
+        values = {k: ("compressible " * (k * 4000)) + str(k) for k in range(4)}  # up to 156 KB
+        for k, v in values.items():
+            s.execute(ins, (k, v))
+            s.execute(sel, (k,))  # fill
+        hits = metric(s, "cache_hits_total")
+        for k, v in values.items():
+            assert s.execute(sel, (k,)).one().v == v
+        assert metric(s, "cache_hits_total") >= hits + len(values)
+    finally:
+        c.shutdown()
+
+
 def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct, ks):
     sel = session.prepare("SELECT v FROM kv WHERE k = ?")
     session.execute("INSERT INTO kv (k, v) VALUES (1, 'old')")
