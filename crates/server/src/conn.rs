@@ -10,9 +10,9 @@
 //! ```
 //!
 //! A request body that does not decode costs the connection nothing: that stream gets a
-//! ProtocolError and the connection goes on. Framing errors (bad version, unknown opcode, oversize, corrupt segment)
-//! are answered with a ProtocolError and close the connection, since nothing after them can be
-//! trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
+//! ProtocolError and the connection goes on. Framing errors (bad version, unknown opcode,
+//! oversize, corrupt segment) are answered with a ProtocolError and close the connection, since
+//! nothing after them can be trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

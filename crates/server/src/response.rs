@@ -22,9 +22,7 @@ pub(crate) fn encode_response_with(
     resp: &Response,
     extras: &ResponseExtras,
 ) -> Bytes {
-    let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
-    resp.encode_envelope(conn.version(), stream, extras, conn.compression(), &mut out);
-    out.freeze()
+    encode_with(conn.version(), conn.compression(), stream, resp, extras)
 }
 
 /// Encodes `resp` as one envelope. `compression` applies to v3/v4 bodies only (v5 compresses
@@ -35,14 +33,24 @@ pub(crate) fn encode(
     stream: i16,
     resp: &Response,
 ) -> Bytes {
-    let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
-    resp.encode_envelope(
+    encode_with(
         version,
-        stream,
-        &ResponseExtras::default(),
         compression,
-        &mut out,
-    );
+        stream,
+        resp,
+        &ResponseExtras::default(),
+    )
+}
+
+fn encode_with(
+    version: ProtocolVersion,
+    compression: Option<Compression>,
+    stream: i16,
+    resp: &Response,
+    extras: &ResponseExtras,
+) -> Bytes {
+    let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
+    resp.encode_envelope(version, stream, extras, compression, &mut out);
     out.freeze()
 }
 

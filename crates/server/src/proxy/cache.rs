@@ -109,11 +109,10 @@ pub struct Cached {
 
 impl Cached {
     /// Encodes `rows` as a RESULT body of `version` and keeps the rows over the same bytes.
-    pub fn new(mut rows: Rows, version: ProtocolVersion) -> Self {
+    pub fn new(rows: Rows, version: ProtocolVersion) -> Self {
         let mut out = BytesMut::with_capacity(rows.data.len() + 64);
-        let data = std::mem::take(&mut rows.data);
-        let data_len = data.len();
-        let resp = Response::Result(ResultBody::Rows(Rows { data, ..rows }));
+        let data_len = rows.data.len();
+        let resp = Response::Result(ResultBody::Rows(rows));
         resp.encode_body(version, &mut out);
         let body = out.freeze();
         let Response::Result(ResultBody::Rows(mut rows)) = resp else {
@@ -160,18 +159,12 @@ impl CacheKey {
         partition_key: &[u8],
         request: &[u8],
     ) -> Self {
-        let mut bytes = Vec::with_capacity(
-            keyspace.len() + table.len() + partition_key.len() + request.len() + 12,
-        );
-        for p in [
+        let bytes = len_prefixed(&[
             keyspace.as_bytes(),
             table.as_bytes(),
             partition_key,
             request,
-        ] {
-            bytes.extend_from_slice(&(p.len() as u32).to_be_bytes());
-            bytes.extend_from_slice(p);
-        }
+        ]);
         let part = part_of(keyspace, table, partition_key);
         CacheKey {
             version,
@@ -183,6 +176,22 @@ impl CacheKey {
             bytes: bytes.into_boxed_slice(),
         }
     }
+
+    /// The key's bytes: equal for equal keys, and what the SSD tier stores records under.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// The parts, each prefixed by its length as a big-endian u32 (the layout of key bytes, which
+/// [`key_parts`] reads back).
+fn len_prefixed(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
+    for p in parts {
+        out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        out.extend_from_slice(p);
+    }
+    out
 }
 
 fn part_of(keyspace: &str, table: &str, pk: &[u8]) -> u64 {
@@ -199,12 +208,7 @@ fn stripe_of(keyspace: &str, table: &str, pk: &[u8]) -> usize {
 
 /// The start of the key bytes of every entry of this partition (see [`CacheKey::new`]).
 fn partition_prefix(keyspace: &str, table: &str, pk: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(keyspace.len() + table.len() + pk.len() + 12);
-    for p in [keyspace.as_bytes(), table.as_bytes(), pk] {
-        out.extend_from_slice(&(p.len() as u32).to_be_bytes());
-        out.extend_from_slice(p);
-    }
-    out
+    len_prefixed(&[keyspace.as_bytes(), table.as_bytes(), pk])
 }
 
 fn table_slot(keyspace: &str, table: &str) -> usize {
@@ -289,8 +293,8 @@ struct Spill {
     rows: Arc<Rows>,
 }
 
-fn entry_size(key: &CacheKey, value: &Cached) -> usize {
-    key.bytes.len() + value.body.len() + value.rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
+fn entry_size(key_len: usize, value: &Cached) -> usize {
+    key_len + value.body.len() + value.rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
 }
 
 struct Shard {
@@ -529,7 +533,7 @@ impl Cache {
         from_ssd: bool,
         shape: Option<Arc<[String]>>,
     ) {
-        let size = entry_size(&key, &value);
+        let size = entry_size(key.bytes.len(), &value);
         if size > self.max_entry_bytes.max(ENTRY_OVERHEAD) {
             self.stats.too_large.fetch_add(1, Ordering::Relaxed);
             return;
@@ -565,22 +569,20 @@ impl Cache {
             let Some((&tick, &vhash)) = shard.lru.first_key_value() else {
                 break;
             };
-            let Some(e) = shard.map.get_mut(&vhash) else {
-                shard.lru.remove(&tick);
+            let s = &mut *shard;
+            let Some(e) = s.map.get_mut(&vhash) else {
+                s.lru.remove(&tick);
                 continue;
             };
-            let dead = e.expires <= now || !self.valid_entry(&e.key, e.ticket);
+            let dead = e.expires <= now || !self.valid_entry(e);
             if !dead {
                 if e.referenced {
                     // Second chance: to the back of the queue, unreferenced.
+                    s.tick += 1;
                     e.referenced = false;
-                    shard.tick += 1;
-                    let moved = shard.tick;
-                    if let Some(e) = shard.map.get_mut(&vhash) {
-                        e.tick = moved;
-                    }
-                    shard.lru.remove(&tick);
-                    shard.lru.insert(moved, vhash);
+                    e.tick = s.tick;
+                    s.lru.remove(&tick);
+                    s.lru.insert(s.tick, vhash);
                     continue;
                 }
                 if shard.sketch.estimate(key.hash) <= shard.sketch.estimate(vhash) {
@@ -641,19 +643,10 @@ impl Cache {
         }
     }
 
-    /// Whether an entry's generations are still current. Its key bytes hold keyspace,
-    /// table and partition key.
-    fn valid_entry(&self, key_bytes: &[u8], ticket: Ticket) -> bool {
-        let Some((ks, table, pk)) = key_parts(key_bytes) else {
-            return false;
-        };
-        let now = Ticket([
-            self.stripes[stripe_of(ks, table, pk)].load(Ordering::Acquire),
-            self.tables[table_slot(ks, table)].load(Ordering::Acquire),
-            self.keyspaces[keyspace_slot(ks)].load(Ordering::Acquire),
-            self.global.load(Ordering::Acquire),
-        ]);
-        now == ticket
+    /// Whether an entry's generations are all still current.
+    fn valid_entry(&self, e: &Entry) -> bool {
+        e.ticket.0[0] == self.stripes[stripe_of_part(e.part)].load(Ordering::Acquire)
+            && self.valid_entry_ignoring_stripe(&e.key, e.ticket)
     }
 
     /// A write to this partition passed through.
@@ -715,12 +708,8 @@ impl Cache {
                 shard.remove(h);
                 continue;
             };
-            let version = e.version;
-            let value = Cached::new(rows, version);
-            let size = e.key.len()
-                + value.body.len()
-                + value.rows.metadata.columns.len() * 48
-                + ENTRY_OVERHEAD;
+            let value = Cached::new(rows, e.version);
+            let size = entry_size(e.key.len(), &value);
             let Some(e) = shard.map.get_mut(&h) else {
                 continue;
             };
@@ -739,7 +728,8 @@ impl Cache {
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Whether the table, keyspace and global generations of `ticket` are current.
+    /// Whether the table, keyspace and global generations of `ticket` are current (the key
+    /// bytes hold keyspace and table).
     fn valid_entry_ignoring_stripe(&self, key_bytes: &[u8], ticket: Ticket) -> bool {
         let Some((ks, table, _)) = key_parts(key_bytes) else {
             return false;

@@ -955,8 +955,9 @@ impl ProxyBackend {
         Some(free)
     }
 
-    /// A prepared INSERT that patches the cached results of its partition in place (see
-    /// `Cache::write_acknowledged`) instead of only invalidating them, or `Err(x)` when this
+    /// A prepared INSERT, UPDATE or DELETE with a [`WritePatch`] that patches the cached results
+    /// of its partition in place (see `Cache::write_acknowledged`) instead of only invalidating
+    /// them, or `Err(x)` when this
     /// execution cannot: a client-supplied timestamp (it may lose to a newer cell the proxy
     /// never saw), named values, or a null partition key.
     async fn execute_patching(
@@ -1009,21 +1010,14 @@ impl ProxyBackend {
                 .await;
         }
         if let (Some(table), false) = (&info.cache_read, ctx.tracing) {
-            if let Some((pk, request)) = self.cache_request(conn, &x, &info) {
-                let key = cache::CacheKey::new(
-                    conn.version(),
-                    &table.keyspace,
-                    &table.table,
-                    &pk,
-                    &request,
-                );
+            if let Some(key) = self.cache_key(conn, &x, &info) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
                 let stale_key = self
                     .serves_stale(table)
-                    .then(|| StaleStore::key(table, &pk, &request));
+                    .then(|| Box::<[u8]>::from(key.bytes()));
                 let ticket = self.cache.ticket(&key);
                 let started = Instant::now();
                 let req = Request::Execute(x);
@@ -1091,14 +1085,15 @@ impl ProxyBackend {
         }
     }
 
-    /// The partition key and request bytes of a cacheable EXECUTE's cache key, or `None` when
-    /// this execution is not cacheable (serial read, named or null key values, a fixed `now`).
-    fn cache_request(
+    /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
+    /// cacheable (serial read, named or null key values, a fixed `now`).
+    fn cache_key(
         &self,
         conn: &ConnState,
         x: &Execute,
         info: &PreparedInfo,
-    ) -> Option<(Vec<u8>, Vec<u8>)> {
+    ) -> Option<cache::CacheKey> {
+        let table = info.cache_read.as_ref()?;
         let p = &x.params;
         if matches!(
             p.consistency,
@@ -1135,7 +1130,13 @@ impl ProxyBackend {
                 }
             }
         }
-        Some((pk, req))
+        Some(cache::CacheKey::new(
+            conn.version(),
+            &table.keyspace,
+            &table.table,
+            &pk,
+            &req,
+        ))
     }
 
     async fn batch(&self, conn: &ConnState, ctx: &Ctx, b: Batch) -> Response {
@@ -1334,22 +1335,6 @@ impl StaleStore {
         }
     }
 
-    fn key(table: &TableRef, pk: &[u8], request: &[u8]) -> Box<[u8]> {
-        let mut out = Vec::with_capacity(
-            table.keyspace.len() + table.table.len() + pk.len() + request.len() + 12,
-        );
-        for p in [
-            table.keyspace.as_bytes(),
-            table.table.as_bytes(),
-            pk,
-            request,
-        ] {
-            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
-            out.extend_from_slice(p);
-        }
-        out.into_boxed_slice()
-    }
-
     fn put(&self, key: Box<[u8]>, ticket: cache::Ticket, rows: Rows) {
         let size = key.len() + rows.data.len() + rows.metadata.columns.len() * 48 + 128;
         if size > self.budget {
@@ -1466,7 +1451,8 @@ impl ProxyBackend {
     }
 }
 
-/// What a prepared INSERT or UPDATE sets, by bind marker index (see `patch_rows`).
+/// What a prepared INSERT, UPDATE or whole-row DELETE does to a row, by bind marker index
+/// (see `patch_rows`).
 #[derive(Debug)]
 struct WritePatch {
     /// Regular columns set.
@@ -1571,14 +1557,9 @@ impl Backend for ProxyBackend {
         let Some(info) = self.prepared_info(&x.id) else {
             return Now::Later(req);
         };
-        let Some(table) = &info.cache_read else {
+        let Some(key) = self.cache_key(conn, x, &info) else {
             return Now::Later(req);
         };
-        let Some((pk, request)) = self.cache_request(conn, x, &info) else {
-            return Now::Later(req);
-        };
-        let key =
-            cache::CacheKey::new(conn.version(), &table.keyspace, &table.table, &pk, &request);
         match self.cache.get(&key, Instant::now()) {
             Some(hit) => {
                 self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
@@ -1647,16 +1628,10 @@ mod tests {
     #[test]
     fn stale_store_serves_only_current_tickets_within_its_budget() {
         let cache = Cache::new(1 << 20, 1 << 16);
-        let t = TableRef {
-            keyspace: "ks".into(),
-            table: "t".into(),
-        };
         let key = |pk: &[u8]| cache::CacheKey::new(ProtocolVersion::V4, "ks", "t", pk, b"q");
+        let stale_key = |pk: &[u8]| Box::<[u8]>::from(key(pk).bytes());
         let store = StaleStore::new(4096);
-        let (a, b) = (
-            StaleStore::key(&t, b"a", b"q"),
-            StaleStore::key(&t, b"b", b"q"),
-        );
+        let (a, b) = (stale_key(b"a"), stale_key(b"b"));
         store.put(a.clone(), cache.ticket(&key(b"a")), rows(100));
         let tb = cache.ticket(&key(b"b"));
         store.put(b.clone(), tb, rows(100));
@@ -1669,7 +1644,7 @@ mod tests {
         assert_eq!(store.get(&b, current).is_some(), current == tb);
         // The budget holds: the oldest entries go first.
         for i in 0..100u32 {
-            let k = StaleStore::key(&t, &i.to_be_bytes(), b"q");
+            let k = stale_key(&i.to_be_bytes());
             store.put(k, cache.ticket(&key(&i.to_be_bytes())), rows(500));
         }
         let inner = store.inner.lock().unwrap();
@@ -1677,7 +1652,7 @@ mod tests {
         assert!(!inner.map.contains_key(&b));
         // Too large for the budget: not kept.
         drop(inner);
-        let big = StaleStore::key(&t, b"big", b"q");
+        let big = stale_key(b"big");
         store.put(big.clone(), cache.ticket(&key(b"big")), rows(10_000));
         assert!(store.get(&big, cache.ticket(&key(b"big"))).is_none());
     }
