@@ -11,8 +11,6 @@ import os
 import random
 import socket
 import struct
-import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -23,90 +21,36 @@ from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy, TokenAwarePolicy
 from cassandra.protocol import SyntaxException
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CACHE = os.environ.get("PEREGRINE_CACHE", os.path.expanduser("~/.cache/peregrine"))
-CASSANDRA_HOME = os.environ.get("PEREGRINE_CASSANDRA_HOME", os.path.join(CACHE, "cassandra-5.0.9"))
+import proxy_support as ps
+from proxy_support import metric
+from conftest import _free_port
+
 UPSTREAM_PORT = int(os.environ.get("PROXY_UPSTREAM_PORT", "9162"))
 MAX_STALENESS = 0.5  # seconds; the proxy is started with `proxy.max_staleness: 500ms`
-
-if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.jar")):
-    pytest.skip(f"Cassandra 5.0.9 jars not installed in {CASSANDRA_HOME} (run scripts/setup.sh)",
-                allow_module_level=True)
+BASE_YAML = "request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n"
 
 
-from conftest import _find_peregrine as _find_binary  # noqa: E402
-from conftest import _free_port  # noqa: E402,F401
-from conftest import _port_open as _port_open_at  # noqa: E402
-
-
-def _port_open(port):
-    return _port_open_at("127.0.0.1", port)
-
-
-def _find_peregrine():
-    binary = _find_binary()
-    if binary is None:
-        pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
-    return binary
-
-
-class Proxy:
-    """One `peregrine serve --upstream` process."""
+class Proxy(ps.Proxy):
+    """A proxy in front of `upstream` (a list of nodes) with this module's base config."""
 
     def __init__(self, upstream, extra_yaml="", port=None, peers=()):
-        self.port = port or _free_port()
-        self.dir = tempfile.mkdtemp(prefix="peregrine-proxy-")
-        cfg = os.path.join(self.dir, "proxy.yaml")
-        with open(cfg, "w") as f:
-            f.write("request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n" + extra_yaml)
-        args = [_find_peregrine(), "serve", "--config", cfg, "--listen", f"127.0.0.1:{self.port}",
-                "--upstream", ",".join(upstream), "--data-dir", os.path.join(self.dir, "data")]
-        if peers:
-            args += ["--proxy-peers", ",".join(peers)]
-        self.log_path = os.path.join(self.dir, "proxy.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while not _port_open(self.port):
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                pytest.fail("proxy did not start:\n" + open(self.log_path).read()[-3000:])
-            time.sleep(0.05)
-
-    def cluster(self, **kw):
-        kw.setdefault("connect_timeout", 10)
-        return Cluster(["127.0.0.1"], port=self.port, **kw)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        super().__init__(",".join(upstream), BASE_YAML + extra_yaml, port=port, peers=peers)
 
 
 @pytest.fixture(scope="module")
 def upstream():
-    script = os.path.join(REPO, "scripts", "cassandra.sh")
-    r = subprocess.run([script, "start", "--port", str(UPSTREAM_PORT)], capture_output=True, text=True,
-                       timeout=300)
-    if r.returncode != 0:
-        pytest.fail(f"Cassandra did not start:\n{r.stdout}\n{r.stderr}")
+    ps.start_cassandra(UPSTREAM_PORT)
     try:
         yield f"127.0.0.1:{UPSTREAM_PORT}"
     finally:
-        subprocess.run([script, "stop", "--port", str(UPSTREAM_PORT)], capture_output=True, timeout=120)
+        ps.stop_cassandra(UPSTREAM_PORT)
 
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
     p = Proxy([upstream])
     yield p
-    p.stop()
-    assert p.proc.returncode in (0, -15), open(p.log_path).read()[-3000:]
+    p.stop_cleanly()
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +78,6 @@ def ks(session):
     session.execute("CREATE TABLE kv (k int PRIMARY KEY, v text)")
     yield name
     session.execute(f"DROP KEYSPACE IF EXISTS {name}")
-
-
-def metric(session, name):
-    rows = {r.name: r.value for r in session.execute("SELECT * FROM system_views.peregrine_cache")}
-    return rows[name]
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -505,16 +444,12 @@ def test_two_proxies_split_the_ring(upstream):
 def auth_upstream():
     """A second Cassandra with PasswordAuthenticator (login cassandra/cassandra)."""
     port = UPSTREAM_PORT + 10
-    script = os.path.join(REPO, "scripts", "cassandra.sh")
     env = dict(os.environ, CASSANDRA_AUTH="password")
-    r = subprocess.run([script, "start", "--port", str(port)], capture_output=True, text=True, timeout=300,
-                       env=env)
-    if r.returncode != 0:
-        pytest.fail(f"Cassandra (auth) did not start:\n{r.stdout}\n{r.stderr}")
+    ps.start_cassandra(port, env=env)
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([script, "stop", "--port", str(port)], capture_output=True, timeout=120, env=env)
+        ps.stop_cassandra(port, env=env)
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -530,7 +465,7 @@ def test_login_with_upstream_credentials(auth_upstream, version):
         name = "px_" + uuid.uuid4().hex[:10]
         s.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
         s.execute(f"CREATE TABLE {name}.kv (k int PRIMARY KEY, v text)")
-        s.execute(f"CREATE ROLE IF NOT EXISTS reader WITH PASSWORD = 'r' AND LOGIN = true")
+        s.execute("CREATE ROLE IF NOT EXISTS reader WITH PASSWORD = 'r' AND LOGIN = true")
         s.execute(f"INSERT INTO {name}.kv (k, v) VALUES (1, 'secret')")
         sel = s.prepare(f"SELECT v FROM {name}.kv WHERE k = ?")
         assert s.execute(sel, (1,)).one().v == "secret"

@@ -17,9 +17,6 @@ import itertools
 import os
 import random
 import signal
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -28,90 +25,22 @@ import pytest
 from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
 from cassandra.cluster import Cluster, NoHostAvailable
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CACHE = os.environ.get("PEREGRINE_CACHE", os.path.expanduser("~/.cache/peregrine"))
-CASSANDRA_HOME = os.environ.get("PEREGRINE_CASSANDRA_HOME", os.path.join(CACHE, "cassandra-5.0.9"))
+import proxy_support as ps
+from proxy_support import metric
+
 UPSTREAM_PORT = int(os.environ.get("PROXY_FAULTS_UPSTREAM_PORT", "9182"))
-SCRIPT = os.path.join(REPO, "scripts", "cassandra.sh")
 REQUEST_TIMEOUT = 2.0  # the proxy's `request_timeout`
 MAX_STALENESS = 0.5  # the proxy's `proxy.max_staleness`
 KS = "pxf_" + uuid.uuid4().hex[:10]
 COHERENCE_SECONDS = float(os.environ.get("PROXY_COHERENCE_SECONDS", "15"))
 
-if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.jar")):
-    pytest.skip(f"Cassandra 5.0.9 jars not installed in {CASSANDRA_HOME} (run scripts/setup.sh)",
-                allow_module_level=True)
-
-
-from conftest import _find_peregrine as _find_binary  # noqa: E402
-from conftest import _free_port  # noqa: E402,F401
-from conftest import _port_open as _port_open_at  # noqa: E402
-
-
-def _port_open(port):
-    return _port_open_at("127.0.0.1", port)
-
-
-def _find_peregrine():
-    binary = _find_binary()
-    if binary is None:
-        pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
-    return binary
-
 
 def _cassandra_pid():
-    d = os.environ.get("CASSANDRA_DIR", os.path.join(CACHE, f"cassandra-run-{UPSTREAM_PORT}"))
-    with open(os.path.join(d, "cassandra.pid")) as f:
-        return int(f.read().strip())
+    return ps.cassandra_pid(UPSTREAM_PORT)
 
 
 def _start_cassandra():
-    r = subprocess.run([SCRIPT, "start", "--port", str(UPSTREAM_PORT)], capture_output=True, text=True,
-                       timeout=300)
-    if r.returncode != 0:
-        pytest.fail(f"Cassandra did not start:\n{r.stdout}\n{r.stderr}")
-
-
-class Proxy:
-    """One `peregrine serve --upstream` process."""
-
-    def __init__(self, upstream, yaml):
-        self.port = _free_port()
-        self.dir = tempfile.mkdtemp(prefix="peregrine-proxy-faults-")
-        cfg = os.path.join(self.dir, "proxy.yaml")
-        with open(cfg, "w") as f:
-            f.write(yaml)
-        args = [_find_peregrine(), "serve", "--config", cfg, "--listen", f"127.0.0.1:{self.port}",
-                "--upstream", upstream, "--data-dir", os.path.join(self.dir, "data")]
-        self.log_path = os.path.join(self.dir, "proxy.log")
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info")))
-        deadline = time.time() + 30
-        while not _port_open(self.port):
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                pytest.fail("proxy did not start:\n" + open(self.log_path).read()[-3000:])
-            time.sleep(0.05)
-
-    def cluster(self, **kw):
-        kw.setdefault("connect_timeout", 10)
-        return Cluster(["127.0.0.1"], port=self.port, **kw)
-
-    def log_tail(self, n=4000):
-        self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()[-n:]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+    ps.start_cassandra(UPSTREAM_PORT)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +53,7 @@ def upstream():
             os.kill(_cassandra_pid(), signal.SIGCONT)
         except (OSError, ValueError):
             pass
-        subprocess.run([SCRIPT, "stop", "--port", str(UPSTREAM_PORT)], capture_output=True, timeout=120)
+        ps.stop_cassandra(UPSTREAM_PORT)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +70,7 @@ def direct(upstream):
 
 @pytest.fixture(scope="module")
 def proxy(upstream, direct):
-    p = Proxy(upstream, f"""request_timeout: {int(REQUEST_TIMEOUT * 1000)}ms
+    p = ps.Proxy(upstream, f"""request_timeout: {int(REQUEST_TIMEOUT * 1000)}ms
 proxy:
   max_staleness: {int(MAX_STALENESS * 1000)}ms
   connect_timeout: 1s
@@ -150,13 +79,7 @@ proxy:
     {KS}.slow: 60s
 """)
     yield p
-    p.stop()
-    assert p.proc.returncode in (0, -15), open(p.log_path).read()[-3000:]
-
-
-def metric(session, name):
-    rows = {r.name: r.value for r in session.execute("SELECT * FROM system_views.peregrine_cache")}
-    return rows[name]
+    p.stop_cleanly()
 
 
 def test_no_read_older_than_an_acknowledged_write(proxy):

@@ -8,8 +8,6 @@ Cassandra jars are not installed (scripts/setup.sh installs them).
 
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
 import uuid
@@ -17,82 +15,39 @@ import uuid
 import pytest
 from cassandra.cluster import Cluster
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CACHE = os.environ.get("PEREGRINE_CACHE", os.path.expanduser("~/.cache/peregrine"))
-CASSANDRA_HOME = os.environ.get("PEREGRINE_CASSANDRA_HOME", os.path.join(CACHE, "cassandra-5.0.9"))
+import proxy_support as ps
+from proxy_support import metrics
+
 UPSTREAM_PORT = int(os.environ.get("PROXY_SSD_UPSTREAM_PORT", "9192"))
 KEYS = 300
 SSD_BUDGET = 64 * 1024 * 1024
 
-if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.jar")):
-    pytest.skip(f"Cassandra 5.0.9 jars not installed in {CASSANDRA_HOME} (run scripts/setup.sh)",
-                allow_module_level=True)
-
-
-from conftest import _find_peregrine as _find_binary  # noqa: E402
-from conftest import _free_port  # noqa: E402,F401
-from conftest import _port_open as _port_open_at  # noqa: E402
-
-
-def _port_open(port):
-    return _port_open_at("127.0.0.1", port)
-
-
-def _find_peregrine():
-    binary = _find_binary()
-    if binary is None:
-        pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
-    return binary
-
 
 @pytest.fixture(scope="module")
 def upstream():
-    script = os.path.join(REPO, "scripts", "cassandra.sh")
-    r = subprocess.run([script, "start", "--port", str(UPSTREAM_PORT)], capture_output=True, text=True,
-                       timeout=300)
-    if r.returncode != 0:
-        pytest.fail(f"Cassandra did not start:\n{r.stdout}\n{r.stderr}")
+    ps.start_cassandra(UPSTREAM_PORT)
     try:
         yield f"127.0.0.1:{UPSTREAM_PORT}"
     finally:
-        subprocess.run([script, "stop", "--port", str(UPSTREAM_PORT)], capture_output=True, timeout=120)
+        ps.stop_cassandra(UPSTREAM_PORT)
 
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
     """A proxy with 16 KiB of DRAM (16 shards of 1 KiB: two or three small entries each) over
     a 64 MiB SSD tier; max_staleness is long so the re-reads below find valid entries."""
-    port = _free_port()
-    d = tempfile.mkdtemp(prefix="peregrine-proxy-ssd-")
-    cfg = os.path.join(d, "proxy.yaml")
-    with open(cfg, "w") as f:
-        f.write("request_timeout: 5s\nproxy:\n  max_staleness: 120s\n  connect_timeout: 2s\n"
-                f"  cache_bytes: 16384\n  cache_dir: {os.path.join(d, 'ssd')}\n"
-                f"  ssd_cache_bytes: {SSD_BUDGET}\n")
-    log_path = os.path.join(d, "proxy.log")
-    log = open(log_path, "wb")
-    proc = subprocess.Popen([_find_peregrine(), "serve", "--config", cfg, "--listen", f"127.0.0.1:{port}",
-                             "--upstream", upstream, "--data-dir", os.path.join(d, "data")],
-                            stdout=log, stderr=subprocess.STDOUT)
+    ssd_dir = tempfile.mkdtemp(prefix="peregrine-proxy-ssd-")
+    p = ps.Proxy(upstream, "request_timeout: 5s\nproxy:\n  max_staleness: 120s\n  connect_timeout: 2s\n"
+                 f"  cache_bytes: 16384\n  cache_dir: {ssd_dir}\n"
+                 f"  ssd_cache_bytes: {SSD_BUDGET}\n", prefix="peregrine-proxy-ssd-")
     try:
-        deadline = time.time() + 30
-        while not _port_open(port):
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail("proxy did not start:\n" + open(log_path).read()[-3000:])
-            time.sleep(0.05)
-        yield port
+        yield p.port
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        out = open(log_path).read()
-        shutil.rmtree(d, ignore_errors=True)
-    assert proc.returncode in (0, -15), out[-3000:]
+        p.stop()
+        out = p.log_tail(1 << 30)
+        shutil.rmtree(p.dir, ignore_errors=True)
+        shutil.rmtree(ssd_dir, ignore_errors=True)
+    assert p.proc.returncode in (0, -15), out[-3000:]
     assert "SSD cache" not in out, out[-3000:]  # no open failure or write error was logged
 
 
@@ -107,10 +62,6 @@ def session(proxy):
     yield s
     s.execute(f"DROP KEYSPACE IF EXISTS {name}")
     c.shutdown()
-
-
-def metrics(session):
-    return {r.name: r.value for r in session.execute("SELECT * FROM system_views.peregrine_cache")}
 
 
 def wait_for(session, name, at_least, timeout=10):
