@@ -59,6 +59,22 @@ def metric(session, name):
     return metrics(session)[name]
 
 
+def wait_upstream_quiet(session, quiet_for=0.3, timeout=10.0):
+    """Waits until the proxy has sent nothing upstream for `quiet_for` seconds, so a test that
+    counts upstream requests does not count the drivers' background queries (a schema refresh
+    after another test's DDL is a dozen of them). Reading the metric itself is answered by the
+    proxy and sends nothing upstream."""
+    deadline = time.monotonic() + timeout
+    last = metric(session, "upstream_requests_total")
+    while time.monotonic() < deadline:
+        time.sleep(quiet_for)
+        now = metric(session, "upstream_requests_total")
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 class Proxy:
     """One `peregrine serve --upstream` process with the config file `yaml`, on `port` (a free
     one by default), listing `peers` as the other proxies."""
