@@ -27,7 +27,9 @@ from conftest import _free_port
 
 UPSTREAM_PORT = int(os.environ.get("PROXY_UPSTREAM_PORT", "9162"))
 MAX_STALENESS = 0.5  # seconds; the proxy is started with `proxy.max_staleness: 500ms`
-BASE_YAML = "request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n"
+REFRESH_KS, REFRESH_STALENESS = "px_refresh", 4.0  # a table with a longer bound, for timing
+BASE_YAML = ("request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n"
+             f"  table_max_staleness:\n    {REFRESH_KS}.kv: {int(REFRESH_STALENESS * 1000)}ms\n")
 
 
 class Proxy(ps.Proxy):
@@ -342,6 +344,40 @@ def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct
     direct.execute(f"UPDATE {ks}.kv SET v = 'new' WHERE k = 1")
     time.sleep(MAX_STALENESS + 0.3)
     assert session.execute(sel, (1,)).one().v == "new"
+
+
+def test_hot_entries_are_refreshed_ahead_within_max_staleness(session, direct):
+    """A hit late in an entry's life (past its refresh point, between 60% and 90% of its
+    table's max_staleness) re-reads it upstream in the background: the entry is replaced
+    before it expires, so a hot key never makes its readers wait on Cassandra, and the
+    staleness bound holds. A cold entry just expires."""
+    T = REFRESH_STALENESS
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {REFRESH_KS} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {REFRESH_KS}.kv (k int PRIMARY KEY, v text)")
+    try:
+        sel = session.prepare(f"SELECT v FROM {REFRESH_KS}.kv WHERE k = ?")
+        for k in (7, 8):
+            session.execute(f"INSERT INTO {REFRESH_KS}.kv (k, v) VALUES ({k}, 'old')")
+        filled = time.monotonic()
+        assert session.execute(sel, (7,)).one().v == "old"  # misses: filled
+        assert session.execute(sel, (8,)).one().v == "old"
+        for k in (7, 8):  # writes that bypass the proxy
+            direct.execute(f"UPDATE {REFRESH_KS}.kv SET v = 'new' WHERE k = {k}")
+        time.sleep(max(0.0, filled + 0.92 * T - time.monotonic()))
+        refreshes = metric(session, "cache_refreshes_total")
+        # Within the bound the cached value answers, and this late hit asks for a refresh.
+        assert session.execute(sel, (7,)).one().v == "old"
+        _wait_until(lambda: metric(session, "cache_refreshes_total") > refreshes, 2,
+                    "a background refresh")
+        time.sleep(max(0.0, filled + T + 0.3 - time.monotonic()))  # the first fills expired
+        hits, misses = metric(session, "cache_hits_total"), metric(session, "cache_misses_total")
+        assert session.execute(sel, (7,)).one().v == "new"
+        assert metric(session, "cache_hits_total") == hits + 1, "the refreshed entry answered"
+        assert session.execute(sel, (8,)).one().v == "new"
+        assert metric(session, "cache_misses_total") == misses + 1, "the cold entry expired"
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {REFRESH_KS}")
 
 
 def test_repeated_reads_hit_the_cache(session, ks):

@@ -43,6 +43,10 @@ pub enum Now {
     Answered(Response),
     /// Needs waiting: the request goes to [`Backend::handle`].
     Later(Request),
+    /// Answered on the spot, and the request also runs in the background through
+    /// [`Backend::refresh`], with nobody waiting for its result (a cache hit whose entry is
+    /// due for a refresh).
+    AnsweredThenRefresh(Response, Request),
 }
 
 /// Executes the requests of established connections.
@@ -83,6 +87,12 @@ pub trait Backend: Send + Sync + 'static {
     /// otherwise.
     fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> Now {
         Now::Later(req)
+    }
+
+    /// Runs a request [`Backend::handle_now`] already answered ([`Now::AnsweredThenRefresh`])
+    /// again in the background; its result goes nowhere. Same invariants as `handle`.
+    fn refresh(&self, _conn: &ConnState, _req: Request) -> impl Future<Output = ()> + Send {
+        async {}
     }
 
     /// [`Backend::handle`] with the request's envelope flags, answering envelope extras too.

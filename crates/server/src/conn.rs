@@ -4,7 +4,8 @@
 //!   socket ─▶ reader (this task): envelopes, or v5 segments after STARTUP
 //!               ├─ OPTIONS / STARTUP / REGISTER: answered inline, in order
 //!               └─ QUERY / PREPARE / EXECUTE / BATCH / AUTH_RESPONSE: decoded here, then
-//!                    Backend::handle_now (answered inline: a proxy cache hit)
+//!                    Backend::handle_now (answered inline: a proxy cache hit, whose
+//!                    refresh, when due, runs in a task ─▶ Backend::refresh)
 //!                    or one tokio task each ─▶ Backend::handle
 //!   every answer ─▶ mpsc ─▶ writer task (writer.rs) ─▶ socket
 //! ```
@@ -475,6 +476,11 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
     let s = &*pending.session;
     match s.shared.backend.handle_now(&s.conn, req, &flags) {
         Now::Answered(resp) => pending.finish(resp.into()),
+        Now::AnsweredThenRefresh(resp, req) => {
+            let session = pending.session.clone();
+            pending.finish(resp.into());
+            tokio::spawn(async move { session.shared.backend.refresh(&session.conn, req).await });
+        }
         Now::Later(req) => {
             tokio::spawn(pending.run(req, flags));
         }

@@ -29,6 +29,19 @@
 //! staleness bound) are always evicted. A one-off scan therefore cannot flush a hot working
 //! set.
 //!
+//! # Refresh ahead
+//!
+//! The first hit on an entry past its refresh point tells the caller to read it again upstream
+//! in the background ([`Cache::get_with_refresh`]); that read fills the cache like a miss,
+//! ticket and all. A hot entry is so replaced before it expires and its readers never wait on
+//! the upstream: without it, entries filled together (a warm-up) expire together, and their
+//! readers all miss at once. The refresh point lies between [`REFRESH_FROM`] and
+//! [`REFRESH_TO`] of the entry's life (from its fill to its staleness bound), chosen by the
+//! key's hash, so entries filled together are refreshed spread over that window instead of in
+//! one burst that would load the upstream all at once. A cold entry is never refreshed: it
+//! just expires. The staleness bound is unchanged (a refreshed entry's bound counts from its
+//! refresh read).
+//!
 //! # What an entry holds
 //!
 //! A [`Cached`] result: the RESULT body encoded once, for the protocol version the key names,
@@ -66,6 +79,17 @@ const TABLE_GENS: usize = 1 << 12;
 const KEYSPACE_GENS: usize = 1 << 10;
 /// Bookkeeping bytes charged per entry on top of its key and data.
 const ENTRY_OVERHEAD: usize = 160;
+/// The part of an entry's life after which a hit may ask for a refresh (see "Refresh ahead").
+pub const REFRESH_FROM: f64 = 0.6;
+/// The part of an entry's life after which a hit asks for a refresh.
+pub const REFRESH_TO: f64 = 0.9;
+
+/// When an entry of `key_hash` filled at `now` and valid until `expires` is due for a refresh.
+fn refresh_point(key_hash: u64, now: Instant, expires: Instant) -> Instant {
+    let spread = (key_hash >> 11) as f64 / (1u64 << 53) as f64; // uniform in [0, 1)
+    let part = REFRESH_FROM + (REFRESH_TO - REFRESH_FROM) * spread;
+    now + expires.saturating_duration_since(now).mul_f64(part)
+}
 
 /// xxh3 over the parts, each prefixed by its length (so part boundaries matter).
 fn hash_of(parts: &[&[u8]]) -> u64 {
@@ -276,6 +300,10 @@ struct Entry {
     value: Cached,
     ticket: Ticket,
     expires: Instant,
+    /// From here on a hit asks for a refresh ([`Cache::get_with_refresh`]).
+    refresh_at: Instant,
+    /// A refresh was asked for (at most one per entry).
+    refreshing: bool,
     size: usize,
     tick: u64,
     /// CLOCK bit: read since the eviction scan last passed it.
@@ -468,6 +496,15 @@ impl Cache {
     /// The cached result for `key` in the DRAM tier, if present, not invalidated and not past
     /// its staleness bound at `now`. Counts a DRAM hit or miss, and the access for admission.
     pub fn get(&self, key: &CacheKey, now: Instant) -> Option<Cached> {
+        self.get_with_refresh(key, now).map(|(value, _)| value)
+    }
+
+    /// [`Cache::get`], also saying whether the caller should refresh the entry: true for the
+    /// first hit past the entry's refresh point (see "Refresh ahead"). The caller then reads the result
+    /// upstream again and inserts it (with a ticket taken before that read, as for a miss), or
+    /// calls [`Cache::refresh_abandoned`]. Hot entries are so replaced before they expire, and
+    /// their readers never wait on the upstream.
+    pub fn get_with_refresh(&self, key: &CacheKey, now: Instant) -> Option<(Cached, bool)> {
         let current = self.ticket(key);
         let mut shard = self.shard(key);
         shard.sketch.increment(key.hash);
@@ -476,7 +513,9 @@ impl Cache {
         let found = match shard.map.get_mut(&key.hash) {
             Some(e) if e.key == key.bytes && now < e.expires && e.ticket == current => {
                 e.referenced = true;
-                Some(e.value.clone())
+                let refresh = now >= e.refresh_at && !e.refreshing;
+                e.refreshing |= refresh;
+                Some((e.value.clone(), refresh))
             }
             _ => None,
         };
@@ -487,6 +526,17 @@ impl Cache {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         found
+    }
+
+    /// The refresh [`Cache::get_with_refresh`] asked for will not happen (too many in flight):
+    /// a later hit may ask again.
+    pub fn refresh_abandoned(&self, key: &CacheKey) {
+        let mut shard = self.shard(key);
+        if let Some(e) = shard.map.get_mut(&key.hash) {
+            if e.key == key.bytes {
+                e.refreshing = false;
+            }
+        }
     }
 
     /// Offers a result read with `ticket` (taken before the read went upstream). Not stored if
@@ -619,6 +669,8 @@ impl Cache {
                     value,
                     ticket,
                     expires,
+                    refresh_at: refresh_point(key.hash, now, expires),
+                    refreshing: false,
                     size,
                     tick,
                     referenced: false,
@@ -1045,6 +1097,56 @@ mod tests {
         );
         assert!(c.get(&k, now + Duration::from_millis(99)).is_some());
         assert!(c.get(&k, now + Duration::from_millis(100)).is_none());
+    }
+
+    #[test]
+    fn one_hit_late_in_an_entrys_life_asks_for_one_refresh() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        let k = key("a", "q");
+        c.insert(k.clone(), c.ticket(&k), rows(10), now, ms(1000));
+        let refresh = |at| c.get_with_refresh(&k, now + ms(at)).map(|(_, r)| r);
+        let due = (0..1000)
+            .find(|&at| refresh(at) == Some(true))
+            .expect("a refresh is asked for");
+        assert!((600..=900).contains(&due), "due at {due} ms of 1000");
+        assert_eq!(refresh(due + 1), Some(false), "asked once");
+        c.refresh_abandoned(&k);
+        assert_eq!(
+            refresh(due + 2),
+            Some(true),
+            "asked again after an abandoned refresh"
+        );
+        // The refresh read's result replaces the entry, with a bound of its own.
+        let ticket = c.ticket(&k);
+        c.insert(k.clone(), ticket, rows(11), now + ms(900), ms(1000));
+        assert_eq!(refresh(1400), Some(false), "not due before 60% of its life");
+        assert_eq!(refresh(1800), Some(true), "due by 90% of its life");
+        assert_eq!(c.get(&k, now + ms(1899)).unwrap().data.len(), 11);
+        assert_eq!(
+            refresh(1900),
+            None,
+            "expired 1 s after the refresh read started"
+        );
+    }
+
+    #[test]
+    fn refresh_points_spread_over_the_window() {
+        let now = Instant::now();
+        let expires = now + Duration::from_secs(100);
+        let points: Vec<f64> = (0..1000u64)
+            .map(|i| {
+                let h = xxhash_rust::xxh3::xxh3_64(&i.to_be_bytes());
+                (refresh_point(h, now, expires) - now).as_secs_f64()
+            })
+            .collect();
+        assert!(points.iter().all(|p| (60.0..90.0).contains(p)));
+        let early = points.iter().filter(|&&p| p < 75.0).count();
+        assert!(
+            (400..600).contains(&early),
+            "{early} of 1000 in the first half of the window"
+        );
     }
 
     #[test]

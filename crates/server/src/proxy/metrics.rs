@@ -24,6 +24,11 @@ pub struct Metrics {
     pub unprepared_retries: AtomicU64,
     /// Results answered from `serve_stale_on_upstream_error` after an upstream failure.
     pub stale_served: AtomicU64,
+    /// Background refreshes of hot entries answered by the upstream (see the cache's
+    /// "Refresh ahead").
+    pub refreshes: AtomicU64,
+    /// Refreshes not sent because too many were in flight.
+    pub refreshes_skipped: AtomicU64,
     latency_sum_us: AtomicU64,
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
 }
@@ -56,6 +61,11 @@ impl Metrics {
             ("cache_invalidations_total".into(), load(&s.invalidations)),
             ("cache_patched_total".into(), load(&s.patched)),
             ("cache_stale_served_total".into(), load(&self.stale_served)),
+            ("cache_refreshes_total".into(), load(&self.refreshes)),
+            (
+                "cache_refreshes_skipped_total".into(),
+                load(&self.refreshes_skipped),
+            ),
             ("cache_dram_hits_total".into(), load(&s.dram_hits)),
             ("cache_dram_misses_total".into(), load(&s.dram_misses)),
             ("cache_dram_entries".into(), entries as i64),

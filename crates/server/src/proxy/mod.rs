@@ -42,7 +42,7 @@ mod upstream;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -138,7 +138,19 @@ pub struct ProxyBackend {
     clustering_free: RwLock<HashMap<TableRef, bool>>,
     /// The task probing the peer proxies ([`ProxyBackend::watch_peers`]).
     peer_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Background cache refreshes in flight (at most [`MAX_REFRESHES`]).
+    refreshes: AtomicUsize,
+    started: Instant,
 }
+
+/// Background cache refreshes waiting or in flight at once; a hot entry whose refresh is
+/// skipped asks again on its next hit.
+const MAX_REFRESHES: usize = 256;
+/// Background refreshes go upstream together, at the next multiple of this since start-up.
+/// A trickle of single reads costs Cassandra several times the CPU per read of the same reads
+/// in bursts (its request threads spin before they park), and that CPU is taken from whatever
+/// shares its cores.
+const REFRESH_TICK: Duration = Duration::from_millis(50);
 
 impl ProxyBackend {
     /// Builds the backend and probes the upstream once to learn whether it requires a login.
@@ -199,6 +211,8 @@ impl ProxyBackend {
             relay: Mutex::new(None),
             clustering_free: RwLock::new(HashMap::new()),
             peer_watch: Mutex::new(None),
+            refreshes: AtomicUsize::new(0),
+            started: Instant::now(),
         };
         let mut last = None;
         for &addr in backend.hosts.iter() {
@@ -1018,24 +1032,8 @@ impl ProxyBackend {
                 let stale_key = self
                     .serves_stale(table)
                     .then(|| Box::<[u8]>::from(key.bytes()));
-                let ticket = self.cache.ticket(&key);
-                let started = Instant::now();
-                let req = Request::Execute(x);
-                let resp = self.forward(conn, ctx, ks.as_deref(), &req, false).await;
+                let (resp, key) = self.read_and_fill(conn, ctx, &info, table, key, x).await;
                 match &resp {
-                    Response::Result(ResultBody::Rows(rows)) => {
-                        if let Some(sk) = stale_key {
-                            self.stale.put(sk, ticket, rows.clone());
-                        }
-                        self.cache.insert_shaped(
-                            key,
-                            ticket,
-                            rows.clone(),
-                            started,
-                            self.staleness(table),
-                            info.read_shape.clone(),
-                        );
-                    }
                     Response::Error(e) if upstream_failure(e) => {
                         // Only a result no write or schema change seen here invalidated.
                         let current = self.cache.ticket(&key);
@@ -1061,6 +1059,40 @@ impl ProxyBackend {
             self.invalidate_prepared(&info, &x.params.values, &resp);
         }
         resp
+    }
+
+    /// Reads a cacheable EXECUTE upstream and offers its result to the cache (and to the
+    /// stale store of `serve_stale_on_upstream_error` tables), with a ticket taken before the
+    /// read went out. For a miss and for a background refresh alike.
+    async fn read_and_fill(
+        &self,
+        conn: &ConnState,
+        ctx: &Ctx,
+        info: &PreparedInfo,
+        table: &TableRef,
+        key: cache::CacheKey,
+        x: Execute,
+    ) -> (Response, cache::CacheKey) {
+        let ticket = self.cache.ticket(&key);
+        let started = Instant::now();
+        let req = Request::Execute(x);
+        let resp = self
+            .forward(conn, ctx, info.keyspace.as_deref(), &req, false)
+            .await;
+        if let Response::Result(ResultBody::Rows(rows)) = &resp {
+            if self.serves_stale(table) {
+                self.stale.put(Box::from(key.bytes()), ticket, rows.clone());
+            }
+            self.cache.insert_shaped(
+                key.clone(),
+                ticket,
+                rows.clone(),
+                started,
+                self.staleness(table),
+                info.read_shape.clone(),
+            );
+        }
+        (resp, key)
     }
 
     /// Invalidation after a prepared statement ran: its partition when the statement is a
@@ -1560,12 +1592,58 @@ impl Backend for ProxyBackend {
         let Some(key) = self.cache_key(conn, x, &info) else {
             return Now::Later(req);
         };
-        match self.cache.get(&key, Instant::now()) {
-            Some(hit) => {
+        match self.cache.get_with_refresh(&key, Instant::now()) {
+            Some((hit, refresh)) => {
                 self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
-                Now::Answered(Response::Result(ResultBody::Encoded(hit.body)))
+                let resp = Response::Result(ResultBody::Encoded(hit.body));
+                if !refresh {
+                    return Now::Answered(resp);
+                }
+                if self.refreshes.fetch_add(1, Ordering::AcqRel) >= MAX_REFRESHES {
+                    self.refreshes.fetch_sub(1, Ordering::AcqRel);
+                    self.metrics
+                        .refreshes_skipped
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.cache.refresh_abandoned(&key);
+                    return Now::Answered(resp);
+                }
+                Now::AnsweredThenRefresh(resp, req)
             }
             None => Now::Later(req),
+        }
+    }
+
+    /// The background refresh of a hot cache entry `handle_now` asked for: the read goes
+    /// upstream again and its result replaces the entry (unless a write intervened).
+    async fn refresh(&self, conn: &ConnState, req: Request) {
+        struct InFlight<'a>(&'a AtomicUsize);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _in_flight = InFlight(&self.refreshes);
+        let tick = REFRESH_TICK.as_nanos();
+        let since = self.started.elapsed().as_nanos();
+        let wait = Duration::from_nanos((tick - since % tick) as u64);
+        tokio::time::sleep(wait).await;
+        let Request::Execute(x) = req else {
+            return;
+        };
+        let Some(info) = self.prepared_info(&x.id) else {
+            return;
+        };
+        let (Some(table), Some(key)) = (&info.cache_read, self.cache_key(conn, &x, &info)) else {
+            return;
+        };
+        let (resp, _) = self
+            .read_and_fill(conn, &Ctx::default(), &info, table, key, x)
+            .await;
+        match resp {
+            Response::Error(e) => tracing::debug!("background refresh failed: {e}"),
+            _ => {
+                self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
