@@ -131,8 +131,8 @@ cat "$OUT/environment.txt" >&2
 
 # ------------------------------------------------------------------ 3. load
 client() { taskset -c "$CLIENT_CPU" $BENCH "$@"; }
-P="peregrine=127.0.0.1:$PEREGRINE_PORT"
-C="cassandra=127.0.0.1:$CASSANDRA_PORT"
+P="peregrine=127.0.0.1:$PEREGRINE_PORT@$PEREGRINE_PID"  # @pid: the report adds ops per server CPU second
+C="cassandra=127.0.0.1:$CASSANDRA_PORT@$CASSANDRA_PID"
 COMMON=(--concurrency "$CONCURRENCY" --connections "$CONNECTIONS" --out "$OUT")
 
 if [[ "$SKIP_LOAD" != 1 ]]; then

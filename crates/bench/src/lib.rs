@@ -193,6 +193,9 @@ pub struct RunArgs {
     /// Name of the endpoint in reports (default: first host).
     #[arg(long)]
     pub label: Option<String>,
+    /// Local server process ids whose CPU use is reported (ops per server CPU second).
+    #[arg(long, value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
 }
 
 /// `compare`.
@@ -201,7 +204,8 @@ pub struct CompareArgs {
     /// Workload and load shape.
     #[command(flatten)]
     pub w: WorkloadArgs,
-    /// First endpoint, `name=host:port[,host:port]`; the gain column is its advantage.
+    /// First endpoint, `name=host:port[,host:port][@pid[+pid]]`; the gain column is its
+    /// advantage. With `@pid`, the CPU those local server processes use is reported too.
     #[arg(long)]
     pub a: String,
     /// Second endpoint, `name=host:port[,…]`.
@@ -238,6 +242,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Parses `name=host:port[,host:port]` or just `host:port`.
 pub fn parse_endpoint(s: &str) -> anyhow::Result<Endpoint> {
+    let (s, pids) = match s.split_once('@') {
+        Some((s, pids)) => {
+            let pids = pids
+                .split('+')
+                .map(|p| p.trim().parse::<u32>())
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("endpoint {s:?}: server pids {pids:?}"))?;
+            (s, pids)
+        }
+        None => (s, Vec::new()),
+    };
     let (name, hosts) = match s.split_once('=') {
         Some((n, h)) => (n.to_string(), h),
         None => (s.split(',').next().unwrap_or(s).to_string(), s),
@@ -251,7 +266,7 @@ pub fn parse_endpoint(s: &str) -> anyhow::Result<Endpoint> {
     if hosts.is_empty() || name.is_empty() {
         bail!("endpoint {s:?} should look like name=host:port[,host:port]");
     }
-    Ok(Endpoint { name, hosts })
+    Ok(Endpoint { name, hosts, pids })
 }
 
 fn parse_ratio(s: &str) -> anyhow::Result<f64> {
@@ -482,7 +497,7 @@ async fn one_phase(
     if load {
         runner::create_schema(&session, &schema, &spec).await?;
     }
-    let result = runner::run(session, &schema, &spec, &shape, label).await?;
+    let result = runner::run(session, &schema, &spec, &shape, label, &endpoint.pids).await?;
     let params = RunParams {
         command: if load { "load" } else { "run" },
         endpoint,
@@ -501,6 +516,7 @@ async fn load_or_run(r: RunArgs, load: bool) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| r.hosts.first().cloned().unwrap_or_default()),
         hosts: r.hosts.clone(),
+        pids: r.server_pid.clone(),
     };
     let seed = r.w.seed.unwrap_or_else(now_unix);
     let machine = Machine::detect();
@@ -738,6 +754,9 @@ mod tests {
         let e = parse_endpoint("c=h1:1,h2:2").unwrap();
         assert_eq!(e.hosts, vec!["h1:1", "h2:2"]);
         assert_eq!(parse_endpoint("h:9").unwrap().name, "h:9");
+        let e = parse_endpoint("p=h:1@12+34").unwrap();
+        assert_eq!((e.hosts, e.pids), (vec!["h:1".to_string()], vec![12, 34]));
+        assert!(parse_endpoint("p=h:1@x").is_err());
         assert!(parse_endpoint("x=").is_err());
         assert!(parse_ratio("80:20").unwrap() - 0.8 < 1e-9);
         assert!(parse_ratio("0:0").is_err());

@@ -117,6 +117,12 @@ pub struct RunReport {
     pub client_cpu_percent: f64,
     /// Operations per client CPU second: what one client core can drive.
     pub ops_per_client_cpu_second: f64,
+    /// CPU seconds the endpoint's server processes used (when their pids were given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_seconds: Option<f64>,
+    /// Operations per server CPU second: throughput per server core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_per_server_cpu_second: Option<f64>,
     /// One row per operation kind.
     pub ops: Vec<OpSummary>,
     /// All kinds together.
@@ -180,6 +186,11 @@ impl RunReport {
             } else {
                 0.0
             },
+            server_cpu_seconds: r.server_cpu_seconds,
+            ops_per_server_cpu_second: r
+                .server_cpu_seconds
+                .filter(|&s| s > 0.0)
+                .map(|s| (overall.count + overall.errors) as f64 / s),
             ops,
             overall,
             timeline: r.timeline.clone(),
@@ -226,6 +237,14 @@ impl RunReport {
             self.client_cpu_percent,
             thousands(self.ops_per_client_cpu_second)
         );
+        if let (Some(cpu), Some(per)) = (self.server_cpu_seconds, self.ops_per_server_cpu_second) {
+            let _ = writeln!(
+                s,
+                "server: {:.1}% of one core, {} ops per server CPU second",
+                100.0 * cpu / self.seconds.max(1e-9),
+                thousands(per)
+            );
+        }
         // The overall row repeats the per-kind samples.
         for op in &self.ops {
             for m in &op.error_samples {
@@ -447,6 +466,22 @@ pub fn gain(a: f64, b: f64, higher_is_better: bool) -> f64 {
     }
 }
 
+impl CompareEndpoint {
+    /// Median over the rounds of operations per server CPU second, if measured.
+    pub fn ops_per_server_cpu_second(&self) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .rounds
+            .iter()
+            .filter_map(|r| r.ops_per_server_cpu_second)
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+}
+
 impl CompareReport {
     /// Builds medians and gains from the rounds.
     #[allow(clippy::too_many_arguments)]
@@ -605,6 +640,23 @@ impl CompareReport {
                     .collect::<Vec<_>>()
                     .join(" ")
             );
+        }
+        // Throughput per server core, when the servers' pids were given.
+        let per_core: Vec<Option<f64>> = self
+            .endpoints
+            .iter()
+            .map(|e| e.ops_per_server_cpu_second())
+            .collect();
+        if per_core.iter().any(Option::is_some) {
+            let mut line = String::from("ops per server CPU second (median round):");
+            for (e, v) in self.endpoints.iter().zip(&per_core) {
+                let v = v.map_or("-".to_string(), thousands);
+                let _ = write!(line, " {} {v};", e.endpoint.name);
+            }
+            if let (Some(Some(a)), Some(Some(b))) = (per_core.first(), per_core.get(1)) {
+                let _ = write!(line, " gain {:.1}x", gain(*a, *b, true));
+            }
+            let _ = writeln!(s, "{}", line.trim_end_matches(';'));
         }
         s
     }

@@ -43,6 +43,10 @@ pub struct Endpoint {
     pub name: String,
     /// `host:port` contact points.
     pub hosts: Vec<String>,
+    /// Local server processes whose CPU use is measured during runs (`name=hosts@pid+pid`),
+    /// so that throughput per server core can be reported.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<u32>,
 }
 
 /// How to connect.
@@ -113,6 +117,9 @@ pub struct RunResult {
     pub seconds: f64,
     /// CPU seconds this process used during the run (user + system).
     pub client_cpu_seconds: f64,
+    /// CPU seconds the endpoint's server processes ([`Endpoint::pids`]) used during the
+    /// measured period, when given.
+    pub server_cpu_seconds: Option<f64>,
     /// `release_version` from `system.local`, if the server has it.
     pub server_version: Option<String>,
     /// Unix time the run started.
@@ -777,17 +784,29 @@ fn plan(
 }
 
 fn cpu_seconds() -> f64 {
+    process_cpu_seconds("self").unwrap_or(0.0)
+}
+
+/// CPU seconds the processes `pids` used so far (all their threads), or `None` when there
+/// are none or one cannot be read.
+fn server_cpu_seconds(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter()
+        .map(|p| process_cpu_seconds(&p.to_string()))
+        .sum()
+}
+
+/// User + system CPU seconds of `/proc/<pid>`, all threads.
+fn process_cpu_seconds(pid: &str) -> Option<f64> {
     // utime and stime (fields 14 and 15) in clock ticks; USER_HZ is 100 on Linux.
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return 0.0;
-    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rfind(')').map(|i| &stat[i + 2..])?;
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
     // `after` starts at field 3 (state), so field n is at index n - 3.
-    (ticks(11) + ticks(12)) / 100.0
+    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// Runs `spec` against an open session and returns the measurements.
@@ -797,6 +816,7 @@ pub async fn run(
     spec: &WorkloadSpec,
     shape: &LoadShape,
     label: &str,
+    server_pids: &[u32],
 ) -> anyhow::Result<RunResult> {
     if shape.concurrency == 0 || shape.concurrency > MAX_CONCURRENCY {
         bail!(
@@ -837,14 +857,16 @@ pub async fn run(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let cpu0 = cpu_seconds();
+    let server0 = server_cpu_seconds(server_pids);
     let start = Instant::now();
     let measure_start = start + shape.warmup;
     let end = shape.duration.map(|d| measure_start + d);
     // Client CPU is counted from the end of the warm-up, like the operations.
     let (cpu_tx, cpu_rx) = tokio::sync::oneshot::channel();
+    let pids = server_pids.to_vec();
     tokio::spawn(async move {
         tokio::time::sleep_until(tokio::time::Instant::from_std(measure_start)).await;
-        let _ = cpu_tx.send(cpu_seconds());
+        let _ = cpu_tx.send((cpu_seconds(), server_cpu_seconds(&pids)));
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut handles = Vec::new();
@@ -927,11 +949,15 @@ pub async fn run(
         }
         filled.push(p);
     }
+    let (client0, server_at_start) = cpu_rx.await.unwrap_or((cpu0, server0));
     Ok(RunResult {
         total,
         timeline: filled,
         seconds: elapsed.as_secs_f64(),
-        client_cpu_seconds: cpu_seconds() - cpu_rx.await.unwrap_or(cpu0),
+        client_cpu_seconds: cpu_seconds() - client0,
+        server_cpu_seconds: server_cpu_seconds(server_pids)
+            .zip(server_at_start)
+            .map(|(end, start)| end - start),
         server_version,
         started_unix,
     })

@@ -72,6 +72,7 @@ async fn ycsb_workloads_run_with_the_configured_mix_and_no_errors() {
     let endpoint = Endpoint {
         name: "under-test".into(),
         hosts,
+        pids: Vec::new(),
     };
     let connect = ConnectConfig {
         connections: 2,
@@ -94,10 +95,27 @@ async fn ycsb_workloads_run_with_the_configured_mix_and_no_errors() {
     runner::create_schema(&session, &schema, &load)
         .await
         .expect("schema");
-    let r = runner::run(session.clone(), &schema, &load, &shape(RECORDS, 0), "load")
-        .await
-        .expect("load");
+    // The bench's own process stands in for a server process whose CPU is measured.
+    let me = [std::process::id()];
+    let r = runner::run(
+        session.clone(),
+        &schema,
+        &load,
+        &shape(RECORDS, 0),
+        "load",
+        &me,
+    )
+    .await
+    .expect("load");
     assert_clean(&r.total, "load");
+    let cpu = r
+        .server_cpu_seconds
+        .expect("CPU of the given process measured");
+    assert!(
+        cpu > 0.0 && cpu <= r.client_cpu_seconds + 0.05,
+        "{cpu} vs {}",
+        r.client_cpu_seconds
+    );
     assert_eq!(r.total.ops[OpKind::Insert.index()].count(), RECORDS);
 
     // A: 50/50 read/update; F: 50/50 read/read-modify-write; D: 95/5 read/insert; E: 95/5 scan/insert.
@@ -117,6 +135,7 @@ async fn ycsb_workloads_run_with_the_configured_mix_and_no_errors() {
             &spec,
             &shape(ops, RECORDS),
             &letter.to_string(),
+            &[],
         )
         .await
         .unwrap_or_else(|e| panic!("workload {letter}: {e:#}"));
