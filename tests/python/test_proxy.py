@@ -26,10 +26,16 @@ from proxy_support import metric, wait_upstream_quiet
 from conftest import _free_port
 
 UPSTREAM_PORT = int(os.environ.get("PROXY_UPSTREAM_PORT", "9162"))
-MAX_STALENESS = 0.5  # seconds; the proxy is started with `proxy.max_staleness: 500ms`
-REFRESH_KS, REFRESH_STALENESS = "px_refresh", 4.0  # a table with a longer bound, for timing
-BASE_YAML = ("request_timeout: 5s\nproxy:\n  max_staleness: 500ms\n  connect_timeout: 2s\n"
-             f"  table_max_staleness:\n    {REFRESH_KS}.kv: {int(REFRESH_STALENESS * 1000)}ms\n")
+# The module's proxy keeps entries 30 s (so hits counted by a test do not lapse on a slow
+# machine); the keyspace SHORT_KS has a 500 ms bound, for the tests that wait it out.
+MAX_STALENESS = 0.5  # seconds: `SHORT_KS`.kv
+SHORT_KS = "px_short"
+# Tables with a longer bound, for tests that time or count cache hits.
+REFRESH_KS, REFRESH_STALENESS = "px_refresh", 4.0
+HITS_KS = "px_hits"
+BASE_YAML = ("request_timeout: 5s\nproxy:\n  max_staleness: 30s\n  connect_timeout: 2s\n"
+             f"  table_max_staleness:\n    {REFRESH_KS}.kv: {int(REFRESH_STALENESS * 1000)}ms\n"
+             f"    {HITS_KS}.kv: 60s\n    {SHORT_KS}.kv: {int(MAX_STALENESS * 1000)}ms\n")
 
 
 class Proxy(ps.Proxy):
@@ -80,6 +86,18 @@ def ks(session):
     session.execute("CREATE TABLE kv (k int PRIMARY KEY, v text)")
     yield name
     session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+
+
+@pytest.fixture
+def short_ks(session):
+    """`SHORT_KS` with a fresh table `kv`, whose cached reads live `MAX_STALENESS`."""
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {SHORT_KS} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"DROP TABLE IF EXISTS {SHORT_KS}.kv")
+    session.execute(f"CREATE TABLE {SHORT_KS}.kv (k int PRIMARY KEY, v text)")
+    session.set_keyspace(SHORT_KS)
+    yield SHORT_KS
+    session.execute(f"DROP KEYSPACE IF EXISTS {SHORT_KS}")
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -336,7 +354,8 @@ def test_cache_hits_over_compressed_connections(proxy, ks, compression, version)
         c.shutdown()
 
 
-def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct, ks):
+def test_write_that_bypasses_the_proxy_shows_after_max_staleness(session, direct, short_ks):
+    ks = short_ks
     sel = session.prepare("SELECT v FROM kv WHERE k = ?")
     session.execute("INSERT INTO kv (k, v) VALUES (1, 'old')")
     assert session.execute(sel, (1,)).one().v == "old"
@@ -380,24 +399,31 @@ def test_hot_entries_are_refreshed_ahead_within_max_staleness(session, direct):
         session.execute(f"DROP KEYSPACE IF EXISTS {REFRESH_KS}")
 
 
-def test_repeated_reads_hit_the_cache(session, ks):
-    session.execute("INSERT INTO kv (k, v) VALUES (5, 'x')")
-    sel = session.prepare("SELECT v FROM kv WHERE k = ?")
-    session.execute(sel, (5,))
-    before_hits = metric(session, "cache_hits_total")
-    before_up = wait_upstream_quiet(session)
-    for _ in range(20):
-        assert session.execute(sel, (5,)).one().v == "x"
-    assert metric(session, "cache_hits_total") >= before_hits + 20
-    # The 20 hits sent nothing upstream. (The driver's own background queries - schema
-    # agreement, topology refresh - may still pass through meanwhile, hence the slack.)
-    assert metric(session, "upstream_requests_total") - before_up < 10
-    # Non-cacheable (unprepared) reads always go upstream: 20 of them send at least 20 requests,
-    # where the 20 hits above sent (nearly) none. Background queries only add to the count.
-    before_up = wait_upstream_quiet(session)
-    for _ in range(20):
-        assert session.execute("SELECT v FROM kv WHERE k = 5").one().v == "x"
-    assert metric(session, "upstream_requests_total") - before_up >= 20
+def test_repeated_reads_hit_the_cache(session):
+    # A table whose entries live 60 s: no hit below can turn into a miss by expiry.
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {HITS_KS} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE IF NOT EXISTS {HITS_KS}.kv (k int PRIMARY KEY, v text)")
+    try:
+        session.execute(f"INSERT INTO {HITS_KS}.kv (k, v) VALUES (5, 'x')")
+        sel = session.prepare(f"SELECT v FROM {HITS_KS}.kv WHERE k = ?")
+        session.execute(sel, (5,))  # fills the cache
+        before_hits = metric(session, "cache_hits_total")
+        before_up = wait_upstream_quiet(session)
+        for _ in range(20):
+            assert session.execute(sel, (5,)).one().v == "x"
+        assert metric(session, "cache_hits_total") >= before_hits + 20
+        # The 20 hits sent nothing upstream. (The driver's own background queries - schema
+        # agreement, topology refresh - may still pass through meanwhile, hence the slack.)
+        assert metric(session, "upstream_requests_total") - before_up < 10
+        # Non-cacheable (unprepared) reads always go upstream: 20 of them send at least 20
+        # requests, where the 20 hits above sent (nearly) none. Background queries only add.
+        before_up = wait_upstream_quiet(session)
+        for _ in range(20):
+            assert session.execute(f"SELECT v FROM {HITS_KS}.kv WHERE k = 5").one().v == "x"
+        assert metric(session, "upstream_requests_total") - before_up >= 20
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {HITS_KS}")
 
 
 def test_errors_pass_through(session, ks):
@@ -413,7 +439,8 @@ def test_errors_pass_through(session, ks):
     assert e.value.code == 0x2000
 
 
-def test_unprepared_recovery(session, direct, ks):
+def test_unprepared_recovery(session, direct, short_ks):
+    ks = short_ks
     # Proxy side: an id the proxy never saw (prepared straight on Cassandra) -> UNPREPARED,
     # the driver prepares through the proxy and retries.
     session.execute("INSERT INTO kv (k, v) VALUES (3, 'three')")
@@ -638,9 +665,12 @@ def test_driver_marks_a_restarted_peer_proxy_up_from_the_event(upstream):
         [host_b] = [h for h in c.metadata.all_hosts() if h.endpoint.port == pb]
         _wait_until(lambda: host_b.is_up, 10, "peer proxy B up at start")
         b.stop()
-        # The driver notices an idle closed connection only at its next heartbeat: the DOWN event
-        # is what marks B down this soon.
+        # The driver may mark B down itself (its connections to B closed) or from A's DOWN
+        # event. Either way, A must have announced DOWN before B comes back, or it has no UP to
+        # announce: a peer away for less than two probes is, to A, never down.
         _wait_until(lambda: host_b.is_up is False, 15, "the driver marking the stopped B down")
+        _wait_until(lambda: f"peer proxy 127.0.0.1:{pb} is DOWN" in a.log_tail(20000), 10,
+                    "proxy A announcing B down")
         b = Proxy([upstream], port=pb, peers=[f"127.0.0.1:{pa}"])
         restarted = time.time()
         _wait_until(lambda: host_b.is_up, 10, "the driver marking the restarted B up")
