@@ -7,6 +7,7 @@ skipped only when the Cassandra jars are not installed (scripts/setup.sh install
 Independent of the session-wide `endpoint` fixture: this module always runs its own proxy.
 """
 
+import contextlib
 import os
 import random
 import socket
@@ -78,26 +79,32 @@ def session(proxy):
     c.shutdown()
 
 
+@contextlib.contextmanager
+def _kv_keyspace(session, name):
+    """Keyspace `name` with a fresh table `kv (k int PRIMARY KEY, v text)`, dropped after."""
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {name} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"DROP TABLE IF EXISTS {name}.kv")
+    session.execute(f"CREATE TABLE {name}.kv (k int PRIMARY KEY, v text)")
+    try:
+        yield name
+    finally:
+        session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+
+
 @pytest.fixture
 def ks(session):
-    name = "px_" + uuid.uuid4().hex[:10]
-    session.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
-    session.set_keyspace(name)
-    session.execute("CREATE TABLE kv (k int PRIMARY KEY, v text)")
-    yield name
-    session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+    with _kv_keyspace(session, "px_" + uuid.uuid4().hex[:10]) as name:
+        session.set_keyspace(name)
+        yield name
 
 
 @pytest.fixture
 def short_ks(session):
     """`SHORT_KS` with a fresh table `kv`, whose cached reads live `MAX_STALENESS`."""
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {SHORT_KS} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute(f"DROP TABLE IF EXISTS {SHORT_KS}.kv")
-    session.execute(f"CREATE TABLE {SHORT_KS}.kv (k int PRIMARY KEY, v text)")
-    session.set_keyspace(SHORT_KS)
-    yield SHORT_KS
-    session.execute(f"DROP KEYSPACE IF EXISTS {SHORT_KS}")
+    with _kv_keyspace(session, SHORT_KS) as name:
+        session.set_keyspace(name)
+        yield name
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -371,10 +378,7 @@ def test_hot_entries_are_refreshed_ahead_within_max_staleness(session, direct):
     before it expires, so a hot key never makes its readers wait on Cassandra, and the
     staleness bound holds. A cold entry just expires."""
     T = REFRESH_STALENESS
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {REFRESH_KS} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute(f"CREATE TABLE IF NOT EXISTS {REFRESH_KS}.kv (k int PRIMARY KEY, v text)")
-    try:
+    with _kv_keyspace(session, REFRESH_KS):
         sel = session.prepare(f"SELECT v FROM {REFRESH_KS}.kv WHERE k = ?")
         for k in (7, 8):
             session.execute(f"INSERT INTO {REFRESH_KS}.kv (k, v) VALUES ({k}, 'old')")
@@ -395,16 +399,11 @@ def test_hot_entries_are_refreshed_ahead_within_max_staleness(session, direct):
         assert metric(session, "cache_hits_total") == hits + 1, "the refreshed entry answered"
         assert session.execute(sel, (8,)).one().v == "new"
         assert metric(session, "cache_misses_total") == misses + 1, "the cold entry expired"
-    finally:
-        session.execute(f"DROP KEYSPACE IF EXISTS {REFRESH_KS}")
 
 
 def test_repeated_reads_hit_the_cache(session):
     # A table whose entries live 60 s: no hit below can turn into a miss by expiry.
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {HITS_KS} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute(f"CREATE TABLE IF NOT EXISTS {HITS_KS}.kv (k int PRIMARY KEY, v text)")
-    try:
+    with _kv_keyspace(session, HITS_KS):
         session.execute(f"INSERT INTO {HITS_KS}.kv (k, v) VALUES (5, 'x')")
         sel = session.prepare(f"SELECT v FROM {HITS_KS}.kv WHERE k = ?")
         session.execute(sel, (5,))  # fills the cache
@@ -422,8 +421,6 @@ def test_repeated_reads_hit_the_cache(session):
         for _ in range(20):
             assert session.execute(f"SELECT v FROM {HITS_KS}.kv WHERE k = 5").one().v == "x"
         assert metric(session, "upstream_requests_total") - before_up >= 20
-    finally:
-        session.execute(f"DROP KEYSPACE IF EXISTS {HITS_KS}")
 
 
 def test_errors_pass_through(session, ks):

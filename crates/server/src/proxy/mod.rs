@@ -610,20 +610,14 @@ impl ProxyBackend {
         match &sc.target {
             SchemaChangeTarget::Table { keyspace, name } => {
                 self.cache.invalidate_table(keyspace, name);
-                self.clustering_free
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|t, _| t.keyspace != *keyspace || t.table != *name);
+                self.forget_clustering(|t| t.keyspace == *keyspace && t.table == *name);
                 if sc.change == SchemaChangeType::Dropped {
                     self.forget_prepared(|t| t.keyspace == *keyspace && t.table == *name);
                 }
             }
             SchemaChangeTarget::Keyspace(ks) => {
                 self.cache.invalidate_keyspace(ks);
-                self.clustering_free
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|t, _| t.keyspace != *ks);
+                self.forget_clustering(|t| t.keyspace == *ks);
                 if sc.change == SchemaChangeType::Dropped {
                     self.forget_prepared(|t| t.keyspace == *ks);
                 }
@@ -747,6 +741,14 @@ impl ProxyBackend {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|_, info| !info.pk.as_ref().is_some_and(|(t, _, _)| on(t)));
+    }
+
+    /// Forgets what is known of the clustering columns of the tables `on` selects.
+    fn forget_clustering(&self, on: impl Fn(&TableRef) -> bool) {
+        self.clustering_free
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|t, _| !on(t));
     }
 
     async fn use_keyspace(&self, conn: &ConnState, name: &str) -> Response {
@@ -1029,21 +1031,17 @@ impl ProxyBackend {
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
-                let stale_key = self
-                    .serves_stale(table)
-                    .then(|| Box::<[u8]>::from(key.bytes()));
                 let (resp, key) = self.read_and_fill(conn, ctx, &info, table, key, x).await;
-                match &resp {
-                    Response::Error(e) if upstream_failure(e) => {
+                if let Response::Error(e) = &resp {
+                    if upstream_failure(e) && self.serves_stale(table) {
                         // Only a result no write or schema change seen here invalidated.
                         let current = self.cache.ticket(&key);
-                        if let Some(rows) = stale_key.and_then(|sk| self.stale.get(&sk, current)) {
+                        if let Some(rows) = self.stale.get(key.bytes(), current) {
                             tracing::debug!("upstream failed ({e}); served a stale result");
                             self.metrics.stale_served.fetch_add(1, Ordering::Relaxed);
                             return Response::Result(ResultBody::Rows((*rows).clone()));
                         }
                     }
-                    _ => {}
                 }
                 return resp;
             }
@@ -1448,9 +1446,6 @@ fn partition_key(values: &Values, idx: &[usize]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Types whose equal values always serialize to equal bytes, so a write's key bytes match a
-/// read's. For the others (varint, decimal, floats, collections, ...) writes invalidate the
-/// whole table.
 impl ProxyBackend {
     /// One request of an established connection, with its flags in `ctx`.
     async fn dispatch(&self, conn: &ConnState, ctx: &Ctx, req: Request) -> Response {
@@ -1554,6 +1549,9 @@ fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]
     Some(b.finish(rows.metadata.clone()))
 }
 
+/// Types whose equal values always serialize to equal bytes, so a write's key bytes match a
+/// read's. For the others (varint, decimal, floats, collections, ...) writes invalidate the
+/// whole table.
 fn canonical_type(t: &ColumnType) -> bool {
     matches!(
         t,
