@@ -143,8 +143,9 @@ def test_ddl_prepared_insert_and_select(session, ks):
 
 @pytest.mark.parametrize("version,client_timestamps", [(4, True), (5, True), (4, False), (5, False)])
 def test_read_your_writes_through_the_cache(proxy, ks, version, client_timestamps):
-    """Without client timestamps a prepared INSERT patches cached results in place; with
-    them it only invalidates. Either way every read sees the model's value."""
+    """A prepared INSERT patches cached results in place, with or without client timestamps
+    (with them, only where its timestamp wins). Either way every read sees the model's
+    value."""
     c = proxy.cluster(protocol_version=version)
     try:
         s = c.connect(ks)
@@ -268,6 +269,46 @@ def test_writes_patch_cached_point_reads_in_place(proxy, direct, ks):
         s.execute(cins, (1, 2, "y"))
         assert [tuple(r) for r in s.execute(csel, (1,))] == [(1, "x"), (2, "y")]
         assert metric(s, "cache_patched_total") == patched
+    finally:
+        c.shutdown()
+
+
+def test_client_timestamped_writes_patch_only_where_they_win(proxy, direct, ks):
+    """With the driver's client timestamps (its default) a prepared write patches the cache
+    too, but only when its timestamp is above every cell the entry may hold: a write with an
+    older timestamp, which Cassandra ignores, and a write below a future-dated cell leave the
+    cache answering what Cassandra answers."""
+    c = proxy.cluster(protocol_version=4)
+    try:
+        s = c.connect(ks)
+        assert s.use_client_timestamp
+        s.execute("CREATE TABLE cts (k int PRIMARY KEY, v text)")
+        ins = s.prepare("INSERT INTO cts (k, v) VALUES (?, ?)")
+        sel = s.prepare("SELECT v FROM cts WHERE k = ?")
+
+        def read():
+            mine = s.execute(sel, (1,)).one().v
+            assert mine == direct.execute(f"SELECT v FROM {ks}.cts WHERE k = 1").one().v
+            return mine
+
+        s.execute(ins, (1, "a"))
+        assert read() == "a"  # cached
+        patched = metric(s, "cache_patched_total")
+        s.execute(ins, (1, "b"))
+        assert metric(s, "cache_patched_total") == patched + 1
+        hits = metric(s, "cache_hits_total")
+        assert read() == "b"
+        assert metric(s, "cache_hits_total") == hits + 1
+
+        now = int(time.time() * 1e6)
+        for ts, value, want in (
+            (now - 3_600_000_000, "an hour old", "b"),  # Cassandra keeps "b"
+            (now + 600_000_000, "future", "future"),  # wins
+            (now + 1_000, "now", "future"),  # loses to the future-dated cell
+        ):
+            c.timestamp_generator = lambda ts=ts: ts
+            s.execute(ins, (1, value))
+            assert read() == want, value
     finally:
         c.shutdown()
 

@@ -663,7 +663,9 @@ async fn worker(ctx: WorkerCtx) {
                 }
             }
             let op = plan(&shared, &chooser, &mut keys, &mut rng, intended);
-            inflight.push(execute(shared.clone(), op));
+            // Boxed: the future is ~4 KB (the driver's request state), which
+            // `FuturesUnordered::push` would otherwise copy twice per operation.
+            inflight.push(Box::pin(execute(shared.clone(), op)));
         }
         if !issuing && inflight.is_empty() {
             break;

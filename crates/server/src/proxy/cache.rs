@@ -265,6 +265,11 @@ pub struct WriteTicket {
     /// The stripe's generation right after the start bump.
     gen: u64,
     prefix: Vec<u8>,
+    /// The write's client timestamp (µs since the epoch), if it carried one.
+    timestamp: Option<i64>,
+    /// The wall clock when the write started: without a client timestamp, the coordinator's
+    /// timestamp for it is later.
+    started_micros: i64,
 }
 
 /// The generations current when a read started; see the module docs.
@@ -311,6 +316,10 @@ struct Entry {
     /// Promoted from the SSD tier, whose record is (probably) still there: not written again
     /// on eviction.
     on_ssd: bool,
+    /// No cell of the cached result has a write timestamp above this (µs since the epoch):
+    /// the wall clock when the entry was stored, raised by every write patched into it. A
+    /// client-timestamped write patches only above it (see [`Cache::write_acknowledged`]).
+    ts_floor: i64,
 }
 
 /// A valid entry DRAM let go of, on its way to the SSD tier.
@@ -319,6 +328,13 @@ struct Spill {
     ticket: Ticket,
     expires: Instant,
     rows: Arc<Rows>,
+}
+
+/// The wall clock in µs since the epoch, the unit of CQL write timestamps.
+fn wall_clock_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 fn entry_size(key_len: usize, value: &Cached) -> usize {
@@ -675,6 +691,7 @@ impl Cache {
                     tick,
                     referenced: false,
                     on_ssd: from_ssd,
+                    ts_floor: wall_clock_micros(),
                 },
             );
             self.stats.inserts.fetch_add(1, Ordering::Relaxed);
@@ -709,8 +726,15 @@ impl Cache {
 
     /// A write to this partition that may patch cached results is about to go upstream:
     /// from now on nothing cached for the partition (or its stripe) is served, until
-    /// [`Cache::write_acknowledged`] or [`Cache::write_failed`].
-    pub fn write_started(&self, keyspace: &str, table: &str, partition_key: &[u8]) -> WriteTicket {
+    /// [`Cache::write_acknowledged`] or [`Cache::write_failed`]. `timestamp` is the write's
+    /// client timestamp, if it has one.
+    pub fn write_started(
+        &self,
+        keyspace: &str,
+        table: &str,
+        partition_key: &[u8],
+        timestamp: Option<i64>,
+    ) -> WriteTicket {
         let part = part_of(keyspace, table, partition_key);
         let stripe = stripe_of_part(part);
         let gen = self.stripes[stripe].fetch_add(1, Ordering::AcqRel) + 1;
@@ -719,6 +743,8 @@ impl Cache {
             stripe,
             gen,
             prefix: partition_prefix(keyspace, table, partition_key),
+            timestamp,
+            started_micros: wall_clock_micros(),
         }
     }
 
@@ -727,6 +753,13 @@ impl Cache {
     /// every entry of the partition that was valid before the write and has a shape is
     /// replaced by `patch(rows, shape)` (kept with its original expiry) or dropped when that
     /// is `None`. Otherwise this is a plain invalidation of the partition.
+    ///
+    /// Last write wins by timestamp, so a patch must know the write beats every cell it
+    /// replaces: its timestamp must be above the entry's `ts_floor` (ties go to the larger
+    /// value upstream, so equal is not enough), else the entry is dropped. Without a client
+    /// timestamp the coordinator stamps the write with its clock, later than the write's
+    /// start here (clocks in sync, as Cassandra itself assumes). A patch raises the floor to
+    /// the write's timestamp (without one, to now).
     pub fn write_acknowledged(
         &self,
         w: WriteTicket,
@@ -741,6 +774,8 @@ impl Cache {
             self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let lower = w.timestamp.unwrap_or(w.started_micros);
+        let upper = w.timestamp.unwrap_or_else(wall_clock_micros);
         let mut shard = self.shard_of_part(w.part);
         let hashes = shard.parts.get(&w.part).cloned().unwrap_or_default();
         for h in hashes {
@@ -752,7 +787,8 @@ impl Cache {
             }
             let valid_before =
                 e.ticket.0[0] + 1 == w.gen && self.valid_entry_ignoring_stripe(&e.key, e.ticket);
-            let patched = match (&e.shape, valid_before) {
+            let ordered = lower > e.ts_floor;
+            let patched = match (&e.shape, valid_before && ordered) {
                 (Some(shape), true) => patch(&e.value.rows, shape),
                 _ => None,
             };
@@ -769,6 +805,7 @@ impl Cache {
             e.value = value;
             e.size = size;
             e.ticket.0[0] = w.gen + 1;
+            e.ts_floor = e.ts_floor.max(upper);
             shard.bytes = shard.bytes - old_size + size;
             self.stats.patched.fetch_add(1, Ordering::Relaxed);
         }
@@ -991,7 +1028,7 @@ mod tests {
         shaped(&c, &a1, now);
         c.insert(a2.clone(), c.ticket(&a2), rows(10), now, TTL); // no shape
         shaped(&c, &b, now);
-        let w = c.write_started("ks", "t", b"a");
+        let w = c.write_started("ks", "t", b"a", None);
         assert!(
             c.get(&a1, now).is_none(),
             "not served while the write is in flight"
@@ -1011,29 +1048,64 @@ mod tests {
     }
 
     #[test]
+    fn a_client_timestamped_write_patches_only_above_what_the_entry_may_hold() {
+        let c = Cache::new(1 << 20, 1 << 16);
+        let now = Instant::now();
+        let k = key("a", "q");
+        let patched = |c: &Cache| c.stats.patched.load(Ordering::Relaxed);
+        // Older than the entry (a lagging clock, or a write Cassandra will ignore): dropped.
+        shaped(&c, &k, now);
+        let w = c.write_started("ks", "t", b"a", Some(wall_clock_micros() - 1_000_000));
+        c.write_acknowledged(w, &append_x);
+        assert!(c.get(&k, now).is_none());
+        assert_eq!(patched(&c), 0);
+        // Newer: patched, and the floor rises to the write's timestamp.
+        shaped(&c, &k, now);
+        let future = wall_clock_micros() + 10_000_000;
+        let w = c.write_started("ks", "t", b"a", Some(future));
+        c.write_acknowledged(w, &append_x);
+        assert_eq!(c.get(&k, now).unwrap().data.len(), 11);
+        assert_eq!(patched(&c), 1);
+        // A server-timestamped write now loses to that future cell upstream; neither it nor a
+        // client timestamp at or below the floor may patch.
+        for ts in [None, Some(future), Some(future - 1)] {
+            let w = c.write_started("ks", "t", b"a", ts);
+            c.write_acknowledged(w, &append_x);
+            assert!(c.get(&k, now).is_none(), "{ts:?}");
+            shaped(&c, &k, now);
+            let w = c.write_started("ks", "t", b"a", Some(future));
+            c.write_acknowledged(w, &append_x);
+        }
+        let w = c.write_started("ks", "t", b"a", Some(future + 1));
+        c.write_acknowledged(w, &append_x);
+        assert_eq!(c.get(&k, now).unwrap().data.len(), 12, "patched twice");
+        assert_eq!(patched(&c), 2 + 3);
+    }
+
+    #[test]
     fn overlapping_failed_or_unpatchable_writes_only_invalidate() {
         let c = Cache::new(1 << 20, 1 << 16);
         let now = Instant::now();
         let k = key("a", "q");
         // Two writes in flight at once: their order upstream is unknown.
         shaped(&c, &k, now);
-        let w1 = c.write_started("ks", "t", b"a");
-        let w2 = c.write_started("ks", "t", b"a");
+        let w1 = c.write_started("ks", "t", b"a", None);
+        let w2 = c.write_started("ks", "t", b"a", None);
         c.write_acknowledged(w1, &append_x);
         c.write_acknowledged(w2, &append_x);
         assert!(c.get(&k, now).is_none());
         // A failed write.
         shaped(&c, &k, now);
-        let w = c.write_started("ks", "t", b"a");
+        let w = c.write_started("ks", "t", b"a", None);
         c.write_failed(w);
         assert!(c.get(&k, now).is_none());
         // A patch that cannot compute the result.
         shaped(&c, &k, now);
-        let w = c.write_started("ks", "t", b"a");
+        let w = c.write_started("ks", "t", b"a", None);
         c.write_acknowledged(w, &|_, _| None);
         assert!(c.get(&k, now).is_none());
         // A read that went upstream while the write was in flight is never served.
-        let w = c.write_started("ks", "t", b"a");
+        let w = c.write_started("ks", "t", b"a", None);
         let ticket = c.ticket(&k);
         c.insert_shaped(
             k.clone(),
@@ -1047,7 +1119,7 @@ mod tests {
         assert!(c.get(&k, now).is_none());
         // A table invalidation during the write: nothing is revived.
         shaped(&c, &k, now);
-        let w = c.write_started("ks", "t", b"a");
+        let w = c.write_started("ks", "t", b"a", None);
         c.invalidate_table("ks", "t");
         c.write_acknowledged(w, &append_x);
         assert!(c.get(&k, now).is_none());

@@ -973,9 +973,8 @@ impl ProxyBackend {
 
     /// A prepared INSERT, UPDATE or DELETE with a [`WritePatch`] that patches the cached results
     /// of its partition in place (see `Cache::write_acknowledged`) instead of only invalidating
-    /// them, or `Err(x)` when this
-    /// execution cannot: a client-supplied timestamp (it may lose to a newer cell the proxy
-    /// never saw), named values, or a null partition key.
+    /// them, or `Err(x)` when this execution cannot: named values, or a null partition key. A
+    /// client timestamp goes with the write: the cache patches only where it wins.
     async fn execute_patching(
         &self,
         conn: &ConnState,
@@ -986,9 +985,6 @@ impl ProxyBackend {
         let (Some(patch), Some((table, idx, true))) = (&info.write_patch, &info.pk) else {
             return Err(x);
         };
-        if x.params.default_timestamp.is_some() {
-            return Err(x);
-        }
         let Values::Positional(values) = &x.params.values else {
             return Err(x);
         };
@@ -999,7 +995,12 @@ impl ProxyBackend {
             return Err(x);
         };
         let values = values.clone();
-        let ticket = self.cache.write_started(&table.keyspace, &table.table, &pk);
+        let ticket = self.cache.write_started(
+            &table.keyspace,
+            &table.table,
+            &pk,
+            x.params.default_timestamp,
+        );
         let req = Request::Execute(x);
         let resp = self
             .forward(conn, ctx, info.keyspace.as_deref(), &req, true)
