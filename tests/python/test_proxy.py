@@ -21,6 +21,7 @@ from cassandra import InvalidRequest
 from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy, TokenAwarePolicy
 from cassandra.protocol import SyntaxException
+from cassandra.query import BatchStatement, BatchType
 
 import proxy_support as ps
 from proxy_support import metric, wait_upstream_quiet
@@ -309,6 +310,48 @@ def test_client_timestamped_writes_patch_only_where_they_win(proxy, direct, ks):
             c.timestamp_generator = lambda ts=ts: ts
             s.execute(ins, (1, value))
             assert read() == want, value
+    finally:
+        c.shutdown()
+
+
+def test_batches_of_prepared_writes_patch_the_cache(proxy, direct, ks):
+    """The prepared writes of a BATCH patch the cached reads of their partitions like single
+    EXECUTEs; two statements in one partition (one timestamp: Cassandra merges them) only
+    invalidate it, and every read answers what Cassandra answers."""
+    c = proxy.cluster(protocol_version=4)
+    try:
+        s = c.connect(ks)
+        s.execute("CREATE TABLE bt (k int PRIMARY KEY, v text, n int)")
+        ins = s.prepare("INSERT INTO bt (k, v, n) VALUES (?, ?, ?)")
+        upd = s.prepare("UPDATE bt SET v = ? WHERE k = ?")
+        sel = s.prepare("SELECT v, n FROM bt WHERE k = ?")
+
+        def check(k, want):
+            got = s.execute(sel, (k,)).one()
+            assert tuple(got) == want, k
+            assert direct.execute(f"SELECT v, n FROM {ks}.bt WHERE k = {k}").one() == got
+
+        for k in range(3):
+            s.execute(ins, (k, "a", k))
+            s.execute(sel, (k,))  # cached
+        patched = metric(s, "cache_patched_total")
+        b = BatchStatement(batch_type=BatchType.LOGGED)
+        b.add(ins, (0, "b", 10))
+        b.add(upd, ("b", 1))
+        s.execute(b)
+        assert metric(s, "cache_patched_total") == patched + 2
+        hits = metric(s, "cache_hits_total")
+        for k, want in ((0, ("b", 10)), (1, ("b", 1)), (2, ("a", 2))):
+            check(k, want)
+        assert metric(s, "cache_hits_total") == hits + 3
+
+        patched = metric(s, "cache_patched_total")
+        b = BatchStatement(batch_type=BatchType.UNLOGGED)
+        b.add(upd, ("y", 2))
+        b.add(upd, ("x", 2))
+        s.execute(b)
+        assert metric(s, "cache_patched_total") == patched
+        check(2, ("y", 2))  # equal timestamps: the larger value wins, not the later statement
     finally:
         c.shutdown()
 

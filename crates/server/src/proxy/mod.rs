@@ -50,8 +50,8 @@ use bytes::Bytes;
 use proto::error::{DbError, WriteType};
 use proto::frame::ProtocolVersion;
 use proto::request::{
-    Batch, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue, Request,
-    Values,
+    Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
+    Request, Values,
 };
 use proto::response::{
     ColumnSpec, Event, Response, ResponseExtras, ResultBody, Rows, RowsBuilder, SchemaChange,
@@ -110,6 +110,13 @@ struct PreparedInfo {
     read_shape: Option<Arc<[String]>>,
     /// A write that may patch cached results in place.
     write_patch: Option<Arc<WritePatch>>,
+}
+
+/// A write that may patch cached results, between its start and the upstream's answer.
+struct PatchingWrite {
+    ticket: cache::WriteTicket,
+    patch: Arc<WritePatch>,
+    values: Vec<RawValue>,
 }
 
 /// The proxy backend (see the module docs).
@@ -971,10 +978,51 @@ impl ProxyBackend {
         Some(free)
     }
 
-    /// A prepared INSERT, UPDATE or DELETE with a [`WritePatch`] that patches the cached results
-    /// of its partition in place (see `Cache::write_acknowledged`) instead of only invalidating
-    /// them, or `Err(x)` when this execution cannot: named values, or a null partition key. A
-    /// client timestamp goes with the write: the cache patches only where it wins.
+    /// Starts a prepared INSERT, UPDATE or DELETE with a [`WritePatch`] (see
+    /// `Cache::write_started`), or `None` when this execution cannot patch: named values, or a
+    /// null partition key. A client `timestamp` goes with the write: the cache patches only
+    /// where it wins.
+    fn start_patching_write(
+        &self,
+        info: &PreparedInfo,
+        values: &Values,
+        timestamp: Option<i64>,
+    ) -> Option<PatchingWrite> {
+        let (Some(patch), Some((table, idx, true))) = (&info.write_patch, &info.pk) else {
+            return None;
+        };
+        let Values::Positional(raw) = values else {
+            return None;
+        };
+        if !patch.fits(raw.len()) {
+            return None;
+        }
+        let pk = partition_key(values, idx)?;
+        let ticket = self
+            .cache
+            .write_started(&table.keyspace, &table.table, &pk, timestamp);
+        Some(PatchingWrite {
+            ticket,
+            patch: patch.clone(),
+            values: raw.clone(),
+        })
+    }
+
+    /// Ends a write begun by [`ProxyBackend::start_patching_write`] with the upstream's answer:
+    /// an acknowledgement patches, anything else leaves the partition invalidated.
+    fn finish_patching_write(&self, w: PatchingWrite, resp: &Response) {
+        if let Response::Result(ResultBody::Void) = resp {
+            self.cache.write_acknowledged(w.ticket, &|rows, names| {
+                patch_rows(rows, names, &w.patch, &w.values)
+            });
+        } else {
+            self.cache.write_failed(w.ticket);
+        }
+    }
+
+    /// An EXECUTE of a write that patches the cached results of its partition in place (see
+    /// `Cache::write_acknowledged`) instead of only invalidating them, or `Err(x)` when it
+    /// cannot (see [`ProxyBackend::start_patching_write`]).
     async fn execute_patching(
         &self,
         conn: &ConnState,
@@ -982,36 +1030,16 @@ impl ProxyBackend {
         info: &PreparedInfo,
         x: Execute,
     ) -> Result<Response, Execute> {
-        let (Some(patch), Some((table, idx, true))) = (&info.write_patch, &info.pk) else {
+        let Some(write) =
+            self.start_patching_write(info, &x.params.values, x.params.default_timestamp)
+        else {
             return Err(x);
         };
-        let Values::Positional(values) = &x.params.values else {
-            return Err(x);
-        };
-        if !patch.fits(values.len()) {
-            return Err(x);
-        }
-        let Some(pk) = partition_key(&x.params.values, idx) else {
-            return Err(x);
-        };
-        let values = values.clone();
-        let ticket = self.cache.write_started(
-            &table.keyspace,
-            &table.table,
-            &pk,
-            x.params.default_timestamp,
-        );
         let req = Request::Execute(x);
         let resp = self
             .forward(conn, ctx, info.keyspace.as_deref(), &req, true)
             .await;
-        if let Response::Result(ResultBody::Void) = resp {
-            self.cache.write_acknowledged(ticket, &|rows, names| {
-                patch_rows(rows, names, patch, &values)
-            });
-        } else {
-            self.cache.write_failed(ticket);
-        }
+        self.finish_patching_write(write, &resp);
         Ok(resp)
     }
 
@@ -1188,6 +1216,22 @@ impl ProxyBackend {
                 },
             }
         }
+        // Prepared writes that can patch start before the batch goes upstream, as an EXECUTE
+        // would (all statements of a batch share its timestamp). Two in one partition: the
+        // second start moves the stripe past the first's, so both only invalidate.
+        let mut patching: Vec<Option<PatchingWrite>> = b
+            .statements
+            .iter()
+            .zip(&infos)
+            .map(|(s, info)| match (s, info) {
+                (BatchStatement::Prepared { values, .. }, Ok(info))
+                    if !matches!(b.kind, BatchKind::Counter) =>
+                {
+                    self.start_patching_write(info, values, b.default_timestamp)
+                }
+                _ => None,
+            })
+            .collect();
         let conn_ks = conn.keyspace();
         let req = Request::Batch(b);
         let resp = self
@@ -1196,7 +1240,11 @@ impl ProxyBackend {
         let Request::Batch(b) = &req else {
             return resp;
         };
-        for (s, info) in b.statements.iter().zip(&infos) {
+        for ((s, info), write) in b.statements.iter().zip(&infos).zip(&mut patching) {
+            if let Some(w) = write.take() {
+                self.finish_patching_write(w, &resp);
+                continue;
+            }
             match (s, info) {
                 (BatchStatement::Prepared { values, .. }, Ok(info)) => {
                     self.invalidate_prepared(info, values, &resp)
