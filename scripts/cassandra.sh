@@ -15,6 +15,8 @@
 #                          start then also waits until the default superuser exists.
 #   CASSANDRA_HEAP         heap size (default 1G)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL (default 180)
+#   CASSANDRA_JOIN=N       join the cluster of the instance on CQL port N (its seed) instead of
+#                          starting a cluster of one; joins without bootstrapping data
 #   PEREGRINE_CASSANDRA_HOME, PEREGRINE_VENV, JAVA_HOME_17  as in scripts/setup.sh
 #
 # Files in $CASSANDRA_DIR: conf/cassandra.yaml, conf/logback.xml (rewritten at each start),
@@ -29,7 +31,7 @@ JAVA17="${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 HEAP="${CASSANDRA_HEAP:-1G}"
 START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-180}"
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 cmd="${1:-}"; shift || true
 PORT="${CASSANDRA_PORT:-9142}"
@@ -49,6 +51,9 @@ JMX_PORT=$((PORT - 1000))
 DIR="${CASSANDRA_DIR:-$CACHE/cassandra-run-$PORT}"
 PIDFILE="$DIR/cassandra.pid"
 AUTH="${CASSANDRA_AUTH:-none}"
+JOIN="${CASSANDRA_JOIN:-}"
+[[ -z "$JOIN" || "$JOIN" =~ ^[0-9]+$ ]] || { echo "bad CASSANDRA_JOIN $JOIN" >&2; exit 2; }
+CLUSTER_PORT="${JOIN:-$PORT}"
 
 log() { echo "[cassandra:$PORT] $*"; }
 
@@ -93,14 +98,14 @@ write_config() {
     if [[ "$AUTH" == password ]]; then authn=PasswordAuthenticator; authz=CassandraAuthorizer; fi
     cat >"$DIR/conf/cassandra.yaml" <<EOF
 # Written by scripts/cassandra.sh; rewritten at each start.
-cluster_name: peregrine-reference-$PORT
+cluster_name: peregrine-reference-$CLUSTER_PORT
 num_tokens: 16
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:$STORAGE_PORT"
+      - seeds: "127.0.0.1:$((CLUSTER_PORT - 2000))"
 listen_address: 127.0.0.1
 rpc_address: 127.0.0.1
 storage_port: $STORAGE_PORT
@@ -120,6 +125,7 @@ role_manager: $roles
 # Tests TRUNCATE and DROP often: no snapshot for each.
 auto_snapshot: false
 EOF
+    if [[ -n "$JOIN" ]]; then echo "auto_bootstrap: false" >>"$DIR/conf/cassandra.yaml"; fi
     cat >"$DIR/conf/logback.xml" <<'EOF'
 <configuration scan="false">
   <appender name="SYSTEMLOG" class="ch.qos.logback.core.FileAppender">

@@ -119,6 +119,11 @@ struct PatchingWrite {
     values: Vec<RawValue>,
 }
 
+/// How long a schema change answered through the proxy waits for the upstream nodes to agree
+/// on the schema (the drivers' default `max_schema_agreement_wait`), and how often it asks.
+const SCHEMA_AGREEMENT_WAIT: Duration = Duration::from_secs(10);
+const SCHEMA_AGREEMENT_POLL: Duration = Duration::from_millis(200);
+
 /// The proxy backend (see the module docs).
 pub struct ProxyBackend {
     hosts: Arc<[SocketAddr]>,
@@ -390,7 +395,94 @@ impl ProxyBackend {
             // Some statement switched a shared connection's keyspace: stop using it.
             up.retire();
         }
+        if let Response::Result(ResultBody::SchemaChange(_)) = &resp {
+            self.await_schema_agreement(&up).await;
+        }
         resp
+    }
+
+    /// After a schema change answered by `up`'s node: waits until every upstream node this
+    /// proxy sends requests to reports that node's schema version, as a driver does after DDL
+    /// (the client's driver cannot: it sees only proxies), so the next request cannot reach a
+    /// node that does not know the change yet. At most [`SCHEMA_AGREEMENT_WAIT`]; then the
+    /// answer goes back anyway (a node that is down keeps its old version in its peers' view).
+    async fn await_schema_agreement(&self, up: &Connection) {
+        if self.hosts.len() < 2 {
+            return;
+        }
+        let start = Instant::now();
+        loop {
+            let versions = self.schema_versions(up).await;
+            if versions
+                .as_ref()
+                .is_some_and(|v| v.windows(2).all(|w| w[0] == w[1]))
+            {
+                return;
+            }
+            if start.elapsed() >= SCHEMA_AGREEMENT_WAIT {
+                tracing::warn!(
+                    "no schema agreement among the upstream nodes after {}s: answering the \
+                     schema change anyway (versions: {versions:?})",
+                    SCHEMA_AGREEMENT_WAIT.as_secs()
+                );
+                return;
+            }
+            tokio::time::sleep(SCHEMA_AGREEMENT_POLL).await;
+        }
+    }
+
+    /// The schema versions `up`'s node reports for itself and for those of its peers that are
+    /// upstream hosts of this proxy (`None` if it cannot tell).
+    async fn schema_versions(&self, up: &Connection) -> Option<Vec<Value>> {
+        let local = self
+            .upstream_rows(
+                up,
+                "SELECT schema_version FROM system.local WHERE key = 'local'",
+            )
+            .await?;
+        let mut versions = vec![local.into_iter().next()?.into_iter().next()?];
+        let peers = match self
+            .upstream_rows(
+                up,
+                "SELECT native_address, native_port, schema_version FROM system.peers_v2",
+            )
+            .await
+        {
+            Some(rows) => rows,
+            // Before Cassandra 4.0: one native port for all.
+            None => self
+                .upstream_rows(up, "SELECT rpc_address, schema_version FROM system.peers")
+                .await?
+                .into_iter()
+                .map(|mut r| {
+                    r.insert(1, Value::Int(i32::from(up.addr().port())));
+                    r
+                })
+                .collect(),
+        };
+        for row in peers {
+            let [Value::Inet(ip), Value::Int(port), version] = &row[..] else {
+                continue;
+            };
+            let addr = SocketAddr::new(*ip, u16::try_from(*port).ok()?);
+            if addr != up.addr() && self.hosts.contains(&addr) {
+                versions.push(version.clone());
+            }
+        }
+        Some(versions)
+    }
+
+    /// The decoded rows of an unprepared query on `up`, or `None` on any failure.
+    async fn upstream_rows(&self, up: &Connection, query: &str) -> Option<Vec<Vec<Value>>> {
+        let q = Request::Query(Query {
+            query: query.into(),
+            params: QueryParams::default(),
+        });
+        let deadline = Instant::now() + self.request_timeout;
+        match self.send(up, &q, deadline, &Ctx::default()).await {
+            Ok(Response::Result(ResultBody::Rows(rows))) => rows.decode_rows().ok(),
+            _ => None,
+        }
     }
 
     /// One round trip on `up`, answered by `deadline` at the latest.
