@@ -15,6 +15,7 @@
 #                          start then also waits until the default superuser exists.
 #   CASSANDRA_HEAP         heap size (default 1G)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL (default 180)
+#   CASSANDRA_JVM_OPTS     extra JVM flags, split on spaces (e.g. a -Dcassandra.* property)
 #   CASSANDRA_JOIN=N       join the cluster of the instance on CQL port N (its seed) instead of
 #                          starting a cluster of one; joins without bootstrapping data
 #   PEREGRINE_CASSANDRA_HOME, PEREGRINE_VENV, JAVA_HOME_17  as in scripts/setup.sh
@@ -212,6 +213,8 @@ do_start() {
     )
     log "starting Cassandra 5.0.9 (heap $HEAP, auth $AUTH, storage port $STORAGE_PORT, jmx $JMX_PORT) in $DIR"
     # setsid: its own session, so the caller's job control or Ctrl-C does not kill it; stop does.
+    # shellcheck disable=SC2206 # split on purpose
+    [[ -n "${CASSANDRA_JVM_OPTS:-}" ]] && flags+=(${CASSANDRA_JVM_OPTS})
     setsid "$JAVA17/bin/java" "${flags[@]}" -cp "$DIR/conf:$LIB/*" \
         org.apache.cassandra.service.CassandraDaemon </dev/null >"$DIR/logs/stdout.log" 2>&1 &
     pid=$!

@@ -2,7 +2,8 @@
 
 Starts two Cassandra 5.0.9 nodes with scripts/cassandra.sh, one cluster, on CQL ports 9202 and
 9212 (or $PROXY_CLUSTER_PORTS="A,B"; the second joins the first), and a Peregrine proxy with
-both as upstream hosts, which it sends requests to in turn.
+both as upstream hosts, which it sends requests to in turn. The nodes run Cassandra's
+CustomPayloadMirroringQueryHandler, which answers each request with the custom payload it got.
 """
 
 import logging
@@ -13,14 +14,18 @@ import time
 import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import HostFilterPolicy, RoundRobinPolicy
+from cassandra.query import BatchStatement
 
 import proxy_support as ps
+from proxy_support import metric
 
+MIRROR = "-Dcassandra.custom_query_handler_class=" \
+    "org.apache.cassandra.cql3.CustomPayloadMirroringQueryHandler"
 PORTS = [int(p) for p in os.environ.get("PROXY_CLUSTER_PORTS", "9202,9212").split(",")]
 
 
 def _start(port, join=None):
-    env = dict(os.environ)
+    env = dict(os.environ, CASSANDRA_JVM_OPTS=MIRROR)
     if join:
         env["CASSANDRA_JOIN"] = str(join)
     # --clean: a node left from an earlier run may belong to another cluster.
@@ -101,3 +106,42 @@ def test_schema_changes_through_the_proxy_wait_for_agreement(proxy, direct):
     finally:
         c.shutdown()
     assert "no schema agreement" not in proxy.log_tail(100_000)
+
+
+def test_custom_payloads_pass_through_both_ways(proxy, direct):
+    """A request's custom payload goes upstream and the upstream's comes back (the nodes
+    mirror it): for QUERY, BATCH and the EXECUTE of a cacheable read, which with a payload
+    is answered by Cassandra every time, never from the cache (a custom query handler may act
+    on the payload)."""
+    payload = {"peregrine": b"\x00\x01payload", "empty": b""}
+    with_direct = direct[0].execute_async("SELECT release_version FROM system.local",
+                                          custom_payload=payload)
+    with_direct.result()
+    assert with_direct.custom_payload == payload, "the nodes do not mirror payloads"
+    c = proxy.cluster(protocol_version=4)
+    try:
+        s = c.connect()
+        s.execute("CREATE KEYSPACE IF NOT EXISTS px_payload WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE IF NOT EXISTS px_payload.kv (k int PRIMARY KEY, v text)")
+        ins = s.prepare("INSERT INTO px_payload.kv (k, v) VALUES (?, ?)")
+        sel = s.prepare("SELECT v FROM px_payload.kv WHERE k = ?")
+        batch = BatchStatement()
+        batch.add(ins, (2, "b"))
+        for stmt, args in (("INSERT INTO px_payload.kv (k, v) VALUES (1, 'a')", None),
+                           (batch, None), (sel, (1,)), (sel, (1,)), (sel, (2,))):
+            f = s.execute_async(stmt, args, custom_payload=payload)
+            f.result()
+            assert f.custom_payload == payload, stmt
+        s.execute(sel, (1,))  # cached now, without a payload
+        hits = metric(s, "cache_hits_total")
+        f = s.execute_async(sel, (1,), custom_payload=payload)
+        assert f.result().one().v == "a"
+        assert f.custom_payload == payload
+        assert metric(s, "cache_hits_total") == hits
+        f = s.execute_async(sel, (1,))
+        f.result()
+        assert not f.custom_payload  # a hit: nothing mirrored
+        assert metric(s, "cache_hits_total") == hits + 1
+    finally:
+        c.shutdown()

@@ -616,6 +616,11 @@ fn write_params(out: &mut BytesMut, version: ProtocolVersion, p: &QueryParams, w
     }
 }
 
+/// Writes a custom payload as it precedes a request body (flag 0x04, protocol v4 and later).
+pub fn put_custom_payload(out: &mut BytesMut, payload: &[(String, Option<Bytes>)]) {
+    wire::put_bytes_map(out, payload);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

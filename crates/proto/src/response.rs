@@ -265,6 +265,8 @@ pub struct ResponseExtras {
     pub tracing_id: Option<[u8; 16]>,
     /// Sets the warning flag (v4+) and prefixes the body with these warnings.
     pub warnings: Vec<String>,
+    /// Sets the custom payload flag (v4+) and prefixes the body with this `[bytes map]`.
+    pub custom_payload: Vec<(String, Option<Bytes>)>,
 }
 
 /// A decoded response envelope.
@@ -701,6 +703,10 @@ impl Response {
         if !extras.warnings.is_empty() && version >= ProtocolVersion::V4 {
             fl |= flags::WARNING;
             wire::put_string_list(&mut body, &extras.warnings);
+        }
+        if !extras.custom_payload.is_empty() && version >= ProtocolVersion::V4 {
+            fl |= flags::CUSTOM_PAYLOAD;
+            wire::put_bytes_map(&mut body, &extras.custom_payload);
         }
         self.encode_body(version, &mut body);
         match compression {
@@ -1548,6 +1554,10 @@ mod tests {
                 let extras = ResponseExtras {
                     tracing_id: Some([5; 16]),
                     warnings: vec!["Aggregation query used without partition key".into()],
+                    custom_payload: vec![
+                        ("k".into(), Some(Bytes::from_static(b"\x00v"))),
+                        ("null".into(), None),
+                    ],
                 };
                 let mut out = BytesMut::from(&b"prefix"[..]);
                 resp.encode_envelope(v, 77, &extras, compression, &mut out);
@@ -1564,8 +1574,10 @@ mod tests {
                 assert_eq!(d.tracing_id, Some([5; 16]));
                 if v == ProtocolVersion::V3 {
                     assert!(d.warnings.is_empty());
+                    assert!(d.custom_payload.is_empty());
                 } else {
                     assert_eq!(d.warnings.len(), 1);
+                    assert_eq!(d.custom_payload, extras.custom_payload);
                 }
             }
         }

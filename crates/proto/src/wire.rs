@@ -262,6 +262,16 @@ pub(crate) fn put_long_string(out: &mut BytesMut, s: &str) {
     out.put_slice(&s.as_bytes()[..n as usize]);
 }
 
+/// `[bytes map]` (at most 65535 entries are written).
+pub(crate) fn put_bytes_map(out: &mut BytesMut, m: &[(String, Option<Bytes>)]) {
+    let n = clamp_u16(m.len());
+    out.put_u16(n);
+    for (k, v) in &m[..n as usize] {
+        put_string(out, k);
+        put_bytes(out, v.as_deref());
+    }
+}
+
 pub(crate) fn put_bytes(out: &mut BytesMut, b: Option<&[u8]>) {
     match b {
         None => out.put_i32(-1),

@@ -18,6 +18,8 @@ use proto::response::{Response, ResponseExtras};
 pub struct RequestFlags {
     /// The client asked for tracing.
     pub tracing: bool,
+    /// The request's custom payload (flag 0x04; v4+), for a backend that passes it on.
+    pub custom_payload: Vec<(String, Option<bytes::Bytes>)>,
 }
 
 /// A response and what the envelope carries in front of its body.

@@ -468,6 +468,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
             decoded.request,
             RequestFlags {
                 tracing: decoded.tracing,
+                custom_payload: decoded.custom_payload,
             },
         ),
         Err(e) => return pending.finish(Response::Error(e).into()),

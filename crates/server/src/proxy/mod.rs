@@ -92,7 +92,17 @@ type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
 #[derive(Default)]
 struct Ctx {
     tracing: bool,
+    /// The client's custom payload, passed upstream.
+    custom_payload: Vec<(String, Option<Bytes>)>,
     extras: Mutex<ResponseExtras>,
+}
+
+impl Ctx {
+    /// A traced request, or one with a custom payload (a custom query handler upstream may
+    /// act on it), is answered by the upstream, never from the cache.
+    fn bypasses_cache(&self) -> bool {
+        self.tracing || !self.custom_payload.is_empty()
+    }
 }
 
 /// What the proxy remembers of a statement prepared through it.
@@ -511,13 +521,16 @@ impl ProxyBackend {
                 req,
                 deadline.saturating_duration_since(started),
                 ctx.tracing,
+                &ctx.custom_payload,
             )
             .await
             .map(|d| {
-                if d.tracing_id.is_some() || !d.warnings.is_empty() {
+                if d.tracing_id.is_some() || !d.warnings.is_empty() || !d.custom_payload.is_empty()
+                {
                     *ctx.extras.lock().unwrap_or_else(PoisonError::into_inner) = ResponseExtras {
                         tracing_id: d.tracing_id,
                         warnings: d.warnings,
+                        custom_payload: d.custom_payload,
                     };
                 }
                 d.response
@@ -1146,7 +1159,7 @@ impl ProxyBackend {
                 .local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info))
                 .await;
         }
-        if let (Some(table), false) = (&info.cache_read, ctx.tracing) {
+        if let (Some(table), false) = (&info.cache_read, ctx.bypasses_cache()) {
             if let Some(key) = self.cache_key(conn, &x, &info) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
@@ -1719,8 +1732,8 @@ impl Backend for ProxyBackend {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
-        if flags.tracing {
-            return Now::Later(req); // traced: answered by the upstream, which traces it
+        if flags.tracing || !flags.custom_payload.is_empty() {
+            return Now::Later(req); // see `Ctx::bypasses_cache`
         }
         if self.auth_required() && conn.role().is_none() {
             return Now::Later(req);
@@ -1790,11 +1803,12 @@ impl Backend for ProxyBackend {
         self.dispatch(conn, &Ctx::default(), req).await
     }
 
-    /// The tracing flag goes upstream; the upstream's tracing session id and warnings come
-    /// back in front of the response.
+    /// The tracing flag and the custom payload go upstream; the upstream's tracing session id,
+    /// warnings and custom payload come back in front of the response.
     async fn handle_flagged(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
         let ctx = Ctx {
             tracing: flags.tracing,
+            custom_payload: flags.custom_payload,
             ..Ctx::default()
         };
         let response = self.dispatch(conn, &ctx, req).await;

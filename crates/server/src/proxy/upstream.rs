@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use proto::error::DbError;
 use proto::frame::{decode_envelope, encode_envelope, flags, Envelope, ProtocolVersion};
-use proto::request::{Query, QueryParams, Request};
+use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -206,18 +206,20 @@ impl Connection {
         req: &Request,
         timeout: Duration,
     ) -> Result<Response, UpstreamError> {
-        self.request_traced(req, timeout, false)
+        self.request_traced(req, timeout, false, &[])
             .await
             .map(|d| d.response)
     }
 
-    /// [`Connection::request`] with the envelope's tracing flag set as asked, answering the
-    /// whole decoded response (tracing session id and warnings included).
+    /// [`Connection::request`] with the envelope's tracing flag set as asked and the client's
+    /// custom payload (if any) in front of the body, answering the whole decoded response
+    /// (tracing session id, warnings and custom payload included).
     pub async fn request_traced(
         &self,
         req: &Request,
         timeout: Duration,
         tracing: bool,
+        custom_payload: &[(String, Option<Bytes>)],
     ) -> Result<DecodedResponse, UpstreamError> {
         let addr = self.shared.addr;
         let (tx, rx) = oneshot::channel();
@@ -240,7 +242,7 @@ impl Connection {
             stream
         };
         let flags = if tracing { flags::TRACING } else { 0 };
-        let frame = encode_request(self.version, stream, flags, req);
+        let frame = encode_request(self.version, stream, flags, custom_payload, req);
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
             return Err(UpstreamError::Closed {
@@ -267,8 +269,18 @@ impl Connection {
     }
 }
 
-fn encode_request(version: ProtocolVersion, stream: i16, flags: u8, req: &Request) -> Bytes {
+fn encode_request(
+    version: ProtocolVersion,
+    stream: i16,
+    mut flags: u8,
+    custom_payload: &[(String, Option<Bytes>)],
+    req: &Request,
+) -> Bytes {
     let mut body = BytesMut::new();
+    if !custom_payload.is_empty() && version >= ProtocolVersion::V4 {
+        flags |= flags::CUSTOM_PAYLOAD;
+        put_custom_payload(&mut body, custom_payload);
+    }
     req.encode_body(version, &mut body);
     let env = Envelope {
         version,
@@ -481,7 +493,7 @@ impl Handshake<'_> {
             reason: e.to_string(),
         };
         let frame = if self.segments.is_some() {
-            encode_request(self.version, 0, 0, req)
+            encode_request(self.version, 0, 0, &[], req)
         } else {
             // Before the switch a v5 STARTUP goes out as a plain envelope.
             let mut body = BytesMut::new();
