@@ -356,6 +356,42 @@ def test_batches_of_prepared_writes_patch_the_cache(proxy, direct, ks):
         c.shutdown()
 
 
+@pytest.mark.parametrize("version", [4, 5])
+def test_upstream_compression_lz4(upstream, direct, version):
+    """With `upstream_compression: lz4` the proxy's connections to Cassandra are LZ4
+    compressed (Cassandra lists them with COMPRESSION=lz4 in system_views.clients), and
+    reads, writes and 4 KB rows work through them at protocol v4 (compressed envelopes) and
+    v5 (compressed segments)."""
+    p = Proxy([upstream], "  upstream_compression: lz4\n")
+    try:
+        c = p.cluster(protocol_version=version)
+        try:
+            s = c.connect()
+            ks = f"px_lz4_v{version}"
+            s.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            s.execute(f"CREATE TABLE IF NOT EXISTS {ks}.kv (k int PRIMARY KEY, v text)")
+            ins = s.prepare(f"INSERT INTO {ks}.kv (k, v) VALUES (?, ?)")
+            sel = s.prepare(f"SELECT v FROM {ks}.kv WHERE k = ?")
+            big = "x" * 4096 + "y" * 4096  # compressible, larger than a small frame
+            for k in range(20):
+                s.execute(ins, (k, f"{k}{big}"))
+            for k in range(20):
+                assert s.execute(sel, (k,)).one().v == f"{k}{big}"
+                assert s.execute(f"SELECT v FROM {ks}.kv WHERE k = {k}").one().v == f"{k}{big}"
+            assert direct.execute(f"SELECT v FROM {ks}.kv WHERE k = 3").one().v == f"3{big}"
+            s.execute(f"DROP KEYSPACE {ks}")
+        finally:
+            c.shutdown()
+        proxies = [r for r in direct.execute("SELECT client_options FROM system_views.clients")
+                   if (r.client_options or {}).get("DRIVER_NAME") == "Peregrine proxy"]
+        assert proxies, "no proxy connection seen by Cassandra"
+        compressed = [r for r in proxies if r.client_options.get("COMPRESSION") == "lz4"]
+        assert compressed, [r.client_options for r in proxies]
+    finally:
+        p.stop_cleanly()
+
+
 def test_patched_reads_never_go_back_in_time(proxy, ks):
     """One writer per key (prepared INSERTs without client timestamps, so they patch) and
     concurrent readers: a read sent after a write was acknowledged never returns an older

@@ -63,6 +63,14 @@ pub struct Config {
     pub proxy: ProxyConfig,
 }
 
+/// `proxy.upstream_compression`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamCompression {
+    None,
+    Lz4,
+}
+
 /// Proxy mode settings (`proxy:` section). See `docs/proxy.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -95,6 +103,10 @@ pub struct ProxyConfig {
     pub serve_stale_on_upstream_error: Vec<String>,
     /// Connections per upstream node for each (role, protocol version, keyspace). Default 2.
     pub upstream_connections: usize,
+    /// Compression on the connections to the upstream: `none` (the default) or `lz4`, which
+    /// trades proxy and upstream CPU for network bytes (worth it when the cluster is across a
+    /// network, not on loopback).
+    pub upstream_compression: UpstreamCompression,
     /// How long opening an upstream connection (TCP + handshake) may take. Default `5s`.
     #[serde(with = "duration_str")]
     pub connect_timeout: Duration,
@@ -118,6 +130,7 @@ impl Default for ProxyConfig {
             exclude: Vec::new(),
             serve_stale_on_upstream_error: Vec::new(),
             upstream_connections: 2,
+            upstream_compression: UpstreamCompression::None,
             connect_timeout: Duration::from_secs(5),
             rpc_address: None,
             peers: Vec::new(),

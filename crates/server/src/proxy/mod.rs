@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use proto::error::{DbError, WriteType};
-use proto::frame::ProtocolVersion;
+use proto::frame::{Compression, ProtocolVersion};
 use proto::request::{
     Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
     Request, Values,
@@ -60,7 +60,7 @@ use proto::response::{
 use proto::types::{ColumnType, Value};
 
 use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
-use crate::config::Config;
+use crate::config::{Config, UpstreamCompression};
 use crate::events::EventBus;
 
 pub use cache::Cache;
@@ -211,6 +211,10 @@ impl ProxyBackend {
             settings: Settings {
                 connect_timeout: p.connect_timeout,
                 connections_per_host: p.upstream_connections,
+                compression: match p.upstream_compression {
+                    UpstreamCompression::None => None,
+                    UpstreamCompression::Lz4 => Some(Compression::Lz4),
+                },
             },
             request_timeout: config.request_timeout,
             pools: RwLock::new(HashMap::new()),
@@ -238,7 +242,16 @@ impl ProxyBackend {
         };
         let mut last = None;
         for &addr in backend.hosts.iter() {
-            match Connection::open(addr, ProtocolVersion::V4, None, None, p.connect_timeout).await {
+            match Connection::open(
+                addr,
+                ProtocolVersion::V4,
+                None,
+                None,
+                p.connect_timeout,
+                None,
+            )
+            .await
+            {
                 Ok(_) => {
                     last = None;
                     break;
@@ -630,6 +643,7 @@ impl ProxyBackend {
                     Some(&creds),
                     None,
                     self.settings.connect_timeout,
+                    None,
                 )
                 .await
                 {

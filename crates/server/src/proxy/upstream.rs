@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use proto::error::DbError;
-use proto::frame::{decode_envelope, encode_envelope, flags, Envelope, ProtocolVersion};
+use proto::frame::{
+    decode_envelope, encode_envelope, flags, Compression, Envelope, ProtocolVersion,
+};
 use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
@@ -72,6 +74,8 @@ pub enum UpstreamError {
 pub struct Settings {
     pub connect_timeout: Duration,
     pub connections_per_host: usize,
+    /// LZ4 on the pool's connections (`proxy.upstream_compression`).
+    pub compression: Option<Compression>,
 }
 
 struct Waiters {
@@ -98,6 +102,7 @@ impl ConnShared {
 pub struct Connection {
     shared: Arc<ConnShared>,
     version: ProtocolVersion,
+    compression: Option<Compression>,
     out: mpsc::UnboundedSender<Bytes>,
 }
 
@@ -110,8 +115,9 @@ impl Connection {
         creds: Option<&Credentials>,
         keyspace: Option<&str>,
         timeout: Duration,
+        compression: Option<Compression>,
     ) -> Result<Arc<Connection>, UpstreamError> {
-        Self::open_inner(addr, version, creds, keyspace, timeout, None).await
+        Self::open_inner(addr, version, creds, keyspace, timeout, None, compression).await
     }
 
     /// [`Connection::open`] for a control connection: EVENT frames the upstream pushes go to
@@ -124,7 +130,7 @@ impl Connection {
         timeout: Duration,
     ) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Event>), UpstreamError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let conn = Self::open_inner(addr, version, creds, None, timeout, Some(tx)).await?;
+        let conn = Self::open_inner(addr, version, creds, None, timeout, Some(tx), None).await?;
         Ok((conn, rx))
     }
 
@@ -135,6 +141,7 @@ impl Connection {
         keyspace: Option<&str>,
         timeout: Duration,
         events: Option<mpsc::UnboundedSender<Event>>,
+        compression: Option<Compression>,
     ) -> Result<Arc<Connection>, UpstreamError> {
         let connect = async {
             let mut socket =
@@ -151,6 +158,8 @@ impl Connection {
                 version,
                 buf: BytesMut::with_capacity(4096),
                 segments: None,
+                compression,
+                compressing: false,
             };
             hs.run(creds, keyspace).await?;
             let buf = hs.buf;
@@ -177,10 +186,18 @@ impl Connection {
         let (tx, rx) = mpsc::unbounded_channel();
         let segmented = version >= ProtocolVersion::V5;
         tokio::spawn(write_loop(wr, rx, shared.clone()));
-        tokio::spawn(read_loop(rd, buf, segmented, shared.clone(), events));
+        tokio::spawn(read_loop(
+            rd,
+            buf,
+            segmented,
+            compression,
+            shared.clone(),
+            events,
+        ));
         Ok(Arc::new(Connection {
             shared,
             version,
+            compression,
             out: tx,
         }))
     }
@@ -242,7 +259,14 @@ impl Connection {
             stream
         };
         let flags = if tracing { flags::TRACING } else { 0 };
-        let frame = encode_request(self.version, stream, flags, custom_payload, req);
+        let frame = encode_request(
+            self.version,
+            self.compression,
+            stream,
+            flags,
+            custom_payload,
+            req,
+        );
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
             return Err(UpstreamError::Closed {
@@ -271,6 +295,7 @@ impl Connection {
 
 fn encode_request(
     version: ProtocolVersion,
+    compression: Option<Compression>,
     stream: i16,
     mut flags: u8,
     custom_payload: &[(String, Option<Bytes>)],
@@ -290,12 +315,14 @@ fn encode_request(
         body: body.freeze(),
     };
     let mut plain = BytesMut::with_capacity(env.body.len() + 9);
-    encode_envelope(&env, None, &mut plain);
     if version >= ProtocolVersion::V5 {
+        // v5 compresses segments, not envelopes.
+        encode_envelope(&env, None, &mut plain);
         let mut out = BytesMut::with_capacity(plain.len() + 16);
-        encode_segments(&plain, false, &mut out);
+        encode_segments(&plain, compression.is_some(), &mut out);
         out.freeze()
     } else {
+        encode_envelope(&env, compression, &mut plain);
         plain.freeze()
     }
 }
@@ -328,6 +355,7 @@ async fn read_loop(
     mut rd: OwnedReadHalf,
     mut buf: BytesMut,
     segmented: bool,
+    compression: Option<Compression>,
     shared: Arc<ConnShared>,
     events: Option<mpsc::UnboundedSender<Event>>,
 ) {
@@ -336,13 +364,13 @@ async fn read_loop(
     loop {
         loop {
             let r = if segmented {
-                match decode_segment(&mut buf, false) {
+                match decode_segment(&mut buf, compression.is_some()) {
                     Ok(Some(seg)) => assembler.push(seg, &mut envs).map(|()| true),
                     Ok(None) => Ok(false),
                     Err(e) => Err(e),
                 }
             } else {
-                match decode_envelope(&mut buf, MAX_FRAME_BYTES, None) {
+                match decode_envelope(&mut buf, MAX_FRAME_BYTES, compression) {
                     Ok(Some(env)) => {
                         envs.push(env);
                         Ok(true)
@@ -416,6 +444,9 @@ struct Handshake<'a> {
     version: ProtocolVersion,
     buf: BytesMut,
     segments: Option<EnvelopeAssembler>,
+    /// Asked for in STARTUP; in force from its answer on (`compressing`).
+    compression: Option<Compression>,
+    compressing: bool,
 }
 
 impl Handshake<'_> {
@@ -424,15 +455,19 @@ impl Handshake<'_> {
         creds: Option<&Credentials>,
         keyspace: Option<&str>,
     ) -> Result<(), UpstreamError> {
-        let startup = Request::Startup(vec![
+        let mut options = vec![
             ("CQL_VERSION".into(), "3.0.0".into()),
             ("DRIVER_NAME".into(), "Peregrine proxy".into()),
-        ]);
-        let answer = self.call(&startup).await?;
+        ];
+        if let Some(c) = self.compression {
+            options.push(("COMPRESSION".into(), c.name().into()));
+        }
+        let answer = self.call(&Request::Startup(options)).await?;
         if self.version >= ProtocolVersion::V5 {
             // Both sides switch to segments after the STARTUP answer (READY or AUTHENTICATE).
             self.segments = Some(EnvelopeAssembler::new(MAX_FRAME_BYTES));
         }
+        self.compressing = self.compression.is_some();
         match answer {
             Response::Ready => {}
             Response::Authenticate(class) => {
@@ -492,8 +527,12 @@ impl Handshake<'_> {
             addr,
             reason: e.to_string(),
         };
-        let frame = if self.segments.is_some() {
-            encode_request(self.version, 0, 0, &[], req)
+        let compression = self.compression.filter(|_| self.compressing);
+        // Cassandra may compress its answer to STARTUP already; only envelopes flagged
+        // compressed are decompressed.
+        let decompression = self.compression;
+        let frame = if self.segments.is_some() || self.version < ProtocolVersion::V5 {
+            encode_request(self.version, compression, 0, 0, &[], req)
         } else {
             // Before the switch a v5 STARTUP goes out as a plain envelope.
             let mut body = BytesMut::new();
@@ -514,33 +553,32 @@ impl Handshake<'_> {
         };
         self.socket.write_all(&frame).await.map_err(closed)?;
         loop {
-            let env = match &mut self.segments {
-                Some(asm) => {
-                    let mut envs = Vec::new();
-                    while let Some(seg) = decode_segment(&mut self.buf, false).map_err(|e| {
-                        UpstreamError::Protocol {
+            let env =
+                match &mut self.segments {
+                    Some(asm) => {
+                        let mut envs = Vec::new();
+                        while let Some(seg) = decode_segment(&mut self.buf, compression.is_some())
+                            .map_err(|e| UpstreamError::Protocol {
                             addr,
                             reason: e.to_string(),
+                        })? {
+                            asm.push(seg, &mut envs)
+                                .map_err(|e| UpstreamError::Protocol {
+                                    addr,
+                                    reason: e.to_string(),
+                                })?;
+                            if !envs.is_empty() {
+                                break;
+                            }
                         }
-                    })? {
-                        asm.push(seg, &mut envs)
-                            .map_err(|e| UpstreamError::Protocol {
-                                addr,
-                                reason: e.to_string(),
-                            })?;
-                        if !envs.is_empty() {
-                            break;
-                        }
+                        envs.into_iter().next()
                     }
-                    envs.into_iter().next()
-                }
-                None => decode_envelope(&mut self.buf, MAX_FRAME_BYTES, None).map_err(|e| {
-                    UpstreamError::Protocol {
-                        addr,
-                        reason: e.to_string(),
-                    }
-                })?,
-            };
+                    None => decode_envelope(&mut self.buf, MAX_FRAME_BYTES, decompression)
+                        .map_err(|e| UpstreamError::Protocol {
+                            addr,
+                            reason: e.to_string(),
+                        })?,
+                };
             if let Some(env) = env {
                 if env.stream < 0 {
                     continue;
@@ -667,6 +705,7 @@ impl Pool {
                 self.creds.as_ref(),
                 self.keyspace.as_deref(),
                 self.settings.connect_timeout,
+                self.settings.compression,
             )
             .await
             {
@@ -790,6 +829,7 @@ mod tests {
             None,
             None,
             Duration::from_millis(200),
+            None,
         )
         .await;
         assert!(matches!(r, Err(UpstreamError::Connect { .. })));
