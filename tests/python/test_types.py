@@ -134,3 +134,24 @@ def test_collections_and_tuples(session, ks):
     assert dict(row.m) == {"x": 1, "y": -2, "z": 26}
     assert row.t == (5, "five")
     assert row.fl == [b"\x01", b""]
+
+
+def test_bound_sets_and_map_keys_are_stored_in_comparator_order(session, ks):
+    """Bound values are normalized as Cassandra stores them: set elements and map keys sorted
+    by their type (and deduplicated), at any depth, so a frozen set as key matches whatever
+    order it was sent in. The driver serializes a list bound to a set, and a dict, in the
+    order given; it returns maps in the server's order."""
+    session.execute("CREATE TABLE norm (k frozen<set<int>> PRIMARY KEY, m map<int, text>, "
+                    "t tuple<frozen<map<text, int>>, int>, n text)")
+    ins = session.prepare("INSERT INTO norm (k, m, t, n) VALUES (?, ?, ?, ?)")
+    session.execute(ins, ([3, -1, 2, 3], {3: "c", -1: "a", 2: "b"}, ({"b": 2, "a": 1}, 7), "first"))
+    row = session.execute("SELECT k, m, t FROM norm").one()
+    assert list(row.m.keys()) == [-1, 2, 3]
+    assert list(row.t[0].keys()) == ["a", "b"]
+    session.execute(ins, ([2, 3, -1], None, None, "second"))  # the same key
+    rows = session.execute("SELECT n FROM norm").all()
+    assert [r.n for r in rows] == ["second"]
+    sel = session.prepare("SELECT n FROM norm WHERE k = ?")
+    assert session.execute(sel, ([-1, 2, 3],)).one().n == "second"
+    assert session.execute(sel, ([3, 2, -1, -1],)).one().n == "second"
+    assert session.execute("SELECT n FROM norm WHERE k = {-1, 2, 3}").one().n == "second"

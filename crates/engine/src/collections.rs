@@ -44,6 +44,87 @@ fn encode_map(kvs: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     out
 }
 
+/// A validated bound value of `ty` as Cassandra stores it: set elements and map keys in their
+/// type's order without duplicates (a later duplicate map key wins, as in Cassandra), at any
+/// depth (inside lists, tuples, UDTs and other collections). `None` when nothing changes:
+/// `ty` holds no set or map, or `raw` does not parse (validation reported that already).
+pub fn normalize(ty: &ColumnType, raw: &[u8]) -> Option<Vec<u8>> {
+    if !has_set_or_map(ty) || raw.is_empty() {
+        return None;
+    }
+    let n = normalized(ty, raw)?;
+    (n != raw).then_some(n)
+}
+
+fn has_set_or_map(ty: &ColumnType) -> bool {
+    match ty {
+        ColumnType::Set(_) | ColumnType::Map(..) => true,
+        ColumnType::List(t) => has_set_or_map(t),
+        ColumnType::Tuple(ts) => ts.iter().any(has_set_or_map),
+        ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| has_set_or_map(t)),
+        _ => false,
+    }
+}
+
+fn normalized(ty: &ColumnType, raw: &[u8]) -> Option<Vec<u8>> {
+    if !has_set_or_map(ty) || raw.is_empty() {
+        return Some(raw.to_vec());
+    }
+    match ty {
+        ColumnType::List(t) | ColumnType::Set(t) => {
+            let mut items = decode_list_elements(raw)?
+                .iter()
+                .map(|e| normalized(t, e))
+                .collect::<Option<Vec<_>>>()?;
+            if matches!(ty, ColumnType::Set(_)) {
+                items.sort_by(|a, b| crate::types::compare(t, a, b));
+                items.dedup_by(|a, b| crate::types::compare(t, a, b).is_eq());
+            }
+            Some(encode_collection(&items))
+        }
+        ColumnType::Map(k, v) => {
+            let mut kvs = decode_map(raw)?
+                .iter()
+                .map(|(a, b)| Some((normalized(k, a)?, normalized(v, b)?)))
+                .collect::<Option<Vec<_>>>()?;
+            // Reversed, so the stable sort puts the last of equal keys first and dedup keeps it.
+            kvs.reverse();
+            kvs.sort_by(|a, b| crate::types::compare(k, &a.0, &b.0));
+            kvs.dedup_by(|a, b| crate::types::compare(k, &a.0, &b.0).is_eq());
+            Some(encode_map(&kvs))
+        }
+        ColumnType::Tuple(ts) => normalized_fields(raw, ts.iter()),
+        ColumnType::Udt { fields, .. } => normalized_fields(raw, fields.iter().map(|(_, t)| t)),
+        _ => Some(raw.to_vec()),
+    }
+}
+
+/// The fields of a tuple or UDT value (`[bytes]` each, maybe fewer than `types`), normalized.
+fn normalized_fields<'a>(
+    raw: &[u8],
+    types: impl Iterator<Item = &'a ColumnType>,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut pos = 0;
+    for t in types {
+        if pos == raw.len() {
+            break;
+        }
+        let len = i32::from_be_bytes(raw.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        if len < 0 {
+            out.extend_from_slice(&len.to_be_bytes());
+            continue;
+        }
+        let field = raw.get(pos..pos + len as usize)?;
+        pos += len as usize;
+        let n = normalized(t, field)?;
+        out.extend_from_slice(&(n.len() as i32).to_be_bytes());
+        out.extend_from_slice(&n);
+    }
+    (pos == raw.len()).then_some(out)
+}
+
 fn bad() -> EngineError {
     EngineError::invalid("Invalid collection value")
 }

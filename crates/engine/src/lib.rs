@@ -720,7 +720,7 @@ impl Engine {
                     (self.plan_of(&prepared).map_err(EngineError::into_db)?, v)
                 }
             };
-            check_bound(&compiled, &values)?;
+            let values = check_bound(&compiled, &values)?.unwrap_or(values);
             compiled_items.push((compiled, values));
         }
         let mut parts = Vec::with_capacity(compiled_items.len());
@@ -813,7 +813,8 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, EngineError> {
-        check_bound(compiled, values).map_err(EngineError::Db)?;
+        let normalized = check_bound(compiled, values).map_err(EngineError::Db)?;
+        let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
             CompiledKind::Select(plan) => {
                 let rs = self.run_select(
@@ -1275,7 +1276,13 @@ fn statement_kind(st: &cql::Statement) -> String {
         .to_string()
 }
 
-fn check_bound(c: &Compiled, values: &[Option<BoundValue>]) -> Result<(), DbError> {
+/// Checks the bound values against their markers' types. Returns them normalized as Cassandra
+/// stores them (set elements and map keys sorted and deduplicated, see
+/// [`collections::normalize`]) when any needed it.
+fn check_bound(
+    c: &Compiled,
+    values: &[Option<BoundValue>],
+) -> Result<Option<Vec<Option<BoundValue>>>, DbError> {
     if values.len() != c.binds.len() {
         return Err(DbError::invalid(format!(
             "There were {} markers(?) in CQL but {} bound variables",
@@ -1290,7 +1297,16 @@ fn check_bound(c: &Compiled, values: &[Option<BoundValue>]) -> Result<(), DbErro
             })?;
         }
     }
-    Ok(())
+    let mut normalized: Option<Vec<Option<BoundValue>>> = None;
+    for (i, (spec, v)) in c.binds.iter().zip(values).enumerate() {
+        if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
+            if let Some(n) = collections::normalize(&spec.ty, b) {
+                normalized.get_or_insert_with(|| values.to_vec())[i] =
+                    Some(BoundValue::Bytes(n.into()));
+            }
+        }
+    }
+    Ok(normalized)
 }
 
 /// Values as the client bound them: by position or by name.
