@@ -8,7 +8,9 @@
 #     packages of scripts/requirements.txt (cassandra-driver, cqlsh, pytest, lz4, snappy, ...);
 #   * Apache Cassandra 5.0.9's runtime jars from Maven Central into
 #     $PEREGRINE_CASSANDRA_HOME/lib (default $HOME/.cache/peregrine/cassandra-5.0.9/lib),
-#     used by scripts/cassandra.sh.
+#     used by scripts/cassandra.sh;
+#   * the Maven dependencies of tests/java-driver (the Apache Cassandra Java driver 4.x, JUnit 5)
+#     into ~/.m2, so tests/java-driver/run.sh works offline.
 # Each step is skipped when already done, so a second run takes well under a second.
 set -euo pipefail
 
@@ -91,6 +93,31 @@ if [[ -x "$JAVA17/bin/java" ]]; then
 else
     log "Java 17 not found at $JAVA17: installing openjdk-17-jre-headless"
     apt-get update -q >/dev/null && apt-get install -y -q openjdk-17-jre-headless >/dev/null
+fi
+
+# ------------------------------------------- Java driver tests' Maven dependencies
+# tests/java-driver/run.sh runs Maven offline (`mvn -o`): fetch the driver, JUnit, logback and the
+# build plugins into ~/.m2 once. Redone when the pom changes (its hash is the stamp) or when the
+# driver jar it names is missing from the local repository.
+JAVA_TESTS="$(cd "$HERE/../tests/java-driver" && pwd)"
+stamp="$CACHE/java-driver-tests.pom.sha256"
+want="$(sha256sum "$JAVA_TESTS/pom.xml" | cut -d' ' -f1)"
+driver_version="$(sed -n 's:.*<java-driver.version>\(.*\)</java-driver.version>.*:\1:p' "$JAVA_TESTS/pom.xml")"
+driver_jar="$HOME/.m2/repository/org/apache/cassandra/java-driver-core/$driver_version/java-driver-core-$driver_version.jar"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$driver_jar" ]]; then
+    log "Java driver $driver_version test dependencies present (tests/java-driver/pom.xml unchanged)"
+else
+    command -v mvn >/dev/null || { echo "[setup] mvn not found: apt-get install -y maven" >&2; exit 1; }
+    log "fetching the Java driver $driver_version test dependencies from Maven Central"
+    start=$SECONDS
+    mvn -q -B -Dstyle.color=never -f "$JAVA_TESTS/pom.xml" dependency:go-offline
+    # go-offline misses the JUnit 5 provider that surefire resolves only when it runs tests: run
+    # surefire once on a class without tests (compiles the suite, needs no CQL endpoint).
+    mvn -q -B -Dstyle.color=never -f "$JAVA_TESTS/pom.xml" test \
+        -Dtest=DriverLog -Dsurefire.failIfNoSpecifiedTests=false
+    [[ -f "$driver_jar" ]] || { echo "[setup] $driver_jar missing after mvn" >&2; exit 1; }
+    echo "$want" >"$stamp"
+    log "Java driver test dependencies ready in $((SECONDS - start)) s"
 fi
 
 log "done. venv: $VENV  cassandra: $CASSANDRA_HOME"

@@ -4,6 +4,8 @@
 #   2. cargo build --bin peregrine                      5. start peregrine on a free port
 #   3. cargo test --workspace                           6. pytest tests/python against peregrine
 #   3b. fuzz targets, a short run each (scripts/fuzz.sh) 7. differential: peregrine vs Cassandra
+#   (6 also runs the Rust and Java driver suites; 7 also runs the differential and the Java driver
+#   suite through a proxy, peregrine --upstream Cassandra)
 # Everything started is stopped on exit (trap). Exit status non-zero if any step failed.
 #
 # Environment: CASSANDRA_PORT (default 9142), PEREGRINE_PORT (default: a free port),
@@ -91,6 +93,11 @@ if [[ -x tests/rust-driver/run.sh ]]; then
     tests/rust-driver/run.sh "$PEREGRINE_PORT" || failed+=("rust driver")
 fi
 
+if [[ -x tests/java-driver/run.sh ]]; then
+    step "Java driver against peregrine"
+    tests/java-driver/run.sh "$PEREGRINE_PORT" || failed+=("java driver")
+fi
+
 if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
@@ -107,6 +114,11 @@ if [[ "$cassandra_started" == 1 ]]; then
     done
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PROXY_PORT" \
         || failed+=("differential through the proxy")
+
+    if [[ -x tests/java-driver/run.sh ]]; then
+        step "Java driver through the proxy (peregrine --upstream Cassandra)"
+        tests/java-driver/run.sh "$PROXY_PORT" || failed+=("java driver through the proxy")
+    fi
     kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true
 fi
 

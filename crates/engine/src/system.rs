@@ -42,9 +42,20 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_schema.functions (keyspace_name text, function_name text, argument_types frozen<list<text>>, argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text, return_type text, PRIMARY KEY (keyspace_name, function_name, argument_types))",
     "CREATE TABLE system_schema.aggregates (keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types))",
     "CREATE TABLE system_schema.views (keyspace_name text, view_name text, additional_write_policy text, allow_auto_snapshot boolean, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, incremental_backups boolean, max_index_interval int, memtable text, memtable_flush_period_in_ms int, min_index_interval int, read_repair text, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name))",
+    "CREATE TABLE system_virtual_schema.keyspaces (keyspace_name text PRIMARY KEY)",
+    "CREATE TABLE system_virtual_schema.tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))",
+    "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
 ];
 
 pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
+
+/// Keyspaces Cassandra calls virtual: listed in `system_virtual_schema.*`, not in
+/// `system_schema.*` (drivers of Cassandra 4+ read both).
+pub const VIRTUAL_KEYSPACES: &[&str] = &["system_virtual_schema"];
+
+fn is_virtual_keyspace(name: &str) -> bool {
+    VIRTUAL_KEYSPACES.contains(&name)
+}
 
 /// Adds the system keyspaces and virtual tables to a schema.
 pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
@@ -62,6 +73,10 @@ pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
         (
             "system_traces",
             "org.apache.cassandra.locator.SimpleStrategy",
+        ),
+        (
+            "system_virtual_schema",
+            "org.apache.cassandra.locator.LocalStrategy",
         ),
     ] {
         let mut replication = BTreeMap::new();
@@ -134,6 +149,27 @@ fn text_list(items: &[&str]) -> Option<Vec<u8>> {
     Some(proto::value::to_bytes(&v))
 }
 
+/// The `columns` rows (`system_schema` or `system_virtual_schema`) of `tb`.
+fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableDef) {
+    for c in &tb.columns {
+        let order = match c.kind {
+            ColumnKind::Clustering if c.desc => "desc",
+            ColumnKind::Clustering => "asc",
+            _ => "none",
+        };
+        push(vec![
+            ("keyspace_name", text(&tb.keyspace)),
+            ("table_name", text(&tb.name)),
+            ("column_name", text(&c.name)),
+            ("clustering_order", text(order)),
+            ("column_name_bytes", Some(c.name.as_bytes().to_vec())),
+            ("kind", text(c.kind.as_str())),
+            ("position", int(c.position)),
+            ("type", text(&c.cql_type)),
+        ]);
+    }
+}
+
 /// Rows of a virtual table, each a value per column in the table's column order.
 fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec<u8>>>> {
     let mut out = Vec::new();
@@ -147,6 +183,12 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
         out.push(row);
     };
     let user_tables = || schema.tables.values().filter(|t| !is_virtual(t));
+    let virtual_tables = || {
+        schema
+            .tables
+            .values()
+            .filter(|t| is_virtual_keyspace(&t.keyspace))
+    };
     match (t.keyspace.as_str(), t.name.as_str()) {
         ("system", "local") => push(vec![
             ("key", text("local")),
@@ -174,6 +216,9 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
         ]),
         ("system_schema", "keyspaces") => {
             for ks in schema.keyspaces.values() {
+                if is_virtual_keyspace(&ks.name) {
+                    continue;
+                }
                 push(vec![
                     ("keyspace_name", text(&ks.name)),
                     ("durable_writes", boolean(ks.durable_writes)),
@@ -218,23 +263,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
         }
         ("system_schema", "columns") => {
             for tb in user_tables() {
-                for c in &tb.columns {
-                    let order = match c.kind {
-                        ColumnKind::Clustering if c.desc => "desc",
-                        ColumnKind::Clustering => "asc",
-                        _ => "none",
-                    };
-                    push(vec![
-                        ("keyspace_name", text(&tb.keyspace)),
-                        ("table_name", text(&tb.name)),
-                        ("column_name", text(&c.name)),
-                        ("clustering_order", text(order)),
-                        ("column_name_bytes", Some(c.name.as_bytes().to_vec())),
-                        ("kind", text(c.kind.as_str())),
-                        ("position", int(c.position)),
-                        ("type", text(&c.cql_type)),
-                    ]);
-                }
+                push_columns(&mut push, tb);
             }
         }
         ("system_schema", "types") => {
@@ -261,6 +290,25 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                         ("type", text(ty)),
                     ]);
                 }
+            }
+        }
+        ("system_virtual_schema", "keyspaces") => {
+            for ks in VIRTUAL_KEYSPACES {
+                push(vec![("keyspace_name", text(ks))]);
+            }
+        }
+        ("system_virtual_schema", "tables") => {
+            for tb in virtual_tables() {
+                push(vec![
+                    ("keyspace_name", text(&tb.keyspace)),
+                    ("table_name", text(&tb.name)),
+                    ("comment", text("")),
+                ]);
+            }
+        }
+        ("system_virtual_schema", "columns") => {
+            for tb in virtual_tables() {
+                push_columns(&mut push, tb);
             }
         }
         _ => {}

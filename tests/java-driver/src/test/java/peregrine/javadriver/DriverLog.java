@@ -1,0 +1,32 @@
+package peregrine.javadriver;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
+import ch.qos.logback.core.AppenderBase;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/** A logback appender (see logback-test.xml) that records WARN and ERROR lines for {@link CqlExtension}. */
+public final class DriverLog extends AppenderBase<ILoggingEvent> {
+    private static final ConcurrentLinkedQueue<String> RECORDED = new ConcurrentLinkedQueue<>();
+
+    @Override
+    protected void append(ILoggingEvent e) {
+        if (e.getLevel().isGreaterOrEqual(Level.WARN)) {
+            IThrowableProxy t = e.getThrowableProxy();
+            RECORDED.add(e.getLevel() + " " + e.getLoggerName() + ": " + e.getFormattedMessage()
+                    + (t == null ? "" : " (" + t.getClassName() + ": " + t.getMessage() + ")"));
+        }
+    }
+
+    /** The lines recorded since the previous call. */
+    static List<String> drain() {
+        List<String> out = new ArrayList<>();
+        for (String s; (s = RECORDED.poll()) != null; ) {
+            out.add(s);
+        }
+        return out;
+    }
+}
