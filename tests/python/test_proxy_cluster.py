@@ -73,7 +73,7 @@ def direct(nodes):
 
 @pytest.fixture(scope="module")
 def proxy(nodes):
-    p = ps.Proxy(",".join(f"127.0.0.1:{n}" for n in nodes), "proxy:\n  max_staleness: 30s\n")
+    p = ps.Proxy(",".join(f"127.0.0.1:{n}" for n in nodes), "proxy:\n  max_staleness: 30s\n  schema_agreement_wait: 10s\n")
     yield p
     p.stop_cleanly()
 
@@ -145,3 +145,24 @@ def test_custom_payloads_pass_through_both_ways(proxy, direct):
         assert metric(s, "cache_hits_total") == hits + 1
     finally:
         c.shutdown()
+
+
+def test_a_down_node_does_not_hold_schema_changes(nodes, proxy):
+    """With one upstream node stopped (its peers keep its old schema version), a schema change
+    through the proxy does not wait out the agreement bound (10 s here): the proxy sees the
+    lagging node refuse connections and answers. Runs last: it stops the second node."""
+    ps.stop_cassandra(nodes[1])
+    c = proxy.cluster(protocol_version=4, max_schema_agreement_wait=0, schema_metadata_enabled=False)
+    try:
+        s = c.connect()
+        started = time.monotonic()
+        s.execute("CREATE KEYSPACE px_down WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE px_down.t (k int PRIMARY KEY, v int)")
+        took = time.monotonic() - started
+        assert took < 6, f"two schema changes took {took:.1f} s"
+    finally:
+        c.shutdown()
+    log = proxy.log_tail(200_000)
+    assert f"upstream node 127.0.0.1:{nodes[1]} is unreachable" in log
+    assert "no schema agreement" not in log

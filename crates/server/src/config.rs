@@ -110,6 +110,12 @@ pub struct ProxyConfig {
     /// How long opening an upstream connection (TCP + handshake) may take. Default `5s`.
     #[serde(with = "duration_str")]
     pub connect_timeout: Duration,
+    /// With several upstream nodes, how long a schema change answered through the proxy
+    /// waits for them to agree on the schema before it is answered anyway. The wait counts
+    /// against the client's request timeout (the Java driver's default is 2 s). Default
+    /// `1500ms`.
+    #[serde(with = "duration_str")]
+    pub schema_agreement_wait: Duration,
     /// Address reported as this proxy's `rpc_address` in `system.local`; default: the
     /// `listen` address (or 127.0.0.1 when `listen` is unspecified).
     pub rpc_address: Option<std::net::IpAddr>,
@@ -132,6 +138,7 @@ impl Default for ProxyConfig {
             upstream_connections: 2,
             upstream_compression: UpstreamCompression::None,
             connect_timeout: Duration::from_secs(5),
+            schema_agreement_wait: Duration::from_millis(1500),
             rpc_address: None,
             peers: Vec::new(),
         }

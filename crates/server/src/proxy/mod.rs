@@ -129,10 +129,21 @@ struct PatchingWrite {
     values: Vec<RawValue>,
 }
 
-/// How long a schema change answered through the proxy waits for the upstream nodes to agree
-/// on the schema (the drivers' default `max_schema_agreement_wait`), and how often it asks.
-const SCHEMA_AGREEMENT_WAIT: Duration = Duration::from_secs(10);
-const SCHEMA_AGREEMENT_POLL: Duration = Duration::from_millis(200);
+/// How often a schema change asks whether the upstream nodes agree (up to
+/// `proxy.schema_agreement_wait`).
+const SCHEMA_AGREEMENT_POLL: Duration = Duration::from_millis(100);
+
+/// Whether `addr` accepts a TCP connection within half a second (closed at once).
+async fn accepts_connections(addr: SocketAddr) -> bool {
+    matches!(
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            tokio::net::TcpStream::connect(addr)
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
 
 /// The proxy backend (see the module docs).
 pub struct ProxyBackend {
@@ -149,6 +160,7 @@ pub struct ProxyBackend {
     exclude: HashSet<String>,
     max_staleness: Duration,
     table_max_staleness: BTreeMap<String, Duration>,
+    schema_agreement_wait: Duration,
     /// `proxy.serve_stale_on_upstream_error`: `ks.table` / `ks.*`.
     stale_tables: HashSet<String>,
     stale: StaleStore,
@@ -226,6 +238,7 @@ impl ProxyBackend {
             topology: Topology::new(me, &p.peers),
             exclude: p.exclude.iter().cloned().collect(),
             max_staleness: p.max_staleness,
+            schema_agreement_wait: p.schema_agreement_wait,
             table_max_staleness: p.table_max_staleness.clone(),
             stale_tables: p.serve_stale_on_upstream_error.iter().cloned().collect(),
             stale: StaleStore::new(if p.serve_stale_on_upstream_error.is_empty() {
@@ -427,26 +440,47 @@ impl ProxyBackend {
     /// After a schema change answered by `up`'s node: waits until every upstream node this
     /// proxy sends requests to reports that node's schema version, as a driver does after DDL
     /// (the client's driver cannot: it sees only proxies), so the next request cannot reach a
-    /// node that does not know the change yet. At most [`SCHEMA_AGREEMENT_WAIT`]; then the
-    /// answer goes back anyway (a node that is down keeps its old version in its peers' view).
+    /// node that does not know the change yet. A lagging node that does not accept a TCP
+    /// connection is down (a driver skips the nodes it sees down): not waited for. At most
+    /// `proxy.schema_agreement_wait`; then the answer goes back anyway.
     async fn await_schema_agreement(&self, up: &Connection) {
         if self.hosts.len() < 2 {
             return;
         }
         let start = Instant::now();
+        let mut reachable: HashMap<SocketAddr, bool> = HashMap::new();
         loop {
             let versions = self.schema_versions(up).await;
-            if versions
-                .as_ref()
-                .is_some_and(|v| v.windows(2).all(|w| w[0] == w[1]))
-            {
-                return;
+            if let Some((local, peers)) = &versions {
+                let mut agreed = true;
+                for (addr, version) in peers {
+                    if version == local {
+                        continue;
+                    }
+                    let live = match reachable.get(addr) {
+                        Some(&r) => r,
+                        None => {
+                            let r = accepts_connections(*addr).await;
+                            if !r {
+                                tracing::info!(
+                                    "upstream node {addr} is unreachable: a schema change does \
+                                     not wait for it to agree"
+                                );
+                            }
+                            *reachable.entry(*addr).or_insert(r)
+                        }
+                    };
+                    agreed &= !live;
+                }
+                if agreed {
+                    return;
+                }
             }
-            if start.elapsed() >= SCHEMA_AGREEMENT_WAIT {
+            if start.elapsed() >= self.schema_agreement_wait {
                 tracing::warn!(
-                    "no schema agreement among the upstream nodes after {}s: answering the \
+                    "no schema agreement among the upstream nodes after {:?}: answering the \
                      schema change anyway (versions: {versions:?})",
-                    SCHEMA_AGREEMENT_WAIT.as_secs()
+                    self.schema_agreement_wait
                 );
                 return;
             }
@@ -454,16 +488,16 @@ impl ProxyBackend {
         }
     }
 
-    /// The schema versions `up`'s node reports for itself and for those of its peers that are
-    /// upstream hosts of this proxy (`None` if it cannot tell).
-    async fn schema_versions(&self, up: &Connection) -> Option<Vec<Value>> {
+    /// The schema version `up`'s node reports for itself, and those it reports for its peers
+    /// that are upstream hosts of this proxy (`None` if it cannot tell).
+    async fn schema_versions(&self, up: &Connection) -> Option<(Value, Vec<(SocketAddr, Value)>)> {
         let local = self
             .upstream_rows(
                 up,
                 "SELECT schema_version FROM system.local WHERE key = 'local'",
             )
             .await?;
-        let mut versions = vec![local.into_iter().next()?.into_iter().next()?];
+        let local = local.into_iter().next()?.into_iter().next()?;
         let peers = match self
             .upstream_rows(
                 up,
@@ -483,16 +517,17 @@ impl ProxyBackend {
                 })
                 .collect(),
         };
+        let mut versions = Vec::new();
         for row in peers {
             let [Value::Inet(ip), Value::Int(port), version] = &row[..] else {
                 continue;
             };
             let addr = SocketAddr::new(*ip, u16::try_from(*port).ok()?);
             if addr != up.addr() && self.hosts.contains(&addr) {
-                versions.push(version.clone());
+                versions.push((addr, version.clone()));
             }
         }
-        Some(versions)
+        Some((local, versions))
     }
 
     /// The decoded rows of an unprepared query on `up`, or `None` on any failure.
