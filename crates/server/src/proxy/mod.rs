@@ -467,7 +467,8 @@ impl ProxyBackend {
                                      not wait for it to agree"
                                 );
                             }
-                            *reachable.entry(*addr).or_insert(r)
+                            reachable.insert(*addr, r);
+                            r
                         }
                     };
                     agreed &= !live;
