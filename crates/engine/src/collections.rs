@@ -235,3 +235,55 @@ pub fn apply(
     };
     Ok((!result.is_empty()).then(|| encode_collection(&result)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(v: i32) -> Vec<u8> {
+        v.to_be_bytes().to_vec()
+    }
+
+    #[test]
+    fn bound_sets_and_maps_are_sorted_and_deduplicated_at_any_depth() {
+        let set = ColumnType::Set(Box::new(ColumnType::Int));
+        let raw = encode_collection(&[int(3), int(-1), int(2), int(3)]);
+        let want = encode_collection(&[int(-1), int(2), int(3)]);
+        assert_eq!(normalize(&set, &raw), Some(want.clone()));
+        assert_eq!(normalize(&set, &want), None, "already normalized");
+        assert_eq!(
+            normalize(&ColumnType::List(Box::new(ColumnType::Int)), &raw),
+            None,
+            "lists keep their order"
+        );
+        // A later duplicate map key wins.
+        let map = ColumnType::Map(Box::new(ColumnType::Int), Box::new(ColumnType::Varchar));
+        let kvs = |pairs: &[(i32, &str)]| {
+            encode_map(
+                &pairs
+                    .iter()
+                    .map(|(k, v)| (int(*k), v.as_bytes().to_vec()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            normalize(&map, &kvs(&[(2, "b"), (1, "a"), (2, "c")])),
+            Some(kvs(&[(1, "a"), (2, "c")]))
+        );
+        // A set inside a tuple inside a list; a null tuple field stays null.
+        let nested = ColumnType::List(Box::new(ColumnType::Tuple(vec![
+            set.clone(),
+            ColumnType::Int,
+        ])));
+        let tuple = |s: &[u8]| {
+            let mut t = (s.len() as i32).to_be_bytes().to_vec();
+            t.extend_from_slice(s);
+            t.extend_from_slice(&(-1i32).to_be_bytes());
+            t
+        };
+        assert_eq!(
+            normalize(&nested, &encode_collection(&[tuple(&raw)])),
+            Some(encode_collection(&[tuple(&want)]))
+        );
+    }
+}
