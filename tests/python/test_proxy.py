@@ -250,6 +250,17 @@ def test_writes_patch_cached_point_reads_in_place(proxy, direct, ks):
         s.execute(upd, (None, 3))
         assert s.execute(sel, (3,)).one() == direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 3").one()
         assert s.execute(sel, (3,)).one() is None  # the UPDATE-made row is gone
+        # ... unless a cell the result shows is still live: then the row survives for sure.
+        s.execute(ins_all, (5, "five", 5, b"\x05"))
+        s.execute(sel, (5,))
+        patched = metric(s, "cache_patched_total")
+        s.execute(upd, (None, 5))
+        assert metric(s, "cache_patched_total") == patched + 1
+        hits = metric(s, "cache_hits_total")
+        r = s.execute(sel, (5,)).one()
+        assert tuple(r) == (None, "five", b"\x05")
+        assert metric(s, "cache_hits_total") == hits + 1
+        assert direct.execute(f"SELECT n, v, b FROM {ks}.wide WHERE k = 5").one() == r
 
         # A whole-row DELETE: the cached read becomes "no row", answered from the cache.
         dele = s.prepare("DELETE FROM wide WHERE k = ?")

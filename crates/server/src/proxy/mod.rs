@@ -1725,9 +1725,6 @@ fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]
     }
     let sets = || p.sets.iter().map(|(_, i)| &values[*i]);
     let exists = rows.rows_count == 1;
-    if exists && !p.row_marker && sets().any(|v| matches!(v, RawValue::Null)) {
-        return None;
-    }
     if !exists && !p.row_marker && !sets().any(|v| matches!(v, RawValue::Bytes(_))) {
         return Some(rows.clone()); // an UPDATE that sets nothing leaves no row
     }
@@ -1738,15 +1735,32 @@ fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]
             .find(|(c, _)| c == name)
             .map(|(_, i)| &values[*i])
     };
-    let mut b = RowsBuilder::with_capacity(rows.data.len() + 64);
-    for (i, name) in names.iter().enumerate() {
-        let cell = match (value_of(name), exists) {
+    let cells: Vec<Option<&[u8]>> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| match (value_of(name), exists) {
             (Some(RawValue::Bytes(v)), _) => Some(&v[..]),
             (Some(RawValue::Null), _) => None,
             // Not written: the old cell, or nothing in a row the write creates.
             (Some(RawValue::Unset) | None, true) => old[i],
             (Some(RawValue::Unset) | None, false) => None,
-        };
+        })
+        .collect();
+    // An UPDATE that nulls cells of an existing row: the row survives if a cell the result
+    // shows is still live; if none is, it depends on cells (or a row marker) not seen here.
+    let is_key = |name: &String| p.keys.iter().any(|(k, _)| k == name);
+    if exists
+        && !p.row_marker
+        && sets().any(|v| matches!(v, RawValue::Null))
+        && !names
+            .iter()
+            .zip(&cells)
+            .any(|(name, cell)| cell.is_some() && !is_key(name))
+    {
+        return None;
+    }
+    let mut b = RowsBuilder::with_capacity(rows.data.len() + 64);
+    for cell in cells {
         b.push_cell(cell);
     }
     b.end_row();
