@@ -2050,7 +2050,8 @@ mod tests {
             one_row([Some(b"1"), None, None]),
             "INSERT's row marker"
         );
-        // An UPDATE creates a row only through a value; nulling a cell of a row: unknown.
+        // An UPDATE creates a row only through a value. Nulling a cell of a row keeps it when
+        // another cell shown stays live; with none live, whether it survives is unknown.
         assert_eq!(
             patch_rows(&empty, &names, &update, &upd(b())).unwrap(),
             one_row([Some(b"1"), Some(b"b"), None])
@@ -2059,7 +2060,12 @@ mod tests {
             patch_rows(&empty, &names, &update, &upd(RawValue::Null)).unwrap(),
             empty
         );
-        assert!(patch_rows(&old, &names, &update, &upd(RawValue::Null)).is_none());
+        assert_eq!(
+            patch_rows(&old, &names, &update, &upd(RawValue::Null)).unwrap(),
+            one_row([Some(b"1"), None, Some(b"7")])
+        );
+        let without_n = one_row([Some(b"1"), Some(b"a"), None]);
+        assert!(patch_rows(&without_n, &names, &update, &upd(RawValue::Null)).is_none());
         // A whole-row DELETE leaves no row.
         assert_eq!(patch_rows(&old, &names, &delete, &[k()]).unwrap(), empty);
         // Two rows or a paged result: not computable.
