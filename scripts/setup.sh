@@ -10,7 +10,8 @@
 #     $PEREGRINE_CASSANDRA_HOME/lib (default $HOME/.cache/peregrine/cassandra-5.0.9/lib),
 #     used by scripts/cassandra.sh;
 #   * the Maven dependencies of tests/java-driver (the Apache Cassandra Java driver 4.x, JUnit 5)
-#     into ~/.m2, so tests/java-driver/run.sh works offline.
+#     into ~/.m2, so tests/java-driver/run.sh works offline;
+#   * YCSB 0.17.0's core and the DataStax Java driver 3.0.0 for tests/ycsb (`run.sh --setup`).
 # Each step is skipped when already done, so a second run takes well under a second.
 set -euo pipefail
 
@@ -119,5 +120,8 @@ else
     echo "$want" >"$stamp"
     log "Java driver test dependencies ready in $((SECONDS - start)) s"
 fi
+
+# ------------------------------------------------- YCSB 0.17.0 (tests/ycsb)
+"$HERE/../tests/ycsb/run.sh" --setup
 
 log "done. venv: $VENV  cassandra: $CASSANDRA_HOME"

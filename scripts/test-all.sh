@@ -98,6 +98,11 @@ if [[ -x tests/java-driver/run.sh ]]; then
     tests/java-driver/run.sh "$PEREGRINE_PORT" || failed+=("java driver")
 fi
 
+if [[ -x tests/ycsb/run.sh ]]; then
+    step "YCSB 0.17.0 (Java driver 3.0.0) against peregrine"
+    tests/ycsb/run.sh "$PEREGRINE_PORT" || failed+=("ycsb")
+fi
+
 if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
@@ -118,6 +123,10 @@ if [[ "$cassandra_started" == 1 ]]; then
     if [[ -x tests/java-driver/run.sh ]]; then
         step "Java driver through the proxy (peregrine --upstream Cassandra)"
         tests/java-driver/run.sh "$PROXY_PORT" || failed+=("java driver through the proxy")
+    fi
+    if [[ -x tests/ycsb/run.sh ]]; then
+        step "YCSB through the proxy (peregrine --upstream Cassandra)"
+        tests/ycsb/run.sh "$PROXY_PORT" || failed+=("ycsb through the proxy")
     fi
     kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true
 fi

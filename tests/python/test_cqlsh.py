@@ -72,3 +72,14 @@ def test_copy_to_and_from(cqlsh_bin, endpoint, session, ks, tmp_path):
     assert p.returncode == 0, p.stderr
     got2 = sorted((r.k, r.v, r.n) for r in session.execute("SELECT k, v, n FROM cp2"))
     assert got2 == got
+
+
+def test_select_from_system_tables(cqlsh_bin, endpoint):
+    """cqlsh checks a SELECT's table against the driver's schema metadata before sending it,
+    so the system keyspaces' tables must be listed in system_schema.tables/columns."""
+    for query, want in (("SELECT release_version FROM system.local", "release_version"),
+                        ("SELECT peer FROM system.peers", "(0 rows)"),
+                        ("SELECT keyspace_name FROM system_schema.keyspaces", "system_schema")):
+        p = run_cqlsh(cqlsh_bin, endpoint, "-e", query)
+        assert p.returncode == 0, (query, p.stderr)
+        assert want in p.stdout, (query, p.stdout)

@@ -183,6 +183,14 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
         out.push(row);
     };
     let user_tables = || schema.tables.values().filter(|t| !is_virtual(t));
+    // What Cassandra lists in `system_schema.tables`: user tables and the system keyspaces'
+    // tables (cqlsh checks a SELECT's table against this metadata before sending it).
+    let schema_tables = || {
+        schema
+            .tables
+            .values()
+            .filter(|t| !is_virtual_keyspace(&t.keyspace))
+    };
     let virtual_tables = || {
         schema
             .tables
@@ -227,7 +235,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
             }
         }
         ("system_schema", "tables") => {
-            for tb in user_tables() {
+            for tb in schema_tables() {
                 let o = &tb.options;
                 push(vec![
                     ("keyspace_name", text(&tb.keyspace)),
@@ -262,7 +270,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
             }
         }
         ("system_schema", "columns") => {
-            for tb in user_tables() {
+            for tb in schema_tables() {
                 push_columns(&mut push, tb);
             }
         }

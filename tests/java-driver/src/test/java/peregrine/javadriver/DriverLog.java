@@ -12,9 +12,18 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 public final class DriverLog extends AppenderBase<ILoggingEvent> {
     private static final ConcurrentLinkedQueue<String> RECORDED = new ConcurrentLinkedQueue<>();
 
+    /**
+     * Netty's notice that a listener could not run because the event loop was already shut down:
+     * a race inside the client while a session closes (seen once in ~10 runs of
+     * ProtocolVersionTest, which opens and closes sessions), whatever the server.
+     */
+    private static boolean clientShutdownRace(ILoggingEvent e) {
+        return e.getLoggerName().equals("io.netty.util.concurrent.DefaultPromise.rejectedExecution");
+    }
+
     @Override
     protected void append(ILoggingEvent e) {
-        if (e.getLevel().isGreaterOrEqual(Level.WARN)) {
+        if (e.getLevel().isGreaterOrEqual(Level.WARN) && !clientShutdownRace(e)) {
             IThrowableProxy t = e.getThrowableProxy();
             RECORDED.add(e.getLevel() + " " + e.getLoggerName() + ": " + e.getFormattedMessage()
                     + (t == null ? "" : " (" + t.getClassName() + ": " + t.getMessage() + ")"));
