@@ -91,18 +91,15 @@ type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
 /// One client request's envelope flags, and the envelope extras of the upstream's answer.
 #[derive(Default)]
 struct Ctx {
-    tracing: bool,
-    /// The client's custom payload, passed upstream.
-    custom_payload: Vec<(String, Option<Bytes>)>,
+    /// The client's tracing flag and custom payload, passed upstream.
+    flags: RequestFlags,
     extras: Mutex<ResponseExtras>,
 }
 
-impl Ctx {
-    /// A traced request, or one with a custom payload (a custom query handler upstream may
-    /// act on it), is answered by the upstream, never from the cache.
-    fn bypasses_cache(&self) -> bool {
-        self.tracing || !self.custom_payload.is_empty()
-    }
+/// A traced request, or one with a custom payload (a custom query handler upstream may act on
+/// it), is answered by the upstream, never from the cache.
+fn bypasses_cache(flags: &RequestFlags) -> bool {
+    flags.tracing || !flags.custom_payload.is_empty()
 }
 
 /// What the proxy remembers of a statement prepared through it.
@@ -566,12 +563,7 @@ impl ProxyBackend {
             .upstream_requests
             .fetch_add(1, Ordering::Relaxed);
         let r = up
-            .request_traced(
-                req,
-                deadline.saturating_duration_since(started),
-                ctx.tracing,
-                &ctx.custom_payload,
-            )
+            .request_traced(req, deadline.saturating_duration_since(started), &ctx.flags)
             .await
             .map(|d| {
                 if d.tracing_id.is_some() || !d.warnings.is_empty() || !d.custom_payload.is_empty()
@@ -1209,14 +1201,14 @@ impl ProxyBackend {
                 .local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info))
                 .await;
         }
-        if let (Some(table), false) = (&info.cache_read, ctx.bypasses_cache()) {
+        if let (Some(table), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
             if let Some(key) = self.cache_key(conn, &x, &info) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
-                let (resp, key) = self.read_and_fill(conn, ctx, &info, table, key, x).await;
-                if let Response::Error(e) = &resp {
+                let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, table, key, x).await;
+                if let (Response::Error(e), Some(key)) = (&resp, unused_key) {
                     if upstream_failure(e) && self.serves_stale(table) {
                         // Only a result no write or schema change seen here invalidated.
                         let current = self.cache.ticket(&key);
@@ -1245,7 +1237,8 @@ impl ProxyBackend {
 
     /// Reads a cacheable EXECUTE upstream and offers its result to the cache (and to the
     /// stale store of `serve_stale_on_upstream_error` tables), with a ticket taken before the
-    /// read went out. For a miss and for a background refresh alike.
+    /// read went out. For a miss and for a background refresh alike. The key comes back when
+    /// no result was offered (an error, for the serve-stale lookup).
     async fn read_and_fill(
         &self,
         conn: &ConnState,
@@ -1254,27 +1247,28 @@ impl ProxyBackend {
         table: &TableRef,
         key: cache::CacheKey,
         x: Execute,
-    ) -> (Response, cache::CacheKey) {
+    ) -> (Response, Option<cache::CacheKey>) {
         let ticket = self.cache.ticket(&key);
         let started = Instant::now();
         let req = Request::Execute(x);
         let resp = self
             .forward(conn, ctx, info.keyspace.as_deref(), &req, false)
             .await;
-        if let Response::Result(ResultBody::Rows(rows)) = &resp {
-            if self.serves_stale(table) {
-                self.stale.put(Box::from(key.bytes()), ticket, rows.clone());
-            }
-            self.cache.insert_shaped(
-                key.clone(),
-                ticket,
-                rows.clone(),
-                started,
-                self.staleness(table),
-                info.read_shape.clone(),
-            );
+        let Response::Result(ResultBody::Rows(rows)) = &resp else {
+            return (resp, Some(key));
+        };
+        if self.serves_stale(table) {
+            self.stale.put(Box::from(key.bytes()), ticket, rows.clone());
         }
-        (resp, key)
+        self.cache.insert_shaped(
+            key,
+            ticket,
+            rows.clone(),
+            started,
+            self.staleness(table),
+            info.read_shape.clone(),
+        );
+        (resp, None)
     }
 
     /// Invalidation after a prepared statement ran: its partition when the statement is a
@@ -1796,8 +1790,8 @@ impl Backend for ProxyBackend {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
-        if flags.tracing || !flags.custom_payload.is_empty() {
-            return Now::Later(req); // see `Ctx::bypasses_cache`
+        if bypasses_cache(flags) {
+            return Now::Later(req);
         }
         if self.auth_required() && conn.role().is_none() {
             return Now::Later(req);
@@ -1871,8 +1865,7 @@ impl Backend for ProxyBackend {
     /// warnings and custom payload come back in front of the response.
     async fn handle_flagged(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
         let ctx = Ctx {
-            tracing: flags.tracing,
-            custom_payload: flags.custom_payload,
+            flags,
             ..Ctx::default()
         };
         let response = self.dispatch(conn, &ctx, req).await;

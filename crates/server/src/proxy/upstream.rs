@@ -35,6 +35,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::backend::RequestFlags;
+
 /// Most requests in flight on one upstream connection.
 const MAX_IN_FLIGHT: usize = 2048;
 /// After a failed connection attempt, requests fail at once for this long.
@@ -223,20 +225,19 @@ impl Connection {
         req: &Request,
         timeout: Duration,
     ) -> Result<Response, UpstreamError> {
-        self.request_traced(req, timeout, false, &[])
+        self.request_traced(req, timeout, &RequestFlags::default())
             .await
             .map(|d| d.response)
     }
 
-    /// [`Connection::request`] with the envelope's tracing flag set as asked and the client's
-    /// custom payload (if any) in front of the body, answering the whole decoded response
-    /// (tracing session id, warnings and custom payload included).
+    /// [`Connection::request`] with the client's envelope flags (`client`): the tracing flag set as
+    /// asked and the custom payload (if any) in front of the body, answering the whole decoded
+    /// response (tracing session id, warnings and custom payload included).
     pub async fn request_traced(
         &self,
         req: &Request,
         timeout: Duration,
-        tracing: bool,
-        custom_payload: &[(String, Option<Bytes>)],
+        client: &RequestFlags,
     ) -> Result<DecodedResponse, UpstreamError> {
         let addr = self.shared.addr;
         let (tx, rx) = oneshot::channel();
@@ -258,13 +259,12 @@ impl Connection {
             w.pending.insert(stream, tx);
             stream
         };
-        let flags = if tracing { flags::TRACING } else { 0 };
         let frame = encode_request(
             self.version,
             self.compression,
             stream,
-            flags,
-            custom_payload,
+            if client.tracing { flags::TRACING } else { 0 },
+            &client.custom_payload,
             req,
         );
         if self.out.send(frame).is_err() {
