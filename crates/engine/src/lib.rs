@@ -1290,16 +1290,12 @@ fn check_bound(
             values.len()
         )));
     }
-    for (spec, v) in c.binds.iter().zip(values) {
+    let mut normalized: Option<Vec<Option<BoundValue>>> = None;
+    for (i, (spec, v)) in c.binds.iter().zip(values).enumerate() {
         if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
             proto::value::validate_value(&spec.ty, b).map_err(|e| {
                 DbError::invalid(format!("Invalid value for {}: {}", spec.name, e.message()))
             })?;
-        }
-    }
-    let mut normalized: Option<Vec<Option<BoundValue>>> = None;
-    for (i, (spec, v)) in c.binds.iter().zip(values).enumerate() {
-        if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
             if let Some(n) = collections::normalize(&spec.ty, b) {
                 normalized.get_or_insert_with(|| values.to_vec())[i] =
                     Some(BoundValue::Bytes(n.into()));
