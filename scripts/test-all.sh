@@ -28,6 +28,8 @@ work="$(mktemp -d)"
 
 steps_run=0
 step() { steps_run=$((steps_run + 1)); echo; echo "=== $* ==="; }
+# A client suite `tests/<dir>/run.sh PORT` as one step, named `what`.
+suite() { local what="$1" dir="$2" port="$3"; step "$what"; "tests/$dir/run.sh" "$port" || failed+=("$what"); }
 
 proxy_pid=""
 cleanup() {
@@ -88,20 +90,9 @@ step "bench: a short YCSB run against peregrine (crates/bench/tests)"
 PEREGRINE_BENCH_HOSTS="127.0.0.1:$PEREGRINE_PORT" cargo test -p bench --test workload_against_server \
     || failed+=("bench integration")
 
-if [[ -x tests/rust-driver/run.sh ]]; then
-    step "Rust scylla driver against peregrine"
-    tests/rust-driver/run.sh "$PEREGRINE_PORT" || failed+=("rust driver")
-fi
-
-if [[ -x tests/java-driver/run.sh ]]; then
-    step "Java driver against peregrine"
-    tests/java-driver/run.sh "$PEREGRINE_PORT" || failed+=("java driver")
-fi
-
-if [[ -x tests/ycsb/run.sh ]]; then
-    step "YCSB 0.17.0 (Java driver 3.0.0) against peregrine"
-    tests/ycsb/run.sh "$PEREGRINE_PORT" || failed+=("ycsb")
-fi
+suite "Rust scylla driver against peregrine" rust-driver "$PEREGRINE_PORT"
+suite "Java driver against peregrine" java-driver "$PEREGRINE_PORT"
+suite "YCSB 0.17.0 (Java driver 3.0.0) against peregrine" ycsb "$PEREGRINE_PORT"
 
 if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
@@ -120,14 +111,8 @@ if [[ "$cassandra_started" == 1 ]]; then
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PROXY_PORT" \
         || failed+=("differential through the proxy")
 
-    if [[ -x tests/java-driver/run.sh ]]; then
-        step "Java driver through the proxy (peregrine --upstream Cassandra)"
-        tests/java-driver/run.sh "$PROXY_PORT" || failed+=("java driver through the proxy")
-    fi
-    if [[ -x tests/ycsb/run.sh ]]; then
-        step "YCSB through the proxy (peregrine --upstream Cassandra)"
-        tests/ycsb/run.sh "$PROXY_PORT" || failed+=("ycsb through the proxy")
-    fi
+    suite "Java driver through the proxy (peregrine --upstream Cassandra)" java-driver "$PROXY_PORT"
+    suite "YCSB through the proxy (peregrine --upstream Cassandra)" ycsb "$PROXY_PORT"
     kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true
 fi
 
