@@ -21,15 +21,20 @@
 //!   thread syncs every `period`. This mirrors Cassandra's `commitlog_sync: periodic`.
 //! - After an I/O error on write the store refuses further writes (fjall poisons itself)
 //!   instead of going on silently.
+//! - Keys of any length are stored: fjall takes at most 65,535 bytes, so [`LsmStorage`]
+//!   keeps longer keys in buckets under a shorter physical key (`long_keys`); the engine
+//!   never sees the difference.
 
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod long_keys;
 mod mem;
+use long_keys::{Bucket, SPILL_AT};
 pub use mem::MemStorage;
 
 /// Errors from the storage layer. The engine maps every one of them to a server error.
@@ -151,6 +156,8 @@ pub struct LsmStorage {
     data: fjall::Keyspace,
     sync: SyncMode,
     syncer: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// Serializes the read-modify-write of long-key buckets (only batches with long keys).
+    buckets: Mutex<()>,
 }
 
 impl LsmStorage {
@@ -178,6 +185,7 @@ impl LsmStorage {
             data,
             sync: options.sync,
             syncer: RwLock::new(None),
+            buckets: Mutex::new(()),
         };
         if let SyncMode::Periodic(period) = options.sync {
             storage.start_syncer(period);
@@ -211,6 +219,16 @@ impl LsmStorage {
     }
 }
 
+impl LsmStorage {
+    /// The bucket stored under `prefix` (empty if none).
+    fn bucket(&self, prefix: &[u8]) -> Result<Bucket> {
+        match self.data.get(prefix)? {
+            Some(v) => Bucket::decode(&v),
+            None => Ok(Bucket::default()),
+        }
+    }
+}
+
 impl Drop for LsmStorage {
     fn drop(&mut self) {
         if let Ok(mut slot) = self.syncer.write() {
@@ -225,6 +243,10 @@ impl Drop for LsmStorage {
 
 impl Storage for LsmStorage {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() >= SPILL_AT {
+            let bucket = self.bucket(&key[..SPILL_AT])?;
+            return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
+        }
         Ok(self.data.get(key)?.map(|v| v.to_vec()))
     }
 
@@ -234,10 +256,39 @@ impl Storage for LsmStorage {
             SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
         };
         let mut b = self.db.batch().durability(durability);
+        let mut long = Vec::new();
         for (k, v) in batch.ops {
+            if k.len() >= SPILL_AT {
+                long.push((k, v));
+                continue;
+            }
             match v {
                 Some(v) => b.insert(&self.data, k, v),
                 None => b.remove(&self.data, k),
+            }
+        }
+        if long.is_empty() {
+            b.commit()?;
+            return Ok(());
+        }
+        // Buckets are read, changed and written back under one lock, committed in the same
+        // atomic batch as the batch's other keys.
+        let _guard = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut touched: std::collections::BTreeMap<Vec<u8>, Bucket> = Default::default();
+        for (k, v) in long {
+            let (prefix, suffix) = k.split_at(SPILL_AT);
+            if !touched.contains_key(prefix) {
+                touched.insert(prefix.to_vec(), self.bucket(prefix)?);
+            }
+            if let Some(bucket) = touched.get_mut(prefix) {
+                bucket.set(suffix, v);
+            }
+        }
+        for (prefix, bucket) in touched {
+            if bucket.is_empty() {
+                b.remove(&self.data, prefix);
+            } else {
+                b.insert(&self.data, prefix, bucket.encode());
             }
         }
         b.commit()?;
@@ -250,17 +301,24 @@ impl Storage for LsmStorage {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> Box<dyn Iterator<Item = Result<KvPair>> + 'a> {
-        let range = (start.map(|s| s.to_vec()), end.map(|e| e.to_vec()));
+        let range = (long_keys::physical(start), long_keys::physical(end));
         let iter = self.data.range::<Vec<u8>, _>(range);
         let map = |g: fjall::Guard| match g.into_inner() {
             Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
             Err(e) => Err(StorageError::from(e)),
         };
-        if reverse {
+        let inner: Box<dyn Iterator<Item = Result<KvPair>> + 'a> = if reverse {
             Box::new(iter.rev().map(map))
         } else {
             Box::new(iter.map(map))
-        }
+        };
+        Box::new(long_keys::Expand {
+            inner,
+            start: start.map(<[u8]>::to_vec),
+            end: end.map(<[u8]>::to_vec),
+            reverse,
+            pending: Vec::new().into_iter(),
+        })
     }
 
     fn sync(&self) -> Result<()> {
@@ -300,11 +358,47 @@ impl fjall::compaction::filter::CompactionFilter for FilterRun {
         use fjall::compaction::filter::Verdict;
         let key = item.key().clone();
         let value = item.value()?;
+        if key.len() == SPILL_AT {
+            return Ok(self.filter_bucket(&key, &value, ctx.is_last_level));
+        }
         Ok(match self.0.filter(&key, &value, ctx.is_last_level) {
             Decision::Keep => Verdict::Keep,
             Decision::Drop => Verdict::Remove,
             Decision::Replace(v) => Verdict::ReplaceValue(v.into()),
         })
+    }
+}
+
+impl FilterRun {
+    /// The engine's filter applied to each entry of a bucket. A bucket is written whole, so
+    /// its newest version holds the newest version of every entry and shadows all older ones:
+    /// an entry may be dropped exactly when the filter would drop a key of its own.
+    fn filter_bucket(
+        &self,
+        prefix: &[u8],
+        value: &[u8],
+        last_level: bool,
+    ) -> fjall::compaction::filter::Verdict {
+        use fjall::compaction::filter::Verdict;
+        // A damaged bucket is kept as it is: reads report it, compaction must not lose it.
+        let Ok(mut bucket) = Bucket::decode(value) else {
+            return Verdict::Keep;
+        };
+        let mut key = prefix.to_vec();
+        let changed = bucket.retain_map(|suffix, v| {
+            key.truncate(SPILL_AT);
+            key.extend_from_slice(suffix);
+            match self.0.filter(&key, v, last_level) {
+                Decision::Keep => Some(None),
+                Decision::Drop => None,
+                Decision::Replace(nv) => Some(Some(nv)),
+            }
+        });
+        match (changed, bucket.is_empty()) {
+            (false, _) => Verdict::Keep,
+            (true, true) => Verdict::Remove,
+            (true, false) => Verdict::ReplaceValue(bucket.encode().into()),
+        }
     }
 }
 

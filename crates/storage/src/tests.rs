@@ -1,4 +1,5 @@
 use super::*;
+use crate::long_keys::SPILL_AT;
 use std::ops::Bound::*;
 
 fn tmpdir(name: &str) -> std::path::PathBuf {
@@ -118,5 +119,110 @@ fn compaction_filter_drops_and_replaces() {
     assert_eq!(keys, vec![0, 2, 4, 6, 8]);
     assert_eq!(s.get(&[2]).unwrap(), Some(vec![20]));
     drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A key of a shape that straddles the long-key threshold: short, just under, exactly at,
+/// just over and far over `SPILL_AT`, sharing prefixes so that several land in one bucket.
+fn key_near_threshold(rng: &mut Rng) -> Vec<u8> {
+    let lengths = [
+        2,
+        SPILL_AT - 1,
+        SPILL_AT,
+        SPILL_AT + 1,
+        SPILL_AT + 3,
+        70_000,
+        140_000,
+    ];
+    let len = lengths[(rng.next() % lengths.len() as u64) as usize];
+    let mut key = vec![0u8; len];
+    key[0] = (rng.next() % 2) as u8;
+    let last = key.len() - 1;
+    key[last] = (rng.next() % 4) as u8;
+    if rng.next().is_multiple_of(3) && len > SPILL_AT + 2 {
+        // Differ after the bucket prefix only.
+        key[SPILL_AT + 1] = (rng.next() % 3) as u8;
+    }
+    key
+}
+
+fn bound(rng: &mut Rng) -> Bound<Vec<u8>> {
+    match rng.next() % 5 {
+        0 => Unbounded,
+        1 | 2 => Included(key_near_threshold(rng)),
+        _ => Excluded(key_near_threshold(rng)),
+    }
+}
+
+fn scan_all(
+    s: &dyn Storage,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+    rev: bool,
+) -> Vec<KvPair> {
+    s.scan(
+        start.as_ref().map(Vec::as_slice),
+        end.as_ref().map(Vec::as_slice),
+        rev,
+    )
+    .map(|r| r.unwrap())
+    .collect()
+}
+
+/// Keys longer than fjall takes (65,535 bytes) are stored, read, scanned, deleted and
+/// compacted exactly as the model does, across a reopen.
+#[test]
+fn long_keys_match_model() {
+    let dir = tmpdir("long-keys");
+    let mem = MemStorage::with_filter(Arc::new(DropOdd));
+    let options = || Options {
+        filter: Some(Arc::new(DropOdd)),
+        ..Options::default()
+    };
+    let mut lsm = LsmStorage::open(&dir, options()).unwrap();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    for round in 0..60 {
+        let mut batch = WriteBatch::new();
+        for _ in 0..(rng.next() % 5 + 1) {
+            let key = key_near_threshold(&mut rng);
+            if rng.next().is_multiple_of(4) {
+                batch.delete(key);
+            } else {
+                batch.put(key, vec![(rng.next() % 6) as u8, round as u8]);
+            }
+        }
+        lsm.write(batch.clone()).unwrap();
+        mem.write(batch).unwrap();
+        for _ in 0..3 {
+            let probe = key_near_threshold(&mut rng);
+            assert_eq!(
+                lsm.get(&probe).unwrap(),
+                mem.get(&probe).unwrap(),
+                "get at round {round}"
+            );
+            let (start, end, rev) = (
+                bound(&mut rng),
+                bound(&mut rng),
+                rng.next().is_multiple_of(2),
+            );
+            assert_eq!(
+                scan_all(&lsm, &start, &end, rev),
+                scan_all(&mem, &start, &end, rev),
+                "scan at round {round}"
+            );
+        }
+        if round % 20 == 19 {
+            lsm.compact().unwrap();
+            mem.compact().unwrap();
+        }
+        if round == 30 {
+            drop(lsm);
+            lsm = LsmStorage::open(&dir, options()).unwrap();
+        }
+    }
+    let everything = |s: &dyn Storage, rev| scan_all(s, &Unbounded, &Unbounded, rev);
+    assert_eq!(everything(&lsm, false), everything(&mem, false));
+    assert_eq!(everything(&lsm, true), everything(&mem, true));
+    drop(lsm);
     let _ = std::fs::remove_dir_all(&dir);
 }
