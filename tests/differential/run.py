@@ -20,6 +20,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
                           without USING TIMESTAMP)
   -- @tolerance c=2       compare numeric column c within +-2 (e.g. ttl(v))
   -- @sleep 2.5           (alone) sleep before the next statement, on both sides
+  -- @messages            compare the error message too, not only the code
+  -- @file-messages       (anywhere in a file) @messages for every statement of the file
 Any statement that fails on A without `@error` is reported as a scenario problem too.
 
 known_differences.txt lists accepted deviations, one per line:
@@ -71,6 +73,7 @@ def parse_scenario(path):
     """Splits a .cql file into statements with their directives."""
     stmts, buf, buf_line, pending, sleep = [], [], None, {}, 0.0
     in_batch = False
+    file_wide = {}
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for lineno, raw in enumerate(lines, 1):
@@ -81,8 +84,10 @@ def parse_scenario(path):
                 name, arg = m.group(1), m.group(2).strip()
                 if name == "sleep":
                     sleep += float(arg)
-                elif name in ("error", "unordered"):
+                elif name in ("error", "unordered", "messages"):
                     pending[name] = True
+                elif name == "file-messages":
+                    file_wide["messages"] = True
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -112,6 +117,9 @@ def parse_scenario(path):
             buf, pending, sleep, in_batch = [], {}, 0.0, False
     if buf:
         raise ValueError(f"{path}:{buf_line}: statement without a closing ';'")
+    for st in stmts:
+        for k, v in file_wide.items():
+            st.directives.setdefault(k, v)
     return stmts
 
 
@@ -250,6 +258,9 @@ def compare(stmt, oa, ob):
         if oa.error != ob.error:
             diffs += [f"error code differs: a {_fmt_code(oa.error)} vs b {_fmt_code(ob.error)}",
                       f"  a: {oa.error_text[:300]}", f"  b: {ob.error_text[:300]}"]
+        elif stmt.directives.get("messages") and _message(oa.error_text) != _message(ob.error_text):
+            diffs += ["error message differs:", f"  a: {_message(oa.error_text)[:300]}",
+                      f"  b: {_message(ob.error_text)[:300]}"]
         return diffs
     if oa.columns != ob.columns:
         diffs.append(f"columns differ:\n  a: {oa.columns}\n  b: {ob.columns}")
@@ -286,6 +297,12 @@ def compare(stmt, oa, ob):
         side = "a" if len(ra) > len(rb) else "b"
         diffs.append(f"only in {side} (first 5): {extra[:5]}")
     return diffs
+
+
+def _message(error_text):
+    """The server's message out of the driver's error text (`... message="..."`)."""
+    m = re.search(r'message="(.*)"', error_text, re.S)
+    return m.group(1) if m else error_text
 
 
 def _fmt_code(c):

@@ -3,7 +3,7 @@
 //! marker.
 
 use crate::catalog::{ColumnDef, ColumnKind, Schema, TableDef};
-use crate::literal::const_term;
+use crate::literal::const_term_for;
 use crate::plan::*;
 use crate::plan::{AggKind, Aggregate};
 use crate::EngineError;
@@ -120,12 +120,80 @@ impl<'a> Builder<'a> {
                     self.volatile = true;
                 }
                 if contains_bind(term) {
-                    return Err(EngineError::invalid(
-                        "Bind markers inside collection, tuple or UDT literals are not supported yet",
+                    return self.term_with_binds(t, term, name, ty);
+                }
+                Ok(Src::Const(const_term_for(name, ty, term)?))
+            }
+        }
+    }
+
+    /// A tuple or UDT literal with bind markers among its fields: each field its own source,
+    /// its markers named as Cassandra names them (`tu[0]`, `u.street`). Cassandra refuses
+    /// markers inside collection literals, and so does this.
+    fn term_with_binds(
+        &mut self,
+        t: &TableDef,
+        term: &Term,
+        name: &str,
+        ty: &ColumnType,
+    ) -> Result<Src, EngineError> {
+        match (term, ty) {
+            (Term::Tuple(items), ColumnType::Tuple(types)) => {
+                if items.len() > types.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
+                        crate::types::cql_type_name(ty),
+                        types.len(),
+                        items.len()
+                    )));
+                }
+                let mut fields = Vec::with_capacity(items.len());
+                for (i, (item, ty)) in items.iter().zip(types).enumerate() {
+                    fields.push((
+                        self.term(t, item, &format!("{name}[{i}]"), ty)?,
+                        format!("Invalid unset value for tuple field number {i}"),
                     ));
                 }
-                Ok(Src::Const(const_term(ty, term)?))
+                Ok(Src::Fields(fields))
             }
+            (Term::Udt(given), ColumnType::Udt { fields: defs, .. }) => {
+                if let Some((unknown, _)) = given
+                    .iter()
+                    .find(|(n, _)| !defs.iter().any(|(d, _)| d == n))
+                {
+                    return Err(EngineError::invalid(format!(
+                        "Unknown field '{unknown}' in value of user defined type {}",
+                        crate::types::cql_type_name(ty)
+                    )));
+                }
+                let mut fields = Vec::with_capacity(defs.len());
+                for (field, fty) in defs {
+                    let src = match given.iter().find(|(n, _)| n == field) {
+                        Some((_, term)) => self.term(t, term, &format!("{name}.{field}"), fty)?,
+                        None => Src::Const(None),
+                    };
+                    let unset = format!(
+                        "Invalid unset value for field '{field}' of user defined type {}",
+                        crate::types::cql_type_name(ty)
+                    );
+                    fields.push((src, unset));
+                }
+                Ok(Src::Fields(fields))
+            }
+            (Term::List(_) | Term::Set(_) | Term::Map(_), _) => {
+                let kind = match term {
+                    Term::List(_) => "list",
+                    Term::Set(_) => "set",
+                    _ => "map",
+                };
+                Err(EngineError::invalid(format!(
+                    "Invalid {kind} literal for {name}: bind variables are not supported inside collection literals"
+                )))
+            }
+            _ => Err(EngineError::invalid(format!(
+                "Invalid value {term} for column {name} of type {}",
+                crate::types::cql_type_name(ty)
+            ))),
         }
     }
 
@@ -522,7 +590,15 @@ impl<'a> Builder<'a> {
         let selection = match &s.selection {
             ast::Selection::Wildcard => {
                 let mut sels = Vec::new();
-                for (i, c) in t.columns.iter().enumerate() {
+                // Cassandra's `*` order: partition key, clustering, then the static columns
+                // by name, then the regular ones by name (`t.columns` keeps the last two mixed).
+                let mut order: Vec<(usize, &ColumnDef)> = t.columns.iter().enumerate().collect();
+                order.sort_by_key(|(_, c)| match c.kind {
+                    ColumnKind::PartitionKey | ColumnKind::Clustering => 0,
+                    ColumnKind::Static => 1,
+                    ColumnKind::Regular => 2,
+                });
+                for (i, c) in order {
                     if s.distinct
                         && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
                     {
@@ -1033,6 +1109,7 @@ impl<'a> Builder<'a> {
     }
 
     pub fn update(&mut self, s: &ast::UpdateStatement) -> Result<WritePlan, EngineError> {
+        incompatible_settings(&s.assignments)?;
         let t = self.table(&s.table)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         let mut assignments = Vec::new();
@@ -1045,6 +1122,7 @@ impl<'a> Builder<'a> {
                     c.name
                 )));
             }
+            check_operation(&c, a)?;
             let op = match a {
                 ast::Assignment::Set { value, .. } => {
                     if c.ty == ColumnType::Counter {
@@ -1056,12 +1134,29 @@ impl<'a> Builder<'a> {
                     Assign::Set(self.term(&t, value, &c.name, &c.ty)?)
                 }
                 ast::Assignment::Add { value, .. } => {
+                    // Cassandra takes neither a non-map nor a map literal with bind markers.
+                    if matches!(c.ty, ColumnType::Map(..))
+                        && (matches!(value, Term::Literal(_) | Term::List(_) | Term::Tuple(_))
+                            || (matches!(value, Term::Map(_)) && contains_bind(value)))
+                    {
+                        return Err(EngineError::invalid(format!(
+                            "Value for a map addition has to be a map, but was: '{value}'"
+                        )));
+                    }
                     Assign::Append(self.term(&t, value, &c.name, &c.ty)?)
                 }
                 ast::Assignment::Prepend { value, .. } => {
                     Assign::Prepend(self.term(&t, value, &c.name, &c.ty)?)
                 }
                 ast::Assignment::Subtract { value, .. } => {
+                    if matches!(c.ty, ColumnType::Map(..))
+                        && (matches!(value, Term::Literal(_) | Term::List(_) | Term::Map(_))
+                            || (matches!(value, Term::Set(_)) && contains_bind(value)))
+                    {
+                        return Err(EngineError::invalid(format!(
+                            "Value for a map substraction has to be a set, but was: '{value}'"
+                        )));
+                    }
                     let ty = match &c.ty {
                         ColumnType::Map(k, _) => ColumnType::Set(k.clone()),
                         other => other.clone(),
@@ -1084,10 +1179,10 @@ impl<'a> Builder<'a> {
                         self.term(&t, value, &format!("value({})", c.name), &vt)?,
                     )
                 }
-                ast::Assignment::SetField { .. } => {
-                    return Err(EngineError::invalid(
-                        "Setting UDT fields individually is not supported yet",
-                    ))
+                ast::Assignment::SetField { field, value, .. } => {
+                    let (index, fty) = udt_field(&c, field)?;
+                    let name = format!("{}.{field}", c.name);
+                    Assign::SetField(index, self.term(&t, value, &name, &fty)?)
                 }
             };
             assignments.push((i, op));
@@ -1120,20 +1215,57 @@ impl<'a> Builder<'a> {
             ));
         }
         let mut columns = Vec::new();
+        let mut elements = Vec::new();
         for target in &s.targets {
             let (i, c) = self.column(&t, &target.column)?;
+            let c = c.clone();
             if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
                 return Err(EngineError::invalid(format!(
                     "Invalid identifier {} for deletion (should not be a PRIMARY KEY part)",
                     c.name
                 )));
             }
-            if target.target.is_some() {
-                return Err(EngineError::invalid(
-                    "Deleting collection elements is not supported yet",
-                ));
+            match &target.target {
+                None => columns.push(i),
+                Some(ast::ElementOrField::Element(term)) => {
+                    let (receiver, ty) = match &c.ty {
+                        _ if !is_collection(&c.ty) => {
+                            return Err(EngineError::invalid(format!(
+                                "Invalid deletion operation for non collection column {}",
+                                c.name
+                            )))
+                        }
+                        _ if is_frozen(&c) => {
+                            return Err(EngineError::invalid(format!(
+                                "Invalid deletion operation for frozen collection column {}",
+                                c.name
+                            )))
+                        }
+                        ColumnType::List(_) => (format!("idx({})", c.name), ColumnType::Int),
+                        ColumnType::Set(e) => (format!("value({})", c.name), (**e).clone()),
+                        ColumnType::Map(k, _) => (format!("key({})", c.name), (**k).clone()),
+                        _ => unreachable_collection(),
+                    };
+                    let src = self.term(&t, term, &receiver, &ty)?;
+                    elements.push((i, Assign::DeleteElement(src)));
+                }
+                Some(ast::ElementOrField::Field(field)) => {
+                    if !matches!(c.ty, ColumnType::Udt { .. }) {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid field deletion operation for non-UDT column {}",
+                            c.name
+                        )));
+                    }
+                    if is_frozen(&c) {
+                        return Err(EngineError::invalid(format!(
+                            "Frozen UDT column {} does not support field deletions",
+                            c.name
+                        )));
+                    }
+                    let (index, _) = udt_field(&c, field)?;
+                    elements.push((i, Assign::SetField(index, Src::Const(None))));
+                }
             }
-            columns.push(i);
         }
         let (partitions, clustering, _) = self.where_clause(&t, &s.where_clause, false, true)?;
         let PartitionSel::Keys(partition) = partitions else {
@@ -1144,7 +1276,7 @@ impl<'a> Builder<'a> {
             table: t,
             partition,
             clustering,
-            kind: WriteKind::Delete { columns },
+            kind: WriteKind::Delete { columns, elements },
             ttl: None,
             timestamp,
             condition,
@@ -1162,6 +1294,113 @@ impl<'a> Builder<'a> {
         }
         out
     }
+}
+
+fn is_frozen(c: &ColumnDef) -> bool {
+    c.cql_type.starts_with("frozen<")
+}
+
+fn is_collection(ty: &ColumnType) -> bool {
+    matches!(
+        ty,
+        ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..)
+    )
+}
+
+#[allow(clippy::panic)]
+fn unreachable_collection() -> ! {
+    panic!("is_collection checked the type")
+}
+
+/// The index and type of `field` in the non-frozen UDT column `c`, with Cassandra's errors.
+fn udt_field(c: &ColumnDef, field: &str) -> Result<(usize, ColumnType), EngineError> {
+    let ColumnType::Udt { fields, .. } = &c.ty else {
+        return Err(EngineError::invalid(format!(
+            "Invalid field deletion operation for non-UDT column {}",
+            c.name
+        )));
+    };
+    fields
+        .iter()
+        .position(|(n, _)| n == field)
+        .map(|i| (i, fields[i].1.clone()))
+        .ok_or_else(|| {
+            EngineError::invalid(format!(
+                "UDT column {} does not have a field named {field}",
+                c.name
+            ))
+        })
+}
+
+/// Cassandra's refusals of an assignment the column's kind does not take: an operation on a
+/// frozen collection or UDT, a field of a non-UDT, arithmetic on a non-counter. The message
+/// quotes the assignment as Cassandra prints it (including its `-` for a frozen prepend).
+fn check_operation(c: &ColumnDef, a: &ast::Assignment) -> Result<(), EngineError> {
+    use ast::Assignment as A;
+    let col = &c.name;
+    let refuse = |text: String, what: &str| {
+        Err(EngineError::invalid(format!(
+            "Invalid operation ({text}) for {what} column {col}"
+        )))
+    };
+    let counter = c.ty == ColumnType::Counter;
+    let collection = is_collection(&c.ty);
+    match a {
+        A::Set { .. } => Ok(()),
+        A::SetField { field, value, .. } => match &c.ty {
+            ColumnType::Udt { .. } if is_frozen(c) => {
+                refuse(format!("{col}.{field} = {value}"), "frozen UDT")
+            }
+            ColumnType::Udt { .. } => Ok(()),
+            _ => refuse(format!("{col}.{field} = {value}"), "non-UDT"),
+        },
+        A::Add { value, .. } | A::Subtract { value, .. } => {
+            let sign = if matches!(a, A::Add { .. }) { '+' } else { '-' };
+            let text = format!("{col} = {col} {sign} {value}");
+            if collection && is_frozen(c) {
+                refuse(text, "frozen collection")
+            } else if matches!(c.ty, ColumnType::Udt { .. } | ColumnType::Tuple(_)) {
+                // Cassandra's UDTs are tuples underneath, and its message says so.
+                refuse(text, "tuple")
+            } else if !collection && !counter {
+                refuse(text, "non counter")
+            } else {
+                Ok(())
+            }
+        }
+        A::Prepend { value, .. } if collection && is_frozen(c) => {
+            refuse(format!("{col} = {value} - {col}"), "frozen list")
+        }
+        A::SetElement { key, value, .. } if collection && is_frozen(c) => {
+            refuse(format!("{col}[{key}] = {value}"), "frozen collection")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Cassandra's parser refuses two settings of one column that cannot both apply: a plain
+/// `c = v` with anything else on `c`, or the same UDT field twice.
+fn incompatible_settings(assignments: &[ast::Assignment]) -> Result<(), EngineError> {
+    use ast::Assignment as A;
+    for (i, a) in assignments.iter().enumerate() {
+        for b in &assignments[..i] {
+            if a.column() != b.column() {
+                continue;
+            }
+            let clash = match (a, b) {
+                (A::Set { .. }, _) | (_, A::Set { .. }) => true,
+                (A::SetField { field: f, .. }, A::SetField { field: g, .. }) => f == g,
+                _ => false,
+            };
+            if clash {
+                return Err(EngineError::syntax(format!(
+                    "Multiple incompatible setting of column {}",
+                    a.column()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `INSERT ... JSON '{...}'`: each JSON key to its column and value (keys match column

@@ -125,6 +125,45 @@ fn normalized_fields<'a>(
     (pos == raw.len()).then_some(out)
 }
 
+/// A list index argument: a non-null int.
+fn list_index(arg: Option<&[u8]>) -> Result<i32, EngineError> {
+    let arg = arg.ok_or_else(|| EngineError::invalid("Invalid null value for list index"))?;
+    <[u8; 4]>::try_from(arg)
+        .map(i32::from_be_bytes)
+        .map_err(|_| EngineError::invalid("Invalid list index"))
+}
+
+/// The fields of a tuple or UDT value (`None` for a null field).
+fn decode_fields(raw: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < raw.len() {
+        let len = i32::from_be_bytes(raw.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        if len < 0 {
+            out.push(None);
+            continue;
+        }
+        out.push(Some(raw.get(pos..pos + len as usize)?.to_vec()));
+        pos += len as usize;
+    }
+    Some(out)
+}
+
+fn encode_fields(values: &[Option<Vec<u8>>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        match v {
+            Some(v) => {
+                out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                out.extend_from_slice(v);
+            }
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    out
+}
+
 fn bad() -> EngineError {
     EngineError::invalid("Invalid collection value")
 }
@@ -179,11 +218,13 @@ pub fn apply(
             items
         }
         (ColumnType::List(_), Assign::SetKey(..)) => {
+            if current.is_none() {
+                return Err(EngineError::invalid(
+                    "Attempted to set an element on a list which is null",
+                ));
+            }
             let mut items = decode_list_elements(cur).ok_or_else(bad)?;
-            let idx = arg
-                .and_then(|a| <[u8; 4]>::try_from(a).ok())
-                .map(i32::from_be_bytes)
-                .ok_or_else(|| EngineError::invalid("Invalid list index"))?;
+            let idx = list_index(arg)?;
             let len = items.len();
             let slot = items
                 .get_mut(idx as usize)
@@ -225,6 +266,50 @@ pub fn apply(
             }
             kvs.sort_by(|a, b| crate::types::compare(k, &a.0, &b.0));
             return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
+        }
+        (ColumnType::List(_), Assign::DeleteElement(_)) => {
+            let idx = list_index(arg)?;
+            if current.is_none() {
+                return Err(EngineError::invalid(
+                    "Attempted to delete an element from a list which is null",
+                ));
+            }
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            if idx < 0 || idx as usize >= items.len() {
+                return Err(EngineError::invalid(format!(
+                    "List index {idx} out of bound, list has size {}",
+                    items.len()
+                )));
+            }
+            items.remove(idx as usize);
+            items
+        }
+        (ColumnType::Set(_), Assign::DeleteElement(_)) => {
+            let element = arg.ok_or_else(|| EngineError::invalid("Invalid null set element"))?;
+            let mut items = decode_list_elements(cur).ok_or_else(bad)?;
+            items.retain(|i| i != element);
+            items
+        }
+        (ColumnType::Map(..), Assign::DeleteElement(_)) => {
+            let key = arg.ok_or_else(|| EngineError::invalid("Invalid null map key"))?;
+            let mut kvs = decode_map(cur).ok_or_else(bad)?;
+            kvs.retain(|(ek, _)| ek != key);
+            return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
+        }
+        (ColumnType::Udt { fields, .. }, Assign::SetField(i, _)) => {
+            let mut values = match current {
+                Some(c) => decode_fields(c).ok_or_else(bad)?,
+                None => Vec::new(),
+            };
+            values.resize(fields.len(), None);
+            if let Some(slot) = values.get_mut(*i) {
+                *slot = arg.map(<[u8]>::to_vec);
+            }
+            // A UDT whose every field is null is no value at all (its cells are all dead).
+            if values.iter().all(Option::is_none) {
+                return Ok(None);
+            }
+            return Ok(Some(encode_fields(&values)));
         }
         (t, _) => {
             return Err(EngineError::invalid(format!(

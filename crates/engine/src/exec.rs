@@ -34,6 +34,23 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
                 "There were not enough values bound: no value for marker {i}"
             ))),
         },
+        Src::Fields(fields) => {
+            let mut out = Vec::new();
+            for (field, unset_message) in fields {
+                match resolve(field, vals) {
+                    Ok(Some(v)) => {
+                        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        out.extend_from_slice(&v);
+                    }
+                    Ok(None) => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Err(EngineError::Unset(_)) => {
+                        return Err(EngineError::invalid(unset_message.clone()))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(Some(out))
+        }
     }
 }
 
@@ -1095,7 +1112,7 @@ impl Engine {
                         });
                         for (id, is_static, op, ty) in &ops {
                             if *is_static {
-                                e.ops.push(CollectionOp::new(
+                                e.ops.extend(CollectionOp::new(
                                     *id,
                                     op.clone(),
                                     ty.clone(),
@@ -1121,7 +1138,7 @@ impl Engine {
                         });
                         for (id, is_static, op, ty) in &ops {
                             if !*is_static {
-                                e.ops.push(CollectionOp::new(
+                                e.ops.extend(CollectionOp::new(
                                     *id,
                                     op.clone(),
                                     ty.clone(),
@@ -1134,12 +1151,18 @@ impl Engine {
                     }
                 }
             }
-            WriteKind::Delete { columns } => {
+            WriteKind::Delete { columns, elements } => {
                 let del = Deletion {
                     ts,
                     local_del: now.secs,
                 };
                 for p in &parts {
+                    if !elements.is_empty() {
+                        self.delete_elements(t, p, elements, full_row, &rows_cl, ts, vals, out)?;
+                    }
+                    if columns.is_empty() && !elements.is_empty() {
+                        continue;
+                    }
                     if columns.is_empty() {
                         if plan.clustering.is_unrestricted() {
                             out.header(&p.prefix).delta.merge(PartitionHeader {
@@ -1210,6 +1233,59 @@ impl Engine {
                         }
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// `DELETE m[k], l[i], s[e], u.f FROM ...`: operations on the stored values of a row's
+    /// (or the partition's static) collections and UDTs, run when the write is applied.
+    #[allow(clippy::too_many_arguments)]
+    fn delete_elements(
+        &self,
+        t: &TableDef,
+        p: &PartitionRef,
+        elements: &[(usize, Assign)],
+        full_row: bool,
+        rows_cl: &[Vec<Vec<u8>>],
+        ts: i64,
+        vals: &Bound_,
+        out: &mut Mutations,
+    ) -> Result<(), EngineError> {
+        for (idx, op) in elements {
+            let c = &t.columns[*idx];
+            if c.kind == ColumnKind::Static {
+                let e = out.header(&p.prefix);
+                e.ops.extend(CollectionOp::new(
+                    c.id,
+                    op.clone(),
+                    c.ty.clone(),
+                    ts,
+                    None,
+                    vals,
+                )?);
+                continue;
+            }
+            if !full_row {
+                return Err(EngineError::invalid(
+                    "Range deletions are not supported for specific columns",
+                ));
+            }
+            for cl in rows_cl {
+                let enc = encode_clustering(t, cl);
+                let e = out.row(keys::row_key(&p.prefix, &enc));
+                e.delta.merge(Row {
+                    clustering: cl.clone(),
+                    ..Row::default()
+                });
+                e.ops.extend(CollectionOp::new(
+                    c.id,
+                    op.clone(),
+                    c.ty.clone(),
+                    ts,
+                    None,
+                    vals,
+                )?);
             }
         }
         Ok(())
@@ -1443,6 +1519,20 @@ fn passes_filters(
     })
 }
 
+/// Cassandra's error for an unset value naming a collection element.
+fn unset_element(e: EngineError, ty: &ColumnType) -> EngineError {
+    match (e, ty) {
+        (EngineError::Unset(_), ColumnType::Map(..)) => {
+            EngineError::invalid("Invalid unset map key")
+        }
+        (EngineError::Unset(_), ColumnType::Set(_)) => {
+            EngineError::invalid("Invalid unset set element")
+        }
+        (EngineError::Unset(_), _) => EngineError::invalid("Invalid unset value for list index"),
+        (e, _) => e,
+    }
+}
+
 /// A collection update that needs the stored value (append, remove, put by key).
 pub(crate) struct CollectionOp {
     column: u16,
@@ -1455,6 +1545,7 @@ pub(crate) struct CollectionOp {
 }
 
 impl CollectionOp {
+    /// The operation with its values resolved; `None` when an unset value makes it a no-op.
     fn new(
         column: u16,
         op: Assign,
@@ -1462,13 +1553,33 @@ impl CollectionOp {
         ts: i64,
         expiry: Option<Expiry>,
         vals: &Bound_,
-    ) -> Result<CollectionOp, EngineError> {
-        let (arg, arg2) = match &op {
-            Assign::Append(s) | Assign::Prepend(s) | Assign::Remove(s) => (resolve(s, vals)?, None),
-            Assign::SetKey(k, v) => (resolve(k, vals)?, resolve(v, vals)?),
-            Assign::Set(s) => (resolve(s, vals)?, None),
+    ) -> Result<Option<CollectionOp>, EngineError> {
+        // An unset value makes the operation a no-op (`m[k] = unset`, `u.f = unset`), except
+        // where it names the element to work on.
+        let unset_is_noop = |r: Result<Option<Vec<u8>>, EngineError>| match r {
+            Err(EngineError::Unset(_)) => Ok(None),
+            other => other.map(Some),
         };
-        Ok(CollectionOp {
+        let (arg, arg2) = match &op {
+            Assign::Append(s) | Assign::Prepend(s) | Assign::Remove(s) | Assign::Set(s) => {
+                (resolve(s, vals)?, None)
+            }
+            Assign::SetKey(k, v) => {
+                let key = resolve(k, vals).map_err(|e| unset_element(e, &ty))?;
+                match unset_is_noop(resolve(v, vals))? {
+                    Some(v) => (key, v),
+                    None => return Ok(None),
+                }
+            }
+            Assign::DeleteElement(k) => {
+                (resolve(k, vals).map_err(|e| unset_element(e, &ty))?, None)
+            }
+            Assign::SetField(_, v) => match unset_is_noop(resolve(v, vals))? {
+                Some(v) => (v, None),
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(CollectionOp {
             column,
             op,
             ty,
@@ -1476,7 +1587,7 @@ impl CollectionOp {
             expiry,
             arg,
             arg2,
-        })
+        }))
     }
 
     fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {

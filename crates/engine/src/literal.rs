@@ -17,9 +17,70 @@ pub fn type_name(ty: &ColumnType) -> String {
     crate::types::cql_type_name(ty)
 }
 
-/// Serializes a literal for a receiver of type `ty`.
+/// Serializes a literal for a receiver of type `ty` (messages name no receiver).
 pub fn literal_to_bytes(ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>>, EngineError> {
+    literal_for("", ty, lit)
+}
+
+/// True when the literal's kind can stand for a value of `ty` (Cassandra's assignment test:
+/// an INTEGER fits an int or a text column does not, whatever its digits).
+fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
     use ColumnType as T;
+    match lit {
+        Literal::Null => true,
+        Literal::String(_) => matches!(
+            ty,
+            T::Varchar | T::Ascii | T::Timestamp | T::Date | T::Time | T::Inet | T::Duration
+        ),
+        Literal::Integer(_) => matches!(
+            ty,
+            T::Timestamp
+                | T::Date
+                | T::Time
+                | T::Int
+                | T::Bigint
+                | T::Counter
+                | T::Smallint
+                | T::Tinyint
+                | T::Varint
+                | T::Decimal
+                | T::Double
+                | T::Float
+        ),
+        Literal::Float(_) => matches!(ty, T::Decimal | T::Double | T::Float),
+        Literal::Boolean(_) => matches!(ty, T::Boolean),
+        Literal::Uuid(_) => matches!(ty, T::Uuid | T::Timeuuid),
+        Literal::Blob(_) => matches!(ty, T::Blob | T::Custom(_)),
+        Literal::Duration(_) => matches!(ty, T::Duration),
+    }
+}
+
+/// An integer literal that does not fit its type: Cassandra's message names the Java type.
+fn bad_integer(ty: &ColumnType, s: &str) -> EngineError {
+    let java = match ty {
+        ColumnType::Int => "int",
+        ColumnType::Bigint | ColumnType::Counter => "long",
+        ColumnType::Smallint => "short",
+        ColumnType::Tinyint => "byte",
+        _ => return bad(ty, "integer"),
+    };
+    EngineError::invalid(format!("Unable to make {java} from '{s}'"))
+}
+
+/// Serializes a literal for the receiver `name` of type `ty`.
+fn literal_for(name: &str, ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>>, EngineError> {
+    use ColumnType as T;
+    if !literal_fits(ty, lit) {
+        let raw = match lit {
+            Literal::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return Err(EngineError::invalid(format!(
+            "Invalid {} constant ({raw}) for \"{name}\" of type {}",
+            literal_kind(lit),
+            type_name(ty)
+        )));
+    }
     let v = match (lit, ty) {
         (Literal::Null, _) => return Ok(None),
         (Literal::String(s), T::Varchar) => Value::Varchar(s.clone()),
@@ -65,15 +126,15 @@ pub fn literal_to_bytes(ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>
                 nanos,
             }
         }
-        (Literal::Integer(s), T::Int) => Value::Int(s.parse().map_err(|_| bad(ty, "integer"))?),
+        (Literal::Integer(s), T::Int) => Value::Int(s.parse().map_err(|_| bad_integer(ty, s))?),
         (Literal::Integer(s), T::Bigint | T::Counter) => {
-            Value::Bigint(s.parse().map_err(|_| bad(ty, "integer"))?)
+            Value::Bigint(s.parse().map_err(|_| bad_integer(ty, s))?)
         }
         (Literal::Integer(s), T::Smallint) => {
-            Value::Smallint(s.parse().map_err(|_| bad(ty, "integer"))?)
+            Value::Smallint(s.parse().map_err(|_| bad_integer(ty, s))?)
         }
         (Literal::Integer(s), T::Tinyint) => {
-            Value::Tinyint(s.parse().map_err(|_| bad(ty, "integer"))?)
+            Value::Tinyint(s.parse().map_err(|_| bad_integer(ty, s))?)
         }
         (Literal::Integer(s), T::Varint) => {
             Value::Varint(varint_from_decimal(s).ok_or_else(|| bad(ty, "integer"))?)
@@ -128,11 +189,46 @@ fn literal_kind(l: &Literal) -> &'static str {
     }
 }
 
-/// A constant term (no bind markers) serialized for `ty`; collections included.
+/// A constant term (no bind markers) serialized for `ty`; collections included. Messages
+/// name no receiver: [`const_term_for`] is the form with one.
 pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, EngineError> {
+    const_term_for("", ty, term)
+}
+
+/// Cassandra's refusal of an element whose literal kind does not fit (`value 'a' is not of
+/// type int`); `None` when it fits or is not a plain literal.
+fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
+    match element {
+        Term::Literal(l) if !literal_fits(ty, l) => {
+            Some(format!("{element} is not of type {}", type_name(ty)))
+        }
+        _ => None,
+    }
+}
+
+/// A constant term serialized for the receiver `name` (a column, or `u.f`, `value(s)`, ...)
+/// of type `ty`, with Cassandra's messages naming it.
+pub fn const_term_for(
+    name: &str,
+    ty: &ColumnType,
+    term: &Term,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    let element_error = |what: &str, detail: String| {
+        EngineError::invalid(format!("Invalid {what} literal for {name}: {detail}"))
+    };
     match term {
-        Term::Literal(l) => literal_to_bytes(ty, l),
-        Term::TypeHint { term, .. } => const_term(ty, term),
+        Term::Literal(l) => literal_for(name, ty, l),
+        Term::TypeHint { term, .. } => const_term_for(name, ty, term),
+        Term::Set(items) if matches!(ty, ColumnType::List(_)) && !items.is_empty() => {
+            Err(EngineError::invalid(format!(
+                "Invalid set literal for {name} of type {}",
+                type_name(ty)
+            )))
+        }
+        Term::List(_) if !matches!(ty, ColumnType::List(_)) => Err(EngineError::invalid(format!(
+            "Unexpected receiver type '{}'; only list and vector are expected",
+            type_name(ty)
+        ))),
         Term::List(items) | Term::Set(items)
             if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) =>
         {
@@ -140,8 +236,16 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
                 ColumnType::List(e) | ColumnType::Set(e) => e,
                 _ => unreachable_type(),
             };
+            let what = if matches!(ty, ColumnType::List(_)) {
+                "list"
+            } else {
+                "set"
+            };
             let mut vals = Vec::with_capacity(items.len());
             for i in items {
+                if let Some(m) = misfit(i, elem) {
+                    return Err(element_error(what, format!("value {m}")));
+                }
                 vals.push(const_term(elem, i)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?);
@@ -161,6 +265,12 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             };
             let mut kvs = Vec::with_capacity(pairs.len());
             for (k, v) in pairs {
+                if let Some(m) = misfit(k, kt) {
+                    return Err(element_error("map", format!("key {m}")));
+                }
+                if let Some(m) = misfit(v, vt) {
+                    return Err(element_error("map", format!("value {m}")));
+                }
                 let k = const_term(kt, k)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?;
@@ -193,7 +303,13 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
                 )));
             }
             let mut out = Vec::new();
-            for (i, t) in items.iter().zip(types) {
+            for (n, (i, t)) in items.iter().zip(types).enumerate() {
+                if misfit(i, t).is_some() {
+                    return Err(element_error(
+                        "tuple",
+                        format!("component {n} is not of type {}", type_name(t)),
+                    ));
+                }
                 match const_term(t, i)? {
                     Some(v) => {
                         out.extend_from_slice(&(v.len() as i32).to_be_bytes());
@@ -209,16 +325,22 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
                 unreachable_type()
             };
             let mut out = Vec::new();
-            for (name, _) in fields {
-                if !defs.iter().any(|(n, _)| n == name) {
+            for (field, _) in fields {
+                if !defs.iter().any(|(n, _)| n == field) {
                     return Err(EngineError::invalid(format!(
-                        "Unknown field '{name}' in value of user defined type {}",
+                        "Unknown field '{field}' in value of user defined type {}",
                         type_name(ty)
                     )));
                 }
             }
-            for (name, t) in defs {
-                match fields.iter().find(|(n, _)| n == name) {
+            for (field, t) in defs {
+                match fields.iter().find(|(n, _)| n == field) {
+                    Some((_, term)) if misfit(term, t).is_some() => {
+                        return Err(element_error(
+                            "user type",
+                            format!("field {field} is not of type {}", type_name(t)),
+                        ))
+                    }
                     Some((_, term)) => match const_term(t, term)? {
                         Some(v) => {
                             out.extend_from_slice(&(v.len() as i32).to_be_bytes());
@@ -233,10 +355,10 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
         }
         Term::Negate(inner) => match &**inner {
             Term::Literal(Literal::Integer(s)) => {
-                literal_to_bytes(ty, &Literal::Integer(format!("-{s}")))
+                literal_for(name, ty, &Literal::Integer(format!("-{s}")))
             }
             Term::Literal(Literal::Float(s)) => {
-                literal_to_bytes(ty, &Literal::Float(format!("-{s}")))
+                literal_for(name, ty, &Literal::Float(format!("-{s}")))
             }
             _ => Err(EngineError::invalid("Invalid negation")),
         },

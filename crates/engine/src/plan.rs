@@ -13,6 +13,10 @@ pub enum Src {
     Const(Option<Vec<u8>>),
     /// The n-th bound value.
     Bind(usize),
+    /// A tuple or UDT literal with bind markers among its fields: each field resolved and
+    /// serialized as `[bytes]` (null as -1), in the type's field order. An unset field is
+    /// refused with the message kept beside it.
+    Fields(Vec<(Src, String)>),
 }
 
 /// A restriction to one or several values of one key column.
@@ -191,6 +195,10 @@ pub enum Assign {
     Remove(Src),
     /// `c[k] = v` for maps (and lists by index).
     SetKey(Src, Src),
+    /// `DELETE c[k]`: a map key, a set element or a list index.
+    DeleteElement(Src),
+    /// `u.f = v` (and `DELETE u.f`, a null value) on a non-frozen UDT: the field's index.
+    SetField(usize, Src),
 }
 
 #[derive(Debug, Clone)]
@@ -200,8 +208,12 @@ pub enum WriteKind {
         marker: bool,
         assignments: Vec<(usize, Assign)>,
     },
-    /// DELETE of the whole row/range/partition (`columns` empty) or of some columns.
-    Delete { columns: Vec<usize> },
+    /// DELETE of the whole row/range/partition (`columns` and `elements` empty), of some
+    /// columns, or of collection elements and UDT fields (`DELETE m[k], u.f`).
+    Delete {
+        columns: Vec<usize>,
+        elements: Vec<(usize, Assign)>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
