@@ -114,3 +114,17 @@ def test_map_entry_set_to_unset_is_a_no_op(s):
     s.execute("INSERT INTO t (k, c, m) VALUES (1, 1, {'a': 1})")
     s.execute(s.prepare("UPDATE t SET m[?] = ? WHERE k = ? AND c = ?"), ("a", UNSET_VALUE, 1, 1))
     assert dict(s.execute("SELECT m FROM t WHERE k = 1 AND c = 1").one().m) == {"a": 1}
+
+
+def test_prepare_after_the_table_is_created_anew(session, ks):
+    """Found by the differential generator: a statement prepared before DROP TABLE and CREATE
+    TABLE with other types is prepared again with the new types, as Cassandra does."""
+    session.execute("CREATE TABLE p (k int PRIMARY KEY, v int)")
+    p = session.prepare("SELECT * FROM p WHERE k = ?")
+    assert p.column_metadata[0].type.typename == "int"
+    session.execute("DROP TABLE p")
+    session.execute("CREATE TABLE p (k text PRIMARY KEY, v int)")
+    session.execute("INSERT INTO p (k, v) VALUES ('a', 1)")
+    p = session.prepare("SELECT * FROM p WHERE k = ?")
+    assert p.column_metadata[0].type.typename == "varchar"
+    assert [tuple(r) for r in session.execute(p, ("a",))] == [("a", 1)]

@@ -1004,6 +1004,13 @@ impl<'a> Builder<'a> {
                         values.len()
                     )));
                 }
+                if columns
+                    .iter()
+                    .enumerate()
+                    .any(|(i, c)| columns[..i].contains(c))
+                {
+                    return Err(EngineError::invalid("The column names contains duplicates"));
+                }
                 let mut out = Vec::with_capacity(columns.len());
                 for (name, term) in columns.iter().zip(values) {
                     let (_, c) = self.column(&t, name)?;
@@ -1294,6 +1301,16 @@ impl<'a> Builder<'a> {
         }
         out
     }
+}
+
+/// Cassandra refuses `USING TIMESTAMP` on a conditional write (Paxos picks the timestamp).
+pub(crate) fn no_timestamp_if_conditional(plan: &WritePlan) -> Result<(), EngineError> {
+    if plan.condition.is_some() && plan.timestamp.is_some() {
+        return Err(EngineError::invalid(
+            "Cannot provide custom timestamp for conditional updates",
+        ));
+    }
+    Ok(())
 }
 
 fn is_frozen(c: &ColumnDef) -> bool {

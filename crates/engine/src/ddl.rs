@@ -601,7 +601,7 @@ pub fn create_table(
                 c.ty, c.name
             )));
         }
-        if is_key && ty == ColumnType::Duration {
+        if is_key && contains_duration(&ty) {
             return Err(EngineError::invalid(format!(
                 "duration type is not supported for PRIMARY KEY column '{}'",
                 c.name
@@ -858,4 +858,16 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
         replication: replication(&ck.properties, None)?,
         durable_writes: keyspace_properties_durable(&ck.properties, true)?,
     })
+}
+
+/// Durations have no order, so Cassandra refuses them anywhere inside a key column's type.
+fn contains_duration(ty: &ColumnType) -> bool {
+    match ty {
+        ColumnType::Duration => true,
+        ColumnType::List(t) | ColumnType::Set(t) => contains_duration(t),
+        ColumnType::Map(k, v) => contains_duration(k) || contains_duration(v),
+        ColumnType::Tuple(ts) => ts.iter().any(contains_duration),
+        ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| contains_duration(t)),
+        _ => false,
+    }
 }

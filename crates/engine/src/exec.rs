@@ -1082,11 +1082,11 @@ impl Engine {
                         }
                     };
                     let cv = match value {
-                        Some(v) => {
+                        Some(v) if !is_no_value(c, &v) => {
                             validate(&c.ty, &v, &c.name)?;
                             CellValue::Live { value: v, expiry }
                         }
-                        None => CellValue::Tombstone {
+                        _ => CellValue::Tombstone {
                             local_del: now.secs,
                         },
                     };
@@ -1517,6 +1517,31 @@ fn passes_filters(
             FilterOp::Ge => ord != Less,
         }
     })
+}
+
+/// A value that Cassandra stores as no value at all in a non-frozen (multi-cell) column: an
+/// empty collection, or a UDT whose every field is null. Writing one deletes the column.
+fn is_no_value(c: &crate::catalog::ColumnDef, v: &[u8]) -> bool {
+    if c.cql_type.starts_with("frozen<") {
+        return false;
+    }
+    match &c.ty {
+        ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..) => {
+            v.len() == 4 && v == 0i32.to_be_bytes()
+        }
+        ColumnType::Udt { .. } => {
+            let mut pos = 0;
+            while pos + 4 <= v.len() {
+                let len = i32::from_be_bytes([v[pos], v[pos + 1], v[pos + 2], v[pos + 3]]);
+                if len >= 0 {
+                    return false;
+                }
+                pos += 4;
+            }
+            pos == v.len()
+        }
+        _ => false,
+    }
 }
 
 /// Cassandra's error for an unset value naming a collection element.

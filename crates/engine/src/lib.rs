@@ -518,16 +518,19 @@ impl Engine {
             }
             cql::Statement::Insert(s) => {
                 let plan = b.insert(s)?;
+                build::no_timestamp_if_conditional(&plan)?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Update(s) => {
                 let plan = b.update(s)?;
+                build::no_timestamp_if_conditional(&plan)?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Delete(s) => {
                 let plan = b.delete(s)?;
+                build::no_timestamp_if_conditional(&plan)?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
@@ -611,20 +614,25 @@ impl Engine {
         h.write(keyspace.unwrap_or("").as_bytes());
         h.write(text.as_bytes());
         let id = h.digest16();
+        // A statement prepared before a schema change is prepared again (its bind types and
+        // result columns may have changed, as when a table is dropped and created anew).
+        let gen = self.schema_generation.load(Ordering::Acquire);
         if let Some(p) = self
             .prepared
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&id)
         {
-            return Ok(p.clone());
+            let current = p.compiled.read().unwrap_or_else(|x| x.into_inner()).0 == gen;
+            if current {
+                return Ok(p.clone());
+            }
         }
         let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
         let compiled = self
             .compile(&parsed, keyspace, &schema)
             .map_err(EngineError::into_db)?;
-        let gen = self.schema_generation.load(Ordering::Acquire);
         let p = Arc::new(Prepared {
             id,
             query: text.to_string(),

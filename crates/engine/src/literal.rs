@@ -28,13 +28,15 @@ fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
     use ColumnType as T;
     match lit {
         Literal::Null => true,
+        // Cassandra 5.0 takes no string for a duration, only the duration literal itself.
         Literal::String(_) => matches!(
             ty,
-            T::Varchar | T::Ascii | T::Timestamp | T::Date | T::Time | T::Inet | T::Duration
+            T::Varchar | T::Ascii | T::Timestamp | T::Date | T::Time | T::Inet
         ),
         Literal::Integer(_) => matches!(
             ty,
-            T::Timestamp
+            T::Duration
+                | T::Timestamp
                 | T::Date
                 | T::Time
                 | T::Int
@@ -116,6 +118,11 @@ fn literal_for(name: &str, ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<
         (Literal::String(s), T::Inet) => Value::Inet(s.parse::<IpAddr>().map_err(|_| {
             EngineError::invalid(format!("Unable to make inet address from '{s}'"))
         })?),
+        (Literal::Integer(s), T::Duration) => {
+            return Err(EngineError::invalid(format!(
+                "Unable to convert '{s}' to a duration"
+            )))
+        }
         (Literal::String(s), T::Duration) | (Literal::Duration(s), T::Duration) => {
             let (months, days, nanos) = parse_duration(s).ok_or_else(|| {
                 EngineError::invalid(format!("Unable to convert '{s}' to a duration"))
