@@ -590,15 +590,8 @@ impl<'a> Builder<'a> {
         let selection = match &s.selection {
             ast::Selection::Wildcard => {
                 let mut sels = Vec::new();
-                // Cassandra's `*` order: partition key, clustering, then the static columns
-                // by name, then the regular ones by name (`t.columns` keeps the last two mixed).
-                let mut order: Vec<(usize, &ColumnDef)> = t.columns.iter().enumerate().collect();
-                order.sort_by_key(|(_, c)| match c.kind {
-                    ColumnKind::PartitionKey | ColumnKind::Clustering => 0,
-                    ColumnKind::Static => 1,
-                    ColumnKind::Regular => 2,
-                });
-                for (i, c) in order {
+                for i in wildcard_order(&t) {
+                    let c = &t.columns[i];
                     if s.distinct
                         && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
                     {
@@ -965,32 +958,105 @@ impl<'a> Builder<'a> {
         t: &TableDef,
         c: &Option<ast::IfClause>,
     ) -> Result<Option<Condition>, EngineError> {
-        Ok(match c {
-            None => None,
-            Some(ast::IfClause::Exists) => Some(Condition::IfExists),
-            Some(ast::IfClause::Conditions(conds)) => {
-                let mut out = Vec::new();
-                for cond in conds {
-                    let (i, col) = self.column(t, &cond.column)?;
-                    let col = col.clone();
-                    if cond.target.is_some() {
-                        return Err(EngineError::invalid(
-                            "Conditions on collection elements are not supported yet",
-                        ));
+        let conds = match c {
+            None => return Ok(None),
+            Some(ast::IfClause::Exists) => return Ok(Some(Condition::IfExists)),
+            Some(ast::IfClause::Conditions(conds)) => conds,
+        };
+        let mut out = Vec::with_capacity(conds.len());
+        for cond in conds {
+            let (column, col) = self.column(t, &cond.column)?;
+            let col = col.clone();
+            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column '{}' cannot have IF conditions",
+                    col.name
+                )));
+            }
+            // What the condition compares: the column, one element of it, or one field.
+            let (target, ty, receiver) = match &cond.target {
+                None => (CondTarget::Whole, col.ty.clone(), col.name.clone()),
+                Some(ast::ElementOrField::Element(key)) => {
+                    let (key_ty, key_name, elem) = match &col.ty {
+                        ColumnType::List(e) => (ColumnType::Int, format!("idx({})", col.name), e),
+                        ColumnType::Map(k, v) => ((**k).clone(), format!("key({})", col.name), v),
+                        other => {
+                            return Err(EngineError::invalid(format!(
+                                "Invalid element access syntax for {} column {}",
+                                crate::types::cql_type_name(other),
+                                col.name
+                            )))
+                        }
+                    };
+                    let key = self.term(t, key, &key_name, &key_ty)?;
+                    let name = format!("value({})", col.name);
+                    (CondTarget::Element(key), (**elem).clone(), name)
+                }
+                Some(ast::ElementOrField::Field(f)) => {
+                    let ColumnType::Udt { fields, .. } = &col.ty else {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid field selection: {} of type {} is not a user type",
+                            col.name,
+                            crate::types::cql_type_name(&col.ty)
+                        )));
+                    };
+                    let Some(i) = fields.iter().position(|(n, _)| n == f) else {
+                        return Err(EngineError::invalid(format!(
+                            "UDT column {} does not have a field named {f}",
+                            col.name
+                        )));
+                    };
+                    (
+                        CondTarget::Field(i),
+                        fields[i].1.clone(),
+                        format!("{}.{f}", col.name),
+                    )
+                }
+            };
+            let op = match &cond.op {
+                ast::ConditionOp::Compare(Operator::Contains, term) => {
+                    let elem = match &ty {
+                        ColumnType::List(e) | ColumnType::Set(e) | ColumnType::Map(_, e) => {
+                            (**e).clone()
+                        }
+                        other => return Err(EngineError::invalid(format!(
+                            "Cannot use CONTAINS on non-collection column {receiver} of type {}",
+                            crate::types::cql_type_name(other)
+                        ))),
+                    };
+                    CondOp::Contains(self.term(t, term, &format!("value({receiver})"), &elem)?)
+                }
+                ast::ConditionOp::Compare(Operator::ContainsKey, term) => {
+                    let ColumnType::Map(k, _) = &ty else {
+                        return Err(EngineError::invalid(format!(
+                            "Cannot use CONTAINS KEY on non-map column {receiver} of type {}",
+                            crate::types::cql_type_name(&ty)
+                        )));
+                    };
+                    let key_ty = (**k).clone();
+                    CondOp::ContainsKey(self.term(t, term, &format!("key({receiver})"), &key_ty)?)
+                }
+                ast::ConditionOp::Compare(op, term) => {
+                    CondOp::Compare(filter_op(*op), self.term(t, term, &receiver, &ty)?)
+                }
+                ast::ConditionOp::In(ast::InValues::Terms(terms)) => {
+                    let mut list = Vec::with_capacity(terms.len());
+                    for term in terms {
+                        list.push(self.term(t, term, &receiver, &ty)?);
                     }
-                    match &cond.op {
-                        ast::ConditionOp::Compare(op, term) => {
-                            let src = self.term(t, term, &col.name, &col.ty)?;
-                            out.push((i, filter_op(*op), src));
-                        }
-                        ast::ConditionOp::In(_) => {
-                            return Err(EngineError::invalid("IN conditions are not supported yet"))
-                        }
+                    CondOp::In(list)
+                }
+                ast::ConditionOp::In(ast::InValues::Marker(m)) => {
+                    let list_ty = ColumnType::List(Box::new(ty.clone()));
+                    match self.bind(t, m, &format!("in({receiver})"), &list_ty) {
+                        Src::Bind(i) => CondOp::InBind(i),
+                        other => CondOp::In(vec![other]),
                     }
                 }
-                Some(Condition::Columns(out))
-            }
-        })
+            };
+            out.push(ColumnCondition { column, target, op });
+        }
+        Ok(Some(Condition::Columns(out)))
     }
 
     pub fn insert(&mut self, s: &ast::InsertStatement) -> Result<WritePlan, EngineError> {
@@ -1301,6 +1367,18 @@ impl<'a> Builder<'a> {
         }
         out
     }
+}
+
+/// Cassandra's `*` order: partition key, clustering, then the static columns by name, then
+/// the regular ones by name (`t.columns` keeps the last two mixed).
+pub(crate) fn wildcard_order(t: &TableDef) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..t.columns.len()).collect();
+    order.sort_by_key(|i| match t.columns[*i].kind {
+        ColumnKind::PartitionKey | ColumnKind::Clustering => 0,
+        ColumnKind::Static => 1,
+        ColumnKind::Regular => 2,
+    });
+    order
 }
 
 /// Cassandra refuses `USING TIMESTAMP` on a conditional write (Paxos picks the timestamp).

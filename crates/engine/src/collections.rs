@@ -33,6 +33,11 @@ fn decode_map(raw: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     Some(out)
 }
 
+/// The entries of a serialized map, in stored order.
+pub(crate) fn map_entries(raw: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    decode_map(raw)
+}
+
 fn encode_map(kvs: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     let mut out = (kvs.len() as i32).to_be_bytes().to_vec();
     for (k, v) in kvs {

@@ -68,7 +68,11 @@ fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineErr
 }
 
 /// Expands key restrictions into the list of concrete values per column.
-fn expand(kv: &KeyValues, vals: &Bound_, col: &str) -> Result<Vec<Vec<u8>>, EngineError> {
+pub(crate) fn expand(
+    kv: &KeyValues,
+    vals: &Bound_,
+    col: &str,
+) -> Result<Vec<Vec<u8>>, EngineError> {
     match kv {
         KeyValues::Eq(s) => Ok(vec![resolve_key(s, vals, col)?]),
         KeyValues::In(list) => list.iter().map(|s| resolve_key(s, vals, col)).collect(),
@@ -1404,43 +1408,6 @@ impl Engine {
             }
         }
         Ok(())
-    }
-
-    /// Reads one stored row (for LWT conditions).
-    pub(crate) fn read_row_for_condition(
-        &self,
-        plan: &WritePlan,
-        vals: &Bound_,
-        now: Now,
-    ) -> Result<Option<(Row, PartitionHeader)>, EngineError> {
-        let t = &plan.table;
-        let parts = partitions(t, &plan.partition, vals)?;
-        let p = parts.first().ok_or_else(|| {
-            EngineError::invalid(
-                "IN on the partition key is not supported with conditional updates",
-            )
-        })?;
-        let header = match self.storage.get(&keys::header_key(&p.prefix))? {
-            Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
-            None => PartitionHeader::default(),
-        };
-        let clust_cols: Vec<_> = t.clustering().collect();
-        let mut cl = Vec::new();
-        for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
-            let v = expand(kv, vals, &col.name)?;
-            cl.push(v.into_iter().next().unwrap_or_default());
-        }
-        let enc = encode_clustering(t, &cl);
-        let key = keys::row_key(&p.prefix, &enc);
-        let row = match self.storage.get(&key)? {
-            Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?,
-            None => return Ok(None),
-        };
-        let outer = header.deletion_for(&enc);
-        if !row.is_live(now.secs, outer) {
-            return Ok(None);
-        }
-        Ok(Some((row, header)))
     }
 
     fn stripe_of(&self, key: &[u8]) -> usize {

@@ -38,6 +38,7 @@ pub mod functions;
 pub mod json;
 pub mod keys;
 pub mod literal;
+mod lwt;
 pub mod plan;
 pub mod row;
 pub mod scalar;
@@ -794,12 +795,17 @@ impl Engine {
                 }
                 partition = keys.into_iter().next();
             }
+            let mut checked = Vec::new();
+            let mut all_hold = true;
             for (p, v) in parts {
                 if let Some(cond) = &p.condition {
-                    if !self.condition_holds(p, cond, v, now)? {
-                        return Ok(applied_result(&p.table, false));
-                    }
+                    let (holds, current) = self.batch_condition(p, cond, v, now)?;
+                    all_hold &= holds;
+                    checked.push((cond, current));
                 }
+            }
+            if !all_hold {
+                return Ok(lwt::batch_not_applied(&parts[0].0.table, &checked, now));
             }
         }
         let mut m = Mutations::default();
@@ -863,138 +869,6 @@ impl Engine {
             }
             CompiledKind::Other => self.run_other(&parsed.statement, opts, now),
         }
-    }
-
-    /// LWT on a single node: serialized by one lock, condition read and write in one step.
-    fn conditional(
-        &self,
-        plan: &plan::WritePlan,
-        cond: &plan::Condition,
-        values: &[Option<BoundValue>],
-        now: Now,
-    ) -> Result<Outcome, EngineError> {
-        let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let existing = self.read_row_for_condition(plan, values, now)?;
-        let applied = self.evaluate_condition(plan, cond, values, existing.as_ref(), now)?;
-        if applied {
-            let mut m = Mutations::default();
-            self.mutations(plan, values, now, None, &mut m)?;
-            self.apply(m)?;
-        }
-        let t = &plan.table;
-        let mut columns = vec![OutputColumn {
-            name: "[applied]".into(),
-            ty: ColumnType::Boolean,
-        }];
-        let mut data = 1i32.to_be_bytes().to_vec();
-        data.push(applied as u8);
-        // A refused condition shows what was there: the whole row for IF NOT EXISTS, the
-        // conditioned columns otherwise.
-        if let (false, Some((row, header))) = (applied, &existing) {
-            let shown: Vec<usize> = match cond {
-                plan::Condition::IfNotExists => (0..t.columns.len()).collect(),
-                plan::Condition::Columns(c) => c.iter().map(|(i, _, _)| *i).collect(),
-                plan::Condition::IfExists => Vec::new(),
-            };
-            let parts = exec::partitions(t, &plan.partition, values)?;
-            let pk = parts.first().map(|p| p.pk.clone()).unwrap_or_default();
-            let pk_parts = token::split_partition_key(&pk, t.pk_count()).unwrap_or_default();
-            for i in shown {
-                let c = &t.columns[i];
-                columns.push(OutputColumn {
-                    name: c.name.clone(),
-                    ty: c.ty.clone(),
-                });
-                let v: Option<Vec<u8>> = match c.kind {
-                    catalog::ColumnKind::PartitionKey => {
-                        pk_parts.get(c.position as usize).map(|v| v.to_vec())
-                    }
-                    catalog::ColumnKind::Clustering => {
-                        row.clustering.get(c.position as usize).cloned()
-                    }
-                    catalog::ColumnKind::Static => header
-                        .static_cell(c.id, now.secs)
-                        .and_then(|x| x.live_value(now.secs))
-                        .map(|v| v.to_vec()),
-                    catalog::ColumnKind::Regular => row
-                        .cell(c.id, now.secs, None)
-                        .and_then(|x| x.live_value(now.secs))
-                        .map(|v| v.to_vec()),
-                };
-                match v {
-                    Some(v) => {
-                        data.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                        data.extend_from_slice(&v);
-                    }
-                    None => data.extend_from_slice(&(-1i32).to_be_bytes()),
-                }
-            }
-        }
-        Ok(Outcome::Rows(ResultSet {
-            keyspace: t.keyspace.clone(),
-            table: t.name.clone(),
-            columns,
-            rows: 1,
-            data,
-            paging_state: None,
-        }))
-    }
-
-    fn condition_holds(
-        &self,
-        plan: &plan::WritePlan,
-        cond: &plan::Condition,
-        values: &[Option<BoundValue>],
-        now: Now,
-    ) -> Result<bool, EngineError> {
-        let existing = self.read_row_for_condition(plan, values, now)?;
-        self.evaluate_condition(plan, cond, values, existing.as_ref(), now)
-    }
-
-    fn evaluate_condition(
-        &self,
-        plan: &plan::WritePlan,
-        cond: &plan::Condition,
-        values: &[Option<BoundValue>],
-        existing: Option<&(row::Row, row::PartitionHeader)>,
-        now: Now,
-    ) -> Result<bool, EngineError> {
-        Ok(match cond {
-            plan::Condition::IfNotExists => existing.is_none(),
-            plan::Condition::IfExists => existing.is_some(),
-            plan::Condition::Columns(conds) => {
-                let mut ok = true;
-                for (idx, op, src) in conds {
-                    let want = exec::resolve(src, values)?;
-                    let c = &plan.table.columns[*idx];
-                    let have = existing.and_then(|(r, h)| match c.kind {
-                        catalog::ColumnKind::Static => h
-                            .static_cell(c.id, now.secs)
-                            .and_then(|x| x.live_value(now.secs))
-                            .map(|v| v.to_vec()),
-                        _ => r
-                            .cell(c.id, now.secs, None)
-                            .and_then(|x| x.live_value(now.secs))
-                            .map(|v| v.to_vec()),
-                    });
-                    let ord = match (&have, &want) {
-                        (Some(a), Some(b)) => types::compare(&c.ty, a, b),
-                        (None, None) => std::cmp::Ordering::Equal,
-                        (None, Some(_)) => std::cmp::Ordering::Less,
-                        (Some(_), None) => std::cmp::Ordering::Greater,
-                    };
-                    ok &= match op {
-                        plan::FilterOp::Eq => ord.is_eq(),
-                        plan::FilterOp::Ne => !ord.is_eq(),
-                        plan::FilterOp::Lt => have.is_some() && ord.is_lt(),
-                        plan::FilterOp::Le => have.is_some() && ord.is_le(),
-                        plan::FilterOp::Gt => have.is_some() && ord.is_gt(),
-                        plan::FilterOp::Ge => have.is_some() && ord.is_ge(),
-                    };
-                }
-                ok
-            }
-        })
     }
 
     fn run_other(

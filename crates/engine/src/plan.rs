@@ -220,8 +220,35 @@ pub enum WriteKind {
 pub enum Condition {
     IfNotExists,
     IfExists,
-    /// `IF c = v AND ...` (only `=` and `!=` for now).
-    Columns(Vec<(usize, FilterOp, Src)>),
+    /// `IF c = v AND m[k] > w AND ...`: all must hold.
+    Columns(Vec<ColumnCondition>),
+}
+
+/// One condition of an `IF`: on a column (its index), a part of it, with an operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnCondition {
+    pub column: usize,
+    pub target: CondTarget,
+    pub op: CondOp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CondTarget {
+    Whole,
+    /// `l[i]` or `m[k]`.
+    Element(Src),
+    /// `u.f`: the field's index.
+    Field(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CondOp {
+    Compare(FilterOp, Src),
+    In(Vec<Src>),
+    /// `IN ?`: one bound list.
+    InBind(usize),
+    Contains(Src),
+    ContainsKey(Src),
 }
 
 #[derive(Debug, Clone)]

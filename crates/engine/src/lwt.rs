@@ -1,0 +1,480 @@
+//! Lightweight transactions on one node: `IF NOT EXISTS`, `IF EXISTS` and `IF <conditions>`
+//! evaluated against the stored row under the engine's LWT lock, and the result Cassandra
+//! answers with (`[applied]`, and when not applied, what the conditions saw).
+//!
+//! Conditions follow Cassandra 5.0: on a whole column (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`,
+//! `CONTAINS`, `CONTAINS KEY`), on a list or map element (`l[i]`, `m[k]`) and on a UDT field
+//! (`u.f`); a missing row, element or field is null, and `null = null` holds. Static columns
+//! are read from the partition even when the conditioned row does not exist.
+
+use crate::catalog::{ColumnDef, ColumnKind, TableDef};
+use crate::exec::{self, decode_list_elements, resolve, BoundValue};
+use crate::plan::{
+    ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
+};
+use crate::row::{PartitionHeader, Row};
+use crate::{keys, token, types, Engine, EngineError, Mutations, Now, Outcome, ResultSet};
+use proto::types::ColumnType;
+use std::cmp::Ordering;
+
+type Bound_ = [Option<BoundValue>];
+
+/// What a conditional write reads: the partition's header (statics, deletions), the
+/// conditioned row if it is live, and the row's key.
+pub(crate) struct Current {
+    header: PartitionHeader,
+    row: Option<Row>,
+    /// The partition or range deletion over the row.
+    outer: Option<crate::row::Deletion>,
+    /// Partition key component values.
+    pk: Vec<Vec<u8>>,
+    /// Clustering values of the conditioned row (empty for a partition-level write).
+    clustering: Vec<Vec<u8>>,
+}
+
+impl Current {
+    /// The value of `c` the conditions see (live at `now`), or `None`.
+    fn value(&self, c: &ColumnDef, now: Now) -> Option<Vec<u8>> {
+        match c.kind {
+            ColumnKind::PartitionKey => self.pk.get(c.position as usize).cloned(),
+            ColumnKind::Clustering => self.clustering.get(c.position as usize).cloned(),
+            ColumnKind::Static => self
+                .header
+                .static_cell(c.id, now.secs)
+                .and_then(|x| x.live_value(now.secs))
+                .map(<[u8]>::to_vec),
+            ColumnKind::Regular => {
+                let row = self.row.as_ref()?;
+                row.cell(c.id, now.secs, self.outer)
+                    .and_then(|x| x.live_value(now.secs))
+                    .map(<[u8]>::to_vec)
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Reads what the conditions of `plan` are checked against.
+    pub(crate) fn read_current(
+        &self,
+        plan: &WritePlan,
+        vals: &Bound_,
+        now: Now,
+    ) -> Result<Current, EngineError> {
+        let t = &plan.table;
+        let parts = exec::partitions(t, &plan.partition, vals)?;
+        let p = parts.first().ok_or_else(|| {
+            EngineError::invalid(
+                "IN on the partition key is not supported with conditional updates",
+            )
+        })?;
+        let header = match self.storage.get(&keys::header_key(&p.prefix))? {
+            Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
+            None => PartitionHeader::default(),
+        };
+        let pk = token::split_partition_key(&p.pk, t.pk_count())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.to_vec())
+            .collect();
+        let clust_cols: Vec<_> = t.clustering().collect();
+        let mut clustering = Vec::new();
+        for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+            let v = exec::expand(kv, vals, &col.name)?;
+            clustering.push(v.into_iter().next().unwrap_or_default());
+        }
+        let mut row = None;
+        let mut outer = header.deletion;
+        if clustering.len() == clust_cols.len() {
+            let enc = exec::encode_clustering(t, &clustering);
+            outer = header.deletion_for(&enc);
+            if let Some(v) = self.storage.get(&keys::row_key(&p.prefix, &enc))? {
+                let r = Row::decode(&v).map_err(EngineError::corrupt)?;
+                if r.is_live(now.secs, outer) {
+                    row = Some(r);
+                }
+            }
+        }
+        // A table without clustering columns has one row per partition; its statics do not
+        // exist, so `clustering` is complete and `row` is that row.
+        Ok(Current {
+            header,
+            row,
+            outer,
+            pk,
+            clustering,
+        })
+    }
+
+    /// A conditional INSERT, UPDATE or DELETE, serialized with every other one.
+    pub(crate) fn conditional(
+        &self,
+        plan: &WritePlan,
+        cond: &Condition,
+        values: &Bound_,
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
+        let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.read_current(plan, values, now)?;
+        let applied = holds(&plan.table, cond, values, &current, now)?;
+        if applied {
+            let mut m = Mutations::default();
+            self.mutations(plan, values, now, None, &mut m)?;
+            self.apply(m)?;
+        }
+        let t = &plan.table;
+        let shown = if applied {
+            Vec::new()
+        } else {
+            shown_columns(t, cond, &current, now)
+        };
+        // IF NOT EXISTS reads the row alone: its static columns show as null.
+        let row_only = matches!(cond, Condition::IfNotExists);
+        Ok(result(
+            t,
+            applied,
+            &[Shown {
+                columns: shown,
+                current: &current,
+                row_only,
+            }],
+            now,
+        ))
+    }
+
+    /// Whether the condition of one statement of a conditional BATCH holds (the caller holds
+    /// the LWT lock), with what it saw.
+    pub(crate) fn batch_condition(
+        &self,
+        plan: &WritePlan,
+        cond: &Condition,
+        values: &Bound_,
+        now: Now,
+    ) -> Result<(bool, Current), EngineError> {
+        let current = self.read_current(plan, values, now)?;
+        Ok((holds(&plan.table, cond, values, &current, now)?, current))
+    }
+}
+
+/// The answer to a conditional BATCH that was not applied: one row per conditional statement
+/// with the primary key and every column the batch's conditions name, as Cassandra shows it.
+pub(crate) fn batch_not_applied(
+    t: &TableDef,
+    checked: &[(&Condition, Current)],
+    now: Now,
+) -> Outcome {
+    let mut columns: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering))
+        .map(|(i, _)| i)
+        .collect();
+    for (cond, _) in checked {
+        for i in condition_columns(cond) {
+            if !columns.contains(&i) {
+                columns.push(i);
+            }
+        }
+    }
+    // One row per existing row the conditions read (each once); when none exists but the
+    // partition's statics do, the static row alone; otherwise `[applied]` alone.
+    let mut seen: Vec<&Vec<Vec<u8>>> = Vec::new();
+    let mut rows: Vec<Shown> = Vec::new();
+    for (_, current) in checked {
+        if current.row.is_some() && !seen.contains(&&current.clustering) {
+            seen.push(&current.clustering);
+            rows.push(Shown {
+                columns: columns.clone(),
+                current,
+                row_only: false,
+            });
+        }
+    }
+    let statics_read = checked.iter().any(|(cond, _)| {
+        condition_columns(cond)
+            .iter()
+            .any(|i| t.columns[*i].kind == ColumnKind::Static)
+    });
+    if rows.is_empty() {
+        if let Some((_, current)) = checked
+            .iter()
+            .find(|(_, c)| statics_read && c.header.has_live_statics(now.secs))
+        {
+            rows.push(Shown {
+                columns,
+                current,
+                row_only: false,
+            });
+        }
+    }
+    result(t, false, &rows, now)
+}
+
+/// The columns a condition names, each once, in the order they appear.
+fn condition_columns(cond: &Condition) -> Vec<usize> {
+    let mut out = Vec::new();
+    if let Condition::Columns(cs) = cond {
+        for c in cs {
+            if !out.contains(&c.column) {
+                out.push(c.column);
+            }
+        }
+    }
+    out
+}
+
+/// What a statement that was not applied shows: the whole row (statics as null, as
+/// Cassandra's row read gives them) for IF NOT EXISTS; for IF conditions, the conditioned
+/// columns when the row exists, or when a static column is conditioned and the partition has
+/// statics; nothing for IF EXISTS.
+fn shown_columns(t: &TableDef, cond: &Condition, current: &Current, now: Now) -> Vec<usize> {
+    match cond {
+        Condition::IfExists => Vec::new(),
+        Condition::IfNotExists => crate::build::wildcard_order(t),
+        Condition::Columns(_) => {
+            let cols = condition_columns(cond);
+            let statics = cols
+                .iter()
+                .any(|i| t.columns[*i].kind == ColumnKind::Static)
+                && current.header.has_live_statics(now.secs);
+            if current.row.is_some() || statics {
+                cols
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// One result row of a conditional write: which columns, read from what.
+struct Shown<'a> {
+    columns: Vec<usize>,
+    current: &'a Current,
+    /// Static columns show as null (IF NOT EXISTS reads the row alone).
+    row_only: bool,
+}
+
+/// The RESULT rows: `[applied]` and the shown columns of each row.
+fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
+    let shown = rows.first().map(|r| r.columns.clone()).unwrap_or_default();
+    let mut columns = vec![OutputColumn {
+        name: "[applied]".into(),
+        ty: ColumnType::Boolean,
+    }];
+    columns.extend(shown.iter().map(|i| OutputColumn {
+        name: t.columns[*i].name.clone(),
+        ty: t.columns[*i].ty.clone(),
+    }));
+    let mut data = Vec::new();
+    let count = rows.len().max(1);
+    for n in 0..count {
+        data.extend_from_slice(&1i32.to_be_bytes());
+        data.push(applied as u8);
+        let Some(shown) = rows.get(n) else {
+            continue;
+        };
+        let current = shown.current;
+        for i in &shown.columns {
+            let c = &t.columns[*i];
+            let hidden = match c.kind {
+                ColumnKind::Static => shown.row_only,
+                ColumnKind::Clustering => current.row.is_none(),
+                _ => false,
+            };
+            let v = if hidden { None } else { current.value(c, now) };
+            match v {
+                Some(v) => {
+                    data.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    data.extend_from_slice(&v);
+                }
+                None => data.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+    }
+    Outcome::Rows(ResultSet {
+        keyspace: t.keyspace.clone(),
+        table: t.name.clone(),
+        columns,
+        rows: count,
+        data,
+        paging_state: None,
+    })
+}
+
+/// Whether the condition holds for what `current` holds.
+fn holds(
+    t: &TableDef,
+    cond: &Condition,
+    vals: &Bound_,
+    current: &Current,
+    now: Now,
+) -> Result<bool, EngineError> {
+    Ok(match cond {
+        Condition::IfNotExists => current.row.is_none(),
+        Condition::IfExists => current.row.is_some(),
+        Condition::Columns(conds) => {
+            for c in conds {
+                if !column_condition_holds(t, c, vals, current, now)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+    })
+}
+
+fn column_condition_holds(
+    t: &TableDef,
+    cond: &ColumnCondition,
+    vals: &Bound_,
+    current: &Current,
+    now: Now,
+) -> Result<bool, EngineError> {
+    let col = &t.columns[cond.column];
+    let whole = current.value(col, now);
+    let (have, ty) = match &cond.target {
+        CondTarget::Whole => (whole, col.ty.clone()),
+        CondTarget::Element(key) => {
+            let key = resolve(key, vals)?;
+            element(&col.ty, whole.as_deref(), key.as_deref())
+        }
+        CondTarget::Field(i) => match &col.ty {
+            ColumnType::Udt { fields, .. } => (
+                whole.as_deref().and_then(|w| field(w, *i)),
+                fields
+                    .get(*i)
+                    .map(|f| f.1.clone())
+                    .unwrap_or(ColumnType::Blob),
+            ),
+            other => (None, other.clone()),
+        },
+    };
+    Ok(match &cond.op {
+        CondOp::Compare(op, want) => {
+            compare(*op, &ty, have.as_deref(), resolve(want, vals)?.as_deref())
+        }
+        CondOp::In(list) => {
+            let mut any = false;
+            for want in list {
+                any |= compare(
+                    FilterOp::Eq,
+                    &ty,
+                    have.as_deref(),
+                    resolve(want, vals)?.as_deref(),
+                );
+            }
+            any
+        }
+        CondOp::InBind(i) => {
+            let list = resolve(&crate::plan::Src::Bind(*i), vals)?;
+            let items = list
+                .as_deref()
+                .and_then(decode_list_elements)
+                .unwrap_or_default();
+            items
+                .iter()
+                .any(|want| compare(FilterOp::Eq, &ty, have.as_deref(), Some(want)))
+        }
+        CondOp::Contains(want) => {
+            let want = resolve(want, vals)?;
+            match (&ty, have.as_deref(), want.as_deref()) {
+                (ColumnType::List(e) | ColumnType::Set(e), Some(h), Some(w)) => {
+                    decode_list_elements(h)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|x| types::compare(e, x, w) == Ordering::Equal)
+                }
+                (ColumnType::Map(_, v), Some(h), Some(w)) => crate::collections::map_entries(h)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|(_, x)| types::compare(v, x, w) == Ordering::Equal),
+                _ => false,
+            }
+        }
+        CondOp::ContainsKey(want) => {
+            let want = resolve(want, vals)?;
+            match (&ty, have.as_deref(), want.as_deref()) {
+                (ColumnType::Map(k, _), Some(h), Some(w)) => crate::collections::map_entries(h)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|(x, _)| types::compare(k, x, w) == Ordering::Equal),
+                _ => false,
+            }
+        }
+    })
+}
+
+/// The element `key` of a list (by index) or map (by key) value, and the element's type.
+fn element(
+    ty: &ColumnType,
+    whole: Option<&[u8]>,
+    key: Option<&[u8]>,
+) -> (Option<Vec<u8>>, ColumnType) {
+    match ty {
+        ColumnType::List(e) => {
+            let idx = key
+                .and_then(|k| <[u8; 4]>::try_from(k).ok())
+                .map(i32::from_be_bytes);
+            let v = match (whole.and_then(decode_list_elements), idx) {
+                (Some(items), Some(i)) if i >= 0 => items.get(i as usize).cloned(),
+                _ => None,
+            };
+            (v, (**e).clone())
+        }
+        ColumnType::Map(k, v) => {
+            let found = match (whole.and_then(crate::collections::map_entries), key) {
+                (Some(entries), Some(key)) => entries
+                    .into_iter()
+                    .find(|(x, _)| types::compare(k, x, key) == Ordering::Equal)
+                    .map(|(_, v)| v),
+                _ => None,
+            };
+            (found, (**v).clone())
+        }
+        other => (None, other.clone()),
+    }
+}
+
+/// Field `i` of a UDT value (`None` when null or absent).
+fn field(whole: &[u8], i: usize) -> Option<Vec<u8>> {
+    let mut pos = 0;
+    for n in 0.. {
+        let len = i32::from_be_bytes(whole.get(pos..pos + 4)?.try_into().ok()?);
+        pos += 4;
+        let value = if len < 0 {
+            None
+        } else {
+            let v = whole.get(pos..pos + len as usize)?.to_vec();
+            pos += len as usize;
+            Some(v)
+        };
+        if n == i {
+            return value;
+        }
+    }
+    None
+}
+
+/// `have op want` as Cassandra's conditions compare: `=` and `!=` treat two nulls as equal;
+/// an ordering with a null on either side does not hold.
+fn compare(op: FilterOp, ty: &ColumnType, have: Option<&[u8]>, want: Option<&[u8]>) -> bool {
+    let ord = match (have, want) {
+        (Some(a), Some(b)) => Some(types::compare(ty, a, b)),
+        _ => None,
+    };
+    match op {
+        FilterOp::Eq => match ord {
+            Some(o) => o == Ordering::Equal,
+            None => have.is_none() && want.is_none(),
+        },
+        FilterOp::Ne => match ord {
+            Some(o) => o != Ordering::Equal,
+            None => have.is_some() != want.is_some(),
+        },
+        FilterOp::Lt => ord == Some(Ordering::Less),
+        FilterOp::Le => matches!(ord, Some(Ordering::Less | Ordering::Equal)),
+        FilterOp::Gt => ord == Some(Ordering::Greater),
+        FilterOp::Ge => matches!(ord, Some(Ordering::Greater | Ordering::Equal)),
+    }
+}
