@@ -1,0 +1,132 @@
+"""Running generated statements on both sides, comparing, and naming the differences.
+
+A difference gets a signature `<what>:<feature>`:
+  unsupported:F      the reference accepted it, Peregrine returned an error
+  accepts_invalid:F  the reference rejected it, Peregrine accepted it
+  code:F             both rejected it, with different error codes
+  message:F          both rejected it with the same code, different message text
+  columns:F          both answered, with different column names or CQL types
+  rows:F             both answered, with different rows (order, count or values)
+  cascade:F          statements on a table whose CREATE TABLE already differed (F = that signature)
+F is the generator's feature name for the statement (e.g. group_by, list_append, unknown_column).
+"""
+
+import re
+from dataclasses import dataclass, field
+
+import run  # tests/differential/run.py: value normalization, error codes, row comparison
+
+_MESSAGE = re.compile(r'message="(.*)"\s*$', re.S)
+_TABLE_REF = re.compile(r"\b(?:INTO|UPDATE|FROM)\s+(\w+)", re.I)
+POSSIBLE_WHEN_OK = ("unsupported", "columns", "rows")
+POSSIBLE_WHEN_ERROR = ("accepts_invalid", "code", "message")
+
+
+def message(outcome):
+    """The server's message text of an error outcome (the driver wraps it)."""
+    m = _MESSAGE.search(outcome.error_text)
+    return m.group(1) if m else outcome.error_text
+
+
+def execute(session, stmt, ks):
+    """Runs one Stmt (prepared when it has bind values) and returns a run.Outcome."""
+    from cassandra.query import SimpleStatement, tuple_factory
+    session.row_factory = tuple_factory
+    try:
+        if stmt.params is not None:
+            prepared = session.prepare(stmt.text)
+            query = prepared.bind(stmt.params)
+            query.fetch_size = stmt.fetch_size
+        else:
+            query = SimpleStatement(stmt.text, fetch_size=stmt.fetch_size)
+        rs = session.execute(query, timeout=30)
+        names = rs.column_names or []
+        types = [t.cql_parameterized_type() for t in (rs.column_types or [])]
+        rows = [tuple(run.norm_value(v, ks) for v in row) for row in rs]  # fetches every page
+    except Exception as e:  # noqa: BLE001 - every failure is an outcome to compare
+        return run.Outcome(error=run._error_code(e), error_text=str(e))
+    return run.Outcome(columns=list(zip(names, types)), rows=rows)
+
+
+def differences(stmt, oa, ob):
+    """(signature, detail lines) of a difference, or None when both sides agree."""
+    directives = {"unordered": stmt.unordered, "nullness": stmt.nullness, "tolerance": stmt.tolerance}
+    lines = run.compare(run.Statement(stmt.text, 0, directives), oa, ob)
+    f = stmt.feature
+    if (oa.error is None) != (ob.error is None):
+        return ("unsupported:" if oa.error is None else "accepts_invalid:") + f, lines
+    if oa.error is not None:
+        if oa.error != ob.error:
+            return "code:" + f, lines
+        if message(oa) != message(ob):
+            return "message:" + f, [f"a: {message(oa)}", f"b: {message(ob)}"]
+        return None
+    if lines:
+        return ("columns:" if oa.columns != ob.columns else "rows:") + f, lines
+    return None
+
+
+def tables_of(stmt, known_tables):
+    return sorted({m for m in _TABLE_REF.findall(stmt.text) if m in known_tables})
+
+
+def describe(o):
+    if o.error is not None:
+        return f"error {run._fmt_code(o.error)}: {message(o)}"
+    if not o.columns:
+        return "ok"
+    return f"{len(o.rows)} row(s) {o.rows[:3]}" + (" ..." if len(o.rows) > 3 else "")
+
+
+# ---------------------------------------------------------------- known differences
+
+def load_known(path):
+    """[(compiled regex, pattern text, reason)] from `<signature regex> :: <reason>` lines."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            pat, sep, reason = line.partition(" :: ")
+            if not sep:
+                raise ValueError(f"{path}:{n}: expected '<signature regex> :: <reason>'")
+            out.append((re.compile(pat.strip()), pat.strip(), reason.strip()))
+    return out
+
+
+def match_known(known, sig):
+    for rx, pat, reason in known:
+        if rx.fullmatch(sig):
+            return pat, reason
+    return None
+
+
+# ---------------------------------------------------------------- report
+
+@dataclass
+class Example:
+    text: str
+    params: list
+    a: str
+    b: str
+    detail: list
+
+
+@dataclass
+class Tally:
+    passed: int = 0
+    generator: list = field(default_factory=list)          # (stmt, outcome a, why)
+    diffs: dict = field(default_factory=dict)              # signature -> [count, [Example]]
+    could_differ: set = field(default_factory=set)         # signatures a passing statement could have had
+
+    def add_pass(self, stmt, oa):
+        self.passed += 1
+        kinds = POSSIBLE_WHEN_OK if oa.error is None else POSSIBLE_WHEN_ERROR
+        self.could_differ.update(f"{k}:{stmt.feature}" for k in kinds)
+
+    def add_diff(self, sig, stmt, oa, ob, detail, keep=3):
+        entry = self.diffs.setdefault(sig, [0, []])
+        entry[0] += 1
+        if len(entry[1]) < keep:
+            entry[1].append(Example(stmt.text, stmt.params, describe(oa), describe(ob), detail))
