@@ -48,6 +48,20 @@ def execute(session, stmt, ks):
     return run.Outcome(columns=list(zip(names, types)), rows=rows)
 
 
+def wait_alive(session, limit_s=60):
+    """Polls until the session answers a trivial query (the driver reconnects on its own)."""
+    import time
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            session.execute("SELECT release_version FROM system.local", timeout=5)
+            return
+        except Exception:  # noqa: BLE001 - still reconnecting
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def differences(stmt, oa, ob):
     """(signature, detail lines) of a difference, or None when both sides agree."""
     directives = {"unordered": stmt.unordered, "nullness": stmt.nullness, "tolerance": stmt.tolerance}
@@ -61,9 +75,38 @@ def differences(stmt, oa, ob):
         if message(oa) != message(ob):
             return "message:" + f, [f"a: {message(oa)}", f"b: {message(ob)}"]
         return None
-    if lines:
-        return ("columns:" if oa.columns != ob.columns else "rows:") + f, lines
-    return None
+    if not lines:
+        return None
+    if oa.columns != ob.columns:
+        return "columns:" + f, lines
+    return "rows:" + rows_class(stmt, oa, ob), lines
+
+
+GENERIC = {"select", "full_scan", "slice", "select_partition", "select_full", "in_clustering", "in_partition",
+           "allow_filtering", "token_range", "order_by", "per_partition_limit", "select_json", "index_query"}
+
+
+def rows_class(stmt, oa, ob):
+    """What kind of row difference: the feature, refined for plain selects by what differs."""
+    if len(oa.rows) == len(ob.rows) and sorted(map(_canon, oa.rows), key=repr) == sorted(map(_canon, ob.rows), key=repr):
+        same_order = sorted(oa.rows, key=repr) == sorted(ob.rows, key=repr)
+        return "row_order:" + stmt.feature if same_order else "nested_collection_order"
+    if stmt.feature not in GENERIC or len(oa.rows) != len(ob.rows):
+        return stmt.feature
+    for ra, rb in zip(oa.rows, ob.rows):
+        for (name, cql_type), x, y in zip(oa.columns, ra, rb):
+            if x != y and not (name in stmt.nullness and (x is None) == (y is None)):
+                return f"{stmt.feature}:{cql_type.split('<')[0]}"
+    return stmt.feature
+
+
+def _canon(v):
+    """v with every map and set in a canonical order, to tell ordering from content differences."""
+    if isinstance(v, tuple):
+        if len(v) == 2 and v[0] in ("map", "set") and isinstance(v[1], tuple):
+            return (v[0], tuple(sorted((_canon(x) for x in v[1]), key=repr)))
+        return tuple(_canon(x) for x in v)
+    return v
 
 
 def tables_of(stmt, known_tables):

@@ -83,7 +83,9 @@ def draw_table(rng, name, udts, counter=False):
         pool = []
         for _ in range(8):
             v = draw_value(rng, c.type, hashable=True)
-            if v not in pool and not _has_null(v):
+            # Cassandra rejects an empty partition key ("Key may not be empty").
+            empty = c.role == "pk" and v in ("", b"")
+            if v not in pool and not _has_null(v) and not empty:
                 pool.append(v)
             if len(pool) == 3:
                 break
