@@ -87,17 +87,36 @@ GENERIC = {"select", "full_scan", "slice", "select_partition", "select_full", "i
 
 
 def rows_class(stmt, oa, ob):
-    """What kind of row difference: the feature, refined for plain selects by what differs."""
+    """What kind of row difference, for the signature after `rows:`.
+
+    nested_collection_order   same rows once maps/sets inside values are sorted
+    row_order:F               same rows, different order
+    counter                   a counter table's rows differ (values or which rows exist)
+    empty_collection_vs_null  one side has an empty collection where the other has null
+    value:TYPE                same row count; the first differing cell is of CQL type TYPE
+    row_count:F               different numbers of rows
+    F                         statements whose result is the feature itself (count, writetime, LWT ...)
+    """
     if len(oa.rows) == len(ob.rows) and sorted(map(_canon, oa.rows), key=repr) == sorted(map(_canon, ob.rows), key=repr):
         same_order = sorted(oa.rows, key=repr) == sorted(ob.rows, key=repr)
         return "row_order:" + stmt.feature if same_order else "nested_collection_order"
-    if stmt.feature not in GENERIC or len(oa.rows) != len(ob.rows):
+    if any(t == "counter" for _, t in oa.columns) and not stmt.feature.startswith("lwt"):
+        return "counter"
+    if stmt.feature not in GENERIC:
         return stmt.feature
+    if len(oa.rows) != len(ob.rows):
+        return "row_count:" + stmt.feature
     for ra, rb in zip(oa.rows, ob.rows):
         for (name, cql_type), x, y in zip(oa.columns, ra, rb):
             if x != y and not (name in stmt.nullness and (x is None) == (y is None)):
-                return f"{stmt.feature}:{cql_type.split('<')[0]}"
+                if _empty_collection(x, y) or _empty_collection(y, x):
+                    return "empty_collection_vs_null"
+                return "value:" + cql_type.split("<")[0]
     return stmt.feature
+
+
+def _empty_collection(x, y):
+    return x is None and isinstance(y, tuple) and len(y) == 2 and y[0] in ("list", "set", "map") and y[1] == ()
 
 
 def _canon(v):

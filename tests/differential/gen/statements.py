@@ -277,7 +277,9 @@ class StatementGen:
         if single_partition and t.ck and rng.random() < 0.2 and f2 not in ("distinct", "group_by"):
             text += f" ORDER BY {t.ck[0].name} {rng.choice(['ASC', 'DESC'])}"
             feature = feature if f2 else "order_by"
-        if rng.random() < 0.15 and not single_partition and f2 not in ("distinct", "count", "aggregate"):
+        # (GROUP BY with PER PARTITION LIMIT and paging: Cassandra 5.0.9 fails with a protocol
+        # error "Invalid value for the paging state", so that combination is not drawn.)
+        if rng.random() < 0.15 and not single_partition and f2 not in ("distinct", "count", "aggregate", "group_by"):
             text += f" PER PARTITION LIMIT {rng.randint(1, 2)}"
             feature = feature if f2 else "per_partition_limit"
         if rng.random() < 0.25:
@@ -303,6 +305,9 @@ class StatementGen:
             c = rng.choice(vals)
             # ttl() of a non-frozen collection is a list<int> with nulls, which the Python driver
             # cannot decode (and toJson(ttl(..)) is a NullPointerException in Cassandra 5.0.9).
+            # writetime() of a non-frozen UDT lists nulls for unset fields: also undecodable.
+            if c.type.multicell and c.type.kind == "udt":
+                return "*", None
             fn = rng.choice(["writetime", "maxwritetime"] + ([] if c.type.multicell else ["ttl", "ttl"]))
             alias = f"{fn}_{c.name}"
             if fn != "ttl" and t.server_ts:
@@ -352,6 +357,8 @@ class StatementGen:
                            "frozen_collection_op", "distinct_regular", "group_by_regular", "limit_zero",
                            "counter_on_regular", "non_counter_on_counter", "duplicate_column", "pk_slice",
                            "empty_partition_key"])
+        if t.counter and kind in ("bad_literal", "missing_key", "duplicate_column", "lwt_with_timestamp"):
+            kind = "non_counter_on_counter"   # any INSERT on a counter table fails for that first
         if kind == "unknown_column":
             text = f"SELECT nosuch FROM {t.name}"
         elif kind == "unknown_column_where":
