@@ -30,6 +30,7 @@ class Stmt:
     unordered: bool = False
     nullness: set = field(default_factory=set)     # result columns compared only as null / not null
     tolerance: dict = field(default_factory=dict)  # result column -> numeric tolerance
+    order_types: tuple = ()   # type families of the table's clustering columns (for row order signatures)
 
 
 class Terms:
@@ -230,7 +231,7 @@ class StatementGen:
     def select(self, t, bind):
         rng = self.rng
         term = Terms(bind)
-        s = Stmt("", feature="select", table=t.name)
+        s = Stmt("", feature="select", table=t.name, order_types=tuple(c.type.family() for c in t.ck))
         s.fetch_size = rng.choice([1, 2, 3, 5, 100, 100])
         shape = rng.choice(["full", "partition", "partition", "slice", "in_ck", "in_pk", "scan", "scan", "filter", "token"]
                            if t.ck else ["full", "partition", "in_pk", "scan", "scan", "filter", "token"])
@@ -246,7 +247,7 @@ class StatementGen:
             where.append(f"{c.name} {rng.choice(['>', '>='])} {term(c.type, lo)}")
             if rng.random() < 0.5:
                 where.append(f"{c.name} {rng.choice(['<', '<='])} {term(c.type, hi)}")
-            feature = "slice"
+            feature = "slice:" + c.type.family()
         elif shape == "in_ck":
             c = t.ck[0]
             where.append(f"{c.name} IN ({', '.join(term(c.type, v) for v in t.pools[c.name][:rng.randint(1, 3)])})")
@@ -262,7 +263,7 @@ class StatementGen:
             if cands:
                 c = rng.choice(cands)
                 where.append(f"{c.name} {rng.choice(['=', '>', '<='])} {term(c.type, draw_value(rng, c.type))}")
-                feature = "allow_filtering"
+                feature = "allow_filtering:" + c.type.family()
         elif shape == "token":
             pks = ", ".join(c.name for c in t.pk)
             where.append(f"token({pks}) > {rng.choice([-2**62, 0, 2**61])}")
