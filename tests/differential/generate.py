@@ -88,7 +88,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
         oa = runner.execute(sa, stmt, ks)
         ob = runner.execute(sb, stmt, ks)
         for side, o, s in (("a", oa, sa), ("b", ob, sb)):
-            if str(o.error).startswith("client:"):
+            if str(o.error).startswith("client:") or o.error == 0x000A:
                 # The driver failed (e.g. could not decode a result) and may have dropped the
                 # connection: wait until the session answers again before going on.
                 out(f"note: client-side failure on {side}: {o.error_text[:200]}\n    {stmt.text[:300]} -- bound {stmt.params}")

@@ -112,6 +112,8 @@ def rows_class(stmt, oa, ob):
         return stmt.feature
     if len(oa.rows) != len(ob.rows):
         return "row_count:" + stmt.feature
+    if stmt.feature == "select_json":
+        return _json_class(oa, ob)
     for ra, rb in zip(oa.rows, ob.rows):
         for (name, cql_type), x, y in zip(oa.columns, ra, rb):
             if x != y and not (name in stmt.nullness and (x is None) == (y is None)):
@@ -119,6 +121,30 @@ def rows_class(stmt, oa, ob):
                     return "empty_collection_vs_null"
                 return "value:" + cql_type.split("<")[0]
     return stmt.feature
+
+
+def _json_class(oa, ob):
+    """SELECT JSON: the same rows once empty collections count as null / lists are sorted?"""
+    import json
+    try:
+        ja = [json.loads(r[0]) for r in oa.rows]
+        jb = [json.loads(r[0]) for r in ob.rows]
+    except (ValueError, TypeError):
+        return "value:select_json"
+    if _json_norm(ja, False) == _json_norm(jb, False):
+        return "empty_collection_vs_null"
+    if _json_norm(ja, True) == _json_norm(jb, True):
+        return "nested_collection_order"
+    return "value:select_json"
+
+
+def _json_norm(v, sort):
+    if isinstance(v, dict):
+        return {k: _json_norm(x, sort) for k, x in v.items()} or None
+    if isinstance(v, list):
+        items = [_json_norm(x, sort) for x in v]
+        return (sorted(items, key=repr) if sort else items) or None
+    return v
 
 
 def _empty_collection(x, y):

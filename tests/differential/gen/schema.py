@@ -138,7 +138,8 @@ def index_ddl(rng, t):
     natives = [c for c in t.values if c.type.is_native and c.role == "reg" and c.type.kind != "duration"]
     if not natives:
         return out
-    legacy, sai = natives[0], natives[-1]
+    legacy = natives[0]
+    sai = next((c for c in reversed(natives) if c.type.kind != "blob"), legacy)   # SAI: "Unsupported type: blob"
     out.append(Ddl(f"CREATE INDEX {t.name}_{legacy.name}_idx ON {t.name} ({legacy.name})", "create_index", t.name))
     t.indexed.append(legacy.name)
     if sai is not legacy:
