@@ -83,6 +83,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     tally = runner.Tally()
     names = {t.name for t in tables}
     broken = {}     # table -> signature of its differing CREATE
+    history = {}    # table -> the last writes to it since it was last truncated (shown with row differences)
 
     def one(stmt):
         oa = runner.execute(sa, stmt, ks)
@@ -108,6 +109,9 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             return None
         sig, detail = d
         touched = runner.tables_of(stmt, names)
+        if sig.startswith("rows:") or sig.startswith("columns:"):
+            for t in touched:
+                detail = detail + [f"earlier write to {t}: {w}" for w in history.get(t, [])[-6:]]
         cascade = [broken[t] for t in touched if t in broken]
         if cascade and stmt.feature not in ("create_index", "create_sai_index", "create_materialized_view"):
             sig = "cascade:" + cascade[0].split(":", 1)[1]
@@ -121,9 +125,13 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             broken[d.table] = res[0]
     for stmt in stmts:
         res = one(stmt)
+        if stmt.write:
+            for t in runner.tables_of(stmt, names):
+                history.setdefault(t, []).append(stmt.text[:300] + (f"  -- bound {stmt.params}" if stmt.params else ""))
         if res and not res[0].startswith("cascade:"):
             # Heal: one divergence should not make every later statement on the table differ.
             for t in res[1]:
+                history.pop(t, None)
                 for s in (sa, sb):
                     try:
                         s.execute(f"TRUNCATE {t}", timeout=60)
@@ -153,12 +161,12 @@ def report(tally, known, examples, out=print):
             out(f"    {ex.text}" + (f"  -- bound {ex.params}" if ex.params is not None else ""))
             out(f"      a: {ex.a[:400]}\n      b: {ex.b[:400]}")
             if status == "NEW":
-                for line in ex.detail[:6]:
+                for line in ex.detail[:14]:
                     out("      | " + line.replace("\n", "\n      | ")[:600])
     hit = {runner.match_known(known, sig)[0] for sig in tally.diffs if runner.match_known(known, sig)}
     for _, pat, reason in known:
         if pat not in hit and any(runner.match_known([(_rx(pat), pat, reason)], s) for s in tally.could_differ):
-            out(f"now matches (remove from the known file?): {pat}  ({reason})")
+            out(f"now matches? (not seen this run, though statements of its feature passed): {pat}  ({reason})")
     out("\n== summary ==")
     out(f"{'status':8} {'count':>6}  signature")
     for status, sig, count, _, _ in rows:
