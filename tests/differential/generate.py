@@ -111,7 +111,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
         touched = runner.tables_of(stmt, names)
         if sig.startswith("rows:") or sig.startswith("columns:"):
             for t in touched:
-                detail = detail + [f"earlier write to {t}: {w}" for w in history.get(t, [])[-6:]]
+                detail = detail + [f"earlier write to {t}: {w}" for w in history.get(t, [])[-10:]]
         cascade = [broken[t] for t in touched if t in broken]
         if cascade and stmt.feature not in ("create_index", "create_sai_index", "create_materialized_view"):
             sig = "cascade:" + cascade[0].split(":", 1)[1]

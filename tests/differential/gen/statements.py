@@ -320,7 +320,8 @@ class StatementGen:
             where.append(f"token({pks}) > {rng.choice([-2**62, 0, 2**61])}")
             feature = "token_range"
         sel, f2 = self.projection(t, s, single_partition, shape)
-        feature = f2 or feature or ("full_scan" if shape == "scan" else "select_" + shape)
+        restriction = feature or ("full_scan" if shape == "scan" else "select_" + shape)
+        modifiers = []
         text = f"SELECT {sel} FROM {t.name}"
         if where:
             text += " WHERE " + " AND ".join(where)
@@ -331,16 +332,21 @@ class StatementGen:
             text += " GROUP BY " + ", ".join(c.name for c in (t.pk + t.ck[:rng.randint(0, len(t.ck))]))
         if single_partition and t.ck and rng.random() < 0.2 and f2 not in ("distinct", "group_by"):
             text += f" ORDER BY {t.ck[0].name} {rng.choice(['ASC', 'DESC'])}"
-            feature = feature if f2 else "order_by"
+            modifiers.append("order_by")
         # (GROUP BY with PER PARTITION LIMIT and paging: Cassandra 5.0.9 fails with a protocol
         # error "Invalid value for the paging state", so that combination is not drawn.)
         if rng.random() < 0.15 and not single_partition and f2 not in ("distinct", "count", "aggregate", "group_by"):
             text += f" PER PARTITION LIMIT {rng.randint(1, 2)}"
-            feature = feature if f2 else "per_partition_limit"
+            modifiers.insert(0, "per_partition_limit" + ("_paged" if s.fetch_size < 100 else ""))
         if rng.random() < 0.25:
             text += f" LIMIT {rng.randint(1, 4)}"
         if shape == "filter":
             text += " ALLOW FILTERING"
+        # The signature names the most telling feature: the selection, then paging across a
+        # PER PARTITION LIMIT, then a typed slice/filter, then ORDER BY / PER PARTITION LIMIT.
+        paged = [m for m in modifiers if m.endswith("_paged")]
+        typed = [restriction] if ":" in restriction else []
+        feature = f2 or (paged + typed + modifiers + [restriction])[0]
         s.text, s.params, s.feature = text, term.params if bind else None, feature
         return s
 
