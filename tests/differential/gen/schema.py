@@ -121,6 +121,10 @@ def draw_schema(rng, n_tables):
     """Returns (udts, tables, ddl statements in execution order)."""
     udts = draw_udts(rng, rng.randint(1, 3))
     ddl = [Ddl(create_type(u), "ddl_type") for u in udts]
+    # Invalid DDL: duration nested in a clustering column ("duration type is not supported for
+    # PRIMARY KEY column 'c'").
+    ddl.append(Ddl("CREATE TABLE bad_duration_key (k int, c frozen<list<duration>>, PRIMARY KEY (k, c))",
+                   "duration_in_key", expect="error"))
     tables = []
     for i in range(n_tables):
         kind = "counter" if i % 5 == 4 else "indexed" if i % 7 == 3 else "plain"

@@ -73,13 +73,14 @@ def draw_type(rng, udts, depth=0, keyable=False, frozen_ctx=False):
     if depth >= 2 or r < 0.55:
         return draw_native(rng, keyable)
     frozen = frozen_ctx or depth > 0 or keyable or rng.random() < 0.35
+    # Inside a key every nested type must be keyable too (no duration anywhere in a key).
     if r < 0.65:
-        return T("list", (draw_type(rng, udts, depth + 1, False, True),), frozen)
+        return T("list", (draw_type(rng, udts, depth + 1, keyable, True),), frozen)
     if r < 0.75:
         return T("set", (draw_type(rng, udts, depth + 1, True, True),), frozen)
     if r < 0.86:
         return T("map", (draw_type(rng, udts, depth + 1, True, True),
-                         draw_type(rng, udts, depth + 1, False, True)), frozen)
+                         draw_type(rng, udts, depth + 1, keyable, True)), frozen)
     if r < 0.93 or not udts:
         n = rng.randint(2, 3)
         return T("tuple", tuple(draw_type(rng, udts, depth + 1, keyable, True) for _ in range(n)))
