@@ -98,7 +98,7 @@ def rows_class(stmt, oa, ob):
     counter                   a counter table's rows differ (values or which rows exist)
     empty_collection_vs_null  one side has an empty collection where the other has null
     value:TYPE                same row count; the first differing cell is of CQL type TYPE
-    row_count:F               different numbers of rows
+    row_count:F[:paged]       different numbers of rows (":paged": the answer spans pages)
     F                         statements whose result is the feature itself (count, writetime, LWT ...)
     """
     if len(oa.rows) == len(ob.rows) and sorted(map(_canon, oa.rows), key=repr) == sorted(map(_canon, ob.rows), key=repr):
@@ -111,7 +111,9 @@ def rows_class(stmt, oa, ob):
     if stmt.feature.split(":")[0] not in GENERIC | {"slice", "allow_filtering"}:
         return stmt.feature
     if len(oa.rows) != len(ob.rows):
-        return "row_count:" + stmt.feature
+        # ":paged" when the answer spans several pages: rows lost or repeated at page boundaries.
+        paged = ":paged" if max(len(oa.rows), len(ob.rows)) > stmt.fetch_size else ""
+        return "row_count:" + stmt.feature + paged
     if stmt.feature == "select_json":
         return _json_class(oa, ob)
     for ra, rb in zip(oa.rows, ob.rows):

@@ -342,11 +342,11 @@ class StatementGen:
             text += f" LIMIT {rng.randint(1, 4)}"
         if shape == "filter":
             text += " ALLOW FILTERING"
-        # The signature names the most telling feature: the selection, then paging across a
-        # PER PARTITION LIMIT, then a typed slice/filter, then ORDER BY / PER PARTITION LIMIT.
+        # The signature names the most telling feature: paging across a PER PARTITION LIMIT,
+        # then the selection, then a typed slice/filter, then ORDER BY / PER PARTITION LIMIT.
         paged = [m for m in modifiers if m.endswith("_paged")]
         typed = [restriction] if ":" in restriction else []
-        feature = f2 or (paged + typed + modifiers + [restriction])[0]
+        feature = (paged + ([f2] if f2 else []) + typed + modifiers + [restriction])[0]
         s.text, s.params, s.feature = text, term.params if bind else None, feature
         return s
 
