@@ -2,8 +2,8 @@
 """Generated differential test: random schemas and statements, Cassandra (A) vs Peregrine (B).
 
     PY=~/.cache/peregrine/venv/bin/python
-    # CI: fixed seed, bounded count (deterministic: same seed -> same statements)
-    $PY tests/differential/generate.py --a 127.0.0.1:9342 --b 127.0.0.1:9343 --seed 1 --count 400
+    # CI: fixed seed, bounded count (deterministic: same seed -> same statements); about 40 s
+    $PY tests/differential/generate.py --a 127.0.0.1:9342 --b 127.0.0.1:9343 --seed 1 --count 1500
     # offline exploration: a random seed (printed), more statements, all examples
     $PY tests/differential/generate.py --a ... --b ... --seed random --count 5000 --examples 5
     # replay one seed and print every statement with both answers
@@ -22,7 +22,8 @@ Each statement runs on A then on B (same keyspace name `gen_<seed>` on each serv
 recreated) and is compared: success vs error, error code and message text, column names and
 types, rows in order (IN over partitions: as a multiset), writetime() exactly when every write to
 the table carried USING TIMESTAMP (else null/not-null), ttl() within 5 s. After a difference on
-a write or read, the table is truncated on both sides so one divergence does not colour the rest.
+a write or read, the table is truncated on both sides so one divergence does not colour the rest;
+row differences are printed with the table's earlier writes, to find the one that diverged.
 
 Differences are grouped by signature (`unsupported:group_by`, `message:unknown_column`,
 `rows:collection_writetime`, ... see gen/runner.py). generated_known.txt lists the expected ones
@@ -186,7 +187,7 @@ def main(argv=None):
     ap.add_argument("--a", required=True, type=run.parse_hostport, help="reference endpoint host:port (Cassandra)")
     ap.add_argument("--b", required=True, type=run.parse_hostport, help="candidate endpoint host:port (Peregrine)")
     ap.add_argument("--seed", default="1", help="integer seed, or 'random' (the drawn seed is printed)")
-    ap.add_argument("--count", type=int, default=400, help="statements after the schema DDL (default 400)")
+    ap.add_argument("--count", type=int, default=1500, help="statements after the schema DDL (default 1500)")
     ap.add_argument("--tables", type=int, default=8, help="tables per keyspace (default 8)")
     ap.add_argument("--known", default=KNOWN, help="known differences file")
     ap.add_argument("--examples", type=int, default=2, help="examples printed per signature (default 2)")
