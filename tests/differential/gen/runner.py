@@ -7,6 +7,8 @@ A difference gets a signature `<what>:<feature>`:
   message:F          both rejected it with the same code, different message text
   columns:F          both answered, with different column names or CQL types
   rows:F             both answered, with different rows (order, count or values)
+  driver_error_X:F   the Python driver itself failed on side X (bind types from a PREPARE,
+                     undecodable result) and not on the other side
   cascade:F          statements on a table whose CREATE TABLE already differed (F = that signature)
 F is the generator's feature name for the statement (e.g. group_by, list_append, unknown_column).
 """
@@ -67,6 +69,10 @@ def differences(stmt, oa, ob):
     directives = {"unordered": stmt.unordered, "nullness": stmt.nullness, "tolerance": stmt.tolerance}
     lines = run.compare(run.Statement(stmt.text, 0, directives), oa, ob)
     f = stmt.feature
+    for side, o in (("a", oa), ("b", ob)):
+        # The driver refused to bind or decode: wrong prepared metadata or result encoding.
+        if str(o.error).startswith("client:") and str(oa.error) != str(ob.error):
+            return f"driver_error_{side}:{f}", lines
     if (oa.error is None) != (ob.error is None):
         if oa.error is None:
             return "unsupported:" + _unsupported_class(message(ob), f), lines

@@ -247,7 +247,7 @@ class StatementGen:
             c = t.ck[len(prefix)]
             where = self.where_eq(t, t.pk + prefix, term)
             where += f" AND {c.name} {rng.choice(['>', '>=', '<', '<='])} {term(c.type, self.key_value(t, c))}"
-            feature = "delete_range"
+            feature = "delete_range:" + c.type.family()
         text = f"DELETE {cols}FROM {t.name}{using} WHERE {where}"
         if lwt:
             text += " IF EXISTS"
