@@ -107,12 +107,18 @@ def rows_class(stmt, oa, ob):
     row_count:F[:paged]       different numbers of rows (":paged": the answer spans pages)
     F                         statements whose result is the feature itself (count, writetime, LWT ...)
     """
-    if len(oa.rows) == len(ob.rows) and sorted(map(_canon, oa.rows), key=repr) == sorted(map(_canon, ob.rows), key=repr):
-        if sorted(oa.rows, key=repr) != sorted(ob.rows, key=repr):
+    ra, rb = _comparable(stmt, oa), _comparable(stmt, ob)
+    if len(ra) == len(rb) and sorted(map(_canon, ra), key=repr) == sorted(map(_canon, rb), key=repr):
+        if sorted(ra, key=repr) != sorted(rb, key=repr):
             return "nested_collection_order"
+        # Partitions come in token order; a collection/tuple key serialized in another element
+        # order has another token.
+        odd_pk = [f for f in stmt.pk_types if f in TYPED_ORDER]
         odd = [f for f in stmt.order_types if f in TYPED_ORDER]
+        if odd_pk:
+            return f"row_order:partition_key_{odd_pk[0]}"
         return "row_order:" + (f"clustering_{odd[0]}" if odd else stmt.feature)
-    if any(t == "counter" for _, t in oa.columns) and not stmt.feature.startswith("lwt"):
+    if stmt.counter_table or (any(t == "counter" for _, t in oa.columns) and not stmt.feature.startswith("lwt")):
         return "counter"
     if stmt.feature.split(":")[0] not in GENERIC | {"slice", "allow_filtering"}:
         return stmt.feature
@@ -133,6 +139,16 @@ def rows_class(stmt, oa, ob):
                     return "null_fields_udt_vs_null"
                 return "value:" + cql_type.split("<")[0]
     return stmt.feature
+
+
+def _comparable(stmt, o):
+    """Rows as compared: null/not-null for nullness columns, tolerance columns left out."""
+    idx = {i: name for i, (name, _) in enumerate(o.columns)}
+    def cell(i, v):
+        if idx[i] in stmt.nullness:
+            return v is not None
+        return None if idx[i] in stmt.tolerance else v
+    return [tuple(cell(i, v) for i, v in enumerate(r)) for r in o.rows]
 
 
 def _json_class(oa, ob):

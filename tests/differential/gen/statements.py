@@ -31,6 +31,8 @@ class Stmt:
     nullness: set = field(default_factory=set)     # result columns compared only as null / not null
     tolerance: dict = field(default_factory=dict)  # result column -> numeric tolerance
     order_types: tuple = ()   # type families of the table's clustering columns (for row order signatures)
+    pk_types: tuple = ()      # type families of the partition key columns (they decide the token)
+    counter_table: bool = False
 
 
 class Terms:
@@ -282,7 +284,8 @@ class StatementGen:
     def select(self, t, bind):
         rng = self.rng
         term = Terms(bind)
-        s = Stmt("", feature="select", table=t.name, order_types=tuple(c.type.family() for c in t.ck))
+        s = Stmt("", feature="select", table=t.name, order_types=tuple(c.type.family() for c in t.ck),
+                 pk_types=tuple(c.type.family() for c in t.pk), counter_table=t.counter)
         s.fetch_size = rng.choice([1, 2, 3, 5, 100, 100])
         shape = rng.choice(["full", "partition", "partition", "slice", "in_ck", "in_pk", "scan", "scan", "filter", "token"]
                            if t.ck else ["full", "partition", "in_pk", "scan", "scan", "filter", "token"])
