@@ -85,8 +85,8 @@ def differences(stmt, oa, ob):
         return None
     if not lines:
         return None
-    if oa.columns != ob.columns:
-        return "columns:" + f, lines
+    if oa.columns != ob.columns:   # column types come from the selection, not from paging etc.
+        return "columns:" + (stmt.projection or f), lines
     return "rows:" + rows_class(stmt, oa, ob), lines
 
 
@@ -104,6 +104,7 @@ def rows_class(stmt, oa, ob):
     counter                   a counter table's rows differ (values or which rows exist)
     empty_collection_vs_null  one side has an empty collection where the other has null
     value:TYPE                same row count; the first differing cell is of CQL type TYPE
+    limited_order:clustering_T  a LIMIT kept other rows of a table clustered by a typed-order type T
     row_count:F[:paged]       different numbers of rows (":paged": the answer spans pages)
     F                         statements whose result is the feature itself (count, writetime, LWT ...)
     """
@@ -122,6 +123,10 @@ def rows_class(stmt, oa, ob):
         return "counter"
     if stmt.feature.split(":")[0] not in GENERIC | {"slice", "allow_filtering"}:
         return stmt.feature
+    odd = [f for f in stmt.order_types if f in TYPED_ORDER]
+    if odd and " LIMIT " in stmt.text:
+        # A LIMIT / PER PARTITION LIMIT keeps the first rows: another clustering order, other rows.
+        return "limited_order:clustering_" + odd[0]
     if len(oa.rows) != len(ob.rows):
         # ":paged" when the answer spans several pages: rows lost or repeated at page boundaries.
         paged = ":paged" if max(len(oa.rows), len(ob.rows)) > stmt.fetch_size else ""

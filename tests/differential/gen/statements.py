@@ -33,6 +33,7 @@ class Stmt:
     order_types: tuple = ()   # type families of the table's clustering columns (for row order signatures)
     pk_types: tuple = ()      # type families of the partition key columns (they decide the token)
     counter_table: bool = False
+    projection: str = ""      # the selection's own feature (writetime, count ...), if any
 
 
 class Terms:
@@ -350,7 +351,7 @@ class StatementGen:
         paged = [m for m in modifiers if m.endswith("_paged")]
         typed = [restriction] if ":" in restriction else []
         feature = (paged + ([f2] if f2 else []) + typed + modifiers + [restriction])[0]
-        s.text, s.params, s.feature = text, term.params if bind else None, feature
+        s.text, s.params, s.feature, s.projection = text, term.params if bind else None, feature, f2 or ""
         return s
 
     def projection(self, t, s, single_partition, shape):
