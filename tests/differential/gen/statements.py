@@ -199,7 +199,8 @@ class StatementGen:
         for c in targets:
             text, f, e = self.assignment(t, c, term)
             sets.append(text)
-            if f != "update":
+            # Name the statement after its riskiest assignment: l[i] = v can fail on data.
+            if f != "update" and expect is not None:
                 feature = f
             if e is None:
                 expect = None
