@@ -18,17 +18,20 @@ IN, ALLOW FILTERING, token ranges, LIMIT, PER PARTITION LIMIT, DISTINCT, count, 
 writetime/ttl, functions, GROUP BY, JSON, ORDER BY) with literals or bind markers (prepared,
 values bound by the driver) and page sizes 1-5 or 100, plus deliberately invalid statements.
 
-Each statement runs on A then on B (in a new keyspace `gen_<seed>_<random>`, the same name on
-both servers, dropped at the end) and is compared: success vs error, error code and message text, column names and
-types, rows in order (IN over partitions: as a multiset), writetime() exactly when every write to
-the table carried USING TIMESTAMP (else null/not-null), ttl() within 5 s. After a difference on
-a write or read, the table is truncated on both sides so one divergence does not colour the rest;
-row differences are printed with the table's earlier writes, to find the one that diverged.
+Each statement runs on A then on B, in a new keyspace `gen_<seed>_<random>` (the same name on
+both servers, dropped at the end), and is compared: success vs error, error code and message
+text, column names and types, rows in order (IN over partitions: as a multiset), writetime()
+exactly when every write to the table carried USING TIMESTAMP (else null/not-null), ttl() within
+5 s. After a difference on a write or read, the table is truncated on both sides so one
+divergence does not colour the rest; row differences are printed with the table's earlier
+writes, to find the one that diverged.
 
-Differences are grouped by signature (`unsupported:group_by`, `message:unknown_column`,
-`rows:collection_writetime`, ... see gen/runner.py). generated_known.txt lists the expected ones
-(`<signature regex> :: <reason>`); an unlisted one fails the run; a listed one that did not occur
-while a statement of that feature passed is reported as "now matches" (informational).
+Differences are grouped by signature (`unsupported:group_by`, `message:duplicate_column`,
+`columns:collection_writetime`, `rows:count` ... see gen/runner.py); the first --examples of
+each are printed. generated_known.txt lists the expected ones (`<signature regex> :: <reason>`);
+an unlisted one fails the run; a listed one that did not occur while statements of its feature
+passed is reported as "now matches?" (informational). docs/compatibility.md, "Found by the
+generator", explains every listed class with a minimal example.
 
 A generator issue is a statement the generator believed valid that A rejected (or believed
 invalid that A accepted): it is printed as GENERATOR and fails the run, since the statement says
@@ -42,6 +45,7 @@ import argparse
 import logging
 import os
 import random
+import re
 import sys
 import time
 import uuid
@@ -110,7 +114,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     tally = runner.Tally()
     names = {t.name for t in tables}
     broken = {}     # table -> signature of its differing CREATE
-    history = {}    # table -> the last writes to it since it was last truncated (shown with row differences)
+    history = {}    # table -> [(feature, text)] of its writes since it was last truncated
 
     def one(stmt):
         oa = runner.execute(sa, stmt, ks)
@@ -206,7 +210,6 @@ def report(tally, known, examples, out=print):
 
 
 def _rx(pat):
-    import re
     return re.compile(pat)
 
 
