@@ -1,0 +1,78 @@
+"""Server-free tests of the statement generator (generate.py, gen/): determinism, literal
+rendering, signatures and the known-differences file."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import generate  # noqa: E402
+import run  # noqa: E402
+from gen import runner  # noqa: E402
+from gen.statements import Stmt  # noqa: E402
+from gen.types import T, literal  # noqa: E402
+
+
+def plan_text(seed, count=300):
+    _, ddl, stmts = generate.draw_all(seed, count, 8)
+    return [d.text for d in ddl] + [(s.text, repr(s.params), s.expect, s.feature, s.fetch_size) for s in stmts]
+
+
+def test_same_seed_draws_the_same_statements():
+    assert plan_text(11) == plan_text(11)
+
+
+def test_different_seeds_draw_different_statements():
+    assert plan_text(11) != plan_text(12)
+
+
+def test_every_statement_has_a_feature_and_an_expectation():
+    _, _, stmts = generate.draw_all(5, 500, 8)
+    for s in stmts:
+        assert s.feature, s.text
+        assert s.expect in ("ok", "error", None), s.text
+        if s.params is not None:
+            assert s.text.count("?") == len(s.params), s.text
+
+
+def test_schema_covers_every_native_type_over_a_few_seeds():
+    seen = set()
+    for seed in range(1, 30):
+        tables, _, _ = generate.draw_all(seed, 0, 8)
+        for t in tables:
+            for c in t.cols:
+                seen.update(re.findall(r"[a-z]+", c.type.cql()))
+    for name in ["ascii", "bigint", "blob", "boolean", "date", "decimal", "double", "duration", "float", "inet",
+                 "int", "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid", "varchar",
+                 "varint", "counter", "list", "set", "map", "tuple", "frozen"]:
+        assert name in seen, name
+
+
+def test_literals():
+    assert literal(T("text"), "it's") == "'it''s'"
+    assert literal(T("list", (T("int"),)), [1, 2]) == "[1, 2]"
+    assert literal(T("set", (T("text"),)), {"b", "a"}) == "{'a', 'b'}"
+    assert literal(T("time"), 3600 * 10**9 + 5) == "'01:00:00.000000005'"
+    assert literal(T("blob"), b"\x01") == "0x01"
+
+
+def test_signatures():
+    s = Stmt("SELECT x FROM t", feature="group_by")
+    ok = run.Outcome(columns=[("x", "int")], rows=[(1,)])
+    err = run.Outcome(error=0x2200, error_text='Error from server: code=2200 [Invalid query] message="nope"')
+    err2 = run.Outcome(error=0x2200, error_text='Error from server: code=2200 [Invalid query] message="other"')
+    assert runner.differences(s, ok, ok) is None
+    assert runner.differences(s, ok, err)[0] == "unsupported:group_by"
+    assert runner.differences(s, err, ok)[0] == "accepts_invalid:group_by"
+    assert runner.differences(s, err, err2)[0] == "message:group_by"
+    s.feature = "full_scan"
+    empty = run.Outcome(columns=[("x", "set<int>")], rows=[(("set", ()),)])
+    null = run.Outcome(columns=[("x", "set<int>")], rows=[(None,)])
+    assert runner.differences(s, null, empty)[0] == "rows:empty_collection_vs_null"
+
+
+def test_known_file_parses_and_matches():
+    known = runner.load_known(generate.KNOWN)
+    assert known, "generated_known.txt is empty"
+    assert runner.match_known(known, "unsupported:group_by")
+    assert runner.match_known(known, "rows:value:no_such_type") is None
