@@ -499,7 +499,7 @@ struct Pending<B: Backend> {
 impl<B: Backend> Pending<B> {
     async fn run(self, req: Request, flags: RequestFlags) {
         let s = &*self.session;
-        let reply = s.shared.backend.handle_flagged(&s.conn, req, flags).await;
+        let reply = s.shared.backend.handle(&s.conn, req, flags).await;
         self.finish(reply);
     }
 

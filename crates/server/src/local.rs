@@ -17,7 +17,7 @@ use proto::response::{
     SchemaChangeTarget, SchemaChangeType,
 };
 
-use crate::backend::{Backend, ConnState};
+use crate::backend::{Backend, ConnState, Reply, RequestFlags};
 use crate::config::{CommitlogSync, Config};
 
 /// The embedded storage engine as a backend.
@@ -222,7 +222,20 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
-    async fn handle(&self, conn: &ConnState, req: Request) -> Response {
+    /// Tracing and custom payloads are not supported here: the flags are ignored and no
+    /// envelope extras are sent.
+    async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
+        Reply::from(self.execute(conn, req).await)
+    }
+
+    async fn shutdown(&self) {
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
+    }
+}
+
+impl LocalBackend {
+    async fn execute(&self, conn: &ConnState, req: Request) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
@@ -325,11 +338,6 @@ impl Backend for LocalBackend {
                 DbError::protocol("Unexpected message: handled by the connection, not the backend"),
             ),
         }
-    }
-
-    async fn shutdown(&self) {
-        let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
     }
 }
 

@@ -1857,13 +1857,9 @@ impl Backend for ProxyBackend {
         }
     }
 
-    async fn handle(&self, conn: &ConnState, req: Request) -> Response {
-        self.dispatch(conn, &Ctx::default(), req).await
-    }
-
     /// The tracing flag and the custom payload go upstream; the upstream's tracing session id,
     /// warnings and custom payload come back in front of the response.
-    async fn handle_flagged(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
+    async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
         let ctx = Ctx {
             flags,
             ..Ctx::default()
@@ -1976,7 +1972,7 @@ mod tests {
             query: "SELECT * FROM ks.t WHERE k = 1".into(),
             params: QueryParams::default(),
         });
-        let resp = backend.handle(&conn, q).await;
+        let resp = backend.handle(&conn, q, RequestFlags::default()).await.response;
         let took = started.elapsed();
         assert!(
             matches!(resp, Response::Error(DbError::Unavailable { .. })),
