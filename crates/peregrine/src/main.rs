@@ -2,7 +2,7 @@
 //! `bench` (the load generator, from the `bench` crate).
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
-//! mode (`server::proxy`) in front of a Cassandra cluster instead of on the embedded engine.
+//! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
 //!
 //! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
 //! SIGTERM stops the server cleanly: it stops accepting, lets in-flight requests finish for up to
@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use proxy::ProxyBackend;
 use server::local::LocalBackend;
-use server::proxy::ProxyBackend;
 use server::Config;
 use tokio_util::sync::CancellationToken;
 

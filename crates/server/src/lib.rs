@@ -22,7 +22,6 @@
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
 //! | [`local`] | `LocalBackend`: the embedded engine behind the `Backend` trait |
-//! | [`proxy`] | `ProxyBackend`: proxy mode, a caching front for a real Cassandra cluster |
 //!
 //! # Invariants
 //!
@@ -42,7 +41,6 @@ pub mod config;
 mod conn;
 pub mod events;
 pub mod local;
-pub mod proxy;
 mod response;
 mod server;
 mod streams;

@@ -35,7 +35,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::RequestFlags;
+use server::RequestFlags;
 
 /// Most requests in flight on one upstream connection.
 const MAX_IN_FLIGHT: usize = 2048;
