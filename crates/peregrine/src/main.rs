@@ -45,7 +45,7 @@ enum Command {
 
 #[derive(Args, Clone, Default)]
 struct ServeArgs {
-    /// YAML configuration file (every key optional; see CONFIG.md).
+    /// YAML configuration file (every key optional; see docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on; overrides `listen` in the file.

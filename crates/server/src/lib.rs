@@ -5,9 +5,15 @@
 //! and answers them out of order, pushes EVENTs, and hands every other request to a
 //! [`Backend`]. It also holds the process configuration.
 //!
-//! It is **not** where statements are parsed or executed (that is the `Backend`: the engine in
-//! standalone mode, an upstream cluster in proxy mode), and it prints nothing: it logs through
-//! `tracing` and the binary decides where logs go.
+//! It is **not** where statements are parsed or executed (that is the `Backend`: the engine
+//! through [`local::LocalBackend`] in standalone mode, the `proxy` crate's `ProxyBackend` in
+//! proxy mode, which depends on this crate, never the other way round), it does not decode
+//! envelopes by hand (`proto::Deframer` does, for every read loop), and it prints nothing: it
+//! logs through `tracing` and the binary decides where logs go.
+//!
+//! `LocalBackend` is the one part that is not front end: it stays here (and with it the
+//! dependencies on `engine` and `storage`) while the engine's boundary with it is being retyped;
+//! see `ARCHITECTURE.md`.
 //!
 //! # Module map
 //!
@@ -16,7 +22,7 @@
 //! | [`config`] | [`Config`]: every key, its default, validation that reports all problems at once |
 //! | [`backend`] | the [`Backend`] trait (the seam to the engine / proxy) and [`ConnState`] |
 //! | `server` | [`run`]: the accept loop, `max_connections`, shutdown with a grace period |
-//! | `conn` | one connection's read loop: framing, version negotiation, handshake, dispatch |
+//! | `conn` | one connection's read loop: framing (through `proto::Deframer`), version negotiation, handshake, dispatch |
 //! | `writer` | the one task per connection that writes: batching, v5 segment packing, events |
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
