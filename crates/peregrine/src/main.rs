@@ -3,6 +3,9 @@
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
 //! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
+//! This crate only wires them: it parses the command line over the config file, builds the
+//! backend (`server::local::LocalBackend` or `proxy::ProxyBackend`) and hands it to the front
+//! end (`server::run`); it holds no protocol, storage or proxy logic of its own.
 //!
 //! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
 //! SIGTERM stops the server cleanly: it stops accepting, lets in-flight requests finish for up to
