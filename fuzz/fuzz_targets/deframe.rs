@@ -2,20 +2,21 @@
 //! panics, and is incremental: the same bytes cut into arbitrary chunks give the same
 //! envelopes, and the same error or need for more bytes, as when they arrive all at once. The
 //! first byte picks the framing (envelopes with or without LZ4/Snappy bodies, segments with or
-//! without LZ4) and the second the chunk size.
+//! without LZ4, as they come or with the rest of the input wrapped in valid segments so that
+//! mutations reach envelope reassembly past the CRCs) and the second the chunk size.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use proto::{Compression, Deframer, Envelope};
+use proto::{encode_segments, Compression, Deframer, Envelope};
 
 fn deframer(mode: u8) -> Deframer {
     let mut d = Deframer::new(1 << 20);
-    match mode % 5 {
+    match mode % 7 {
         0 => {}
         1 => d.set_body_compression(Some(Compression::Lz4)),
         2 => d.set_body_compression(Some(Compression::Snappy)),
-        3 => d.start_segments(false),
+        3 | 5 => d.start_segments(false),
         _ => d.start_segments(true),
     }
     d
@@ -42,6 +43,14 @@ fn run(mode: u8, data: &[u8], chunk: usize) -> (Vec<Envelope>, bool) {
 fuzz_target!(|data: &[u8]| {
     let [mode, chunk, rest @ ..] = data else {
         return;
+    };
+    let mut wire = BytesMut::new();
+    let rest = match mode % 7 {
+        5 | 6 => {
+            encode_segments(rest, mode % 7 == 6, &mut wire);
+            &wire[..]
+        }
+        _ => rest,
     };
     let whole = run(*mode, rest, rest.len().max(1));
     let chunked = run(*mode, rest, usize::from(*chunk).max(1));
