@@ -74,7 +74,7 @@ impl ProxyBackend {
 
     /// Opens and registers a control connection on the first upstream node that accepts,
     /// starting at `*next`. `None` when none does (or no login is known yet).
-    pub(crate) async fn open_control(
+    async fn open_control(
         &self,
         next: &mut usize,
     ) -> Option<(Arc<Connection>, tokio::sync::mpsc::UnboundedReceiver<Event>)> {
@@ -122,7 +122,7 @@ impl ProxyBackend {
 
     /// A schema change, answered through the proxy or pushed by the upstream: invalidates
     /// what it names and forgets statements of what was dropped.
-    pub(crate) fn schema_changed(&self, sc: &SchemaChange) {
+    fn schema_changed(&self, sc: &SchemaChange) {
         match &sc.target {
             SchemaChangeTarget::Table { keyspace, name } => {
                 self.cache.invalidate_table(keyspace, name);
@@ -172,7 +172,7 @@ impl ProxyBackend {
 
     /// True (and forgotten) when `sc` was answered through this proxy lately: its upstream
     /// event was already announced by the front end.
-    pub(crate) fn take_own_ddl(&self, sc: &SchemaChange) -> bool {
+    fn take_own_ddl(&self, sc: &SchemaChange) -> bool {
         let now = Instant::now();
         let mut own = self.own_ddl.lock().unwrap_or_else(PoisonError::into_inner);
         match own
@@ -189,7 +189,7 @@ impl ProxyBackend {
 
     /// Drops remembered statements on a dropped table, so EXECUTE answers UNPREPARED and the
     /// driver prepares again against the new schema.
-    pub(crate) fn forget_prepared(&self, on: impl Fn(&TableRef) -> bool) {
+    fn forget_prepared(&self, on: impl Fn(&TableRef) -> bool) {
         self.prepared
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -197,7 +197,7 @@ impl ProxyBackend {
     }
 
     /// Forgets what is known of the clustering columns of the tables `on` selects.
-    pub(crate) fn forget_clustering(&self, on: impl Fn(&TableRef) -> bool) {
+    fn forget_clustering(&self, on: impl Fn(&TableRef) -> bool) {
         self.clustering_free
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -258,7 +258,7 @@ impl ProxyBackend {
 
     /// The schema version `up`'s node reports for itself, and those it reports for its peers
     /// that are upstream hosts of this proxy (`None` if it cannot tell).
-    pub(crate) async fn schema_versions(
+    async fn schema_versions(
         &self,
         up: &Connection,
     ) -> Option<(Value, Vec<(SocketAddr, Value)>)> {
@@ -302,7 +302,7 @@ impl ProxyBackend {
     }
 
     /// The decoded rows of an unprepared query on `up`, or `None` on any failure.
-    pub(crate) async fn upstream_rows(
+    async fn upstream_rows(
         &self,
         up: &Connection,
         query: &str,

@@ -40,7 +40,7 @@ const REFRESH_TICK: Duration = Duration::from_millis(50);
 
 impl ProxyBackend {
     /// One request of an established connection, with its flags in `ctx`.
-    pub(crate) async fn dispatch(&self, conn: &ConnState, ctx: &Ctx, req: Request) -> Response {
+    async fn dispatch(&self, conn: &ConnState, ctx: &Ctx, req: Request) -> Response {
         if let Request::AuthResponse(token) = req {
             if !self.auth_required() {
                 return Response::Error(DbError::protocol(
@@ -69,7 +69,7 @@ impl ProxyBackend {
         }
     }
 
-    pub(crate) async fn query(&self, conn: &ConnState, ctx: &Ctx, q: Query) -> Response {
+    async fn query(&self, conn: &ConnState, ctx: &Ctx, q: Query) -> Response {
         let ks = q
             .params
             .keyspace
@@ -101,7 +101,7 @@ impl ProxyBackend {
         resp
     }
 
-    pub(crate) async fn use_keyspace(&self, conn: &ConnState, name: &str) -> Response {
+    async fn use_keyspace(&self, conn: &ConnState, name: &str) -> Response {
         let pool = self.pool(conn, Some(name));
         match pool.get().await {
             Ok(_) => Response::Result(ResultBody::SetKeyspace(name.to_string())),
@@ -118,7 +118,7 @@ impl ProxyBackend {
         }
     }
 
-    pub(crate) async fn prepare(&self, conn: &ConnState, ctx: &Ctx, p: Prepare) -> Response {
+    async fn prepare(&self, conn: &ConnState, ctx: &Ctx, p: Prepare) -> Response {
         let ks = p
             .keyspace
             .clone()
@@ -200,7 +200,7 @@ impl ProxyBackend {
         resp
     }
 
-    pub(crate) async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
+    async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
         let Some(info) = self.prepared_info(&x.id) else {
             return Response::Error(DbError::unprepared(x.id));
         };
@@ -249,7 +249,7 @@ impl ProxyBackend {
     /// stale store of `serve_stale_on_upstream_error` tables), with a ticket taken before the
     /// read went out. For a miss and for a background refresh alike. The key comes back when
     /// no result was offered (an error, for the serve-stale lookup).
-    pub(crate) async fn read_and_fill(
+    async fn read_and_fill(
         &self,
         conn: &ConnState,
         ctx: &Ctx,
@@ -283,7 +283,7 @@ impl ProxyBackend {
 
     /// Invalidation after a prepared statement ran: its partition when the statement is a
     /// single write whose partition key is bound, else its tables.
-    pub(crate) fn invalidate_prepared(
+    fn invalidate_prepared(
         &self,
         info: &PreparedInfo,
         values: &Values,
@@ -310,7 +310,7 @@ impl ProxyBackend {
 
     /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
     /// cacheable (serial read, named or null key values, a fixed `now`).
-    pub(crate) fn cache_key(
+    fn cache_key(
         &self,
         conn: &ConnState,
         x: &Execute,
@@ -362,7 +362,7 @@ impl ProxyBackend {
         ))
     }
 
-    pub(crate) async fn batch(&self, conn: &ConnState, ctx: &Ctx, b: Batch) -> Response {
+    async fn batch(&self, conn: &ConnState, ctx: &Ctx, b: Batch) -> Response {
         let ks = b
             .keyspace
             .clone()

@@ -107,7 +107,7 @@ impl ProxyBackend {
 
     /// Whether `table` has no clustering columns: remembered, else asked of the upstream's
     /// `system_schema.columns`. `None` when the upstream did not say.
-    pub(crate) async fn clustering_free(&self, conn: &ConnState, table: &TableRef) -> Option<bool> {
+    async fn clustering_free(&self, conn: &ConnState, table: &TableRef) -> Option<bool> {
         if let Some(&known) = self
             .clustering_free
             .read()
@@ -236,7 +236,7 @@ impl WritePatch {
 /// `values`, or `None` when it cannot be computed from them: more than one row, a paged result,
 /// or an UPDATE that nulls a cell of an existing row (whether the row survives depends on
 /// cells the proxy has not seen).
-pub(crate) fn patch_rows(
+fn patch_rows(
     rows: &Rows,
     names: &[String],
     p: &WritePatch,

@@ -199,7 +199,7 @@ impl ProxyBackend {
         }
     }
 
-    pub(crate) async fn cluster_facts(&self, conn: &ConnState) -> ClusterFacts {
+    async fn cluster_facts(&self, conn: &ConnState) -> ClusterFacts {
         let q = Request::Query(Query {
             query: "SELECT data_center, rack, release_version, schema_version FROM system.local WHERE key = 'local'".into(),
             params: QueryParams::default(),
@@ -216,7 +216,7 @@ impl ProxyBackend {
 
 /// Result column names: from the rows' metadata, or (metadata skipped) from the prepared
 /// statement's.
-pub(crate) fn column_names(rows: &Rows, info: Option<&PreparedInfo>) -> Vec<String> {
+fn column_names(rows: &Rows, info: Option<&PreparedInfo>) -> Vec<String> {
     if rows.metadata.no_metadata {
         if let Some(info) = info {
             return info.result_names.clone();
