@@ -258,10 +258,7 @@ impl ProxyBackend {
 
     /// The schema version `up`'s node reports for itself, and those it reports for its peers
     /// that are upstream hosts of this proxy (`None` if it cannot tell).
-    async fn schema_versions(
-        &self,
-        up: &Connection,
-    ) -> Option<(Value, Vec<(SocketAddr, Value)>)> {
+    async fn schema_versions(&self, up: &Connection) -> Option<(Value, Vec<(SocketAddr, Value)>)> {
         let local = self
             .upstream_rows(
                 up,
@@ -302,11 +299,7 @@ impl ProxyBackend {
     }
 
     /// The decoded rows of an unprepared query on `up`, or `None` on any failure.
-    async fn upstream_rows(
-        &self,
-        up: &Connection,
-        query: &str,
-    ) -> Option<Vec<Vec<Value>>> {
+    async fn upstream_rows(&self, up: &Connection, query: &str) -> Option<Vec<Vec<Value>>> {
         let q = Request::Query(Query {
             query: query.into(),
             params: QueryParams::default(),

@@ -283,12 +283,7 @@ impl ProxyBackend {
 
     /// Invalidation after a prepared statement ran: its partition when the statement is a
     /// single write whose partition key is bound, else its tables.
-    fn invalidate_prepared(
-        &self,
-        info: &PreparedInfo,
-        values: &Values,
-        resp: &Response,
-    ) {
+    fn invalidate_prepared(&self, info: &PreparedInfo, values: &Values, resp: &Response) {
         match &info.class {
             Class::Write { tables, single } => {
                 if let (true, Some((t, idx, true))) = (*single, &info.pk) {

@@ -236,12 +236,7 @@ impl WritePatch {
 /// `values`, or `None` when it cannot be computed from them: more than one row, a paged result,
 /// or an UPDATE that nulls a cell of an existing row (whether the row survives depends on
 /// cells the proxy has not seen).
-fn patch_rows(
-    rows: &Rows,
-    names: &[String],
-    p: &WritePatch,
-    values: &[RawValue],
-) -> Option<Rows> {
+fn patch_rows(rows: &Rows, names: &[String], p: &WritePatch, values: &[RawValue]) -> Option<Rows> {
     if rows.metadata.paging_state.is_some() || rows.rows_count > 1 {
         return None;
     }
