@@ -745,6 +745,80 @@ mod tests {
         addr
     }
 
+    /// A one-connection fake upstream speaking v5: STARTUP and its READY as plain envelopes,
+    /// then segments. It answers the first request after STARTUP with one segment holding an
+    /// EVENT and then the request's RESULT, and closes after the second.
+    async fn fake_v5_upstream(event: Event) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = BytesMut::new();
+            let mut deframer = Deframer::new(1 << 20);
+            let v5 = ProtocolVersion::V5;
+            let none = ResponseExtras::default();
+            for answered in 0..3 {
+                let env = loop {
+                    if let Some(env) = deframer.next_envelope(&mut buf).unwrap() {
+                        break env;
+                    }
+                    if s.read_buf(&mut buf).await.unwrap() == 0 {
+                        return;
+                    }
+                };
+                let req = Request::from_envelope(&env).unwrap().request;
+                let mut out = BytesMut::new();
+                match answered {
+                    0 => {
+                        assert!(matches!(req, Request::Startup(_)));
+                        Response::Ready.encode_envelope(v5, env.stream, &none, None, &mut out);
+                        s.write_all(&out).await.unwrap();
+                        deframer.start_segments(false);
+                        continue;
+                    }
+                    1 => Response::Event(event.clone())
+                        .encode_envelope(v5, -1, &none, None, &mut out),
+                    _ => {}
+                }
+                let void = Response::Result(ResultBody::Void);
+                void.encode_envelope(v5, env.stream, &none, None, &mut out);
+                let mut segments = BytesMut::new();
+                encode_segments(&out, false, &mut segments);
+                s.write_all(&segments).await.unwrap();
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_v5_upstream_switches_to_segments_and_every_envelope_of_a_segment_is_routed() {
+        let event = Event::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Dropped,
+            target: SchemaChangeTarget::Keyspace("ks".into()),
+        });
+        let addr = fake_v5_upstream(event.clone()).await;
+        let timeout = Duration::from_secs(5);
+        let (conn, mut rx) = Connection::open_for_events(addr, ProtocolVersion::V5, None, timeout)
+            .await
+            .unwrap();
+        let query = Request::Query(Query {
+            query: "INSERT INTO ks.t (k) VALUES (1)".into(),
+            params: QueryParams::default(),
+        });
+        for _ in 0..2 {
+            assert!(matches!(
+                conn.request(&query, timeout).await,
+                Ok(Response::Result(ResultBody::Void))
+            ));
+        }
+        assert_eq!(rx.recv().await, Some(event));
+        assert_eq!(
+            rx.recv().await,
+            None,
+            "the channel ends with the connection"
+        );
+    }
+
     #[tokio::test]
     async fn control_connection_delivers_events_and_ends_when_closed() {
         let event = Event::SchemaChange(SchemaChange {
