@@ -4,7 +4,7 @@
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
 //! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
 //! This crate only wires them: it parses the command line over the config file, builds the
-//! backend (`server::local::LocalBackend` or `proxy::ProxyBackend`) and hands it to the front
+//! backend (`local::LocalBackend` or `proxy::ProxyBackend`) and hands it to the front
 //! end (`server::run`); it holds no protocol, storage or proxy logic of its own.
 //!
 //! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use local::LocalBackend;
 use proxy::ProxyBackend;
-use server::local::LocalBackend;
 use server::Config;
 use tokio_util::sync::CancellationToken;
 

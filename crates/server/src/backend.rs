@@ -1,7 +1,7 @@
 //! The seam between the protocol front end and whatever executes requests.
 //!
-//! Two implementations: `LocalBackend` (the embedded engine, `local.rs`) and the `proxy`
-//! crate's `ProxyBackend` in front of a Cassandra cluster. The front end owns framing, the handshake,
+//! Two implementations: the `local` crate's `LocalBackend` (the embedded engine) and the
+//! `proxy` crate's `ProxyBackend` in front of a Cassandra cluster. The front end owns framing, the handshake,
 //! stream ids, compression and events; a backend only ever sees decoded requests of an
 //! established connection and returns one response per request.
 

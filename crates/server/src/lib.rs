@@ -5,15 +5,12 @@
 //! and answers them out of order, pushes EVENTs, and hands every other request to a
 //! [`Backend`]. It also holds the process configuration.
 //!
-//! It is **not** where statements are parsed or executed (that is the `Backend`: the engine
-//! through [`local::LocalBackend`] in standalone mode, the `proxy` crate's `ProxyBackend` in
-//! proxy mode, which depends on this crate, never the other way round), it does not decode
-//! envelopes by hand (`proto::Deframer` does, for every read loop), and it prints nothing: it
-//! logs through `tracing` and the binary decides where logs go.
-//!
-//! `LocalBackend` is the one part that is not front end: it stays here (and with it the
-//! dependencies on `engine` and `storage`) while the engine's boundary with it is being retyped;
-//! see `ARCHITECTURE.md`.
+//! It is **not** where statements are parsed or executed (that is the `Backend`: the `local`
+//! crate's `LocalBackend` on the embedded engine in standalone mode, the `proxy` crate's
+//! `ProxyBackend` in proxy mode; both depend on this crate, never the other way round, and the
+//! binary picks one), it does not decode envelopes by hand (`proto::Deframer` does, for every
+//! read loop), and it prints nothing: it logs through `tracing` and the binary decides where
+//! logs go.
 //!
 //! # Module map
 //!
@@ -27,7 +24,6 @@
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
-//! | [`local`] | `LocalBackend`: the embedded engine behind the `Backend` trait |
 //!
 //! # Invariants
 //!
@@ -46,7 +42,6 @@ pub mod backend;
 pub mod config;
 mod conn;
 pub mod events;
-pub mod local;
 mod response;
 mod server;
 mod streams;
