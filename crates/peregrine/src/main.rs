@@ -2,7 +2,10 @@
 //! `bench` (the load generator, from the `bench` crate).
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
-//! mode (`server::proxy`) in front of a Cassandra cluster instead of on the embedded engine.
+//! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
+//! This crate only wires them: it parses the command line over the config file, builds the
+//! backend (`local::LocalBackend` or `proxy::ProxyBackend`) and hands it to the front
+//! end (`server::run`); it holds no protocol, storage or proxy logic of its own.
 //!
 //! Logs go to stderr through `tracing` (filter with `RUST_LOG`, default `info`). SIGINT or
 //! SIGTERM stops the server cleanly: it stops accepting, lets in-flight requests finish for up to
@@ -15,8 +18,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use server::local::LocalBackend;
-use server::proxy::ProxyBackend;
+use local::LocalBackend;
+use proxy::ProxyBackend;
 use server::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -45,7 +48,7 @@ enum Command {
 
 #[derive(Args, Clone, Default)]
 struct ServeArgs {
-    /// YAML configuration file (every key optional; see CONFIG.md).
+    /// YAML configuration file (every key optional; see docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on; overrides `listen` in the file.

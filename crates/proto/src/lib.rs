@@ -17,6 +17,8 @@
 //!   (LZ4, Snappy), `decode_envelope` / `encode_envelope`.
 //! - [`segment`]: v5 segments: CRC24 header, CRC32 payload, LZ4 segments, multi-segment
 //!   envelopes (`EnvelopeAssembler`).
+//! - [`deframe`]: `Deframer`, the one incremental read loop over either framing: bytes in,
+//!   whole envelopes out (used by the front end and by the proxy's upstream connections).
 //! - [`request`]: request bodies (`Request::decode`, `Request::from_envelope`, and an encoder
 //!   for tests and proxy mode).
 //! - [`response`]: response bodies (`Response::encode_body`, `RowsBuilder`, and a decoder for
@@ -31,6 +33,7 @@
 //! - "Incomplete" is `Ok(None)`, never an error; decoders leave the buffer untouched then.
 //! - Decoded requests borrow large values as `Bytes` views into the envelope body.
 
+pub mod deframe;
 pub mod error;
 pub mod frame;
 pub mod request;
@@ -40,6 +43,7 @@ pub mod types;
 pub mod value;
 mod wire;
 
+pub use deframe::Deframer;
 pub use error::{DbError, FailureReason, FrameError, WriteType};
 pub use frame::{
     decode_envelope, encode_envelope, Compression, Envelope, FrameHeader, Opcode, ProtocolVersion,

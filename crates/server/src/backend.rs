@@ -1,7 +1,7 @@
 //! The seam between the protocol front end and whatever executes requests.
 //!
-//! Two implementations are planned: `LocalBackend` (the embedded engine, `local.rs`) and a
-//! proxy backend in front of a Cassandra cluster. The front end owns framing, the handshake,
+//! Two implementations: the `local` crate's `LocalBackend` (the embedded engine) and the
+//! `proxy` crate's `ProxyBackend` in front of a Cassandra cluster. The front end owns framing, the handshake,
 //! stream ids, compression and events; a backend only ever sees decoded requests of an
 //! established connection and returns one response per request.
 
@@ -62,7 +62,7 @@ pub enum Now {
 /// - Calls run concurrently, also for one connection: the front end spawns each request as its
 ///   own task and answers in completion order. Nothing may assume requests of a connection
 ///   arrive one at a time.
-/// - Every call returns exactly one `Response`; request errors are `Response::Error` with the
+/// - Every call returns exactly one response (a [`Reply`]); request errors are `Response::Error` with the
 ///   Cassandra code (a request error never closes the connection). `handle` must not panic; if
 ///   it does anyway, the client gets a ServerError on that stream and the connection lives on.
 /// - `handle` should finish within `Config::request_timeout` and answer a timeout itself
@@ -79,8 +79,16 @@ pub enum Now {
 ///   the grace period, `request_timeout`, ran out). It flushes whatever must be durable. No
 ///   `handle` call starts after it.
 pub trait Backend: Send + Sync + 'static {
-    /// Executes one request for the connection `conn`.
-    fn handle(&self, conn: &ConnState, req: Request) -> impl Future<Output = Response> + Send;
+    /// Executes one request for the connection `conn`, with its envelope flags (`flags`: the
+    /// tracing flag and custom payload, for a backend that passes them on; others ignore
+    /// them), answering the response and the envelope extras to send in front of it
+    /// (tracing session id, warnings, custom payload; empty for most backends).
+    fn handle(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        flags: RequestFlags,
+    ) -> impl Future<Output = Reply> + Send;
 
     /// Answers `req` right away, on the connection's reader task, if that needs no waiting
     /// (a cache hit); otherwise hands it back ([`Now::Later`]) and the front end runs
@@ -95,17 +103,6 @@ pub trait Backend: Send + Sync + 'static {
     /// again in the background; its result goes nowhere. Same invariants as `handle`.
     fn refresh(&self, _conn: &ConnState, _req: Request) -> impl Future<Output = ()> + Send {
         async {}
-    }
-
-    /// [`Backend::handle`] with the request's envelope flags, answering envelope extras too.
-    /// What the front end calls; by default the flags are ignored and no extras are sent.
-    fn handle_flagged(
-        &self,
-        conn: &ConnState,
-        req: Request,
-        _flags: RequestFlags,
-    ) -> impl Future<Output = Reply> + Send {
-        async move { Reply::from(self.handle(conn, req).await) }
     }
 
     /// The authenticator class to answer STARTUP with (`Response::Authenticate`), or `None` to

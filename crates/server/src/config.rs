@@ -4,7 +4,7 @@
 //! the code base invents a default. The file format is YAML (`peregrine serve --config F`); every
 //! key is optional. Unknown keys are errors. [`Config::load`] reports *all* problems of a file at
 //! once (each bad key, each failed check) instead of stopping at the first, so an operator fixes
-//! a file in one round. `CONFIG.md` next to this crate documents the keys for users.
+//! a file in one round. `docs/configuration.md` documents the keys for users.
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// Highest protocol stream id plus one (v3+ stream ids are 0..=32767 for requests).
 pub const MAX_STREAM_IDS: u32 = 32_768;
 
-/// The process configuration. See `crates/server/CONFIG.md` for the user-facing description.
+/// The process configuration. See `docs/configuration.md` for the user-facing description.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {

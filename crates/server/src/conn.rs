@@ -15,17 +15,16 @@
 //! oversize, corrupt segment) are answered with a ProtocolError and close the connection, since
 //! nothing after them can be trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use proto::deframe::Deframer;
 use proto::error::{DbError, FrameError};
-use proto::frame::{decode_envelope, Compression, Envelope, Opcode, ProtocolVersion};
+use proto::frame::{Compression, Envelope, Opcode, ProtocolVersion};
 use proto::request::Request;
 use proto::response::{Event, Response, ResponseExtras, ResultBody};
-use proto::segment::{decode_segment, EnvelopeAssembler};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
@@ -88,10 +87,8 @@ struct Reader<B> {
     /// Fixed by the first envelope.
     version: Option<ProtocolVersion>,
     state: State<B>,
-    /// v5 after STARTUP: segment compression and reassembly of envelopes.
-    segments: Option<(bool, EnvelopeAssembler)>,
-    /// Envelopes decoded from a segment but not yet handled.
-    queued: VecDeque<Envelope>,
+    /// Envelopes, or v5 segments after STARTUP, bounded by `max_frame_bytes`.
+    deframer: Deframer,
     registered: EventKinds,
 }
 
@@ -108,6 +105,7 @@ pub(crate) async fn serve<B: Backend>(
     let (tx, rx) = writer::channel();
     let closed = CancellationToken::new();
     let writer = tokio::spawn(writer::run(wr, rx, closed.clone()));
+    let deframer = Deframer::new(shared.config.max_frame_bytes);
     let mut reader = Reader {
         shared,
         id,
@@ -115,8 +113,7 @@ pub(crate) async fn serve<B: Backend>(
         tx,
         version: None,
         state: State::Unstarted,
-        segments: None,
-        queued: VecDeque::new(),
+        deframer,
         registered: EventKinds::default(),
     };
     let ending = reader.run(&mut rd, &shutdown, &closed).await;
@@ -189,72 +186,42 @@ impl<B: Backend> Reader<B> {
     /// The next complete envelope, `Ok(None)` when more bytes are needed, `Err` after a fatal
     /// error was answered.
     fn next_envelope(&mut self, buf: &mut BytesMut) -> Result<Option<Envelope>, Ending> {
-        if let Some(env) = self.queued.pop_front() {
-            return self.check_version(env).map(Some);
-        }
-        if let Some((compressed, assembler)) = &mut self.segments {
-            let mut decoded = Vec::new();
-            while decoded.is_empty() {
-                match decode_segment(buf, *compressed) {
-                    Ok(Some(seg)) => {
-                        if let Err(e) = assembler.push(seg, &mut decoded) {
-                            return Err(self.fatal_frame_error(e));
-                        }
-                    }
-                    Ok(None) => return Ok(None),
-                    Err(e) => return Err(self.fatal_frame_error(e)),
-                }
-            }
-            self.queued.extend(decoded);
-            let env = self.queued.pop_front();
-            return match env {
-                Some(env) => self.check_version(env).map(Some),
-                None => Ok(None),
+        if !self.deframer.segmented() {
+            // Before decoding (the header may not be complete yet), as Cassandra does: a
+            // version we do not speak, or not the connection's, is answered at once.
+            let Some(&first) = buf.first() else {
+                return Ok(None);
             };
-        }
-        let Some(&first) = buf.first() else {
-            return Ok(None);
-        };
-        let num = first & 0x7f;
-        match self.version {
-            None if ProtocolVersion::from_u8(num).is_none() => {
-                return self.unsupported_version(num, buf).map(|()| None);
+            let num = first & 0x7f;
+            match self.version {
+                None if ProtocolVersion::from_u8(num).is_none() => {
+                    return self.unsupported_version(num, buf).map(|()| None);
+                }
+                Some(v) if v.as_u8() != num => {
+                    let stream = if buf.len() >= 4 {
+                        i16::from_be_bytes([buf[2], buf[3]])
+                    } else {
+                        0
+                    };
+                    return Err(self.fatal(
+                        stream,
+                        format!(
+                            "Invalid message version. Got {num} but previous messages on this connection had version {}",
+                            v.as_u8()
+                        ),
+                    ));
+                }
+                _ => {}
             }
-            Some(v) if v.as_u8() != num => {
-                let stream = if buf.len() >= 4 {
-                    i16::from_be_bytes([buf[2], buf[3]])
-                } else {
-                    0
-                };
-                return Err(self.fatal(
-                    stream,
-                    format!(
-                        "Invalid message version. Got {num} but previous messages on this connection had version {}",
-                        v.as_u8()
-                    ),
-                ));
-            }
-            _ => {}
         }
-        match decode_envelope(
-            buf,
-            self.shared.config.max_frame_bytes,
-            self.body_compression(),
-        ) {
+        match self.deframer.next_envelope(buf) {
             Ok(Some(env)) => {
+                let env = self.check_version(env)?;
                 self.version.get_or_insert(env.version);
                 Ok(Some(env))
             }
             Ok(None) => Ok(None),
             Err(e) => Err(self.fatal_frame_error(e)),
-        }
-    }
-
-    /// v3/v4 body compression of incoming envelopes (v5 compresses segments instead).
-    fn body_compression(&self) -> Option<Compression> {
-        match &self.state {
-            State::Established(s) if s.conn.version() < ProtocolVersion::V5 => s.conn.compression(),
-            _ => None,
         }
     }
 
@@ -382,10 +349,10 @@ impl<B: Backend> Reader<B> {
         if version >= ProtocolVersion::V5 {
             let compressed = compression.is_some();
             self.tx.control(Out::StartSegments { compressed });
-            self.segments = Some((
-                compressed,
-                EnvelopeAssembler::new(self.shared.config.max_frame_bytes),
-            ));
+            self.deframer.start_segments(compressed);
+        } else {
+            // v3/v4 bodies are compressed from the next envelope on.
+            self.deframer.set_body_compression(compression);
         }
         tracing::debug!(
             "connection {} from {} established: protocol v{}, compression {}",
@@ -499,7 +466,7 @@ struct Pending<B: Backend> {
 impl<B: Backend> Pending<B> {
     async fn run(self, req: Request, flags: RequestFlags) {
         let s = &*self.session;
-        let reply = s.shared.backend.handle_flagged(&s.conn, req, flags).await;
+        let reply = s.shared.backend.handle(&s.conn, req, flags).await;
         self.finish(reply);
     }
 

@@ -78,7 +78,9 @@ impl EventBus {
         let _ = self.tx.send(Arc::new(event));
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+    /// Every event published from now on (the front end subscribes each registered
+    /// connection; the proxy's tests listen here too).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.tx.subscribe()
     }
 }

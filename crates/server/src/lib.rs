@@ -5,9 +5,12 @@
 //! and answers them out of order, pushes EVENTs, and hands every other request to a
 //! [`Backend`]. It also holds the process configuration.
 //!
-//! It is **not** where statements are parsed or executed (that is the `Backend`: the engine in
-//! standalone mode, an upstream cluster in proxy mode), and it prints nothing: it logs through
-//! `tracing` and the binary decides where logs go.
+//! It is **not** where statements are parsed or executed (that is the `Backend`: the `local`
+//! crate's `LocalBackend` on the embedded engine in standalone mode, the `proxy` crate's
+//! `ProxyBackend` in proxy mode; both depend on this crate, never the other way round, and the
+//! binary picks one), it does not decode envelopes by hand (`proto::Deframer` does, for every
+//! read loop), and it prints nothing: it logs through `tracing` and the binary decides where
+//! logs go.
 //!
 //! # Module map
 //!
@@ -16,13 +19,11 @@
 //! | [`config`] | [`Config`]: every key, its default, validation that reports all problems at once |
 //! | [`backend`] | the [`Backend`] trait (the seam to the engine / proxy) and [`ConnState`] |
 //! | `server` | [`run`]: the accept loop, `max_connections`, shutdown with a grace period |
-//! | `conn` | one connection's read loop: framing, version negotiation, handshake, dispatch |
+//! | `conn` | one connection's read loop: framing (through `proto::Deframer`), version negotiation, handshake, dispatch |
 //! | `writer` | the one task per connection that writes: batching, v5 segment packing, events |
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
-//! | [`local`] | `LocalBackend`: the embedded engine behind the `Backend` trait |
-//! | [`proxy`] | `ProxyBackend`: proxy mode, a caching front for a real Cassandra cluster |
 //!
 //! # Invariants
 //!
@@ -41,8 +42,6 @@ pub mod backend;
 pub mod config;
 mod conn;
 pub mod events;
-pub mod local;
-pub mod proxy;
 mod response;
 mod server;
 mod streams;

@@ -17,7 +17,7 @@ use proto::frame::{
 use proto::request::{Consistency, Query, QueryParams, Request, Values};
 use proto::response::{Response, ResultBody, SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
-use server::{Backend, Config, ConnState};
+use server::{Backend, Config, ConnState, Reply, RequestFlags};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -38,7 +38,17 @@ pub struct Mock {
 }
 
 impl Backend for Mock {
-    async fn handle(&self, conn: &ConnState, req: Request) -> Response {
+    async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
+        Reply::from(self.answer(conn, req).await)
+    }
+
+    async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Mock {
+    async fn answer(&self, conn: &ConnState, req: Request) -> Response {
         let Request::Query(q) = req else {
             return Response::Error(DbError::invalid("mock only answers QUERY"));
         };
@@ -65,10 +75,6 @@ impl Backend for Mock {
         } else {
             Response::Result(ResultBody::Void)
         }
-    }
-
-    async fn shutdown(&self) {
-        self.shut_down.store(true, Ordering::SeqCst);
     }
 }
 

@@ -11,8 +11,13 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 
-use proto::response::{Rows, RowsBuilder};
+use proto::request::{Query, QueryParams, Request};
+use proto::response::{ColumnSpec, Response, ResultBody, Rows, RowsBuilder};
 use proto::types::Value;
+use server::ConnState;
+
+use crate::classify::LocalTable;
+use crate::{Ctx, PreparedInfo, ProxyBackend};
 
 /// This proxy and its peers.
 #[derive(Debug, Clone)]
@@ -154,6 +159,74 @@ pub fn facts_of(rows: &Rows, names: &[String]) -> ClusterFacts {
         }
     }
     f
+}
+
+impl ProxyBackend {
+    /// `system.local`, `system.peers*` (read upstream, rewritten) and the metrics table.
+    pub(crate) async fn local_read(
+        &self,
+        conn: &ConnState,
+        ctx: &Ctx,
+        which: LocalTable,
+        _ks: Option<&str>,
+        req: &Request,
+        info: Option<&PreparedInfo>,
+    ) -> Response {
+        if which == LocalTable::Metrics {
+            return Response::Result(ResultBody::Rows(self.metrics.rows(&self.cache)));
+        }
+        let conn_ks = conn.keyspace();
+        let pool_ks = info.map_or(conn_ks.as_deref(), |i| i.keyspace.as_deref());
+        let resp = self.forward(conn, ctx, pool_ks, req, false).await;
+        let Response::Result(ResultBody::Rows(rows)) = &resp else {
+            return resp;
+        };
+        let names = column_names(rows, info);
+        match which {
+            LocalTable::Local => {
+                Response::Result(ResultBody::Rows(self.topology.rewrite_local(rows, &names)))
+            }
+            _ => {
+                let facts = if self.topology.has_peers() {
+                    self.cluster_facts(conn).await
+                } else {
+                    ClusterFacts::default()
+                };
+                Response::Result(ResultBody::Rows(
+                    self.topology.peers_rows(rows, &names, &facts),
+                ))
+            }
+        }
+    }
+
+    async fn cluster_facts(&self, conn: &ConnState) -> ClusterFacts {
+        let q = Request::Query(Query {
+            query: "SELECT data_center, rack, release_version, schema_version FROM system.local WHERE key = 'local'".into(),
+            params: QueryParams::default(),
+        });
+        match self.forward(conn, &Ctx::default(), None, &q, false).await {
+            Response::Result(ResultBody::Rows(rows)) => {
+                let names = column_names(&rows, None);
+                facts_of(&rows, &names)
+            }
+            _ => ClusterFacts::default(),
+        }
+    }
+}
+
+/// Result column names: from the rows' metadata, or (metadata skipped) from the prepared
+/// statement's.
+fn column_names(rows: &Rows, info: Option<&PreparedInfo>) -> Vec<String> {
+    if rows.metadata.no_metadata {
+        if let Some(info) = info {
+            return info.result_names.clone();
+        }
+    }
+    rows.metadata
+        .columns
+        .iter()
+        .map(|c: &ColumnSpec| c.name.clone())
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,9 +1,21 @@
-//! `LocalBackend`: standalone mode, the embedded engine behind the [`Backend`] trait.
+//! `local`: standalone mode, [`LocalBackend`], the embedded engine behind the front end's
+//! [`Backend`] trait.
 //!
-//! Translates decoded requests into engine calls and engine outcomes into responses. The
-//! engine is synchronous: point operations run inline on the async worker (they are
-//! memtable/page-cache work measured in microseconds); range scans and writes that must
-//! fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
+//! **What it is:** the translation between the protocol and the engine. It opens the LSM store
+//! and the engine under `data_dir`, turns decoded requests into engine calls and engine outcomes
+//! into responses. The engine is synchronous: point operations run inline on the async worker
+//! (they are memtable/page-cache work measured in microseconds); range scans and writes that
+//! must fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
+//!
+//! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
+//! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
+//! module; its settings are keys of the one `server::Config`.
+//!
+//! # Invariants
+//! - Each request's time is taken here (`Now::system()`) and passed to the engine.
+//! - A request error is a `Response::Error` with Cassandra's code; the engine's errors are
+//!   already `DbError`s.
+//! - `shutdown` syncs the engine, so a clean stop loses no acknowledged write.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -17,8 +29,8 @@ use proto::response::{
     SchemaChangeTarget, SchemaChangeType,
 };
 
-use crate::backend::{Backend, ConnState};
-use crate::config::{CommitlogSync, Config};
+use server::config::{CommitlogSync, Config};
+use server::{Backend, ConnState, Reply, RequestFlags};
 
 /// The embedded storage engine as a backend.
 pub struct LocalBackend {
@@ -222,7 +234,20 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
-    async fn handle(&self, conn: &ConnState, req: Request) -> Response {
+    /// Tracing and custom payloads are not supported here: the flags are ignored and no
+    /// envelope extras are sent.
+    async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
+        Reply::from(self.execute(conn, req).await)
+    }
+
+    async fn shutdown(&self) {
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
+    }
+}
+
+impl LocalBackend {
+    async fn execute(&self, conn: &ConnState, req: Request) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
@@ -325,11 +350,6 @@ impl Backend for LocalBackend {
                 DbError::protocol("Unexpected message: handled by the connection, not the backend"),
             ),
         }
-    }
-
-    async fn shutdown(&self) {
-        let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
     }
 }
 

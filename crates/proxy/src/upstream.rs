@@ -23,19 +23,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use proto::deframe::Deframer;
 use proto::error::DbError;
-use proto::frame::{
-    decode_envelope, encode_envelope, flags, Compression, Envelope, ProtocolVersion,
-};
+use proto::frame::{encode_envelope, flags, Compression, Envelope, ProtocolVersion};
 use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
-use proto::segment::{decode_segment, encode_segments, EnvelopeAssembler};
+use proto::segment::encode_segments;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::RequestFlags;
+use server::RequestFlags;
 
 /// Most requests in flight on one upstream connection.
 const MAX_IN_FLIGHT: usize = 2048;
@@ -154,20 +153,24 @@ impl Connection {
                         reason: e.to_string(),
                     })?;
             let _ = socket.set_nodelay(true);
+            // Cassandra may compress its answer to STARTUP already; only envelopes flagged
+            // compressed are decompressed.
+            let mut deframer = Deframer::new(MAX_FRAME_BYTES);
+            deframer.set_body_compression(compression);
             let mut hs = Handshake {
                 socket: &mut socket,
                 addr,
                 version,
                 buf: BytesMut::with_capacity(4096),
-                segments: None,
+                deframer,
                 compression,
                 compressing: false,
             };
             hs.run(creds, keyspace).await?;
-            let buf = hs.buf;
-            Ok::<_, UpstreamError>((socket, buf))
+            let Handshake { buf, deframer, .. } = hs;
+            Ok::<_, UpstreamError>((socket, buf, deframer))
         };
-        let (socket, buf) = match tokio::time::timeout(timeout, connect).await {
+        let (socket, buf, deframer) = match tokio::time::timeout(timeout, connect).await {
             Ok(r) => r?,
             Err(_) => {
                 return Err(UpstreamError::Connect {
@@ -186,16 +189,8 @@ impl Connection {
             dead: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::unbounded_channel();
-        let segmented = version >= ProtocolVersion::V5;
         tokio::spawn(write_loop(wr, rx, shared.clone()));
-        tokio::spawn(read_loop(
-            rd,
-            buf,
-            segmented,
-            compression,
-            shared.clone(),
-            events,
-        ));
+        tokio::spawn(read_loop(rd, buf, deframer, shared.clone(), events));
         Ok(Arc::new(Connection {
             shared,
             version,
@@ -351,72 +346,54 @@ async fn write_loop(
     let _ = wr.shutdown().await;
 }
 
+/// Routes the upstream's answers to their waiting requests by stream id (and EVENTs to the
+/// control connection's channel) until the connection fails. `deframer` comes from the
+/// handshake, already in the connection's framing.
 async fn read_loop(
     mut rd: OwnedReadHalf,
     mut buf: BytesMut,
-    segmented: bool,
-    compression: Option<Compression>,
+    mut deframer: Deframer,
     shared: Arc<ConnShared>,
     events: Option<mpsc::UnboundedSender<Event>>,
 ) {
-    let mut assembler = EnvelopeAssembler::new(MAX_FRAME_BYTES);
-    let mut envs = Vec::new();
     loop {
         loop {
-            let r = if segmented {
-                match decode_segment(&mut buf, compression.is_some()) {
-                    Ok(Some(seg)) => assembler.push(seg, &mut envs).map(|()| true),
-                    Ok(None) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            } else {
-                match decode_envelope(&mut buf, MAX_FRAME_BYTES, compression) {
-                    Ok(Some(env)) => {
-                        envs.push(env);
-                        Ok(true)
-                    }
-                    Ok(None) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            };
-            match r {
-                Ok(true) => {}
-                Ok(false) => break,
+            let env = match deframer.next_envelope(&mut buf) {
+                Ok(Some(env)) => env,
+                Ok(None) => break,
                 Err(e) => {
                     tracing::warn!("upstream {} sent bad framing, closing: {e}", shared.addr);
                     shared.fail_all();
                     return;
                 }
-            }
-            for env in envs.drain(..) {
-                if env.stream < 0 {
-                    // An EVENT: delivered on a control connection, ignored elsewhere.
-                    if let Some(tx) = &events {
-                        match Response::from_envelope(&env) {
-                            Ok(d) => {
-                                if let Response::Event(e) = d.response {
-                                    let _ = tx.send(e);
-                                }
-                            }
-                            Err(e) => {
-                                tracing::debug!(
-                                    "upstream {} sent an undecodable event: {e}",
-                                    shared.addr
-                                )
+            };
+            if env.stream < 0 {
+                // An EVENT: delivered on a control connection, ignored elsewhere.
+                if let Some(tx) = &events {
+                    match Response::from_envelope(&env) {
+                        Ok(d) => {
+                            if let Response::Event(e) = d.response {
+                                let _ = tx.send(e);
                             }
                         }
+                        Err(e) => {
+                            tracing::debug!(
+                                "upstream {} sent an undecodable event: {e}",
+                                shared.addr
+                            )
+                        }
                     }
-                    continue;
                 }
-                let mut w = shared
-                    .waiters
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if let Some(tx) = w.pending.remove(&env.stream) {
-                    w.free.push(env.stream);
-                    drop(w);
-                    let _ = tx.send(env);
-                }
+                continue;
+            }
+            let mut w = shared
+                .waiters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(tx) = w.pending.remove(&env.stream) {
+                w.free.push(env.stream);
+                drop(w);
+                let _ = tx.send(env);
             }
         }
         match rd.read_buf(&mut buf).await {
@@ -443,7 +420,8 @@ struct Handshake<'a> {
     addr: SocketAddr,
     version: ProtocolVersion,
     buf: BytesMut,
-    segments: Option<EnvelopeAssembler>,
+    /// Envelopes, then segments from the STARTUP answer on in v5; the read loop goes on with it.
+    deframer: Deframer,
     /// Asked for in STARTUP; in force from its answer on (`compressing`).
     compression: Option<Compression>,
     compressing: bool,
@@ -465,7 +443,7 @@ impl Handshake<'_> {
         let answer = self.call(&Request::Startup(options)).await?;
         if self.version >= ProtocolVersion::V5 {
             // Both sides switch to segments after the STARTUP answer (READY or AUTHENTICATE).
-            self.segments = Some(EnvelopeAssembler::new(MAX_FRAME_BYTES));
+            self.deframer.start_segments(self.compression.is_some());
         }
         self.compressing = self.compression.is_some();
         match answer {
@@ -528,10 +506,7 @@ impl Handshake<'_> {
             reason: e.to_string(),
         };
         let compression = self.compression.filter(|_| self.compressing);
-        // Cassandra may compress its answer to STARTUP already; only envelopes flagged
-        // compressed are decompressed.
-        let decompression = self.compression;
-        let frame = if self.segments.is_some() || self.version < ProtocolVersion::V5 {
+        let frame = if self.deframer.segmented() || self.version < ProtocolVersion::V5 {
             encode_request(self.version, compression, 0, 0, &[], req)
         } else {
             // Before the switch a v5 STARTUP goes out as a plain envelope.
@@ -553,32 +528,12 @@ impl Handshake<'_> {
         };
         self.socket.write_all(&frame).await.map_err(closed)?;
         loop {
-            let env =
-                match &mut self.segments {
-                    Some(asm) => {
-                        let mut envs = Vec::new();
-                        while let Some(seg) = decode_segment(&mut self.buf, compression.is_some())
-                            .map_err(|e| UpstreamError::Protocol {
-                            addr,
-                            reason: e.to_string(),
-                        })? {
-                            asm.push(seg, &mut envs)
-                                .map_err(|e| UpstreamError::Protocol {
-                                    addr,
-                                    reason: e.to_string(),
-                                })?;
-                            if !envs.is_empty() {
-                                break;
-                            }
-                        }
-                        envs.into_iter().next()
-                    }
-                    None => decode_envelope(&mut self.buf, MAX_FRAME_BYTES, decompression)
-                        .map_err(|e| UpstreamError::Protocol {
-                            addr,
-                            reason: e.to_string(),
-                        })?,
-                };
+            let env = self.deframer.next_envelope(&mut self.buf).map_err(|e| {
+                UpstreamError::Protocol {
+                    addr,
+                    reason: e.to_string(),
+                }
+            })?;
             if let Some(env) = env {
                 if env.stream < 0 {
                     continue;
@@ -742,6 +697,7 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proto::frame::decode_envelope;
     use proto::request::Request;
     use proto::response::{ResponseExtras, SchemaChange, SchemaChangeTarget, SchemaChangeType};
     use tokio::net::TcpListener;
@@ -787,6 +743,80 @@ mod tests {
             // Dropping the socket closes the connection.
         });
         addr
+    }
+
+    /// A one-connection fake upstream speaking v5: STARTUP and its READY as plain envelopes,
+    /// then segments. It answers the first request after STARTUP with one segment holding an
+    /// EVENT and then the request's RESULT, and closes after the second.
+    async fn fake_v5_upstream(event: Event) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = BytesMut::new();
+            let mut deframer = Deframer::new(1 << 20);
+            let v5 = ProtocolVersion::V5;
+            let none = ResponseExtras::default();
+            for answered in 0..3 {
+                let env = loop {
+                    if let Some(env) = deframer.next_envelope(&mut buf).unwrap() {
+                        break env;
+                    }
+                    if s.read_buf(&mut buf).await.unwrap() == 0 {
+                        return;
+                    }
+                };
+                let req = Request::from_envelope(&env).unwrap().request;
+                let mut out = BytesMut::new();
+                match answered {
+                    0 => {
+                        assert!(matches!(req, Request::Startup(_)));
+                        Response::Ready.encode_envelope(v5, env.stream, &none, None, &mut out);
+                        s.write_all(&out).await.unwrap();
+                        deframer.start_segments(false);
+                        continue;
+                    }
+                    1 => Response::Event(event.clone())
+                        .encode_envelope(v5, -1, &none, None, &mut out),
+                    _ => {}
+                }
+                let void = Response::Result(ResultBody::Void);
+                void.encode_envelope(v5, env.stream, &none, None, &mut out);
+                let mut segments = BytesMut::new();
+                encode_segments(&out, false, &mut segments);
+                s.write_all(&segments).await.unwrap();
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_v5_upstream_switches_to_segments_and_every_envelope_of_a_segment_is_routed() {
+        let event = Event::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Dropped,
+            target: SchemaChangeTarget::Keyspace("ks".into()),
+        });
+        let addr = fake_v5_upstream(event.clone()).await;
+        let timeout = Duration::from_secs(5);
+        let (conn, mut rx) = Connection::open_for_events(addr, ProtocolVersion::V5, None, timeout)
+            .await
+            .unwrap();
+        let query = Request::Query(Query {
+            query: "INSERT INTO ks.t (k) VALUES (1)".into(),
+            params: QueryParams::default(),
+        });
+        for _ in 0..2 {
+            assert!(matches!(
+                conn.request(&query, timeout).await,
+                Ok(Response::Result(ResultBody::Void))
+            ));
+        }
+        assert_eq!(rx.recv().await, Some(event));
+        assert_eq!(
+            rx.recv().await,
+            None,
+            "the channel ends with the connection"
+        );
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@
 //! - The watcher never keeps its owner alive: it ends at the first tick after the owner is gone.
 
 use std::net::SocketAddr;
-use std::sync::Weak;
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
 use proto::frame::{Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
@@ -26,7 +26,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::events::EventBus;
+use server::EventBus;
+
+use crate::ProxyBackend;
 
 /// How often each peer is probed.
 pub(super) const PROBE_INTERVAL: Duration = Duration::from_secs(1);
@@ -174,6 +176,29 @@ async fn options_exchange(sock: &mut TcpStream) -> Result<(), ProbeError> {
     let mut body = vec![0u8; len];
     sock.read_exact(&mut body).await?;
     Ok(())
+}
+
+impl ProxyBackend {
+    /// Starts the task that probes the other proxies (`--proxy-peers`) every second and
+    /// publishes `STATUS_CHANGE` `DOWN` on `bus` after two failed probes of one, `UP` when it
+    /// answers again (see `peers`). The address is the peer's as configured, the one
+    /// `system.peers` reports. Ends when the backend is dropped. Must run inside a tokio
+    /// runtime.
+    pub fn watch_peers(self: &Arc<Self>, bus: EventBus) {
+        let peers: Vec<SocketAddr> = self.topology.peers().collect();
+        if peers.is_empty() {
+            return;
+        }
+        let task = watch(Arc::downgrade(self), peers, bus, PROBE_INTERVAL);
+        if let Some(old) = self
+            .peer_watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(task)
+        {
+            old.abort();
+        }
+    }
 }
 
 #[cfg(test)]
