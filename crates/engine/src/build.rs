@@ -1019,10 +1019,12 @@ impl<'a> Builder<'a> {
                         ColumnType::List(e) | ColumnType::Set(e) | ColumnType::Map(_, e) => {
                             (**e).clone()
                         }
-                        other => return Err(EngineError::invalid(format!(
+                        other => {
+                            return Err(EngineError::invalid(format!(
                             "Cannot use CONTAINS on non-collection column {receiver} of type {}",
                             crate::types::cql_type_name(other)
-                        ))),
+                        )))
+                        }
                     };
                     CondOp::Contains(self.term(t, term, &format!("value({receiver})"), &elem)?)
                 }

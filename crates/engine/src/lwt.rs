@@ -30,6 +30,9 @@ pub(crate) struct Current {
     pk: Vec<Vec<u8>>,
     /// Clustering values of the conditioned row (empty for a partition-level write).
     clustering: Vec<Vec<u8>>,
+    /// The write names no row, only the partition (its static columns): EXISTS then asks
+    /// whether the partition's statics exist.
+    static_row: bool,
 }
 
 impl Current {
@@ -85,7 +88,8 @@ impl Engine {
         }
         let mut row = None;
         let mut outer = header.deletion;
-        if clustering.len() == clust_cols.len() {
+        let static_row = clustering.len() < clust_cols.len();
+        if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);
             if let Some(v) = self.storage.get(&keys::row_key(&p.prefix, &enc))? {
@@ -103,6 +107,7 @@ impl Engine {
             outer,
             pk,
             clustering,
+            static_row,
         })
     }
 
@@ -128,8 +133,9 @@ impl Engine {
         } else {
             shown_columns(t, cond, &current, now)
         };
-        // IF NOT EXISTS reads the row alone: its static columns show as null.
-        let row_only = matches!(cond, Condition::IfNotExists);
+        // Cassandra reads the static columns only for a write that touches them: otherwise
+        // they show as null in the row IF NOT EXISTS found.
+        let row_only = matches!(cond, Condition::IfNotExists) && !touches_statics(plan);
         Ok(result(
             t,
             applied,
@@ -211,6 +217,20 @@ pub(crate) fn batch_not_applied(
     result(t, false, &rows, now)
 }
 
+/// Whether the write sets or deletes a static column.
+fn touches_statics(plan: &WritePlan) -> bool {
+    let t = &plan.table;
+    let is_static = |i: &usize| t.columns[*i].kind == ColumnKind::Static;
+    match &plan.kind {
+        crate::plan::WriteKind::Upsert { assignments, .. } => {
+            assignments.iter().any(|(i, _)| is_static(i))
+        }
+        crate::plan::WriteKind::Delete { columns, elements } => {
+            columns.iter().any(is_static) || elements.iter().any(|(i, _)| is_static(i))
+        }
+    }
+}
+
 /// The columns a condition names, each once, in the order they appear.
 fn condition_columns(cond: &Condition) -> Vec<usize> {
     let mut out = Vec::new();
@@ -231,6 +251,11 @@ fn condition_columns(cond: &Condition) -> Vec<usize> {
 fn shown_columns(t: &TableDef, cond: &Condition, current: &Current, now: Now) -> Vec<usize> {
     match cond {
         Condition::IfExists => Vec::new(),
+        Condition::IfNotExists
+            if current.static_row && !current.header.has_live_statics(now.secs) =>
+        {
+            Vec::new()
+        }
         Condition::IfNotExists => crate::build::wildcard_order(t),
         Condition::Columns(_) => {
             let cols = condition_columns(cond);
@@ -310,9 +335,14 @@ fn holds(
     current: &Current,
     now: Now,
 ) -> Result<bool, EngineError> {
+    let exists = if current.static_row {
+        current.header.has_live_statics(now.secs)
+    } else {
+        current.row.is_some()
+    };
     Ok(match cond {
-        Condition::IfNotExists => current.row.is_none(),
-        Condition::IfExists => current.row.is_some(),
+        Condition::IfNotExists => !exists,
+        Condition::IfExists => exists,
         Condition::Columns(conds) => {
             for c in conds {
                 if !column_condition_holds(t, c, vals, current, now)? {
