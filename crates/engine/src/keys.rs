@@ -10,8 +10,10 @@
 //! 0x00 0xFF and ends with 0x00 0x00, which keeps unsigned byte order and is self-delimiting.
 //!
 //! Each clustering component is a presence byte (0 = empty value, 1 = value) and the
-//! value's order-preserving encoding; a DESC column has all of its component's bytes
-//! inverted. Components are self-delimiting, so a prefix of components is a key prefix.
+//! value's order-preserving encoding (Cassandra's typed order for every type: decimals by
+//! value, tuples/UDTs field by field with null first, frozen collections element by element);
+//! a DESC column has all of its component's bytes inverted. Components are self-delimiting, so
+//! a prefix of components is a key prefix. [`crate::types::compare`] compares through it.
 
 use crate::token::token_to_ordered;
 use proto::types::ColumnType;
@@ -193,9 +195,86 @@ fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8]) {
             }
         }
         Varint => encode_varint(out, v),
-        // Text, ascii, blob, inet compare as unsigned bytes in Cassandra. Decimal,
-        // collections, tuples and UDTs fall back to byte order (docs/compatibility.md).
+        Decimal if v.len() >= 4 => encode_decimal(out, v),
+        Tuple(types) => encode_fields(out, v, types.iter()),
+        Udt { fields, .. } => encode_fields(out, v, fields.iter().map(|(_, t)| t)),
+        List(e) | Set(e) => match crate::exec::decode_list_elements(v) {
+            Some(items) => {
+                for item in items {
+                    out.push(2);
+                    encode_component(out, e, &item, false);
+                }
+                out.push(0);
+            }
+            None => escape_into(out, v),
+        },
+        Map(k, t) => match crate::collections::map_entries(v) {
+            Some(entries) => {
+                for (key, value) in entries {
+                    out.push(2);
+                    encode_component(out, k, &key, false);
+                    encode_component(out, t, &value, false);
+                }
+                out.push(0);
+            }
+            None => escape_into(out, v),
+        },
+        // Text, ascii, blob, inet compare as unsigned bytes in Cassandra.
         _ => escape_into(out, v),
+    }
+}
+
+/// A tuple's or UDT's fields in order, each null (1) or present (2, then its component), and
+/// an end byte (0): Cassandra compares field by field, null first, a shorter value first.
+fn encode_fields<'a>(out: &mut Vec<u8>, v: &[u8], types: impl Iterator<Item = &'a ColumnType>) {
+    let mut pos = 0;
+    for ty in types {
+        if pos + 4 > v.len() {
+            break;
+        }
+        let len = i32::from_be_bytes([v[pos], v[pos + 1], v[pos + 2], v[pos + 3]]);
+        pos += 4;
+        if len < 0 {
+            out.push(1);
+            continue;
+        }
+        let end = (pos + len as usize).min(v.len());
+        out.push(2);
+        encode_component(out, ty, &v[pos..end], false);
+        pos = end;
+    }
+    out.push(0);
+}
+
+/// A decimal by its numeric value (BigDecimal.compareTo: 1.5 and 1.50 are equal): a sign
+/// byte, then for a non-zero value the decimal exponent and the significant digits ended by
+/// 0x00, all inverted for a negative value.
+fn encode_decimal(out: &mut Vec<u8>, v: &[u8]) {
+    let scale = i32::from_be_bytes([v[0], v[1], v[2], v[3]]) as i64;
+    let unscaled = crate::scalar::BigInt::from_twos(&v[4..]);
+    if unscaled.is_zero() {
+        out.push(1);
+        return;
+    }
+    let text = unscaled.to_decimal_string();
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text.as_str()),
+    };
+    let digits = digits.trim_end_matches('0');
+    let stripped = text.len() - usize::from(neg) - digits.len();
+    // value = 0.d1d2... x 10^exponent
+    let exponent = digits.len() as i64 + stripped as i64 - scale;
+    let mut body = Vec::with_capacity(digits.len() + 9);
+    body.extend_from_slice(&((exponent as u64) ^ (1 << 63)).to_be_bytes());
+    body.extend_from_slice(digits.as_bytes());
+    body.push(0);
+    if neg {
+        out.push(0);
+        out.extend(body.iter().map(|b| !b));
+    } else {
+        out.push(2);
+        out.extend(body);
     }
 }
 
@@ -278,6 +357,99 @@ mod tests {
         ];
         for w in vals.windows(2) {
             assert!(enc(&ColumnType::Varint, w[0], false) < enc(&ColumnType::Varint, w[1], false));
+        }
+    }
+
+    fn decimal(scale: i32, unscaled: &[u8]) -> Vec<u8> {
+        [&scale.to_be_bytes()[..], unscaled].concat()
+    }
+
+    fn fields(values: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in values {
+            match v {
+                Some(v) => {
+                    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    out.extend_from_slice(v);
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn decimals_sort_by_value() {
+        // -2.5E+3, -1.55, -1.5, -0.001, 0, 0.001, 1.5 = 1.50, 1.55, 3, 2.5E+3
+        let vals = [
+            decimal(-2, &[0xE7]),      // -25 x 10^2
+            decimal(2, &[0xFF, 0x65]), // -155 / 100
+            decimal(1, &[0xF1]),       // -15 / 10
+            decimal(3, &[0xFF]),       // -1 / 1000
+            decimal(0, &[0]),          // 0
+            decimal(3, &[1]),          // 0.001
+            decimal(1, &[15]),         // 1.5
+            decimal(2, &[0, 0x9B]),    // 1.55
+            decimal(0, &[3]),          // 3
+            decimal(-2, &[25]),        // 2.5E+3
+        ];
+        for w in vals.windows(2) {
+            let (a, b) = (
+                enc(&ColumnType::Decimal, &w[0], false),
+                enc(&ColumnType::Decimal, &w[1], false),
+            );
+            assert!(a < b, "{:?} < {:?}", w[0], w[1]);
+            let (a, b) = (
+                enc(&ColumnType::Decimal, &w[0], true),
+                enc(&ColumnType::Decimal, &w[1], true),
+            );
+            assert!(a > b, "DESC {:?} > {:?}", w[0], w[1]);
+        }
+        // 1.5 and 1.50 are one value.
+        assert_eq!(
+            enc(&ColumnType::Decimal, &decimal(1, &[15]), false),
+            enc(&ColumnType::Decimal, &decimal(2, &[0, 150]), false)
+        );
+    }
+
+    #[test]
+    fn tuples_sort_field_by_field_null_first() {
+        let ty = ColumnType::Tuple(vec![ColumnType::Varchar, ColumnType::Int]);
+        let five = 5i32.to_be_bytes();
+        let vals = [
+            fields(&[None, Some(&five)]),
+            fields(&[Some(b"a")]),
+            fields(&[Some(b"a"), None]),
+            fields(&[Some(b"a"), Some(&(-1i32).to_be_bytes())]),
+            fields(&[Some(b"a"), Some(&five)]),
+            fields(&[Some(b"b"), None]),
+        ];
+        for w in vals.windows(2) {
+            assert!(
+                enc(&ty, &w[0], false) < enc(&ty, &w[1], false),
+                "{:?} < {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+
+    #[test]
+    fn frozen_collections_sort_element_by_element() {
+        let ty = ColumnType::List(Box::new(ColumnType::Int));
+        let list = |items: &[i32]| {
+            let items: Vec<Vec<u8>> = items.iter().map(|i| i.to_be_bytes().to_vec()).collect();
+            crate::literal::encode_collection(&items)
+        };
+        let vals = [
+            list(&[]),
+            list(&[-1]),
+            list(&[-1, 5]),
+            list(&[2]),
+            list(&[10, -3]),
+        ];
+        for w in vals.windows(2) {
+            assert!(enc(&ty, &w[0], false) < enc(&ty, &w[1], false));
         }
     }
 
