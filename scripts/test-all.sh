@@ -4,6 +4,7 @@
 #   2. cargo build --bin peregrine                      5. start peregrine on a free port
 #   3. cargo test --workspace                           6. pytest tests/python against peregrine
 #   3b. fuzz targets, a short run each (scripts/fuzz.sh) 7. differential: peregrine vs Cassandra
+#                                                        (scenarios, then the seeded generator)
 #   (6 also runs the Rust and Java driver suites; 7 also runs the differential and the Java driver
 #   suite through a proxy, peregrine --upstream Cassandra)
 # Everything started is stopped on exit (trap). Exit status non-zero if any step failed.
@@ -84,7 +85,7 @@ fi
 
 export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine PEREGRINE_BIN="$BIN"
 step "pytest tests/python against peregrine on $PEREGRINE_PORT"
-"$PY" -m pytest tests/python tests/differential/test_differential.py -k "not test_scenario" -q || failed+=("tests/python")
+"$PY" -m pytest tests/python tests/differential/test_differential.py tests/differential/test_generate.py -k "not test_scenario" -q || failed+=("tests/python")
 
 step "bench: a short YCSB run against peregrine (crates/bench/tests)"
 PEREGRINE_BENCH_HOSTS="127.0.0.1:$PEREGRINE_PORT" cargo test -p bench --test workload_against_server \
@@ -98,6 +99,12 @@ if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
     "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
         || failed+=("differential")
+
+    # Random schemas and statements from a fixed seed (deterministic), compared with Cassandra;
+    # longer random runs offline: tests/differential/generate.py --seed random --count 5000.
+    step "generated differential (seed 1, 1500 statements): Cassandra (a) vs peregrine (b)"
+    "$PY" tests/differential/generate.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
+        --seed 1 --count 1500 || failed+=("generated differential")
 
     step "differential through the proxy: Cassandra (a) vs peregrine --upstream Cassandra (b)"
     PROXY_PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
