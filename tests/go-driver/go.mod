@@ -1,6 +1,6 @@
 module peregrine/tests/go-driver
 
-go 1.22
+go 1.24
 
 require github.com/apache/cassandra-gocql-driver/v2 v2.1.2
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,66 @@ func cluster(proto int) *gocql.ClusterConfig {
 	c.Consistency = gocql.One
 	c.MaxWaitSchemaAgreement = 30 * time.Second
 	return c
+}
+
+// knownBugs are bugs of standalone Peregrine that these tests find, by test name. Such a test uses
+// expectBug: it still runs everywhere; against standalone Peregrine its failure is logged and
+// not counted, and its passing fails it ("now passes": take it off this list).
+var knownBugs = map[string]string{
+	"TestTupleRoundTrips": "bind markers inside a tuple literal, `INSERT INTO t (k, tp) VALUES (?, (?, ?))`, " +
+		"are refused (Invalid: Bind markers inside collection, tuple or UDT literals are not supported yet)",
+}
+
+// standalone tells standalone Peregrine from Cassandra and from Peregrine as a proxy (which shows
+// its upstream's system.local): it has no gossip, so its gossip_generation is 0, where a Cassandra
+// node's is its start time.
+func standalone(t *testing.T) bool {
+	t.Helper()
+	var gen int
+	if err := sess.Query("SELECT gossip_generation FROM system.local").Scan(&gen); err != nil {
+		t.Fatalf("system.local gossip_generation: %v", err)
+	}
+	return gen == 0
+}
+
+// check is what a test body under expectBug reports through: *testing.T, or a recorder.
+type check interface {
+	Errorf(format string, args ...interface{})
+	Fatalf(format string, args ...interface{})
+}
+
+type recorder struct{ failures []string }
+
+func (r *recorder) Errorf(format string, args ...interface{}) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...interface{}) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// expectBug runs body as the test, except where t's name is a known bug of this server: then
+// body must fail, and passing is the failure.
+func expectBug(t *testing.T, body func(c check)) {
+	t.Helper()
+	bug, listed := knownBugs[t.Name()]
+	if !listed || !standalone(t) {
+		body(t)
+		return
+	}
+	r := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body(r)
+	}()
+	<-done
+	if len(r.failures) == 0 {
+		t.Errorf("known bug now passes, take %s off knownBugs: %s", t.Name(), bug)
+		return
+	}
+	t.Logf("known Peregrine bug, still failing (%s):\n  %s", bug, strings.Join(r.failures, "\n  "))
 }
 
 // begin marks the start of a test: at its end the test fails if the driver logged a warning or an
