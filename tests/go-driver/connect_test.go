@@ -1,6 +1,7 @@
 package godriver
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,14 +84,10 @@ func TestConnectReadsKeyspaceMetadata(t *testing.T) {
 // table with its key columns in order, clustering order and column types.
 func TestSchemaMetadataAfterCreateTable(t *testing.T) {
 	s := begin(t)
-	created := tables.channel(ks, "meta")
+	created := events.on("table created", ks, "meta")
 	createTable(t, s, `CREATE TABLE meta (a int, b text, c timeuuid, d bigint, v map<text, frozen<list<int>>>,
 		st set<inet> static, PRIMARY KEY ((a, b), c, d)) WITH CLUSTERING ORDER BY (c DESC, d ASC)`)
-	select {
-	case <-created:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no table-created schema event from the driver within 30 s")
-	}
+	await(t, created, "table created")
 	meta, err := s.KeyspaceMetadata(ks)
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +128,40 @@ func TestSchemaMetadataAfterCreateTable(t *testing.T) {
 	}
 	if tbl.Columns["st"].Kind != gocql.ColumnStatic || tbl.Columns["v"].Kind != gocql.ColumnRegular {
 		t.Errorf("column kinds: st %v v %v", tbl.Columns["st"].Kind, tbl.Columns["v"].Kind)
+	}
+}
+
+// ALTER TABLE ADD and CREATE TYPE reach the driver's metadata through schema events too.
+func TestSchemaMetadataAfterAlterTableAndCreateType(t *testing.T) {
+	s := begin(t)
+	createTable(t, s, "CREATE TABLE altered (k int PRIMARY KEY, v int)")
+	typed := events.on("type created", ks, "point")
+	createTable(t, s, "ALTER TABLE altered ADD (extra list<text>, more boolean)",
+		"CREATE TYPE point (x double, y double, label frozen<list<text>>)")
+	await(t, typed, "type created")
+	// gocql calls no table-updated listener on an ALTER: wait for its metadata to show the
+	// new columns (bounded), then check them.
+	var meta *gocql.KeyspaceMetadata
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if meta, err = s.KeyspaceMetadata(ks); err != nil {
+			t.Fatal(err)
+		}
+		if tbl := meta.Tables["altered"]; tbl != nil && tbl.Columns["more"] != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	tbl := meta.Tables["altered"]
+	if tbl == nil || tbl.Columns["extra"] == nil || tbl.Columns["extra"].Validator != "list<text>" ||
+		tbl.Columns["more"] == nil || tbl.Columns["more"].Validator != "boolean" {
+		t.Errorf("altered table metadata: %+v", tbl)
+	}
+	udt := meta.UserTypes["point"]
+	if udt == nil {
+		t.Fatalf("type point missing; types: %v", meta.UserTypes)
+	}
+	if fmt.Sprint(udt.FieldNames) != "[x y label]" || len(udt.FieldTypes) != 3 ||
+		udt.FieldTypes[0].Type() != gocql.TypeDouble || udt.FieldTypes[2].Type() != gocql.TypeList {
+		t.Errorf("type point: fields %v types %v", udt.FieldNames, udt.FieldTypes)
 	}
 }

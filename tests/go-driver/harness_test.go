@@ -32,7 +32,7 @@ var (
 	ks     string
 	sess   *gocql.Session
 	logs   = &driverLog{}
-	tables = &tableEvents{created: map[string]chan struct{}{}}
+	events = &schemaEvents{seen: map[string]chan struct{}{}}
 	counts struct {
 		sync.Mutex
 		passed, failed int
@@ -80,27 +80,29 @@ func (l *driverLog) since(mark int) []string {
 	return append([]string(nil), l.entries[mark:]...)
 }
 
-// tableEvents lets a test wait for the driver's own schema refresh after a CREATE TABLE (the
-// SCHEMA_CHANGE event, then the driver re-reads system_schema) instead of sleeping.
-type tableEvents struct {
-	mu      sync.Mutex
-	created map[string]chan struct{}
+// schemaEvents lets a test wait for the driver's own schema refresh after DDL (the SCHEMA_CHANGE
+// event, then the driver re-reads system_schema and calls its listeners) instead of sleeping.
+type schemaEvents struct {
+	mu   sync.Mutex
+	seen map[string]chan struct{}
 }
 
-func (e *tableEvents) channel(keyspace, table string) chan struct{} {
+// on is closed when the driver reported `what` ("table created", "table updated", "type created")
+// for keyspace.name.
+func (e *schemaEvents) on(what, keyspace, name string) chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	key := keyspace + "." + table
-	ch, ok := e.created[key]
+	key := what + " " + keyspace + "." + name
+	ch, ok := e.seen[key]
 	if !ok {
 		ch = make(chan struct{})
-		e.created[key] = ch
+		e.seen[key] = ch
 	}
 	return ch
 }
 
-func (e *tableEvents) OnTableCreated(ev gocql.OnTableCreatedEvent) {
-	ch := e.channel(ev.Table.Keyspace, ev.Table.Name)
+func (e *schemaEvents) report(what, keyspace, name string) {
+	ch := e.on(what, keyspace, name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	select {
@@ -109,8 +111,29 @@ func (e *tableEvents) OnTableCreated(ev gocql.OnTableCreatedEvent) {
 		close(ch)
 	}
 }
-func (e *tableEvents) OnTableUpdated(gocql.OnTableUpdatedEvent) {}
-func (e *tableEvents) OnTableDropped(gocql.OnTableDroppedEvent) {}
+
+// await fails the test unless ch (from on) is closed within 30 s.
+func await(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s schema event from the driver within 30 s", what)
+	}
+}
+
+func (e *schemaEvents) OnTableCreated(ev gocql.OnTableCreatedEvent) {
+	e.report("table created", ev.Table.Keyspace, ev.Table.Name)
+}
+func (e *schemaEvents) OnTableUpdated(ev gocql.OnTableUpdatedEvent) {
+	e.report("table updated", ev.New.Keyspace, ev.New.Name)
+}
+func (e *schemaEvents) OnTableDropped(gocql.OnTableDroppedEvent) {}
+func (e *schemaEvents) OnUserTypeCreated(ev gocql.OnUserTypeCreatedEvent) {
+	e.report("type created", ev.UserType.Keyspace, ev.UserType.Name)
+}
+func (e *schemaEvents) OnUserTypeUpdated(gocql.OnUserTypeUpdatedEvent) {}
+func (e *schemaEvents) OnUserTypeDropped(gocql.OnUserTypeDroppedEvent) {}
 
 // cluster is the driver configuration every session here uses, at protocol version proto.
 func cluster(proto int) *gocql.ClusterConfig {
@@ -238,7 +261,8 @@ func run(m *testing.M) int {
 	}
 	ks = fmt.Sprintf("gocql_%d_%d", time.Now().UnixMilli(), os.Getpid())
 	cfg := cluster(4)
-	cfg.Metadata.SchemaListener.TableChangeListener = tables
+	cfg.Metadata.SchemaListener.TableChangeListener = events
+	cfg.Metadata.SchemaListener.UserTypeChangeListener = events
 	if sess, err = cfg.CreateSession(); err != nil {
 		fmt.Fprintf(os.Stderr, "connect to %s:%d: %v\n", cqlHost, cqlPort, err)
 		return 1
