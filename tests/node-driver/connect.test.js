@@ -65,3 +65,22 @@ s.test('table metadata after CREATE TABLE has keys, order, kinds and types', asy
   const tables = await s.client.metadata.getTable(s.ks, 'no_such_table');
   assert.equal(tables, null);
 });
+
+s.test('ALTER TABLE and CREATE TYPE reach the driver\'s metadata', async () => {
+  await s.ddl('CREATE TABLE altered (k int PRIMARY KEY, v int)');
+  assert.deepEqual((await s.client.metadata.getTable(s.ks, 'altered')).columns.map((c) => c.name), ['k', 'v']);
+  await s.ddl('ALTER TABLE altered ADD (extra list<text>, more boolean)',
+    'CREATE TYPE point (x double, y double, label frozen<list<text>>)');
+  // The driver dropped its cached table on the SCHEMA_CHANGE event (it waited for schema
+  // agreement before the ALTER returned): it reads the table again.
+  const t = await s.client.metadata.getTable(s.ks, 'altered');
+  assert.deepEqual(t.columns.map((c) => c.name).sort(), ['extra', 'k', 'more', 'v']);
+  const { dataTypes } = require('cassandra-driver').types;
+  const extra = t.columns.find((c) => c.name === 'extra');
+  assert.equal(extra.type.code, dataTypes.list);
+  assert.equal(extra.type.info.code, dataTypes.text);
+  const udt = await s.client.metadata.getUdt(s.ks, 'point');
+  assert.ok(udt, 'type point');
+  assert.deepEqual(udt.fields.map((f) => f.name), ['x', 'y', 'label']);
+  assert.deepEqual(udt.fields.map((f) => f.type.code), [dataTypes.double, dataTypes.double, dataTypes.list]);
+});
