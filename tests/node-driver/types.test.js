@@ -121,9 +121,9 @@ s.test('CQL literals of each kind read back as the driver\'s values', async () =
   }
 });
 
-s.test('a tuple through bind markers inside its literal', async () => {
+s.test('a tuple through bind markers inside its literal', async (t) => {
   await s.ddl('CREATE TABLE tuples (k int PRIMARY KEY, tp tuple<int, text>)');
-  await s.expectBug('a tuple through bind markers inside its literal', async () => {
+  await s.expectBug(t, async () => {
     await s.client.execute('INSERT INTO tuples (k, tp) VALUES (?, (?, ?))', [1, 42, 'answer'], { prepare: true });
     const row = (await s.client.execute('SELECT tp FROM tuples WHERE k = 1')).first();
     assert.deepEqual(plain(row.tp), plain(new types.Tuple(42, 'answer')));
