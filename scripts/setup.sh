@@ -12,6 +12,8 @@
 #   * the Maven dependencies of tests/java-driver (the Apache Cassandra Java driver 4.x, JUnit 5)
 #     into ~/.m2, so tests/java-driver/run.sh works offline;
 #   * YCSB 0.17.0's core and the DataStax Java driver 3.0.0 for tests/ycsb (`run.sh --setup`).
+#   * the Go modules of tests/go-driver (gocql) and the npm packages of tests/node-driver
+#     (cassandra-driver), so their run.sh work offline.
 # Each step is skipped when already done, so a second run takes well under a second.
 set -euo pipefail
 
@@ -123,5 +125,45 @@ fi
 
 # ------------------------------------------------- YCSB 0.17.0 (tests/ycsb)
 "$HERE/../tests/ycsb/run.sh" --setup
+
+# ------------------------------------------- Go and Node.js driver tests' dependencies
+# tests/go-driver/run.sh runs `go test` with GOPROXY=off: download the modules go.sum pins into the
+# module cache once, and compile the suite so the first run does not. Redone when go.sum changes
+# (its hash is the stamp) or when the driver module is missing from the cache.
+GO_TESTS="$(cd "$HERE/../tests/go-driver" && pwd)"
+command -v go >/dev/null || { echo "[setup] go not found (tests/go-driver needs Go >= 1.24)" >&2; exit 1; }
+stamp="$CACHE/go-driver-tests.sum.sha256"
+want="$(cat "$GO_TESTS/go.mod" "$GO_TESTS/go.sum" | sha256sum | cut -d' ' -f1)"
+gocql_version="$(sed -n 's:^require github.com/apache/cassandra-gocql-driver/v2 \(v[^ ]*\)$:\1:p' "$GO_TESTS/go.mod")"
+gocql_dir="${GOMODCACHE:-$(go env GOMODCACHE)}/github.com/apache/cassandra-gocql-driver/v2@$gocql_version"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -n "$gocql_version" && -f "$gocql_dir/go.mod" ]]; then
+    log "Go driver $gocql_version test modules present (tests/go-driver/go.sum unchanged)"
+else
+    log "downloading the Go driver test modules (tests/go-driver/go.mod)"
+    start=$SECONDS
+    (cd "$GO_TESTS" && go mod download && go test -c -o /dev/null .)
+    [[ -f "$gocql_dir/go.mod" ]] || { echo "[setup] $gocql_dir missing after go mod download" >&2; exit 1; }
+    echo "$want" >"$stamp"
+    log "Go driver test modules ready in $((SECONDS - start)) s"
+fi
+
+# tests/node-driver/run.sh needs its node_modules: `npm ci` from package-lock.json, redone when
+# the lock file changes (its hash is the stamp, kept inside node_modules so `npm ci` clears it).
+NODE_TESTS="$(cd "$HERE/../tests/node-driver" && pwd)"
+if ! command -v npm >/dev/null; then
+    log "node/npm not found: installing nodejs and npm"
+    apt-get update -q >/dev/null && apt-get install -y -q nodejs npm >/dev/null
+fi
+stamp="$NODE_TESTS/node_modules/.peregrine-lock.sha256"
+want="$(sha256sum "$NODE_TESTS/package-lock.json" | cut -d' ' -f1)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$NODE_TESTS/node_modules/cassandra-driver/package.json" ]]; then
+    log "Node.js driver test packages present (tests/node-driver/package-lock.json unchanged)"
+else
+    log "installing the Node.js driver test packages (npm ci in tests/node-driver)"
+    start=$SECONDS
+    (cd "$NODE_TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$want" >"$stamp"
+    log "Node.js driver test packages ready in $((SECONDS - start)) s"
+fi
 
 log "done. venv: $VENV  cassandra: $CASSANDRA_HOME"
