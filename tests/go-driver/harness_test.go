@@ -153,14 +153,7 @@ func cluster(proto int) *gocql.ClusterConfig {
 // knownBugs are bugs of standalone Peregrine that these tests find, by test name. Such a test uses
 // expectBug: it still runs everywhere; against standalone Peregrine its failure is logged and
 // not counted, and its passing fails it ("now passes": take it off this list).
-var knownBugs = map[string]string{
-	"TestTupleRoundTrips": "bind markers inside a tuple literal, `INSERT INTO t (k, tp) VALUES (?, (?, ?))`, " +
-		"are refused (Invalid: Bind markers inside collection, tuple or UDT literals are not supported yet)",
-	"TestDeleteCollectionElementsWithBindMarkers": "`DELETE m[?] FROM t WHERE k = ?` and `DELETE l[?] ...` " +
-		"are refused (Invalid: Deleting collection elements is not supported yet)",
-	"TestSetUDTFieldWithBindMarker": "`UPDATE t SET a.zip = ? WHERE k = ?` on a non-frozen UDT is refused " +
-		"(Invalid: Setting UDT fields individually is not supported yet)",
-}
+var knownBugs = map[string]string{}
 
 // standalone tells standalone Peregrine from Cassandra and from Peregrine as a proxy (which shows
 // its upstream's system.local): it has no gossip, so its gossip_generation is 0, where a Cassandra

@@ -38,17 +38,7 @@ function newClient(options = {}) {
 // Bugs of standalone Peregrine that these tests find, by test name. Such a test uses expectBug:
 // it still runs everywhere; against standalone Peregrine its failure is logged and not counted,
 // and its passing fails it ("now passes": take it off this list).
-const knownBugs = {
-  'a tuple through bind markers inside its literal':
-    'bind markers inside a tuple literal, `INSERT INTO t (k, tp) VALUES (?, (?, ?))`, are refused '
-    + '(Invalid: Bind markers inside collection, tuple or UDT literals are not supported yet)',
-  'DELETE of a map entry and a list element by bind marker':
-    '`DELETE m[?] FROM t WHERE k = ?` and `DELETE l[?] ...` are refused '
-    + '(Invalid: Deleting collection elements is not supported yet)',
-  'one field of a non-frozen UDT set by bind marker':
-    '`UPDATE t SET a.zip = ? WHERE k = ?` on a non-frozen UDT is refused '
-    + '(Invalid: Setting UDT fields individually is not supported yet)',
-};
+const knownBugs = {};
 
 /**
  * The client and keyspace of one test file: connects and creates the keyspace before its tests,
