@@ -232,7 +232,7 @@ pub enum ArithOp {
 }
 
 impl ArithOp {
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             ArithOp::Add => "+",
             ArithOp::Sub => "-",

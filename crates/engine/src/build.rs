@@ -5,7 +5,6 @@
 use crate::catalog::{ColumnDef, ColumnKind, Schema, TableDef};
 use crate::literal::const_term;
 use crate::plan::*;
-use crate::plan::{AggKind, Aggregate};
 use crate::EngineError;
 use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
@@ -77,7 +76,7 @@ impl<'a> Builder<'a> {
         )))
     }
 
-    fn column<'t>(
+    pub(crate) fn column<'t>(
         &self,
         t: &'t TableDef,
         name: &str,
@@ -118,6 +117,12 @@ impl<'a> Builder<'a> {
             _ => {
                 if contains_call(term) {
                     self.volatile = true;
+                }
+                if let (Term::Operation { op, left, right }, true) = (term, contains_bind(term)) {
+                    return Err(EngineError::invalid(format!(
+                        "Ambiguous '{}' operation with args {left} and {right}: use type hint to disambiguate, example '(int) ?'",
+                        op.symbol()
+                    )));
                 }
                 if contains_bind(term) {
                     return Err(EngineError::invalid(
@@ -513,115 +518,27 @@ impl<'a> Builder<'a> {
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
-        if !s.group_by.is_empty() {
-            return Err(EngineError::invalid("GROUP BY is not supported yet"));
-        }
         let (partitions, clustering, filters) =
             self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
-        let mut output = Vec::new();
-        let selection = match &s.selection {
-            ast::Selection::Wildcard => {
-                let mut sels = Vec::new();
-                for (i, c) in t.columns.iter().enumerate() {
-                    if s.distinct
-                        && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
-                    {
-                        continue;
-                    }
-                    sels.push(Selector::Column(i));
-                    output.push(OutputColumn {
-                        name: c.name.clone(),
-                        ty: c.ty.clone(),
-                    });
+        let eq_restricted = |i: usize| -> bool {
+            let c = &t.columns[i];
+            let pos = c.position as usize;
+            match c.kind {
+                ColumnKind::PartitionKey => matches!(
+                    &partitions,
+                    PartitionSel::Keys(k) if matches!(k.get(pos), Some(KeyValues::Eq(_)))
+                ),
+                ColumnKind::Clustering => {
+                    matches!(clustering.eq.get(pos), Some(KeyValues::Eq(_)))
+                        || filters
+                            .iter()
+                            .any(|f| f.column == i && f.op == FilterOp::Eq)
                 }
-                Selection::Rows(sels)
-            }
-            ast::Selection::Selectors(list) => {
-                let agg_of = |e: &ast::SelectorExpr| -> Option<(AggKind, Option<String>)> {
-                    match e {
-                        ast::SelectorExpr::CountRows => Some((AggKind::CountRows, None)),
-                        ast::SelectorExpr::Function { name, args } if args.len() == 1 => {
-                            let kind = match name.name.to_ascii_lowercase().as_str() {
-                                "count" => AggKind::Count,
-                                "min" => AggKind::Min,
-                                "max" => AggKind::Max,
-                                "sum" => AggKind::Sum,
-                                "avg" => AggKind::Avg,
-                                _ => return None,
-                            };
-                            match &args[0] {
-                                ast::SelectorExpr::Column(c) => Some((kind, Some(c.clone()))),
-                                ast::SelectorExpr::Term(_) if kind == AggKind::Count => {
-                                    Some((AggKind::CountRows, None))
-                                }
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    }
-                };
-                if list.iter().any(|x| agg_of(&x.expr).is_some()) {
-                    let mut aggs = Vec::new();
-                    for sel in list {
-                        let Some((kind, col)) = agg_of(&sel.expr) else {
-                            return Err(EngineError::invalid(
-                                "Mixing aggregate and non-aggregate selectors without GROUP BY is not supported yet",
-                            ));
-                        };
-                        let (column, ty, default_name) = match &col {
-                            None => (0, ColumnType::Bigint, "count".to_string()),
-                            Some(c) => {
-                                let (i, cd) = self.column(&t, c)?;
-                                let fname = match kind {
-                                    AggKind::Count => "count",
-                                    AggKind::Min => "min",
-                                    AggKind::Max => "max",
-                                    AggKind::Sum => "sum",
-                                    AggKind::Avg => "avg",
-                                    AggKind::CountRows => "count",
-                                };
-                                let ty = if kind == AggKind::Count {
-                                    ColumnType::Bigint
-                                } else {
-                                    cd.ty.clone()
-                                };
-                                (i, ty, format!("system.{fname}({c})"))
-                            }
-                        };
-                        aggs.push(Aggregate { kind, column });
-                        output.push(OutputColumn {
-                            name: sel.alias.clone().unwrap_or(default_name),
-                            ty,
-                        });
-                    }
-                    Selection::Aggregates(aggs)
-                } else {
-                    let mut sels = Vec::new();
-                    for sel in list {
-                        let (selector, name, ty) = self.selector(&t, &sel.expr)?;
-                        if s.distinct {
-                            if let Selector::Column(i) = selector {
-                                if !matches!(
-                                    t.columns[i].kind,
-                                    ColumnKind::PartitionKey | ColumnKind::Static
-                                ) {
-                                    return Err(EngineError::invalid(format!(
-                                        "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                                        t.columns[i].name
-                                    )));
-                                }
-                            }
-                        }
-                        sels.push(selector);
-                        output.push(OutputColumn {
-                            name: sel.alias.clone().unwrap_or(name),
-                            ty,
-                        });
-                    }
-                    Selection::Rows(sels)
-                }
+                _ => false,
             }
         };
+        let group_by = self.group_by(&t, s, &eq_restricted)?;
+        let (selection, mut output) = self.selection(&t, s, group_by)?;
         if s.distinct {
             if !clustering.is_unrestricted() {
                 return Err(EngineError::invalid(
@@ -680,11 +597,6 @@ impl<'a> Builder<'a> {
         let order_with_in = !s.order_by.is_empty()
             && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
         let (json, json_columns) = if s.json {
-            if matches!(selection, Selection::Aggregates(_)) {
-                return Err(EngineError::invalid(
-                    "SELECT JSON with aggregates is not supported yet",
-                ));
-            }
             let cols = std::mem::replace(
                 &mut output,
                 vec![OutputColumn {
@@ -710,145 +622,6 @@ impl<'a> Builder<'a> {
             reversed,
             limit,
             per_partition_limit,
-        })
-    }
-
-    fn selector(
-        &mut self,
-        t: &TableDef,
-        e: &ast::SelectorExpr,
-    ) -> Result<(Selector, String, ColumnType), EngineError> {
-        use ast::SelectorExpr as E;
-        let regular = |b: &Self, name: &str, what: &str| -> Result<usize, EngineError> {
-            let (i, c) = b.column(t, name)?;
-            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(EngineError::invalid(format!(
-                    "Cannot use selection function {what} on PRIMARY KEY part {name}"
-                )));
-            }
-            Ok(i)
-        };
-        Ok(match e {
-            E::Column(name) => {
-                let (i, c) = self.column(t, name)?;
-                (Selector::Column(i), c.name.clone(), c.ty.clone())
-            }
-            E::WriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "writeTime")?),
-                format!("writetime({name})"),
-                ColumnType::Bigint,
-            ),
-            E::Ttl(name) => (
-                Selector::Ttl(regular(self, name, "ttl")?),
-                format!("ttl({name})"),
-                ColumnType::Int,
-            ),
-            E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
-                let cols: Vec<String> = args
-                    .iter()
-                    .map(|a| match a {
-                        E::Column(c) => Ok(c.clone()),
-                        _ => Err(EngineError::invalid("token() takes partition key columns")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                let pk: Vec<String> = t.partition_key().map(|c| c.name.clone()).collect();
-                if cols != pk {
-                    return Err(EngineError::invalid(
-                        "The token function arguments must be in the partition key order",
-                    ));
-                }
-                (
-                    Selector::Token,
-                    format!("system.token({})", cols.join(", ")),
-                    ColumnType::Bigint,
-                )
-            }
-            E::Field { expr, field } => {
-                let E::Column(name) = &**expr else {
-                    return Err(EngineError::invalid(
-                        "Field selection is supported on columns only",
-                    ));
-                };
-                let (i, c) = self.column(t, name)?;
-                let ColumnType::Udt { fields, .. } = &c.ty else {
-                    return Err(EngineError::invalid(format!(
-                        "Invalid field selection: {name} of type {} is not a user type",
-                        crate::types::cql_type_name(&c.ty)
-                    )));
-                };
-                let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
-                    return Err(EngineError::invalid(format!(
-                        "{name} of type {} has no field {field}",
-                        crate::types::cql_type_name(&c.ty)
-                    )));
-                };
-                (
-                    Selector::Field(i, pos),
-                    format!("{name}.{field}"),
-                    fields[pos].1.clone(),
-                )
-            }
-            E::Cast { expr, ty } => {
-                let (inner, name, from) = self.selector(t, expr)?;
-                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                if !crate::scalar::cast_allowed(&from, &to) {
-                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
-                }
-                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
-                (
-                    Selector::Expr(SelExpr::Cast {
-                        inner: Box::new(as_expr(inner, from.clone())),
-                        from,
-                        to: to.clone(),
-                    }),
-                    col_name,
-                    to,
-                )
-            }
-            E::Function { name, args } => {
-                let mut exprs = Vec::with_capacity(args.len());
-                let mut names = Vec::with_capacity(args.len());
-                for a in args {
-                    let (sel, n, ty) = self.selector(t, a)?;
-                    exprs.push(as_expr(sel, ty));
-                    names.push(n);
-                }
-                let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
-                let ty =
-                    crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
-                if !matches!(
-                    name.name.to_ascii_lowercase().as_str(),
-                    "now"
-                        | "uuid"
-                        | "currenttimestamp"
-                        | "currentdate"
-                        | "currenttime"
-                        | "currenttimeuuid"
-                ) {
-                    // deterministic
-                } else {
-                    self.volatile = true;
-                }
-                (
-                    Selector::Expr(SelExpr::Call {
-                        name: name.name.clone(),
-                        args: exprs,
-                        ty: ty.clone(),
-                    }),
-                    crate::scalar::column_name(&name.name, &names),
-                    ty,
-                )
-            }
-            E::Term(term) => {
-                return Err(EngineError::invalid(format!(
-                    "Selecting a term ({term}) is not supported yet"
-                )))
-            }
-            other => {
-                return Err(EngineError::invalid(format!(
-                    "Unsupported selector: {other:?}"
-                )))
-            }
         })
     }
 
@@ -1215,13 +988,6 @@ fn json_pairs(
     Ok(out)
 }
 
-fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
-    match s {
-        Selector::Expr(e) => e,
-        other => SelExpr::Leaf(Box::new(other), ty),
-    }
-}
-
 fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {
     if slot.is_some() {
         return Err(EngineError::invalid(format!(
@@ -1250,6 +1016,7 @@ fn contains_call(t: &Term) -> bool {
         Term::Map(kv) => kv.iter().any(|(k, v)| contains_call(k) || contains_call(v)),
         Term::Udt(f) => f.iter().any(|(_, v)| contains_call(v)),
         Term::TypeHint { term, .. } | Term::Negate(term) => contains_call(term),
+        Term::Operation { left, right, .. } => contains_call(left) || contains_call(right),
         _ => false,
     }
 }
@@ -1262,6 +1029,7 @@ fn contains_bind(t: &Term) -> bool {
         Term::Udt(f) => f.iter().any(|(_, v)| contains_bind(v)),
         Term::TypeHint { term, .. } | Term::Negate(term) => contains_bind(term),
         Term::FunctionCall { args, .. } => args.iter().any(contains_bind),
+        Term::Operation { left, right, .. } => contains_bind(left) || contains_bind(right),
         _ => false,
     }
 }

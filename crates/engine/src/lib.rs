@@ -29,6 +29,8 @@
 //! - Table ids are never reused; TRUNCATE and DROP move a table to a fresh id and the
 //!   compaction filter drops data of ids no longer in the schema.
 
+mod arith;
+mod selection;
 pub mod build;
 pub mod catalog;
 mod collections;
@@ -39,6 +41,7 @@ pub mod json;
 pub mod keys;
 pub mod literal;
 pub mod plan;
+mod read;
 pub mod row;
 pub mod scalar;
 pub mod system;

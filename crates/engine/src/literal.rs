@@ -238,8 +238,43 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             Term::Literal(Literal::Float(s)) => {
                 literal_to_bytes(ty, &Literal::Float(format!("-{s}")))
             }
-            _ => Err(EngineError::invalid("Invalid negation")),
+            other => match const_term(ty, other)? {
+                Some(v) if crate::arith::is_numeric(ty) => Ok(Some(crate::arith::negate(ty, &v)?)),
+                Some(_) => Err(EngineError::invalid("Invalid negation")),
+                None => Ok(None),
+            },
         },
+        Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
+            const_term(ty, &v[0])
+        }
+        Term::Operation { op, left, right } => {
+            // Untyped operands take the receiver's type (a duration stays a duration), as in
+            // `SET d = 1 / 2` (0.5 for a double) or `SET ts = '2020-01-01' + 1d`.
+            let operand_ty = |t: &Term| match t {
+                Term::Literal(Literal::Duration(_)) => ColumnType::Duration,
+                Term::TypeHint { ty: ast_ty, .. } => match ast_ty {
+                    cql::ast::CqlType::Native(n) => n.clone(),
+                    _ => ty.clone(),
+                },
+                _ => ty.clone(),
+            };
+            let (lt, rt) = (operand_ty(left), operand_ty(right));
+            let Some(rty) = crate::arith::result_type(*op, &lt, &rt) else {
+                return Err(EngineError::invalid(format!(
+                    "the '{}' operation is not supported between {left} and {right}",
+                    op.symbol()
+                )));
+            };
+            let (Some(l), Some(r)) = (const_term(&lt, left)?, const_term(&rt, right)?) else {
+                return Ok(None);
+            };
+            let v = crate::arith::apply(*op, &lt, &l, &rt, &r, &rty)?;
+            if rty == *ty {
+                Ok(Some(v))
+            } else {
+                crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
+            }
+        }
         Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args),
         other => Err(EngineError::invalid(format!(
             "Invalid value {} for column of type {}",

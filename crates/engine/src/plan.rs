@@ -3,6 +3,7 @@
 //! QUERY) by `build.rs`; executed many times by `exec.rs`.
 
 use crate::catalog::TableDef;
+pub use cql::ast::ArithOp;
 use proto::types::ColumnType;
 use std::sync::Arc;
 
@@ -102,6 +103,10 @@ pub enum Selector {
     /// A function call or cast over other selectors.
     Expr(SelExpr),
     Const(Option<Vec<u8>>),
+    /// In an aggregate selection's outputs: the result of the n-th aggregate of the group.
+    Agg(usize),
+    /// In an aggregate selection's outputs: the n-th plain selector, as of the group's first row.
+    First(usize),
 }
 
 /// A native function or cast applied to selectors (`toDate(t)`, `CAST(x AS text)`).
@@ -119,6 +124,14 @@ pub enum SelExpr {
         from: ColumnType,
         to: ColumnType,
     },
+    /// `a + b`, `a - b`, ... (and unary minus as `0 - a` with `negate`), typed at plan time.
+    Op {
+        op: ArithOp,
+        left: Box<SelExpr>,
+        right: Box<SelExpr>,
+        ty: ColumnType,
+    },
+    Negate(Box<SelExpr>),
 }
 
 impl SelExpr {
@@ -127,6 +140,8 @@ impl SelExpr {
             SelExpr::Leaf(_, t) | SelExpr::Const(t, _) => t,
             SelExpr::Call { ty, .. } => ty,
             SelExpr::Cast { to, .. } => to,
+            SelExpr::Op { ty, .. } => ty,
+            SelExpr::Negate(inner) => inner.ty(),
         }
     }
 }
@@ -140,8 +155,22 @@ pub struct OutputColumn {
 #[derive(Debug, Clone)]
 pub enum Selection {
     Rows(Vec<Selector>),
-    /// Aggregates without GROUP BY: one row folding every selected row.
-    Aggregates(Vec<Aggregate>),
+    /// Aggregates and/or GROUP BY: one output row per group of rows.
+    Aggregates(AggSelection),
+}
+
+/// A selection folded per group. Without GROUP BY every selected row is one group (and the
+/// result is one row even when no row matched).
+#[derive(Debug, Clone)]
+pub struct AggSelection {
+    /// Folded over each row of the group.
+    pub aggs: Vec<Aggregate>,
+    /// Plain selectors whose values are taken from the group's first row (as Cassandra does).
+    pub firsts: Vec<Selector>,
+    /// One per output column, over [`Selector::Agg`] and [`Selector::First`] leaves.
+    pub outputs: Vec<Selector>,
+    /// GROUP BY: how many clustering columns follow the partition key in the group key.
+    pub group_by: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,8 +186,8 @@ pub enum AggKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Aggregate {
     pub kind: AggKind,
-    /// The column aggregated (unused for `CountRows`).
-    pub column: usize,
+    /// The value aggregated, evaluated per row (`None` for `CountRows`).
+    pub arg: Option<SelExpr>,
 }
 
 #[derive(Debug, Clone)]

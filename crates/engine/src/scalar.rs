@@ -297,6 +297,21 @@ fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
         )
 }
 
+/// The types the `pos`-th argument of `name` called with `arity` arguments may have, in
+/// signature order (to type a literal argument).
+pub(crate) fn param_types(name: &str, arity: usize, pos: usize) -> Vec<ColumnType> {
+    let Ok(f) = canonical(name) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ColumnType> = Vec::new();
+    for (ps, _) in signatures(&f) {
+        if ps.len() == arity && !out.contains(&ps[pos]) {
+            out.push(ps[pos].clone());
+        }
+    }
+    out
+}
+
 fn sig_text(f: &str, (ps, r): &Sig) -> String {
     let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
     format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())
@@ -550,7 +565,7 @@ fn random_uuid(now_micros: i64) -> [u8; 16] {
 
 // ---- floor --------------------------------------------------------------------------------
 
-fn duration_of(b: &[u8]) -> Result<(i32, i32, i64), String> {
+pub(crate) fn duration_of(b: &[u8]) -> Result<(i32, i32, i64), String> {
     match decode_value(&ColumnType::Duration, b).map_err(|e| e.to_string())? {
         Value::Duration {
             months,
@@ -641,7 +656,7 @@ fn year_month(ms: i64) -> (i64, i64) {
 }
 
 /// `Calendar.add(MONTH, n)` in UTC: the day of month is clamped to the new month's length.
-fn add_months(ms: i64, n: i64) -> i64 {
+pub(crate) fn add_months(ms: i64, n: i64) -> i64 {
     let day = ms.div_euclid(MILLIS_PER_DAY);
     let in_day = ms.rem_euclid(MILLIS_PER_DAY);
     let (y, m, d) = civil_from_days(day);
