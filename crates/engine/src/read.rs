@@ -229,14 +229,7 @@ impl Group {
                         Some(arith::Num::F(x)) => *f += x,
                         Some(arith::Num::Dec(..)) => {
                             let base = dec.take().unwrap_or_else(|| zero_of(ty));
-                            *dec = Some(arith::apply(
-                                cql::ast::ArithOp::Add,
-                                ty,
-                                &base,
-                                ty,
-                                &v,
-                                ty,
-                            )?);
+                            *dec = Some(arith::running_mean(&base, &v, *n)?);
                         }
                         None => {}
                     }
@@ -288,6 +281,8 @@ pub(crate) struct SelectRun<'a> {
     resume_in_partition: u64,
     /// Rows (groups) returned from the current partition.
     in_part: u64,
+    /// `in_part` of the partition holding `sink.last_key` (where a next page resumes).
+    last_in_part: u64,
     sink: RowSink,
     next_state: Option<PagingState>,
     group: Option<Group>,
@@ -380,6 +375,7 @@ impl<'a> SelectRun<'a> {
             resume_in_partition: state.as_ref().map_or(0, |s| s.in_partition),
             resume_key: state.map(|s| s.last_key),
             in_part: 0,
+            last_in_part: 0,
             sink: RowSink {
                 data: Vec::with_capacity(256),
                 rows: 0,
@@ -676,7 +672,7 @@ impl<'a> SelectRun<'a> {
             self.next_state = Some(PagingState {
                 last_key: self.sink.last_key.clone(),
                 remaining: self.remaining,
-                in_partition: self.in_part,
+                in_partition: self.last_in_part,
             });
             return Flow::Stop;
         }
@@ -697,7 +693,7 @@ impl<'a> SelectRun<'a> {
                     return Ok(flow);
                 }
                 self.emit_row(selectors, view)?;
-                self.sink.last_key = key.to_vec();
+                self.consumed(key);
                 return Ok(if self.remaining == Some(0) {
                     Flow::Stop
                 } else {
@@ -724,8 +720,15 @@ impl<'a> SelectRun<'a> {
         if let Some(g) = self.group.as_mut() {
             g.add(sel, view)?;
         }
-        self.sink.last_key = key.to_vec();
+        self.consumed(key);
         Ok(Flow::Go)
+    }
+
+    /// Records the row stored under `key` as the last one read (a next page starts after it).
+    fn consumed(&mut self, key: &[u8]) {
+        self.sink.last_key.clear();
+        self.sink.last_key.extend_from_slice(key);
+        self.last_in_part = self.in_part;
     }
 
     fn emit_row(&mut self, selectors: &[Selector], view: &RowView) -> Result<(), EngineError> {
