@@ -16,8 +16,10 @@
 //! | `row` | stored rows and partition headers, reconciliation, purge |
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options |
-//! | `plan`, `build` | resolved statements and the AST -> plan builder |
-//! | `exec` | reads and writes over storage |
+//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`selection`: the SELECT clause, aggregates, GROUP BY) |
+//! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
+//! | `exec` | writes over storage, and the key/range helpers reads share |
+//! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
 //!
@@ -30,6 +32,7 @@
 //!   compaction filter drops data of ids no longer in the schema.
 
 mod arith;
+mod fcts;
 mod selection;
 pub mod build;
 pub mod catalog;

@@ -885,9 +885,13 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
                 .iter()
                 .map(|a| Ok((a.ty().clone(), eval_expr(a, leaf, now)?)))
                 .collect::<Result<Vec<_>, EngineError>>()?;
-            crate::scalar::call_at(name, &vals, now.micros)
-                .ok()
-                .flatten()
+            if crate::fcts::is_known(name) {
+                crate::fcts::call(name, &vals).map_err(EngineError::invalid)?
+            } else {
+                crate::scalar::call_at(name, &vals, now.micros)
+                    .ok()
+                    .flatten()
+            }
         }
         SelExpr::Op {
             op,

@@ -3,8 +3,8 @@
 //! ...), `uuid()`, every `<type>AsBlob` / `blobAs<type>`, the 5.0 math functions (`abs`, `exp`,
 //! `log`, `log10`, `round`) and `CAST(x AS type)`.
 //!
-//! Not here: `token`, `ttl`, `writetime`, `toJson`/`fromJson` (see `json`), aggregates, UDFs,
-//! collection and masking functions.
+//! Not here: `token`, `ttl`, `writetime`, `toJson`/`fromJson` (see `json`), aggregates (see
+//! `read`), UDFs, collection and masking functions (see `fcts`), operators (see `arith`).
 //!
 //! Names are case-insensitive and the 5.0 snake_case aliases (`to_date`, `blob_as_int`,
 //! `cast_as_int`, ...) resolve to the same functions. `dateOf` and `unixTimestampOf` were removed

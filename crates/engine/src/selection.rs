@@ -406,7 +406,9 @@ impl Builder<'_> {
                 for (pos, a) in args.iter().enumerate() {
                     if let E::Term(term) = a {
                         if term_as_selector(term).is_none() {
-                            exprs.push(literal_arg(&name.name, args.len(), pos, term)?);
+                            let prev: Vec<ColumnType> =
+                                exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
+                            exprs.push(literal_arg(&name.name, args.len(), pos, term, &prev)?);
                             names.push(selector_name(a));
                             continue;
                         }
@@ -416,8 +418,13 @@ impl Builder<'_> {
                     names.push(n);
                 }
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
-                let ty =
-                    crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
+                let named: Vec<(ColumnType, String)> =
+                    types.iter().cloned().zip(names.iter().cloned()).collect();
+                let ty = match crate::fcts::return_type(&name.name, &named) {
+                    Some(r) => r,
+                    None => crate::scalar::return_type(&name.name, &types),
+                }
+                .map_err(EngineError::invalid)?;
                 if matches!(
                     name.name.to_ascii_lowercase().as_str(),
                     "now"
@@ -611,11 +618,27 @@ impl Builder<'_> {
 
 /// A literal argument of a function: typed by the function's signatures at that position
 /// (its own literal type first), as Cassandra infers it.
-fn literal_arg(fname: &str, arity: usize, pos: usize, term: &Term) -> Result<SelExpr, EngineError> {
+fn literal_arg(
+    fname: &str,
+    arity: usize,
+    pos: usize,
+    term: &Term,
+    prev: &[ColumnType],
+) -> Result<SelExpr, EngineError> {
     if matches!(term, Term::Bind(_)) {
         return Err(EngineError::invalid(format!(
             "Bind markers in the selection clause ({term}) are not supported yet"
         )));
+    }
+    if let Some(ty) = crate::fcts::param_type(fname, pos, prev) {
+        return match const_term(&ty, term) {
+            Ok(v) => Ok(SelExpr::Const(ty, v)),
+            Err(_) => Err(EngineError::invalid(format!(
+                "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
+                fname.to_ascii_lowercase(),
+                crate::types::cql_type_name(&ty)
+            ))),
+        };
     }
     let mut candidates = crate::scalar::param_types(fname, arity, pos);
     if let Some(own) = literal_type(term) {
