@@ -39,17 +39,26 @@ pub(crate) struct Builder<'a> {
     pub keyspace: Option<&'a str>,
     pub binds: Vec<Option<BindSpec>>,
     pub volatile: bool,
+    /// The statement's clock: `now()`, `currentTimestamp()`... in terms are evaluated at it
+    /// (a plan using them is volatile and rebuilt at each execution).
+    pub now: crate::Now,
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 impl<'a> Builder<'a> {
-    pub fn new(schema: &'a Schema, keyspace: Option<&'a str>, bind_count: usize) -> Self {
+    pub fn new(
+        schema: &'a Schema,
+        keyspace: Option<&'a str>,
+        bind_count: usize,
+        now: crate::Now,
+    ) -> Self {
         Builder {
             schema,
             keyspace,
             binds: vec![None; bind_count],
             volatile: false,
+            now,
         }
     }
 
@@ -129,7 +138,7 @@ impl<'a> Builder<'a> {
                         "Bind markers inside collection, tuple or UDT literals are not supported yet",
                     ));
                 }
-                Ok(Src::Const(const_term(ty, term)?))
+                Ok(Src::Const(const_term(ty, term, self.now)?))
             }
         }
     }

@@ -431,7 +431,7 @@ impl Engine {
             schema.version = p.version;
         } else {
             schema.next_table_id = 1;
-            schema.version = functions::random_uuid();
+            schema.version = scalar::random_uuid(0);
         }
         match storage
             .get(NODE_KEY)
@@ -439,7 +439,7 @@ impl Engine {
         {
             Some(id) if id.len() == 16 => node.host_id.copy_from_slice(&id),
             _ => {
-                node.host_id = functions::random_uuid();
+                node.host_id = scalar::random_uuid(0);
                 let mut b = storage::WriteBatch::new();
                 b.put(NODE_KEY.to_vec(), node.host_id.to_vec());
                 storage
@@ -507,8 +507,9 @@ impl Engine {
         parsed: &cql::ParsedStatement,
         keyspace: Option<&str>,
         schema: &Schema,
+        now: Now,
     ) -> Result<Compiled, EngineError> {
-        let mut b = Builder::new(schema, keyspace, parsed.bind_count());
+        let mut b = Builder::new(schema, keyspace, parsed.bind_count(), now);
         let (kind, pk_indexes) = match &parsed.statement {
             cql::Statement::Select(s) => {
                 let plan = b.select(s)?;
@@ -606,7 +607,7 @@ impl Engine {
         let values = values.bind(&parsed)?;
         let schema = self.schema.get();
         let compiled = self
-            .compile(&parsed, opts.keyspace.as_deref(), &schema)
+            .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
             .map_err(EngineError::into_db)?;
         self.run(&parsed, &compiled, &values, opts, now)
             .map_err(EngineError::into_db)
@@ -627,8 +628,10 @@ impl Engine {
         }
         let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
+        // A plan that reads the clock (`now()` in a term) is rebuilt at each execution with
+        // that execution's clock; PREPARE only needs its shape.
         let compiled = self
-            .compile(&parsed, keyspace, &schema)
+            .compile(&parsed, keyspace, &schema, Now { micros: 0, secs: 0 })
             .map_err(EngineError::into_db)?;
         let gen = self.schema_generation.load(Ordering::Acquire);
         let p = Arc::new(Prepared {
@@ -655,7 +658,7 @@ impl Engine {
     }
 
     /// The plan of a prepared statement, rebuilt if the schema changed since.
-    fn plan_of(&self, p: &Prepared) -> Result<Arc<Compiled>, EngineError> {
+    fn plan_of(&self, p: &Prepared, now: Now) -> Result<Arc<Compiled>, EngineError> {
         let gen = self.schema_generation.load(Ordering::Acquire);
         {
             let c = p.compiled.read().unwrap_or_else(|x| x.into_inner());
@@ -664,7 +667,7 @@ impl Engine {
             }
         }
         let schema = self.schema.get();
-        let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema)?);
+        let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema, now)?);
         *p.compiled.write().unwrap_or_else(|x| x.into_inner()) = (gen, compiled.clone());
         Ok(compiled)
     }
@@ -691,7 +694,7 @@ impl Engine {
         now: Now,
     ) -> Result<Outcome, DbError> {
         let values = values.bind(&p.statement)?;
-        let compiled = self.plan_of(p).map_err(EngineError::into_db)?;
+        let compiled = self.plan_of(p, now).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
             opts.keyspace = p.keyspace.clone();
@@ -715,7 +718,7 @@ impl Engine {
                 BatchItem::Query(text, v) => {
                     let parsed = cql::parse(&text).map_err(parse_error)?;
                     let c = self
-                        .compile(&parsed, opts.keyspace.as_deref(), &schema)
+                        .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
                         .map_err(EngineError::into_db)?;
                     (Arc::new(c), v)
                 }
@@ -723,7 +726,7 @@ impl Engine {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (self.plan_of(&prepared).map_err(EngineError::into_db)?, v)
+                    (self.plan_of(&prepared, now).map_err(EngineError::into_db)?, v)
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);
@@ -1205,7 +1208,7 @@ impl Engine {
         match result {
             None => Ok(Outcome::Void),
             Some((mut next, change)) => {
-                next.version = functions::random_uuid();
+                next.version = scalar::random_uuid(0);
                 self.install(next)?;
                 Ok(Outcome::SchemaChange(change))
             }

@@ -129,10 +129,14 @@ fn literal_kind(l: &Literal) -> &'static str {
 }
 
 /// A constant term (no bind markers) serialized for `ty`; collections included.
-pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, EngineError> {
+pub fn const_term(
+    ty: &ColumnType,
+    term: &Term,
+    now: crate::Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
     match term {
         Term::Literal(l) => literal_to_bytes(ty, l),
-        Term::TypeHint { term, .. } => const_term(ty, term),
+        Term::TypeHint { term, .. } => const_term(ty, term, now),
         Term::List(items) | Term::Set(items)
             if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) =>
         {
@@ -142,7 +146,7 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             };
             let mut vals = Vec::with_capacity(items.len());
             for i in items {
-                vals.push(const_term(elem, i)?.ok_or_else(|| {
+                vals.push(const_term(elem, i, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?);
             }
@@ -161,10 +165,10 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             };
             let mut kvs = Vec::with_capacity(pairs.len());
             for (k, v) in pairs {
-                let k = const_term(kt, k)?.ok_or_else(|| {
+                let k = const_term(kt, k, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?;
-                let v = const_term(vt, v)?.ok_or_else(|| {
+                let v = const_term(vt, v, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?;
                 kvs.push((k, v));
@@ -194,7 +198,7 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             }
             let mut out = Vec::new();
             for (i, t) in items.iter().zip(types) {
-                match const_term(t, i)? {
+                match const_term(t, i, now)? {
                     Some(v) => {
                         out.extend_from_slice(&(v.len() as i32).to_be_bytes());
                         out.extend_from_slice(&v);
@@ -219,7 +223,7 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             }
             for (name, t) in defs {
                 match fields.iter().find(|(n, _)| n == name) {
-                    Some((_, term)) => match const_term(t, term)? {
+                    Some((_, term)) => match const_term(t, term, now)? {
                         Some(v) => {
                             out.extend_from_slice(&(v.len() as i32).to_be_bytes());
                             out.extend_from_slice(&v);
@@ -238,14 +242,14 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
             Term::Literal(Literal::Float(s)) => {
                 literal_to_bytes(ty, &Literal::Float(format!("-{s}")))
             }
-            other => match const_term(ty, other)? {
+            other => match const_term(ty, other, now)? {
                 Some(v) if crate::arith::is_numeric(ty) => Ok(Some(crate::arith::negate(ty, &v)?)),
                 Some(_) => Err(EngineError::invalid("Invalid negation")),
                 None => Ok(None),
             },
         },
         Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
-            const_term(ty, &v[0])
+            const_term(ty, &v[0], now)
         }
         Term::Operation { op, left, right } => {
             // Untyped operands take the receiver's type (a duration stays a duration), as in
@@ -265,7 +269,7 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
                     op.symbol()
                 )));
             };
-            let (Some(l), Some(r)) = (const_term(&lt, left)?, const_term(&rt, right)?) else {
+            let (Some(l), Some(r)) = (const_term(&lt, left, now)?, const_term(&rt, right, now)?) else {
                 return Ok(None);
             };
             let v = crate::arith::apply(*op, &lt, &l, &rt, &r, &rty)?;
@@ -275,7 +279,7 @@ pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, Engin
                 crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
             }
         }
-        Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args),
+        Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args, now),
         other => Err(EngineError::invalid(format!(
             "Invalid value {} for column of type {}",
             other,

@@ -44,17 +44,9 @@ pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String
     Ok(resolve(&f, args)?.1)
 }
 
-/// Evaluates `name` with the current wall clock (for `now()`, `currentTimestamp()`, ...).
-/// Args are (type, serialized value or None for null).
-pub fn call(name: &str, args: &[(ColumnType, Option<Vec<u8>>)]) -> Result<Option<Vec<u8>>, String> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    call_at(name, args, now)
-}
-
-/// `call` with the clock given: `now_micros` is microseconds since the Unix epoch.
+/// Evaluates `name` (the one native function evaluator, for selectors and terms alike) at the
+/// clock given: `now_micros` is microseconds since the Unix epoch. Args are (type, serialized
+/// value or None for null).
 pub fn call_at(
     name: &str,
     args: &[(ColumnType, Option<Vec<u8>>)],
@@ -295,6 +287,11 @@ fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
                 | (T::Timestamp, T::Bigint)
                 | (T::Varint, T::Int | T::Bigint | T::Timestamp)
         )
+}
+
+/// Whether `name` is a native function of this module.
+pub(crate) fn is_known(name: &str) -> bool {
+    canonical(name).is_ok_and(|f| !signatures(&f).is_empty())
 }
 
 /// The types the `pos`-th argument of `name` called with `arity` arguments may have, in
@@ -543,7 +540,7 @@ fn random_u64(now_micros: i64) -> u64 {
 
 /// A version 1 UUID for `now_micros`; the low bits of the 100 ns count and the clock sequence
 /// come from a process-wide counter so two calls in one microsecond still differ.
-fn timeuuid_now(now_micros: i64) -> [u8; 16] {
+pub(crate) fn timeuuid_now(now_micros: i64) -> [u8; 16] {
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let t = now_micros
         .saturating_mul(10)
@@ -554,7 +551,7 @@ fn timeuuid_now(now_micros: i64) -> [u8; 16] {
     uuid_from_time(t, (clock << 48) | node)
 }
 
-fn random_uuid(now_micros: i64) -> [u8; 16] {
+pub(crate) fn random_uuid(now_micros: i64) -> [u8; 16] {
     let mut u = [0u8; 16];
     u[0..8].copy_from_slice(&random_u64(now_micros).to_be_bytes());
     u[8..16].copy_from_slice(&random_u64(now_micros ^ 0x5555).to_be_bytes());

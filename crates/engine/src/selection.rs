@@ -362,7 +362,7 @@ impl Builder<'_> {
                         "Bind markers in the selection clause ({term}) are not supported yet"
                     )));
                 }
-                let v = const_term(&to, term)?;
+                let v = const_term(&to, term, self.now)?;
                 (Selector::Const(v), format!("({ty}){term}"), to)
             }
             E::Cast { expr, ty } => {
@@ -408,7 +408,7 @@ impl Builder<'_> {
                         if term_as_selector(term).is_none() {
                             let prev: Vec<ColumnType> =
                                 exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
-                            exprs.push(literal_arg(&name.name, args.len(), pos, term, &prev)?);
+                            exprs.push(literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?);
                             names.push(selector_name(a));
                             continue;
                         }
@@ -564,7 +564,7 @@ impl Builder<'_> {
                     {
                         return Err(ambiguous());
                     }
-                    let v = const_term(&ty, term)?;
+                    let v = const_term(&ty, term, b.now)?;
                     Ok((SelExpr::Const(ty.clone(), v), ty))
                 }
                 None => {
@@ -624,6 +624,7 @@ fn literal_arg(
     pos: usize,
     term: &Term,
     prev: &[ColumnType],
+    now: crate::Now,
 ) -> Result<SelExpr, EngineError> {
     if matches!(term, Term::Bind(_)) {
         return Err(EngineError::invalid(format!(
@@ -631,7 +632,7 @@ fn literal_arg(
         )));
     }
     if let Some(ty) = crate::fcts::param_type(fname, pos, prev) {
-        return match const_term(&ty, term) {
+        return match const_term(&ty, term, now) {
             Ok(v) => Ok(SelExpr::Const(ty, v)),
             Err(_) => Err(EngineError::invalid(format!(
                 "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
@@ -647,7 +648,7 @@ fn literal_arg(
         }
     }
     for ty in candidates {
-        if let Ok(v) = const_term(&ty, term) {
+        if let Ok(v) = const_term(&ty, term, now) {
             return Ok(SelExpr::Const(ty, v));
         }
     }
