@@ -124,3 +124,15 @@ def test_arithmetic_types_names_and_errors(make_cluster, session, ks, protocol_v
     # Operations in WHERE and SET terms take the receiver's type.
     s.execute("UPDATE a SET d = 1 / 2, m = 7 % 4 WHERE k = 1 + 1")
     assert tuple(s.execute("SELECT d, m FROM a WHERE k = 2").one()) == (0.5, 3)
+
+
+@pytest.mark.parametrize("protocol_version", [4, 5])
+def test_bind_markers_in_the_select_clause(make_cluster, session, ks, protocol_version):
+    session.execute("CREATE TABLE bm (k int, c int, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO bm (k, c, v) VALUES (1, 1, 10)")
+    s = make_cluster(protocol_version=protocol_version).connect(ks)
+    q = s.prepare("SELECT v + (int)?, (text)? AS t, (int):foo FROM bm WHERE k = 1 AND c = 1")
+    assert [(m.name, m.type.typename) for m in q.column_metadata] == [
+        ("[selection]", "int"), ("[selection]", "varchar"), ("foo", "int")]
+    assert [c[2] for c in q.result_metadata] == ["v + (int)?", "t", "(int)?"]
+    assert tuple(s.execute(q, (5, "x", 7)).one()) == (15, "x", 7)

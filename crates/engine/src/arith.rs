@@ -150,7 +150,7 @@ pub(crate) fn average(ty: &T, n: i64, int_sum: i128, float_sum: f64, dec_sum: Op
         T::Varint => to_twos(int_sum / n128),
         T::Float => ((float_sum / n.max(1) as f64) as f32).to_be_bytes().to_vec(),
         T::Double => (float_sum / n.max(1) as f64).to_be_bytes().to_vec(),
-        _ => dec_sum.map_or_else(|| zero_of_decimal(), <[u8]>::to_vec),
+        _ => dec_sum.map_or_else(zero_of_decimal, <[u8]>::to_vec),
     }
 }
 

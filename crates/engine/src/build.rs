@@ -100,7 +100,13 @@ impl<'a> Builder<'a> {
             })
     }
 
-    fn bind(&mut self, t: &TableDef, m: &ast::BindMarker, name: &str, ty: &ColumnType) -> Src {
+    pub(crate) fn bind(
+        &mut self,
+        t: &TableDef,
+        m: &ast::BindMarker,
+        name: &str,
+        ty: &ColumnType,
+    ) -> Src {
         if let Some(slot) = self.binds.get_mut(m.index) {
             *slot = Some(BindSpec {
                 name: m.name.clone().unwrap_or_else(|| name.to_string()),

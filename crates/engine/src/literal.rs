@@ -256,10 +256,10 @@ pub fn const_term(
             // `SET d = 1 / 2` (0.5 for a double) or `SET ts = '2020-01-01' + 1d`.
             let operand_ty = |t: &Term| match t {
                 Term::Literal(Literal::Duration(_)) => ColumnType::Duration,
-                Term::TypeHint { ty: ast_ty, .. } => match ast_ty {
-                    cql::ast::CqlType::Native(n) => n.clone(),
-                    _ => ty.clone(),
-                },
+                Term::TypeHint {
+                    ty: cql::ast::CqlType::Native(n),
+                    ..
+                } => n.clone(),
                 _ => ty.clone(),
             };
             let (lt, rt) = (operand_ty(left), operand_ty(right));

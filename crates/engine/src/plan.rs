@@ -103,6 +103,8 @@ pub enum Selector {
     /// A function call or cast over other selectors.
     Expr(SelExpr),
     Const(Option<Vec<u8>>),
+    /// `(type)?` in the select clause: the n-th bound value.
+    Bind(usize),
     /// In an aggregate selection's outputs: the result of the n-th aggregate of the group.
     Agg(usize),
     /// In an aggregate selection's outputs: the n-th plain selector, as of the group's first row.

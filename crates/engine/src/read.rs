@@ -73,6 +73,7 @@ enum Flow {
 /// One row (or a partition's static-only row) as selectors see it.
 struct RowView<'r> {
     t: &'r TableDef,
+    vals: &'r Bound_,
     pk_parts: &'r [&'r [u8]],
     tok: i64,
     row: Option<&'r Row>,
@@ -128,6 +129,8 @@ impl<'r> RowView<'r> {
                 .and_then(|v| udt_field(v, *pos))
                 .map(Cow::Borrowed),
             Selector::Const(v) => v.clone().map(Cow::Owned),
+            // Bound values were checked before the run.
+            Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals).ok().flatten().map(Cow::Owned),
             Selector::Expr(_) | Selector::Agg(_) | Selector::First(_) => None,
         }
     }
@@ -139,6 +142,9 @@ impl<'r> RowView<'r> {
         }
     }
 }
+
+/// One value per aggregate (or per first-row selector); `None` is null.
+type Values = Vec<Option<Vec<u8>>>;
 
 /// A running aggregate.
 enum Acc {
@@ -240,7 +246,7 @@ impl Group {
     }
 
     /// The aggregates' results, in their output types.
-    fn results(self, sel: &AggSelection) -> (Vec<Option<Vec<u8>>>, Vec<Option<Vec<u8>>>) {
+    fn results(self, sel: &AggSelection) -> (Values, Values) {
         let out = self
             .accs
             .into_iter()
@@ -561,6 +567,7 @@ impl<'a> SelectRun<'a> {
         let pk_parts = token::split_partition_key(pk, t.pk_count()).unwrap_or_default();
         let base = RowView {
             t,
+            vals: self.vals,
             pk_parts: &pk_parts,
             tok,
             row: None,
@@ -651,10 +658,9 @@ impl<'a> SelectRun<'a> {
             && plan.clustering.is_unrestricted()
             && self.filters.is_empty()
             && header.has_live_statics(now.secs)
+            && self.accept(&base, &keys::header_key(prefix), prefix)? == Flow::Stop
         {
-            if self.accept(&base, &keys::header_key(prefix), prefix)? == Flow::Stop {
-                return Ok(Flow::Stop);
-            }
+            return Ok(Flow::Stop);
         }
         Ok(Flow::Go)
     }
@@ -797,8 +803,9 @@ impl<'a> SelectRun<'a> {
         if let Selection::Aggregates(sel) = &self.plan.selection {
             // Without GROUP BY there is one row even when nothing matched.
             if sel.group_by.is_none() && self.group.is_none() {
-                self.group = Some(Group::new(Vec::new(), sel));
-                self.group.as_mut().map(|g| g.firsts = vec![None; sel.firsts.len()]);
+                let mut g = Group::new(Vec::new(), sel);
+                g.firsts = vec![None; sel.firsts.len()];
+                self.group = Some(g);
             }
             self.close_group()?;
         }

@@ -357,10 +357,11 @@ impl Builder<'_> {
                     return Err(EngineError::invalid("Invalid type hint"));
                 };
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                if matches!(term, Term::Bind(_)) {
-                    return Err(EngineError::invalid(format!(
-                        "Bind markers in the selection clause ({term}) are not supported yet"
-                    )));
+                if let Term::Bind(m) = term {
+                    let Src::Bind(i) = self.bind(t, m, "[selection]", &to) else {
+                        return Err(EngineError::invalid("Invalid bind marker"));
+                    };
+                    return Ok((Selector::Bind(i), format!("({ty})?"), to));
                 }
                 let v = const_term(&to, term, self.now)?;
                 (Selector::Const(v), format!("({ty}){term}"), to)
