@@ -136,3 +136,30 @@ def test_bind_markers_in_the_select_clause(make_cluster, session, ks, protocol_v
         ("[selection]", "int"), ("[selection]", "varchar"), ("foo", "int")]
     assert [c[2] for c in q.result_metadata] == ["v + (int)?", "t", "(int)?"]
     assert tuple(s.execute(q, (5, "x", 7)).one()) == (15, "x", 7)
+
+
+@pytest.mark.parametrize("protocol_version", [4, 5])
+def test_multi_column_relations_with_one_bind_marker(make_cluster, session, ks, protocol_version):
+    session.execute("CREATE TABLE mc (k int, a int, b text, v int, PRIMARY KEY (k, a, b))")
+    ins = session.prepare("INSERT INTO mc (k, a, b, v) VALUES (1, ?, ?, 0)")
+    for a in range(3):
+        for b in "xyz":
+            session.execute(ins, (a, b))
+    s = make_cluster(protocol_version=protocol_version).connect(ks)
+    gt = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) > ?")
+    assert [(m.name, m.type.cql_parameterized_type()) for m in gt.column_metadata] == [
+        ("(a,b)", "frozen<tuple<int, varchar>>")]
+    assert [tuple(r) for r in s.execute(gt, ((1, "y"),))] == [(1, "z"), (2, "x"), (2, "y"), (2, "z")]
+    rng = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) >= ? AND (a, b) < ?")
+    assert [tuple(r) for r in s.execute(rng, ((0, "z"), (2, "y")))] == [
+        (0, "z"), (1, "x"), (1, "y"), (1, "z"), (2, "x")]
+    eq = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) = ?")
+    assert [tuple(r) for r in s.execute(eq, ((2, "z"),))] == [(2, "z")]
+    in_ = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) IN ?")
+    assert [(m.name, m.type.cql_parameterized_type()) for m in in_.column_metadata] == [
+        ("in(a,b)", "list<frozen<tuple<int, varchar>>>")]
+    assert [tuple(r) for r in s.execute(in_, ([(2, "x"), (0, "y"), (9, "q")],))] == [(0, "y"), (2, "x")]
+    desc = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) IN ? ORDER BY a DESC")
+    assert [tuple(r) for r in s.execute(desc, ([(0, "y"), (2, "x")],))] == [(2, "x"), (0, "y")]
+    with pytest.raises(InvalidRequest, match="Invalid null value for IN restriction"):
+        s.execute(in_, (None,))

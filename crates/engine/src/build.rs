@@ -166,7 +166,7 @@ impl<'a> Builder<'a> {
         let mut token_start: Option<TokenBound> = None;
         let mut token_end: Option<TokenBound> = None;
         let mut filters = Vec::new();
-        let mut multi_in: Option<(usize, Vec<Vec<Src>>)> = None;
+        let mut multi_in: Option<(usize, TupleValues)> = None;
         for rel in rels {
             match rel {
                 Relation::Binary { column, op, value } => {
@@ -308,25 +308,38 @@ impl<'a> Builder<'a> {
                         }
                         cols.push(c.clone());
                     }
-                    let items: Vec<Term> = match value {
-                        Term::Tuple(items) => items.clone(),
+                    let srcs: Vec<Src> = match value {
+                        Term::Tuple(items) => {
+                            if items.len() != cols.len() {
+                                return Err(EngineError::invalid(format!(
+                                    "Expected {} elements in value tuple, but got {}",
+                                    cols.len(),
+                                    items.len()
+                                )));
+                            }
+                            let mut srcs = Vec::with_capacity(items.len());
+                            for (i, c) in items.iter().zip(&cols) {
+                                srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                            }
+                            srcs
+                        }
+                        Term::Bind(m) => {
+                            // One marker for the whole tuple: each column reads its field.
+                            let ty =
+                                ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            (0..cols.len()).map(|f| Src::Field(index, f)).collect()
+                        }
                         _ => {
                             return Err(EngineError::invalid(
-                                "Multi-column relations with a single bind marker are not supported yet",
+                                "Multi-column relations need a tuple of values or one bind marker",
                             ))
                         }
                     };
-                    if items.len() != cols.len() {
-                        return Err(EngineError::invalid(format!(
-                            "Expected {} elements in value tuple, but got {}",
-                            cols.len(),
-                            items.len()
-                        )));
-                    }
-                    let mut srcs = Vec::new();
-                    for (i, c) in items.iter().zip(&cols) {
-                        srcs.push(self.term(t, i, &c.name, &c.ty)?);
-                    }
                     let first = cols[0].position as usize;
                     if cols
                         .iter()
@@ -375,10 +388,26 @@ impl<'a> Builder<'a> {
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
                         ));
                     }
-                    let ast::InValues::Terms(tuples) = values else {
-                        return Err(EngineError::invalid(
-                            "Multi-column IN with a single bind marker is not supported yet",
-                        ));
+                    let tuples = match values {
+                        ast::InValues::Terms(tuples) => tuples,
+                        ast::InValues::Marker(m) => {
+                            let ty = ColumnType::List(Box::new(ColumnType::Tuple(
+                                cols.iter().map(|c| c.ty.clone()).collect(),
+                            )));
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("in({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            multi_in = Some((
+                                first,
+                                TupleValues::Bind {
+                                    index,
+                                    arity: cols.len(),
+                                },
+                            ));
+                            continue;
+                        }
                     };
                     let mut out = Vec::new();
                     for tuple in tuples {
@@ -400,7 +429,7 @@ impl<'a> Builder<'a> {
                         }
                         out.push(srcs);
                     }
-                    multi_in = Some((first, out));
+                    multi_in = Some((first, TupleValues::List(out)));
                 }
                 other => {
                     return Err(EngineError::invalid(format!(
@@ -477,7 +506,7 @@ impl<'a> Builder<'a> {
                     "Clustering columns of a multi-column IN must follow the restricted prefix",
                 ));
             }
-            consumed += tuples.first().map(|t| t.len()).unwrap_or(0);
+            consumed += tuples.arity();
             sel.tuples = Some(tuples);
         }
         for (pos, op, srcs) in slices {

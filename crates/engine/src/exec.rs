@@ -33,8 +33,33 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
                 "There were not enough values bound: no value for marker {i}"
             ))),
         },
+        Src::Field(i, f) => Ok(resolve(&Src::Bind(*i), vals)?
+            .and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))),
     }
 }
+
+/// The `pos`-th field of a serialized UDT or tuple value (`[bytes]` per field; missing
+/// trailing fields are null).
+pub(crate) fn tuple_field(v: &[u8], pos: usize) -> Option<&[u8]> {
+    let mut at = 0usize;
+    for i in 0..=pos {
+        let len = i32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            if i == pos {
+                return None;
+            }
+            continue;
+        }
+        let field = v.get(at..at + len as usize)?;
+        if i == pos {
+            return Some(field);
+        }
+        at += len as usize;
+    }
+    None
+}
+
 
 fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineError> {
     match resolve(src, vals) {
@@ -247,6 +272,29 @@ fn bound_pieces(
     normalize(pieces)
 }
 
+/// The tuples of `(a, b) IN ?`, read off the bound list as constants.
+fn bound_tuples(index: usize, arity: usize, vals: &Bound_) -> Result<Vec<Vec<Src>>, EngineError> {
+    let list = resolve(&Src::Bind(index), vals)?
+        .ok_or_else(|| EngineError::invalid("Invalid null value for IN restriction"))?;
+    let bad = || EngineError::invalid("Invalid list of tuples for IN restriction");
+    let n = i32::from_be_bytes(list.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+    let mut at = 4;
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(list.len()));
+    for _ in 0..n.max(0) {
+        let len = i32::from_be_bytes(list.get(at..at + 4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        at += 4;
+        let len = usize::try_from(len).map_err(|_| bad())?;
+        let tuple = list.get(at..at + len).ok_or_else(bad)?;
+        at += len;
+        out.push(
+            (0..arity)
+                .map(|f| Src::Const(tuple_field(tuple, f).map(<[u8]>::to_vec)))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
 /// Encoded clustering ranges of a selection, as sorted, disjoint physical intervals.
 pub(crate) fn clustering_ranges(
     table: &TableDef,
@@ -262,7 +310,15 @@ pub(crate) fn clustering_ranges(
         sets.push(values);
     }
     let mut prefixes: Vec<Vec<Vec<u8>>> = cartesian(sets);
-    if let Some(tuples) = &sel.tuples {
+    if let Some(tv) = &sel.tuples {
+        let bound;
+        let tuples: &[Vec<Src>] = match tv {
+            TupleValues::List(l) => l,
+            TupleValues::Bind { index, arity } => {
+                bound = bound_tuples(*index, *arity, vals)?;
+                &bound
+            }
+        };
         let mut next = Vec::new();
         for p in &prefixes {
             for t in tuples {

@@ -14,6 +14,8 @@ pub enum Src {
     Const(Option<Vec<u8>>),
     /// The n-th bound value.
     Bind(usize),
+    /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
+    Field(usize, usize),
 }
 
 /// A restriction to one or several values of one key column.
@@ -60,11 +62,30 @@ pub enum PartitionSel {
 pub struct ClusteringSel {
     /// Equality (or IN) on the first clustering columns.
     pub eq: Vec<KeyValues>,
-    /// `(a, b) IN ((..), (..))` on the columns right after `eq`.
-    pub tuples: Option<Vec<Vec<Src>>>,
+    /// `(a, b) IN ((..), (..))` / `(a, b) IN ?` on the columns right after `eq`.
+    pub tuples: Option<TupleValues>,
     /// Lower / upper bounds on the columns after the equality prefix (in value order).
     pub start: Option<SliceBound>,
     pub end: Option<SliceBound>,
+}
+
+/// The tuples of a multi-column IN.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TupleValues {
+    /// `IN ((1, 'a'), (?, ?))`.
+    List(Vec<Vec<Src>>),
+    /// `IN ?`: one bound list of tuples of `arity` fields.
+    Bind { index: usize, arity: usize },
+}
+
+impl TupleValues {
+    /// How many clustering columns each tuple sets.
+    pub fn arity(&self) -> usize {
+        match self {
+            TupleValues::List(l) => l.first().map_or(0, Vec::len),
+            TupleValues::Bind { arity, .. } => *arity,
+        }
+    }
 }
 
 impl ClusteringSel {

@@ -13,7 +13,9 @@
 
 use crate::arith;
 use crate::catalog::{ColumnKind, TableDef};
-use crate::exec::{clustering_ranges, partitions, passes_filters, resolve, Bound_, RowSink};
+use crate::exec::{
+    clustering_ranges, partitions, passes_filters, resolve, tuple_field, Bound_, RowSink,
+};
 use crate::keys;
 use crate::plan::*;
 use crate::row::{Cell, Deletion, PartitionHeader, Row};
@@ -126,7 +128,7 @@ impl<'r> RowView<'r> {
             Selector::Field(idx, pos) => self
                 .cell(*idx)
                 .and_then(|c| c.live_value(secs))
-                .and_then(|v| udt_field(v, *pos))
+                .and_then(|v| tuple_field(v, *pos))
                 .map(Cow::Borrowed),
             Selector::Const(v) => v.clone().map(Cow::Owned),
             // Bound values were checked before the run.
@@ -362,10 +364,7 @@ impl<'a> SelectRun<'a> {
                 || (c.start.is_none()
                     && c.end.is_none()
                     && c.eq.len()
-                        + c.tuples
-                            .as_ref()
-                            .and_then(|t| t.first())
-                            .map_or(0, |t| t.len())
+                        + c.tuples.as_ref().map_or(0, TupleValues::arity)
                         == ncl));
         Ok(SelectRun {
             store,
@@ -850,28 +849,6 @@ fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {
         )));
     }
     Ok(n as u64)
-}
-
-/// The `pos`-th field of a serialized UDT value (`[bytes]` per field; missing trailing
-/// fields are null).
-fn udt_field(v: &[u8], pos: usize) -> Option<&[u8]> {
-    let mut at = 0usize;
-    for i in 0..=pos {
-        let len = i32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?);
-        at += 4;
-        if len < 0 {
-            if i == pos {
-                return None;
-            }
-            continue;
-        }
-        let field = v.get(at..at + len as usize)?;
-        if i == pos {
-            return Some(field);
-        }
-        at += len as usize;
-    }
-    None
 }
 
 type Leaf<'l> = dyn Fn(&Selector) -> Result<Option<Vec<u8>>, EngineError> + 'l;
