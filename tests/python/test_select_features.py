@@ -163,3 +163,27 @@ def test_multi_column_relations_with_one_bind_marker(make_cluster, session, ks, 
     assert [tuple(r) for r in s.execute(desc, ([(0, "y"), (2, "x")],))] == [(2, "x"), (0, "y")]
     with pytest.raises(InvalidRequest, match="Invalid null value for IN restriction"):
         s.execute(in_, (None,))
+
+
+def test_order_by_with_in_merges_partitions(session, ks):
+    session.execute("CREATE TABLE o (k int, c int, v text, PRIMARY KEY (k, c))")
+    for k, c, v in [(1, 1, "a"), (1, 4, "b"), (2, 2, "c"), (2, 3, "d"), (3, 4, "e")]:
+        session.execute("INSERT INTO o (k, c, v) VALUES (%s, %s, %s)", (k, c, v))
+
+    def rows(q):
+        return [tuple(r) for r in session.execute(SimpleStatement(q, fetch_size=None))]
+
+    assert rows("SELECT * FROM o WHERE k IN (1, 2, 3) ORDER BY c") == [
+        (1, 1, "a"), (2, 2, "c"), (2, 3, "d"), (1, 4, "b"), (3, 4, "e")]
+    # Ties keep the partitions' key order, DESC included.
+    assert rows("SELECT * FROM o WHERE k IN (3, 2, 1) ORDER BY c DESC LIMIT 2") == [(1, 4, "b"), (3, 4, "e")]
+    assert rows("SELECT k, c FROM o WHERE k IN (1, 2, 3) ORDER BY c ASC LIMIT 3") == [(1, 1), (2, 2), (2, 3)]
+    assert rows("SELECT * FROM o WHERE k IN (1, 2, 3) ORDER BY c DESC PER PARTITION LIMIT 1") == [
+        (1, 4, "b"), (3, 4, "e"), (2, 3, "d")]
+    assert rows("SELECT v FROM o WHERE k IN (1, 2, 3) AND c > 1 ORDER BY c DESC") == [
+        ("b",), ("e",), ("d",), ("c",)]
+    # Groups merge by their first row.
+    assert rows("SELECT k, count(*) FROM o WHERE k IN (1, 2, 3) GROUP BY k ORDER BY c DESC") == [
+        (1, 2), (3, 1), (2, 2)]
+    with pytest.raises(InvalidRequest, match="Cannot page queries with both ORDER BY and a IN restriction"):
+        session.execute(SimpleStatement("SELECT * FROM o WHERE k IN (1, 2) ORDER BY c", fetch_size=2))

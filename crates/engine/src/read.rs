@@ -163,6 +163,8 @@ enum Acc {
 /// The group being folded: its key, its first row's plain values and its aggregates.
 struct Group {
     key: Vec<u8>,
+    /// Clustering bytes of the group's first row (to merge groups across IN partitions).
+    first_row: Vec<u8>,
     firsts: Vec<Option<Vec<u8>>>,
     accs: Vec<Acc>,
 }
@@ -182,6 +184,7 @@ impl Group {
     fn new(key: Vec<u8>, sel: &AggSelection) -> Group {
         Group {
             key,
+            first_row: Vec::new(),
             firsts: Vec::new(),
             accs: sel
                 .aggs
@@ -294,6 +297,14 @@ pub(crate) struct SelectRun<'a> {
     sink: RowSink,
     next_state: Option<PagingState>,
     group: Option<Group>,
+    /// ORDER BY over an IN on the partition key (never paged): every row kept with its
+    /// clustering bytes, merged across partitions and cut to LIMIT at the end.
+    merge: Option<Merge>,
+}
+
+struct Merge {
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    limit: Option<u64>,
 }
 
 impl Engine {
@@ -346,7 +357,12 @@ impl<'a> SelectRun<'a> {
             ),
             _ => None,
         };
-        let remaining = if single_group {
+        let merge = (plan.order_with_in && !plan.distinct && !single_group)
+        .then(|| Merge {
+            rows: Vec::new(),
+            limit,
+        });
+        let remaining = if single_group || merge.is_some() {
             None
         } else {
             state.as_ref().and_then(|s| s.remaining).or(limit)
@@ -388,6 +404,7 @@ impl<'a> SelectRun<'a> {
             },
             next_state: None,
             group: None,
+            merge,
         })
     }
 
@@ -697,7 +714,12 @@ impl<'a> SelectRun<'a> {
                 if flow != Flow::Go {
                     return Ok(flow);
                 }
+                let start = self.sink.data.len();
                 self.emit_row(selectors, view)?;
+                if let Some(m) = self.merge.as_mut() {
+                    let row = self.sink.data.split_off(start);
+                    m.rows.push((key[prefix.len()..].to_vec(), row));
+                }
                 self.consumed(key);
                 return Ok(if self.remaining == Some(0) {
                     Flow::Stop
@@ -715,6 +737,7 @@ impl<'a> SelectRun<'a> {
                 return Ok(flow);
             }
             let mut g = Group::new(gkey, sel);
+            g.first_row = key[prefix.len()..].to_vec();
             g.firsts = sel
                 .firsts
                 .iter()
@@ -774,10 +797,11 @@ impl<'a> SelectRun<'a> {
 
     /// Emits the open group's row, if a group is open.
     fn close_group(&mut self) -> Result<(), EngineError> {
-        let (Some(g), Selection::Aggregates(sel)) = (self.group.take(), &self.plan.selection)
+        let (Some(mut g), Selection::Aggregates(sel)) = (self.group.take(), &self.plan.selection)
         else {
             return Ok(());
         };
+        let first_row = std::mem::take(&mut g.first_row);
         let (aggs, firsts) = g.results(sel);
         let leaf = |s: &Selector| -> Result<Option<Vec<u8>>, EngineError> {
             Ok(match s {
@@ -794,7 +818,11 @@ impl<'a> SelectRun<'a> {
                 other => leaf(other),
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let start = self.sink.data.len();
         self.write_output(&vals);
+        if let Some(m) = self.merge.as_mut() {
+            m.rows.push((first_row, self.sink.data.split_off(start)));
+        }
         Ok(())
     }
 
@@ -807,6 +835,19 @@ impl<'a> SelectRun<'a> {
                 self.group = Some(g);
             }
             self.close_group()?;
+        }
+        if let Some(mut m) = self.merge.take() {
+            // Ties keep the partitions' order, as Cassandra's merge does.
+            if self.plan.reversed {
+                m.rows.sort_by(|a, b| b.0.cmp(&a.0));
+            } else {
+                m.rows.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            if let Some(l) = m.limit {
+                m.rows.truncate(usize::try_from(l).unwrap_or(usize::MAX));
+            }
+            self.sink.rows = m.rows.len();
+            self.sink.data = m.rows.into_iter().flat_map(|(_, r)| r).collect();
         }
         let t = &self.plan.table;
         Ok(ResultSet {
