@@ -19,7 +19,8 @@
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`selection`: the SELECT clause, aggregates, GROUP BY) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `exec` | writes over storage, and the key/range helpers reads share |
-//! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions |
+//! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
+//! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
 //!
@@ -32,6 +33,8 @@
 //!   compaction filter drops data of ids no longer in the schema.
 
 mod arith;
+mod bigint;
+mod javafmt;
 mod fcts;
 mod selection;
 pub mod build;
