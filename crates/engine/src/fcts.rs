@@ -66,7 +66,7 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
             }
             "collection_min" | "collection_max" => {
                 arity(1, 1)?;
-                element(&args[0].0).cloned().ok_or_else(|| need("a set/list argument"))
+                element(&args[0].0).cloned().ok_or_else(|| need("a set or list argument"))
             }
             "collection_sum" | "collection_avg" => {
                 arity(1, 1)?;

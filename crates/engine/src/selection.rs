@@ -423,7 +423,8 @@ impl Builder<'_> {
                     types.iter().cloned().zip(names.iter().cloned()).collect();
                 let ty = match crate::fcts::return_type(&name.name, &named) {
                     Some(r) => r,
-                    None => crate::scalar::return_type(&name.name, &types),
+                    None => crate::scalar::return_type(&name.name, &types)
+                        .map_err(|m| name_the_argument(m, &names)),
                 }
                 .map_err(EngineError::invalid)?;
                 if matches!(
@@ -656,6 +657,22 @@ fn literal_arg(
     Err(EngineError::invalid(format!(
         "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
     )))
+}
+
+/// Cassandra names the offending argument by its text in a signature mismatch: "Type error:
+/// t cannot be passed as argument 0 of function ...".
+fn name_the_argument(message: String, names: &[String]) -> String {
+    let Some(rest) = message.strip_prefix("Type error: an argument of type ") else {
+        return message;
+    };
+    let Some((_, tail)) = rest.split_once(" cannot be passed as argument ") else {
+        return message;
+    };
+    let pos: Option<usize> = tail.split(' ').next().and_then(|p| p.parse().ok());
+    match pos.and_then(|p| names.get(p)) {
+        Some(n) => format!("Type error: {n} cannot be passed as argument {tail}"),
+        None => message,
+    }
 }
 
 fn precedence_of(op: ArithOp) -> u8 {
