@@ -132,6 +132,35 @@ fn to_twos(v: i128) -> Vec<u8> {
     bytes[start..].to_vec()
 }
 
+/// Compensated (Kahan) summation in double, as Cassandra sums and averages `float` and
+/// `double` (0.1 + 0.2 + 0.3 is 0.6 there, not 0.6000000000000001).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Kahan {
+    sum: f64,
+    compensation: f64,
+    /// The plain sum, which an infinite input makes the answer.
+    simple: f64,
+}
+
+impl Kahan {
+    pub(crate) fn add(&mut self, v: f64) {
+        let t = v - self.compensation;
+        let r = self.sum + t;
+        self.compensation = (r - self.sum) - t;
+        self.sum = r;
+        self.simple += v;
+    }
+
+    pub(crate) fn total(&self) -> f64 {
+        let t = self.sum - self.compensation;
+        if t.is_nan() && self.simple.is_infinite() {
+            self.simple
+        } else {
+            t
+        }
+    }
+}
+
 /// A serialized number of type `t` (None if `t` is not a number or the bytes are bad).
 pub(crate) fn number(t: &T, b: &[u8]) -> Option<Num> {
     decode(t, b)

@@ -156,8 +156,10 @@ enum Acc {
     Max(Option<Vec<u8>>),
     /// Summed in the argument's type, wrapping as Cassandra's sums do.
     Sum(Option<Vec<u8>>),
-    /// Count, integer sum (exact), float sum, decimal sum.
-    Avg(i64, i128, f64, Option<Vec<u8>>),
+    /// `float` and `double` sums.
+    FloatSum(arith::Kahan),
+    /// Count, integer sum (exact), float sum, decimal running mean.
+    Avg(i64, i128, arith::Kahan, Option<Vec<u8>>),
 }
 
 /// The group being folded: its key, its first row's plain values and its aggregates.
@@ -194,8 +196,15 @@ impl Group {
                     AggKind::Count => Acc::Count(0),
                     AggKind::Min => Acc::Min(None),
                     AggKind::Max => Acc::Max(None),
+                    AggKind::Sum
+                        if a.arg.as_ref().is_some_and(|x| {
+                            matches!(x.ty(), ColumnType::Float | ColumnType::Double)
+                        }) =>
+                    {
+                        Acc::FloatSum(arith::Kahan::default())
+                    }
                     AggKind::Sum => Acc::Sum(None),
-                    AggKind::Avg => Acc::Avg(0, 0, 0.0, None),
+                    AggKind::Avg => Acc::Avg(0, 0, arith::Kahan::default(), None),
                 })
                 .collect(),
         }
@@ -233,11 +242,16 @@ impl Group {
                     let base = total.take().unwrap_or_else(|| zero_of(ty));
                     *total = Some(arith::apply(cql::ast::ArithOp::Add, ty, &base, ty, &v, ty)?);
                 }
+                Acc::FloatSum(k) => {
+                    if let Some(arith::Num::F(x)) = arith::number(ty, &v) {
+                        k.add(x);
+                    }
+                }
                 Acc::Avg(n, i, f, dec) => {
                     *n += 1;
                     match arith::number(ty, &v) {
                         Some(arith::Num::I(x)) => *i += x,
-                        Some(arith::Num::F(x)) => *f += x,
+                        Some(arith::Num::F(x)) => f.add(x),
                         Some(arith::Num::Dec(..)) => {
                             let base = dec.take().unwrap_or_else(|| zero_of(ty));
                             *dec = Some(arith::running_mean(&base, &v, *n)?);
@@ -262,9 +276,13 @@ impl Group {
                     Acc::Rows(n) | Acc::Count(n) => Some(n.to_be_bytes().to_vec()),
                     Acc::Min(v) | Acc::Max(v) => v,
                     Acc::Sum(v) => v.or_else(|| ty.as_ref().map(zero_of)),
-                    Acc::Avg(n, i, f, dec) => {
-                        ty.as_ref().map(|ty| arith::average(ty, n, i, f, dec.as_deref()))
-                    }
+                    Acc::FloatSum(k) => Some(match ty {
+                        Some(ColumnType::Float) => (k.total() as f32).to_be_bytes().to_vec(),
+                        _ => k.total().to_be_bytes().to_vec(),
+                    }),
+                    Acc::Avg(n, i, f, dec) => ty
+                        .as_ref()
+                        .map(|ty| arith::average(ty, n, i, f.total(), dec.as_deref())),
                 }
             })
             .collect();
