@@ -187,3 +187,18 @@ def test_order_by_with_in_merges_partitions(session, ks):
         (1, 2), (3, 1), (2, 2)]
     with pytest.raises(InvalidRequest, match="Cannot page queries with both ORDER BY and a IN restriction"):
         session.execute(SimpleStatement("SELECT * FROM o WHERE k IN (1, 2) ORDER BY c", fetch_size=2))
+
+
+@pytest.mark.parametrize("fetch_size", [1, 2, 100])
+def test_group_by_a_time_bucket_pages_by_group(session, ks, fetch_size):
+    session.execute("CREATE TABLE tb (k int, t timestamp, v int, PRIMARY KEY (k, t))")
+    ins = session.prepare("INSERT INTO tb (k, t, v) VALUES (?, ?, ?)")
+    for minute in range(0, 300, 7):
+        session.execute(ins, (1, minute * 60_000, minute))
+    q = SimpleStatement("SELECT floor(t, 1h) AS hour, count(*) AS n, min(v) FROM tb WHERE k = 1 GROUP BY floor(t, 1h)",
+                        fetch_size=fetch_size)
+    rows = [tuple(r) for r in session.execute(q)]
+    minutes = list(range(0, 300, 7))
+    expected = [(h, sum(1 for m in minutes if m // 60 == h), min(m for m in minutes if m // 60 == h))
+                for h in range(5)]
+    assert [(r[0].hour, r[1], r[2]) for r in rows] == expected

@@ -436,7 +436,7 @@ impl<'a> Parser<'a> {
         let mut group_by = Vec::new();
         if self.eat_kw("group") {
             self.expect_kw("by")?;
-            group_by = self.comma_list(Self::ident)?;
+            group_by = self.comma_list(Self::selector_expr)?;
         }
         let mut order_by = Vec::new();
         if self.eat_kw("order") {

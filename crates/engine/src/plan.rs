@@ -194,6 +194,8 @@ pub struct AggSelection {
     pub outputs: Vec<Selector>,
     /// GROUP BY: how many clustering columns follow the partition key in the group key.
     pub group_by: Option<usize>,
+    /// `GROUP BY ..., floor(t, 1h)`: the last grouped clustering column goes through this.
+    pub group_fn: Option<SelExpr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

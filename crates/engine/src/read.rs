@@ -747,7 +747,7 @@ impl<'a> SelectRun<'a> {
             }
             Selection::Aggregates(sel) => sel,
         };
-        let gkey = group_key(sel.group_by, prefix, view.row);
+        let gkey = group_key(sel, prefix, view)?;
         if self.group.as_ref().is_none_or(|g| g.key != gkey) {
             self.close_group()?;
             let flow = self.admit();
@@ -879,20 +879,29 @@ impl<'a> SelectRun<'a> {
     }
 }
 
-/// The key of a row's group: its partition and its first `n` clustering values (without
-/// GROUP BY, every row has the same, empty key).
-fn group_key(group_by: Option<usize>, prefix: &[u8], row: Option<&Row>) -> Vec<u8> {
-    let Some(n) = group_by else {
-        return Vec::new();
+/// The key of a row's group: its partition and its first `n` clustering values, the last
+/// one through the GROUP BY function if there is one (without GROUP BY, every row has the
+/// same, empty key).
+fn group_key(sel: &AggSelection, prefix: &[u8], view: &RowView) -> Result<Vec<u8>, EngineError> {
+    let Some(n) = sel.group_by else {
+        return Ok(Vec::new());
     };
     let mut k = prefix.to_vec();
-    if let Some(r) = row {
-        for v in r.clustering.iter().take(n) {
-            k.extend_from_slice(&(v.len() as u32).to_be_bytes());
-            k.extend_from_slice(v);
+    let mut push = |v: &[u8]| {
+        k.extend_from_slice(&(v.len() as u32).to_be_bytes());
+        k.extend_from_slice(v);
+    };
+    if let Some(r) = view.row {
+        let plain = if sel.group_fn.is_some() { n.saturating_sub(1) } else { n };
+        for v in r.clustering.iter().take(plain) {
+            push(v);
+        }
+        if let Some(f) = &sel.group_fn {
+            let leaf = |s: &Selector| Ok(view.value(s).map(Cow::into_owned));
+            push(&eval_expr(f, &leaf, view.now)?.unwrap_or_default());
         }
     }
-    k
+    Ok(k)
 }
 
 fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {

@@ -130,7 +130,7 @@ impl Builder<'_> {
         &mut self,
         t: &TableDef,
         s: &ast::SelectStatement,
-        group_by: Option<usize>,
+        group_by: Option<(usize, Option<SelExpr>)>,
     ) -> Result<(Selection, Vec<OutputColumn>), EngineError> {
         let mut output = Vec::new();
         let list: Vec<(E, Option<String>)> = match &s.selection {
@@ -184,12 +184,17 @@ impl Builder<'_> {
                 ty,
             });
         }
+        let (group_by, group_fn) = match group_by {
+            Some((n, f)) => (Some(n), f),
+            None => (None, None),
+        };
         Ok((
             Selection::Aggregates(AggSelection {
                 aggs: col.aggs,
                 firsts: col.firsts,
                 outputs,
                 group_by,
+                group_fn,
             }),
             output,
         ))
@@ -199,11 +204,11 @@ impl Builder<'_> {
     /// with Cassandra's rules: primary key columns in declared order, a column restricted by
     /// `=` may be skipped, the whole partition key.
     pub(crate) fn group_by(
-        &self,
+        &mut self,
         t: &TableDef,
         s: &ast::SelectStatement,
         eq_restricted: &dyn Fn(usize) -> bool,
-    ) -> Result<Option<usize>, EngineError> {
+    ) -> Result<Option<(usize, Option<SelExpr>)>, EngineError> {
         if s.group_by.is_empty() {
             return Ok(None);
         }
@@ -223,13 +228,59 @@ impl Builder<'_> {
         let mut next = sorted.iter();
         let mut clustering = 0;
         let mut last_kind = None;
-        for name in &s.group_by {
-            let (i, c) = self.column(t, name)?;
-            if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(EngineError::invalid(format!(
-                    "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
-                )));
+        let mut group_fn: Option<SelExpr> = None;
+        for item in &s.group_by {
+            if group_fn.is_some() {
+                return Err(EngineError::invalid(
+                    "Functions are only supported on the last element of the GROUP BY clause",
+                ));
             }
+            let i = match item {
+                E::Column(name) => {
+                    let (i, c) = self.column(t, name)?;
+                    if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                        return Err(EngineError::invalid(format!(
+                            "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
+                        )));
+                    }
+                    i
+                }
+                E::Function { args, .. } => {
+                    let cols: Vec<&String> = args
+                        .iter()
+                        .filter_map(|a| match a {
+                            E::Column(c) => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    let [name] = cols.as_slice() else {
+                        return Err(EngineError::invalid(if cols.is_empty() {
+                            "GROUP BY functions must have one clustering column name as parameter"
+                                .to_string()
+                        } else {
+                            format!(
+                                "GROUP BY functions accept only one clustering column as parameter, got: {}",
+                                cols.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                            )
+                        }));
+                    };
+                    let (i, c) = self.column(t, name)?;
+                    if c.kind != ColumnKind::Clustering {
+                        return Err(EngineError::invalid(format!(
+                            "Group by functions are only supported on clustering columns, got {name}"
+                        )));
+                    }
+                    let (sel, _, ty) = self.selector(t, item, None)?;
+                    group_fn = Some(as_expr(sel, ty));
+                    i
+                }
+                other => {
+                    return Err(EngineError::invalid(format!(
+                        "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
+                        selector_name(other)
+                    )))
+                }
+            };
             loop {
                 let Some(&p) = next.next() else {
                     return Err(EngineError::invalid(GROUP_ORDER_MSG));
@@ -261,7 +312,7 @@ impl Builder<'_> {
                 "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
             ));
         }
-        Ok(Some(clustering))
+        Ok(Some((clustering, group_fn)))
     }
 
     /// One selector. With `agg` (an aggregate selection), aggregates become
