@@ -862,7 +862,34 @@ impl<'a> Builder<'a> {
                     c.name
                 )));
             }
+            let arithmetic = |sign: &str, value: &Term| {
+                EngineError::invalid(format!(
+                    "Invalid operation ({0} = {0} {sign} {value}) for non counter column {0}",
+                    c.name
+                ))
+            };
             let op = match a {
+                ast::Assignment::Add { value, .. } | ast::Assignment::Subtract { value, .. }
+                    if !matches!(
+                        c.ty,
+                        ColumnType::Counter
+                            | ColumnType::List(_)
+                            | ColumnType::Set(_)
+                            | ColumnType::Map(..)
+                    ) =>
+                {
+                    let sign = if matches!(a, ast::Assignment::Add { .. }) { "+" } else { "-" };
+                    return Err(arithmetic(sign, value));
+                }
+                ast::Assignment::Add { value, .. } | ast::Assignment::Subtract { value, .. }
+                    if c.cql_type.starts_with("frozen<") =>
+                {
+                    let sign = if matches!(a, ast::Assignment::Add { .. }) { "+" } else { "-" };
+                    return Err(EngineError::invalid(format!(
+                        "Invalid operation ({0} = {0} {sign} {value}) for frozen collection column {0}",
+                        c.name
+                    )));
+                }
                 ast::Assignment::Set { value, .. } => {
                     if c.ty == ColumnType::Counter {
                         return Err(EngineError::invalid(format!(
