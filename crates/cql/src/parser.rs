@@ -615,7 +615,9 @@ impl<'a> Parser<'a> {
             }
             Tok::LParen
                 if self.is_type_hint()
-                    && [Tok::RParen, Tok::Lt, Tok::Dot].iter().any(|k| self.at_n(2, *k)) =>
+                    && [Tok::RParen, Tok::Lt, Tok::Dot]
+                        .iter()
+                        .any(|k| self.at_n(2, *k)) =>
             {
                 // `(type) selector` is a cast in Cassandra's grammar.
                 self.bump();

@@ -169,7 +169,13 @@ pub(crate) fn number(t: &T, b: &[u8]) -> Option<Num> {
 /// `avg` of `n` values of type `ty`: integer types divide their exact sum (truncating, as
 /// Java's long division), floating point types their double sum, decimal its sum rounded
 /// half-even at the sum's scale. Zero when `n` is 0, as Cassandra answers.
-pub(crate) fn average(ty: &T, n: i64, int_sum: i128, float_sum: f64, dec_sum: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn average(
+    ty: &T,
+    n: i64,
+    int_sum: i128,
+    float_sum: f64,
+    dec_sum: Option<&[u8]>,
+) -> Vec<u8> {
     let n128 = i128::from(n.max(1));
     match ty {
         T::Tinyint => ((int_sum / n128) as i8).to_be_bytes().to_vec(),
@@ -177,7 +183,9 @@ pub(crate) fn average(ty: &T, n: i64, int_sum: i128, float_sum: f64, dec_sum: Op
         T::Int => ((int_sum / n128) as i32).to_be_bytes().to_vec(),
         T::Bigint | T::Counter => ((int_sum / n128) as i64).to_be_bytes().to_vec(),
         T::Varint => to_twos(int_sum / n128),
-        T::Float => ((float_sum / n.max(1) as f64) as f32).to_be_bytes().to_vec(),
+        T::Float => ((float_sum / n.max(1) as f64) as f32)
+            .to_be_bytes()
+            .to_vec(),
         T::Double => (float_sum / n.max(1) as f64).to_be_bytes().to_vec(),
         _ => dec_sum.map_or_else(zero_of_decimal, <[u8]>::to_vec),
     }
@@ -191,7 +199,8 @@ fn zero_of_decimal() -> Vec<u8> {
 /// quotient rounded half-even at the difference's scale. Cassandra 5.0.9 answers 1.87 for
 /// the average of 1.25 and 2.5, and so does this.
 pub(crate) fn running_mean(avg: &[u8], v: &[u8], n: i64) -> Result<Vec<u8>, EngineError> {
-    let (Some(Num::Dec(a, as_)), Some(Num::Dec(x, xs))) = (decode(&T::Decimal, avg), decode(&T::Decimal, v))
+    let (Some(Num::Dec(a, as_)), Some(Num::Dec(x, xs))) =
+        (decode(&T::Decimal, avg), decode(&T::Decimal, v))
     else {
         return Err(bad(&T::Decimal));
     };
@@ -529,25 +538,48 @@ mod tests {
     fn result_types_follow_cassandra() {
         // Observed on Cassandra 5.0.9: ti + si is smallint, f + bi double, i + vi varint,
         // vi + de decimal, f + 1 float.
-        assert_eq!(result_type(ArithOp::Add, &T::Tinyint, &T::Smallint), Some(T::Smallint));
-        assert_eq!(result_type(ArithOp::Add, &T::Float, &T::Bigint), Some(T::Double));
-        assert_eq!(result_type(ArithOp::Add, &T::Int, &T::Varint), Some(T::Varint));
-        assert_eq!(result_type(ArithOp::Add, &T::Varint, &T::Decimal), Some(T::Decimal));
-        assert_eq!(result_type(ArithOp::Mul, &T::Float, &T::Int), Some(T::Float));
-        assert_eq!(result_type(ArithOp::Add, &T::Ascii, &T::Ascii), Some(T::Ascii));
+        assert_eq!(
+            result_type(ArithOp::Add, &T::Tinyint, &T::Smallint),
+            Some(T::Smallint)
+        );
+        assert_eq!(
+            result_type(ArithOp::Add, &T::Float, &T::Bigint),
+            Some(T::Double)
+        );
+        assert_eq!(
+            result_type(ArithOp::Add, &T::Int, &T::Varint),
+            Some(T::Varint)
+        );
+        assert_eq!(
+            result_type(ArithOp::Add, &T::Varint, &T::Decimal),
+            Some(T::Decimal)
+        );
+        assert_eq!(
+            result_type(ArithOp::Mul, &T::Float, &T::Int),
+            Some(T::Float)
+        );
+        assert_eq!(
+            result_type(ArithOp::Add, &T::Ascii, &T::Ascii),
+            Some(T::Ascii)
+        );
         assert_eq!(result_type(ArithOp::Add, &T::Varchar, &T::Int), None);
         assert_eq!(result_type(ArithOp::Mul, &T::Timestamp, &T::Duration), None);
     }
 
     #[test]
     fn integers_wrap_and_division_by_zero_fails() {
-        let v = apply(ArithOp::Add, &T::Int, &int(i32::MAX), &T::Int, &int(1), &T::Int).unwrap();
+        let v = apply(
+            ArithOp::Add,
+            &T::Int,
+            &int(i32::MAX),
+            &T::Int,
+            &int(1),
+            &T::Int,
+        )
+        .unwrap();
         assert_eq!(v, int(i32::MIN));
         let e = apply(ArithOp::Div, &T::Int, &int(1), &T::Int, &int(0), &T::Int).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the operation 'int / int' failed: / by zero"
-        );
+        assert_eq!(e.to_string(), "the operation 'int / int' failed: / by zero");
         let v = apply(ArithOp::Rem, &T::Int, &int(-7), &T::Int, &int(3), &T::Int).unwrap();
         assert_eq!(v, int(-1));
         assert_eq!(negate(&T::Int, &int(i32::MIN)).unwrap(), int(i32::MIN));
@@ -567,7 +599,15 @@ mod tests {
         assert_eq!(f64::from_be_bytes(v.try_into().unwrap()), f64::INFINITY);
         // 1.25 + 1 = 2.25 (scale 2)
         let de = [0, 0, 0, 2, 125];
-        let v = apply(ArithOp::Add, &T::Decimal, &de, &T::Int, &int(1), &T::Decimal).unwrap();
+        let v = apply(
+            ArithOp::Add,
+            &T::Decimal,
+            &de,
+            &T::Int,
+            &int(1),
+            &T::Decimal,
+        )
+        .unwrap();
         assert_eq!(v, vec![0, 0, 0, 2, 0, 225]);
     }
 
@@ -582,14 +622,30 @@ mod tests {
             days: 0,
             nanos: 0,
         });
-        let v = apply(ArithOp::Add, &T::Date, &d(jan31), &T::Duration, &mo, &T::Date).unwrap();
+        let v = apply(
+            ArithOp::Add,
+            &T::Date,
+            &d(jan31),
+            &T::Duration,
+            &mo,
+            &T::Date,
+        )
+        .unwrap();
         assert_eq!(v, d(feb29));
         let h = proto::value::to_bytes(&proto::types::Value::Duration {
             months: 0,
             days: 0,
             nanos: 3_600_000_000_000,
         });
-        let e = apply(ArithOp::Add, &T::Date, &d(jan31), &T::Duration, &h, &T::Date).unwrap_err();
+        let e = apply(
+            ArithOp::Add,
+            &T::Date,
+            &d(jan31),
+            &T::Duration,
+            &h,
+            &T::Date,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "the operation 'date + duration' failed: The duration must have a day precision. Was: 1h"

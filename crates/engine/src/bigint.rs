@@ -287,4 +287,3 @@ pub(crate) fn parse_decimal(s: &str) -> Option<(BigInt, i32)> {
     let scale = i32::try_from(frac.len() as i64 - exp).ok()?;
     Some((unscaled, scale))
 }
-

@@ -325,8 +325,7 @@ impl<'a> Builder<'a> {
                         }
                         Term::Bind(m) => {
                             // One marker for the whole tuple: each column reads its field.
-                            let ty =
-                                ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                            let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
                             let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
                             let name = format!("({})", names.join(","));
                             let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
@@ -878,13 +877,21 @@ impl<'a> Builder<'a> {
                             | ColumnType::Map(..)
                     ) =>
                 {
-                    let sign = if matches!(a, ast::Assignment::Add { .. }) { "+" } else { "-" };
+                    let sign = if matches!(a, ast::Assignment::Add { .. }) {
+                        "+"
+                    } else {
+                        "-"
+                    };
                     return Err(arithmetic(sign, value));
                 }
                 ast::Assignment::Add { value, .. } | ast::Assignment::Subtract { value, .. }
                     if c.cql_type.starts_with("frozen<") =>
                 {
-                    let sign = if matches!(a, ast::Assignment::Add { .. }) { "+" } else { "-" };
+                    let sign = if matches!(a, ast::Assignment::Add { .. }) {
+                        "+"
+                    } else {
+                        "-"
+                    };
                     return Err(EngineError::invalid(format!(
                         "Invalid operation ({0} = {0} {sign} {value}) for frozen collection column {0}",
                         c.name

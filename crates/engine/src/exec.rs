@@ -33,8 +33,9 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
                 "There were not enough values bound: no value for marker {i}"
             ))),
         },
-        Src::Field(i, f) => Ok(resolve(&Src::Bind(*i), vals)?
-            .and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))),
+        Src::Field(i, f) => Ok(
+            resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
+        ),
     }
 }
 
@@ -59,7 +60,6 @@ pub(crate) fn tuple_field(v: &[u8], pos: usize) -> Option<&[u8]> {
     }
     None
 }
-
 
 fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineError> {
     match resolve(src, vals) {
@@ -277,11 +277,21 @@ fn bound_tuples(index: usize, arity: usize, vals: &Bound_) -> Result<Vec<Vec<Src
     let list = resolve(&Src::Bind(index), vals)?
         .ok_or_else(|| EngineError::invalid("Invalid null value for IN restriction"))?;
     let bad = || EngineError::invalid("Invalid list of tuples for IN restriction");
-    let n = i32::from_be_bytes(list.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+    let n = i32::from_be_bytes(
+        list.get(..4)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?,
+    );
     let mut at = 4;
     let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(list.len()));
     for _ in 0..n.max(0) {
-        let len = i32::from_be_bytes(list.get(at..at + 4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        let len = i32::from_be_bytes(
+            list.get(at..at + 4)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?,
+        );
         at += 4;
         let len = usize::try_from(len).map_err(|_| bad())?;
         let tuple = list.get(at..at + len).ok_or_else(bad)?;
@@ -388,7 +398,12 @@ fn compare_values(ty: &ColumnType, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 }
 
 impl Engine {
-    pub(crate) fn token_bound(&self, t: &TableDef, src: &TokenSrc, vals: &Bound_) -> Result<i64, EngineError> {
+    pub(crate) fn token_bound(
+        &self,
+        t: &TableDef,
+        src: &TokenSrc,
+        vals: &Bound_,
+    ) -> Result<i64, EngineError> {
         match src {
             TokenSrc::Token(s) => {
                 let v = resolve_key(s, vals, "token")?;
@@ -1051,4 +1066,3 @@ fn unreachable_entry() -> &'static mut RowEntry {
 fn unreachable_header() -> &'static mut HeaderEntry {
     panic!("storage key used as both row and header")
 }
-

@@ -66,7 +66,9 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
             }
             "collection_min" | "collection_max" => {
                 arity(1, 1)?;
-                element(&args[0].0).cloned().ok_or_else(|| need("a set or list argument"))
+                element(&args[0].0)
+                    .cloned()
+                    .ok_or_else(|| need("a set or list argument"))
             }
             "collection_sum" | "collection_avg" => {
                 arity(1, 1)?;
@@ -147,7 +149,12 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
             encode(&out)
         }
         "collection_count" => {
-            let n = i32::from_be_bytes(v.get(..4).ok_or("Invalid collection")?.try_into().map_err(|_| "bad")?);
+            let n = i32::from_be_bytes(
+                v.get(..4)
+                    .ok_or("Invalid collection")?
+                    .try_into()
+                    .map_err(|_| "bad")?,
+            );
             n.to_be_bytes().to_vec()
         }
         "collection_min" | "collection_max" => {
@@ -231,7 +238,8 @@ fn fold_numbers(f: &str, e: &T, items: &[Option<&[u8]>]) -> Result<Option<Vec<u8
     let mut dec = zero(e);
     for x in items.iter().flatten() {
         n += 1;
-        total = arith::apply(cql::ast::ArithOp::Add, e, &total, e, x, e).map_err(|e| e.to_string())?;
+        total =
+            arith::apply(cql::ast::ArithOp::Add, e, &total, e, x, e).map_err(|e| e.to_string())?;
         match arith::number(e, x) {
             Some(Num::I(i)) => int += i,
             Some(Num::F(v)) => float += v,
@@ -396,11 +404,26 @@ mod tests {
         let t = |s: &str| (T::Varchar, Some(s.as_bytes().to_vec()));
         let i = |n: i32| (T::Int, Some(n.to_be_bytes().to_vec()));
         let s = |v: Option<Vec<u8>>| String::from_utf8(v.unwrap()).unwrap();
-        assert_eq!(s(call("mask_inner", &[t("abcdef"), i(1), i(2)]).unwrap()), "a***ef");
-        assert_eq!(s(call("mask_outer", &[t("abcdef"), i(1), i(2)]).unwrap()), "*bcd**");
-        assert_eq!(s(call("mask_inner", &[t("abcdef"), (T::Int, None), i(1)]).unwrap()), "*****f");
-        assert_eq!(s(call("mask_inner", &[t("abcdef"), i(10), i(10)]).unwrap()), "abcdef");
-        assert_eq!(s(call("mask_default", &[(T::Varchar, None)]).unwrap()), "****");
+        assert_eq!(
+            s(call("mask_inner", &[t("abcdef"), i(1), i(2)]).unwrap()),
+            "a***ef"
+        );
+        assert_eq!(
+            s(call("mask_outer", &[t("abcdef"), i(1), i(2)]).unwrap()),
+            "*bcd**"
+        );
+        assert_eq!(
+            s(call("mask_inner", &[t("abcdef"), (T::Int, None), i(1)]).unwrap()),
+            "*****f"
+        );
+        assert_eq!(
+            s(call("mask_inner", &[t("abcdef"), i(10), i(10)]).unwrap()),
+            "abcdef"
+        );
+        assert_eq!(
+            s(call("mask_default", &[(T::Varchar, None)]).unwrap()),
+            "****"
+        );
     }
 
     #[test]

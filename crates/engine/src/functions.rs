@@ -16,7 +16,9 @@ pub fn call_const(
     now: Now,
 ) -> Result<Option<Vec<u8>>, EngineError> {
     if !crate::scalar::is_known(name) {
-        return Err(EngineError::invalid(format!("Unknown function {name} called")));
+        return Err(EngineError::invalid(format!(
+            "Unknown function {name} called"
+        )));
     }
     let mut typed = Vec::with_capacity(args.len());
     for (pos, arg) in args.iter().enumerate() {

@@ -286,4 +286,3 @@ fn other_name(v: &Value) -> &'static str {
         _ => "user type",
     }
 }
-

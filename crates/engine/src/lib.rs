@@ -34,15 +34,14 @@
 
 mod arith;
 mod bigint;
-mod javafmt;
-mod fcts;
-mod selection;
 pub mod build;
 pub mod catalog;
 mod collections;
 pub mod ddl;
 pub mod exec;
+mod fcts;
 pub mod functions;
+mod javafmt;
 pub mod json;
 pub mod keys;
 pub mod literal;
@@ -50,6 +49,7 @@ pub mod plan;
 mod read;
 pub mod row;
 pub mod scalar;
+mod selection;
 pub mod system;
 pub mod token;
 pub mod types;
@@ -729,7 +729,10 @@ impl Engine {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (self.plan_of(&prepared, now).map_err(EngineError::into_db)?, v)
+                    (
+                        self.plan_of(&prepared, now).map_err(EngineError::into_db)?,
+                        v,
+                    )
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);

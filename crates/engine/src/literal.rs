@@ -269,7 +269,8 @@ pub fn const_term(
                     op.symbol()
                 )));
             };
-            let (Some(l), Some(r)) = (const_term(&lt, left, now)?, const_term(&rt, right, now)?) else {
+            let (Some(l), Some(r)) = (const_term(&lt, left, now)?, const_term(&rt, right, now)?)
+            else {
                 return Ok(None);
             };
             let v = crate::arith::apply(*op, &lt, &l, &rt, &r, &rty)?;
@@ -279,7 +280,9 @@ pub fn const_term(
                 crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
             }
         }
-        Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args, now),
+        Term::FunctionCall { name, args } => {
+            crate::functions::call_const(ty, &name.name, args, now)
+        }
         other => Err(EngineError::invalid(format!(
             "Invalid value {} for column of type {}",
             other,

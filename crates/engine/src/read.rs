@@ -132,14 +132,21 @@ impl<'r> RowView<'r> {
                 .map(Cow::Borrowed),
             Selector::Const(v) => v.clone().map(Cow::Owned),
             // Bound values were checked before the run.
-            Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals).ok().flatten().map(Cow::Owned),
+            Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals)
+                .ok()
+                .flatten()
+                .map(Cow::Owned),
             Selector::Expr(_) | Selector::Agg(_) | Selector::First(_) => None,
         }
     }
 
     fn eval(&self, s: &Selector) -> Result<Option<Vec<u8>>, EngineError> {
         match s {
-            Selector::Expr(e) => eval_expr(e, &|leaf| Ok(self.value(leaf).map(Cow::into_owned)), self.now),
+            Selector::Expr(e) => eval_expr(
+                e,
+                &|leaf| Ok(self.value(leaf).map(Cow::into_owned)),
+                self.now,
+            ),
             other => Ok(self.value(other).map(Cow::into_owned)),
         }
     }
@@ -218,7 +225,12 @@ impl Group {
             }
             let Some(arg) = &a.arg else { continue };
             let ty = arg.ty();
-            let Some(v) = eval_expr(arg, &|leaf| Ok(view.value(leaf).map(Cow::into_owned)), view.now)? else {
+            let Some(v) = eval_expr(
+                arg,
+                &|leaf| Ok(view.value(leaf).map(Cow::into_owned)),
+                view.now,
+            )?
+            else {
                 continue;
             };
             match acc {
@@ -375,8 +387,7 @@ impl<'a> SelectRun<'a> {
             ),
             _ => None,
         };
-        let merge = (plan.order_with_in && !plan.distinct && !single_group)
-        .then(|| Merge {
+        let merge = (plan.order_with_in && !plan.distinct && !single_group).then(|| Merge {
             rows: Vec::new(),
             limit,
         });
@@ -397,9 +408,7 @@ impl<'a> SelectRun<'a> {
             && (ncl == 0
                 || (c.start.is_none()
                     && c.end.is_none()
-                    && c.eq.len()
-                        + c.tuples.as_ref().map_or(0, TupleValues::arity)
-                        == ncl));
+                    && c.eq.len() + c.tuples.as_ref().map_or(0, TupleValues::arity) == ncl));
         Ok(SelectRun {
             store,
             plan,
@@ -647,7 +656,11 @@ impl<'a> SelectRun<'a> {
                     Box::new(
                         buf.iter()
                             .filter(move |(k, _)| {
-                                <(Bound<&Vec<u8>>, Bound<&Vec<u8>>) as std::ops::RangeBounds<Vec<u8>>>::contains(&(lo.as_ref(), hi.as_ref()), k)
+                                <(Bound<&Vec<u8>>, Bound<&Vec<u8>>) as std::ops::RangeBounds<
+                                    Vec<u8>,
+                                >>::contains(
+                                    &(lo.as_ref(), hi.as_ref()), k
+                                )
                             })
                             .map(|(k, v)| Ok((k.clone(), v.clone()))),
                     )
@@ -892,7 +905,11 @@ fn group_key(sel: &AggSelection, prefix: &[u8], view: &RowView) -> Result<Vec<u8
         k.extend_from_slice(v);
     };
     if let Some(r) = view.row {
-        let plain = if sel.group_fn.is_some() { n.saturating_sub(1) } else { n };
+        let plain = if sel.group_fn.is_some() {
+            n.saturating_sub(1)
+        } else {
+            n
+        };
         for v in r.clustering.iter().take(plain) {
             push(v);
         }
@@ -962,4 +979,148 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
             None => None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{at, q, rows, setup};
+    use crate::{Engine, Outcome, QueryOptions, Values};
+
+    /// Every page of `text` with `page_size`, concatenated.
+    fn all_pages(e: &Engine, text: &str, page_size: i32) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut state = None;
+        loop {
+            let opts = QueryOptions {
+                keyspace: Some("ks".into()),
+                page_size: Some(page_size),
+                paging_state: state.take(),
+                ..Default::default()
+            };
+            let o = e
+                .query(text, Values::Positional(vec![]), &opts, at(1000))
+                .unwrap();
+            let Outcome::Rows(rs) = &o else {
+                panic!("expected rows")
+            };
+            let next = rs.paging_state.clone();
+            let page = rows(o);
+            assert!(
+                page.len() <= page_size as usize,
+                "a page holds at most page_size groups"
+            );
+            out.extend(page);
+            match next {
+                Some(s) => state = Some(s),
+                None => return out,
+            }
+        }
+    }
+
+    fn grouped() -> Engine {
+        let e = setup();
+        q(
+            &e,
+            Some("ks"),
+            "CREATE TABLE g (pk int, c1 int, c2 int, v int, PRIMARY KEY (pk, c1, c2))",
+        )
+        .unwrap();
+        for pk in 0..3 {
+            for c1 in 0..4 {
+                for c2 in 0..3 {
+                    let v = pk * 100 + c1 * 10 + c2;
+                    q(
+                        &e,
+                        Some("ks"),
+                        &format!("INSERT INTO g (pk, c1, c2, v) VALUES ({pk}, {c1}, {c2}, {v})"),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        e
+    }
+
+    #[test]
+    fn group_by_pages_hold_whole_groups_once() {
+        let e = grouped();
+        let unpaged = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT pk, c1, count(*), sum(v) FROM g GROUP BY pk, c1",
+            )
+            .unwrap(),
+        );
+        assert_eq!(unpaged.len(), 12);
+        assert!(unpaged.iter().all(|r| r[2] == "3"));
+        for page in 1..6 {
+            let paged = all_pages(
+                &e,
+                "SELECT pk, c1, count(*), sum(v) FROM g GROUP BY pk, c1",
+                page,
+            );
+            assert_eq!(paged, unpaged, "page size {page}");
+        }
+        // LIMIT and PER PARTITION LIMIT count groups, across pages too.
+        let limited = all_pages(
+            &e,
+            "SELECT pk, c1, count(*) FROM g GROUP BY pk, c1 PER PARTITION LIMIT 2 LIMIT 5",
+            2,
+        );
+        assert_eq!(limited.len(), 5);
+        assert!(limited.iter().all(|r| r[1] == "0" || r[1] == "1"));
+    }
+
+    #[test]
+    fn aggregates_answer_one_row_with_the_first_rows_values() {
+        let e = grouped();
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT c1, c2, count(*), max(v) FROM g WHERE pk = 1",
+            )
+            .unwrap(),
+        );
+        assert_eq!(r, vec![vec!["0", "0", "12", "132"]]);
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT v, count(*), sum(v) FROM g WHERE pk = 9",
+            )
+            .unwrap(),
+        );
+        assert_eq!(r, vec![vec!["null", "0", "0"]]);
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT pk, count(*) FROM g WHERE pk = 9 GROUP BY pk",
+            )
+            .unwrap(),
+        );
+        assert!(r.is_empty());
+        // LIMIT does not cut the rows an aggregate folds.
+        let r = rows(q(&e, Some("ks"), "SELECT count(*) FROM g LIMIT 1").unwrap());
+        assert_eq!(r, vec![vec!["36"]]);
+    }
+
+    #[test]
+    fn order_by_with_in_merges_partitions() {
+        let e = grouped();
+        let text = "SELECT pk, c1, c2 FROM g WHERE pk IN (0, 2) ORDER BY c1 DESC LIMIT 4";
+        let r = rows(q(&e, Some("ks"), text).unwrap());
+        // Sorted by clustering across partitions; ties in partition key order.
+        assert_eq!(
+            r,
+            vec![
+                vec!["0", "3", "2"],
+                vec!["2", "3", "2"],
+                vec!["0", "3", "1"],
+                vec!["2", "3", "1"]
+            ]
+        );
+    }
 }

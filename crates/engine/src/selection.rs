@@ -154,9 +154,10 @@ impl Builder<'_> {
                     .map(|c| (E::Column(c.name.clone()), None))
                     .collect()
             }
-            ast::Selection::Selectors(l) => {
-                l.iter().map(|x| (x.expr.clone(), x.alias.clone())).collect()
-            }
+            ast::Selection::Selectors(l) => l
+                .iter()
+                .map(|x| (x.expr.clone(), x.alias.clone()))
+                .collect(),
         };
         let aggregate = group_by.is_some() || list.iter().any(|(e, _)| contains_aggregate(e));
         if !aggregate {
@@ -549,7 +550,11 @@ impl Builder<'_> {
             AggKind::Count => ColumnType::Bigint,
             AggKind::Sum | AggKind::Avg => {
                 if !arith::is_numeric(&arg_ty) {
-                    let sigs = if kind == AggKind::Sum { SUM_SIGS } else { AVG_SIGS };
+                    let sigs = if kind == AggKind::Sum {
+                        SUM_SIGS
+                    } else {
+                        AVG_SIGS
+                    };
                     return Err(EngineError::invalid(format!(
                         "Invalid call to function {fname}, none of its type signatures match (known type signatures: {sigs})"
                     )));
@@ -604,10 +609,10 @@ impl Builder<'_> {
             ))
         };
         let side = |b: &mut Self,
-                        e: &E,
-                        lit: &Option<Term>,
-                        other: Option<&ColumnType>,
-                        agg: Option<&mut AggCollector>|
+                    e: &E,
+                    lit: &Option<Term>,
+                    other: Option<&ColumnType>,
+                    agg: Option<&mut AggCollector>|
          -> Result<(SelExpr, ColumnType), EngineError> {
             match lit {
                 Some(term) => {
@@ -772,7 +777,11 @@ fn selector_name(e: &E) -> String {
             let p = precedence_of(*op);
             let l = selector_name(left);
             let r = selector_name(right);
-            let l = if precedence(left) < p { format!("({l})") } else { l };
+            let l = if precedence(left) < p {
+                format!("({l})")
+            } else {
+                l
+            };
             let r = if precedence(right) <= p && precedence(right) < 3 {
                 format!("({r})")
             } else {
