@@ -179,7 +179,7 @@ pub struct OutputColumn {
 pub enum Selection {
     Rows(Vec<Selector>),
     /// Aggregates and/or GROUP BY: one output row per group of rows.
-    Aggregates(AggSelection),
+    Aggregates(Box<AggSelection>),
 }
 
 /// A selection folded per group. Without GROUP BY every selected row is one group (and the

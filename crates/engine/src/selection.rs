@@ -159,6 +159,11 @@ impl Builder<'_> {
                 .map(|x| (x.expr.clone(), x.alias.clone()))
                 .collect(),
         };
+        // Cassandra resolves every column before typing anything: an unknown column is the
+        // error even next to a term it cannot type.
+        for (e, _) in &list {
+            self.check_columns(t, e)?;
+        }
         let aggregate = group_by.is_some() || list.iter().any(|(e, _)| contains_aggregate(e));
         if !aggregate {
             let mut sels = Vec::with_capacity(list.len());
@@ -190,15 +195,34 @@ impl Builder<'_> {
             None => (None, None),
         };
         Ok((
-            Selection::Aggregates(AggSelection {
+            Selection::Aggregates(Box::new(AggSelection {
                 aggs: col.aggs,
                 firsts: col.firsts,
                 outputs,
                 group_by,
                 group_fn,
-            }),
+            })),
             output,
         ))
+    }
+
+    /// Fails on the first column `e` names that `t` does not have.
+    fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
+        match e {
+            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => {
+                self.column(t, c).map(|_| ())
+            }
+            E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
+            E::Cast { expr, .. }
+            | E::Field { expr, .. }
+            | E::Element { expr, .. }
+            | E::Slice { expr, .. } => self.check_columns(t, expr),
+            E::Operation { left, right, .. } => {
+                self.check_columns(t, left)?;
+                self.check_columns(t, right)
+            }
+            E::CountRows | E::Term(_) => Ok(()),
+        }
     }
 
     /// How many clustering columns the GROUP BY clause groups on (None without GROUP BY),
@@ -442,6 +466,11 @@ impl Builder<'_> {
                         "the '-' operation is not supported on {iname}"
                     )));
                 }
+                let iname = if precedence(&args[0]) < 3 {
+                    format!("({iname})")
+                } else {
+                    iname
+                };
                 (
                     Selector::Expr(SelExpr::Negate(Box::new(as_expr(inner, ty.clone())))),
                     format!("-{iname}"),
@@ -748,7 +777,11 @@ fn selector_name(e: &E) -> String {
         E::MaxWriteTime(c) => format!("maxwritetime({c})"),
         E::Ttl(c) => format!("ttl({c})"),
         E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
-            format!("-{}", selector_name(&args[0]))
+            if precedence(&args[0]) < 3 {
+                format!("-({})", selector_name(&args[0]))
+            } else {
+                format!("-{}", selector_name(&args[0]))
+            }
         }
         E::Function { name, args } => {
             if aggregate_kind(e) == Some(AggKind::CountRows) {
