@@ -613,12 +613,7 @@ impl<'a> Parser<'a> {
                 }
                 Ok(SelectorExpr::Column(self.ident()?))
             }
-            Tok::LParen
-                if self.is_type_hint()
-                    && [Tok::RParen, Tok::Lt, Tok::Dot]
-                        .iter()
-                        .any(|k| self.at_n(2, *k)) =>
-            {
+            Tok::LParen if self.is_selector_type_hint() => {
                 // `(type) selector` is a cast in Cassandra's grammar.
                 self.bump();
                 let ty = self.cql_type()?;
@@ -658,6 +653,27 @@ impl<'a> Parser<'a> {
             // Operators between terms belong to the selector grammar (`v * 2 + 1`), so only
             // one operand is read here.
             _ => Ok(SelectorExpr::Term(self.term_unary()?)),
+        }
+    }
+
+    /// Whether the `(` here opens a type hint (`(int) 1`, `(list<int>) x`) rather than a
+    /// parenthesized selector (`(m + 1)`, `-(m)`): a type name, then something to hint.
+    fn is_selector_type_hint(&self) -> bool {
+        if !self.is_type_hint() {
+            return false;
+        }
+        if self.at_n(2, Tok::Lt) || self.at_n(2, Tok::Dot) {
+            return true;
+        }
+        if !self.at_n(2, Tok::RParen) {
+            return false;
+        }
+        let next = self.peek_n(3);
+        match next.kind {
+            Tok::Comma | Tok::RParen | Tok::Eof | Tok::Plus | Tok::Star | Tok::Slash
+            | Tok::Percent => false,
+            Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
+            _ => true,
         }
     }
 

@@ -116,7 +116,7 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
 pub fn param_type(name: &str, pos: usize, prev: &[T]) -> Option<T> {
     match (name.to_ascii_lowercase().as_str(), pos) {
         ("mask_replace", 1) => prev.first().cloned(),
-        ("mask_inner" | "mask_outer", 0) => Some(T::Varchar),
+        ("mask_inner" | "mask_outer", 0) => Some(T::Ascii),
         ("mask_inner" | "mask_outer", 1 | 2) => Some(T::Int),
         ("mask_inner" | "mask_outer", 3) | ("mask_hash", 1) => Some(T::Varchar),
         _ => None,
