@@ -129,6 +129,16 @@ impl<'a> Builder<'a> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
+                self.volatile = true;
+                Ok(Src::Const(crate::functions::call_for(
+                    ty,
+                    Some(name),
+                    &f.name,
+                    args,
+                    self.now,
+                )?))
+            }
             _ => {
                 if contains_call(term) {
                     self.volatile = true;

@@ -15,6 +15,18 @@ pub fn call_const(
     args: &[Term],
     now: Now,
 ) -> Result<Option<Vec<u8>>, EngineError> {
+    call_for(ty, None, name, args, now)
+}
+
+/// [`call_const`] for a receiver named `receiver` (a column, or a bind marker's name), which
+/// Cassandra names when the result's type does not fit.
+pub fn call_for(
+    ty: &ColumnType,
+    receiver: Option<&str>,
+    name: &str,
+    args: &[Term],
+    now: Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
     if !crate::scalar::is_known(name) {
         return Err(EngineError::invalid(format!(
             "Unknown function {name} called"
@@ -54,10 +66,18 @@ pub fn call_const(
                 | (ColumnType::Bigint, ColumnType::Timestamp)
         );
     if !fits {
-        return Err(EngineError::invalid(format!(
-            "Type error: {name}() cannot be passed as argument of type {}",
-            crate::types::cql_type_name(ty)
-        )));
+        return Err(EngineError::invalid(match receiver {
+            Some(r) => format!(
+                "Type error: cannot assign result of function system.{} (type {}) to {r} (type {})",
+                name.to_ascii_lowercase(),
+                crate::types::cql_type_name(&ret),
+                crate::types::cql_type_name(ty)
+            ),
+            None => format!(
+                "Type error: {name}() cannot be passed as argument of type {}",
+                crate::types::cql_type_name(ty)
+            ),
+        }));
     }
     crate::scalar::call_at(name, &typed, now.micros).map_err(EngineError::invalid)
 }
