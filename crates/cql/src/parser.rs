@@ -670,7 +670,12 @@ impl<'a> Parser<'a> {
         }
         let next = self.peek_n(3);
         match next.kind {
-            Tok::Comma | Tok::RParen | Tok::Eof | Tok::Plus | Tok::Star | Tok::Slash
+            Tok::Comma
+            | Tok::RParen
+            | Tok::Eof
+            | Tok::Plus
+            | Tok::Star
+            | Tok::Slash
             | Tok::Percent => false,
             Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
             _ => true,
