@@ -377,6 +377,13 @@ impl Builder<'_> {
                 format!("writetime({name})"),
                 ColumnType::Bigint,
             ),
+            // One cell per column here (collections included), so the latest write time of
+            // the column is its write time.
+            E::MaxWriteTime(name) => (
+                Selector::WriteTime(regular(self, name, "maxwritetime")?),
+                format!("maxwritetime({name})"),
+                ColumnType::Bigint,
+            ),
             E::Ttl(name) => (
                 Selector::Ttl(regular(self, name, "ttl")?),
                 format!("ttl({name})"),
