@@ -604,9 +604,12 @@ impl<'a> SelectRun<'a> {
             Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
-        self.in_part = std::mem::take(&mut self.resume_in_partition);
         let resume_key = self.resume_key.take_if(|k| k.starts_with(prefix));
         let resuming_here = resume_key.is_some();
+        // What the previous page returned counts only in the partition it stopped in (which
+        // may be gone by now).
+        let returned_before = std::mem::take(&mut self.resume_in_partition);
+        self.in_part = if resuming_here { returned_before } else { 0 };
         let pk_parts = token::split_partition_key(pk, t.pk_count()).unwrap_or_default();
         let base = RowView {
             t,
