@@ -202,3 +202,15 @@ def test_group_by_a_time_bucket_pages_by_group(session, ks, fetch_size):
     expected = [(h, sum(1 for m in minutes if m // 60 == h), min(m for m in minutes if m // 60 == h))
                 for h in range(5)]
     assert [(r[0].hour, r[1], r[2]) for r in rows] == expected
+
+
+def test_bind_markers_as_function_arguments(session, ks):
+    session.execute("CREATE TABLE fa (k int PRIMARY KEY, t text)")
+    session.execute("INSERT INTO fa (k, t) VALUES (1, 'abc')")
+    q = session.prepare("SELECT intAsBlob(?), mask_inner(t, ?, ?) FROM fa WHERE k = 1")
+    assert [(m.name, m.type.typename) for m in q.column_metadata] == [
+        ("[selection]", "int"), ("[selection]", "int"), ("[selection]", "int")]
+    assert [c[2] for c in q.result_metadata] == ["system.intasblob(?)", "system.mask_inner(t, ?, ?)"]
+    assert tuple(session.execute(q, (5, 1, 1)).one()) == (b"\x00\x00\x00\x05", "a*c")
+    with pytest.raises(InvalidRequest, match="Ambiguous call to function abs"):
+        session.prepare("SELECT abs(?) FROM fa WHERE k = 1")

@@ -497,7 +497,13 @@ impl Builder<'_> {
                         if term_as_selector(term).is_none() {
                             let prev: Vec<ColumnType> =
                                 exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
-                            exprs.push(literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?);
+                            let e = match term {
+                                Term::Bind(m) => {
+                                    self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
+                                }
+                                _ => literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?,
+                            };
+                            exprs.push(e);
                             names.push(selector_name(a));
                             continue;
                         }
@@ -551,6 +557,33 @@ impl Builder<'_> {
                 )))
             }
         })
+    }
+
+    /// A bind marker as a function argument: typed by the function's only signature at that
+    /// position (Cassandra refuses an ambiguous one), named `[selection]`.
+    fn bind_arg(
+        &mut self,
+        t: &TableDef,
+        m: &ast::BindMarker,
+        fname: &str,
+        arity: usize,
+        pos: usize,
+        prev: &[ColumnType],
+    ) -> Result<SelExpr, EngineError> {
+        let candidates = match crate::fcts::param_type(fname, pos, prev) {
+            Some(ty) => vec![ty],
+            None => crate::scalar::param_types(fname, arity, pos),
+        };
+        let [ty] = candidates.as_slice() else {
+            return Err(EngineError::invalid(format!(
+                "Ambiguous call to function {}: use type casts to disambiguate",
+                fname.to_ascii_lowercase()
+            )));
+        };
+        let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
+            return Err(EngineError::invalid("Invalid bind marker"));
+        };
+        Ok(SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone()))
     }
 
     /// `count(*)`, `count(x)`, `min`, `max`, `sum`, `avg` of a selection.
@@ -720,11 +753,6 @@ fn literal_arg(
     prev: &[ColumnType],
     now: crate::Now,
 ) -> Result<SelExpr, EngineError> {
-    if matches!(term, Term::Bind(_)) {
-        return Err(EngineError::invalid(format!(
-            "Bind markers in the selection clause ({term}) are not supported yet"
-        )));
-    }
     if let Some(ty) = crate::fcts::param_type(fname, pos, prev) {
         return match const_term(&ty, term, now) {
             Ok(v) => Ok(SelExpr::Const(ty, v)),
