@@ -232,7 +232,7 @@ pub enum ArithOp {
 }
 
 impl ArithOp {
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             ArithOp::Add => "+",
             ArithOp::Sub => "-",
@@ -547,7 +547,8 @@ pub struct SelectStatement {
     pub selection: Selection,
     /// Relations joined by AND; empty without WHERE.
     pub where_clause: Vec<Relation>,
-    pub group_by: Vec<String>,
+    /// Primary key columns, the last one possibly under a function (`floor(t, 1h)`).
+    pub group_by: Vec<SelectorExpr>,
     pub order_by: Vec<(String, Order)>,
     pub per_partition_limit: Option<Term>,
     pub limit: Option<Term>,

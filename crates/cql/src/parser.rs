@@ -436,7 +436,7 @@ impl<'a> Parser<'a> {
         let mut group_by = Vec::new();
         if self.eat_kw("group") {
             self.expect_kw("by")?;
-            group_by = self.comma_list(Self::ident)?;
+            group_by = self.comma_list(Self::selector_expr)?;
         }
         let mut order_by = Vec::new();
         if self.eat_kw("order") {
@@ -570,7 +570,7 @@ impl<'a> Parser<'a> {
                 let w = self.text(t);
                 let is_word = t.kind == Tok::Ident;
                 if is_word && is_term_keyword(w) {
-                    return Ok(SelectorExpr::Term(self.term()?));
+                    return Ok(SelectorExpr::Term(self.term_unary()?));
                 }
                 if self.at_n(1, Tok::LParen) {
                     if is_word {
@@ -613,7 +613,7 @@ impl<'a> Parser<'a> {
                 }
                 Ok(SelectorExpr::Column(self.ident()?))
             }
-            Tok::LParen if self.is_type_hint() => {
+            Tok::LParen if self.is_selector_type_hint() => {
                 // `(type) selector` is a cast in Cassandra's grammar.
                 self.bump();
                 let ty = self.cql_type()?;
@@ -624,8 +624,70 @@ impl<'a> Parser<'a> {
                     ty,
                 })
             }
-            _ => Ok(SelectorExpr::Term(self.term()?)),
+            // `(selector)`: parentheses around an expression; otherwise a tuple term.
+            Tok::LParen => {
+                let (pos, depth, binds) = (self.pos, self.depth, self.binds.len());
+                self.bump();
+                if let Ok(e) = self.selector_expr() {
+                    if self.eat(Tok::RParen) {
+                        return Ok(e);
+                    }
+                }
+                self.pos = pos;
+                self.depth = depth;
+                self.binds.truncate(binds);
+                Ok(SelectorExpr::Term(self.term_unary()?))
+            }
+            // `-selector`: Cassandra's unary minus, the function `_negate` (a minus before a
+            // number literal stays part of the literal).
+            Tok::Minus if !self.minus_literal() => {
+                self.bump();
+                self.enter()?;
+                let inner = self.selector_postfix();
+                self.leave();
+                Ok(SelectorExpr::Function {
+                    name: FunctionName::new("_negate"),
+                    args: vec![inner?],
+                })
+            }
+            // Operators between terms belong to the selector grammar (`v * 2 + 1`), so only
+            // one operand is read here.
+            _ => Ok(SelectorExpr::Term(self.term_unary()?)),
         }
+    }
+
+    /// Whether the `(` here opens a type hint (`(int) 1`, `(list<int>) x`) rather than a
+    /// parenthesized selector (`(m + 1)`, `-(m)`): a type name, then something to hint.
+    fn is_selector_type_hint(&self) -> bool {
+        if !self.is_type_hint() {
+            return false;
+        }
+        if self.at_n(2, Tok::Lt) || self.at_n(2, Tok::Dot) {
+            return true;
+        }
+        if !self.at_n(2, Tok::RParen) {
+            return false;
+        }
+        let next = self.peek_n(3);
+        match next.kind {
+            Tok::Comma
+            | Tok::RParen
+            | Tok::Eof
+            | Tok::Plus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::Percent => false,
+            Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
+            _ => true,
+        }
+    }
+
+    /// Whether the `-` here starts a negative number literal.
+    fn minus_literal(&self) -> bool {
+        let next = self.peek_n(1);
+        matches!(next.kind, Tok::Integer | Tok::Float | Tok::Duration)
+            || (next.kind == Tok::Ident
+                && ["infinity", "nan"].contains(&self.text(next).to_ascii_lowercase().as_str()))
     }
 
     fn selector_call(&mut self, name: FunctionName) -> PResult<SelectorExpr> {

@@ -444,7 +444,7 @@ fn select_clauses() {
     let s = select(
         "SELECT * FROM t WHERE k = 1 AND c > 2 GROUP BY k ORDER BY c DESC, d PER PARTITION LIMIT 3 LIMIT ? ALLOW FILTERING",
     );
-    assert_eq!(s.group_by, vec!["k"]);
+    assert_eq!(s.group_by, vec![SelectorExpr::Column("k".into())]);
     assert_eq!(
         s.order_by,
         vec![("c".into(), Order::Desc), ("d".into(), Order::Asc)]

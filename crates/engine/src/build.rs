@@ -5,7 +5,6 @@
 use crate::catalog::{ColumnDef, ColumnKind, Schema, TableDef};
 use crate::literal::const_term_for;
 use crate::plan::*;
-use crate::plan::{AggKind, Aggregate};
 use crate::EngineError;
 use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
@@ -40,17 +39,26 @@ pub(crate) struct Builder<'a> {
     pub keyspace: Option<&'a str>,
     pub binds: Vec<Option<BindSpec>>,
     pub volatile: bool,
+    /// The statement's clock: `now()`, `currentTimestamp()`... in terms are evaluated at it
+    /// (a plan using them is volatile and rebuilt at each execution).
+    pub now: crate::Now,
 }
 
 const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 impl<'a> Builder<'a> {
-    pub fn new(schema: &'a Schema, keyspace: Option<&'a str>, bind_count: usize) -> Self {
+    pub fn new(
+        schema: &'a Schema,
+        keyspace: Option<&'a str>,
+        bind_count: usize,
+        now: crate::Now,
+    ) -> Self {
         Builder {
             schema,
             keyspace,
             binds: vec![None; bind_count],
             volatile: false,
+            now,
         }
     }
 
@@ -77,7 +85,7 @@ impl<'a> Builder<'a> {
         )))
     }
 
-    fn column<'t>(
+    pub(crate) fn column<'t>(
         &self,
         t: &'t TableDef,
         name: &str,
@@ -92,7 +100,13 @@ impl<'a> Builder<'a> {
             })
     }
 
-    fn bind(&mut self, t: &TableDef, m: &ast::BindMarker, name: &str, ty: &ColumnType) -> Src {
+    pub(crate) fn bind(
+        &mut self,
+        t: &TableDef,
+        m: &ast::BindMarker,
+        name: &str,
+        ty: &ColumnType,
+    ) -> Src {
         if let Some(slot) = self.binds.get_mut(m.index) {
             *slot = Some(BindSpec {
                 name: m.name.clone().unwrap_or_else(|| name.to_string()),
@@ -115,14 +129,30 @@ impl<'a> Builder<'a> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
+                self.volatile = true;
+                Ok(Src::Const(crate::functions::call_for(
+                    ty,
+                    Some(name),
+                    &f.name,
+                    args,
+                    self.now,
+                )?))
+            }
             _ => {
                 if contains_call(term) {
                     self.volatile = true;
                 }
+                if let (Term::Operation { op, left, right }, true) = (term, contains_bind(term)) {
+                    return Err(EngineError::invalid(format!(
+                        "Ambiguous '{}' operation with args {left} and {right}: use type hint to disambiguate, example '(int) ?'",
+                        op.symbol()
+                    )));
+                }
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
                 }
-                Ok(Src::Const(const_term_for(name, ty, term)?))
+                Ok(Src::Const(const_term_for(name, ty, term, self.now)?))
             }
         }
     }
@@ -214,7 +244,7 @@ impl<'a> Builder<'a> {
         let mut token_start: Option<TokenBound> = None;
         let mut token_end: Option<TokenBound> = None;
         let mut filters = Vec::new();
-        let mut multi_in: Option<(usize, Vec<Vec<Src>>)> = None;
+        let mut multi_in: Option<(usize, TupleValues)> = None;
         for rel in rels {
             match rel {
                 Relation::Binary { column, op, value } => {
@@ -356,25 +386,37 @@ impl<'a> Builder<'a> {
                         }
                         cols.push(c.clone());
                     }
-                    let items: Vec<Term> = match value {
-                        Term::Tuple(items) => items.clone(),
+                    let srcs: Vec<Src> = match value {
+                        Term::Tuple(items) => {
+                            if items.len() != cols.len() {
+                                return Err(EngineError::invalid(format!(
+                                    "Expected {} elements in value tuple, but got {}",
+                                    cols.len(),
+                                    items.len()
+                                )));
+                            }
+                            let mut srcs = Vec::with_capacity(items.len());
+                            for (i, c) in items.iter().zip(&cols) {
+                                srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                            }
+                            srcs
+                        }
+                        Term::Bind(m) => {
+                            // One marker for the whole tuple: each column reads its field.
+                            let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            (0..cols.len()).map(|f| Src::Field(index, f)).collect()
+                        }
                         _ => {
                             return Err(EngineError::invalid(
-                                "Multi-column relations with a single bind marker are not supported yet",
+                                "Multi-column relations need a tuple of values or one bind marker",
                             ))
                         }
                     };
-                    if items.len() != cols.len() {
-                        return Err(EngineError::invalid(format!(
-                            "Expected {} elements in value tuple, but got {}",
-                            cols.len(),
-                            items.len()
-                        )));
-                    }
-                    let mut srcs = Vec::new();
-                    for (i, c) in items.iter().zip(&cols) {
-                        srcs.push(self.term(t, i, &c.name, &c.ty)?);
-                    }
                     let first = cols[0].position as usize;
                     if cols
                         .iter()
@@ -423,10 +465,26 @@ impl<'a> Builder<'a> {
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
                         ));
                     }
-                    let ast::InValues::Terms(tuples) = values else {
-                        return Err(EngineError::invalid(
-                            "Multi-column IN with a single bind marker is not supported yet",
-                        ));
+                    let tuples = match values {
+                        ast::InValues::Terms(tuples) => tuples,
+                        ast::InValues::Marker(m) => {
+                            let ty = ColumnType::List(Box::new(ColumnType::Tuple(
+                                cols.iter().map(|c| c.ty.clone()).collect(),
+                            )));
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("in({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            multi_in = Some((
+                                first,
+                                TupleValues::Bind {
+                                    index,
+                                    arity: cols.len(),
+                                },
+                            ));
+                            continue;
+                        }
                     };
                     let mut out = Vec::new();
                     for tuple in tuples {
@@ -448,7 +506,7 @@ impl<'a> Builder<'a> {
                         }
                         out.push(srcs);
                     }
-                    multi_in = Some((first, out));
+                    multi_in = Some((first, TupleValues::List(out)));
                 }
                 other => {
                     return Err(EngineError::invalid(format!(
@@ -525,7 +583,7 @@ impl<'a> Builder<'a> {
                     "Clustering columns of a multi-column IN must follow the restricted prefix",
                 ));
             }
-            consumed += tuples.first().map(|t| t.len()).unwrap_or(0);
+            consumed += tuples.arity();
             sel.tuples = Some(tuples);
         }
         for (pos, op, srcs) in slices {
@@ -581,116 +639,27 @@ impl<'a> Builder<'a> {
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
-        if !s.group_by.is_empty() {
-            return Err(EngineError::invalid("GROUP BY is not supported yet"));
-        }
         let (partitions, clustering, filters) =
             self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
-        let mut output = Vec::new();
-        let selection = match &s.selection {
-            ast::Selection::Wildcard => {
-                let mut sels = Vec::new();
-                for i in wildcard_order(&t) {
-                    let c = &t.columns[i];
-                    if s.distinct
-                        && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
-                    {
-                        continue;
-                    }
-                    sels.push(Selector::Column(i));
-                    output.push(OutputColumn {
-                        name: c.name.clone(),
-                        ty: c.ty.clone(),
-                    });
+        let eq_restricted = |i: usize| -> bool {
+            let c = &t.columns[i];
+            let pos = c.position as usize;
+            match c.kind {
+                ColumnKind::PartitionKey => matches!(
+                    &partitions,
+                    PartitionSel::Keys(k) if matches!(k.get(pos), Some(KeyValues::Eq(_)))
+                ),
+                ColumnKind::Clustering => {
+                    matches!(clustering.eq.get(pos), Some(KeyValues::Eq(_)))
+                        || filters
+                            .iter()
+                            .any(|f| f.column == i && f.op == FilterOp::Eq)
                 }
-                Selection::Rows(sels)
-            }
-            ast::Selection::Selectors(list) => {
-                let agg_of = |e: &ast::SelectorExpr| -> Option<(AggKind, Option<String>)> {
-                    match e {
-                        ast::SelectorExpr::CountRows => Some((AggKind::CountRows, None)),
-                        ast::SelectorExpr::Function { name, args } if args.len() == 1 => {
-                            let kind = match name.name.to_ascii_lowercase().as_str() {
-                                "count" => AggKind::Count,
-                                "min" => AggKind::Min,
-                                "max" => AggKind::Max,
-                                "sum" => AggKind::Sum,
-                                "avg" => AggKind::Avg,
-                                _ => return None,
-                            };
-                            match &args[0] {
-                                ast::SelectorExpr::Column(c) => Some((kind, Some(c.clone()))),
-                                ast::SelectorExpr::Term(_) if kind == AggKind::Count => {
-                                    Some((AggKind::CountRows, None))
-                                }
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    }
-                };
-                if list.iter().any(|x| agg_of(&x.expr).is_some()) {
-                    let mut aggs = Vec::new();
-                    for sel in list {
-                        let Some((kind, col)) = agg_of(&sel.expr) else {
-                            return Err(EngineError::invalid(
-                                "Mixing aggregate and non-aggregate selectors without GROUP BY is not supported yet",
-                            ));
-                        };
-                        let (column, ty, default_name) = match &col {
-                            None => (0, ColumnType::Bigint, "count".to_string()),
-                            Some(c) => {
-                                let (i, cd) = self.column(&t, c)?;
-                                let fname = match kind {
-                                    AggKind::Count => "count",
-                                    AggKind::Min => "min",
-                                    AggKind::Max => "max",
-                                    AggKind::Sum => "sum",
-                                    AggKind::Avg => "avg",
-                                    AggKind::CountRows => "count",
-                                };
-                                let ty = if kind == AggKind::Count {
-                                    ColumnType::Bigint
-                                } else {
-                                    cd.ty.clone()
-                                };
-                                (i, ty, format!("system.{fname}({c})"))
-                            }
-                        };
-                        aggs.push(Aggregate { kind, column });
-                        output.push(OutputColumn {
-                            name: sel.alias.clone().unwrap_or(default_name),
-                            ty,
-                        });
-                    }
-                    Selection::Aggregates(aggs)
-                } else {
-                    let mut sels = Vec::new();
-                    for sel in list {
-                        let (selector, name, ty) = self.selector(&t, &sel.expr)?;
-                        if s.distinct {
-                            if let Selector::Column(i) = selector {
-                                if !matches!(
-                                    t.columns[i].kind,
-                                    ColumnKind::PartitionKey | ColumnKind::Static
-                                ) {
-                                    return Err(EngineError::invalid(format!(
-                                        "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                                        t.columns[i].name
-                                    )));
-                                }
-                            }
-                        }
-                        sels.push(selector);
-                        output.push(OutputColumn {
-                            name: sel.alias.clone().unwrap_or(name),
-                            ty,
-                        });
-                    }
-                    Selection::Rows(sels)
-                }
+                _ => false,
             }
         };
+        let group_by = self.group_by(&t, s, &eq_restricted)?;
+        let (selection, mut output) = self.selection(&t, s, group_by)?;
         if s.distinct {
             if !clustering.is_unrestricted() {
                 return Err(EngineError::invalid(
@@ -749,11 +718,6 @@ impl<'a> Builder<'a> {
         let order_with_in = !s.order_by.is_empty()
             && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
         let (json, json_columns) = if s.json {
-            if matches!(selection, Selection::Aggregates(_)) {
-                return Err(EngineError::invalid(
-                    "SELECT JSON with aggregates is not supported yet",
-                ));
-            }
             let cols = std::mem::replace(
                 &mut output,
                 vec![OutputColumn {
@@ -779,145 +743,6 @@ impl<'a> Builder<'a> {
             reversed,
             limit,
             per_partition_limit,
-        })
-    }
-
-    fn selector(
-        &mut self,
-        t: &TableDef,
-        e: &ast::SelectorExpr,
-    ) -> Result<(Selector, String, ColumnType), EngineError> {
-        use ast::SelectorExpr as E;
-        let regular = |b: &Self, name: &str, what: &str| -> Result<usize, EngineError> {
-            let (i, c) = b.column(t, name)?;
-            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(EngineError::invalid(format!(
-                    "Cannot use selection function {what} on PRIMARY KEY part {name}"
-                )));
-            }
-            Ok(i)
-        };
-        Ok(match e {
-            E::Column(name) => {
-                let (i, c) = self.column(t, name)?;
-                (Selector::Column(i), c.name.clone(), c.ty.clone())
-            }
-            E::WriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "writeTime")?),
-                format!("writetime({name})"),
-                ColumnType::Bigint,
-            ),
-            E::Ttl(name) => (
-                Selector::Ttl(regular(self, name, "ttl")?),
-                format!("ttl({name})"),
-                ColumnType::Int,
-            ),
-            E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
-                let cols: Vec<String> = args
-                    .iter()
-                    .map(|a| match a {
-                        E::Column(c) => Ok(c.clone()),
-                        _ => Err(EngineError::invalid("token() takes partition key columns")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                let pk: Vec<String> = t.partition_key().map(|c| c.name.clone()).collect();
-                if cols != pk {
-                    return Err(EngineError::invalid(
-                        "The token function arguments must be in the partition key order",
-                    ));
-                }
-                (
-                    Selector::Token,
-                    format!("system.token({})", cols.join(", ")),
-                    ColumnType::Bigint,
-                )
-            }
-            E::Field { expr, field } => {
-                let E::Column(name) = &**expr else {
-                    return Err(EngineError::invalid(
-                        "Field selection is supported on columns only",
-                    ));
-                };
-                let (i, c) = self.column(t, name)?;
-                let ColumnType::Udt { fields, .. } = &c.ty else {
-                    return Err(EngineError::invalid(format!(
-                        "Invalid field selection: {name} of type {} is not a user type",
-                        crate::types::cql_type_name(&c.ty)
-                    )));
-                };
-                let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
-                    return Err(EngineError::invalid(format!(
-                        "{name} of type {} has no field {field}",
-                        crate::types::cql_type_name(&c.ty)
-                    )));
-                };
-                (
-                    Selector::Field(i, pos),
-                    format!("{name}.{field}"),
-                    fields[pos].1.clone(),
-                )
-            }
-            E::Cast { expr, ty } => {
-                let (inner, name, from) = self.selector(t, expr)?;
-                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                if !crate::scalar::cast_allowed(&from, &to) {
-                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
-                }
-                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
-                (
-                    Selector::Expr(SelExpr::Cast {
-                        inner: Box::new(as_expr(inner, from.clone())),
-                        from,
-                        to: to.clone(),
-                    }),
-                    col_name,
-                    to,
-                )
-            }
-            E::Function { name, args } => {
-                let mut exprs = Vec::with_capacity(args.len());
-                let mut names = Vec::with_capacity(args.len());
-                for a in args {
-                    let (sel, n, ty) = self.selector(t, a)?;
-                    exprs.push(as_expr(sel, ty));
-                    names.push(n);
-                }
-                let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
-                let ty =
-                    crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
-                if !matches!(
-                    name.name.to_ascii_lowercase().as_str(),
-                    "now"
-                        | "uuid"
-                        | "currenttimestamp"
-                        | "currentdate"
-                        | "currenttime"
-                        | "currenttimeuuid"
-                ) {
-                    // deterministic
-                } else {
-                    self.volatile = true;
-                }
-                (
-                    Selector::Expr(SelExpr::Call {
-                        name: name.name.clone(),
-                        args: exprs,
-                        ty: ty.clone(),
-                    }),
-                    crate::scalar::column_name(&name.name, &names),
-                    ty,
-                )
-            }
-            E::Term(term) => {
-                return Err(EngineError::invalid(format!(
-                    "Selecting a term ({term}) is not supported yet"
-                )))
-            }
-            other => {
-                return Err(EngineError::invalid(format!(
-                    "Unsupported selector: {other:?}"
-                )))
-            }
         })
     }
 
@@ -1551,13 +1376,6 @@ fn json_pairs(
     Ok(out)
 }
 
-fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
-    match s {
-        Selector::Expr(e) => e,
-        other => SelExpr::Leaf(Box::new(other), ty),
-    }
-}
-
 fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {
     if slot.is_some() {
         return Err(EngineError::invalid(format!(
@@ -1586,6 +1404,7 @@ fn contains_call(t: &Term) -> bool {
         Term::Map(kv) => kv.iter().any(|(k, v)| contains_call(k) || contains_call(v)),
         Term::Udt(f) => f.iter().any(|(_, v)| contains_call(v)),
         Term::TypeHint { term, .. } | Term::Negate(term) => contains_call(term),
+        Term::Operation { left, right, .. } => contains_call(left) || contains_call(right),
         _ => false,
     }
 }
@@ -1598,6 +1417,7 @@ fn contains_bind(t: &Term) -> bool {
         Term::Udt(f) => f.iter().any(|(_, v)| contains_bind(v)),
         Term::TypeHint { term, .. } | Term::Negate(term) => contains_bind(term),
         Term::FunctionCall { args, .. } => args.iter().any(contains_bind),
+        Term::Operation { left, right, .. } => contains_bind(left) || contains_bind(right),
         _ => false,
     }
 }

@@ -680,13 +680,12 @@ pub fn create_table(
         keyspace: ks.clone(),
         name: name.clone(),
         id,
-        uuid: crate::functions::timeuuid_now(),
+        uuid: crate::scalar::timeuuid_now(now_micros),
         next_column_id: columns.len() as u16,
         columns,
         options,
         dropped: Vec::new(),
     };
-    let _ = now_micros;
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
     Ok(Some((next, SchemaChange::table_created(&ks, &name))))

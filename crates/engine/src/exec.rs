@@ -4,10 +4,9 @@
 use crate::catalog::{ColumnKind, TableDef};
 use crate::keys;
 use crate::plan::*;
-use crate::plan::{AggKind, Aggregate};
 use crate::row::{Cell, CellValue, Deletion, Expiry, Marker, PartitionHeader, RangeTombstone, Row};
 use crate::token;
-use crate::{Engine, EngineError, Now, ResultSet};
+use crate::{Engine, EngineError, Now};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -51,7 +50,32 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             }
             Ok(Some(out))
         }
+        Src::Field(i, f) => Ok(
+            resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
+        ),
     }
+}
+
+/// The `pos`-th field of a serialized UDT or tuple value (`[bytes]` per field; missing
+/// trailing fields are null).
+pub(crate) fn tuple_field(v: &[u8], pos: usize) -> Option<&[u8]> {
+    let mut at = 0usize;
+    for i in 0..=pos {
+        let len = i32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            if i == pos {
+                return None;
+            }
+            continue;
+        }
+        let field = v.get(at..at + len as usize)?;
+        if i == pos {
+            return Some(field);
+        }
+        at += len as usize;
+    }
+    None
 }
 
 fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineError> {
@@ -294,6 +318,39 @@ fn bound_pieces(
     normalize(pieces)
 }
 
+/// The tuples of `(a, b) IN ?`, read off the bound list as constants.
+fn bound_tuples(index: usize, arity: usize, vals: &Bound_) -> Result<Vec<Vec<Src>>, EngineError> {
+    let list = resolve(&Src::Bind(index), vals)?
+        .ok_or_else(|| EngineError::invalid("Invalid null value for IN restriction"))?;
+    let bad = || EngineError::invalid("Invalid list of tuples for IN restriction");
+    let n = i32::from_be_bytes(
+        list.get(..4)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?,
+    );
+    let mut at = 4;
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(list.len()));
+    for _ in 0..n.max(0) {
+        let len = i32::from_be_bytes(
+            list.get(at..at + 4)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?,
+        );
+        at += 4;
+        let len = usize::try_from(len).map_err(|_| bad())?;
+        let tuple = list.get(at..at + len).ok_or_else(bad)?;
+        at += len;
+        out.push(
+            (0..arity)
+                .map(|f| Src::Const(tuple_field(tuple, f).map(<[u8]>::to_vec)))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
 /// Encoded clustering ranges of a selection, as sorted, disjoint physical intervals.
 pub(crate) fn clustering_ranges(
     table: &TableDef,
@@ -309,7 +366,15 @@ pub(crate) fn clustering_ranges(
         sets.push(values);
     }
     let mut prefixes: Vec<Vec<Vec<u8>>> = cartesian(sets);
-    if let Some(tuples) = &sel.tuples {
+    if let Some(tv) = &sel.tuples {
+        let bound;
+        let tuples: &[Vec<Src>] = match tv {
+            TupleValues::List(l) => l,
+            TupleValues::Bind { index, arity } => {
+                bound = bound_tuples(*index, *arity, vals)?;
+                &bound
+            }
+        };
         let mut next = Vec::new();
         for p in &prefixes {
             for t in tuples {
@@ -350,43 +415,6 @@ pub(crate) fn clustering_ranges(
     Ok(normalize(out))
 }
 
-struct PagingState {
-    /// The storage key of the last row returned.
-    last_key: Vec<u8>,
-    remaining: Option<u64>,
-    in_partition: u64,
-}
-
-impl PagingState {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.last_key.len() + 24);
-        v.push(1);
-        v.extend_from_slice(&(self.last_key.len() as u32).to_be_bytes());
-        v.extend_from_slice(&self.last_key);
-        v.extend_from_slice(&self.remaining.map(|r| r as i64).unwrap_or(-1).to_be_bytes());
-        v.extend_from_slice(&self.in_partition.to_be_bytes());
-        v
-    }
-    fn decode(b: &[u8]) -> Option<PagingState> {
-        if *b.first()? != 1 {
-            return None;
-        }
-        let len = u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as usize;
-        let last_key = b.get(5..5 + len)?.to_vec();
-        let rest = b.get(5 + len..)?;
-        if rest.len() != 16 {
-            return None;
-        }
-        let rem = i64::from_be_bytes(rest[0..8].try_into().ok()?);
-        let in_partition = u64::from_be_bytes(rest[8..16].try_into().ok()?);
-        Some(PagingState {
-            last_key,
-            remaining: (rem >= 0).then_some(rem as u64),
-            in_partition,
-        })
-    }
-}
-
 /// Output under construction: `[bytes]` cells back to back, as the Rows body wants them.
 pub(crate) struct RowSink {
     pub data: Vec<u8>,
@@ -416,420 +444,12 @@ fn compare_values(ty: &ColumnType, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 }
 
 impl Engine {
-    pub(crate) fn run_select(
+    pub(crate) fn token_bound(
         &self,
-        store: &dyn storage::Storage,
-        plan: &SelectPlan,
+        t: &TableDef,
+        src: &TokenSrc,
         vals: &Bound_,
-        page_size: Option<i32>,
-        paging_state: Option<&[u8]>,
-        now: Now,
-    ) -> Result<ResultSet, EngineError> {
-        let t = &plan.table;
-        let limit = match &plan.limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?, "LIMIT")?),
-            None => None,
-        };
-        let ppl = match &plan.per_partition_limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
-            None => None,
-        };
-        if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
-            return Err(EngineError::invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query"));
-        }
-        let count_only = matches!(plan.selection, Selection::Aggregates(_));
-        let page = if count_only {
-            None
-        } else {
-            page_size.filter(|p| *p > 0).map(|p| p as u64)
-        };
-        let state = match paging_state {
-            Some(b) if !b.is_empty() => Some(
-                PagingState::decode(b)
-                    .ok_or_else(|| EngineError::protocol("Invalid value for the paging state"))?,
-            ),
-            _ => None,
-        };
-        let mut remaining = state.as_ref().and_then(|s| s.remaining).or(limit);
-        let filters: Vec<(usize, FilterOp, Option<Vec<u8>>)> = plan
-            .filters
-            .iter()
-            .map(|f| Ok((f.column, f.op, resolve(&f.value, vals)?)))
-            .collect::<Result<_, EngineError>>()?;
-        let ranges = clustering_ranges(t, &plan.clustering, vals)?;
-        let ncl = t.clustering_count();
-        let point_read = !plan.distinct
-            && (ncl == 0
-                || (plan.clustering.start.is_none()
-                    && plan.clustering.end.is_none()
-                    && plan.clustering.eq.len()
-                        + plan
-                            .clustering
-                            .tuples
-                            .as_ref()
-                            .and_then(|t| t.first())
-                            .map_or(0, |t| t.len())
-                        == ncl));
-        let mut sink = RowSink {
-            data: Vec::with_capacity(256),
-            rows: 0,
-            last_key: Vec::new(),
-        };
-        let mut count = AggState::new(&plan.selection);
-        let mut next_state: Option<PagingState> = None;
-        let resume_key = state.as_ref().map(|s| s.last_key.clone());
-        let mut in_partition_start = state.as_ref().map(|s| s.in_partition).unwrap_or(0);
-
-        // Visits one partition's live rows; returns false to stop everything.
-        // `buffered`: the partition's items already read by a range scan (header first if
-        // there is one), so no new storage iterator is needed per partition.
-        let mut visit_partition = |prefix: &[u8],
-                                   pk: &[u8],
-                                   tok: i64,
-                                   buffered: Option<&[storage::KvPair]>,
-                                   sink: &mut RowSink,
-                                   count: &mut AggState,
-                                   remaining: &mut Option<u64>,
-                                   next_state: &mut Option<PagingState>|
-         -> Result<bool, EngineError> {
-            let stored_header = match buffered {
-                Some(items) => items
-                    .first()
-                    .filter(|(k, _)| k.len() == prefix.len() + 1 && k.last() == Some(&0))
-                    .map(|(_, v)| v.clone()),
-                None => store.get(&keys::header_key(prefix))?,
-            };
-            let header = match stored_header {
-                Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
-                None => PartitionHeader::default(),
-            };
-            let mut in_part = std::mem::take(&mut in_partition_start);
-            let resuming_here = matches!(&resume_key, Some(k) if k.starts_with(prefix));
-            let row_prefix = keys::row_key(prefix, &[]);
-            let part_ranges: Vec<(Vec<u8>, Vec<u8>)> =
-                if ranges.is_empty() && !plan.clustering.is_unrestricted() {
-                    Vec::new()
-                } else if ranges.is_empty() {
-                    vec![(row_prefix.clone(), keys::prefix_end(&row_prefix))]
-                } else {
-                    ranges
-                        .iter()
-                        .map(|(s, e)| {
-                            let mut a = row_prefix.clone();
-                            a.extend_from_slice(s);
-                            let b = match e {
-                                Some(e) => {
-                                    let mut b = row_prefix.clone();
-                                    b.extend_from_slice(e);
-                                    b
-                                }
-                                None => keys::prefix_end(&row_prefix),
-                            };
-                            (a, b)
-                        })
-                        .collect()
-                };
-            let mut emitted_any = false;
-            if plan.distinct {
-                if resuming_here {
-                    return Ok(true);
-                }
-                let live = header.has_live_statics(now.secs)
-                    || Self::partition_has_live_row(store, prefix, &header, now)?;
-                if live {
-                    if let Some(p) = page {
-                        if sink.rows as u64 >= p {
-                            *next_state = Some(PagingState {
-                                last_key: sink.last_key.clone(),
-                                remaining: *remaining,
-                                in_partition: 0,
-                            });
-                            return Ok(false);
-                        }
-                    }
-                    self.emit(plan, t, pk, tok, None, &header, None, now, sink);
-                    sink.last_key = keys::header_key(prefix);
-                    if let Some(r) = remaining.as_mut() {
-                        *r -= 1;
-                        if *r == 0 {
-                            return Ok(false);
-                        }
-                    }
-                }
-                return Ok(true);
-            }
-            let iter_ranges: Vec<(Vec<u8>, Vec<u8>)> = if plan.reversed {
-                part_ranges.into_iter().rev().collect()
-            } else {
-                part_ranges
-            };
-            for (a, b) in iter_ranges {
-                let (mut lo, mut hi) =
-                    (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
-                let rk;
-                if resuming_here {
-                    rk = resume_key.clone().unwrap_or_default();
-                    if plan.reversed {
-                        if rk.as_slice() <= a.as_slice() {
-                            continue;
-                        }
-                        if rk.as_slice() < b.as_slice() {
-                            hi = Bound::Excluded(rk.as_slice());
-                        }
-                    } else {
-                        if rk.as_slice() >= b.as_slice() {
-                            continue;
-                        }
-                        if rk.as_slice() >= a.as_slice() {
-                            lo = Bound::Excluded(rk.as_slice());
-                        }
-                    }
-                }
-                // A fully specified clustering key (or none at all) is one point read,
-                // much cheaper than an iterator.
-                let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
-                    if let Some(buf) = buffered {
-                        let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
-                        Box::new(
-                            buf.iter()
-                                .filter(move |(k, _)| {
-                                    let above = match &lo {
-                                        Bound::Included(l) => k >= l,
-                                        Bound::Excluded(l) => k > l,
-                                        Bound::Unbounded => true,
-                                    };
-                                    let below = match &hi {
-                                        Bound::Included(h) => k <= h,
-                                        Bound::Excluded(h) => k < h,
-                                        Bound::Unbounded => true,
-                                    };
-                                    above && below
-                                })
-                                .map(|(k, v)| Ok((k.clone(), v.clone()))),
-                        )
-                    } else if point_read {
-                        let skip = matches!(lo, Bound::Excluded(_))
-                            || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
-                        match (skip, store.get(&a)?) {
-                            (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
-                            _ => Box::new(std::iter::empty()),
-                        }
-                    } else {
-                        store.scan(lo, hi, plan.reversed)
-                    };
-                for item in items {
-                    let (key, value) = item?;
-                    let row = Row::decode(&value).map_err(EngineError::corrupt)?;
-                    let clustering = &key[row_prefix.len()..];
-                    let outer = header.deletion_for(clustering);
-                    if !row.is_live(now.secs, outer) {
-                        continue;
-                    }
-                    if !passes_filters(t, &filters, &row, &header, outer, now) {
-                        continue;
-                    }
-                    if let Some(l) = ppl {
-                        if in_part >= l {
-                            break;
-                        }
-                    }
-                    emitted_any = true;
-                    if count_only {
-                        count.add(t, Some(&row), &header, outer, now);
-                    } else {
-                        if let Some(p) = page {
-                            if sink.rows as u64 >= p {
-                                *next_state = Some(PagingState {
-                                    last_key: sink.last_key.clone(),
-                                    remaining: *remaining,
-                                    in_partition: in_part,
-                                });
-                                return Ok(false);
-                            }
-                        }
-                        self.emit(plan, t, pk, tok, Some(&row), &header, outer, now, sink);
-                        sink.last_key = key.clone();
-                    }
-                    in_part += 1;
-                    if let Some(r) = remaining.as_mut() {
-                        *r -= 1;
-                        if *r == 0 {
-                            return Ok(false);
-                        }
-                    }
-                }
-            }
-            // A partition with only static values shows as one row when no clustering
-            // restriction excludes it.
-            if !emitted_any
-                && !resuming_here
-                && plan.clustering.is_unrestricted()
-                && header.has_live_statics(now.secs)
-                && filters.is_empty()
-            {
-                if count_only {
-                    count.add(t, None, &header, None, now);
-                } else {
-                    if let Some(p) = page {
-                        if sink.rows as u64 >= p {
-                            *next_state = Some(PagingState {
-                                last_key: keys::header_key(prefix),
-                                remaining: *remaining,
-                                in_partition: 0,
-                            });
-                            return Ok(false);
-                        }
-                    }
-                    self.emit(plan, t, pk, tok, None, &header, None, now, sink);
-                    sink.last_key = keys::header_key(prefix);
-                }
-                if let Some(r) = remaining.as_mut() {
-                    *r -= 1;
-                    if *r == 0 {
-                        return Ok(false);
-                    }
-                }
-            }
-            Ok(true)
-        };
-
-        match &plan.partitions {
-            PartitionSel::Keys(sel) => {
-                let parts = partitions(t, sel, vals)?;
-                let first = match &resume_key {
-                    Some(k) => parts
-                        .iter()
-                        .position(|p| k.starts_with(&p.prefix))
-                        .unwrap_or(parts.len()),
-                    None => 0,
-                };
-                for p in &parts[first..] {
-                    if !visit_partition(
-                        &p.prefix,
-                        &p.pk,
-                        p.token,
-                        None,
-                        &mut sink,
-                        &mut count,
-                        &mut remaining,
-                        &mut next_state,
-                    )? {
-                        break;
-                    }
-                }
-            }
-            PartitionSel::Range { start, end } => {
-                let table_start = keys::table_prefix(t.id);
-                let mut lo = table_start.clone();
-                let mut hi = keys::prefix_end(&table_start);
-                if let Some(b) = start {
-                    let tok = self.token_bound(t, &b.src, vals)?;
-                    lo = if b.inclusive {
-                        keys::token_prefix(t.id, tok)
-                    } else {
-                        keys::after_token(t.id, tok)
-                    };
-                }
-                if let Some(b) = end {
-                    let tok = self.token_bound(t, &b.src, vals)?;
-                    hi = if b.inclusive {
-                        keys::after_token(t.id, tok)
-                    } else {
-                        keys::token_prefix(t.id, tok)
-                    };
-                }
-                if let Some(k) = &resume_key {
-                    if let Some(d) = keys::decode_key(k) {
-                        let p = &k[..d.prefix_len];
-                        if p > lo.as_slice() {
-                            lo = p.to_vec();
-                        }
-                    }
-                }
-                // One ordered scan over the range; each partition's items are gathered (up to a
-                // bound) and visited from memory. A larger partition is visited with its own
-                // storage reads and the scan restarts after it.
-                const BUFFERED_ITEMS: usize = 1024;
-                let mut cursor = lo;
-                'scan: while cursor < hi {
-                    let mut iter = store.scan(
-                        Bound::Included(cursor.as_slice()),
-                        Bound::Excluded(hi.as_slice()),
-                        false,
-                    );
-                    let mut buf: Vec<storage::KvPair> = Vec::new();
-                    let mut current: Option<(Vec<u8>, Vec<u8>, i64)> = None;
-                    loop {
-                        let item = iter.next().transpose()?;
-                        let same = match (&item, &current) {
-                            (Some((k, _)), Some((p, _, _))) => k.starts_with(p),
-                            _ => false,
-                        };
-                        if same {
-                            if buf.len() < BUFFERED_ITEMS {
-                                if let Some(it) = item {
-                                    buf.push(it);
-                                }
-                                continue;
-                            }
-                            // Too large to hold: visit it from storage, resume after it.
-                            let (p, pk, tok) = current.take().unwrap_or_default();
-                            drop(iter);
-                            if !visit_partition(
-                                &p,
-                                &pk,
-                                tok,
-                                None,
-                                &mut sink,
-                                &mut count,
-                                &mut remaining,
-                                &mut next_state,
-                            )? {
-                                break 'scan;
-                            }
-                            cursor = keys::prefix_end(&p);
-                            continue 'scan;
-                        }
-                        if let Some((p, pk, tok)) = current.take() {
-                            if !visit_partition(
-                                &p,
-                                &pk,
-                                tok,
-                                Some(&buf),
-                                &mut sink,
-                                &mut count,
-                                &mut remaining,
-                                &mut next_state,
-                            )? {
-                                break 'scan;
-                            }
-                            buf.clear();
-                        }
-                        let Some((k, v)) = item else { break 'scan };
-                        let Some(d) = keys::decode_key(&k) else {
-                            break 'scan;
-                        };
-                        current = Some((k[..d.prefix_len].to_vec(), d.pk, d.token));
-                        buf.push((k, v));
-                    }
-                }
-            }
-        }
-
-        if count_only {
-            count.finish(t, &mut sink);
-        }
-        Ok(ResultSet {
-            columns: plan.output.clone(),
-            keyspace: t.keyspace.clone(),
-            table: t.name.clone(),
-            rows: sink.rows,
-            data: sink.data,
-            paging_state: next_state.map(|s| s.encode()),
-        })
-    }
-
-    fn token_bound(&self, t: &TableDef, src: &TokenSrc, vals: &Bound_) -> Result<i64, EngineError> {
+    ) -> Result<i64, EngineError> {
         match src {
             TokenSrc::Token(s) => {
                 let v = resolve_key(s, vals, "token")?;
@@ -851,7 +471,7 @@ impl Engine {
         }
     }
 
-    fn partition_has_live_row(
+    pub(crate) fn partition_has_live_row(
         store: &dyn storage::Storage,
         prefix: &[u8],
         header: &PartitionHeader,
@@ -871,98 +491,6 @@ impl Engine {
             }
         }
         Ok(false)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn emit(
-        &self,
-        plan: &SelectPlan,
-        t: &TableDef,
-        pk: &[u8],
-        tok: i64,
-        row: Option<&Row>,
-        header: &PartitionHeader,
-        outer: Option<Deletion>,
-        now: Now,
-        sink: &mut RowSink,
-    ) {
-        let Selection::Rows(selectors) = &plan.selection else {
-            return;
-        };
-        let npk = t.pk_count();
-        let pk_parts = token::split_partition_key(pk, npk).unwrap_or_default();
-        let cell_of = |idx: usize| -> Option<&Cell> {
-            let c = &t.columns[idx];
-            match c.kind {
-                ColumnKind::Static => header.static_cell(c.id, now.secs),
-                ColumnKind::Regular => row.and_then(|r| r.cell(c.id, now.secs, outer)),
-                _ => None,
-            }
-        };
-        use std::borrow::Cow;
-        let value = |s: &Selector| -> Option<Cow<'_, [u8]>> {
-            match s {
-                Selector::Column(idx) => {
-                    let c = &t.columns[*idx];
-                    match c.kind {
-                        ColumnKind::PartitionKey => {
-                            pk_parts.get(c.position as usize).map(|v| Cow::Borrowed(*v))
-                        }
-                        ColumnKind::Clustering => row
-                            .and_then(|r| r.clustering.get(c.position as usize))
-                            .map(|v| Cow::Borrowed(v.as_slice())),
-                        _ => cell_of(*idx)
-                            .and_then(|cell| cell.live_value(now.secs))
-                            .map(Cow::Borrowed),
-                    }
-                }
-                Selector::WriteTime(idx) => {
-                    cell_of(*idx).map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec()))
-                }
-                Selector::Ttl(idx) => cell_of(*idx)
-                    .and_then(|c| c.ttl_remaining(now.secs))
-                    .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
-                Selector::Token => Some(Cow::Owned(tok.to_be_bytes().to_vec())),
-                Selector::Field(idx, pos) => cell_of(*idx)
-                    .and_then(|c| c.live_value(now.secs))
-                    .and_then(|v| udt_field(v, *pos))
-                    .map(Cow::Borrowed),
-                Selector::Const(v) => v.clone().map(Cow::Owned),
-                // Expressions are evaluated by `eval` below; never reached from here.
-                Selector::Expr(_) => None,
-            }
-        };
-        if !plan.json && !selectors.iter().any(|s| matches!(s, Selector::Expr(_))) {
-            for s in selectors {
-                sink.cell(value(s).as_deref());
-            }
-            sink.rows += 1;
-            return;
-        }
-        // Slow path: functions, casts, JSON.
-        let mut vals: Vec<Option<Vec<u8>>> = Vec::with_capacity(selectors.len());
-        for s in selectors {
-            let v = match s {
-                Selector::Expr(e) => eval_expr(e, &|leaf| value(leaf).map(|c| c.into_owned()), now),
-                other => value(other).map(|c| c.into_owned()),
-            };
-            vals.push(v);
-        }
-        if plan.json {
-            let cols: Vec<(&str, &ColumnType, Option<&[u8]>)> = plan
-                .json_columns
-                .iter()
-                .zip(&vals)
-                .map(|(c, v)| (c.name.as_str(), &c.ty, v.as_deref()))
-                .collect();
-            let text = crate::json::row_to_json(&cols);
-            sink.cell(Some(text.as_bytes()));
-        } else {
-            for v in &vals {
-                sink.cell(v.as_deref());
-            }
-        }
-        sink.rows += 1;
     }
 
     // -----------------------------------------------------------------------------------
@@ -1424,21 +952,6 @@ impl Engine {
     }
 }
 
-fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {
-    let v = v.ok_or_else(|| EngineError::invalid(format!("Invalid null value of {what}")))?;
-    let n = i32::from_be_bytes(
-        v.as_slice()
-            .try_into()
-            .map_err(|_| EngineError::invalid(format!("Invalid {what} value")))?,
-    );
-    if n <= 0 {
-        return Err(EngineError::invalid(format!(
-            "{what} must be strictly positive"
-        )));
-    }
-    Ok(n as u64)
-}
-
 pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {
     let mut enc = Vec::new();
     for (v, col) in values.iter().zip(t.clustering()) {
@@ -1447,7 +960,7 @@ pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {
     enc
 }
 
-fn passes_filters(
+pub(crate) fn passes_filters(
     t: &TableDef,
     filters: &[(usize, FilterOp, Option<Vec<u8>>)],
     row: &Row,
@@ -1681,179 +1194,4 @@ fn unreachable_entry() -> &'static mut RowEntry {
 #[allow(clippy::panic)]
 fn unreachable_header() -> &'static mut HeaderEntry {
     panic!("storage key used as both row and header")
-}
-
-/// Running aggregates of a SELECT without GROUP BY.
-struct AggState {
-    aggs: Vec<Aggregate>,
-    rows: i64,
-    counts: Vec<i64>,
-    acc: Vec<Option<Vec<u8>>>,
-    sums: Vec<(i128, f64)>,
-}
-
-fn numeric(ty: &ColumnType, v: &[u8]) -> Option<(i128, f64)> {
-    use proto::types::Value as V;
-    Some(match proto::value::decode_value(ty, v).ok()? {
-        V::Int(x) => (x as i128, x as f64),
-        V::Bigint(x) | V::Counter(x) => (x as i128, x as f64),
-        V::Smallint(x) => (x as i128, x as f64),
-        V::Tinyint(x) => (x as i128, x as f64),
-        V::Float(x) => (x as i128, x as f64),
-        V::Double(x) => (x as i128, x),
-        _ => return None,
-    })
-}
-
-fn encode_number(ty: &ColumnType, i: i128, f: f64) -> Option<Vec<u8>> {
-    Some(match ty {
-        ColumnType::Int => (i as i32).to_be_bytes().to_vec(),
-        ColumnType::Bigint | ColumnType::Counter => (i as i64).to_be_bytes().to_vec(),
-        ColumnType::Smallint => (i as i16).to_be_bytes().to_vec(),
-        ColumnType::Tinyint => (i as i8).to_be_bytes().to_vec(),
-        ColumnType::Float => (f as f32).to_be_bytes().to_vec(),
-        ColumnType::Double => f.to_be_bytes().to_vec(),
-        _ => return None,
-    })
-}
-
-impl AggState {
-    fn new(sel: &Selection) -> AggState {
-        let aggs = match sel {
-            Selection::Aggregates(a) => a.clone(),
-            Selection::Rows(_) => Vec::new(),
-        };
-        let n = aggs.len();
-        AggState {
-            aggs,
-            rows: 0,
-            counts: vec![0; n],
-            acc: vec![None; n],
-            sums: vec![(0, 0.0); n],
-        }
-    }
-
-    fn add(
-        &mut self,
-        t: &TableDef,
-        row: Option<&Row>,
-        header: &PartitionHeader,
-        outer: Option<Deletion>,
-        now: Now,
-    ) {
-        self.rows += 1;
-        for (i, a) in self.aggs.iter().enumerate() {
-            if a.kind == AggKind::CountRows {
-                continue;
-            }
-            let c = &t.columns[a.column];
-            let v: Option<Vec<u8>> = match c.kind {
-                ColumnKind::Clustering => {
-                    row.and_then(|r| r.clustering.get(c.position as usize).cloned())
-                }
-                ColumnKind::Static => header
-                    .static_cell(c.id, now.secs)
-                    .and_then(|x| x.live_value(now.secs))
-                    .map(|v| v.to_vec()),
-                ColumnKind::Regular => row
-                    .and_then(|r| r.cell(c.id, now.secs, outer))
-                    .and_then(|x| x.live_value(now.secs))
-                    .map(|v| v.to_vec()),
-                ColumnKind::PartitionKey => None,
-            };
-            let Some(v) = v else { continue };
-            self.counts[i] += 1;
-            match a.kind {
-                AggKind::Min | AggKind::Max => {
-                    let replace = match &self.acc[i] {
-                        None => true,
-                        Some(cur) => {
-                            let ord = crate::types::compare(&c.ty, &v, cur);
-                            (a.kind == AggKind::Min && ord.is_lt())
-                                || (a.kind == AggKind::Max && ord.is_gt())
-                        }
-                    };
-                    if replace {
-                        self.acc[i] = Some(v);
-                    }
-                }
-                AggKind::Sum | AggKind::Avg => {
-                    if let Some((n, f)) = numeric(&c.ty, &v) {
-                        self.sums[i].0 += n;
-                        self.sums[i].1 += f;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
-    fn finish(&self, t: &TableDef, sink: &mut RowSink) {
-        for (i, a) in self.aggs.iter().enumerate() {
-            let ty = &t.columns[a.column.min(t.columns.len() - 1)].ty;
-            match a.kind {
-                AggKind::CountRows => sink.cell(Some(&self.rows.to_be_bytes())),
-                AggKind::Count => sink.cell(Some(&self.counts[i].to_be_bytes())),
-                AggKind::Min | AggKind::Max => sink.cell(self.acc[i].as_deref()),
-                AggKind::Sum => {
-                    sink.cell(encode_number(ty, self.sums[i].0, self.sums[i].1).as_deref())
-                }
-                AggKind::Avg => {
-                    let n = self.counts[i].max(1);
-                    let v =
-                        encode_number(ty, self.sums[i].0 / n as i128, self.sums[i].1 / n as f64);
-                    sink.cell(v.as_deref())
-                }
-            }
-        }
-        sink.rows = 1;
-    }
-}
-
-/// The `pos`-th field of a serialized UDT value (`[bytes]` per field; missing trailing
-/// fields are null).
-fn udt_field(v: &[u8], pos: usize) -> Option<&[u8]> {
-    let mut at = 0usize;
-    for i in 0..=pos {
-        let len = i32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?);
-        at += 4;
-        if len < 0 {
-            if i == pos {
-                return None;
-            }
-            continue;
-        }
-        let field = v.get(at..at + len as usize)?;
-        if i == pos {
-            return Some(field);
-        }
-        at += len as usize;
-    }
-    None
-}
-
-/// Evaluates a function/cast selector; a failing function yields null (the error was
-/// already ruled out by type checking at prepare time, except for bad data).
-fn eval_expr(
-    e: &SelExpr,
-    leaf: &dyn Fn(&Selector) -> Option<Vec<u8>>,
-    now: Now,
-) -> Option<Vec<u8>> {
-    match e {
-        SelExpr::Leaf(s, _) => leaf(s),
-        SelExpr::Const(_, v) => v.clone(),
-        SelExpr::Cast { inner, from, to } => {
-            let v = eval_expr(inner, leaf, now);
-            crate::scalar::cast(from, to, v.as_deref()).ok().flatten()
-        }
-        SelExpr::Call { name, args, .. } => {
-            let vals: Vec<(ColumnType, Option<Vec<u8>>)> = args
-                .iter()
-                .map(|a| (a.ty().clone(), eval_expr(a, leaf, now)))
-                .collect();
-            crate::scalar::call_at(name, &vals, now.micros)
-                .ok()
-                .flatten()
-        }
-    }
 }

@@ -251,7 +251,7 @@ fn encode_fields<'a>(out: &mut Vec<u8>, v: &[u8], types: impl Iterator<Item = &'
 /// 0x00, all inverted for a negative value.
 fn encode_decimal(out: &mut Vec<u8>, v: &[u8]) {
     let scale = i32::from_be_bytes([v[0], v[1], v[2], v[3]]) as i64;
-    let unscaled = crate::scalar::BigInt::from_twos(&v[4..]);
+    let unscaled = crate::bigint::BigInt::from_twos(&v[4..]);
     if unscaled.is_zero() {
         out.push(1);
         return;

@@ -16,8 +16,11 @@
 //! | `row` | stored rows and partition headers, reconciliation, purge |
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options |
-//! | `plan`, `build` | resolved statements and the AST -> plan builder |
-//! | `exec` | reads and writes over storage |
+//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`selection`: the SELECT clause, aggregates, GROUP BY) |
+//! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
+//! | `exec` | writes over storage, and the key/range helpers reads share |
+//! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
+//! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
 //!
@@ -29,19 +32,25 @@
 //! - Table ids are never reused; TRUNCATE and DROP move a table to a fresh id and the
 //!   compaction filter drops data of ids no longer in the schema.
 
+mod arith;
+mod bigint;
 pub mod build;
 pub mod catalog;
 mod collections;
 pub mod ddl;
 pub mod exec;
+mod fcts;
 pub mod functions;
+mod javafmt;
 pub mod json;
 pub mod keys;
 pub mod literal;
 mod lwt;
 pub mod plan;
+mod read;
 pub mod row;
 pub mod scalar;
+mod selection;
 pub mod system;
 pub mod token;
 pub mod types;
@@ -426,7 +435,7 @@ impl Engine {
             schema.version = p.version;
         } else {
             schema.next_table_id = 1;
-            schema.version = functions::random_uuid();
+            schema.version = scalar::random_uuid(0);
         }
         match storage
             .get(NODE_KEY)
@@ -434,7 +443,7 @@ impl Engine {
         {
             Some(id) if id.len() == 16 => node.host_id.copy_from_slice(&id),
             _ => {
-                node.host_id = functions::random_uuid();
+                node.host_id = scalar::random_uuid(0);
                 let mut b = storage::WriteBatch::new();
                 b.put(NODE_KEY.to_vec(), node.host_id.to_vec());
                 storage
@@ -502,8 +511,9 @@ impl Engine {
         parsed: &cql::ParsedStatement,
         keyspace: Option<&str>,
         schema: &Schema,
+        now: Now,
     ) -> Result<Compiled, EngineError> {
-        let mut b = Builder::new(schema, keyspace, parsed.bind_count());
+        let mut b = Builder::new(schema, keyspace, parsed.bind_count(), now);
         let (kind, pk_indexes) = match &parsed.statement {
             cql::Statement::Select(s) => {
                 let plan = b.select(s)?;
@@ -604,7 +614,7 @@ impl Engine {
         let values = values.bind(&parsed)?;
         let schema = self.schema.get();
         let compiled = self
-            .compile(&parsed, opts.keyspace.as_deref(), &schema)
+            .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
             .map_err(EngineError::into_db)?;
         self.run(&parsed, &compiled, &values, opts, now)
             .map_err(EngineError::into_db)
@@ -631,8 +641,10 @@ impl Engine {
         }
         let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
+        // A plan that reads the clock (`now()` in a term) is rebuilt at each execution with
+        // that execution's clock; PREPARE only needs its shape.
         let compiled = self
-            .compile(&parsed, keyspace, &schema)
+            .compile(&parsed, keyspace, &schema, Now { micros: 0, secs: 0 })
             .map_err(EngineError::into_db)?;
         let p = Arc::new(Prepared {
             id,
@@ -658,7 +670,7 @@ impl Engine {
     }
 
     /// The plan of a prepared statement, rebuilt if the schema changed since.
-    fn plan_of(&self, p: &Prepared) -> Result<Arc<Compiled>, EngineError> {
+    fn plan_of(&self, p: &Prepared, now: Now) -> Result<Arc<Compiled>, EngineError> {
         let gen = self.schema_generation.load(Ordering::Acquire);
         {
             let c = p.compiled.read().unwrap_or_else(|x| x.into_inner());
@@ -667,7 +679,7 @@ impl Engine {
             }
         }
         let schema = self.schema.get();
-        let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema)?);
+        let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema, now)?);
         *p.compiled.write().unwrap_or_else(|x| x.into_inner()) = (gen, compiled.clone());
         Ok(compiled)
     }
@@ -694,7 +706,7 @@ impl Engine {
         now: Now,
     ) -> Result<Outcome, DbError> {
         let values = values.bind(&p.statement)?;
-        let compiled = self.plan_of(p).map_err(EngineError::into_db)?;
+        let compiled = self.plan_of(p, now).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
             opts.keyspace = p.keyspace.clone();
@@ -718,7 +730,7 @@ impl Engine {
                 BatchItem::Query(text, v) => {
                     let parsed = cql::parse(&text).map_err(parse_error)?;
                     let c = self
-                        .compile(&parsed, opts.keyspace.as_deref(), &schema)
+                        .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
                         .map_err(EngineError::into_db)?;
                     (Arc::new(c), v)
                 }
@@ -726,7 +738,10 @@ impl Engine {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (self.plan_of(&prepared).map_err(EngineError::into_db)?, v)
+                    (
+                        self.plan_of(&prepared, now).map_err(EngineError::into_db)?,
+                        v,
+                    )
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);
@@ -1081,7 +1096,7 @@ impl Engine {
         match result {
             None => Ok(Outcome::Void),
             Some((mut next, change)) => {
-                next.version = functions::random_uuid();
+                next.version = scalar::random_uuid(0);
                 self.install(next)?;
                 Ok(Outcome::SchemaChange(change))
             }

@@ -198,8 +198,12 @@ fn literal_kind(l: &Literal) -> &'static str {
 
 /// A constant term (no bind markers) serialized for `ty`; collections included. Messages
 /// name no receiver: [`const_term_for`] is the form with one.
-pub fn const_term(ty: &ColumnType, term: &Term) -> Result<Option<Vec<u8>>, EngineError> {
-    const_term_for("", ty, term)
+pub fn const_term(
+    ty: &ColumnType,
+    term: &Term,
+    now: crate::Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    const_term_for("", ty, term, now)
 }
 
 /// Cassandra's refusal of an element whose literal kind does not fit (`value 'a' is not of
@@ -219,13 +223,14 @@ pub fn const_term_for(
     name: &str,
     ty: &ColumnType,
     term: &Term,
+    now: crate::Now,
 ) -> Result<Option<Vec<u8>>, EngineError> {
     let element_error = |what: &str, detail: String| {
         EngineError::invalid(format!("Invalid {what} literal for {name}: {detail}"))
     };
     match term {
         Term::Literal(l) => literal_for(name, ty, l),
-        Term::TypeHint { term, .. } => const_term_for(name, ty, term),
+        Term::TypeHint { term, .. } => const_term_for(name, ty, term, now),
         Term::Set(items) if matches!(ty, ColumnType::List(_)) && !items.is_empty() => {
             Err(EngineError::invalid(format!(
                 "Invalid set literal for {name} of type {}",
@@ -253,7 +258,7 @@ pub fn const_term_for(
                 if let Some(m) = misfit(i, elem) {
                     return Err(element_error(what, format!("value {m}")));
                 }
-                vals.push(const_term(elem, i)?.ok_or_else(|| {
+                vals.push(const_term(elem, i, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?);
             }
@@ -278,10 +283,10 @@ pub fn const_term_for(
                 if let Some(m) = misfit(v, vt) {
                     return Err(element_error("map", format!("value {m}")));
                 }
-                let k = const_term(kt, k)?.ok_or_else(|| {
+                let k = const_term(kt, k, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?;
-                let v = const_term(vt, v)?.ok_or_else(|| {
+                let v = const_term(vt, v, now)?.ok_or_else(|| {
                     EngineError::invalid("null is not supported inside collections")
                 })?;
                 kvs.push((k, v));
@@ -317,7 +322,7 @@ pub fn const_term_for(
                         format!("component {n} is not of type {}", type_name(t)),
                     ));
                 }
-                match const_term(t, i)? {
+                match const_term(t, i, now)? {
                     Some(v) => {
                         out.extend_from_slice(&(v.len() as i32).to_be_bytes());
                         out.extend_from_slice(&v);
@@ -348,7 +353,7 @@ pub fn const_term_for(
                             format!("field {field} is not of type {}", type_name(t)),
                         ))
                     }
-                    Some((_, term)) => match const_term(t, term)? {
+                    Some((_, term)) => match const_term(t, term, now)? {
                         Some(v) => {
                             out.extend_from_slice(&(v.len() as i32).to_be_bytes());
                             out.extend_from_slice(&v);
@@ -367,9 +372,47 @@ pub fn const_term_for(
             Term::Literal(Literal::Float(s)) => {
                 literal_for(name, ty, &Literal::Float(format!("-{s}")))
             }
-            _ => Err(EngineError::invalid("Invalid negation")),
+            other => match const_term_for(name, ty, other, now)? {
+                Some(v) if crate::arith::is_numeric(ty) => Ok(Some(crate::arith::negate(ty, &v)?)),
+                Some(_) => Err(EngineError::invalid("Invalid negation")),
+                None => Ok(None),
+            },
         },
-        Term::FunctionCall { name, args } => crate::functions::call_const(ty, &name.name, args),
+        Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
+            const_term_for(name, ty, &v[0], now)
+        }
+        Term::Operation { op, left, right } => {
+            // Untyped operands take the receiver's type (a duration stays a duration), as in
+            // `SET d = 1 / 2` (0.5 for a double) or `SET ts = '2020-01-01' + 1d`.
+            let operand_ty = |t: &Term| match t {
+                Term::Literal(Literal::Duration(_)) => ColumnType::Duration,
+                Term::TypeHint {
+                    ty: cql::ast::CqlType::Native(n),
+                    ..
+                } => n.clone(),
+                _ => ty.clone(),
+            };
+            let (lt, rt) = (operand_ty(left), operand_ty(right));
+            let Some(rty) = crate::arith::result_type(*op, &lt, &rt) else {
+                return Err(EngineError::invalid(format!(
+                    "the '{}' operation is not supported between {left} and {right}",
+                    op.symbol()
+                )));
+            };
+            let (Some(l), Some(r)) = (const_term(&lt, left, now)?, const_term(&rt, right, now)?)
+            else {
+                return Ok(None);
+            };
+            let v = crate::arith::apply(*op, &lt, &l, &rt, &r, &rty)?;
+            if rty == *ty {
+                Ok(Some(v))
+            } else {
+                crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
+            }
+        }
+        Term::FunctionCall { name: fname, args } => {
+            crate::functions::call_const(ty, &fname.name, args, now)
+        }
         other => Err(EngineError::invalid(format!(
             "Invalid value {} for column of type {}",
             other,

@@ -3,6 +3,7 @@
 //! QUERY) by `build.rs`; executed many times by `exec.rs`.
 
 use crate::catalog::TableDef;
+pub use cql::ast::ArithOp;
 use proto::types::ColumnType;
 use std::sync::Arc;
 
@@ -17,6 +18,8 @@ pub enum Src {
     /// serialized as `[bytes]` (null as -1), in the type's field order. An unset field is
     /// refused with the message kept beside it.
     Fields(Vec<(Src, String)>),
+    /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
+    Field(usize, usize),
 }
 
 /// A restriction to one or several values of one key column.
@@ -63,11 +66,30 @@ pub enum PartitionSel {
 pub struct ClusteringSel {
     /// Equality (or IN) on the first clustering columns.
     pub eq: Vec<KeyValues>,
-    /// `(a, b) IN ((..), (..))` on the columns right after `eq`.
-    pub tuples: Option<Vec<Vec<Src>>>,
+    /// `(a, b) IN ((..), (..))` / `(a, b) IN ?` on the columns right after `eq`.
+    pub tuples: Option<TupleValues>,
     /// Lower / upper bounds on the columns after the equality prefix (in value order).
     pub start: Option<SliceBound>,
     pub end: Option<SliceBound>,
+}
+
+/// The tuples of a multi-column IN.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TupleValues {
+    /// `IN ((1, 'a'), (?, ?))`.
+    List(Vec<Vec<Src>>),
+    /// `IN ?`: one bound list of tuples of `arity` fields.
+    Bind { index: usize, arity: usize },
+}
+
+impl TupleValues {
+    /// How many clustering columns each tuple sets.
+    pub fn arity(&self) -> usize {
+        match self {
+            TupleValues::List(l) => l.first().map_or(0, Vec::len),
+            TupleValues::Bind { arity, .. } => *arity,
+        }
+    }
 }
 
 impl ClusteringSel {
@@ -106,6 +128,12 @@ pub enum Selector {
     /// A function call or cast over other selectors.
     Expr(SelExpr),
     Const(Option<Vec<u8>>),
+    /// `(type)?` in the select clause: the n-th bound value.
+    Bind(usize),
+    /// In an aggregate selection's outputs: the result of the n-th aggregate of the group.
+    Agg(usize),
+    /// In an aggregate selection's outputs: the n-th plain selector, as of the group's first row.
+    First(usize),
 }
 
 /// A native function or cast applied to selectors (`toDate(t)`, `CAST(x AS text)`).
@@ -123,6 +151,14 @@ pub enum SelExpr {
         from: ColumnType,
         to: ColumnType,
     },
+    /// `a + b`, `a - b`, ... (and unary minus as `0 - a` with `negate`), typed at plan time.
+    Op {
+        op: ArithOp,
+        left: Box<SelExpr>,
+        right: Box<SelExpr>,
+        ty: ColumnType,
+    },
+    Negate(Box<SelExpr>),
 }
 
 impl SelExpr {
@@ -131,6 +167,8 @@ impl SelExpr {
             SelExpr::Leaf(_, t) | SelExpr::Const(t, _) => t,
             SelExpr::Call { ty, .. } => ty,
             SelExpr::Cast { to, .. } => to,
+            SelExpr::Op { ty, .. } => ty,
+            SelExpr::Negate(inner) => inner.ty(),
         }
     }
 }
@@ -144,8 +182,24 @@ pub struct OutputColumn {
 #[derive(Debug, Clone)]
 pub enum Selection {
     Rows(Vec<Selector>),
-    /// Aggregates without GROUP BY: one row folding every selected row.
-    Aggregates(Vec<Aggregate>),
+    /// Aggregates and/or GROUP BY: one output row per group of rows.
+    Aggregates(Box<AggSelection>),
+}
+
+/// A selection folded per group. Without GROUP BY every selected row is one group (and the
+/// result is one row even when no row matched).
+#[derive(Debug, Clone)]
+pub struct AggSelection {
+    /// Folded over each row of the group.
+    pub aggs: Vec<Aggregate>,
+    /// Plain selectors whose values are taken from the group's first row (as Cassandra does).
+    pub firsts: Vec<Selector>,
+    /// One per output column, over [`Selector::Agg`] and [`Selector::First`] leaves.
+    pub outputs: Vec<Selector>,
+    /// GROUP BY: how many clustering columns follow the partition key in the group key.
+    pub group_by: Option<usize>,
+    /// `GROUP BY ..., floor(t, 1h)`: the last grouped clustering column goes through this.
+    pub group_fn: Option<SelExpr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +215,8 @@ pub enum AggKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Aggregate {
     pub kind: AggKind,
-    /// The column aggregated (unused for `CountRows`).
-    pub column: usize,
+    /// The value aggregated, evaluated per row (`None` for `CountRows`).
+    pub arg: Option<SelExpr>,
 }
 
 #[derive(Debug, Clone)]

@@ -3,8 +3,8 @@
 //! ...), `uuid()`, every `<type>AsBlob` / `blobAs<type>`, the 5.0 math functions (`abs`, `exp`,
 //! `log`, `log10`, `round`) and `CAST(x AS type)`.
 //!
-//! Not here: `token`, `ttl`, `writetime`, `toJson`/`fromJson` (see `json`), aggregates, UDFs,
-//! collection and masking functions.
+//! Not here: `token`, `ttl`, `writetime`, `toJson`/`fromJson` (see `json`), aggregates (see
+//! `read`), UDFs, collection and masking functions (see `fcts`), operators (see `arith`).
 //!
 //! Names are case-insensitive and the 5.0 snake_case aliases (`to_date`, `blob_as_int`,
 //! `cast_as_int`, ...) resolve to the same functions. `dateOf` and `unixTimestampOf` were removed
@@ -19,11 +19,8 @@
 //! "returns null on null input"); an empty value of a type where empty means nothing (numbers,
 //! uuid, timestamp, ...) counts as null.
 //!
-//! The text formatting helpers (`java_double`, `format_timestamp`, `BigInt`, ...) are
-//! `pub(crate)` so `json` shares them.
-
-use std::cmp::Ordering;
-use std::net::IpAddr;
+//! Big numbers live in `bigint`, Java-style text formatting in `javafmt` (re-exported here,
+//! as `json` and casts share them).
 
 use proto::types::{ColumnType, Value};
 use proto::value::{decode_value, validate_value};
@@ -44,17 +41,9 @@ pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String
     Ok(resolve(&f, args)?.1)
 }
 
-/// Evaluates `name` with the current wall clock (for `now()`, `currentTimestamp()`, ...).
-/// Args are (type, serialized value or None for null).
-pub fn call(name: &str, args: &[(ColumnType, Option<Vec<u8>>)]) -> Result<Option<Vec<u8>>, String> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    call_at(name, args, now)
-}
-
-/// `call` with the clock given: `now_micros` is microseconds since the Unix epoch.
+/// Evaluates `name` (the one native function evaluator, for selectors and terms alike) at the
+/// clock given: `now_micros` is microseconds since the Unix epoch. Args are (type, serialized
+/// value or None for null).
 pub fn call_at(
     name: &str,
     args: &[(ColumnType, Option<Vec<u8>>)],
@@ -297,6 +286,26 @@ fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
         )
 }
 
+/// Whether `name` is a native function of this module.
+pub(crate) fn is_known(name: &str) -> bool {
+    canonical(name).is_ok_and(|f| !signatures(&f).is_empty())
+}
+
+/// The types the `pos`-th argument of `name` called with `arity` arguments may have, in
+/// signature order (to type a literal argument).
+pub(crate) fn param_types(name: &str, arity: usize, pos: usize) -> Vec<ColumnType> {
+    let Ok(f) = canonical(name) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ColumnType> = Vec::new();
+    for (ps, _) in signatures(&f) {
+        if ps.len() == arity && !out.contains(&ps[pos]) {
+            out.push(ps[pos].clone());
+        }
+    }
+    out
+}
+
 fn sig_text(f: &str, (ps, r): &Sig) -> String {
     let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
     format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())
@@ -528,7 +537,7 @@ fn random_u64(now_micros: i64) -> u64 {
 
 /// A version 1 UUID for `now_micros`; the low bits of the 100 ns count and the clock sequence
 /// come from a process-wide counter so two calls in one microsecond still differ.
-fn timeuuid_now(now_micros: i64) -> [u8; 16] {
+pub(crate) fn timeuuid_now(now_micros: i64) -> [u8; 16] {
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let t = now_micros
         .saturating_mul(10)
@@ -539,7 +548,7 @@ fn timeuuid_now(now_micros: i64) -> [u8; 16] {
     uuid_from_time(t, (clock << 48) | node)
 }
 
-fn random_uuid(now_micros: i64) -> [u8; 16] {
+pub(crate) fn random_uuid(now_micros: i64) -> [u8; 16] {
     let mut u = [0u8; 16];
     u[0..8].copy_from_slice(&random_u64(now_micros).to_be_bytes());
     u[8..16].copy_from_slice(&random_u64(now_micros ^ 0x5555).to_be_bytes());
@@ -550,7 +559,7 @@ fn random_uuid(now_micros: i64) -> [u8; 16] {
 
 // ---- floor --------------------------------------------------------------------------------
 
-fn duration_of(b: &[u8]) -> Result<(i32, i32, i64), String> {
+pub(crate) fn duration_of(b: &[u8]) -> Result<(i32, i32, i64), String> {
     match decode_value(&ColumnType::Duration, b).map_err(|e| e.to_string())? {
         Value::Duration {
             months,
@@ -641,7 +650,7 @@ fn year_month(ms: i64) -> (i64, i64) {
 }
 
 /// `Calendar.add(MONTH, n)` in UTC: the day of month is clamped to the new month's length.
-fn add_months(ms: i64, n: i64) -> i64 {
+pub(crate) fn add_months(ms: i64, n: i64) -> i64 {
     let day = ms.div_euclid(MILLIS_PER_DAY);
     let in_day = ms.rem_euclid(MILLIS_PER_DAY);
     let (y, m, d) = civil_from_days(day);
@@ -948,563 +957,8 @@ fn integer_part(u: &BigInt, scale: i32) -> BigInt {
     m
 }
 
-/// An arbitrary-size integer: sign and magnitude in little-endian 32-bit limbs (no trailing
-/// zero limbs). Only what varint/decimal formatting and conversion need.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct BigInt {
-    pub(crate) neg: bool,
-    mag: Vec<u32>,
-}
-
-impl BigInt {
-    pub(crate) fn from_i64(i: i64) -> BigInt {
-        let m = i.unsigned_abs();
-        let mut b = BigInt {
-            neg: i < 0,
-            mag: vec![m as u32, (m >> 32) as u32],
-        };
-        b.trim();
-        b
-    }
-
-    fn trim(&mut self) {
-        while self.mag.last() == Some(&0) {
-            self.mag.pop();
-        }
-        if self.mag.is_empty() {
-            self.neg = false;
-        }
-    }
-
-    pub(crate) fn is_zero(&self) -> bool {
-        self.mag.is_empty()
-    }
-
-    fn abs(&self) -> BigInt {
-        BigInt {
-            neg: false,
-            mag: self.mag.clone(),
-        }
-    }
-
-    /// From two's-complement big-endian bytes (the varint wire form); empty is zero.
-    pub(crate) fn from_twos(b: &[u8]) -> BigInt {
-        let neg = b.first().is_some_and(|x| x & 0x80 != 0);
-        // Magnitude bytes, big-endian: negate if negative.
-        let mut bytes: Vec<u8> = b.to_vec();
-        if neg {
-            for x in bytes.iter_mut() {
-                *x = !*x;
-            }
-            for x in bytes.iter_mut().rev() {
-                let (s, c) = x.overflowing_add(1);
-                *x = s;
-                if !c {
-                    break;
-                }
-            }
-        }
-        let mut mag = Vec::with_capacity(bytes.len() / 4 + 1);
-        for chunk in bytes.rchunks(4) {
-            let mut limb = 0u32;
-            for &x in chunk {
-                limb = (limb << 8) | u32::from(x);
-            }
-            mag.push(limb);
-        }
-        let mut r = BigInt { neg, mag };
-        // -2^(8n-1) negates to itself: the magnitude is still right as unsigned.
-        r.trim();
-        if neg && r.is_zero() {
-            // Only possible for input like [0x80, 0, ...] handled above; keep sign sane.
-            r.neg = false;
-        }
-        r
-    }
-
-    /// Minimal two's-complement big-endian bytes (BigInteger.toByteArray).
-    pub(crate) fn to_twos(&self) -> Vec<u8> {
-        let mut be: Vec<u8> = Vec::with_capacity(self.mag.len() * 4 + 1);
-        for limb in self.mag.iter().rev() {
-            be.extend_from_slice(&limb.to_be_bytes());
-        }
-        let first = be.iter().position(|&x| x != 0).unwrap_or(be.len());
-        let mut mag: Vec<u8> = be[first..].to_vec();
-        if mag.is_empty() {
-            return vec![0];
-        }
-        if !self.neg {
-            if mag[0] & 0x80 != 0 {
-                mag.insert(0, 0);
-            }
-            return mag;
-        }
-        // Two's complement of the magnitude.
-        mag.insert(0, 0);
-        for x in mag.iter_mut() {
-            *x = !*x;
-        }
-        for x in mag.iter_mut().rev() {
-            let (s, c) = x.overflowing_add(1);
-            *x = s;
-            if !c {
-                break;
-            }
-        }
-        while mag.len() > 1 && mag[0] == 0xff && mag[1] & 0x80 != 0 {
-            mag.remove(0);
-        }
-        mag
-    }
-
-    /// Low 64 bits as two's complement (BigInteger.longValue()).
-    fn low_i64(&self) -> i64 {
-        let lo = u64::from(self.mag.first().copied().unwrap_or(0))
-            | (u64::from(self.mag.get(1).copied().unwrap_or(0)) << 32);
-        if self.neg {
-            (lo as i64).wrapping_neg()
-        } else {
-            lo as i64
-        }
-    }
-
-    fn mul_small(&self, m: u32, add: u32) -> BigInt {
-        let mut carry = u64::from(add);
-        let mut mag = Vec::with_capacity(self.mag.len() + 1);
-        for &l in &self.mag {
-            let v = u64::from(l) * u64::from(m) + carry;
-            mag.push(v as u32);
-            carry = v >> 32;
-        }
-        if carry > 0 {
-            mag.push(carry as u32);
-        }
-        let mut r = BigInt { neg: self.neg, mag };
-        r.trim();
-        r
-    }
-
-    /// (self / d, |self| % d), truncating toward zero.
-    fn divrem_small(&self, d: u32) -> (BigInt, u32) {
-        let mut rem = 0u64;
-        let mut mag = vec![0u32; self.mag.len()];
-        for i in (0..self.mag.len()).rev() {
-            let cur = (rem << 32) | u64::from(self.mag[i]);
-            mag[i] = (cur / u64::from(d)) as u32;
-            rem = cur % u64::from(d);
-        }
-        let mut r = BigInt { neg: self.neg, mag };
-        r.trim();
-        (r, rem as u32)
-    }
-
-    /// Base-10 text (BigInteger.toString()).
-    pub(crate) fn to_decimal_string(&self) -> String {
-        if self.is_zero() {
-            return "0".into();
-        }
-        let mut chunks = Vec::new();
-        let mut cur = self.abs();
-        while !cur.is_zero() {
-            let (q, r) = cur.divrem_small(1_000_000_000);
-            chunks.push(r);
-            cur = q;
-        }
-        let mut s = String::new();
-        if self.neg {
-            s.push('-');
-        }
-        s.push_str(&chunks.pop().unwrap_or(0).to_string());
-        for c in chunks.iter().rev() {
-            s.push_str(&format!("{c:09}"));
-        }
-        s
-    }
-
-    /// Parses `[+-]?[0-9]+` (BigInteger(String)); None otherwise.
-    pub(crate) fn parse(s: &str) -> Option<BigInt> {
-        let (neg, digits) = match s.as_bytes().first()? {
-            b'-' => (true, &s[1..]),
-            b'+' => (false, &s[1..]),
-            _ => (false, s),
-        };
-        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        let mut r = BigInt {
-            neg: false,
-            mag: vec![],
-        };
-        for c in digits.bytes() {
-            r = r.mul_small(10, u32::from(c - b'0'));
-        }
-        r.neg = neg && !r.is_zero();
-        Some(r)
-    }
-
-    fn to_f64(&self) -> f64 {
-        self.to_decimal_string().parse().unwrap_or(f64::NAN)
-    }
-
-    fn cmp_mag(&self, o: &BigInt) -> Ordering {
-        self.mag
-            .len()
-            .cmp(&o.mag.len())
-            .then_with(|| self.mag.iter().rev().cmp(o.mag.iter().rev()))
-    }
-}
-
-impl PartialOrd for BigInt {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
-impl Ord for BigInt {
-    fn cmp(&self, o: &Self) -> Ordering {
-        match (self.neg, o.neg) {
-            (false, true) => Ordering::Greater,
-            (true, false) => Ordering::Less,
-            (false, false) => self.cmp_mag(o),
-            (true, true) => o.cmp_mag(self),
-        }
-    }
-}
-
-/// Java `BigDecimal.toString()`: plain notation when the scale is >= 0 and the adjusted
-/// exponent >= -6, scientific (`1.23E-12`, `1E+3`) otherwise.
-pub(crate) fn decimal_string(unscaled: &BigInt, scale: i32) -> String {
-    let digits = unscaled.abs().to_decimal_string();
-    let sign = if unscaled.neg { "-" } else { "" };
-    let n = digits.len() as i64;
-    let adjusted = -i64::from(scale) + (n - 1);
-    if scale >= 0 && adjusted >= -6 {
-        let s = scale as usize;
-        if s == 0 {
-            return format!("{sign}{digits}");
-        }
-        if digits.len() > s {
-            let (a, b) = digits.split_at(digits.len() - s);
-            return format!("{sign}{a}.{b}");
-        }
-        return format!("{sign}0.{}{digits}", "0".repeat(s - digits.len()));
-    }
-    let mut out = format!("{sign}{}", &digits[..1]);
-    if digits.len() > 1 {
-        out.push('.');
-        out.push_str(&digits[1..]);
-    }
-    out.push('E');
-    if adjusted >= 0 {
-        out.push('+');
-    }
-    out.push_str(&adjusted.to_string());
-    out
-}
-
-/// Parses Java `BigDecimal(String)` syntax (`-1.23E-12`, `123`, `.5`) to (unscaled, scale).
-pub(crate) fn parse_decimal(s: &str) -> Option<(BigInt, i32)> {
-    let (mant, exp) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let exp: i64 = match exp {
-        Some(e) => e.strip_prefix('+').unwrap_or(e).parse().ok()?,
-        None => 0,
-    };
-    let (sign, body) = match mant.as_bytes().first()? {
-        b'-' => ("-", &mant[1..]),
-        b'+' => ("", &mant[1..]),
-        _ => ("", mant),
-    };
-    let (int, frac) = match body.find('.') {
-        Some(i) => (&body[..i], &body[i + 1..]),
-        None => (body, ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let unscaled = BigInt::parse(&format!("{sign}{int}{frac}"))?;
-    let scale = i32::try_from(frac.len() as i64 - exp).ok()?;
-    Some((unscaled, scale))
-}
-
-// ---- text formatting (toCQLLiteralNoQuote / toString) ------------------------------------
-
-/// Java's `Double.toString` (JDK 11/17, which Cassandra 5.0 runs on): plain between 10^-3 and
-/// 10^7 (`123123.0`, `0.001`), else computerized scientific (`1.0E7`, `1.0E-4`). Digits are
-/// the shortest round-tripping ones, except where the JDK's `FloatingDecimal` takes its
-/// integer fast path (see `java_digits`).
-pub(crate) fn java_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".into();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    java_layout(&format!("{d:e}"), d.abs(), d.is_sign_negative(), 53)
-}
-
-/// Java's `Float.toString` (same layout, the float's own digits).
-pub(crate) fn java_float(f: f32) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if f.abs() == f32::from_bits(1) {
-        // The JDK prints the smallest subnormal float with two digits.
-        return if f < 0.0 { "-1.4E-45" } else { "1.4E-45" }.into();
-    }
-    java_layout(
-        &format!("{f:e}"),
-        f64::from(f.abs()),
-        f.is_sign_negative(),
-        24,
-    )
-}
-
-/// 2^63: integer values below it take the JDK's fast path.
-const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-
-/// `FloatingDecimal.insignificantDigitsNumber`.
-const INSIGNIFICANT_DIGITS: [u32; 64] = [
-    0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9,
-    9, 9, 10, 10, 10, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15, 15, 16, 16,
-    16, 17, 17, 17, 18, 18, 18, 19,
-];
-
-/// The decimal digits (no trailing zeros) and exponent Java prints for `abs`. Integer values
-/// below 2^63 take `FloatingDecimal.dtoa`'s fast path: the exact integer, with only
-/// `insignificantDigitsForPow2` low digits rounded off, so a float like 1795245056 prints as
-/// `1.79524506E9`, not the shortest `1.795245E9` (Cassandra 5.0.9 does the former). Other
-/// values use the shortest digits (`sci` is Rust's `{:e}` form).
-fn java_digits(sci: &str, abs: f64, significant_bits: u32) -> (String, i32) {
-    if (1.0..TWO_POW_63).contains(&abs) && abs.fract() == 0.0 {
-        let mut v = abs as u64;
-        let bin_exp = 63 - v.leading_zeros();
-        let insignificant = if bin_exp > significant_bits {
-            INSIGNIFICANT_DIGITS
-                .get((bin_exp - significant_bits - 1) as usize)
-                .copied()
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        if insignificant > 0 {
-            let pow10 = 10u64.pow(insignificant);
-            let residue = v % pow10;
-            v /= pow10;
-            if residue >= pow10 / 2 {
-                v += 1;
-            }
-        }
-        let text = v.to_string();
-        let exp = text.len() as i32 - 1 + insignificant as i32;
-        let digits = text.trim_end_matches('0');
-        return (
-            if digits.is_empty() {
-                "0".into()
-            } else {
-                digits.into()
-            },
-            exp,
-        );
-    }
-    if abs == f64::from_bits(1) {
-        // The JDK prints the smallest subnormal double with two digits.
-        return ("49".into(), -324);
-    }
-    let sci = sci.trim_start_matches('-');
-    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
-    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
-    (digits, exp.parse().unwrap_or(0))
-}
-
-fn java_layout(sci: &str, abs: f64, negative: bool, significant_bits: u32) -> String {
-    let sign = if negative { "-" } else { "" };
-    if abs == 0.0 {
-        return format!("{sign}0.0");
-    }
-    let (digits, exp) = java_digits(sci, abs, significant_bits);
-    if (1e-3..1e7).contains(&abs) {
-        if exp >= 0 {
-            let e = exp as usize;
-            let (int, frac) = if digits.len() > e + 1 {
-                (digits[..=e].to_string(), digits[e + 1..].to_string())
-            } else {
-                (
-                    format!("{digits}{}", "0".repeat(e + 1 - digits.len())),
-                    "0".into(),
-                )
-            };
-            format!("{sign}{int}.{frac}")
-        } else {
-            format!("{sign}0.{}{digits}", "0".repeat((-exp - 1) as usize))
-        }
-    } else {
-        let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
-        format!("{sign}{}.{frac}E{exp}", &digits[..1])
-    }
-}
-
-/// `yyyy-MM-dd` of days since the epoch (years past 9999 get a `+`, as java.time prints).
-pub(crate) fn format_date_days(days: i64) -> String {
-    let (y, m, d) = civil_from_days(days);
-    format!("{}-{m:02}-{d:02}", format_year(y))
-}
-
-fn format_year(y: i64) -> String {
-    if y > 9999 {
-        format!("+{y}")
-    } else if y < 0 {
-        format!("-{:04}", -y)
-    } else {
-        format!("{y:04}")
-    }
-}
-
-/// A timestamp in UTC: `2024-01-01T00:00:00.000Z` (CAST to text, `sep` = 'T') or
-/// `2024-01-01 00:00:00.000Z` (JSON, `sep` = ' ').
-pub(crate) fn format_timestamp(ms: i64, sep: char) -> String {
-    let day = ms.div_euclid(MILLIS_PER_DAY);
-    let in_day = ms.rem_euclid(MILLIS_PER_DAY);
-    let (h, mi, s, milli) = (
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000,
-    );
-    format!(
-        "{}{sep}{h:02}:{mi:02}:{s:02}.{milli:03}Z",
-        format_date_days(day)
-    )
-}
-
-/// `HH:mm:ss.nnnnnnnnn` (TimeSerializer.toString).
-pub(crate) fn format_time(nanos: i64) -> String {
-    let n = nanos.rem_euclid(NANOS_PER_DAY);
-    format!(
-        "{:02}:{:02}:{:02}.{:09}",
-        n / 3_600_000_000_000,
-        n / 60_000_000_000 % 60,
-        n / 1_000_000_000 % 60,
-        n % 1_000_000_000
-    )
-}
-
-/// `Duration.toString()`: `1y1mo2d10h5m`, `12us`, `-3d`.
-pub(crate) fn format_duration(months: i32, days: i32, nanos: i64) -> String {
-    fn append(out: &mut String, dividend: u64, divisor: u64, unit: &str) -> u64 {
-        if dividend == 0 || dividend < divisor {
-            return dividend;
-        }
-        out.push_str(&(dividend / divisor).to_string());
-        out.push_str(unit);
-        dividend % divisor
-    }
-    let mut out = String::new();
-    if months < 0 || days < 0 || nanos < 0 {
-        out.push('-');
-    }
-    let r = append(&mut out, u64::from(months.unsigned_abs()), 12, "y");
-    append(&mut out, r, 1, "mo");
-    append(&mut out, u64::from(days.unsigned_abs()), 1, "d");
-    if nanos != 0 {
-        let mut r = append(&mut out, nanos.unsigned_abs(), 3_600_000_000_000, "h");
-        r = append(&mut out, r, 60_000_000_000, "m");
-        r = append(&mut out, r, 1_000_000_000, "s");
-        r = append(&mut out, r, 1_000_000, "ms");
-        r = append(&mut out, r, 1000, "us");
-        append(&mut out, r, 1, "ns");
-    }
-    out
-}
-
-pub(crate) fn format_uuid(u: &[u8]) -> String {
-    let h = hex(u);
-    if h.len() != 32 {
-        return h;
-    }
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// Java's `InetAddress.getHostAddress()`: IPv6 as eight unabbreviated hex groups
-/// (`0:0:0:0:0:0:0:1`); an IPv4-mapped IPv6 address is the IPv4 address.
-pub(crate) fn format_inet(ip: &IpAddr) -> String {
-    match ip {
-        IpAddr::V4(a) => a.to_string(),
-        IpAddr::V6(a) => match a.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let g: Vec<String> = a.segments().iter().map(|s| format!("{s:x}")).collect();
-                g.join(":")
-            }
-        },
-    }
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for &x in b {
-        s.push(H[(x >> 4) as usize] as char);
-        s.push(H[(x & 15) as usize] as char);
-    }
-    s
-}
-
-/// The text CAST(x AS text) gives (`TypeSerializer.toCQLLiteralNoQuote`) for the types that
-/// have such a cast; blobs print as `0x..` for callers that want it.
-pub(crate) fn to_text(ty: &ColumnType, b: &[u8]) -> Result<String, String> {
-    let v = decode_value(ty, b).map_err(|e| e.to_string())?;
-    Ok(match v {
-        Value::Null => "null".into(),
-        Value::Ascii(s) | Value::Varchar(s) => s,
-        Value::Boolean(x) => x.to_string(),
-        Value::Tinyint(x) => x.to_string(),
-        Value::Smallint(x) => x.to_string(),
-        Value::Int(x) => x.to_string(),
-        Value::Bigint(x) | Value::Counter(x) => x.to_string(),
-        Value::Float(x) => java_float(x),
-        Value::Double(x) => java_double(x),
-        Value::Decimal { scale, unscaled } => decimal_string(&BigInt::from_twos(&unscaled), scale),
-        Value::Varint(x) => BigInt::from_twos(&x).to_decimal_string(),
-        Value::Timestamp(ms) => format_timestamp(ms, 'T'),
-        Value::Date(d) => format_date_days(i64::from(d) - DATE_EPOCH),
-        Value::Time(n) => format_time(n),
-        Value::Uuid(u) | Value::Timeuuid(u) => format_uuid(&u),
-        Value::Inet(ip) => format_inet(&ip),
-        Value::Duration {
-            months,
-            days,
-            nanos,
-        } => format_duration(months, days, nanos),
-        Value::Blob(x) => format!("0x{}", hex(&x)),
-        other => return Err(format!("No text form for {}", other_name(&other))),
-    })
-}
-
-fn other_name(v: &Value) -> &'static str {
-    match v {
-        Value::List(_) => "list",
-        Value::Set(_) => "set",
-        Value::Map(_) => "map",
-        Value::Tuple(_) => "tuple",
-        _ => "user type",
-    }
-}
+pub(crate) use crate::bigint::{decimal_string, parse_decimal, BigInt};
+pub(crate) use crate::javafmt::*;
 
 /// Serialized form of a typed value (tests build their arguments with it).
 #[cfg(test)]

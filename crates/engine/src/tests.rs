@@ -19,7 +19,7 @@ pub(crate) fn engine() -> Engine {
     Engine::open(Arc::new(storage::MemStorage::new()), node()).unwrap()
 }
 
-fn at(secs: u32) -> Now {
+pub(crate) fn at(secs: u32) -> Now {
     Now {
         micros: secs as i64 * 1_000_000,
         secs,
@@ -65,7 +65,7 @@ pub(crate) fn rows(o: Outcome) -> Vec<Vec<String>> {
     out
 }
 
-fn setup() -> Engine {
+pub(crate) fn setup() -> Engine {
     let e = engine();
     q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
     e

@@ -53,6 +53,11 @@ fn name(ty: &ColumnType, nested: bool) -> String {
 /// Orders two serialized values of one type as Cassandra does (for sets, map keys,
 /// filtering); uses the clustering key encoding.
 pub fn compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    if *ty == ColumnType::Decimal {
+        if let Some(o) = crate::arith::compare_decimal(a, b) {
+            return o;
+        }
+    }
     let mut ea = Vec::with_capacity(a.len() + 4);
     let mut eb = Vec::with_capacity(b.len() + 4);
     crate::keys::encode_component(&mut ea, ty, a, false);

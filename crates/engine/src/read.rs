@@ -1,0 +1,1129 @@
+//! Running a SELECT plan over storage: partitions (by key or by token range), clustering
+//! slices, filters, paging, limits, and the selection (plain rows, or aggregates folded per
+//! group).
+//!
+//! A [`SelectRun`] walks the partitions in storage order and hands every live row that passes
+//! the filters to [`SelectRun::accept`]. Whether a new output row may start (LIMIT, PER
+//! PARTITION LIMIT, page size) is decided in one place, [`SelectRun::admit`]; for a grouped
+//! selection that "row" is a group, admitted at its first row, so a group is never split
+//! across pages and aggregates stream over a partition without holding it.
+//!
+//! The paging state is Peregrine's own: the storage key of the last row consumed, the LIMIT
+//! left and the rows (groups) already returned from the current partition.
+
+use crate::arith;
+use crate::catalog::{ColumnKind, TableDef};
+use crate::exec::{
+    clustering_ranges, partitions, passes_filters, resolve, tuple_field, Bound_, RowSink,
+};
+use crate::keys;
+use crate::plan::*;
+use crate::row::{Cell, Deletion, PartitionHeader, Row};
+use crate::token;
+use crate::{Engine, EngineError, Now, ResultSet};
+use proto::types::ColumnType;
+use std::borrow::Cow;
+use std::ops::Bound;
+
+struct PagingState {
+    /// The storage key of the last row consumed.
+    last_key: Vec<u8>,
+    remaining: Option<u64>,
+    in_partition: u64,
+}
+
+impl PagingState {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.last_key.len() + 24);
+        v.push(1);
+        v.extend_from_slice(&(self.last_key.len() as u32).to_be_bytes());
+        v.extend_from_slice(&self.last_key);
+        v.extend_from_slice(&self.remaining.map(|r| r as i64).unwrap_or(-1).to_be_bytes());
+        v.extend_from_slice(&self.in_partition.to_be_bytes());
+        v
+    }
+    fn decode(b: &[u8]) -> Option<PagingState> {
+        if *b.first()? != 1 {
+            return None;
+        }
+        let len = u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as usize;
+        let last_key = b.get(5..5 + len)?.to_vec();
+        let rest = b.get(5 + len..)?;
+        if rest.len() != 16 {
+            return None;
+        }
+        let rem = i64::from_be_bytes(rest[0..8].try_into().ok()?);
+        let in_partition = u64::from_be_bytes(rest[8..16].try_into().ok()?);
+        Some(PagingState {
+            last_key,
+            remaining: (rem >= 0).then_some(rem as u64),
+            in_partition,
+        })
+    }
+}
+
+/// What the scan does after a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    /// PER PARTITION LIMIT reached: skip to the next partition.
+    NextPartition,
+    /// LIMIT reached or page full.
+    Stop,
+}
+
+/// One row (or a partition's static-only row) as selectors see it.
+struct RowView<'r> {
+    t: &'r TableDef,
+    vals: &'r Bound_,
+    pk_parts: &'r [&'r [u8]],
+    tok: i64,
+    row: Option<&'r Row>,
+    header: &'r PartitionHeader,
+    outer: Option<Deletion>,
+    now: Now,
+}
+
+impl<'r> RowView<'r> {
+    fn cell(&self, idx: usize) -> Option<&'r Cell> {
+        let c = &self.t.columns[idx];
+        match c.kind {
+            ColumnKind::Static => self.header.static_cell(c.id, self.now.secs),
+            ColumnKind::Regular => self
+                .row
+                .and_then(|r| r.cell(c.id, self.now.secs, self.outer)),
+            _ => None,
+        }
+    }
+
+    /// The value of a leaf selector (expressions go through [`eval_expr`]).
+    fn value(&self, s: &Selector) -> Option<Cow<'r, [u8]>> {
+        let secs = self.now.secs;
+        match s {
+            Selector::Column(idx) => {
+                let c = &self.t.columns[*idx];
+                match c.kind {
+                    ColumnKind::PartitionKey => self
+                        .pk_parts
+                        .get(c.position as usize)
+                        .map(|v| Cow::Borrowed(*v)),
+                    ColumnKind::Clustering => self
+                        .row
+                        .and_then(|r| r.clustering.get(c.position as usize))
+                        .map(|v| Cow::Borrowed(v.as_slice())),
+                    _ => self
+                        .cell(*idx)
+                        .and_then(|cell| cell.live_value(secs))
+                        .map(Cow::Borrowed),
+                }
+            }
+            Selector::WriteTime(idx) => self
+                .cell(*idx)
+                .map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec())),
+            Selector::Ttl(idx) => self
+                .cell(*idx)
+                .and_then(|c| c.ttl_remaining(secs))
+                .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
+            Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
+            Selector::Field(idx, pos) => self
+                .cell(*idx)
+                .and_then(|c| c.live_value(secs))
+                .and_then(|v| tuple_field(v, *pos))
+                .map(Cow::Borrowed),
+            Selector::Const(v) => v.clone().map(Cow::Owned),
+            // Bound values were checked before the run.
+            Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals)
+                .ok()
+                .flatten()
+                .map(Cow::Owned),
+            Selector::Expr(_) | Selector::Agg(_) | Selector::First(_) => None,
+        }
+    }
+
+    fn eval(&self, s: &Selector) -> Result<Option<Vec<u8>>, EngineError> {
+        match s {
+            Selector::Expr(e) => eval_expr(
+                e,
+                &|leaf| Ok(self.value(leaf).map(Cow::into_owned)),
+                self.now,
+            ),
+            other => Ok(self.value(other).map(Cow::into_owned)),
+        }
+    }
+}
+
+/// One value per aggregate (or per first-row selector); `None` is null.
+type Values = Vec<Option<Vec<u8>>>;
+
+/// A running aggregate.
+enum Acc {
+    Rows(i64),
+    Count(i64),
+    Min(Option<Vec<u8>>),
+    Max(Option<Vec<u8>>),
+    /// Summed in the argument's type, wrapping as Cassandra's sums do.
+    Sum(Option<Vec<u8>>),
+    /// `float` and `double` sums.
+    FloatSum(arith::Kahan),
+    /// Count, integer sum (exact), float sum, decimal running mean.
+    Avg(i64, i128, arith::Kahan, Option<Vec<u8>>),
+}
+
+/// The group being folded: its key, its first row's plain values and its aggregates.
+struct Group {
+    key: Vec<u8>,
+    /// Clustering bytes of the group's first row (to merge groups across IN partitions).
+    first_row: Vec<u8>,
+    firsts: Vec<Option<Vec<u8>>>,
+    accs: Vec<Acc>,
+}
+
+fn zero_of(ty: &ColumnType) -> Vec<u8> {
+    match ty {
+        ColumnType::Tinyint => vec![0],
+        ColumnType::Smallint => vec![0; 2],
+        ColumnType::Int | ColumnType::Float => vec![0; 4],
+        ColumnType::Varint => vec![0],
+        ColumnType::Decimal => vec![0; 5],
+        _ => vec![0; 8],
+    }
+}
+
+impl Group {
+    fn new(key: Vec<u8>, sel: &AggSelection) -> Group {
+        Group {
+            key,
+            first_row: Vec::new(),
+            firsts: Vec::new(),
+            accs: sel
+                .aggs
+                .iter()
+                .map(|a| match a.kind {
+                    AggKind::CountRows => Acc::Rows(0),
+                    AggKind::Count => Acc::Count(0),
+                    AggKind::Min => Acc::Min(None),
+                    AggKind::Max => Acc::Max(None),
+                    AggKind::Sum
+                        if a.arg.as_ref().is_some_and(|x| {
+                            matches!(x.ty(), ColumnType::Float | ColumnType::Double)
+                        }) =>
+                    {
+                        Acc::FloatSum(arith::Kahan::default())
+                    }
+                    AggKind::Sum => Acc::Sum(None),
+                    AggKind::Avg => Acc::Avg(0, 0, arith::Kahan::default(), None),
+                })
+                .collect(),
+        }
+    }
+
+    fn add(&mut self, sel: &AggSelection, view: &RowView) -> Result<(), EngineError> {
+        for (acc, a) in self.accs.iter_mut().zip(&sel.aggs) {
+            if let Acc::Rows(n) = acc {
+                *n += 1;
+                continue;
+            }
+            let Some(arg) = &a.arg else { continue };
+            let ty = arg.ty();
+            let Some(v) = eval_expr(
+                arg,
+                &|leaf| Ok(view.value(leaf).map(Cow::into_owned)),
+                view.now,
+            )?
+            else {
+                continue;
+            };
+            match acc {
+                Acc::Rows(_) => {}
+                Acc::Count(n) => *n += 1,
+                Acc::Min(cur) | Acc::Max(cur) => {
+                    let min = matches!(a.kind, AggKind::Min);
+                    let replace = cur.as_ref().is_none_or(|c| {
+                        let ord = crate::types::compare(ty, &v, c);
+                        if min {
+                            ord.is_lt()
+                        } else {
+                            ord.is_gt()
+                        }
+                    });
+                    if replace {
+                        *cur = Some(v);
+                    }
+                }
+                Acc::Sum(total) => {
+                    let base = total.take().unwrap_or_else(|| zero_of(ty));
+                    *total = Some(arith::apply(cql::ast::ArithOp::Add, ty, &base, ty, &v, ty)?);
+                }
+                Acc::FloatSum(k) => {
+                    if let Some(arith::Num::F(x)) = arith::number(ty, &v) {
+                        k.add(x);
+                    }
+                }
+                Acc::Avg(n, i, f, dec) => {
+                    *n += 1;
+                    match arith::number(ty, &v) {
+                        Some(arith::Num::I(x)) => *i += x,
+                        Some(arith::Num::F(x)) => f.add(x),
+                        Some(arith::Num::Dec(..)) => {
+                            let base = dec.take().unwrap_or_else(|| zero_of(ty));
+                            *dec = Some(arith::running_mean(&base, &v, *n)?);
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The aggregates' results, in their output types.
+    fn results(self, sel: &AggSelection) -> (Values, Values) {
+        let out = self
+            .accs
+            .into_iter()
+            .zip(&sel.aggs)
+            .map(|(acc, a)| {
+                let ty = a.arg.as_ref().map(|x| x.ty().clone());
+                match acc {
+                    Acc::Rows(n) | Acc::Count(n) => Some(n.to_be_bytes().to_vec()),
+                    Acc::Min(v) | Acc::Max(v) => v,
+                    Acc::Sum(v) => v.or_else(|| ty.as_ref().map(zero_of)),
+                    Acc::FloatSum(k) => Some(match ty {
+                        Some(ColumnType::Float) => (k.total() as f32).to_be_bytes().to_vec(),
+                        _ => k.total().to_be_bytes().to_vec(),
+                    }),
+                    Acc::Avg(n, i, f, dec) => ty
+                        .as_ref()
+                        .map(|ty| arith::average(ty, n, i, f.total(), dec.as_deref())),
+                }
+            })
+            .collect();
+        (out, self.firsts)
+    }
+}
+
+/// One SELECT execution: the plan with its values bound, the output so far and the scan's
+/// position.
+pub(crate) struct SelectRun<'a> {
+    store: &'a dyn storage::Storage,
+    plan: &'a SelectPlan,
+    vals: &'a Bound_,
+    now: Now,
+    filters: Vec<(usize, FilterOp, Option<Vec<u8>>)>,
+    ranges: Vec<crate::exec::Interval>,
+    /// Every partition read is of one fully specified row (or none): a point read.
+    point_read: bool,
+    page: Option<u64>,
+    ppl: Option<u64>,
+    /// Output rows (groups) LIMIT still allows.
+    remaining: Option<u64>,
+    resume_key: Option<Vec<u8>>,
+    /// Rows (groups) already returned from the partition a paging state resumes in.
+    resume_in_partition: u64,
+    /// Rows (groups) returned from the current partition.
+    in_part: u64,
+    /// `in_part` of the partition holding `sink.last_key` (where a next page resumes).
+    last_in_part: u64,
+    sink: RowSink,
+    next_state: Option<PagingState>,
+    group: Option<Group>,
+    /// ORDER BY over an IN on the partition key (never paged): every row kept with its
+    /// clustering bytes, merged across partitions and cut to LIMIT at the end.
+    merge: Option<Merge>,
+}
+
+struct Merge {
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    limit: Option<u64>,
+}
+
+impl Engine {
+    pub(crate) fn run_select(
+        &self,
+        store: &dyn storage::Storage,
+        plan: &SelectPlan,
+        vals: &Bound_,
+        page_size: Option<i32>,
+        paging_state: Option<&[u8]>,
+        now: Now,
+    ) -> Result<ResultSet, EngineError> {
+        SelectRun::new(store, plan, vals, page_size, paging_state, now)?.run(self)
+    }
+}
+
+impl<'a> SelectRun<'a> {
+    fn new(
+        store: &'a dyn storage::Storage,
+        plan: &'a SelectPlan,
+        vals: &'a Bound_,
+        page_size: Option<i32>,
+        paging_state: Option<&[u8]>,
+        now: Now,
+    ) -> Result<Self, EngineError> {
+        let t = &plan.table;
+        let limit = match &plan.limit {
+            Some(s) => Some(positive_limit(resolve(s, vals)?, "LIMIT")?),
+            None => None,
+        };
+        let ppl = match &plan.per_partition_limit {
+            Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
+            None => None,
+        };
+        if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
+            return Err(EngineError::invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query"));
+        }
+        // Aggregates without GROUP BY answer one row: nothing to page or limit.
+        let single_group =
+            matches!(&plan.selection, Selection::Aggregates(a) if a.group_by.is_none());
+        let page = if single_group {
+            None
+        } else {
+            page_size.filter(|p| *p > 0).map(|p| p as u64)
+        };
+        let state = match paging_state {
+            Some(b) if !b.is_empty() => Some(
+                PagingState::decode(b)
+                    .ok_or_else(|| EngineError::protocol("Invalid value for the paging state"))?,
+            ),
+            _ => None,
+        };
+        let merge = (plan.order_with_in && !plan.distinct && !single_group).then(|| Merge {
+            rows: Vec::new(),
+            limit,
+        });
+        let remaining = if single_group || merge.is_some() {
+            None
+        } else {
+            state.as_ref().and_then(|s| s.remaining).or(limit)
+        };
+        let filters = plan
+            .filters
+            .iter()
+            .map(|f| Ok((f.column, f.op, resolve(&f.value, vals)?)))
+            .collect::<Result<_, EngineError>>()?;
+        let ranges = clustering_ranges(t, &plan.clustering, vals)?;
+        let ncl = t.clustering_count();
+        let c = &plan.clustering;
+        let point_read = !plan.distinct
+            && (ncl == 0
+                || (c.start.is_none()
+                    && c.end.is_none()
+                    && c.eq.len() + c.tuples.as_ref().map_or(0, TupleValues::arity) == ncl));
+        Ok(SelectRun {
+            store,
+            plan,
+            vals,
+            now,
+            filters,
+            ranges,
+            point_read,
+            page,
+            ppl,
+            remaining,
+            resume_in_partition: state.as_ref().map_or(0, |s| s.in_partition),
+            resume_key: state.map(|s| s.last_key),
+            in_part: 0,
+            last_in_part: 0,
+            sink: RowSink {
+                data: Vec::with_capacity(256),
+                rows: 0,
+                last_key: Vec::new(),
+            },
+            next_state: None,
+            group: None,
+            merge,
+        })
+    }
+
+    fn run(mut self, engine: &Engine) -> Result<ResultSet, EngineError> {
+        match &self.plan.partitions {
+            PartitionSel::Keys(sel) => self.scan_keys(sel)?,
+            PartitionSel::Range { start, end } => self.scan_range(engine, start, end)?,
+        }
+        self.finish()
+    }
+
+    /// Partitions named by their keys (`=` / `IN` on the partition key).
+    fn scan_keys(&mut self, sel: &[KeyValues]) -> Result<(), EngineError> {
+        let parts = partitions(&self.plan.table, sel, self.vals)?;
+        let first = match &self.resume_key {
+            Some(k) => parts
+                .iter()
+                .position(|p| k.starts_with(&p.prefix))
+                .unwrap_or(parts.len()),
+            None => 0,
+        };
+        for p in &parts[first..] {
+            if self.partition(&p.prefix, &p.pk, p.token, None)? == Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A token range: one ordered scan; each partition's items are gathered (up to a bound)
+    /// and visited from memory. A larger partition is visited with its own storage reads and
+    /// the scan restarts after it.
+    fn scan_range(
+        &mut self,
+        engine: &Engine,
+        start: &Option<TokenBound>,
+        end: &Option<TokenBound>,
+    ) -> Result<(), EngineError> {
+        const BUFFERED_ITEMS: usize = 1024;
+        let t = &self.plan.table;
+        let table_start = keys::table_prefix(t.id);
+        let mut lo = table_start.clone();
+        let mut hi = keys::prefix_end(&table_start);
+        if let Some(b) = start {
+            let tok = engine.token_bound(t, &b.src, self.vals)?;
+            lo = if b.inclusive {
+                keys::token_prefix(t.id, tok)
+            } else {
+                keys::after_token(t.id, tok)
+            };
+        }
+        if let Some(b) = end {
+            let tok = engine.token_bound(t, &b.src, self.vals)?;
+            hi = if b.inclusive {
+                keys::after_token(t.id, tok)
+            } else {
+                keys::token_prefix(t.id, tok)
+            };
+        }
+        if let Some(k) = &self.resume_key {
+            if let Some(d) = keys::decode_key(k) {
+                let p = &k[..d.prefix_len];
+                if p > lo.as_slice() {
+                    lo = p.to_vec();
+                }
+            }
+        }
+        let store = self.store;
+        let mut cursor = lo;
+        'scan: while cursor < hi {
+            let mut iter = store.scan(
+                Bound::Included(cursor.as_slice()),
+                Bound::Excluded(hi.as_slice()),
+                false,
+            );
+            let mut buf: Vec<storage::KvPair> = Vec::new();
+            let mut current: Option<(Vec<u8>, Vec<u8>, i64)> = None;
+            loop {
+                let item = iter.next().transpose()?;
+                let same = match (&item, &current) {
+                    (Some((k, _)), Some((p, _, _))) => k.starts_with(p),
+                    _ => false,
+                };
+                if same {
+                    if buf.len() < BUFFERED_ITEMS {
+                        if let Some(it) = item {
+                            buf.push(it);
+                        }
+                        continue;
+                    }
+                    // Too large to hold: visit it from storage, resume after it.
+                    let (p, pk, tok) = current.take().unwrap_or_default();
+                    drop(iter);
+                    if self.partition(&p, &pk, tok, None)? == Flow::Stop {
+                        break 'scan;
+                    }
+                    cursor = keys::prefix_end(&p);
+                    continue 'scan;
+                }
+                if let Some((p, pk, tok)) = current.take() {
+                    if self.partition(&p, &pk, tok, Some(&buf))? == Flow::Stop {
+                        break 'scan;
+                    }
+                    buf.clear();
+                }
+                let Some((k, v)) = item else { break 'scan };
+                let Some(d) = keys::decode_key(&k) else {
+                    break 'scan;
+                };
+                current = Some((k[..d.prefix_len].to_vec(), d.pk, d.token));
+                buf.push((k, v));
+            }
+        }
+        Ok(())
+    }
+
+    /// The storage key ranges of the selected rows of one partition, in scan order.
+    fn partition_ranges(&self, row_prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = if self.ranges.is_empty() {
+            if self.plan.clustering.is_unrestricted() {
+                vec![(row_prefix.to_vec(), keys::prefix_end(row_prefix))]
+            } else {
+                Vec::new()
+            }
+        } else {
+            self.ranges
+                .iter()
+                .map(|(s, e)| {
+                    let mut a = row_prefix.to_vec();
+                    a.extend_from_slice(s);
+                    let b = match e {
+                        Some(e) => {
+                            let mut b = row_prefix.to_vec();
+                            b.extend_from_slice(e);
+                            b
+                        }
+                        None => keys::prefix_end(row_prefix),
+                    };
+                    (a, b)
+                })
+                .collect()
+        };
+        if self.plan.reversed {
+            out.reverse();
+        }
+        out
+    }
+
+    /// Visits one partition's live rows. `buffered`: the partition's items already read by a
+    /// range scan (header first if there is one), so no storage read is needed.
+    fn partition(
+        &mut self,
+        prefix: &[u8],
+        pk: &[u8],
+        tok: i64,
+        buffered: Option<&[storage::KvPair]>,
+    ) -> Result<Flow, EngineError> {
+        let store = self.store;
+        let plan = self.plan;
+        let t = &*plan.table;
+        let now = self.now;
+        let stored_header = match buffered {
+            Some(items) => items
+                .first()
+                .filter(|(k, _)| k.len() == prefix.len() + 1 && k.last() == Some(&0))
+                .map(|(_, v)| v.clone()),
+            None => store.get(&keys::header_key(prefix))?,
+        };
+        let header = match stored_header {
+            Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
+            None => PartitionHeader::default(),
+        };
+        let resume_key = self.resume_key.take_if(|k| k.starts_with(prefix));
+        let resuming_here = resume_key.is_some();
+        // What the previous page returned counts only in the partition it stopped in (which
+        // may be gone by now).
+        let returned_before = std::mem::take(&mut self.resume_in_partition);
+        self.in_part = if resuming_here { returned_before } else { 0 };
+        let pk_parts = token::split_partition_key(pk, t.pk_count()).unwrap_or_default();
+        let base = RowView {
+            t,
+            vals: self.vals,
+            pk_parts: &pk_parts,
+            tok,
+            row: None,
+            header: &header,
+            outer: None,
+            now,
+        };
+        if plan.distinct {
+            if resuming_here {
+                return Ok(Flow::Go);
+            }
+            let live = header.has_live_statics(now.secs)
+                || Engine::partition_has_live_row(store, prefix, &header, now)?;
+            if !live {
+                return Ok(Flow::Go);
+            }
+            return self.accept(&base, &keys::header_key(prefix), prefix);
+        }
+        let row_prefix = keys::row_key(prefix, &[]);
+        let mut matched_any = false;
+        for (a, b) in self.partition_ranges(&row_prefix) {
+            let (mut lo, mut hi) = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
+            if let Some(rk) = &resume_key {
+                if plan.reversed {
+                    if rk.as_slice() <= a.as_slice() {
+                        continue;
+                    }
+                    if rk.as_slice() < b.as_slice() {
+                        hi = Bound::Excluded(rk.as_slice());
+                    }
+                } else {
+                    if rk.as_slice() >= b.as_slice() {
+                        continue;
+                    }
+                    if rk.as_slice() >= a.as_slice() {
+                        lo = Bound::Excluded(rk.as_slice());
+                    }
+                }
+            }
+            let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
+                if let Some(buf) = buffered {
+                    let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
+                    Box::new(
+                        buf.iter()
+                            .filter(move |(k, _)| {
+                                <(Bound<&Vec<u8>>, Bound<&Vec<u8>>) as std::ops::RangeBounds<
+                                    Vec<u8>,
+                                >>::contains(
+                                    &(lo.as_ref(), hi.as_ref()), k
+                                )
+                            })
+                            .map(|(k, v)| Ok((k.clone(), v.clone()))),
+                    )
+                } else if self.point_read {
+                    // A fully specified clustering key (or none at all) is one point read,
+                    // much cheaper than an iterator.
+                    let skip = matches!(lo, Bound::Excluded(_))
+                        || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
+                    match (skip, store.get(&a)?) {
+                        (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
+                        _ => Box::new(std::iter::empty()),
+                    }
+                } else {
+                    store.scan(lo, hi, plan.reversed)
+                };
+            for item in items {
+                let (key, value) = item?;
+                let row = Row::decode(&value).map_err(EngineError::corrupt)?;
+                let outer = header.deletion_for(&key[row_prefix.len()..]);
+                if !row.is_live(now.secs, outer)
+                    || !passes_filters(t, &self.filters, &row, &header, outer, now)
+                {
+                    continue;
+                }
+                matched_any = true;
+                let view = RowView {
+                    row: Some(&row),
+                    outer,
+                    ..base
+                };
+                match self.accept(&view, &key, prefix)? {
+                    Flow::Go => {}
+                    Flow::NextPartition => return Ok(Flow::Go),
+                    Flow::Stop => return Ok(Flow::Stop),
+                }
+            }
+        }
+        // A partition with only static values shows as one row when no clustering
+        // restriction excludes it.
+        if !matched_any
+            && !resuming_here
+            && plan.clustering.is_unrestricted()
+            && self.filters.is_empty()
+            && header.has_live_statics(now.secs)
+            && self.accept(&base, &keys::header_key(prefix), prefix)? == Flow::Stop
+        {
+            return Ok(Flow::Stop);
+        }
+        Ok(Flow::Go)
+    }
+
+    /// The gate of every new output row (for a grouped selection, of every new group): LIMIT,
+    /// PER PARTITION LIMIT and the page size. A full page records where the next one resumes.
+    fn admit(&mut self) -> Flow {
+        if self.remaining == Some(0) {
+            return Flow::Stop;
+        }
+        if self.ppl.is_some_and(|l| self.in_part >= l) {
+            return Flow::NextPartition;
+        }
+        if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
+            self.next_state = Some(PagingState {
+                last_key: self.sink.last_key.clone(),
+                remaining: self.remaining,
+                in_partition: self.last_in_part,
+            });
+            return Flow::Stop;
+        }
+        self.in_part += 1;
+        if let Some(r) = self.remaining.as_mut() {
+            *r -= 1;
+        }
+        Flow::Go
+    }
+
+    /// One live, filtered row stored under `key` in the partition `prefix`.
+    fn accept(&mut self, view: &RowView, key: &[u8], prefix: &[u8]) -> Result<Flow, EngineError> {
+        let plan = self.plan;
+        let sel = match &plan.selection {
+            Selection::Rows(selectors) => {
+                let flow = self.admit();
+                if flow != Flow::Go {
+                    return Ok(flow);
+                }
+                let start = self.sink.data.len();
+                self.emit_row(selectors, view)?;
+                if let Some(m) = self.merge.as_mut() {
+                    let row = self.sink.data.split_off(start);
+                    m.rows.push((key[prefix.len()..].to_vec(), row));
+                }
+                self.consumed(key);
+                return Ok(if self.remaining == Some(0) {
+                    Flow::Stop
+                } else {
+                    Flow::Go
+                });
+            }
+            Selection::Aggregates(sel) => sel,
+        };
+        let gkey = group_key(sel, prefix, view)?;
+        if self.group.as_ref().is_none_or(|g| g.key != gkey) {
+            self.close_group()?;
+            let flow = self.admit();
+            if flow != Flow::Go {
+                return Ok(flow);
+            }
+            let mut g = Group::new(gkey, sel);
+            g.first_row = key[prefix.len()..].to_vec();
+            g.firsts = sel
+                .firsts
+                .iter()
+                .map(|s| view.eval(s))
+                .collect::<Result<_, _>>()?;
+            self.group = Some(g);
+        }
+        if let Some(g) = self.group.as_mut() {
+            g.add(sel, view)?;
+        }
+        self.consumed(key);
+        Ok(Flow::Go)
+    }
+
+    /// Records the row stored under `key` as the last one read (a next page starts after it).
+    fn consumed(&mut self, key: &[u8]) {
+        self.sink.last_key.clear();
+        self.sink.last_key.extend_from_slice(key);
+        self.last_in_part = self.in_part;
+    }
+
+    fn emit_row(&mut self, selectors: &[Selector], view: &RowView) -> Result<(), EngineError> {
+        if !self.plan.json && !selectors.iter().any(|s| matches!(s, Selector::Expr(_))) {
+            for s in selectors {
+                self.sink.cell(view.value(s).as_deref());
+            }
+            self.sink.rows += 1;
+            return Ok(());
+        }
+        // Slow path: functions, casts, arithmetic, JSON.
+        let vals = selectors
+            .iter()
+            .map(|s| view.eval(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write_output(&vals);
+        Ok(())
+    }
+
+    fn write_output(&mut self, vals: &[Option<Vec<u8>>]) {
+        if self.plan.json {
+            let cols: Vec<(&str, &ColumnType, Option<&[u8]>)> = self
+                .plan
+                .json_columns
+                .iter()
+                .zip(vals)
+                .map(|(c, v)| (c.name.as_str(), &c.ty, v.as_deref()))
+                .collect();
+            let text = crate::json::row_to_json(&cols);
+            self.sink.cell(Some(text.as_bytes()));
+        } else {
+            for v in vals {
+                self.sink.cell(v.as_deref());
+            }
+        }
+        self.sink.rows += 1;
+    }
+
+    /// Emits the open group's row, if a group is open.
+    fn close_group(&mut self) -> Result<(), EngineError> {
+        let (Some(mut g), Selection::Aggregates(sel)) = (self.group.take(), &self.plan.selection)
+        else {
+            return Ok(());
+        };
+        let first_row = std::mem::take(&mut g.first_row);
+        let (aggs, firsts) = g.results(sel);
+        let leaf = |s: &Selector| -> Result<Option<Vec<u8>>, EngineError> {
+            Ok(match s {
+                Selector::Agg(i) => aggs.get(*i).cloned().flatten(),
+                Selector::First(i) => firsts.get(*i).cloned().flatten(),
+                _ => None,
+            })
+        };
+        let vals = sel
+            .outputs
+            .iter()
+            .map(|s| match s {
+                Selector::Expr(e) => eval_expr(e, &leaf, self.now),
+                other => leaf(other),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let start = self.sink.data.len();
+        self.write_output(&vals);
+        if let Some(m) = self.merge.as_mut() {
+            m.rows.push((first_row, self.sink.data.split_off(start)));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<ResultSet, EngineError> {
+        if let Selection::Aggregates(sel) = &self.plan.selection {
+            // Without GROUP BY there is one row even when nothing matched.
+            if sel.group_by.is_none() && self.group.is_none() {
+                let mut g = Group::new(Vec::new(), sel);
+                g.firsts = vec![None; sel.firsts.len()];
+                self.group = Some(g);
+            }
+            self.close_group()?;
+        }
+        if let Some(mut m) = self.merge.take() {
+            // Ties keep the partitions' order, as Cassandra's merge does.
+            if self.plan.reversed {
+                m.rows.sort_by(|a, b| b.0.cmp(&a.0));
+            } else {
+                m.rows.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            if let Some(l) = m.limit {
+                m.rows.truncate(usize::try_from(l).unwrap_or(usize::MAX));
+            }
+            self.sink.rows = m.rows.len();
+            self.sink.data = m.rows.into_iter().flat_map(|(_, r)| r).collect();
+        }
+        let t = &self.plan.table;
+        Ok(ResultSet {
+            columns: self.plan.output.clone(),
+            keyspace: t.keyspace.clone(),
+            table: t.name.clone(),
+            rows: self.sink.rows,
+            data: self.sink.data,
+            paging_state: self.next_state.map(|s| s.encode()),
+        })
+    }
+}
+
+/// The key of a row's group: its partition and its first `n` clustering values, the last
+/// one through the GROUP BY function if there is one (without GROUP BY, every row has the
+/// same, empty key).
+fn group_key(sel: &AggSelection, prefix: &[u8], view: &RowView) -> Result<Vec<u8>, EngineError> {
+    let Some(n) = sel.group_by else {
+        return Ok(Vec::new());
+    };
+    let mut k = prefix.to_vec();
+    let mut push = |v: &[u8]| {
+        k.extend_from_slice(&(v.len() as u32).to_be_bytes());
+        k.extend_from_slice(v);
+    };
+    if let Some(r) = view.row {
+        let plain = if sel.group_fn.is_some() {
+            n.saturating_sub(1)
+        } else {
+            n
+        };
+        for v in r.clustering.iter().take(plain) {
+            push(v);
+        }
+        if let Some(f) = &sel.group_fn {
+            let leaf = |s: &Selector| Ok(view.value(s).map(Cow::into_owned));
+            push(&eval_expr(f, &leaf, view.now)?.unwrap_or_default());
+        }
+    }
+    Ok(k)
+}
+
+fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {
+    let v = v.ok_or_else(|| EngineError::invalid(format!("Invalid null value of {what}")))?;
+    let n = i32::from_be_bytes(
+        v.as_slice()
+            .try_into()
+            .map_err(|_| EngineError::invalid(format!("Invalid {what} value")))?,
+    );
+    if n <= 0 {
+        return Err(EngineError::invalid(format!(
+            "{what} must be strictly positive"
+        )));
+    }
+    Ok(n as u64)
+}
+
+type Leaf<'l> = dyn Fn(&Selector) -> Result<Option<Vec<u8>>, EngineError> + 'l;
+
+/// Evaluates an expression selector. Null in gives null out. Arithmetic errors (an integer
+/// divided by zero) fail the query as Cassandra's do; a function failing on bad stored data
+/// yields null (type checking at prepare time ruled out the rest).
+fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, EngineError> {
+    Ok(match e {
+        SelExpr::Leaf(s, _) => leaf(s)?,
+        SelExpr::Const(_, v) => v.clone(),
+        SelExpr::Cast { inner, from, to } => {
+            let v = eval_expr(inner, leaf, now)?;
+            crate::scalar::cast(from, to, v.as_deref()).ok().flatten()
+        }
+        SelExpr::Call { name, args, .. } => {
+            let vals = args
+                .iter()
+                .map(|a| Ok((a.ty().clone(), eval_expr(a, leaf, now)?)))
+                .collect::<Result<Vec<_>, EngineError>>()?;
+            if crate::fcts::is_known(name) {
+                crate::fcts::call(name, &vals).map_err(EngineError::invalid)?
+            } else {
+                crate::scalar::call_at(name, &vals, now.micros)
+                    .ok()
+                    .flatten()
+            }
+        }
+        SelExpr::Op {
+            op,
+            left,
+            right,
+            ty,
+        } => {
+            let (Some(l), Some(r)) = (eval_expr(left, leaf, now)?, eval_expr(right, leaf, now)?)
+            else {
+                return Ok(None);
+            };
+            Some(arith::apply(*op, left.ty(), &l, right.ty(), &r, ty)?)
+        }
+        SelExpr::Negate(inner) => match eval_expr(inner, leaf, now)? {
+            Some(v) => Some(arith::negate(inner.ty(), &v)?),
+            None => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{at, q, rows, setup};
+    use crate::{Engine, Outcome, QueryOptions, Values};
+
+    /// Every page of `text` with `page_size`, concatenated.
+    fn all_pages(e: &Engine, text: &str, page_size: i32) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut state = None;
+        loop {
+            let opts = QueryOptions {
+                keyspace: Some("ks".into()),
+                page_size: Some(page_size),
+                paging_state: state.take(),
+                ..Default::default()
+            };
+            let o = e
+                .query(text, Values::Positional(vec![]), &opts, at(1000))
+                .unwrap();
+            let Outcome::Rows(rs) = &o else {
+                panic!("expected rows")
+            };
+            let next = rs.paging_state.clone();
+            let page = rows(o);
+            assert!(
+                page.len() <= page_size as usize,
+                "a page holds at most page_size groups"
+            );
+            out.extend(page);
+            match next {
+                Some(s) => state = Some(s),
+                None => return out,
+            }
+        }
+    }
+
+    fn grouped() -> Engine {
+        let e = setup();
+        q(
+            &e,
+            Some("ks"),
+            "CREATE TABLE g (pk int, c1 int, c2 int, v int, PRIMARY KEY (pk, c1, c2))",
+        )
+        .unwrap();
+        for pk in 0..3 {
+            for c1 in 0..4 {
+                for c2 in 0..3 {
+                    let v = pk * 100 + c1 * 10 + c2;
+                    q(
+                        &e,
+                        Some("ks"),
+                        &format!("INSERT INTO g (pk, c1, c2, v) VALUES ({pk}, {c1}, {c2}, {v})"),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        e
+    }
+
+    #[test]
+    fn group_by_pages_hold_whole_groups_once() {
+        let e = grouped();
+        let unpaged = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT pk, c1, count(*), sum(v) FROM g GROUP BY pk, c1",
+            )
+            .unwrap(),
+        );
+        assert_eq!(unpaged.len(), 12);
+        assert!(unpaged.iter().all(|r| r[2] == "3"));
+        for page in 1..6 {
+            let paged = all_pages(
+                &e,
+                "SELECT pk, c1, count(*), sum(v) FROM g GROUP BY pk, c1",
+                page,
+            );
+            assert_eq!(paged, unpaged, "page size {page}");
+        }
+        // LIMIT and PER PARTITION LIMIT count groups, across pages too.
+        let limited = all_pages(
+            &e,
+            "SELECT pk, c1, count(*) FROM g GROUP BY pk, c1 PER PARTITION LIMIT 2 LIMIT 5",
+            2,
+        );
+        assert_eq!(limited.len(), 5);
+        assert!(limited.iter().all(|r| r[1] == "0" || r[1] == "1"));
+    }
+
+    #[test]
+    fn aggregates_answer_one_row_with_the_first_rows_values() {
+        let e = grouped();
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT c1, c2, count(*), max(v) FROM g WHERE pk = 1",
+            )
+            .unwrap(),
+        );
+        assert_eq!(r, vec![vec!["0", "0", "12", "132"]]);
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT v, count(*), sum(v) FROM g WHERE pk = 9",
+            )
+            .unwrap(),
+        );
+        assert_eq!(r, vec![vec!["null", "0", "0"]]);
+        let r = rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT pk, count(*) FROM g WHERE pk = 9 GROUP BY pk",
+            )
+            .unwrap(),
+        );
+        assert!(r.is_empty());
+        // LIMIT does not cut the rows an aggregate folds.
+        let r = rows(q(&e, Some("ks"), "SELECT count(*) FROM g LIMIT 1").unwrap());
+        assert_eq!(r, vec![vec!["36"]]);
+    }
+
+    #[test]
+    fn order_by_with_in_merges_partitions() {
+        let e = grouped();
+        let text = "SELECT pk, c1, c2 FROM g WHERE pk IN (0, 2) ORDER BY c1 DESC LIMIT 4";
+        let r = rows(q(&e, Some("ks"), text).unwrap());
+        // Sorted by clustering across partitions; ties in partition key order.
+        assert_eq!(
+            r,
+            vec![
+                vec!["0", "3", "2"],
+                vec!["2", "3", "2"],
+                vec!["0", "3", "1"],
+                vec!["2", "3", "1"]
+            ]
+        );
+    }
+}

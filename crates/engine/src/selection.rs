@@ -1,0 +1,883 @@
+//! The SELECT clause and GROUP BY of a plan: selectors (columns, `writetime`/`ttl`, `token`,
+//! UDT fields, native functions, casts, typed literals, arithmetic), aggregates (`count`,
+//! `min`, `max`, `sum`, `avg`) mixed with plain selectors, and the group key. Each output
+//! column gets Cassandra's name and type.
+//!
+//! An aggregate selection is split in three (see [`AggSelection`]): the aggregates, folded per
+//! row; the largest aggregate-free sub-expressions ("firsts"), evaluated once on the group's
+//! first row; and one output expression per column over those two.
+
+use crate::arith;
+use crate::build::Builder;
+use crate::catalog::{ColumnKind, TableDef};
+use crate::literal::const_term;
+use crate::plan::*;
+use crate::EngineError;
+use cql::ast::{self, ArithOp, Literal, SelectorExpr as E, Term};
+use proto::types::ColumnType;
+
+/// What an aggregate selection collects while its selectors are built.
+#[derive(Default)]
+pub(crate) struct AggCollector {
+    aggs: Vec<Aggregate>,
+    firsts: Vec<Selector>,
+}
+
+/// A built selector: what to evaluate, its output column name and type.
+type Built = (Selector, String, ColumnType);
+
+const SUM_SIGS: &str = "system.sum : (double) -> double, system.sum : (decimal) -> decimal, system.sum : (float) -> float, system.sum : (varint) -> varint, system.sum : (smallint) -> smallint, system.sum : (counter) -> counter, system.sum : (tinyint) -> tinyint, system.sum : (bigint) -> bigint, system.sum : (int) -> int";
+const AVG_SIGS: &str = "system.avg : (double) -> double, system.avg : (varint) -> varint, system.avg : (float) -> float, system.avg : (int) -> int, system.avg : (smallint) -> smallint, system.avg : (decimal) -> decimal, system.avg : (counter) -> counter, system.avg : (bigint) -> bigint, system.avg : (tinyint) -> tinyint";
+const GROUP_ORDER_MSG: &str = "Group by currently only support groups of columns following their declared order in the PRIMARY KEY";
+
+/// The aggregate a selector calls at its top, if any.
+fn aggregate_kind(e: &E) -> Option<AggKind> {
+    match e {
+        E::CountRows => Some(AggKind::CountRows),
+        E::Function { name, args } if args.len() == 1 => {
+            Some(match name.name.to_ascii_lowercase().as_str() {
+                "count" if matches!(args[0], E::Term(_)) => AggKind::CountRows,
+                "count" => AggKind::Count,
+                "min" => AggKind::Min,
+                "max" => AggKind::Max,
+                "sum" => AggKind::Sum,
+                "avg" => AggKind::Avg,
+                _ => return None,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn contains_aggregate(e: &E) -> bool {
+    if aggregate_kind(e).is_some() {
+        return true;
+    }
+    match e {
+        E::Function { args, .. } => args.iter().any(contains_aggregate),
+        E::Cast { expr, .. } | E::Field { expr, .. } => contains_aggregate(expr),
+        E::Element { expr, .. } | E::Slice { expr, .. } => contains_aggregate(expr),
+        E::Operation { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        _ => false,
+    }
+}
+
+/// The type an untyped literal takes in an operation: the smallest of int/bigint/varint that
+/// holds an integer, double for a float, ascii for a string, duration for a duration; None
+/// when it has none (a bind marker, null, ...).
+fn literal_type(t: &Term) -> Option<ColumnType> {
+    match unparen(t) {
+        Term::Literal(Literal::Integer(s)) => Some(match s.parse::<i128>() {
+            Ok(v) if i32::try_from(v).is_ok() => ColumnType::Int,
+            Ok(v) if i64::try_from(v).is_ok() => ColumnType::Bigint,
+            _ => ColumnType::Varint,
+        }),
+        Term::Literal(Literal::Float(_)) => Some(ColumnType::Double),
+        Term::Literal(Literal::String(_)) => Some(ColumnType::Ascii),
+        Term::Literal(Literal::Duration(_)) => Some(ColumnType::Duration),
+        Term::Literal(Literal::Blob(_)) => Some(ColumnType::Blob),
+        Term::Literal(Literal::Boolean(_)) => Some(ColumnType::Boolean),
+        Term::Literal(Literal::Uuid(_)) => Some(ColumnType::Uuid),
+        Term::Negate(inner) => literal_type(inner).filter(arith::is_numeric),
+        _ => None,
+    }
+}
+
+/// Precedence of an operation selector (for parenthesizing names as Cassandra prints them).
+fn precedence(e: &E) -> u8 {
+    if let E::Term(t) = e {
+        if let Term::Operation { op, .. } = unparen(t) {
+            return precedence_of(*op);
+        }
+    }
+    match e {
+        E::Operation { op, .. } => match op {
+            ArithOp::Add | ArithOp::Sub => 1,
+            _ => 2,
+        },
+        _ => 3,
+    }
+}
+
+/// A term in selector position, as a selector (operations, negations and calls of terms are
+/// built like those of selectors).
+fn term_as_selector(t: &Term) -> Option<E> {
+    Some(match unparen(t) {
+        Term::Operation { op, left, right } => E::Operation {
+            op: *op,
+            left: Box::new(E::Term((**left).clone())),
+            right: Box::new(E::Term((**right).clone())),
+        },
+        Term::FunctionCall { name, args } => E::Function {
+            name: name.clone(),
+            args: args.iter().map(|a| E::Term(a.clone())).collect(),
+        },
+        _ => return None,
+    })
+}
+
+/// `(term)`: a parenthesized term parses as a one-element tuple.
+pub(crate) fn unparen(t: &Term) -> &Term {
+    match t {
+        Term::Tuple(v) if v.len() == 1 => unparen(&v[0]),
+        other => other,
+    }
+}
+
+impl Builder<'_> {
+    /// The SELECT clause (and GROUP BY) of `s` over `t`: what each result row holds.
+    pub(crate) fn selection(
+        &mut self,
+        t: &TableDef,
+        s: &ast::SelectStatement,
+        group_by: Option<(usize, Option<SelExpr>)>,
+    ) -> Result<(Selection, Vec<OutputColumn>), EngineError> {
+        let mut output = Vec::new();
+        let list: Vec<(E, Option<String>)> = match &s.selection {
+            // `*`: the primary key, then static columns, then regular ones (by name).
+            ast::Selection::Wildcard => {
+                let mut cols: Vec<_> = t
+                    .columns
+                    .iter()
+                    .filter(|c| {
+                        !s.distinct
+                            || matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
+                    })
+                    .collect();
+                cols.sort_by_key(|c| match c.kind {
+                    ColumnKind::PartitionKey => 0,
+                    ColumnKind::Clustering => 1,
+                    ColumnKind::Static => 2,
+                    ColumnKind::Regular => 3,
+                });
+                cols.into_iter()
+                    .map(|c| (E::Column(c.name.clone()), None))
+                    .collect()
+            }
+            ast::Selection::Selectors(l) => l
+                .iter()
+                .map(|x| (x.expr.clone(), x.alias.clone()))
+                .collect(),
+        };
+        // Cassandra resolves every column before typing anything: an unknown column is the
+        // error even next to a term it cannot type.
+        for (e, _) in &list {
+            self.check_columns(t, e)?;
+        }
+        let aggregate = group_by.is_some() || list.iter().any(|(e, _)| contains_aggregate(e));
+        if !aggregate {
+            let mut sels = Vec::with_capacity(list.len());
+            for (e, alias) in &list {
+                let (sel, name, ty) = self.selector(t, e, None)?;
+                if s.distinct {
+                    check_distinct_column(t, &sel)?;
+                }
+                sels.push(sel);
+                output.push(OutputColumn {
+                    name: alias.clone().unwrap_or(name),
+                    ty,
+                });
+            }
+            return Ok((Selection::Rows(sels), output));
+        }
+        let mut col = AggCollector::default();
+        let mut outputs = Vec::with_capacity(list.len());
+        for (e, alias) in &list {
+            let (sel, name, ty) = self.selector(t, e, Some(&mut col))?;
+            outputs.push(sel);
+            output.push(OutputColumn {
+                name: alias.clone().unwrap_or(name),
+                ty,
+            });
+        }
+        let (group_by, group_fn) = match group_by {
+            Some((n, f)) => (Some(n), f),
+            None => (None, None),
+        };
+        Ok((
+            Selection::Aggregates(Box::new(AggSelection {
+                aggs: col.aggs,
+                firsts: col.firsts,
+                outputs,
+                group_by,
+                group_fn,
+            })),
+            output,
+        ))
+    }
+
+    /// Fails on the first column `e` names that `t` does not have.
+    fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
+        match e {
+            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => {
+                self.column(t, c).map(|_| ())
+            }
+            E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
+            E::Cast { expr, .. }
+            | E::Field { expr, .. }
+            | E::Element { expr, .. }
+            | E::Slice { expr, .. } => self.check_columns(t, expr),
+            E::Operation { left, right, .. } => {
+                self.check_columns(t, left)?;
+                self.check_columns(t, right)
+            }
+            E::CountRows | E::Term(_) => Ok(()),
+        }
+    }
+
+    /// How many clustering columns the GROUP BY clause groups on (None without GROUP BY),
+    /// with Cassandra's rules: primary key columns in declared order, a column restricted by
+    /// `=` may be skipped, the whole partition key.
+    pub(crate) fn group_by(
+        &mut self,
+        t: &TableDef,
+        s: &ast::SelectStatement,
+        eq_restricted: &dyn Fn(usize) -> bool,
+    ) -> Result<Option<(usize, Option<SelExpr>)>, EngineError> {
+        if s.group_by.is_empty() {
+            return Ok(None);
+        }
+        let pk: Vec<usize> = (0..t.columns.len())
+            .filter(|i| {
+                matches!(
+                    t.columns[*i].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Clustering
+                )
+            })
+            .collect();
+        let mut sorted = pk.clone();
+        sorted.sort_by_key(|i| {
+            let c = &t.columns[*i];
+            (c.kind != ColumnKind::PartitionKey, c.position)
+        });
+        let mut next = sorted.iter();
+        let mut clustering = 0;
+        let mut last_kind = None;
+        let mut group_fn: Option<SelExpr> = None;
+        for item in &s.group_by {
+            if group_fn.is_some() {
+                return Err(EngineError::invalid(
+                    "Functions are only supported on the last element of the GROUP BY clause",
+                ));
+            }
+            let i = match item {
+                E::Column(name) => {
+                    let (i, c) = self.column(t, name)?;
+                    if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                        return Err(EngineError::invalid(format!(
+                            "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
+                        )));
+                    }
+                    i
+                }
+                E::Function { args, .. } => {
+                    let cols: Vec<&String> = args
+                        .iter()
+                        .filter_map(|a| match a {
+                            E::Column(c) => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    let [name] = cols.as_slice() else {
+                        return Err(EngineError::invalid(if cols.is_empty() {
+                            "GROUP BY functions must have one clustering column name as parameter"
+                                .to_string()
+                        } else {
+                            format!(
+                                "GROUP BY functions accept only one clustering column as parameter, got: {}",
+                                cols.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                            )
+                        }));
+                    };
+                    let (i, c) = self.column(t, name)?;
+                    if c.kind != ColumnKind::Clustering {
+                        return Err(EngineError::invalid(format!(
+                            "Group by functions are only supported on clustering columns, got {name}"
+                        )));
+                    }
+                    let (sel, _, ty) = self.selector(t, item, None)?;
+                    group_fn = Some(as_expr(sel, ty));
+                    i
+                }
+                other => {
+                    return Err(EngineError::invalid(format!(
+                        "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
+                        selector_name(other)
+                    )))
+                }
+            };
+            loop {
+                let Some(&p) = next.next() else {
+                    return Err(EngineError::invalid(GROUP_ORDER_MSG));
+                };
+                if t.columns[p].kind == ColumnKind::Clustering {
+                    clustering += 1;
+                }
+                last_kind = Some(t.columns[p].kind);
+                if p == i {
+                    break;
+                }
+                if !eq_restricted(p) {
+                    return Err(EngineError::invalid(GROUP_ORDER_MSG));
+                }
+            }
+        }
+        if last_kind == Some(ColumnKind::PartitionKey)
+            && next
+                .clone()
+                .next()
+                .is_some_and(|p| t.columns[*p].kind == ColumnKind::PartitionKey)
+        {
+            return Err(EngineError::invalid(
+                "Group by is not supported on only a part of the partition key",
+            ));
+        }
+        if clustering > 0 && s.distinct {
+            return Err(EngineError::invalid(
+                "Grouping on clustering columns is not allowed for SELECT DISTINCT queries",
+            ));
+        }
+        Ok(Some((clustering, group_fn)))
+    }
+
+    /// One selector. With `agg` (an aggregate selection), aggregates become
+    /// [`Selector::Agg`] leaves and aggregate-free sub-expressions [`Selector::First`] leaves.
+    pub(crate) fn selector(
+        &mut self,
+        t: &TableDef,
+        e: &E,
+        mut agg: Option<&mut AggCollector>,
+    ) -> Result<Built, EngineError> {
+        if let Some(col) = agg.as_deref_mut() {
+            if let Some(kind) = aggregate_kind(e) {
+                return self.aggregate(t, e, kind, col);
+            }
+            if !contains_aggregate(e) {
+                let (sel, name, ty) = self.selector(t, e, None)?;
+                col.firsts.push(sel);
+                return Ok((Selector::First(col.firsts.len() - 1), name, ty));
+            }
+        }
+        let regular = |b: &Self, name: &str, what: &str| -> Result<usize, EngineError> {
+            let (i, c) = b.column(t, name)?;
+            if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!(
+                    "Cannot use selection function {what} on PRIMARY KEY part {name}"
+                )));
+            }
+            Ok(i)
+        };
+        Ok(match e {
+            E::Column(name) => {
+                let (i, c) = self.column(t, name)?;
+                (Selector::Column(i), c.name.clone(), c.ty.clone())
+            }
+            E::WriteTime(name) => (
+                Selector::WriteTime(regular(self, name, "writeTime")?),
+                format!("writetime({name})"),
+                ColumnType::Bigint,
+            ),
+            // One cell per column here (collections included), so the latest write time of
+            // the column is its write time.
+            E::MaxWriteTime(name) => (
+                Selector::WriteTime(regular(self, name, "maxwritetime")?),
+                format!("maxwritetime({name})"),
+                ColumnType::Bigint,
+            ),
+            E::Ttl(name) => (
+                Selector::Ttl(regular(self, name, "ttl")?),
+                format!("ttl({name})"),
+                ColumnType::Int,
+            ),
+            E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
+                let cols: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        E::Column(c) => Ok(c.clone()),
+                        _ => Err(EngineError::invalid("token() takes partition key columns")),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let pk: Vec<String> = t.partition_key().map(|c| c.name.clone()).collect();
+                if cols != pk {
+                    return Err(EngineError::invalid(
+                        "The token function arguments must be in the partition key order",
+                    ));
+                }
+                (
+                    Selector::Token,
+                    format!("system.token({})", cols.join(", ")),
+                    ColumnType::Bigint,
+                )
+            }
+            E::Field { expr, field } => {
+                let E::Column(name) = &**expr else {
+                    return Err(EngineError::invalid(
+                        "Field selection is supported on columns only",
+                    ));
+                };
+                let (i, c) = self.column(t, name)?;
+                let ColumnType::Udt { fields, .. } = &c.ty else {
+                    return Err(EngineError::invalid(format!(
+                        "Invalid field selection: {name} of type {} is not a user type",
+                        crate::types::cql_type_name(&c.ty)
+                    )));
+                };
+                let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
+                    return Err(EngineError::invalid(format!(
+                        "{name} of type {} has no field {field}",
+                        crate::types::cql_type_name(&c.ty)
+                    )));
+                };
+                (
+                    Selector::Field(i, pos),
+                    format!("{name}.{field}"),
+                    fields[pos].1.clone(),
+                )
+            }
+            // `(type) literal`: a typed constant.
+            E::Cast { expr, ty } if matches!(**expr, E::Term(_)) => {
+                let E::Term(term) = &**expr else {
+                    return Err(EngineError::invalid("Invalid type hint"));
+                };
+                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                if let Term::Bind(m) = term {
+                    let Src::Bind(i) = self.bind(t, m, "[selection]", &to) else {
+                        return Err(EngineError::invalid("Invalid bind marker"));
+                    };
+                    return Ok((Selector::Bind(i), format!("({ty})?"), to));
+                }
+                let v = const_term(&to, term, self.now)?;
+                (Selector::Const(v), format!("({ty}){term}"), to)
+            }
+            E::Cast { expr, ty } => {
+                let (inner, name, from) = self.selector(t, expr, agg)?;
+                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                if !crate::scalar::cast_allowed(&from, &to) {
+                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
+                }
+                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
+                (
+                    Selector::Expr(SelExpr::Cast {
+                        inner: Box::new(as_expr(inner, from.clone())),
+                        from,
+                        to: to.clone(),
+                    }),
+                    col_name,
+                    to,
+                )
+            }
+            E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
+                let (inner, iname, ty) = self.selector(t, &args[0], agg)?;
+                if !arith::is_numeric(&ty) {
+                    return Err(EngineError::invalid(format!(
+                        "the '-' operation is not supported on {iname}"
+                    )));
+                }
+                let iname = if precedence(&args[0]) < 3 {
+                    format!("({iname})")
+                } else {
+                    iname
+                };
+                (
+                    Selector::Expr(SelExpr::Negate(Box::new(as_expr(inner, ty.clone())))),
+                    format!("-{iname}"),
+                    ty,
+                )
+            }
+            E::Function { name, args } => {
+                if aggregate_kind(e).is_some() {
+                    return Err(EngineError::invalid(
+                        "aggregate functions cannot be used as arguments of aggregate functions",
+                    ));
+                }
+                let mut exprs = Vec::with_capacity(args.len());
+                let mut names = Vec::with_capacity(args.len());
+                for (pos, a) in args.iter().enumerate() {
+                    if let E::Term(term) = a {
+                        if term_as_selector(term).is_none() {
+                            let prev: Vec<ColumnType> =
+                                exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
+                            let e = match term {
+                                Term::Bind(m) => {
+                                    self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
+                                }
+                                _ => literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?,
+                            };
+                            exprs.push(e);
+                            names.push(selector_name(a));
+                            continue;
+                        }
+                    }
+                    let (sel, n, ty) = self.selector(t, a, agg.as_deref_mut())?;
+                    exprs.push(as_expr(sel, ty));
+                    names.push(n);
+                }
+                let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
+                let named: Vec<(ColumnType, String)> =
+                    types.iter().cloned().zip(names.iter().cloned()).collect();
+                let ty = match crate::fcts::return_type(&name.name, &named) {
+                    Some(r) => r,
+                    None => crate::scalar::return_type(&name.name, &types)
+                        .map_err(|m| name_the_argument(m, &names)),
+                }
+                .map_err(EngineError::invalid)?;
+                if matches!(
+                    name.name.to_ascii_lowercase().as_str(),
+                    "now"
+                        | "uuid"
+                        | "currenttimestamp"
+                        | "currentdate"
+                        | "currenttime"
+                        | "currenttimeuuid"
+                ) {
+                    self.volatile = true;
+                }
+                (
+                    Selector::Expr(SelExpr::Call {
+                        name: name.name.clone(),
+                        args: exprs,
+                        ty: ty.clone(),
+                    }),
+                    crate::scalar::column_name(&name.name, &names),
+                    ty,
+                )
+            }
+            E::Operation { op, left, right } => self.operation(t, *op, left, right, agg)?,
+            E::Term(term) => match term_as_selector(term) {
+                Some(e) => self.selector(t, &e, agg)?,
+                None => {
+                    return Err(EngineError::invalid(format!(
+                        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+                    )))
+                }
+            },
+            other => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported selector: {other:?}"
+                )))
+            }
+        })
+    }
+
+    /// A bind marker as a function argument: typed by the function's only signature at that
+    /// position (Cassandra refuses an ambiguous one), named `[selection]`.
+    fn bind_arg(
+        &mut self,
+        t: &TableDef,
+        m: &ast::BindMarker,
+        fname: &str,
+        arity: usize,
+        pos: usize,
+        prev: &[ColumnType],
+    ) -> Result<SelExpr, EngineError> {
+        let candidates = match crate::fcts::param_type(fname, pos, prev) {
+            Some(ty) => vec![ty],
+            None => crate::scalar::param_types(fname, arity, pos),
+        };
+        let [ty] = candidates.as_slice() else {
+            return Err(EngineError::invalid(format!(
+                "Ambiguous call to function {}: use type casts to disambiguate",
+                fname.to_ascii_lowercase()
+            )));
+        };
+        let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
+            return Err(EngineError::invalid("Invalid bind marker"));
+        };
+        Ok(SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone()))
+    }
+
+    /// `count(*)`, `count(x)`, `min`, `max`, `sum`, `avg` of a selection.
+    fn aggregate(
+        &mut self,
+        t: &TableDef,
+        e: &E,
+        kind: AggKind,
+        col: &mut AggCollector,
+    ) -> Result<Built, EngineError> {
+        let (name, arg) = match e {
+            E::Function { name, args } if kind != AggKind::CountRows => (name, &args[0]),
+            _ => {
+                col.aggs.push(Aggregate {
+                    kind: AggKind::CountRows,
+                    arg: None,
+                });
+                return Ok((
+                    Selector::Agg(col.aggs.len() - 1),
+                    "count".into(),
+                    ColumnType::Bigint,
+                ));
+            }
+        };
+        if contains_aggregate(arg) {
+            return Err(EngineError::invalid(
+                "aggregate functions cannot be used as arguments of aggregate functions",
+            ));
+        }
+        let (sel, arg_name, arg_ty) = self.selector(t, arg, None)?;
+        let fname = name.name.to_ascii_lowercase();
+        let ty = match kind {
+            AggKind::Count => ColumnType::Bigint,
+            AggKind::Sum | AggKind::Avg => {
+                if !arith::is_numeric(&arg_ty) {
+                    let sigs = if kind == AggKind::Sum {
+                        SUM_SIGS
+                    } else {
+                        AVG_SIGS
+                    };
+                    return Err(EngineError::invalid(format!(
+                        "Invalid call to function {fname}, none of its type signatures match (known type signatures: {sigs})"
+                    )));
+                }
+                arg_ty.clone()
+            }
+            _ => arg_ty.clone(),
+        };
+        col.aggs.push(Aggregate {
+            kind,
+            arg: Some(as_expr(sel, arg_ty)),
+        });
+        Ok((
+            Selector::Agg(col.aggs.len() - 1),
+            format!("system.{fname}({arg_name})"),
+            ty,
+        ))
+    }
+
+    /// `left op right` with Cassandra's typing: an untyped literal takes the type it would
+    /// have alone (int/bigint/varint, double, ascii, duration); a bind marker or null next to
+    /// an operator is ambiguous.
+    fn operation(
+        &mut self,
+        t: &TableDef,
+        op: ArithOp,
+        left: &E,
+        right: &E,
+        mut agg: Option<&mut AggCollector>,
+    ) -> Result<Built, EngineError> {
+        let untyped = |e: &E| match e {
+            E::Term(term) if term_as_selector(term).is_none() => Some(term.clone()),
+            _ => None,
+        };
+        let (lu, ru) = (untyped(left), untyped(right));
+        let lname = self.operand_name(left, precedence(left) < precedence_of(op));
+        let rname = self.operand_name(right, precedence(right) <= precedence_of(op));
+        let ambiguous = || {
+            EngineError::invalid(format!(
+                "Ambiguous '{}' operation with args {} and {}: use type hint to disambiguate, example '(int) ?'",
+                op.symbol(),
+                lname.trim_matches(|c| c == '(' || c == ')'),
+                rname.trim_matches(|c| c == '(' || c == ')')
+            ))
+        };
+        let unsupported = || {
+            EngineError::invalid(format!(
+                "the '{}' operation is not supported between {} and {}",
+                op.symbol(),
+                lname,
+                rname
+            ))
+        };
+        let side = |b: &mut Self,
+                    e: &E,
+                    lit: &Option<Term>,
+                    other: Option<&ColumnType>,
+                    agg: Option<&mut AggCollector>|
+         -> Result<(SelExpr, ColumnType), EngineError> {
+            match lit {
+                Some(term) => {
+                    let ty = literal_type(term).ok_or_else(ambiguous)?;
+                    if matches!(other, Some(ColumnType::Timestamp | ColumnType::Date))
+                        && ty != ColumnType::Duration
+                    {
+                        return Err(ambiguous());
+                    }
+                    let v = const_term(&ty, term, b.now)?;
+                    Ok((SelExpr::Const(ty.clone(), v), ty))
+                }
+                None => {
+                    let (sel, _, ty) = b.selector(t, e, agg)?;
+                    Ok((as_expr(sel, ty.clone()), ty))
+                }
+            }
+        };
+        let (l, r) = match (&lu, &ru) {
+            (Some(_), None) => {
+                let r = side(self, right, &ru, None, agg.as_deref_mut())?;
+                let l = side(self, left, &lu, Some(&r.1), agg)?;
+                (l, r)
+            }
+            _ => {
+                let l = side(self, left, &lu, None, agg.as_deref_mut())?;
+                let r = side(self, right, &ru, Some(&l.1), agg)?;
+                (l, r)
+            }
+        };
+        let Some(ty) = arith::result_type(op, &l.1, &r.1) else {
+            return Err(if lu.is_some() && ru.is_some() {
+                ambiguous()
+            } else {
+                unsupported()
+            });
+        };
+        Ok((
+            Selector::Expr(SelExpr::Op {
+                op,
+                left: Box::new(l.0),
+                right: Box::new(r.0),
+                ty: ty.clone(),
+            }),
+            format!("{lname} {} {rname}", op.symbol()),
+            ty,
+        ))
+    }
+
+    /// The name an operand shows in an operation's column name, parenthesized where the
+    /// operator binds tighter than the operand.
+    fn operand_name(&self, e: &E, parens: bool) -> String {
+        let name = selector_name(e);
+        if parens && precedence(e) < 3 {
+            format!("({name})")
+        } else {
+            name
+        }
+    }
+}
+
+/// A literal argument of a function: typed by the function's signatures at that position
+/// (its own literal type first), as Cassandra infers it.
+fn literal_arg(
+    fname: &str,
+    arity: usize,
+    pos: usize,
+    term: &Term,
+    prev: &[ColumnType],
+    now: crate::Now,
+) -> Result<SelExpr, EngineError> {
+    if let Some(ty) = crate::fcts::param_type(fname, pos, prev) {
+        return match const_term(&ty, term, now) {
+            Ok(v) => Ok(SelExpr::Const(ty, v)),
+            Err(_) => Err(EngineError::invalid(format!(
+                "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
+                fname.to_ascii_lowercase(),
+                crate::types::cql_type_name(&ty)
+            ))),
+        };
+    }
+    let mut candidates = crate::scalar::param_types(fname, arity, pos);
+    if let Some(own) = literal_type(term) {
+        if let Some(i) = candidates.iter().position(|c| *c == own) {
+            candidates.swap(0, i);
+        }
+    }
+    for ty in candidates {
+        if let Ok(v) = const_term(&ty, term, now) {
+            return Ok(SelExpr::Const(ty, v));
+        }
+    }
+    Err(EngineError::invalid(format!(
+        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+    )))
+}
+
+/// Cassandra names the offending argument by its text in a signature mismatch: "Type error:
+/// t cannot be passed as argument 0 of function ...".
+fn name_the_argument(message: String, names: &[String]) -> String {
+    let Some(rest) = message.strip_prefix("Type error: an argument of type ") else {
+        return message;
+    };
+    let Some((_, tail)) = rest.split_once(" cannot be passed as argument ") else {
+        return message;
+    };
+    let pos: Option<usize> = tail.split(' ').next().and_then(|p| p.parse().ok());
+    match pos.and_then(|p| names.get(p)) {
+        Some(n) => format!("Type error: {n} cannot be passed as argument {tail}"),
+        None => message,
+    }
+}
+
+fn precedence_of(op: ArithOp) -> u8 {
+    match op {
+        ArithOp::Add | ArithOp::Sub => 1,
+        _ => 2,
+    }
+}
+
+/// The column name Cassandra gives a selector, from its text (used for operands, whose
+/// own building happens later).
+fn selector_name(e: &E) -> String {
+    match e {
+        E::Column(c) => c.clone(),
+        E::CountRows => "count".into(),
+        E::WriteTime(c) => format!("writetime({c})"),
+        E::MaxWriteTime(c) => format!("maxwritetime({c})"),
+        E::Ttl(c) => format!("ttl({c})"),
+        E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
+            if precedence(&args[0]) < 3 {
+                format!("-({})", selector_name(&args[0]))
+            } else {
+                format!("-{}", selector_name(&args[0]))
+            }
+        }
+        E::Function { name, args } => {
+            if aggregate_kind(e) == Some(AggKind::CountRows) {
+                return "count".into();
+            }
+            let names: Vec<String> = args.iter().map(selector_name).collect();
+            crate::scalar::column_name(&name.name, &names)
+        }
+        E::Cast { expr, ty } => match &**expr {
+            E::Term(t) => format!("({ty}){t}"),
+            inner => format!("cast({} as {ty})", selector_name(inner)),
+        },
+        E::Term(t) => match term_as_selector(t) {
+            Some(e) => selector_name(&e),
+            None => t.to_string(),
+        },
+        E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
+        E::Element { expr, key } => format!("{}[{key}]", selector_name(expr)),
+        E::Slice { expr, from, to } => format!(
+            "{}[{}..{}]",
+            selector_name(expr),
+            from.as_ref().map(|t| t.to_string()).unwrap_or_default(),
+            to.as_ref().map(|t| t.to_string()).unwrap_or_default()
+        ),
+        E::Operation { op, left, right } => {
+            let p = precedence_of(*op);
+            let l = selector_name(left);
+            let r = selector_name(right);
+            let l = if precedence(left) < p {
+                format!("({l})")
+            } else {
+                l
+            };
+            let r = if precedence(right) <= p && precedence(right) < 3 {
+                format!("({r})")
+            } else {
+                r
+            };
+            format!("{l} {} {r}", op.symbol())
+        }
+    }
+}
+
+fn check_distinct_column(t: &TableDef, sel: &Selector) -> Result<(), EngineError> {
+    if let Selector::Column(i) = sel {
+        if !matches!(
+            t.columns[*i].kind,
+            ColumnKind::PartitionKey | ColumnKind::Static
+        ) {
+            return Err(EngineError::invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                t.columns[*i].name
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
+    match s {
+        Selector::Expr(e) => e,
+        other => SelExpr::Leaf(Box::new(other), ty),
+    }
+}
