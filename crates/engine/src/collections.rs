@@ -155,7 +155,8 @@ fn decode_fields(raw: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
     Some(out)
 }
 
-fn encode_fields(values: &[Option<Vec<u8>>]) -> Vec<u8> {
+/// A tuple's or UDT's fields as `[bytes]` each (-1 for null).
+pub(crate) fn encode_fields(values: &[Option<Vec<u8>>]) -> Vec<u8> {
     let mut out = Vec::new();
     for v in values {
         match v {

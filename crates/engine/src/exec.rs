@@ -786,16 +786,9 @@ impl Engine {
     ) -> Result<(), EngineError> {
         for (idx, op) in elements {
             let c = &t.columns[*idx];
+            let resolved = || CollectionOp::new(c.id, op.clone(), c.ty.clone(), ts, None, vals);
             if c.kind == ColumnKind::Static {
-                let e = out.header(&p.prefix);
-                e.ops.extend(CollectionOp::new(
-                    c.id,
-                    op.clone(),
-                    c.ty.clone(),
-                    ts,
-                    None,
-                    vals,
-                )?);
+                out.header(&p.prefix).ops.extend(resolved()?);
                 continue;
             }
             if !full_row {
@@ -810,14 +803,7 @@ impl Engine {
                     clustering: cl.clone(),
                     ..Row::default()
                 });
-                e.ops.extend(CollectionOp::new(
-                    c.id,
-                    op.clone(),
-                    c.ty.clone(),
-                    ts,
-                    None,
-                    vals,
-                )?);
+                e.ops.extend(resolved()?);
             }
         }
         Ok(())

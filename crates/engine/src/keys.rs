@@ -365,17 +365,8 @@ mod tests {
     }
 
     fn fields(values: &[Option<&[u8]>]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for v in values {
-            match v {
-                Some(v) => {
-                    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    out.extend_from_slice(v);
-                }
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            }
-        }
-        out
+        let owned: Vec<Option<Vec<u8>>> = values.iter().map(|v| v.map(<[u8]>::to_vec)).collect();
+        crate::collections::encode_fields(&owned)
     }
 
     #[test]
