@@ -68,6 +68,15 @@ serve new-proxy "$NEW" 9754 --config "$work/proxy.yaml" --upstream "127.0.0.1:$C
 new_proxy=$last_pid
 client load --preset stress-read --payload 4096 --records "$RECORDS" --drop \
     --hosts "127.0.0.1:$CASSANDRA_PORT" --concurrency 256 --out "$work" --name load --quiet >/dev/null
+# Let Cassandra finish the compactions the load started (CPU under 10% for 5 s in a row, at
+# most 240 s): the proxies share its core, and the first rounds measured 20-40% low without this.
+ticks=$(getconf CLK_TCK) quiet=0 waited=0
+while (( waited < 240 && quiet < 5 )); do
+    a=$(awk '{print $14+$15}' "/proc/$cpid/stat"); sleep 1; b=$(awk '{print $14+$15}' "/proc/$cpid/stat")
+    if (( (b - a) * 10 < ticks )); then quiet=$((quiet + 1)); else quiet=0; fi
+    waited=$((waited + 1))
+done
+log "Cassandra settled after ${waited}s"
 for port in 9753 9754; do
     log "warming the proxy on $port"
     client run --preset stress-read --payload 4096 --records "$RECORDS" --operations "$((RECORDS * 5))" \
