@@ -169,14 +169,7 @@ impl<'a> Builder<'a> {
     ) -> Result<Src, EngineError> {
         match (term, ty) {
             (Term::Tuple(items), ColumnType::Tuple(types)) => {
-                if items.len() > types.len() {
-                    return Err(EngineError::invalid(format!(
-                        "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
-                        crate::types::cql_type_name(ty),
-                        types.len(),
-                        items.len()
-                    )));
-                }
+                crate::literal::tuple_arity(ty, types.len(), items.len())?;
                 let mut fields = Vec::with_capacity(items.len());
                 for (i, (item, ty)) in items.iter().zip(types).enumerate() {
                     fields.push((
@@ -187,15 +180,7 @@ impl<'a> Builder<'a> {
                 Ok(Src::Fields(fields))
             }
             (Term::Udt(given), ColumnType::Udt { fields: defs, .. }) => {
-                if let Some((unknown, _)) = given
-                    .iter()
-                    .find(|(n, _)| !defs.iter().any(|(d, _)| d == n))
-                {
-                    return Err(EngineError::invalid(format!(
-                        "Unknown field '{unknown}' in value of user defined type {}",
-                        crate::types::cql_type_name(ty)
-                    )));
-                }
+                crate::literal::udt_fields_known(ty, defs, given)?;
                 let mut fields = Vec::with_capacity(defs.len());
                 for (field, fty) in defs {
                     let src = match given.iter().find(|(n, _)| n == field) {

@@ -34,21 +34,16 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             ))),
         },
         Src::Fields(fields) => {
-            let mut out = Vec::new();
+            let mut values = Vec::with_capacity(fields.len());
             for (field, unset_message) in fields {
-                match resolve(field, vals) {
-                    Ok(Some(v)) => {
-                        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                        out.extend_from_slice(&v);
-                    }
-                    Ok(None) => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                values.push(match resolve(field, vals) {
                     Err(EngineError::Unset(_)) => {
                         return Err(EngineError::invalid(unset_message.clone()))
                     }
-                    Err(e) => return Err(e),
-                }
+                    other => other?,
+                });
             }
-            Ok(Some(out))
+            Ok(Some(crate::collections::encode_fields(&values)))
         }
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
@@ -433,14 +428,6 @@ impl RowSink {
             None => self.data.extend_from_slice(&(-1i32).to_be_bytes()),
         }
     }
-}
-
-fn compare_values(ty: &ColumnType, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let mut ea = Vec::new();
-    let mut eb = Vec::new();
-    keys::encode_component(&mut ea, ty, a, false);
-    keys::encode_component(&mut eb, ty, b, false);
-    ea.cmp(&eb)
 }
 
 impl Engine {
@@ -972,16 +959,7 @@ pub(crate) fn passes_filters(
         let (Some(have), Some(want)) = (have, want.as_deref()) else {
             return false;
         };
-        let ord = compare_values(&c.ty, have, want);
-        use std::cmp::Ordering::*;
-        match op {
-            FilterOp::Eq => ord == Equal,
-            FilterOp::Ne => ord != Equal,
-            FilterOp::Lt => ord == Less,
-            FilterOp::Le => ord != Greater,
-            FilterOp::Gt => ord == Greater,
-            FilterOp::Ge => ord != Less,
-        }
+        op.holds(crate::types::compare(&c.ty, have, want))
     })
 }
 

@@ -196,6 +196,35 @@ fn literal_kind(l: &Literal) -> &'static str {
     }
 }
 
+/// Cassandra's refusal of a tuple literal with more elements than its type has.
+pub(crate) fn tuple_arity(ty: &ColumnType, expected: usize, got: usize) -> Result<(), EngineError> {
+    if got > expected {
+        return Err(EngineError::invalid(format!(
+            "Invalid tuple literal: too many elements. Type {} expects {expected} but got {got}",
+            type_name(ty)
+        )));
+    }
+    Ok(())
+}
+
+/// Cassandra's refusal of a UDT literal naming a field its type does not have.
+pub(crate) fn udt_fields_known<T>(
+    ty: &ColumnType,
+    defs: &[(String, ColumnType)],
+    given: &[(String, T)],
+) -> Result<(), EngineError> {
+    match given
+        .iter()
+        .find(|(n, _)| !defs.iter().any(|(d, _)| d == n))
+    {
+        Some((unknown, _)) => Err(EngineError::invalid(format!(
+            "Unknown field '{unknown}' in value of user defined type {}",
+            type_name(ty)
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A constant term (no bind markers) serialized for `ty`; collections included. Messages
 /// name no receiver: [`const_term_for`] is the form with one.
 pub fn const_term(
@@ -306,14 +335,7 @@ pub fn const_term_for(
             let ColumnType::Tuple(types) = ty else {
                 unreachable_type()
             };
-            if items.len() > types.len() {
-                return Err(EngineError::invalid(format!(
-                    "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
-                    type_name(ty),
-                    types.len(),
-                    items.len()
-                )));
-            }
+            tuple_arity(ty, types.len(), items.len())?;
             let mut out = Vec::new();
             for (n, (i, t)) in items.iter().zip(types).enumerate() {
                 if misfit(i, t).is_some() {
@@ -337,14 +359,7 @@ pub fn const_term_for(
                 unreachable_type()
             };
             let mut out = Vec::new();
-            for (field, _) in fields {
-                if !defs.iter().any(|(n, _)| n == field) {
-                    return Err(EngineError::invalid(format!(
-                        "Unknown field '{field}' in value of user defined type {}",
-                        type_name(ty)
-                    )));
-                }
-            }
+            udt_fields_known(ty, defs, fields)?;
             for (field, t) in defs {
                 match fields.iter().find(|(n, _)| n == field) {
                     Some((_, term)) if misfit(term, t).is_some() => {

@@ -371,7 +371,10 @@ fn column_condition_holds(
         }
         CondTarget::Field(i) => match &col.ty {
             ColumnType::Udt { fields, .. } => (
-                whole.as_deref().and_then(|w| field(w, *i)),
+                whole
+                    .as_deref()
+                    .and_then(|w| exec::tuple_field(w, *i))
+                    .map(<[u8]>::to_vec),
                 fields
                     .get(*i)
                     .map(|f| f.1.clone())
@@ -466,45 +469,12 @@ fn element(
     }
 }
 
-/// Field `i` of a UDT value (`None` when null or absent).
-fn field(whole: &[u8], i: usize) -> Option<Vec<u8>> {
-    let mut pos = 0;
-    for n in 0.. {
-        let len = i32::from_be_bytes(whole.get(pos..pos + 4)?.try_into().ok()?);
-        pos += 4;
-        let value = if len < 0 {
-            None
-        } else {
-            let v = whole.get(pos..pos + len as usize)?.to_vec();
-            pos += len as usize;
-            Some(v)
-        };
-        if n == i {
-            return value;
-        }
-    }
-    None
-}
-
 /// `have op want` as Cassandra's conditions compare: `=` and `!=` treat two nulls as equal;
 /// an ordering with a null on either side does not hold.
 fn compare(op: FilterOp, ty: &ColumnType, have: Option<&[u8]>, want: Option<&[u8]>) -> bool {
-    let ord = match (have, want) {
-        (Some(a), Some(b)) => Some(types::compare(ty, a, b)),
-        _ => None,
-    };
-    match op {
-        FilterOp::Eq => match ord {
-            Some(o) => o == Ordering::Equal,
-            None => have.is_none() && want.is_none(),
-        },
-        FilterOp::Ne => match ord {
-            Some(o) => o != Ordering::Equal,
-            None => have.is_some() != want.is_some(),
-        },
-        FilterOp::Lt => ord == Some(Ordering::Less),
-        FilterOp::Le => matches!(ord, Some(Ordering::Less | Ordering::Equal)),
-        FilterOp::Gt => ord == Some(Ordering::Greater),
-        FilterOp::Ge => matches!(ord, Some(Ordering::Greater | Ordering::Equal)),
+    match (have, want) {
+        (Some(a), Some(b)) => op.holds(types::compare(ty, a, b)),
+        (None, None) => matches!(op, FilterOp::Eq),
+        _ => matches!(op, FilterOp::Ne),
     }
 }

@@ -108,6 +108,21 @@ pub enum FilterOp {
     Ge,
 }
 
+impl FilterOp {
+    /// Whether a value that compares `ord` to the wanted one satisfies the operator.
+    pub fn holds(self, ord: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            FilterOp::Eq => ord == Equal,
+            FilterOp::Ne => ord != Equal,
+            FilterOp::Lt => ord == Less,
+            FilterOp::Le => ord != Greater,
+            FilterOp::Gt => ord == Greater,
+            FilterOp::Ge => ord != Less,
+        }
+    }
+}
+
 /// A predicate on a non-key column (`ALLOW FILTERING`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
