@@ -879,7 +879,7 @@ impl Engine {
 
     /// Applies a partition or range deletion to the stored rows it covers, so that nothing
     /// it shadows survives once the deletion itself is purged after `gc_grace_seconds`.
-    /// Rows left with nothing live are removed outright.
+    /// Rows left with nothing live and no deletion newer than this one are removed outright.
     fn delete_covered_rows(
         &self,
         prefix: &[u8],
@@ -902,7 +902,9 @@ impl Engine {
                 deletion: Some(del),
                 ..Row::default()
             });
-            if row.marker.is_none() && row.cells.is_empty() {
+            // The row's own deletion may be newer than this one; then it must stay.
+            let own_deletion_newer = matches!(row.deletion, Some(d) if d.ts > del.ts);
+            if row.marker.is_none() && row.cells.is_empty() && !own_deletion_newer {
                 pending.insert(key, None);
             } else {
                 pending.insert(key, Some(row.encode()));

@@ -373,7 +373,7 @@ impl Builder<'_> {
                 (Selector::Column(i), c.name.clone(), c.ty.clone())
             }
             E::WriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "writeTime")?),
+                Selector::WriteTime(regular(self, name, "writetime")?),
                 format!("writetime({name})"),
                 ColumnType::Bigint,
             ),
