@@ -66,14 +66,14 @@ KS_REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 class Server:
     """One peregrine on a fixed port and data dir, started and stopped many times."""
 
-    def __init__(self, binary, root, sync="periodic"):
+    def __init__(self, binary, root, sync="periodic", extra_config=""):
         self.binary = binary
         self.root = root
         self.data = os.path.join(root, "data")
         self.port = _free_port()
         self.config = os.path.join(root, "peregrine.yaml")
         with open(self.config, "w") as f:
-            f.write(f"commitlog_sync: {sync}\n")
+            f.write(f"commitlog_sync: {sync}\n{extra_config}")
         self.proc = None
         self.log = None
         self.starts = 0

@@ -113,6 +113,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config.proxy.peers = args.proxy_peers;
     }
     config.validate()?;
+    raise_open_files(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("peregrine")
@@ -153,6 +154,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("peregrine stopped");
         Ok(())
     })
+}
+
+/// Raises the open-file limit to the hard limit: every client connection is a descriptor, and
+/// storage must still open files when connections reach `max_connections`. Warns when even the
+/// hard limit is below what that needs.
+fn raise_open_files(config: &Config) {
+    // Storage files, the write-ahead log and upstream connections, beside the clients.
+    let wanted = config.max_connections as u64 + 1024;
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) if limit < wanted => tracing::warn!(
+            "the open-file limit is {limit}, below the {wanted} that max_connections ({}) and storage need: raise the hard limit (ulimit -Hn) or lower max_connections",
+            config.max_connections
+        ),
+        Ok(limit) => tracing::debug!("open-file limit: {limit}"),
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
 }
 
 /// Cancels `shutdown` on the first SIGINT/SIGTERM; exits at once on the second.

@@ -233,8 +233,7 @@ pub fn decode_header(
 
 /// Takes one envelope off the front of `buf`.
 ///
-/// `Ok(None)` means more bytes are needed (`buf` is untouched, but room for the rest of the
-/// envelope is reserved once the header is known). Errors are connection-level: the caller
+/// `Ok(None)` means more bytes are needed (`buf` is untouched). Errors are connection-level: the caller
 /// answers ProtocolError and closes. `compression` is the connection's negotiated v3/v4 body
 /// compression; a body with the compression flag is only decompressed when it is set.
 pub fn decode_envelope(
@@ -247,7 +246,8 @@ pub fn decode_envelope(
     };
     let total = HEADER_LEN + header.body_len as usize;
     if buf.len() < total {
-        buf.reserve(total - buf.len());
+        // No room is reserved for the announced body: the caller's buffer grows as its bytes
+        // arrive, so a header alone (up to `max_frame_bytes`) costs no memory.
         return Ok(None);
     }
     let mut frame = buf.split_to(total).freeze();

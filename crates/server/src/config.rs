@@ -35,6 +35,31 @@ pub struct Config {
     /// Most requests in flight on one connection (1..=32768). A request over the limit is
     /// answered with Overloaded. Default 32768 (the whole v3+ stream id space).
     pub max_streams_per_connection: u32,
+    /// Most connections open at once from one client address (Cassandra's key); more are
+    /// refused like connections over `max_connections`. -1 (the default) means no limit.
+    pub native_transport_max_concurrent_connections_per_ip: i64,
+    /// Request bytes (envelope bodies) read and not yet answered, over all connections
+    /// (Cassandra's key; a byte count or a size such as `256MiB`). Past it the server stops
+    /// reading requests until answers go out, or answers Overloaded to a client that asked for
+    /// it with the STARTUP option `THROW_ON_OVERLOAD`. Default 256 MiB.
+    #[serde(with = "bytes_str")]
+    pub native_transport_max_request_data_in_flight: u64,
+    /// The same bound per client address. Default 64 MiB.
+    #[serde(with = "bytes_str")]
+    pub native_transport_max_request_data_in_flight_per_ip: u64,
+    /// Answer bytes one connection may have waiting for a client that does not read them;
+    /// past it the server stops reading that connection's requests and holds back the ones
+    /// already read until the client catches up (backpressure, not an error). Default 8 MiB.
+    #[serde(with = "bytes_str")]
+    pub max_response_backlog_bytes: u64,
+    /// A connection that has not finished its handshake (STARTUP, and authentication when
+    /// the server asks for it) this long after it was accepted is closed. Default `10s`.
+    #[serde(with = "duration_str")]
+    pub handshake_timeout: Duration,
+    /// A connection with nothing read, nothing in flight and nothing written for this long is
+    /// closed (Cassandra's key). `0s` (the default, as Cassandra's) never closes idle ones.
+    #[serde(with = "duration_str")]
+    pub native_transport_idle_timeout: Duration,
     /// How long a request may run before the backend answers it with a timeout error; also the
     /// grace period in-flight requests get at shutdown. Default `10s`.
     #[serde(with = "duration_str")]
@@ -153,6 +178,12 @@ impl Default for Config {
             max_frame_bytes: 256 * 1024 * 1024,
             max_connections: 4096,
             max_streams_per_connection: MAX_STREAM_IDS,
+            native_transport_max_concurrent_connections_per_ip: -1,
+            native_transport_max_request_data_in_flight: 256 * 1024 * 1024,
+            native_transport_max_request_data_in_flight_per_ip: 64 * 1024 * 1024,
+            max_response_backlog_bytes: 8 * 1024 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            native_transport_idle_timeout: Duration::ZERO,
             request_timeout: Duration::from_secs(10),
             commitlog_sync: CommitlogSync::Periodic,
             commitlog_sync_period: Duration::from_secs(10),
@@ -306,6 +337,34 @@ impl Config {
         if self.request_timeout.is_zero() {
             problems.push("`request_timeout` must be longer than 0s".to_string());
         }
+        if self.handshake_timeout.is_zero() {
+            problems.push("`handshake_timeout` must be longer than 0s".to_string());
+        }
+        if self.native_transport_max_concurrent_connections_per_ip == 0
+            || self.native_transport_max_concurrent_connections_per_ip < -1
+        {
+            problems.push(format!(
+                "`native_transport_max_concurrent_connections_per_ip` is {} but must be at least 1, or -1 for no limit",
+                self.native_transport_max_concurrent_connections_per_ip
+            ));
+        }
+        for (key, value, min) in [
+            (
+                "native_transport_max_request_data_in_flight",
+                self.native_transport_max_request_data_in_flight,
+                1024,
+            ),
+            (
+                "native_transport_max_request_data_in_flight_per_ip",
+                self.native_transport_max_request_data_in_flight_per_ip,
+                1024,
+            ),
+            ("max_response_backlog_bytes", self.max_response_backlog_bytes, 64 * 1024),
+        ] {
+            if value < min {
+                problems.push(format!("`{key}` is {value} but must be at least {min} bytes"));
+            }
+        }
         if self.commitlog_sync_period.is_zero() {
             problems.push("`commitlog_sync_period` must be longer than 0s".to_string());
         }
@@ -419,6 +478,49 @@ pub fn format_duration(d: Duration) -> String {
     format!("{nanos}ns")
 }
 
+/// Parses a byte count: a plain number of bytes, or a number with one of Cassandra's
+/// units (`B`, `KiB`, `MiB`, `GiB`), e.g. `64MiB`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let bad = || format!("`{text}` is not a size; write e.g. `1048576`, `512KiB` or `64MiB`");
+    if digits == 0 {
+        return Err(bad());
+    }
+    let n: u64 = s[..digits].parse().map_err(|_| bad())?;
+    let per: u64 = match s[digits..].trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(per).ok_or_else(bad)
+}
+
+/// serde adapter: a byte count written as a number or as a size string (`64MiB`).
+mod bytes_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*n)
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(n),
+            Raw::Text(t) => super::parse_bytes(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// serde adapter: a map of names to durations written as strings.
 mod duration_map {
     use std::collections::BTreeMap;
@@ -498,6 +600,30 @@ mod tests {
         assert_eq!(c.request_timeout, Duration::from_millis(500));
         assert_eq!(c.commitlog_sync, CommitlogSync::Batch);
         assert_eq!(c.commitlog_sync_period, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn connection_limits_take_cassandras_sizes() {
+        let c = Config::from_yaml(
+            "native_transport_max_request_data_in_flight: 64MiB\n\
+             native_transport_max_request_data_in_flight_per_ip: 1048576\n\
+             max_response_backlog_bytes: 512KiB\n\
+             native_transport_max_concurrent_connections_per_ip: 3\n\
+             handshake_timeout: 2s\nnative_transport_idle_timeout: 30s\n",
+        )
+        .unwrap();
+        assert_eq!(c.native_transport_max_request_data_in_flight, 64 << 20);
+        assert_eq!(c.native_transport_max_request_data_in_flight_per_ip, 1 << 20);
+        assert_eq!(c.max_response_backlog_bytes, 512 << 10);
+        assert_eq!(c.native_transport_max_concurrent_connections_per_ip, 3);
+        assert_eq!(c.handshake_timeout, Duration::from_secs(2));
+        assert_eq!(c.native_transport_idle_timeout, Duration::from_secs(30));
+        let e = Config::from_yaml(
+            "native_transport_max_request_data_in_flight: 64 parsecs\n\
+             native_transport_max_concurrent_connections_per_ip: 0\nhandshake_timeout: 0s\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 3, "{e}");
     }
 
     #[test]

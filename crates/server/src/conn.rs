@@ -19,6 +19,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use bytes::BytesMut;
 use proto::deframe::Deframer;
 use proto::error::{DbError, FrameError};
@@ -33,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
 use crate::config::{Authenticator, Config};
 use crate::events::{EventBus, EventKinds};
+use crate::limits::{Address, Admitted, Limits};
 use crate::response::{
     encode, encode_response, encode_response_with, envelope_header, legacy_error,
 };
@@ -53,6 +56,7 @@ pub(crate) struct Shared<B> {
     pub(crate) config: Config,
     pub(crate) backend: Arc<B>,
     pub(crate) events: EventBus,
+    pub(crate) limits: Arc<Limits>,
 }
 
 /// Per-connection state shared with the connection's request tasks (one `Arc` clone per
@@ -63,6 +67,11 @@ struct Session<B> {
     conn: Arc<ConnState>,
     in_flight: InFlight,
     tx: OutTx,
+    /// The client address's share of the node's limits.
+    address: Arc<Address>,
+    /// STARTUP asked for `THROW_ON_OVERLOAD`: over the request-bytes bound, answer Overloaded
+    /// instead of pausing the connection.
+    throw_on_overload: bool,
 }
 
 enum State<B> {
@@ -90,6 +99,11 @@ struct Reader<B> {
     /// Envelopes, or v5 segments after STARTUP, bounded by `max_frame_bytes`.
     deframer: Deframer,
     registered: EventKinds,
+    admitted: Admitted,
+    /// When the handshake must be done by (`handshake_timeout` after the accept).
+    handshake_deadline: Instant,
+    /// STARTUP was answered AUTHENTICATE: the handshake ends when a role is set.
+    needs_login: bool,
 }
 
 /// Serves one accepted connection until it closes or `shutdown` fires, then waits for its
@@ -99,10 +113,13 @@ pub(crate) async fn serve<B: Backend>(
     socket: TcpStream,
     addr: SocketAddr,
     id: u64,
+    admitted: Admitted,
     shutdown: CancellationToken,
 ) {
     let (mut rd, wr) = socket.into_split();
-    let (tx, rx) = writer::channel();
+    let backlog = usize::try_from(shared.config.max_response_backlog_bytes).unwrap_or(usize::MAX);
+    let (tx, rx) = writer::channel(backlog);
+    let handshake_deadline = Instant::now() + shared.config.handshake_timeout;
     let closed = CancellationToken::new();
     let writer = tokio::spawn(writer::run(wr, rx, closed.clone()));
     let deframer = Deframer::new(shared.config.max_frame_bytes);
@@ -115,6 +132,9 @@ pub(crate) async fn serve<B: Backend>(
         state: State::Unstarted,
         deframer,
         registered: EventKinds::default(),
+        admitted,
+        handshake_deadline,
+        needs_login: false,
     };
     let ending = reader.run(&mut rd, &shutdown, &closed).await;
     drop(reader);
@@ -135,10 +155,15 @@ impl<B: Backend> Reader<B> {
         closed: &CancellationToken,
     ) -> Ending {
         let mut buf = BytesMut::with_capacity(READ_CHUNK);
+        let idle = self.shared.config.native_transport_idle_timeout;
+        let mut last_read = Instant::now();
         loop {
             loop {
                 match self.next_envelope(&mut buf) {
                     Ok(Some(env)) => {
+                        if self.is_request(&env) && !self.room(shutdown, closed).await {
+                            return Ending::Quiet;
+                        }
                         if let Err(ending) = self.on_envelope(env) {
                             return ending;
                         }
@@ -147,18 +172,12 @@ impl<B: Backend> Reader<B> {
                     Err(ending) => return ending,
                 }
             }
-            // Backpressure: a client that does not read its responses gets no more served.
-            if self.tx.backlogged() {
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => return Ending::Quiet,
-                    _ = closed.cancelled() => return Ending::Quiet,
-                    _ = self.tx.room() => {}
-                }
-            }
+            // The buffer grows as bytes arrive (amortized doubling), never to a length a
+            // header only announces.
             if buf.capacity() - buf.len() < READ_CHUNK / 4 {
                 buf.reserve(READ_CHUNK);
             }
+            let timer = self.next_deadline(last_read, idle);
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return Ending::Quiet,
@@ -173,14 +192,92 @@ impl<B: Backend> Reader<B> {
                         }
                         return Ending::Quiet;
                     }
-                    Ok(_) => {}
+                    Ok(_) => last_read = Instant::now(),
                     Err(e) => {
                         tracing::debug!("connection {} read failed: {e}", self.id);
                         return Ending::Quiet;
                     }
                 },
+                _ = sleep_until_some(timer) => {
+                    let now = Instant::now();
+                    if !self.handshake_done() && now >= self.handshake_deadline {
+                        tracing::debug!(
+                            "connection {} from {} closed: no handshake within {:?} (handshake_timeout)",
+                            self.id, self.addr, self.shared.config.handshake_timeout
+                        );
+                        return Ending::Quiet;
+                    }
+                    if !idle.is_zero() && now >= last_read + idle {
+                        if self.requests_in_flight() {
+                            last_read = now;
+                        } else {
+                            tracing::debug!(
+                                "connection {} from {} closed: idle for {idle:?} (native_transport_idle_timeout)",
+                                self.id, self.addr
+                            );
+                            return Ending::Quiet;
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /// When the reader must look at the clock again: the handshake deadline while the
+    /// handshake is not done, and the idle deadline when `native_transport_idle_timeout` is on.
+    fn next_deadline(&self, last_read: Instant, idle: Duration) -> Option<Instant> {
+        let handshake = (!self.handshake_done()).then_some(self.handshake_deadline);
+        let idle = (!idle.is_zero()).then(|| last_read + idle);
+        match (handshake, idle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// STARTUP answered READY, or AUTHENTICATE followed by a successful login.
+    fn handshake_done(&self) -> bool {
+        match &self.state {
+            State::Unstarted => false,
+            State::Established(s) => !self.needs_login || s.conn.role().is_some(),
+        }
+    }
+
+    fn requests_in_flight(&self) -> bool {
+        matches!(&self.state, State::Established(s) if s.in_flight.count() > 0)
+    }
+
+    /// A request the backend will run (what counts against the limits).
+    fn is_request(&self, env: &Envelope) -> bool {
+        matches!(self.state, State::Established(_))
+            && !matches!(
+                env.opcode,
+                Opcode::Options | Opcode::Startup | Opcode::Register
+            )
+    }
+
+    /// Waits while the connection's unsent answers or the request bytes of the node or of
+    /// this client address are over their bounds; false if the connection ends meanwhile.
+    async fn room(&self, shutdown: &CancellationToken, closed: &CancellationToken) -> bool {
+        let State::Established(s) = &self.state else {
+            return true;
+        };
+        let limits = &self.shared.limits;
+        // A THROW_ON_OVERLOAD client is answered Overloaded instead of paused (dispatch).
+        let over = || !s.throw_on_overload && limits.over(&s.address);
+        while s.tx.backlogged() || over() {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return false,
+                _ = closed.cancelled() => return false,
+                _ = async {
+                    s.tx.room().await;
+                    if !s.throw_on_overload {
+                        limits.room(&s.address).await;
+                    }
+                } => {}
+            }
+        }
+        true
     }
 
     /// The next complete envelope, `Ok(None)` when more bytes are needed, `Err` after a fatal
@@ -331,6 +428,9 @@ impl<B: Backend> Reader<B> {
             Ok(c) => c,
             Err(e) => return self.reply(env.stream, &Response::Error(e)),
         };
+        let throw_on_overload = options
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("THROW_ON_OVERLOAD") && v == "1");
         let conn = Arc::new(ConnState::new(
             self.id,
             version,
@@ -344,6 +444,7 @@ impl<B: Backend> Reader<B> {
                 Authenticator::AllowAllAuthenticator => Response::Ready,
             },
         };
+        self.needs_login = matches!(answer, Response::Authenticate(_));
         // READY / AUTHENTICATE goes out uncompressed and unframed; both sides switch after it.
         self.tx.frame(encode(version, None, env.stream, &answer));
         if version >= ProtocolVersion::V5 {
@@ -366,6 +467,8 @@ impl<B: Backend> Reader<B> {
             conn,
             in_flight: InFlight::new(self.shared.config.max_streams_per_connection),
             tx: self.tx.clone(),
+            address: self.admitted.address().clone(),
+            throw_on_overload,
         }));
     }
 
@@ -425,10 +528,28 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
             return;
         }
     }
+    // Request bytes count until the answer goes to the writer (see limits.rs).
+    let bytes = env.body.len() as u64;
+    let limits = &session.shared.limits;
+    if !session.throw_on_overload {
+        limits.take(&session.address, bytes);
+    } else if !limits.try_take(&session.address, bytes) {
+        session.in_flight.release(stream);
+        let err = DbError::Overloaded {
+            message: "Server is in overloaded state. Cannot accept more requests at this point"
+                .to_string(),
+        };
+        session
+            .tx
+            .frame(encode_response(&session.conn, stream, &Response::Error(err)));
+        return;
+    }
     let pending = Pending {
         session,
         stream,
         answered: false,
+        bytes,
+        running: false,
     };
     let (req, flags) = match Request::from_envelope(&env) {
         Ok(decoded) => (
@@ -461,10 +582,19 @@ struct Pending<B: Backend> {
     session: Arc<Session<B>>,
     stream: i16,
     answered: bool,
+    /// Request bytes taken from the limits, given back with the answer.
+    bytes: u64,
+    /// Counted as running against the connection's backlog (`OutTx::start_request`).
+    running: bool,
 }
 
 impl<B: Backend> Pending<B> {
-    async fn run(self, req: Request, flags: RequestFlags) {
+    async fn run(mut self, req: Request, flags: RequestFlags) {
+        // A request waits here while its connection's unread answers and running requests
+        // are over the backlog bound, so a pipelining client that never reads cannot make the
+        // node build answers without bound.
+        self.session.tx.start_request().await;
+        self.running = true;
         let s = &*self.session;
         let reply = s.shared.backend.handle(&s.conn, req, flags).await;
         self.finish(reply);
@@ -493,6 +623,7 @@ impl<B: Backend> Pending<B> {
     fn answer(&mut self, resp: &Response, extras: &ResponseExtras) {
         self.answered = true;
         let s = &*self.session;
+        s.shared.limits.give(&s.address, std::mem::take(&mut self.bytes));
         // A body encoded earlier goes to the writer as is (no copy into a new envelope)
         // unless v3/v4 body compression or extras have to change the envelope.
         let plain = (s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5)
@@ -502,12 +633,16 @@ impl<B: Backend> Pending<B> {
             let header = envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
             s.in_flight.release(self.stream);
             s.tx.envelope(header, body.clone());
-            return;
+        } else {
+            let frame = encode_response_with(&s.conn, self.stream, resp, extras);
+            // Free the id before the client can see the response and reuse it.
+            s.in_flight.release(self.stream);
+            s.tx.frame(frame);
         }
-        let frame = encode_response_with(&s.conn, self.stream, resp, extras);
-        // Free the id before the client can see the response and reuse it.
-        s.in_flight.release(self.stream);
-        s.tx.frame(frame);
+        // The answer now counts in the backlog; the running request's share goes.
+        if std::mem::take(&mut self.running) {
+            s.tx.end_request();
+        }
     }
 }
 
@@ -526,6 +661,14 @@ impl<B: Backend> Drop for Pending<B> {
                 &ResponseExtras::default(),
             );
         }
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 

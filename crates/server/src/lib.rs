@@ -41,6 +41,7 @@
 pub mod backend;
 pub mod config;
 mod conn;
+mod limits;
 pub mod events;
 mod response;
 mod server;

@@ -18,6 +18,7 @@ use crate::backend::Backend;
 use crate::config::Config;
 use crate::conn::{self, Shared};
 use crate::events::EventBus;
+use crate::limits::Limits;
 use crate::response::encode;
 
 /// How long a connection over the limit may take to send its first header before it is
@@ -51,10 +52,12 @@ pub async fn run_with_events<B: Backend>(
     let grace = config.request_timeout;
     let limit = Arc::new(Semaphore::new(config.max_connections));
     let max_connections = config.max_connections;
+    let limits = Limits::new(&config);
     let shared = Arc::new(Shared {
         config,
         backend,
         events,
+        limits: limits.clone(),
     });
     let tracker = TaskTracker::new();
     let next_id = AtomicU64::new(1);
@@ -84,23 +87,39 @@ pub async fn run_with_events<B: Backend>(
         // Responses are small and latency matters more than packet count; the writer batches.
         let _ = socket.set_nodelay(true);
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        match limit.clone().try_acquire_owned() {
-            Ok(permit) => {
-                tracing::debug!("connection {id} from {addr} accepted");
-                let shared = shared.clone();
-                let shutdown = shutdown.clone();
-                tracker.spawn(async move {
-                    conn::serve(shared, socket, addr, id, shutdown).await;
-                    drop(permit);
-                });
-            }
-            Err(_) => {
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            tracing::warn!(
+                "connection from {addr} refused: {max_connections} connections open (max_connections)"
+            );
+            let why = format!(
+                "Too many connections: this server accepts at most {max_connections} (max_connections)"
+            );
+            tracker.spawn(reject(socket, addr, why));
+            continue;
+        };
+        let admitted = match limits.admit(addr.ip()) {
+            Ok(a) => a,
+            Err(open) => {
                 tracing::warn!(
-                    "connection from {addr} refused: {max_connections} connections open (max_connections)"
+                    "connection from {addr} refused: {open} connections open from {} (native_transport_max_concurrent_connections_per_ip)",
+                    addr.ip()
                 );
-                tracker.spawn(reject(socket, addr, max_connections));
+                let why = format!(
+                    "Too many connections from {}: this server accepts at most {} per client address (native_transport_max_concurrent_connections_per_ip)",
+                    addr.ip(),
+                    limits.max_connections_per_ip().unwrap_or(open)
+                );
+                tracker.spawn(reject(socket, addr, why));
+                continue;
             }
-        }
+        };
+        tracing::debug!("connection {id} from {addr} accepted");
+        let shared = shared.clone();
+        let shutdown = shutdown.clone();
+        tracker.spawn(async move {
+            conn::serve(shared, socket, addr, id, admitted, shutdown).await;
+            drop(permit);
+        });
     }
     drop(listener);
     tracker.close();
@@ -119,7 +138,7 @@ pub async fn run_with_events<B: Backend>(
 
 /// Answers the first request of a connection over the limit with an error in the client's
 /// version (if it is one we speak), then closes.
-async fn reject(mut socket: TcpStream, addr: SocketAddr, max: usize) {
+async fn reject(mut socket: TcpStream, addr: SocketAddr, message: String) {
     let mut header = [0u8; 9];
     let mut n = 0;
     let read = async {
@@ -141,11 +160,7 @@ async fn reject(mut socket: TcpStream, addr: SocketAddr, max: usize) {
         return;
     };
     let stream = i16::from_be_bytes([header[2], header[3]]);
-    let err = DbError::Overloaded {
-        message: format!(
-            "Too many connections: this server accepts at most {max} (max_connections)"
-        ),
-    };
+    let err = DbError::Overloaded { message };
     let frame = encode(version, None, stream, &Response::Error(err));
     if socket.write_all(&frame).await.is_ok() {
         let _ = socket.shutdown().await;

@@ -62,6 +62,11 @@ impl InFlight {
         }
     }
 
+    /// Requests in flight now.
+    pub(crate) fn count(&self) -> u32 {
+        self.count.load(Ordering::Acquire)
+    }
+
     #[cfg(test)]
     pub(crate) fn in_flight(&self) -> u32 {
         self.count.load(Ordering::Acquire)

@@ -2,14 +2,16 @@
 //!
 //! Everything a connection sends arrives here over a channel as already-encoded envelopes
 //! (`Out::Frame`). The channel is unbounded but its bytes are counted ([`OutTx`]): when more
-//! than [`MAX_BACKLOG_BYTES`] wait for a client that does not read, the reader stops reading
-//! requests until the writer catches up, so the backlog is bounded by that plus the responses of
-//! the requests already in flight. The writer drains everything queued before each write,
+//! than `max_response_backlog_bytes` wait for a client that does not read, the reader stops
+//! reading requests and requests already read wait before they run ([`OutTx::room`]) until the
+//! writer catches up, so the backlog is bounded by that plus the answers of the requests that
+//! were already running. The writer drains everything queued before each write,
 //! so under load many responses go out in one syscall; in v5 it also packs them into as few
 //! segments as possible. Events for registered connections come from the broadcast bus and are
 //! encoded here, in the connection's version.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -28,14 +30,62 @@ use crate::response::encode_response;
 /// Stop collecting more queued frames once this many bytes are waiting for one write.
 const BATCH_BYTES: usize = 256 * 1024;
 
-/// Queued output above which the reader stops reading requests.
-pub(crate) const MAX_BACKLOG_BYTES: usize = 8 * 1024 * 1024;
+/// What a running request counts against its connection's backlog until its answer is queued
+/// (the answer's own size then counts instead): so a client that pipelines requests without
+/// reading answers gets at most `max_response_backlog_bytes / RUNNING_RESERVE` of them running
+/// at once, whatever their answers turn out to be.
+const RUNNING_RESERVE: usize = 64 * 1024;
 
-/// Bytes handed to the writer and not yet written.
-#[derive(Default)]
+/// Bytes handed to the writer and not yet written, plus [`RUNNING_RESERVE`] per running
+/// request.
 struct Backlog {
     bytes: AtomicUsize,
+    /// Above this the connection waits (`max_response_backlog_bytes`).
+    max: usize,
+    /// Set when the writer ended: nothing will drain any more, so nobody should wait.
+    closed: AtomicBool,
     drained: Notify,
+}
+
+impl Backlog {
+    fn full(&self) -> bool {
+        self.bytes.load(Ordering::Acquire) > self.max && !self.closed.load(Ordering::Acquire)
+    }
+
+    /// Adds `n` if that stays within the bound (or the writer ended).
+    fn try_add(&self, n: usize) -> bool {
+        let mut cur = self.bytes.load(Ordering::Acquire);
+        loop {
+            if cur + n > self.max && !self.closed.load(Ordering::Acquire) {
+                return false;
+            }
+            match self
+                .bytes
+                .compare_exchange_weak(cur, cur + n, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Takes `n` off, waking those waiting when that may make room for them.
+    fn sub(&self, n: usize) {
+        let before = self.bytes.fetch_sub(n, Ordering::AcqRel);
+        if before + RUNNING_RESERVE > self.max {
+            self.drained.notify_waiters();
+        }
+    }
+}
+
+/// Marks the backlog closed and wakes its waiters when the writer ends, however it ends.
+struct CloseOnDrop(Arc<Backlog>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.0.drained.notify_waiters();
+    }
 }
 
 /// The sending side of a connection's output. Cloned into every request task; the writer ends
@@ -52,9 +102,15 @@ pub(crate) struct OutRx {
     backlog: Arc<Backlog>,
 }
 
-pub(crate) fn channel() -> (OutTx, OutRx) {
+/// A connection's output channel, whose backlog bound is `max_backlog` bytes.
+pub(crate) fn channel(max_backlog: usize) -> (OutTx, OutRx) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let backlog = Arc::new(Backlog::default());
+    let backlog = Arc::new(Backlog {
+        bytes: AtomicUsize::new(0),
+        max: max_backlog,
+        closed: AtomicBool::new(false),
+        drained: Notify::new(),
+    });
     (
         OutTx {
             tx,
@@ -86,16 +142,39 @@ impl OutTx {
         let _ = self.tx.send(msg);
     }
 
-    /// True while more than [`MAX_BACKLOG_BYTES`] wait to be written.
+    /// True while more than the bound waits to be written (and the writer still runs).
     pub(crate) fn backlogged(&self) -> bool {
-        self.backlog.bytes.load(Ordering::Acquire) > MAX_BACKLOG_BYTES
+        self.backlog.full()
     }
 
-    /// Returns once the queued output is below [`MAX_BACKLOG_BYTES`].
+    /// Waits until a request may run (its [`RUNNING_RESERVE`] fits in the backlog bound, or
+    /// the writer ended) and counts it. Every call is paired with [`OutTx::end_request`].
+    pub(crate) async fn start_request(&self) {
+        loop {
+            let mut drained = pin!(self.backlog.drained.notified());
+            drained.as_mut().enable();
+            if self.backlog.try_add(RUNNING_RESERVE) {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    /// A request counted by [`OutTx::start_request`] has its answer queued (or none).
+    pub(crate) fn end_request(&self) {
+        self.backlog.sub(RUNNING_RESERVE);
+    }
+
+    /// Returns once the queued output is within its bound, or the writer ended.
     pub(crate) async fn room(&self) {
-        while self.backlog.bytes.load(Ordering::Acquire) > MAX_BACKLOG_BYTES {
-            // `notify_one` stores a permit, so a wake-up between the check and here is kept.
-            self.backlog.drained.notified().await;
+        loop {
+            let mut drained = pin!(self.backlog.drained.notified());
+            // Registered before the check, so a wake-up between the check and the wait counts.
+            drained.as_mut().enable();
+            if !self.backlog.full() {
+                return;
+            }
+            drained.await;
         }
     }
 }
@@ -186,6 +265,7 @@ impl Batch {
 pub(crate) async fn run(mut socket: OwnedWriteHalf, out: OutRx, closed: CancellationToken) {
     let OutRx { mut rx, backlog } = out;
     let _guard = closed.drop_guard();
+    let _closes = CloseOnDrop(backlog.clone());
     let mut batch = Batch {
         out: BytesMut::with_capacity(64 * 1024),
         segments: None,
@@ -221,11 +301,7 @@ pub(crate) async fn run(mut socket: OwnedWriteHalf, out: OutRx, closed: Cancella
                 tracing::debug!("connection write failed: {e}");
                 return;
             }
-            let written = std::mem::take(&mut batch.frame_bytes);
-            let before = backlog.bytes.fetch_sub(written, Ordering::AcqRel);
-            if before > MAX_BACKLOG_BYTES && before - written <= MAX_BACKLOG_BYTES {
-                backlog.drained.notify_one();
-            }
+            backlog.sub(std::mem::take(&mut batch.frame_bytes));
             batch.out.clear();
             // Do not keep a huge buffer alive after one large response.
             if batch.out.capacity() > 4 * BATCH_BYTES {
