@@ -29,7 +29,7 @@ use proto::response::{
     SchemaChangeTarget, SchemaChangeType,
 };
 
-use server::config::{CommitlogSync, Config};
+use server::config::{CommitlogSync, Config, JournalRecovery};
 use server::{Backend, ConnState, Reply, RequestFlags};
 
 /// The embedded storage engine as a backend.
@@ -54,6 +54,10 @@ impl LocalBackend {
                 filter: Some(filter),
                 cache_bytes: config.storage_cache_bytes,
                 memtable_bytes: config.storage_memtable_bytes,
+                journal_recovery: match config.journal_recovery {
+                    JournalRecovery::Refuse => storage::JournalRecovery::Refuse,
+                    JournalRecovery::Truncate => storage::JournalRecovery::Truncate,
+                },
             },
         )?;
         let rpc_address: IpAddr = if config.listen.ip().is_unspecified() {

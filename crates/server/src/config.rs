@@ -70,6 +70,11 @@ pub struct Config {
     /// Interval between commit log fsyncs when `commitlog_sync` is `periodic`. Default `10s`.
     #[serde(with = "duration_str")]
     pub commitlog_sync_period: Duration,
+    /// Standalone mode: what start-up does with a write-ahead journal damaged before its last
+    /// batch (acknowledged writes after the damage): `refuse` to start, naming the file, the
+    /// offset and what would be lost, or `truncate` it there, dropping exactly that. A write
+    /// torn by a crash at the very end is cut off either way. Default `refuse`.
+    pub journal_recovery: JournalRecovery,
     /// How clients authenticate. Only `AllowAllAuthenticator` exists yet. Default
     /// `AllowAllAuthenticator`.
     pub authenticator: Authenticator,
@@ -187,6 +192,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(10),
             commitlog_sync: CommitlogSync::Periodic,
             commitlog_sync_period: Duration::from_secs(10),
+            journal_recovery: JournalRecovery::Refuse,
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
             storage_cache_bytes: 1024 * 1024 * 1024,
@@ -205,6 +211,14 @@ pub enum CommitlogSync {
     Periodic,
     /// Fsync before acknowledging a write.
     Batch,
+}
+
+/// `journal_recovery`: see [`Config::journal_recovery`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JournalRecovery {
+    Refuse,
+    Truncate,
 }
 
 /// How clients authenticate (Cassandra's `authenticator`, same class names).

@@ -32,9 +32,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod journal;
 mod long_keys;
 mod mem;
 use long_keys::{Bucket, SPILL_AT};
+pub use journal::{Damage, JournalRecovery};
 pub use mem::MemStorage;
 
 /// Errors from the storage layer. The engine maps every one of them to a server error.
@@ -135,6 +137,8 @@ pub struct Options {
     /// keys in memory (fewer tables, less compaction) at the cost of memory and recovery time.
     pub memtable_bytes: u64,
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// What to do with a write-ahead journal damaged before its end (see `journal.rs`).
+    pub journal_recovery: JournalRecovery,
 }
 
 impl Default for Options {
@@ -144,6 +148,7 @@ impl Default for Options {
             cache_bytes: 256 * 1024 * 1024,
             memtable_bytes: 64 * 1024 * 1024,
             filter: None,
+            journal_recovery: JournalRecovery::Refuse,
         }
     }
 }
@@ -162,6 +167,20 @@ pub struct LsmStorage {
 
 impl LsmStorage {
     pub fn open(path: &Path, options: Options) -> Result<Self> {
+        // Before fjall replays the journal: damage is reported, never silently dropped.
+        let cut = journal::check_and_repair(path, options.journal_recovery)
+            .map_err(StorageError::Io)?;
+        for damage in &cut {
+            if damage.is_torn_tail() {
+                tracing::warn!("{damage}: a write torn by a crash, cut off");
+            } else {
+                tracing::warn!(
+                    "{damage}: cut there as `journal_recovery: truncate` asks; {} batch(es) ({} write(s)) dropped",
+                    damage.batches_after + 1,
+                    damage.writes_after
+                );
+            }
+        }
         // `max_write_buffer_size` is marked deprecated ("todo") in fjall 3.1 but is still the
         // only way to let memtables grow past its 64 MiB default budget.
         #[allow(deprecated)]

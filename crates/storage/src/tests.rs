@@ -2,7 +2,7 @@ use super::*;
 use crate::long_keys::SPILL_AT;
 use std::ops::Bound::*;
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
+pub(crate) fn tmpdir(name: &str) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("peregrine-storage-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&p);
     p
