@@ -213,7 +213,13 @@ async fn requests_before_startup_are_refused() {
 
 #[tokio::test]
 async fn thousand_concurrent_streams_are_answered_out_of_order() {
-    let s = start_default().await;
+    // All 1,000 running at once: each running request counts 64 KiB against the backlog bound
+    // (the default 8 MiB lets 128 run; see max_response_backlog_bytes).
+    let s = start(Config {
+        max_response_backlog_bytes: 1000 * 64 * 1024,
+        ..Config::default()
+    })
+    .await;
     for (v, lz4) in [(V4, false), (V5, true)] {
         let mut c = Client::ready(s.addr, v, lz4).await;
         let mut all = bytes::BytesMut::new();
@@ -239,6 +245,29 @@ async fn thousand_concurrent_streams_are_answered_out_of_order() {
             &order[..20]
         );
     }
+}
+
+#[tokio::test]
+async fn running_requests_per_connection_follow_the_backlog_bound() {
+    // 64 KiB per running request: a 256 KiB bound lets 4 run at once, so 12 requests of 100 ms
+    // take three rounds; none is refused, all are answered.
+    let s = start(Config {
+        max_response_backlog_bytes: 256 * 1024,
+        ..Config::default()
+    })
+    .await;
+    let mut c = Client::ready(s.addr, V4, false).await;
+    let mut all = bytes::BytesMut::new();
+    for i in 0..12i16 {
+        all.extend_from_slice(&c.encode(i, &query("delay:100000")));
+    }
+    let started = std::time::Instant::now();
+    c.send_raw(&all).await;
+    for _ in 0..12 {
+        assert_eq!(c.recv().await.unwrap().opcode, Opcode::Result);
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(300), "ran more than 4 at once: {took:?}");
 }
 
 #[tokio::test]
