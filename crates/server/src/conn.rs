@@ -593,7 +593,14 @@ impl<B: Backend> Pending<B> {
         // A request waits here while its connection's unread answers and running requests
         // are over the backlog bound, so a pipelining client that never reads cannot make the
         // node build answers without bound.
-        self.session.tx.start_request().await;
+        if !self.session.tx.start_request().await {
+            // The client is gone: nobody can receive the answer; the request does not run.
+            self.answered = true;
+            let s = &*self.session;
+            s.shared.limits.give(&s.address, std::mem::take(&mut self.bytes));
+            s.in_flight.release(self.stream);
+            return;
+        }
         self.running = true;
         let s = &*self.session;
         let reply = s.shared.backend.handle(&s.conn, req, flags).await;

@@ -52,11 +52,11 @@ impl Backlog {
         self.bytes.load(Ordering::Acquire) > self.max && !self.closed.load(Ordering::Acquire)
     }
 
-    /// Adds `n` if that stays within the bound (or the writer ended).
+    /// Adds `n` if that stays within the bound.
     fn try_add(&self, n: usize) -> bool {
         let mut cur = self.bytes.load(Ordering::Acquire);
         loop {
-            if cur + n > self.max && !self.closed.load(Ordering::Acquire) {
+            if cur + n > self.max {
                 return false;
             }
             match self
@@ -147,14 +147,19 @@ impl OutTx {
         self.backlog.full()
     }
 
-    /// Waits until a request may run (its [`RUNNING_RESERVE`] fits in the backlog bound, or
-    /// the writer ended) and counts it. Every call is paired with [`OutTx::end_request`].
-    pub(crate) async fn start_request(&self) {
+    /// Waits until a request may run (its [`RUNNING_RESERVE`] fits in the backlog bound) and
+    /// counts it: true, and the call is paired with [`OutTx::end_request`]. False once the
+    /// writer ended: the connection is gone, so the request should not run at all (else every
+    /// request a client pipelined before leaving would run at once).
+    pub(crate) async fn start_request(&self) -> bool {
         loop {
             let mut drained = pin!(self.backlog.drained.notified());
             drained.as_mut().enable();
+            if self.backlog.closed.load(Ordering::Acquire) {
+                return false;
+            }
             if self.backlog.try_add(RUNNING_RESERVE) {
-                return;
+                return true;
             }
             drained.await;
         }
