@@ -13,6 +13,7 @@ not an external endpoint: with none, they are skipped.
 
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -66,7 +67,7 @@ KS_REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 class Server:
     """One peregrine on a fixed port and data dir, started and stopped many times."""
 
-    def __init__(self, binary, root, sync="periodic", extra_config=""):
+    def __init__(self, binary, root, sync="periodic", extra_config="", open_files=None):
         self.binary = binary
         self.root = root
         self.data = os.path.join(root, "data")
@@ -77,6 +78,8 @@ class Server:
         self.proc = None
         self.log = None
         self.starts = 0
+        # A hard limit on the process's open files (RLIMIT_NOFILE), or None.
+        self.open_files = open_files
 
     def start(self):
         assert self.proc is None
@@ -86,7 +89,7 @@ class Server:
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--config", self.config, "--listen", f"127.0.0.1:{self.port}",
              "--data-dir", self.data],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=self._limits)
         deadline = time.time() + START_TIMEOUT
         while not _port_open("127.0.0.1", self.port):
             if self.proc.poll() is not None:
@@ -98,6 +101,10 @@ class Server:
                 self.kill()
                 pytest.fail(f"peregrine did not open 127.0.0.1:{self.port} in {START_TIMEOUT}s")
             time.sleep(0.05)
+
+    def _limits(self):
+        if self.open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def _closed(self):
         self.proc = None

@@ -164,8 +164,12 @@ def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
         t.start()
     peak = baseline
     end = time.time() + SECONDS
+    trend, next_mark = [], time.time() + 30
     while time.time() < end:
         peak = max(peak, rss(server.proc.pid))
+        if time.time() >= next_mark:
+            trend.append(rss(server.proc.pid) // MIB)
+            next_mark += 30
         assert server.proc.poll() is None, "the server died"
         time.sleep(0.25)
     stop.set()
@@ -176,7 +180,7 @@ def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else None
     print(f"soak {SECONDS:.0f}s: {ops[0]} normal write+read pairs, p99 {p99}, "
           f"RSS baseline {baseline / MIB:.0f} MiB peak {peak / MIB:.0f} MiB, "
-          f"misbehaving rounds {sum(t.rounds for t in bad)}")
+          f"misbehaving rounds {sum(t.rounds for t in bad)}, RSS every 30 s (MiB) {trend}")
     assert not errors, errors[:5]
     assert ops[0] > 100, ops[0]
     assert peak - baseline < RSS_BOUND, (baseline, peak)

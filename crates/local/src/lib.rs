@@ -29,7 +29,7 @@ use proto::response::{
     SchemaChangeTarget, SchemaChangeType,
 };
 
-use server::config::{CommitlogSync, Config, JournalRecovery};
+use server::config::{CommitlogSync, Config, DiskFailurePolicy, JournalRecovery};
 use server::{Backend, ConnState, Reply, RequestFlags};
 
 /// The embedded storage engine as a backend.
@@ -54,6 +54,11 @@ impl LocalBackend {
                 filter: Some(filter),
                 cache_bytes: config.storage_cache_bytes,
                 memtable_bytes: config.storage_memtable_bytes,
+                failure_policy: match config.disk_failure_policy {
+                    DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
+                    DiskFailurePolicy::Die => storage::FailurePolicy::Die,
+                    DiskFailurePolicy::Ignore => storage::FailurePolicy::Ignore,
+                },
                 journal_recovery: match config.journal_recovery {
                     JournalRecovery::Refuse => storage::JournalRecovery::Refuse,
                     JournalRecovery::Truncate => storage::JournalRecovery::Truncate,

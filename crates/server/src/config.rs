@@ -75,6 +75,12 @@ pub struct Config {
     /// offset and what would be lost, or `truncate` it there, dropping exactly that. A write
     /// torn by a crash at the very end is cut off either way. Default `refuse`.
     pub journal_recovery: JournalRecovery,
+    /// Standalone mode: what happens when the disk fails under the store (a memtable flush,
+    /// a compaction or a journal write failing: descriptors or space running out, an I/O
+    /// error). Cassandra's key and values: `stop` refuses requests (with an error naming the
+    /// cause) while the store reopens itself with backoff, and serves again once it opens;
+    /// `die` exits the process; `ignore` leaves writes failing until a restart. Default `stop`.
+    pub disk_failure_policy: DiskFailurePolicy,
     /// How clients authenticate. Only `AllowAllAuthenticator` exists yet. Default
     /// `AllowAllAuthenticator`.
     pub authenticator: Authenticator,
@@ -193,6 +199,7 @@ impl Default for Config {
             commitlog_sync: CommitlogSync::Periodic,
             commitlog_sync_period: Duration::from_secs(10),
             journal_recovery: JournalRecovery::Refuse,
+            disk_failure_policy: DiskFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
             storage_cache_bytes: 1024 * 1024 * 1024,
@@ -219,6 +226,15 @@ pub enum CommitlogSync {
 pub enum JournalRecovery {
     Refuse,
     Truncate,
+}
+
+/// `disk_failure_policy`: see [`Config::disk_failure_policy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiskFailurePolicy {
+    Stop,
+    Die,
+    Ignore,
 }
 
 /// How clients authenticate (Cassandra's `authenticator`, same class names).

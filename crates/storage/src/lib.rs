@@ -19,16 +19,19 @@
 //! - With [`SyncMode::Periodic`], `write` returns once the batch is in the OS page cache
 //!   (it survives the process being killed, not the machine losing power); a background
 //!   thread syncs every `period`. This mirrors Cassandra's `commitlog_sync: periodic`.
-//! - After an I/O error on write the store refuses further writes (fjall poisons itself)
-//!   instead of going on silently.
+//! - After an I/O error on a write or sync (fjall then poisons itself), [`FailurePolicy`]
+//!   decides: by default the store refuses requests while it reopens itself with backoff, and
+//!   serves again once the cause is gone (the journal replays every acknowledged write).
 //! - Keys of any length are stored: fjall takes at most 65,535 bytes, so [`LsmStorage`]
 //!   keeps longer keys in buckets under a shorter physical key (`long_keys`); the engine
 //!   never sees the difference.
 
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use arc_swap::ArcSwapOption;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -46,6 +49,9 @@ pub enum StorageError {
     Io(String),
     #[error("storage is closed")]
     Closed,
+    /// The store failed and is reopening itself (`FailurePolicy::Stop`).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl From<fjall::Error> for StorageError {
@@ -139,6 +145,8 @@ pub struct Options {
     pub filter: Option<Arc<dyn CompactionFilter>>,
     /// What to do with a write-ahead journal damaged before its end (see `journal.rs`).
     pub journal_recovery: JournalRecovery,
+    /// What to do when the disk fails under the open store.
+    pub failure_policy: FailurePolicy,
 }
 
 impl Default for Options {
@@ -149,38 +157,36 @@ impl Default for Options {
             memtable_bytes: 64 * 1024 * 1024,
             filter: None,
             journal_recovery: JournalRecovery::Refuse,
+            failure_policy: FailurePolicy::Stop,
         }
     }
 }
 
 const DATA_KEYSPACE: &str = "data";
 
-/// The fjall-backed store.
-pub struct LsmStorage {
-    db: fjall::Database,
-    data: fjall::Keyspace,
-    sync: SyncMode,
-    syncer: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
-    /// Serializes the read-modify-write of long-key buckets (only batches with long keys).
-    buckets: Mutex<()>,
+/// What the store does when the disk fails under it (a flush or a journal write failing, e.g.
+/// file descriptors or space running out): Cassandra's `disk_failure_policy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailurePolicy {
+    /// Refuse requests while the store reopens itself, retrying with backoff, and serve again
+    /// once it opens: a transient cause (descriptors, space) heals without a restart; a
+    /// permanent one keeps the store down, saying why. The default.
+    #[default]
+    Stop,
+    /// Exit the process at once (status 1): a supervisor restarts it.
+    Die,
+    /// Keep the failed store: every later write fails until a restart (fjall's own behaviour).
+    Ignore,
 }
 
-impl LsmStorage {
-    pub fn open(path: &Path, options: Options) -> Result<Self> {
-        // Before fjall replays the journal: damage is reported, never silently dropped.
-        let cut = journal::check_and_repair(path, options.journal_recovery)
-            .map_err(StorageError::Io)?;
-        for damage in &cut {
-            if damage.is_torn_tail() {
-                tracing::warn!("{damage}: a write torn by a crash, cut off");
-            } else {
-                tracing::warn!(
-                    "{damage}: cut there as `journal_recovery: truncate` asks; {} batch(es) ({} write(s)) dropped",
-                    damage.batches_after + 1,
-                    damage.writes_after
-                );
-            }
-        }
+/// The open fjall database and its data keyspace; replaced as a whole when the store recovers.
+struct Open {
+    db: fjall::Database,
+    data: fjall::Keyspace,
+}
+
+impl Open {
+    fn new(path: &Path, options: &Options) -> Result<Open> {
         // `max_write_buffer_size` is marked deprecated ("todo") in fjall 3.1 but is still the
         // only way to let memtables grow past its 64 MiB default budget.
         #[allow(deprecated)]
@@ -199,22 +205,74 @@ impl LsmStorage {
         let data = db.keyspace(DATA_KEYSPACE, move || {
             fjall::KeyspaceCreateOptions::default().max_memtable_size(memtable)
         })?;
+        Ok(Open { db, data })
+    }
+}
+
+/// What the store's handle and its background threads share.
+struct Shared {
+    path: PathBuf,
+    options: Options,
+    /// `None` while the store is down (failed and reopening).
+    open: ArcSwapOption<Open>,
+    /// Why the store is down.
+    down: Mutex<Option<String>>,
+    /// Serializes the read-modify-write of long-key buckets (only batches with long keys).
+    buckets: Mutex<()>,
+}
+
+/// The fjall-backed store.
+pub struct LsmStorage {
+    shared: Arc<Shared>,
+    syncer: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+}
+
+impl LsmStorage {
+    pub fn open(path: &Path, options: Options) -> Result<Self> {
+        // Before fjall replays the journal: damage is reported, never silently dropped.
+        let cut = journal::check_and_repair(path, options.journal_recovery)
+            .map_err(StorageError::Io)?;
+        for damage in &cut {
+            if damage.is_torn_tail() {
+                tracing::warn!("{damage}: a write torn by a crash, cut off");
+            } else {
+                tracing::warn!(
+                    "{damage}: cut there as `journal_recovery: truncate` asks; {} batch(es) ({} write(s)) dropped",
+                    damage.batches_after + 1,
+                    damage.writes_after
+                );
+            }
+        }
+        let open = Open::new(path, &options)?;
+        let sync = options.sync;
         let storage = LsmStorage {
-            db,
-            data,
-            sync: options.sync,
+            shared: Arc::new(Shared {
+                path: path.to_path_buf(),
+                options,
+                open: ArcSwapOption::from_pointee(open),
+                down: Mutex::new(None),
+                buckets: Mutex::new(()),
+            }),
             syncer: RwLock::new(None),
-            buckets: Mutex::new(()),
         };
-        if let SyncMode::Periodic(period) = options.sync {
+        if let SyncMode::Periodic(period) = sync {
             storage.start_syncer(period);
         }
         Ok(storage)
     }
 
+    /// Why the store is down (failed and reopening), or `None` while it serves.
+    pub fn down(&self) -> Option<String> {
+        self.shared
+            .down
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn start_syncer(&self, period: Duration) {
         let stop = Arc::new(AtomicBool::new(false));
-        let db = self.db.clone();
+        let shared = self.shared.clone();
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("storage-sync".into())
@@ -226,8 +284,11 @@ impl LsmStorage {
                     waited += tick;
                     if waited >= period {
                         waited = Duration::ZERO;
-                        // An error here poisons the database; the next write reports it.
-                        let _ = db.persist(fjall::PersistMode::SyncData);
+                        if let Ok(open) = shared.current() {
+                            if let Err(e) = open.db.persist(fjall::PersistMode::SyncData) {
+                                shared.failed(&open, &e);
+                            }
+                        }
                     }
                 }
             })
@@ -238,7 +299,96 @@ impl LsmStorage {
     }
 }
 
-impl LsmStorage {
+impl Shared {
+    /// The open store, or the error saying why it is down.
+    fn current(&self) -> Result<Arc<Open>> {
+        match self.open.load_full() {
+            Some(open) => Ok(open),
+            None => Err(StorageError::Unavailable(
+                self.down
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                    .unwrap_or_else(|| "the store is reopening".into()),
+            )),
+        }
+    }
+
+    /// A write or sync on `open` failed: applies the failure policy. Under `stop` the first to
+    /// see the failure takes the store down and starts reopening it in the background.
+    fn failed(self: &Arc<Self>, open: &Arc<Open>, e: &fjall::Error) {
+        let policy = self.options.failure_policy;
+        let cause = format!("storage failed: {e}");
+        match policy {
+            FailurePolicy::Ignore => {
+                tracing::error!("{cause} (disk_failure_policy: ignore: writes fail until a restart)");
+                return;
+            }
+            FailurePolicy::Die => {
+                tracing::error!("{cause}; exiting (disk_failure_policy: die)");
+                std::process::exit(1);
+            }
+            FailurePolicy::Stop => {}
+        }
+        let current = self.open.load();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, open)) {
+            return; // already taken down (and maybe reopened) by someone else
+        }
+        *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
+            "{cause}; the store is down and reopening itself (disk_failure_policy: stop)"
+        ));
+        self.open.store(None);
+        tracing::error!("{cause}; refusing requests and reopening the store until it opens");
+        let shared = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("storage-reopen".into())
+            .spawn(move || shared.reopen());
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the storage reopen thread: {e}");
+        }
+    }
+
+    /// Reopens the store with backoff until it opens (the failed handle must be released by
+    /// every request still holding it first: fjall locks its directory).
+    fn reopen(&self) {
+        let started = std::time::Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            std::thread::sleep(backoff);
+            match Open::new(&self.path, &self.options) {
+                Ok(open) => {
+                    self.open.store(Some(Arc::new(open)));
+                    *self.down.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                    tracing::warn!(
+                        "storage reopened after {:?}: serving again",
+                        started.elapsed()
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!("storage still cannot open ({e}); retrying in {backoff:?}");
+                    let reason = format!("{e}");
+                    if let Some(d) = self
+                        .down
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_mut()
+                    {
+                        if !d.contains("last attempt") {
+                            d.push_str("; last attempt: ");
+                        } else if let Some(i) = d.find("; last attempt: ") {
+                            d.truncate(i + "; last attempt: ".len());
+                        }
+                        d.push_str(&reason);
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+}
+
+impl Open {
     /// The bucket stored under `prefix` (empty if none).
     fn bucket(&self, prefix: &[u8]) -> Result<Bucket> {
         match self.data.get(prefix)? {
@@ -246,31 +396,9 @@ impl LsmStorage {
             None => Ok(Bucket::default()),
         }
     }
-}
 
-impl Drop for LsmStorage {
-    fn drop(&mut self) {
-        if let Ok(mut slot) = self.syncer.write() {
-            if let Some((stop, handle)) = slot.take() {
-                stop.store(true, Ordering::Relaxed);
-                let _ = handle.join();
-            }
-        }
-        let _ = self.db.persist(fjall::PersistMode::SyncAll);
-    }
-}
-
-impl Storage for LsmStorage {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if key.len() >= SPILL_AT {
-            let bucket = self.bucket(&key[..SPILL_AT])?;
-            return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
-        }
-        Ok(self.data.get(key)?.map(|v| v.to_vec()))
-    }
-
-    fn write(&self, batch: WriteBatch) -> Result<()> {
-        let durability = match self.sync {
+    fn write(&self, batch: WriteBatch, sync: SyncMode, buckets: &Mutex<()>) -> std::result::Result<(), WriteError> {
+        let durability = match sync {
             SyncMode::Batch => Some(fjall::PersistMode::SyncData),
             SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
         };
@@ -287,17 +415,16 @@ impl Storage for LsmStorage {
             }
         }
         if long.is_empty() {
-            b.commit()?;
-            return Ok(());
+            return b.commit().map_err(WriteError::Fjall);
         }
         // Buckets are read, changed and written back under one lock, committed in the same
         // atomic batch as the batch's other keys.
-        let _guard = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = buckets.lock().unwrap_or_else(|p| p.into_inner());
         let mut touched: std::collections::BTreeMap<Vec<u8>, Bucket> = Default::default();
         for (k, v) in long {
             let (prefix, suffix) = k.split_at(SPILL_AT);
             if !touched.contains_key(prefix) {
-                touched.insert(prefix.to_vec(), self.bucket(prefix)?);
+                touched.insert(prefix.to_vec(), self.bucket(prefix).map_err(WriteError::Read)?);
             }
             if let Some(bucket) = touched.get_mut(prefix) {
                 bucket.set(suffix, v);
@@ -310,8 +437,50 @@ impl Storage for LsmStorage {
                 b.insert(&self.data, prefix, bucket.encode());
             }
         }
-        b.commit()?;
-        Ok(())
+        b.commit().map_err(WriteError::Fjall)
+    }
+}
+
+/// Why a write failed: the store failing (a policy matter) or a read of a bucket.
+enum WriteError {
+    Fjall(fjall::Error),
+    Read(StorageError),
+}
+
+impl Drop for LsmStorage {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.syncer.write() {
+            if let Some((stop, handle)) = slot.take() {
+                stop.store(true, Ordering::Relaxed);
+                let _ = handle.join();
+            }
+        }
+        if let Some(open) = self.shared.open.load_full() {
+            let _ = open.db.persist(fjall::PersistMode::SyncAll);
+        }
+    }
+}
+
+impl Storage for LsmStorage {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let open = self.shared.current()?;
+        if key.len() >= SPILL_AT {
+            let bucket = open.bucket(&key[..SPILL_AT])?;
+            return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
+        }
+        Ok(open.data.get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let open = self.shared.current()?;
+        match open.write(batch, self.shared.options.sync, &self.shared.buckets) {
+            Ok(()) => Ok(()),
+            Err(WriteError::Read(e)) => Err(e),
+            Err(WriteError::Fjall(e)) => {
+                self.shared.failed(&open, &e);
+                Err(StorageError::from(e))
+            }
+        }
     }
 
     fn scan<'a>(
@@ -320,8 +489,12 @@ impl Storage for LsmStorage {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> Box<dyn Iterator<Item = Result<KvPair>> + 'a> {
+        let open = match self.shared.current() {
+            Ok(open) => open,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
         let range = (long_keys::physical(start), long_keys::physical(end));
-        let iter = self.data.range::<Vec<u8>, _>(range);
+        let iter = open.data.range::<Vec<u8>, _>(range);
         let map = |g: fjall::Guard| match g.into_inner() {
             Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
             Err(e) => Err(StorageError::from(e)),
@@ -341,13 +514,18 @@ impl Storage for LsmStorage {
     }
 
     fn sync(&self) -> Result<()> {
-        self.db.persist(fjall::PersistMode::SyncData)?;
+        let open = self.shared.current()?;
+        if let Err(e) = open.db.persist(fjall::PersistMode::SyncData) {
+            self.shared.failed(&open, &e);
+            return Err(StorageError::from(e));
+        }
         Ok(())
     }
 
     fn compact(&self) -> Result<()> {
-        self.data.rotate_memtable_and_wait()?;
-        self.data.major_compact()?;
+        let open = self.shared.current()?;
+        open.data.rotate_memtable_and_wait()?;
+        open.data.major_compact()?;
         Ok(())
     }
 }
