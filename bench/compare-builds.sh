@@ -8,7 +8,7 @@
 # Both servers of a pair sit on CPU $SERVER_CPU (only one is measured at a time) with Cassandra;
 # the bench client (NEW's) is on CPU $CLIENT_CPU.
 # Environment (defaults): YCSB_RECORDS=100000 RECORDS=50000 DURATION=20s WARMUP=5s ROUNDS=3
-#   CONCURRENCY=64 SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_PORT=9742 CASSANDRA_HEAP=2G
+#   CONCURRENCY=64 SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_PORT=9742 PORT_BASE=9751 CASSANDRA_HEAP=2G
 #   OUT=bench/results/<date>/builds
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +23,9 @@ CONCURRENCY="${CONCURRENCY:-64}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 CASSANDRA_PORT="${CASSANDRA_PORT:-9742}"
+# Ports of the four Peregrine servers: PORT_BASE .. PORT_BASE+3.
+PORT_BASE="${PORT_BASE:-9751}"
+p_old=$PORT_BASE p_new=$((PORT_BASE + 1)) p_old_proxy=$((PORT_BASE + 2)) p_new_proxy=$((PORT_BASE + 3))
 export CASSANDRA_HEAP="${CASSANDRA_HEAP:-2G}"
 OUT="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d)/builds}"
 log() { echo "[compare-builds $(date -u +%H:%M:%S)] $*" >&2; }
@@ -52,19 +55,19 @@ rounds=(--rounds "$ROUNDS" --duration "$DURATION" --warmup "$WARMUP" --concurren
     --out "$OUT" --quiet)
 
 log "YCSB C on standalone: old and new builds"
-serve old "$OLD" 9751; old_pid=$last_pid
-serve new "$NEW" 9752; new_pid=$last_pid
+serve old "$OLD" "$p_old"; old_pid=$last_pid
+serve new "$NEW" "$p_new"; new_pid=$last_pid
 client compare --workload c --records "$YCSB_RECORDS" --load "${rounds[@]}" --name standalone-ycsb-c \
-    --a "new=127.0.0.1:9752@$new_pid" --b "old=127.0.0.1:9751@$old_pid" >"$OUT/standalone-ycsb-c.stdout"
+    --a "new=127.0.0.1:$p_new@$new_pid" --b "old=127.0.0.1:$p_old@$old_pid" >"$OUT/standalone-ycsb-c.stdout"
 
 log "Cassandra 5.0.9 on $CASSANDRA_PORT, old and new proxies in front of it"
 scripts/cassandra.sh start --port "$CASSANDRA_PORT" --clean >&2
 cpid="$(cat "$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT/cassandra.pid")"
 taskset -a -cp "$SERVER_CPU" "$cpid" >/dev/null
 printf 'proxy:\n  cache_bytes: 1073741824\n  max_staleness: 60s\n' >"$work/proxy.yaml"
-serve old-proxy "$OLD" 9753 --config "$work/proxy.yaml" --upstream "127.0.0.1:$CASSANDRA_PORT"
+serve old-proxy "$OLD" "$p_old_proxy" --config "$work/proxy.yaml" --upstream "127.0.0.1:$CASSANDRA_PORT"
 old_proxy=$last_pid
-serve new-proxy "$NEW" 9754 --config "$work/proxy.yaml" --upstream "127.0.0.1:$CASSANDRA_PORT"
+serve new-proxy "$NEW" "$p_new_proxy" --config "$work/proxy.yaml" --upstream "127.0.0.1:$CASSANDRA_PORT"
 new_proxy=$last_pid
 client load --preset stress-read --payload 4096 --records "$RECORDS" --drop \
     --hosts "127.0.0.1:$CASSANDRA_PORT" --concurrency 256 --out "$work" --name load --quiet >/dev/null
@@ -77,12 +80,12 @@ while (( waited < 240 && quiet < 5 )); do
     waited=$((waited + 1))
 done
 log "Cassandra settled after ${waited}s"
-for port in 9753 9754; do
+for port in "$p_old_proxy" "$p_new_proxy"; do
     log "warming the proxy on $port"
     client run --preset stress-read --payload 4096 --records "$RECORDS" --operations "$((RECORDS * 5))" \
         --concurrency "$CONCURRENCY" --hosts "127.0.0.1:$port" --out "$work" --name warm --quiet >/dev/null
 done
 client compare --preset stress-read --payload 4096 --records "$RECORDS" "${rounds[@]}" \
-    --name proxy-4k-read-100-0 --a "new-proxy=127.0.0.1:9754@$new_proxy+$cpid" \
-    --b "old-proxy=127.0.0.1:9753@$old_proxy+$cpid" >"$OUT/proxy-4k-read-100-0.stdout"
+    --name proxy-4k-read-100-0 --a "new-proxy=127.0.0.1:$p_new_proxy@$new_proxy+$cpid" \
+    --b "old-proxy=127.0.0.1:$p_old_proxy@$old_proxy+$cpid" >"$OUT/proxy-4k-read-100-0.stdout"
 log "reports in $OUT"
