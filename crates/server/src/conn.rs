@@ -528,27 +528,12 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
             return;
         }
     }
-    // Request bytes count until the answer goes to the writer (see limits.rs).
     let bytes = env.body.len() as u64;
-    let limits = &session.shared.limits;
-    if !session.throw_on_overload {
-        limits.take(&session.address, bytes);
-    } else if !limits.try_take(&session.address, bytes) {
-        session.in_flight.release(stream);
-        let err = DbError::Overloaded {
-            message: "Server is in overloaded state. Cannot accept more requests at this point"
-                .to_string(),
-        };
-        session
-            .tx
-            .frame(encode_response(&session.conn, stream, &Response::Error(err)));
-        return;
-    }
-    let pending = Pending {
+    let mut pending = Pending {
         session,
         stream,
         answered: false,
-        bytes,
+        bytes: 0,
         running: false,
     };
     let (req, flags) = match Request::from_envelope(&env) {
@@ -571,6 +556,20 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
             tokio::spawn(async move { session.shared.backend.refresh(&session.conn, req).await });
         }
         Now::Later(req) => {
+            // Request bytes count from here until the answer goes to the writer (limits.rs);
+            // one answered on the spot (a proxy cache hit) is never held, so it is not counted.
+            let limits = &s.shared.limits;
+            if !s.throw_on_overload {
+                limits.take(&s.address, bytes);
+            } else if !limits.try_take(&s.address, bytes) {
+                let err = DbError::Overloaded {
+                    message:
+                        "Server is in overloaded state. Cannot accept more requests at this point"
+                            .to_string(),
+                };
+                return pending.finish(Response::Error(err).into());
+            }
+            pending.bytes = bytes;
             tokio::spawn(pending.run(req, flags));
         }
     }
