@@ -89,7 +89,11 @@ def fresh_keyspace(session, ks):
 
 
 def check_generator(stmt, oa):
-    """Why the reference's answer contradicts the generator's expectation, or None."""
+    """Why the reference's answer contradicts the generator's expectation, or None. A failure
+    of the Python driver itself (it cannot decode some nested values, e.g. a map keyed by a
+    frozen set) is not A's answer: both sides are then compared as they are."""
+    if str(oa.error).startswith("client:"):
+        return None
     if stmt.expect == "ok" and oa.error is not None:
         return "believed valid, rejected by A"
     if stmt.expect == "error" and oa.error is None:
@@ -128,6 +132,11 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
         if verbose:
             out(f"{stmt.feature:24} {stmt.text}" + (f"  -- bound {stmt.params}" if stmt.params else ""))
             out(f"    a: {runner.describe(oa)}\n    b: {runner.describe(ob)}")
+        if oa.error == 0x1300:
+            # ReadFailure: the reference failed internally (Cassandra 5.0.9 does on some GROUP BY
+            # with IN and LIMIT); there is no answer to compare with.
+            out(f"note: A failed to execute the read (ReadFailure), not compared: {stmt.text[:300]}")
+            return None
         why = check_generator(stmt, oa)
         if why:
             tally.generator.append((stmt, oa, why))

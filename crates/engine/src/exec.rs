@@ -246,8 +246,10 @@ fn normalize(mut v: Vec<Interval>) -> Vec<Interval> {
     let mut out: Vec<Interval> = Vec::with_capacity(v.len());
     for (s, e) in v {
         if let Some(last) = out.last_mut() {
-            let touches = last.1.as_ref().is_none_or(|le| s <= *le);
-            if touches {
+            // Only overlapping intervals merge: touching ones stay apart, since a point read
+            // reads each interval's start (`c IN (0, 1)` on an int is [0, 1) and [1, 2)).
+            let overlaps = last.1.as_ref().is_none_or(|le| s < *le);
+            if overlaps {
                 if end_lt(&last.1, &e) {
                     last.1 = e;
                 }
@@ -493,6 +495,7 @@ impl Engine {
         out: &mut Mutations,
     ) -> Result<(), EngineError> {
         let t = &plan.table;
+        let stmt = out.statement;
         let ts = match &plan.timestamp {
             Some(s) => match resolve(s, vals)? {
                 Some(b) => i64::from_be_bytes(
@@ -632,6 +635,7 @@ impl Engine {
                         for (id, is_static, op, ty) in &ops {
                             if *is_static {
                                 e.ops.extend(CollectionOp::new(
+                                    stmt,
                                     *id,
                                     op.clone(),
                                     ty.clone(),
@@ -658,6 +662,7 @@ impl Engine {
                         for (id, is_static, op, ty) in &ops {
                             if !*is_static {
                                 e.ops.extend(CollectionOp::new(
+                                    stmt,
                                     *id,
                                     op.clone(),
                                     ty.clone(),
@@ -773,7 +778,9 @@ impl Engine {
     ) -> Result<(), EngineError> {
         for (idx, op) in elements {
             let c = &t.columns[*idx];
-            let resolved = || CollectionOp::new(c.id, op.clone(), c.ty.clone(), ts, None, vals);
+            let stmt = out.statement;
+            let resolved =
+                || CollectionOp::new(stmt, c.id, op.clone(), c.ty.clone(), ts, None, vals);
             if c.kind == ColumnKind::Static {
                 out.header(&p.prefix).ops.extend(resolved()?);
                 continue;
@@ -814,6 +821,9 @@ impl Engine {
         let mut pending: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
         // Deletions this batch adds, by partition prefix (header keys sort before their rows).
         let mut deleted: BTreeMap<Vec<u8>, PartitionHeader> = BTreeMap::new();
+        // Entries are visited in key order; an operation failing in several statements of a
+        // batch reports the first statement's error.
+        let mut first_error = FirstError(None);
         for (key, entry) in m.entries {
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
@@ -828,7 +838,10 @@ impl Engine {
                     let ops = std::mem::take(&mut e.ops);
                     row.merge(e.delta);
                     for op in ops {
-                        op.apply_to(&mut row.cells)?;
+                        let stmt = op.stmt;
+                        if let Err(e) = op.apply_to(&mut row.cells) {
+                            first_error.note(stmt, e);
+                        }
                     }
                     if let Some(d) = keys::decode_key(&key) {
                         if let Some(h) = deleted.get(&key[..d.prefix_len]) {
@@ -856,7 +869,10 @@ impl Engine {
                     };
                     h.merge(e.delta);
                     for op in ops {
-                        op.apply_to(&mut h.statics)?;
+                        let stmt = op.stmt;
+                        if let Err(e) = op.apply_to(&mut h.statics) {
+                            first_error.note(stmt, e);
+                        }
                     }
                     pending.insert(key.clone(), Some(h.encode()));
                     if adds_deletion {
@@ -866,6 +882,9 @@ impl Engine {
                     }
                 }
             }
+        }
+        if let Some((_, e)) = first_error.0 {
+            return Err(e);
         }
         for (k, v) in pending {
             match v {
@@ -1006,6 +1025,9 @@ fn unset_element(e: EngineError, ty: &ColumnType) -> EngineError {
 
 /// A collection update that needs the stored value (append, remove, put by key).
 pub(crate) struct CollectionOp {
+    /// The statement of its batch it comes from (0 outside batches): of several that fail,
+    /// the first statement's error is reported, as Cassandra reports it.
+    stmt: usize,
     column: u16,
     op: Assign,
     ty: ColumnType,
@@ -1017,7 +1039,9 @@ pub(crate) struct CollectionOp {
 
 impl CollectionOp {
     /// The operation with its values resolved; `None` when an unset value makes it a no-op.
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        stmt: usize,
         column: u16,
         op: Assign,
         ty: ColumnType,
@@ -1051,6 +1075,7 @@ impl CollectionOp {
             },
         };
         Ok(Some(CollectionOp {
+            stmt,
             column,
             op,
             ty,
@@ -1102,6 +1127,17 @@ impl CollectionOp {
     }
 }
 
+/// The error of the earliest statement among those whose operations failed.
+struct FirstError(Option<(usize, EngineError)>);
+
+impl FirstError {
+    fn note(&mut self, stmt: usize, e: EngineError) {
+        if self.0.as_ref().is_none_or(|(s, _)| stmt < *s) {
+            self.0 = Some((stmt, e));
+        }
+    }
+}
+
 pub(crate) struct RowEntry {
     delta: Row,
     ops: Vec<CollectionOp>,
@@ -1119,9 +1155,16 @@ enum Entry {
 #[derive(Default)]
 pub(crate) struct Mutations {
     entries: BTreeMap<Vec<u8>, Entry>,
+    /// The batch statement whose mutations are being added.
+    statement: usize,
 }
 
 impl Mutations {
+    /// The mutations added from now on come from the next statement of a batch.
+    pub(crate) fn next_statement(&mut self) {
+        self.statement += 1;
+    }
+
     fn row(&mut self, key: Vec<u8>) -> &mut RowEntry {
         let e = self.entries.entry(key).or_insert_with(|| {
             Entry::Row(RowEntry {

@@ -826,6 +826,7 @@ impl Engine {
         let mut m = Mutations::default();
         for (p, v) in parts {
             self.mutations(p, v, now, Some(ts), &mut m)?;
+            m.next_statement();
         }
         self.apply(m)?;
         if conditional {

@@ -430,3 +430,44 @@ fn older_partition_or_range_delete_keeps_a_newer_row_delete() {
     let r = rows(q(&e, Some("ks"), "SELECT c, v FROM t WHERE k = 1").unwrap());
     assert_eq!(r, vec![vec!["2".to_string(), "6".to_string()]]);
 }
+
+/// `IN` on a clustering column with adjacent values (0 and 1 of an int encode as touching
+/// intervals) reads every listed row (the generator's `rows:row_count:in_clustering`).
+#[test]
+fn in_on_clustering_with_adjacent_values_reads_each_row() {
+    let e = setup();
+    q(&e, Some("ks"), "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))").unwrap();
+    q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 1, 10)").unwrap();
+    q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 2, 20)").unwrap();
+    for query in [
+        "SELECT c FROM t WHERE k = 1 AND c IN (1, 0)",
+        "SELECT c FROM t WHERE k = 1 AND c IN (0, 1, 2)",
+        "SELECT c FROM t WHERE k = 1 AND c IN (2, 1, 0, -1)",
+    ] {
+        let got: Vec<String> = rows(q(&e, Some("ks"), query).unwrap())
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        let want: Vec<&str> = if query.contains('2') { vec!["1", "2"] } else { vec!["1"] };
+        assert_eq!(got, want, "{query}");
+    }
+}
+
+/// Of several failing element operations in one BATCH, the first statement's error is
+/// reported, whatever the order of their partitions (generator, `message:batch`).
+#[test]
+fn batch_reports_the_first_failing_statement() {
+    let e = setup();
+    q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, l list<int>)").unwrap();
+    q(&e, Some("ks"), "INSERT INTO t (k, l) VALUES (1, [7])").unwrap();
+    let out_of_bound = "DELETE l[1] FROM t WHERE k = 1";
+    let null_list = "DELETE l[2] FROM t WHERE k = 2";
+    for (first, second, want) in [
+        (out_of_bound, null_list, "List index 1 out of bound, list has size 1"),
+        (null_list, out_of_bound, "Attempted to delete an element from a list which is null"),
+    ] {
+        let err = q(&e, Some("ks"), &format!("BEGIN BATCH {first}; {second}; APPLY BATCH"))
+            .unwrap_err();
+        assert!(err.to_string().contains(want), "{first}; {second}: {err}");
+    }
+}
