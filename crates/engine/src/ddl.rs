@@ -685,6 +685,7 @@ pub fn create_table(
         columns,
         options,
         dropped: Vec::new(),
+        indexes: Vec::new(),
     };
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
@@ -770,6 +771,7 @@ pub fn alter_table(
                         "Cannot drop PRIMARY KEY part {name}"
                     )));
                 }
+                crate::index::ddl::check_drop_column(&t, name)?;
                 t.columns.retain(|x| x.name != *name);
                 t.dropped.retain(|d| d.0 != *name);
                 t.dropped

@@ -23,6 +23,7 @@
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
+//! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //!
 //! # Invariants
 //! - A write is acknowledged only after its storage batch is written (and synced in batch
@@ -41,6 +42,7 @@ pub mod ddl;
 pub mod exec;
 mod fcts;
 pub mod functions;
+pub mod index;
 mod javafmt;
 pub mod json;
 pub mod keys;
@@ -322,6 +324,10 @@ pub struct PurgeFilter {
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
+        if key.first() == Some(&index::INDEX_PREFIX) {
+            let keep = index::keep_entry(&self.schema.get(), key, value, Now::system().secs);
+            return if keep { Decision::Keep } else { Decision::Drop };
+        }
         let Some(d) = keys::decode_key(key) else {
             return Decision::Keep;
         };
@@ -452,9 +458,10 @@ impl Engine {
             }
         }
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
+        schema.refresh_indexed();
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
-        Ok(Engine {
+        let engine = Engine {
             storage,
             schema: schema_cell,
             schema_generation: AtomicU64::new(1),
@@ -464,7 +471,10 @@ impl Engine {
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
             node,
-        })
+        };
+        // An index whose build a crash interrupted is built again.
+        engine.build_indexes().map_err(EngineError::into_db)?;
+        Ok(engine)
     }
 
     pub fn schema(&self) -> Arc<Schema> {
@@ -1076,10 +1086,19 @@ impl Engine {
                 let mut nt: TableDef = (**t).clone();
                 nt.id = next.next_table_id;
                 next.next_table_id += 1;
+                index::ddl::renumber(&mut nt, &mut next.next_table_id);
                 next.tables
                     .insert((k.clone(), name.name.clone()), Arc::new(nt));
                 self.install(next)?;
                 return Ok(Outcome::Void);
+            }
+            S::CreateIndex(ci) => {
+                let k = table_ks(&ci.table)?;
+                guard_system(&k)?;
+                index::ddl::create_index(&schema, &k, ci)?
+            }
+            S::DropIndex { name, if_exists } => {
+                index::ddl::drop_index(&schema, ks, name, *if_exists)?
             }
             S::Unsupported { what } => {
                 return Err(EngineError::invalid(format!(
@@ -1098,13 +1117,15 @@ impl Engine {
             Some((mut next, change)) => {
                 next.version = scalar::random_uuid(0);
                 self.install(next)?;
+                self.build_indexes()?;
                 Ok(Outcome::SchemaChange(change))
             }
         }
     }
 
     /// Persists a new schema, then makes it visible.
-    fn install(&self, next: Schema) -> Result<(), EngineError> {
+    fn install(&self, mut next: Schema) -> Result<(), EngineError> {
+        next.refresh_indexed();
         let persisted = PersistedSchema {
             keyspaces: next
                 .keyspaces
