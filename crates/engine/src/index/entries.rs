@@ -287,3 +287,45 @@ impl Engine {
         self.install(next)
     }
 }
+
+impl Engine {
+    /// Compares every index with what its table's stored data says it should hold; returns
+    /// one line per difference (empty: the indexes agree with the tables).
+    pub fn check_indexes(&self) -> Result<Vec<String>, EngineError> {
+        let schema = self.schema.get();
+        let mut problems = Vec::new();
+        for t in schema.indexed.values() {
+            for idx in &t.indexes {
+                let mut want = BTreeMap::new();
+                let start = keys::table_prefix(t.id);
+                let end = keys::prefix_end(&start);
+                for item in self.storage.scan(
+                    Bound::Included(start.as_slice()),
+                    Bound::Excluded(end.as_slice()),
+                    false,
+                ) {
+                    let (key, value) = item?;
+                    want.extend(entries_of(idx, t, &key, Some(&value)));
+                }
+                let start = index_prefix(idx.id);
+                let end = keys::prefix_end(&start);
+                let mut have = BTreeMap::new();
+                for item in self.storage.scan(
+                    Bound::Included(start.as_slice()),
+                    Bound::Excluded(end.as_slice()),
+                    false,
+                ) {
+                    let (k, v) = item?;
+                    have.insert(k, v);
+                }
+                for k in want.keys().filter(|k| !have.contains_key(*k)) {
+                    problems.push(format!("{}: missing entry {k:02x?}", idx.name));
+                }
+                for k in have.keys().filter(|k| !want.contains_key(*k)) {
+                    problems.push(format!("{}: stale entry {k:02x?}", idx.name));
+                }
+            }
+        }
+        Ok(problems)
+    }
+}

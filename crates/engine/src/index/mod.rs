@@ -164,3 +164,6 @@ pub(crate) fn expired(value: &[u8], now: u32) -> bool {
         None => false,
     }
 }
+
+#[cfg(test)]
+mod tests;
