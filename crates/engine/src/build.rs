@@ -280,7 +280,7 @@ impl<'a> Builder<'a> {
                     }
                 }
                 Relation::In { column, values } => {
-                    let (_, c) = self.column(t, column)?;
+                    let (idx, c) = self.column(t, column)?;
                     let c = c.clone();
                     let kv = match values {
                         ast::InValues::Terms(terms) => KeyValues::In(
@@ -302,12 +302,21 @@ impl<'a> Builder<'a> {
                         ColumnKind::Clustering => {
                             set_once(&mut cl[c.position as usize], kv, &c.name)?
                         }
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                            "IN predicates on non-primary-key columns ({}) is not yet supported",
-                            c.name
-                        )))
-                        }
+                        _ => match kv {
+                            KeyValues::In(values) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Const(None),
+                                target: FilterTarget::In(values),
+                                fold_case: false,
+                            }),
+                            _ => {
+                                return Err(EngineError::invalid(format!(
+                                    "IN predicates on non-primary-key columns ({}) is not yet supported",
+                                    c.name
+                                )))
+                            }
+                        },
                     }
                 }
                 Relation::Token { columns, op, value } => {

@@ -797,6 +797,7 @@ pub fn alter_table(
                         "Cannot rename non PRIMARY KEY column {from}"
                     )));
                 }
+                crate::index::ddl::check_rename_column(&t, from)?;
                 if t.column(to).is_some() {
                     return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{}'; another column with that name already exists", t.name)));
                 }

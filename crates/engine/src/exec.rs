@@ -977,6 +977,7 @@ pub(crate) enum BoundTarget {
     Contains,
     ContainsKey,
     Element(Option<Vec<u8>>),
+    In(Vec<Option<Vec<u8>>>),
 }
 
 impl BoundFilter {
@@ -990,6 +991,12 @@ impl BoundFilter {
                 T::Contains => BoundTarget::Contains,
                 T::ContainsKey => BoundTarget::ContainsKey,
                 T::Element(k) => BoundTarget::Element(resolve(k, vals)?),
+                T::In(values) => BoundTarget::In(
+                    values
+                        .iter()
+                        .map(|v| resolve(v, vals))
+                        .collect::<Result<_, _>>()?,
+                ),
             },
             want: resolve(&f.value, vals)?,
             fold_case: f.fold_case,
@@ -998,6 +1005,12 @@ impl BoundFilter {
 
     /// Whether the column's value `have` (`None`: null) satisfies the filter.
     fn holds(&self, ty: &ColumnType, have: Option<&[u8]>) -> bool {
+        if let (BoundTarget::In(values), Some(have)) = (&self.target, have) {
+            return values
+                .iter()
+                .flatten()
+                .any(|v| crate::types::compare(ty, have, v).is_eq());
+        }
         let (Some(have), Some(want)) = (have, self.want.as_deref()) else {
             return false;
         };

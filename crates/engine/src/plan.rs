@@ -144,6 +144,8 @@ pub enum FilterTarget {
     ContainsKey,
     /// `m[k] op v`: the map's value at this key.
     Element(Src),
+    /// `c IN (a, b)`: equal to one of these (the filter's own value is unused).
+    In(Vec<Src>),
 }
 
 /// An indexed read: which index, and which of its values (see `index::scan`).

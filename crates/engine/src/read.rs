@@ -819,8 +819,8 @@ impl<'a> SelectRun<'a> {
         if !matched_any
             && !resuming_here
             && plan.clustering.is_unrestricted()
-            && self.filters.is_empty()
             && header.has_live_statics(now.secs)
+            && passes_filters(t, &self.filters, &pk_parts, None, &header, None, now)
             && self.accept(&base, &keys::header_key(prefix), prefix)? == Flow::Stop
         {
             return Ok(Flow::Stop);

@@ -212,6 +212,11 @@ pub fn create_index(
             c.name
         )));
     }
+    if c.ty == ColumnType::Duration {
+        return Err(EngineError::invalid(
+            "Secondary indexes are not supported on duration columns",
+        ));
+    }
     if c.ty == ColumnType::Counter {
         return Err(EngineError::invalid(
             "Cannot create secondary index on counter column",
@@ -302,20 +307,36 @@ pub fn drop_index(
     Ok(Some((next, SchemaChange::table_updated(ks, &table))))
 }
 
-/// ALTER TABLE ... DROP of a column an index depends on is refused, as Cassandra refuses it.
-pub fn check_drop_column(t: &TableDef, column: &str) -> Result<(), EngineError> {
-    let deps: Vec<&str> = t
+/// ALTER TABLE ... RENAME of a column an index depends on is refused, as Cassandra refuses it.
+pub fn check_rename_column(t: &TableDef, column: &str) -> Result<(), EngineError> {
+    let deps = dependents(t, column);
+    if deps.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::invalid(format!(
+        "Can't rename column {column} because it has dependent secondary indexes ({deps})"
+    )))
+}
+
+/// The names of the indexes on `column`, comma separated.
+fn dependents(t: &TableDef, column: &str) -> String {
+    let names: Vec<&str> = t
         .indexes
         .iter()
         .filter(|i| i.column == column)
         .map(|i| i.name.as_str())
         .collect();
+    names.join(", ")
+}
+
+/// ALTER TABLE ... DROP of a column an index depends on is refused, as Cassandra refuses it.
+pub fn check_drop_column(t: &TableDef, column: &str) -> Result<(), EngineError> {
+    let deps = dependents(t, column);
     if deps.is_empty() {
         return Ok(());
     }
     Err(EngineError::invalid(format!(
-        "Cannot drop column {column} because it has dependent secondary indexes ({})",
-        deps.join(", ")
+        "Cannot drop column {column} because it has dependent secondary indexes ({deps})"
     )))
 }
 

@@ -65,7 +65,9 @@ fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
     t.indexes
         .iter()
         .filter(|i| i.built && i.column == *column)
-        .find(|i| supports(i, &c.ty, op, element))
+        .filter(|i| supports(i, &c.ty, op, element))
+        // SAI first: it serves its relations together with the query's other SAI ones.
+        .max_by_key(|i| i.is_sai())
 }
 
 fn relation_column(rel: &Relation) -> Option<&str> {
@@ -176,6 +178,7 @@ impl Builder<'_> {
             return Ok(None);
         }
         let rels = &s.where_clause;
+        check_one_column_relations(t, rels)?;
         for r in rels {
             if let Relation::Binary {
                 column,
@@ -340,4 +343,41 @@ impl Builder<'_> {
             lookup,
         })
     }
+}
+
+/// Cassandra's refusals of several relations on one non-key column: an equality with
+/// anything else, two lower or two upper bounds.
+fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
+    for c in t
+        .columns
+        .iter()
+        .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+    {
+        let ops: Vec<Operator> = rels
+            .iter()
+            .filter_map(|r| match r {
+                Relation::Binary { column, op, .. } if *column == c.name => Some(*op),
+                _ => None,
+            })
+            .filter(|op| *op == Operator::Eq || is_range(*op))
+            .collect();
+        let count = |f: &dyn Fn(Operator) -> bool| ops.iter().filter(|o| f(**o)).count();
+        let name = &c.name;
+        if ops.contains(&Operator::Eq) && ops.len() > 1 {
+            return Err(EngineError::invalid(format!(
+                "{name} cannot be restricted by more than one relation if it includes an Equal"
+            )));
+        }
+        for (bound, ends) in [
+            ("start", [Operator::Gt, Operator::Gte]),
+            ("end", [Operator::Lt, Operator::Lte]),
+        ] {
+            if count(&|o| ends.contains(&o)) > 1 {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {bound} bound on {name}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
