@@ -145,6 +145,19 @@ fn check_sai_options(
             )));
         }
     }
+    if c.ty == ColumnType::Blob {
+        return Err(EngineError::invalid("Unsupported type: blob"));
+    }
+    let analysis: Vec<String> = options
+        .iter()
+        .map(|(k, v)| format!("'{k}': '{v}'"))
+        .collect();
+    if !analysis.is_empty() && matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+        return Err(EngineError::invalid(format!(
+            "Analysis options are not supported on primary key columns, but found {{{}}}",
+            analysis.join(", ")
+        )));
+    }
     let text = matches!(c.ty, ColumnType::Varchar | ColumnType::Ascii);
     if !options.is_empty() && !text {
         return Err(EngineError::invalid(format!(
@@ -221,6 +234,12 @@ pub fn create_index(
         return Err(EngineError::invalid(
             "Cannot create secondary index on counter column",
         ));
+    }
+    if matches!(c.ty, ColumnType::Udt { .. }) && !c.cql_type.starts_with("frozen<") {
+        return Err(EngineError::invalid(format!(
+            "Cannot create index on non-frozen UDT column {}",
+            c.name
+        )));
     }
     let target = target_of(target.kind, c)?;
     let name = match &ci.name {

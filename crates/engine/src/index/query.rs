@@ -4,7 +4,7 @@
 //! - one legacy index serves one relation; any other relation outside the primary key (or a
 //!   clustering restriction without the whole partition key) needs ALLOW FILTERING;
 //! - SAI indexes serve every relation they support together (equality, ranges on
-//!   non-text values, CONTAINS, CONTAINS KEY, `m[k] = v`), so only relations no SAI index
+//!   numbers, dates and times, CONTAINS, CONTAINS KEY, `m[k] = v`), so only relations no SAI index
 //!   serves need it;
 //! - an `IN` on the partition key together with an index is refused, as is ORDER BY.
 //!
@@ -30,8 +30,25 @@ pub(crate) struct IndexedWhere {
     pub index: Option<IndexScan>,
 }
 
-fn is_text(ty: &ColumnType) -> bool {
-    matches!(ty, ColumnType::Varchar | ColumnType::Ascii)
+/// Whether SAI answers ranges on values of this type: numbers, dates and times, inet. Text,
+/// booleans, uuids and frozen values (tuples, UDTs, collections) are equality only.
+fn sai_ranges(ty: &ColumnType) -> bool {
+    use ColumnType::*;
+    matches!(
+        ty,
+        Int | Bigint
+            | Smallint
+            | Tinyint
+            | Varint
+            | Decimal
+            | Float
+            | Double
+            | Date
+            | Time
+            | Timestamp
+            | Timeuuid
+            | Inet
+    )
 }
 
 fn is_range(op: Operator) -> bool {
@@ -49,7 +66,7 @@ fn supports(idx: &IndexDef, ty: &ColumnType, op: Operator, element: bool) -> boo
         (Target::Simple | Target::Full, Operator::Eq, _) => true,
         (Target::Values, Operator::Contains, _) => true,
         (Target::Keys, Operator::ContainsKey, _) => true,
-        (Target::Simple, op, _) if is_range(op) => idx.is_sai() && !is_text(ty),
+        (Target::Simple, op, _) if is_range(op) => idx.is_sai() && sai_ranges(ty),
         _ => false,
     }
 }
