@@ -811,10 +811,10 @@ impl Engine {
             .collect();
         let mut batch = WriteBatch::new();
         // Read under the locks: a write racing an index build sees the index (see `index`).
-        let schema = self.schema.get();
-        let indexed: Vec<_> = if schema.indexed.is_empty() {
+        let indexed: Vec<_> = if !self.has_indexes.load(std::sync::atomic::Ordering::Acquire) {
             Vec::new()
         } else {
+            let schema = self.schema.get();
             m.entries
                 .keys()
                 .filter_map(|k| k.get(1..5))

@@ -65,7 +65,7 @@ use plan::{BindSpec, OutputColumn};
 use proto::error::DbError;
 use proto::types::ColumnType;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use storage::{CompactionFilter, Decision, Storage};
 pub use system::NodeInfo;
@@ -390,6 +390,9 @@ pub struct Engine {
     storage: Arc<dyn Storage>,
     schema: Arc<SchemaCell>,
     schema_generation: AtomicU64,
+    /// Whether any table has an index: a write to a database without indexes skips their
+    /// upkeep after one load of this flag (see `exec::apply`).
+    has_indexes: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -459,12 +462,14 @@ impl Engine {
         }
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
         schema.refresh_indexed();
+        let has_indexes = AtomicBool::new(!schema.indexed.is_empty());
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
         let engine = Engine {
             storage,
             schema: schema_cell,
             schema_generation: AtomicU64::new(1),
+            has_indexes,
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
@@ -1149,7 +1154,9 @@ impl Engine {
         b.put(SCHEMA_KEY.to_vec(), bytes);
         self.storage.write(b)?;
         self.storage.sync()?;
+        let has_indexes = !next.indexed.is_empty();
         *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.has_indexes.store(has_indexes, Ordering::Release);
         self.schema_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
