@@ -175,6 +175,11 @@ pub fn create_index(
     ci: &ast::CreateIndex,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let t = lookup_table(schema, ks, &ci.table.name)?;
+    if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
+        return Err(EngineError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
     let class_name = match &ci.custom_class {
         Some(c) if is_sai_class(c) => Some(c.clone()),
         Some(c) => {
@@ -228,11 +233,6 @@ pub fn create_index(
     if c.ty == ColumnType::Duration {
         return Err(EngineError::invalid(
             "Secondary indexes are not supported on duration columns",
-        ));
-    }
-    if c.ty == ColumnType::Counter {
-        return Err(EngineError::invalid(
-            "Cannot create secondary index on counter column",
         ));
     }
     if matches!(c.ty, ColumnType::Udt { .. }) && !c.cql_type.starts_with("frozen<") {
