@@ -221,6 +221,10 @@ impl Builder<'_> {
                 |r| matches!(r, Relation::Binary { column, op: Operator::Eq, .. } if *column == c.name),
             )
         });
+        // A partition read that needs no index (a point read, a clustering slice) stays one.
+        if pk_full && self.where_clause(t, rels, s.allow_filtering, false).is_ok() {
+            return Ok(None);
+        }
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
             .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
