@@ -133,6 +133,8 @@ def test_prepared_indexed_statements(session, ks):
     # A write through the prepared INSERT moves the row between index values.
     session.execute(ins, (1, 0, "v2", 1, {1}, {1: "x1"}))
     assert sorted(r.k for r in session.execute(by_v, ["v1"])) == [4, 7]
+    in_list = session.prepare("SELECT k FROM q WHERE n IN ? ALLOW FILTERING")
+    assert sorted(r.k for r in session.execute(in_list, [[2, 5, 42]])) == [2, 5]
     with pytest.raises(Exception, match="Unsupported null value for column v"):
         session.execute(by_v, [None])
 

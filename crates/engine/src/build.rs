@@ -310,6 +310,13 @@ impl<'a> Builder<'a> {
                                 target: FilterTarget::In(values),
                                 fold_case: false,
                             }),
+                            KeyValues::InBind(marker, _) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Bind(marker),
+                                target: FilterTarget::InList,
+                                fold_case: false,
+                            }),
                             _ => {
                                 return Err(EngineError::invalid(format!(
                                     "IN predicates on non-primary-key columns ({}) is not yet supported",

@@ -997,6 +997,14 @@ impl BoundFilter {
                         .map(|v| resolve(v, vals))
                         .collect::<Result<_, _>>()?,
                 ),
+                T::InList => BoundTarget::In(
+                    resolve(&f.value, vals)?
+                        .and_then(|l| decode_list_elements(&l))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(Some)
+                        .collect(),
+                ),
             },
             want: resolve(&f.value, vals)?,
             fold_case: f.fold_case,

@@ -146,6 +146,8 @@ pub enum FilterTarget {
     Element(Src),
     /// `c IN (a, b)`: equal to one of these (the filter's own value is unused).
     In(Vec<Src>),
+    /// `c IN ?`: equal to an element of the list that is the filter's value.
+    InList,
 }
 
 /// An indexed read: which index, and which of its values (see `index::scan`).
