@@ -144,7 +144,7 @@ pub fn keep_entry(schema: &crate::catalog::Schema, key: &[u8], value: &[u8], now
         return true;
     };
     let known = schema
-        .tables
+        .indexed
         .values()
         .any(|t| t.indexes.iter().any(|i| i.id == id));
     if !known && id < schema.next_table_id {

@@ -272,14 +272,7 @@ fn an_index_query_reads_only_its_candidates() {
             );
         }
     }
-    let entries = store
-        .scan(
-            std::ops::Bound::Included(&[crate::index::INDEX_PREFIX][..]),
-            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
-            false,
-        )
-        .count();
-    assert_eq!(entries, 50);
+    assert_eq!(entry_count(store.as_ref()), 50);
     run(&e, "DELETE FROM t WHERE k = 3", 1, None);
     run(&e, "TRUNCATE t", 1, None);
     let rows = select(&e, "SELECT k FROM t WHERE v = 1", 1);
@@ -472,4 +465,46 @@ fn an_indexed_query_costs_what_it_returns_not_the_table_size() {
     assert_eq!(small, large);
     // 10 entries, then a header and a row read per match.
     assert!(large.iter().all(|n| *n <= 10 * 3 + 2), "{large:?}");
+}
+
+fn entry_count(store: &dyn storage::Storage) -> usize {
+    store
+        .scan(
+            std::ops::Bound::Included(&[crate::index::INDEX_PREFIX][..]),
+            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
+            false,
+        )
+        .count()
+}
+
+#[test]
+fn compaction_drops_entries_of_dropped_indexes_and_truncated_tables() {
+    let (filter, handle) = crate::purge_filter();
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::with_filter(filter));
+    let e = Engine::open_with_filter(store.clone(), node(), handle).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(
+        &e,
+        "CREATE TABLE t (k int PRIMARY KEY, v int, w int)",
+        1,
+        None,
+    );
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    run(&e, "CREATE INDEX ON t (w) USING 'sai'", 1, None);
+    for k in 0..20 {
+        run(
+            &e,
+            &format!("INSERT INTO t (k, v, w) VALUES ({k}, {k}, {k})"),
+            1,
+            None,
+        );
+    }
+    assert_eq!(entry_count(store.as_ref()), 40);
+    run(&e, "DROP INDEX t_v_idx", 1, None);
+    e.compact().unwrap();
+    assert_eq!(entry_count(store.as_ref()), 20);
+    run(&e, "TRUNCATE t", 1, None);
+    e.compact().unwrap();
+    assert_eq!(entry_count(store.as_ref()), 0);
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
 }
