@@ -214,7 +214,7 @@ impl<'a> Builder<'a> {
 
     // ----------------------------------------------------------------------------- WHERE
 
-    fn where_clause(
+    pub(crate) fn where_clause(
         &mut self,
         t: &Arc<TableDef>,
         rels: &[Relation],
@@ -232,6 +232,15 @@ impl<'a> Builder<'a> {
         let mut multi_in: Option<(usize, TupleValues)> = None;
         for rel in rels {
             match rel {
+                Relation::Binary {
+                    op: Operator::Contains | Operator::ContainsKey,
+                    ..
+                }
+                | Relation::Element { .. }
+                    if !for_write =>
+                {
+                    filters.push(self.relation_filter(t, rel)?);
+                }
                 Relation::Binary { column, op, value } => {
                     let (idx, c) = self.column(t, column)?;
                     let src = self.term(t, value, &c.name, &c.ty.clone())?;
@@ -258,6 +267,8 @@ impl<'a> Builder<'a> {
                                 column: idx,
                                 op: filter_op(*op),
                                 value: src,
+                                target: FilterTarget::Whole,
+                                fold_case: false,
                             })
                         }
                         _ => {
@@ -269,7 +280,7 @@ impl<'a> Builder<'a> {
                     }
                 }
                 Relation::In { column, values } => {
-                    let (_, c) = self.column(t, column)?;
+                    let (idx, c) = self.column(t, column)?;
                     let c = c.clone();
                     let kv = match values {
                         ast::InValues::Terms(terms) => KeyValues::In(
@@ -291,12 +302,28 @@ impl<'a> Builder<'a> {
                         ColumnKind::Clustering => {
                             set_once(&mut cl[c.position as usize], kv, &c.name)?
                         }
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                            "IN predicates on non-primary-key columns ({}) is not yet supported",
-                            c.name
-                        )))
-                        }
+                        _ => match kv {
+                            KeyValues::In(values) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Const(None),
+                                target: FilterTarget::In(values),
+                                fold_case: false,
+                            }),
+                            KeyValues::InBind(marker, _) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Bind(marker),
+                                target: FilterTarget::InList,
+                                fold_case: false,
+                            }),
+                            _ => {
+                                return Err(EngineError::invalid(format!(
+                                    "IN predicates on non-primary-key columns ({}) is not yet supported",
+                                    c.name
+                                )))
+                            }
+                        },
                     }
                 }
                 Relation::Token { columns, op, value } => {
@@ -624,8 +651,13 @@ impl<'a> Builder<'a> {
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
-        let (partitions, clustering, filters) =
-            self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
+        let (partitions, clustering, filters, index) = match self.indexed_where(&t, s)? {
+            Some(w) => (w.partitions, w.clustering, w.filters, w.index),
+            None => {
+                let (p, c, f) = self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
+                (p, c, f, None)
+            }
+        };
         let eq_restricted = |i: usize| -> bool {
             let c = &t.columns[i];
             let pos = c.position as usize;
@@ -646,7 +678,13 @@ impl<'a> Builder<'a> {
         let group_by = self.group_by(&t, s, &eq_restricted)?;
         let (selection, mut output) = self.selection(&t, s, group_by)?;
         if s.distinct {
-            if !clustering.is_unrestricted() {
+            let non_static_filter = filters.iter().any(|f| {
+                !matches!(
+                    t.columns[f.column].kind,
+                    ColumnKind::Static | ColumnKind::PartitionKey
+                )
+            });
+            if !clustering.is_unrestricted() || non_static_filter {
                 return Err(EngineError::invalid(
                     "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
                 ));
@@ -728,6 +766,7 @@ impl<'a> Builder<'a> {
             reversed,
             limit,
             per_partition_limit,
+            index,
         })
     }
 
@@ -1371,7 +1410,7 @@ fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(
     Ok(())
 }
 
-fn filter_op(op: Operator) -> FilterOp {
+pub(crate) fn filter_op(op: Operator) -> FilterOp {
     match op {
         Operator::Eq => FilterOp::Eq,
         Operator::Neq => FilterOp::Ne,

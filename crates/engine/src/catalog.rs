@@ -116,6 +116,9 @@ pub struct TableDef {
     pub next_column_id: u16,
     /// Dropped columns: name, type text, drop time (microseconds).
     pub dropped: Vec<(String, String, i64)>,
+    /// Secondary indexes and SAI indexes on this table (see `index`).
+    #[serde(default)]
+    pub indexes: Vec<crate::index::IndexDef>,
 }
 
 impl TableDef {
@@ -182,9 +185,20 @@ pub struct Schema {
     pub tables: BTreeMap<(String, String), Arc<TableDef>>,
     pub version: [u8; 16],
     pub next_table_id: u32,
+    /// Tables that have indexes, by table id (what a write consults to keep entries).
+    pub indexed: BTreeMap<u32, Arc<TableDef>>,
 }
 
 impl Schema {
+    /// Recomputes [`Schema::indexed`]; called on every schema made visible.
+    pub fn refresh_indexed(&mut self) {
+        self.indexed = self
+            .tables
+            .values()
+            .filter(|t| !t.indexes.is_empty())
+            .map(|t| (t.id, t.clone()))
+            .collect();
+    }
     pub fn table(&self, ks: &str, name: &str) -> Option<&Arc<TableDef>> {
         self.tables.get(&(ks.to_string(), name.to_string()))
     }

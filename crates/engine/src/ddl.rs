@@ -685,6 +685,7 @@ pub fn create_table(
         columns,
         options,
         dropped: Vec::new(),
+        indexes: Vec::new(),
     };
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
@@ -770,6 +771,7 @@ pub fn alter_table(
                         "Cannot drop PRIMARY KEY part {name}"
                     )));
                 }
+                crate::index::ddl::check_drop_column(&t, name)?;
                 t.columns.retain(|x| x.name != *name);
                 t.dropped.retain(|d| d.0 != *name);
                 t.dropped
@@ -795,6 +797,7 @@ pub fn alter_table(
                         "Cannot rename non PRIMARY KEY column {from}"
                     )));
                 }
+                crate::index::ddl::check_rename_column(&t, from)?;
                 if t.column(to).is_some() {
                     return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{}'; another column with that name already exists", t.name)));
                 }

@@ -817,6 +817,22 @@ impl Engine {
             .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
         let mut batch = WriteBatch::new();
+        // Read under the locks: a write racing an index build sees the index (see `index`).
+        let indexed: Vec<_> = if !self.has_indexes.load(std::sync::atomic::Ordering::Acquire) {
+            Vec::new()
+        } else {
+            let schema = self.schema.get();
+            m.entries
+                .keys()
+                .filter_map(|k| k.get(1..5))
+                .filter_map(|b| schema.indexed.get(&u32::from_be_bytes(b.try_into().ok()?)))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let mut indexed = indexed;
+        indexed.dedup_by_key(|t| t.id);
+        // What was stored before this write, for index upkeep (only for indexed tables).
+        let mut originals: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
         // Values this batch already decided (a partition deletion rewrites covered rows).
         let mut pending: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
         // Deletions this batch adds, by partition prefix (header keys sort before their rows).
@@ -827,7 +843,13 @@ impl Engine {
         for (key, entry) in m.entries {
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
-                None => self.storage.get(&key)?,
+                None => {
+                    let v = self.storage.get(&key)?;
+                    if !indexed.is_empty() {
+                        originals.insert(key.clone(), v.clone());
+                    }
+                    v
+                }
             };
             match entry {
                 Entry::Row(mut e) => {
@@ -877,7 +899,8 @@ impl Engine {
                     pending.insert(key.clone(), Some(h.encode()));
                     if adds_deletion {
                         let prefix = key[..key.len() - 1].to_vec();
-                        self.delete_covered_rows(&prefix, &delta_del, &mut pending)?;
+                        let keep = (!indexed.is_empty()).then_some(&mut originals);
+                        self.delete_covered_rows(&prefix, &delta_del, &mut pending, keep)?;
                         deleted.insert(prefix, delta_del);
                     }
                 }
@@ -885,6 +908,9 @@ impl Engine {
         }
         if let Some((_, e)) = first_error.0 {
             return Err(e);
+        }
+        if !indexed.is_empty() {
+            crate::index::maintain(&indexed, &originals, &pending, &mut batch);
         }
         for (k, v) in pending {
             match v {
@@ -904,6 +930,7 @@ impl Engine {
         prefix: &[u8],
         deletion: &PartitionHeader,
         pending: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+        mut originals: Option<&mut BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
     ) -> Result<(), EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
@@ -916,6 +943,9 @@ impl Engine {
             let Some(del) = deletion.deletion_for(&key[rp.len()..]) else {
                 continue;
             };
+            if let Some(o) = originals.as_deref_mut() {
+                o.entry(key.clone()).or_insert_with(|| Some(value.clone()));
+            }
             let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
             row.merge(Row {
                 deletion: Some(del),
@@ -932,7 +962,7 @@ impl Engine {
         Ok(())
     }
 
-    fn stripe_of(&self, key: &[u8]) -> usize {
+    pub(crate) fn stripe_of(&self, key: &[u8]) -> usize {
         // The partition prefix decides the stripe, so a partition's keys share one lock.
         let p = keys::decode_key(key)
             .map(|d| d.prefix_len)
@@ -954,33 +984,130 @@ pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {
     enc
 }
 
+/// A filter with its values bound (see [`crate::plan::Filter`]).
+pub(crate) struct BoundFilter {
+    pub column: usize,
+    pub op: FilterOp,
+    pub target: BoundTarget,
+    pub want: Option<Vec<u8>>,
+    pub fold_case: bool,
+}
+
+pub(crate) enum BoundTarget {
+    Whole,
+    Contains,
+    ContainsKey,
+    Element(Option<Vec<u8>>),
+    In(Vec<Option<Vec<u8>>>),
+}
+
+impl BoundFilter {
+    pub(crate) fn bind(f: &crate::plan::Filter, vals: &Bound_) -> Result<Self, EngineError> {
+        use crate::plan::FilterTarget as T;
+        Ok(BoundFilter {
+            column: f.column,
+            op: f.op,
+            target: match &f.target {
+                T::Whole => BoundTarget::Whole,
+                T::Contains => BoundTarget::Contains,
+                T::ContainsKey => BoundTarget::ContainsKey,
+                T::Element(k) => BoundTarget::Element(resolve(k, vals)?),
+                T::In(values) => BoundTarget::In(
+                    values
+                        .iter()
+                        .map(|v| resolve(v, vals))
+                        .collect::<Result<_, _>>()?,
+                ),
+                T::InList => BoundTarget::In(
+                    resolve(&f.value, vals)?
+                        .and_then(|l| decode_list_elements(&l))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(Some)
+                        .collect(),
+                ),
+            },
+            want: resolve(&f.value, vals)?,
+            fold_case: f.fold_case,
+        })
+    }
+
+    /// Whether the column's value `have` (`None`: null) satisfies the filter.
+    fn holds(&self, ty: &ColumnType, have: Option<&[u8]>) -> bool {
+        if let (BoundTarget::In(values), Some(have)) = (&self.target, have) {
+            return values
+                .iter()
+                .flatten()
+                .any(|v| crate::types::compare(ty, have, v).is_eq());
+        }
+        let (Some(have), Some(want)) = (have, self.want.as_deref()) else {
+            return false;
+        };
+        let cmp = |t: &ColumnType, a: &[u8]| -> std::cmp::Ordering {
+            if self.fold_case && matches!(t, ColumnType::Varchar | ColumnType::Ascii) {
+                let (a, b) = (
+                    crate::index::analyze(true, a),
+                    crate::index::analyze(true, want),
+                );
+                crate::types::compare(t, &a, &b)
+            } else {
+                crate::types::compare(t, a, want)
+            }
+        };
+        match (&self.target, ty) {
+            (BoundTarget::Whole, _) => self.op.holds(cmp(ty, have)),
+            (BoundTarget::Contains, ColumnType::List(e) | ColumnType::Set(e)) => {
+                decode_list_elements(have)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|x| cmp(e, x).is_eq())
+            }
+            (BoundTarget::Contains, ColumnType::Map(_, v)) => crate::collections::map_entries(have)
+                .unwrap_or_default()
+                .iter()
+                .any(|(_, x)| cmp(v, x).is_eq()),
+            (BoundTarget::ContainsKey, ColumnType::Map(k, _)) => {
+                crate::collections::map_entries(have)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|(x, _)| cmp(k, x).is_eq())
+            }
+            (BoundTarget::Element(Some(key)), ColumnType::Map(k, v)) => {
+                crate::collections::map_entries(have)
+                    .unwrap_or_default()
+                    .iter()
+                    .find(|(x, _)| crate::types::compare(k, x, key).is_eq())
+                    .is_some_and(|(_, x)| self.op.holds(cmp(v, x)))
+            }
+            _ => false,
+        }
+    }
+}
+
 pub(crate) fn passes_filters(
     t: &TableDef,
-    filters: &[(usize, FilterOp, Option<Vec<u8>>)],
-    row: &Row,
+    filters: &[BoundFilter],
+    pk_parts: &[&[u8]],
+    row: Option<&Row>,
     header: &PartitionHeader,
     outer: Option<Deletion>,
     now: Now,
 ) -> bool {
-    filters.iter().all(|(idx, op, want)| {
-        let c = &t.columns[*idx];
+    filters.iter().all(|f| {
+        let c = &t.columns[f.column];
         let have: Option<&[u8]> = match c.kind {
             ColumnKind::Clustering => row
-                .clustering
-                .get(c.position as usize)
+                .and_then(|r| r.clustering.get(c.position as usize))
                 .map(|v| v.as_slice()),
             ColumnKind::Static => header
                 .static_cell(c.id, now.secs)
                 .and_then(|x| x.live_value(now.secs)),
             ColumnKind::Regular => row
-                .cell(c.id, now.secs, outer)
+                .and_then(|r| r.cell(c.id, now.secs, outer))
                 .and_then(|x| x.live_value(now.secs)),
-            ColumnKind::PartitionKey => return true,
+            ColumnKind::PartitionKey => pk_parts.get(c.position as usize).copied(),
         };
-        let (Some(have), Some(want)) = (have, want.as_deref()) else {
-            return false;
-        };
-        op.holds(crate::types::compare(&c.ty, have, want))
+        f.holds(&c.ty, have)
     })
 }
 

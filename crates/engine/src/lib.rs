@@ -23,6 +23,7 @@
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
+//! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //!
 //! # Invariants
 //! - A write is acknowledged only after its storage batch is written (and synced in batch
@@ -41,6 +42,7 @@ pub mod ddl;
 pub mod exec;
 mod fcts;
 pub mod functions;
+pub mod index;
 mod javafmt;
 pub mod json;
 pub mod keys;
@@ -63,7 +65,7 @@ use plan::{BindSpec, OutputColumn};
 use proto::error::DbError;
 use proto::types::ColumnType;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use storage::{CompactionFilter, Decision, Storage};
 pub use system::NodeInfo;
@@ -322,6 +324,10 @@ pub struct PurgeFilter {
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
+        if key.first() == Some(&index::INDEX_PREFIX) {
+            let keep = index::keep_entry(&self.schema.get(), key, value, Now::system().secs);
+            return if keep { Decision::Keep } else { Decision::Drop };
+        }
         let Some(d) = keys::decode_key(key) else {
             return Decision::Keep;
         };
@@ -384,6 +390,9 @@ pub struct Engine {
     storage: Arc<dyn Storage>,
     schema: Arc<SchemaCell>,
     schema_generation: AtomicU64,
+    /// Whether any table has an index: a write to a database without indexes skips their
+    /// upkeep after one load of this flag (see `exec::apply`).
+    has_indexes: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -452,19 +461,25 @@ impl Engine {
             }
         }
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
+        schema.refresh_indexed();
+        let has_indexes = AtomicBool::new(!schema.indexed.is_empty());
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
-        Ok(Engine {
+        let engine = Engine {
             storage,
             schema: schema_cell,
             schema_generation: AtomicU64::new(1),
+            has_indexes,
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
             node,
-        })
+        };
+        // An index whose build a crash interrupted is built again.
+        engine.build_indexes().map_err(EngineError::into_db)?;
+        Ok(engine)
     }
 
     pub fn schema(&self) -> Arc<Schema> {
@@ -1077,10 +1092,19 @@ impl Engine {
                 let mut nt: TableDef = (**t).clone();
                 nt.id = next.next_table_id;
                 next.next_table_id += 1;
+                index::ddl::renumber(&mut nt, &mut next.next_table_id);
                 next.tables
                     .insert((k.clone(), name.name.clone()), Arc::new(nt));
                 self.install(next)?;
                 return Ok(Outcome::Void);
+            }
+            S::CreateIndex(ci) => {
+                let k = table_ks(&ci.table)?;
+                guard_system(&k)?;
+                index::ddl::create_index(&schema, &k, ci)?
+            }
+            S::DropIndex { name, if_exists } => {
+                index::ddl::drop_index(&schema, ks, name, *if_exists)?
             }
             S::Unsupported { what } => {
                 return Err(EngineError::invalid(format!(
@@ -1099,13 +1123,15 @@ impl Engine {
             Some((mut next, change)) => {
                 next.version = scalar::random_uuid(0);
                 self.install(next)?;
+                self.build_indexes()?;
                 Ok(Outcome::SchemaChange(change))
             }
         }
     }
 
     /// Persists a new schema, then makes it visible.
-    fn install(&self, next: Schema) -> Result<(), EngineError> {
+    fn install(&self, mut next: Schema) -> Result<(), EngineError> {
+        next.refresh_indexed();
         let persisted = PersistedSchema {
             keyspaces: next
                 .keyspaces
@@ -1129,7 +1155,9 @@ impl Engine {
         b.put(SCHEMA_KEY.to_vec(), bytes);
         self.storage.write(b)?;
         self.storage.sync()?;
+        let has_indexes = !next.indexed.is_empty();
         *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.has_indexes.store(has_indexes, Ordering::Release);
         self.schema_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }

@@ -123,12 +123,54 @@ impl FilterOp {
     }
 }
 
-/// A predicate on a non-key column (`ALLOW FILTERING`).
+/// A predicate on a non-key column (`ALLOW FILTERING`), or the check of an indexed read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
     pub column: usize,
     pub op: FilterOp,
     pub value: Src,
+    pub target: FilterTarget,
+    /// Text compared case-insensitively (an SAI index with `case_sensitive: false`).
+    pub fold_case: bool,
+}
+
+/// What of the column a filter compares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterTarget {
+    Whole,
+    /// `c CONTAINS v`: an element of a list or set, a value of a map.
+    Contains,
+    /// `m CONTAINS KEY k`.
+    ContainsKey,
+    /// `m[k] op v`: the map's value at this key.
+    Element(Src),
+    /// `c IN (a, b)`: equal to one of these (the filter's own value is unused).
+    In(Vec<Src>),
+    /// `c IN ?`: equal to an element of the list that is the filter's value.
+    InList,
+}
+
+/// An indexed read: which index, and which of its values (see `index::scan`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexScan {
+    pub index_id: u32,
+    /// The indexed column's name (for error messages).
+    pub column: String,
+    /// Type of the indexed values (a map entry's key type for an `Element` lookup).
+    pub value_ty: ColumnType,
+    pub fold_case: bool,
+    pub lookup: IndexLookup,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexLookup {
+    Eq(Src),
+    /// `m[k] = v`: the key, then the value of this type.
+    Entry(Src, Src, ColumnType),
+    Range {
+        start: Option<(Src, bool)>,
+        end: Option<(Src, bool)>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +293,8 @@ pub struct SelectPlan {
     pub json_columns: Vec<OutputColumn>,
     pub limit: Option<Src>,
     pub per_partition_limit: Option<Src>,
+    /// Rows come from this index's candidates instead of a scan of the partitions.
+    pub index: Option<IndexScan>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,8 @@
 use crate::arith;
 use crate::catalog::{ColumnKind, TableDef};
 use crate::exec::{
-    clustering_ranges, partitions, passes_filters, resolve, tuple_field, Bound_, RowSink,
+    clustering_ranges, partitions, passes_filters, resolve, tuple_field, BoundFilter, Bound_,
+    RowSink,
 };
 use crate::keys;
 use crate::plan::*;
@@ -309,7 +310,9 @@ pub(crate) struct SelectRun<'a> {
     plan: &'a SelectPlan,
     vals: &'a Bound_,
     now: Now,
-    filters: Vec<(usize, FilterOp, Option<Vec<u8>>)>,
+    filters: Vec<BoundFilter>,
+    /// An indexed read visits only these rows (encoded clusterings) of the next partition.
+    pub(crate) only_rows: Option<Vec<Vec<u8>>>,
     ranges: Vec<crate::exec::Interval>,
     /// Every partition read is of one fully specified row (or none): a point read.
     point_read: bool,
@@ -330,6 +333,16 @@ pub(crate) struct SelectRun<'a> {
     /// ORDER BY over an IN on the partition key (never paged): every row kept with its
     /// clustering bytes, merged across partitions and cut to LIMIT at the end.
     merge: Option<Merge>,
+}
+
+/// The candidates of an indexed read in one partition.
+struct Candidates {
+    prefix: Vec<u8>,
+    pk: Vec<u8>,
+    token: i64,
+    /// Encoded clusterings of the candidate rows; `None`: the whole partition (an index on a
+    /// static column).
+    rows: Option<Vec<Vec<u8>>>,
 }
 
 struct Merge {
@@ -399,7 +412,7 @@ impl<'a> SelectRun<'a> {
         let filters = plan
             .filters
             .iter()
-            .map(|f| Ok((f.column, f.op, resolve(&f.value, vals)?)))
+            .map(|f| BoundFilter::bind(f, vals))
             .collect::<Result<_, EngineError>>()?;
         let ranges = clustering_ranges(t, &plan.clustering, vals)?;
         let ncl = t.clustering_count();
@@ -415,6 +428,7 @@ impl<'a> SelectRun<'a> {
             vals,
             now,
             filters,
+            only_rows: None,
             ranges,
             point_read,
             page,
@@ -436,11 +450,107 @@ impl<'a> SelectRun<'a> {
     }
 
     fn run(mut self, engine: &Engine) -> Result<ResultSet, EngineError> {
-        match &self.plan.partitions {
-            PartitionSel::Keys(sel) => self.scan_keys(sel)?,
-            PartitionSel::Range { start, end } => self.scan_range(engine, start, end)?,
+        match (&self.plan.index, &self.plan.partitions) {
+            (Some(scan), PartitionSel::Range { start, end }) => {
+                self.scan_index(engine, scan, start, end)?
+            }
+            (_, PartitionSel::Keys(sel)) => self.scan_keys(sel)?,
+            (None, PartitionSel::Range { start, end }) => self.scan_range(engine, start, end)?,
         }
         self.finish()
+    }
+
+    /// An indexed read: the index's candidates within the token range, visited a partition
+    /// at a time (only the candidate rows of it, each checked against the filters).
+    fn scan_index(
+        &mut self,
+        engine: &Engine,
+        scan: &IndexScan,
+        start: &Option<TokenBound>,
+        end: &Option<TokenBound>,
+    ) -> Result<(), EngineError> {
+        let t = &self.plan.table;
+        let (lo, hi) = self.token_span(engine, start, end)?;
+        let resume_partition = self
+            .resume_key
+            .as_ref()
+            .and_then(|k| keys::decode_key(k).map(|d| k[..d.prefix_len].to_vec()));
+        let candidates = crate::index::scan::candidates(
+            self.store,
+            t.id,
+            scan,
+            self.vals,
+            resume_partition.as_deref(),
+            self.now.secs,
+        )?;
+        let mut group: Option<Candidates> = None;
+        for key in candidates {
+            let key = key?;
+            if key < lo || key >= hi {
+                continue;
+            }
+            let Some(d) = keys::decode_key(&key) else {
+                continue;
+            };
+            let prefix = &key[..d.prefix_len];
+            if let Some(g) = group.take_if(|g| g.prefix != prefix) {
+                if self.index_partition(g)? == Flow::Stop {
+                    return Ok(());
+                }
+            }
+            let g = group.get_or_insert_with(|| Candidates {
+                prefix: prefix.to_vec(),
+                pk: d.pk.clone(),
+                token: d.token,
+                rows: Some(Vec::new()),
+            });
+            match (&mut g.rows, d.is_header) {
+                (rows, true) => *rows = None,
+                (Some(rows), false) => rows.push(d.clustering.to_vec()),
+                (None, false) => {}
+            }
+        }
+        if let Some(g) = group {
+            self.index_partition(g)?;
+        }
+        Ok(())
+    }
+
+    fn index_partition(&mut self, c: Candidates) -> Result<Flow, EngineError> {
+        self.only_rows = c.rows;
+        let flow = self.partition(&c.prefix, &c.pk, c.token, None);
+        self.only_rows = None;
+        flow
+    }
+
+    /// The storage keys of the table between two token bounds: `[lo, hi)`.
+    fn token_span(
+        &self,
+        engine: &Engine,
+        start: &Option<TokenBound>,
+        end: &Option<TokenBound>,
+    ) -> Result<(Vec<u8>, Vec<u8>), EngineError> {
+        let t = &self.plan.table;
+        let table_start = keys::table_prefix(t.id);
+        let mut lo = table_start.clone();
+        let mut hi = keys::prefix_end(&table_start);
+        if let Some(b) = start {
+            let tok = engine.token_bound(t, &b.src, self.vals)?;
+            lo = if b.inclusive {
+                keys::token_prefix(t.id, tok)
+            } else {
+                keys::after_token(t.id, tok)
+            };
+        }
+        if let Some(b) = end {
+            let tok = engine.token_bound(t, &b.src, self.vals)?;
+            hi = if b.inclusive {
+                keys::after_token(t.id, tok)
+            } else {
+                keys::token_prefix(t.id, tok)
+            };
+        }
+        Ok((lo, hi))
     }
 
     /// Partitions named by their keys (`=` / `IN` on the partition key).
@@ -471,26 +581,7 @@ impl<'a> SelectRun<'a> {
         end: &Option<TokenBound>,
     ) -> Result<(), EngineError> {
         const BUFFERED_ITEMS: usize = 1024;
-        let t = &self.plan.table;
-        let table_start = keys::table_prefix(t.id);
-        let mut lo = table_start.clone();
-        let mut hi = keys::prefix_end(&table_start);
-        if let Some(b) = start {
-            let tok = engine.token_bound(t, &b.src, self.vals)?;
-            lo = if b.inclusive {
-                keys::token_prefix(t.id, tok)
-            } else {
-                keys::after_token(t.id, tok)
-            };
-        }
-        if let Some(b) = end {
-            let tok = engine.token_bound(t, &b.src, self.vals)?;
-            hi = if b.inclusive {
-                keys::after_token(t.id, tok)
-            } else {
-                keys::token_prefix(t.id, tok)
-            };
-        }
+        let (mut lo, hi) = self.token_span(engine, start, end)?;
         if let Some(k) = &self.resume_key {
             if let Some(d) = keys::decode_key(k) {
                 let p = &k[..d.prefix_len];
@@ -550,6 +641,27 @@ impl<'a> SelectRun<'a> {
 
     /// The storage key ranges of the selected rows of one partition, in scan order.
     fn partition_ranges(&self, row_prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        if let Some(rows) = &self.only_rows {
+            let in_slice = |enc: &[u8]| {
+                if self.ranges.is_empty() {
+                    return self.plan.clustering.is_unrestricted();
+                }
+                self.ranges.iter().any(|(s, e)| {
+                    enc >= s.as_slice() && e.as_ref().is_none_or(|e| enc < e.as_slice())
+                })
+            };
+            return rows
+                .iter()
+                .filter(|enc| in_slice(enc))
+                .map(|enc| {
+                    let mut a = row_prefix.to_vec();
+                    a.extend_from_slice(enc);
+                    let mut b = a.clone();
+                    b.push(0);
+                    (a, b)
+                })
+                .collect();
+        }
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = if self.ranges.is_empty() {
             if self.plan.clustering.is_unrestricted() {
                 vec![(row_prefix.to_vec(), keys::prefix_end(row_prefix))]
@@ -627,7 +739,8 @@ impl<'a> SelectRun<'a> {
             }
             let live = header.has_live_statics(now.secs)
                 || Engine::partition_has_live_row(store, prefix, &header, now)?;
-            if !live {
+            let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
+            if !live || !passes() {
                 return Ok(Flow::Go);
             }
             return self.accept(&base, &keys::header_key(prefix), prefix);
@@ -667,7 +780,7 @@ impl<'a> SelectRun<'a> {
                             })
                             .map(|(k, v)| Ok((k.clone(), v.clone()))),
                     )
-                } else if self.point_read {
+                } else if self.point_read || self.only_rows.is_some() {
                     // A fully specified clustering key (or none at all) is one point read,
                     // much cheaper than an iterator.
                     let skip = matches!(lo, Bound::Excluded(_))
@@ -684,7 +797,7 @@ impl<'a> SelectRun<'a> {
                 let row = Row::decode(&value).map_err(EngineError::corrupt)?;
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 if !row.is_live(now.secs, outer)
-                    || !passes_filters(t, &self.filters, &row, &header, outer, now)
+                    || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
                 {
                     continue;
                 }
@@ -706,8 +819,8 @@ impl<'a> SelectRun<'a> {
         if !matched_any
             && !resuming_here
             && plan.clustering.is_unrestricted()
-            && self.filters.is_empty()
             && header.has_live_statics(now.secs)
+            && passes_filters(t, &self.filters, &pk_parts, None, &header, None, now)
             && self.accept(&base, &keys::header_key(prefix), prefix)? == Flow::Stop
         {
             return Ok(Flow::Stop);

@@ -45,6 +45,7 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_virtual_schema.keyspaces (keyspace_name text PRIMARY KEY)",
     "CREATE TABLE system_virtual_schema.tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))",
     "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
+    "CREATE TABLE system.\"IndexInfo\" (table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name))",
 ];
 
 pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
@@ -300,6 +301,30 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                 }
             }
         }
+        ("system_schema", "indexes") => {
+            for tb in user_tables() {
+                for i in &tb.indexes {
+                    push(vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("index_name", text(&i.name)),
+                        ("kind", text(i.kind())),
+                        ("options", text_map(&i.schema_options())),
+                    ]);
+                }
+            }
+        }
+        // Cassandra keys this table by keyspace under the name `table_name`.
+        ("system", "IndexInfo") => {
+            for tb in user_tables() {
+                for i in tb.indexes.iter().filter(|i| i.built) {
+                    push(vec![
+                        ("table_name", text(&tb.keyspace)),
+                        ("index_name", text(&i.name)),
+                    ]);
+                }
+            }
+        }
         ("system_virtual_schema", "keyspaces") => {
             for ks in VIRTUAL_KEYSPACES {
                 push(vec![("keyspace_name", text(ks))]);
@@ -428,6 +453,43 @@ fn fmt_double(v: f64) -> String {
     }
 }
 
+/// The DESCRIBE rows of a table's indexes, by name (as Cassandra lists them).
+fn index_rows(t: &TableDef) -> DescribeRows {
+    let mut idx: Vec<&crate::index::IndexDef> = t.indexes.iter().collect();
+    idx.sort_by(|a, b| a.name.cmp(&b.name));
+    idx.into_iter()
+        .map(|i| {
+            [
+                t.keyspace.clone(),
+                "index".into(),
+                i.name.clone(),
+                describe_index(t, i),
+            ]
+        })
+        .collect()
+}
+
+/// `CREATE [CUSTOM] INDEX name ON ks.t (target) [USING 'class' [WITH OPTIONS = {...}]];`
+pub fn describe_index(t: &TableDef, i: &crate::index::IndexDef) -> String {
+    let on = format!(
+        "{} ON {}.{} ({})",
+        quote(&i.name),
+        quote(&t.keyspace),
+        quote(&t.name),
+        i.target_text()
+    );
+    match &i.class_name {
+        None => format!("CREATE INDEX {on};"),
+        Some(class) if i.options.is_empty() => {
+            format!("CREATE CUSTOM INDEX {on} USING '{class}';")
+        }
+        Some(class) => format!(
+            "CREATE CUSTOM INDEX {on} USING '{class}' WITH OPTIONS = {};",
+            map_literal(&i.options)
+        ),
+    }
+}
+
 pub fn describe_table(t: &TableDef) -> String {
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
@@ -537,6 +599,7 @@ pub fn describe(
                     t.name.clone(),
                     describe_table(t),
                 ]);
+                rows.extend(index_rows(t));
             }
         }
         rows
@@ -597,11 +660,32 @@ pub fn describe(
         }
         D::Table(name) => {
             let t = find_table(name)?;
-            vec![[
+            let mut rows = vec![[
                 t.keyspace.clone(),
                 "table".into(),
                 t.name.clone(),
                 describe_table(&t),
+            ]];
+            rows.extend(index_rows(&t));
+            rows
+        }
+        D::Index(name) => {
+            let ks = name.keyspace.as_deref().or(current_ks).unwrap_or("");
+            let found = schema
+                .tables_of(ks)
+                .flat_map(|t| t.indexes.iter().map(move |i| (t, i)))
+                .find(|(_, i)| i.name == name.name);
+            let Some((t, i)) = found else {
+                return Err(EngineError::invalid(format!(
+                    "Table for existing index '{}' not found in '{ks}'",
+                    name.name
+                )));
+            };
+            vec![[
+                ks.to_string(),
+                "index".into(),
+                i.name.clone(),
+                describe_index(t, i),
             ]]
         }
         D::Schema { full } => {
@@ -618,12 +702,14 @@ pub fn describe(
                 }
             }
             let t = find_table(name)?;
-            vec![[
+            let mut rows = vec![[
                 t.keyspace.clone(),
                 "table".into(),
                 t.name.clone(),
                 describe_table(&t),
-            ]]
+            ]];
+            rows.extend(index_rows(&t));
+            rows
         }
         D::Cluster => vec![[
             "Peregrine Cluster".into(),

@@ -3,7 +3,7 @@
 use super::*;
 use std::net::{IpAddr, Ipv4Addr};
 
-fn node() -> NodeInfo {
+pub(crate) fn node() -> NodeInfo {
     NodeInfo {
         cluster_name: "Test Cluster".into(),
         datacenter: "datacenter1".into(),
@@ -34,8 +34,8 @@ pub(crate) fn q(e: &Engine, ks: Option<&str>, text: &str) -> Result<Outcome, DbE
     e.query(text, Values::Positional(vec![]), &opts, at(1000))
 }
 
-/// Rows as strings via proto's decoder, for assertions.
-pub(crate) fn rows(o: Outcome) -> Vec<Vec<String>> {
+/// Rows decoded by proto's decoder (null as `Value::Null`), and the paging state.
+pub(crate) fn values(o: Outcome) -> (Vec<Vec<proto::types::Value>>, Option<Vec<u8>>) {
     let Outcome::Rows(rs) = o else {
         panic!("expected rows, got {o:?}")
     };
@@ -47,22 +47,37 @@ pub(crate) fn rows(o: Outcome) -> Vec<Vec<String>> {
             let len = i32::from_be_bytes(rs.data[pos..pos + 4].try_into().unwrap());
             pos += 4;
             if len < 0 {
-                row.push("null".to_string());
+                row.push(proto::types::Value::Null);
             } else {
                 let v = &rs.data[pos..pos + len as usize];
                 pos += len as usize;
-                row.push(match proto::value::decode_value(&c.ty, v).unwrap() {
-                    proto::types::Value::Varchar(s) | proto::types::Value::Ascii(s) => s,
-                    proto::types::Value::Int(i) => i.to_string(),
-                    proto::types::Value::Bigint(i) => i.to_string(),
-                    proto::types::Value::Boolean(b) => b.to_string(),
-                    other => format!("{other:?}"),
-                });
+                row.push(proto::value::decode_value(&c.ty, v).unwrap());
             }
         }
         out.push(row);
     }
-    out
+    (out, rs.paging_state)
+}
+
+/// Rows as strings via proto's decoder, for assertions.
+pub(crate) fn rows(o: Outcome) -> Vec<Vec<String>> {
+    use proto::types::Value;
+    values(o)
+        .0
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| match v {
+                    Value::Null => "null".to_string(),
+                    Value::Varchar(s) | Value::Ascii(s) => s,
+                    Value::Int(i) => i.to_string(),
+                    Value::Bigint(i) => i.to_string(),
+                    Value::Boolean(b) => b.to_string(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 pub(crate) fn setup() -> Engine {

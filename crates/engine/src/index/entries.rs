@@ -1,0 +1,331 @@
+//! The entries of one stored row or partition header, their upkeep on every write
+//! ([`maintain`]) and the build of an index over a table's existing data ([`build`]).
+
+use super::{analyze, index_prefix, IndexDef, Target};
+use crate::catalog::{ColumnKind, TableDef};
+use crate::row::{Cell, CellValue, PartitionHeader, Row};
+use crate::{keys, Engine, EngineError};
+use proto::types::ColumnType;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use storage::WriteBatch;
+
+/// An entry: its key and its value, `expires_at:u32` (0: never) then the length of the
+/// encoded value in the key (so a reader finds where the base key's tail starts).
+pub(crate) type Entry = (Vec<u8>, Vec<u8>);
+
+fn entry_value(expires_at: u32, value_len: usize) -> Vec<u8> {
+    let mut v = expires_at.to_be_bytes().to_vec();
+    v.extend_from_slice(&(value_len as u32).to_be_bytes());
+    v
+}
+
+fn is_text(ty: &ColumnType) -> bool {
+    matches!(ty, ColumnType::Varchar | ColumnType::Ascii)
+}
+
+/// The order-preserving encoding of one indexed value (analyzed first when the index folds
+/// case).
+pub(crate) fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8], case_insensitive: bool) {
+    let v = analyze(case_insensitive && is_text(ty), v);
+    keys::encode_component(out, ty, &v, false);
+}
+
+/// The type of the values an index holds (for `Entries`, the map's key and value types).
+pub(crate) fn value_types(idx: &IndexDef, ty: &ColumnType) -> (ColumnType, Option<ColumnType>) {
+    match (idx.target, ty) {
+        (Target::Values, ColumnType::List(e) | ColumnType::Set(e)) => ((**e).clone(), None),
+        (Target::Values, ColumnType::Map(_, v)) => ((**v).clone(), None),
+        (Target::Keys, ColumnType::Map(k, _)) => ((**k).clone(), None),
+        (Target::Entries, ColumnType::Map(k, v)) => ((**k).clone(), Some((**v).clone())),
+        _ => (ty.clone(), None),
+    }
+}
+
+/// The encoded values `idx` holds for one stored value `v` of a column of type `ty`.
+fn encoded_values(idx: &IndexDef, ty: &ColumnType, v: &[u8]) -> Vec<Vec<u8>> {
+    let ci = idx.case_insensitive();
+    let one = |t: &ColumnType, x: &[u8]| {
+        let mut out = Vec::new();
+        encode_value(&mut out, t, x, ci);
+        out
+    };
+    match (idx.target, ty) {
+        (Target::Values, ColumnType::List(e) | ColumnType::Set(e)) => {
+            crate::exec::decode_list_elements(v)
+                .unwrap_or_default()
+                .iter()
+                .map(|x| one(e, x))
+                .collect()
+        }
+        (Target::Values, ColumnType::Map(_, vt)) => crate::collections::map_entries(v)
+            .unwrap_or_default()
+            .iter()
+            .map(|(_, x)| one(vt, x))
+            .collect(),
+        (Target::Keys, ColumnType::Map(kt, _)) => crate::collections::map_entries(v)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, _)| one(kt, k))
+            .collect(),
+        (Target::Entries, ColumnType::Map(kt, vt)) => crate::collections::map_entries(v)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, x)| {
+                let mut out = one(kt, k);
+                encode_value(&mut out, vt, x, ci);
+                out
+            })
+            .collect(),
+        _ => vec![one(ty, v)],
+    }
+}
+
+fn expiry_of(c: &Cell) -> Option<u32> {
+    match &c.value {
+        CellValue::Live { expiry, .. } => Some(expiry.map_or(0, |e| e.expires_at)),
+        CellValue::Tombstone { .. } => None,
+    }
+}
+
+/// When a row with this content stops existing by TTL (0: never); `None` if it holds
+/// nothing live at all.
+fn row_expiry(marker: Option<crate::row::Marker>, cells: &[Cell]) -> Option<u32> {
+    marker
+        .map(|m| m.expiry.map_or(0, |e| e.expires_at))
+        .into_iter()
+        .chain(cells.iter().filter_map(expiry_of))
+        .reduce(|a, b| if a == 0 || b == 0 { 0 } else { a.max(b) })
+}
+
+/// The entries `idx` has for the value stored under `base_key` (a row or a partition
+/// header of `t`); none for a value that holds nothing `idx` indexes.
+pub(crate) fn entries_of(
+    idx: &IndexDef,
+    t: &TableDef,
+    base_key: &[u8],
+    stored: Option<&[u8]>,
+) -> Vec<Entry> {
+    let (Some(stored), Some(d), Some(c)) =
+        (stored, keys::decode_key(base_key), t.column(&idx.column))
+    else {
+        return Vec::new();
+    };
+    let tail = &base_key[5..];
+    // The indexed values (encoded) and when they expire.
+    let found: Vec<(Vec<u8>, u32)> = match (c.kind, d.is_header) {
+        (ColumnKind::Regular, false) | (ColumnKind::Static, true) => {
+            let cells = if d.is_header {
+                PartitionHeader::decode(stored).map(|h| h.statics)
+            } else {
+                Row::decode(stored).map(|r| r.cells)
+            };
+            let Ok(cells) = cells else { return Vec::new() };
+            let Some(cell) = cells.iter().find(|x| x.column == c.id) else {
+                return Vec::new();
+            };
+            let (CellValue::Live { value, .. }, Some(exp)) = (&cell.value, expiry_of(cell)) else {
+                return Vec::new();
+            };
+            encoded_values(idx, &c.ty, value)
+                .into_iter()
+                .map(|v| (v, exp))
+                .collect()
+        }
+        (ColumnKind::Clustering, false) | (ColumnKind::PartitionKey, _) => {
+            let expiry = if d.is_header {
+                PartitionHeader::decode(stored)
+                    .ok()
+                    .and_then(|h| row_expiry(None, &h.statics))
+            } else {
+                Row::decode(stored)
+                    .ok()
+                    .and_then(|r| row_expiry(r.marker, &r.cells))
+            };
+            let Some(exp) = expiry else { return Vec::new() };
+            let value = if c.kind == ColumnKind::PartitionKey {
+                crate::token::split_partition_key(&d.pk, t.pk_count())
+                    .and_then(|p| p.get(c.position as usize).map(|x| x.to_vec()))
+            } else {
+                Row::decode(stored)
+                    .ok()
+                    .and_then(|r| r.clustering.get(c.position as usize).cloned())
+            };
+            let Some(value) = value else {
+                return Vec::new();
+            };
+            encoded_values(idx, &c.ty, &value)
+                .into_iter()
+                .map(|v| (v, exp))
+                .collect()
+        }
+        _ => return Vec::new(),
+    };
+    found
+        .into_iter()
+        .map(|(v, exp)| {
+            let mut k = index_prefix(idx.id);
+            k.extend_from_slice(&v);
+            k.extend_from_slice(tail);
+            (k, entry_value(exp, v.len()))
+        })
+        .collect()
+}
+
+/// Adds to `batch` the entry changes of every key a write rewrites: `originals` holds what
+/// was stored before the write, `written` what the write stores (`None`: removed).
+pub fn maintain(
+    tables: &[Arc<TableDef>],
+    originals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    written: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    batch: &mut WriteBatch,
+) {
+    for (key, new) in written {
+        let Some(id) = key
+            .get(1..5)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_be_bytes)
+        else {
+            continue;
+        };
+        let Some(t) = tables.iter().find(|t| t.id == id) else {
+            continue;
+        };
+        let old = originals.get(key).cloned().flatten();
+        for idx in &t.indexes {
+            let before = entries_of(idx, t, key, old.as_deref());
+            let after = entries_of(idx, t, key, new.as_deref());
+            for (k, _) in &before {
+                if !after.iter().any(|(a, _)| a == k) {
+                    batch.delete(k.clone());
+                }
+            }
+            for (k, v) in after {
+                if !before.contains(&(k.clone(), v.clone())) {
+                    batch.put(k, v);
+                }
+            }
+        }
+    }
+}
+
+/// Writes the entries of `idx` for every row of `t`, one partition at a time under that
+/// partition's stripe lock, so a concurrent write cannot leave an entry of a value it
+/// replaced.
+pub(crate) fn build(engine: &Engine, t: &TableDef, idx: &IndexDef) -> Result<(), EngineError> {
+    let start = keys::table_prefix(t.id);
+    let end = keys::prefix_end(&start);
+    let mut cursor = start;
+    loop {
+        let first = engine
+            .storage
+            .scan(
+                Bound::Included(cursor.as_slice()),
+                Bound::Excluded(end.as_slice()),
+                false,
+            )
+            .next()
+            .transpose()?;
+        let Some((k, _)) = first else { break };
+        let Some(d) = keys::decode_key(&k) else { break };
+        let prefix = k[..d.prefix_len].to_vec();
+        let pend = keys::prefix_end(&prefix);
+        {
+            let _g = engine.stripes[engine.stripe_of(&k)]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let mut batch = WriteBatch::new();
+            for item in engine.storage.scan(
+                Bound::Included(prefix.as_slice()),
+                Bound::Excluded(pend.as_slice()),
+                false,
+            ) {
+                let (key, value) = item?;
+                for (e, v) in entries_of(idx, t, &key, Some(&value)) {
+                    batch.put(e, v);
+                }
+            }
+            engine.storage.write(batch)?;
+        }
+        cursor = pend;
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// Builds every index not yet built, then records them as built. Runs under the DDL lock
+    /// (or at open, before any request).
+    pub(crate) fn build_indexes(&self) -> Result<(), EngineError> {
+        let schema = self.schema.get();
+        let pending: Vec<(Arc<TableDef>, IndexDef)> = schema
+            .tables
+            .values()
+            .flat_map(|t| {
+                t.indexes
+                    .iter()
+                    .filter(|i| !i.built)
+                    .map(move |i| (t.clone(), i.clone()))
+            })
+            .collect();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        for (t, idx) in &pending {
+            build(self, t, idx)?;
+        }
+        let mut next = (*self.schema.get()).clone();
+        for t in next.tables.values_mut() {
+            if t.indexes.iter().any(|i| !i.built) {
+                let mut nt = (**t).clone();
+                for i in &mut nt.indexes {
+                    i.built = true;
+                }
+                *t = Arc::new(nt);
+            }
+        }
+        self.install(next)
+    }
+}
+
+impl Engine {
+    /// Compares every index with what its table's stored data says it should hold; returns
+    /// one line per difference (empty: the indexes agree with the tables).
+    pub fn check_indexes(&self) -> Result<Vec<String>, EngineError> {
+        let schema = self.schema.get();
+        let mut problems = Vec::new();
+        for t in schema.indexed.values() {
+            for idx in &t.indexes {
+                let mut want = BTreeMap::new();
+                let start = keys::table_prefix(t.id);
+                let end = keys::prefix_end(&start);
+                for item in self.storage.scan(
+                    Bound::Included(start.as_slice()),
+                    Bound::Excluded(end.as_slice()),
+                    false,
+                ) {
+                    let (key, value) = item?;
+                    want.extend(entries_of(idx, t, &key, Some(&value)));
+                }
+                let start = index_prefix(idx.id);
+                let end = keys::prefix_end(&start);
+                let mut have = BTreeMap::new();
+                for item in self.storage.scan(
+                    Bound::Included(start.as_slice()),
+                    Bound::Excluded(end.as_slice()),
+                    false,
+                ) {
+                    let (k, v) = item?;
+                    have.insert(k, v);
+                }
+                for k in want.keys().filter(|k| !have.contains_key(*k)) {
+                    problems.push(format!("{}: missing entry {k:02x?}", idx.name));
+                }
+                for k in have.keys().filter(|k| !want.contains_key(*k)) {
+                    problems.push(format!("{}: stale entry {k:02x?}", idx.name));
+                }
+            }
+        }
+        Ok(problems)
+    }
+}

@@ -1,0 +1,169 @@
+//! Secondary indexes (`CREATE INDEX`) and Storage-Attached Indexes (`USING 'sai'`).
+//!
+//! Both kinds share one storage design (see `docs/dev/indexes.md`): an index entry is a key
+//! in its own key space,
+//!
+//! ```text
+//! entry:  0x02 index_id:u32 enc(value) tail     value: expires_at:u32 (0 = never) len(enc):u32
+//! ```
+//!
+//! where `enc(value)` is the indexed value's order-preserving, self-delimiting encoding
+//! ([`crate::keys::encode_component`]; a map entry is its key's then its value's) and `tail`
+//! is the indexed base key without its `0x01 table_id` prefix (token, partition key, then the
+//! row's clustering or the header marker). Entries of one value are thus in base-key order —
+//! Cassandra's token order — and a range of values is one contiguous key range.
+//!
+//! Entries are kept exact by the write itself: `apply` already reads every row it rewrites
+//! (under the partition's stripe lock), so [`maintain`] compares the entries of the row
+//! before and after and deletes/puts the difference in the same atomic batch. Reads still
+//! check every candidate against the base row (an entry whose cell has since expired by TTL
+//! is skipped; its expiry also lets compaction drop it).
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `ddl` | CREATE/DROP INDEX: Cassandra's rules, names and errors |
+//! | `entries` | the entries of one stored row or partition header; [`maintain`] |
+//! | `query` | choosing an index for a SELECT, Cassandra's ALLOW FILTERING rules |
+//! | `scan` | candidates of an index lookup, in base-key order |
+
+pub mod ddl;
+mod entries;
+pub(crate) mod query;
+pub(crate) mod scan;
+
+pub(crate) use entries::encode_value;
+pub use entries::maintain;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// First byte of every index entry key.
+pub const INDEX_PREFIX: u8 = 0x02;
+
+/// What of a column an index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Target {
+    /// The whole value of a non-collection column.
+    Simple,
+    /// Elements of a list or set, values of a map.
+    Values,
+    /// Keys of a map.
+    Keys,
+    /// Key/value pairs of a map.
+    Entries,
+    /// The whole value of a frozen collection.
+    Full,
+}
+
+/// One index, stored with its table in the schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexDef {
+    pub name: String,
+    /// Key space of its entries; taken from the schema's id counter, never reused.
+    pub id: u32,
+    pub column: String,
+    pub target: Target,
+    /// The class of a CUSTOM index as written (`sai`, `StorageAttachedIndex`); `None` for a
+    /// legacy secondary index.
+    pub class_name: Option<String>,
+    /// Options as written in `WITH OPTIONS` (SAI: `case_sensitive`, `normalize`, `ascii`).
+    pub options: BTreeMap<String, String>,
+    /// Whether the build over the table's data finished (an unbuilt index is built again
+    /// when the store opens).
+    #[serde(default)]
+    pub built: bool,
+}
+
+impl IndexDef {
+    pub fn is_sai(&self) -> bool {
+        self.class_name.is_some()
+    }
+
+    /// `kind` in `system_schema.indexes`.
+    pub fn kind(&self) -> &'static str {
+        if self.is_sai() {
+            "CUSTOM"
+        } else {
+            "COMPOSITES"
+        }
+    }
+
+    /// `target` option: `v`, `values(l)`, `keys(m)`, `entries(m)`, `full(f)`.
+    pub fn target_text(&self) -> String {
+        let c = cql::quote_identifier(&self.column).into_owned();
+        match self.target {
+            Target::Simple => c,
+            Target::Values => format!("values({c})"),
+            Target::Keys => format!("keys({c})"),
+            Target::Entries => format!("entries({c})"),
+            Target::Full => format!("full({c})"),
+        }
+    }
+
+    /// `options` in `system_schema.indexes`.
+    pub fn schema_options(&self) -> BTreeMap<String, String> {
+        let mut o = self.options.clone();
+        if let Some(c) = &self.class_name {
+            o.insert("class_name".into(), c.clone());
+        }
+        o.insert("target".into(), self.target_text());
+        o
+    }
+
+    /// Whether text values go through SAI's case folding before they are compared.
+    pub fn case_insensitive(&self) -> bool {
+        self.options
+            .get("case_sensitive")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+    }
+}
+
+/// The analyzed form of a value under `idx` (SAI `case_sensitive: false` lower-cases text).
+pub(crate) fn analyze(case_insensitive: bool, v: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match std::str::from_utf8(v) {
+        Ok(s) if case_insensitive => std::borrow::Cow::Owned(s.to_lowercase().into_bytes()),
+        _ => std::borrow::Cow::Borrowed(v),
+    }
+}
+
+/// `0x02 index_id`: the start of an index's entries.
+pub(crate) fn index_prefix(id: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(5);
+    k.push(INDEX_PREFIX);
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The compaction filter's verdict on an index entry: `true` keeps it.
+pub fn keep_entry(schema: &crate::catalog::Schema, key: &[u8], value: &[u8], now: u32) -> bool {
+    let Some(id) = key
+        .get(1..5)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
+    else {
+        return true;
+    };
+    let known = schema
+        .indexed
+        .values()
+        .any(|t| t.indexes.iter().any(|i| i.id == id));
+    if !known && id < schema.next_table_id {
+        return false;
+    }
+    !expired(value, now)
+}
+
+/// Whether an entry (its stored value) belongs to a cell that has expired by `now`.
+pub(crate) fn expired(value: &[u8], now: u32) -> bool {
+    match value
+        .get(0..4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
+    {
+        Some(exp) => exp != 0 && exp <= now,
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,404 @@
+//! Choosing an index for a SELECT, with Cassandra 5.0's rules for when a query on indexed
+//! columns still needs `ALLOW FILTERING`:
+//!
+//! - one legacy index serves one relation; any other relation outside the primary key (or a
+//!   clustering restriction without the whole partition key) needs ALLOW FILTERING;
+//! - SAI indexes serve every relation they support together (equality, ranges on
+//!   numbers, dates and times, CONTAINS, CONTAINS KEY, `m[k] = v`), so only relations no SAI index
+//!   serves need it;
+//! - an `IN` on the partition key together with an index is refused, as is ORDER BY.
+//!
+//! Every relation an index serves is also kept as a filter, so each candidate row is checked
+//! against the base row: the index only narrows which rows are read.
+
+use super::{entries::value_types, IndexDef, Target};
+use crate::build::{filter_op, Builder};
+use crate::catalog::{ColumnKind, TableDef};
+use crate::plan::*;
+use crate::EngineError;
+use cql::ast::{self, Operator, Relation};
+use proto::types::ColumnType;
+use std::sync::Arc;
+
+const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+/// The WHERE clause of an indexed SELECT, resolved.
+pub(crate) struct IndexedWhere {
+    pub partitions: PartitionSel,
+    pub clustering: ClusteringSel,
+    pub filters: Vec<Filter>,
+    pub index: Option<IndexScan>,
+}
+
+/// Whether SAI answers ranges on values of this type: numbers, dates and times, inet. Text,
+/// booleans, uuids and frozen values (tuples, UDTs, collections) are equality only.
+fn sai_ranges(ty: &ColumnType) -> bool {
+    use ColumnType::*;
+    matches!(
+        ty,
+        Int | Bigint
+            | Smallint
+            | Tinyint
+            | Varint
+            | Decimal
+            | Float
+            | Double
+            | Date
+            | Time
+            | Timestamp
+            | Timeuuid
+            | Inet
+    )
+}
+
+fn is_range(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+    )
+}
+
+/// Whether `idx` answers `op` on its column.
+fn supports(idx: &IndexDef, ty: &ColumnType, op: Operator, element: bool) -> bool {
+    match (idx.target, op, element) {
+        (Target::Entries, Operator::Eq, true) => true,
+        (_, _, true) => false,
+        (Target::Simple | Target::Full, Operator::Eq, _) => true,
+        (Target::Values, Operator::Contains, _) => true,
+        (Target::Keys, Operator::ContainsKey, _) => true,
+        (Target::Simple, op, _) if is_range(op) => idx.is_sai() && sai_ranges(ty),
+        _ => false,
+    }
+}
+
+/// The built index that serves `rel`, if any.
+fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
+    let (column, op, element) = match rel {
+        Relation::Binary { column, op, .. } => (column, *op, false),
+        Relation::Element { column, op, .. } => (column, *op, true),
+        _ => return None,
+    };
+    let c = t.column(column)?;
+    t.indexes
+        .iter()
+        .filter(|i| i.built && i.column == *column)
+        .filter(|i| supports(i, &c.ty, op, element))
+        // SAI first: it serves its relations together with the query's other SAI ones.
+        .max_by_key(|i| i.is_sai())
+}
+
+fn relation_column(rel: &Relation) -> Option<&str> {
+    match rel {
+        Relation::Binary { column, .. }
+        | Relation::In { column, .. }
+        | Relation::Element { column, .. } => Some(column),
+        _ => None,
+    }
+}
+
+impl Builder<'_> {
+    /// A relation on one column as a filter (`ALLOW FILTERING`, or the check of an indexed
+    /// read): `c op v`, `c CONTAINS v`, `m CONTAINS KEY k`, `m[k] op v`.
+    pub(crate) fn relation_filter(
+        &mut self,
+        t: &Arc<TableDef>,
+        rel: &Relation,
+    ) -> Result<Filter, EngineError> {
+        let (column, op, value, key) = match rel {
+            Relation::Binary { column, op, value } => (column, *op, value, None),
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => (column, *op, value, Some(key)),
+            other => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported restriction: {other:?}"
+                )))
+            }
+        };
+        let (idx, c) = self.column(t, column)?;
+        let c = c.clone();
+        let name = &c.name;
+        if op == Operator::Like {
+            return Err(EngineError::invalid(format!(
+                "LIKE restriction is only supported on properly indexed columns. {name} LIKE {value} is not valid."
+            )));
+        }
+        if let Some(key) = key {
+            let ColumnType::Map(kt, vt) = &c.ty else {
+                return Err(EngineError::invalid(format!(
+                    "Column {name} cannot be used as a map"
+                )));
+            };
+            let k = self.term(t, key, &format!("key({name})"), kt)?;
+            let v = self.term(t, value, &format!("value({name})"), vt)?;
+            return Ok(Filter {
+                column: idx,
+                op: filter_op(op),
+                value: v,
+                target: FilterTarget::Element(k),
+                fold_case: false,
+            });
+        }
+        let (ty, target, label) = match (op, &c.ty) {
+            (Operator::Contains, ColumnType::List(e) | ColumnType::Set(e)) => (
+                (**e).clone(),
+                FilterTarget::Contains,
+                format!("value({name})"),
+            ),
+            (Operator::Contains, ColumnType::Map(_, v)) => (
+                (**v).clone(),
+                FilterTarget::Contains,
+                format!("value({name})"),
+            ),
+            (Operator::Contains, _) => {
+                return Err(EngineError::invalid(format!(
+                    "Cannot use CONTAINS on non-collection column {name}"
+                )))
+            }
+            (Operator::ContainsKey, ColumnType::Map(k, _)) => (
+                (**k).clone(),
+                FilterTarget::ContainsKey,
+                format!("key({name})"),
+            ),
+            (Operator::ContainsKey, _) => {
+                return Err(EngineError::invalid(format!(
+                    "Cannot use CONTAINS KEY on non-map column {name}"
+                )))
+            }
+            _ => (c.ty.clone(), FilterTarget::Whole, name.clone()),
+        };
+        let value = self.term(t, value, &label, &ty)?;
+        let op = match op {
+            Operator::Contains | Operator::ContainsKey => FilterOp::Eq,
+            other => filter_op(other),
+        };
+        Ok(Filter {
+            column: idx,
+            op,
+            value,
+            target,
+            fold_case: false,
+        })
+    }
+
+    /// The WHERE clause of a SELECT that an index can serve; `None` when no index applies
+    /// (the ordinary rules then hold).
+    pub(crate) fn indexed_where(
+        &mut self,
+        t: &Arc<TableDef>,
+        s: &ast::SelectStatement,
+    ) -> Result<Option<IndexedWhere>, EngineError> {
+        if !t.indexes.iter().any(|i| i.built) {
+            return Ok(None);
+        }
+        let rels = &s.where_clause;
+        check_one_column_relations(t, rels)?;
+        for r in rels {
+            if let Relation::Binary {
+                column,
+                op: Operator::Neq,
+                value,
+            } = r
+            {
+                if t.indexes.iter().any(|i| i.is_sai() && i.column == *column) {
+                    return Err(EngineError::invalid(format!(
+                        "Unsupported \"!=\" relation: {column} != {value}"
+                    )));
+                }
+            }
+        }
+        let pk_col = |r: &Relation| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| c.kind == ColumnKind::PartitionKey)
+        };
+        // With the whole partition key given, an index on a part of it serves nothing.
+        let pk_full = t.partition_key().all(|c| {
+            rels.iter().any(
+                |r| matches!(r, Relation::Binary { column, op: Operator::Eq, .. } if *column == c.name),
+            )
+        });
+        // A partition read that needs no index (a point read, a clustering slice) stays one.
+        if pk_full && self.where_clause(t, rels, s.allow_filtering, false).is_ok() {
+            return Ok(None);
+        }
+        let served: Vec<Option<&IndexDef>> = rels
+            .iter()
+            .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
+            .collect();
+        // The relation the index lookup answers: an equality first, else a range.
+        let primary = (0..rels.len())
+            .filter(|i| served[*i].is_some())
+            .min_by_key(|i| match &rels[*i] {
+                Relation::Binary { op, .. } if is_range(*op) => 1,
+                _ => 0,
+            });
+        let Some(primary) = primary else {
+            return Ok(None);
+        };
+        if !s.order_by.is_empty() {
+            return Err(EngineError::invalid(
+                "ORDER BY with 2ndary indexes is not supported, except for ANN queries.",
+            ));
+        }
+        let pidx = served[primary]
+            .cloned()
+            .ok_or_else(|| EngineError::server("index"))?;
+        // Relations served without filtering: the primary, and with SAI every SAI relation.
+        let free: Vec<bool> = (0..rels.len())
+            .map(|i| i == primary || (pidx.is_sai() && served[i].is_some_and(|x| x.is_sai())))
+            .collect();
+        let pk_in = rels
+            .iter()
+            .any(|r| matches!(r, Relation::In { .. }) && pk_col(r));
+        if pk_in {
+            return Err(EngineError::invalid(
+                "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
+            ));
+        }
+        let mut rest = Vec::new();
+        let mut filters = Vec::new();
+        for (i, r) in rels.iter().enumerate() {
+            if free[i] {
+                let mut f = self.relation_filter(t, r)?;
+                f.fold_case = served[i].is_some_and(|x| x.case_insensitive());
+                filters.push(f);
+            } else if !pk_full && pk_col(r) {
+                // A part of the partition key, without the rest of it: checked per row.
+                if !s.allow_filtering {
+                    return Err(EngineError::invalid(FILTERING_MSG));
+                }
+                filters.push(self.relation_filter(t, r)?);
+            } else {
+                rest.push(r.clone());
+            }
+        }
+        let (partitions, clustering, more) =
+            self.where_clause(t, &rest, s.allow_filtering, false)?;
+        filters.extend(more);
+        let index = if pk_full {
+            None
+        } else {
+            Some(self.index_scan(t, &pidx, rels, primary, &filters)?)
+        };
+        Ok(Some(IndexedWhere {
+            partitions,
+            clustering,
+            filters,
+            index,
+        }))
+    }
+
+    /// The lookup of `idx` for the relation `rels[primary]` (a range gathers every range
+    /// relation on the column).
+    fn index_scan(
+        &mut self,
+        t: &TableDef,
+        idx: &IndexDef,
+        rels: &[Relation],
+        primary: usize,
+        filters: &[Filter],
+    ) -> Result<IndexScan, EngineError> {
+        let ci = t
+            .column_index(&idx.column)
+            .ok_or_else(|| EngineError::server("indexed column missing"))?;
+        let c = &t.columns[ci];
+        let (value_ty, _) = value_types(idx, &c.ty);
+        let mine = |f: &&Filter| f.column == ci;
+        let lookup = match &rels[primary] {
+            Relation::Element { .. } => {
+                let f = filters
+                    .iter()
+                    .find(|f| mine(f) && matches!(f.target, FilterTarget::Element(_)))
+                    .ok_or_else(|| EngineError::server("indexed filter missing"))?;
+                let FilterTarget::Element(k) = &f.target else {
+                    return Err(EngineError::server("indexed filter missing"));
+                };
+                let (_, vt) = match &c.ty {
+                    ColumnType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                    _ => return Err(EngineError::server("entries index on a non-map")),
+                };
+                IndexLookup::Entry(k.clone(), f.value.clone(), vt)
+            }
+            Relation::Binary { op, .. } if is_range(*op) => {
+                let mut start = None;
+                let mut end = None;
+                for f in filters
+                    .iter()
+                    .filter(mine)
+                    .filter(|f| f.target == FilterTarget::Whole)
+                {
+                    match f.op {
+                        FilterOp::Gt | FilterOp::Ge if start.is_none() => {
+                            start = Some((f.value.clone(), f.op == FilterOp::Ge))
+                        }
+                        FilterOp::Lt | FilterOp::Le if end.is_none() => {
+                            end = Some((f.value.clone(), f.op == FilterOp::Le))
+                        }
+                        _ => {}
+                    }
+                }
+                IndexLookup::Range { start, end }
+            }
+            _ => {
+                let want = match idx.target {
+                    Target::Values => FilterTarget::Contains,
+                    Target::Keys => FilterTarget::ContainsKey,
+                    _ => FilterTarget::Whole,
+                };
+                let f = filters
+                    .iter()
+                    .find(|f| mine(f) && f.target == want && f.op == FilterOp::Eq)
+                    .ok_or_else(|| EngineError::server("indexed filter missing"))?;
+                IndexLookup::Eq(f.value.clone())
+            }
+        };
+        Ok(IndexScan {
+            index_id: idx.id,
+            column: c.name.clone(),
+            value_ty,
+            fold_case: idx.case_insensitive(),
+            lookup,
+        })
+    }
+}
+
+/// Cassandra's refusals of several relations on one non-key column: an equality with
+/// anything else, two lower or two upper bounds.
+fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
+    for c in t
+        .columns
+        .iter()
+        .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+    {
+        let ops: Vec<Operator> = rels
+            .iter()
+            .filter_map(|r| match r {
+                Relation::Binary { column, op, .. } if *column == c.name => Some(*op),
+                _ => None,
+            })
+            .filter(|op| *op == Operator::Eq || is_range(*op))
+            .collect();
+        let count = |f: &dyn Fn(Operator) -> bool| ops.iter().filter(|o| f(**o)).count();
+        let name = &c.name;
+        if ops.contains(&Operator::Eq) && ops.len() > 1 {
+            return Err(EngineError::invalid(format!(
+                "{name} cannot be restricted by more than one relation if it includes an Equal"
+            )));
+        }
+        for (bound, ends) in [
+            ("start", [Operator::Gt, Operator::Gte]),
+            ("end", [Operator::Lt, Operator::Lte]),
+        ] {
+            if count(&|o| ends.contains(&o)) > 1 {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {bound} bound on {name}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,510 @@
+//! Model test: after random write sequences (every write path, with TTLs, old timestamps,
+//! BATCH, LWT, restarts), every indexed query answers exactly what a full scan filtered in
+//! the test answers, in the same order, paged or not.
+
+use crate::tests::{node, values as decode};
+use crate::{Engine, Now, Outcome, QueryOptions, Values};
+use proto::types::Value;
+use std::sync::Arc;
+
+/// xorshift64*: a fixed seed gives the same sequence on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> i64 {
+        (self.next() % n) as i64
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent as i64
+    }
+}
+
+fn now(secs: u32) -> Now {
+    Now {
+        micros: secs as i64 * 1_000_000,
+        secs,
+    }
+}
+
+fn run(e: &Engine, text: &str, secs: u32, page: Option<(i32, Option<Vec<u8>>)>) -> Outcome {
+    let opts = QueryOptions {
+        keyspace: Some("ks".into()),
+        page_size: page.as_ref().map(|p| p.0),
+        paging_state: page.and_then(|p| p.1),
+        ..Default::default()
+    };
+    e.query(text, Values::Positional(vec![]), &opts, now(secs))
+        .unwrap_or_else(|err| panic!("{text}: {err:?}"))
+}
+
+fn select(e: &Engine, text: &str, secs: u32) -> Vec<Vec<Value>> {
+    decode(run(e, text, secs, None)).0
+}
+
+/// The same query fetched in pages of `size`.
+fn select_paged(e: &Engine, text: &str, secs: u32, size: i32) -> Vec<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut state = None;
+    loop {
+        let (rows, next) = decode(run(e, text, secs, Some((size, state))));
+        out.extend(rows);
+        match next {
+            Some(s) => state = Some(s),
+            None => return out,
+        }
+    }
+}
+
+fn int(v: &Value) -> Option<i32> {
+    match v {
+        Value::Int(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn list(v: &Value) -> Vec<i32> {
+    match v {
+        Value::List(items) => items.iter().filter_map(int).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn map(v: &Value) -> Vec<(i32, i32)> {
+    match v {
+        Value::Map(items) => items
+            .iter()
+            .filter_map(|(k, v)| Some((int(k)?, int(v)?)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn ttl(rng: &mut Rng) -> String {
+    if rng.chance(20) {
+        format!(" USING TTL {}", 1 + rng.below(3))
+    } else if rng.chance(10) {
+        // An older write: loses to what is stored, must leave the index as it was.
+        format!(" USING TIMESTAMP {}", rng.below(1_000_000))
+    } else {
+        String::new()
+    }
+}
+
+fn random_write(rng: &mut Rng) -> String {
+    let (k, c) = (rng.below(6), rng.below(4));
+    let (v, w) = (rng.below(5), rng.below(21) - 10);
+    let elems: Vec<String> = (0..rng.below(3))
+        .map(|_| rng.below(5).to_string())
+        .collect();
+    let entries: Vec<String> = (0..rng.below(3))
+        .map(|_| format!("{}: {}", rng.below(4), rng.below(4)))
+        .collect();
+    match rng.below(14) {
+        0..=2 => format!(
+            "INSERT INTO t (k, c, v, w, l, m) VALUES ({k}, {c}, {v}, {w}, [{}], {{{}}}){}",
+            elems.join(", "),
+            entries.join(", "),
+            ttl(rng)
+        ),
+        3 => format!("UPDATE t{} SET v = {v} WHERE k = {k} AND c = {c}", ttl(rng)),
+        4 => format!("UPDATE t{} SET w = {w} WHERE k = {k} AND c = {c}", ttl(rng)),
+        5 => format!("UPDATE t{} SET s = {} WHERE k = {k}", ttl(rng), rng.below(3)),
+        6 => format!(
+            "UPDATE t SET l = l + [{}] WHERE k = {k} AND c = {c}",
+            rng.below(5)
+        ),
+        7 => format!(
+            "UPDATE t SET l = l - [{}] WHERE k = {k} AND c = {c}",
+            rng.below(5)
+        ),
+        8 => format!(
+            "UPDATE t{} SET m[{}] = {} WHERE k = {k} AND c = {c}",
+            ttl(rng),
+            rng.below(4),
+            rng.below(4)
+        ),
+        9 => format!("DELETE m[{}] FROM t WHERE k = {k} AND c = {c}", rng.below(4)),
+        10 => format!("DELETE v, w FROM t WHERE k = {k} AND c = {c}"),
+        11 => match rng.below(3) {
+            0 => format!("DELETE FROM t WHERE k = {k} AND c = {c}"),
+            1 => format!("DELETE FROM t WHERE k = {k} AND c >= {c}"),
+            _ => format!("DELETE FROM t WHERE k = {k}"),
+        },
+        12 => format!(
+            "BEGIN BATCH UPDATE t SET v = {v} WHERE k = {k} AND c = {c}; DELETE FROM t WHERE k = {} AND c = {}; APPLY BATCH",
+            rng.below(6),
+            rng.below(4)
+        ),
+        _ => format!(
+            "UPDATE t SET v = {v} WHERE k = {k} AND c = {c} IF v = {}",
+            rng.below(5)
+        ),
+    }
+}
+
+/// Every indexed query against the full scan, unpaged and in pages of 2.
+fn check(e: &Engine, secs: u32, rng: &mut Rng, step: usize) {
+    // The entries are exactly those of the stored rows: no stale one, none missing.
+    assert_eq!(
+        e.check_indexes().unwrap(),
+        Vec::<String>::new(),
+        "step {step}"
+    );
+    // k, c, v, w, s, l, m of every row (a partition with only statics is one row with c
+    // null: only a query on the static column can match it, as in Cassandra).
+    let all: Vec<Vec<Value>> = select(e, "SELECT k, c, v, w, s, l, m FROM t", secs);
+    assert!(
+        step == 0 || !all.is_empty(),
+        "step {step}: the table emptied out"
+    );
+    let (x, y) = (rng.below(5) as i32, rng.below(4) as i32);
+    let (lo, hi) = (rng.below(21) as i32 - 10, rng.below(21) as i32 - 10);
+    type Pred = Box<dyn Fn(&[Value]) -> bool>;
+    let cases: Vec<(String, Pred)> = vec![
+        (format!("v = {x}"), Box::new(move |r| int(&r[2]) == Some(x))),
+        (
+            format!("w > {lo}"),
+            Box::new(move |r| int(&r[3]).is_some_and(|w| w > lo)),
+        ),
+        (
+            format!("w >= {lo} AND w < {hi}"),
+            Box::new(move |r| int(&r[3]).is_some_and(|w| w >= lo && w < hi)),
+        ),
+        (
+            format!("s = {}", y % 3),
+            Box::new(move |r| int(&r[4]) == Some(y % 3)),
+        ),
+        (
+            format!("l CONTAINS {x}"),
+            Box::new(move |r| list(&r[5]).contains(&x)),
+        ),
+        (
+            format!("m CONTAINS KEY {y}"),
+            Box::new(move |r| map(&r[6]).iter().any(|(k, _)| *k == y)),
+        ),
+        (
+            format!("m[{y}] = {}", x % 4),
+            Box::new(move |r| map(&r[6]).contains(&(y, x % 4))),
+        ),
+        (format!("c = {y}"), Box::new(move |r| int(&r[1]) == Some(y))),
+    ];
+    for (cond, pred) in cases {
+        let want: Vec<(Value, Value)> = all
+            .iter()
+            .filter(|r| pred(r))
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+        let text = format!("SELECT k, c FROM t WHERE {cond}");
+        let got: Vec<(Value, Value)> = select(e, &text, secs)
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+        assert_eq!(got, want, "step {step}: {text}");
+        let paged: Vec<(Value, Value)> = select_paged(e, &text, secs, 2)
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+        assert_eq!(paged, want, "step {step}, pages of 2: {text}");
+    }
+}
+
+#[test]
+fn indexed_queries_agree_with_a_full_scan_after_random_writes() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let mut e = Engine::open(store.clone(), node()).unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut secs = 1_000;
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", secs, None);
+    run(&e, "CREATE TABLE t (k int, c int, v int, w int, s int static, l list<int>, m map<int, int>, PRIMARY KEY (k, c))", secs, None);
+    // Some data first: the indexes are built over it.
+    for _ in 0..40 {
+        run(&e, &random_write(&mut rng), secs, None);
+    }
+    for ddl in [
+        "CREATE INDEX ON t (v)",
+        "CREATE INDEX ON t (w) USING 'sai'",
+        "CREATE INDEX ON t (s)",
+        "CREATE INDEX ON t (l)",
+        "CREATE INDEX ON t (keys(m)) USING 'sai'",
+        "CREATE INDEX ON t (entries(m))",
+        "CREATE INDEX ON t (c)",
+    ] {
+        run(&e, ddl, secs, None);
+    }
+    check(&e, secs, &mut rng, 0);
+    for step in 1..=400 {
+        secs += 1;
+        run(&e, &random_write(&mut rng), secs, None);
+        if step % 5 == 0 {
+            check(&e, secs, &mut rng, step);
+        }
+        if step % 150 == 0 {
+            // A restart: the schema and every entry come back from storage.
+            drop(e);
+            e = Engine::open(store.clone(), node()).unwrap();
+            check(&e, secs, &mut rng, step);
+        }
+    }
+}
+
+#[test]
+fn an_index_query_reads_only_its_candidates() {
+    // Stale entries are removed by the write that replaces a value, so after many overwrites
+    // the index holds one entry per row.
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Engine::open(store.clone(), node()).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(&e, "CREATE TABLE t (k int PRIMARY KEY, v int)", 1, None);
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    for round in 0..5 {
+        for k in 0..50 {
+            run(
+                &e,
+                &format!("UPDATE t SET v = {} WHERE k = {k}", (k + round) % 7),
+                1,
+                None,
+            );
+        }
+    }
+    assert_eq!(entry_count(store.as_ref()), 50);
+    run(&e, "DELETE FROM t WHERE k = 3", 1, None);
+    run(&e, "TRUNCATE t", 1, None);
+    let rows = select(&e, "SELECT k FROM t WHERE v = 1", 1);
+    assert!(rows.is_empty());
+}
+
+#[test]
+fn a_build_cut_short_by_a_crash_is_redone_at_open() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Engine::open(store.clone(), node()).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(
+        &e,
+        "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
+        1,
+        None,
+    );
+    for k in 0..30 {
+        run(
+            &e,
+            &format!("INSERT INTO t (k, c, v) VALUES ({k}, 0, {})", k % 3),
+            1,
+            None,
+        );
+    }
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    // What a crash in the middle of the build leaves: the index in the schema, not marked
+    // built, and only some of its entries written.
+    let mut schema = (*e.schema()).clone();
+    let key = ("ks".to_string(), "t".to_string());
+    let mut t = (**schema.tables.get(&key).unwrap()).clone();
+    t.indexes[0].built = false;
+    schema.tables.insert(key, Arc::new(t));
+    e.install(schema).unwrap();
+    let prefix = [crate::index::INDEX_PREFIX];
+    let entries: Vec<Vec<u8>> = store
+        .scan(
+            std::ops::Bound::Included(&prefix[..]),
+            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
+            false,
+        )
+        .map(|i| i.unwrap().0)
+        .collect();
+    let mut b = storage::WriteBatch::new();
+    for k in entries.iter().step_by(2) {
+        b.delete(k.clone());
+    }
+    store.write(b).unwrap();
+    assert!(!e.check_indexes().unwrap().is_empty());
+    drop(e);
+
+    let e = Engine::open(store.clone(), node()).unwrap();
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
+    assert!(e.schema().table("ks", "t").unwrap().indexes[0].built);
+    let rows = select(&e, "SELECT k FROM t WHERE v = 1", 1);
+    assert_eq!(rows.len(), 10);
+}
+
+#[test]
+fn concurrent_writers_and_a_concurrent_build_leave_the_index_exact() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Arc::new(Engine::open(store, node()).unwrap());
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(
+        &e,
+        "CREATE TABLE t (k int, c int, v int, l list<int>, PRIMARY KEY (k, c))",
+        1,
+        None,
+    );
+    run(&e, "CREATE INDEX ON t (l)", 1, None);
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let e = e.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x1234_5678 + w);
+                for _ in 0..300 {
+                    let (k, c, v) = (rng.below(8), rng.below(3), rng.below(4));
+                    let text = match rng.below(4) {
+                        0 => {
+                            format!("UPDATE t SET v = {v}, l = l + [{v}] WHERE k = {k} AND c = {c}")
+                        }
+                        1 => format!("DELETE FROM t WHERE k = {k} AND c = {c}"),
+                        2 => format!("UPDATE t SET l = l - [{v}] WHERE k = {k} AND c = {c}"),
+                        _ => format!("INSERT INTO t (k, c, v) VALUES ({k}, {c}, {v})"),
+                    };
+                    run(&e, &text, 1, None);
+                }
+            })
+        })
+        .collect();
+    // Built while the writers run.
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
+    let all = select(&e, "SELECT k, c, v FROM t", 1);
+    for x in 0..4 {
+        let want: Vec<_> = all
+            .iter()
+            .filter(|r| int(&r[2]) == Some(x))
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+        let got: Vec<_> = select(&e, &format!("SELECT k, c FROM t WHERE v = {x}"), 1)
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect();
+        assert_eq!(got, want);
+    }
+}
+
+/// Storage that counts what reads touch: point reads plus items a scan yields.
+struct Counting {
+    inner: storage::MemStorage,
+    touched: std::sync::atomic::AtomicUsize,
+}
+
+impl storage::Storage for Counting {
+    fn get(&self, key: &[u8]) -> storage::Result<Option<Vec<u8>>> {
+        self.touched
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(key)
+    }
+    fn write(&self, batch: storage::WriteBatch) -> storage::Result<()> {
+        self.inner.write(batch)
+    }
+    fn scan<'a>(
+        &'a self,
+        start: std::ops::Bound<&[u8]>,
+        end: std::ops::Bound<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = storage::Result<storage::KvPair>> + 'a> {
+        Box::new(self.inner.scan(start, end, reverse).inspect(|_| {
+            self.touched
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }))
+    }
+    fn sync(&self) -> storage::Result<()> {
+        self.inner.sync()
+    }
+    fn compact(&self) -> storage::Result<()> {
+        self.inner.compact()
+    }
+}
+
+/// What one query touches in a table of `rows` rows where it matches 10.
+fn touched_by_queries(rows: i64) -> Vec<usize> {
+    let store = Arc::new(Counting {
+        inner: storage::MemStorage::new(),
+        touched: Default::default(),
+    });
+    let e = Engine::open(store.clone(), node()).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(
+        &e,
+        "CREATE TABLE t (k int, c int, v int, w int, PRIMARY KEY (k, c))",
+        1,
+        None,
+    );
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    run(&e, "CREATE INDEX ON t (w) USING 'sai'", 1, None);
+    for k in 0..rows {
+        run(
+            &e,
+            &format!(
+                "INSERT INTO t (k, c, v, w) VALUES ({k}, 0, {}, {k})",
+                k % (rows / 10)
+            ),
+            1,
+            None,
+        );
+    }
+    [
+        "SELECT k FROM t WHERE v = 7",
+        "SELECT k FROM t WHERE w >= 500 AND w < 510",
+    ]
+    .iter()
+    .map(|q| {
+        store.touched.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(select(&e, q, 1).len(), 10, "{q}");
+        store.touched.load(std::sync::atomic::Ordering::Relaxed)
+    })
+    .collect()
+}
+
+#[test]
+fn an_indexed_query_costs_what_it_returns_not_the_table_size() {
+    let small = touched_by_queries(1_000);
+    let large = touched_by_queries(20_000);
+    assert_eq!(small, large);
+    // 10 entries, then a header and a row read per match.
+    assert!(large.iter().all(|n| *n <= 10 * 3 + 2), "{large:?}");
+}
+
+fn entry_count(store: &dyn storage::Storage) -> usize {
+    store
+        .scan(
+            std::ops::Bound::Included(&[crate::index::INDEX_PREFIX][..]),
+            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
+            false,
+        )
+        .count()
+}
+
+#[test]
+fn compaction_drops_entries_of_dropped_indexes_and_truncated_tables() {
+    let (filter, handle) = crate::purge_filter();
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::with_filter(filter));
+    let e = Engine::open_with_filter(store.clone(), node(), handle).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(
+        &e,
+        "CREATE TABLE t (k int PRIMARY KEY, v int, w int)",
+        1,
+        None,
+    );
+    run(&e, "CREATE INDEX ON t (v)", 1, None);
+    run(&e, "CREATE INDEX ON t (w) USING 'sai'", 1, None);
+    for k in 0..20 {
+        run(
+            &e,
+            &format!("INSERT INTO t (k, v, w) VALUES ({k}, {k}, {k})"),
+            1,
+            None,
+        );
+    }
+    assert_eq!(entry_count(store.as_ref()), 40);
+    run(&e, "DROP INDEX t_v_idx", 1, None);
+    e.compact().unwrap();
+    assert_eq!(entry_count(store.as_ref()), 20);
+    run(&e, "TRUNCATE t", 1, None);
+    e.compact().unwrap();
+    assert_eq!(entry_count(store.as_ref()), 0);
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
+}
