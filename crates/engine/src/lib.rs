@@ -33,6 +33,7 @@
 //!   compaction filter drops data of ids no longer in the schema.
 
 mod arith;
+pub mod auth;
 mod bigint;
 pub mod build;
 pub mod catalog;
@@ -298,6 +299,9 @@ pub struct QueryOptions {
     pub paging_state: Option<Vec<u8>>,
     /// The client's default timestamp (v3+ `default_timestamp`).
     pub timestamp: Option<i64>,
+    /// The logged-in role (`None` with AllowAllAuthenticator): whose permissions are checked
+    /// and who becomes the creator of what the statement creates.
+    pub role: Option<Arc<str>>,
 }
 
 /// One statement of a BATCH.
@@ -390,6 +394,7 @@ pub struct Engine {
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
+    auth: auth::Auth,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -452,6 +457,7 @@ impl Engine {
             }
         }
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
+        let auth = auth::Auth::open(storage.clone())?;
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
         Ok(Engine {
@@ -464,6 +470,7 @@ impl Engine {
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
             node,
+            auth,
         })
     }
 
@@ -473,6 +480,11 @@ impl Engine {
 
     pub fn node(&self) -> &NodeInfo {
         &self.node
+    }
+
+    /// Roles, credentials and permissions.
+    pub fn auth(&self) -> &auth::Auth {
+        &self.auth
     }
 
     /// Flushes everything acknowledged to stable storage.
@@ -725,6 +737,17 @@ impl Engine {
         let schema = self.schema.get();
         let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> =
             Vec::with_capacity(items.len());
+        let authorize = |st: &cql::Statement, keyspace: Option<&str>| {
+            if self.auth.authorizing() {
+                self.auth.authorize(
+                    opts.role.as_deref(),
+                    st,
+                    keyspace.or(opts.keyspace.as_deref()),
+                )
+            } else {
+                Ok(())
+            }
+        };
         for item in items {
             let (compiled, values) = match item {
                 BatchItem::Query(text, v) => {
@@ -732,16 +755,16 @@ impl Engine {
                     let c = self
                         .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
                         .map_err(EngineError::into_db)?;
+                    authorize(&parsed.statement, None)?;
                     (Arc::new(c), v)
                 }
                 BatchItem::Prepared(id, v) => {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (
-                        self.plan_of(&prepared, now).map_err(EngineError::into_db)?,
-                        v,
-                    )
+                    let plan = self.plan_of(&prepared, now).map_err(EngineError::into_db)?;
+                    authorize(&prepared.statement.statement, prepared.keyspace.as_deref())?;
+                    (plan, v)
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);
@@ -842,6 +865,15 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, EngineError> {
+        if self.auth.authorizing() {
+            self.auth
+                .authorize(
+                    opts.role.as_deref(),
+                    &parsed.statement,
+                    opts.keyspace.as_deref(),
+                )
+                .map_err(EngineError::Db)?;
+        }
         let normalized = check_bound(compiled, values).map_err(EngineError::Db)?;
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
@@ -858,7 +890,11 @@ impl Engine {
             }
             CompiledKind::VirtualSelect(plan) => {
                 let schema = self.schema.get();
-                let store = system::materialize(&plan.table, &schema, &self.node)?;
+                let store = if plan.table.keyspace == "system_auth" {
+                    system::store_rows(&plan.table, self.auth.rows_of(&plan.table))?
+                } else {
+                    system::materialize(&plan.table, &schema, &self.node)?
+                };
                 let rs = self.run_select(
                     &store,
                     plan,
@@ -930,7 +966,19 @@ impl Engine {
                     paging_state: None,
                 }))
             }
-            _ => self.ddl(st, ks, now),
+            st if st.is_role_statement() => self
+                .auth
+                .execute(opts.role.as_deref(), st, ks, &self.schema.get())
+                .map_err(EngineError::Db),
+            _ => {
+                let outcome = self.ddl(st, ks, now)?;
+                if let Outcome::SchemaChange(change) = &outcome {
+                    self.auth
+                        .after_schema_change(opts.role.as_deref(), change)
+                        .map_err(EngineError::Db)?;
+                }
+                Ok(outcome)
+            }
         }
     }
 

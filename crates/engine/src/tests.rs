@@ -3,7 +3,7 @@
 use super::*;
 use std::net::{IpAddr, Ipv4Addr};
 
-fn node() -> NodeInfo {
+pub(crate) fn node() -> NodeInfo {
     NodeInfo {
         cluster_name: "Test Cluster".into(),
         datacenter: "datacenter1".into(),
