@@ -309,6 +309,16 @@ impl<'a> Parser<'a> {
         self.ident()
     }
 
+    /// A user name (CREATE/ALTER/DROP USER): Cassandra keeps the case of an unquoted name
+    /// there, unlike a role name.
+    fn user_name(&mut self) -> PResult<String> {
+        if self.is_ident_at(0) && self.peek().kind != Tok::QuotedIdent {
+            let t = self.bump();
+            return Ok(self.text(t).to_string());
+        }
+        self.role_name()
+    }
+
     fn string_value(&self, t: Token) -> String {
         let s = self.text(t);
         match t.kind {
@@ -1509,7 +1519,7 @@ impl<'a> Parser<'a> {
         }
         if self.eat_kw("user") {
             let if_not_exists = self.if_not_exists()?;
-            let name = self.role_name()?;
+            let name = self.user_name()?;
             let options = self.user_options()?;
             return Ok(Statement::CreateRole(CreateRole {
                 name,
@@ -1921,7 +1931,7 @@ impl<'a> Parser<'a> {
         }
         if self.eat_kw("user") {
             let if_exists = self.if_exists()?;
-            let name = self.role_name()?;
+            let name = self.user_name()?;
             let mut options = self.user_options()?;
             options.login = None;
             return Ok(Statement::AlterRole(AlterRole {
@@ -2049,7 +2059,11 @@ impl<'a> Parser<'a> {
         };
         if let Some(is_user) = is_user {
             let if_exists = self.if_exists()?;
-            let name = self.role_name()?;
+            let name = if is_user {
+                self.user_name()?
+            } else {
+                self.role_name()?
+            };
             return Ok(Statement::DropRole {
                 name,
                 if_exists,

@@ -17,6 +17,8 @@ use crate::{Outcome, ResultSet};
 
 const NOT_ANONYMOUS: &str = "You have to be logged in and not anonymous to perform this request";
 const ROLE_MANAGER: &str = "org.apache.cassandra.auth.CassandraRoleManager";
+/// The one datacenter of this node (`system.local.data_center`).
+const DATACENTER: &str = "datacenter1";
 
 fn insufficient(user: &str) -> DbError {
     DbError::unauthorized(format!(
@@ -149,14 +151,23 @@ impl Auth {
                 "{ROLE_MANAGER} doesn't support OPTIONS"
             )));
         }
-        if o.datacenters.is_some() {
-            return Err(DbError::invalid(
-                "ACCESS TO DATACENTERS operations not supported by AllowAllNetworkAuthorizer",
-            ));
+        if let Some(ast::DatacenterAccess::Only(dcs)) = &o.datacenters {
+            // One node, in one datacenter: any other name is unknown, as in Cassandra.
+            let unknown: Vec<&str> = dcs
+                .iter()
+                .map(String::as_str)
+                .filter(|dc| *dc != DATACENTER)
+                .collect();
+            if !unknown.is_empty() {
+                return Err(DbError::invalid(format!(
+                    "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
+                    unknown.join(", ")
+                )));
+            }
         }
         match (&o.password, &o.hashed_password) {
-            (Some(_), Some(_)) => Err(DbError::invalid(
-                "Properties 'password' and 'hashed password' are mutually exclusive",
+            (Some(_), Some(_)) => Err(DbError::syntax(
+                "Options 'password' and 'hashed password' are mutually exclusive",
             )),
             (Some(p), None) => hash_password(p).map(Some),
             (None, Some(h)) => {
@@ -341,6 +352,11 @@ impl Auth {
                 return Err(DbError::invalid(
                     "Altering permissions on builtin functions is not supported",
                 ));
+            }
+        }
+        if let Resource::Function(ks, ..) = resource {
+            if !schema.keyspaces.contains_key(ks) {
+                return Err(DbError::config(format!("Keyspace {ks} doesn't exist")));
             }
         }
         if !exists(resource, schema, &state) {
@@ -594,7 +610,18 @@ fn resource_of(r: &ast::Resource, keyspace: Option<&str>) -> Result<Resource, Db
             arg_types.iter().map(|t| t.to_string()).collect(),
         ),
         A::AllMBeans => Resource::AllMBeans,
-        A::MBean(m) => Resource::MBean(m.clone()),
+        A::MBean(m) => {
+            // A JMX object name is `domain:key=value[,key=value...]`.
+            let valid = m.split_once(':').is_some_and(|(_, props)| {
+                !props.is_empty() && props.split(',').all(|p| p.contains('='))
+            });
+            if !valid {
+                return Err(DbError::syntax(format!(
+                    "{m} is not a valid JMX object name"
+                )));
+            }
+            Resource::MBean(m.clone())
+        }
     })
 }
 

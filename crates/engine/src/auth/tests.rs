@@ -292,6 +292,51 @@ fn role_statements_give_cassandras_answers() {
         err(&e, "alice", "ALTER ROLE alice WITH LOGIN = false"),
         "0x2100 You aren't allowed to alter LOGIN"
     );
+    assert_eq!(
+        err(&e, "cassandra", "CREATE ROLE x WITH PASSWORD = 'a' AND HASHED PASSWORD = '$2a$10$SLEs4Jgz8Z4tYzqlm29ruOlqz1fbENt1tQlD8.u1aXO3vu1GKsXrO'"),
+        "0x2000 Options 'password' and 'hashed password' are mutually exclusive"
+    );
+    assert_eq!(
+        err(
+            &e,
+            "cassandra",
+            "CREATE ROLE x WITH ACCESS TO DATACENTERS {'dc9'}"
+        ),
+        "0x2200 Invalid value(s) for DATACENTERS '[dc9]',All values must be valid datacenters"
+    );
+    ok(
+        &e,
+        "cassandra",
+        "CREATE ROLE dcs WITH ACCESS TO ALL DATACENTERS",
+    );
+    assert_eq!(
+        err(&e, "cassandra", "GRANT SELECT ON MBEAN 'x' TO alice"),
+        "0x2000 x is not a valid JMX object name"
+    );
+    assert_eq!(
+        err(
+            &e,
+            "cassandra",
+            "GRANT EXECUTE ON FUNCTION nope.f(int) TO alice"
+        ),
+        "0x2300 Keyspace nope doesn't exist"
+    );
+    assert_eq!(
+        err(
+            &e,
+            "cassandra",
+            "GRANT EXECUTE ON FUNCTION system.now() TO alice"
+        ),
+        "0x2200 Altering permissions on builtin functions is not supported"
+    );
+    // User names keep the case of unquoted names, role names do not.
+    ok(&e, "cassandra", "CREATE USER CaseUser WITH PASSWORD 'x'");
+    ok(&e, "cassandra", "CREATE ROLE CaseRole");
+    let names: Vec<String> = e.auth().state().roles.keys().cloned().collect();
+    assert!(
+        names.contains(&"CaseUser".to_string()) && names.contains(&"caserole".to_string()),
+        "{names:?}"
+    );
     let roles = rows(ok(
         &e,
         "cassandra",
