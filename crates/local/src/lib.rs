@@ -7,6 +7,10 @@
 //! (they are memtable/page-cache work measured in microseconds); range scans and writes that
 //! must fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
 //!
+//! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
+//! token, failed logins throttled per client address; the password check is `engine::auth`'s)
+//! and passes each request's role to the engine, which checks its permissions.
+//!
 //! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
 //! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
 //! module; its settings are keys of the one `server::Config`.

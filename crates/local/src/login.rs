@@ -158,6 +158,43 @@ mod tests {
         ));
     }
 
+    /// Arbitrary tokens never panic; tokens built from a name and password without NUL decode
+    /// back to them (a deterministic stand-in for a fuzz target: the decoder is tiny).
+    #[test]
+    fn arbitrary_tokens_decode_or_fail_cleanly() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let token: Vec<u8> = (0..len)
+                .map(|_| match next() % 4 {
+                    0 => 0,
+                    _ => (next() % 256) as u8,
+                })
+                .collect();
+            let _ = decode_plain(Some(&token));
+            let user: String = (0..1 + next() % 8)
+                .map(|_| (b'a' + (next() % 26) as u8) as char)
+                .collect();
+            let pass: String = (0..1 + next() % 8)
+                .map(|_| (b'A' + (next() % 26) as u8) as char)
+                .collect();
+            let built = [
+                b"authz\0".as_slice(),
+                user.as_bytes(),
+                b"\0",
+                pass.as_bytes(),
+            ]
+            .concat();
+            assert_eq!(decode_plain(Some(&built)).unwrap(), (user, pass));
+        }
+    }
+
     #[test]
     fn throttle_refuses_after_the_limit_until_the_window_ends() {
         let t = Throttle::new(3, Duration::from_secs(60));

@@ -49,6 +49,9 @@ const BCRYPT_COST: u32 = 10;
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
 pub const DEFAULT_SUPERUSER_PASSWORD: &str = "cassandra";
 
+/// A bcrypt hash of the same cost, verified against (result ignored) when the role is unknown.
+const TIMING_HASH: &str = "$2a$10$SLEs4Jgz8Z4tYzqlm29ruOlqz1fbENt1tQlD8.u1aXO3vu1GKsXrO";
+
 /// Longest role name or password accepted at login (anything longer is refused before hashing).
 pub const MAX_CREDENTIAL_BYTES: usize = 4096;
 
@@ -189,8 +192,16 @@ impl Auth {
     pub fn authenticate(&self, user: &str, password: &str) -> Result<(), LoginError> {
         let bad = || LoginError::BadCredentials(user.to_string());
         let state = self.state();
-        let record = state.roles.get(user).ok_or_else(bad)?;
-        let hash = record.salted_hash.as_deref().ok_or_else(bad)?;
+        let Some((record, hash)) = state
+            .roles
+            .get(user)
+            .and_then(|r| Some((r, r.salted_hash.as_deref()?)))
+        else {
+            // As slow as a wrong password, so the answer's timing does not tell which roles
+            // exist.
+            let _ = bcrypt::verify(password, TIMING_HASH);
+            return Err(bad());
+        };
         let digest = self.digest(user, password);
         let cached = self
             .verified
