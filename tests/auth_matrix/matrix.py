@@ -25,7 +25,8 @@ from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.query import BatchStatement
 
 # (name, grants). `U` is the case's login role, `R2` a plain role, `P` a parent role of U.
-# `super` makes U a superuser; `parent:` grants go to P, and P is granted to U.
+# `super` makes U a superuser, `parentsuper` makes P one and grants P to U; `parent:` grants go
+# to P, and P is granted to U.
 CASES = [
     ("none", []),
     ("select_table", ["SELECT ON TABLE mx.t"]),
@@ -53,6 +54,11 @@ CASES = [
     ("inherited", ["parent:SELECT ON KEYSPACE mx", "parent:MODIFY ON KEYSPACE mx"]),
     ("select_auth_roles", ["SELECT ON TABLE system_auth.roles"]),
     ("superuser", ["super"]),
+    ("inherited_superuser", ["parentsuper"]),
+    ("all_functions", ["ALL ON ALL FUNCTIONS"]),
+    ("select_all_tables", ["SELECT ON ALL TABLES IN KEYSPACE mx"]),
+    ("create_all_tables", ["CREATE ON ALL TABLES IN KEYSPACE mx"]),
+    ("authorize_select_all_keyspaces", ["AUTHORIZE ON ALL KEYSPACES", "SELECT ON ALL KEYSPACES"]),
 ]
 
 # (name, kind, text). kinds: q = simple query, p = prepared, b = protocol BATCH of the texts
@@ -102,6 +108,11 @@ STATEMENTS = [
     ("list_perms_of_r2", "q", "LIST ALL PERMISSIONS OF R2"),
     ("list_perms", "q", "LIST ALL PERMISSIONS"),
     ("list_perms_on_table", "q", "LIST ALL PERMISSIONS ON TABLE mx.t"),
+    ("list_perms_on_table_norecursive", "q", "LIST SELECT ON TABLE mx.t NORECURSIVE"),
+    ("list_roles_of_self_norecursive", "q", "LIST ROLES OF U NORECURSIVE"),
+    ("grant_functions", "q", "GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE mx TO R2"),
+    ("grant_mbeans", "q", "GRANT SELECT ON ALL MBEANS TO R2"),
+    ("select_json", "q", "SELECT JSON * FROM mx.t"),
     ("truncate", "q", "TRUNCATE mx.t"),
     ("drop_type", "q", "DROP TYPE mx.ty"),
     ("drop_table2", "q", "DROP TABLE mx.t2"),
@@ -178,15 +189,15 @@ def run(host, port, superuser="cassandra", password="cassandra", cases=None):
             admin.execute(f"CREATE ROLE {u} WITH PASSWORD = '{PASSWORD}' AND LOGIN = true {superuser_opt}")
             admin.execute(f"CREATE ROLE {r2}")
             admin.execute(f"CREATE ROLE {r3x}")
-            admin.execute(f"CREATE ROLE {p}")
+            admin.execute(f"CREATE ROLE {p}" + (" WITH SUPERUSER = true" if "parentsuper" in grants else ""))
             for g in grants:
-                if g == "super":
+                if g in ("super", "parentsuper"):
                     continue
                 target = u
                 if g.startswith("parent:"):
                     g, target = g[len("parent:"):], p
                 admin.execute(f"GRANT {g.replace('R2', r2)} TO {target}")
-            if any(g.startswith("parent:") for g in grants):
+            if any(g.startswith("parent") for g in grants):
                 admin.execute(f"GRANT {p} TO {u}")
             cluster, session = connect(host, port, u, PASSWORD)
             row = {}

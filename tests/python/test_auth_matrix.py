@@ -35,6 +35,10 @@ KNOWN_DIFFERENCES = {
         "Cassandra's permission order (ALTER); Cassandra 5.0.9 named MODIFY",
     ("authorize_select_table", "grant_all_perm"):
         "as above",
+    ("authorize_select_all_keyspaces", "grant_all_perm"):
+        "as above",
+    ("inherited_superuser", "alter_system_auth"):
+        "as for superuser",
 }
 
 

@@ -1168,6 +1168,8 @@ pub enum Permission {
 pub enum Resource {
     AllKeyspaces,
     Keyspace(String),
+    /// `ALL TABLES IN KEYSPACE ks`.
+    AllTables(String),
     Table(QualifiedName),
     AllRoles,
     Role(String),

@@ -2146,6 +2146,11 @@ impl<'a> Parser<'a> {
             if self.eat_kw("mbeans") {
                 return Ok(Resource::AllMBeans);
             }
+            if self.eat_kw("tables") {
+                self.expect_kw("in")?;
+                self.expect_kw("keyspace")?;
+                return Ok(Resource::AllTables(self.ident()?));
+            }
             if self.eat_kw("functions") {
                 let mut keyspace = None;
                 if self.eat_kw("in") {
@@ -2180,7 +2185,7 @@ impl<'a> Parser<'a> {
             self.expect(Tok::RParen)?;
             return Ok(Resource::Function { name, arg_types });
         }
-        if self.at_kw("table") {
+        if self.at_kw("table") || self.at_kw("columnfamily") {
             self.bump();
         }
         Ok(Resource::Table(self.qualified_name()?))

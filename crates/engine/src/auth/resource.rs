@@ -107,8 +107,8 @@ const MBEAN: &[Permission] = &[P::Select, P::Modify, P::Authorize, P::Describe, 
 pub enum Resource {
     AllKeyspaces,
     Keyspace(String),
-    /// Every table of a keyspace: what CREATE TABLE and the type statements need. It cannot
-    /// be granted on; its parent is the keyspace.
+    /// `ALL TABLES IN KEYSPACE ks`: every table of a keyspace (what CREATE TABLE and the type
+    /// statements need). Between a keyspace and its tables.
     AllTablesIn(String),
     Table(String, String),
     AllRoles,
@@ -175,10 +175,10 @@ impl Resource {
     /// The permissions that mean something on this resource.
     pub fn applicable(&self) -> PermissionSet {
         PermissionSet::of(match self {
-            Resource::AllKeyspaces | Resource::Keyspace(_) => {
+            Resource::AllKeyspaces | Resource::Keyspace(_) | Resource::AllTablesIn(_) => {
                 return PermissionSet::of(DATA_TABLE).union(PermissionSet::of(&[P::Create]))
             }
-            Resource::Table(..) | Resource::AllTablesIn(_) => DATA_TABLE,
+            Resource::Table(..) => DATA_TABLE,
             Resource::AllRoles => ROLE_ROOT,
             Resource::Role(_) => ROLE_ONE,
             Resource::AllFunctions | Resource::FunctionsIn(_) => FUNCTION_ROOT,
@@ -216,9 +216,8 @@ impl Resource {
     pub fn parent(&self) -> Option<Resource> {
         match self {
             Resource::Keyspace(_) => Some(Resource::AllKeyspaces),
-            Resource::Table(ks, _) | Resource::AllTablesIn(ks) => {
-                Some(Resource::Keyspace(ks.clone()))
-            }
+            Resource::Table(ks, _) => Some(Resource::AllTablesIn(ks.clone())),
+            Resource::AllTablesIn(ks) => Some(Resource::Keyspace(ks.clone())),
             Resource::Role(_) => Some(Resource::AllRoles),
             Resource::FunctionsIn(_) => Some(Resource::AllFunctions),
             Resource::Function(ks, ..) => Some(Resource::FunctionsIn(ks.clone())),
@@ -300,6 +299,7 @@ mod tests {
             t.chain(),
             vec![
                 t.clone(),
+                Resource::AllTablesIn("ks".into()),
                 Resource::Keyspace("ks".into()),
                 Resource::AllKeyspaces
             ]

@@ -416,7 +416,13 @@ impl Auth {
             let Some(r) = state.roles.get(&name) else {
                 continue;
             };
-            let superuser = Some(vec![state.is_superuser(&name) as u8]);
+            // LIST ROLES shows a role's own status, LIST USERS the one it holds through grants.
+            let superuser = if users {
+                state.is_superuser(&name)
+            } else {
+                r.is_superuser
+            };
+            let superuser = Some(vec![superuser as u8]);
             let all = Some(b"ALL".to_vec());
             if users {
                 if r.can_login {
@@ -588,6 +594,7 @@ fn resource_of(r: &ast::Resource, keyspace: Option<&str>) -> Result<Resource, Db
     Ok(match r {
         A::AllKeyspaces => Resource::AllKeyspaces,
         A::Keyspace(ks) => Resource::Keyspace(ks.clone()),
+        A::AllTables(ks) => Resource::AllTablesIn(ks.clone()),
         A::Table(q) => {
             let ks = q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
                 DbError::invalid(

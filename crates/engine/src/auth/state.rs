@@ -45,6 +45,8 @@ pub(crate) struct Effective {
 #[derive(Debug, Default)]
 pub(crate) struct KeyspacePermissions {
     pub keyspace: PermissionSet,
+    /// On `ALL TABLES IN KEYSPACE`.
+    pub all_tables: PermissionSet,
     pub tables: HashMap<String, PermissionSet>,
 }
 
@@ -57,6 +59,10 @@ impl Effective {
                 .keyspaces
                 .get(ks)
                 .map_or_else(Default::default, |k| k.keyspace),
+            Resource::AllTablesIn(ks) => self
+                .keyspaces
+                .get(ks)
+                .map_or_else(Default::default, |k| k.all_tables),
             Resource::Table(ks, t) => self.table(ks, t),
             other => self.other.get(&other.name()).copied().unwrap_or_default(),
         }
@@ -77,7 +83,10 @@ impl Effective {
             return true;
         }
         match self.keyspaces.get(ks) {
-            Some(k) => k.keyspace.contains(p) || k.tables.get(t).is_some_and(|s| s.contains(p)),
+            Some(k) => {
+                k.keyspace.union(k.all_tables).contains(p)
+                    || k.tables.get(t).is_some_and(|s| s.contains(p))
+            }
             None => false,
         }
     }
@@ -147,6 +156,10 @@ impl AuthState {
                     Some(Resource::Keyspace(ks)) => {
                         let k = e.keyspaces.entry(ks).or_default();
                         k.keyspace = k.keyspace.union(set);
+                    }
+                    Some(Resource::AllTablesIn(ks)) => {
+                        let k = e.keyspaces.entry(ks).or_default();
+                        k.all_tables = k.all_tables.union(set);
                     }
                     Some(Resource::Table(ks, t)) => {
                         let k = e

@@ -151,6 +151,17 @@ fn statements_are_checked_and_grants_take_effect_at_once() {
         "0x2100 User bob has no SELECT permission on <table system_auth.roles> or any of its parents"
     );
     ok(&e, "cassandra", "REVOKE readers FROM bob");
+    ok(
+        &e,
+        "cassandra",
+        "GRANT SELECT ON ALL TABLES IN KEYSPACE ks TO bob",
+    );
+    ok(&e, "bob", "SELECT * FROM ks.t");
+    ok(
+        &e,
+        "cassandra",
+        "REVOKE SELECT ON ALL TABLES IN KEYSPACE ks FROM bob",
+    );
     assert_eq!(err(&e, "bob", "SELECT * FROM ks.t"), denied);
     assert_eq!(
         err(&e, "bob", "CREATE TABLE ks.u (k int PRIMARY KEY)"),
