@@ -27,7 +27,7 @@ mod roles;
 mod state;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use proto::error::DbError;
@@ -79,6 +79,8 @@ pub struct Auth {
     verified: Mutex<HashMap<String, (String, [u8; 32])>>,
     /// Random key of the digests above, so they are useless outside this process.
     digest_key: [u8; 32],
+    /// bcrypt verifications done by logins (the slow path), for tests and metrics.
+    bcrypt_checks: AtomicU64,
 }
 
 /// Why a login failed (each maps to Cassandra's AuthenticationException message).
@@ -128,6 +130,7 @@ impl Auth {
             effective: RwLock::new(HashMap::new()),
             verified: Mutex::new(HashMap::new()),
             digest_key,
+            bcrypt_checks: AtomicU64::new(0),
         })
     }
 
@@ -210,6 +213,7 @@ impl Auth {
             .get(user)
             .is_some_and(|(h, d)| h == hash && constant_time_eq(d, &digest));
         if !cached {
+            self.bcrypt_checks.fetch_add(1, Ordering::Relaxed);
             if !bcrypt::verify(password, hash).unwrap_or(false) {
                 return Err(bad());
             }
@@ -222,6 +226,11 @@ impl Auth {
             return Err(LoginError::NotPermitted(user.to_string()));
         }
         Ok(())
+    }
+
+    /// How many logins needed a bcrypt verification (the others were answered from the cache).
+    pub fn bcrypt_checks(&self) -> u64 {
+        self.bcrypt_checks.load(Ordering::Relaxed)
     }
 
     /// A keyed digest of (role, password) for the verified-credentials cache. Not a password

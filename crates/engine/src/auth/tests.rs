@@ -41,8 +41,10 @@ fn default_superuser_logs_in_and_wrong_passwords_do_not() {
     let e = auth_engine(Arc::new(storage::MemStorage::new()));
     assert!(e.auth().default_superuser_has_default_password());
     assert_eq!(e.auth().authenticate("cassandra", "cassandra"), Ok(()));
+    let slow = e.auth().bcrypt_checks();
     // The second login is answered from the verified-credentials cache.
     assert_eq!(e.auth().authenticate("cassandra", "cassandra"), Ok(()));
+    assert_eq!(e.auth().bcrypt_checks(), slow);
     assert_eq!(
         e.auth().authenticate("cassandra", "nope"),
         Err(LoginError::BadCredentials("cassandra".into()))
@@ -74,7 +76,13 @@ fn a_changed_password_invalidates_the_cached_login() {
     );
     assert_eq!(e.auth().authenticate("alice", "one"), Ok(()));
     ok(&e, "alice", "ALTER ROLE alice WITH PASSWORD = 'two'");
+    let before = e.auth().bcrypt_checks();
     assert!(e.auth().authenticate("alice", "one").is_err());
+    assert_eq!(
+        e.auth().bcrypt_checks(),
+        before + 1,
+        "a changed hash is not answered from the cache"
+    );
     assert_eq!(e.auth().authenticate("alice", "two"), Ok(()));
     let hash = e.auth().state().roles["alice"].salted_hash.clone().unwrap();
     assert!(hash.starts_with("$2a$10$"), "{hash}");
