@@ -161,10 +161,10 @@ fn values(v: request::Values) -> Values {
     }
 }
 
-/// The request's options; `auth`: logins are on, so the connection's role goes along.
-fn options(conn: &ConnState, p: &QueryParams, auth: bool) -> QueryOptions {
+/// The request's options, for the logged-in `role` (`None`: logins are off).
+fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOptions {
     QueryOptions {
-        role: if auth { conn.role() } else { None },
+        role,
         keyspace: p
             .keyspace
             .clone()
@@ -299,20 +299,20 @@ impl Backend for LocalBackend {
     /// Tracing and custom payloads are not supported here: the flags are ignored and no
     /// envelope extras are sent.
     async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
-        if self.login.is_some() {
-            match req {
-                Request::AuthResponse(token) => return Reply::from(self.login(conn, token).await),
-                // Cassandra's answer to anything but the SASL exchange before it succeeded.
-                other if conn.role().is_none() => {
-                    return Reply::from(Response::Error(DbError::protocol(format!(
-                        "Unexpected message {}, expecting SASL_RESPONSE",
-                        request_name(&other)
-                    ))))
-                }
-                other => return Reply::from(self.execute(conn, other).await),
-            }
+        if self.login.is_none() {
+            return Reply::from(self.execute(conn, req, None).await);
         }
-        Reply::from(self.execute(conn, req).await)
+        if let Request::AuthResponse(token) = req {
+            return Reply::from(self.login(conn, token).await);
+        }
+        match conn.role() {
+            Some(role) => Reply::from(self.execute(conn, req, Some(role)).await),
+            // Cassandra's answer to anything but the SASL exchange before it succeeded.
+            None => Reply::from(Response::Error(DbError::protocol(format!(
+                "Unexpected message {}, expecting SASL_RESPONSE",
+                request_name(&req)
+            )))),
+        }
     }
 
     fn authenticator(&self) -> Option<String> {
@@ -369,11 +369,12 @@ impl LocalBackend {
         }
     }
 
-    async fn execute(&self, conn: &ConnState, req: Request) -> Response {
+    /// Runs a request of a connection logged in as `role` (`None`: logins are off).
+    async fn execute(&self, conn: &ConnState, req: Request, role: Option<Arc<str>>) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
-                let opts = options(conn, &q.params, self.login.is_some());
+                let opts = options(conn, &q.params, role);
                 let vals = values(q.params.values);
                 let now = Now::system();
                 // Unprepared statements are not the hot path; they may scan or fsync.
@@ -398,7 +399,7 @@ impl LocalBackend {
                 let Some(prep) = self.engine.prepared(&x.id) else {
                     return Response::Error(DbError::unprepared(x.id));
                 };
-                let opts = options(conn, &x.params, self.login.is_some());
+                let opts = options(conn, &x.params, role);
                 let skip = x.params.skip_metadata;
                 let vals = values(x.params.values);
                 let now = Now::system();
@@ -435,11 +436,7 @@ impl LocalBackend {
                     page_size: None,
                     paging_state: None,
                     timestamp: b.default_timestamp,
-                    role: if self.login.is_some() {
-                        conn.role()
-                    } else {
-                        None
-                    },
+                    role,
                 };
                 let mut items = Vec::with_capacity(b.statements.len());
                 for s in b.statements {
