@@ -403,10 +403,11 @@ impl LocalBackend {
                 let skip = x.params.skip_metadata;
                 let vals = values(x.params.values);
                 let now = Now::system();
+                // Role statements may hash a password (bcrypt: tens of milliseconds).
                 let heavy = if prep.is_select() {
                     !prep.is_single_partition()
                 } else {
-                    self.sync_writes
+                    self.sync_writes || prep.statement.statement.is_role_statement()
                 };
                 let p = prep.clone();
                 let r = self
