@@ -312,7 +312,14 @@ impl<'a> Parser<'a> {
     /// A user name (CREATE/ALTER/DROP USER): Cassandra keeps the case of an unquoted name
     /// there, unlike a role name.
     fn user_name(&mut self) -> PResult<String> {
-        if self.is_ident_at(0) && self.peek().kind != Tok::QuotedIdent {
+        if self.peek().kind == Tok::QuotedIdent {
+            return Err(ParseError::syntax_at(
+                self.src,
+                self.peek().start as usize,
+                "Quoted strings are are not supported for user names and USER is deprecated, please use ROLE".into(),
+            ));
+        }
+        if self.is_ident_at(0) {
             let t = self.bump();
             return Ok(self.text(t).to_string());
         }
@@ -1797,6 +1804,26 @@ impl<'a> Parser<'a> {
     fn role_options(&mut self) -> PResult<RoleOptions> {
         let mut o = RoleOptions::default();
         loop {
+            let at = self.peek();
+            let seen = |name: &str| {
+                ParseError::syntax_at(
+                    self.src,
+                    at.start as usize,
+                    format!("Multiple definition for property '{name}'"),
+                )
+            };
+            let word = self.text(at).to_ascii_lowercase();
+            let (name, set) = match word.as_str() {
+                "password" => ("PASSWORD", o.password.is_some()),
+                "hashed" => ("HASHED_PASSWORD", o.hashed_password.is_some()),
+                "login" => ("LOGIN", o.login.is_some()),
+                "superuser" => ("SUPERUSER", o.superuser.is_some()),
+                "options" => ("OPTIONS", o.options.is_some()),
+                _ => ("", false),
+            };
+            if set {
+                return Err(seen(name));
+            }
             if self.eat_kw("password") {
                 self.expect(Tok::Eq)?;
                 o.password = Some(self.string_literal()?);
@@ -1920,8 +1947,13 @@ impl<'a> Parser<'a> {
         if self.eat_kw("role") {
             let if_exists = self.if_exists()?;
             let name = self.role_name()?;
-            self.expect_kw("with")?;
-            let options = self.role_options()?;
+            // `WITH` is optional in Cassandra's grammar; without it the statement is empty,
+            // which the executor refuses as Cassandra does.
+            let options = if self.eat_kw("with") {
+                self.role_options()?
+            } else {
+                RoleOptions::default()
+            };
             return Ok(Statement::AlterRole(AlterRole {
                 name,
                 if_exists,

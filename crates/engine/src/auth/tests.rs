@@ -348,6 +348,24 @@ fn role_statements_give_cassandras_answers() {
         ),
         "0x2200 Altering permissions on builtin functions is not supported"
     );
+    assert_eq!(
+        err(&e, "cassandra", "ALTER ROLE alice"),
+        "0x2200 ALTER [ROLE|USER] can't be empty"
+    );
+    let dup = err(
+        &e,
+        "cassandra",
+        "CREATE ROLE x WITH PASSWORD = 'a' AND PASSWORD = 'b'",
+    );
+    assert!(
+        dup.starts_with("0x2000") && dup.ends_with("Multiple definition for property 'PASSWORD'"),
+        "{dup}"
+    );
+    let quoted = err(&e, "cassandra", "CREATE USER \"Quoted\" WITH PASSWORD 'x'");
+    assert!(
+        quoted.starts_with("0x2000") && quoted.contains("Quoted strings are are not supported"),
+        "{quoted}"
+    );
     // User names keep the case of unquoted names, role names do not.
     ok(&e, "cassandra", "CREATE USER CaseUser WITH PASSWORD 'x'");
     ok(&e, "cassandra", "CREATE ROLE CaseRole");
