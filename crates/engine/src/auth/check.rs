@@ -49,7 +49,16 @@ impl Auth {
         keyspace: Option<&str>,
     ) -> Result<(), DbError> {
         let role = role.ok_or_else(not_logged_in)?;
-        let eff = self.effective(role);
+        self.with_effective(role, |eff| self.authorize_as(role, eff, st, keyspace))
+    }
+
+    fn authorize_as(
+        &self,
+        role: &str,
+        eff: &Effective,
+        st: &Statement,
+        keyspace: Option<&str>,
+    ) -> Result<(), DbError> {
         let ks_of = |q: &QualifiedName| -> Result<String, DbError> {
             q.keyspace
                 .as_deref()
@@ -70,16 +79,14 @@ impl Auth {
                 if always_readable(ks, &s.table.name) {
                     return Ok(());
                 }
-                self.need_table(role, &eff, ks, &s.table.name, P::Select)
+                self.need_table(role, eff, ks, &s.table.name, P::Select)
             }
-            Statement::Insert(s) => {
-                self.need_write(role, &eff, &s.table, keyspace, s.if_not_exists)
-            }
+            Statement::Insert(s) => self.need_write(role, eff, &s.table, keyspace, s.if_not_exists),
             Statement::Update(s) => {
-                self.need_write(role, &eff, &s.table, keyspace, s.condition.is_some())
+                self.need_write(role, eff, &s.table, keyspace, s.condition.is_some())
             }
             Statement::Delete(s) => {
-                self.need_write(role, &eff, &s.table, keyspace, s.condition.is_some())
+                self.need_write(role, eff, &s.table, keyspace, s.condition.is_some())
             }
             Statement::Batch(b) => {
                 for m in &b.statements {
@@ -88,27 +95,27 @@ impl Auth {
                         ModificationStatement::Update(s) => (&s.table, s.condition.is_some()),
                         ModificationStatement::Delete(s) => (&s.table, s.condition.is_some()),
                     };
-                    self.need_write(role, &eff, t, keyspace, conditional)?;
+                    self.need_write(role, eff, t, keyspace, conditional)?;
                 }
                 Ok(())
             }
-            Statement::Truncate(name) => self.need(role, &eff, &table(name)?, P::Modify),
+            Statement::Truncate(name) => self.need(role, eff, &table(name)?, P::Modify),
             Statement::CreateKeyspace(_) => {
-                self.need(role, &eff, &Resource::AllKeyspaces, P::Create)
+                self.need(role, eff, &Resource::AllKeyspaces, P::Create)
             }
             Statement::AlterKeyspace(a) => {
-                self.need(role, &eff, &Resource::Keyspace(a.name.clone()), P::Alter)
+                self.need(role, eff, &Resource::Keyspace(a.name.clone()), P::Alter)
             }
             Statement::DropKeyspace { name, .. } => {
-                self.need(role, &eff, &Resource::Keyspace(name.clone()), P::Drop)
+                self.need(role, eff, &Resource::Keyspace(name.clone()), P::Drop)
             }
-            Statement::CreateTable(c) => self.need(role, &eff, &all_tables(&c.name)?, P::Create),
-            Statement::AlterTable(a) => self.need(role, &eff, &table(&a.name)?, P::Alter),
-            Statement::DropTable { name, .. } => self.need(role, &eff, &table(name)?, P::Drop),
-            Statement::CreateType(c) => self.need(role, &eff, &all_tables(&c.name)?, P::Create),
-            Statement::AlterType(a) => self.need(role, &eff, &all_tables(&a.name)?, P::Alter),
-            Statement::DropType { name, .. } => self.need(role, &eff, &all_tables(name)?, P::Drop),
-            Statement::CreateIndex(c) => self.need(role, &eff, &table(&c.table)?, P::Alter),
+            Statement::CreateTable(c) => self.need(role, eff, &all_tables(&c.name)?, P::Create),
+            Statement::AlterTable(a) => self.need(role, eff, &table(&a.name)?, P::Alter),
+            Statement::DropTable { name, .. } => self.need(role, eff, &table(name)?, P::Drop),
+            Statement::CreateType(c) => self.need(role, eff, &all_tables(&c.name)?, P::Create),
+            Statement::AlterType(a) => self.need(role, eff, &all_tables(&a.name)?, P::Alter),
+            Statement::DropType { name, .. } => self.need(role, eff, &all_tables(name)?, P::Drop),
+            Statement::CreateIndex(c) => self.need(role, eff, &table(&c.table)?, P::Alter),
             // USE and DESCRIBE need a login only; DROP INDEX names no table (checked where the
             // index is resolved); role statements check themselves (roles.rs).
             _ => Ok(()),

@@ -17,8 +17,9 @@
 //!   visible; `system_auth.*` tables are views of them, in Cassandra 5.0's tables and columns.
 //! - Password hashes are bcrypt (`$2a$`, 10 rounds) as Cassandra writes them, so a
 //!   `salted_hash` moves between the two unchanged (`CREATE ROLE ... WITH HASHED PASSWORD`).
-//! - A role's permissions are computed once and cached; every change of roles or permissions
-//!   drops the whole cache, so no check ever sees a revoked permission.
+//! - A role's permissions are computed once per thread and cached there; every change of roles
+//!   or permissions bumps a generation that drops those caches, so no check ever sees a revoked
+//!   permission.
 //! - With the AllowAll authorizer (the default) the only cost on a request is one branch.
 
 mod check;
@@ -38,6 +39,22 @@ use state::Effective;
 pub use state::{AuthState, RoleRecord};
 
 use crate::catalog::TableDef;
+
+/// Instance numbers of [`Auth`] (see `Auth::id`).
+static NEXT_AUTH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One thread's cache of what roles hold: the [`Auth`] instance and generation it is valid for.
+#[derive(Default)]
+struct LocalPermissions {
+    owner: u64,
+    generation: u64,
+    roles: HashMap<String, Effective>,
+}
+
+thread_local! {
+    static LOCAL_PERMISSIONS: std::cell::RefCell<LocalPermissions> =
+        std::cell::RefCell::new(LocalPermissions::default());
+}
 
 /// Storage key of the role and permission records.
 const AUTH_KEY: &[u8] = b"\x00auth";
@@ -72,8 +89,11 @@ pub struct Auth {
     state: RwLock<Arc<AuthState>>,
     /// Serializes changes (read, modify, persist, publish).
     write: Mutex<()>,
-    /// What each role holds through its grants, computed on first use.
-    effective: RwLock<HashMap<String, Arc<Effective>>>,
+    /// Bumped by every change: each thread's cache of what roles hold (`LOCAL_PERMISSIONS`)
+    /// is dropped when it sees a new value.
+    generation: AtomicU64,
+    /// Tells this instance's entries in the thread-local caches from another engine's.
+    id: u64,
     /// Logins verified by bcrypt: role -> (the hash it was verified against, a digest of the
     /// password). A later login with the same password skips bcrypt; a changed hash misses.
     verified: Mutex<HashMap<String, (String, [u8; 32])>>,
@@ -127,7 +147,8 @@ impl Auth {
             cassandra_authorizer: AtomicBool::new(false),
             state: RwLock::new(Arc::new(state)),
             write: Mutex::new(()),
-            effective: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            id: NEXT_AUTH_ID.fetch_add(1, Ordering::Relaxed),
             verified: Mutex::new(HashMap::new()),
             digest_key,
             bcrypt_checks: AtomicU64::new(0),
@@ -245,22 +266,27 @@ impl Auth {
         h.finalize().into()
     }
 
-    /// What `role` holds through its grants, from the cache or computed now.
-    fn effective(&self, role: &str) -> Arc<Effective> {
-        if let Some(e) = self
-            .effective
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(role)
-        {
-            return e.clone();
-        }
-        let e = Arc::new(self.state().effective(role));
-        self.effective
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(role.to_string(), e.clone());
-        e
+    /// Calls `f` with what `role` holds through its grants: from this thread's cache, or
+    /// computed now. Per thread, so the check of a request touches no memory that other cores
+    /// write (a shared map's lock and reference counts cost a few percent of a point read).
+    /// `f` must not call back into this.
+    fn with_effective<T>(&self, role: &str, f: impl FnOnce(&Effective) -> T) -> T {
+        // Read before the state: `change` publishes the state before the generation, so an
+        // entry computed now is never older than the generation it is filed under.
+        let generation = self.generation.load(Ordering::Acquire);
+        LOCAL_PERMISSIONS.with(|cell| {
+            let mut cache = cell.borrow_mut();
+            if cache.owner != self.id || cache.generation != generation {
+                cache.roles.clear();
+                cache.owner = self.id;
+                cache.generation = generation;
+            }
+            if let Some(e) = cache.roles.get(role) {
+                return f(e);
+            }
+            let e = self.state().effective(role);
+            f(cache.roles.entry(role.to_string()).or_insert(e))
+        })
     }
 
     /// Applies `f` to a copy of the records, persists the result (synced) and publishes it,
@@ -280,10 +306,7 @@ impl Auth {
             .and_then(|()| self.storage.sync())
             .map_err(|e| DbError::server(format!("writing roles and permissions: {e}")))?;
         *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
-        self.effective
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(out)
     }
 

@@ -48,7 +48,7 @@ impl Auth {
             return Err(DbError::unauthorized(NOT_ANONYMOUS));
         }
         let user = role.ok_or_else(not_logged_in)?;
-        let eff = self.effective(user);
+        let eff = self.state().effective(user);
         match st {
             Statement::CreateRole(c) => self.create_role(user, &eff, c),
             Statement::AlterRole(a) => self.alter_role(user, &eff, a),
