@@ -206,6 +206,9 @@ fn creators_get_permissions_and_drops_take_them_away() {
             .any(|r| r[2] == "<table mk.t>" && r[3] == "AUTHORIZE"),
         "{listed:?}"
     );
+    ok(&e, "maker", "DROP TABLE mk.t");
+    let listed = rows(ok(&e, "maker", "LIST ALL PERMISSIONS OF maker"));
+    assert!(!listed.iter().any(|r| r[2] == "<table mk.t>"), "{listed:?}");
     ok(&e, "maker", "DROP KEYSPACE mk");
     let left = rows(ok(&e, "cassandra", "LIST ALL PERMISSIONS OF maker"));
     assert_eq!(
