@@ -79,6 +79,9 @@ def test_role_matrix_matches_cassandra(peregrine_results):
             if got != want and (case, name) not in KNOWN_DIFFERENCES:
                 mismatches.append(f"{case}/{name}:\n  cassandra: {want}\n  peregrine: {got}")
     assert not mismatches, "\n".join(mismatches)
-    # The known differences are still differences (else they should leave the list).
+    # Against the recorded run, the known differences are still differences (else they should
+    # leave the list). A live Cassandra may name another missing permission first.
+    if os.environ.get("AUTH_MATRIX_CASSANDRA"):
+        return
     for (case, name), why in KNOWN_DIFFERENCES.items():
         assert peregrine_results[case][name] != expected[case][name], f"{case}/{name} now matches: {why}"
