@@ -170,6 +170,24 @@ impl Statement {
             _ => None,
         }
     }
+
+    /// True for the role and permission statements (CREATE/ALTER/DROP ROLE and USER,
+    /// GRANT, REVOKE, LIST ROLES/USERS/PERMISSIONS).
+    pub fn is_role_statement(&self) -> bool {
+        matches!(
+            self,
+            Statement::CreateRole(_)
+                | Statement::AlterRole(_)
+                | Statement::DropRole { .. }
+                | Statement::GrantPermissions(_)
+                | Statement::RevokePermissions(_)
+                | Statement::GrantRole { .. }
+                | Statement::RevokeRole { .. }
+                | Statement::ListRoles { .. }
+                | Statement::ListUsers
+                | Statement::ListPermissions { .. }
+        )
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1150,6 +1168,8 @@ pub enum Permission {
 pub enum Resource {
     AllKeyspaces,
     Keyspace(String),
+    /// `ALL TABLES IN KEYSPACE ks`.
+    AllTables(String),
     Table(QualifiedName),
     AllRoles,
     Role(String),

@@ -24,6 +24,7 @@
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
+//! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
 //!
 //! # Invariants
 //! - A write is acknowledged only after its storage batch is written (and synced in batch
@@ -34,6 +35,7 @@
 //!   compaction filter drops data of ids no longer in the schema.
 
 mod arith;
+pub mod auth;
 mod bigint;
 pub mod build;
 pub mod catalog;
@@ -300,6 +302,9 @@ pub struct QueryOptions {
     pub paging_state: Option<Vec<u8>>,
     /// The client's default timestamp (v3+ `default_timestamp`).
     pub timestamp: Option<i64>,
+    /// The logged-in role (`None` with AllowAllAuthenticator): whose permissions are checked
+    /// and who becomes the creator of what the statement creates.
+    pub role: Option<Arc<str>>,
 }
 
 /// One statement of a BATCH.
@@ -399,6 +404,7 @@ pub struct Engine {
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
+    auth: auth::Auth,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -463,6 +469,7 @@ impl Engine {
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
         schema.refresh_indexed();
         let has_indexes = AtomicBool::new(!schema.indexed.is_empty());
+        let auth = auth::Auth::open(storage.clone())?;
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
         let engine = Engine {
@@ -476,6 +483,7 @@ impl Engine {
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
             node,
+            auth,
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
@@ -488,6 +496,11 @@ impl Engine {
 
     pub fn node(&self) -> &NodeInfo {
         &self.node
+    }
+
+    /// Roles, credentials and permissions.
+    pub fn auth(&self) -> &auth::Auth {
+        &self.auth
     }
 
     /// Flushes everything acknowledged to stable storage.
@@ -740,6 +753,17 @@ impl Engine {
         let schema = self.schema.get();
         let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> =
             Vec::with_capacity(items.len());
+        let authorize = |st: &cql::Statement, keyspace: Option<&str>| {
+            if self.auth.authorizing() {
+                self.auth.authorize(
+                    opts.role.as_deref(),
+                    st,
+                    keyspace.or(opts.keyspace.as_deref()),
+                )
+            } else {
+                Ok(())
+            }
+        };
         for item in items {
             let (compiled, values) = match item {
                 BatchItem::Query(text, v) => {
@@ -747,16 +771,16 @@ impl Engine {
                     let c = self
                         .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
                         .map_err(EngineError::into_db)?;
+                    authorize(&parsed.statement, None)?;
                     (Arc::new(c), v)
                 }
                 BatchItem::Prepared(id, v) => {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (
-                        self.plan_of(&prepared, now).map_err(EngineError::into_db)?,
-                        v,
-                    )
+                    let plan = self.plan_of(&prepared, now).map_err(EngineError::into_db)?;
+                    authorize(&prepared.statement.statement, prepared.keyspace.as_deref())?;
+                    (plan, v)
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);
@@ -858,6 +882,15 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, EngineError> {
+        if self.auth.authorizing() {
+            self.auth
+                .authorize(
+                    opts.role.as_deref(),
+                    &parsed.statement,
+                    opts.keyspace.as_deref(),
+                )
+                .map_err(EngineError::Db)?;
+        }
         let normalized = check_bound(compiled, values).map_err(EngineError::Db)?;
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
@@ -874,7 +907,11 @@ impl Engine {
             }
             CompiledKind::VirtualSelect(plan) => {
                 let schema = self.schema.get();
-                let store = system::materialize(&plan.table, &schema, &self.node)?;
+                let store = if plan.table.keyspace == "system_auth" {
+                    system::store_rows(&plan.table, self.auth.rows_of(&plan.table))?
+                } else {
+                    system::materialize(&plan.table, &schema, &self.node)?
+                };
                 let rs = self.run_select(
                     &store,
                     plan,
@@ -946,8 +983,47 @@ impl Engine {
                     paging_state: None,
                 }))
             }
-            _ => self.ddl(st, ks, now),
+            st if st.is_role_statement() => self
+                .auth
+                .execute(opts.role.as_deref(), st, ks, &self.schema.get())
+                .map_err(EngineError::Db),
+            _ => {
+                if let cql::Statement::DropIndex { name, .. } = st {
+                    self.authorize_drop_index(name, ks, opts)?;
+                }
+                let outcome = self.ddl(st, ks, now)?;
+                if let Outcome::SchemaChange(change) = &outcome {
+                    self.auth
+                        .after_schema_change(opts.role.as_deref(), change)
+                        .map_err(EngineError::Db)?;
+                }
+                Ok(outcome)
+            }
         }
+    }
+
+    /// DROP INDEX needs ALTER on the index's table, as in Cassandra (the statement names
+    /// only the index, so the general check cannot see the table).
+    fn authorize_drop_index(
+        &self,
+        name: &cql::ast::QualifiedName,
+        ks: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<(), EngineError> {
+        let Some(k) = name.keyspace.as_deref().or(ks) else {
+            return Ok(());
+        };
+        if !self.auth.authorizing() {
+            return Ok(());
+        }
+        let schema = self.schema.get();
+        let Some((t, _)) = index::ddl::indexes_of(&schema, k).find(|(_, i)| i.name == name.name)
+        else {
+            return Ok(());
+        };
+        self.auth
+            .authorize_table(opts.role.as_deref(), k, &t.name, auth::Permission::Alter)
+            .map_err(EngineError::Db)
     }
 
     fn ddl(&self, st: &cql::Statement, ks: Option<&str>, now: Now) -> Result<Outcome, EngineError> {
