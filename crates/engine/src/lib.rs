@@ -57,6 +57,7 @@ pub mod similarity;
 pub mod system;
 pub mod token;
 pub mod types;
+pub mod vector_index;
 
 use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
