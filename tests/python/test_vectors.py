@@ -5,7 +5,9 @@ The expected floats are Cassandra 5.0.9's answers to the same statements (the fu
 bit-exact with its jvector summation order).
 """
 
+import os
 import struct
+import subprocess
 import uuid
 
 import pytest
@@ -122,3 +124,16 @@ def test_json_round_trip(vt):
         '{"k": 5, "v": [1.0, 2.5, 3.0], "t": ["a", "b"]}'
     with pytest.raises(InvalidRequest, match="List had incorrect size: expected 3 but given 2"):
         vt.execute("INSERT INTO vt JSON '{\"k\": 6, \"v\": [1, 2]}'")
+
+
+def test_cqlsh_prints_and_describes_vectors(cqlsh_bin, endpoint, vt, ks):
+    vt.execute("INSERT INTO vt (k, v, t) VALUES (1, [-1.5, 2.25, 0.1], ['a', 'b'])")
+    cmd = [cqlsh_bin, endpoint.host, str(endpoint.port), "--request-timeout=30", "--connect-timeout=20",
+           "-e", f"SELECT v, t FROM {ks}.vt WHERE k = 1; DESCRIBE TABLE {ks}.vt"]
+    env = dict(os.environ, CQLSH_NO_BUNDLED="TRUE", TERM="dumb")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "[-1.5, 2.25, 0.1]" in p.stdout
+    assert "['a', 'b']" in p.stdout
+    assert "    v vector<float, 3>\n" in p.stdout
+    assert "    l vector<list<int>, 2>,\n" in p.stdout
