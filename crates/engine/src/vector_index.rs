@@ -225,6 +225,23 @@ impl VectorIndex {
         Ok(())
     }
 
+    /// [`upsert`](Self::upsert) from the column's stored cell: a serialized `vector<float, n>`
+    /// (what the write path holds). An empty value (Cassandra's "empty", not null) removes.
+    pub fn upsert_serialized(
+        &self,
+        primary_key: &[u8],
+        raw: &[u8],
+    ) -> Result<(), VectorIndexError> {
+        if raw.is_empty() {
+            return self.remove(primary_key).map(|_| ());
+        }
+        let v = crate::similarity::floats(raw).ok_or(VectorIndexError::Dimension {
+            expected: self.config.dimension,
+            got: raw.len() / 4,
+        })?;
+        self.upsert(primary_key, &v)
+    }
+
     /// Forgets the row's vector; false when the row had none.
     pub fn remove(&self, primary_key: &[u8]) -> Result<bool, VectorIndexError> {
         let mut inner = self.write()?;
@@ -587,6 +604,23 @@ mod tests {
         assert_eq!(left[0].primary_key, b"a");
         index.clear().unwrap();
         assert!(index.search(&[0.0, 0.0], 5).unwrap().is_empty());
+    }
+
+    #[test]
+    fn stored_cells_index_as_their_floats() {
+        let index = VectorIndex::new(VectorIndexConfig::new(2, Similarity::Euclidean)).unwrap();
+        let raw: Vec<u8> = [3.0f32, -1.0]
+            .iter()
+            .flat_map(|x| x.to_be_bytes())
+            .collect();
+        index.upsert_serialized(b"a", &raw).unwrap();
+        assert_eq!(index.search(&[3.0, -1.0], 1).unwrap()[0].score, 1.0);
+        assert!(matches!(
+            index.upsert_serialized(b"b", &raw[..7]),
+            Err(VectorIndexError::Dimension { .. })
+        ));
+        index.upsert_serialized(b"a", &[]).unwrap();
+        assert!(index.is_empty());
     }
 
     #[test]
