@@ -339,9 +339,12 @@ impl ColumnType {
                     Some("ShortType") => ColumnType::Smallint,
                     Some("ByteType") => ColumnType::Tinyint,
                     Some("DurationType") => ColumnType::Duration,
-                    Some(v) if v.starts_with("VectorType(") => {
-                        marshal::parse(&class).unwrap_or(ColumnType::Custom(class))
-                    }
+                    // Only when writing it back gives the same class string (a frozen
+                    // element, `FrozenType(...)`, has no `ColumnType` form): a proxy relays
+                    // what it read byte for byte.
+                    Some(v) if v.starts_with("VectorType(") => marshal::parse(&class)
+                        .filter(|t| t.marshal_class() == class)
+                        .unwrap_or(ColumnType::Custom(class)),
                     _ => ColumnType::Custom(class),
                 }
             }
@@ -643,6 +646,13 @@ mod tests {
         assert_eq!(
             marshal::parse("org.apache.cassandra.db.marshal.VectorType(x , 3)"),
             None
+        );
+        let frozen = "org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FrozenType(org.apache.cassandra.db.marshal.ListType(org.apache.cassandra.db.marshal.Int32Type)) , 2)";
+        let mut out = BytesMut::new();
+        ColumnType::Custom(frozen.into()).write_option(ProtocolVersion::V4, &mut out);
+        assert_eq!(
+            ColumnType::decode_option(out.freeze()).unwrap(),
+            ColumnType::Custom(frozen.into())
         );
     }
 
