@@ -282,8 +282,9 @@ fn validate_at(ty: &ColumnType, b: &[u8], depth: usize) -> Result<(), DbError> {
             validate_components(fields.iter().map(|(_, t)| t), b, depth, "UDT")
         }
         ColumnType::Vector(t, n) => {
+            // Cassandra takes an empty vector in storage but not from a client.
             if b.is_empty() {
-                return Ok(());
+                return Err(inv("Invalid empty vector value".into()));
             }
             for x in vector_elements(t, *n, b)? {
                 validate_at(t, x, depth + 1)?;
@@ -301,36 +302,44 @@ pub fn vector_elements<'a>(
     n: u32,
     b: &'a [u8],
 ) -> Result<Vec<&'a [u8]>, DbError> {
+    let name = || format!("vector<{}, {n}>", elem.cql_name());
+    let short = || inv(format!("Not enough bytes to read a {}", name()));
+    let extra = |k: usize| {
+        inv(format!(
+            "Unexpected {k} extraneous bytes after {} value",
+            name()
+        ))
+    };
     let n = n as usize;
     if let Some(size) = elem.fixed_len() {
-        if size.checked_mul(n) != Some(b.len()) {
-            return Err(inv(if size.saturating_mul(n) > b.len() {
-                "Not enough bytes to read a vector".to_string()
-            } else {
-                "Unexpected extraneous bytes after vector value".to_string()
-            }));
+        let need = size.saturating_mul(n);
+        if need > b.len() {
+            return Err(short());
+        }
+        if need < b.len() {
+            return Err(extra(b.len() - need));
         }
         return Ok(b.chunks_exact(size).collect());
     }
     // Every element takes a byte at least: a count larger than the value is a lie.
     if n > b.len() {
-        return Err(inv("Not enough bytes to read a vector".into()));
+        return Err(short());
     }
     let mut out = Vec::with_capacity(n);
     let mut pos = 0;
     for _ in 0..n {
         let len = read_unsigned_vint(b, &mut pos)
             .and_then(|l| usize::try_from(l).ok())
-            .ok_or_else(|| inv("Not enough bytes to read a vector".into()))?;
+            .ok_or_else(short)?;
         let x = pos
             .checked_add(len)
             .and_then(|end| b.get(pos..end))
-            .ok_or_else(|| inv("Not enough bytes to read a vector".into()))?;
+            .ok_or_else(short)?;
         pos += len;
         out.push(x);
     }
     if pos != b.len() {
-        return Err(inv("Unexpected extraneous bytes after vector value".into()));
+        return Err(extra(b.len() - pos));
     }
     Ok(out)
 }
@@ -798,13 +807,24 @@ mod tests {
         );
         let lists = T::Vector(Box::new(T::List(Box::new(T::Int))), 1);
         rt(lists, Value::Vector(vec![Value::List(vec![Value::Int(7)])]));
+        // Cassandra 5.0.9's messages for bound values of the wrong size.
         assert_eq!(
             validate_value(&floats, &[0; 7]).unwrap_err().to_string(),
-            "Not enough bytes to read a vector"
+            "Not enough bytes to read a vector<float, 2>"
         );
         assert_eq!(
-            validate_value(&floats, &[0; 12]).unwrap_err().to_string(),
-            "Unexpected extraneous bytes after vector value"
+            validate_value(&floats, &[0; 9]).unwrap_err().to_string(),
+            "Unexpected 1 extraneous bytes after vector<float, 2> value"
+        );
+        assert_eq!(
+            validate_value(&floats, &[]).unwrap_err().to_string(),
+            "Invalid empty vector value"
+        );
+        assert_eq!(
+            validate_value(&texts, &[1, b'a', 1, b'b', 0])
+                .unwrap_err()
+                .to_string(),
+            "Unexpected 1 extraneous bytes after vector<text, 2> value"
         );
         assert!(validate_value(&texts, &[2, b'a']).is_err());
         assert!(validate_value(&texts, &[1, b'a', 0, 9]).is_err());
