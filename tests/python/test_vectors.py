@@ -99,10 +99,20 @@ def test_refusals_are_cassandras(vt):
         with pytest.raises(InvalidRequest) as e:
             vt.execute(SimpleStatement(stmt))
         assert message in str(e.value), stmt
-    # A bound vector of the wrong size is refused by the driver before it reaches the server.
+    # A bound vector of the wrong size is refused by the driver before it reaches the server;
+    # raw bytes of the wrong size are refused by the server.
     ins = vt.prepare("INSERT INTO vt (k, v) VALUES (?, ?)")
     with pytest.raises(ValueError):
         vt.execute(ins, (1, [1.0, 2.0]))
+    for raw, message in [(b"\0" * 7, "Not enough bytes to read a vector<float, 3>"),
+                         (b"\0" * 13, "Unexpected 1 extraneous bytes after vector<float, 3> value"),
+                         (b"", "Invalid empty vector value")]:
+        bound = ins.bind((1, None))
+        bound.values[1] = raw
+        with pytest.raises(InvalidRequest) as e:
+            vt.execute(bound)
+        assert message in str(e.value)
+    assert vt.execute("SELECT k FROM vt WHERE k = 1").one() is None
 
 
 def test_vectors_in_keys_order_element_by_element(vt):
