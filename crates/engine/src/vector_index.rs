@@ -34,6 +34,41 @@
 //! saved index memory-mapped from disk (read-only), so an index larger than memory is paged
 //! by the OS rather than held on the heap.
 
+//!
+//! # Wiring (for the SAI branch)
+//! - `CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'` on column `c`:
+//!   [`VectorIndexConfig::for_column`]`(&c.ty, options, name)` (`Ok(None)`: not a vector, a
+//!   plain SAI index), then [`VectorIndex::new`] and a background build: for every live row
+//!   [`VectorIndex::upsert_serialized`]`(storage_row_key, cell)`.
+//! - Writes, under the partition's lock, after the batch is written: a live vector cell
+//!   `upsert_serialized(row_key, cell)`; a deleted/expired/null cell, row or partition
+//!   deletion `remove(row_key)` (for a range or partition delete: each row key it covers);
+//!   TRUNCATE `clear()`; DROP INDEX / DROP TABLE: drop the value and its directory.
+//!   A TTL'd cell: index it, and filter expired rows at read (the read re-checks liveness).
+//! - `SELECT ... ORDER BY c ANN OF q LIMIT k`: `search_where(q, k', |row_key| keep)` where
+//!   `keep` applies the partition-key restriction / other SAI predicates; read each hit's row
+//!   from storage, drop rows no longer live or whose stored vector differs (a race with a
+//!   write), and return rows in hit order. Over-fetch `k' = 2k` (or loop) when rows are
+//!   dropped. Score selectors (`similarity_cosine(c, q)`) are computed by the function, so
+//!   they are Cassandra's exact floats.
+//! - Restart: [`VectorIndex::load`] with the covers-sequence saved at flush, then replay
+//!   newer writes; on `Unusable`/`Io`, rebuild from the table (never serve a partial index).
+//!
+//! Cassandra 5.0.9's answers the ANN planner must give (read off a running node):
+//! no LIMIT: "Top-K queries must have a limit specified and the limit must be less than the
+//! query page size"; LIMIT 1001: "Use of ANN OF in an ORDER BY clause requires a LIMIT that is
+//! not greater than 1000. LIMIT was 1001"; no index: "ANN ordering by vector requires the
+//! column to be indexed"; a non-indexed restriction (even with ALLOW FILTERING): "ANN ordering
+//! by vector requires all restricted column(s) to be indexed"; `ANN OF` on a non-vector
+//! column `t`: "Unexpected receiver type 'text'; only list and vector are expected"; another
+//! ordering beside it: "ANN ordering does not support any other ordering"; PER PARTITION LIMIT:
+//! "Top-K queries do not support per-partition limits"; aggregates: "Top-K queries can not be
+//! run with aggregation"; a second SAI index on the column: "Cannot create more than one
+//! storage-attached index on the same column: v"; unknown option: ConfigurationException
+//! "Properties specified [source_model] are not understood by StorageAttachedIndex". A zero
+//! vector into a cosine index is a WriteFailure there (an internal error); here
+//! [`VectorIndexError::ZeroVector`].
+
 use crate::similarity::Similarity;
 use std::collections::HashMap;
 use std::io::Write;
@@ -73,6 +108,61 @@ impl VectorIndexConfig {
             expansion_search: 64,
             quantization: Quantization::F32,
         }
+    }
+
+    /// The settings of an SAI index on a column of type `ty` with the index's `options`
+    /// (`similarity_function`, `optimize_for`), as `CREATE CUSTOM INDEX ... USING
+    /// 'StorageAttachedIndex'` takes them: `Ok(None)` when the column is not a vector (a plain
+    /// SAI index), `Err` with Cassandra 5.0.9's message for a vector of non-float elements or a
+    /// bad option value. Options this does not know are left to the caller (Cassandra answers
+    /// those with a ConfigurationException naming them).
+    pub fn for_column<'o>(
+        ty: &proto::types::ColumnType,
+        options: impl IntoIterator<Item = (&'o str, &'o str)>,
+        index_name: Option<&str>,
+    ) -> Result<Option<VectorIndexConfig>, String> {
+        if !matches!(ty, proto::types::ColumnType::Vector(..)) {
+            return Ok(None);
+        }
+        let Some(dimension) = crate::similarity::float_dimension(ty) else {
+            return Err(
+                "SAI ANN indexes are only allowed on vector columns with float elements".into(),
+            );
+        };
+        let index = index_name.unwrap_or("null");
+        // Cassandra's default similarity for a vector index is cosine.
+        let mut config = VectorIndexConfig::new(dimension as usize, Similarity::Cosine);
+        for (key, value) in options {
+            match key.to_ascii_lowercase().as_str() {
+                "similarity_function" => {
+                    config.similarity = Similarity::from_option(value).ok_or_else(|| {
+                        format!(
+                            "Similarity function {} was not recognized for index {index}. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE",
+                            value.to_ascii_uppercase()
+                        )
+                    })?
+                }
+                "optimize_for" => {
+                    config.expansion_search = match value.to_ascii_uppercase().as_str() {
+                        "LATENCY" => 64,
+                        "RECALL" => 256,
+                        other => {
+                            return Err(format!(
+                                "optimize_for '{other}' was not recognized for index {index}. Valid values are: LATENCY, RECALL"
+                            ))
+                        }
+                    }
+                }
+                "maximum_node_connections" => {
+                    return Err("Maximum node connections cannot be set without enabling SAI_VECTOR_ALLOW_CUSTOM_PARAMETERS".into())
+                }
+                "construction_beam_width" => {
+                    return Err("Construction beam width cannot be set without enabling SAI_VECTOR_ALLOW_CUSTOM_PARAMETERS".into())
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(config))
     }
 
     fn options(&self) -> IndexOptions {
@@ -604,6 +694,43 @@ mod tests {
         assert_eq!(left[0].primary_key, b"a");
         index.clear().unwrap();
         assert!(index.search(&[0.0, 0.0], 5).unwrap().is_empty());
+    }
+
+    #[test]
+    fn index_options_are_read_as_cassandra_reads_them() {
+        use proto::types::ColumnType as T;
+        let v3 = T::Vector(Box::new(T::Float), 3);
+        let c = VectorIndexConfig::for_column(&v3, [], None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.dimension, c.similarity), (3, Similarity::Cosine));
+        let opts = [
+            ("similarity_function", "dot_product"),
+            ("optimize_for", "Recall"),
+        ];
+        let c = VectorIndexConfig::for_column(&v3, opts, Some("i"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.similarity, Similarity::DotProduct);
+        assert_eq!(c.expansion_search, 256);
+        assert_eq!(VectorIndexConfig::for_column(&T::Int, [], None), Ok(None));
+        assert_eq!(
+            VectorIndexConfig::for_column(&T::Vector(Box::new(T::Int), 3), [], None),
+            Err("SAI ANN indexes are only allowed on vector columns with float elements".into())
+        );
+        assert_eq!(
+            VectorIndexConfig::for_column(&v3, [("similarity_function", "bogus")], None),
+            Err("Similarity function BOGUS was not recognized for index null. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE".into())
+        );
+        assert_eq!(
+            VectorIndexConfig::for_column(&v3, [("optimize_for", "bogus")], None),
+            Err("optimize_for 'BOGUS' was not recognized for index null. Valid values are: LATENCY, RECALL".into())
+        );
+        assert!(
+            VectorIndexConfig::for_column(&v3, [("maximum_node_connections", "32")], None)
+                .unwrap_err()
+                .starts_with("Maximum node connections cannot be set")
+        );
     }
 
     #[test]
