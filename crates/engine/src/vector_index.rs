@@ -93,7 +93,7 @@ pub struct VectorIndexConfig {
     pub connectivity: usize,
     /// HNSW `ef_construction`.
     pub expansion_add: usize,
-    /// HNSW `ef_search`; a search for more than this many rows widens to `k`.
+    /// HNSW `ef_search`; a search for more rows than this widens its beam to `k`.
     pub expansion_search: usize,
     pub quantization: Quantization,
 }
@@ -370,11 +370,8 @@ impl VectorIndex {
         if k == 0 || inner.graph.size() == 0 {
             return Ok(Vec::new());
         }
-        // ef below k would cut the result short.
-        let ef = self.config.expansion_search.max(k);
-        if inner.graph.expansion_search() != ef {
-            inner.graph.change_expansion_search(ef);
-        }
+        // USearch widens its beam to `k` itself (expansion = max(ef, k)), so nothing here
+        // changes the shared settings under the read lock.
         let keys = &inner.keys;
         let m = inner
             .graph
@@ -731,6 +728,33 @@ mod tests {
                 .unwrap_err()
                 .starts_with("Maximum node connections cannot be set")
         );
+    }
+
+    #[test]
+    fn searches_run_beside_writes() {
+        let dim = 16;
+        let all = data(2000, 40, dim, 11);
+        let index = VectorIndex::new(VectorIndexConfig::new(dim, Similarity::Euclidean)).unwrap();
+        for (i, v) in all[..1000].iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for (i, v) in all[1000..2000].iter().enumerate() {
+                    index.upsert(&pk(1000 + i), v).unwrap();
+                }
+            });
+            for t in 0..3 {
+                let (index, all) = (&index, &all);
+                s.spawn(move || {
+                    for q in &all[2000 + t * 10..2000 + t * 10 + 10] {
+                        let hits = index.search(q, 20).unwrap();
+                        assert_eq!(hits.len(), 20);
+                    }
+                });
+            }
+        });
+        assert_eq!(index.len(), 2000);
     }
 
     #[test]
