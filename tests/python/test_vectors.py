@@ -13,6 +13,7 @@ import uuid
 import pytest
 from cassandra import InvalidRequest
 from cassandra.query import SimpleStatement
+from test_types import TYPES, VALUES, _same
 
 
 def f32(x):
@@ -147,3 +148,19 @@ def test_cqlsh_prints_and_describes_vectors(cqlsh_bin, endpoint, vt, ks):
     assert "['a', 'b']" in p.stdout
     assert "    v vector<float, 3>\n" in p.stdout
     assert "    l vector<list<int>, 2>,\n" in p.stdout
+
+
+@pytest.mark.parametrize("t", TYPES)
+def test_every_element_type_round_trips_through_prepared_statements(session, ks, t):
+    """Packed (fixed-size) and vint-prefixed (variable-size) elements, as the driver encodes them."""
+    session.execute(f"CREATE TABLE ve (k int PRIMARY KEY, v vector<{t}, 2>)")
+    ins = session.prepare("INSERT INTO ve (k, v) VALUES (?, ?)")
+    sel = session.prepare("SELECT v FROM ve WHERE k = ?")
+    values = VALUES[t]
+    for i in range(len(values)):
+        pair = [values[i], values[(i + 1) % len(values)]]
+        session.execute(ins, (i, pair))
+        got = session.execute(sel, (i,)).one().v
+        assert len(got) == 2
+        for sent, back in zip(pair, got):
+            assert _same(t, sent, back), (t, sent, back)
