@@ -953,6 +953,12 @@ mod tests {
                 name: "u".into(),
                 fields: vec![("a".into(), T::Time)],
             },
+            T::Vector(Box::new(T::Float), 2),
+            T::Vector(Box::new(T::Varchar), 2),
+            T::Vector(Box::new(T::Varint), 3),
+            T::Vector(Box::new(T::Vector(Box::new(T::Int), 1)), 2),
+            T::Vector(Box::new(T::List(Box::new(T::Int))), 1),
+            T::Vector(Box::new(T::Decimal), 1),
         ];
         let mut seed = 0xA0761D6478BD642Fu64;
         for i in 0..40_000usize {
@@ -970,8 +976,13 @@ mod tests {
                 })
                 .collect();
             let ty = &types[i % types.len()];
-            let _ = decode_value(ty, &b);
-            let _ = validate_value(ty, &b);
+            let decoded = decode_value(ty, &b);
+            // As the value_decode fuzz target: what validates decodes, and re-encodes to
+            // something that validates again.
+            if validate_value(ty, &b).is_ok() {
+                let v = decoded.unwrap_or_else(|e| panic!("{ty} {b:?}: {e}"));
+                assert!(validate_value(ty, &to_bytes(&v)).is_ok(), "{ty} {b:?}");
+            }
         }
     }
 }
