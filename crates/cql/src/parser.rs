@@ -598,8 +598,10 @@ impl<'a> Parser<'a> {
                                 let t = self.peek();
                                 let native = t.kind == Tok::Ident
                                     && !self.at_n(1, Tok::Lt)
-                                    && CqlType::native_from_name(&self.text(t).to_ascii_lowercase())
-                                        .is_some();
+                                    && CqlType::native_from_name(
+                                        &self.text(t).to_ascii_lowercase(),
+                                    )
+                                    .is_some();
                                 if !native {
                                     return Err(self.no_viable());
                                 }
