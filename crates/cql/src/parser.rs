@@ -611,6 +611,17 @@ impl<'a> Parser<'a> {
                                 self.pos += 2;
                                 let expr = self.selector_expr()?;
                                 self.expect_kw("as")?;
+                                // CAST takes a native type only (not vector<..>, frozen<..>, a UDT).
+                                let t = self.peek();
+                                let native = t.kind == Tok::Ident
+                                    && !self.at_n(1, Tok::Lt)
+                                    && CqlType::native_from_name(
+                                        &self.text(t).to_ascii_lowercase(),
+                                    )
+                                    .is_some();
+                                if !native {
+                                    return Err(self.no_viable());
+                                }
                                 let ty = self.cql_type()?;
                                 self.expect(Tok::RParen)?;
                                 return Ok(SelectorExpr::Cast {
@@ -1185,11 +1196,21 @@ impl<'a> Parser<'a> {
                         _ => {
                             let elem = self.cql_type()?;
                             self.expect(Tok::Comma)?;
+                            let negative = self.at_n(0, Tok::Minus);
+                            if negative {
+                                self.bump();
+                            }
                             let n = self.expect(Tok::Integer)?;
-                            let dim = self.text(n).parse::<u32>().map_err(|_| {
+                            let text =
+                                format!("{}{}", if negative { "-" } else { "" }, self.text(n));
+                            // Cassandra reads the dimension as a Java int, then refuses < 1.
+                            let dim = text.parse::<i32>().map_err(|_| {
+                                self.invalid(n, format!("Invalid vector dimension {text}"))
+                            })?;
+                            let dim = u32::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| {
                                 self.invalid(
                                     n,
-                                    format!("Invalid vector dimension {}", self.text(n)),
+                                    format!("vectors may only have positive dimensions; given {dim}"),
                                 )
                             })?;
                             CqlType::Vector(Box::new(elem), dim)

@@ -22,6 +22,8 @@
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
+//! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
+//! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
@@ -55,9 +57,11 @@ mod read;
 pub mod row;
 pub mod scalar;
 mod selection;
+pub mod similarity;
 pub mod system;
 pub mod token;
 pub mod types;
+pub mod vector_index;
 
 use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
