@@ -21,7 +21,6 @@ from cassandra.cluster import Cluster, NoHostAvailable
 
 from auth_support import AuthServer
 from conftest import _free_port, _port_open
-from proxy_support import Proxy
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
 
@@ -381,27 +380,33 @@ def test_protocol_and_cipher_suites_narrow_what_is_offered(pki, server):
             only13.wrap_socket(raw)
 
 
+def upstream_tls_yaml(pki, upstream_port, client_cert=True):
+    """A proxy config in front of `upstream_port` with TLS to it (mutual unless told not)."""
+    y = (f"upstream: [127.0.0.1:{upstream_port}]\n"
+         "proxy:\n"
+         "  connect_timeout: 3s\n"
+         "  upstream_encryption_options:\n"
+         "    enabled: true\n"
+         f"    truststore: {pki['ca'].pem}\n"
+         "    require_endpoint_verification: true\n")
+    if client_cert:
+        y += f"    keystore: {pki['client'][0]}\n"
+    return y
+
+
 def test_the_proxy_speaks_mutual_tls_to_its_upstream(pki, server):
     # The upstream: a standalone Peregrine that accepts only TLS clients with a certificate.
     keystore, _, _ = pki["server"]
     upstream = server(tls_yaml(keystore, pki["ca"].pem, require_client_auth="true"))
-    proxy_yaml = ("proxy:\n"
-                  "  connect_timeout: 3s\n"
-                  "  upstream_encryption_options:\n"
-                  "    enabled: true\n"
-                  f"    truststore: {pki['ca'].pem}\n"
-                  f"    keystore: {pki['client'][0]}\n"
-                  "    require_endpoint_verification: true\n")
-    proxy = Proxy(f"127.0.0.1:{upstream.port}", proxy_yaml)
-    try:
-        assert roundtrip(proxy.port) == "over tls"
-    finally:
-        proxy.stop_cleanly()
-    # Without a client certificate the upstream refuses the proxy.
-    bare = proxy_yaml.replace(f"    keystore: {pki['client'][0]}\n", "")
-    proxy = Proxy(f"127.0.0.1:{upstream.port}", bare)
-    try:
-        refused(proxy.port)
-        upstream.wait_log("sent no certificate and require_client_auth is true")
-    finally:
-        proxy.stop_cleanly()
+    proxy = server(upstream_tls_yaml(pki, upstream.port))
+    assert roundtrip(proxy.port) == "over tls"
+    # Without a client certificate the upstream refuses the proxy, and the client hears why.
+    proxy = server(upstream_tls_yaml(pki, upstream.port, client_cert=False))
+    assert "CertificateRequired" in refused(proxy.port)
+    upstream.wait_log("sent no certificate and require_client_auth is true")
+
+
+def test_the_proxy_refuses_an_upstream_certificate_from_another_ca(pki, server):
+    upstream = server(tls_yaml(pki["stranger"][0]))
+    proxy = server(upstream_tls_yaml(pki, upstream.port))
+    assert "UnknownIssuer" in refused(proxy.port)
