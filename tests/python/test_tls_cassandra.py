@@ -13,7 +13,8 @@ import tempfile
 import pytest
 
 import proxy_support as ps
-from test_tls import Ca, TlsServer, client_context, refused, roundtrip, upstream_tls_yaml
+from test_tls import Ca, client_context, refused, roundtrip, upstream_tls_yaml
+from test_tls import server as peregrine  # noqa: F401  (the fixture: one Peregrine per config)
 
 PORT = int(os.environ.get("TLS_CASSANDRA_PORT", "9212"))
 
@@ -45,20 +46,6 @@ def setup():
     yield pki
     ps.stop_cassandra(PORT, env=env)
     shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def peregrine():
-    started = []
-
-    def start(yaml):
-        s = TlsServer(yaml).start()
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()
 
 
 def test_one_section_configures_cassandra_and_peregrine_alike(setup, peregrine):
