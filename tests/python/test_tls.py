@@ -410,3 +410,23 @@ def test_the_proxy_refuses_an_upstream_certificate_from_another_ca(pki, server):
     upstream = server(tls_yaml(pki["stranger"][0]))
     proxy = server(upstream_tls_yaml(pki, upstream.port))
     assert "UnknownIssuer" in refused(proxy.port)
+
+
+JAVA_DRIVER = os.path.join(os.path.dirname(__file__), "..", "java-driver")
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven for the Java driver tests")
+def test_the_java_driver_over_mutual_tls(pki, server, tmp_path):
+    keystore, _, _ = pki["server"]
+    s = server(tls_yaml(keystore, pki["ca"].pem, require_client_auth="true"))
+    _, cert, key = pki["client"]
+    env = dict(os.environ, CQL_TLS_PORT=str(s.port), CQL_TLS_CA=pki["ca"].pem, CQL_TLS_CERT=cert,
+               CQL_TLS_KEY=key)
+    r = subprocess.run([os.path.join(JAVA_DRIVER, "run.sh"), str(s.port), "127.0.0.1",
+                        "-Dtest=TlsTest", f"-Dperegrine.build.dir={tmp_path}"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    report = os.path.join(tmp_path, "surefire-reports", "peregrine.javadriver.TlsTest.txt")
+    with open(report) as f:
+        # Both tests ran (none skipped for a missing variable).
+        assert "Tests run: 2, Failures: 0, Errors: 0, Skipped: 0" in f.read()
