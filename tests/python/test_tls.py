@@ -274,6 +274,27 @@ def test_tls_garbage_on_a_plain_port_is_answered_and_closed(pki, server):
     assert roundtrip(s.port) == "over tls"
 
 
+def test_a_tls_connection_over_max_connections_is_told_so_over_tls(pki, server):
+    keystore, _, _ = pki["server"]
+    s = server(tls_yaml(keystore, extra="max_connections: 1\n"))
+    ctx = client_context(pki["ca"].pem)
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as first_raw:
+        with ctx.wrap_socket(first_raw) as first:
+            first.sendall(options_frame())
+            assert first.recv(9)[4] == 0x06  # SUPPORTED: this one holds the only slot
+            with socket.create_connection(("127.0.0.1", s.port), timeout=10) as raw:
+                with ctx.wrap_socket(raw) as second:
+                    second.sendall(options_frame())
+                    answer = b""
+                    while len(answer) < 9 or len(answer) < 9 + struct.unpack(">I", answer[5:9])[0]:
+                        chunk = second.recv(4096)
+                        assert chunk, f"closed after {answer!r}"
+                        answer += chunk
+                    assert answer[4] == 0x00  # ERROR
+                    assert struct.unpack(">I", answer[9:13])[0] == 0x1001  # Overloaded
+                    assert b"Too many connections" in answer
+
+
 def test_the_handshake_timeout_covers_the_tls_handshake(pki, server):
     keystore, _, _ = pki["server"]
     s = server(tls_yaml(keystore, extra="handshake_timeout: 1s\n"))
@@ -404,6 +425,14 @@ def test_the_proxy_speaks_mutual_tls_to_its_upstream(pki, server):
     proxy = server(upstream_tls_yaml(pki, upstream.port, client_cert=False))
     assert "CertificateRequired" in refused(proxy.port)
     upstream.wait_log("sent no certificate and require_client_auth is true")
+
+
+def test_the_proxy_serves_tls_on_its_client_port(pki, server):
+    upstream = server("")
+    keystore, _, _ = pki["server"]
+    proxy = server(f"upstream: [127.0.0.1:{upstream.port}]\n" + tls_yaml(keystore))
+    assert roundtrip(proxy.port, client_context(pki["ca"].pem)) == "over tls"
+    refused(proxy.port)
 
 
 def test_the_proxy_refuses_an_upstream_certificate_from_another_ca(pki, server):

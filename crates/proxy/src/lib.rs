@@ -169,6 +169,8 @@ fn upstream_tls(options: &server::tls::EncryptionOptions) -> Option<Arc<rustls::
         Err(e) => {
             tracing::error!("proxy.upstream_encryption_options: {e}");
             // An empty trust store: the handshake fails on every upstream, never plain text.
+            // (The default provider always has suites for the safe versions: the `?` below
+            // cannot be taken.)
             Some(Arc::new(
                 rustls::ClientConfig::builder_with_provider(Arc::new(
                     rustls::crypto::aws_lc_rs::default_provider(),
