@@ -725,6 +725,35 @@ mod tests {
     }
 
     #[test]
+    fn tls_problems_come_with_the_others_and_name_their_section() {
+        let e = Config::from_yaml(
+            "max_connections: 0\n\
+             client_encryption_options: {enabled: true, keystore: /nonexistent/node.pem}\n\
+             proxy: {upstream_encryption_options: {enabled: true, store_type: JKS}}\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 2, "{e}");
+        assert!(
+            e.problems[1].contains("`proxy.upstream_encryption_options.store_type` is `JKS`"),
+            "{e}"
+        );
+        let e = Config::from_yaml(
+            "client_encryption_options: {enabled: true, keystore: /nonexistent/node.pem}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.problems[0].starts_with(
+                "`client_encryption_options`: cannot read `keystore` /nonexistent/node.pem"
+            ),
+            "{e}"
+        );
+        let c = Config::from_yaml(
+            "client_encryption_options: {enabled: false, keystore: /nonexistent/node.pem}\n",
+        );
+        assert!(c.is_ok(), "a disabled section reads no file");
+    }
+
+    #[test]
     fn every_key_parses() {
         let c = Config::from_yaml(
             "listen: 0.0.0.0:19042\ndata_dir: /var/lib/peregrine\nmax_frame_bytes: 1048576\n\
