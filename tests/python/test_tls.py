@@ -262,6 +262,17 @@ def test_optional_mode_serves_plain_and_tls_clients_on_one_port(pki, server):
         tls.shutdown()
 
 
+def test_a_disabled_section_with_a_keystore_is_optional_as_in_cassandra(pki, server):
+    # Cassandra 5.0 listens "optionally encrypted" with `enabled: false` and a keystore file.
+    keystore, _, _ = pki["server"]
+    s = server(f"client_encryption_options:\n  enabled: false\n  keystore: {keystore}\n")
+    assert roundtrip(s.port) == "over tls"
+    assert roundtrip(s.port, client_context(pki["ca"].pem)) == "over tls"
+    s = server(f"client_encryption_options:\n  enabled: false\n  optional: false\n"
+               f"  keystore: {keystore}\n")
+    refused(s.port, client_context(pki["ca"].pem))
+
+
 def test_tls_garbage_on_a_plain_port_is_answered_and_closed(pki, server):
     s = server("")
     with pytest.raises(ssl.SSLError):

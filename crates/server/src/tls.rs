@@ -147,13 +147,18 @@ pub enum Policy {
 }
 
 impl EncryptionOptions {
-    /// The client port's policy: `optional: true` serves both (with or without `enabled`),
-    /// `enabled` alone TLS only.
+    /// The client port's policy, as Cassandra 5.0 decides it: `optional: true` serves both
+    /// (with or without `enabled`), `enabled` alone TLS only; `optional` left out defaults to
+    /// true when `enabled` is false and the `keystore` file exists (Cassandra then listens
+    /// "optionally encrypted").
     pub fn policy(&self) -> Policy {
-        match (self.enabled, self.optional) {
-            (_, Some(true)) => Policy::Optional,
-            (true, _) => Policy::Encrypted,
-            (false, _) => Policy::Plain,
+        let optional = self
+            .optional
+            .unwrap_or_else(|| !self.enabled && self.keystore.as_deref().is_some_and(Path::exists));
+        match (self.enabled, optional) {
+            (_, true) => Policy::Optional,
+            (true, false) => Policy::Encrypted,
+            (false, false) => Policy::Plain,
         }
     }
 
@@ -629,6 +634,19 @@ mod tests {
         assert_eq!(o(true, Some(false)).policy(), Policy::Encrypted);
         assert_eq!(o(true, Some(true)).policy(), Policy::Optional);
         assert_eq!(o(false, Some(true)).policy(), Policy::Optional);
+        // A keystore that exists makes a disabled port optional unless `optional` says no.
+        let with_keystore = |optional, path: &str| EncryptionOptions {
+            keystore: Some(PathBuf::from(path)),
+            ..o(false, optional)
+        };
+        let here = std::env::current_exe().unwrap();
+        let here = here.to_str().unwrap();
+        assert_eq!(with_keystore(None, here).policy(), Policy::Optional);
+        assert_eq!(with_keystore(Some(false), here).policy(), Policy::Plain);
+        assert_eq!(
+            with_keystore(None, "/nonexistent/k.pem").policy(),
+            Policy::Plain
+        );
     }
 
     #[test]
