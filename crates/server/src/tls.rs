@@ -54,7 +54,8 @@ pub struct EncryptionOptions {
     pub truststore_password: Option<Secret>,
     /// Cassandra's key, not needed for PEM; accepted and ignored.
     pub truststore_password_file: Option<PathBuf>,
-    /// Client port: `false`, `true` or `optional` (ask for a certificate, check it if sent).
+    /// Client port: `false`, `true` or (Peregrine only) `optional`: ask for a certificate, check
+    /// it if sent.
     pub require_client_auth: ClientAuth,
     /// Upstream: check that the upstream's certificate names its IP address.
     pub require_endpoint_verification: bool,
@@ -91,7 +92,8 @@ pub struct SslContextFactory {
     pub parameters: std::collections::BTreeMap<String, String>,
 }
 
-/// `require_client_auth`: a boolean, or since Cassandra 5.0 the string `optional`.
+/// `require_client_auth`: a boolean as in Cassandra 5.0, or (Peregrine's extension; Cassandra
+/// 5.0.9 refuses it) the string `optional`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawClientAuth", into = "RawClientAuth")]
 pub enum ClientAuth {
