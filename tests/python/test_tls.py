@@ -375,6 +375,22 @@ def test_a_changed_certificate_file_is_served_to_new_connections(pki, server, tm
         open_cluster.shutdown()
 
 
+def test_a_changed_truststore_admits_clients_of_the_new_ca(pki, server, tmp_path):
+    truststore = str(tmp_path / "truststore.pem")
+    shutil.copyfile(pki["ca"].pem, truststore)
+    keystore, _, _ = pki["server"]
+    s = server(tls_yaml(keystore, truststore, require_client_auth="true",
+                        extra="tls_reload_interval: 200ms\n"))
+    _, cert, key = pki["stranger"]
+    stranger = client_context(pki["ca"].pem, cert, key)
+    refused(s.port, stranger)
+    with open(truststore + ".new", "w") as f:
+        f.write(open(pki["ca"].pem).read() + open(pki["other"].pem).read())
+    os.replace(truststore + ".new", truststore)
+    s.wait_log("certificates reloaded (the files changed)")
+    assert roundtrip(s.port, stranger) == "over tls"
+
+
 def test_sighup_reloads_the_certificate(pki, server, tmp_path):
     keystore = str(tmp_path / "keystore.pem")
     shutil.copyfile(pki["server"][0], keystore)
