@@ -446,16 +446,10 @@ impl Config {
                 self.native_transport_max_request_data_in_flight_per_ip,
                 1024,
             ),
-            (
-                "max_response_backlog_bytes",
-                self.max_response_backlog_bytes,
-                64 * 1024,
-            ),
+            ("max_response_backlog_bytes", self.max_response_backlog_bytes, 64 * 1024),
         ] {
             if value < min {
-                problems.push(format!(
-                    "`{key}` is {value} but must be at least {min} bytes"
-                ));
+                problems.push(format!("`{key}` is {value} but must be at least {min} bytes"));
             }
         }
         if self.commitlog_sync_period.is_zero() {
@@ -780,10 +774,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.native_transport_max_request_data_in_flight, 64 << 20);
-        assert_eq!(
-            c.native_transport_max_request_data_in_flight_per_ip,
-            1 << 20
-        );
+        assert_eq!(c.native_transport_max_request_data_in_flight_per_ip, 1 << 20);
         assert_eq!(c.max_response_backlog_bytes, 512 << 10);
         assert_eq!(c.native_transport_max_concurrent_connections_per_ip, 3);
         assert_eq!(c.handshake_timeout, Duration::from_secs(2));

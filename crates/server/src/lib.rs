@@ -42,8 +42,8 @@
 pub mod backend;
 pub mod config;
 mod conn;
-pub mod events;
 mod limits;
+pub mod events;
 mod response;
 mod server;
 mod streams;
