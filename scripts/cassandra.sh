@@ -15,6 +15,10 @@
 #                          start then also waits until the default superuser exists.
 #   CASSANDRA_HEAP         heap size (default 1G)
 #   CASSANDRA_START_TIMEOUT seconds to wait for CQL (default 180)
+#   CASSANDRA_EXTRA_YAML   a file appended to cassandra.yaml as written (e.g. a
+#                          client_encryption_options section for the TLS tests); start
+#                          then waits for the CQL port and Cassandra's "listening for CQL
+#                          clients" line instead of a plain query
 #   CASSANDRA_JVM_OPTS     extra JVM flags, split on spaces (e.g. a -Dcassandra.* property)
 #   CASSANDRA_JOIN=N       join the cluster of the instance on CQL port N (its seed) instead of
 #                          starting a cluster of one; joins without bootstrapping data
@@ -127,6 +131,7 @@ role_manager: $roles
 auto_snapshot: false
 EOF
     if [[ -n "$JOIN" ]]; then echo "auto_bootstrap: false" >>"$DIR/conf/cassandra.yaml"; fi
+    if [[ -n "${CASSANDRA_EXTRA_YAML:-}" ]]; then cat "$CASSANDRA_EXTRA_YAML" >>"$DIR/conf/cassandra.yaml"; fi
     cat >"$DIR/conf/logback.xml" <<'EOF'
 <configuration scan="false">
   <appender name="SYSTEMLOG" class="ch.qos.logback.core.FileAppender">
@@ -234,7 +239,13 @@ wait_cql() {
             echo "[cassandra:$PORT] CQL did not answer within ${START_TIMEOUT}s (pid $pid still running); see $DIR/logs" >&2
             exit 1
         fi
-        if port_open "$PORT"; then
+        if port_open "$PORT" && [[ -n "${CASSANDRA_EXTRA_YAML:-}" ]]; then
+            # The extra section may put TLS on the CQL port, which the plain ping cannot speak.
+            if grep -q "Starting listening for CQL clients" "$DIR/logs/system.log" 2>/dev/null; then
+                log "CQL port open on 127.0.0.1:$PORT after $((SECONDS - start)) s (pid $pid): $(grep -o "Starting listening for CQL clients.*" "$DIR/logs/system.log" | tail -1)"
+                return 0
+            fi
+        elif port_open "$PORT"; then
             if [[ "$AUTH" == password ]] && ! grep -q "Created default superuser role" "$DIR/logs/system.log" 2>/dev/null \
                 && ! grep -q "role 'cassandra' already exists\|Skipped default superuser setup" "$DIR/logs/system.log" 2>/dev/null; then
                 # On a restart the role already exists; a successful login below proves it.

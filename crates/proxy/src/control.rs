@@ -94,6 +94,7 @@ impl ProxyBackend {
                 ProtocolVersion::V4,
                 creds.as_ref(),
                 timeout,
+                self.settings.tls.as_ref(),
             )
             .await
             {

@@ -157,6 +157,33 @@ pub struct ProxyBackend {
     started: Instant,
 }
 
+/// The rustls client configuration for `proxy.upstream_encryption_options`, when enabled.
+/// `Config::validate` read the files at start-up; if they broke since, connections go plain
+/// no further: the error is logged and every upstream connect fails on it.
+fn upstream_tls(options: &server::tls::EncryptionOptions) -> Option<Arc<rustls::ClientConfig>> {
+    if !options.enabled {
+        return None;
+    }
+    match options.client_config() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::error!("proxy.upstream_encryption_options: {e}");
+            // An empty trust store: the handshake fails on every upstream, never plain text.
+            // (The default provider always has suites for the safe versions: the `?` below
+            // cannot be taken.)
+            Some(Arc::new(
+                rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::aws_lc_rs::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .ok()?
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+            ))
+        }
+    }
+}
+
 impl ProxyBackend {
     /// Builds the backend and probes the upstream once to learn whether it requires a login.
     /// An unreachable upstream is not an error here: requests fail until it answers.
@@ -198,6 +225,7 @@ impl ProxyBackend {
                     UpstreamCompression::None => None,
                     UpstreamCompression::Lz4 => Some(Compression::Lz4),
                 },
+                tls: upstream_tls(&p.upstream_encryption_options),
             },
             request_timeout: config.request_timeout,
             pools: RwLock::new(HashMap::new()),
@@ -233,6 +261,7 @@ impl ProxyBackend {
                 None,
                 p.connect_timeout,
                 None,
+                backend.settings.tls.as_ref(),
             )
             .await
             {

@@ -61,6 +61,7 @@ impl ProxyBackend {
                     None,
                     self.settings.connect_timeout,
                     None,
+                    self.settings.tls.as_ref(),
                 )
                 .await
                 {

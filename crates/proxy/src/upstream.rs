@@ -29,8 +29,7 @@ use proto::frame::{encode_envelope, flags, Compression, Envelope, ProtocolVersio
 use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::encode_segments;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -77,6 +76,8 @@ pub struct Settings {
     pub connections_per_host: usize,
     /// LZ4 on the pool's connections (`proxy.upstream_compression`).
     pub compression: Option<Compression>,
+    /// TLS to the upstream (`proxy.upstream_encryption_options`), when enabled.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 struct Waiters {
@@ -117,8 +118,19 @@ impl Connection {
         keyspace: Option<&str>,
         timeout: Duration,
         compression: Option<Compression>,
+        tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<Arc<Connection>, UpstreamError> {
-        Self::open_inner(addr, version, creds, keyspace, timeout, None, compression).await
+        Self::open_inner(
+            addr,
+            version,
+            creds,
+            keyspace,
+            timeout,
+            None,
+            compression,
+            tls,
+        )
+        .await
     }
 
     /// [`Connection::open`] for a control connection: EVENT frames the upstream pushes go to
@@ -129,12 +141,15 @@ impl Connection {
         version: ProtocolVersion,
         creds: Option<&Credentials>,
         timeout: Duration,
+        tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Event>), UpstreamError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let conn = Self::open_inner(addr, version, creds, None, timeout, Some(tx), None).await?;
+        let conn =
+            Self::open_inner(addr, version, creds, None, timeout, Some(tx), None, tls).await?;
         Ok((conn, rx))
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn open_inner(
         addr: SocketAddr,
         version: ProtocolVersion,
@@ -143,6 +158,7 @@ impl Connection {
         timeout: Duration,
         events: Option<mpsc::UnboundedSender<Event>>,
         compression: Option<Compression>,
+        tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<Arc<Connection>, UpstreamError> {
         let connect = async {
             let mut socket =
@@ -153,22 +169,24 @@ impl Connection {
                         reason: e.to_string(),
                     })?;
             let _ = socket.set_nodelay(true);
-            // Cassandra may compress its answer to STARTUP already; only envelopes flagged
-            // compressed are decompressed.
-            let mut deframer = Deframer::new(MAX_FRAME_BYTES);
-            deframer.set_body_compression(compression);
-            let mut hs = Handshake {
-                socket: &mut socket,
-                addr,
-                version,
-                buf: BytesMut::with_capacity(4096),
-                deframer,
-                compression,
-                compressing: false,
+            let Some(tls) = tls else {
+                let (buf, deframer) =
+                    handshake(&mut socket, addr, version, compression, creds, keyspace).await?;
+                return Ok::<_, UpstreamError>((Stream::Plain(socket), buf, deframer));
             };
-            hs.run(creds, keyspace).await?;
-            let Handshake { buf, deframer, .. } = hs;
-            Ok::<_, UpstreamError>((socket, buf, deframer))
+            // The upstream is named by its address: its certificate is checked for that IP
+            // when `require_endpoint_verification` is on.
+            let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            let mut socket = tokio_rustls::TlsConnector::from(tls.clone())
+                .connect(name, socket)
+                .await
+                .map_err(|e| UpstreamError::Connect {
+                    addr,
+                    reason: format!("TLS handshake failed: {e}"),
+                })?;
+            let (buf, deframer) =
+                handshake(&mut socket, addr, version, compression, creds, keyspace).await?;
+            Ok((Stream::Tls(Box::new(socket)), buf, deframer))
         };
         let (socket, buf, deframer) = match tokio::time::timeout(timeout, connect).await {
             Ok(r) => r?,
@@ -179,27 +197,20 @@ impl Connection {
                 })
             }
         };
-        let (rd, wr) = socket.into_split();
-        let shared = Arc::new(ConnShared {
+        let start = Started {
             addr,
-            waiters: Mutex::new(Waiters {
-                pending: HashMap::new(),
-                free: (0..MAX_IN_FLIGHT as i16).rev().collect(),
-            }),
-            dead: AtomicBool::new(false),
-        });
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(wr, rx, shared.clone()));
-        tokio::spawn(read_loop(rd, buf, deframer, shared.clone(), events));
-        Ok(Arc::new(Connection {
-            shared,
             version,
             compression,
-            out: tx,
-        }))
+            buf,
+            deframer,
+            events,
+        };
+        Ok(match socket {
+            Stream::Plain(s) => start.spawn(s.into_split()),
+            Stream::Tls(s) => start.spawn(tokio::io::split(*s)),
+        })
     }
 
-    /// The upstream node's address.
     pub fn addr(&self) -> SocketAddr {
         self.shared.addr
     }
@@ -322,8 +333,84 @@ fn encode_request(
     }
 }
 
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
+/// An opened upstream socket, plain or TLS (`proxy.upstream_encryption_options`).
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// STARTUP, login and `USE` on a fresh socket; returns the bytes read past the handshake and
+/// the deframer in the connection's framing.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    addr: SocketAddr,
+    version: ProtocolVersion,
+    compression: Option<Compression>,
+    creds: Option<&Credentials>,
+    keyspace: Option<&str>,
+) -> Result<(BytesMut, Deframer), UpstreamError> {
+    // Cassandra may compress its answer to STARTUP already; only envelopes flagged
+    // compressed are decompressed.
+    let mut deframer = Deframer::new(MAX_FRAME_BYTES);
+    deframer.set_body_compression(compression);
+    let mut hs = Handshake {
+        socket,
+        addr,
+        version,
+        buf: BytesMut::with_capacity(4096),
+        deframer,
+        compression,
+        compressing: false,
+    };
+    hs.run(creds, keyspace).await?;
+    let Handshake { buf, deframer, .. } = hs;
+    Ok((buf, deframer))
+}
+
+/// A connection past its handshake, before its reader and writer tasks run.
+struct Started {
+    addr: SocketAddr,
+    version: ProtocolVersion,
+    compression: Option<Compression>,
+    buf: BytesMut,
+    deframer: Deframer,
+    events: Option<mpsc::UnboundedSender<Event>>,
+}
+
+impl Started {
+    fn spawn<R, W>(self, (rd, wr): (R, W)) -> Arc<Connection>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(ConnShared {
+            addr: self.addr,
+            waiters: Mutex::new(Waiters {
+                pending: HashMap::new(),
+                free: (0..MAX_IN_FLIGHT as i16).rev().collect(),
+            }),
+            dead: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(wr, rx, shared.clone()));
+        tokio::spawn(read_loop(
+            rd,
+            self.buf,
+            self.deframer,
+            shared.clone(),
+            self.events,
+        ));
+        Arc::new(Connection {
+            shared,
+            version: self.version,
+            compression: self.compression,
+            out: tx,
+        })
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Bytes>,
     shared: Arc<ConnShared>,
 ) {
@@ -349,8 +436,8 @@ async fn write_loop(
 /// Routes the upstream's answers to their waiting requests by stream id (and EVENTs to the
 /// control connection's channel) until the connection fails. `deframer` comes from the
 /// handshake, already in the connection's framing.
-async fn read_loop(
-    mut rd: OwnedReadHalf,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut rd: R,
     mut buf: BytesMut,
     mut deframer: Deframer,
     shared: Arc<ConnShared>,
@@ -415,8 +502,8 @@ async fn read_loop(
 }
 
 /// The sequential part of opening a connection, before requests are multiplexed.
-struct Handshake<'a> {
-    socket: &'a mut TcpStream,
+struct Handshake<'a, S> {
+    socket: &'a mut S,
     addr: SocketAddr,
     version: ProtocolVersion,
     buf: BytesMut,
@@ -427,7 +514,7 @@ struct Handshake<'a> {
     compressing: bool,
 }
 
-impl Handshake<'_> {
+impl<S: AsyncRead + AsyncWrite + Unpin> Handshake<'_, S> {
     async fn run(
         &mut self,
         creds: Option<&Credentials>,
@@ -661,6 +748,7 @@ impl Pool {
                 self.keyspace.as_deref(),
                 self.settings.connect_timeout,
                 self.settings.compression,
+                self.settings.tls.as_ref(),
             )
             .await
             {
@@ -798,9 +886,10 @@ mod tests {
         });
         let addr = fake_v5_upstream(event.clone()).await;
         let timeout = Duration::from_secs(5);
-        let (conn, mut rx) = Connection::open_for_events(addr, ProtocolVersion::V5, None, timeout)
-            .await
-            .unwrap();
+        let (conn, mut rx) =
+            Connection::open_for_events(addr, ProtocolVersion::V5, None, timeout, None)
+                .await
+                .unwrap();
         let query = Request::Query(Query {
             query: "INSERT INTO ks.t (k) VALUES (1)".into(),
             params: QueryParams::default(),
@@ -829,10 +918,15 @@ mod tests {
             },
         });
         let addr = fake_upstream(event.clone()).await;
-        let (conn, mut rx) =
-            Connection::open_for_events(addr, ProtocolVersion::V4, None, Duration::from_secs(5))
-                .await
-                .unwrap();
+        let (conn, mut rx) = Connection::open_for_events(
+            addr,
+            ProtocolVersion::V4,
+            None,
+            Duration::from_secs(5),
+            None,
+        )
+        .await
+        .unwrap();
         let reg = Request::Register(vec!["SCHEMA_CHANGE".into()]);
         assert!(matches!(
             conn.request(&reg, Duration::from_secs(5)).await,
@@ -859,6 +953,7 @@ mod tests {
             None,
             None,
             Duration::from_millis(200),
+            None,
             None,
         )
         .await;

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tls::EncryptionOptions;
+
 /// Highest protocol stream id plus one (v3+ stream ids are 0..=32767 for requests).
 pub const MAX_STREAM_IDS: u32 = 32_768;
 
@@ -113,6 +115,13 @@ pub struct Config {
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
+    /// TLS on the client port, with Cassandra 5.0's keys (PEM files only); see
+    /// `docs/security.md`. Off by default.
+    pub client_encryption_options: EncryptionOptions,
+    /// How often the TLS files are checked for changes (new connections then get the new
+    /// certificate); `0s` checks only on SIGHUP. Default `60s`.
+    #[serde(with = "duration_str")]
+    pub tls_reload_interval: Duration,
     /// Proxy mode settings (cache, staleness, upstream pool); ignored in standalone mode.
     pub proxy: ProxyConfig,
 }
@@ -176,6 +185,10 @@ pub struct ProxyConfig {
     /// The other proxies in front of the same cluster (their CQL addresses). The token ring is
     /// split among all proxies and `system.peers*` lists these. Default none.
     pub peers: Vec<SocketAddr>,
+    /// TLS to the upstream nodes (`enabled`, `truststore` = the CA bundle, optional `keystore`
+    /// = the proxy's client certificate, `require_endpoint_verification`); see
+    /// `docs/security.md`. Off by default.
+    pub upstream_encryption_options: EncryptionOptions,
 }
 
 impl Default for ProxyConfig {
@@ -195,6 +208,7 @@ impl Default for ProxyConfig {
             schema_agreement_wait: Duration::from_millis(1500),
             rpc_address: None,
             peers: Vec::new(),
+            upstream_encryption_options: EncryptionOptions::default(),
         }
     }
 }
@@ -228,6 +242,8 @@ impl Default for Config {
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             upstream: Vec::new(),
+            client_encryption_options: EncryptionOptions::default(),
+            tls_reload_interval: Duration::from_secs(60),
             proxy: ProxyConfig::default(),
         }
     }
@@ -493,6 +509,7 @@ impl Config {
                 ));
             }
         }
+        problems.extend(self.tls_problems());
         if problems.is_empty() {
             Ok(())
         } else {
@@ -501,6 +518,28 @@ impl Config {
                 problems,
             })
         }
+    }
+}
+
+impl Config {
+    /// The TLS sections: their keys, then their files (read now, so a missing or broken
+    /// certificate stops the start-up with the others problems).
+    fn tls_problems(&self) -> Vec<String> {
+        let client = &self.client_encryption_options;
+        let upstream = &self.proxy.upstream_encryption_options;
+        let mut problems = client.static_problems("client_encryption_options");
+        problems.extend(upstream.static_problems("proxy.upstream_encryption_options"));
+        if problems.is_empty() && client.policy() != crate::tls::Policy::Plain {
+            if let Err(e) = client.server_config() {
+                problems.push(format!("`client_encryption_options`: {e}"));
+            }
+        }
+        if problems.is_empty() && upstream.enabled {
+            if let Err(e) = upstream.client_config() {
+                problems.push(format!("`proxy.upstream_encryption_options`: {e}"));
+            }
+        }
+        problems
     }
 }
 
@@ -677,6 +716,35 @@ mod tests {
         assert_eq!(c.request_timeout, Duration::from_secs(10));
         assert_eq!(c.commitlog_sync, CommitlogSync::Periodic);
         assert_eq!(c.cluster_name, "Peregrine Cluster");
+    }
+
+    #[test]
+    fn tls_problems_come_with_the_others_and_name_their_section() {
+        let e = Config::from_yaml(
+            "max_connections: 0\n\
+             client_encryption_options: {enabled: true, keystore: /nonexistent/node.pem}\n\
+             proxy: {upstream_encryption_options: {enabled: true, store_type: JKS}}\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 2, "{e}");
+        assert!(
+            e.problems[1].contains("`proxy.upstream_encryption_options.store_type` is `JKS`"),
+            "{e}"
+        );
+        let e = Config::from_yaml(
+            "client_encryption_options: {enabled: true, keystore: /nonexistent/node.pem}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.problems[0].starts_with(
+                "`client_encryption_options`: cannot read `keystore` /nonexistent/node.pem"
+            ),
+            "{e}"
+        );
+        let c = Config::from_yaml(
+            "client_encryption_options: {enabled: false, keystore: /nonexistent/node.pem}\n",
+        );
+        assert!(c.is_ok(), "a disabled section reads no file");
     }
 
     #[test]

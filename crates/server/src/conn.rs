@@ -27,9 +27,7 @@ use proto::error::{DbError, FrameError};
 use proto::frame::{Compression, Envelope, Opcode, ProtocolVersion};
 use proto::request::Request;
 use proto::response::{Event, Response, ResponseExtras, ResultBody};
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
@@ -106,20 +104,35 @@ struct Reader<B> {
     needs_login: bool,
 }
 
-/// Serves one accepted connection until it closes or `shutdown` fires, then waits for its
-/// in-flight requests to be answered.
-pub(crate) async fn serve<B: Backend>(
+/// One accepted connection's identity and bounds, fixed at the accept.
+pub(crate) struct Accepted {
+    pub(crate) addr: SocketAddr,
+    pub(crate) id: u64,
+    pub(crate) admitted: Admitted,
+    /// `handshake_timeout` after the accept: it covers the TLS handshake too.
+    pub(crate) handshake_deadline: Instant,
+}
+
+/// Serves one accepted connection (its read and write halves, plain or TLS) until it closes
+/// or `shutdown` fires, then waits for its in-flight requests to be answered.
+pub(crate) async fn serve<B, R, W>(
     shared: Arc<Shared<B>>,
-    socket: TcpStream,
-    addr: SocketAddr,
-    id: u64,
-    admitted: Admitted,
+    (mut rd, wr): (R, W),
+    accepted: Accepted,
     shutdown: CancellationToken,
-) {
-    let (mut rd, wr) = socket.into_split();
+) where
+    B: Backend,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let Accepted {
+        addr,
+        id,
+        admitted,
+        handshake_deadline,
+    } = accepted;
     let backlog = usize::try_from(shared.config.max_response_backlog_bytes).unwrap_or(usize::MAX);
     let (tx, rx) = writer::channel(backlog);
-    let handshake_deadline = Instant::now() + shared.config.handshake_timeout;
     let closed = CancellationToken::new();
     let writer = tokio::spawn(writer::run(wr, rx, closed.clone()));
     let deframer = Deframer::new(shared.config.max_frame_bytes);
@@ -148,9 +161,9 @@ pub(crate) async fn serve<B: Backend>(
 }
 
 impl<B: Backend> Reader<B> {
-    async fn run(
+    async fn run<R: AsyncRead + Unpin>(
         &mut self,
-        rd: &mut OwnedReadHalf,
+        rd: &mut R,
         shutdown: &CancellationToken,
         closed: &CancellationToken,
     ) -> Ending {

@@ -24,6 +24,7 @@
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
+//! | [`tls`] | `client_encryption_options` and the proxy's upstream TLS on rustls: PEM loading, the optional-mode sniff, reload on file change or SIGHUP |
 //!
 //! # Invariants
 //!
@@ -46,6 +47,7 @@ pub mod events;
 mod response;
 mod server;
 mod streams;
+pub mod tls;
 mod writer;
 
 pub use backend::{Backend, ConnState, Now, Reply, RequestFlags};

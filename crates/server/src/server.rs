@@ -8,18 +8,20 @@ use std::time::Duration;
 use proto::error::DbError;
 use proto::frame::ProtocolVersion;
 use proto::response::Response;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::backend::Backend;
 use crate::config::Config;
-use crate::conn::{self, Shared};
+use crate::conn::{self, Accepted, Shared};
 use crate::events::EventBus;
 use crate::limits::Limits;
 use crate::response::encode;
+use crate::tls::{self, ServerTls, Transport};
 
 /// How long a connection over the limit may take to send its first header before it is
 /// closed without an answer.
@@ -49,6 +51,22 @@ pub async fn run_with_events<B: Backend>(
     shutdown: CancellationToken,
     events: EventBus,
 ) {
+    let tls = match ServerTls::load(&config.client_encryption_options) {
+        Ok(tls) => tls,
+        Err(e) => {
+            // `Config::validate` read the same files at start-up; they broke since.
+            tracing::error!("client_encryption_options: {e}; not serving");
+            return;
+        }
+    };
+    if let Some(tls) = &tls {
+        tokio::spawn(tls::watch(
+            tls.clone(),
+            config.tls_reload_interval,
+            shutdown.clone(),
+        ));
+    }
+    let handshake_timeout = config.handshake_timeout;
     let grace = config.request_timeout;
     let limit = Arc::new(Semaphore::new(config.max_connections));
     let max_connections = config.max_connections;
@@ -94,7 +112,7 @@ pub async fn run_with_events<B: Backend>(
             let why = format!(
                 "Too many connections: this server accepts at most {max_connections} (max_connections)"
             );
-            tracker.spawn(reject(socket, addr, why));
+            tracker.spawn(reject(socket, tls.clone(), addr, why));
             continue;
         };
         let admitted = match limits.admit(addr.ip()) {
@@ -109,15 +127,38 @@ pub async fn run_with_events<B: Backend>(
                     addr.ip(),
                     limits.max_connections_per_ip().unwrap_or(open)
                 );
-                tracker.spawn(reject(socket, addr, why));
+                tracker.spawn(reject(socket, tls.clone(), addr, why));
                 continue;
             }
         };
         tracing::debug!("connection {id} from {addr} accepted");
         let shared = shared.clone();
         let shutdown = shutdown.clone();
+        let tls = tls.clone();
+        let accepted = Accepted {
+            addr,
+            id,
+            admitted,
+            handshake_deadline: Instant::now() + handshake_timeout,
+        };
         tracker.spawn(async move {
-            conn::serve(shared, socket, addr, id, admitted, shutdown).await;
+            let deadline = accepted.handshake_deadline;
+            let transport = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = tokio::time::timeout_at(deadline, tls::accept(socket, tls.as_deref())) => r,
+            };
+            match transport {
+                Ok(Ok(Transport::Plain(s))) => {
+                    conn::serve(shared, s.into_split(), accepted, shutdown).await
+                }
+                Ok(Ok(Transport::Tls(s))) => {
+                    conn::serve(shared, tokio::io::split(*s), accepted, shutdown).await
+                }
+                Ok(Err(e)) => tracing::info!("connection {id} from {addr} closed: {e}"),
+                Err(_) => tracing::info!(
+                    "connection {id} from {addr} closed: no TLS handshake within {handshake_timeout:?} (handshake_timeout)"
+                ),
+            }
             drop(permit);
         });
     }
@@ -137,8 +178,21 @@ pub async fn run_with_events<B: Backend>(
 }
 
 /// Answers the first request of a connection over the limit with an error in the client's
-/// version (if it is one we speak), then closes.
-async fn reject(mut socket: TcpStream, addr: SocketAddr, message: String) {
+/// version (if it is one we speak), then closes; over TLS when the port speaks it.
+async fn reject(socket: TcpStream, tls: Option<Arc<ServerTls>>, addr: SocketAddr, message: String) {
+    let accepted = tokio::time::timeout(REJECT_READ_TIMEOUT, tls::accept(socket, tls.as_deref()));
+    match accepted.await {
+        Ok(Ok(Transport::Plain(s))) => reject_on(s, addr, message).await,
+        Ok(Ok(Transport::Tls(s))) => reject_on(*s, addr, message).await,
+        _ => tracing::debug!("refused connection from {addr} closed during the TLS handshake"),
+    }
+}
+
+async fn reject_on<S: AsyncRead + AsyncWrite + Unpin>(
+    mut socket: S,
+    addr: SocketAddr,
+    message: String,
+) {
     let mut header = [0u8; 9];
     let mut n = 0;
     let read = async {

@@ -18,8 +18,7 @@ use bytes::{Bytes, BytesMut};
 use proto::frame::HEADER_LEN;
 use proto::response::{Event, Response};
 use proto::segment::{encode_segments, MAX_PAYLOAD};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -267,7 +266,11 @@ impl Batch {
 /// Runs until every sender is gone (reader finished and all in-flight requests answered) or
 /// the socket fails; then flushes and half-closes. Cancels `closed` on exit so the reader
 /// stops too.
-pub(crate) async fn run(mut socket: OwnedWriteHalf, out: OutRx, closed: CancellationToken) {
+pub(crate) async fn run<W: AsyncWrite + Unpin>(
+    mut socket: W,
+    out: OutRx,
+    closed: CancellationToken,
+) {
     let OutRx { mut rx, backlog } = out;
     let _guard = closed.drop_guard();
     let _closes = CloseOnDrop(backlog.clone());
