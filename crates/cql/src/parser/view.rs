@@ -1,0 +1,123 @@
+//! `CREATE / ALTER / DROP MATERIALIZED VIEW`.
+
+use super::{PResult, Parser};
+use crate::ast::{CreateView, Statement, TableOptions};
+use crate::lexer::Tok;
+
+impl Parser<'_> {
+    /// After `CREATE`: `MATERIALIZED VIEW [IF NOT EXISTS] name AS SELECT ... FROM t WHERE ...
+    /// PRIMARY KEY (...) [WITH options]`.
+    pub(super) fn create_view(&mut self) -> PResult<Statement> {
+        self.expect_kw("materialized")?;
+        self.expect_kw("view")?;
+        let if_not_exists = self.if_not_exists()?;
+        let name = self.qualified_name()?;
+        self.expect_kw("as")?;
+        let start = self.pos;
+        let select = self.select()?;
+        let where_text = self.toks[start..self.pos]
+            .iter()
+            .position(|t| t.kind == Tok::Ident && self.text(*t).eq_ignore_ascii_case("where"))
+            .map(|i| {
+                let from = self.toks[start + i].end as usize;
+                let to = self.toks[self.pos - 1].end as usize;
+                self.src[from..to].trim().to_string()
+            })
+            .unwrap_or_default();
+        self.expect_kw("primary")?;
+        self.expect_kw("key")?;
+        self.expect(Tok::LParen)?;
+        let partition_key = if self.eat(Tok::LParen) {
+            let v = self.comma_list(Self::ident)?;
+            self.expect(Tok::RParen)?;
+            v
+        } else {
+            vec![self.ident()?]
+        };
+        let mut clustering_columns = Vec::new();
+        while self.eat(Tok::Comma) {
+            clustering_columns.push(self.ident()?);
+        }
+        self.expect(Tok::RParen)?;
+        let options = self.view_options()?;
+        Ok(Statement::CreateView(CreateView {
+            name,
+            if_not_exists,
+            select,
+            where_text,
+            partition_key,
+            clustering_columns,
+            options,
+        }))
+    }
+
+    fn view_options(&mut self) -> PResult<TableOptions> {
+        if self.eat_kw("with") {
+            self.table_options()
+        } else {
+            Ok(TableOptions::default())
+        }
+    }
+
+    /// After `ALTER`: `MATERIALIZED VIEW [IF EXISTS] name WITH options`.
+    pub(super) fn alter_view(&mut self) -> PResult<Statement> {
+        self.expect_kw("materialized")?;
+        self.expect_kw("view")?;
+        let if_exists = self.if_exists()?;
+        let name = self.qualified_name()?;
+        self.expect_kw("with")?;
+        let options = self.table_options()?;
+        Ok(Statement::AlterView {
+            name,
+            if_exists,
+            options,
+        })
+    }
+
+    /// After `DROP`: `MATERIALIZED VIEW [IF EXISTS] name`.
+    pub(super) fn drop_view(&mut self) -> PResult<Statement> {
+        self.expect_kw("materialized")?;
+        self.expect_kw("view")?;
+        let if_exists = self.if_exists()?;
+        let name = self.qualified_name()?;
+        Ok(Statement::DropView { name, if_exists })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ast::Statement;
+
+    #[test]
+    fn create_view_keeps_where_text_and_key() {
+        let st = crate::parse(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS ks.v AS SELECT * FROM ks.t \
+             WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY ((v), k) \
+             WITH CLUSTERING ORDER BY (k DESC) AND comment = 'x'",
+        )
+        .unwrap();
+        let Statement::CreateView(cv) = st.statement else {
+            panic!("{st:?}")
+        };
+        assert!(cv.if_not_exists);
+        assert_eq!(cv.where_text, "v IS NOT NULL AND k IS NOT NULL");
+        assert_eq!(cv.partition_key, vec!["v"]);
+        assert_eq!(cv.clustering_columns, vec!["k"]);
+        assert_eq!(cv.select.where_clause.len(), 2);
+        assert_eq!(cv.options.clustering_order.len(), 1);
+    }
+
+    #[test]
+    fn alter_and_drop_view() {
+        let st = crate::parse("ALTER MATERIALIZED VIEW v WITH comment = 'c'").unwrap();
+        assert!(matches!(st.statement, Statement::AlterView { .. }));
+        let st = crate::parse("DROP MATERIALIZED VIEW IF EXISTS ks.v").unwrap();
+        assert!(matches!(
+            st.statement,
+            Statement::DropView {
+                if_exists: true,
+                ..
+            }
+        ));
+    }
+}
