@@ -818,16 +818,19 @@ impl Engine {
             .collect();
         let mut batch = WriteBatch::new();
         // Read under the locks: a write racing an index build sees the index (see `index`).
-        let indexed: Vec<_> = if !self.has_indexes.load(std::sync::atomic::Ordering::Acquire) {
-            Vec::new()
-        } else {
-            let schema = self.schema.get();
-            m.entries
+        let schema = self
+            .has_indexes
+            .load(std::sync::atomic::Ordering::Acquire)
+            .then(|| self.schema.get());
+        let indexed: Vec<_> = match &schema {
+            None => Vec::new(),
+            Some(schema) => m
+                .entries
                 .keys()
                 .filter_map(|k| k.get(1..5))
                 .filter_map(|b| schema.indexed.get(&u32::from_be_bytes(b.try_into().ok()?)))
                 .cloned()
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>(),
         };
         let mut indexed = indexed;
         indexed.dedup_by_key(|t| t.id);
@@ -909,8 +912,15 @@ impl Engine {
         if let Some((_, e)) = first_error.0 {
             return Err(e);
         }
-        if !indexed.is_empty() {
+        if let (false, Some(schema)) = (indexed.is_empty(), &schema) {
             crate::index::maintain(&indexed, &originals, &pending, &mut batch);
+            if !schema.views.is_empty() {
+                let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
+                let now = crate::Now::system().secs;
+                crate::view::maintain(
+                    schema, &indexed, &originals, &pending, &stored, &mut batch, now,
+                );
+            }
         }
         for (k, v) in pending {
             match v {

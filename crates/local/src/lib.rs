@@ -81,6 +81,7 @@ impl LocalBackend {
         };
         let engine = Engine::open_with_filter(Arc::new(store), node, handle)
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
+        engine.set_materialized_views_enabled(config.materialized_views_enabled);
         Ok(LocalBackend {
             engine: Arc::new(engine),
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,

@@ -86,6 +86,9 @@ pub struct Config {
     pub authenticator: Authenticator,
     /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
     pub cluster_name: String,
+    /// Standalone mode: whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's key; views
+    /// are experimental there and off by default). Default `false`.
+    pub materialized_views_enabled: bool,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -202,6 +205,7 @@ impl Default for Config {
             disk_failure_policy: DiskFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
             cluster_name: "Peregrine Cluster".to_string(),
+            materialized_views_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             upstream: Vec::new(),
@@ -389,10 +393,16 @@ impl Config {
                 self.native_transport_max_request_data_in_flight_per_ip,
                 1024,
             ),
-            ("max_response_backlog_bytes", self.max_response_backlog_bytes, 64 * 1024),
+            (
+                "max_response_backlog_bytes",
+                self.max_response_backlog_bytes,
+                64 * 1024,
+            ),
         ] {
             if value < min {
-                problems.push(format!("`{key}` is {value} but must be at least {min} bytes"));
+                problems.push(format!(
+                    "`{key}` is {value} but must be at least {min} bytes"
+                ));
             }
         }
         if self.commitlog_sync_period.is_zero() {
@@ -643,7 +653,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.native_transport_max_request_data_in_flight, 64 << 20);
-        assert_eq!(c.native_transport_max_request_data_in_flight_per_ip, 1 << 20);
+        assert_eq!(
+            c.native_transport_max_request_data_in_flight_per_ip,
+            1 << 20
+        );
         assert_eq!(c.max_response_backlog_bytes, 512 << 10);
         assert_eq!(c.native_transport_max_concurrent_connections_per_ip, 3);
         assert_eq!(c.handshake_timeout, Duration::from_secs(2));
