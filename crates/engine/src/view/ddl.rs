@@ -54,9 +54,11 @@ pub fn create_view(
         return Err(invalid(format!("Base table '{base_name}' doesn't exist")));
     };
     match schema.table(&ks, name) {
-        Some(t) if t.view.is_none() => return Err(invalid(format!(
+        Some(t) if t.view.is_none() => {
+            return Err(invalid(format!(
             "Cannot create materialized view '{name}' - a table with the same name already exists"
-        ))),
+        )))
+        }
         Some(_) if cv.if_not_exists => return Ok(None),
         Some(_) => return Err(EngineError::already_exists(&ks, Some(name))),
         None => {}
@@ -144,7 +146,8 @@ pub fn create_view(
         let frozen = t.starts_with("frozen<");
         if !frozen && (t.starts_with("list<") || t.starts_with("set<") || t.starts_with("map<")) {
             return Err(invalid(format!(
-                "Invalid non-frozen collection type '{t}' for PRIMARY KEY column '{k}'"
+                "Invalid non-frozen collection type '{}' for PRIMARY KEY column '{k}'",
+                marshal_name(&c.ty)
             )));
         }
         if crate::ddl::contains_duration(&c.ty) {
@@ -260,6 +263,45 @@ pub fn create_view(
     next.tables.insert(key_of, Arc::new(vt));
     Ok(Some((next, SchemaChange::table_created(&ks, name))))
 }
+
+/// A type as Cassandra's type classes print themselves (`...marshal.MapType(...)`), as in
+/// the messages that name a non-frozen collection.
+fn marshal_name(ty: &proto::types::ColumnType) -> String {
+    use proto::types::ColumnType as T;
+    let simple = match ty {
+        T::Custom(c) => return c.clone(),
+        T::Ascii => "AsciiType",
+        T::Bigint => "LongType",
+        T::Blob => "BytesType",
+        T::Boolean => "BooleanType",
+        T::Counter => "CounterColumnType",
+        T::Decimal => "DecimalType",
+        T::Double => "DoubleType",
+        T::Float => "FloatType",
+        T::Int => "Int32Type",
+        T::Timestamp => "TimestampType",
+        T::Uuid => "UUIDType",
+        T::Varchar => "UTF8Type",
+        T::Varint => "IntegerType",
+        T::Timeuuid => "TimeUUIDType",
+        T::Inet => "InetAddressType",
+        T::Date => "SimpleDateType",
+        T::Time => "TimeType",
+        T::Smallint => "ShortType",
+        T::Tinyint => "ByteType",
+        T::Duration => "DurationType",
+        T::List(e) => return format!("{MARSHAL}ListType({})", marshal_name(e)),
+        T::Set(e) => return format!("{MARSHAL}SetType({})", marshal_name(e)),
+        T::Map(k, v) => {
+            return format!("{MARSHAL}MapType({},{})", marshal_name(k), marshal_name(v))
+        }
+        // Frozen values never reach the message that uses this.
+        T::Udt { .. } | T::Tuple(_) => return ty.cql_name(),
+    };
+    format!("{MARSHAL}{simple}")
+}
+
+const MARSHAL: &str = "org.apache.cassandra.db.marshal.";
 
 /// The columns the WHERE clause restricts, and its restrictions other than IS NOT NULL.
 fn where_clause(
