@@ -916,10 +916,7 @@ impl Engine {
             crate::index::maintain(&indexed, &originals, &pending, &mut batch);
             if !schema.views.is_empty() {
                 let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
-                let now = crate::Now::system().secs;
-                crate::view::maintain(
-                    schema, &indexed, &originals, &pending, &stored, &mut batch, now,
-                );
+                crate::view::maintain(schema, &indexed, &originals, &pending, &stored, &mut batch);
             }
         }
         for (k, v) in pending {

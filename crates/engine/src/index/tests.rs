@@ -8,7 +8,7 @@ use proto::types::Value;
 use std::sync::Arc;
 
 /// xorshift64*: a fixed seed gives the same sequence on every run.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -32,7 +32,12 @@ fn now(secs: u32) -> Now {
     }
 }
 
-fn run(e: &Engine, text: &str, secs: u32, page: Option<(i32, Option<Vec<u8>>)>) -> Outcome {
+pub(crate) fn run(
+    e: &Engine,
+    text: &str,
+    secs: u32,
+    page: Option<(i32, Option<Vec<u8>>)>,
+) -> Outcome {
     let opts = QueryOptions {
         keyspace: Some("ks".into()),
         page_size: page.as_ref().map(|p| p.0),
@@ -43,12 +48,12 @@ fn run(e: &Engine, text: &str, secs: u32, page: Option<(i32, Option<Vec<u8>>)>) 
         .unwrap_or_else(|err| panic!("{text}: {err:?}"))
 }
 
-fn select(e: &Engine, text: &str, secs: u32) -> Vec<Vec<Value>> {
+pub(crate) fn select(e: &Engine, text: &str, secs: u32) -> Vec<Vec<Value>> {
     decode(run(e, text, secs, None)).0
 }
 
 /// The same query fetched in pages of `size`.
-fn select_paged(e: &Engine, text: &str, secs: u32, size: i32) -> Vec<Vec<Value>> {
+pub(crate) fn select_paged(e: &Engine, text: &str, secs: u32, size: i32) -> Vec<Vec<Value>> {
     let mut out = Vec::new();
     let mut state = None;
     loop {
@@ -96,7 +101,7 @@ fn ttl(rng: &mut Rng) -> String {
     }
 }
 
-fn random_write(rng: &mut Rng) -> String {
+pub(crate) fn random_write(rng: &mut Rng) -> String {
     let (k, c) = (rng.below(6), rng.below(4));
     let (v, w) = (rng.below(5), rng.below(21) - 10);
     let elems: Vec<String> = (0..rng.below(3))
