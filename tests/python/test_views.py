@@ -12,14 +12,11 @@
 """
 
 import signal
-import shutil
-import tempfile
 
 import pytest
 from cassandra.query import SimpleStatement
 
-from conftest import _find_peregrine
-from test_indexes import OwnServer, wait_until
+from test_indexes import own_server_lifetime, wait_until
 
 VIEW = ("CREATE MATERIALIZED VIEW {ks}.by_v AS SELECT k, c, v, w FROM {ks}.t "
         "WHERE k IS NOT NULL AND c IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k, c)")
@@ -33,18 +30,7 @@ def test_views_are_disabled_by_default(session, ks):
 
 @pytest.fixture(scope="module")
 def views_server():
-    binary = _find_peregrine()
-    if binary is None:
-        pytest.skip("needs the peregrine binary")
-    root = tempfile.mkdtemp(prefix="peregrine-views-")
-    s = OwnServer(binary, root)
-    with open(s.config, "a") as f:
-        f.write("materialized_views_enabled: true\n")
-    s.start()
-    yield s
-    if s.proc is not None:
-        s.stop(signal.SIGKILL)
-    shutil.rmtree(root, ignore_errors=True)
+    yield from own_server_lifetime("peregrine-views-", "materialized_views_enabled: true\n", start=True)
 
 
 @pytest.fixture
