@@ -1009,8 +1009,6 @@ pub struct CreateView {
     pub if_not_exists: bool,
     /// `AS SELECT ... FROM base WHERE ...`.
     pub select: SelectStatement,
-    /// The WHERE clause as written (`system_schema.views.where_clause`).
-    pub where_text: String,
     pub partition_key: Vec<String>,
     pub clustering_columns: Vec<String>,
     pub options: TableOptions,

@@ -824,7 +824,7 @@ pub fn alter_table(
     let mut next = schema.clone();
     let name = t.name.clone();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
-    crate::view::ddl::follow_base(&mut next, &ks, &name)?;
+    crate::view::ddl::follow_base(&mut next, &ks, &name, &at.action);
     Ok(Some((next, SchemaChange::table_updated(&ks, &name))))
 }
 

@@ -295,7 +295,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                         ("base_table_id", base_id),
                         ("base_table_name", text(&def.base)),
                         ("include_all_columns", boolean(def.include_all)),
-                        ("where_clause", text(&def.where_text)),
+                        ("where_clause", text(&def.where_text())),
                     ]
                     .into_iter()
                     .chain(option_cells(tb))
@@ -569,7 +569,7 @@ fn view_head(t: &TableDef, def: &crate::view::ViewDef) -> String {
         quote(&t.name),
         quote(&t.keyspace),
         quote(&def.base),
-        def.where_text,
+        def.where_text(),
         key_text(t)
     )
 }

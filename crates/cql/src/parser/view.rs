@@ -13,17 +13,7 @@ impl Parser<'_> {
         let if_not_exists = self.if_not_exists()?;
         let name = self.qualified_name()?;
         self.expect_kw("as")?;
-        let start = self.pos;
         let select = self.select()?;
-        let where_text = self.toks[start..self.pos]
-            .iter()
-            .position(|t| t.kind == Tok::Ident && self.text(*t).eq_ignore_ascii_case("where"))
-            .map(|i| {
-                let from = self.toks[start + i].end as usize;
-                let to = self.toks[self.pos - 1].end as usize;
-                self.src[from..to].trim().to_string()
-            })
-            .unwrap_or_default();
         self.expect_kw("primary")?;
         self.expect_kw("key")?;
         self.expect(Tok::LParen)?;
@@ -44,7 +34,6 @@ impl Parser<'_> {
             name,
             if_not_exists,
             select,
-            where_text,
             partition_key,
             clustering_columns,
             options,
@@ -100,7 +89,6 @@ mod tests {
             panic!("{st:?}")
         };
         assert!(cv.if_not_exists);
-        assert_eq!(cv.where_text, "v IS NOT NULL AND k IS NOT NULL");
         assert_eq!(cv.partition_key, vec!["v"]);
         assert_eq!(cv.clustering_columns, vec!["k"]);
         assert_eq!(cv.select.where_clause.len(), 2);

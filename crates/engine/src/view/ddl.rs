@@ -194,11 +194,12 @@ pub fn create_view(
         )));
     }
     // WHERE clause.
-    let (restricted, filters) = where_clause(base, &cv.select.where_clause, now)?;
+    let (where_parts, filters) = where_clause(base, &cv.select.where_clause, now)?;
+    let restricted: Vec<&String> = where_parts.iter().map(|(c, _)| c).collect();
     let unrestricted: Vec<&str> = key
         .iter()
         .map(|k| k.as_str())
-        .filter(|k| !restricted.iter().any(|r| r == k))
+        .filter(|k| !restricted.iter().any(|r| r.as_str() == *k))
         .collect();
     if !unrestricted.is_empty() {
         return Err(invalid(format!(
@@ -255,7 +256,7 @@ pub fn create_view(
         .ok_or_else(|| EngineError::server("the view's table was not created"))?;
     vt.view = Some(ViewDef {
         base: base_name.clone(),
-        where_text: cv.where_text.clone(),
+        where_parts,
         include_all,
         filters,
         built: false,
@@ -303,12 +304,15 @@ fn marshal_name(ty: &proto::types::ColumnType) -> String {
 
 const MARSHAL: &str = "org.apache.cassandra.db.marshal.";
 
-/// The columns the WHERE clause restricts, and its restrictions other than IS NOT NULL.
+/// The WHERE clause's relations (column, rest of the text), and its restrictions other than
+/// IS NOT NULL.
+type WhereParts = Vec<(String, String)>;
+
 fn where_clause(
     base: &TableDef,
     relations: &[Relation],
     now: Now,
-) -> Result<(Vec<String>, Vec<ViewFilter>), EngineError> {
+) -> Result<(WhereParts, Vec<ViewFilter>), EngineError> {
     let mut restricted = Vec::new();
     let mut filters = Vec::new();
     let column = |c: &str| {
@@ -323,7 +327,7 @@ fn where_clause(
         match r {
             Relation::IsNotNull { column: c } => {
                 column(c)?;
-                restricted.push(c.clone());
+                restricted.push((c.clone(), "IS NOT NULL".to_string()));
             }
             Relation::Binary {
                 column: c,
@@ -345,7 +349,7 @@ fn where_clause(
                 };
                 let v = crate::literal::const_term_for(c, &col.ty, value, now)?
                     .ok_or_else(|| invalid(format!("Invalid null value for column {c}")))?;
-                restricted.push(c.clone());
+                restricted.push((c.clone(), format!("{op} {value}")));
                 filters.push(ViewFilter {
                     column: c.clone(),
                     op: op.into(),
@@ -363,7 +367,8 @@ fn where_clause(
                         values.push(v);
                     }
                 }
-                restricted.push(c.clone());
+                let list: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+                restricted.push((c.clone(), format!("IN ({})", list.join(", "))));
                 filters.push(ViewFilter {
                     column: c.clone(),
                     op: "IN".into(),
@@ -495,37 +500,51 @@ pub fn check_alter_table(
             ))),
             _ => Ok(()),
         },
-        ast::AlterTableAction::Rename { .. } => Err(invalid(
-            "Renaming a column of a table with materialized views is not supported by Peregrine yet",
-        )),
         _ => Ok(()),
     }
 }
 
-/// After ALTER TABLE ADD on a base: a `SELECT *` view gains the new columns, as Cassandra's.
-pub fn follow_base(next: &mut Schema, ks: &str, base: &str) -> Result<(), EngineError> {
+/// After ALTER TABLE on a base, as Cassandra's views follow it: a `SELECT *` view gains
+/// the added columns; a renamed key column is renamed in every view and its WHERE clause.
+pub fn follow_base(next: &mut Schema, ks: &str, base: &str, action: &ast::AlterTableAction) {
     let Some(b) = next.table(ks, base).cloned() else {
-        return Ok(());
+        return;
     };
-    let views: Vec<Arc<TableDef>> = views_of(next, ks, base)
-        .filter(|v| v.view.as_ref().is_some_and(|d| d.include_all))
-        .cloned()
-        .collect();
+    let views: Vec<Arc<TableDef>> = views_of(next, ks, base).cloned().collect();
     for v in views {
         let mut nv = (*v).clone();
-        for c in &b.columns {
-            if nv.column(&c.name).is_none() {
-                let mut nc = c.clone();
-                nc.id = nv.next_column_id;
-                nv.next_column_id += 1;
-                nv.columns.push(nc);
+        match action {
+            ast::AlterTableAction::Add { .. }
+                if nv.view.as_ref().is_some_and(|d| d.include_all) =>
+            {
+                for c in &b.columns {
+                    if nv.column(&c.name).is_none() {
+                        let mut nc = c.clone();
+                        nc.id = nv.next_column_id;
+                        nv.next_column_id += 1;
+                        nc.kind = ColumnKind::Regular;
+                        nc.position = -1;
+                        nc.desc = false;
+                        nv.columns.push(nc);
+                    }
+                }
             }
+            ast::AlterTableAction::Rename { renames, .. } => {
+                for (from, to) in renames {
+                    if let Some(c) = nv.columns.iter_mut().find(|c| c.name == *from) {
+                        c.name = to.clone();
+                    }
+                    if let Some(d) = &mut nv.view {
+                        d.rename(from, to);
+                    }
+                }
+            }
+            _ => continue,
         }
         nv.sort_columns();
         next.tables
             .insert((ks.to_string(), nv.name.clone()), Arc::new(nv));
     }
-    Ok(())
 }
 
 /// Writes to a view are refused.

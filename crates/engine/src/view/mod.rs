@@ -28,8 +28,9 @@ use serde::{Deserialize, Serialize};
 pub struct ViewDef {
     /// The base table's name (in the view's keyspace).
     pub base: String,
-    /// The WHERE clause as written (`system_schema.views.where_clause`).
-    pub where_text: String,
+    /// The WHERE clause's relations: the column and the rest (`IS NOT NULL`, `> 3`), so
+    /// that a renamed base column renames them too (see [`ViewDef::where_text`]).
+    pub where_parts: Vec<(String, String)>,
     /// `SELECT *`.
     pub include_all: bool,
     /// Restrictions on base key columns other than `IS NOT NULL`.
@@ -38,6 +39,31 @@ pub struct ViewDef {
     /// again when the store opens).
     #[serde(default)]
     pub built: bool,
+}
+
+impl ViewDef {
+    /// The WHERE clause as Cassandra writes it in `system_schema.views` and DESCRIBE.
+    pub fn where_text(&self) -> String {
+        self.where_parts
+            .iter()
+            .map(|(c, rest)| format!("{} {rest}", cql::quote_identifier(c)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    }
+
+    /// After `ALTER TABLE base RENAME from TO to`.
+    pub(crate) fn rename(&mut self, from: &str, to: &str) {
+        for (c, _) in &mut self.where_parts {
+            if c == from {
+                *c = to.to_string();
+            }
+        }
+        for f in &mut self.filters {
+            if f.column == from {
+                f.column = to.to_string();
+            }
+        }
+    }
 }
 
 /// `column op value` or `column IN (values)` of a view's WHERE clause, values serialized
