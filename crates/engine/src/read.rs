@@ -792,11 +792,13 @@ impl<'a> SelectRun<'a> {
                 } else {
                     store.scan(lo, hi, plan.reversed)
                 };
+            let strict = crate::view::strict_liveness(t);
             for item in items {
                 let (key, value) = item?;
                 let row = Row::decode(&value).map_err(EngineError::corrupt)?;
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 if !row.is_live(now.secs, outer)
+                    || (strict && !crate::view::marker_live(&row, now.secs))
                     || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
                 {
                     continue;

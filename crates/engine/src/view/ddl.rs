@@ -257,6 +257,7 @@ pub fn create_view(
     vt.view = Some(ViewDef {
         base: base_name.clone(),
         where_parts,
+        strict: !regular_in_key.is_empty(),
         include_all,
         filters,
         built: false,

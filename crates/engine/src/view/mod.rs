@@ -35,10 +35,25 @@ pub struct ViewDef {
     pub include_all: bool,
     /// Restrictions on base key columns other than `IS NOT NULL`.
     pub filters: Vec<ViewFilter>,
+    /// Whether the view key holds a non-key base column: then a view row exists only while
+    /// its marker (that column's cell) lives, whatever its other cells (Cassandra's "strict
+    /// liveness").
+    #[serde(default)]
+    pub strict: bool,
     /// Whether the build over the base table's data finished (an unbuilt view is built
     /// again when the store opens).
     #[serde(default)]
     pub built: bool,
+}
+
+/// Whether rows of `t` exist only while their marker lives (see [`ViewDef::strict`]).
+pub(crate) fn strict_liveness(t: &crate::catalog::TableDef) -> bool {
+    t.view.as_ref().is_some_and(|v| v.strict)
+}
+
+/// Whether a view row's marker lives at `now` (view rows carry no deletions).
+pub(crate) fn marker_live(row: &crate::row::Row, now: crate::row::LocalSecs) -> bool {
+    row.marker.is_some_and(|m| m.is_live(now))
 }
 
 impl ViewDef {

@@ -126,8 +126,8 @@ pub(crate) fn view_row(
             }
         }
     };
-    // With a non-key column in the view key the view row dies with that column's cell.
-    let cap = key_cell.and_then(expiry_of);
+    // With a non-key column in the view key the view row dies with that column's cell
+    // (the marker), whatever its other cells: reads check the marker (`strict`).
     let mut cells = Vec::new();
     for c in view
         .columns
@@ -135,22 +135,12 @@ pub(crate) fn view_row(
         .filter(|c| c.kind == ColumnKind::Regular)
     {
         let Some(bc) = cell_of(&c.name) else { continue };
-        let CellValue::Live { value, expiry } = &bc.value else {
-            continue;
-        };
-        let expiry = match (expiry, cap) {
-            (Some(e), Some(k)) if k.expires_at < e.expires_at => Some(k),
-            (None, Some(k)) => Some(k),
-            (e, _) => *e,
-        };
-        cells.push(Cell {
-            column: c.id,
-            ts: bc.ts,
-            value: CellValue::Live {
-                value: value.clone(),
-                expiry,
-            },
-        });
+        if matches!(bc.value, CellValue::Live { .. }) {
+            cells.push(Cell {
+                column: c.id,
+                ..bc.clone()
+            });
+        }
     }
     cells.sort_by_key(|c| c.column);
     let vr = Row {
@@ -162,9 +152,13 @@ pub(crate) fn view_row(
     Some((key, vr.encode()))
 }
 
-/// What a reader sees of a stored view row at `now`: its clustering and its live cells.
-fn live_form(v: &[u8], now: LocalSecs) -> Option<(Vec<Vec<u8>>, Vec<Cell>)> {
+/// What a reader sees of a stored view row at `now`: its clustering and its live cells;
+/// `None` when the row is not visible.
+fn live_form(v: &[u8], strict: bool, now: LocalSecs) -> Option<(Vec<Vec<u8>>, Vec<Cell>)> {
     let r = Row::decode(v).ok()?;
+    if !r.is_live(now, None) || (strict && !super::marker_live(&r, now)) {
+        return None;
+    }
     let cells = r
         .cells
         .iter()
@@ -364,8 +358,8 @@ impl Engine {
             };
             let mut want = BTreeMap::new();
             expected_rows(self, view, def, base, now, |(k, v)| {
-                if Row::decode(&v).is_ok_and(|r| r.is_live(now, None)) {
-                    want.insert(k, live_form(&v, now));
+                if let Some(r) = live_form(&v, def.strict, now) {
+                    want.insert(k, r);
                 }
             })?;
             let start = keys::table_prefix(view.id);
@@ -378,8 +372,8 @@ impl Engine {
             ) {
                 let (k, v) = item?;
                 // A view row whose every part has expired is as good as absent.
-                if Row::decode(&v).is_ok_and(|r| r.is_live(now, None)) {
-                    have.insert(k, live_form(&v, now));
+                if let Some(r) = live_form(&v, def.strict, now) {
+                    have.insert(k, r);
                 }
             }
             for (k, v) in &want {
