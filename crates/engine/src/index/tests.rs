@@ -284,25 +284,49 @@ fn an_index_query_reads_only_its_candidates() {
     assert!(rows.is_empty());
 }
 
-#[test]
-fn a_build_cut_short_by_a_crash_is_redone_at_open() {
-    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
-    let e = Engine::open(store.clone(), node()).unwrap();
-    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+/// Keyspace `ks` and table `t (k, c, v)` with 30 rows, v = k % 3.
+pub(crate) fn thirty_rows(e: &Engine) {
+    run(e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
     run(
-        &e,
+        e,
         "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
         1,
         None,
     );
     for k in 0..30 {
         run(
-            &e,
+            e,
             &format!("INSERT INTO t (k, c, v) VALUES ({k}, 0, {})", k % 3),
             1,
             None,
         );
     }
+}
+
+/// What a crash in the middle of a build leaves of the keys in `[start, end)`: every other
+/// one deleted. Returns how many there were.
+pub(crate) fn lose_half(store: &Arc<dyn storage::Storage>, start: &[u8], end: &[u8]) -> usize {
+    let keys: Vec<Vec<u8>> = store
+        .scan(
+            std::ops::Bound::Included(start),
+            std::ops::Bound::Excluded(end),
+            false,
+        )
+        .map(|i| i.unwrap().0)
+        .collect();
+    let mut b = storage::WriteBatch::new();
+    for k in keys.iter().step_by(2) {
+        b.delete(k.clone());
+    }
+    store.write(b).unwrap();
+    keys.len()
+}
+
+#[test]
+fn a_build_cut_short_by_a_crash_is_redone_at_open() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Engine::open(store.clone(), node()).unwrap();
+    thirty_rows(&e);
     run(&e, "CREATE INDEX ON t (v)", 1, None);
     // What a crash in the middle of the build leaves: the index in the schema, not marked
     // built, and only some of its entries written.
@@ -312,20 +336,11 @@ fn a_build_cut_short_by_a_crash_is_redone_at_open() {
     t.indexes[0].built = false;
     schema.tables.insert(key, Arc::new(t));
     e.install(schema).unwrap();
-    let prefix = [crate::index::INDEX_PREFIX];
-    let entries: Vec<Vec<u8>> = store
-        .scan(
-            std::ops::Bound::Included(&prefix[..]),
-            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
-            false,
-        )
-        .map(|i| i.unwrap().0)
-        .collect();
-    let mut b = storage::WriteBatch::new();
-    for k in entries.iter().step_by(2) {
-        b.delete(k.clone());
-    }
-    store.write(b).unwrap();
+    lose_half(
+        &store,
+        &[crate::index::INDEX_PREFIX],
+        &[crate::index::INDEX_PREFIX + 1],
+    );
     assert!(!e.check_indexes().unwrap().is_empty());
     drop(e);
 
