@@ -462,12 +462,14 @@ impl Engine {
 
     pub(crate) fn partition_has_live_row(
         store: &dyn storage::Storage,
+        t: &TableDef,
         prefix: &[u8],
         header: &PartitionHeader,
         now: Now,
     ) -> Result<bool, EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
+        let strict = crate::view::strict_liveness(t);
         for item in store.scan(
             Bound::Included(rp.as_slice()),
             Bound::Excluded(end.as_slice()),
@@ -475,7 +477,9 @@ impl Engine {
         ) {
             let (key, value) = item?;
             let row = Row::decode(&value).map_err(EngineError::corrupt)?;
-            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..])) {
+            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..]))
+                && (!strict || crate::view::marker_live(&row, now.secs))
+            {
                 return Ok(true);
             }
         }

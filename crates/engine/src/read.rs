@@ -738,7 +738,7 @@ impl<'a> SelectRun<'a> {
                 return Ok(Flow::Go);
             }
             let live = header.has_live_statics(now.secs)
-                || Engine::partition_has_live_row(store, prefix, &header, now)?;
+                || Engine::partition_has_live_row(store, t, prefix, &header, now)?;
             let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
             if !live || !passes() {
                 return Ok(Flow::Go);

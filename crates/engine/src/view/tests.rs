@@ -35,11 +35,23 @@ fn check(e: &Engine, secs: u32, step: usize) {
     let base = select(e, "SELECT k, c, v, w, l, m FROM t", secs);
     let is = |v: &Value| !matches!(v, Value::Null);
     // by_v: rows with v, keyed (v, k, c).
-    let by_v = base
+    let by_v: Vec<Vec<Value>> = base
         .iter()
         .filter(|r| is(&r[1]) && is(&r[2]))
         .map(|r| [2, 0, 1, 3, 4, 5].map(|i| r[i].clone()).to_vec())
         .collect();
+    let mut vs: Vec<Vec<Value>> = by_v
+        .iter()
+        .map(|r: &Vec<Value>| vec![r[0].clone()])
+        .collect();
+    vs.dedup_by_key(|r| format!("{r:?}"));
+    let mut distinct = sorted(vs);
+    distinct.dedup();
+    assert_eq!(
+        sorted(select(e, "SELECT DISTINCT v FROM by_v", secs)),
+        distinct,
+        "step {step}: SELECT DISTINCT v FROM by_v"
+    );
     assert_view(e, "SELECT v, k, c, w, l, m FROM by_v", by_v, secs, step);
     // by_c: rows with c >= 2, keyed (c, k).
     let by_c = base
