@@ -247,7 +247,11 @@ impl Backend for LocalBackend {
     /// Tracing and custom payloads are not supported here: the flags are ignored and no
     /// envelope extras are sent.
     async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
-        Reply::from(self.execute(conn, req).await)
+        let mut reply = Reply::from(self.execute(conn, req).await);
+        if self.created_a_view(&reply.response) {
+            reply.extras.warnings.push(VIEW_WARNING.into());
+        }
+        reply
     }
 
     async fn shutdown(&self) {
@@ -256,7 +260,26 @@ impl Backend for LocalBackend {
     }
 }
 
+/// The warning Cassandra sends with every CREATE MATERIALIZED VIEW.
+const VIEW_WARNING: &str =
+    "Materialized views are experimental and are not recommended for production use.";
+
 impl LocalBackend {
+    /// Whether `r` answers a CREATE MATERIALIZED VIEW.
+    fn created_a_view(&self, r: &Response) -> bool {
+        let Response::Result(ResultBody::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Created,
+            target: SchemaChangeTarget::Table { keyspace, name },
+        })) = r
+        else {
+            return false;
+        };
+        self.engine
+            .schema()
+            .table(keyspace, name)
+            .is_some_and(|t| t.view.is_some())
+    }
+
     async fn execute(&self, conn: &ConnState, req: Request) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
