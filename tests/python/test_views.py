@@ -100,6 +100,9 @@ def test_view_built_over_existing_data_pages_like_a_table(vsession):
     rs = session.execute(VIEW.format(ks="p"))
     assert rs.response_future.warnings == [
         "Materialized views are experimental and are not recommended for production use."]
+    built = [(r.view_name, r.status_replicated) for r in session.execute(
+        "SELECT view_name, status_replicated FROM system.built_views WHERE keyspace_name = 'p'")]
+    assert built == [("by_v", True)]
     want = expected_by_v(session, "p")
     assert len(want) > 150
     whole = read_by_v(session, "p", 5000)

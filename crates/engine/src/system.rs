@@ -46,6 +46,7 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_virtual_schema.tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))",
     "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
     "CREATE TABLE system.\"IndexInfo\" (table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name))",
+    "CREATE TABLE system.built_views (keyspace_name text, view_name text, status_replicated boolean, PRIMARY KEY (keyspace_name, view_name))",
 ];
 
 pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
@@ -356,6 +357,15 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                         ("index_name", text(&i.name)),
                     ]);
                 }
+            }
+        }
+        ("system", "built_views") => {
+            for v in user_tables().filter(|t| t.view.as_ref().is_some_and(|d| d.built)) {
+                push(vec![
+                    ("keyspace_name", text(&v.keyspace)),
+                    ("view_name", text(&v.name)),
+                    ("status_replicated", boolean(true)),
+                ]);
             }
         }
         ("system_virtual_schema", "keyspaces") => {
