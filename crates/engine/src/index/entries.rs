@@ -234,11 +234,19 @@ impl Engine {
     /// Calls `f` with each partition prefix of table `table_id` while holding that
     /// partition's stripe lock, and writes the batch `f` fills before releasing it (so a
     /// concurrent write is either seen by `f` or comes after the batch).
+    ///
+    /// Called after the schema that needs the build is installed. A write that read the
+    /// schema before that (and so keeps no entries or view rows) may still be running, and
+    /// may be creating a partition the scan has already passed: taking every stripe lock
+    /// once first waits for all such writes to land, so the scan sees them.
     pub(crate) fn each_partition_locked(
         &self,
         table_id: u32,
         mut f: impl FnMut(&[u8], &mut WriteBatch) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
+        for stripe in &self.stripes {
+            drop(stripe.lock().unwrap_or_else(|p| p.into_inner()));
+        }
         let start = keys::table_prefix(table_id);
         let end = keys::prefix_end(&start);
         let mut cursor = start;
