@@ -24,6 +24,7 @@
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
+//! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
 //!
 //! # Invariants
 //! - A write is acknowledged only after its storage batch is written (and synced in batch
