@@ -392,8 +392,8 @@ pub struct Engine {
     storage: Arc<dyn Storage>,
     schema: Arc<SchemaCell>,
     schema_generation: AtomicU64,
-    /// Whether any table has an index: a write to a database without indexes skips their
-    /// upkeep after one load of this flag (see `exec::apply`).
+    /// Whether any table has an index or a materialized view: a write to a database without
+    /// either skips their upkeep after one load of this flag (see `exec::apply`).
     has_indexes: AtomicBool,
     /// `materialized_views_enabled` (Cassandra's key; off by default).
     views_enabled: AtomicBool,
