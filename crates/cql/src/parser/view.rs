@@ -13,7 +13,24 @@ impl Parser<'_> {
         let if_not_exists = self.if_not_exists()?;
         let name = self.qualified_name()?;
         self.expect_kw("as")?;
+        let start = self.pos;
+        let binds_before = self.binds.len();
         let select = self.select()?;
+        // Cassandra's view grammar has no SELECT modifiers: the word after SELECT must be
+        // a selector.
+        if select.json || select.distinct {
+            let end = self.pos;
+            self.pos = start + 2;
+            let e = self.no_viable();
+            self.pos = end;
+            return Err(e);
+        }
+        if self.binds.len() > binds_before {
+            return Err(self.invalid(
+                self.toks[start],
+                "Bind variables are not allowed in CREATE MATERIALIZED VIEW statements".into(),
+            ));
+        }
         self.expect_kw("primary")?;
         self.expect_kw("key")?;
         self.expect(Tok::LParen)?;
@@ -93,6 +110,18 @@ mod tests {
         assert_eq!(cv.clustering_columns, vec!["k"]);
         assert_eq!(cv.select.where_clause.len(), 2);
         assert_eq!(cv.options.clustering_order.len(), 1);
+    }
+
+    #[test]
+    fn select_modifiers_and_bind_markers_are_refused() {
+        for (q, want) in [
+            ("CREATE MATERIALIZED VIEW v AS SELECT DISTINCT k FROM t WHERE k IS NOT NULL PRIMARY KEY (k)", "no viable alternative at input 'k'"),
+            ("CREATE MATERIALIZED VIEW v AS SELECT JSON k FROM t WHERE k IS NOT NULL PRIMARY KEY (k)", "no viable alternative at input 'k'"),
+            ("CREATE MATERIALIZED VIEW v AS SELECT k FROM t WHERE k IN ? PRIMARY KEY (k)", "Bind variables are not allowed"),
+        ] {
+            let e = crate::parse(q).unwrap_err().to_string();
+            assert!(e.contains(want), "{q}: {e}");
+        }
     }
 
     #[test]

@@ -342,6 +342,11 @@ fn where_clause(
                     Operator::Lte => "<=",
                     Operator::Gt => ">",
                     Operator::Gte => ">=",
+                    Operator::Neq => {
+                        return Err(invalid(format!(
+                            "Unsupported \"!=\" relation: {c} != {value}"
+                        )))
+                    }
                     other => {
                         return Err(invalid(format!(
                             "Operator {other} is not supported in a materialized view's WHERE clause by Peregrine yet"
