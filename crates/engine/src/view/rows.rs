@@ -187,6 +187,7 @@ pub fn maintain(
     batch: &mut WriteBatch,
 ) {
     let now = BEFORE_EXPIRY;
+    let mut stored_headers: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     for (key, new) in written {
         let Some(id) = key
             .get(1..5)
@@ -208,13 +209,21 @@ pub fn maintain(
             continue;
         }
         let hkey = keys::header_key(&key[..d.prefix_len]);
-        let new_header = match written.get(&hkey) {
-            Some(h) => h.clone(),
-            None => old_header(&hkey),
+        // A header this write rewrites was read by it (`originals`); any other is read
+        // once per partition.
+        let mut stored = || {
+            stored_headers
+                .entry(hkey.clone())
+                .or_insert_with(|| old_header(&hkey))
+                .clone()
         };
         let old_header = match originals.get(&hkey) {
-            Some(h) => h.clone(),
-            None => old_header(&hkey),
+            Some(o) => o.clone(),
+            None => stored(),
+        };
+        let new_header = match written.get(&hkey) {
+            Some(n) => n.clone(),
+            None => old_header.clone(),
         };
         let old = originals.get(key).cloned().flatten();
         for view in views {
