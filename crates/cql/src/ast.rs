@@ -183,6 +183,24 @@ impl Statement {
             _ => None,
         }
     }
+
+    /// True for the role and permission statements (CREATE/ALTER/DROP ROLE and USER,
+    /// GRANT, REVOKE, LIST ROLES/USERS/PERMISSIONS).
+    pub fn is_role_statement(&self) -> bool {
+        matches!(
+            self,
+            Statement::CreateRole(_)
+                | Statement::AlterRole(_)
+                | Statement::DropRole { .. }
+                | Statement::GrantPermissions(_)
+                | Statement::RevokePermissions(_)
+                | Statement::GrantRole { .. }
+                | Statement::RevokeRole { .. }
+                | Statement::ListRoles { .. }
+                | Statement::ListUsers
+                | Statement::ListPermissions { .. }
+        )
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,7 +456,7 @@ impl CqlType {
 
     /// Converts to the protocol type. `udt` resolves user type names (returning the full
     /// [`ColumnType::Udt`]); `frozen` is dropped (the protocol does not carry it). `None` if a
-    /// user type does not resolve or the type has no protocol form (`vector`).
+    /// user type does not resolve.
     pub fn to_column_type(
         &self,
         udt: &mut dyn FnMut(&QualifiedName) -> Option<ColumnType>,
@@ -458,7 +476,7 @@ impl CqlType {
                     .collect::<Option<Vec<_>>>()?,
             ),
             CqlType::Frozen(t) => t.to_column_type(udt)?,
-            CqlType::Vector(..) => return None,
+            CqlType::Vector(t, n) => ColumnType::Vector(Box::new(t.to_column_type(udt)?), *n),
             CqlType::UserDefined(name) => udt(name)?,
         })
     }
@@ -492,7 +510,8 @@ pub fn native_type_name(t: &ColumnType) -> Option<&'static str> {
         | ColumnType::Map(..)
         | ColumnType::Set(_)
         | ColumnType::Udt { .. }
-        | ColumnType::Tuple(_) => return None,
+        | ColumnType::Tuple(_)
+        | ColumnType::Vector(..) => return None,
     })
 }
 
@@ -513,6 +532,8 @@ impl fmt::Display for CqlType {
                 write_list(f, ts)?;
                 f.write_str(">")
             }
+            // A vector is always frozen and Cassandra prints it without the word.
+            CqlType::Frozen(t) if matches!(**t, CqlType::Vector(..)) => write!(f, "{t}"),
             CqlType::Frozen(t) => write!(f, "frozen<{t}>"),
             CqlType::Vector(t, n) => write!(f, "vector<{t}, {n}>"),
             // A user type named like a native type (`"int"`) must stay quoted to read back.
@@ -1174,6 +1195,8 @@ pub enum Permission {
 pub enum Resource {
     AllKeyspaces,
     Keyspace(String),
+    /// `ALL TABLES IN KEYSPACE ks`.
+    AllTables(String),
     Table(QualifiedName),
     AllRoles,
     Role(String),

@@ -311,6 +311,23 @@ impl<'a> Parser<'a> {
         self.ident()
     }
 
+    /// A user name (CREATE/ALTER/DROP USER): Cassandra keeps the case of an unquoted name
+    /// there, unlike a role name.
+    fn user_name(&mut self) -> PResult<String> {
+        if self.peek().kind == Tok::QuotedIdent {
+            return Err(ParseError::syntax_at(
+                self.src,
+                self.peek().start as usize,
+                "Quoted strings are are not supported for user names and USER is deprecated, please use ROLE".into(),
+            ));
+        }
+        if self.is_ident_at(0) {
+            let t = self.bump();
+            return Ok(self.text(t).to_string());
+        }
+        self.role_name()
+    }
+
     fn string_value(&self, t: Token) -> String {
         let s = self.text(t);
         match t.kind {
@@ -596,6 +613,17 @@ impl<'a> Parser<'a> {
                                 self.pos += 2;
                                 let expr = self.selector_expr()?;
                                 self.expect_kw("as")?;
+                                // CAST takes a native type only (not vector<..>, frozen<..>, a UDT).
+                                let t = self.peek();
+                                let native = t.kind == Tok::Ident
+                                    && !self.at_n(1, Tok::Lt)
+                                    && CqlType::native_from_name(
+                                        &self.text(t).to_ascii_lowercase(),
+                                    )
+                                    .is_some();
+                                if !native {
+                                    return Err(self.no_viable());
+                                }
                                 let ty = self.cql_type()?;
                                 self.expect(Tok::RParen)?;
                                 return Ok(SelectorExpr::Cast {
@@ -1170,11 +1198,21 @@ impl<'a> Parser<'a> {
                         _ => {
                             let elem = self.cql_type()?;
                             self.expect(Tok::Comma)?;
+                            let negative = self.at_n(0, Tok::Minus);
+                            if negative {
+                                self.bump();
+                            }
                             let n = self.expect(Tok::Integer)?;
-                            let dim = self.text(n).parse::<u32>().map_err(|_| {
+                            let text =
+                                format!("{}{}", if negative { "-" } else { "" }, self.text(n));
+                            // Cassandra reads the dimension as a Java int, then refuses < 1.
+                            let dim = text.parse::<i32>().map_err(|_| {
+                                self.invalid(n, format!("Invalid vector dimension {text}"))
+                            })?;
+                            let dim = u32::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| {
                                 self.invalid(
                                     n,
-                                    format!("Invalid vector dimension {}", self.text(n)),
+                                    format!("vectors may only have positive dimensions; given {dim}"),
                                 )
                             })?;
                             CqlType::Vector(Box::new(elem), dim)
@@ -1511,7 +1549,7 @@ impl<'a> Parser<'a> {
         }
         if self.eat_kw("user") {
             let if_not_exists = self.if_not_exists()?;
-            let name = self.role_name()?;
+            let name = self.user_name()?;
             let options = self.user_options()?;
             return Ok(Statement::CreateRole(CreateRole {
                 name,
@@ -1789,6 +1827,26 @@ impl<'a> Parser<'a> {
     fn role_options(&mut self) -> PResult<RoleOptions> {
         let mut o = RoleOptions::default();
         loop {
+            let at = self.peek();
+            let seen = |name: &str| {
+                ParseError::syntax_at(
+                    self.src,
+                    at.start as usize,
+                    format!("Multiple definition for property '{name}'"),
+                )
+            };
+            let word = self.text(at).to_ascii_lowercase();
+            let (name, set) = match word.as_str() {
+                "password" => ("PASSWORD", o.password.is_some()),
+                "hashed" => ("HASHED_PASSWORD", o.hashed_password.is_some()),
+                "login" => ("LOGIN", o.login.is_some()),
+                "superuser" => ("SUPERUSER", o.superuser.is_some()),
+                "options" => ("OPTIONS", o.options.is_some()),
+                _ => ("", false),
+            };
+            if set {
+                return Err(seen(name));
+            }
             if self.eat_kw("password") {
                 self.expect(Tok::Eq)?;
                 o.password = Some(self.string_literal()?);
@@ -1912,8 +1970,13 @@ impl<'a> Parser<'a> {
         if self.eat_kw("role") {
             let if_exists = self.if_exists()?;
             let name = self.role_name()?;
-            self.expect_kw("with")?;
-            let options = self.role_options()?;
+            // `WITH` is optional in Cassandra's grammar; without it the statement is empty,
+            // which the executor refuses as Cassandra does.
+            let options = if self.eat_kw("with") {
+                self.role_options()?
+            } else {
+                RoleOptions::default()
+            };
             return Ok(Statement::AlterRole(AlterRole {
                 name,
                 if_exists,
@@ -1923,7 +1986,7 @@ impl<'a> Parser<'a> {
         }
         if self.eat_kw("user") {
             let if_exists = self.if_exists()?;
-            let name = self.role_name()?;
+            let name = self.user_name()?;
             let mut options = self.user_options()?;
             options.login = None;
             return Ok(Statement::AlterRole(AlterRole {
@@ -2051,7 +2114,11 @@ impl<'a> Parser<'a> {
         };
         if let Some(is_user) = is_user {
             let if_exists = self.if_exists()?;
-            let name = self.role_name()?;
+            let name = if is_user {
+                self.user_name()?
+            } else {
+                self.role_name()?
+            };
             return Ok(Statement::DropRole {
                 name,
                 if_exists,
@@ -2134,6 +2201,11 @@ impl<'a> Parser<'a> {
             if self.eat_kw("mbeans") {
                 return Ok(Resource::AllMBeans);
             }
+            if self.eat_kw("tables") {
+                self.expect_kw("in")?;
+                self.expect_kw("keyspace")?;
+                return Ok(Resource::AllTables(self.ident()?));
+            }
             if self.eat_kw("functions") {
                 let mut keyspace = None;
                 if self.eat_kw("in") {
@@ -2168,7 +2240,7 @@ impl<'a> Parser<'a> {
             self.expect(Tok::RParen)?;
             return Ok(Resource::Function { name, arg_types });
         }
-        if self.at_kw("table") {
+        if self.at_kw("table") || self.at_kw("columnfamily") {
             self.bump();
         }
         Ok(Resource::Table(self.qualified_name()?))

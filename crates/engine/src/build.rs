@@ -195,6 +195,14 @@ impl<'a> Builder<'a> {
                 }
                 Ok(Src::Fields(fields))
             }
+            (Term::List(items), ColumnType::Vector(elem, _)) => {
+                crate::literal::vector_arity(name, ty, items.len())?;
+                let mut srcs = Vec::with_capacity(items.len());
+                for item in items {
+                    srcs.push(self.term(t, item, name, elem)?);
+                }
+                Ok(Src::Elements((**elem).clone(), srcs))
+            }
             (Term::List(_) | Term::Set(_) | Term::Map(_), _) => {
                 let kind = match term {
                     Term::List(_) => "list",

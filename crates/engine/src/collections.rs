@@ -67,6 +67,7 @@ fn has_set_or_map(ty: &ColumnType) -> bool {
         ColumnType::List(t) => has_set_or_map(t),
         ColumnType::Tuple(ts) => ts.iter().any(has_set_or_map),
         ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| has_set_or_map(t)),
+        ColumnType::Vector(t, _) => has_set_or_map(t),
         _ => false,
     }
 }
@@ -100,6 +101,14 @@ fn normalized(ty: &ColumnType, raw: &[u8]) -> Option<Vec<u8>> {
         }
         ColumnType::Tuple(ts) => normalized_fields(raw, ts.iter()),
         ColumnType::Udt { fields, .. } => normalized_fields(raw, fields.iter().map(|(_, t)| t)),
+        ColumnType::Vector(t, n) => {
+            let items = proto::value::vector_elements(t, *n, raw)
+                .ok()?
+                .into_iter()
+                .map(|e| normalized(t, e))
+                .collect::<Option<Vec<_>>>()?;
+            Some(proto::value::encode_vector(t, &items))
+        }
         _ => Some(raw.to_vec()),
     }
 }

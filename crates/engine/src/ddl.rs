@@ -869,7 +869,7 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
 pub(crate) fn contains_duration(ty: &ColumnType) -> bool {
     match ty {
         ColumnType::Duration => true,
-        ColumnType::List(t) | ColumnType::Set(t) => contains_duration(t),
+        ColumnType::List(t) | ColumnType::Set(t) | ColumnType::Vector(t, _) => contains_duration(t),
         ColumnType::Map(k, v) => contains_duration(k) || contains_duration(v),
         ColumnType::Tuple(ts) => ts.iter().any(contains_duration),
         ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| contains_duration(t)),

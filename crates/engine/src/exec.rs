@@ -45,6 +45,20 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             }
             Ok(Some(crate::collections::encode_fields(&values)))
         }
+        Src::Elements(elem, items) => {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
+                values.push(match resolve(item, vals) {
+                    Err(EngineError::Unset(_)) => {
+                        return Err(EngineError::invalid(
+                            "Invalid unset value for vector element",
+                        ))
+                    }
+                    other => other?.ok_or_else(crate::literal::null_in_vector)?,
+                });
+            }
+            Ok(Some(proto::value::encode_vector(elem, &values)))
+        }
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),

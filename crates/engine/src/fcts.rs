@@ -1,7 +1,8 @@
 //! Cassandra 5.0's collection functions (`CollectionFcts`: `map_keys`, `map_values`,
 //! `collection_count`, `collection_min`, `collection_max`, `collection_sum`, `collection_avg`)
 //! and masking functions (`MaskingFcts`: `mask_null`, `mask_default`, `mask_replace`,
-//! `mask_inner`, `mask_outer`, `mask_hash`).
+//! `mask_inner`, `mask_outer`, `mask_hash`), and the vector similarity functions whose typing
+//! and arithmetic live in `similarity`.
 //!
 //! Their signatures depend on the argument's type (a `map<K, V>` gives a `set<K>`), so they
 //! are typed here rather than in `scalar`'s fixed signature table; `natives` asks this module
@@ -29,6 +30,9 @@ fn element(t: &T) -> Option<&T> {
 /// The return type of `name` over `args` (types and column names), `None` when `name` is
 /// not one of these functions.
 pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>> {
+    if let Some(r) = crate::similarity::return_type(name, args) {
+        return Some(r);
+    }
     let f = name.to_ascii_lowercase();
     let first = args.first();
     let need = |what: &str| -> String {
@@ -130,6 +134,10 @@ pub fn is_known(name: &str) -> bool {
 
 /// Evaluates `name` (already type-checked) over `args`.
 pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
+    let arg = |i: usize| args.get(i).and_then(|a| a.1.as_deref());
+    if let Some(r) = crate::similarity::call(name, arg(0), arg(1)) {
+        return r;
+    }
     let f = name.to_ascii_lowercase();
     let (ty, v) = (&args[0].0, args[0].1.as_deref());
     match f.as_str() {

@@ -130,7 +130,8 @@ fn write_value(ty: &ColumnType, v: &Value, out: &mut String) {
                 nanos,
             },
         ) => out.push_str(&quote(&format_duration(*months, *days, *nanos))),
-        (T::List(e) | T::Set(e), Value::List(items) | Value::Set(items)) => {
+        (T::List(e) | T::Set(e), Value::List(items) | Value::Set(items))
+        | (T::Vector(e, _), Value::Vector(items)) => {
             write_seq(items.iter().map(|x| (e.as_ref(), x)), out)
         }
         (T::Tuple(ts), Value::Tuple(items)) => write_seq(ts.iter().zip(items), out),
@@ -515,6 +516,35 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
                 put_elem(&mut out, b.as_deref());
             }
             out
+        }
+        T::Vector(e, n) => {
+            // VectorType.fromJSONObject: a JSON string holding the list is decoded first.
+            let decoded;
+            let v = match v.as_str() {
+                Some(text) => {
+                    decoded = serde_json::from_str::<Json>(text)
+                        .map_err(|_| format!("Could not decode JSON string '{text}'"))?;
+                    &decoded
+                }
+                None => v,
+            };
+            let items = v.as_array().ok_or_else(|| expected("a list", v))?;
+            if items.len() != *n as usize {
+                let shown: Vec<String> = items.iter().map(java_text).collect();
+                return Err(format!(
+                    "List had incorrect size: expected {n} but given {}; [{}]",
+                    items.len(),
+                    shown.join(", ")
+                ));
+            }
+            let mut elems = Vec::with_capacity(items.len());
+            for x in items {
+                if x.is_null() {
+                    return Err("Invalid null element in list".into());
+                }
+                elems.push(convert(e, x, cmp, depth + 1)?);
+            }
+            proto::value::encode_vector(e, &elems)
         }
         T::Udt { name, fields, .. } => {
             let obj = v.as_object().ok_or_else(|| expected("a map", v))?;

@@ -219,6 +219,15 @@ fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8]) {
             }
             None => escape_into(out, v),
         },
+        // Element by element, as VectorType compares; the count is fixed by the type.
+        Vector(e, n) => match proto::value::vector_elements(e, *n, v) {
+            Ok(items) => {
+                for item in items {
+                    encode_component(out, e, item, false);
+                }
+            }
+            Err(_) => escape_into(out, v),
+        },
         // Text, ascii, blob, inet compare as unsigned bytes in Cassandra.
         _ => escape_into(out, v),
     }

@@ -22,9 +22,12 @@
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
+//! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
+//! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
+//! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
 //!
 //! # Invariants
 //! - A write is acknowledged only after its storage batch is written (and synced in batch
@@ -35,6 +38,7 @@
 //!   compaction filter drops data of ids no longer in the schema.
 
 mod arith;
+pub mod auth;
 mod bigint;
 pub mod build;
 pub mod catalog;
@@ -54,9 +58,11 @@ mod read;
 pub mod row;
 pub mod scalar;
 mod selection;
+pub mod similarity;
 pub mod system;
 pub mod token;
 pub mod types;
+pub mod vector_index;
 pub mod view;
 
 use build::{Builder, Compiled, CompiledKind};
@@ -302,6 +308,9 @@ pub struct QueryOptions {
     pub paging_state: Option<Vec<u8>>,
     /// The client's default timestamp (v3+ `default_timestamp`).
     pub timestamp: Option<i64>,
+    /// The logged-in role (`None` with AllowAllAuthenticator): whose permissions are checked
+    /// and who becomes the creator of what the statement creates.
+    pub role: Option<Arc<str>>,
 }
 
 /// One statement of a BATCH.
@@ -403,6 +412,7 @@ pub struct Engine {
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
+    auth: auth::Auth,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -467,6 +477,7 @@ impl Engine {
         system::add_system_tables(&mut schema).map_err(EngineError::into_db)?;
         schema.refresh_indexed();
         let has_indexes = AtomicBool::new(!schema.indexed.is_empty());
+        let auth = auth::Auth::open(storage.clone())?;
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
         let engine = Engine {
@@ -481,6 +492,7 @@ impl Engine {
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
             node,
+            auth,
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
@@ -499,6 +511,11 @@ impl Engine {
 
     pub fn node(&self) -> &NodeInfo {
         &self.node
+    }
+
+    /// Roles, credentials and permissions.
+    pub fn auth(&self) -> &auth::Auth {
+        &self.auth
     }
 
     /// Flushes everything acknowledged to stable storage.
@@ -751,6 +768,17 @@ impl Engine {
         let schema = self.schema.get();
         let mut compiled_items: Vec<(Arc<Compiled>, Vec<Option<BoundValue>>)> =
             Vec::with_capacity(items.len());
+        let authorize = |st: &cql::Statement, keyspace: Option<&str>| {
+            if self.auth.authorizing() {
+                self.auth.authorize(
+                    opts.role.as_deref(),
+                    st,
+                    keyspace.or(opts.keyspace.as_deref()),
+                )
+            } else {
+                Ok(())
+            }
+        };
         for item in items {
             let (compiled, values) = match item {
                 BatchItem::Query(text, v) => {
@@ -758,16 +786,16 @@ impl Engine {
                     let c = self
                         .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
                         .map_err(EngineError::into_db)?;
+                    authorize(&parsed.statement, None)?;
                     (Arc::new(c), v)
                 }
                 BatchItem::Prepared(id, v) => {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    (
-                        self.plan_of(&prepared, now).map_err(EngineError::into_db)?,
-                        v,
-                    )
+                    let plan = self.plan_of(&prepared, now).map_err(EngineError::into_db)?;
+                    authorize(&prepared.statement.statement, prepared.keyspace.as_deref())?;
+                    (plan, v)
                 }
             };
             let values = check_bound(&compiled, &values)?.unwrap_or(values);
@@ -869,6 +897,15 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, EngineError> {
+        if self.auth.authorizing() {
+            self.auth
+                .authorize(
+                    opts.role.as_deref(),
+                    &parsed.statement,
+                    opts.keyspace.as_deref(),
+                )
+                .map_err(EngineError::Db)?;
+        }
         let normalized = check_bound(compiled, values).map_err(EngineError::Db)?;
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
@@ -885,7 +922,11 @@ impl Engine {
             }
             CompiledKind::VirtualSelect(plan) => {
                 let schema = self.schema.get();
-                let store = system::materialize(&plan.table, &schema, &self.node)?;
+                let store = if plan.table.keyspace == "system_auth" {
+                    system::store_rows(&plan.table, self.auth.rows_of(&plan.table))?
+                } else {
+                    system::materialize(&plan.table, &schema, &self.node)?
+                };
                 let rs = self.run_select(
                     &store,
                     plan,
@@ -957,8 +998,79 @@ impl Engine {
                     paging_state: None,
                 }))
             }
-            _ => self.ddl(st, ks, now),
+            st if st.is_role_statement() => self
+                .auth
+                .execute(opts.role.as_deref(), st, ks, &self.schema.get())
+                .map_err(EngineError::Db),
+            _ => {
+                if let cql::Statement::DropIndex { name, .. } = st {
+                    self.authorize_drop_index(name, ks, opts)?;
+                }
+                if let cql::Statement::AlterView { name, .. }
+                | cql::Statement::DropView { name, .. } = st
+                {
+                    self.authorize_view_change(name, ks, opts)?;
+                }
+                let outcome = self.ddl(st, ks, now)?;
+                if let Outcome::SchemaChange(change) = &outcome {
+                    self.auth
+                        .after_schema_change(opts.role.as_deref(), change)
+                        .map_err(EngineError::Db)?;
+                }
+                Ok(outcome)
+            }
         }
+    }
+
+    /// DROP INDEX needs ALTER on the index's table, as in Cassandra (the statement names
+    /// only the index, so the general check cannot see the table).
+    fn authorize_drop_index(
+        &self,
+        name: &cql::ast::QualifiedName,
+        ks: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<(), EngineError> {
+        let Some(k) = name.keyspace.as_deref().or(ks) else {
+            return Ok(());
+        };
+        if !self.auth.authorizing() {
+            return Ok(());
+        }
+        let schema = self.schema.get();
+        let Some((t, _)) = index::ddl::indexes_of(&schema, k).find(|(_, i)| i.name == name.name)
+        else {
+            return Ok(());
+        };
+        self.auth
+            .authorize_table(opts.role.as_deref(), k, &t.name, auth::Permission::Alter)
+            .map_err(EngineError::Db)
+    }
+
+    /// ALTER and DROP MATERIALIZED VIEW need ALTER on the view's base table, as in Cassandra
+    /// (the statement names only the view).
+    fn authorize_view_change(
+        &self,
+        name: &cql::ast::QualifiedName,
+        ks: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<(), EngineError> {
+        let Some(k) = name.keyspace.as_deref().or(ks) else {
+            return Ok(());
+        };
+        if !self.auth.authorizing() {
+            return Ok(());
+        }
+        let schema = self.schema.get();
+        let Some(base) = schema
+            .table(k, &name.name)
+            .and_then(|v| v.view.as_ref())
+            .map(|d| d.base.clone())
+        else {
+            return Ok(());
+        };
+        self.auth
+            .authorize_table(opts.role.as_deref(), k, &base, auth::Permission::Alter)
+            .map_err(EngineError::Db)
     }
 
     fn ddl(&self, st: &cql::Statement, ks: Option<&str>, now: Now) -> Result<Outcome, EngineError> {

@@ -207,6 +207,22 @@ pub(crate) fn tuple_arity(ty: &ColumnType, expected: usize, got: usize) -> Resul
     Ok(())
 }
 
+/// Cassandra's refusal of a vector literal with another number of elements than its type.
+pub(crate) fn vector_arity(name: &str, ty: &ColumnType, got: usize) -> Result<(), EngineError> {
+    match ty {
+        ColumnType::Vector(_, n) if *n as usize != got => Err(EngineError::invalid(format!(
+            "Invalid vector literal for {name} of type {}; expected {n} elements, but given {got}",
+            type_name(ty)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Cassandra's refusal of a null element in a vector.
+pub(crate) fn null_in_vector() -> EngineError {
+    EngineError::invalid("null is not supported inside vectors")
+}
+
 /// Cassandra's refusal of a UDT literal naming a field its type does not have.
 pub(crate) fn udt_fields_known<T>(
     ty: &ColumnType,
@@ -260,16 +276,46 @@ pub fn const_term_for(
     match term {
         Term::Literal(l) => literal_for(name, ty, l),
         Term::TypeHint { term, .. } => const_term_for(name, ty, term, now),
+        Term::List(items) if matches!(ty, ColumnType::Vector(..)) => {
+            let ColumnType::Vector(elem, _) = ty else {
+                unreachable_type()
+            };
+            vector_arity(name, ty, items.len())?;
+            let mut vals = Vec::with_capacity(items.len());
+            for i in items {
+                if let Some(m) = misfit(i, elem) {
+                    return Err(element_error("vector", format!("value {m}")));
+                }
+                vals.push(const_term(elem, i, now)?.ok_or_else(null_in_vector)?);
+            }
+            Ok(Some(proto::value::encode_vector(elem, &vals)))
+        }
+        Term::Set(_) | Term::Map(_) | Term::Tuple(_) | Term::Udt(_)
+            if matches!(ty, ColumnType::Vector(..)) =>
+        {
+            let kind = match term {
+                Term::Set(_) => "set",
+                Term::Map(_) => "map",
+                Term::Tuple(_) => "tuple type",
+                _ => "user type",
+            };
+            Err(EngineError::invalid(format!(
+                "Invalid {kind} literal for {name} of type {}",
+                type_name(ty)
+            )))
+        }
         Term::Set(items) if matches!(ty, ColumnType::List(_)) && !items.is_empty() => {
             Err(EngineError::invalid(format!(
                 "Invalid set literal for {name} of type {}",
                 type_name(ty)
             )))
         }
-        Term::List(_) if !matches!(ty, ColumnType::List(_)) => Err(EngineError::invalid(format!(
-            "Unexpected receiver type '{}'; only list and vector are expected",
-            type_name(ty)
-        ))),
+        Term::List(_) if !matches!(ty, ColumnType::List(_) | ColumnType::Vector(..)) => {
+            Err(EngineError::invalid(format!(
+                "Unexpected receiver type '{}'; only list and vector are expected",
+                type_name(ty)
+            )))
+        }
         Term::List(items) | Term::Set(items)
             if matches!(ty, ColumnType::List(_) | ColumnType::Set(_)) =>
         {

@@ -18,6 +18,9 @@ pub enum Src {
     /// serialized as `[bytes]` (null as -1), in the type's field order. An unset field is
     /// refused with the message kept beside it.
     Fields(Vec<(Src, String)>),
+    /// A vector literal with bind markers among its elements (`[1.0, ?, ?]`): each element
+    /// resolved, none may be null or unset, then serialized as a vector of this element type.
+    Elements(ColumnType, Vec<Src>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
 }

@@ -570,9 +570,12 @@ impl Builder<'_> {
         pos: usize,
         prev: &[ColumnType],
     ) -> Result<SelExpr, EngineError> {
-        let candidates = match crate::fcts::param_type(fname, pos, prev) {
-            Some(ty) => vec![ty],
-            None => crate::scalar::param_types(fname, arity, pos),
+        let candidates = match crate::similarity::bind_type(fname, pos, prev) {
+            Some(ty) => vec![ty.map_err(EngineError::invalid)?],
+            None => match crate::fcts::param_type(fname, pos, prev) {
+                Some(ty) => vec![ty],
+                None => crate::scalar::param_types(fname, arity, pos),
+            },
         };
         let [ty] = candidates.as_slice() else {
             return Err(EngineError::invalid(format!(
@@ -753,7 +756,14 @@ fn literal_arg(
     prev: &[ColumnType],
     now: crate::Now,
 ) -> Result<SelExpr, EngineError> {
-    if let Some(ty) = crate::fcts::param_type(fname, pos, prev) {
+    // A similarity function's list literal is a float vector of its own length; another
+    // literal keeps its own type, for the signature check to refuse by name.
+    let similarity_ty = crate::similarity::list_literal_type(fname, 0).and(match term {
+        Term::List(items) => crate::similarity::list_literal_type(fname, items.len()),
+        Term::Literal(cql::ast::Literal::Null) => prev.first().cloned(),
+        _ => literal_type(term),
+    });
+    if let Some(ty) = similarity_ty.or_else(|| crate::fcts::param_type(fname, pos, prev)) {
         return match const_term(&ty, term, now) {
             Ok(v) => Ok(SelExpr::Const(ty, v)),
             Err(_) => Err(EngineError::invalid(format!(

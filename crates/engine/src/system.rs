@@ -42,6 +42,15 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_schema.functions (keyspace_name text, function_name text, argument_types frozen<list<text>>, argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text, return_type text, PRIMARY KEY (keyspace_name, function_name, argument_types))",
     "CREATE TABLE system_schema.aggregates (keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types))",
     "CREATE TABLE system_schema.views (keyspace_name text, view_name text, additional_write_policy text, allow_auto_snapshot boolean, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, cdc boolean, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, incremental_backups boolean, max_index_interval int, memtable text, memtable_flush_period_in_ms int, min_index_interval int, read_repair text, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name))",
+    // Views of the auth module's records (crate::auth), with Cassandra 5.0's columns.
+    "CREATE TABLE system_auth.roles (role text PRIMARY KEY, can_login boolean, is_superuser boolean, member_of set<text>, salted_hash text)",
+    "CREATE TABLE system_auth.role_members (role text, member text, PRIMARY KEY (role, member))",
+    "CREATE TABLE system_auth.role_permissions (role text, resource text, permissions set<text>, PRIMARY KEY (role, resource))",
+    "CREATE TABLE system_auth.resource_role_permissons_index (resource text, role text, PRIMARY KEY (resource, role))",
+    "CREATE TABLE system_auth.network_permissions (role text PRIMARY KEY, dcs frozen<set<text>>)",
+    "CREATE TABLE system_auth.cidr_groups (cidr_group text PRIMARY KEY, cidrs frozen<set<frozen<tuple<inet, smallint>>>>)",
+    "CREATE TABLE system_auth.cidr_permissions (role text PRIMARY KEY, cidr_groups frozen<set<text>>)",
+    "CREATE TABLE system_auth.identity_to_role (identity text PRIMARY KEY, role text)",
     "CREATE TABLE system_virtual_schema.keyspaces (keyspace_name text PRIMARY KEY)",
     "CREATE TABLE system_virtual_schema.tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))",
     "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
@@ -200,18 +209,24 @@ fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableD
     }
 }
 
+/// A row of `t` from (column name, value) pairs: a value per column, in `t`'s column order.
+pub(crate) fn row_by_names(
+    t: &TableDef,
+    pairs: Vec<(&str, Option<Vec<u8>>)>,
+) -> Vec<Option<Vec<u8>>> {
+    let mut row = vec![None; t.columns.len()];
+    for (name, v) in pairs {
+        if let Some(i) = t.column_index(name) {
+            row[i] = v;
+        }
+    }
+    row
+}
+
 /// Rows of a virtual table, each a value per column in the table's column order.
 fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec<u8>>>> {
     let mut out = Vec::new();
-    let mut push = |pairs: Vec<(&str, Option<Vec<u8>>)>| {
-        let mut row = vec![None; t.columns.len()];
-        for (name, v) in pairs {
-            if let Some(i) = t.column_index(name) {
-                row[i] = v;
-            }
-        }
-        out.push(row);
-    };
+    let mut push = |pairs: Vec<(&str, Option<Vec<u8>>)>| out.push(row_by_names(t, pairs));
     let user_tables = || schema.tables.values().filter(|t| !is_virtual(t));
     // What Cassandra lists in `system_schema.tables`: user tables and the system keyspaces'
     // tables (cqlsh checks a SELECT's table against this metadata before sending it).
@@ -398,9 +413,18 @@ pub fn materialize(
     schema: &Schema,
     node: &NodeInfo,
 ) -> Result<MemStorage, EngineError> {
+    store_rows(t, rows_of(t, schema, node))
+}
+
+/// Writes rows (a value per column, in `t`'s column order) of a virtual table into a fresh
+/// in-memory store.
+pub fn store_rows(
+    t: &TableDef,
+    rows: Vec<Vec<Option<Vec<u8>>>>,
+) -> Result<MemStorage, EngineError> {
     let store = MemStorage::new();
     let mut batch = WriteBatch::new();
-    for row in rows_of(t, schema, node) {
+    for row in rows {
         let pk_parts: Vec<&[u8]> = t
             .partition_key()
             .map(|c| {

@@ -42,6 +42,8 @@ fn name(ty: &ColumnType, nested: bool) -> String {
             return format!("frozen<tuple<{}>>", parts.join(", "));
         }
         Udt { name, .. } => name.clone(),
+        // Elements of a vector are frozen without saying so.
+        Vector(e, n) => format!("vector<{}, {n}>", name(e, false)),
     };
     if nested && matches!(ty, List(_) | Set(_) | Map(..) | Udt { .. }) {
         format!("frozen<{s}>")

@@ -7,6 +7,10 @@
 //! (they are memtable/page-cache work measured in microseconds); range scans and writes that
 //! must fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
 //!
+//! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
+//! token, failed logins throttled per client address; the password check is `engine::auth`'s)
+//! and passes each request's role to the engine, which checks its permissions.
+//!
 //! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
 //! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
 //! module; its settings are keys of the one `server::Config`.
@@ -17,8 +21,11 @@
 //!   already `DbError`s.
 //! - `shutdown` syncs the engine, so a clean stop loses no acknowledged write.
 
+mod login;
+
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions, Values};
@@ -29,13 +36,18 @@ use proto::response::{
     SchemaChangeTarget, SchemaChangeType,
 };
 
-use server::config::{CommitlogSync, Config, DiskFailurePolicy, JournalRecovery};
+use server::config::{
+    Authenticator, Authorizer, CommitlogSync, Config, DiskFailurePolicy, JournalRecovery,
+};
 use server::{Backend, ConnState, Reply, RequestFlags};
 
 /// The embedded storage engine as a backend.
 pub struct LocalBackend {
     engine: Arc<Engine>,
     sync_writes: bool,
+    /// With PasswordAuthenticator: the failed-login throttle (and the sign that connections
+    /// must log in).
+    login: Option<login::Throttle>,
 }
 
 impl LocalBackend {
@@ -82,15 +94,65 @@ impl LocalBackend {
         let engine = Engine::open_with_filter(Arc::new(store), node, handle)
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
+        let password = config.authenticator == Authenticator::PasswordAuthenticator;
+        engine.auth().configure(engine::auth::AuthSettings {
+            password_authenticator: password,
+            cassandra_authorizer: config.authorizer == Authorizer::CassandraAuthorizer,
+        });
+        if password {
+            setup_default_superuser(&engine, config)?;
+        }
         Ok(LocalBackend {
             engine: Arc::new(engine),
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
+            login: password.then(|| {
+                login::Throttle::new(
+                    config.auth_login_max_failures,
+                    config.auth_login_failure_window,
+                )
+            }),
         })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+}
+
+/// Environment variable that sets the default superuser's initial password.
+const SUPERUSER_PASSWORD_ENV: &str = "PEREGRINE_DEFAULT_SUPERUSER_PASSWORD";
+
+/// Creates `cassandra` on the first start with PasswordAuthenticator (Cassandra's default
+/// superuser), with the configured password if one is given, and warns loudly while the
+/// well-known default password still opens it.
+fn setup_default_superuser(engine: &Engine, config: &Config) -> anyhow::Result<()> {
+    let env = std::env::var(SUPERUSER_PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty());
+    let chosen = env.or_else(|| config.auth_default_superuser_password.clone());
+    let password = chosen
+        .as_deref()
+        .unwrap_or(engine::auth::DEFAULT_SUPERUSER_PASSWORD);
+    let created = engine
+        .auth()
+        .setup_default_superuser(password)
+        .map_err(|e| anyhow::anyhow!("creating the default superuser: {e}"))?;
+    if created {
+        tracing::info!(
+            "Created default superuser role '{}'",
+            engine::auth::DEFAULT_SUPERUSER
+        );
+    }
+    if engine.auth().default_superuser_has_default_password() {
+        tracing::warn!(
+            "SECURITY: the superuser role 'cassandra' still has the default password 'cassandra': \
+             anyone who reaches this port can log in as superuser. Change it now \
+             (ALTER ROLE cassandra WITH PASSWORD = '...'), or create another superuser and drop \
+             'cassandra'; set {SUPERUSER_PASSWORD_ENV} or `auth_default_superuser_password` \
+             before the first start to never have it."
+        );
+    }
+    Ok(())
 }
 
 fn bound(v: RawValue) -> BoundValue {
@@ -111,8 +173,10 @@ fn values(v: request::Values) -> Values {
     }
 }
 
-fn options(conn: &ConnState, p: &QueryParams) -> QueryOptions {
+/// The request's options, for the logged-in `role` (`None`: logins are off).
+fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOptions {
     QueryOptions {
+        role,
         keyspace: p
             .keyspace
             .clone()
@@ -247,11 +311,17 @@ impl Backend for LocalBackend {
     /// Tracing and custom payloads are not supported here: the flags are ignored and no
     /// envelope extras are sent.
     async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
-        let mut reply = Reply::from(self.execute(conn, req).await);
+        let mut reply = self.respond(conn, req).await;
         if self.created_a_view(&reply.response) {
             reply.extras.warnings.push(VIEW_WARNING.into());
         }
         reply
+    }
+
+    fn authenticator(&self) -> Option<String> {
+        self.login
+            .as_ref()
+            .map(|_| login::PASSWORD_AUTHENTICATOR.to_string())
     }
 
     async fn shutdown(&self) {
@@ -280,11 +350,71 @@ impl LocalBackend {
             .is_some_and(|t| t.view.is_some())
     }
 
-    async fn execute(&self, conn: &ConnState, req: Request) -> Response {
+    /// Runs a request, after the SASL exchange when logins are on.
+    async fn respond(&self, conn: &ConnState, req: Request) -> Reply {
+        if self.login.is_none() {
+            return Reply::from(self.execute(conn, req, None).await);
+        }
+        if let Request::AuthResponse(token) = req {
+            return Reply::from(self.login(conn, token).await);
+        }
+        match conn.role() {
+            Some(role) => Reply::from(self.execute(conn, req, Some(role)).await),
+            // Cassandra's answer to anything but the SASL exchange before it succeeded.
+            None => Reply::from(Response::Error(DbError::protocol(format!(
+                "Unexpected message {}, expecting SASL_RESPONSE",
+                request_name(&req)
+            )))),
+        }
+    }
+
+    /// One AUTH_RESPONSE: SASL PLAIN checked against the roles (bcrypt on the blocking pool,
+    /// the first time for a given password), failures counted per client address.
+    async fn login(&self, conn: &ConnState, token: Option<Bytes>) -> Response {
+        let Some(throttle) = &self.login else {
+            return Response::Error(DbError::protocol(
+                "Unexpected AUTH_RESPONSE: authentication is not enabled",
+            ));
+        };
+        let ip = conn.client_addr().ip();
+        if let Err(e) = throttle.check(ip, Instant::now()) {
+            tracing::warn!("login refused from {ip}: {}", e.message());
+            return Response::Error(e);
+        }
+        let (user, password) = match login::decode_plain(token.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                throttle.failed(ip, Instant::now());
+                return Response::Error(e);
+            }
+        };
+        let engine = self.engine.clone();
+        let name = user.clone();
+        let verdict =
+            tokio::task::spawn_blocking(move || engine.auth().authenticate(&name, &password))
+                .await
+                .map_err(|e| DbError::server(format!("login task failed: {e}")));
+        match verdict {
+            Ok(Ok(())) => {
+                throttle.succeeded(ip);
+                conn.set_role(&user);
+                Response::AuthSuccess(None)
+            }
+            Ok(Err(e)) => {
+                throttle.failed(ip, Instant::now());
+                tracing::info!("failed login for role {user:?} from {ip}");
+                Response::Error(e.into_db())
+            }
+            Err(e) => Response::Error(e),
+        }
+    }
+
+    /// Runs a request of a connection logged in as `role` (`None`: logins are off).
+    async fn execute(&self, conn: &ConnState, req: Request, role: Option<Arc<str>>) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
-                let opts = options(conn, &q.params);
+                let opts = options(conn, &q.params, role);
                 let vals = values(q.params.values);
                 let now = Now::system();
                 // Unprepared statements are not the hot path; they may scan or fsync.
@@ -309,14 +439,15 @@ impl LocalBackend {
                 let Some(prep) = self.engine.prepared(&x.id) else {
                     return Response::Error(DbError::unprepared(x.id));
                 };
-                let opts = options(conn, &x.params);
+                let opts = options(conn, &x.params, role);
                 let skip = x.params.skip_metadata;
                 let vals = values(x.params.values);
                 let now = Now::system();
+                // Role statements may hash a password (bcrypt: tens of milliseconds).
                 let heavy = if prep.is_select() {
                     !prep.is_single_partition()
                 } else {
-                    self.sync_writes
+                    self.sync_writes || prep.statement.statement.is_role_statement()
                 };
                 let p = prep.clone();
                 let r = self
@@ -346,6 +477,7 @@ impl LocalBackend {
                     page_size: None,
                     paging_state: None,
                     timestamp: b.default_timestamp,
+                    role,
                 };
                 let mut items = Vec::with_capacity(b.statements.len());
                 for s in b.statements {
@@ -383,6 +515,20 @@ impl LocalBackend {
                 DbError::protocol("Unexpected message: handled by the connection, not the backend"),
             ),
         }
+    }
+}
+
+/// Cassandra's message type name of a request, for protocol errors.
+fn request_name(req: &Request) -> &'static str {
+    match req {
+        Request::Startup(_) => "STARTUP",
+        Request::Options => "OPTIONS",
+        Request::Query(_) => "QUERY",
+        Request::Prepare(_) => "PREPARE",
+        Request::Execute(_) => "EXECUTE",
+        Request::Register(_) => "REGISTER",
+        Request::Batch(_) => "BATCH",
+        Request::AuthResponse(_) => "AUTH_RESPONSE",
     }
 }
 

@@ -41,6 +41,9 @@ pub enum ColumnType {
         fields: Vec<(String, ColumnType)>,
     },
     Tuple(Vec<ColumnType>),
+    /// `vector<T, n>` (Cassandra 5.0): always frozen, `n` > 0. On the wire a custom type
+    /// (`org.apache.cassandra.db.marshal.VectorType(<element class> , n)`), as Cassandra sends it.
+    Vector(Box<ColumnType>, u32),
 }
 
 /// A decoded CQL value. `Null` is the protocol's length -1.
@@ -84,6 +87,9 @@ pub enum Value {
     Map(Vec<(Value, Value)>),
     Tuple(Vec<Value>),
     Udt(Vec<(String, Value)>),
+    /// A vector's elements (never null). Fixed-size elements serialize packed, the others
+    /// each with an unsigned-vint length, as Cassandra's `VectorType` does.
+    Vector(Vec<Value>),
 }
 
 // ---- protocol `[option]` codec and CQL type text ------------------------------------------
@@ -134,7 +140,77 @@ impl ColumnType {
                 format!("tuple<{}>", inner.join(", "))
             }
             ColumnType::Udt { name, .. } => name.clone(),
+            ColumnType::Vector(t, n) => format!("vector<{}, {n}>", t.cql_name()),
         }
+    }
+
+    /// The serialized size of every value of this type when it is fixed (Cassandra's
+    /// `valueLengthIfFixed`), which decides whether a vector packs its elements.
+    pub fn fixed_len(&self) -> Option<usize> {
+        match self {
+            ColumnType::Boolean => Some(1),
+            ColumnType::Float | ColumnType::Int => Some(4),
+            ColumnType::Double | ColumnType::Bigint | ColumnType::Timestamp => Some(8),
+            ColumnType::Uuid | ColumnType::Timeuuid => Some(16),
+            ColumnType::Vector(t, n) => t.fixed_len()?.checked_mul(*n as usize),
+            _ => None,
+        }
+    }
+
+    /// Cassandra's marshal class for the type, as it writes custom types on the wire
+    /// (`org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FloatType , 3)`).
+    pub fn marshal_class(&self) -> String {
+        let simple = match self {
+            ColumnType::Custom(class) => return class.clone(),
+            ColumnType::Ascii => "AsciiType",
+            ColumnType::Bigint => "LongType",
+            ColumnType::Blob => "BytesType",
+            ColumnType::Boolean => "BooleanType",
+            ColumnType::Counter => "CounterColumnType",
+            ColumnType::Decimal => "DecimalType",
+            ColumnType::Double => "DoubleType",
+            ColumnType::Float => "FloatType",
+            ColumnType::Int => "Int32Type",
+            ColumnType::Timestamp => "TimestampType",
+            ColumnType::Uuid => "UUIDType",
+            ColumnType::Varchar => "UTF8Type",
+            ColumnType::Varint => "IntegerType",
+            ColumnType::Timeuuid => "TimeUUIDType",
+            ColumnType::Inet => "InetAddressType",
+            ColumnType::Date => "SimpleDateType",
+            ColumnType::Time => "TimeType",
+            ColumnType::Smallint => "ShortType",
+            ColumnType::Tinyint => "ByteType",
+            ColumnType::Duration => "DurationType",
+            ColumnType::List(t) => return format!("{MARSHAL}ListType({})", t.marshal_class()),
+            ColumnType::Set(t) => return format!("{MARSHAL}SetType({})", t.marshal_class()),
+            ColumnType::Map(k, v) => {
+                return format!(
+                    "{MARSHAL}MapType({},{})",
+                    k.marshal_class(),
+                    v.marshal_class()
+                )
+            }
+            ColumnType::Tuple(ts) => {
+                let inner: Vec<String> = ts.iter().map(|t| t.marshal_class()).collect();
+                return format!("{MARSHAL}TupleType({})", inner.join(","));
+            }
+            ColumnType::Udt {
+                keyspace,
+                name,
+                fields,
+            } => {
+                let mut parts = vec![keyspace.clone(), hex(name)];
+                for (f, t) in fields {
+                    parts.push(format!("{}:{}", hex(f), t.marshal_class()));
+                }
+                return format!("{MARSHAL}UserType({})", parts.join(","));
+            }
+            ColumnType::Vector(t, n) => {
+                return format!("{MARSHAL}VectorType({} , {n})", t.marshal_class())
+            }
+        };
+        format!("{MARSHAL}{simple}")
     }
 
     /// The native type for a simple CQL type name (`int`, `varchar`, ...), if it is one.
@@ -193,6 +269,7 @@ impl ColumnType {
             ColumnType::Set(_) => 0x0022,
             ColumnType::Udt { .. } => 0x0030,
             ColumnType::Tuple(_) => 0x0031,
+            ColumnType::Vector(..) => 0x0000,
         }
     }
 
@@ -216,6 +293,7 @@ impl ColumnType {
         out.put_u16(self.option_id());
         match self {
             ColumnType::Custom(class) => wire::put_string(out, class),
+            ColumnType::Vector(..) => wire::put_string(out, &self.marshal_class()),
             ColumnType::List(t) | ColumnType::Set(t) => t.write_option(version, out),
             ColumnType::Map(k, v) => {
                 k.write_option(version, out);
@@ -261,6 +339,12 @@ impl ColumnType {
                     Some("ShortType") => ColumnType::Smallint,
                     Some("ByteType") => ColumnType::Tinyint,
                     Some("DurationType") => ColumnType::Duration,
+                    // Only when writing it back gives the same class string (a frozen
+                    // element, `FrozenType(...)`, has no `ColumnType` form): a proxy relays
+                    // what it read byte for byte.
+                    Some(v) if v.starts_with("VectorType(") => marshal::parse(&class)
+                        .filter(|t| t.marshal_class() == class)
+                        .unwrap_or(ColumnType::Custom(class)),
                     _ => ColumnType::Custom(class),
                 }
             }
@@ -337,6 +421,130 @@ impl ColumnType {
     }
 }
 
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads Cassandra's marshal class strings back into types (the form vectors travel in).
+mod marshal {
+    use super::{ColumnType, MARSHAL, MAX_TYPE_DEPTH};
+
+    /// The type a whole class string names; `None` when it is not one this knows.
+    pub(super) fn parse(class: &str) -> Option<ColumnType> {
+        let mut p = P {
+            s: class.as_bytes(),
+            pos: 0,
+        };
+        let t = p.ty(0)?;
+        p.ws();
+        (p.pos == p.s.len()).then_some(t)
+    }
+
+    struct P<'a> {
+        s: &'a [u8],
+        pos: usize,
+    }
+
+    impl P<'_> {
+        fn ws(&mut self) {
+            while self.s.get(self.pos) == Some(&b' ') {
+                self.pos += 1;
+            }
+        }
+
+        fn eat(&mut self, c: u8) -> bool {
+            self.ws();
+            let hit = self.s.get(self.pos) == Some(&c);
+            if hit {
+                self.pos += 1;
+            }
+            hit
+        }
+
+        fn word(&mut self) -> &str {
+            self.ws();
+            let start = self.pos;
+            while self
+                .s
+                .get(self.pos)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'$'))
+            {
+                self.pos += 1;
+            }
+            std::str::from_utf8(&self.s[start..self.pos]).unwrap_or("")
+        }
+
+        fn args(&mut self, depth: usize) -> Option<Vec<ColumnType>> {
+            let mut out = vec![self.ty(depth + 1)?];
+            while self.eat(b',') {
+                out.push(self.ty(depth + 1)?);
+            }
+            self.eat(b')').then_some(out)
+        }
+
+        fn ty(&mut self, depth: usize) -> Option<ColumnType> {
+            if depth > MAX_TYPE_DEPTH {
+                return None;
+            }
+            let word = self.word().to_string();
+            let name = word.strip_prefix(MARSHAL).unwrap_or(&word);
+            if !self.eat(b'(') {
+                return Some(match name {
+                    "AsciiType" => ColumnType::Ascii,
+                    "LongType" => ColumnType::Bigint,
+                    "BytesType" => ColumnType::Blob,
+                    "BooleanType" => ColumnType::Boolean,
+                    "CounterColumnType" => ColumnType::Counter,
+                    "DecimalType" => ColumnType::Decimal,
+                    "DoubleType" => ColumnType::Double,
+                    "FloatType" => ColumnType::Float,
+                    "Int32Type" => ColumnType::Int,
+                    "TimestampType" | "DateType" => ColumnType::Timestamp,
+                    "UUIDType" => ColumnType::Uuid,
+                    "UTF8Type" => ColumnType::Varchar,
+                    "IntegerType" => ColumnType::Varint,
+                    "TimeUUIDType" => ColumnType::Timeuuid,
+                    "InetAddressType" => ColumnType::Inet,
+                    "SimpleDateType" => ColumnType::Date,
+                    "TimeType" => ColumnType::Time,
+                    "ShortType" => ColumnType::Smallint,
+                    "ByteType" => ColumnType::Tinyint,
+                    "DurationType" => ColumnType::Duration,
+                    _ => return None,
+                });
+            }
+            match name {
+                "VectorType" => {
+                    let elem = self.ty(depth + 1)?;
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                    let n = self.word().parse::<u32>().ok().filter(|n| *n > 0)?;
+                    self.eat(b')')
+                        .then(|| ColumnType::Vector(Box::new(elem), n))
+                }
+                "FrozenType" => {
+                    let t = self.ty(depth + 1)?;
+                    self.eat(b')').then_some(t)
+                }
+                "ListType" => Some(ColumnType::List(Box::new(self.args(depth)?.pop()?))),
+                "SetType" => Some(ColumnType::Set(Box::new(self.args(depth)?.pop()?))),
+                "MapType" => {
+                    let mut a = self.args(depth)?;
+                    let v = a.pop()?;
+                    let k = a.pop()?;
+                    a.is_empty()
+                        .then(|| ColumnType::Map(Box::new(k), Box::new(v)))
+                }
+                "TupleType" => Some(ColumnType::Tuple(self.args(depth)?)),
+                // UDTs inside vectors keep their class string: their hex field names are
+                // not worth a parser until a client needs it.
+                _ => None,
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for ColumnType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.cql_name())
@@ -407,6 +615,45 @@ mod tests {
         ColumnType::Duration.write_option(ProtocolVersion::V4, &mut out);
         assert_eq!(&out[..2], &[0, 0]);
         assert!(out.ends_with(b"org.apache.cassandra.db.marshal.DurationType"));
+    }
+
+    #[test]
+    fn vectors_travel_as_cassandras_custom_class() {
+        let v = ColumnType::Vector(Box::new(ColumnType::Float), 3);
+        assert_eq!(v.cql_name(), "vector<float, 3>");
+        let mut out = BytesMut::new();
+        v.write_option(ProtocolVersion::V4, &mut out);
+        assert_eq!(&out[..2], &[0, 0]);
+        assert!(out.ends_with(
+            b"org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FloatType , 3)"
+        ));
+        assert_eq!(ColumnType::decode_option(out.freeze()).unwrap(), v);
+        let nested = ColumnType::Vector(
+            Box::new(ColumnType::Map(
+                Box::new(ColumnType::Varchar),
+                Box::new(ColumnType::Vector(Box::new(ColumnType::Int), 2)),
+            )),
+            4,
+        );
+        let mut out = BytesMut::new();
+        nested.write_option(ProtocolVersion::V5, &mut out);
+        assert_eq!(ColumnType::decode_option(out.freeze()).unwrap(), nested);
+        assert_eq!(v.fixed_len(), Some(12));
+        assert_eq!(
+            ColumnType::Vector(Box::new(ColumnType::Varchar), 3).fixed_len(),
+            None
+        );
+        assert_eq!(
+            marshal::parse("org.apache.cassandra.db.marshal.VectorType(x , 3)"),
+            None
+        );
+        let frozen = "org.apache.cassandra.db.marshal.VectorType(org.apache.cassandra.db.marshal.FrozenType(org.apache.cassandra.db.marshal.ListType(org.apache.cassandra.db.marshal.Int32Type)) , 2)";
+        let mut out = BytesMut::new();
+        ColumnType::Custom(frozen.into()).write_option(ProtocolVersion::V4, &mut out);
+        assert_eq!(
+            ColumnType::decode_option(out.freeze()).unwrap(),
+            ColumnType::Custom(frozen.into())
+        );
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// The authenticator class to answer STARTUP with (`Response::Authenticate`), or `None` to
-    /// answer READY (the configured `authenticator` then decides). When `Some`, the backend
+    /// answer READY. When `Some`, the backend
     /// receives the client's AUTH_RESPONSE in `handle`, answers AUTH_SUCCESS (after
     /// `ConnState::set_role`) or an error, and must itself refuse other requests of a
     /// connection whose role is not set yet. Asked once per connection, at STARTUP.

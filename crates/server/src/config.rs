@@ -81,9 +81,27 @@ pub struct Config {
     /// cause) while the store reopens itself with backoff, and serves again once it opens;
     /// `die` exits the process; `ignore` leaves writes failing until a restart. Default `stop`.
     pub disk_failure_policy: DiskFailurePolicy,
-    /// How clients authenticate. Only `AllowAllAuthenticator` exists yet. Default
-    /// `AllowAllAuthenticator`.
+    /// How clients authenticate (standalone mode): `AllowAllAuthenticator` (the default: no
+    /// login) or `PasswordAuthenticator` (SASL PLAIN against the roles in `system_auth`). In
+    /// proxy mode the upstream cluster authenticates and this stays at the default.
     pub authenticator: Authenticator,
+    /// What a logged-in role may do: `AllowAllAuthorizer` (the default: everything) or
+    /// `CassandraAuthorizer` (permissions granted with GRANT, checked on every statement).
+    pub authorizer: Authorizer,
+    /// Where roles live: `CassandraRoleManager` (the only one, the default).
+    pub role_manager: RoleManager,
+    /// Password of the default superuser `cassandra`, created on the first start with
+    /// `PasswordAuthenticator` when no role exists. Default: `cassandra`, as Cassandra's (a
+    /// loud warning is logged at every start while it is in use). The environment variable
+    /// `PEREGRINE_DEFAULT_SUPERUSER_PASSWORD` overrides it. Ignored once a role exists.
+    pub auth_default_superuser_password: Option<String>,
+    /// Failed logins from one client address within `auth_login_failure_window` after which
+    /// further attempts from it are refused (without checking the password) until the window
+    /// has passed. Default 10.
+    pub auth_login_max_failures: u32,
+    /// See `auth_login_max_failures`. Default `60s`.
+    #[serde(with = "duration_str")]
+    pub auth_login_failure_window: Duration,
     /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
     pub cluster_name: String,
     /// Standalone mode: whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's key; views
@@ -204,6 +222,11 @@ impl Default for Config {
             journal_recovery: JournalRecovery::Refuse,
             disk_failure_policy: DiskFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
+            authorizer: Authorizer::AllowAllAuthorizer,
+            role_manager: RoleManager::CassandraRoleManager,
+            auth_default_superuser_password: None,
+            auth_login_max_failures: 10,
+            auth_login_failure_window: Duration::from_secs(60),
             cluster_name: "Peregrine Cluster".to_string(),
             materialized_views_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
@@ -246,6 +269,24 @@ pub enum DiskFailurePolicy {
 pub enum Authenticator {
     /// No authentication: STARTUP is answered with READY.
     AllowAllAuthenticator,
+    /// SASL PLAIN with a role name and password checked against `system_auth.roles`.
+    PasswordAuthenticator,
+}
+
+/// What logged-in roles may do (Cassandra's `authorizer`, same class names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Authorizer {
+    /// Every statement is allowed; GRANT, REVOKE and LIST PERMISSIONS are refused.
+    AllowAllAuthorizer,
+    /// Permissions granted with GRANT are checked on every statement.
+    CassandraAuthorizer,
+}
+
+/// Where roles are kept (Cassandra's `role_manager`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RoleManager {
+    /// Roles in `system_auth.roles`, managed with CREATE/ALTER/DROP ROLE.
+    CassandraRoleManager,
 }
 
 /// Everything wrong with a configuration, reported together.
@@ -417,6 +458,28 @@ impl Config {
                 "`storage_memtable_bytes` is {} but must be between 1 MiB and 64 GiB",
                 self.storage_memtable_bytes
             ));
+        }
+        if self.authenticator == Authenticator::AllowAllAuthenticator
+            && self.authorizer != Authorizer::AllowAllAuthorizer
+        {
+            problems.push(
+                "`authorizer: CassandraAuthorizer` needs `authenticator: PasswordAuthenticator` \
+                 (AllowAllAuthenticator can't be used with CassandraAuthorizer)"
+                    .to_string(),
+            );
+        }
+        if !self.upstream.is_empty() && self.authenticator != Authenticator::AllowAllAuthenticator {
+            problems.push(
+                "`authenticator` applies to standalone mode; in proxy mode (`upstream` set) the \
+                 upstream cluster authenticates clients"
+                    .to_string(),
+            );
+        }
+        if self.auth_login_max_failures == 0 {
+            problems.push("`auth_login_max_failures` must be at least 1".to_string());
+        }
+        if self.auth_login_failure_window.is_zero() {
+            problems.push("`auth_login_failure_window` must be longer than 0s".to_string());
         }
         let p = &self.proxy;
         if p.upstream_connections == 0 || p.upstream_connections > 64 {
@@ -706,6 +769,31 @@ mod tests {
         assert!(parse_duration("99999999999999999999d").is_err());
         assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
         assert_eq!(format_duration(Duration::from_secs(120)), "2m");
+    }
+
+    #[test]
+    fn auth_keys_are_cassandras() {
+        let c = Config::from_yaml(
+            "authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n\
+             role_manager: CassandraRoleManager\nauth_default_superuser_password: s3cret\n\
+             auth_login_max_failures: 3\nauth_login_failure_window: 5s\n",
+        )
+        .unwrap();
+        assert_eq!(c.authenticator, Authenticator::PasswordAuthenticator);
+        assert_eq!(c.authorizer, Authorizer::CassandraAuthorizer);
+        assert_eq!(c.auth_default_superuser_password.as_deref(), Some("s3cret"));
+        assert_eq!(c.auth_login_failure_window, Duration::from_secs(5));
+        let e = Config::from_yaml("authorizer: CassandraAuthorizer\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("AllowAllAuthenticator can't be used"),
+            "{e}"
+        );
+        let e =
+            Config::from_yaml("authenticator: PasswordAuthenticator\nupstream: [127.0.0.1:9042]\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("proxy mode"), "{e}");
+        assert!(Config::from_yaml("authorizer: SomethingElse\n").is_err());
     }
 
     #[test]

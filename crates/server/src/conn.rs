@@ -33,7 +33,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
-use crate::config::{Authenticator, Config};
+use crate::config::Config;
 use crate::events::{EventBus, EventKinds};
 use crate::limits::{Address, Admitted, Limits};
 use crate::response::{
@@ -438,11 +438,11 @@ impl<B: Backend> Reader<B> {
             compression,
             options,
         ));
+        // The backend that checks credentials names its authenticator (the local one with
+        // PasswordAuthenticator, the proxy when its upstream asks for a login).
         let answer = match self.shared.backend.authenticator() {
             Some(class) => Response::Authenticate(class),
-            None => match self.shared.config.authenticator {
-                Authenticator::AllowAllAuthenticator => Response::Ready,
-            },
+            None => Response::Ready,
         };
         self.needs_login = matches!(answer, Response::Authenticate(_));
         // READY / AUTHENTICATE goes out uncompressed and unframed; both sides switch after it.

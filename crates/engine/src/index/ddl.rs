@@ -37,7 +37,7 @@ pub(crate) fn lookup_table(
 }
 
 /// Every index of the keyspace `ks`, with its table.
-fn indexes_of<'a>(
+pub(crate) fn indexes_of<'a>(
     schema: &'a Schema,
     ks: &'a str,
 ) -> impl Iterator<Item = (&'a Arc<TableDef>, &'a IndexDef)> + 'a {

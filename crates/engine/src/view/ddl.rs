@@ -297,6 +297,7 @@ fn marshal_name(ty: &proto::types::ColumnType) -> String {
         T::Map(k, v) => {
             return format!("{MARSHAL}MapType({},{})", marshal_name(k), marshal_name(v))
         }
+        T::Vector(e, n) => return format!("{MARSHAL}VectorType({},{n})", marshal_name(e)),
         // Frozen values never reach the message that uses this.
         T::Udt { .. } | T::Tuple(_) => return ty.cql_name(),
     };

@@ -760,6 +760,7 @@ pub fn run<C: Choices>(
             page_size,
             paging_state,
             timestamp: None,
+            role: None,
         };
         let result = match how {
             0 => engine

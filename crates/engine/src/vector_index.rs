@@ -1,0 +1,846 @@
+//! An approximate-nearest-neighbour index over the float vectors of one column: what an SAI
+//! vector index (`CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'`) holds, and what
+//! `ORDER BY v ANN OF [...] LIMIT k` asks.
+//!
+//! It is **not** wired into the catalog, CREATE INDEX or the write path yet: it is a
+//! self-contained structure keyed by the row's primary key (its storage key bytes, opaque
+//! here), with no I/O except [`VectorIndex::save`] / [`VectorIndex::load`] /
+//! [`VectorIndex::open_view`]. The graph is USearch's HNSW (see the workspace `Cargo.toml` for
+//! why that library won); this module owns the mapping between primary keys and the graph's
+//! 64-bit labels, growth, replacement, scores and the on-disk form.
+//!
+//! # Invariants
+//! - One vector per primary key: [`VectorIndex::upsert`] replaces the previous one.
+//! - Every label in the graph maps to exactly one primary key and back (`keys`/`labels`);
+//!   a removed key's label is removed from the graph before the maps forget it.
+//! - Scores are Cassandra's similarity scores (higher is closer), computed from the graph's
+//!   distance; they may differ from `similarity_*` in the last bits (SIMD summation order).
+//!   A caller that must print Cassandra's exact score recomputes it with
+//!   [`crate::similarity::Similarity::score`] on the row's stored vector.
+//! - Cosine refuses all-zero vectors (they have no direction), on insert and on search.
+//! - Nothing here panics on bad input; every failure is a [`VectorIndexError`].
+//!
+//! # Persistence
+//! [`VectorIndex::save`] writes the graph and the key map to a directory through temporary
+//! files renamed into place, with a checksum over the key map and the index settings, and a
+//! caller-given `covers` sequence number (the last write the snapshot includes).
+//! [`VectorIndex::load`] refuses anything that does not match (settings, checksum, sizes):
+//! the caller then rebuilds from the base table, which is always the source of truth. After a
+//! clean load the caller replays base-table writes newer than `covers`.
+//!
+//! # Memory
+//! [`VectorIndex::memory_bytes`] is what the graph and the key maps take. `quantization`
+//! (`F16`, `I8`) halves or quarters the vectors' share; [`VectorIndex::open_view`] serves a
+//! saved index memory-mapped from disk (read-only), so an index larger than memory is paged
+//! by the OS rather than held on the heap.
+
+//!
+//! # Wiring (for the SAI branch)
+//! - `CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'` on column `c`:
+//!   [`VectorIndexConfig::for_column`]`(&c.ty, options, name)` (`Ok(None)`: not a vector, a
+//!   plain SAI index), then [`VectorIndex::new`] and a background build: for every live row
+//!   [`VectorIndex::upsert_serialized`]`(storage_row_key, cell)`.
+//! - Writes, under the partition's lock, after the batch is written: a live vector cell
+//!   `upsert_serialized(row_key, cell)`; a deleted/expired/null cell, row or partition
+//!   deletion `remove(row_key)` (for a range or partition delete: each row key it covers);
+//!   TRUNCATE `clear()`; DROP INDEX / DROP TABLE: drop the value and its directory.
+//!   A TTL'd cell: index it, and filter expired rows at read (the read re-checks liveness).
+//! - `SELECT ... ORDER BY c ANN OF q LIMIT k`: `search_where(q, k', |row_key| keep)` where
+//!   `keep` applies the partition-key restriction / other SAI predicates; read each hit's row
+//!   from storage, drop rows no longer live or whose stored vector differs (a race with a
+//!   write), and return rows in hit order. Over-fetch `k' = 2k` (or loop) when rows are
+//!   dropped. Score selectors (`similarity_cosine(c, q)`) are computed by the function, so
+//!   they are Cassandra's exact floats.
+//! - Restart: [`VectorIndex::load`] with the covers-sequence saved at flush, then replay
+//!   newer writes; on `Unusable`/`Io`, rebuild from the table (never serve a partial index).
+//!
+//! Cassandra 5.0.9's answers the ANN planner must give (read off a running node):
+//! no LIMIT: "Top-K queries must have a limit specified and the limit must be less than the
+//! query page size"; LIMIT 1001: "Use of ANN OF in an ORDER BY clause requires a LIMIT that is
+//! not greater than 1000. LIMIT was 1001"; no index: "ANN ordering by vector requires the
+//! column to be indexed"; a non-indexed restriction (even with ALLOW FILTERING): "ANN ordering
+//! by vector requires all restricted column(s) to be indexed"; `ANN OF` on a non-vector
+//! column `t`: "Unexpected receiver type 'text'; only list and vector are expected"; another
+//! ordering beside it: "ANN ordering does not support any other ordering"; PER PARTITION LIMIT:
+//! "Top-K queries do not support per-partition limits"; aggregates: "Top-K queries can not be
+//! run with aggregation"; a second SAI index on the column: "Cannot create more than one
+//! storage-attached index on the same column: v"; unknown option: ConfigurationException
+//! "Properties specified [source_model] are not understood by StorageAttachedIndex". A zero
+//! vector into a cosine index is a WriteFailure there (an internal error); here
+//! [`VectorIndexError::ZeroVector`].
+
+use crate::similarity::Similarity;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
+
+/// How vectors are stored in the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantization {
+    F32,
+    F16,
+    I8,
+}
+
+/// Settings of one index. `Default` is what the bench measured (M 16, ef 128/64).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorIndexConfig {
+    pub dimension: usize,
+    pub similarity: Similarity,
+    /// HNSW `M`: links per node.
+    pub connectivity: usize,
+    /// HNSW `ef_construction`.
+    pub expansion_add: usize,
+    /// HNSW `ef_search`; a search for more rows than this widens its beam to `k`.
+    pub expansion_search: usize,
+    pub quantization: Quantization,
+}
+
+impl VectorIndexConfig {
+    pub fn new(dimension: usize, similarity: Similarity) -> Self {
+        VectorIndexConfig {
+            dimension,
+            similarity,
+            connectivity: 16,
+            expansion_add: 128,
+            expansion_search: 64,
+            quantization: Quantization::F32,
+        }
+    }
+
+    /// The settings of an SAI index on a column of type `ty` with the index's `options`
+    /// (`similarity_function`, `optimize_for`), as `CREATE CUSTOM INDEX ... USING
+    /// 'StorageAttachedIndex'` takes them: `Ok(None)` when the column is not a vector (a plain
+    /// SAI index), `Err` with Cassandra 5.0.9's message for a vector of non-float elements or a
+    /// bad option value. Options this does not know are left to the caller (Cassandra answers
+    /// those with a ConfigurationException naming them).
+    pub fn for_column<'o>(
+        ty: &proto::types::ColumnType,
+        options: impl IntoIterator<Item = (&'o str, &'o str)>,
+        index_name: Option<&str>,
+    ) -> Result<Option<VectorIndexConfig>, String> {
+        if !matches!(ty, proto::types::ColumnType::Vector(..)) {
+            return Ok(None);
+        }
+        let Some(dimension) = crate::similarity::float_dimension(ty) else {
+            return Err(
+                "SAI ANN indexes are only allowed on vector columns with float elements".into(),
+            );
+        };
+        let index = index_name.unwrap_or("null");
+        // Cassandra's default similarity for a vector index is cosine.
+        let mut config = VectorIndexConfig::new(dimension as usize, Similarity::Cosine);
+        for (key, value) in options {
+            match key.to_ascii_lowercase().as_str() {
+                "similarity_function" => {
+                    config.similarity = Similarity::from_option(value).ok_or_else(|| {
+                        format!(
+                            "Similarity function {} was not recognized for index {index}. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE",
+                            value.to_ascii_uppercase()
+                        )
+                    })?
+                }
+                "optimize_for" => {
+                    config.expansion_search = match value.to_ascii_uppercase().as_str() {
+                        "LATENCY" => 64,
+                        "RECALL" => 256,
+                        other => {
+                            return Err(format!(
+                                "optimize_for '{other}' was not recognized for index {index}. Valid values are: LATENCY, RECALL"
+                            ))
+                        }
+                    }
+                }
+                "maximum_node_connections" => {
+                    return Err("Maximum node connections cannot be set without enabling SAI_VECTOR_ALLOW_CUSTOM_PARAMETERS".into())
+                }
+                "construction_beam_width" => {
+                    return Err("Construction beam width cannot be set without enabling SAI_VECTOR_ALLOW_CUSTOM_PARAMETERS".into())
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(config))
+    }
+
+    fn options(&self) -> IndexOptions {
+        IndexOptions {
+            dimensions: self.dimension,
+            metric: match self.similarity {
+                Similarity::Cosine => MetricKind::Cos,
+                Similarity::Euclidean => MetricKind::L2sq,
+                Similarity::DotProduct => MetricKind::IP,
+            },
+            quantization: match self.quantization {
+                Quantization::F32 => ScalarKind::F32,
+                Quantization::F16 => ScalarKind::F16,
+                Quantization::I8 => ScalarKind::I8,
+            },
+            connectivity: self.connectivity,
+            expansion_add: self.expansion_add,
+            expansion_search: self.expansion_search,
+            multi: false,
+        }
+    }
+
+    /// The settings as text, saved beside the graph and compared at load.
+    fn fingerprint(&self) -> String {
+        format!(
+            "dimension={} similarity={:?} connectivity={} expansion_add={} quantization={:?}",
+            self.dimension,
+            self.similarity,
+            self.connectivity,
+            self.expansion_add,
+            self.quantization
+        )
+    }
+}
+
+/// Why an index operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorIndexError {
+    #[error("Invalid vector dimension: expected {expected} but got {got}")]
+    Dimension { expected: usize, got: usize },
+    #[error("Zero and near-zero vectors cannot be indexed or queried with cosine similarity")]
+    ZeroVector,
+    #[error("Vector index is read-only (opened as a view of {0})")]
+    ReadOnly(PathBuf),
+    #[error("Vector index library error: {0}")]
+    Library(String),
+    #[error("Vector index files in {dir} cannot be used ({reason}); rebuild from the table")]
+    Unusable { dir: PathBuf, reason: String },
+    #[error("Vector index I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn lib(e: impl std::fmt::Display) -> VectorIndexError {
+    VectorIndexError::Library(e.to_string())
+}
+
+/// One search result: the row's primary key and its similarity score (higher is closer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub primary_key: Vec<u8>,
+    pub score: f32,
+}
+
+struct Inner {
+    graph: usearch::Index,
+    /// primary key -> graph label.
+    labels: HashMap<Vec<u8>, u64>,
+    /// graph label -> primary key.
+    keys: HashMap<u64, Vec<u8>>,
+    next_label: u64,
+}
+
+/// An ANN index over one float-vector column. Thread-safe: searches share a read lock,
+/// writes take the write lock.
+pub struct VectorIndex {
+    config: VectorIndexConfig,
+    inner: RwLock<Inner>,
+    /// `Some(dir)` when serving a memory-mapped saved index (no writes then).
+    view_of: Option<PathBuf>,
+}
+
+const GRAPH_FILE: &str = "graph.usearch";
+const KEYS_FILE: &str = "keys.bin";
+const KEYS_MAGIC: &[u8; 8] = b"PGVIDX01";
+
+impl VectorIndex {
+    /// An empty index.
+    pub fn new(config: VectorIndexConfig) -> Result<VectorIndex, VectorIndexError> {
+        let graph = usearch::Index::new(&config.options()).map_err(lib)?;
+        Ok(VectorIndex {
+            config,
+            inner: RwLock::new(Inner {
+                graph,
+                labels: HashMap::new(),
+                keys: HashMap::new(),
+                next_label: 0,
+            }),
+            view_of: None,
+        })
+    }
+
+    pub fn config(&self) -> &VectorIndexConfig {
+        &self.config
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> Result<std::sync::RwLockWriteGuard<'_, Inner>, VectorIndexError> {
+        if let Some(dir) = &self.view_of {
+            return Err(VectorIndexError::ReadOnly(dir.clone()));
+        }
+        Ok(self.inner.write().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn check(&self, v: &[f32]) -> Result<(), VectorIndexError> {
+        if v.len() != self.config.dimension {
+            return Err(VectorIndexError::Dimension {
+                expected: self.config.dimension,
+                got: v.len(),
+            });
+        }
+        if self.config.similarity == Similarity::Cosine && v.iter().all(|x| *x == 0.0) {
+            return Err(VectorIndexError::ZeroVector);
+        }
+        Ok(())
+    }
+
+    /// Indexes `vector` for the row `primary_key`, replacing the row's previous vector.
+    pub fn upsert(&self, primary_key: &[u8], vector: &[f32]) -> Result<(), VectorIndexError> {
+        self.check(vector)?;
+        let mut inner = self.write()?;
+        if let Some(old) = inner.labels.remove(primary_key) {
+            inner.graph.remove(old).map_err(lib)?;
+            inner.keys.remove(&old);
+        }
+        let size = inner.graph.size();
+        if size + 1 > inner.graph.capacity() {
+            inner.graph.reserve((size + 1).max(1024) * 2).map_err(lib)?;
+        }
+        let label = inner.next_label;
+        inner.graph.add(label, vector).map_err(lib)?;
+        inner.next_label += 1;
+        inner.labels.insert(primary_key.to_vec(), label);
+        inner.keys.insert(label, primary_key.to_vec());
+        Ok(())
+    }
+
+    /// [`upsert`](Self::upsert) from the column's stored cell: a serialized `vector<float, n>`
+    /// (what the write path holds). An empty value (Cassandra's "empty", not null) removes.
+    pub fn upsert_serialized(
+        &self,
+        primary_key: &[u8],
+        raw: &[u8],
+    ) -> Result<(), VectorIndexError> {
+        if raw.is_empty() {
+            return self.remove(primary_key).map(|_| ());
+        }
+        let v = crate::similarity::floats(raw).ok_or(VectorIndexError::Dimension {
+            expected: self.config.dimension,
+            got: raw.len() / 4,
+        })?;
+        self.upsert(primary_key, &v)
+    }
+
+    /// Forgets the row's vector; false when the row had none.
+    pub fn remove(&self, primary_key: &[u8]) -> Result<bool, VectorIndexError> {
+        let mut inner = self.write()?;
+        let Some(label) = inner.labels.remove(primary_key) else {
+            return Ok(false);
+        };
+        inner.graph.remove(label).map_err(lib)?;
+        inner.keys.remove(&label);
+        Ok(true)
+    }
+
+    /// Forgets every vector (TRUNCATE).
+    pub fn clear(&self) -> Result<(), VectorIndexError> {
+        let mut inner = self.write()?;
+        inner.graph.reset().map_err(lib)?;
+        inner.labels.clear();
+        inner.keys.clear();
+        Ok(())
+    }
+
+    /// The `k` rows nearest to `query`, best first.
+    pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<Hit>, VectorIndexError> {
+        self.search_where(query, k, |_| true)
+    }
+
+    /// The `k` nearest rows among those whose primary key passes `keep` (a partition
+    /// restriction, another SAI predicate), best first. `keep` runs during the graph walk.
+    pub fn search_where(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Vec<Hit>, VectorIndexError> {
+        self.check(query)?;
+        let inner = self.read();
+        if k == 0 || inner.graph.size() == 0 {
+            return Ok(Vec::new());
+        }
+        // USearch widens its beam to `k` itself (expansion = max(ef, k)), so nothing here
+        // changes the shared settings under the read lock.
+        let keys = &inner.keys;
+        let m = inner
+            .graph
+            .filtered_search(query, k, |label| {
+                keys.get(&label).is_some_and(|pk| keep(pk))
+            })
+            .map_err(lib)?;
+        Ok(m.keys
+            .iter()
+            .zip(&m.distances)
+            .filter_map(|(label, d)| {
+                Some(Hit {
+                    primary_key: keys.get(label)?.clone(),
+                    score: self.score_of(*d),
+                })
+            })
+            .collect())
+    }
+
+    /// Cassandra's score from the graph's distance (cos and ip distances are `1 - x`).
+    fn score_of(&self, distance: f32) -> f32 {
+        match self.config.similarity {
+            Similarity::Cosine | Similarity::DotProduct => 1.0 - distance / 2.0,
+            Similarity::Euclidean => 1.0 / (1.0 + distance),
+        }
+    }
+
+    /// Rows indexed.
+    pub fn len(&self) -> usize {
+        self.read().labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the graph (with its vectors) and the key maps take.
+    pub fn memory_bytes(&self) -> usize {
+        let inner = self.read();
+        let keys: usize = inner.labels.keys().map(|k| 2 * k.len() + 64).sum();
+        inner.graph.memory_usage() + keys
+    }
+
+    /// Writes the index to `dir` (created if missing): the graph, then the key map with the
+    /// settings and `covers` (the caller's sequence number of the last write included), each
+    /// through a temporary file renamed into place.
+    pub fn save(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| VectorIndexError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let inner = self.read();
+        let graph_tmp = dir.join(format!("{GRAPH_FILE}.tmp"));
+        let graph_path = graph_tmp
+            .to_str()
+            .ok_or_else(|| VectorIndexError::Unusable {
+                dir: dir.to_path_buf(),
+                reason: "path is not UTF-8".into(),
+            })?;
+        inner.graph.save(graph_path).map_err(lib)?;
+        let mut body = Vec::new();
+        let fp = self.config.fingerprint();
+        put_bytes(&mut body, fp.as_bytes());
+        body.extend_from_slice(&covers.to_be_bytes());
+        body.extend_from_slice(&inner.next_label.to_be_bytes());
+        body.extend_from_slice(&(inner.keys.len() as u64).to_be_bytes());
+        for (label, pk) in &inner.keys {
+            body.extend_from_slice(&label.to_be_bytes());
+            put_bytes(&mut body, pk);
+        }
+        drop(inner);
+        let keys_tmp = dir.join(format!("{KEYS_FILE}.tmp"));
+        let mut f = std::fs::File::create(&keys_tmp).map_err(io(&keys_tmp))?;
+        f.write_all(KEYS_MAGIC).map_err(io(&keys_tmp))?;
+        f.write_all(&crc32fast::hash(&body).to_be_bytes())
+            .map_err(io(&keys_tmp))?;
+        f.write_all(&body).map_err(io(&keys_tmp))?;
+        f.sync_all().map_err(io(&keys_tmp))?;
+        std::fs::rename(&graph_tmp, dir.join(GRAPH_FILE)).map_err(io(&graph_tmp))?;
+        std::fs::rename(&keys_tmp, dir.join(KEYS_FILE)).map_err(io(&keys_tmp))?;
+        Ok(())
+    }
+
+    /// Reads an index saved by [`save`](Self::save) with the same settings, and the `covers`
+    /// number it was saved with. Any mismatch or damage is [`VectorIndexError::Unusable`]:
+    /// rebuild from the table then.
+    pub fn load(
+        dir: &Path,
+        config: VectorIndexConfig,
+    ) -> Result<(VectorIndex, u64), VectorIndexError> {
+        Self::open(dir, config, false)
+    }
+
+    /// [`load`](Self::load), serving the graph memory-mapped from the file (read-only: writes
+    /// answer [`VectorIndexError::ReadOnly`]).
+    pub fn open_view(
+        dir: &Path,
+        config: VectorIndexConfig,
+    ) -> Result<(VectorIndex, u64), VectorIndexError> {
+        Self::open(dir, config, true)
+    }
+
+    fn open(
+        dir: &Path,
+        config: VectorIndexConfig,
+        view: bool,
+    ) -> Result<(VectorIndex, u64), VectorIndexError> {
+        let unusable = |reason: &str| VectorIndexError::Unusable {
+            dir: dir.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        let keys_path = dir.join(KEYS_FILE);
+        let raw = std::fs::read(&keys_path).map_err(|source| VectorIndexError::Io {
+            path: keys_path.clone(),
+            source,
+        })?;
+        let (Some(magic), Some(crc)) = (raw.get(..8), raw.get(8..12)) else {
+            return Err(unusable("key map truncated"));
+        };
+        if magic != KEYS_MAGIC {
+            return Err(unusable("key map has an unknown format"));
+        }
+        let body = &raw[12..];
+        if crc32fast::hash(body).to_be_bytes() != crc {
+            return Err(unusable("key map checksum mismatch"));
+        }
+        let mut r = Cursor { b: body, pos: 0 };
+        let fp = r.bytes().ok_or_else(|| unusable("key map truncated"))?;
+        if fp != config.fingerprint().as_bytes() {
+            return Err(unusable("saved with other index settings"));
+        }
+        let (Some(covers), Some(next_label), Some(count)) = (r.u64(), r.u64(), r.u64()) else {
+            return Err(unusable("key map truncated"));
+        };
+        let mut labels = HashMap::new();
+        let mut keys = HashMap::new();
+        for _ in 0..count {
+            let (Some(label), Some(pk)) = (r.u64(), r.bytes()) else {
+                return Err(unusable("key map truncated"));
+            };
+            labels.insert(pk.to_vec(), label);
+            keys.insert(label, pk.to_vec());
+        }
+        let graph = usearch::Index::new(&config.options()).map_err(lib)?;
+        let graph_path = dir.join(GRAPH_FILE);
+        let path = graph_path
+            .to_str()
+            .ok_or_else(|| unusable("path is not UTF-8"))?;
+        if view {
+            graph.view(path)
+        } else {
+            graph.load(path)
+        }
+        .map_err(|e| unusable(&format!("graph unreadable: {e}")))?;
+        if graph.size() != keys.len() || graph.dimensions() != config.dimension {
+            return Err(unusable("graph and key map disagree"));
+        }
+        let index = VectorIndex {
+            config,
+            inner: RwLock::new(Inner {
+                graph,
+                labels,
+                keys,
+                next_label,
+            }),
+            view_of: view.then(|| dir.to_path_buf()),
+        };
+        Ok((index, covers))
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(s)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = u32::from_be_bytes(self.take(4)?.try_into().ok()?);
+        self.take(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixed-seed generator (xorshift), so the recall floor is a fact, not a chance.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn gauss(&mut self) -> f32 {
+            let u = ((self.next() >> 40) as f32 / (1u64 << 24) as f32).max(1e-7);
+            let v = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+            (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+        }
+    }
+
+    /// Clustered vectors (not uniform: real embeddings cluster), the first `n` the data and
+    /// the rest queries.
+    fn data(n: usize, queries: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut r = Rng(seed);
+        let centers: Vec<Vec<f32>> = (0..20)
+            .map(|_| (0..dim).map(|_| r.gauss()).collect())
+            .collect();
+        (0..n + queries)
+            .map(|_| {
+                let c = &centers[(r.next() % 20) as usize];
+                c.iter().map(|x| x + 0.5 * r.gauss()).collect()
+            })
+            .collect()
+    }
+
+    fn pk(i: usize) -> Vec<u8> {
+        (i as u32).to_be_bytes().to_vec()
+    }
+
+    fn brute_force(f: Similarity, base: &[Vec<f32>], q: &[f32], k: usize) -> Vec<Vec<u8>> {
+        let mut scored: Vec<(f32, usize)> = base
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (f.score(q, v), i))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.iter().take(k).map(|(_, i)| pk(*i)).collect()
+    }
+
+    #[test]
+    fn recall_at_10_is_at_least_095_for_every_similarity() {
+        let (n, nq, dim) = (3000, 50, 48);
+        let all = data(n, nq, dim, 0x5eed);
+        let (base, queries) = all.split_at(n);
+        for f in [
+            Similarity::Cosine,
+            Similarity::Euclidean,
+            Similarity::DotProduct,
+        ] {
+            let index = VectorIndex::new(VectorIndexConfig::new(dim, f)).unwrap();
+            for (i, v) in base.iter().enumerate() {
+                index.upsert(&pk(i), v).unwrap();
+            }
+            let mut hits = 0;
+            for q in queries {
+                let truth = brute_force(f, base, q, 10);
+                let got = index.search(q, 10).unwrap();
+                assert_eq!(got.len(), 10);
+                assert!(
+                    got.windows(2).all(|w| w[0].score >= w[1].score),
+                    "{f:?} best first"
+                );
+                hits += got
+                    .iter()
+                    .filter(|h| truth.contains(&h.primary_key))
+                    .count();
+            }
+            let recall = hits as f64 / (10 * queries.len()) as f64;
+            assert!(recall >= 0.95, "{f:?}: recall@10 {recall}");
+        }
+    }
+
+    #[test]
+    fn scores_are_cassandras_similarities() {
+        let a = [0.3f32, -1.0, 2.0, 0.5];
+        let b = [1.0f32, 0.25, -0.5, 2.0];
+        for f in [
+            Similarity::Cosine,
+            Similarity::Euclidean,
+            Similarity::DotProduct,
+        ] {
+            let index = VectorIndex::new(VectorIndexConfig::new(4, f)).unwrap();
+            index.upsert(b"b", &b).unwrap();
+            let hit = &index.search(&a, 1).unwrap()[0];
+            assert_eq!(hit.primary_key, b"b");
+            assert!(
+                (hit.score - f.score(&a, &b)).abs() < 1e-5,
+                "{f:?} {}",
+                hit.score
+            );
+        }
+    }
+
+    #[test]
+    fn upsert_replaces_and_remove_forgets() {
+        let index = VectorIndex::new(VectorIndexConfig::new(2, Similarity::Euclidean)).unwrap();
+        index.upsert(b"a", &[0.0, 0.0]).unwrap();
+        index.upsert(b"b", &[10.0, 10.0]).unwrap();
+        index.upsert(b"a", &[20.0, 20.0]).unwrap();
+        assert_eq!(index.len(), 2);
+        assert_eq!(index.search(&[0.0, 0.0], 1).unwrap()[0].primary_key, b"b");
+        assert!(index.remove(b"b").unwrap());
+        assert!(!index.remove(b"b").unwrap());
+        let left = index.search(&[0.0, 0.0], 5).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].primary_key, b"a");
+        index.clear().unwrap();
+        assert!(index.search(&[0.0, 0.0], 5).unwrap().is_empty());
+    }
+
+    #[test]
+    fn index_options_are_read_as_cassandra_reads_them() {
+        use proto::types::ColumnType as T;
+        let v3 = T::Vector(Box::new(T::Float), 3);
+        let c = VectorIndexConfig::for_column(&v3, [], None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.dimension, c.similarity), (3, Similarity::Cosine));
+        let opts = [
+            ("similarity_function", "dot_product"),
+            ("optimize_for", "Recall"),
+        ];
+        let c = VectorIndexConfig::for_column(&v3, opts, Some("i"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.similarity, Similarity::DotProduct);
+        assert_eq!(c.expansion_search, 256);
+        assert_eq!(VectorIndexConfig::for_column(&T::Int, [], None), Ok(None));
+        assert_eq!(
+            VectorIndexConfig::for_column(&T::Vector(Box::new(T::Int), 3), [], None),
+            Err("SAI ANN indexes are only allowed on vector columns with float elements".into())
+        );
+        assert_eq!(
+            VectorIndexConfig::for_column(&v3, [("similarity_function", "bogus")], None),
+            Err("Similarity function BOGUS was not recognized for index null. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE".into())
+        );
+        assert_eq!(
+            VectorIndexConfig::for_column(&v3, [("optimize_for", "bogus")], None),
+            Err("optimize_for 'BOGUS' was not recognized for index null. Valid values are: LATENCY, RECALL".into())
+        );
+        assert!(
+            VectorIndexConfig::for_column(&v3, [("maximum_node_connections", "32")], None)
+                .unwrap_err()
+                .starts_with("Maximum node connections cannot be set")
+        );
+    }
+
+    #[test]
+    fn searches_run_beside_writes() {
+        let dim = 16;
+        let all = data(2000, 40, dim, 11);
+        let index = VectorIndex::new(VectorIndexConfig::new(dim, Similarity::Euclidean)).unwrap();
+        for (i, v) in all[..1000].iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for (i, v) in all[1000..2000].iter().enumerate() {
+                    index.upsert(&pk(1000 + i), v).unwrap();
+                }
+            });
+            for t in 0..3 {
+                let (index, all) = (&index, &all);
+                s.spawn(move || {
+                    for q in &all[2000 + t * 10..2000 + t * 10 + 10] {
+                        let hits = index.search(q, 20).unwrap();
+                        assert_eq!(hits.len(), 20);
+                    }
+                });
+            }
+        });
+        assert_eq!(index.len(), 2000);
+    }
+
+    #[test]
+    fn stored_cells_index_as_their_floats() {
+        let index = VectorIndex::new(VectorIndexConfig::new(2, Similarity::Euclidean)).unwrap();
+        let raw: Vec<u8> = [3.0f32, -1.0]
+            .iter()
+            .flat_map(|x| x.to_be_bytes())
+            .collect();
+        index.upsert_serialized(b"a", &raw).unwrap();
+        assert_eq!(index.search(&[3.0, -1.0], 1).unwrap()[0].score, 1.0);
+        assert!(matches!(
+            index.upsert_serialized(b"b", &raw[..7]),
+            Err(VectorIndexError::Dimension { .. })
+        ));
+        index.upsert_serialized(b"a", &[]).unwrap();
+        assert!(index.is_empty());
+    }
+
+    #[test]
+    fn filters_and_refusals() {
+        let index = VectorIndex::new(VectorIndexConfig::new(2, Similarity::Cosine)).unwrap();
+        for i in 0..100u8 {
+            index.upsert(&[i], &[1.0, f32::from(i)]).unwrap();
+        }
+        let even = index
+            .search_where(&[1.0, 50.0], 5, |pk| pk[0] % 2 == 0)
+            .unwrap();
+        assert_eq!(even.len(), 5);
+        assert!(even.iter().all(|h| h.primary_key[0] % 2 == 0));
+        assert!(matches!(
+            index.upsert(b"z", &[0.0, 0.0]),
+            Err(VectorIndexError::ZeroVector)
+        ));
+        assert!(matches!(
+            index.search(&[1.0, 2.0, 3.0], 1),
+            Err(VectorIndexError::Dimension {
+                expected: 2,
+                got: 3
+            })
+        ));
+        assert!(index.search(&[1.0, 2.0], 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn save_load_and_view_round_trip_and_damage_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pg-vidx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = VectorIndexConfig::new(8, Similarity::DotProduct);
+        let index = VectorIndex::new(cfg.clone()).unwrap();
+        let all = data(500, 5, 8, 7);
+        for (i, v) in all[..500].iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        index.save(&dir, 42).unwrap();
+        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone()).unwrap();
+        assert_eq!(covers, 42);
+        assert_eq!(loaded.len(), 500);
+        for q in &all[500..] {
+            assert_eq!(index.search(q, 10).unwrap(), loaded.search(q, 10).unwrap());
+        }
+        loaded.upsert(&pk(1000), &all[0]).unwrap();
+        let (view, _) = VectorIndex::open_view(&dir, cfg.clone()).unwrap();
+        assert_eq!(
+            view.search(&all[501], 3).unwrap(),
+            index.search(&all[501], 3).unwrap()
+        );
+        assert!(matches!(
+            view.upsert(b"x", &all[0]),
+            Err(VectorIndexError::ReadOnly(_))
+        ));
+        drop(view);
+        let other = VectorIndexConfig::new(8, Similarity::Cosine);
+        assert!(matches!(
+            VectorIndex::load(&dir, other),
+            Err(VectorIndexError::Unusable { .. })
+        ));
+        let keys = dir.join(KEYS_FILE);
+        let mut raw = std::fs::read(&keys).unwrap();
+        let last = raw.len() - 1;
+        raw[last] ^= 1;
+        std::fs::write(&keys, &raw).unwrap();
+        assert!(matches!(
+            VectorIndex::load(&dir, cfg),
+            Err(VectorIndexError::Unusable { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
