@@ -439,3 +439,42 @@ fn drop_index_needs_alter_on_its_table() {
     ok(&e, "cassandra", "GRANT ALTER ON ks.t TO bob");
     ok(&e, "bob", "DROP INDEX ks.vi");
 }
+
+/// CREATE, ALTER and DROP MATERIALIZED VIEW ask ALTER on the base table, as Cassandra asks it.
+#[test]
+fn view_statements_need_alter_on_the_base() {
+    let e = auth_engine(Arc::new(storage::MemStorage::new()));
+    e.set_materialized_views_enabled(true);
+    ok(&e, "cassandra", "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    ok(
+        &e,
+        "cassandra",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+    );
+    ok(
+        &e,
+        "cassandra",
+        "CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true",
+    );
+    let create = "CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)";
+    let refused = "0x2100 User bob has no ALTER permission on <table ks.t> or any of its parents";
+    assert_eq!(err(&e, "bob", create), refused);
+    ok(&e, "cassandra", create);
+    assert_eq!(
+        err(
+            &e,
+            "bob",
+            "ALTER MATERIALIZED VIEW ks.mv WITH comment = 'x'"
+        ),
+        refused
+    );
+    assert_eq!(err(&e, "bob", "DROP MATERIALIZED VIEW ks.mv"), refused);
+    ok(&e, "cassandra", "GRANT ALTER ON ks.t TO bob");
+    ok(
+        &e,
+        "bob",
+        "ALTER MATERIALIZED VIEW ks.mv WITH comment = 'x'",
+    );
+    ok(&e, "bob", "DROP MATERIALIZED VIEW ks.mv");
+    ok(&e, "bob", create);
+}
