@@ -20,6 +20,8 @@
 #                          then waits for the CQL port and Cassandra's "listening for CQL
 #                          clients" line instead of a plain query
 #   CASSANDRA_JVM_OPTS     extra JVM flags, split on spaces (e.g. a -Dcassandra.* property)
+#   CASSANDRA_MATERIALIZED_VIEWS=1  set materialized_views_enabled: true (views are off by default,
+#                          as in Cassandra's own cassandra.yaml)
 #   CASSANDRA_JOIN=N       join the cluster of the instance on CQL port N (its seed) instead of
 #                          starting a cluster of one; joins without bootstrapping data
 #   PEREGRINE_CASSANDRA_HOME, PEREGRINE_VENV, JAVA_HOME_17  as in scripts/setup.sh
@@ -36,7 +38,7 @@ JAVA17="${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 HEAP="${CASSANDRA_HEAP:-1G}"
 START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-180}"
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 cmd="${1:-}"; shift || true
 PORT="${CASSANDRA_PORT:-9142}"
@@ -132,6 +134,9 @@ auto_snapshot: false
 EOF
     if [[ -n "$JOIN" ]]; then echo "auto_bootstrap: false" >>"$DIR/conf/cassandra.yaml"; fi
     if [[ -n "${CASSANDRA_EXTRA_YAML:-}" ]]; then cat "$CASSANDRA_EXTRA_YAML" >>"$DIR/conf/cassandra.yaml"; fi
+    if [[ "${CASSANDRA_MATERIALIZED_VIEWS:-0}" == 1 ]]; then
+        echo "materialized_views_enabled: true" >>"$DIR/conf/cassandra.yaml"
+    fi
     cat >"$DIR/conf/logback.xml" <<'EOF'
 <configuration scan="false">
   <appender name="SYSTEMLOG" class="ch.qos.logback.core.FileAppender">

@@ -22,6 +22,9 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @sleep 2.5           (alone) sleep before the next statement, on both sides
   -- @messages            compare the error message too, not only the code
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
+  -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
+                          reference refuses them (materialized_views_enabled off), the whole
+                          scenario is reported skipped instead of run
 Any statement that fails on A without `@error` is reported as a scenario problem too.
 
 known_differences.txt lists accepted deviations, one per line:
@@ -88,6 +91,8 @@ def parse_scenario(path):
                     pending[name] = True
                 elif name == "file-messages":
                     file_wide["messages"] = True
+                elif name == "requires-views":
+                    file_wide["requires-views"] = True
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -354,6 +359,22 @@ class Report:
     known_hit: set = field(default_factory=set)
 
 
+def _views_enabled(session, ks):
+    """Whether `session`'s server accepts CREATE MATERIALIZED VIEW (a probe in `ks`)."""
+    session.execute(f"CREATE TABLE {ks}.views_probe (k int PRIMARY KEY)")
+    try:
+        session.execute(f"CREATE MATERIALIZED VIEW {ks}.views_probe_v AS SELECT k FROM {ks}.views_probe "
+                        "WHERE k IS NOT NULL PRIMARY KEY (k)")
+    except Exception as e:  # noqa: BLE001 - any refusal means the scenario cannot run
+        if "Materialized views are disabled" in str(e):
+            return False
+        raise
+    finally:
+        session.execute(f"DROP MATERIALIZED VIEW IF EXISTS {ks}.views_probe_v")
+        session.execute(f"DROP TABLE {ks}.views_probe")
+    return True
+
+
 def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, keep=False, out=print):
     name = os.path.basename(path)
     base = re.sub(r"\W", "_", os.path.splitext(name)[0]).lower()
@@ -363,6 +384,12 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
     for s, ks in ((sa, ks_a), (sb, ks_b)):
         s.execute(f"CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
         s.set_keyspace(ks)
+    if stmts and stmts[0].directives.get("requires-views") and not _views_enabled(sa, ks_a):
+        report.known += 1
+        out(f"SKIP {name}: the reference has materialized views disabled (materialized_views_enabled)")
+        for s, ks in ((sa, ks_a), (sb, ks_b)):
+            s.execute(f"DROP KEYSPACE IF EXISTS {ks}")
+        return report
     try:
         for st in stmts:
             if st.sleep:

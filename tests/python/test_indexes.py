@@ -140,12 +140,12 @@ def test_prepared_indexed_statements(session, ks):
 
 
 class OwnServer:
-    def __init__(self, binary, root):
+    def __init__(self, binary, root, extra_config=""):
         self.binary, self.root = binary, root
         self.port = _free_port()
         self.config = os.path.join(root, "peregrine.yaml")
         with open(self.config, "w") as f:
-            f.write("commitlog_sync: batch\n")
+            f.write("commitlog_sync: batch\n" + extra_config)
         self.proc = None
         self.starts = 0
 
@@ -169,17 +169,24 @@ class OwnServer:
         return c, c.connect()
 
 
-@pytest.fixture
-def own_server():
+def own_server_lifetime(prefix, extra_config="", start=False):
+    """An OwnServer for a fixture to yield from: killed and removed afterwards."""
     binary = _find_peregrine()
     if binary is None:
         pytest.skip("needs the peregrine binary")
-    root = tempfile.mkdtemp(prefix="peregrine-indexes-")
-    s = OwnServer(binary, root)
+    root = tempfile.mkdtemp(prefix=prefix)
+    s = OwnServer(binary, root, extra_config)
+    if start:
+        s.start()
     yield s
     if s.proc is not None:
         s.stop(signal.SIGKILL)
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def own_server():
+    yield from own_server_lifetime("peregrine-indexes-")
 
 
 def check_agrees(session):

@@ -107,6 +107,19 @@ pub enum Statement {
         if_exists: bool,
     },
     CreateIndex(CreateIndex),
+    /// `CREATE MATERIALIZED VIEW`.
+    CreateView(CreateView),
+    /// `ALTER MATERIALIZED VIEW name WITH options`.
+    AlterView {
+        name: QualifiedName,
+        if_exists: bool,
+        options: TableOptions,
+    },
+    /// `DROP MATERIALIZED VIEW`.
+    DropView {
+        name: QualifiedName,
+        if_exists: bool,
+    },
     DropIndex {
         name: QualifiedName,
         if_exists: bool,
@@ -1009,6 +1022,17 @@ impl TableOptions {
     pub fn is_empty(&self) -> bool {
         self.clustering_order.is_empty() && !self.compact_storage && self.properties.is_empty()
     }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateView {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    /// `AS SELECT ... FROM base WHERE ...`.
+    pub select: SelectStatement,
+    pub partition_key: Vec<String>,
+    pub clustering_columns: Vec<String>,
+    pub options: TableOptions,
 }
 
 #[derive(Debug, Clone, PartialEq)]

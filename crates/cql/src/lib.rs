@@ -10,8 +10,8 @@
 //! What it is **not**: it knows no schema, so it neither resolves names nor checks types.
 //! Literals keep their source text ([`ast::Literal::Integer`] holds `"-42"`) for the executor
 //! to convert by the receiving column's type; user types are names; `{}` is an empty set that
-//! the executor must also accept where a map is expected. Functions, aggregates, materialized
-//! views and triggers parse to [`Statement::Unsupported`].
+//! the executor must also accept where a map is expected. Functions, aggregates and triggers
+//! parse to [`Statement::Unsupported`].
 //!
 //! # Module map
 //! - [`ast`]: the tree ([`Statement`] and everything below it), plus `Display` for types,

@@ -11,6 +11,8 @@ use crate::error::ParseError;
 use crate::keywords::is_reserved;
 use crate::lexer::{tokenize, Tok, Token};
 
+mod view;
+
 /// Deepest nesting of terms, types, selectors and relations accepted.
 pub(crate) const MAX_DEPTH: u32 = 32;
 
@@ -1566,7 +1568,7 @@ impl<'a> Parser<'a> {
             return self.unsupported("CREATE AGGREGATE");
         }
         if self.at_kw("materialized") {
-            return self.unsupported("CREATE MATERIALIZED VIEW");
+            return self.create_view();
         }
         if self.at_kw("trigger") {
             return self.unsupported("CREATE TRIGGER");
@@ -1995,7 +1997,7 @@ impl<'a> Parser<'a> {
             }));
         }
         if self.at_kw("materialized") {
-            return self.unsupported("ALTER MATERIALIZED VIEW");
+            return self.alter_view();
         }
         Err(self.no_viable())
     }
@@ -2130,7 +2132,7 @@ impl<'a> Parser<'a> {
             return self.unsupported("DROP AGGREGATE");
         }
         if self.at_kw("materialized") {
-            return self.unsupported("DROP MATERIALIZED VIEW");
+            return self.drop_view();
         }
         if self.at_kw("trigger") {
             return self.unsupported("DROP TRIGGER");

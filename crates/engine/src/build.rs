@@ -920,6 +920,7 @@ impl<'a> Builder<'a> {
 
     pub fn insert(&mut self, s: &ast::InsertStatement) -> Result<WritePlan, EngineError> {
         let t = self.table(&s.table)?;
+        crate::view::ddl::check_write(&t)?;
         let pairs: Vec<(String, Src)> = match &s.values {
             ast::InsertValues::Values { columns, values } => {
                 if columns.len() != values.len() {
@@ -1055,6 +1056,7 @@ impl<'a> Builder<'a> {
                 )));
             }
             check_operation(&c, a)?;
+            crate::view::ddl::check_write(&t)?;
             let op = match a {
                 ast::Assignment::Set { value, .. } => {
                     if c.ty == ColumnType::Counter {
@@ -1140,6 +1142,7 @@ impl<'a> Builder<'a> {
 
     pub fn delete(&mut self, s: &ast::DeleteStatement) -> Result<WritePlan, EngineError> {
         let t = self.table(&s.table)?;
+        crate::view::ddl::check_write(&t)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         if ttl.is_some() {
             return Err(EngineError::invalid(

@@ -119,6 +119,9 @@ pub struct TableDef {
     /// Secondary indexes and SAI indexes on this table (see `index`).
     #[serde(default)]
     pub indexes: Vec<crate::index::IndexDef>,
+    /// Set when this table is a materialized view (see `view`).
+    #[serde(default)]
+    pub view: Option<crate::view::ViewDef>,
 }
 
 impl TableDef {
@@ -185,19 +188,30 @@ pub struct Schema {
     pub tables: BTreeMap<(String, String), Arc<TableDef>>,
     pub version: [u8; 16],
     pub next_table_id: u32,
-    /// Tables that have indexes, by table id (what a write consults to keep entries).
+    /// Tables that have indexes or views, by table id (what a write consults to keep
+    /// entries and view rows).
     pub indexed: BTreeMap<u32, Arc<TableDef>>,
+    /// The views of each base table, by the base's table id.
+    pub views: BTreeMap<u32, Vec<Arc<TableDef>>>,
 }
 
 impl Schema {
     /// Recomputes [`Schema::indexed`]; called on every schema made visible.
     pub fn refresh_indexed(&mut self) {
+        let mut views: BTreeMap<u32, Vec<Arc<TableDef>>> = BTreeMap::new();
+        for v in self.tables.values() {
+            let Some(def) = &v.view else { continue };
+            if let Some(base) = self.table(&v.keyspace, &def.base) {
+                views.entry(base.id).or_default().push(v.clone());
+            }
+        }
         self.indexed = self
             .tables
             .values()
-            .filter(|t| !t.indexes.is_empty())
+            .filter(|t| !t.indexes.is_empty() || views.contains_key(&t.id))
             .map(|t| (t.id, t.clone()))
             .collect();
+        self.views = views;
     }
     pub fn table(&self, ks: &str, name: &str) -> Option<&Arc<TableDef>> {
         self.tables.get(&(ks.to_string(), name.to_string()))

@@ -686,6 +686,7 @@ pub fn create_table(
         options,
         dropped: Vec::new(),
         indexes: Vec::new(),
+        view: None,
     };
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
@@ -713,6 +714,7 @@ pub fn alter_table(
             at.name.name
         )));
     };
+    crate::view::ddl::check_alter_table(schema, t, &at.action)?;
     let mut t = (**t).clone();
     match &at.action {
         ast::AlterTableAction::Add {
@@ -822,6 +824,7 @@ pub fn alter_table(
     let mut next = schema.clone();
     let name = t.name.clone();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
+    crate::view::ddl::follow_base(&mut next, &ks, &name, &at.action);
     Ok(Some((next, SchemaChange::table_updated(&ks, &name))))
 }
 
@@ -863,7 +866,7 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
 }
 
 /// Durations have no order, so Cassandra refuses them anywhere inside a key column's type.
-fn contains_duration(ty: &ColumnType) -> bool {
+pub(crate) fn contains_duration(ty: &ColumnType) -> bool {
     match ty {
         ColumnType::Duration => true,
         ColumnType::List(t) | ColumnType::Set(t) | ColumnType::Vector(t, _) => contains_duration(t),

@@ -476,12 +476,14 @@ impl Engine {
 
     pub(crate) fn partition_has_live_row(
         store: &dyn storage::Storage,
+        t: &TableDef,
         prefix: &[u8],
         header: &PartitionHeader,
         now: Now,
     ) -> Result<bool, EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
+        let strict = crate::view::strict_liveness(t);
         for item in store.scan(
             Bound::Included(rp.as_slice()),
             Bound::Excluded(end.as_slice()),
@@ -489,7 +491,9 @@ impl Engine {
         ) {
             let (key, value) = item?;
             let row = Row::decode(&value).map_err(EngineError::corrupt)?;
-            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..])) {
+            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..]))
+                && (!strict || crate::view::marker_live(&row, now.secs))
+            {
                 return Ok(true);
             }
         }
@@ -832,16 +836,19 @@ impl Engine {
             .collect();
         let mut batch = WriteBatch::new();
         // Read under the locks: a write racing an index build sees the index (see `index`).
-        let indexed: Vec<_> = if !self.has_indexes.load(std::sync::atomic::Ordering::Acquire) {
-            Vec::new()
-        } else {
-            let schema = self.schema.get();
-            m.entries
+        let schema = self
+            .has_indexes
+            .load(std::sync::atomic::Ordering::Acquire)
+            .then(|| self.schema.get());
+        let indexed: Vec<_> = match &schema {
+            None => Vec::new(),
+            Some(schema) => m
+                .entries
                 .keys()
                 .filter_map(|k| k.get(1..5))
                 .filter_map(|b| schema.indexed.get(&u32::from_be_bytes(b.try_into().ok()?)))
                 .cloned()
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>(),
         };
         let mut indexed = indexed;
         indexed.dedup_by_key(|t| t.id);
@@ -923,8 +930,12 @@ impl Engine {
         if let Some((_, e)) = first_error.0 {
             return Err(e);
         }
-        if !indexed.is_empty() {
+        if let (false, Some(schema)) = (indexed.is_empty(), &schema) {
             crate::index::maintain(&indexed, &originals, &pending, &mut batch);
+            if !schema.views.is_empty() {
+                let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
+                crate::view::maintain(schema, &indexed, &originals, &pending, &stored, &mut batch);
+            }
         }
         for (k, v) in pending {
             match v {

@@ -26,6 +26,7 @@
 //! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
+//! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
 //! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
 //!
 //! # Invariants
@@ -62,6 +63,7 @@ pub mod system;
 pub mod token;
 pub mod types;
 pub mod vector_index;
+pub mod view;
 
 use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
@@ -179,7 +181,7 @@ impl SchemaChange {
             name: None,
         }
     }
-    fn table(change: &'static str, ks: &str, t: &str) -> Self {
+    pub(crate) fn table(change: &'static str, ks: &str, t: &str) -> Self {
         SchemaChange {
             change,
             target: "TABLE",
@@ -399,9 +401,11 @@ pub struct Engine {
     storage: Arc<dyn Storage>,
     schema: Arc<SchemaCell>,
     schema_generation: AtomicU64,
-    /// Whether any table has an index: a write to a database without indexes skips their
-    /// upkeep after one load of this flag (see `exec::apply`).
+    /// Whether any table has an index or a materialized view: a write to a database without
+    /// either skips their upkeep after one load of this flag (see `exec::apply`).
     has_indexes: AtomicBool,
+    /// `materialized_views_enabled` (Cassandra's key; off by default).
+    views_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -481,6 +485,7 @@ impl Engine {
             schema: schema_cell,
             schema_generation: AtomicU64::new(1),
             has_indexes,
+            views_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
@@ -491,11 +496,17 @@ impl Engine {
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
+        engine.build_views().map_err(EngineError::into_db)?;
         Ok(engine)
     }
 
     pub fn schema(&self) -> Arc<Schema> {
         self.schema.get()
+    }
+
+    /// Allows or refuses `CREATE MATERIALIZED VIEW` (`materialized_views_enabled`).
+    pub fn set_materialized_views_enabled(&self, on: bool) {
+        self.views_enabled.store(on, Ordering::Relaxed);
     }
 
     pub fn node(&self) -> &NodeInfo {
@@ -995,6 +1006,11 @@ impl Engine {
                 if let cql::Statement::DropIndex { name, .. } = st {
                     self.authorize_drop_index(name, ks, opts)?;
                 }
+                if let cql::Statement::AlterView { name, .. }
+                | cql::Statement::DropView { name, .. } = st
+                {
+                    self.authorize_view_change(name, ks, opts)?;
+                }
                 let outcome = self.ddl(st, ks, now)?;
                 if let Outcome::SchemaChange(change) = &outcome {
                     self.auth
@@ -1027,6 +1043,33 @@ impl Engine {
         };
         self.auth
             .authorize_table(opts.role.as_deref(), k, &t.name, auth::Permission::Alter)
+            .map_err(EngineError::Db)
+    }
+
+    /// ALTER and DROP MATERIALIZED VIEW need ALTER on the view's base table, as in Cassandra
+    /// (the statement names only the view).
+    fn authorize_view_change(
+        &self,
+        name: &cql::ast::QualifiedName,
+        ks: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<(), EngineError> {
+        let Some(k) = name.keyspace.as_deref().or(ks) else {
+            return Ok(());
+        };
+        if !self.auth.authorizing() {
+            return Ok(());
+        }
+        let schema = self.schema.get();
+        let Some(base) = schema
+            .table(k, &name.name)
+            .and_then(|v| v.view.as_ref())
+            .map(|d| d.base.clone())
+        else {
+            return Ok(());
+        };
+        self.auth
+            .authorize_table(opts.role.as_deref(), k, &base, auth::Permission::Alter)
             .map_err(EngineError::Db)
     }
 
@@ -1142,6 +1185,9 @@ impl Engine {
                         )));
                     }
                 } else {
+                    if let Some(t) = schema.table(&k, &name.name) {
+                        view::ddl::check_drop_table(&schema, t)?;
+                    }
                     let mut next = (*schema).clone();
                     next.tables.remove(&(k.clone(), name.name.clone()));
                     Some((next, SchemaChange::table("DROPPED", &k, &name.name)))
@@ -1167,14 +1213,21 @@ impl Engine {
                         name.name
                     )));
                 };
+                view::ddl::check_truncate(t)?;
                 // A fresh id makes every old row unreachable at once; compaction reclaims it.
+                // The base's views are emptied with it.
                 let mut next = (*schema).clone();
-                let mut nt: TableDef = (**t).clone();
-                nt.id = next.next_table_id;
-                next.next_table_id += 1;
-                index::ddl::renumber(&mut nt, &mut next.next_table_id);
-                next.tables
-                    .insert((k.clone(), name.name.clone()), Arc::new(nt));
+                let views: Vec<Arc<TableDef>> = view::ddl::views_of(&schema, &k, &name.name)
+                    .cloned()
+                    .collect();
+                for t in std::iter::once(t).chain(&views) {
+                    let mut nt: TableDef = (**t).clone();
+                    nt.id = next.next_table_id;
+                    next.next_table_id += 1;
+                    index::ddl::renumber(&mut nt, &mut next.next_table_id);
+                    next.tables
+                        .insert((k.clone(), nt.name.clone()), Arc::new(nt));
+                }
                 self.install(next)?;
                 return Ok(Outcome::Void);
             }
@@ -1183,6 +1236,21 @@ impl Engine {
                 guard_system(&k)?;
                 index::ddl::create_index(&schema, &k, ci)?
             }
+            S::CreateView(cv) => {
+                if !self.views_enabled.load(Ordering::Relaxed) {
+                    return Err(EngineError::invalid(
+                        "Materialized views are disabled. Enable in cassandra.yaml to use.",
+                    ));
+                }
+                guard_system(&table_ks(&cv.name)?)?;
+                view::ddl::create_view(&schema, ks, cv, now)?
+            }
+            S::AlterView {
+                name,
+                if_exists,
+                options,
+            } => view::ddl::alter_view(&schema, ks, name, *if_exists, options)?,
+            S::DropView { name, if_exists } => view::ddl::drop_view(&schema, ks, name, *if_exists)?,
             S::DropIndex { name, if_exists } => {
                 index::ddl::drop_index(&schema, ks, name, *if_exists)?
             }
@@ -1204,6 +1272,7 @@ impl Engine {
                 next.version = scalar::random_uuid(0);
                 self.install(next)?;
                 self.build_indexes()?;
+                self.build_views()?;
                 Ok(Outcome::SchemaChange(change))
             }
         }

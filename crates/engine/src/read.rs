@@ -738,7 +738,7 @@ impl<'a> SelectRun<'a> {
                 return Ok(Flow::Go);
             }
             let live = header.has_live_statics(now.secs)
-                || Engine::partition_has_live_row(store, prefix, &header, now)?;
+                || Engine::partition_has_live_row(store, t, prefix, &header, now)?;
             let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
             if !live || !passes() {
                 return Ok(Flow::Go);
@@ -792,11 +792,13 @@ impl<'a> SelectRun<'a> {
                 } else {
                     store.scan(lo, hi, plan.reversed)
                 };
+            let strict = crate::view::strict_liveness(t);
             for item in items {
                 let (key, value) = item?;
                 let row = Row::decode(&value).map_err(EngineError::corrupt)?;
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 if !row.is_live(now.secs, outer)
+                    || (strict && !crate::view::marker_live(&row, now.secs))
                     || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
                 {
                     continue;

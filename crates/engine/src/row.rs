@@ -26,7 +26,7 @@ impl Deletion {
     pub fn shadows(&self, ts: i64) -> bool {
         ts <= self.ts
     }
-    fn merge(a: Option<Deletion>, b: Option<Deletion>) -> Option<Deletion> {
+    pub(crate) fn merge(a: Option<Deletion>, b: Option<Deletion>) -> Option<Deletion> {
         match (a, b) {
             (Some(x), Some(y)) => Some(if y.ts > x.ts { y } else { x }),
             (x, None) => x,

@@ -55,6 +55,7 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_virtual_schema.tables (keyspace_name text, table_name text, comment text, PRIMARY KEY (keyspace_name, table_name))",
     "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
     "CREATE TABLE system.\"IndexInfo\" (table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name))",
+    "CREATE TABLE system.built_views (keyspace_name text, view_name text, status_replicated boolean, PRIMARY KEY (keyspace_name, view_name))",
 ];
 
 pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
@@ -159,6 +160,34 @@ fn text_list(items: &[&str]) -> Option<Vec<u8>> {
     Some(proto::value::to_bytes(&v))
 }
 
+/// The option columns `system_schema.tables` and `system_schema.views` share.
+fn option_cells(tb: &TableDef) -> Vec<(&'static str, Option<Vec<u8>>)> {
+    let o = &tb.options;
+    vec![
+        ("additional_write_policy", text(&o.additional_write_policy)),
+        ("bloom_filter_fp_chance", double(o.bloom_filter_fp_chance)),
+        ("caching", text_map(&o.caching)),
+        ("comment", text(&o.comment)),
+        ("compaction", text_map(&o.compaction)),
+        ("compression", text_map(&o.compression)),
+        ("crc_check_chance", double(o.crc_check_chance)),
+        ("dclocal_read_repair_chance", double(0.0)),
+        ("default_time_to_live", int(o.default_time_to_live)),
+        ("extensions", Some(0i32.to_be_bytes().to_vec())),
+        ("gc_grace_seconds", int(o.gc_grace_seconds)),
+        ("id", Some(tb.uuid.to_vec())),
+        ("max_index_interval", int(o.max_index_interval)),
+        (
+            "memtable_flush_period_in_ms",
+            int(o.memtable_flush_period_in_ms),
+        ),
+        ("min_index_interval", int(o.min_index_interval)),
+        ("read_repair", text(&o.read_repair)),
+        ("read_repair_chance", double(0.0)),
+        ("speculative_retry", text(&o.speculative_retry)),
+    ]
+}
+
 /// The `columns` rows (`system_schema` or `system_virtual_schema`) of `tb`.
 fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableDef) {
     for c in &tb.columns {
@@ -251,38 +280,43 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
             }
         }
         ("system_schema", "tables") => {
-            for tb in schema_tables() {
+            for tb in schema_tables().filter(|t| t.view.is_none()) {
                 let o = &tb.options;
-                push(vec![
-                    ("keyspace_name", text(&tb.keyspace)),
-                    ("table_name", text(&tb.name)),
-                    ("additional_write_policy", text(&o.additional_write_policy)),
-                    ("allow_auto_snapshot", boolean(true)),
-                    ("bloom_filter_fp_chance", double(o.bloom_filter_fp_chance)),
-                    ("caching", text_map(&o.caching)),
-                    ("cdc", boolean(o.cdc)),
-                    ("comment", text(&o.comment)),
-                    ("compaction", text_map(&o.compaction)),
-                    ("compression", text_map(&o.compression)),
-                    ("crc_check_chance", double(o.crc_check_chance)),
-                    ("dclocal_read_repair_chance", double(0.0)),
-                    ("default_time_to_live", int(o.default_time_to_live)),
-                    ("extensions", Some(0i32.to_be_bytes().to_vec())),
-                    ("flags", text_list(&["compound"])),
-                    ("gc_grace_seconds", int(o.gc_grace_seconds)),
-                    ("id", Some(tb.uuid.to_vec())),
-                    ("incremental_backups", boolean(true)),
-                    ("max_index_interval", int(o.max_index_interval)),
-                    ("memtable", text("default")),
-                    (
-                        "memtable_flush_period_in_ms",
-                        int(o.memtable_flush_period_in_ms),
-                    ),
-                    ("min_index_interval", int(o.min_index_interval)),
-                    ("read_repair", text(&o.read_repair)),
-                    ("read_repair_chance", double(0.0)),
-                    ("speculative_retry", text(&o.speculative_retry)),
-                ]);
+                push(
+                    vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("allow_auto_snapshot", boolean(true)),
+                        ("cdc", boolean(o.cdc)),
+                        ("flags", text_list(&["compound"])),
+                        ("incremental_backups", boolean(true)),
+                        ("memtable", text("default")),
+                    ]
+                    .into_iter()
+                    .chain(option_cells(tb))
+                    .collect(),
+                );
+            }
+        }
+        ("system_schema", "views") => {
+            for tb in schema_tables() {
+                let Some(def) = &tb.view else { continue };
+                let base_id = schema
+                    .table(&tb.keyspace, &def.base)
+                    .map(|b| b.uuid.to_vec());
+                push(
+                    vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("view_name", text(&tb.name)),
+                        ("base_table_id", base_id),
+                        ("base_table_name", text(&def.base)),
+                        ("include_all_columns", boolean(def.include_all)),
+                        ("where_clause", text(&def.where_text())),
+                    ]
+                    .into_iter()
+                    .chain(option_cells(tb))
+                    .collect(),
+                );
             }
         }
         ("system_schema", "columns") => {
@@ -338,6 +372,15 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                         ("index_name", text(&i.name)),
                     ]);
                 }
+            }
+        }
+        ("system", "built_views") => {
+            for v in user_tables().filter(|t| t.view.as_ref().is_some_and(|d| d.built)) {
+                push(vec![
+                    ("keyspace_name", text(&v.keyspace)),
+                    ("view_name", text(&v.name)),
+                    ("status_replicated", boolean(true)),
+                ]);
             }
         }
         ("system_virtual_schema", "keyspaces") => {
@@ -478,10 +521,12 @@ fn fmt_double(v: f64) -> String {
 }
 
 /// The DESCRIBE rows of a table's indexes, by name (as Cassandra lists them).
-fn index_rows(t: &TableDef) -> DescribeRows {
+/// What DESCRIBE shows after a table: its indexes, then its materialized views.
+fn index_rows(schema: &Schema, t: &TableDef) -> DescribeRows {
     let mut idx: Vec<&crate::index::IndexDef> = t.indexes.iter().collect();
     idx.sort_by(|a, b| a.name.cmp(&b.name));
-    idx.into_iter()
+    let mut rows: DescribeRows = idx
+        .into_iter()
         .map(|i| {
             [
                 t.keyspace.clone(),
@@ -490,7 +535,20 @@ fn index_rows(t: &TableDef) -> DescribeRows {
                 describe_index(t, i),
             ]
         })
-        .collect()
+        .collect();
+    for v in crate::view::ddl::views_of(schema, &t.keyspace, &t.name) {
+        rows.push(view_row(v));
+    }
+    rows
+}
+
+fn view_row(v: &TableDef) -> [String; 4] {
+    [
+        v.keyspace.clone(),
+        "materialized_view".into(),
+        v.name.clone(),
+        describe_table(v),
+    ]
 }
 
 /// `CREATE [CUSTOM] INDEX name ON ks.t (target) [USING 'class' [WITH OPTIONS = {...}]];`
@@ -514,7 +572,46 @@ pub fn describe_index(t: &TableDef, i: &crate::index::IndexDef) -> String {
     }
 }
 
+/// `PRIMARY KEY (...)`'s inside: `(a, b), c, d` or `a, c`.
+fn key_text(t: &TableDef) -> String {
+    let pk: Vec<String> = t.partition_key().map(|c| quote(&c.name)).collect();
+    let pk_text = if pk.len() == 1 {
+        pk[0].clone()
+    } else {
+        format!("({})", pk.join(", "))
+    };
+    let mut key = vec![pk_text];
+    key.extend(t.clustering().map(|c| quote(&c.name)));
+    key.join(", ")
+}
+
+/// `CREATE MATERIALIZED VIEW ks.v AS SELECT ... PRIMARY KEY (...)\n WITH ` (Cassandra's
+/// layout).
+fn view_head(t: &TableDef, def: &crate::view::ViewDef) -> String {
+    let cols = if def.include_all {
+        "*".to_string()
+    } else {
+        t.columns
+            .iter()
+            .map(|c| quote(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "CREATE MATERIALIZED VIEW {}.{} AS\n    SELECT {cols}\n    FROM {}.{}\n    WHERE {}\n    PRIMARY KEY ({})\n WITH ",
+        quote(&t.keyspace),
+        quote(&t.name),
+        quote(&t.keyspace),
+        quote(&def.base),
+        def.where_text(),
+        key_text(t)
+    )
+}
+
 pub fn describe_table(t: &TableDef) -> String {
+    if let Some(def) = &t.view {
+        return table_options_text(t, view_head(t, def));
+    }
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
     let cl: Vec<&str> = t.clustering().map(|c| c.name.as_str()).collect();
@@ -533,17 +630,14 @@ pub fn describe_table(t: &TableDef) -> String {
         s.truncate(s.len() - 2);
         s.push('\n');
     } else {
-        let pk_q: Vec<String> = pk.iter().map(|n| quote(n)).collect();
-        let pk_text = if pk.len() == 1 {
-            pk_q[0].clone()
-        } else {
-            format!("({})", pk_q.join(", "))
-        };
-        let mut key = vec![pk_text];
-        key.extend(cl.iter().map(|n| quote(n)));
-        s.push_str(&format!("    PRIMARY KEY ({})\n", key.join(", ")));
+        s.push_str(&format!("    PRIMARY KEY ({})\n", key_text(t)));
     }
     s.push_str(") WITH ");
+    table_options_text(t, s)
+}
+
+/// `s` followed by the table's options, Cassandra's DESCRIBE layout.
+fn table_options_text(t: &TableDef, mut s: String) -> String {
     let o = &t.options;
     let mut opts = Vec::new();
     let order: Vec<String> = t
@@ -572,7 +666,9 @@ pub fn describe_table(t: &TableDef) -> String {
         "crc_check_chance = {}",
         fmt_double(o.crc_check_chance)
     ));
-    opts.push(format!("default_time_to_live = {}", o.default_time_to_live));
+    if t.view.is_none() {
+        opts.push(format!("default_time_to_live = {}", o.default_time_to_live));
+    }
     opts.push("extensions = {}".into());
     opts.push(format!("gc_grace_seconds = {}", o.gc_grace_seconds));
     opts.push("incremental_backups = true".into());
@@ -616,14 +712,17 @@ pub fn describe(
                     describe_type(u),
                 ]);
             }
-            for t in schema.tables_of(&ks.name).filter(|t| !is_virtual(t)) {
+            for t in schema
+                .tables_of(&ks.name)
+                .filter(|t| !is_virtual(t) && t.view.is_none())
+            {
                 rows.push([
                     ks.name.clone(),
                     "table".into(),
                     t.name.clone(),
                     describe_table(t),
                 ]);
-                rows.extend(index_rows(t));
+                rows.extend(index_rows(schema, t));
             }
         }
         rows
@@ -671,7 +770,7 @@ pub fn describe(
                 None => schema.keyspaces.values().cloned().collect(),
             };
             for ks in kss {
-                for t in schema.tables_of(&ks.name) {
+                for t in schema.tables_of(&ks.name).filter(|t| t.view.is_none()) {
                     rows.push([
                         ks.name.clone(),
                         "table".into(),
@@ -690,7 +789,7 @@ pub fn describe(
                 t.name.clone(),
                 describe_table(&t),
             ]];
-            rows.extend(index_rows(&t));
+            rows.extend(index_rows(schema, &t));
             rows
         }
         D::Index(name) => {
@@ -732,7 +831,7 @@ pub fn describe(
                 t.name.clone(),
                 describe_table(&t),
             ]];
-            rows.extend(index_rows(&t));
+            rows.extend(index_rows(schema, &t));
             rows
         }
         D::Cluster => vec![[
@@ -771,6 +870,16 @@ pub fn describe(
                 u.name.clone(),
                 describe_type(u),
             ]]
+        }
+        D::MaterializedView(name) => {
+            let t = find_table(name)?;
+            if t.view.is_none() {
+                return Err(EngineError::invalid(format!(
+                    "'{}' not found in keyspace '{}'",
+                    name.name, t.keyspace
+                )));
+            }
+            vec![view_row(&t)]
         }
         D::Functions | D::Aggregates => Vec::new(),
         other => {

@@ -436,12 +436,42 @@ fn range_scans_cover_small_and_large_partitions_with_paging() {
 #[test]
 fn older_partition_or_range_delete_keeps_a_newer_row_delete() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))").unwrap();
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 300 WHERE k = 1 AND c = 1").unwrap();
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 100 WHERE k = 1").unwrap();
-    q(&e, Some("ks"), "DELETE FROM t USING TIMESTAMP 100 WHERE k = 1 AND c >= 0").unwrap();
-    q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 1, 5) USING TIMESTAMP 200").unwrap();
-    q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 2, 6) USING TIMESTAMP 200").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 300 WHERE k = 1 AND c = 1",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 100 WHERE k = 1",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "DELETE FROM t USING TIMESTAMP 100 WHERE k = 1 AND c >= 0",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, c, v) VALUES (1, 1, 5) USING TIMESTAMP 200",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, c, v) VALUES (1, 2, 6) USING TIMESTAMP 200",
+    )
+    .unwrap();
     let r = rows(q(&e, Some("ks"), "SELECT c, v FROM t WHERE k = 1").unwrap());
     assert_eq!(r, vec![vec!["2".to_string(), "6".to_string()]]);
 }
@@ -451,7 +481,12 @@ fn older_partition_or_range_delete_keeps_a_newer_row_delete() {
 #[test]
 fn in_on_clustering_with_adjacent_values_reads_each_row() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
     q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 1, 10)").unwrap();
     q(&e, Some("ks"), "INSERT INTO t (k, c, v) VALUES (1, 2, 20)").unwrap();
     for query in [
@@ -463,7 +498,11 @@ fn in_on_clustering_with_adjacent_values_reads_each_row() {
             .into_iter()
             .map(|r| r[0].clone())
             .collect();
-        let want: Vec<&str> = if query.contains('2') { vec!["1", "2"] } else { vec!["1"] };
+        let want: Vec<&str> = if query.contains('2') {
+            vec!["1", "2"]
+        } else {
+            vec!["1"]
+        };
         assert_eq!(got, want, "{query}");
     }
 }
@@ -473,16 +512,33 @@ fn in_on_clustering_with_adjacent_values_reads_each_row() {
 #[test]
 fn batch_reports_the_first_failing_statement() {
     let e = setup();
-    q(&e, Some("ks"), "CREATE TABLE t (k int PRIMARY KEY, l list<int>)").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int PRIMARY KEY, l list<int>)",
+    )
+    .unwrap();
     q(&e, Some("ks"), "INSERT INTO t (k, l) VALUES (1, [7])").unwrap();
     let out_of_bound = "DELETE l[1] FROM t WHERE k = 1";
     let null_list = "DELETE l[2] FROM t WHERE k = 2";
     for (first, second, want) in [
-        (out_of_bound, null_list, "List index 1 out of bound, list has size 1"),
-        (null_list, out_of_bound, "Attempted to delete an element from a list which is null"),
+        (
+            out_of_bound,
+            null_list,
+            "List index 1 out of bound, list has size 1",
+        ),
+        (
+            null_list,
+            out_of_bound,
+            "Attempted to delete an element from a list which is null",
+        ),
     ] {
-        let err = q(&e, Some("ks"), &format!("BEGIN BATCH {first}; {second}; APPLY BATCH"))
-            .unwrap_err();
+        let err = q(
+            &e,
+            Some("ks"),
+            &format!("BEGIN BATCH {first}; {second}; APPLY BATCH"),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains(want), "{first}; {second}: {err}");
     }
 }

@@ -93,6 +93,7 @@ impl LocalBackend {
         };
         let engine = Engine::open_with_filter(Arc::new(store), node, handle)
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
+        engine.set_materialized_views_enabled(config.materialized_views_enabled);
         let password = config.authenticator == Authenticator::PasswordAuthenticator;
         engine.auth().configure(engine::auth::AuthSettings {
             password_authenticator: password,
@@ -310,6 +311,47 @@ impl Backend for LocalBackend {
     /// Tracing and custom payloads are not supported here: the flags are ignored and no
     /// envelope extras are sent.
     async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
+        let mut reply = self.respond(conn, req).await;
+        if self.created_a_view(&reply.response) {
+            reply.extras.warnings.push(VIEW_WARNING.into());
+        }
+        reply
+    }
+
+    fn authenticator(&self) -> Option<String> {
+        self.login
+            .as_ref()
+            .map(|_| login::PASSWORD_AUTHENTICATOR.to_string())
+    }
+
+    async fn shutdown(&self) {
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
+    }
+}
+
+/// The warning Cassandra sends with every CREATE MATERIALIZED VIEW.
+const VIEW_WARNING: &str =
+    "Materialized views are experimental and are not recommended for production use.";
+
+impl LocalBackend {
+    /// Whether `r` answers a CREATE MATERIALIZED VIEW.
+    fn created_a_view(&self, r: &Response) -> bool {
+        let Response::Result(ResultBody::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Created,
+            target: SchemaChangeTarget::Table { keyspace, name },
+        })) = r
+        else {
+            return false;
+        };
+        self.engine
+            .schema()
+            .table(keyspace, name)
+            .is_some_and(|t| t.view.is_some())
+    }
+
+    /// Runs a request, after the SASL exchange when logins are on.
+    async fn respond(&self, conn: &ConnState, req: Request) -> Reply {
         if self.login.is_none() {
             return Reply::from(self.execute(conn, req, None).await);
         }
@@ -326,19 +368,6 @@ impl Backend for LocalBackend {
         }
     }
 
-    fn authenticator(&self) -> Option<String> {
-        self.login
-            .as_ref()
-            .map(|_| login::PASSWORD_AUTHENTICATOR.to_string())
-    }
-
-    async fn shutdown(&self) {
-        let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
-    }
-}
-
-impl LocalBackend {
     /// One AUTH_RESPONSE: SASL PLAIN checked against the roles (bcrypt on the blocking pool,
     /// the first time for a given password), failures counted per client address.
     async fn login(&self, conn: &ConnState, token: Option<Bytes>) -> Response {

@@ -164,7 +164,10 @@ pub fn classify(text: &str, keyspace: Option<&str>) -> Class {
         | Statement::AlterType(_)
         | Statement::DropType { .. }
         | Statement::CreateIndex(_)
-        | Statement::DropIndex { .. } => Class::Schema,
+        | Statement::DropIndex { .. }
+        | Statement::CreateView(_)
+        | Statement::AlterView { .. }
+        | Statement::DropView { .. } => Class::Schema,
         Statement::CreateRole(_)
         | Statement::AlterRole(_)
         | Statement::DropRole { .. }

@@ -106,6 +106,9 @@ pub struct Config {
     pub auth_login_failure_window: Duration,
     /// Name reported in `system.local.cluster_name`. Default `Peregrine Cluster`.
     pub cluster_name: String,
+    /// Standalone mode: whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's key; views
+    /// are experimental there and off by default). Default `false`.
+    pub materialized_views_enabled: bool,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -239,6 +242,7 @@ impl Default for Config {
             auth_login_max_failures: 10,
             auth_login_failure_window: Duration::from_secs(60),
             cluster_name: "Peregrine Cluster".to_string(),
+            materialized_views_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             upstream: Vec::new(),
@@ -446,10 +450,16 @@ impl Config {
                 self.native_transport_max_request_data_in_flight_per_ip,
                 1024,
             ),
-            ("max_response_backlog_bytes", self.max_response_backlog_bytes, 64 * 1024),
+            (
+                "max_response_backlog_bytes",
+                self.max_response_backlog_bytes,
+                64 * 1024,
+            ),
         ] {
             if value < min {
-                problems.push(format!("`{key}` is {value} but must be at least {min} bytes"));
+                problems.push(format!(
+                    "`{key}` is {value} but must be at least {min} bytes"
+                ));
             }
         }
         if self.commitlog_sync_period.is_zero() {
@@ -774,7 +784,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.native_transport_max_request_data_in_flight, 64 << 20);
-        assert_eq!(c.native_transport_max_request_data_in_flight_per_ip, 1 << 20);
+        assert_eq!(
+            c.native_transport_max_request_data_in_flight_per_ip,
+            1 << 20
+        );
         assert_eq!(c.max_response_backlog_bytes, 512 << 10);
         assert_eq!(c.native_transport_max_concurrent_connections_per_ip, 3);
         assert_eq!(c.handshake_timeout, Duration::from_secs(2));

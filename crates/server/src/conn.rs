@@ -609,7 +609,9 @@ impl<B: Backend> Pending<B> {
             // The client is gone: nobody can receive the answer; the request does not run.
             self.answered = true;
             let s = &*self.session;
-            s.shared.limits.give(&s.address, std::mem::take(&mut self.bytes));
+            s.shared
+                .limits
+                .give(&s.address, std::mem::take(&mut self.bytes));
             s.in_flight.release(self.stream);
             return;
         }
@@ -642,7 +644,9 @@ impl<B: Backend> Pending<B> {
     fn answer(&mut self, resp: &Response, extras: &ResponseExtras) {
         self.answered = true;
         let s = &*self.session;
-        s.shared.limits.give(&s.address, std::mem::take(&mut self.bytes));
+        s.shared
+            .limits
+            .give(&s.address, std::mem::take(&mut self.bytes));
         // A body encoded earlier goes to the writer as is (no copy into a new envelope)
         // unless v3/v4 body compression or extras have to change the envelope.
         let plain = (s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5)

@@ -42,8 +42,8 @@
 pub mod backend;
 pub mod config;
 mod conn;
-mod limits;
 pub mod events;
+mod limits;
 mod response;
 mod server;
 mod streams;

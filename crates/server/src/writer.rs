@@ -58,10 +58,12 @@ impl Backlog {
             if cur + n > self.max {
                 return false;
             }
-            match self
-                .bytes
-                .compare_exchange_weak(cur, cur + n, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.bytes.compare_exchange_weak(
+                cur,
+                cur + n,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return true,
                 Err(now) => cur = now,
             }

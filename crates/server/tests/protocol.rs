@@ -269,7 +269,10 @@ async fn running_requests_per_connection_follow_the_backlog_bound() {
         assert_eq!(c.recv().await.unwrap().opcode, Opcode::Result);
     }
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(300), "ran more than 4 at once: {took:?}");
+    assert!(
+        took >= Duration::from_millis(300),
+        "ran more than 4 at once: {took:?}"
+    );
 }
 
 #[tokio::test]

@@ -129,6 +129,12 @@ impl Auth {
             Statement::AlterType(a) => self.need(role, eff, &all_tables(&a.name)?, P::Alter),
             Statement::DropType { name, .. } => self.need(role, eff, &all_tables(name)?, P::Drop),
             Statement::CreateIndex(c) => self.need(role, eff, &table(&c.table)?, P::Alter),
+            // A view is created with ALTER on its base (in the view's keyspace); ALTER and
+            // DROP MATERIALIZED VIEW name only the view: checked in Engine::run_other.
+            Statement::CreateView(c) => {
+                let base = Resource::Table(ks_of(&c.name)?, c.select.table.name.clone());
+                self.need(role, eff, &base, P::Alter)
+            }
             // USE and DESCRIBE need a login only; DROP INDEX names no table (ALTER on its table
             // is checked where the index is resolved, Engine::run_other); role statements check
             // themselves (roles.rs).

@@ -36,6 +36,23 @@ fn err(e: &Engine, role: &str, text: &str) -> String {
     }
 }
 
+/// An engine with logins on, table `ks.t (k PRIMARY KEY, v)` and role `bob` (no grants).
+fn table_and_bob() -> Engine {
+    let e = auth_engine(Arc::new(storage::MemStorage::new()));
+    ok(&e, "cassandra", "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    ok(
+        &e,
+        "cassandra",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+    );
+    ok(
+        &e,
+        "cassandra",
+        "CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true",
+    );
+    e
+}
+
 #[test]
 fn default_superuser_logs_in_and_wrong_passwords_do_not() {
     let e = auth_engine(Arc::new(storage::MemStorage::new()));
@@ -112,18 +129,7 @@ fn roles_and_permissions_survive_a_restart() {
 
 #[test]
 fn statements_are_checked_and_grants_take_effect_at_once() {
-    let e = auth_engine(Arc::new(storage::MemStorage::new()));
-    ok(&e, "cassandra", "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
-    ok(
-        &e,
-        "cassandra",
-        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
-    );
-    ok(
-        &e,
-        "cassandra",
-        "CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true",
-    );
+    let e = table_and_bob();
     let denied = "0x2100 User bob has no SELECT permission on <table ks.t> or any of its parents";
     assert_eq!(err(&e, "bob", "SELECT * FROM ks.t"), denied);
     assert_eq!(
@@ -419,15 +425,40 @@ fn without_password_authentication_everyone_is_anonymous() {
 /// DROP INDEX names only the index: ALTER on its table is asked, as Cassandra asks it.
 #[test]
 fn drop_index_needs_alter_on_its_table() {
-    let e = auth_engine(Arc::new(storage::MemStorage::new()));
-    ok(&e, "cassandra", "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
-    ok(&e, "cassandra", "CREATE TABLE ks.t (k int PRIMARY KEY, v int)");
+    let e = table_and_bob();
     ok(&e, "cassandra", "CREATE INDEX vi ON ks.t (v)");
-    ok(&e, "cassandra", "CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true");
     assert_eq!(
         err(&e, "bob", "DROP INDEX ks.vi"),
         "0x2100 User bob has no ALTER permission on <table ks.t> or any of its parents"
     );
     ok(&e, "cassandra", "GRANT ALTER ON ks.t TO bob");
     ok(&e, "bob", "DROP INDEX ks.vi");
+}
+
+/// CREATE, ALTER and DROP MATERIALIZED VIEW ask ALTER on the base table, as Cassandra asks it.
+#[test]
+fn view_statements_need_alter_on_the_base() {
+    let e = table_and_bob();
+    e.set_materialized_views_enabled(true);
+    let create = "CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)";
+    let refused = "0x2100 User bob has no ALTER permission on <table ks.t> or any of its parents";
+    assert_eq!(err(&e, "bob", create), refused);
+    ok(&e, "cassandra", create);
+    assert_eq!(
+        err(
+            &e,
+            "bob",
+            "ALTER MATERIALIZED VIEW ks.mv WITH comment = 'x'"
+        ),
+        refused
+    );
+    assert_eq!(err(&e, "bob", "DROP MATERIALIZED VIEW ks.mv"), refused);
+    ok(&e, "cassandra", "GRANT ALTER ON ks.t TO bob");
+    ok(
+        &e,
+        "bob",
+        "ALTER MATERIALIZED VIEW ks.mv WITH comment = 'x'",
+    );
+    ok(&e, "bob", "DROP MATERIALIZED VIEW ks.mv");
+    ok(&e, "bob", create);
 }

@@ -175,6 +175,11 @@ pub fn create_index(
     ci: &ast::CreateIndex,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let t = lookup_table(schema, ks, &ci.table.name)?;
+    if t.view.is_some() {
+        return Err(EngineError::invalid(
+            "Secondary indexes on materialized views aren't supported",
+        ));
+    }
     if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
         return Err(EngineError::invalid(
             "Secondary indexes on counter tables aren't supported",

@@ -214,43 +214,67 @@ pub fn maintain(
 /// partition's stripe lock, so a concurrent write cannot leave an entry of a value it
 /// replaced.
 pub(crate) fn build(engine: &Engine, t: &TableDef, idx: &IndexDef) -> Result<(), EngineError> {
-    let start = keys::table_prefix(t.id);
-    let end = keys::prefix_end(&start);
-    let mut cursor = start;
-    loop {
-        let first = engine
-            .storage
-            .scan(
-                Bound::Included(cursor.as_slice()),
-                Bound::Excluded(end.as_slice()),
-                false,
-            )
-            .next()
-            .transpose()?;
-        let Some((k, _)) = first else { break };
-        let Some(d) = keys::decode_key(&k) else { break };
-        let prefix = k[..d.prefix_len].to_vec();
-        let pend = keys::prefix_end(&prefix);
-        {
-            let _g = engine.stripes[engine.stripe_of(&k)]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let mut batch = WriteBatch::new();
-            for item in engine.storage.scan(
-                Bound::Included(prefix.as_slice()),
-                Bound::Excluded(pend.as_slice()),
-                false,
-            ) {
-                let (key, value) = item?;
-                for (e, v) in entries_of(idx, t, &key, Some(&value)) {
-                    batch.put(e, v);
-                }
+    engine.each_partition_locked(t.id, |prefix, batch| {
+        let pend = keys::prefix_end(prefix);
+        for item in engine.storage.scan(
+            Bound::Included(prefix),
+            Bound::Excluded(pend.as_slice()),
+            false,
+        ) {
+            let (key, value) = item?;
+            for (e, v) in entries_of(idx, t, &key, Some(&value)) {
+                batch.put(e, v);
             }
-            engine.storage.write(batch)?;
         }
-        cursor = pend;
+        Ok(())
+    })
+}
+
+impl Engine {
+    /// Calls `f` with each partition prefix of table `table_id` while holding that
+    /// partition's stripe lock, and writes the batch `f` fills before releasing it (so a
+    /// concurrent write is either seen by `f` or comes after the batch).
+    ///
+    /// Called after the schema that needs the build is installed. A write that read the
+    /// schema before that (and so keeps no entries or view rows) may still be running, and
+    /// may be creating a partition the scan has already passed: taking every stripe lock
+    /// once first waits for all such writes to land, so the scan sees them.
+    pub(crate) fn each_partition_locked(
+        &self,
+        table_id: u32,
+        mut f: impl FnMut(&[u8], &mut WriteBatch) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        for stripe in &self.stripes {
+            drop(stripe.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+        let start = keys::table_prefix(table_id);
+        let end = keys::prefix_end(&start);
+        let mut cursor = start;
+        loop {
+            let first = self
+                .storage
+                .scan(
+                    Bound::Included(cursor.as_slice()),
+                    Bound::Excluded(end.as_slice()),
+                    false,
+                )
+                .next()
+                .transpose()?;
+            let Some((k, _)) = first else { break };
+            let Some(d) = keys::decode_key(&k) else { break };
+            let prefix = k[..d.prefix_len].to_vec();
+            {
+                let _g = self.stripes[self.stripe_of(&k)]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let mut batch = WriteBatch::new();
+                f(&prefix, &mut batch)?;
+                self.storage.write(batch)?;
+            }
+            cursor = keys::prefix_end(&prefix);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Engine {

@@ -166,4 +166,4 @@ pub(crate) fn expired(value: &[u8], now: u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -8,7 +8,7 @@ use proto::types::Value;
 use std::sync::Arc;
 
 /// xorshift64*: a fixed seed gives the same sequence on every run.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -32,7 +32,12 @@ fn now(secs: u32) -> Now {
     }
 }
 
-fn run(e: &Engine, text: &str, secs: u32, page: Option<(i32, Option<Vec<u8>>)>) -> Outcome {
+pub(crate) fn run(
+    e: &Engine,
+    text: &str,
+    secs: u32,
+    page: Option<(i32, Option<Vec<u8>>)>,
+) -> Outcome {
     let opts = QueryOptions {
         keyspace: Some("ks".into()),
         page_size: page.as_ref().map(|p| p.0),
@@ -43,12 +48,12 @@ fn run(e: &Engine, text: &str, secs: u32, page: Option<(i32, Option<Vec<u8>>)>) 
         .unwrap_or_else(|err| panic!("{text}: {err:?}"))
 }
 
-fn select(e: &Engine, text: &str, secs: u32) -> Vec<Vec<Value>> {
+pub(crate) fn select(e: &Engine, text: &str, secs: u32) -> Vec<Vec<Value>> {
     decode(run(e, text, secs, None)).0
 }
 
 /// The same query fetched in pages of `size`.
-fn select_paged(e: &Engine, text: &str, secs: u32, size: i32) -> Vec<Vec<Value>> {
+pub(crate) fn select_paged(e: &Engine, text: &str, secs: u32, size: i32) -> Vec<Vec<Value>> {
     let mut out = Vec::new();
     let mut state = None;
     loop {
@@ -96,7 +101,7 @@ fn ttl(rng: &mut Rng) -> String {
     }
 }
 
-fn random_write(rng: &mut Rng) -> String {
+pub(crate) fn random_write(rng: &mut Rng) -> String {
     let (k, c) = (rng.below(6), rng.below(4));
     let (v, w) = (rng.below(5), rng.below(21) - 10);
     let elems: Vec<String> = (0..rng.below(3))
@@ -279,25 +284,49 @@ fn an_index_query_reads_only_its_candidates() {
     assert!(rows.is_empty());
 }
 
-#[test]
-fn a_build_cut_short_by_a_crash_is_redone_at_open() {
-    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
-    let e = Engine::open(store.clone(), node()).unwrap();
-    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+/// Keyspace `ks` and table `t (k, c, v)` with 30 rows, v = k % 3.
+pub(crate) fn thirty_rows(e: &Engine) {
+    run(e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
     run(
-        &e,
+        e,
         "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
         1,
         None,
     );
     for k in 0..30 {
         run(
-            &e,
+            e,
             &format!("INSERT INTO t (k, c, v) VALUES ({k}, 0, {})", k % 3),
             1,
             None,
         );
     }
+}
+
+/// What a crash in the middle of a build leaves of the keys in `[start, end)`: every other
+/// one deleted. Returns how many there were.
+pub(crate) fn lose_half(store: &Arc<dyn storage::Storage>, start: &[u8], end: &[u8]) -> usize {
+    let keys: Vec<Vec<u8>> = store
+        .scan(
+            std::ops::Bound::Included(start),
+            std::ops::Bound::Excluded(end),
+            false,
+        )
+        .map(|i| i.unwrap().0)
+        .collect();
+    let mut b = storage::WriteBatch::new();
+    for k in keys.iter().step_by(2) {
+        b.delete(k.clone());
+    }
+    store.write(b).unwrap();
+    keys.len()
+}
+
+#[test]
+fn a_build_cut_short_by_a_crash_is_redone_at_open() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Engine::open(store.clone(), node()).unwrap();
+    thirty_rows(&e);
     run(&e, "CREATE INDEX ON t (v)", 1, None);
     // What a crash in the middle of the build leaves: the index in the schema, not marked
     // built, and only some of its entries written.
@@ -307,20 +336,11 @@ fn a_build_cut_short_by_a_crash_is_redone_at_open() {
     t.indexes[0].built = false;
     schema.tables.insert(key, Arc::new(t));
     e.install(schema).unwrap();
-    let prefix = [crate::index::INDEX_PREFIX];
-    let entries: Vec<Vec<u8>> = store
-        .scan(
-            std::ops::Bound::Included(&prefix[..]),
-            std::ops::Bound::Excluded(&[crate::index::INDEX_PREFIX + 1][..]),
-            false,
-        )
-        .map(|i| i.unwrap().0)
-        .collect();
-    let mut b = storage::WriteBatch::new();
-    for k in entries.iter().step_by(2) {
-        b.delete(k.clone());
-    }
-    store.write(b).unwrap();
+    lose_half(
+        &store,
+        &[crate::index::INDEX_PREFIX],
+        &[crate::index::INDEX_PREFIX + 1],
+    );
     assert!(!e.check_indexes().unwrap().is_empty());
     drop(e);
 
