@@ -25,10 +25,11 @@ if not os.path.exists(os.path.join(CASSANDRA_HOME, "lib", "cassandra-all-5.0.9.j
                 allow_module_level=True)
 
 
-def start_cassandra(port, env=None):
-    """Starts (or finds running) the Cassandra of `port`; fails the test if it does not answer."""
-    r = subprocess.run([SCRIPT, "start", "--port", str(port)], capture_output=True, text=True,
-                       timeout=300, env=env)
+def start_cassandra(port, env=None, clean=False):
+    """Starts (or finds running) the Cassandra of `port`; fails the test if it does not answer.
+    `clean` wipes its data directory first."""
+    r = subprocess.run([SCRIPT, "start", "--port", str(port)] + (["--clean"] if clean else []),
+                       capture_output=True, text=True, timeout=300, env=env)
     if r.returncode != 0:
         pytest.fail(f"Cassandra on {port} did not start:\n{r.stdout}\n{r.stderr}")
 

@@ -1,7 +1,8 @@
 """TLS against a real Cassandra 5.0.9: one `client_encryption_options` section, written once,
 configures both Cassandra and Peregrine, and the proxy speaks mutual TLS to that Cassandra.
 
-Cassandra runs on TLS_CASSANDRA_PORT (default 9212) with the section appended to its
+Cassandra runs on TLS_CASSANDRA_PORT (default 9232, a port no other test uses; its data directory
+is wiped first, since another test's node may have left a cluster of its own there) with the section appended to its
 cassandra.yaml (scripts/cassandra.sh, CASSANDRA_EXTRA_YAML); it is started fresh for this
 module and stopped after it. Skipped when the Cassandra jars are not installed.
 """
@@ -16,7 +17,7 @@ import proxy_support as ps
 from test_tls import Ca, client_context, refused, roundtrip, upstream_tls_yaml
 from test_tls import server as peregrine  # noqa: F401  (the fixture: one Peregrine per config)
 
-PORT = int(os.environ.get("TLS_CASSANDRA_PORT", "9212"))
+PORT = int(os.environ.get("TLS_CASSANDRA_PORT", "9232"))
 
 
 def section(ca, keystore):
@@ -42,7 +43,7 @@ def setup():
         f.write(section(ca, pki["server"][0]))
     env = dict(os.environ, CASSANDRA_EXTRA_YAML=extra)
     ps.stop_cassandra(PORT, env=env)
-    ps.start_cassandra(PORT, env=env)
+    ps.start_cassandra(PORT, env=env, clean=True)
     yield pki
     ps.stop_cassandra(PORT, env=env)
     shutil.rmtree(root, ignore_errors=True)
