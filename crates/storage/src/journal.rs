@@ -236,7 +236,9 @@ fn batch_at(b: &[u8], pos: usize) -> Result<(usize, usize), Bad> {
         return Err(Bad::Invalid("the batch's end marker is damaged"));
     }
     if hasher.digest() != checksum {
-        return Err(Bad::Invalid("the batch's checksum does not match its bytes"));
+        return Err(Bad::Invalid(
+            "the batch's checksum does not match its bytes",
+        ));
     }
     Ok((c.pos, count))
 }
@@ -276,7 +278,13 @@ mod tests {
             },
         )
         .map_err(|e| e.to_string())?;
-        let n = s.scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, false).count();
+        let n = s
+            .scan(
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+            )
+            .count();
         Ok(n)
     }
 
@@ -317,7 +325,10 @@ mod tests {
         assert!(damage.batches_after > 50, "{damage}");
         // Refusing changed nothing; truncating keeps exactly the batches before the damage.
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
-        assert_eq!(count_rows(dir.as_path(), JournalRecovery::Truncate), Ok(100));
+        assert_eq!(
+            count_rows(dir.as_path(), JournalRecovery::Truncate),
+            Ok(100)
+        );
     }
 
     #[test]

@@ -38,8 +38,8 @@ use std::time::Duration;
 mod journal;
 mod long_keys;
 mod mem;
-use long_keys::{Bucket, SPILL_AT};
 pub use journal::{Damage, JournalRecovery};
+use long_keys::{Bucket, SPILL_AT};
 pub use mem::MemStorage;
 
 /// Errors from the storage layer. The engine maps every one of them to a server error.
@@ -230,8 +230,8 @@ pub struct LsmStorage {
 impl LsmStorage {
     pub fn open(path: &Path, options: Options) -> Result<Self> {
         // Before fjall replays the journal: damage is reported, never silently dropped.
-        let cut = journal::check_and_repair(path, options.journal_recovery)
-            .map_err(StorageError::Io)?;
+        let cut =
+            journal::check_and_repair(path, options.journal_recovery).map_err(StorageError::Io)?;
         for damage in &cut {
             if damage.is_torn_tail() {
                 tracing::warn!("{damage}: a write torn by a crash, cut off");
@@ -321,7 +321,9 @@ impl Shared {
         let cause = format!("storage failed: {e}");
         match policy {
             FailurePolicy::Ignore => {
-                tracing::error!("{cause} (disk_failure_policy: ignore: writes fail until a restart)");
+                tracing::error!(
+                    "{cause} (disk_failure_policy: ignore: writes fail until a restart)"
+                );
                 return;
             }
             FailurePolicy::Die => {
@@ -397,7 +399,12 @@ impl Open {
         }
     }
 
-    fn write(&self, batch: WriteBatch, sync: SyncMode, buckets: &Mutex<()>) -> std::result::Result<(), WriteError> {
+    fn write(
+        &self,
+        batch: WriteBatch,
+        sync: SyncMode,
+        buckets: &Mutex<()>,
+    ) -> std::result::Result<(), WriteError> {
         let durability = match sync {
             SyncMode::Batch => Some(fjall::PersistMode::SyncData),
             SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
@@ -424,7 +431,10 @@ impl Open {
         for (k, v) in long {
             let (prefix, suffix) = k.split_at(SPILL_AT);
             if !touched.contains_key(prefix) {
-                touched.insert(prefix.to_vec(), self.bucket(prefix).map_err(WriteError::Read)?);
+                touched.insert(
+                    prefix.to_vec(),
+                    self.bucket(prefix).map_err(WriteError::Read)?,
+                );
             }
             if let Some(bucket) = touched.get_mut(prefix) {
                 bucket.set(suffix, v);
