@@ -1003,14 +1003,7 @@ impl Engine {
                 .execute(opts.role.as_deref(), st, ks, &self.schema.get())
                 .map_err(EngineError::Db),
             _ => {
-                if let cql::Statement::DropIndex { name, .. } = st {
-                    self.authorize_drop_index(name, ks, opts)?;
-                }
-                if let cql::Statement::AlterView { name, .. }
-                | cql::Statement::DropView { name, .. } = st
-                {
-                    self.authorize_view_change(name, ks, opts)?;
-                }
+                self.authorize_owner_alter(st, ks, opts)?;
                 let outcome = self.ddl(st, ks, now)?;
                 if let Outcome::SchemaChange(change) = &outcome {
                     self.auth
@@ -1022,54 +1015,43 @@ impl Engine {
         }
     }
 
-    /// DROP INDEX needs ALTER on the index's table, as in Cassandra (the statement names
-    /// only the index, so the general check cannot see the table).
-    fn authorize_drop_index(
+    /// DROP INDEX, ALTER and DROP MATERIALIZED VIEW need ALTER on the table the index or view
+    /// belongs to, as in Cassandra: the statement names only the index or view, so the general
+    /// check cannot see the table. Other statements pass.
+    fn authorize_owner_alter(
         &self,
-        name: &cql::ast::QualifiedName,
+        st: &cql::Statement,
         ks: Option<&str>,
         opts: &QueryOptions,
     ) -> Result<(), EngineError> {
-        let Some(k) = name.keyspace.as_deref().or(ks) else {
-            return Ok(());
+        use cql::Statement as S;
+        let name = match st {
+            S::DropIndex { name, .. } | S::AlterView { name, .. } | S::DropView { name, .. } => {
+                name
+            }
+            _ => return Ok(()),
         };
         if !self.auth.authorizing() {
             return Ok(());
         }
-        let schema = self.schema.get();
-        let Some((t, _)) = index::ddl::indexes_of(&schema, k).find(|(_, i)| i.name == name.name)
-        else {
-            return Ok(());
-        };
-        self.auth
-            .authorize_table(opts.role.as_deref(), k, &t.name, auth::Permission::Alter)
-            .map_err(EngineError::Db)
-    }
-
-    /// ALTER and DROP MATERIALIZED VIEW need ALTER on the view's base table, as in Cassandra
-    /// (the statement names only the view).
-    fn authorize_view_change(
-        &self,
-        name: &cql::ast::QualifiedName,
-        ks: Option<&str>,
-        opts: &QueryOptions,
-    ) -> Result<(), EngineError> {
         let Some(k) = name.keyspace.as_deref().or(ks) else {
             return Ok(());
         };
-        if !self.auth.authorizing() {
-            return Ok(());
-        }
         let schema = self.schema.get();
-        let Some(base) = schema
-            .table(k, &name.name)
-            .and_then(|v| v.view.as_ref())
-            .map(|d| d.base.clone())
-        else {
+        let owner = match st {
+            S::DropIndex { .. } => index::ddl::indexes_of(&schema, k)
+                .find(|(_, i)| i.name == name.name)
+                .map(|(t, _)| t.name.clone()),
+            _ => schema
+                .table(k, &name.name)
+                .and_then(|v| v.view.as_ref())
+                .map(|d| d.base.clone()),
+        };
+        let Some(owner) = owner else {
             return Ok(());
         };
         self.auth
-            .authorize_table(opts.role.as_deref(), k, &base, auth::Permission::Alter)
+            .authorize_table(opts.role.as_deref(), k, &owner, auth::Permission::Alter)
             .map_err(EngineError::Db)
     }
 
