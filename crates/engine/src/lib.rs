@@ -1260,6 +1260,24 @@ impl Engine {
         }
     }
 
+    /// Records index or view builds as done: every table `unbuilt` selects is replaced by a
+    /// copy that `mark` changed, and the schema is installed.
+    pub(crate) fn mark_built(
+        &self,
+        unbuilt: impl Fn(&TableDef) -> bool,
+        mark: impl Fn(&mut TableDef),
+    ) -> Result<(), EngineError> {
+        let mut next = (*self.schema.get()).clone();
+        for t in next.tables.values_mut() {
+            if unbuilt(t) {
+                let mut nt = (**t).clone();
+                mark(&mut nt);
+                *t = Arc::new(nt);
+            }
+        }
+        self.install(next)
+    }
+
     /// Persists a new schema, then makes it visible.
     fn install(&self, mut next: Schema) -> Result<(), EngineError> {
         next.refresh_indexed();

@@ -298,17 +298,10 @@ impl Engine {
         for (t, idx) in &pending {
             build(self, t, idx)?;
         }
-        let mut next = (*self.schema.get()).clone();
-        for t in next.tables.values_mut() {
-            if t.indexes.iter().any(|i| !i.built) {
-                let mut nt = (**t).clone();
-                for i in &mut nt.indexes {
-                    i.built = true;
-                }
-                *t = Arc::new(nt);
-            }
-        }
-        self.install(next)
+        self.mark_built(
+            |t| t.indexes.iter().any(|i| !i.built),
+            |t| t.indexes.iter_mut().for_each(|i| i.built = true),
+        )
     }
 }
 

@@ -342,17 +342,14 @@ impl Engine {
         for (view, base) in &pending {
             build(self, view, base)?;
         }
-        let mut next = (*self.schema.get()).clone();
-        for t in next.tables.values_mut() {
-            if t.view.as_ref().is_some_and(|d| !d.built) {
-                let mut nt = (**t).clone();
-                if let Some(d) = &mut nt.view {
+        self.mark_built(
+            |t| t.view.as_ref().is_some_and(|d| !d.built),
+            |t| {
+                if let Some(d) = &mut t.view {
                     d.built = true;
                 }
-                *t = Arc::new(nt);
-            }
-        }
-        self.install(next)
+            },
+        )
     }
 
     /// Compares every view, as read at `now`, with the view computed from a full scan of
