@@ -302,16 +302,26 @@ impl LsmStorage {
 impl Shared {
     /// The open store, or the error saying why it is down.
     fn current(&self) -> Result<Arc<Open>> {
-        match self.open.load_full() {
-            Some(open) => Ok(open),
-            None => Err(StorageError::Unavailable(
-                self.down
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone()
-                    .unwrap_or_else(|| "the store is reopening".into()),
-            )),
+        self.open.load_full().ok_or_else(|| self.unavailable())
+    }
+
+    /// Runs `f` on the open store without taking a reference count (a short-lived arc-swap
+    /// guard: no atomic write shared by every thread on the point read and write paths).
+    fn with_open<T>(&self, f: impl FnOnce(&Arc<Open>) -> Result<T>) -> Result<T> {
+        match self.open.load().as_ref() {
+            Some(open) => f(open),
+            None => Err(self.unavailable()),
         }
+    }
+
+    fn unavailable(&self) -> StorageError {
+        StorageError::Unavailable(
+            self.down
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .unwrap_or_else(|| "the store is reopening".into()),
+        )
     }
 
     /// A write or sync on `open` failed: applies the failure policy. Under `stop` the first to
@@ -473,24 +483,26 @@ impl Drop for LsmStorage {
 
 impl Storage for LsmStorage {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let open = self.shared.current()?;
-        if key.len() >= SPILL_AT {
-            let bucket = open.bucket(&key[..SPILL_AT])?;
-            return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
-        }
-        Ok(open.data.get(key)?.map(|v| v.to_vec()))
+        self.shared.with_open(|open| {
+            if key.len() >= SPILL_AT {
+                let bucket = open.bucket(&key[..SPILL_AT])?;
+                return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
+            }
+            Ok(open.data.get(key)?.map(|v| v.to_vec()))
+        })
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        let open = self.shared.current()?;
-        match open.write(batch, self.shared.options.sync, &self.shared.buckets) {
-            Ok(()) => Ok(()),
-            Err(WriteError::Read(e)) => Err(e),
-            Err(WriteError::Fjall(e)) => {
-                self.shared.failed(&open, &e);
-                Err(StorageError::from(e))
+        self.shared.with_open(|open| {
+            match open.write(batch, self.shared.options.sync, &self.shared.buckets) {
+                Ok(()) => Ok(()),
+                Err(WriteError::Read(e)) => Err(e),
+                Err(WriteError::Fjall(e)) => {
+                    self.shared.failed(open, &e);
+                    Err(StorageError::from(e))
+                }
             }
-        }
+        })
     }
 
     fn scan<'a>(
