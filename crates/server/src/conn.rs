@@ -617,7 +617,10 @@ impl<B: Backend> Pending<B> {
         }
         self.running = true;
         let s = &*self.session;
-        let reply = s.shared.backend.handle(&s.conn, req, flags).await;
+        // Boxed: the backend's future is large (over 1 KB) and this task's future would
+        // otherwise hold it inline, copied whole each time the task is built and moved
+        // (about a dozen copies per request); a box costs one allocation.
+        let reply = Box::pin(s.shared.backend.handle(&s.conn, req, flags)).await;
         self.finish(reply);
     }
 

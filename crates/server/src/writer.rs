@@ -153,6 +153,13 @@ impl OutTx {
     /// writer ended: the connection is gone, so the request should not run at all (else every
     /// request a client pipelined before leaving would run at once).
     pub(crate) async fn start_request(&self) -> bool {
+        // The usual case, without registering for a wake-up (that takes the Notify's lock).
+        if self.backlog.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        if self.backlog.try_add(RUNNING_RESERVE) {
+            return true;
+        }
         loop {
             let mut drained = pin!(self.backlog.drained.notified());
             drained.as_mut().enable();
