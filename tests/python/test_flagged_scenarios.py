@@ -1,0 +1,55 @@
+"""Differential scenarios that need a non-default setting on both sides, run against a real
+Cassandra 5.0.9 started here with that setting, and a Peregrine started here with the same one.
+
+`scripts/test-all.sh` compares every scenario against one reference Cassandra on its default
+configuration, where materialized views are off: `32_views.cql` (`-- @requires-views`) is
+reported skipped there. This module starts a second Cassandra on FLAGGED_CASSANDRA_PORT
+(default 9252, used by no other test; its data directory is wiped first) with
+`materialized_views_enabled: true`, and a Peregrine with the same key, and runs those scenarios
+through `tests/differential/run.py`: they must run (not be skipped) and match statement by
+statement. Skipped when the Cassandra jars are not installed.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import proxy_support as ps
+from test_indexes import own_server_lifetime
+
+PORT = int(os.environ.get("FLAGGED_CASSANDRA_PORT", "9252"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN = os.path.join(HERE, "..", "differential", "run.py")
+# The settings, as each side spells them, and the scenarios that need them.
+PEREGRINE_YAML = "materialized_views_enabled: true\n"
+CASSANDRA_ENV = {"CASSANDRA_MATERIALIZED_VIEWS": "1"}
+SCENARIOS = ["32_views.cql"]
+
+
+@pytest.fixture(scope="module")
+def cassandra():
+    env = dict(os.environ, **CASSANDRA_ENV)
+    ps.stop_cassandra(PORT, env=env)
+    ps.start_cassandra(PORT, env=env, clean=True)
+    yield PORT
+    ps.stop_cassandra(PORT, env=env)
+
+
+@pytest.fixture(scope="module")
+def peregrine():
+    yield from own_server_lifetime("peregrine-flagged-", PEREGRINE_YAML, start=True)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_scenario_matches_cassandra(cassandra, peregrine, scenario):
+    r = subprocess.run(
+        [sys.executable, RUN, "--a", f"127.0.0.1:{cassandra}", "--b", f"127.0.0.1:{peregrine.port}",
+         "--scenario", scenario],
+        capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert "SKIP" not in out, f"{scenario} was skipped: the reference lacks the setting\n{out}"
+    assert r.returncode == 0, out
+    last = [line for line in out.splitlines() if line.startswith("differential:")]
+    assert last and not last[-1].startswith("differential: 0 passed"), out
