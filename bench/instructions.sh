@@ -16,6 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 : "${OLD:?OLD=path of the old peregrine binary}" "${NEW:?NEW=path of the new peregrine binary}"
 RECORDS="${RECORDS:-20000}" OPS="${OPS:-20000}" WORKLOAD="${WORKLOAD:-c}" PORT_BASE="${PORT_BASE:-9864}"
 OUT="${OUT:-$(mktemp -d)}"
+mkdir -p "$OUT"
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 
 # profile NAME BIN PORT: the Callgrind profile of the measured reads in $OUT/NAME.cg.1

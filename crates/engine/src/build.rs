@@ -769,7 +769,7 @@ impl<'a> Builder<'a> {
             clustering,
             filters,
             selection,
-            output,
+            output: output.into(),
             distinct: s.distinct,
             reversed,
             limit,

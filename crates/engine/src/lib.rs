@@ -155,7 +155,7 @@ impl EngineError {
 pub struct ResultSet {
     pub keyspace: String,
     pub table: String,
-    pub columns: Vec<OutputColumn>,
+    pub columns: Arc<[OutputColumn]>,
     pub rows: usize,
     pub data: Vec<u8>,
     pub paging_state: Option<Vec<u8>>,
@@ -237,7 +237,7 @@ impl Prepared {
         self.current().pk_indexes.clone()
     }
     /// Result columns of a SELECT (empty for other statements), with keyspace and table.
-    pub fn result_columns(&self) -> Option<(String, String, Vec<OutputColumn>)> {
+    pub fn result_columns(&self) -> Option<(String, String, Arc<[OutputColumn]>)> {
         match &self.current().kind {
             CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) => Some((
                 p.table.keyspace.clone(),
@@ -265,7 +265,7 @@ fn metadata_digest(kind: &CompiledKind) -> [u8; 16] {
     if let CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) = kind {
         h.write(p.table.keyspace.as_bytes());
         h.write(p.table.name.as_bytes());
-        for c in &p.output {
+        for c in p.output.iter() {
             h.write(c.name.as_bytes());
             h.write(types::cql_type_name(&c.ty).as_bytes());
         }
@@ -1318,10 +1318,10 @@ fn applied_result(t: &TableDef, applied: bool) -> Outcome {
     Outcome::Rows(ResultSet {
         keyspace: t.keyspace.clone(),
         table: t.name.clone(),
-        columns: vec![OutputColumn {
+        columns: Arc::new([OutputColumn {
             name: "[applied]".into(),
             ty: ColumnType::Boolean,
-        }],
+        }]),
         rows: 1,
         data,
         paging_state: None,

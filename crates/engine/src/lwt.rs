@@ -320,7 +320,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
     Outcome::Rows(ResultSet {
         keyspace: t.keyspace.clone(),
         table: t.name.clone(),
-        columns,
+        columns: columns.into(),
         rows: count,
         data,
         paging_state: None,

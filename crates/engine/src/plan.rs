@@ -286,7 +286,8 @@ pub struct SelectPlan {
     pub clustering: ClusteringSel,
     pub filters: Vec<Filter>,
     pub selection: Selection,
-    pub output: Vec<OutputColumn>,
+    /// Shared with every result of the plan (a result carries it without copying).
+    pub output: Arc<[OutputColumn]>,
     pub distinct: bool,
     pub reversed: bool,
     /// ORDER BY with IN on the partition key cannot be paged (Cassandra refuses it).

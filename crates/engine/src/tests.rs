@@ -43,7 +43,7 @@ pub(crate) fn values(o: Outcome) -> (Vec<Vec<proto::types::Value>>, Option<Vec<u
     let mut pos = 0;
     for _ in 0..rs.rows {
         let mut row = Vec::new();
-        for c in &rs.columns {
+        for c in rs.columns.iter() {
             let len = i32::from_be_bytes(rs.data[pos..pos + 4].try_into().unwrap());
             pos += 4;
             if len < 0 {
