@@ -761,6 +761,7 @@ impl<'a> Builder<'a> {
             (false, Vec::new())
         };
         Ok(SelectPlan {
+            output: wire_columns(&t.keyspace, &t.name, output),
             json,
             json_columns,
             order_with_in,
@@ -769,7 +770,6 @@ impl<'a> Builder<'a> {
             clustering,
             filters,
             selection,
-            output: output.into(),
             distinct: s.distinct,
             reversed,
             limit,

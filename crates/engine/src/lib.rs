@@ -69,8 +69,9 @@ use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
 pub use exec::BoundValue;
 use exec::Mutations;
-use plan::{BindSpec, OutputColumn};
+use plan::{wire_columns, BindSpec, OutputColumn};
 use proto::error::DbError;
+use proto::response::ColumnSpec;
 use proto::types::ColumnType;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -153,9 +154,8 @@ impl EngineError {
 /// Rows of a result, cells already serialized as `[bytes]` back to back.
 #[derive(Debug, Clone)]
 pub struct ResultSet {
-    pub keyspace: String,
-    pub table: String,
-    pub columns: Arc<[OutputColumn]>,
+    /// Each column with its keyspace and table, as a ROWS result's metadata names them.
+    pub columns: Arc<[ColumnSpec]>,
     pub rows: usize,
     pub data: Vec<u8>,
     pub paging_state: Option<Vec<u8>>,
@@ -236,14 +236,10 @@ impl Prepared {
     pub fn pk_indexes(&self) -> Vec<u16> {
         self.current().pk_indexes.clone()
     }
-    /// Result columns of a SELECT (empty for other statements), with keyspace and table.
-    pub fn result_columns(&self) -> Option<(String, String, Arc<[OutputColumn]>)> {
+    /// Result columns of a SELECT (None for other statements).
+    pub fn result_columns(&self) -> Option<Arc<[ColumnSpec]>> {
         match &self.current().kind {
-            CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) => Some((
-                p.table.keyspace.clone(),
-                p.table.name.clone(),
-                p.output.clone(),
-            )),
+            CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) => Some(p.output.clone()),
             _ => None,
         }
     }
@@ -984,15 +980,14 @@ impl Engine {
                     }
                 }
                 Ok(Outcome::Rows(ResultSet {
-                    keyspace: String::new(),
-                    table: String::new(),
-                    columns: cols
-                        .into_iter()
-                        .map(|(n, t)| OutputColumn {
+                    columns: wire_columns(
+                        "",
+                        "",
+                        cols.into_iter().map(|(n, t)| OutputColumn {
                             name: n.into(),
                             ty: t,
-                        })
-                        .collect(),
+                        }),
+                    ),
                     rows: rows.len(),
                     data,
                     paging_state: None,
@@ -1316,12 +1311,14 @@ fn applied_result(t: &TableDef, applied: bool) -> Outcome {
     let mut data = 1i32.to_be_bytes().to_vec();
     data.push(applied as u8);
     Outcome::Rows(ResultSet {
-        keyspace: t.keyspace.clone(),
-        table: t.name.clone(),
-        columns: Arc::new([OutputColumn {
-            name: "[applied]".into(),
-            ty: ColumnType::Boolean,
-        }]),
+        columns: wire_columns(
+            &t.keyspace,
+            &t.name,
+            [OutputColumn {
+                name: "[applied]".into(),
+                ty: ColumnType::Boolean,
+            }],
+        ),
         rows: 1,
         data,
         paging_state: None,

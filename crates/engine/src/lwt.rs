@@ -10,7 +10,7 @@
 use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::exec::{self, decode_list_elements, resolve, BoundValue};
 use crate::plan::{
-    ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
+    wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
 };
 use crate::row::{PartitionHeader, Row};
 use crate::{keys, token, types, Engine, EngineError, Mutations, Now, Outcome, ResultSet};
@@ -318,9 +318,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         }
     }
     Outcome::Rows(ResultSet {
-        keyspace: t.keyspace.clone(),
-        table: t.name.clone(),
-        columns: columns.into(),
+        columns: wire_columns(&t.keyspace, &t.name, columns),
         rows: count,
         data,
         paging_state: None,

@@ -4,6 +4,7 @@
 
 use crate::catalog::TableDef;
 pub use cql::ast::ArithOp;
+use proto::response::ColumnSpec;
 use proto::types::ColumnType;
 use std::sync::Arc;
 
@@ -239,6 +240,24 @@ pub struct OutputColumn {
     pub ty: ColumnType,
 }
 
+/// A result's columns as the wire describes them (keyspace, table, name, type), built once
+/// and shared by every result that has them.
+pub fn wire_columns(
+    keyspace: &str,
+    table: &str,
+    columns: impl IntoIterator<Item = OutputColumn>,
+) -> Arc<[ColumnSpec]> {
+    columns
+        .into_iter()
+        .map(|c| ColumnSpec {
+            keyspace: keyspace.to_string(),
+            table: table.to_string(),
+            name: c.name,
+            ty: c.ty,
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone)]
 pub enum Selection {
     Rows(Vec<Selector>),
@@ -286,8 +305,8 @@ pub struct SelectPlan {
     pub clustering: ClusteringSel,
     pub filters: Vec<Filter>,
     pub selection: Selection,
-    /// Shared with every result of the plan (a result carries it without copying).
-    pub output: Arc<[OutputColumn]>,
+    /// The result's columns, shared with every result of the plan (see [`wire_columns`]).
+    pub output: Arc<[ColumnSpec]>,
     pub distinct: bool,
     pub reversed: bool,
     /// ORDER BY with IN on the partition key cannot be paged (Cassandra refuses it).

@@ -998,11 +998,8 @@ impl<'a> SelectRun<'a> {
             self.sink.rows = m.rows.len();
             self.sink.data = m.rows.into_iter().flat_map(|(_, r)| r).collect();
         }
-        let t = &self.plan.table;
         Ok(ResultSet {
             columns: self.plan.output.clone(),
-            keyspace: t.keyspace.clone(),
-            table: t.name.clone(),
             rows: self.sink.rows,
             data: self.sink.data,
             paging_state: self.next_state.map(|s| s.encode()),

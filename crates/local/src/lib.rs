@@ -189,37 +189,6 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
 
 /// Column specs of a result. When the client skips metadata only the count is sent, so the
 /// names are left empty rather than copied for every response.
-fn column_specs_for(
-    ks: &str,
-    table: &str,
-    cols: &[engine::plan::OutputColumn],
-    skip: bool,
-) -> Vec<ColumnSpec> {
-    if skip {
-        return cols
-            .iter()
-            .map(|c| ColumnSpec {
-                keyspace: String::new(),
-                table: String::new(),
-                name: String::new(),
-                ty: c.ty.clone(),
-            })
-            .collect();
-    }
-    column_specs(ks, table, cols)
-}
-
-fn column_specs(ks: &str, table: &str, cols: &[engine::plan::OutputColumn]) -> Vec<ColumnSpec> {
-    cols.iter()
-        .map(|c| ColumnSpec {
-            keyspace: ks.to_string(),
-            table: table.to_string(),
-            name: c.name.clone(),
-            ty: c.ty.clone(),
-        })
-        .collect()
-}
-
 fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
     match o {
         Err(e) => Response::Error(e),
@@ -227,7 +196,8 @@ fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
         Ok(Outcome::SetKeyspace(ks)) => Response::Result(ResultBody::SetKeyspace(ks)),
         Ok(Outcome::Rows(rs)) => Response::Result(ResultBody::Rows(Rows {
             metadata: RowsMetadata {
-                columns: column_specs_for(&rs.keyspace, &rs.table, &rs.columns, skip_metadata),
+                // With `no_metadata` only their count is sent.
+                columns: rs.columns,
                 paging_state: rs.paging_state.map(Bytes::from),
                 no_metadata: skip_metadata,
                 new_metadata_id: None,
@@ -269,8 +239,8 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
         })
         .collect();
     let result_metadata = match p.result_columns() {
-        Some((ks, t, cols)) => RowsMetadata {
-            columns: column_specs(&ks, &t, &cols),
+        Some(columns) => RowsMetadata {
+            columns,
             ..RowsMetadata::default()
         },
         None => RowsMetadata {
@@ -459,9 +429,7 @@ impl LocalBackend {
                 if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
                     let current = prep.result_metadata_id();
                     if x.result_metadata_id.as_deref() != Some(&current[..]) {
-                        if let Some((ks, t, cols)) = prep.result_columns() {
-                            rows.metadata.columns = column_specs(&ks, &t, &cols);
-                        }
+                        // The result's own columns are the plan's current ones.
                         rows.metadata.no_metadata = false;
                         rows.metadata.new_metadata_id = Some(Bytes::copy_from_slice(&current));
                     }

@@ -194,7 +194,7 @@ fn rows_response_golden() {
         ty,
     };
     let rows = b.finish(RowsMetadata {
-        columns: vec![col("k", ColumnType::Int), col("v", ColumnType::Varchar)],
+        columns: vec![col("k", ColumnType::Int), col("v", ColumnType::Varchar)].into(),
         ..RowsMetadata::default()
     });
     let mut out = BytesMut::new();

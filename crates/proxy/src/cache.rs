@@ -980,7 +980,8 @@ mod tests {
                 table: "t".into(),
                 name: "v".into(),
                 ty: proto::types::ColumnType::Varchar,
-            }],
+            }]
+            .into(),
             ..RowsMetadata::default()
         });
         for version in [ProtocolVersion::V4, ProtocolVersion::V5] {

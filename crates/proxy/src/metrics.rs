@@ -130,7 +130,8 @@ impl Metrics {
             columns: vec![
                 spec("name", ColumnType::Varchar),
                 spec("value", ColumnType::Bigint),
-            ],
+            ]
+            .into(),
             ..RowsMetadata::default()
         })
     }

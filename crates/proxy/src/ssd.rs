@@ -533,7 +533,7 @@ pub(crate) mod tests {
         b.push_cell(Some(&vec![b'x'; pad]));
         b.end_row();
         b.finish(RowsMetadata {
-            columns: vec![spec("k", ColumnType::Int), spec("v", ColumnType::Blob)],
+            columns: vec![spec("k", ColumnType::Int), spec("v", ColumnType::Blob)].into(),
             paging_state: Some(Bytes::from_static(b"page")),
             ..RowsMetadata::default()
         })

@@ -12,7 +12,7 @@ use super::resource::{self, Permission, PermissionSet, Resource};
 use super::state::{Effective, RoleRecord};
 use super::{hash_password, Auth};
 use crate::catalog::Schema;
-use crate::plan::OutputColumn;
+use crate::plan::{wire_columns, OutputColumn};
 use crate::{Outcome, ResultSet};
 
 const NOT_ANONYMOUS: &str = "You have to be logged in and not anonymous to perform this request";
@@ -572,15 +572,14 @@ impl Rows {
             return Outcome::Void;
         }
         Outcome::Rows(ResultSet {
-            keyspace: "system_auth".into(),
-            table: table.into(),
-            columns: columns
-                .iter()
-                .map(|(n, t)| OutputColumn {
+            columns: wire_columns(
+                "system_auth",
+                table,
+                columns.iter().map(|(n, t)| OutputColumn {
                     name: n.to_string(),
                     ty: t.clone(),
-                })
-                .collect(),
+                }),
+            ),
             rows: self.count,
             data: self.data,
             paging_state: None,

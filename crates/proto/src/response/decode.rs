@@ -74,7 +74,7 @@ fn read_rows_metadata(r: &mut Reader, version: ProtocolVersion) -> Result<RowsMe
         read_col_specs(r, n, global)?
     };
     Ok(RowsMetadata {
-        columns,
+        columns: columns.into(),
         paging_state,
         no_metadata,
         new_metadata_id,

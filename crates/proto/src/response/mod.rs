@@ -10,6 +10,7 @@
 //! without a per-cell allocation; encoding a Rows result is the metadata plus one copy.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -56,7 +57,7 @@ pub struct ColumnSpec {
 /// Result metadata of a Rows result (and the result half of a Prepared result).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RowsMetadata {
-    pub columns: Vec<ColumnSpec>,
+    pub columns: Arc<[ColumnSpec]>,
     /// Set means "has more pages".
     pub paging_state: Option<Bytes>,
     /// Only flags, column count and paging state are sent (the client asked to skip them,

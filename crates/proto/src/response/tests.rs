@@ -38,7 +38,7 @@ fn sample_rows(paging: bool) -> Rows {
         b.end_row();
     }
     b.finish(RowsMetadata {
-        columns: vec![col("k", ColumnType::Int), col("v", ColumnType::Varchar)],
+        columns: vec![col("k", ColumnType::Int), col("v", ColumnType::Varchar)].into(),
         paging_state: paging.then(|| Bytes::from_static(b"page2")),
         no_metadata: false,
         new_metadata_id: None,
@@ -62,7 +62,7 @@ fn golden_rows_with_global_spec() {
     b.push_value(&Value::Int(1));
     b.end_row();
     let rows = b.finish(RowsMetadata {
-        columns: vec![col("k", ColumnType::Int)],
+        columns: vec![col("k", ColumnType::Int)].into(),
         ..Default::default()
     });
     let mut out = BytesMut::new();
@@ -106,7 +106,8 @@ fn rows_metadata_flags() {
                 table: "u".into(),
                 ..col("b", ColumnType::Blob)
             },
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let mut out = BytesMut::new();
@@ -150,7 +151,7 @@ fn prepared_round_trip() {
                 },
             },
             result_metadata: RowsMetadata {
-                columns: vec![col("v", ColumnType::Varchar)],
+                columns: vec![col("v", ColumnType::Varchar)].into(),
                 ..Default::default()
             },
         };
