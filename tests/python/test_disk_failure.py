@@ -37,6 +37,44 @@ def hog_descriptors(port):
     return socks
 
 
+class Writes:
+    """Numbered rows `f.t (k, v)` written one by one, remembering which were acknowledged."""
+
+    def __init__(self, session, insert, value):
+        self.session, self.insert, self.value = session, insert, value
+        self.k = 0
+        self.acknowledged, self.failures = [], []
+
+    def one(self):
+        """Writes the next row; True when it was acknowledged."""
+        k, self.k = self.k, self.k + 1
+        try:
+            self.session.execute(self.insert, (k, self.value))
+        except Exception as e:  # ServerError surfaces as NoHostAvailable
+            self.failures.append(str(e))
+            return False
+        self.acknowledged.append(k)
+        return True
+
+    def until_one_fails(self, at_most):
+        while not self.failures and self.k < at_most:
+            self.one()
+
+    def until_one_succeeds(self, seconds):
+        deadline = time.time() + seconds
+        while not self.one():
+            assert time.time() < deadline, f"writes did not resume: {self.failures[-1]}"
+            time.sleep(0.2)
+
+    def more(self, n):
+        for _ in range(n):
+            assert self.one(), self.failures[-1]
+
+    def lost(self):
+        got = {r.k for r in self.session.execute("SELECT k FROM f.t")}
+        return [a for a in self.acknowledged if a not in got]
+
+
 def test_writes_resume_by_themselves_after_descriptors_ran_out():
     binary = _find_peregrine()
     if binary is None:
@@ -55,37 +93,19 @@ def test_writes_resume_by_themselves_after_descriptors_ran_out():
 
         socks = hog_descriptors(server.port)
         assert len(socks) > 100, len(socks)
-        acknowledged, failures = [], []
-        k = 0
         # ~1 MiB memtables: a flush is due every ~500 writes, and cannot open its file.
-        while not failures and k < 20000:
-            try:
-                session.execute(insert, (k, value))
-                acknowledged.append(k)
-            except Exception as e:  # ServerError surfaces as NoHostAvailable
-                failures.append(str(e))
-            k += 1
-        assert failures, "no write failed with every descriptor in use"
-        assert "storage" in failures[0], failures[0]
+        writes = Writes(session, insert, value)
+        writes.until_one_fails(20000)
+        assert writes.failures, "no write failed with every descriptor in use"
+        assert "storage" in writes.failures[0], writes.failures[0]
 
         for s in socks:
             s.close()
-        # The store reopens by itself: wait until a write goes through again.
-        deadline = time.time() + 60
-        while True:
-            try:
-                session.execute(insert, (k, value))
-                acknowledged.append(k)
-                break
-            except Exception as e:  # ServerError surfaces as NoHostAvailable
-                assert time.time() < deadline, f"writes did not resume: {e}"
-                time.sleep(0.2)
-        for j in range(k + 1, k + 2000):  # and go on, through more flushes
-            session.execute(insert, (j, value))
-            acknowledged.append(j)
-        got = {r.k for r in session.execute("SELECT k FROM f.t")}
-        missing = [a for a in acknowledged if a not in got]
-        assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:5]}"
+        # The store reopens by itself: writes go through again, and go on through more flushes.
+        writes.until_one_succeeds(60)
+        writes.more(2000)
+        lost = writes.lost()
+        assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
         cluster.shutdown()
         server.terminate()
         assert "reopened" in server.logs(), server.logs()[-3000:]

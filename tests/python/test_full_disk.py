@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from test_disk_failure import Writes
 from test_durability import KS_REPLICATION, Server, _find_peregrine, wait_for_session
 
 HEADROOM = 6 * 1024 * 1024
@@ -61,50 +62,22 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
         session.execute(f"CREATE KEYSPACE f WITH replication = {KS_REPLICATION}")
         session.execute("CREATE TABLE f.t (k int PRIMARY KEY, v text)")
         insert = session.prepare("INSERT INTO f.t (k, v) VALUES (?, ?)")
-        value = "x" * 2000
         filler = fill(mnt, HEADROOM)
 
-        acknowledged, failures = [], []
-        k = 0
-        while not failures and k < 50000:
-            try:
-                session.execute(insert, (k, value))
-                acknowledged.append(k)
-            except Exception as e:  # ServerError surfaces as NoHostAvailable
-                failures.append(str(e))
-            k += 1
-        assert failures, "no write failed on a full disk"
-        assert "storage" in failures[0], failures[0]
+        writes = Writes(session, insert, "x" * 2000)
+        writes.until_one_fails(50000)
+        assert writes.failures, "no write failed on a full disk"
+        assert "storage" in writes.failures[0], writes.failures[0]
 
         # Still full: writes keep failing or fit in what is left; none is acknowledged and lost.
         still_full_until = time.time() + 3
         while time.time() < still_full_until:
-            try:
-                session.execute(insert, (k, value))
-                acknowledged.append(k)
-            except Exception as e:
-                failures.append(str(e))
-            k += 1
+            writes.one()
 
         os.remove(filler)
-        deadline = time.time() + 60
-        while True:
-            try:
-                session.execute(insert, (k, value))
-                acknowledged.append(k)
-                break
-            except Exception as e:
-                assert time.time() < deadline, f"writes did not resume after space came back: {e}"
-                time.sleep(0.2)
-        for j in range(k + 1, k + 1000):  # and go on, through more flushes
-            session.execute(insert, (j, value))
-            acknowledged.append(j)
-
-        def missing():
-            got = {r.k for r in session.execute("SELECT k FROM f.t")}
-            return [a for a in acknowledged if a not in got]
-
-        lost = missing()
+        writes.until_one_succeeds(60)
+        writes.more(1000)  # and go on, through more flushes
+        lost = writes.lost()
         assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
         cluster.shutdown()
         server.terminate()
@@ -113,7 +86,8 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
         server.start()
         cluster = server.cluster()
         session = wait_for_session(cluster)
-        lost = missing()
+        writes.session = session
+        lost = writes.lost()
         assert not lost, f"{len(lost)} acknowledged writes lost after a restart, e.g. {lost[:5]}"
         cluster.shutdown()
         server.terminate()
