@@ -129,6 +129,12 @@ impl<'a> Builder<'a> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            Term::FunctionCall { name: f, args }
+                if crate::functions::json_fn(&f.name) == Some(crate::functions::JsonFn::From)
+                    && args.iter().any(contains_bind) =>
+            {
+                self.json_decoded_bind(t, args, ty)
+            }
             Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
                 self.volatile = true;
                 Ok(Src::Const(crate::functions::call_for(
@@ -155,6 +161,25 @@ impl<'a> Builder<'a> {
                 Ok(Src::Const(const_term_for(name, ty, term, self.now)?))
             }
         }
+    }
+
+    /// `fromJson(?)` for a receiver of type `ty`: the marker is text, named
+    /// `arg0(system.fromjson)` unless it has its own name, decoded at execution.
+    fn json_decoded_bind(
+        &mut self,
+        t: &TableDef,
+        args: &[Term],
+        ty: &ColumnType,
+    ) -> Result<Src, EngineError> {
+        crate::functions::from_json_arity(args.len())?;
+        let Term::Bind(m) = &args[0] else {
+            return Err(EngineError::invalid(format!(
+                "Cannot infer type of argument {} in call to function system.fromjson(text): use type casts to disambiguate",
+                args[0]
+            )));
+        };
+        let text = self.bind(t, m, "arg0(system.fromjson)", &ColumnType::Varchar);
+        Ok(Src::FromJson(Box::new(text), ty.clone()))
     }
 
     /// A tuple or UDT literal with bind markers among its fields: each field its own source,

@@ -59,6 +59,14 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             }
             Ok(Some(proto::value::encode_vector(elem, &values)))
         }
+        Src::FromJson(text, ty) => match resolve(text, vals) {
+            Ok(Some(text)) => crate::functions::from_json_arg(ty, &text),
+            Ok(None) => Ok(None),
+            Err(EngineError::Unset(_)) => Err(EngineError::invalid(
+                "Invalid unset value for argument in call to function fromjson",
+            )),
+            Err(e) => Err(e),
+        },
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),

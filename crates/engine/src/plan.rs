@@ -23,6 +23,8 @@ pub enum Src {
     Elements(ColumnType, Vec<Src>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
+    /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
+    FromJson(Box<Src>, ColumnType),
 }
 
 /// A restriction to one or several values of one key column.
@@ -219,6 +221,20 @@ pub enum SelExpr {
         ty: ColumnType,
     },
     Negate(Box<SelExpr>),
+    /// `m[key]` / `s[element]`: the map's value at the key, or the set's element if present.
+    Element {
+        coll: Box<SelExpr>,
+        key: Box<SelExpr>,
+        ty: ColumnType,
+    },
+    /// `m[from..to]` / `s[from..to]` (bounds inclusive, either optional): the entries in range;
+    /// none gives null, or an empty collection when `frozen`.
+    Slice {
+        coll: Box<SelExpr>,
+        from: Option<Box<SelExpr>>,
+        to: Option<Box<SelExpr>>,
+        frozen: bool,
+    },
 }
 
 impl SelExpr {
@@ -229,6 +245,8 @@ impl SelExpr {
             SelExpr::Cast { to, .. } => to,
             SelExpr::Op { ty, .. } => ty,
             SelExpr::Negate(inner) => inner.ty(),
+            SelExpr::Element { ty, .. } => ty,
+            SelExpr::Slice { coll, .. } => coll.ty(),
         }
     }
 }

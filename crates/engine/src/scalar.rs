@@ -125,9 +125,21 @@ pub fn cast_allowed(from: &ColumnType, to: &ColumnType) -> bool {
     }
 }
 
-/// Cassandra's error for an impossible cast: `a cannot be cast to boolean`.
+/// Cassandra's error for an impossible cast: `a cannot be cast to boolean` where no type casts
+/// to the target, else the signature mismatch of its `cast_as_<type>` function (Cassandra
+/// lists the signatures in its hash order, which this does not reproduce).
 pub fn cast_error(arg_column_name: &str, to: &ColumnType) -> String {
-    format!("{arg_column_name} cannot be cast to {}", to.cql_name())
+    let to_name = to.cql_name();
+    let sigs = signatures(&format!("castas{to_name}"));
+    if sigs.is_empty() {
+        return format!("{arg_column_name} cannot be cast to {to_name}");
+    }
+    let f = format!("cast_as_{to_name}");
+    let known: Vec<String> = sigs.iter().map(|s| sig_text(&f, s)).collect();
+    format!(
+        "Invalid call to function system.{f}, none of its type signatures match (known type signatures: {})",
+        known.join(", ")
+    )
 }
 
 /// The output column name Cassandra gives a function selector: `system.todate(t)`,
@@ -356,7 +368,7 @@ fn resolve(f: &str, args: &[ColumnType]) -> Result<Sig, String> {
         many => {
             let known: Vec<String> = many.iter().map(|s| sig_text(f, s)).collect();
             Err(format!(
-                "Ambiguous call to function system.{f} (can be matched by following signatures: {}): use type casts to disambiguate",
+                "Ambiguous call to function {f} (can be matched by following signatures: {}): use type casts to disambiguate",
                 known.join(", ")
             ))
         }
@@ -1444,6 +1456,10 @@ mod tests {
     fn cast_rules() {
         // "a cannot be cast to boolean"
         assert_eq!(cast_error("a", &T::Boolean), "a cannot be cast to boolean");
+        // A target with cast functions names the one whose signatures did not match.
+        assert!(cast_error("m", &T::Int).starts_with(
+            "Invalid call to function system.cast_as_int, none of its type signatures match (known type signatures: system.cast_as_int : ("
+        ));
         assert!(cast(&T::Int, &T::Boolean, Some(&[0, 0, 0, 1])).is_err());
         assert!(cast(&T::Blob, &T::Varchar, Some(&[1])).is_err());
         assert!(cast(&T::Varchar, &T::Ascii, Some(b"a")).is_err());
