@@ -99,3 +99,26 @@ def test_select_json_decodes_every_type(js):
     js.execute("INSERT INTO j JSON %s", (text.replace('"k": 7', '"k": 8').replace(', "system.tojson(v)": "1"', ""),))
     assert js.execute("SELECT JSON k, v, de, vi, b, du, l, m, a, tp, vec FROM j WHERE k = 8").one()[0] == \
         text.replace('"k": 7', '"k": 8').replace(', "system.tojson(v)": "1"', "")
+
+
+def test_prepared_insert_json_binds_the_whole_row(js):
+    ins = js.prepare("INSERT INTO j JSON ?")
+    assert [(c.name, c.type.typename) for c in ins.column_metadata] == [("[json]", "varchar")]
+    unset = js.prepare("INSERT INTO j JSON ? DEFAULT UNSET")
+    js.execute(ins, ['{"k": 9, "v": 1, "t": "a", "l": [1, 2]}'])
+    js.execute(unset, ['{"k": 9, "v": 2}'])
+    row = js.execute("SELECT v, t, l FROM j WHERE k = 9").one()
+    assert (row.v, row.t, row.l) == (2, "a", [1, 2])
+    js.execute(ins, ['{"K": 9, "v": 3}'])
+    row = js.execute("SELECT v, t, l FROM j WHERE k = 9").one()
+    assert (row.v, row.t, row.l) == (3, None, None)
+    with pytest.raises(InvalidRequest, match="JSON values map contains unrecognized column: x"):
+        js.execute(ins, ['{"k": 9, "x": 1}'])
+    with pytest.raises(InvalidRequest, match="Error decoding JSON value for v: Unable to make int from 'x'"):
+        js.execute(ins, ['{"k": 9, "v": "x"}'])
+    with pytest.raises(InvalidRequest, match="Got null for INSERT JSON values"):
+        js.execute(ins, [None])
+    with pytest.raises(InvalidRequest, match="Invalid null value in condition for column k"):
+        js.execute(ins, ['{"v": 1}'])
+    with pytest.raises(InvalidRequest, match="Invalid unset value for column k"):
+        js.execute(unset, ['{"v": 1}'])

@@ -67,6 +67,25 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             )),
             Err(e) => Err(e),
         },
+        Src::JsonColumn {
+            bind,
+            columns,
+            pos,
+            unset_if_missing,
+        } => {
+            let text = match resolve(&Src::Bind(*bind), vals) {
+                Ok(text) => text,
+                Err(EngineError::Unset(_)) => None,
+                Err(e) => return Err(e),
+            };
+            crate::json_row::column_of_bound(
+                columns,
+                text.as_deref(),
+                *pos,
+                *unset_if_missing,
+                *bind,
+            )
+        }
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),

@@ -25,6 +25,14 @@ pub enum Src {
     Field(usize, usize),
     /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
     FromJson(Box<Src>, ColumnType),
+    /// `INSERT ... JSON ?`: column `pos` of the JSON row bound to marker `bind`; a column the
+    /// row leaves out is null, or unset when `unset_if_missing` (`DEFAULT UNSET`).
+    JsonColumn {
+        bind: usize,
+        columns: std::sync::Arc<crate::json_row::JsonColumns>,
+        pos: usize,
+        unset_if_missing: bool,
+    },
 }
 
 /// A restriction to one or several values of one key column.
