@@ -170,14 +170,29 @@ pub(crate) fn to_json_literal_type(arg: &Term) -> Option<ColumnType> {
 }
 
 /// `toJson(arg)` of a constant argument (a term's, not a selector's): typed by its own
-/// literal kind or its type hint. Cassandra cannot type a collection literal here.
+/// literal kind, its type hint or a native function's result. Cassandra cannot type a
+/// collection literal here.
 fn to_json_const(arg: &Term, now: Now) -> Result<TypedValue, EngineError> {
-    let ty = match arg {
-        Term::List(_) | Term::Set(_) | Term::Map(_) => None,
-        other => to_json_literal_type(other),
-    }
-    .ok_or_else(|| to_json_untyped(arg))?;
-    let v = const_term(&ty, arg, now)?;
+    let (ty, v) = match arg {
+        // A native scalar function's call is typed by its result.
+        Term::FunctionCall { name, args }
+            if json_fn(&name.name).is_none() && crate::scalar::is_known(&name.name) =>
+        {
+            let typed = scalar_args(&name.name, args, now)?;
+            let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
+            let ty =
+                crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
+            let v = crate::scalar::call_at(&name.name, &typed, now.micros)
+                .map_err(EngineError::invalid)?;
+            (ty, v)
+        }
+        Term::List(_) | Term::Set(_) | Term::Map(_) => return Err(to_json_untyped(arg)),
+        other => {
+            let ty = to_json_literal_type(other).ok_or_else(|| to_json_untyped(arg))?;
+            let v = const_term(&ty, arg, now)?;
+            (ty, v)
+        }
+    };
     let json = crate::json::to_json(&ty, v.as_deref());
     Ok((ColumnType::Varchar, Some(json.into_bytes())))
 }
