@@ -318,6 +318,22 @@ pub(crate) fn param_types(name: &str, arity: usize, pos: usize) -> Vec<ColumnTyp
     out
 }
 
+/// Cassandra's refusal of a call it cannot resolve because an argument (a bind marker) fits
+/// every signature of `name` with `arity` arguments.
+pub(crate) fn ambiguous_call(name: &str, arity: usize) -> String {
+    let f = canonical(name).unwrap_or_else(|_| name.to_lowercase());
+    let sigs: Vec<String> = signatures(&f)
+        .iter()
+        .filter(|(ps, _)| ps.len() == arity)
+        .map(|s| sig_text(&f, s))
+        .collect();
+    format!(
+        "Ambiguous call to function {} (can be matched by following signatures: {}): use type casts to disambiguate",
+        name.to_lowercase(),
+        sigs.join(", ")
+    )
+}
+
 fn sig_text(f: &str, (ps, r): &Sig) -> String {
     let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
     format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())

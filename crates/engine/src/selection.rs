@@ -750,9 +750,8 @@ impl Builder<'_> {
             },
         };
         let [ty] = candidates.as_slice() else {
-            return Err(EngineError::invalid(format!(
-                "Ambiguous call to function {}: use type casts to disambiguate",
-                fname.to_ascii_lowercase()
+            return Err(EngineError::invalid(crate::scalar::ambiguous_call(
+                fname, arity,
             )));
         };
         let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
