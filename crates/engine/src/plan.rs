@@ -229,6 +229,12 @@ pub enum SelExpr {
         ty: ColumnType,
     },
     Negate(Box<SelExpr>),
+    /// `x.field` of a UDT value that is not a plain column (`m['a'].f`).
+    Field {
+        udt: Box<SelExpr>,
+        pos: usize,
+        ty: ColumnType,
+    },
     /// `m[key]` / `s[element]`: the map's value at the key, or the set's element if present.
     Element {
         coll: Box<SelExpr>,
@@ -253,7 +259,7 @@ impl SelExpr {
             SelExpr::Cast { to, .. } => to,
             SelExpr::Op { ty, .. } => ty,
             SelExpr::Negate(inner) => inner.ty(),
-            SelExpr::Element { ty, .. } => ty,
+            SelExpr::Element { ty, .. } | SelExpr::Field { ty, .. } => ty,
             SelExpr::Slice { coll, .. } => coll.ty(),
         }
     }

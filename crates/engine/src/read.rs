@@ -1090,6 +1090,8 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
             Some(v) => Some(arith::negate(inner.ty(), &v)?),
             None => None,
         },
+        SelExpr::Field { udt, pos, .. } => eval_expr(udt, leaf, now)?
+            .and_then(|v| crate::exec::tuple_field(&v, *pos).map(<[u8]>::to_vec)),
         SelExpr::Element { coll, key, .. } => {
             match (eval_expr(coll, leaf, now)?, eval_expr(key, leaf, now)?) {
                 (Some(c), Some(k)) => crate::selection::element(coll.ty(), &c, &k),

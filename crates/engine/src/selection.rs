@@ -393,29 +393,36 @@ impl Builder<'_> {
                 self.token_call(t, args, agg)?
             }
             E::Field { expr, field } => {
-                let E::Column(name) = &**expr else {
-                    return Err(EngineError::invalid(
-                        "Field selection is supported on columns only",
-                    ));
+                let (inner, name, ty) = self.selector(t, expr, agg)?;
+                // A column's type as declared; a UDT inside another value is always frozen.
+                let type_text = match (&**expr, &ty) {
+                    (E::Column(c), _) => self.column(t, c)?.1.cql_type.clone(),
+                    (_, ColumnType::Udt { .. }) => {
+                        format!("frozen<{}>", crate::types::cql_type_name(&ty))
+                    }
+                    _ => crate::types::cql_type_name(&ty),
                 };
-                let (i, c) = self.column(t, name)?;
-                let ColumnType::Udt { fields, .. } = &c.ty else {
+                let ColumnType::Udt { fields, .. } = &ty else {
                     return Err(EngineError::invalid(format!(
-                        "Invalid field selection: {name} of type {} is not a user type",
-                        crate::types::cql_type_name(&c.ty)
+                        "Invalid field selection: {name} of type {type_text} is not a user type"
                     )));
                 };
                 let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
                     return Err(EngineError::invalid(format!(
-                        "{name} of type {} has no field {field}",
-                        crate::types::cql_type_name(&c.ty)
+                        "{name} of type {type_text} has no field {field}"
                     )));
                 };
-                (
-                    Selector::Field(i, pos),
-                    format!("{name}.{field}"),
-                    fields[pos].1.clone(),
-                )
+                let field_ty = fields[pos].1.clone();
+                // A column's field reads the cell directly; any other UDT value is decoded.
+                let sel = match inner {
+                    Selector::Column(i) => Selector::Field(i, pos),
+                    other => Selector::Expr(SelExpr::Field {
+                        udt: Box::new(as_expr(other, ty.clone())),
+                        pos,
+                        ty: field_ty.clone(),
+                    }),
+                };
+                (sel, format!("{name}.{field}"), field_ty)
             }
             // `(type) literal`: a typed constant.
             E::Cast { expr, ty } if matches!(**expr, E::Term(_)) => {
