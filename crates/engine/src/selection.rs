@@ -1116,12 +1116,12 @@ fn selector_name(e: &E) -> String {
             None => t.to_string(),
         },
         E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
-        E::Element { expr, key } => format!("{}[{key}]", selector_name(expr)),
+        E::Element { expr, key } => format!("{}[{}]", selector_name(expr), term_name(key)),
         E::Slice { expr, from, to } => format!(
             "{}[{}..{}]",
             selector_name(expr),
-            from.as_ref().map(|t| t.to_string()).unwrap_or_default(),
-            to.as_ref().map(|t| t.to_string()).unwrap_or_default()
+            from.as_ref().map(term_name).unwrap_or_default(),
+            to.as_ref().map(term_name).unwrap_or_default()
         ),
         E::Operation { op, left, right } => {
             let p = precedence_of(*op);
@@ -1139,6 +1139,33 @@ fn selector_name(e: &E) -> String {
             };
             format!("{l} {} {r}", op.symbol())
         }
+    }
+}
+
+/// A term as Cassandra shows it inside a column name: string literals quoted but not escaped
+/// (`m['it's']`), collections and tuples with their elements shown the same way.
+fn term_name(t: &Term) -> String {
+    let join = |items: &[Term]| items.iter().map(term_name).collect::<Vec<_>>().join(", ");
+    match t {
+        Term::Literal(Literal::String(s)) => format!("'{s}'"),
+        Term::List(items) => format!("[{}]", join(items)),
+        Term::Set(items) => format!("{{{}}}", join(items)),
+        Term::Tuple(items) => format!("({})", join(items)),
+        Term::Map(entries) => {
+            let shown: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", term_name(k), term_name(v)))
+                .collect();
+            format!("{{{}}}", shown.join(", "))
+        }
+        Term::Udt(fields) => {
+            let shown: Vec<String> = fields
+                .iter()
+                .map(|(f, v)| format!("{f}: {}", term_name(v)))
+                .collect();
+            format!("{{{}}}", shown.join(", "))
+        }
+        other => other.to_string(),
     }
 }
 

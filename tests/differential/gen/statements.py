@@ -417,6 +417,14 @@ class StatementGen:
             return f"{t.keys[0].name}, count(*)", "group_by"
         if r < 0.95:
             c = rng.choice(nonstatic)
+            # Not keyed by a UDT: Cassandra names a UDT literal's fields in its hash order.
+            keyed = [x for x in nonstatic if x.type.kind in ("map", "set") and not _has_udt(x.type.args[0])]
+            if keyed and rng.random() < 0.4:
+                # Element or slice selection (5.0), inside toJson() at times.
+                c = rng.choice(keyed)
+                key = literal(c.type.args[0], draw_value(rng, c.type.args[0], True))
+                sel = f"{c.name}[{key}]" if rng.random() < 0.6 else f"{c.name}[{key}..]"
+                return (f"toJson({sel})" if rng.random() < 0.3 else sel), "element_select"
             return f"toJson({c.name})", "to_json"
         c = rng.choice([c for c in nonstatic if c.type.is_native and c.type.kind not in ("counter", "blob")] or t.pk)
         pks = ", ".join(x.name for x in t.pk)
@@ -539,3 +547,7 @@ class StatementGen:
 def _drop_timestamp(text):
     text = re.sub(r" USING TTL (\d+) AND TIMESTAMP \d+", r" USING TTL \1", text)
     return re.sub(r" USING TIMESTAMP \d+", "", text)
+
+
+def _has_udt(t):
+    return t.kind == "udt" or any(_has_udt(a) for a in t._children())
