@@ -125,6 +125,44 @@ pub fn cast_allowed(from: &ColumnType, to: &ColumnType) -> bool {
     }
 }
 
+/// The type `CAST(arg AS to)` converts from, or Cassandra's refusal. `written` is the target as
+/// the statement spells it: there is no `cast_as_varchar` (only `cast_as_text`), so Cassandra
+/// refuses `AS varchar`. A type without a direct cast may still pass as a value-compatible one
+/// (a timestamp as a bigint or varint, a bigint as a timestamp), several of them being ambiguous.
+pub fn cast_source(
+    arg_name: &str,
+    from: &ColumnType,
+    to: &ColumnType,
+    written: &str,
+) -> Result<ColumnType, String> {
+    if from == to {
+        return Ok(from.clone());
+    }
+    if written.eq_ignore_ascii_case("varchar") {
+        return Err(format!("{arg_name} cannot be cast to varchar"));
+    }
+    if cast_allowed(from, to) {
+        return Ok(from.clone());
+    }
+    let f = format!("cast_as_{}", to.cql_name());
+    let sigs = signatures(&format!("castas{}", to.cql_name()));
+    let compat: Vec<&Sig> = sigs
+        .iter()
+        .filter(|(ps, _)| accepts(&ps[0], from))
+        .collect();
+    match compat.as_slice() {
+        [(ps, _)] => Ok(ps[0].clone()),
+        [] => Err(cast_error(arg_name, to)),
+        many => {
+            let known: Vec<String> = many.iter().map(|s| sig_text(&f, s)).collect();
+            Err(format!(
+                "Ambiguous call to function system.{f} (can be matched by following signatures: {}): use type casts to disambiguate",
+                known.join(", ")
+            ))
+        }
+    }
+}
+
 /// Cassandra's error for an impossible cast: `a cannot be cast to boolean` where no type casts
 /// to the target, else the signature mismatch of its `cast_as_<type>` function (Cassandra
 /// lists the signatures in its hash order, which this does not reproduce).
@@ -1472,6 +1510,22 @@ mod tests {
     fn cast_rules() {
         // "a cannot be cast to boolean"
         assert_eq!(cast_error("a", &T::Boolean), "a cannot be cast to boolean");
+        // Value-compatible sources cast as the type they pass for; several are ambiguous.
+        assert_eq!(
+            cast_source("ts", &T::Timestamp, &T::Varint, "varint"),
+            Ok(T::Bigint)
+        );
+        assert_eq!(
+            cast_source("b", &T::Bigint, &T::Date, "date"),
+            Ok(T::Timestamp)
+        );
+        assert!(cast_source("ts", &T::Timestamp, &T::Int, "int")
+            .unwrap_err()
+            .starts_with("Ambiguous call to function system.cast_as_int (can be matched by following signatures: "));
+        assert_eq!(
+            cast_source("i", &T::Int, &T::Varchar, "varchar"),
+            Err("i cannot be cast to varchar".to_string())
+        );
         // A target with cast functions names the one whose signatures did not match.
         assert!(cast_error("m", &T::Int).starts_with(
             "Invalid call to function system.cast_as_int, none of its type signatures match (known type signatures: system.cast_as_int : ("

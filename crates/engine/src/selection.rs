@@ -442,14 +442,15 @@ impl Builder<'_> {
             E::Cast { expr, ty } => {
                 let (inner, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                if !crate::scalar::cast_allowed(&from, &to) {
-                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
-                }
+                // A value-compatible source (a timestamp cast as through bigint) is converted
+                // as that type: its bytes are a valid value of it.
+                let source = crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
+                    .map_err(EngineError::invalid)?;
                 let col_name = crate::scalar::cast_column_name(&name, &from, &to);
                 (
                     Selector::Expr(SelExpr::Cast {
-                        inner: Box::new(as_expr(inner, from.clone())),
-                        from,
+                        inner: Box::new(as_expr(inner, from)),
+                        from: source,
                         to: to.clone(),
                     }),
                     col_name,
