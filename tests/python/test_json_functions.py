@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 from cassandra import FunctionFailure, InvalidRequest
-from cassandra.query import UNSET_VALUE
+from cassandra.query import UNSET_VALUE, BatchStatement
 
 
 @pytest.fixture(params=[4, 5], ids=["v4", "v5"])
@@ -122,3 +122,19 @@ def test_prepared_insert_json_binds_the_whole_row(js):
         js.execute(ins, ['{"v": 1}'])
     with pytest.raises(InvalidRequest, match="Invalid unset value for column k"):
         js.execute(unset, ['{"v": 1}'])
+
+
+def test_prepared_insert_json_in_lwt_and_batch(js):
+    js.execute("CREATE TABLE IF NOT EXISTS js (k int, c int, v int, s int static, PRIMARY KEY (k, c))")
+    lwt = js.prepare("INSERT INTO js JSON ? IF NOT EXISTS")
+    assert js.execute(lwt, ['{"k": 1, "c": 1, "v": 1}']).one()[0] is True
+    row = js.execute(lwt, ['{"k": 1, "c": 1, "v": 2}']).one()
+    assert row[0] is False and row.v == 1
+    unset = js.prepare("INSERT INTO js JSON ? DEFAULT UNSET USING TTL 100")
+    batch = BatchStatement()
+    batch.add(unset, ['{"k": 2, "c": 1, "s": 5}'])
+    batch.add(unset, ['{"k": 2, "c": 2, "v": 7}'])
+    js.execute(batch)
+    rows = [tuple(r) for r in js.execute("SELECT k, c, v, s FROM js WHERE k = 2")]
+    assert rows == [(2, 1, None, 5), (2, 2, 7, 5)]
+    assert js.execute("SELECT ttl(v) FROM js WHERE k = 2 AND c = 2").one()[0] > 0
