@@ -25,10 +25,14 @@ pub(crate) enum JsonFn {
 
 /// Which JSON function `name` calls, if it is one.
 pub(crate) fn json_fn(name: &str) -> Option<JsonFn> {
-    match name.to_ascii_lowercase().as_str() {
-        "fromjson" | "from_json" => Some(JsonFn::From),
-        "tojson" | "to_json" => Some(JsonFn::To),
-        _ => None,
+    // No allocation: this runs for every evaluated call of a selector.
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    if is("fromjson") || is("from_json") {
+        Some(JsonFn::From)
+    } else if is("tojson") || is("to_json") {
+        Some(JsonFn::To)
+    } else {
+        None
     }
 }
 
