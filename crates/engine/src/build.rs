@@ -129,6 +129,12 @@ impl<'a> Builder<'a> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            Term::FunctionCall { name: f, args }
+                if crate::functions::json_fn(&f.name) == Some(crate::functions::JsonFn::From)
+                    && args.iter().any(contains_bind) =>
+            {
+                self.json_decoded_bind(t, args, ty)
+            }
             Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
                 self.volatile = true;
                 Ok(Src::Const(crate::functions::call_for(
@@ -155,6 +161,25 @@ impl<'a> Builder<'a> {
                 Ok(Src::Const(const_term_for(name, ty, term, self.now)?))
             }
         }
+    }
+
+    /// `fromJson(?)` for a receiver of type `ty`: the marker is text, named
+    /// `arg0(system.fromjson)` unless it has its own name, decoded at execution.
+    fn json_decoded_bind(
+        &mut self,
+        t: &TableDef,
+        args: &[Term],
+        ty: &ColumnType,
+    ) -> Result<Src, EngineError> {
+        crate::functions::from_json_arity(args.len())?;
+        let Term::Bind(m) = &args[0] else {
+            return Err(EngineError::invalid(format!(
+                "Cannot infer type of argument {} in call to function system.fromjson(text): use type casts to disambiguate",
+                args[0]
+            )));
+        };
+        let text = self.bind(t, m, "arg0(system.fromjson)", &ColumnType::Varchar);
+        Ok(Src::FromJson(Box::new(text), ty.clone()))
     }
 
     /// A tuple or UDT literal with bind markers among its fields: each field its own source,
@@ -948,7 +973,7 @@ impl<'a> Builder<'a> {
             ast::InsertValues::Json {
                 json,
                 default_unset,
-            } => json_pairs(&t, json, *default_unset)?,
+            } => json_pairs(&t, json, *default_unset, self)?,
         };
         let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
         let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
@@ -1360,52 +1385,66 @@ fn incompatible_settings(assignments: &[ast::Assignment]) -> Result<(), EngineEr
     Ok(())
 }
 
-/// `INSERT ... JSON '{...}'`: each JSON key to its column and value (keys match column
-/// names case-insensitively unless double-quoted); columns left out become null unless
-/// `DEFAULT UNSET`.
+/// `INSERT ... JSON '{...}'` / `JSON ?`: each column the row sets, with its source. A literal
+/// is decoded here (its keys only); a bound row is decoded at execution, every column reading
+/// its own key. Columns left out become null, or unset with `DEFAULT UNSET` (a key column left
+/// out is refused either way, as null or as unset).
 fn json_pairs(
     t: &TableDef,
     json: &Term,
     default_unset: bool,
+    b: &mut Builder<'_>,
 ) -> Result<Vec<(String, Src)>, EngineError> {
-    let Term::Literal(ast::Literal::String(text)) = json else {
-        return Err(EngineError::invalid(
-            "INSERT JSON with a bind marker is not supported yet",
-        ));
-    };
-    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        EngineError::invalid(format!(
-            "Could not decode JSON string as a map: {e}. (String was: {text})"
-        ))
-    })?;
-    let serde_json::Value::Object(map) = doc else {
-        return Err(EngineError::invalid(format!(
-            "Could not decode JSON string as a map: {text}"
-        )));
-    };
-    let mut out = Vec::new();
-    for (key, v) in &map {
-        let name = match key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
-            Some(quoted) => quoted.to_string(),
-            None => key.to_lowercase(),
-        };
-        let Some(c) = t.column(&name) else {
+    let columns: Vec<(String, ColumnType)> = t
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    let text = match json {
+        Term::Literal(ast::Literal::String(text)) => text,
+        Term::Bind(m) => {
+            let Src::Bind(bind) = b.bind(t, m, "[json]", &ColumnType::Varchar) else {
+                return Err(EngineError::invalid("Invalid bind marker"));
+            };
+            let columns: std::sync::Arc<crate::json_row::JsonColumns> = columns.into();
+            return Ok(t
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(pos, c)| {
+                    let src = Src::JsonColumn {
+                        bind,
+                        columns: columns.clone(),
+                        pos,
+                        unset_if_missing: default_unset,
+                    };
+                    (c.name.clone(), src)
+                })
+                .collect());
+        }
+        other => {
             return Err(EngineError::invalid(format!(
-                "JSON values map contains unrecognized column: {key}"
+                "Invalid JSON value for INSERT: {other}"
+            )))
+        }
+    };
+    let decoded = crate::json_row::decode(&columns, text)?;
+    let mut out: Vec<(String, Src)> = decoded
+        .into_iter()
+        .map(|(pos, v)| (columns[pos].0.clone(), Src::Const(v)))
+        .collect();
+    for c in &t.columns {
+        if out.iter().any(|(n, _)| *n == c.name) {
+            continue;
+        }
+        if default_unset && matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+            return Err(EngineError::invalid(format!(
+                "Invalid unset value for column {}",
+                c.name
             )));
-        };
-        let bytes = crate::json::from_json_with(&c.ty, v, &crate::types::compare).map_err(|e| {
-            EngineError::invalid(format!("Error decoding JSON value for {}: {e}", c.name))
-        })?;
-        out.push((c.name.clone(), Src::Const(bytes)));
-    }
-    if !default_unset {
-        for c in &t.columns {
-            if matches!(c.kind, ColumnKind::Regular | ColumnKind::Static)
-                && !out.iter().any(|(n, _)| *n == c.name)
-            {
-                out.push((c.name.clone(), Src::Const(None)));
-            }
+        }
+        if !default_unset {
+            out.push((c.name.clone(), Src::Const(None)));
         }
     }
     Ok(out)

@@ -59,6 +59,33 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             }
             Ok(Some(proto::value::encode_vector(elem, &values)))
         }
+        Src::FromJson(text, ty) => match resolve(text, vals) {
+            Ok(Some(text)) => crate::functions::from_json_arg(ty, &text),
+            Ok(None) => Ok(None),
+            Err(EngineError::Unset(_)) => Err(EngineError::invalid(
+                "Invalid unset value for argument in call to function fromjson",
+            )),
+            Err(e) => Err(e),
+        },
+        Src::JsonColumn {
+            bind,
+            columns,
+            pos,
+            unset_if_missing,
+        } => {
+            let text = match resolve(&Src::Bind(*bind), vals) {
+                Ok(text) => text,
+                Err(EngineError::Unset(_)) => None,
+                Err(e) => return Err(e),
+            };
+            crate::json_row::column_of_bound(
+                columns,
+                text.as_deref(),
+                *pos,
+                *unset_if_missing,
+                *bind,
+            )
+        }
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),

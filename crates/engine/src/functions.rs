@@ -2,11 +2,219 @@
 //! `WHERE t > currentTimestamp()`): each argument is typed by the function's signature, and the
 //! call is evaluated by the one native function evaluator (`scalar::call_at`) at the
 //! statement's clock. A plan holding such a call is volatile: rebuilt at each execution.
+//!
+//! `fromJson(text)` and `toJson(any)` live here too (Cassandra's `FromJsonFct`/`ToJsonFct`):
+//! their types come from the receiver and the argument rather than a signature table, so
+//! `scalar` does not know them. [`eval`] is the one evaluator of a typed call for selectors.
 
 use crate::literal::const_term;
 use crate::{EngineError, Now};
-use cql::ast::Term;
+use cql::ast::{Literal, Term};
+use proto::error::DbError;
 use proto::types::ColumnType;
+
+/// A value with its type (null as None), as functions take their arguments.
+type TypedValue = (ColumnType, Option<Vec<u8>>);
+
+/// `fromJson` or `toJson`, under either of their 5.0 names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonFn {
+    From,
+    To,
+}
+
+/// Which JSON function `name` calls, if it is one.
+pub(crate) fn json_fn(name: &str) -> Option<JsonFn> {
+    // No allocation: this runs for every evaluated call of a selector.
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    if is("fromjson") || is("from_json") {
+        Some(JsonFn::From)
+    } else if is("tojson") || is("to_json") {
+        Some(JsonFn::To)
+    } else {
+        None
+    }
+}
+
+/// Cassandra's refusal of a `toJson` call with other than one argument.
+pub(crate) fn to_json_arity(n: usize) -> Result<(), EngineError> {
+    if n == 1 {
+        return Ok(());
+    }
+    Err(EngineError::invalid(
+        "Invalid number of arguments for function system.tojson(any)",
+    ))
+}
+
+/// Cassandra's refusal of a `toJson` argument it cannot type (a bind marker or `NULL`).
+pub(crate) fn to_json_untyped(arg: &Term) -> EngineError {
+    let shown = match arg {
+        Term::Literal(Literal::Null) => "NULL".to_string(),
+        other => other.to_string(),
+    };
+    EngineError::invalid(format!(
+        "Cannot infer type of argument {shown} in call to function system.tojson(any): use type casts to disambiguate"
+    ))
+}
+
+/// `fromJson(arg)` for a receiver of type `ty`: the JSON text `arg` (a serialized text
+/// value) decoded as Cassandra's `fromJSONObject` does. JSON `null` gives null. Malformed
+/// JSON and a value that does not fit the type fail the call as Cassandra's do, with a
+/// FunctionFailure.
+pub(crate) fn from_json_arg(ty: &ColumnType, arg: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+    let text = String::from_utf8_lossy(arg);
+    let undecodable = |why: String| {
+        from_json_failure(format!(
+            "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{text}': {why}"
+        ))
+    };
+    // Jackson reads the first JSON value of the text and ignores what follows it.
+    let doc: serde_json::Value = match serde_json::Deserializer::from_str(&text).into_iter().next()
+    {
+        Some(parsed) => parsed.map_err(|e| undecodable(e.to_string()))?,
+        None => return Err(undecodable(NO_CONTENT.into())),
+    };
+    crate::json::from_json_with(ty, &doc, &crate::types::compare).map_err(|m| {
+        from_json_failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {m}"
+        ))
+    })
+}
+
+/// Jackson's complaint about a JSON text with nothing in it, as Cassandra 5.0.9 passes it on.
+const NO_CONTENT: &str = "com.fasterxml.jackson.databind.exc.MismatchedInputException: No content to map due to end-of-input\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1]";
+
+fn from_json_failure(message: String) -> EngineError {
+    EngineError::Db(DbError::FunctionFailure {
+        message,
+        keyspace: "system".into(),
+        function: "fromjson".into(),
+        arg_types: vec!["text".into()],
+    })
+}
+
+/// Cassandra's refusal of a `fromJson` call that does not take one text argument.
+pub(crate) fn from_json_arity(n: usize) -> Result<(), EngineError> {
+    if n == 1 {
+        return Ok(());
+    }
+    Err(EngineError::invalid(
+        "Invalid number of arguments for function system.fromjson(text)",
+    ))
+}
+
+/// Cassandra's refusal of a `fromJson` argument that is not text.
+pub(crate) fn from_json_not_text(arg: &Term, ty: &ColumnType) -> EngineError {
+    EngineError::invalid(format!(
+        "Function system.fromjson requires an argument of type text, but found argument {arg} of type {}",
+        crate::types::cql_type_name(ty)
+    ))
+}
+
+/// Evaluates a call typed at plan time (a selector's): `toJson` of any value (null prints
+/// `null`), `token` of values standing for a partition key, a collection or masking function, or a scalar function. A scalar function failing
+/// on bad stored data yields null (type checking at prepare time ruled out the rest), except
+/// `blobAs<type>` of bytes that are not such a value, which fails the query as in Cassandra.
+pub(crate) fn eval(
+    name: &str,
+    args: &[TypedValue],
+    now: Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    if json_fn(name) == Some(JsonFn::To) {
+        to_json_arity(args.len())?;
+        let (ty, v) = &args[0];
+        return Ok(Some(crate::json::to_json(ty, v.as_deref()).into_bytes()));
+    }
+    if name == "token" {
+        let parts: Option<Vec<&[u8]>> = args.iter().map(|(_, v)| v.as_deref()).collect();
+        return Ok(parts.map(|p| {
+            let key = crate::token::compose_partition_key(&p);
+            crate::token::token(&key).to_be_bytes().to_vec()
+        }));
+    }
+    if crate::fcts::is_known(name) {
+        return crate::fcts::call(name, args).map_err(EngineError::invalid);
+    }
+    match crate::scalar::call_at(name, args, now.micros) {
+        Ok(v) => Ok(v),
+        // Cassandra refuses a blob that is not a valid value of the type asked for.
+        Err(m) if m.contains("is not a valid binary representation") => {
+            Err(EngineError::invalid(m))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// The type Cassandra gives a constant argument of `toJson`: a literal's own kind (int,
+/// bigint or varint by size, double, text, ...), a set or tuple literal's from its elements,
+/// a type hint's type; None for what it cannot type (a bind marker, `NULL`, a map literal).
+pub(crate) fn to_json_literal_type(arg: &Term) -> Option<ColumnType> {
+    match crate::selection::unparen(arg) {
+        Term::TypeHint { ty, .. } => ColumnType::from_simple_name(&ty.to_string()),
+        Term::Literal(Literal::String(_)) => Some(ColumnType::Varchar),
+        Term::List(items) | Term::Set(items) => {
+            let first = to_json_literal_type(items.first()?)?;
+            let elem = items[1..]
+                .iter()
+                .all(|i| to_json_literal_type(i).as_ref() == Some(&first))
+                .then_some(first)?;
+            Some(match arg {
+                Term::List(_) => ColumnType::List(Box::new(elem)),
+                _ => ColumnType::Set(Box::new(elem)),
+            })
+        }
+        Term::Tuple(items) => Some(ColumnType::Tuple(
+            items
+                .iter()
+                .map(to_json_literal_type)
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        other => crate::selection::literal_type(other),
+    }
+}
+
+/// `toJson(arg)` of a constant argument (a term's, not a selector's): typed by its own
+/// literal kind, its type hint or a native function's result. Cassandra cannot type a
+/// collection literal here.
+fn to_json_const(arg: &Term, now: Now) -> Result<TypedValue, EngineError> {
+    let (ty, v) = match arg {
+        // A native scalar function's call is typed by its result.
+        Term::FunctionCall { name, args }
+            if json_fn(&name.name).is_none() && crate::scalar::is_known(&name.name) =>
+        {
+            let typed = scalar_args(&name.name, args, now)?;
+            let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
+            let ty =
+                crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
+            let v = crate::scalar::call_at(&name.name, &typed, now.micros)
+                .map_err(EngineError::invalid)?;
+            (ty, v)
+        }
+        Term::List(_) | Term::Set(_) | Term::Map(_) => return Err(to_json_untyped(arg)),
+        other => {
+            let ty = to_json_literal_type(other).ok_or_else(|| to_json_untyped(arg))?;
+            let v = const_term(&ty, arg, now)?;
+            (ty, v)
+        }
+    };
+    let json = crate::json::to_json(&ty, v.as_deref());
+    Ok((ColumnType::Varchar, Some(json.into_bytes())))
+}
+
+/// `fromJson(arg)` of a constant argument for a receiver of type `ty`.
+fn from_json_const(ty: &ColumnType, args: &[Term], now: Now) -> Result<TypedValue, EngineError> {
+    from_json_arity(args.len())?;
+    let arg = &args[0];
+    let text = const_term(&ColumnType::Varchar, arg, now).map_err(|_| {
+        let found = crate::selection::literal_type(arg).unwrap_or(ColumnType::Varchar);
+        from_json_not_text(arg, &found)
+    })?;
+    let v = match text {
+        Some(t) => from_json_arg(ty, &t)?,
+        None => None,
+    };
+    Ok((ty.clone(), v))
+}
 
 /// Evaluates a function term for a receiver of type `ty`.
 pub fn call_const(
@@ -27,6 +235,59 @@ pub fn call_for(
     args: &[Term],
     now: Now,
 ) -> Result<Option<Vec<u8>>, EngineError> {
+    match json_fn(name) {
+        Some(JsonFn::From) => Ok(from_json_const(ty, args, now)?.1),
+        Some(JsonFn::To) => {
+            to_json_arity(args.len())?;
+            let (ret, value) = to_json_const(&args[0], now)?;
+            check_fits(ty, receiver, "tojson", &ret)?;
+            Ok(value)
+        }
+        None => {
+            let typed = scalar_args(name, args, now)?;
+            let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
+            let ret = crate::scalar::return_type(name, &types).map_err(EngineError::invalid)?;
+            check_fits(ty, receiver, name, &ret)?;
+            crate::scalar::call_at(name, &typed, now.micros).map_err(EngineError::invalid)
+        }
+    }
+}
+
+/// Whether a function's result of type `ret` may be assigned to a receiver of type `ty`.
+fn check_fits(
+    ty: &ColumnType,
+    receiver: Option<&str>,
+    name: &str,
+    ret: &ColumnType,
+) -> Result<(), EngineError> {
+    // A timeuuid fits a uuid receiver, a timestamp a bigint one (value-compatible types).
+    let fits = ret == ty
+        || matches!(
+            (ret, ty),
+            (ColumnType::Timeuuid, ColumnType::Uuid)
+                | (ColumnType::Timestamp, ColumnType::Bigint)
+                | (ColumnType::Bigint, ColumnType::Timestamp)
+        );
+    if fits {
+        return Ok(());
+    }
+    Err(EngineError::invalid(match receiver {
+        Some(r) => format!(
+            "Type error: cannot assign result of function system.{} (type {}) to {r} (type {})",
+            name.to_ascii_lowercase(),
+            crate::types::cql_type_name(ret),
+            crate::types::cql_type_name(ty)
+        ),
+        None => format!(
+            "Type error: {name}() cannot be passed as argument of type {}",
+            crate::types::cql_type_name(ty)
+        ),
+    }))
+}
+
+/// The constant arguments of a native scalar function, each typed by the function's
+/// signatures.
+fn scalar_args(name: &str, args: &[Term], now: Now) -> Result<Vec<TypedValue>, EngineError> {
     if !crate::scalar::is_known(name) {
         return Err(EngineError::invalid(format!(
             "Unknown function {name} called"
@@ -55,29 +316,5 @@ pub fn call_for(
             }
         }
     }
-    let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
-    let ret = crate::scalar::return_type(name, &types).map_err(EngineError::invalid)?;
-    // A timeuuid fits a uuid receiver, a timestamp a bigint one (value-compatible types).
-    let fits = ret == *ty
-        || matches!(
-            (&ret, ty),
-            (ColumnType::Timeuuid, ColumnType::Uuid)
-                | (ColumnType::Timestamp, ColumnType::Bigint)
-                | (ColumnType::Bigint, ColumnType::Timestamp)
-        );
-    if !fits {
-        return Err(EngineError::invalid(match receiver {
-            Some(r) => format!(
-                "Type error: cannot assign result of function system.{} (type {}) to {r} (type {})",
-                name.to_ascii_lowercase(),
-                crate::types::cql_type_name(&ret),
-                crate::types::cql_type_name(ty)
-            ),
-            None => format!(
-                "Type error: {name}() cannot be passed as argument of type {}",
-                crate::types::cql_type_name(ty)
-            ),
-        }));
-    }
-    crate::scalar::call_at(name, &typed, now.micros).map_err(EngineError::invalid)
+    Ok(typed)
 }

@@ -213,7 +213,8 @@ fn java_class(v: &Json) -> &'static str {
                 } else {
                     "Long"
                 }
-            } else if n.is_u64() {
+            } else if n.is_u64() || !n.is_f64() {
+                // An integer beyond 64 bits (kept as text: serde_json's arbitrary_precision).
                 "BigInteger"
             } else {
                 "Double"
@@ -297,7 +298,8 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
         }
         T::Varint => {
             let t = java_text(v);
-            let n = if v.is_string() || v.as_i64().is_some() || v.is_u64() {
+            let integer = v.as_number().is_some_and(|n| !n.is_f64());
+            let n = if v.is_string() || integer {
                 BigInt::parse(&t)
             } else {
                 None

@@ -23,6 +23,7 @@
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
+//! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
 //! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
@@ -47,6 +48,7 @@ pub mod ddl;
 pub mod exec;
 mod fcts;
 pub mod functions;
+mod json_row;
 pub mod index;
 mod javafmt;
 pub mod json;

@@ -552,7 +552,8 @@ pub fn varint_from_decimal(s: &str) -> Option<Vec<u8>> {
             carry >>= 8;
         }
     }
-    if neg {
+    // `-0` (and `-0.0` as a decimal's digits) is zero, not a negative number.
+    if neg && mag.iter().any(|&b| b != 0) {
         // Two's complement: invert and add one.
         let mut carry = 1u16;
         for b in mag.iter_mut() {
@@ -768,6 +769,9 @@ mod tests {
         assert_eq!(varint_from_decimal("-1").unwrap(), vec![0xFF]);
         assert_eq!(varint_from_decimal("-128").unwrap(), vec![0x80]);
         assert_eq!(varint_from_decimal("-129").unwrap(), vec![0xFF, 0x7F]);
+        // Negative zero is zero (a decimal literal `-0.0` once stored -25.6).
+        assert_eq!(varint_from_decimal("-0").unwrap(), vec![0]);
+        assert_eq!(decimal_from_text("-0.0").unwrap(), (1, vec![0]));
     }
 
     #[test]

@@ -24,6 +24,16 @@ pub enum Src {
     Elements(ColumnType, Vec<Src>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
+    /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
+    FromJson(Box<Src>, ColumnType),
+    /// `INSERT ... JSON ?`: column `pos` of the JSON row bound to marker `bind`; a column the
+    /// row leaves out is null, or unset when `unset_if_missing` (`DEFAULT UNSET`).
+    JsonColumn {
+        bind: usize,
+        columns: std::sync::Arc<crate::json_row::JsonColumns>,
+        pos: usize,
+        unset_if_missing: bool,
+    },
 }
 
 /// A restriction to one or several values of one key column.
@@ -220,6 +230,26 @@ pub enum SelExpr {
         ty: ColumnType,
     },
     Negate(Box<SelExpr>),
+    /// `x.field` of a UDT value that is not a plain column (`m['a'].f`).
+    Field {
+        udt: Box<SelExpr>,
+        pos: usize,
+        ty: ColumnType,
+    },
+    /// `m[key]` / `s[element]`: the map's value at the key, or the set's element if present.
+    Element {
+        coll: Box<SelExpr>,
+        key: Box<SelExpr>,
+        ty: ColumnType,
+    },
+    /// `m[from..to]` / `s[from..to]` (bounds inclusive, either optional): the entries in range;
+    /// none gives null, or an empty collection when `frozen`.
+    Slice {
+        coll: Box<SelExpr>,
+        from: Option<Box<SelExpr>>,
+        to: Option<Box<SelExpr>>,
+        frozen: bool,
+    },
 }
 
 impl SelExpr {
@@ -230,6 +260,8 @@ impl SelExpr {
             SelExpr::Cast { to, .. } => to,
             SelExpr::Op { ty, .. } => ty,
             SelExpr::Negate(inner) => inner.ty(),
+            SelExpr::Element { ty, .. } | SelExpr::Field { ty, .. } => ty,
+            SelExpr::Slice { coll, .. } => coll.ty(),
         }
     }
 }

@@ -1069,13 +1069,7 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
                 .iter()
                 .map(|a| Ok((a.ty().clone(), eval_expr(a, leaf, now)?)))
                 .collect::<Result<Vec<_>, EngineError>>()?;
-            if crate::fcts::is_known(name) {
-                crate::fcts::call(name, &vals).map_err(EngineError::invalid)?
-            } else {
-                crate::scalar::call_at(name, &vals, now.micros)
-                    .ok()
-                    .flatten()
-            }
+            crate::functions::eval(name, &vals, now)?
         }
         SelExpr::Op {
             op,
@@ -1093,6 +1087,32 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
             Some(v) => Some(arith::negate(inner.ty(), &v)?),
             None => None,
         },
+        SelExpr::Field { udt, pos, .. } => eval_expr(udt, leaf, now)?
+            .and_then(|v| crate::exec::tuple_field(&v, *pos).map(<[u8]>::to_vec)),
+        SelExpr::Element { coll, key, .. } => {
+            match (eval_expr(coll, leaf, now)?, eval_expr(key, leaf, now)?) {
+                (Some(c), Some(k)) => crate::selection::element(coll.ty(), &c, &k),
+                _ => None,
+            }
+        }
+        SelExpr::Slice {
+            coll,
+            from,
+            to,
+            frozen,
+        } => {
+            let bound = |b: &Option<Box<SelExpr>>| match b {
+                Some(e) => eval_expr(e, leaf, now),
+                None => Ok(None),
+            };
+            let (from, to) = (bound(from)?, bound(to)?);
+            match eval_expr(coll, leaf, now)? {
+                Some(c) => {
+                    crate::selection::slice(coll.ty(), &c, from.as_deref(), to.as_deref(), *frozen)
+                }
+                None => None,
+            }
+        }
     })
 }
 

@@ -125,9 +125,59 @@ pub fn cast_allowed(from: &ColumnType, to: &ColumnType) -> bool {
     }
 }
 
-/// Cassandra's error for an impossible cast: `a cannot be cast to boolean`.
+/// The type `CAST(arg AS to)` converts from, or Cassandra's refusal. `written` is the target as
+/// the statement spells it: there is no `cast_as_varchar` (only `cast_as_text`), so Cassandra
+/// refuses `AS varchar`. A type without a direct cast may still pass as a value-compatible one
+/// (a timestamp as a bigint or varint, a bigint as a timestamp), several of them being ambiguous.
+pub fn cast_source(
+    arg_name: &str,
+    from: &ColumnType,
+    to: &ColumnType,
+    written: &str,
+) -> Result<ColumnType, String> {
+    if from == to {
+        return Ok(from.clone());
+    }
+    if written.eq_ignore_ascii_case("varchar") {
+        return Err(format!("{arg_name} cannot be cast to varchar"));
+    }
+    if cast_allowed(from, to) {
+        return Ok(from.clone());
+    }
+    let f = format!("cast_as_{}", to.cql_name());
+    let sigs = signatures(&format!("castas{}", to.cql_name()));
+    let compat: Vec<&Sig> = sigs
+        .iter()
+        .filter(|(ps, _)| accepts(&ps[0], from))
+        .collect();
+    match compat.as_slice() {
+        [(ps, _)] => Ok(ps[0].clone()),
+        [] => Err(cast_error(arg_name, to)),
+        many => {
+            let known: Vec<String> = many.iter().map(|s| sig_text(&f, s)).collect();
+            Err(format!(
+                "Ambiguous call to function system.{f} (can be matched by following signatures: {}): use type casts to disambiguate",
+                known.join(", ")
+            ))
+        }
+    }
+}
+
+/// Cassandra's error for an impossible cast: `a cannot be cast to boolean` where no type casts
+/// to the target, else the signature mismatch of its `cast_as_<type>` function (Cassandra
+/// lists the signatures in its hash order, which this does not reproduce).
 pub fn cast_error(arg_column_name: &str, to: &ColumnType) -> String {
-    format!("{arg_column_name} cannot be cast to {}", to.cql_name())
+    let to_name = to.cql_name();
+    let sigs = signatures(&format!("castas{to_name}"));
+    if sigs.is_empty() {
+        return format!("{arg_column_name} cannot be cast to {to_name}");
+    }
+    let f = format!("cast_as_{to_name}");
+    let known: Vec<String> = sigs.iter().map(|s| sig_text(&f, s)).collect();
+    format!(
+        "Invalid call to function system.{f}, none of its type signatures match (known type signatures: {})",
+        known.join(", ")
+    )
 }
 
 /// The output column name Cassandra gives a function selector: `system.todate(t)`,
@@ -306,6 +356,22 @@ pub(crate) fn param_types(name: &str, arity: usize, pos: usize) -> Vec<ColumnTyp
     out
 }
 
+/// Cassandra's refusal of a call it cannot resolve because an argument (a bind marker) fits
+/// every signature of `name` with `arity` arguments.
+pub(crate) fn ambiguous_call(name: &str, arity: usize) -> String {
+    let f = canonical(name).unwrap_or_else(|_| name.to_lowercase());
+    let sigs: Vec<String> = signatures(&f)
+        .iter()
+        .filter(|(ps, _)| ps.len() == arity)
+        .map(|s| sig_text(&f, s))
+        .collect();
+    format!(
+        "Ambiguous call to function {} (can be matched by following signatures: {}): use type casts to disambiguate",
+        name.to_lowercase(),
+        sigs.join(", ")
+    )
+}
+
 fn sig_text(f: &str, (ps, r): &Sig) -> String {
     let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
     format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())
@@ -356,7 +422,7 @@ fn resolve(f: &str, args: &[ColumnType]) -> Result<Sig, String> {
         many => {
             let known: Vec<String> = many.iter().map(|s| sig_text(f, s)).collect();
             Err(format!(
-                "Ambiguous call to function system.{f} (can be matched by following signatures: {}): use type casts to disambiguate",
+                "Ambiguous call to function {f} (can be matched by following signatures: {}): use type casts to disambiguate",
                 known.join(", ")
             ))
         }
@@ -1444,6 +1510,26 @@ mod tests {
     fn cast_rules() {
         // "a cannot be cast to boolean"
         assert_eq!(cast_error("a", &T::Boolean), "a cannot be cast to boolean");
+        // Value-compatible sources cast as the type they pass for; several are ambiguous.
+        assert_eq!(
+            cast_source("ts", &T::Timestamp, &T::Varint, "varint"),
+            Ok(T::Bigint)
+        );
+        assert_eq!(
+            cast_source("b", &T::Bigint, &T::Date, "date"),
+            Ok(T::Timestamp)
+        );
+        assert!(cast_source("ts", &T::Timestamp, &T::Int, "int")
+            .unwrap_err()
+            .starts_with("Ambiguous call to function system.cast_as_int (can be matched by following signatures: "));
+        assert_eq!(
+            cast_source("i", &T::Int, &T::Varchar, "varchar"),
+            Err("i cannot be cast to varchar".to_string())
+        );
+        // A target with cast functions names the one whose signatures did not match.
+        assert!(cast_error("m", &T::Int).starts_with(
+            "Invalid call to function system.cast_as_int, none of its type signatures match (known type signatures: system.cast_as_int : ("
+        ));
         assert!(cast(&T::Int, &T::Boolean, Some(&[0, 0, 0, 1])).is_err());
         assert!(cast(&T::Blob, &T::Varchar, Some(&[1])).is_err());
         assert!(cast(&T::Varchar, &T::Ascii, Some(b"a")).is_err());

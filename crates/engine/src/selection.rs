@@ -65,7 +65,7 @@ fn contains_aggregate(e: &E) -> bool {
 /// The type an untyped literal takes in an operation: the smallest of int/bigint/varint that
 /// holds an integer, double for a float, ascii for a string, duration for a duration; None
 /// when it has none (a bind marker, null, ...).
-fn literal_type(t: &Term) -> Option<ColumnType> {
+pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
     match unparen(t) {
         Term::Literal(Literal::Integer(s)) => Some(match s.parse::<i128>() {
             Ok(v) if i32::try_from(v).is_ok() => ColumnType::Int,
@@ -390,49 +390,39 @@ impl Builder<'_> {
                 ColumnType::Int,
             ),
             E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
-                let cols: Vec<String> = args
-                    .iter()
-                    .map(|a| match a {
-                        E::Column(c) => Ok(c.clone()),
-                        _ => Err(EngineError::invalid("token() takes partition key columns")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                let pk: Vec<String> = t.partition_key().map(|c| c.name.clone()).collect();
-                if cols != pk {
-                    return Err(EngineError::invalid(
-                        "The token function arguments must be in the partition key order",
-                    ));
-                }
-                (
-                    Selector::Token,
-                    format!("system.token({})", cols.join(", ")),
-                    ColumnType::Bigint,
-                )
+                self.token_call(t, args, agg)?
             }
             E::Field { expr, field } => {
-                let E::Column(name) = &**expr else {
-                    return Err(EngineError::invalid(
-                        "Field selection is supported on columns only",
-                    ));
+                let (inner, name, ty) = self.selector(t, expr, agg)?;
+                // A column's type as declared; a UDT inside another value is always frozen.
+                let type_text = match (&**expr, &ty) {
+                    (E::Column(c), _) => self.column(t, c)?.1.cql_type.clone(),
+                    (_, ColumnType::Udt { .. }) => {
+                        format!("frozen<{}>", crate::types::cql_type_name(&ty))
+                    }
+                    _ => crate::types::cql_type_name(&ty),
                 };
-                let (i, c) = self.column(t, name)?;
-                let ColumnType::Udt { fields, .. } = &c.ty else {
+                let ColumnType::Udt { fields, .. } = &ty else {
                     return Err(EngineError::invalid(format!(
-                        "Invalid field selection: {name} of type {} is not a user type",
-                        crate::types::cql_type_name(&c.ty)
+                        "Invalid field selection: {name} of type {type_text} is not a user type"
                     )));
                 };
                 let Some(pos) = fields.iter().position(|(f, _)| f == field) else {
                     return Err(EngineError::invalid(format!(
-                        "{name} of type {} has no field {field}",
-                        crate::types::cql_type_name(&c.ty)
+                        "{name} of type {type_text} has no field {field}"
                     )));
                 };
-                (
-                    Selector::Field(i, pos),
-                    format!("{name}.{field}"),
-                    fields[pos].1.clone(),
-                )
+                let field_ty = fields[pos].1.clone();
+                // A column's field reads the cell directly; any other UDT value is decoded.
+                let sel = match inner {
+                    Selector::Column(i) => Selector::Field(i, pos),
+                    other => Selector::Expr(SelExpr::Field {
+                        udt: Box::new(as_expr(other, ty.clone())),
+                        pos,
+                        ty: field_ty.clone(),
+                    }),
+                };
+                (sel, format!("{name}.{field}"), field_ty)
             }
             // `(type) literal`: a typed constant.
             E::Cast { expr, ty } if matches!(**expr, E::Term(_)) => {
@@ -452,14 +442,15 @@ impl Builder<'_> {
             E::Cast { expr, ty } => {
                 let (inner, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                if !crate::scalar::cast_allowed(&from, &to) {
-                    return Err(EngineError::invalid(crate::scalar::cast_error(&name, &to)));
-                }
+                // A value-compatible source (a timestamp cast as through bigint) is converted
+                // as that type: its bytes are a valid value of it.
+                let source = crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
+                    .map_err(EngineError::invalid)?;
                 let col_name = crate::scalar::cast_column_name(&name, &from, &to);
                 (
                     Selector::Expr(SelExpr::Cast {
-                        inner: Box::new(as_expr(inner, from.clone())),
-                        from,
+                        inner: Box::new(as_expr(inner, from)),
+                        from: source,
                         to: to.clone(),
                     }),
                     col_name,
@@ -483,6 +474,9 @@ impl Builder<'_> {
                     format!("-{iname}"),
                     ty,
                 )
+            }
+            E::Function { name, args } if crate::functions::json_fn(&name.name).is_some() => {
+                self.json_call(t, &name.name, args, agg)?
             }
             E::Function { name, args } => {
                 if aggregate_kind(e).is_some() {
@@ -520,6 +514,13 @@ impl Builder<'_> {
                     None => crate::scalar::return_type(&name.name, &types)
                         .map_err(|m| name_the_argument(m, &names)),
                 }
+                .map_err(|m| match &name.keyspace {
+                    // Cassandra names an unknown function as it was called, keyspace included.
+                    Some(ks) if m.starts_with("Unknown function '") => {
+                        format!("Unknown function '{ks}.{}'", name.name.to_lowercase())
+                    }
+                    _ => m,
+                })
                 .map_err(EngineError::invalid)?;
                 if matches!(
                     name.name.to_ascii_lowercase().as_str(),
@@ -542,6 +543,44 @@ impl Builder<'_> {
                     ty,
                 )
             }
+            E::Element { expr, key } => {
+                let (coll, name, cty) = self.selector(t, expr, agg)?;
+                let (kty, vty) = element_types(&cty, &name, "Element")?;
+                let key = self.element_bound(t, key, &name, &cty, &kty)?;
+                (
+                    Selector::Expr(SelExpr::Element {
+                        coll: Box::new(as_expr(coll, cty)),
+                        key: Box::new(key),
+                        ty: vty.clone(),
+                    }),
+                    selector_name(e),
+                    vty,
+                )
+            }
+            E::Slice { expr, from, to } => {
+                let frozen = match &**expr {
+                    E::Column(c) => self.column(t, c)?.1.cql_type.starts_with("frozen<"),
+                    _ => true,
+                };
+                let (coll, name, cty) = self.selector(t, expr, agg)?;
+                let (kty, _) = element_types(&cty, &name, "Slice")?;
+                let mut bound = |b: &Option<Term>| -> Result<_, EngineError> {
+                    b.as_ref()
+                        .map(|term| self.element_bound(t, term, &name, &cty, &kty).map(Box::new))
+                        .transpose()
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                (
+                    Selector::Expr(SelExpr::Slice {
+                        coll: Box::new(as_expr(coll, cty.clone())),
+                        from,
+                        to,
+                        frozen,
+                    }),
+                    selector_name(e),
+                    cty,
+                )
+            }
             E::Operation { op, left, right } => self.operation(t, *op, left, right, agg)?,
             E::Term(term) => match term_as_selector(term) {
                 Some(e) => self.selector(t, &e, agg)?,
@@ -556,6 +595,147 @@ impl Builder<'_> {
                     "Unsupported selector: {other:?}"
                 )))
             }
+        })
+    }
+
+    /// `token(a, b)`: the partition key columns in order read the row's token; any other
+    /// arguments, one per partition key column and of its type, are hashed as a key would be.
+    fn token_call(
+        &mut self,
+        t: &TableDef,
+        args: &[E],
+        mut agg: Option<&mut AggCollector>,
+    ) -> Result<Built, EngineError> {
+        let pk: Vec<(String, ColumnType)> = t
+            .partition_key()
+            .map(|c| (c.name.clone(), c.ty.clone()))
+            .collect();
+        let names: Vec<String> = args.iter().map(selector_name).collect();
+        let col_name = crate::scalar::column_name("token", &names);
+        let key_columns = args.len() == pk.len()
+            && args
+                .iter()
+                .zip(&pk)
+                .all(|(a, (n, _))| matches!(a, E::Column(c) if c == n));
+        if key_columns {
+            return Ok((Selector::Token, col_name, ColumnType::Bigint));
+        }
+        if args.len() != pk.len() {
+            return Err(EngineError::invalid(format!(
+                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                pk.len(),
+                args.len()
+            )));
+        }
+        let mut exprs = Vec::with_capacity(args.len());
+        for (pos, (a, (_, ty))) in args.iter().zip(&pk).enumerate() {
+            let misfit = || {
+                EngineError::invalid(format!(
+                    "Type error: {} cannot be passed as argument {pos} of function system.token of type {}",
+                    names[pos],
+                    crate::types::cql_type_name(ty)
+                ))
+            };
+            let e = match a {
+                E::Term(term) if term_as_selector(term).is_none() => match term {
+                    Term::Bind(m) => {
+                        let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
+                            return Err(EngineError::invalid("Invalid bind marker"));
+                        };
+                        SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone())
+                    }
+                    _ => SelExpr::Const(
+                        ty.clone(),
+                        const_term(ty, term, self.now).map_err(|_| misfit())?,
+                    ),
+                },
+                _ => {
+                    let (sel, _, aty) = self.selector(t, a, agg.as_deref_mut())?;
+                    if aty != *ty {
+                        return Err(misfit());
+                    }
+                    as_expr(sel, aty)
+                }
+            };
+            exprs.push(e);
+        }
+        Ok((
+            Selector::Expr(SelExpr::Call {
+                name: "token".into(),
+                args: exprs,
+                ty: ColumnType::Bigint,
+            }),
+            col_name,
+            ColumnType::Bigint,
+        ))
+    }
+
+    /// `toJson(x)` of any selector (its text as JSON, column `system.tojson(x)`); a literal
+    /// argument takes its own type. `fromJson` has no receiver to type it here: Cassandra
+    /// refuses it in a selection.
+    fn json_call(
+        &mut self,
+        t: &TableDef,
+        fname: &str,
+        args: &[E],
+        agg: Option<&mut AggCollector>,
+    ) -> Result<Built, EngineError> {
+        use crate::functions::{json_fn, to_json_arity, to_json_untyped, JsonFn};
+        if json_fn(fname) == Some(JsonFn::From) {
+            return Err(EngineError::invalid(format!(
+                "{}() cannot be used in the selection clause of a SELECT statement",
+                fname.to_ascii_lowercase()
+            )));
+        }
+        to_json_arity(args.len())?;
+        let (arg, arg_name) = match &args[0] {
+            E::Term(term) if term_as_selector(term).is_none() => {
+                let ty = crate::functions::to_json_literal_type(term)
+                    .ok_or_else(|| to_json_untyped(term))?;
+                let v = const_term(&ty, term, self.now)?;
+                (SelExpr::Const(ty, v), selector_name(&args[0]))
+            }
+            a => {
+                let (sel, n, ty) = self.selector(t, a, agg)?;
+                (as_expr(sel, ty), n)
+            }
+        };
+        Ok((
+            Selector::Expr(SelExpr::Call {
+                name: "tojson".into(),
+                args: vec![arg],
+                ty: ColumnType::Varchar,
+            }),
+            crate::scalar::column_name("tojson", &[arg_name]),
+            ColumnType::Varchar,
+        ))
+    }
+
+    /// The key of an element or slice selection on `coll` (named `name`): a constant or a bind
+    /// marker named as Cassandra names them (`key(m)` for a map, `value(s)` for a set).
+    fn element_bound(
+        &mut self,
+        t: &TableDef,
+        term: &Term,
+        name: &str,
+        coll: &ColumnType,
+        kty: &ColumnType,
+    ) -> Result<SelExpr, EngineError> {
+        let receiver = match coll {
+            ColumnType::Map(..) => format!("key({name})"),
+            _ => format!("value({name})"),
+        };
+        Ok(match term {
+            Term::Bind(m) => {
+                let Src::Bind(i) = self.bind(t, m, &receiver, kty) else {
+                    return Err(EngineError::invalid("Invalid bind marker"));
+                };
+                SelExpr::Leaf(Box::new(Selector::Bind(i)), kty.clone())
+            }
+            other => SelExpr::Const(
+                kty.clone(),
+                crate::literal::const_term_for(&receiver, kty, other, self.now)?,
+            ),
         })
     }
 
@@ -578,9 +758,8 @@ impl Builder<'_> {
             },
         };
         let [ty] = candidates.as_slice() else {
-            return Err(EngineError::invalid(format!(
-                "Ambiguous call to function {}: use type casts to disambiguate",
-                fname.to_ascii_lowercase()
+            return Err(EngineError::invalid(crate::scalar::ambiguous_call(
+                fname, arity,
             )));
         };
         let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
@@ -746,6 +925,97 @@ impl Builder<'_> {
     }
 }
 
+/// The key and element types of an element (`what` = "Element") or slice ("Slice") selection
+/// on a selector named `name` of type `ty`: maps and sets only, as in Cassandra.
+fn element_types(
+    ty: &ColumnType,
+    name: &str,
+    what: &str,
+) -> Result<(ColumnType, ColumnType), EngineError> {
+    match ty {
+        ColumnType::Map(k, v) => Ok(((**k).clone(), (**v).clone())),
+        ColumnType::Set(e) => Ok(((**e).clone(), (**e).clone())),
+        ColumnType::List(_) => Err(EngineError::invalid(format!(
+            "{what} selection is only allowed on sets and maps, but {name} is a list"
+        ))),
+        other => Err(EngineError::invalid(format!(
+            "Invalid {} selection: {name} is of type {} is not a collection",
+            what.to_ascii_lowercase(),
+            crate::types::cql_type_name(other)
+        ))),
+    }
+}
+
+/// The elements of a serialized set (or the keys and values of a map, alternating).
+fn collection_items(raw: &[u8], per_entry: usize) -> Option<Vec<&[u8]>> {
+    let n = i32::from_be_bytes(raw.get(..4)?.try_into().ok()?);
+    let mut at = 4usize;
+    let mut out = Vec::new();
+    for _ in 0..usize::try_from(n).ok()?.saturating_mul(per_entry) {
+        let len =
+            usize::try_from(i32::from_be_bytes(raw.get(at..at + 4)?.try_into().ok()?)).ok()?;
+        at += 4;
+        out.push(raw.get(at..at + len)?);
+        at += len;
+    }
+    Some(out)
+}
+
+fn per_entry(ty: &ColumnType) -> usize {
+    if matches!(ty, ColumnType::Map(..)) {
+        2
+    } else {
+        1
+    }
+}
+
+fn key_type(ty: &ColumnType) -> Option<&ColumnType> {
+    match ty {
+        ColumnType::Map(k, _) | ColumnType::Set(k) => Some(k),
+        _ => None,
+    }
+}
+
+/// `coll[key]` of a serialized map or set: the map's value at `key`, the set's element when
+/// present; null otherwise.
+pub(crate) fn element(ty: &ColumnType, coll: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    let kty = key_type(ty)?;
+    let n = per_entry(ty);
+    let items = collection_items(coll, n)?;
+    items
+        .chunks(n)
+        .find(|e| crate::types::compare(kty, e[0], key).is_eq())
+        .map(|e| e[n - 1].to_vec())
+}
+
+/// `coll[from..to]` of a serialized map or set (bounds inclusive, None unbounded): the entries
+/// in range; none gives null unless the collection is frozen (then an empty one).
+pub(crate) fn slice(
+    ty: &ColumnType,
+    coll: &[u8],
+    from: Option<&[u8]>,
+    to: Option<&[u8]>,
+    frozen: bool,
+) -> Option<Vec<u8>> {
+    let kty = key_type(ty)?;
+    let n = per_entry(ty);
+    let items = collection_items(coll, n)?;
+    let kept: Vec<&[&[u8]]> = items
+        .chunks(n)
+        .filter(|e| from.is_none_or(|f| crate::types::compare(kty, e[0], f).is_ge()))
+        .filter(|e| to.is_none_or(|t| crate::types::compare(kty, e[0], t).is_le()))
+        .collect();
+    if kept.is_empty() && !frozen {
+        return None;
+    }
+    let mut out = (kept.len() as i32).to_be_bytes().to_vec();
+    for item in kept.iter().flat_map(|e| e.iter()) {
+        out.extend_from_slice(&(item.len() as i32).to_be_bytes());
+        out.extend_from_slice(item);
+    }
+    Some(out)
+}
+
 /// A literal argument of a function: typed by the function's signatures at that position
 /// (its own literal type first), as Cassandra infers it.
 fn literal_arg(
@@ -833,7 +1103,10 @@ fn selector_name(e: &E) -> String {
                 return "count".into();
             }
             let names: Vec<String> = args.iter().map(selector_name).collect();
-            crate::scalar::column_name(&name.name, &names)
+            match crate::functions::json_fn(&name.name) {
+                Some(_) => crate::scalar::column_name("tojson", &names),
+                None => crate::scalar::column_name(&name.name, &names),
+            }
         }
         E::Cast { expr, ty } => match &**expr {
             E::Term(t) => format!("({ty}){t}"),
@@ -844,12 +1117,12 @@ fn selector_name(e: &E) -> String {
             None => t.to_string(),
         },
         E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
-        E::Element { expr, key } => format!("{}[{key}]", selector_name(expr)),
+        E::Element { expr, key } => format!("{}[{}]", selector_name(expr), term_name(key)),
         E::Slice { expr, from, to } => format!(
             "{}[{}..{}]",
             selector_name(expr),
-            from.as_ref().map(|t| t.to_string()).unwrap_or_default(),
-            to.as_ref().map(|t| t.to_string()).unwrap_or_default()
+            from.as_ref().map(term_name).unwrap_or_default(),
+            to.as_ref().map(term_name).unwrap_or_default()
         ),
         E::Operation { op, left, right } => {
             let p = precedence_of(*op);
@@ -867,6 +1140,33 @@ fn selector_name(e: &E) -> String {
             };
             format!("{l} {} {r}", op.symbol())
         }
+    }
+}
+
+/// A term as Cassandra shows it inside a column name: string literals quoted but not escaped
+/// (`m['it's']`), collections and tuples with their elements shown the same way.
+fn term_name(t: &Term) -> String {
+    let join = |items: &[Term]| items.iter().map(term_name).collect::<Vec<_>>().join(", ");
+    match t {
+        Term::Literal(Literal::String(s)) => format!("'{s}'"),
+        Term::List(items) => format!("[{}]", join(items)),
+        Term::Set(items) => format!("{{{}}}", join(items)),
+        Term::Tuple(items) => format!("({})", join(items)),
+        Term::Map(entries) => {
+            let shown: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", term_name(k), term_name(v)))
+                .collect();
+            format!("{{{}}}", shown.join(", "))
+        }
+        Term::Udt(fields) => {
+            let shown: Vec<String> = fields
+                .iter()
+                .map(|(f, v)| format!("{f}: {}", term_name(v)))
+                .collect();
+            format!("{{{}}}", shown.join(", "))
+        }
+        other => other.to_string(),
     }
 }
 

@@ -202,7 +202,6 @@ _UNSUPPORTED = [
     (re.compile(r"Setting UDT fields individually"), "udt_field_set"),
     (re.compile(r"Deleting collection elements"), "delete_element"),
     (re.compile(r"GROUP BY is not supported"), "group_by"),
-    (re.compile(r"Unknown function 'tojson'"), "to_json"),
     (re.compile(r"MaxWriteTime"), "maxwritetime"),
 ]
 

@@ -12,7 +12,7 @@ Drawing never looks at results, so a seed fixes the statement list.
 import re
 from dataclasses import dataclass, field
 
-from .types import T, bad_literal, draw_value, literal
+from .types import T, bad_literal, draw_value, json_text, literal
 
 TTL_TOLERANCE = 5          # seconds; ttl() drifts with the time between the two sides' writes
 TS_BASE = 1_600_000_000_000_000
@@ -48,6 +48,17 @@ class Terms:
             self.params.append(v)
             return "?"
         return literal(t, v)
+
+    def from_json(self, t, v):
+        """v written through fromJson(): a bound JSON text or a JSON string literal; the plain
+        term where v has no JSON form drawn here."""
+        text = json_text(t, v)
+        if text is None:
+            return self(t, v)
+        if self.bind:
+            self.params.append(text)
+            return "fromJson(?)"
+        return "fromJson('" + text.replace("'", "''") + "')"
 
 
 def bind_safe(t, v, top=True):
@@ -143,8 +154,13 @@ class StatementGen:
         vals = [c for c in t.values if rng.random() < 0.6]
         names = [c.name for c in t.keys + vals]
         terms = [term(c.type, self.key_value(t, c)) for c in t.keys]
-        terms += [term(c.type, self.cell_value(c.type)) for c in vals]
+        # Some inserts write their values through fromJson() (its own feature, for signatures).
+        via_json = rng.random() < 0.1
+        write = term.from_json if via_json else term
+        terms += [write(c.type, self.cell_value(c.type)) for c in vals]
         text = f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join(terms)})"
+        if via_json and not lwt:
+            return self._stmt(text + self.using(t), term, "from_json", t, write=True)
         if lwt:
             t.server_ts = True
             ttl = f" USING TTL {rng.choice([3600, 7200])}" if rng.random() < 0.2 else ""
@@ -401,6 +417,14 @@ class StatementGen:
             return f"{t.keys[0].name}, count(*)", "group_by"
         if r < 0.95:
             c = rng.choice(nonstatic)
+            # Not keyed by a UDT: Cassandra names a UDT literal's fields in its hash order.
+            keyed = [x for x in nonstatic if x.type.kind in ("map", "set") and not _has_udt(x.type.args[0])]
+            if keyed and rng.random() < 0.4:
+                # Element or slice selection (5.0), inside toJson() at times.
+                c = rng.choice(keyed)
+                key = literal(c.type.args[0], draw_value(rng, c.type.args[0], True))
+                sel = f"{c.name}[{key}]" if rng.random() < 0.6 else f"{c.name}[{key}..]"
+                return (f"toJson({sel})" if rng.random() < 0.3 else sel), "element_select"
             return f"toJson({c.name})", "to_json"
         c = rng.choice([c for c in nonstatic if c.type.is_native and c.type.kind not in ("counter", "blob")] or t.pk)
         pks = ", ".join(x.name for x in t.pk)
@@ -523,3 +547,7 @@ class StatementGen:
 def _drop_timestamp(text):
     text = re.sub(r" USING TTL (\d+) AND TIMESTAMP \d+", r" USING TTL \1", text)
     return re.sub(r" USING TIMESTAMP \d+", "", text)
+
+
+def _has_udt(t):
+    return t.kind == "udt" or any(_has_udt(a) for a in t._children())

@@ -9,6 +9,7 @@ of keys, a few values per type) so writes collide with earlier rows and reads fi
 import datetime
 import decimal
 import ipaddress
+import json
 import uuid
 from dataclasses import dataclass
 
@@ -207,6 +208,65 @@ def literal(t, v):
     if k == "udt":
         return "{" + ", ".join(f"{f}: {literal(a, x)}" for (f, a), x in zip(t.args, v)) + "}"
     raise ValueError(k)
+
+
+def json_value(t, v):
+    """v of type t as a Python value json.dumps writes the way fromJson() reads it back, or
+    None when the type has no JSON form drawn here (maps with non-text keys, non-finite
+    floats)."""
+    if v is None:
+        return _JSON_NULL
+    k = t.kind
+    if k in ("text", "varchar", "ascii"):
+        return v
+    if k in _INTS or k in ("varint", "counter", "boolean"):
+        return v
+    if k == "decimal":
+        return str(v)
+    if k in ("float", "double"):
+        return v if v == v and abs(v) != float("inf") else None
+    if k == "blob":
+        return "0x" + v.hex()
+    if k in ("date", "time", "timestamp", "uuid", "timeuuid", "inet", "duration"):
+        text = literal(t, v)
+        return text[1:-1] if text.startswith("'") else text
+    if k in ("list", "set"):
+        items = [json_value(t.args[0], x) for x in (sorted(v, key=repr) if k == "set" else v)]
+        return None if any(i is None for i in items) else items
+    if k == "map":
+        if t.args[0].kind not in ("text", "varchar", "ascii"):
+            return None
+        items = {a: json_value(t.args[1], b) for a, b in v.items()}
+        return None if any(i is None for i in items.values()) else items
+    if k in ("tuple", "udt"):
+        types = t.args if k == "tuple" else [a for _, a in t.args]
+        items = [json_value(a, x) for a, x in zip(types, v)]
+        if any(i is None for i in items):
+            return None
+        items = [None if i is _JSON_NULL else i for i in items]
+        return items if k == "tuple" else {f: i for (f, _), i in zip(t.args, items)}
+    return None
+
+
+_JSON_NULL = object()   # a null inside a JSON value (None means "no JSON form")
+
+
+def json_text(t, v):
+    """The JSON text of v for fromJson(), or None (see json_value)."""
+    j = json_value(t, v)
+    if j is None:
+        return None
+    return json.dumps(None if j is _JSON_NULL else _strip_nulls(j), ensure_ascii=False)
+
+
+def _strip_nulls(j):
+    if j is _JSON_NULL:
+        return None
+    if isinstance(j, list):
+        return [_strip_nulls(x) for x in j]
+    if isinstance(j, dict):
+        return {a: _strip_nulls(b) for a, b in j.items()}
+    return j
 
 
 def _duration_literal(d):
