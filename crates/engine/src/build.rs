@@ -948,7 +948,10 @@ impl<'a> Builder<'a> {
             ast::InsertValues::Json {
                 json,
                 default_unset,
-            } => json_pairs(&t, json, *default_unset)?,
+            } => {
+                crate::compact::check_insert_json(&t)?;
+                json_pairs(&t, json, *default_unset)?
+            }
         };
         let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
         let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
@@ -1023,6 +1026,8 @@ impl<'a> Builder<'a> {
                 missing_cl.join(", ")
             )));
         }
+        let marker = !t.compact
+            || crate::compact::insert_marker(&t, |i| assignments.iter().any(|(j, _)| *j == i))?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
@@ -1031,7 +1036,7 @@ impl<'a> Builder<'a> {
                 ..ClusteringSel::default()
             },
             kind: WriteKind::Upsert {
-                marker: true,
+                marker,
                 assignments,
             },
             ttl,

@@ -88,7 +88,9 @@ impl Engine {
         }
         let mut row = None;
         let mut outer = header.deletion;
-        let static_row = clustering.len() < clust_cols.len();
+        // A static compact table's rows are its partitions' static cells (see `compact`).
+        let static_row =
+            clustering.len() < clust_cols.len() || (t.compact && clust_cols.is_empty());
         if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);
