@@ -57,22 +57,22 @@ pub fn flags(t: &TableDef) -> Vec<&'static str> {
 
 /// A column `system_schema.columns` lists that CQL statements do not see.
 pub struct HiddenColumn {
-    pub name: &'static str,
+    pub name: String,
     pub kind: ColumnKind,
     pub cql_type: &'static str,
 }
 
-/// Cassandra's default names for a compact table's hidden columns: `column1` and `value`,
-/// with a number appended when the declared columns already use the name.
-fn default_name(t: &TableDef, base: &'static str) -> &'static str {
-    const COLUMN: [&str; 4] = ["column1", "column2", "column3", "column4"];
-    const VALUE: [&str; 4] = ["value", "value1", "value2", "value3"];
-    let names: &[&'static str] = if base == "column1" { &COLUMN } else { &VALUE };
-    names
-        .iter()
-        .copied()
+/// Cassandra's default names for a compact table's hidden columns: `column1`, `column2`, ...
+/// and `value`, `value1`, ..., the first one no declared column uses.
+fn default_name(t: &TableDef, base: &str) -> String {
+    let first = if base == "column" { 1 } else { 0 };
+    (first..)
+        .map(|i| match i {
+            0 => base.to_string(),
+            i => format!("{base}{i}"),
+        })
         .find(|n| t.column(n).is_none())
-        .unwrap_or(names[names.len() - 1])
+        .unwrap_or_default()
 }
 
 /// The columns Cassandra adds to a compact table (see the module docs).
@@ -84,7 +84,7 @@ pub fn hidden_columns(t: &TableDef) -> Vec<HiddenColumn> {
         let counter = t.columns.iter().any(|c| c.ty == ColumnType::Counter);
         return vec![
             HiddenColumn {
-                name: default_name(t, "column1"),
+                name: default_name(t, "column"),
                 kind: ColumnKind::Clustering,
                 cql_type: "text",
             },
@@ -173,7 +173,7 @@ pub fn insert_marker(t: &TableDef, assigned: impl Fn(usize) -> bool) -> Result<b
         // clustering column, which CQL cannot name.
         return Err(EngineError::invalid(format!(
             "Some clustering keys are missing: {}",
-            default_name(t, "column1")
+            default_name(t, "column")
         )));
     }
     match t.columns.iter().position(|c| c.kind == ColumnKind::Regular) {
@@ -192,7 +192,7 @@ pub fn check_insert_json(t: &TableDef) -> Result<(), EngineError> {
     if t.compact && !is_dense(t) {
         return Err(EngineError::invalid(format!(
             "Undefined column name {} in table {}.{}",
-            default_name(t, "column1"),
+            default_name(t, "column"),
             t.keyspace,
             t.name
         )));
@@ -253,7 +253,7 @@ pub fn drop_compact_storage(t: &mut TableDef, enabled: bool) -> Result<(), Engin
             "blob" => ColumnType::Blob,
             _ => empty_type(),
         };
-        t.push_column(h.name.to_string(), h.cql_type.to_string(), ty, h.kind);
+        t.push_column(h.name, h.cql_type.to_string(), ty, h.kind);
     }
     t.compact = false;
     Ok(())
@@ -272,7 +272,7 @@ pub fn describe_wrap(t: &TableDef, create: String) -> String {
 /// The `CLUSTERING ORDER BY` DESCRIBE shows for a static compact table: its hidden clustering
 /// column.
 pub fn describe_clustering_order(t: &TableDef) -> Option<String> {
-    (t.compact && !is_dense(t)).then(|| format!("{} ASC", default_name(t, "column1")))
+    (t.compact && !is_dense(t)).then(|| format!("{} ASC", default_name(t, "column")))
 }
 
 #[cfg(test)]

@@ -212,7 +212,7 @@ fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableD
         push(vec![
             ("keyspace_name", text(&tb.keyspace)),
             ("table_name", text(&tb.name)),
-            ("column_name", text(h.name)),
+            ("column_name", text(&h.name)),
             (
                 "clustering_order",
                 text(if clustering { "asc" } else { "none" }),

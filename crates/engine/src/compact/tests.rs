@@ -202,3 +202,35 @@ fn drop_compact_storage_reveals_hidden_columns_and_survives_restart() {
         [["d", COMPOUND], ["e", COMPOUND], ["s", COMPOUND]]
     );
 }
+
+#[test]
+fn a_dense_row_expires_with_its_value() {
+    let e = engine();
+    setup(&e);
+    ok(
+        &e,
+        "INSERT INTO d (k, c, v) VALUES (1, 1, 'a') USING TTL 10",
+    );
+    ok(&e, "INSERT INTO s (k, a) VALUES (1, 1) USING TTL 10");
+    let at = |secs| {
+        let opts = crate::QueryOptions {
+            keyspace: Some("ks".into()),
+            ..Default::default()
+        };
+        let read = |t: &str| {
+            let text = format!("SELECT * FROM {t}");
+            rows(
+                e.query(
+                    &text,
+                    crate::Values::Positional(vec![]),
+                    &opts,
+                    crate::tests::at(secs),
+                )
+                .unwrap(),
+            )
+        };
+        (read("d").len(), read("s").len())
+    };
+    assert_eq!(at(1009), (1, 1));
+    assert_eq!(at(1011), (0, 0));
+}
