@@ -1020,7 +1020,11 @@ impl<'a> Builder<'a> {
                 table: t,
             });
         }
-        if !missing_cl.is_empty() {
+        // A compact dense table takes a row named by a clustering prefix.
+        let prefix_row = !missing_cl.is_empty()
+            && t.compact
+            && crate::compact::clustering_prefix_insert(&t, &cl)?;
+        if !missing_cl.is_empty() && !prefix_row {
             return Err(EngineError::invalid(format!(
                 "Some clustering keys are missing: {}",
                 missing_cl.join(", ")

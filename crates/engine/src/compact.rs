@@ -15,10 +15,11 @@
 //! only in `system_schema.columns` (see [`hidden_columns`]) until DROP COMPACT STORAGE makes
 //! them real.
 //!
-//! What differs on the write and read paths is one thing: **no row marker**. An INSERT into a
-//! dense or static compact table writes only its cells, so a row exists only while one of
-//! its cells lives (a dense row disappears with its value). A dense table without a value
-//! column keeps the marker: it is what the hidden empty `value` cell is in Cassandra.
+//! What differs on the write and read paths: **no row marker**, and (dense tables with 2+
+//! clustering columns) rows named by a clustering prefix ([`is_prefix`]). No marker: an
+//! INSERT into a dense or static compact table writes only its cells, so a row exists only
+//! while one of its cells lives (a dense row disappears with its value). A dense table without
+//! a value column keeps the marker: it is what the hidden empty `value` cell is in Cassandra.
 
 use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::EngineError;
@@ -184,6 +185,29 @@ pub fn insert_marker(t: &TableDef, assigned: impl Fn(usize) -> bool) -> Result<b
             t.columns[v].name
         ))),
     }
+}
+
+/// Whether `n` clustering values name a row of a dense table with more clustering columns:
+/// Cassandra keeps Thrift's prefix cells there, so `(k, c1)` is a row of its own beside
+/// `(k, c1, c2)`, shown with `c2` null.
+pub fn is_prefix(t: &TableDef, n: usize) -> bool {
+    t.compact && n > 0 && n < t.clustering_count()
+}
+
+/// Whether an INSERT into a compact table that leaves out clustering columns (`given`: which
+/// ones it sets) writes a prefix row (see [`is_prefix`]); false sends it to the usual
+/// "Some clustering keys are missing" error. Refuses a gap as Cassandra does.
+pub fn clustering_prefix_insert<T>(t: &TableDef, given: &[Option<T>]) -> Result<bool, EngineError> {
+    let columns: Vec<&ColumnDef> = t.clustering().collect();
+    let set = given.iter().take_while(|g| g.is_some()).count();
+    if let Some(j) = (set..given.len()).find(|&j| given[j].is_some()) {
+        return Err(EngineError::invalid(format!(
+            "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+            columns[j].name,
+            columns[j - 1].name
+        )));
+    }
+    Ok(is_prefix(t, set))
 }
 
 /// `INSERT JSON` into a static compact table: Cassandra sets every column the JSON leaves out

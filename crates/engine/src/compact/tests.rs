@@ -234,3 +234,38 @@ fn a_dense_row_expires_with_its_value() {
     assert_eq!(at(1009), (1, 1));
     assert_eq!(at(1011), (0, 0));
 }
+
+#[test]
+fn a_clustering_prefix_is_a_row_of_a_compound_dense_table() {
+    let e = engine();
+    setup(&e);
+    ok(&e, "CREATE TABLE dc (k int, c1 int, c2 text, v text, PRIMARY KEY (k, c1, c2)) WITH COMPACT STORAGE");
+    ok(
+        &e,
+        "INSERT INTO dc (k, c1, c2, v) VALUES (1, 3, 'a', 'full')",
+    );
+    ok(&e, "INSERT INTO dc (k, c1, v) VALUES (1, 3, 'prefix')");
+    ok(&e, "UPDATE dc SET v = 'updated' WHERE k = 1 AND c1 = 4");
+    assert_eq!(
+        err(&e, "INSERT INTO dc (k, c2, v) VALUES (1, 'b', 'gap')"),
+        "PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"
+    );
+    assert_eq!(
+        err(&e, "INSERT INTO dc (k, v) VALUES (1, 'none')"),
+        "Some clustering keys are missing: c1, c2"
+    );
+    assert_eq!(
+        read(&e, "SELECT * FROM dc"),
+        [
+            ["1", "3", "null", "prefix"],
+            ["1", "3", "a", "full"],
+            ["1", "4", "null", "updated"]
+        ]
+    );
+    // A DELETE naming the prefix is a range: it takes the prefix row and the rows under it.
+    ok(&e, "DELETE FROM dc WHERE k = 1 AND c1 = 3");
+    assert_eq!(
+        read(&e, "SELECT * FROM dc"),
+        [["1", "4", "null", "updated"]]
+    );
+}
