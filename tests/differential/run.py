@@ -25,6 +25,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
                           reference refuses them (materialized_views_enabled off), the whole
                           scenario is reported skipped instead of run
+  -- @requires-drop-compact-storage  (anywhere in a file) likewise for ALTER TABLE ... DROP
+                          COMPACT STORAGE (drop_compact_storage_enabled off on the reference)
 Any statement that fails on A without `@error` is reported as a scenario problem too.
 
 known_differences.txt lists accepted deviations, one per line:
@@ -91,8 +93,8 @@ def parse_scenario(path):
                     pending[name] = True
                 elif name == "file-messages":
                     file_wide["messages"] = True
-                elif name == "requires-views":
-                    file_wide["requires-views"] = True
+                elif name in ("requires-views", "requires-drop-compact-storage"):
+                    file_wide[name] = True
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -375,6 +377,27 @@ def _views_enabled(session, ks):
     return True
 
 
+def _drop_compact_storage_enabled(session, ks):
+    """Whether `session`'s server allows DROP COMPACT STORAGE (a probe on a regular table in `ks`,
+    which an enabled server refuses for not being compact)."""
+    session.execute(f"CREATE TABLE {ks}.dcs_probe (k int PRIMARY KEY)")
+    try:
+        session.execute(f"ALTER TABLE {ks}.dcs_probe DROP COMPACT STORAGE")
+    except Exception as e:  # noqa: BLE001 - the message tells which refusal it is
+        return "DROP COMPACT STORAGE is disabled" not in str(e)
+    finally:
+        session.execute(f"DROP TABLE {ks}.dcs_probe")
+    return True
+
+
+# File-wide requirements on the reference: directive, probe, what a reference without it lacks.
+_REQUIREMENTS = (
+    ("requires-views", _views_enabled, "materialized views disabled (materialized_views_enabled)"),
+    ("requires-drop-compact-storage", _drop_compact_storage_enabled,
+     "DROP COMPACT STORAGE disabled (drop_compact_storage_enabled)"),
+)
+
+
 def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, keep=False, out=print):
     name = os.path.basename(path)
     base = re.sub(r"\W", "_", os.path.splitext(name)[0]).lower()
@@ -384,12 +407,13 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
     for s, ks in ((sa, ks_a), (sb, ks_b)):
         s.execute(f"CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
         s.set_keyspace(ks)
-    if stmts and stmts[0].directives.get("requires-views") and not _views_enabled(sa, ks_a):
-        report.known += 1
-        out(f"SKIP {name}: the reference has materialized views disabled (materialized_views_enabled)")
-        for s, ks in ((sa, ks_a), (sb, ks_b)):
-            s.execute(f"DROP KEYSPACE IF EXISTS {ks}")
-        return report
+    for directive, probe, lacking in _REQUIREMENTS:
+        if stmts and stmts[0].directives.get(directive) and not probe(sa, ks_a):
+            report.known += 1
+            out(f"SKIP {name}: the reference has {lacking}")
+            for s, ks in ((sa, ks_a), (sb, ks_b)):
+                s.execute(f"DROP KEYSPACE IF EXISTS {ks}")
+            return report
     try:
         for st in stmts:
             if st.sleep:

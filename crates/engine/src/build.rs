@@ -973,7 +973,10 @@ impl<'a> Builder<'a> {
             ast::InsertValues::Json {
                 json,
                 default_unset,
-            } => json_pairs(&t, json, *default_unset, self)?,
+            } => {
+                crate::compact::check_insert_json(&t)?;
+                json_pairs(&t, json, *default_unset, self)?
+            }
         };
         let mut pk: Vec<Option<KeyValues>> = vec![None; t.pk_count()];
         let mut cl: Vec<Option<KeyValues>> = vec![None; t.clustering_count()];
@@ -1042,12 +1045,18 @@ impl<'a> Builder<'a> {
                 table: t,
             });
         }
-        if !missing_cl.is_empty() {
+        // A compact dense table takes a row named by a clustering prefix.
+        let prefix_row = !missing_cl.is_empty()
+            && t.compact
+            && crate::compact::clustering_prefix_insert(&t, &cl)?;
+        if !missing_cl.is_empty() && !prefix_row {
             return Err(EngineError::invalid(format!(
                 "Some clustering keys are missing: {}",
                 missing_cl.join(", ")
             )));
         }
+        let marker = !t.compact
+            || crate::compact::insert_marker(&t, |i| assignments.iter().any(|(j, _)| *j == i))?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
@@ -1056,7 +1065,7 @@ impl<'a> Builder<'a> {
                 ..ClusteringSel::default()
             },
             kind: WriteKind::Upsert {
-                marker: true,
+                marker,
                 assignments,
             },
             ttl,

@@ -122,6 +122,9 @@ pub struct TableDef {
     /// Set when this table is a materialized view (see `view`).
     #[serde(default)]
     pub view: Option<crate::view::ViewDef>,
+    /// Created `WITH COMPACT STORAGE` (and not since dropped): see `compact`.
+    #[serde(default)]
+    pub compact: bool,
 }
 
 impl TableDef {
@@ -146,6 +149,31 @@ impl TableDef {
     }
     pub fn clustering_count(&self) -> usize {
         self.clustering().count()
+    }
+    /// Adds a column with the next column id (ALTER TABLE ADD, DROP COMPACT STORAGE).
+    pub fn push_column(
+        &mut self,
+        name: String,
+        cql_type: String,
+        ty: ColumnType,
+        kind: ColumnKind,
+    ) {
+        let id = self.next_column_id;
+        self.next_column_id += 1;
+        let position = if kind == ColumnKind::Clustering {
+            0
+        } else {
+            -1
+        };
+        self.columns.push(ColumnDef {
+            name,
+            cql_type,
+            ty,
+            kind,
+            position,
+            desc: false,
+            id,
+        });
     }
     pub fn has_statics(&self) -> bool {
         self.columns.iter().any(|c| c.kind == ColumnKind::Static)

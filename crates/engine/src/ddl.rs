@@ -560,11 +560,6 @@ pub fn create_table(
             "No PRIMARY KEY specifed for table (exactly one required)",
         ));
     }
-    if ct.options.compact_storage {
-        return Err(EngineError::invalid(
-            "COMPACT STORAGE tables are not supported starting with version 4.0",
-        ));
-    }
     let mut columns = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (i, c) in ct.columns.iter().enumerate() {
@@ -591,7 +586,7 @@ pub fn create_table(
                 c.name
             )));
         }
-        if c.is_static && ct.clustering_columns.is_empty() {
+        if c.is_static && ct.clustering_columns.is_empty() && !ct.options.compact_storage {
             return Err(EngineError::invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
         }
         let is_key = matches!(kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
@@ -631,6 +626,9 @@ pub fn create_table(
                 "Duplicate definition for {k} in PRIMARY KEY"
             )));
         }
+    }
+    if ct.options.compact_storage {
+        crate::compact::check_create(ct, &mut columns)?;
     }
     let counters = columns
         .iter()
@@ -687,6 +685,7 @@ pub fn create_table(
         dropped: Vec::new(),
         indexes: Vec::new(),
         view: None,
+        compact: ct.options.compact_storage,
     };
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
@@ -698,6 +697,7 @@ pub fn alter_table(
     ks_default: Option<&str>,
     at: &ast::AlterTable,
     now_micros: i64,
+    drop_compact_storage_enabled: bool,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?.to_string();
     if !schema.keyspaces.contains_key(&ks) {
@@ -731,6 +731,7 @@ pub fn alter_table(
                         c.name
                     )));
                 }
+                crate::compact::check_add_column(&t)?;
                 check_type_allowed(&c.ty, false)?;
                 if c.is_static && t.clustering_count() == 0 {
                     return Err(EngineError::invalid(
@@ -738,21 +739,12 @@ pub fn alter_table(
                     ));
                 }
                 let ty = resolve_type(schema, &ks, &c.ty)?;
-                let id = t.next_column_id;
-                t.next_column_id += 1;
-                t.columns.push(ColumnDef {
-                    name: c.name.clone(),
-                    cql_type: c.ty.to_string(),
-                    ty,
-                    kind: if c.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    position: -1,
-                    desc: false,
-                    id,
-                });
+                let kind = if c.is_static {
+                    ColumnKind::Static
+                } else {
+                    ColumnKind::Regular
+                };
+                t.push_column(c.name.clone(), c.ty.to_string(), ty, kind);
             }
         }
         ast::AlterTableAction::Drop {
@@ -773,6 +765,7 @@ pub fn alter_table(
                         "Cannot drop PRIMARY KEY part {name}"
                     )));
                 }
+                crate::compact::check_drop_column(&t, &c)?;
                 crate::index::ddl::check_drop_column(&t, name)?;
                 t.columns.retain(|x| x.name != *name);
                 t.dropped.retain(|d| d.0 != *name);
@@ -813,6 +806,9 @@ pub fn alter_table(
                 ));
             }
             apply_table_properties(&mut t.options, &opts.properties)?;
+        }
+        ast::AlterTableAction::DropCompactStorage => {
+            crate::compact::drop_compact_storage(&mut t, drop_compact_storage_enabled)?
         }
         _ => {
             return Err(EngineError::invalid(

@@ -584,7 +584,12 @@ impl Engine {
         });
         let parts = partitions(t, &plan.partition, vals)?;
         let ncl = t.clustering_count();
-        let full_row = plan.clustering.eq.len() == ncl
+        // A compact dense table's clustering prefix is a row to write (a DELETE of it is a
+        // range, as elsewhere).
+        let prefix_row = t.compact
+            && matches!(plan.kind, WriteKind::Upsert { .. })
+            && crate::compact::is_prefix(t, plan.clustering.eq.len());
+        let full_row = (plan.clustering.eq.len() == ncl || prefix_row)
             && plan.clustering.start.is_none()
             && plan.clustering.end.is_none();
         let clust_cols: Vec<_> = t.clustering().collect();

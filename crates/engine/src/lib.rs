@@ -16,6 +16,7 @@
 //! | `row` | stored rows and partition headers, reconciliation, purge |
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options |
+//! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`selection`: the SELECT clause, aggregates, GROUP BY) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `exec` | writes over storage, and the key/range helpers reads share |
@@ -44,6 +45,7 @@ mod bigint;
 pub mod build;
 pub mod catalog;
 mod collections;
+pub mod compact;
 pub mod ddl;
 pub mod exec;
 mod fcts;
@@ -404,6 +406,8 @@ pub struct Engine {
     has_indexes: AtomicBool,
     /// `materialized_views_enabled` (Cassandra's key; off by default).
     views_enabled: AtomicBool,
+    /// `drop_compact_storage_enabled` (Cassandra's key; off by default).
+    drop_compact_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -443,6 +447,10 @@ impl Engine {
             }
             for mut t in p.tables {
                 for c in &mut t.columns {
+                    if c.cql_type == compact::EMPTY_TYPE {
+                        c.ty = compact::empty_type();
+                        continue;
+                    }
                     let parsed = cql::parse_type(&c.cql_type)
                         .map_err(|e| DbError::server(format!("stored type {}: {e}", c.cql_type)))?;
                     c.ty = ddl::resolve_type(&schema, &t.keyspace, &parsed)
@@ -484,6 +492,7 @@ impl Engine {
             schema_generation: AtomicU64::new(1),
             has_indexes,
             views_enabled: AtomicBool::new(false),
+            drop_compact_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
@@ -505,6 +514,11 @@ impl Engine {
     /// Allows or refuses `CREATE MATERIALIZED VIEW` (`materialized_views_enabled`).
     pub fn set_materialized_views_enabled(&self, on: bool) {
         self.views_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Allows or refuses `ALTER TABLE ... DROP COMPACT STORAGE` (`drop_compact_storage_enabled`).
+    pub fn set_drop_compact_storage_enabled(&self, on: bool) {
+        self.drop_compact_enabled.store(on, Ordering::Relaxed);
     }
 
     pub fn node(&self) -> &NodeInfo {
@@ -1141,7 +1155,8 @@ impl Engine {
             }
             S::AlterTable(at) => {
                 guard_system(&table_ks(&at.name)?)?;
-                ddl::alter_table(&schema, ks, at, now.micros)?
+                let drop_compact = self.drop_compact_enabled.load(Ordering::Relaxed);
+                ddl::alter_table(&schema, ks, at, now.micros, drop_compact)?
             }
             S::DropTable { name, if_exists } => {
                 let k = table_ks(name)?;

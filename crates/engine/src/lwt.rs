@@ -88,7 +88,13 @@ impl Engine {
         }
         let mut row = None;
         let mut outer = header.deletion;
-        let static_row = clustering.len() < clust_cols.len();
+        // A static compact table's rows are its partitions' static cells, and a dense one's
+        // clustering prefix names a row of its own (see `compact`).
+        let static_row = if t.compact {
+            clust_cols.is_empty()
+        } else {
+            clustering.len() < clust_cols.len()
+        };
         if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);

@@ -207,6 +207,22 @@ fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableD
             ("type", text(&c.cql_type)),
         ]);
     }
+    for h in crate::compact::hidden_columns(tb) {
+        let clustering = h.kind == ColumnKind::Clustering;
+        push(vec![
+            ("keyspace_name", text(&tb.keyspace)),
+            ("table_name", text(&tb.name)),
+            ("column_name", text(&h.name)),
+            (
+                "clustering_order",
+                text(if clustering { "asc" } else { "none" }),
+            ),
+            ("column_name_bytes", Some(h.name.as_bytes().to_vec())),
+            ("kind", text(h.kind.as_str())),
+            ("position", int(if clustering { 0 } else { -1 })),
+            ("type", text(h.cql_type)),
+        ]);
+    }
 }
 
 /// A row of `t` from (column name, value) pairs: a value per column, in `t`'s column order.
@@ -288,7 +304,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                         ("table_name", text(&tb.name)),
                         ("allow_auto_snapshot", boolean(true)),
                         ("cdc", boolean(o.cdc)),
-                        ("flags", text_list(&["compound"])),
+                        ("flags", text_list(&crate::compact::flags(tb))),
                         ("incremental_backups", boolean(true)),
                         ("memtable", text("default")),
                     ]
@@ -615,10 +631,12 @@ pub fn describe_table(t: &TableDef) -> String {
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
     let cl: Vec<&str> = t.clustering().map(|c| c.name.as_str()).collect();
-    let single = pk.len() == 1 && cl.is_empty();
+    // A static compact table has a hidden clustering column: no `k int PRIMARY KEY` form, and
+    // its (internally static) columns print as declared.
+    let single = pk.len() == 1 && cl.is_empty() && !t.compact;
     for c in &t.columns {
         s.push_str(&format!("    {} {}", quote(&c.name), c.cql_type));
-        if c.kind == ColumnKind::Static {
+        if c.kind == ColumnKind::Static && !t.compact {
             s.push_str(" static");
         }
         if single && c.kind == ColumnKind::PartitionKey {
@@ -633,6 +651,10 @@ pub fn describe_table(t: &TableDef) -> String {
         s.push_str(&format!("    PRIMARY KEY ({})\n", key_text(t)));
     }
     s.push_str(") WITH ");
+    if t.compact {
+        s.push_str("COMPACT STORAGE\n    AND ");
+        return crate::compact::describe_wrap(t, table_options_text(t, s));
+    }
     table_options_text(t, s)
 }
 
@@ -646,6 +668,8 @@ fn table_options_text(t: &TableDef, mut s: String) -> String {
         .collect();
     if !order.is_empty() {
         opts.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
+    } else if let Some(hidden) = crate::compact::describe_clustering_order(t) {
+        opts.push(format!("CLUSTERING ORDER BY ({hidden})"));
     }
     opts.push(format!(
         "additional_write_policy = '{}'",

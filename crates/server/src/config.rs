@@ -109,6 +109,9 @@ pub struct Config {
     /// Standalone mode: whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's key; views
     /// are experimental there and off by default). Default `false`.
     pub materialized_views_enabled: bool,
+    /// Standalone mode: whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra's
+    /// key; off by default there too). Default `false`.
+    pub drop_compact_storage_enabled: bool,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -243,6 +246,7 @@ impl Default for Config {
             auth_login_failure_window: Duration::from_secs(60),
             cluster_name: "Peregrine Cluster".to_string(),
             materialized_views_enabled: false,
+            drop_compact_storage_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             upstream: Vec::new(),

@@ -229,6 +229,7 @@ pub fn create_index(
             target.column, ks, t.name
         )));
     };
+    crate::compact::check_index_column(&t, c)?;
     if c.kind == ColumnKind::PartitionKey && t.pk_count() == 1 {
         return Err(EngineError::invalid(format!(
             "Cannot create secondary index on the only partition key column {}",
