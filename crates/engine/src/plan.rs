@@ -180,6 +180,8 @@ pub enum IndexLookup {
 pub enum Selector {
     Column(usize),
     WriteTime(usize),
+    /// `maxwritetime(c)`: the latest write time of the column's cells.
+    MaxWriteTime(usize),
     Ttl(usize),
     /// `token(pk...)` of the row's partition.
     Token,

@@ -86,7 +86,7 @@ struct RowView<'r> {
 }
 
 impl<'r> RowView<'r> {
-    fn cell(&self, idx: usize) -> Option<&'r Cell> {
+    fn cell(&self, idx: usize) -> Option<Cow<'r, Cell>> {
         let c = &self.t.columns[idx];
         match c.kind {
             ColumnKind::Static => self.header.static_cell(c.id, self.now.secs),
@@ -94,6 +94,27 @@ impl<'r> RowView<'r> {
                 .row
                 .and_then(|r| r.cell(c.id, self.now.secs, self.outer)),
             _ => None,
+        }
+    }
+
+    /// `writetime`, `maxwritetime` or `ttl` of column `idx`: of a non-frozen collection, a
+    /// list with one entry per live element (a maximum for `maxwritetime`).
+    fn cell_times(&self, s: &Selector, idx: usize) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let cell = self.cell(idx)?;
+        let Some(kind) = crate::exec::multi_cell_kind(c) else {
+            return match s {
+                Selector::Ttl(_) => cell.ttl_remaining(secs).map(|t| t.to_be_bytes().to_vec()),
+                _ => Some(cell.ts.to_be_bytes().to_vec()),
+            };
+        };
+        let elements = cell.live_elements(kind, secs)?;
+        match s {
+            Selector::Ttl(_) => crate::collections::ttls(&c.ty, &elements, secs),
+            Selector::MaxWriteTime(_) => crate::collections::max_write_time(&c.ty, &elements, secs)
+                .map(|t| t.to_be_bytes().to_vec()),
+            _ => crate::collections::write_times(&c.ty, &elements, secs),
         }
     }
 
@@ -112,25 +133,23 @@ impl<'r> RowView<'r> {
                         .row
                         .and_then(|r| r.clustering.get(c.position as usize))
                         .map(|v| Cow::Borrowed(v.as_slice())),
-                    _ => self
-                        .cell(*idx)
-                        .and_then(|cell| cell.live_value(secs))
-                        .map(Cow::Borrowed),
+                    _ => crate::row::value_of(self.cell(*idx)?, &c.ty, secs),
                 }
             }
-            Selector::WriteTime(idx) => self
-                .cell(*idx)
-                .map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec())),
-            Selector::Ttl(idx) => self
-                .cell(*idx)
-                .and_then(|c| c.ttl_remaining(secs))
-                .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
+            Selector::WriteTime(idx) | Selector::MaxWriteTime(idx) | Selector::Ttl(idx) => {
+                self.cell_times(s, *idx).map(Cow::Owned)
+            }
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
-            Selector::Field(idx, pos) => self
-                .cell(*idx)
-                .and_then(|c| c.live_value(secs))
-                .and_then(|v| tuple_field(v, *pos))
-                .map(Cow::Borrowed),
+            Selector::Field(idx, pos) => match self.cell(*idx)? {
+                Cow::Borrowed(c) => c
+                    .live_value(secs)
+                    .and_then(|v| tuple_field(v, *pos))
+                    .map(Cow::Borrowed),
+                Cow::Owned(c) => c
+                    .live_value(secs)
+                    .and_then(|v| tuple_field(v, *pos))
+                    .map(|v| Cow::Owned(v.to_vec())),
+            },
             Selector::Const(v) => v.clone().map(Cow::Owned),
             // Bound values were checked before the run.
             Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals)

@@ -372,23 +372,28 @@ impl Builder<'_> {
                 let (i, c) = self.column(t, name)?;
                 (Selector::Column(i), c.name.clone(), c.ty.clone())
             }
-            E::WriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "writetime")?),
-                format!("writetime({name})"),
-                ColumnType::Bigint,
-            ),
-            // One cell per column here (collections included), so the latest write time of
-            // the column is its write time.
+            // Of a non-frozen collection, one per element (Cassandra 5.0).
+            E::WriteTime(name) => {
+                let i = regular(self, name, "writetime")?;
+                (
+                    Selector::WriteTime(i),
+                    format!("writetime({name})"),
+                    per_cell(&t.columns[i], ColumnType::Bigint),
+                )
+            }
             E::MaxWriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "maxwritetime")?),
+                Selector::MaxWriteTime(regular(self, name, "maxwritetime")?),
                 format!("maxwritetime({name})"),
                 ColumnType::Bigint,
             ),
-            E::Ttl(name) => (
-                Selector::Ttl(regular(self, name, "ttl")?),
-                format!("ttl({name})"),
-                ColumnType::Int,
-            ),
+            E::Ttl(name) => {
+                let i = regular(self, name, "ttl")?;
+                (
+                    Selector::Ttl(i),
+                    format!("ttl({name})"),
+                    per_cell(&t.columns[i], ColumnType::Int),
+                )
+            }
             E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
                 let cols: Vec<String> = args
                     .iter()
@@ -889,5 +894,14 @@ pub(crate) fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
     match s {
         Selector::Expr(e) => e,
         other => SelExpr::Leaf(Box::new(other), ty),
+    }
+}
+
+/// The type of `writetime`/`ttl` of column `c`: a list of `ty`, one per element, for a
+/// non-frozen collection.
+fn per_cell(c: &crate::catalog::ColumnDef, ty: ColumnType) -> ColumnType {
+    match crate::exec::multi_cell_kind(c) {
+        Some(_) => ColumnType::List(Box::new(ty)),
+        None => ty,
     }
 }
