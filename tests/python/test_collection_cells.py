@@ -4,7 +4,8 @@
   collection deletion is at their timestamp - 1), over protocol v4 and v5, with prepared
   statements;
 - writetime()/ttl() of a non-frozen collection are lists (list<bigint>/list<int>) with one entry
-  per element and maxwritetime() the latest, in the result metadata too;
+  per element and maxwritetime() the latest, in the result metadata too; writetime(m[k]) is one
+  element's;
 - list items keep their order across prepend/append/set-by-index, with Cassandra's errors;
 - the element cells survive a restart, an element's TTL expires that element only, and an
   index entry of an element follows its cell (it goes when the element expires).
@@ -45,6 +46,10 @@ def test_elements_resolve_by_their_own_timestamps(session, ks, make_cluster, ver
     assert r.writetime_m == [2000, 1500]
     assert r.writetime_l == [2000, 1500]
     assert (r.maxwritetime_s, r.maxwritetime_l) == (2000, 2000)
+    # One element's write time, the key bound.
+    one = s.prepare("SELECT writetime(m[?]), maxwritetime(s[?]) FROM c WHERE k = ?")
+    assert tuple(s.execute(one, ["b", 3, 1]).one()) == (2000, 2000)
+    assert tuple(s.execute(one, ["a", 1, 1]).one()) == (None, None)
     # An element deletion older than the element's write does nothing; a newer one removes it.
     s.execute("DELETE s[3] FROM c USING TIMESTAMP 1999 WHERE k = 1")
     assert s.execute(read, [1]).one().s == {3, 7}

@@ -118,6 +118,51 @@ impl<'r> RowView<'r> {
         }
     }
 
+    /// `writetime`, `maxwritetime` or `ttl` of the element `key` of the set or map in column
+    /// `idx` (of a frozen one, those of its one cell when it holds `key`).
+    fn element_time(&self, func: cql::ast::CellTimeFn, idx: usize, key: &[u8]) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let (ColumnType::Set(kt) | ColumnType::Map(kt, _)) = &c.ty else {
+            return None;
+        };
+        let cell = self.cell(idx)?;
+        let (ts, ttl) = match crate::exec::multi_cell_kind(c) {
+            Some(kind) => {
+                let elements = cell.live_elements(kind, secs)?;
+                let e = elements
+                    .elements
+                    .iter()
+                    .find(|e| crate::types::compare(kt, &e.path, key).is_eq())?;
+                (
+                    e.ts,
+                    e.expiry().map(|x| x.expires_at.saturating_sub(secs) as i32),
+                )
+            }
+            None => {
+                let value = cell.live_value(secs)?;
+                let keys = match &c.ty {
+                    ColumnType::Map(..) => crate::collections::map_entries(value)?
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect(),
+                    _ => crate::exec::decode_list_elements(value)?,
+                };
+                if !keys
+                    .iter()
+                    .any(|k| crate::types::compare(kt, k, key).is_eq())
+                {
+                    return None;
+                }
+                (cell.ts, cell.ttl_remaining(secs))
+            }
+        };
+        match func {
+            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
+            _ => Some(ts.to_be_bytes().to_vec()),
+        }
+    }
+
     /// The value of a leaf selector (expressions go through [`eval_expr`]).
     fn value(&self, s: &Selector) -> Option<Cow<'r, [u8]>> {
         let secs = self.now.secs;
@@ -138,6 +183,10 @@ impl<'r> RowView<'r> {
             }
             Selector::WriteTime(idx) | Selector::MaxWriteTime(idx) | Selector::Ttl(idx) => {
                 self.cell_times(s, *idx).map(Cow::Owned)
+            }
+            Selector::ElementTime { func, column, key } => {
+                let key = resolve(key, self.vals).ok().flatten()?;
+                self.element_time(*func, *column, &key).map(Cow::Owned)
             }
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
             Selector::Field(idx, pos) => match self.cell(*idx)? {

@@ -209,9 +209,11 @@ impl Builder<'_> {
     /// Fails on the first column `e` names that `t` does not have.
     fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
         match e {
-            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => {
-                self.column(t, c).map(|_| ())
-            }
+            E::Column(c)
+            | E::WriteTime(c)
+            | E::MaxWriteTime(c)
+            | E::Ttl(c)
+            | E::ElementTime { column: c, .. } => self.column(t, c).map(|_| ()),
             E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
             E::Cast { expr, .. }
             | E::Field { expr, .. }
@@ -392,6 +394,37 @@ impl Builder<'_> {
                     Selector::Ttl(i),
                     format!("ttl({name})"),
                     per_cell(&t.columns[i], ColumnType::Int),
+                )
+            }
+            E::ElementTime { func, column, key } => {
+                let i = regular(self, column, &func.to_string())?;
+                let c = &t.columns[i];
+                let key_ty = match &c.ty {
+                    ColumnType::Set(k) | ColumnType::Map(k, _) => (**k).clone(),
+                    ColumnType::List(_) => {
+                        return Err(EngineError::invalid(format!(
+                            "Element selection is only allowed on sets and maps, but {column} is a list"
+                        )))
+                    }
+                    other => {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid element selection: {column} is of type {} is not a collection",
+                            crate::types::cql_type_name(other)
+                        )))
+                    }
+                };
+                let src = self.term(t, key, &format!("key({column})"), &key_ty)?;
+                (
+                    Selector::ElementTime {
+                        func: *func,
+                        column: i,
+                        key: src,
+                    },
+                    selector_name(e),
+                    match func {
+                        cql::ast::CellTimeFn::Ttl => ColumnType::Int,
+                        _ => ColumnType::Bigint,
+                    },
                 )
             }
             E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
@@ -826,6 +859,7 @@ fn selector_name(e: &E) -> String {
         E::WriteTime(c) => format!("writetime({c})"),
         E::MaxWriteTime(c) => format!("maxwritetime({c})"),
         E::Ttl(c) => format!("ttl({c})"),
+        E::ElementTime { func, column, key } => format!("{func}({column}[{key}])"),
         E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
             if precedence(&args[0]) < 3 {
                 format!("-({})", selector_name(&args[0]))
