@@ -1,4 +1,4 @@
-"""Non-frozen collections as per-element cells, through the Python driver.
+"""Non-frozen collections (and UDTs) as per-element cells, through the Python driver.
 
 - element writes with client timestamps resolve element by element against overwrites (whose
   collection deletion is at their timestamp - 1), over protocol v4 and v5, with prepared
@@ -85,10 +85,13 @@ def own_server():
 def test_element_cells_survive_a_restart_and_expire_one_by_one(own_server):
     c, s = own_server.session()
     s.execute("CREATE KEYSPACE d WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-    s.execute("CREATE TABLE d.t (k int PRIMARY KEY, s set<int>, m map<int, int>)")
+    s.execute("CREATE TYPE d.ut (a int, b text)")
+    s.execute("CREATE TABLE d.t (k int PRIMARY KEY, s set<int>, m map<int, int>, u ut)")
     s.execute("CREATE INDEX ON d.t (values(s))")
-    s.execute("UPDATE d.t USING TIMESTAMP 100 SET s = {1, 2}, m = {1: 1} WHERE k = 1")
+    s.execute("UPDATE d.t USING TIMESTAMP 100 SET s = {1, 2}, m = {1: 1}, u = {a: 1, b: 'x'} WHERE k = 1")
     s.execute("UPDATE d.t USING TIMESTAMP 200 AND TTL 100000 SET s = s + {3}, m[2] = 2 WHERE k = 1")
+    s.execute("UPDATE d.t USING TIMESTAMP 300 SET u.b = 'y' WHERE k = 1")
+    s.execute("UPDATE d.t USING TIMESTAMP 150 SET u = {a: 7, b: 'z'} WHERE k = 1")
     c.shutdown()
     own_server.stop(signal.SIGTERM)
     own_server.start()
@@ -98,6 +101,10 @@ def test_element_cells_survive_a_restart_and_expire_one_by_one(own_server):
     r = s.execute("SELECT s, m, writetime(s), writetime(m) FROM d.t WHERE k = 1").one()
     assert (r.s, r.m) == ({1, 2, 3}, {1: 1, 2: 2})
     assert (r.writetime_s, r.writetime_m) == ([100, 100, 200], [100, 200])
+    # A UDT is a cell per field too: the overwrite at 150 loses field b to the write at 300.
+    r = s.execute("SELECT u, writetime(u), maxwritetime(u) FROM d.t WHERE k = 1").one()
+    assert (r.u.a, r.u.b) == (7, "y")
+    assert (r.writetime_u, r.maxwritetime_u) == ([150, 300], 300)
     # A new element with a short TTL: it and its index entry go; the others stay.
     s.execute("UPDATE d.t USING TTL 1 SET s = s + {4} WHERE k = 1")
     wait_until(lambda: s.execute("SELECT s FROM d.t WHERE k = 1").one().s == {1, 2, 3},

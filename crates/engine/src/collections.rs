@@ -18,6 +18,7 @@ pub(crate) fn kind_of(ty: &ColumnType) -> Option<CollectionKind> {
         ColumnType::List(_) => Some(CollectionKind::List),
         ColumnType::Set(_) => Some(CollectionKind::Set),
         ColumnType::Map(..) => Some(CollectionKind::Map),
+        ColumnType::Udt { .. } => Some(CollectionKind::Udt),
         _ => None,
     }
 }
@@ -26,6 +27,38 @@ pub(crate) fn kind_of(ty: &ColumnType) -> Option<CollectionKind> {
 /// keys' (sign bit flipped, big-endian).
 fn list_path(key: i64) -> Vec<u8> {
     ((key as u64) ^ (1 << 63)).to_be_bytes().to_vec()
+}
+
+/// The path of a UDT's field at position `i`.
+fn field_path(i: usize) -> Vec<u8> {
+    (i as u16).to_be_bytes().to_vec()
+}
+
+/// The position of a UDT field from its path.
+fn field_of(path: &[u8]) -> Option<usize> {
+    Some(u16::from_be_bytes(path.try_into().ok()?) as usize)
+}
+
+/// Per field of a UDT of type `ty`, what `of` says of its live cell (`None`: no live cell).
+fn per_field<T>(ty: &ColumnType, live: &[&Element], of: impl Fn(&Element) -> T) -> Vec<Option<T>> {
+    let n = match ty {
+        ColumnType::Udt { fields, .. } => fields.len(),
+        _ => 0,
+    };
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for e in live {
+        if let Some(slot) = field_of(&e.path).and_then(|i| out.get_mut(i)) {
+            *slot = Some(of(e));
+        }
+    }
+    out
+}
+
+/// `[int n]` then `n` `[bytes]` values (null as -1): a list of possibly null items.
+fn encode_nullable_list(items: &[Option<Vec<u8>>]) -> Vec<u8> {
+    let mut out = (items.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&encode_fields(items));
+    out
 }
 
 /// The last list time key handed out (see [`list_keys`]).
@@ -87,6 +120,13 @@ pub(crate) fn elements_of(
             .unwrap_or_default()
             .into_iter()
             .map(|(k, v)| live(k, v))
+            .collect(),
+        // Null fields have no cell.
+        CollectionKind::Udt => decode_fields(value)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some(live(field_path(i), v?)))
             .collect(),
     };
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -180,20 +220,36 @@ pub(crate) fn whole_value(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Optio
                 .map(|e| (e.path.clone(), value(e)))
                 .collect::<Vec<_>>(),
         ),
+        CollectionKind::Udt => encode_fields(&per_field(ty, &live, value)),
     })
 }
 
-/// `writetime(c)`: a `list<bigint>` of the live elements' timestamps.
+/// `writetime(c)`: a `list<bigint>` of the live elements' timestamps (of a UDT, one per
+/// field, null where a field has no live cell).
 pub(crate) fn write_times(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<Vec<u8>> {
+    per_element(ty, c, now, |e| Some(e.ts.to_be_bytes().to_vec()))
+}
+
+/// One `[bytes]` per live element (of a UDT, per field), as `of` says; `None` when no element
+/// is live.
+fn per_element(
+    ty: &ColumnType,
+    c: &Complex,
+    now: LocalSecs,
+    of: impl Fn(&Element) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
     let live = live_elements(ty, c, now);
-    (!live.is_empty()).then(|| {
-        encode_collection(
-            &live
-                .iter()
-                .map(|e| e.ts.to_be_bytes().to_vec())
-                .collect::<Vec<_>>(),
-        )
-    })
+    if live.is_empty() {
+        return None;
+    }
+    let items: Vec<Option<Vec<u8>>> = match c.kind {
+        CollectionKind::Udt => per_field(ty, &live, &of)
+            .into_iter()
+            .map(Option::flatten)
+            .collect(),
+        _ => live.iter().map(|e| of(e)).collect(),
+    };
+    Some(encode_nullable_list(&items))
 }
 
 /// `maxwritetime(c)`: the latest timestamp of a live element.
@@ -202,23 +258,15 @@ pub(crate) fn max_write_time(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Op
 }
 
 /// `ttl(c)`: a `list<int>` of the live elements' remaining TTLs (null where one does not
-/// expire).
+/// expire; of a UDT, one per field).
 pub(crate) fn ttls(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<Vec<u8>> {
-    let live = live_elements(ty, c, now);
-    if live.is_empty() {
-        return None;
-    }
-    let mut out = (live.len() as i32).to_be_bytes().to_vec();
-    for e in live {
-        match e.expiry() {
-            Some(x) => {
-                out.extend_from_slice(&4i32.to_be_bytes());
-                out.extend_from_slice(&(x.expires_at.saturating_sub(now) as i32).to_be_bytes());
-            }
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-        }
-    }
-    Some(out)
+    per_element(ty, c, now, |e| {
+        e.expiry().map(|x| {
+            (x.expires_at.saturating_sub(now) as i32)
+                .to_be_bytes()
+                .to_vec()
+        })
+    })
 }
 
 /// An element operation with its values resolved (see [`element_writes`]).
@@ -340,6 +388,12 @@ pub(crate) fn element_writes(
             vec![match o.arg2 {
                 Some(v) => live(key.to_vec(), v.to_vec()),
                 None => dead(key.to_vec()),
+            }]
+        }
+        (CollectionKind::Udt, Assign::SetField(i, _)) => {
+            vec![match o.arg {
+                Some(v) => live(field_path(*i), v.to_vec()),
+                None => dead(field_path(*i)),
             }]
         }
         (CollectionKind::Map, Assign::DeleteElement(_)) => {
@@ -673,21 +727,6 @@ pub fn apply(
             let mut kvs = decode_map(cur).ok_or_else(bad)?;
             kvs.retain(|(ek, _)| ek != key);
             return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
-        }
-        (ColumnType::Udt { fields, .. }, Assign::SetField(i, _)) => {
-            let mut values = match current {
-                Some(c) => decode_fields(c).ok_or_else(bad)?,
-                None => Vec::new(),
-            };
-            values.resize(fields.len(), None);
-            if let Some(slot) = values.get_mut(*i) {
-                *slot = arg.map(<[u8]>::to_vec);
-            }
-            // A UDT whose every field is null is no value at all (its cells are all dead).
-            if values.iter().all(Option::is_none) {
-                return Ok(None);
-            }
-            return Ok(Some(encode_fields(&values)));
         }
         (t, _) => {
             return Err(EngineError::invalid(format!(

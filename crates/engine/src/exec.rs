@@ -1148,8 +1148,8 @@ pub(crate) fn passes_filters(
     })
 }
 
-/// The collection kind of a non-frozen (multi-cell) list, set or map column: its value is
-/// stored as element cells.
+/// The collection kind of a non-frozen (multi-cell) list, set, map or UDT column: its value
+/// is stored as element cells.
 pub(crate) fn multi_cell_kind(c: &crate::catalog::ColumnDef) -> Option<crate::row::CollectionKind> {
     if c.cql_type.starts_with("frozen<") {
         return None;
@@ -1262,10 +1262,9 @@ impl CollectionOp {
     }
 
     fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
-        // A non-frozen UDT is no list, set or map: its field updates take the whole value.
-        let kind = match (&self.op, crate::collections::kind_of(&self.ty)) {
-            (Assign::SetField(..), _) | (_, None) => return self.apply_whole(cells),
-            (_, Some(kind)) => kind,
+        // Counters take the whole value.
+        let Some(kind) = crate::collections::kind_of(&self.ty) else {
+            return self.apply_whole(cells);
         };
         let at = cells.binary_search_by_key(&self.column, |c| c.column);
         let current = at

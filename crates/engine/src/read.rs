@@ -189,16 +189,13 @@ impl<'r> RowView<'r> {
                 self.element_time(*func, *column, &key).map(Cow::Owned)
             }
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
-            Selector::Field(idx, pos) => match self.cell(*idx)? {
-                Cow::Borrowed(c) => c
-                    .live_value(secs)
-                    .and_then(|v| tuple_field(v, *pos))
-                    .map(Cow::Borrowed),
-                Cow::Owned(c) => c
-                    .live_value(secs)
-                    .and_then(|v| tuple_field(v, *pos))
-                    .map(|v| Cow::Owned(v.to_vec())),
-            },
+            Selector::Field(idx, pos) => {
+                let ty = &self.t.columns[*idx].ty;
+                match crate::row::value_of(self.cell(*idx)?, ty, secs)? {
+                    Cow::Borrowed(v) => tuple_field(v, *pos).map(Cow::Borrowed),
+                    Cow::Owned(v) => tuple_field(&v, *pos).map(|f| Cow::Owned(f.to_vec())),
+                }
+            }
             Selector::Const(v) => v.clone().map(Cow::Owned),
             // Bound values were checked before the run.
             Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals)

@@ -13,8 +13,8 @@
 //! - An expiring cell past its expiry reads as a tombstone written at its own timestamp.
 //!
 //! # Non-frozen collections ([`Complex`])
-//! A non-frozen list, set or map is one [`Cell`] whose value is a collection deletion plus one
-//! element per list item, set element or map entry, each with its own timestamp, TTL or
+//! A non-frozen list, set, map or UDT is one [`Cell`] whose value is a collection deletion plus one
+//! element per list item, set element, map entry or UDT field, each with its own timestamp, TTL or
 //! tombstone, reconciled element by element by the rules above. Overwriting the whole value
 //! writes a collection deletion at `timestamp - 1` plus the new elements, as Cassandra does.
 //! Elements are kept in the byte order of their path (set element or map key in wire form, a
@@ -128,6 +128,8 @@ pub enum CollectionKind {
     Set,
     /// Path: the key; value: the entry's value.
     Map,
+    /// A non-frozen UDT. Path: the field's position (2 bytes); value: the field's value.
+    Udt,
 }
 
 /// One element of a non-frozen collection; `value` is `Live` or `Tombstone`, never `Complex`.
@@ -684,6 +686,7 @@ impl Writer {
                     CollectionKind::List => 0,
                     CollectionKind::Set => 1,
                     CollectionKind::Map => 2,
+                    CollectionKind::Udt => 3,
                 });
                 self.deletion(c.deletion);
                 self.u32(c.elements.len() as u32);
@@ -799,6 +802,7 @@ impl<'a> Reader<'a> {
                     0 => CollectionKind::List,
                     1 => CollectionKind::Set,
                     2 => CollectionKind::Map,
+                    3 => CollectionKind::Udt,
                     _ => return Err(CorruptRow(at)),
                 };
                 let deletion = self.deletion()?;

@@ -3,7 +3,7 @@
 
 use super::{analyze, index_prefix, IndexDef, Target};
 use crate::catalog::{ColumnKind, TableDef};
-use crate::row::{Cell, CellValue, PartitionHeader, Row};
+use crate::row::{Cell, CellValue, CollectionKind, PartitionHeader, Row};
 use crate::{keys, Engine, EngineError};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
@@ -173,6 +173,15 @@ pub(crate) fn entries_of(
                 return Vec::new();
             };
             match (&cell.value, expiry_of(cell)) {
+                // A non-frozen UDT is indexed whole.
+                (CellValue::Complex(x), Some(exp)) if x.kind == CollectionKind::Udt => {
+                    crate::collections::whole_value(&c.ty, x, 0)
+                        .map(|v| encoded_values(idx, &c.ty, &v))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|v| (v, exp))
+                        .collect()
+                }
                 (CellValue::Complex(x), _) => element_values(idx, &c.ty, x),
                 (CellValue::Live { value, .. }, Some(exp)) => encoded_values(idx, &c.ty, value)
                     .into_iter()
