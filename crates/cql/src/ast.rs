@@ -604,6 +604,24 @@ pub struct Selector {
     pub alias: Option<String>,
 }
 
+/// The selection functions over a cell's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellTimeFn {
+    WriteTime,
+    MaxWriteTime,
+    Ttl,
+}
+
+impl fmt::Display for CellTimeFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CellTimeFn::WriteTime => "writetime",
+            CellTimeFn::MaxWriteTime => "maxwritetime",
+            CellTimeFn::Ttl => "ttl",
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum SelectorExpr {
     Column(String),
@@ -616,6 +634,13 @@ pub enum SelectorExpr {
     MaxWriteTime(String),
     /// `ttl(c)`.
     Ttl(String),
+    /// `writetime(c[k])`, `maxwritetime(c[k])`, `ttl(c[k])`: of one element of a non-frozen
+    /// set or map (Cassandra 5.0).
+    ElementTime {
+        func: CellTimeFn,
+        column: String,
+        key: Term,
+    },
     /// `f(args)`, including `token(a, b)`, `now()`, `toTimestamp(now())`, aggregates.
     Function {
         name: FunctionName,

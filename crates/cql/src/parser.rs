@@ -602,11 +602,26 @@ impl<'a> Parser<'a> {
                             "writetime" | "maxwritetime" | "ttl" => {
                                 self.pos += 2;
                                 let c = self.ident()?;
+                                let func = match lw.as_str() {
+                                    "writetime" => CellTimeFn::WriteTime,
+                                    "maxwritetime" => CellTimeFn::MaxWriteTime,
+                                    _ => CellTimeFn::Ttl,
+                                };
+                                if self.eat(Tok::LBracket) {
+                                    let key = self.term()?;
+                                    self.expect(Tok::RBracket)?;
+                                    self.expect(Tok::RParen)?;
+                                    return Ok(SelectorExpr::ElementTime {
+                                        func,
+                                        column: c,
+                                        key,
+                                    });
+                                }
                                 self.expect(Tok::RParen)?;
-                                return Ok(match lw.as_str() {
-                                    "writetime" => SelectorExpr::WriteTime(c),
-                                    "maxwritetime" => SelectorExpr::MaxWriteTime(c),
-                                    _ => SelectorExpr::Ttl(c),
+                                return Ok(match func {
+                                    CellTimeFn::WriteTime => SelectorExpr::WriteTime(c),
+                                    CellTimeFn::MaxWriteTime => SelectorExpr::MaxWriteTime(c),
+                                    CellTimeFn::Ttl => SelectorExpr::Ttl(c),
                                 });
                             }
                             "cast" => {

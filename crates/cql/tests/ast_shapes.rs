@@ -367,6 +367,39 @@ fn functions_and_type_hints() {
 }
 
 #[test]
+fn cell_time_functions_of_one_element() {
+    let s = select("SELECT writetime(m[1]), maxwritetime(s[?]), ttl(m['k']), writetime(m) FROM t");
+    let Selection::Selectors(sel) = s.selection else {
+        panic!()
+    };
+    let exprs: Vec<_> = sel.iter().map(|s| s.expr.clone()).collect();
+    assert_eq!(
+        exprs[0],
+        SelectorExpr::ElementTime {
+            func: CellTimeFn::WriteTime,
+            column: "m".into(),
+            key: int("1"),
+        }
+    );
+    assert!(matches!(
+        &exprs[1],
+        SelectorExpr::ElementTime {
+            func: CellTimeFn::MaxWriteTime,
+            key: Term::Bind(_),
+            ..
+        }
+    ));
+    assert!(matches!(
+        &exprs[2],
+        SelectorExpr::ElementTime {
+            func: CellTimeFn::Ttl,
+            ..
+        }
+    ));
+    assert_eq!(exprs[3], SelectorExpr::WriteTime("m".into()));
+}
+
+#[test]
 fn selectors() {
     let s = select(
         "SELECT COUNT(*), count(1) AS n, writetime(v), ttl(v), token(a, b), CAST(c AS text), u.f, m['k'], toJson(x) FROM t",

@@ -1,12 +1,429 @@
-//! Non-frozen collection updates that need the stored value: `c = c + x`, `c = x + c`,
-//! `c = c - x`, `c[k] = v`. Collections are stored whole (one cell); see
-//! docs/compatibility.md for how that differs from Cassandra's per-element cells.
+//! Non-frozen collections as element cells ([`Complex`]): the element writes of an overwrite
+//! (`c = x`) and of the updates `c = c + x`, `c = x + c`, `c = c - x`, `c[k] = v`,
+//! `DELETE c[k]`; the live value, write times and TTLs a reader sees. Also the whole-value
+//! updates of counters and non-frozen UDT fields ([`apply`]), and the normalization of bound
+//! sets and maps.
 
 use crate::exec::decode_list_elements;
 use crate::literal::encode_collection;
 use crate::plan::Assign;
+use crate::row::{CellValue, CollectionKind, Complex, Deletion, Element, Expiry, LocalSecs};
 use crate::EngineError;
 use proto::types::ColumnType;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// The collection kind of a column type (`None`: not a list, set or map).
+pub(crate) fn kind_of(ty: &ColumnType) -> Option<CollectionKind> {
+    match ty {
+        ColumnType::List(_) => Some(CollectionKind::List),
+        ColumnType::Set(_) => Some(CollectionKind::Set),
+        ColumnType::Map(..) => Some(CollectionKind::Map),
+        ColumnType::Udt { .. } => Some(CollectionKind::Udt),
+        _ => None,
+    }
+}
+
+/// The path of a list item with time key `key`: its bytes in an order that matches the
+/// keys' (sign bit flipped, big-endian).
+fn list_path(key: i64) -> Vec<u8> {
+    ((key as u64) ^ (1 << 63)).to_be_bytes().to_vec()
+}
+
+/// The path of a UDT's field at position `i`.
+fn field_path(i: usize) -> Vec<u8> {
+    (i as u16).to_be_bytes().to_vec()
+}
+
+/// The position of a UDT field from its path.
+fn field_of(path: &[u8]) -> Option<usize> {
+    Some(u16::from_be_bytes(path.try_into().ok()?) as usize)
+}
+
+/// Per field of a UDT of type `ty`, what `of` says of its live cell (`None`: no live cell).
+fn per_field<T>(ty: &ColumnType, live: &[&Element], of: impl Fn(&Element) -> T) -> Vec<Option<T>> {
+    let n = match ty {
+        ColumnType::Udt { fields, .. } => fields.len(),
+        _ => 0,
+    };
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for e in live {
+        if let Some(slot) = field_of(&e.path).and_then(|i| out.get_mut(i)) {
+            *slot = Some(of(e));
+        }
+    }
+    out
+}
+
+/// `[int n]` then `n` `[bytes]` values (null as -1): a list of possibly null items.
+fn encode_nullable_list(items: &[Option<Vec<u8>>]) -> Vec<u8> {
+    let mut out = (items.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&encode_fields(items));
+    out
+}
+
+/// The last list time key handed out (see [`list_keys`]).
+static LAST_LIST_KEY: AtomicI64 = AtomicI64::new(0);
+
+/// `n` new list time keys, as Cassandra's time-UUIDs order list items: appended items get keys
+/// above every key handed out before, prepended ones keys below (mirrored), in list order
+/// either way. Returns the first key; the others follow it by one.
+pub(crate) fn list_keys(now_micros: i64, n: usize, prepend: bool) -> i64 {
+    let n = n.max(1) as i64;
+    let mut last = LAST_LIST_KEY.load(Ordering::Relaxed);
+    let first = loop {
+        let first = now_micros.max(last.saturating_add(1));
+        match LAST_LIST_KEY.compare_exchange_weak(
+            last,
+            first.saturating_add(n - 1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break first,
+            Err(x) => last = x,
+        }
+    };
+    if prepend {
+        // Keys t..t+n-1 mirrored: the first item gets -(t+n-1), the last -t.
+        -(first.saturating_add(n - 1))
+    } else {
+        first
+    }
+}
+
+/// The elements of a whole collection value written at `ts` (list items keyed from
+/// `first_list_key` up).
+pub(crate) fn elements_of(
+    kind: CollectionKind,
+    value: &[u8],
+    ts: i64,
+    expiry: Option<Expiry>,
+    first_list_key: i64,
+) -> Vec<Element> {
+    let live = |path: Vec<u8>, value: Vec<u8>| Element {
+        path,
+        ts,
+        value: CellValue::Live { value, expiry },
+    };
+    let mut out: Vec<Element> = match kind {
+        CollectionKind::List => decode_list_elements(value)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| live(list_path(first_list_key.saturating_add(i as i64)), v))
+            .collect(),
+        CollectionKind::Set => decode_list_elements(value)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| live(e, Vec::new()))
+            .collect(),
+        CollectionKind::Map => decode_map(value)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| live(k, v))
+            .collect(),
+        // Null fields have no cell.
+        CollectionKind::Udt => decode_fields(value)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some(live(field_path(i), v?)))
+            .collect(),
+    };
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    out
+}
+
+/// `c = value` on a non-frozen collection: a collection deletion just before `ts` plus the
+/// new elements, or (null or empty) a deletion at `ts`.
+pub(crate) fn overwrite(
+    kind: CollectionKind,
+    value: Option<&[u8]>,
+    ts: i64,
+    expiry: Option<Expiry>,
+    now: crate::Now,
+) -> Complex {
+    let elements = match value {
+        Some(v) => {
+            let n = match kind {
+                CollectionKind::List => decode_list_elements(v).map_or(0, |e| e.len()),
+                _ => 0,
+            };
+            let first = if n > 0 {
+                list_keys(now.micros, n, false)
+            } else {
+                0
+            };
+            elements_of(kind, v, ts, expiry, first)
+        }
+        None => Vec::new(),
+    };
+    let deletion_ts = if elements.is_empty() {
+        ts
+    } else {
+        ts.saturating_sub(1)
+    };
+    Complex {
+        kind,
+        deletion: Some(Deletion {
+            ts: deletion_ts,
+            local_del: now.secs,
+        }),
+        elements,
+    }
+}
+
+/// The type elements are ordered by when read: set elements and map keys by their type.
+fn path_type(ty: &ColumnType) -> Option<&ColumnType> {
+    match ty {
+        ColumnType::Set(e) | ColumnType::Map(e, _) => Some(e),
+        _ => None,
+    }
+}
+
+/// The live elements of a collection of type `ty` at `now`, in the order a reader sees them.
+pub(crate) fn live_elements<'a>(
+    ty: &ColumnType,
+    c: &'a Complex,
+    now: LocalSecs,
+) -> Vec<&'a Element> {
+    let mut out: Vec<&Element> = c
+        .elements
+        .iter()
+        .filter(|e| e.live_value(now).is_some())
+        .collect();
+    if let Some(t) = path_type(ty) {
+        if !out.is_sorted_by(|a, b| crate::types::compare(t, &a.path, &b.path).is_le()) {
+            out.sort_by(|a, b| crate::types::compare(t, &a.path, &b.path));
+        }
+    }
+    out
+}
+
+/// The collection's value at `now` (`None` when no element is live).
+pub(crate) fn whole_value(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<Vec<u8>> {
+    let live = live_elements(ty, c, now);
+    if live.is_empty() {
+        return None;
+    }
+    let value = |e: &Element| e.live_value(now).unwrap_or_default().to_vec();
+    Some(match c.kind {
+        CollectionKind::List => {
+            encode_collection(&live.iter().map(|e| value(e)).collect::<Vec<_>>())
+        }
+        CollectionKind::Set => {
+            encode_collection(&live.iter().map(|e| e.path.clone()).collect::<Vec<_>>())
+        }
+        CollectionKind::Map => encode_map(
+            &live
+                .iter()
+                .map(|e| (e.path.clone(), value(e)))
+                .collect::<Vec<_>>(),
+        ),
+        CollectionKind::Udt => encode_fields(&per_field(ty, &live, value)),
+    })
+}
+
+/// `writetime(c)`: a `list<bigint>` of the live elements' timestamps (of a UDT, one per
+/// field, null where a field has no live cell).
+pub(crate) fn write_times(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<Vec<u8>> {
+    per_element(ty, c, now, |e| Some(e.ts.to_be_bytes().to_vec()))
+}
+
+/// One `[bytes]` per live element (of a UDT, per field), as `of` says; `None` when no element
+/// is live.
+fn per_element(
+    ty: &ColumnType,
+    c: &Complex,
+    now: LocalSecs,
+    of: impl Fn(&Element) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let live = live_elements(ty, c, now);
+    if live.is_empty() {
+        return None;
+    }
+    let items: Vec<Option<Vec<u8>>> = match c.kind {
+        CollectionKind::Udt => per_field(ty, &live, &of)
+            .into_iter()
+            .map(Option::flatten)
+            .collect(),
+        _ => live.iter().map(|e| of(e)).collect(),
+    };
+    Some(encode_nullable_list(&items))
+}
+
+/// `maxwritetime(c)`: the latest timestamp of a live element.
+pub(crate) fn max_write_time(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<i64> {
+    live_elements(ty, c, now).iter().map(|e| e.ts).max()
+}
+
+/// `ttl(c)`: a `list<int>` of the live elements' remaining TTLs (null where one does not
+/// expire; of a UDT, one per field).
+pub(crate) fn ttls(ty: &ColumnType, c: &Complex, now: LocalSecs) -> Option<Vec<u8>> {
+    per_element(ty, c, now, |e| {
+        e.expiry().map(|x| {
+            (x.expires_at.saturating_sub(now) as i32)
+                .to_be_bytes()
+                .to_vec()
+        })
+    })
+}
+
+/// An element operation with its values resolved (see [`element_writes`]).
+pub(crate) struct ElementOp<'a> {
+    pub op: &'a Assign,
+    pub arg: Option<&'a [u8]>,
+    pub arg2: Option<&'a [u8]>,
+    pub ts: i64,
+    pub expiry: Option<Expiry>,
+    pub now: crate::Now,
+}
+
+/// The element cells an update of a non-frozen collection of type `ty` writes, given its live
+/// elements `current` (`None`: the collection is null): added items, overwritten list items
+/// and tombstones of removed ones, all at the update's timestamp.
+pub(crate) fn element_writes(
+    ty: &ColumnType,
+    current: Option<&Complex>,
+    o: &ElementOp,
+) -> Result<Complex, EngineError> {
+    let Some(kind) = kind_of(ty) else {
+        return Err(bad());
+    };
+    let empty = 0i32.to_be_bytes();
+    let live = |path: Vec<u8>, value: Vec<u8>| Element {
+        path,
+        ts: o.ts,
+        value: CellValue::Live {
+            value,
+            expiry: o.expiry,
+        },
+    };
+    let dead = |path: Vec<u8>| Element {
+        path,
+        ts: o.ts,
+        value: CellValue::Tombstone {
+            local_del: o.now.secs,
+        },
+    };
+    let items = |raw: Option<&[u8]>| decode_list_elements(raw.unwrap_or(&empty)).ok_or_else(bad);
+    // The live list items in order, for the operations that name items by index or value.
+    let list_now: Vec<&Element> =
+        current.map_or_else(Vec::new, |c| live_elements(ty, c, o.now.secs));
+    let by_index = |idx: i32| -> Result<&Element, EngineError> {
+        list_now
+            .get(idx as usize)
+            .filter(|_| idx >= 0)
+            .copied()
+            .ok_or_else(|| {
+                EngineError::invalid(format!(
+                    "List index {idx} out of bound, list has size {}",
+                    list_now.len()
+                ))
+            })
+    };
+    let elements: Vec<Element> = match (kind, o.op) {
+        (CollectionKind::List, Assign::Append(_) | Assign::Prepend(_)) => {
+            let new = items(o.arg)?;
+            let first = list_keys(o.now.micros, new.len(), matches!(o.op, Assign::Prepend(_)));
+            new.into_iter()
+                .enumerate()
+                .map(|(i, v)| live(list_path(first.saturating_add(i as i64)), v))
+                .collect()
+        }
+        (CollectionKind::List, Assign::Remove(_)) => {
+            let remove = items(o.arg)?;
+            list_now
+                .iter()
+                .filter(|e| {
+                    e.live_value(o.now.secs)
+                        .is_some_and(|v| remove.iter().any(|r| r == v))
+                })
+                .map(|e| dead(e.path.clone()))
+                .collect()
+        }
+        (CollectionKind::List, Assign::SetKey(..)) => {
+            if current.is_none() {
+                return Err(EngineError::invalid(
+                    "Attempted to set an element on a list which is null",
+                ));
+            }
+            let path = by_index(list_index(o.arg)?)?.path.clone();
+            vec![match o.arg2 {
+                Some(v) => live(path, v.to_vec()),
+                None => dead(path),
+            }]
+        }
+        (CollectionKind::List, Assign::DeleteElement(_)) => {
+            let idx = list_index(o.arg)?;
+            if current.is_none() {
+                return Err(EngineError::invalid(
+                    "Attempted to delete an element from a list which is null",
+                ));
+            }
+            vec![dead(by_index(idx)?.path.clone())]
+        }
+        (CollectionKind::Set, Assign::Append(_)) => items(o.arg)?
+            .into_iter()
+            .map(|e| live(e, Vec::new()))
+            .collect(),
+        (CollectionKind::Set, Assign::Remove(_)) | (CollectionKind::Map, Assign::Remove(_)) => {
+            items(o.arg)?.into_iter().map(dead).collect()
+        }
+        (CollectionKind::Set, Assign::DeleteElement(_)) => {
+            let e = o
+                .arg
+                .ok_or_else(|| EngineError::invalid("Invalid null set element"))?;
+            vec![dead(e.to_vec())]
+        }
+        (CollectionKind::Map, Assign::Append(_)) => decode_map(o.arg.unwrap_or(&empty))
+            .ok_or_else(bad)?
+            .into_iter()
+            .map(|(k, v)| live(k, v))
+            .collect(),
+        (CollectionKind::Map, Assign::SetKey(..)) => {
+            let key = o
+                .arg
+                .ok_or_else(|| EngineError::invalid("Invalid null map key"))?;
+            vec![match o.arg2 {
+                Some(v) => live(key.to_vec(), v.to_vec()),
+                None => dead(key.to_vec()),
+            }]
+        }
+        (CollectionKind::Udt, Assign::SetField(i, _)) => {
+            vec![match o.arg {
+                Some(v) => live(field_path(*i), v.to_vec()),
+                None => dead(field_path(*i)),
+            }]
+        }
+        (CollectionKind::Map, Assign::DeleteElement(_)) => {
+            let key = o
+                .arg
+                .ok_or_else(|| EngineError::invalid("Invalid null map key"))?;
+            vec![dead(key.to_vec())]
+        }
+        _ => {
+            return Err(EngineError::invalid(format!(
+                "Invalid operation for column of type {}",
+                crate::types::cql_type_name(ty)
+            )))
+        }
+    };
+    let mut out = Complex {
+        kind,
+        deletion: None,
+        elements: Vec::new(),
+    };
+    // Through merge: sorted by path, and of two writes of one path the stronger kept.
+    for e in elements {
+        out.merge(Complex {
+            kind,
+            deletion: None,
+            elements: vec![e],
+        });
+    }
+    Ok(out)
+}
 
 fn decode_map(raw: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     let n = i32::from_be_bytes(raw.get(0..4)?.try_into().ok()?);
@@ -310,21 +727,6 @@ pub fn apply(
             let mut kvs = decode_map(cur).ok_or_else(bad)?;
             kvs.retain(|(ek, _)| ek != key);
             return Ok((!kvs.is_empty()).then(|| encode_map(&kvs)));
-        }
-        (ColumnType::Udt { fields, .. }, Assign::SetField(i, _)) => {
-            let mut values = match current {
-                Some(c) => decode_fields(c).ok_or_else(bad)?,
-                None => Vec::new(),
-            };
-            values.resize(fields.len(), None);
-            if let Some(slot) = values.get_mut(*i) {
-                *slot = arg.map(<[u8]>::to_vec);
-            }
-            // A UDT whose every field is null is no value at all (its cells are all dead).
-            if values.iter().all(Option::is_none) {
-                return Ok(None);
-            }
-            return Ok(Some(encode_fields(&values)));
         }
         (t, _) => {
             return Err(EngineError::invalid(format!(

@@ -653,9 +653,20 @@ impl Engine {
                             continue;
                         }
                     };
-                    let cv = match value {
-                        Some(v) if !is_no_value(c, &v) => {
-                            validate(&c.ty, &v, &c.name)?;
+                    if let Some(v) = &value {
+                        if !is_no_value(c, v) {
+                            validate(&c.ty, v, &c.name)?;
+                        }
+                    }
+                    let cv = match (multi_cell_kind(c), value) {
+                        (Some(kind), v) => CellValue::Complex(crate::collections::overwrite(
+                            kind,
+                            v.as_deref().filter(|v| !is_no_value(c, v)),
+                            ts,
+                            expiry,
+                            now,
+                        )),
+                        (None, Some(v)) if !is_no_value(c, &v) => {
                             CellValue::Live { value: v, expiry }
                         }
                         _ => CellValue::Tombstone {
@@ -689,8 +700,7 @@ impl Engine {
                                     *id,
                                     op.clone(),
                                     ty.clone(),
-                                    ts,
-                                    expiry,
+                                    (ts, expiry, now),
                                     vals,
                                 )?);
                             }
@@ -716,8 +726,7 @@ impl Engine {
                                     *id,
                                     op.clone(),
                                     ty.clone(),
-                                    ts,
-                                    expiry,
+                                    (ts, expiry, now),
                                     vals,
                                 )?);
                             }
@@ -732,7 +741,9 @@ impl Engine {
                 };
                 for p in &parts {
                     if !elements.is_empty() {
-                        self.delete_elements(t, p, elements, full_row, &rows_cl, ts, vals, out)?;
+                        self.delete_elements(
+                            t, p, elements, full_row, &rows_cl, ts, now, vals, out,
+                        )?;
                     }
                     if columns.is_empty() && !elements.is_empty() {
                         continue;
@@ -823,6 +834,7 @@ impl Engine {
         full_row: bool,
         rows_cl: &[Vec<Vec<u8>>],
         ts: i64,
+        now: Now,
         vals: &Bound_,
         out: &mut Mutations,
     ) -> Result<(), EngineError> {
@@ -830,7 +842,7 @@ impl Engine {
             let c = &t.columns[*idx];
             let stmt = out.statement;
             let resolved =
-                || CollectionOp::new(stmt, c.id, op.clone(), c.ty.clone(), ts, None, vals);
+                || CollectionOp::new(stmt, c.id, op.clone(), c.ty.clone(), (ts, None, now), vals);
             if c.kind == ColumnKind::Static {
                 out.header(&p.prefix).ops.extend(resolved()?);
                 continue;
@@ -1152,20 +1164,29 @@ pub(crate) fn passes_filters(
 ) -> bool {
     filters.iter().all(|f| {
         let c = &t.columns[f.column];
-        let have: Option<&[u8]> = match c.kind {
+        let have: Option<std::borrow::Cow<[u8]>> = match c.kind {
             ColumnKind::Clustering => row
                 .and_then(|r| r.clustering.get(c.position as usize))
-                .map(|v| v.as_slice()),
+                .map(|v| v.as_slice().into()),
             ColumnKind::Static => header
                 .static_cell(c.id, now.secs)
-                .and_then(|x| x.live_value(now.secs)),
+                .and_then(|x| crate::row::value_of(x, &c.ty, now.secs)),
             ColumnKind::Regular => row
                 .and_then(|r| r.cell(c.id, now.secs, outer))
-                .and_then(|x| x.live_value(now.secs)),
-            ColumnKind::PartitionKey => pk_parts.get(c.position as usize).copied(),
+                .and_then(|x| crate::row::value_of(x, &c.ty, now.secs)),
+            ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| (*v).into()),
         };
-        f.holds(&c.ty, have)
+        f.holds(&c.ty, have.as_deref())
     })
+}
+
+/// The collection kind of a non-frozen (multi-cell) list, set, map or UDT column: its value
+/// is stored as element cells.
+pub(crate) fn multi_cell_kind(c: &crate::catalog::ColumnDef) -> Option<crate::row::CollectionKind> {
+    if c.cql_type.starts_with("frozen<") {
+        return None;
+    }
+    crate::collections::kind_of(&c.ty)
 }
 
 /// A value that Cassandra stores as no value at all in a non-frozen (multi-cell) column: an
@@ -1217,22 +1238,23 @@ pub(crate) struct CollectionOp {
     ty: ColumnType,
     ts: i64,
     expiry: Option<Expiry>,
+    now: Now,
     arg: Option<Vec<u8>>,
     arg2: Option<Vec<u8>>,
 }
 
 impl CollectionOp {
     /// The operation with its values resolved; `None` when an unset value makes it a no-op.
-    #[allow(clippy::too_many_arguments)]
+    /// `when` is the write's timestamp, TTL and time.
     fn new(
         stmt: usize,
         column: u16,
         op: Assign,
         ty: ColumnType,
-        ts: i64,
-        expiry: Option<Expiry>,
+        when: (i64, Option<Expiry>, Now),
         vals: &Bound_,
     ) -> Result<Option<CollectionOp>, EngineError> {
+        let (ts, expiry, now) = when;
         // An unset value makes the operation a no-op (`m[k] = unset`, `u.f = unset`), except
         // where it names the element to work on.
         let unset_is_noop = |r: Result<Option<Vec<u8>>, EngineError>| match r {
@@ -1265,12 +1287,50 @@ impl CollectionOp {
             ty,
             ts,
             expiry,
+            now,
             arg,
             arg2,
         }))
     }
 
     fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
+        // Counters take the whole value.
+        let Some(kind) = crate::collections::kind_of(&self.ty) else {
+            return self.apply_whole(cells);
+        };
+        let at = cells.binary_search_by_key(&self.column, |c| c.column);
+        let current = at
+            .ok()
+            .and_then(|i| cells[i].live_elements(kind, self.now.secs));
+        let delta = crate::collections::element_writes(
+            &self.ty,
+            current.as_ref(),
+            &crate::collections::ElementOp {
+                op: &self.op,
+                arg: self.arg.as_deref(),
+                arg2: self.arg2.as_deref(),
+                ts: self.ts,
+                expiry: self.expiry,
+                now: self.now,
+            },
+        )?;
+        if delta.elements.is_empty() {
+            return Ok(());
+        }
+        let cell = Cell {
+            column: self.column,
+            ts: delta.max_ts(),
+            value: CellValue::Complex(delta),
+        };
+        match at {
+            Ok(i) => cells[i].merge(cell),
+            Err(i) => cells.insert(i, cell),
+        }
+        Ok(())
+    }
+
+    /// A counter update or a UDT field update: the new whole value from the stored one.
+    fn apply_whole(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
         let ty = self.ty.clone();
         let current: Option<Vec<u8>> = cells
             .iter()

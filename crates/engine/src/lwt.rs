@@ -44,13 +44,13 @@ impl Current {
             ColumnKind::Static => self
                 .header
                 .static_cell(c.id, now.secs)
-                .and_then(|x| x.live_value(now.secs))
-                .map(<[u8]>::to_vec),
+                .and_then(|x| crate::row::value_of(x, &c.ty, now.secs))
+                .map(|v| v.into_owned()),
             ColumnKind::Regular => {
                 let row = self.row.as_ref()?;
                 row.cell(c.id, now.secs, self.outer)
-                    .and_then(|x| x.live_value(now.secs))
-                    .map(<[u8]>::to_vec)
+                    .and_then(|x| crate::row::value_of(x, &c.ty, now.secs))
+                    .map(|v| v.into_owned())
             }
         }
     }

@@ -191,6 +191,15 @@ pub enum IndexLookup {
 pub enum Selector {
     Column(usize),
     WriteTime(usize),
+    /// `maxwritetime(c)`: the latest write time of the column's cells.
+    MaxWriteTime(usize),
+    /// `writetime(c[k])`, `maxwritetime(c[k])`, `ttl(c[k])`: of the element `key` of the
+    /// set or map in column `column`.
+    ElementTime {
+        func: cql::ast::CellTimeFn,
+        column: usize,
+        key: Src,
+    },
     Ttl(usize),
     /// `token(pk...)` of the row's partition.
     Token,

@@ -86,7 +86,7 @@ struct RowView<'r> {
 }
 
 impl<'r> RowView<'r> {
-    fn cell(&self, idx: usize) -> Option<&'r Cell> {
+    fn cell(&self, idx: usize) -> Option<Cow<'r, Cell>> {
         let c = &self.t.columns[idx];
         match c.kind {
             ColumnKind::Static => self.header.static_cell(c.id, self.now.secs),
@@ -94,6 +94,72 @@ impl<'r> RowView<'r> {
                 .row
                 .and_then(|r| r.cell(c.id, self.now.secs, self.outer)),
             _ => None,
+        }
+    }
+
+    /// `writetime`, `maxwritetime` or `ttl` of column `idx`: of a non-frozen collection, a
+    /// list with one entry per live element (a maximum for `maxwritetime`).
+    fn cell_times(&self, s: &Selector, idx: usize) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let cell = self.cell(idx)?;
+        let Some(kind) = crate::exec::multi_cell_kind(c) else {
+            return match s {
+                Selector::Ttl(_) => cell.ttl_remaining(secs).map(|t| t.to_be_bytes().to_vec()),
+                _ => Some(cell.ts.to_be_bytes().to_vec()),
+            };
+        };
+        let elements = cell.live_elements(kind, secs)?;
+        match s {
+            Selector::Ttl(_) => crate::collections::ttls(&c.ty, &elements, secs),
+            Selector::MaxWriteTime(_) => crate::collections::max_write_time(&c.ty, &elements, secs)
+                .map(|t| t.to_be_bytes().to_vec()),
+            _ => crate::collections::write_times(&c.ty, &elements, secs),
+        }
+    }
+
+    /// `writetime`, `maxwritetime` or `ttl` of the element `key` of the set or map in column
+    /// `idx` (of a frozen one, those of its one cell when it holds `key`).
+    fn element_time(&self, func: cql::ast::CellTimeFn, idx: usize, key: &[u8]) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let (ColumnType::Set(kt) | ColumnType::Map(kt, _)) = &c.ty else {
+            return None;
+        };
+        let cell = self.cell(idx)?;
+        let (ts, ttl) = match crate::exec::multi_cell_kind(c) {
+            Some(kind) => {
+                let elements = cell.live_elements(kind, secs)?;
+                let e = elements
+                    .elements
+                    .iter()
+                    .find(|e| crate::types::compare(kt, &e.path, key).is_eq())?;
+                (
+                    e.ts,
+                    e.expiry().map(|x| x.expires_at.saturating_sub(secs) as i32),
+                )
+            }
+            None => {
+                let value = cell.live_value(secs)?;
+                let keys = match &c.ty {
+                    ColumnType::Map(..) => crate::collections::map_entries(value)?
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect(),
+                    _ => crate::exec::decode_list_elements(value)?,
+                };
+                if !keys
+                    .iter()
+                    .any(|k| crate::types::compare(kt, k, key).is_eq())
+                {
+                    return None;
+                }
+                (cell.ts, cell.ttl_remaining(secs))
+            }
+        };
+        match func {
+            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
+            _ => Some(ts.to_be_bytes().to_vec()),
         }
     }
 
@@ -112,25 +178,24 @@ impl<'r> RowView<'r> {
                         .row
                         .and_then(|r| r.clustering.get(c.position as usize))
                         .map(|v| Cow::Borrowed(v.as_slice())),
-                    _ => self
-                        .cell(*idx)
-                        .and_then(|cell| cell.live_value(secs))
-                        .map(Cow::Borrowed),
+                    _ => crate::row::value_of(self.cell(*idx)?, &c.ty, secs),
                 }
             }
-            Selector::WriteTime(idx) => self
-                .cell(*idx)
-                .map(|c| Cow::Owned(c.ts.to_be_bytes().to_vec())),
-            Selector::Ttl(idx) => self
-                .cell(*idx)
-                .and_then(|c| c.ttl_remaining(secs))
-                .map(|t| Cow::Owned(t.to_be_bytes().to_vec())),
+            Selector::WriteTime(idx) | Selector::MaxWriteTime(idx) | Selector::Ttl(idx) => {
+                self.cell_times(s, *idx).map(Cow::Owned)
+            }
+            Selector::ElementTime { func, column, key } => {
+                let key = resolve(key, self.vals).ok().flatten()?;
+                self.element_time(*func, *column, &key).map(Cow::Owned)
+            }
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
-            Selector::Field(idx, pos) => self
-                .cell(*idx)
-                .and_then(|c| c.live_value(secs))
-                .and_then(|v| tuple_field(v, *pos))
-                .map(Cow::Borrowed),
+            Selector::Field(idx, pos) => {
+                let ty = &self.t.columns[*idx].ty;
+                match crate::row::value_of(self.cell(*idx)?, ty, secs)? {
+                    Cow::Borrowed(v) => tuple_field(v, *pos).map(Cow::Borrowed),
+                    Cow::Owned(v) => tuple_field(&v, *pos).map(|f| Cow::Owned(f.to_vec())),
+                }
+            }
             Selector::Const(v) => v.clone().map(Cow::Owned),
             // Bound values were checked before the run.
             Selector::Bind(i) => resolve(&Src::Bind(*i), self.vals)

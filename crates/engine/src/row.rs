@@ -11,6 +11,16 @@
 //! - On a tie a tombstone wins over a live cell; between live cells the greater value wins.
 //! - A deletion at timestamp `t` (row, range or partition) shadows everything written at `<= t`.
 //! - An expiring cell past its expiry reads as a tombstone written at its own timestamp.
+//!
+//! # Non-frozen collections ([`Complex`])
+//! A non-frozen list, set, map or UDT is one [`Cell`] whose value is a collection deletion plus one
+//! element per list item, set element, map entry or UDT field, each with its own timestamp, TTL or
+//! tombstone, reconciled element by element by the rules above. Overwriting the whole value
+//! writes a collection deletion at `timestamp - 1` plus the new elements, as Cassandra does.
+//! Elements are kept in the byte order of their path (set element or map key in wire form, a
+//! list item's time key); readers that know the type put set and map elements in type order
+//! (`collections::live_elements`). A stored cell of the old format (the whole collection as
+//! one simple cell) reads as elements sharing that cell's timestamp and TTL.
 
 /// Local (server) time in seconds, for TTL expiry and `gc_grace_seconds`.
 pub type LocalSecs = u32;
@@ -51,6 +61,164 @@ pub enum CellValue {
     Tombstone {
         local_del: LocalSecs,
     },
+    /// A non-frozen collection, one element per item.
+    Complex(Complex),
+}
+
+impl CellValue {
+    fn is_dead(&self) -> bool {
+        matches!(self, CellValue::Tombstone { .. })
+    }
+
+    fn raw_value(&self) -> &[u8] {
+        match self {
+            CellValue::Live { value, .. } => value,
+            _ => &[],
+        }
+    }
+
+    fn local_del(&self) -> u32 {
+        match self {
+            CellValue::Live {
+                expiry: Some(e), ..
+            } => e.expires_at,
+            CellValue::Live { expiry: None, .. } | CellValue::Complex(_) => u32::MAX,
+            CellValue::Tombstone { local_del } => *local_del,
+        }
+    }
+
+    fn live_at(&self, now: LocalSecs) -> Option<&[u8]> {
+        match self {
+            CellValue::Live { value, expiry } => match expiry {
+                Some(e) if e.expires_at <= now => None,
+                _ => Some(value),
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Cassandra's reconciliation of two versions of one simple cell (or collection element);
+/// true if `a` (written at `ta`) beats `b` (written at `tb`).
+fn wins(ta: i64, a: &CellValue, tb: i64, b: &CellValue) -> bool {
+    if ta != tb {
+        return ta > tb;
+    }
+    // Judged at a fixed time so that the outcome never depends on when it is computed.
+    match (a.is_dead(), b.is_dead()) {
+        (true, false) => true,
+        (false, true) => false,
+        (true, true) => a.local_del() >= b.local_del(),
+        (false, false) => {
+            let (x, y) = (a.raw_value(), b.raw_value());
+            if x != y {
+                return x > y;
+            }
+            a.local_del() >= b.local_del()
+        }
+    }
+}
+
+/// How a non-frozen collection's whole value maps to elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectionKind {
+    /// Path: an 8-byte time key (appends increase, prepends decrease); value: the item.
+    List,
+    /// Path: the element; value: empty.
+    Set,
+    /// Path: the key; value: the entry's value.
+    Map,
+    /// A non-frozen UDT. Path: the field's position (2 bytes); value: the field's value.
+    Udt,
+}
+
+/// One element of a non-frozen collection; `value` is `Live` or `Tombstone`, never `Complex`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    pub path: Vec<u8>,
+    pub ts: i64,
+    pub value: CellValue,
+}
+
+impl Element {
+    pub fn live_value(&self, now: LocalSecs) -> Option<&[u8]> {
+        self.value.live_at(now)
+    }
+
+    pub fn expiry(&self) -> Option<Expiry> {
+        match self.value {
+            CellValue::Live { expiry, .. } => expiry,
+            _ => None,
+        }
+    }
+}
+
+/// A non-frozen collection's cells: its deletion and its elements sorted by path bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Complex {
+    pub kind: CollectionKind,
+    pub deletion: Option<Deletion>,
+    pub elements: Vec<Element>,
+}
+
+impl Complex {
+    /// The latest timestamp in it (its cell's `ts`).
+    pub fn max_ts(&self) -> i64 {
+        self.elements
+            .iter()
+            .map(|e| e.ts)
+            .chain(self.deletion.map(|d| d.ts))
+            .max()
+            .unwrap_or(i64::MIN)
+    }
+
+    /// Merges `other` element by element; the newer deletion shadows older elements.
+    pub fn merge(&mut self, other: Complex) {
+        self.deletion = Deletion::merge(self.deletion, other.deletion);
+        for e in other.elements {
+            match self
+                .elements
+                .binary_search_by(|x| x.path.as_slice().cmp(&e.path))
+            {
+                Ok(i) => {
+                    let x = &self.elements[i];
+                    if wins(e.ts, &e.value, x.ts, &x.value) {
+                        self.elements[i] = e;
+                    }
+                }
+                Err(i) => self.elements.insert(i, e),
+            }
+        }
+        if let Some(d) = self.deletion {
+            self.elements.retain(|e| !d.shadows(e.ts));
+        }
+    }
+
+    /// The old format's whole-collection cell as a collection: its elements share its
+    /// timestamp and TTL; a tombstone is the collection's deletion.
+    fn from_simple(kind: CollectionKind, ts: i64, value: &CellValue) -> Complex {
+        match value {
+            CellValue::Live { value, expiry } => Complex {
+                kind,
+                deletion: None,
+                elements: crate::collections::elements_of(kind, value, ts, *expiry, 0),
+            },
+            CellValue::Tombstone { local_del } => Complex {
+                kind,
+                deletion: Some(Deletion {
+                    ts,
+                    local_del: *local_del,
+                }),
+                elements: Vec::new(),
+            },
+            CellValue::Complex(c) => c.clone(),
+        }
+    }
+
+    /// Whether an element is live at `now` and not shadowed by `shadow`.
+    fn shows(e: &Element, now: LocalSecs, shadow: Option<Deletion>) -> bool {
+        e.live_value(now).is_some() && !matches!(shadow, Some(d) if d.shadows(e.ts))
+    }
 }
 
 /// One column's value in a row.
@@ -62,14 +230,140 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// The live value at `now`, if any.
+    /// The live value of a simple cell at `now`, if any (`None` for a collection's cells:
+    /// see [`Cell::value`]).
     pub fn live_value(&self, now: LocalSecs) -> Option<&[u8]> {
+        self.value.live_at(now)
+    }
+
+    /// The live value at `now` of a cell of a column of type `ty`, collections included
+    /// (their live elements, in the type's order).
+    pub fn value(
+        &self,
+        ty: &proto::types::ColumnType,
+        now: LocalSecs,
+    ) -> Option<std::borrow::Cow<'_, [u8]>> {
         match &self.value {
-            CellValue::Live { value, expiry } => match expiry {
-                Some(e) if e.expires_at <= now => None,
-                _ => Some(value),
-            },
-            CellValue::Tombstone { .. } => None,
+            CellValue::Complex(c) => crate::collections::whole_value(ty, c, now).map(Into::into),
+            v => v.live_at(now).map(Into::into),
+        }
+    }
+
+    /// The live elements at `now` of a collection's cell (an old-format whole value read as
+    /// elements of `kind`); `None` when none is live.
+    pub(crate) fn live_elements(&self, kind: CollectionKind, now: LocalSecs) -> Option<Complex> {
+        let mut c = Complex::from_simple(kind, self.ts, &self.value);
+        c.elements.retain(|e| e.live_value(now).is_some());
+        (!c.elements.is_empty()).then_some(c)
+    }
+
+    /// Whether anything of the cell is live at `now`.
+    pub fn is_live(&self, now: LocalSecs) -> bool {
+        match &self.value {
+            CellValue::Complex(c) => c.elements.iter().any(|e| e.live_value(now).is_some()),
+            v => v.live_at(now).is_some(),
+        }
+    }
+
+    /// A whole-collection cell as what `other` (a collection) merges with.
+    fn merge_into_complex(&mut self, kind: CollectionKind) -> &mut Complex {
+        if !matches!(self.value, CellValue::Complex(_)) {
+            self.value = CellValue::Complex(Complex::from_simple(kind, self.ts, &self.value));
+        }
+        match &mut self.value {
+            CellValue::Complex(c) => c,
+            _ => unreachable_complex(),
+        }
+    }
+
+    /// Merges a newer version of this cell by Cassandra's rules (a collection element by
+    /// element).
+    pub(crate) fn merge(&mut self, other: Cell) {
+        let kind = match (&self.value, &other.value) {
+            (_, CellValue::Complex(c)) | (CellValue::Complex(c), _) => Some(c.kind),
+            _ => None,
+        };
+        let Some(kind) = kind else {
+            if wins(other.ts, &other.value, self.ts, &self.value) {
+                *self = other;
+            }
+            return;
+        };
+        let incoming = match other.value {
+            CellValue::Complex(c) => c,
+            v => Complex::from_simple(kind, other.ts, &v),
+        };
+        let ts = {
+            let mine = self.merge_into_complex(kind);
+            mine.merge(incoming);
+            mine.max_ts()
+        };
+        self.ts = ts;
+    }
+
+    /// Drops what deletion `d` shadows; false when nothing of the cell is left.
+    fn shadow(&mut self, d: Deletion) -> bool {
+        match &mut self.value {
+            CellValue::Complex(c) => {
+                c.elements.retain(|e| !d.shadows(e.ts));
+                if matches!(c.deletion, Some(x) if d.shadows(x.ts)) {
+                    c.deletion = None;
+                }
+                if c.elements.is_empty() && c.deletion.is_none() {
+                    return false;
+                }
+                self.ts = c.max_ts();
+                true
+            }
+            _ => !d.shadows(self.ts),
+        }
+    }
+
+    /// This cell as a reader sees it under `shadow` at `now`: `None` when nothing is live;
+    /// a collection keeps only its live, unshadowed elements.
+    fn visible(
+        &self,
+        now: LocalSecs,
+        shadow: Option<Deletion>,
+    ) -> Option<std::borrow::Cow<'_, Cell>> {
+        use std::borrow::Cow;
+        match &self.value {
+            CellValue::Complex(c) => {
+                let shown = c
+                    .elements
+                    .iter()
+                    .filter(|e| Complex::shows(e, now, shadow))
+                    .count();
+                if shown == 0 {
+                    None
+                } else if shown == c.elements.len() {
+                    Some(Cow::Borrowed(self))
+                } else {
+                    let elements: Vec<Element> = c
+                        .elements
+                        .iter()
+                        .filter(|e| Complex::shows(e, now, shadow))
+                        .cloned()
+                        .collect();
+                    let c = Complex {
+                        kind: c.kind,
+                        deletion: c.deletion,
+                        elements,
+                    };
+                    Some(Cow::Owned(Cell {
+                        column: self.column,
+                        ts: c.max_ts(),
+                        value: CellValue::Complex(c),
+                    }))
+                }
+            }
+            v => {
+                if matches!(shadow, Some(d) if d.shadows(self.ts)) || v.live_at(now).is_none() {
+                    None
+                } else {
+                    Some(Cow::Borrowed(self))
+                }
+            }
         }
     }
 
@@ -83,46 +377,28 @@ impl Cell {
         }
     }
 
-    fn is_tombstone_at(&self, now: LocalSecs) -> bool {
-        self.live_value(now).is_none()
+    #[cfg(test)]
+    pub(crate) fn raw_value(&self) -> &[u8] {
+        self.value.raw_value()
     }
+}
 
-    /// Cassandra's reconciliation of two versions of one cell; true if `self` beats `other`.
-    fn wins_over(&self, other: &Cell) -> bool {
-        if self.ts != other.ts {
-            return self.ts > other.ts;
-        }
-        // Judged at a fixed time so that the outcome never depends on when it is computed.
-        let (a_dead, b_dead) = (self.is_tombstone_at(0), other.is_tombstone_at(0));
-        match (a_dead, b_dead) {
-            (true, false) => true,
-            (false, true) => false,
-            (true, true) => self.local_del() >= other.local_del(),
-            (false, false) => {
-                let (a, b) = (self.raw_value(), other.raw_value());
-                if a != b {
-                    return a > b;
-                }
-                self.local_del() >= other.local_del()
-            }
-        }
-    }
+#[allow(clippy::panic)]
+fn unreachable_complex() -> &'static mut Complex {
+    panic!("a cell just made a collection is not one")
+}
 
-    fn raw_value(&self) -> &[u8] {
-        match &self.value {
-            CellValue::Live { value, .. } => value,
-            CellValue::Tombstone { .. } => &[],
-        }
-    }
-
-    fn local_del(&self) -> u32 {
-        match &self.value {
-            CellValue::Live {
-                expiry: Some(e), ..
-            } => e.expires_at,
-            CellValue::Live { expiry: None, .. } => u32::MAX,
-            CellValue::Tombstone { local_del } => *local_del,
-        }
+/// The live value of a visible cell (see [`Row::cell`]) of a column of type `ty`, borrowed
+/// from the stored row where it can be.
+pub fn value_of<'a>(
+    cell: std::borrow::Cow<'a, Cell>,
+    ty: &proto::types::ColumnType,
+    now: LocalSecs,
+) -> Option<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
+    match cell {
+        Cow::Borrowed(c) => c.value(ty, now),
+        Cow::Owned(c) => c.value(ty, now).map(|v| Cow::Owned(v.into_owned())),
     }
 }
 
@@ -178,11 +454,7 @@ pub struct PartitionHeader {
 fn merge_cells(into: &mut Vec<Cell>, new: Vec<Cell>) {
     for c in new {
         match into.binary_search_by_key(&c.column, |x| x.column) {
-            Ok(i) => {
-                if c.wins_over(&into[i]) {
-                    into[i] = c;
-                }
-            }
+            Ok(i) => into[i].merge(c),
             Err(i) => into.insert(i, c),
         }
     }
@@ -210,7 +482,7 @@ impl Row {
             if matches!(self.marker, Some(m) if d.shadows(m.ts)) {
                 self.marker = None;
             }
-            self.cells.retain(|c| !d.shadows(c.ts));
+            self.cells.retain_mut(|c| c.shadow(d));
         }
     }
 
@@ -222,44 +494,65 @@ impl Row {
         if matches!(self.marker, Some(m) if m.is_live(now) && ok(m.ts)) {
             return true;
         }
-        self.cells
-            .iter()
-            .any(|c| c.live_value(now).is_some() && ok(c.ts))
+        self.cells.iter().any(|c| match &c.value {
+            CellValue::Complex(x) => x.elements.iter().any(|e| Complex::shows(e, now, shadow)),
+            v => v.live_at(now).is_some() && ok(c.ts),
+        })
     }
 
-    /// The cell of `column` that is live at `now` under `outer` deletions.
-    pub fn cell(&self, column: u16, now: LocalSecs, outer: Option<Deletion>) -> Option<&Cell> {
+    /// The cell of `column` that is live at `now` under `outer` deletions (a collection with
+    /// its live elements only).
+    pub fn cell(
+        &self,
+        column: u16,
+        now: LocalSecs,
+        outer: Option<Deletion>,
+    ) -> Option<std::borrow::Cow<'_, Cell>> {
         let shadow = Deletion::merge(self.deletion, outer);
         let i = self
             .cells
             .binary_search_by_key(&column, |c| c.column)
             .ok()?;
-        let c = &self.cells[i];
-        if matches!(shadow, Some(d) if d.shadows(c.ts)) || c.live_value(now).is_none() {
-            return None;
-        }
-        Some(c)
+        self.cells[i].visible(now, shadow)
     }
 
     /// Compaction: drops expired data and tombstones older than `gc_before` (local seconds).
     /// Returns None when nothing is left.
     pub fn purge(&mut self, now: LocalSecs, gc_before: LocalSecs) -> bool {
         // Expired cells become tombstones first, so they still shadow older data until gc.
-        for c in &mut self.cells {
+        fn expire(v: &mut CellValue, now: LocalSecs) {
             if let CellValue::Live {
                 expiry: Some(e), ..
-            } = &c.value
+            } = v
             {
                 if e.expires_at <= now {
-                    c.value = CellValue::Tombstone {
+                    *v = CellValue::Tombstone {
                         local_del: e.expires_at,
                     };
                 }
             }
         }
-        self.cells.retain(|c| match c.value {
-            CellValue::Tombstone { local_del } => local_del >= gc_before,
-            CellValue::Live { .. } => true,
+        let kept = |v: &CellValue| match v {
+            CellValue::Tombstone { local_del } => *local_del >= gc_before,
+            _ => true,
+        };
+        for c in &mut self.cells {
+            match &mut c.value {
+                CellValue::Complex(x) => {
+                    for e in &mut x.elements {
+                        expire(&mut e.value, now);
+                    }
+                    x.elements.retain(|e| kept(&e.value));
+                    if matches!(x.deletion, Some(d) if d.local_del < gc_before) {
+                        x.deletion = None;
+                    }
+                }
+                v => expire(v, now),
+            }
+        }
+        self.cells.retain(|c| match &c.value {
+            CellValue::Complex(x) => x.deletion.is_some() || !x.elements.is_empty(),
+            v => kept(v),
         });
         if let Some(m) = self.marker {
             if let Some(e) = m.expiry {
@@ -281,7 +574,7 @@ impl PartitionHeader {
         self.ranges.extend(other.ranges);
         merge_cells(&mut self.statics, other.statics);
         if let Some(d) = self.deletion {
-            self.statics.retain(|c| !d.shadows(c.ts));
+            self.statics.retain_mut(|c| c.shadow(d));
             self.ranges.retain(|r| r.deletion.ts > d.ts);
         }
     }
@@ -297,16 +590,12 @@ impl PartitionHeader {
         d
     }
 
-    pub fn static_cell(&self, column: u16, now: LocalSecs) -> Option<&Cell> {
+    pub fn static_cell(&self, column: u16, now: LocalSecs) -> Option<std::borrow::Cow<'_, Cell>> {
         let i = self
             .statics
             .binary_search_by_key(&column, |c| c.column)
             .ok()?;
-        let c = &self.statics[i];
-        if matches!(self.deletion, Some(d) if d.shadows(c.ts)) || c.live_value(now).is_none() {
-            return None;
-        }
-        Some(c)
+        self.statics[i].visible(now, self.deletion)
     }
 
     pub fn has_live_statics(&self, now: LocalSecs) -> bool {
@@ -335,6 +624,12 @@ impl PartitionHeader {
 
 const ROW_V1: u8 = 1;
 const HEADER_V1: u8 = 2;
+
+// A cell's tag. Simple cells keep the first format's tags and layout; a non-frozen collection
+// (tag 2) is its kind, its deletion and its elements (path, timestamp, then a simple value).
+const CELL_LIVE: u8 = 0;
+const CELL_TOMBSTONE: u8 = 1;
+const CELL_COMPLEX: u8 = 2;
 
 struct Writer(Vec<u8>);
 impl Writer {
@@ -374,22 +669,41 @@ impl Writer {
             None => self.u8(0),
         }
     }
+    fn value(&mut self, v: &CellValue) {
+        match v {
+            CellValue::Live { value, expiry } => {
+                self.u8(CELL_LIVE);
+                self.expiry(*expiry);
+                self.bytes(value);
+            }
+            CellValue::Tombstone { local_del } => {
+                self.u8(CELL_TOMBSTONE);
+                self.u32(*local_del);
+            }
+            CellValue::Complex(c) => {
+                self.u8(CELL_COMPLEX);
+                self.u8(match c.kind {
+                    CollectionKind::List => 0,
+                    CollectionKind::Set => 1,
+                    CollectionKind::Map => 2,
+                    CollectionKind::Udt => 3,
+                });
+                self.deletion(c.deletion);
+                self.u32(c.elements.len() as u32);
+                for e in &c.elements {
+                    self.bytes(&e.path);
+                    self.i64(e.ts);
+                    self.value(&e.value);
+                }
+            }
+        }
+    }
     fn cells(&mut self, cells: &[Cell]) {
         self.u32(cells.len() as u32);
         for c in cells {
             self.u16(c.column);
             self.i64(c.ts);
-            match &c.value {
-                CellValue::Live { value, expiry } => {
-                    self.u8(0);
-                    self.expiry(*expiry);
-                    self.bytes(value);
-                }
-                CellValue::Tombstone { local_del } => {
-                    self.u8(1);
-                    self.u32(*local_del);
-                }
-            }
+            self.value(&c.value);
         }
     }
 }
@@ -449,28 +763,67 @@ impl<'a> Reader<'a> {
             }),
         })
     }
-    fn cells(&mut self) -> Result<Vec<Cell>, CorruptRow> {
+    /// A count then that many items of at least `min_len` bytes each (which bounds the
+    /// allocation by what is there).
+    fn seq<T>(
+        &mut self,
+        min_len: usize,
+        mut item: impl FnMut(&mut Self) -> Result<T, CorruptRow>,
+    ) -> Result<Vec<T>, CorruptRow> {
         let n = self.u32()? as usize;
-        // Each cell takes at least 11 bytes: bound the allocation by what is there.
-        let mut cells = Vec::with_capacity(n.min(self.buf.len() / 11 + 1));
+        let mut out = Vec::with_capacity(n.min(self.buf.len() / min_len + 1));
         for _ in 0..n {
-            let column = self.u16()?;
-            let ts = self.i64()?;
-            let value = match self.u8()? {
-                0 => {
-                    let expiry = self.expiry()?;
-                    CellValue::Live {
-                        value: self.bytes()?,
-                        expiry,
-                    }
-                }
-                _ => CellValue::Tombstone {
-                    local_del: self.u32()?,
-                },
-            };
-            cells.push(Cell { column, ts, value });
+            out.push(item(self)?);
         }
-        Ok(cells)
+        Ok(out)
+    }
+    fn cells(&mut self) -> Result<Vec<Cell>, CorruptRow> {
+        self.seq(11, |r| {
+            Ok(Cell {
+                column: r.u16()?,
+                ts: r.i64()?,
+                value: r.value(true)?,
+            })
+        })
+    }
+    /// A cell's value; a collection only where `complex` allows it (not inside another).
+    fn value(&mut self, complex: bool) -> Result<CellValue, CorruptRow> {
+        let at = self.pos;
+        Ok(match self.u8()? {
+            CELL_LIVE => {
+                let expiry = self.expiry()?;
+                CellValue::Live {
+                    value: self.bytes()?,
+                    expiry,
+                }
+            }
+            CELL_COMPLEX if complex => {
+                let kind = match self.u8()? {
+                    0 => CollectionKind::List,
+                    1 => CollectionKind::Set,
+                    2 => CollectionKind::Map,
+                    3 => CollectionKind::Udt,
+                    _ => return Err(CorruptRow(at)),
+                };
+                let deletion = self.deletion()?;
+                let elements = self.seq(17, |r| {
+                    Ok(Element {
+                        path: r.bytes()?,
+                        ts: r.i64()?,
+                        value: r.value(false)?,
+                    })
+                })?;
+                CellValue::Complex(Complex {
+                    kind,
+                    deletion,
+                    elements,
+                })
+            }
+            CELL_TOMBSTONE => CellValue::Tombstone {
+                local_del: self.u32()?,
+            },
+            _ => return Err(CorruptRow(at)),
+        })
     }
 }
 
@@ -707,5 +1060,173 @@ mod tests {
             statics: vec![live(9, 1, b"s")],
         };
         assert_eq!(PartitionHeader::decode(&h.encode()).unwrap(), h);
+    }
+
+    fn element(path: &[u8], ts: i64, v: &[u8]) -> Element {
+        Element {
+            path: path.to_vec(),
+            ts,
+            value: CellValue::Live {
+                value: v.to_vec(),
+                expiry: None,
+            },
+        }
+    }
+
+    fn set_cell(deletion: Option<i64>, elements: Vec<Element>) -> Cell {
+        let c = Complex {
+            kind: CollectionKind::Set,
+            deletion: deletion.map(|ts| Deletion { ts, local_del: 1 }),
+            elements,
+        };
+        Cell {
+            column: 1,
+            ts: c.max_ts(),
+            value: CellValue::Complex(c),
+        }
+    }
+
+    fn set_of_ints() -> proto::types::ColumnType {
+        proto::types::ColumnType::Set(Box::new(proto::types::ColumnType::Int))
+    }
+
+    /// The items of the `set<int>` in column 1 as read at `now` under `outer`.
+    fn set_items(r: &Row, now: LocalSecs, outer: Option<Deletion>) -> Vec<Vec<u8>> {
+        let v = r
+            .cell(1, now, outer)
+            .and_then(|c| c.value(&set_of_ints(), now).map(|v| v.into_owned()))
+            .unwrap_or_default();
+        crate::exec::decode_list_elements(&v).unwrap_or_default()
+    }
+
+    /// A row holding an old-format set cell `{1, 2}` written at 10 with TTL: the bytes the
+    /// first format wrote (tag 0, the whole value), built by hand so they cannot drift.
+    fn old_format_row() -> Vec<u8> {
+        let value = crate::literal::encode_collection(&[vec![0, 0, 0, 1], vec![0, 0, 0, 2]]);
+        let mut b = vec![ROW_V1, 0, 0, 0, 0]; // no clustering, no marker, no deletion
+        b.extend_from_slice(&1u32.to_be_bytes()); // one cell
+        b.extend_from_slice(&1u16.to_be_bytes()); // column 1
+        b.extend_from_slice(&10i64.to_be_bytes());
+        b.push(0); // live
+        b.push(1); // expiring: ttl 100, expires at 200
+        b.extend_from_slice(&100u32.to_be_bytes());
+        b.extend_from_slice(&200u32.to_be_bytes());
+        b.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        b.extend_from_slice(&value);
+        b
+    }
+
+    #[test]
+    fn an_old_format_collection_reads_as_elements_sharing_its_timestamp_and_ttl() {
+        let mut r = Row::decode(&old_format_row()).unwrap();
+        let ty = set_of_ints();
+        let cell = r.cell(1, 150, None).unwrap();
+        let want = crate::literal::encode_collection(&[vec![0, 0, 0, 1], vec![0, 0, 0, 2]]);
+        assert_eq!(cell.value(&ty, 150).as_deref(), Some(want.as_slice()));
+        let els = cell.live_elements(CollectionKind::Set, 150).unwrap();
+        assert_eq!(els.elements.len(), 2);
+        assert!(els
+            .elements
+            .iter()
+            .all(|e| e.ts == 10 && e.expiry().is_some()));
+        // An element written later merges with them one by one.
+        r.merge(Row {
+            cells: vec![set_cell(None, vec![element(&[0, 0, 0, 3], 20, b"")])],
+            ..Row::default()
+        });
+        assert_eq!(set_items(&r, 150, None).len(), 3);
+        // The old elements expire with the old cell's TTL; the new one stays.
+        assert_eq!(set_items(&r, 250, None), vec![vec![0, 0, 0, 3]]);
+        // And it is written back in the new format.
+        assert_eq!(Row::decode(&r.encode()).unwrap(), r);
+    }
+
+    #[test]
+    fn collection_elements_reconcile_one_by_one_under_the_collection_deletion() {
+        // {a@10, b@30}, then an overwrite {c} at 20: deletion at 19 removes a, keeps b.
+        let mut r = Row {
+            cells: vec![set_cell(
+                None,
+                vec![element(b"a", 10, b""), element(b"b", 30, b"")],
+            )],
+            ..Row::default()
+        };
+        r.merge(Row {
+            cells: vec![set_cell(Some(19), vec![element(b"c", 20, b"")])],
+            ..Row::default()
+        });
+        let CellValue::Complex(c) = &r.cells[0].value else {
+            panic!("not a collection")
+        };
+        let paths: Vec<&[u8]> = c.elements.iter().map(|e| e.path.as_slice()).collect();
+        assert_eq!(paths, vec![b"b".as_slice(), b"c"]);
+        assert_eq!(r.cells[0].ts, 30);
+        // An older write of an element loses to the deletion; a tombstone ties and wins.
+        r.merge(Row {
+            cells: vec![set_cell(None, vec![element(b"d", 15, b"")])],
+            ..Row::default()
+        });
+        r.merge(Row {
+            cells: vec![set_cell(
+                None,
+                vec![Element {
+                    path: b"b".to_vec(),
+                    ts: 30,
+                    value: CellValue::Tombstone { local_del: 1 },
+                }],
+            )],
+            ..Row::default()
+        });
+        let CellValue::Complex(c) = &r.cells[0].value else {
+            panic!("not a collection")
+        };
+        assert!(c.elements.iter().all(|e| e.path != b"d"));
+        assert!(matches!(
+            c.elements.iter().find(|e| e.path == b"b").map(|e| &e.value),
+            Some(CellValue::Tombstone { .. })
+        ));
+        // A column tombstone (DELETE s) is a collection deletion.
+        r.merge(Row {
+            cells: vec![dead(1, 20)],
+            ..Row::default()
+        });
+        assert!(
+            r.cell(1, 0, None).is_none(),
+            "c@20 is shadowed by the tombstone at 20"
+        );
+        let enc = r.encode();
+        assert_eq!(Row::decode(&enc).unwrap(), r);
+        for cut in 0..enc.len() {
+            assert!(Row::decode(&enc[..cut]).is_err());
+        }
+        // Purge after gc grace drops element tombstones and the deletion, then the cell.
+        assert!(!r.purge(100, 100));
+    }
+
+    #[test]
+    fn outer_deletions_hide_older_elements_only() {
+        let r = Row {
+            cells: vec![set_cell(
+                None,
+                vec![
+                    element(&[0, 0, 0, 1], 10, b""),
+                    element(&[0, 0, 0, 2], 30, b""),
+                ],
+            )],
+            ..Row::default()
+        };
+        let outer = Some(Deletion {
+            ts: 20,
+            local_del: 1,
+        });
+        assert_eq!(set_items(&r, 0, outer), vec![vec![0, 0, 0, 2]]);
+        assert!(r.is_live(0, outer));
+        assert!(!r.is_live(
+            0,
+            Some(Deletion {
+                ts: 30,
+                local_del: 1
+            })
+        ));
     }
 }

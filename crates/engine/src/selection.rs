@@ -209,9 +209,11 @@ impl Builder<'_> {
     /// Fails on the first column `e` names that `t` does not have.
     fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
         match e {
-            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => {
-                self.column(t, c).map(|_| ())
-            }
+            E::Column(c)
+            | E::WriteTime(c)
+            | E::MaxWriteTime(c)
+            | E::Ttl(c)
+            | E::ElementTime { column: c, .. } => self.column(t, c).map(|_| ()),
             E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
             E::Cast { expr, .. }
             | E::Field { expr, .. }
@@ -372,23 +374,59 @@ impl Builder<'_> {
                 let (i, c) = self.column(t, name)?;
                 (Selector::Column(i), c.name.clone(), c.ty.clone())
             }
-            E::WriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "writetime")?),
-                format!("writetime({name})"),
-                ColumnType::Bigint,
-            ),
-            // One cell per column here (collections included), so the latest write time of
-            // the column is its write time.
+            // Of a non-frozen collection, one per element (Cassandra 5.0).
+            E::WriteTime(name) => {
+                let i = regular(self, name, "writetime")?;
+                (
+                    Selector::WriteTime(i),
+                    format!("writetime({name})"),
+                    per_cell(&t.columns[i], ColumnType::Bigint),
+                )
+            }
             E::MaxWriteTime(name) => (
-                Selector::WriteTime(regular(self, name, "maxwritetime")?),
+                Selector::MaxWriteTime(regular(self, name, "maxwritetime")?),
                 format!("maxwritetime({name})"),
                 ColumnType::Bigint,
             ),
-            E::Ttl(name) => (
-                Selector::Ttl(regular(self, name, "ttl")?),
-                format!("ttl({name})"),
-                ColumnType::Int,
-            ),
+            E::Ttl(name) => {
+                let i = regular(self, name, "ttl")?;
+                (
+                    Selector::Ttl(i),
+                    format!("ttl({name})"),
+                    per_cell(&t.columns[i], ColumnType::Int),
+                )
+            }
+            E::ElementTime { func, column, key } => {
+                let i = regular(self, column, &func.to_string())?;
+                let c = &t.columns[i];
+                let key_ty = match &c.ty {
+                    ColumnType::Set(k) | ColumnType::Map(k, _) => (**k).clone(),
+                    ColumnType::List(_) => {
+                        return Err(EngineError::invalid(format!(
+                            "Element selection is only allowed on sets and maps, but {column} is a list"
+                        )))
+                    }
+                    other => {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid element selection: {column} is of type {} is not a collection",
+                            crate::types::cql_type_name(other)
+                        )))
+                    }
+                };
+                let src = self.term(t, key, &format!("key({column})"), &key_ty)?;
+                (
+                    Selector::ElementTime {
+                        func: *func,
+                        column: i,
+                        key: src,
+                    },
+                    selector_name(e),
+                    match func {
+                        cql::ast::CellTimeFn::Ttl => ColumnType::Int,
+                        _ => ColumnType::Bigint,
+                    },
+                )
+            }
             E::Function { name, args } if name.name.eq_ignore_ascii_case("token") => {
                 self.token_call(t, args, agg)?
             }
@@ -1091,6 +1129,7 @@ fn selector_name(e: &E) -> String {
         E::WriteTime(c) => format!("writetime({c})"),
         E::MaxWriteTime(c) => format!("maxwritetime({c})"),
         E::Ttl(c) => format!("ttl({c})"),
+        E::ElementTime { func, column, key } => format!("{func}({column}[{key}])"),
         E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
             if precedence(&args[0]) < 3 {
                 format!("-({})", selector_name(&args[0]))
@@ -1189,5 +1228,14 @@ pub(crate) fn as_expr(s: Selector, ty: ColumnType) -> SelExpr {
     match s {
         Selector::Expr(e) => e,
         other => SelExpr::Leaf(Box::new(other), ty),
+    }
+}
+
+/// The type of `writetime`/`ttl` of column `c`: a list of `ty`, one per element, for a
+/// non-frozen collection.
+fn per_cell(c: &crate::catalog::ColumnDef, ty: ColumnType) -> ColumnType {
+    match crate::exec::multi_cell_kind(c) {
+        Some(_) => ColumnType::List(Box::new(ty)),
+        None => ty,
     }
 }

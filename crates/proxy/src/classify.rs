@@ -330,6 +330,9 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
         | SelectorExpr::MaxWriteTime(_) => true,
         // The remaining TTL changes every second.
         SelectorExpr::Ttl(_) => false,
+        SelectorExpr::ElementTime { func, key, .. } => {
+            *func != cql::ast::CellTimeFn::Ttl && deterministic_term(key)
+        }
         SelectorExpr::Function { name, args } => {
             !NON_DETERMINISTIC.contains(&name.name.to_ascii_lowercase().as_str())
                 && args.iter().all(deterministic_selector)

@@ -3,7 +3,7 @@
 
 use super::{analyze, index_prefix, IndexDef, Target};
 use crate::catalog::{ColumnKind, TableDef};
-use crate::row::{Cell, CellValue, PartitionHeader, Row};
+use crate::row::{Cell, CellValue, CollectionKind, PartitionHeader, Row};
 use crate::{keys, Engine, EngineError};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
@@ -86,7 +86,54 @@ fn expiry_of(c: &Cell) -> Option<u32> {
     match &c.value {
         CellValue::Live { expiry, .. } => Some(expiry.map_or(0, |e| e.expires_at)),
         CellValue::Tombstone { .. } => None,
+        CellValue::Complex(x) => x
+            .elements
+            .iter()
+            .filter(|e| matches!(e.value, CellValue::Live { .. }))
+            .map(|e| e.expiry().map_or(0, |x| x.expires_at))
+            .reduce(longer),
     }
+}
+
+/// The later of two expiries (0: never).
+fn longer(a: u32, b: u32) -> u32 {
+    if a == 0 || b == 0 {
+        0
+    } else {
+        a.max(b)
+    }
+}
+
+/// The encoded values `idx` holds for the elements of a non-frozen collection of type `ty`,
+/// each with when its element expires (0: never): an entry follows its element's cell.
+fn element_values(idx: &IndexDef, ty: &ColumnType, c: &crate::row::Complex) -> Vec<(Vec<u8>, u32)> {
+    let ci = idx.case_insensitive();
+    let one = |t: &ColumnType, x: &[u8]| {
+        let mut out = Vec::new();
+        encode_value(&mut out, t, x, ci);
+        out
+    };
+    c.elements
+        .iter()
+        .filter_map(|e| {
+            let CellValue::Live { value, expiry } = &e.value else {
+                return None;
+            };
+            let v = match (idx.target, ty) {
+                (Target::Values, ColumnType::List(t)) => one(t, value),
+                (Target::Values, ColumnType::Set(t)) => one(t, &e.path),
+                (Target::Values, ColumnType::Map(_, t)) => one(t, value),
+                (Target::Keys, ColumnType::Map(t, _)) => one(t, &e.path),
+                (Target::Entries, ColumnType::Map(kt, vt)) => {
+                    let mut out = one(kt, &e.path);
+                    encode_value(&mut out, vt, value, ci);
+                    out
+                }
+                _ => return None,
+            };
+            Some((v, expiry.map_or(0, |x| x.expires_at)))
+        })
+        .collect()
 }
 
 /// When a row with this content stops existing by TTL (0: never); `None` if it holds
@@ -96,7 +143,7 @@ fn row_expiry(marker: Option<crate::row::Marker>, cells: &[Cell]) -> Option<u32>
         .map(|m| m.expiry.map_or(0, |e| e.expires_at))
         .into_iter()
         .chain(cells.iter().filter_map(expiry_of))
-        .reduce(|a, b| if a == 0 || b == 0 { 0 } else { a.max(b) })
+        .reduce(longer)
 }
 
 /// The entries `idx` has for the value stored under `base_key` (a row or a partition
@@ -125,13 +172,23 @@ pub(crate) fn entries_of(
             let Some(cell) = cells.iter().find(|x| x.column == c.id) else {
                 return Vec::new();
             };
-            let (CellValue::Live { value, .. }, Some(exp)) = (&cell.value, expiry_of(cell)) else {
-                return Vec::new();
-            };
-            encoded_values(idx, &c.ty, value)
-                .into_iter()
-                .map(|v| (v, exp))
-                .collect()
+            match (&cell.value, expiry_of(cell)) {
+                // A non-frozen UDT is indexed whole.
+                (CellValue::Complex(x), Some(exp)) if x.kind == CollectionKind::Udt => {
+                    crate::collections::whole_value(&c.ty, x, 0)
+                        .map(|v| encoded_values(idx, &c.ty, &v))
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|v| (v, exp))
+                        .collect()
+                }
+                (CellValue::Complex(x), _) => element_values(idx, &c.ty, x),
+                (CellValue::Live { value, .. }, Some(exp)) => encoded_values(idx, &c.ty, value)
+                    .into_iter()
+                    .map(|v| (v, exp))
+                    .collect(),
+                _ => return Vec::new(),
+            }
         }
         (ColumnKind::Clustering, false) | (ColumnKind::PartitionKey, _) => {
             let expiry = if d.is_header {

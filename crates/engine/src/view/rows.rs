@@ -34,6 +34,7 @@ fn expiry_of(c: &Cell) -> Option<Expiry> {
     match &c.value {
         CellValue::Live { expiry, .. } => *expiry,
         CellValue::Tombstone { .. } => None,
+        CellValue::Complex(x) => longest(x.elements.iter().map(|e| e.expiry())),
     }
 }
 
@@ -60,7 +61,7 @@ pub(crate) fn view_row(
     }
     let pk = token::split_partition_key(&d.pk, base.pk_count())?;
     // Live cells of the base row by base column name.
-    let cell_of = |name: &str| -> Option<&Cell> {
+    let cell_of = |name: &str| -> Option<std::borrow::Cow<Cell>> {
         let c = base.column(name)?;
         row.cell(c.id, now, outer)
     };
@@ -69,7 +70,9 @@ pub(crate) fn view_row(
         match c.kind {
             ColumnKind::PartitionKey => pk.get(c.position as usize).map(|v| v.to_vec()),
             ColumnKind::Clustering => row.clustering.get(c.position as usize).cloned(),
-            ColumnKind::Regular => cell_of(name)?.live_value(now).map(|v| v.to_vec()),
+            ColumnKind::Regular => {
+                crate::row::value_of(cell_of(name)?, &c.ty, now).map(|v| v.into_owned())
+            }
             ColumnKind::Static => None,
         }
     };
@@ -82,7 +85,7 @@ pub(crate) fn view_row(
     let mut view_pk = Vec::new();
     let mut view_cl = Vec::new();
     // The view key's non-key base column, whose cell decides the view row's liveness.
-    let mut key_cell: Option<&Cell> = None;
+    let mut key_cell: Option<std::borrow::Cow<Cell>> = None;
     for c in view.columns.iter() {
         match c.kind {
             ColumnKind::PartitionKey => view_pk.push(value_of(&c.name)?),
@@ -101,7 +104,7 @@ pub(crate) fn view_row(
         m.is_live(now)
             && !matches!(Deletion::merge(row.deletion, outer), Some(x) if x.shadows(m.ts))
     });
-    let marker = match key_cell {
+    let marker = match key_cell.as_deref() {
         Some(kc) => Marker {
             ts: kc.ts,
             expiry: expiry_of(kc),
@@ -135,10 +138,10 @@ pub(crate) fn view_row(
         .filter(|c| c.kind == ColumnKind::Regular)
     {
         let Some(bc) = cell_of(&c.name) else { continue };
-        if matches!(bc.value, CellValue::Live { .. }) {
+        if matches!(bc.value, CellValue::Live { .. } | CellValue::Complex(_)) {
             cells.push(Cell {
                 column: c.id,
-                ..bc.clone()
+                ..bc.into_owned()
             });
         }
     }
@@ -159,11 +162,12 @@ fn live_form(v: &[u8], strict: bool, now: LocalSecs) -> Option<(Vec<Vec<u8>>, Ve
     if !r.is_live(now, None) || (strict && !super::marker_live(&r, now)) {
         return None;
     }
+    // A collection with its live elements only.
     let cells = r
         .cells
         .iter()
-        .filter(|c| c.live_value(now).is_some())
-        .cloned()
+        .filter_map(|c| r.cell(c.column, now, None))
+        .map(std::borrow::Cow::into_owned)
         .collect();
     Some((r.clustering, cells))
 }
