@@ -23,7 +23,7 @@
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
-//! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
+//! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
@@ -413,6 +413,8 @@ pub struct Engine {
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
     auth: auth::Auth,
+    /// The graphs of SAI vector indexes (see `index::vector`).
+    pub(crate) vectors: index::vector::VectorIndexes,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -493,6 +495,7 @@ impl Engine {
             prepared: RwLock::new(HashMap::new()),
             node,
             auth,
+            vectors: Default::default(),
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
