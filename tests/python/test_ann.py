@@ -12,6 +12,7 @@
   complete and include the rows written just before the kill.
 """
 
+import contextlib
 import math
 import random
 import time
@@ -189,27 +190,32 @@ def test_recall_floor_on_generated_vectors(session, ks):
     assert recall_at_10(session, rows, queries) >= 0.9
 
 
-def test_index_rebuilt_after_restart_and_kill(server_factory):
-    srv = server_factory(sync="batch")
-    srv.start()
+@contextlib.contextmanager
+def connected(srv, keyspace=None):
+    """A session on `srv` (waiting for the driver to connect), with `keyspace` set."""
     cluster = srv.cluster()
     try:
         s = wait_for_session(cluster)
+        if keyspace:
+            s.set_keyspace(keyspace)
+        yield s
+    finally:
+        cluster.shutdown()
+
+
+def test_index_rebuilt_after_restart_and_kill(server_factory):
+    srv = server_factory(sync="batch")
+    srv.start()
+    with connected(srv) as s:
         s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
         s.set_keyspace("a")
         rng, rows = load_vectors(s)
         queries = [rand_vec(rng, DIM) for _ in range(5)]
-        before = recall_at_10(s, rows, queries)
-        assert before >= 0.9
-    finally:
-        cluster.shutdown()
+        assert recall_at_10(s, rows, queries) >= 0.9
 
     srv.terminate()
     srv.start()
-    cluster = srv.cluster()
-    try:
-        s = wait_for_session(cluster)
-        s.set_keyspace("a")
+    with connected(srv, "a") as s:
         assert recall_at_10(s, rows, queries) >= 0.9
         # Written just before the kill: each is exactly one query, so it must come first.
         ins = s.prepare("INSERT INTO big (k, v) VALUES (?, ?)")
@@ -218,19 +224,12 @@ def test_index_rebuilt_after_restart_and_kill(server_factory):
             rows[N_ROWS + i] = query
         s.execute("DELETE FROM big WHERE k = 0")
         rows.pop(0)
-    finally:
-        cluster.shutdown()
 
     srv.kill()
     srv.start()
-    cluster = srv.cluster()
-    try:
-        s = wait_for_session(cluster)
-        s.set_keyspace("a")
+    with connected(srv, "a") as s:
         q = s.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
         for i, query in enumerate(queries):
             got = [r.k for r in s.execute(q, (query,))]
             assert got[0] == N_ROWS + i and 0 not in got
         assert recall_at_10(s, rows, queries) >= 0.9
-    finally:
-        cluster.shutdown()
