@@ -3,11 +3,14 @@
 use super::{PResult, Parser};
 use crate::ast::{AnnOrdering, Order};
 
+/// The plain orderings of an ORDER BY clause, and its ANN ordering if it has one.
+type Orderings = (Vec<(String, Order)>, Option<AnnOrdering>);
+
 impl Parser<'_> {
     /// After `ORDER BY`: orderings separated by commas, each `c [ASC | DESC]` or
     /// `c ANN OF term`. The ANN ordering is returned apart; a second one is kept in the
     /// plain list as written (`c ASC`) so the planner refuses it as "any other ordering".
-    pub(super) fn orderings(&mut self) -> PResult<(Vec<(String, Order)>, Option<AnnOrdering>)> {
+    pub(super) fn orderings(&mut self) -> PResult<Orderings> {
         let mut plain = Vec::new();
         let mut ann: Option<AnnOrdering> = None;
         loop {

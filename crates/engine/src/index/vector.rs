@@ -300,3 +300,95 @@ fn wanted_graphs(schema: &Schema) -> Vec<(Arc<TableDef>, IndexDef, VectorIndexCo
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{node, q, rows};
+    use crate::Engine;
+    use std::sync::Arc;
+
+    fn keys(e: &Engine, text: &str) -> Vec<String> {
+        rows(q(e, Some("ks"), text).unwrap_or_else(|err| panic!("{text}: {err:?}")))
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect()
+    }
+
+    fn exec(e: &Engine, text: &str) {
+        q(e, Some("ks"), text).unwrap_or_else(|err| panic!("{text}: {err:?}"));
+    }
+
+    const QUERY: &str = "SELECT k FROM t ORDER BY v ANN OF [0.5, 0.25, 0.1] LIMIT 5";
+
+    /// The graph path (forced with `exact_below` 0) re-checks every hit: deleted, overwritten
+    /// and expired rows never come back, the search goes deeper when they are dropped, and a
+    /// reopened engine rebuilds the graph from the table.
+    #[test]
+    fn graph_answers_are_checked_against_the_table_and_rebuilt_at_open() {
+        let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+        let e = Engine::open(store.clone(), node()).unwrap();
+        e.set_vector_exact_below(0);
+        exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        exec(&e, "CREATE TABLE t (k int PRIMARY KEY, v vector<float, 3>)");
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai' WITH OPTIONS = {'similarity_function': 'euclidean'}");
+        for k in 0..300 {
+            let x = (k as f32 * 0.37).sin();
+            let y = (k as f32 * 0.11).cos();
+            exec(
+                &e,
+                &format!("INSERT INTO t (k, v) VALUES ({k}, [{x}, {y}, 0.1])"),
+            );
+        }
+        let exact = |e: &Engine| {
+            e.set_vector_exact_below(usize::MAX);
+            let r = keys(e, QUERY);
+            e.set_vector_exact_below(0);
+            r
+        };
+        let first = keys(&e, QUERY);
+        assert_eq!(first.len(), 5);
+        let want = exact(&e);
+        let overlap = first.iter().filter(|k| want.contains(k)).count();
+        assert!(overlap >= 4, "graph {first:?} vs exact {want:?}");
+
+        // Drop the best three hits three ways; none may come back and LIMIT is still met.
+        exec(&e, &format!("DELETE FROM t WHERE k = {}", first[0]));
+        exec(
+            &e,
+            &format!("UPDATE t SET v = [-9.0, -9.0, -9.0] WHERE k = {}", first[1]),
+        );
+        exec(&e, &format!("DELETE v FROM t WHERE k = {}", first[2]));
+        let second = keys(&e, QUERY);
+        assert_eq!(second.len(), 5);
+        assert!(!second.iter().any(|k| first[..3].contains(k)), "{second:?}");
+
+        // A row written with a TTL (at 1000 s) is found, then gone once expired.
+        exec(
+            &e,
+            "INSERT INTO t (k, v) VALUES (1000, [0.5, 0.25, 0.1]) USING TTL 5",
+        );
+        assert_eq!(keys(&e, QUERY)[0], "1000");
+        let later = crate::tests::at(1010);
+        let opts = crate::QueryOptions {
+            keyspace: Some("ks".into()),
+            ..Default::default()
+        };
+        let out = e
+            .query(QUERY, crate::Values::Positional(vec![]), &opts, later)
+            .unwrap();
+        let after = rows(out);
+        assert_eq!(after.len(), 5);
+        assert!(after.iter().all(|r| r[0] != "1000"));
+
+        // Reopened on the same store: rebuilt from the table, same answers (at 1000 s the
+        // TTL'd row is live again).
+        let before = keys(&e, QUERY);
+        assert_eq!(before[0], "1000");
+        drop(e);
+        let e = Engine::open(store, node()).unwrap();
+        e.set_vector_exact_below(0);
+        assert_eq!(keys(&e, QUERY), before);
+        exec(&e, "TRUNCATE t");
+        assert!(keys(&e, QUERY).is_empty());
+    }
+}
