@@ -175,9 +175,13 @@ def test_recall_floor_on_generated_vectors(session, ks):
     rng, rows = load_vectors(session)
     queries = [rand_vec(rng, DIM) for _ in range(20)]
     assert recall_at_10(session, rows, queries) >= 0.9
+    # Many at once (more than the graph's search contexts): every one answers its 10 rows.
+    q = session.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
+    results = execute_concurrent_with_args(session, q, [(x,) for x in queries * 10],
+                                           concurrency=64, raise_on_first_error=False)
+    assert all(ok and len(list(res)) == 10 for ok, res in results)
     # Delete the current best hits of each query: the graph still holds them until the write
     # removes them, and the read re-checks every row, so they must never come back.
-    q = session.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
     gone = set()
     for query in queries[:5]:
         for k in [r.k for r in session.execute(q, (query,))][:3]:

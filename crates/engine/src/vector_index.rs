@@ -245,6 +245,40 @@ pub struct VectorIndex {
     inner: RwLock<Inner>,
     /// `Some(dir)` when serving a memory-mapped saved index (no writes then).
     view_of: Option<PathBuf>,
+    gate: SearchGate,
+}
+
+/// Searches the graph runs at once: USearch keeps one search context per thread it was
+/// reserved for and fails a search when none is free ("Reserve capacity ahead of searches"),
+/// so more concurrent searches wait for one (see [`SearchGate`]).
+const SEARCH_THREADS: usize = 16;
+
+/// A counting semaphore bounding concurrent searches to [`SEARCH_THREADS`].
+#[derive(Default)]
+struct SearchGate {
+    running: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+struct SearchSlot<'g>(&'g SearchGate);
+
+impl SearchGate {
+    fn enter(&self) -> SearchSlot<'_> {
+        let mut n = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *n >= SEARCH_THREADS {
+            n = self.freed.wait(n).unwrap_or_else(|p| p.into_inner());
+        }
+        *n += 1;
+        SearchSlot(self)
+    }
+}
+
+impl Drop for SearchSlot<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
+        *n -= 1;
+        self.0.freed.notify_one();
+    }
 }
 
 const GRAPH_FILE: &str = "graph.usearch";
@@ -264,6 +298,7 @@ impl VectorIndex {
                 next_label: 0,
             }),
             view_of: None,
+            gate: SearchGate::default(),
         })
     }
 
@@ -305,7 +340,10 @@ impl VectorIndex {
         }
         let size = inner.graph.size();
         if size + 1 > inner.graph.capacity() {
-            inner.graph.reserve((size + 1).max(1024) * 2).map_err(lib)?;
+            inner
+                .graph
+                .reserve_capacity_and_threads((size + 1).max(1024) * 2, SEARCH_THREADS)
+                .map_err(lib)?;
         }
         let label = inner.next_label;
         inner.graph.add(label, vector).map_err(lib)?;
@@ -373,6 +411,7 @@ impl VectorIndex {
         // USearch widens its beam to `k` itself (expansion = max(ef, k)), so nothing here
         // changes the shared settings under the read lock.
         let keys = &inner.keys;
+        let _slot = self.gate.enter();
         let m = inner
             .graph
             .filtered_search(query, k, |label| {
@@ -527,6 +566,12 @@ impl VectorIndex {
             graph.load(path)
         }
         .map_err(|e| unusable(&format!("graph unreadable: {e}")))?;
+        if !view {
+            let capacity = graph.capacity().max(graph.size());
+            graph
+                .reserve_capacity_and_threads(capacity, SEARCH_THREADS)
+                .map_err(lib)?;
+        }
         if graph.size() != keys.len() || graph.dimensions() != config.dimension {
             return Err(unusable("graph and key map disagree"));
         }
@@ -539,6 +584,7 @@ impl VectorIndex {
                 next_label,
             }),
             view_of: view.then(|| dir.to_path_buf()),
+            gate: SearchGate::default(),
         };
         Ok((index, covers))
     }
@@ -653,6 +699,29 @@ mod tests {
             let recall = hits as f64 / (10 * queries.len()) as f64;
             assert!(recall >= 0.95, "{f:?}: recall@10 {recall}");
         }
+    }
+
+    /// Many more concurrent searches than USearch has search contexts: each waits for one
+    /// instead of failing with "Reserve capacity ahead of searches".
+    #[test]
+    fn concurrent_searches_beyond_the_reserved_threads_all_succeed() {
+        let (n, dim) = (500, 8);
+        let all = data(n, 1, dim, 7);
+        let index = VectorIndex::new(VectorIndexConfig::new(dim, Similarity::Euclidean)).unwrap();
+        for (i, v) in all[..n].iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        let q = &all[n];
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4 * SEARCH_THREADS)
+                .map(|_| {
+                    s.spawn(|| (0..20).all(|_| index.search(q, 10).is_ok_and(|h| h.len() == 10)))
+                })
+                .collect();
+            for h in handles {
+                assert!(h.join().unwrap());
+            }
+        });
     }
 
     #[test]
