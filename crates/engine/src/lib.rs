@@ -1214,6 +1214,8 @@ impl Engine {
                         .insert((k.clone(), nt.name.clone()), Arc::new(nt));
                 }
                 self.install(next)?;
+                // The fresh index ids get fresh (empty) graphs; the old ones are freed.
+                self.build_vector_indexes()?;
                 return Ok(Outcome::Void);
             }
             S::CreateIndex(ci) => {

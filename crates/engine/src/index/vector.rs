@@ -390,5 +390,18 @@ mod tests {
         assert_eq!(keys(&e, QUERY), before);
         exec(&e, "TRUNCATE t");
         assert!(keys(&e, QUERY).is_empty());
+        // TRUNCATE gave the index a fresh id with its own (empty, ready) graph, and freed the
+        // old one: the graph serves again at once.
+        let schema = e.schema.get();
+        let t = schema.table("ks", "t").unwrap();
+        let graph = e
+            .vectors
+            .get(t.indexes[0].id)
+            .expect("a graph for the new id");
+        assert!(graph.usable() && graph.index.is_empty());
+        assert_eq!(e.vectors.graphs.read().unwrap().len(), 1);
+        exec(&e, "INSERT INTO t (k, v) VALUES (7, [0.5, 0.25, 0.1])");
+        assert_eq!(graph.index.len(), 1);
+        assert_eq!(keys(&e, QUERY), vec!["7".to_string()]);
     }
 }
