@@ -147,8 +147,10 @@ pub(crate) fn vector_updates(
     let mut out = Vec::new();
     for t in tables {
         for idx in &t.indexes {
-            let (Some(config), Some(graph)) = (vector_config(idx, t), engine.vectors.get(idx.id))
-            else {
+            let Some(config) = vector_config(idx, t) else {
+                continue;
+            };
+            let Some(graph) = engine.vectors.get(idx.id) else {
                 continue;
             };
             let Some(c) = t.column(&idx.column) else {
