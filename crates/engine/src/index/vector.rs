@@ -29,15 +29,13 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// The graph settings of `idx` when it is an SAI index on a float-vector regular column.
+/// The graph settings of `idx` when it is an SAI index on a float-vector column. Only a
+/// regular column has a graph (`has_graph`); ANN queries on a static one scan (exact).
 pub(crate) fn vector_config(idx: &IndexDef, t: &TableDef) -> Option<VectorIndexConfig> {
     if !idx.is_sai() {
         return None;
     }
     let c = t.column(&idx.column)?;
-    if c.kind != ColumnKind::Regular {
-        return None;
-    }
     let options = idx.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     VectorIndexConfig::for_column(&c.ty, options, Some(&idx.name))
         .ok()
@@ -291,6 +289,13 @@ fn live_vector(row: &Row, column: u16) -> Option<Vec<f32>> {
         })
 }
 
+/// Whether the vector index `idx` keeps a graph: on a regular column (a static one's values
+/// live in partition headers, and its ANN queries scan).
+pub(crate) fn has_graph(idx: &IndexDef, t: &TableDef) -> bool {
+    t.column(&idx.column)
+        .is_some_and(|c| c.kind == ColumnKind::Regular)
+}
+
 fn wanted_graphs(schema: &Schema) -> Vec<(Arc<TableDef>, IndexDef, VectorIndexConfig)> {
     schema
         .tables
@@ -298,6 +303,7 @@ fn wanted_graphs(schema: &Schema) -> Vec<(Arc<TableDef>, IndexDef, VectorIndexCo
         .flat_map(|t| {
             t.indexes
                 .iter()
+                .filter(move |i| has_graph(i, t))
                 .filter_map(move |i| Some((t.clone(), i.clone(), vector_config(i, t)?)))
         })
         .collect()
