@@ -2,9 +2,9 @@
 //! vector index (`CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'`) holds, and what
 //! `ORDER BY v ANN OF [...] LIMIT k` asks.
 //!
-//! It is **not** wired into the catalog, CREATE INDEX or the write path yet: it is a
-//! self-contained structure keyed by the row's primary key (its storage key bytes, opaque
-//! here), with no I/O except [`VectorIndex::save`] / [`VectorIndex::load`] /
+//! It knows nothing of the catalog or the write path (`index::vector` wires it in: one per
+//! SAI vector index, built, maintained and dropped there): it is a self-contained structure
+//! keyed by the row's primary key (its storage key bytes, opaque here), with no I/O except [`VectorIndex::save`] / [`VectorIndex::load`] /
 //! [`VectorIndex::open_view`]. The graph is USearch's HNSW (see the workspace `Cargo.toml` for
 //! why that library won); this module owns the mapping between primary keys and the graph's
 //! 64-bit labels, growth, replacement, scores and the on-disk form.
@@ -35,7 +35,8 @@
 //! by the OS rather than held on the heap.
 
 //!
-//! # Wiring (for the SAI branch)
+//! # Wiring (as planned; what was built is `index::vector`, `index::ann` and `read/ann.rs`:
+//! graphs are rebuilt at open rather than saved and loaded, and TTL'd rows are filtered at read)
 //! - `CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'` on column `c`:
 //!   [`VectorIndexConfig::for_column`]`(&c.ty, options, name)` (`Ok(None)`: not a vector, a
 //!   plain SAI index), then [`VectorIndex::new`] and a background build: for every live row
