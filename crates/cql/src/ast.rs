@@ -584,9 +584,19 @@ pub struct SelectStatement {
     /// Primary key columns, the last one possibly under a function (`floor(t, 1h)`).
     pub group_by: Vec<SelectorExpr>,
     pub order_by: Vec<(String, Order)>,
+    /// `ORDER BY c ANN OF term` (Cassandra 5.0 vector search); kept apart from `order_by`,
+    /// which then holds the other orderings written beside it (an error for the planner).
+    pub ann: Option<AnnOrdering>,
     pub per_partition_limit: Option<Term>,
     pub limit: Option<Term>,
     pub allow_filtering: bool,
+}
+
+/// `ORDER BY column ANN OF term`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnOrdering {
+    pub column: String,
+    pub term: Term,
 }
 
 /// What a SELECT returns.

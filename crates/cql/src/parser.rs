@@ -11,6 +11,7 @@ use crate::error::ParseError;
 use crate::keywords::is_reserved;
 use crate::lexer::{tokenize, Tok, Token};
 
+mod ann;
 mod view;
 
 /// Deepest nesting of terms, types, selectors and relations accepted.
@@ -458,9 +459,10 @@ impl<'a> Parser<'a> {
             group_by = self.comma_list(Self::selector_expr)?;
         }
         let mut order_by = Vec::new();
+        let mut ann = None;
         if self.eat_kw("order") {
             self.expect_kw("by")?;
-            order_by = self.comma_list(Self::ordering)?;
+            (order_by, ann) = self.orderings()?;
         }
         let mut per_partition_limit = None;
         if self.at_kw("per") {
@@ -488,13 +490,14 @@ impl<'a> Parser<'a> {
             where_clause,
             group_by,
             order_by,
+            ann,
             per_partition_limit,
             limit,
             allow_filtering,
         })
     }
 
-    fn ordering(&mut self) -> PResult<(String, Order)> {
+    pub(super) fn ordering(&mut self) -> PResult<(String, Order)> {
         let c = self.ident()?;
         let o = if self.eat_kw("desc") {
             Order::Desc

@@ -488,6 +488,28 @@ fn select_clauses() {
 }
 
 #[test]
+fn ann_ordering_is_kept_apart_from_plain_orderings() {
+    let s = select("SELECT k FROM t WHERE k = 1 ORDER BY v ANN OF [1.0, 2.5] LIMIT ?");
+    assert!(s.order_by.is_empty());
+    let ann = s.ann.expect("an ANN ordering");
+    assert_eq!(ann.column, "v");
+    assert!(matches!(ann.term, Term::List(ref items) if items.len() == 2));
+    assert_eq!(s.limit, Some(bind(0)));
+
+    let s = select("SELECT k FROM t ORDER BY \"V\" ann of ? , c DESC LIMIT 3");
+    assert_eq!(
+        s.ann.map(|a| (a.column, a.term)),
+        Some(("V".into(), bind(0)))
+    );
+    assert_eq!(s.order_by, vec![("c".into(), Order::Desc)]);
+
+    // A column named `ann` is still a plain ordering.
+    let s = select("SELECT k FROM t ORDER BY ann DESC");
+    assert!(s.ann.is_none());
+    assert_eq!(s.order_by, vec![("ann".into(), Order::Desc)]);
+}
+
+#[test]
 fn relations() {
     let s = select(
         "SELECT * FROM t WHERE k IN (1, 2) AND (a, b) > (1, 2) AND (a, b) IN ((1, 2), (3, 4)) AND l CONTAINS 3 AND m CONTAINS KEY 'x' AND n LIKE 'a%' AND v IS NOT NULL AND m['a'] = 'b' AND x != 1",

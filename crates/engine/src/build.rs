@@ -44,7 +44,7 @@ pub(crate) struct Builder<'a> {
     pub now: crate::Now,
 }
 
-const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+pub(crate) const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 impl<'a> Builder<'a> {
     pub fn new(
@@ -684,6 +684,8 @@ impl<'a> Builder<'a> {
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
+        self.refuse_vector_relations(&t, &s.where_clause)?;
+        let ann = self.ann_plan(&t, s)?;
         let (partitions, clustering, filters, index) = match self.indexed_where(&t, s)? {
             Some(w) => (w.partitions, w.clustering, w.filters, w.index),
             None => {
@@ -800,6 +802,7 @@ impl<'a> Builder<'a> {
             limit,
             per_partition_limit,
             index,
+            ann,
         })
     }
 

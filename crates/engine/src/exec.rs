@@ -974,7 +974,9 @@ impl Engine {
         if let Some((_, e)) = first_error.0 {
             return Err(e);
         }
+        let mut vector_updates = Vec::new();
         if let (false, Some(schema)) = (indexed.is_empty(), &schema) {
+            vector_updates = crate::index::vector::vector_updates(self, &indexed, &pending)?;
             crate::index::maintain(&indexed, &originals, &pending, &mut batch);
             if !schema.views.is_empty() {
                 let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
@@ -988,6 +990,8 @@ impl Engine {
             }
         }
         self.storage.write(batch)?;
+        // Still under the stripe locks: graph order matches storage order.
+        self.apply_vector_updates(vector_updates);
         Ok(())
     }
 

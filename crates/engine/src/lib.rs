@@ -25,7 +25,7 @@
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
 //! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
-//! | `vector_index` | an ANN index over float vectors (HNSW), not yet wired to CREATE INDEX |
+//! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
@@ -415,6 +415,8 @@ pub struct Engine {
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
     auth: auth::Auth,
+    /// The graphs of SAI vector indexes (see `index::vector`).
+    pub(crate) vectors: index::vector::VectorIndexes,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -500,6 +502,7 @@ impl Engine {
             prepared: RwLock::new(HashMap::new()),
             node,
             auth,
+            vectors: Default::default(),
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
@@ -1223,6 +1226,8 @@ impl Engine {
                         .insert((k.clone(), nt.name.clone()), Arc::new(nt));
                 }
                 self.install(next)?;
+                // The fresh index ids get fresh (empty) graphs; the old ones are freed.
+                self.build_vector_indexes()?;
                 return Ok(Outcome::Void);
             }
             S::CreateIndex(ci) => {

@@ -164,6 +164,17 @@ pub enum FilterTarget {
     InList,
 }
 
+/// The nearest-neighbour ordering of a SELECT on an SAI vector index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnPlan {
+    /// The vector column (position in the table's columns).
+    pub column: usize,
+    pub index_id: u32,
+    pub similarity: crate::similarity::Similarity,
+    /// The query vector (serialized `vector<float, n>`).
+    pub query: Src,
+}
+
 /// An indexed read: which index, and which of its values (see `index::scan`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexScan {
@@ -359,6 +370,8 @@ pub struct SelectPlan {
     pub per_partition_limit: Option<Src>,
     /// Rows come from this index's candidates instead of a scan of the partitions.
     pub index: Option<IndexScan>,
+    /// `ORDER BY v ANN OF q LIMIT k` (see `index::ann`).
+    pub ann: Option<AnnPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -26,6 +26,8 @@ use proto::types::ColumnType;
 use std::borrow::Cow;
 use std::ops::Bound;
 
+mod ann;
+
 struct PagingState {
     /// The storage key of the last row consumed.
     last_key: Vec<u8>,
@@ -396,8 +398,10 @@ pub(crate) struct SelectRun<'a> {
     next_state: Option<PagingState>,
     group: Option<Group>,
     /// ORDER BY over an IN on the partition key (never paged): every row kept with its
-    /// clustering bytes, merged across partitions and cut to LIMIT at the end.
+    /// clustering bytes, merged across partitions and cut to LIMIT at the end. An ANN
+    /// ordering uses it too, with the score as the key (see `read/ann.rs`).
     merge: Option<Merge>,
+    ann: Option<ann::AnnRun>,
 }
 
 /// The candidates of an indexed read in one partition.
@@ -450,10 +454,15 @@ impl<'a> SelectRun<'a> {
         if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
             return Err(EngineError::invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query"));
         }
+        let ann = match &plan.ann {
+            Some(a) => Some(ann::AnnRun::bind(a, t, limit, vals)?),
+            None => None,
+        };
         // Aggregates without GROUP BY answer one row: nothing to page or limit.
         let single_group =
             matches!(&plan.selection, Selection::Aggregates(a) if a.group_by.is_none());
-        let page = if single_group {
+        // An ANN query's LIMIT rows (at most 1000) come in one page.
+        let page = if single_group || ann.is_some() {
             None
         } else {
             page_size.filter(|p| *p > 0).map(|p| p as u64)
@@ -465,7 +474,8 @@ impl<'a> SelectRun<'a> {
             ),
             _ => None,
         };
-        let merge = (plan.order_with_in && !plan.distinct && !single_group).then(|| Merge {
+        let ordered = (plan.order_with_in && !plan.distinct && !single_group) || ann.is_some();
+        let merge = ordered.then(|| Merge {
             rows: Vec::new(),
             limit,
         });
@@ -511,10 +521,14 @@ impl<'a> SelectRun<'a> {
             next_state: None,
             group: None,
             merge,
+            ann,
         })
     }
 
     fn run(mut self, engine: &Engine) -> Result<ResultSet, EngineError> {
+        if self.run_ann_graph(engine)? {
+            return self.finish();
+        }
         match (&self.plan.index, &self.plan.partitions) {
             (Some(scan), PartitionSel::Range { start, end }) => {
                 self.scan_index(engine, scan, start, end)?
@@ -924,6 +938,13 @@ impl<'a> SelectRun<'a> {
         let plan = self.plan;
         let sel = match &plan.selection {
             Selection::Rows(selectors) => {
+                let ann_key = match &self.ann {
+                    Some(a) => match a.sort_key(view, key) {
+                        Some(k) => Some(k),
+                        None => return Ok(Flow::Go),
+                    },
+                    None => None,
+                };
                 let flow = self.admit();
                 if flow != Flow::Go {
                     return Ok(flow);
@@ -932,7 +953,9 @@ impl<'a> SelectRun<'a> {
                 self.emit_row(selectors, view)?;
                 if let Some(m) = self.merge.as_mut() {
                     let row = self.sink.data.split_off(start);
-                    m.rows.push((key[prefix.len()..].to_vec(), row));
+                    let sort = ann_key.unwrap_or_else(|| key[prefix.len()..].to_vec());
+                    m.rows.push((sort, row));
+                    self.keep_top();
                 }
                 self.consumed(key);
                 return Ok(if self.remaining == Some(0) {

@@ -49,7 +49,7 @@ fn aggregate_kind(e: &E) -> Option<AggKind> {
     }
 }
 
-fn contains_aggregate(e: &E) -> bool {
+pub(crate) fn contains_aggregate(e: &E) -> bool {
     if aggregate_kind(e).is_some() {
         return true;
     }

@@ -95,6 +95,9 @@ impl LocalBackend {
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
+        engine.set_vector_index_memory_bytes(
+            usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
+        );
         let password = config.authenticator == Authenticator::PasswordAuthenticator;
         engine.auth().configure(engine::auth::AuthSettings {
             password_authenticator: password,

@@ -118,6 +118,10 @@ pub struct Config {
     /// Standalone mode: memtable size at which it is flushed to an on-disk table. Larger
     /// keeps more overwrites of hot rows in memory. Default 64 MiB.
     pub storage_memtable_bytes: u64,
+    /// Standalone mode: bytes one SAI vector index's in-memory graph may take. A graph that
+    /// grows past it is freed and ANN queries on its index scan the rows instead (exact,
+    /// slower) until a restart finds it small enough. Default 1 GiB.
+    pub vector_index_memory_bytes: u64,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -249,6 +253,7 @@ impl Default for Config {
             drop_compact_storage_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
+            vector_index_memory_bytes: 1024 * 1024 * 1024,
             upstream: Vec::new(),
             client_encryption_options: EncryptionOptions::default(),
             tls_reload_interval: Duration::from_secs(60),

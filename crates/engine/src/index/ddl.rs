@@ -8,8 +8,15 @@ use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The option names SAI understands (the vector ones belong to the vector issue).
+/// The analysis options SAI understands (text columns only).
 const SAI_OPTIONS: &[&str] = &["case_sensitive", "normalize", "ascii"];
+/// The options of an SAI index on a vector column (see `VectorIndexConfig::for_column`).
+const VECTOR_OPTIONS: &[&str] = &[
+    "similarity_function",
+    "optimize_for",
+    "maximum_node_connections",
+    "construction_beam_width",
+];
 
 /// Whether a CUSTOM index class is SAI (the only custom class Peregrine has).
 fn is_sai_class(class: &str) -> bool {
@@ -129,7 +136,7 @@ fn check_sai_options(
 ) -> Result<(), EngineError> {
     let unknown: Vec<&str> = options
         .keys()
-        .filter(|k| !SAI_OPTIONS.contains(&k.as_str()))
+        .filter(|k| !SAI_OPTIONS.contains(&k.as_str()) && !VECTOR_OPTIONS.contains(&k.as_str()))
         .map(|k| k.as_str())
         .collect();
     if !unknown.is_empty() {
@@ -138,7 +145,17 @@ fn check_sai_options(
             unknown.join(", ")
         )));
     }
-    for (k, v) in options {
+    let (analysis, vector): (BTreeMap<_, _>, BTreeMap<_, _>) = options
+        .iter()
+        .partition(|(k, _)| SAI_OPTIONS.contains(&k.as_str()));
+    if matches!(c.ty, ColumnType::Vector(..)) && analysis.is_empty() {
+        let options = vector.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        // Cassandra validates before the index has its name: its messages say "index null".
+        crate::vector_index::VectorIndexConfig::for_column(&c.ty, options, None)
+            .map_err(EngineError::invalid)?;
+        return Ok(());
+    }
+    for (k, v) in &analysis {
         if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
             return Err(EngineError::invalid(format!(
                 "Illegal value for boolean option '{k}': {v}"
@@ -148,7 +165,7 @@ fn check_sai_options(
     if c.ty == ColumnType::Blob {
         return Err(EngineError::invalid("Unsupported type: blob"));
     }
-    let analysis: Vec<String> = options
+    let analysis: Vec<String> = analysis
         .iter()
         .map(|(k, v)| format!("'{k}': '{v}'"))
         .collect();
@@ -159,7 +176,7 @@ fn check_sai_options(
         )));
     }
     let text = matches!(c.ty, ColumnType::Varchar | ColumnType::Ascii);
-    if !options.is_empty() && !text {
+    if !analysis.is_empty() && !text {
         return Err(EngineError::invalid(format!(
             "CQL type {} cannot be analyzed.",
             crate::types::cql_type_name(&c.ty)

@@ -159,6 +159,10 @@ pub(crate) fn entries_of(
     else {
         return Vec::new();
     };
+    // A vector index keeps a graph in memory (`index::vector`), no entries.
+    if super::vector::vector_config(idx, t).is_some() {
+        return Vec::new();
+    }
     let tail = &base_key[5..];
     // The indexed values (encoded) and when they expire.
     let found: Vec<(Vec<u8>, u32)> = match (c.kind, d.is_header) {
@@ -338,6 +342,7 @@ impl Engine {
     /// Builds every index not yet built, then records them as built. Runs under the DDL lock
     /// (or at open, before any request).
     pub(crate) fn build_indexes(&self) -> Result<(), EngineError> {
+        self.build_vector_indexes()?;
         let schema = self.schema.get();
         let pending: Vec<(Arc<TableDef>, IndexDef)> = schema
             .tables

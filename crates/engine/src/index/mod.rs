@@ -25,11 +25,15 @@
 //! | `entries` | the entries of one stored row or partition header; [`maintain`] |
 //! | `query` | choosing an index for a SELECT, Cassandra's ALLOW FILTERING rules |
 //! | `scan` | candidates of an index lookup, in base-key order |
+//! | `vector` | the HNSW graphs of SAI vector indexes: build, upkeep, memory budget |
+//! | `ann` | planning `ORDER BY v ANN OF q LIMIT k` with Cassandra's rules |
 
+pub(crate) mod ann;
 pub mod ddl;
 mod entries;
 pub(crate) mod query;
 pub(crate) mod scan;
+pub(crate) mod vector;
 
 pub(crate) use entries::encode_value;
 pub use entries::maintain;

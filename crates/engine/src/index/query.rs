@@ -82,6 +82,7 @@ fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
     t.indexes
         .iter()
         .filter(|i| i.built && i.column == *column)
+        .filter(|i| super::vector::vector_config(i, t).is_none())
         .filter(|i| supports(i, &c.ty, op, element))
         // SAI first: it serves its relations together with the query's other SAI ones.
         .max_by_key(|i| i.is_sai())

@@ -1,0 +1,145 @@
+//! Running `ORDER BY v ANN OF q LIMIT k`: every row the query may return is ranked by the
+//! similarity of its **stored** vector to `q` (Cassandra's score, so results are exact up to
+//! the choice of candidates), through the ORDER BY merge of [`SelectRun`] with the score as
+//! the sort key.
+//!
+//! The candidates are either every row the WHERE clause selects (a partition, an SAI lookup,
+//! the whole table below `exact_below` rows: exact, like Cassandra on small data), or, for an
+//! unrestricted query on a larger table, the graph's nearest rows: each hit is read from
+//! storage and checked (live, TTL, vector present) like any row, and when checks drop rows
+//! the graph is asked for twice as many until `k` rows pass or it is exhausted.
+
+use super::{RowView, SelectRun};
+use crate::index::ann::{limit_too_large, MAX_ANN_LIMIT, NO_LIMIT_MSG};
+use crate::keys;
+use crate::plan::{AnnPlan, PartitionSel};
+use crate::similarity::Similarity;
+use crate::{Engine, EngineError};
+
+/// An ANN ordering with its values bound.
+pub(super) struct AnnRun {
+    column: usize,
+    query: Vec<f32>,
+    similarity: Similarity,
+    index_id: u32,
+    pub(super) limit: u64,
+}
+
+impl AnnRun {
+    pub(super) fn bind(
+        plan: &AnnPlan,
+        t: &crate::catalog::TableDef,
+        limit: Option<u64>,
+        vals: &crate::exec::Bound_,
+    ) -> Result<AnnRun, EngineError> {
+        let limit = limit.ok_or_else(|| EngineError::invalid(NO_LIMIT_MSG))?;
+        if limit > MAX_ANN_LIMIT {
+            return Err(limit_too_large(limit));
+        }
+        let name = &t.columns[plan.column].name;
+        let raw = crate::exec::resolve(&plan.query, vals)?.ok_or_else(|| {
+            EngineError::invalid(format!("Unsupported null value for column {name}"))
+        })?;
+        let query = crate::similarity::floats(&raw).ok_or_else(|| {
+            EngineError::invalid(format!("Invalid vector value for column {name}"))
+        })?;
+        if plan.similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
+            return Err(EngineError::invalid(
+                "Zero and near-zero vectors cannot be indexed or queried with cosine similarity",
+            ));
+        }
+        Ok(AnnRun {
+            column: plan.column,
+            query,
+            similarity: plan.similarity,
+            index_id: plan.index_id,
+            limit,
+        })
+    }
+
+    /// The merge key of a row stored under `key`: its score, best first, then its key; `None`
+    /// for a row without a vector (an index holds only rows with one).
+    pub(super) fn sort_key(&self, view: &RowView, key: &[u8]) -> Option<Vec<u8>> {
+        let cell = view.cell(self.column)?;
+        let v = crate::similarity::floats(cell.live_value(view.now.secs)?)?;
+        let score = self.similarity.score(&v, &self.query);
+        if score.is_nan() {
+            return None;
+        }
+        // Order-preserving bits of the float, inverted so that a higher score sorts first.
+        let bits = score.to_bits();
+        let ordered = if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        };
+        let mut k = (!ordered).to_be_bytes().to_vec();
+        k.extend_from_slice(key);
+        Some(k)
+    }
+}
+
+impl SelectRun<'_> {
+    /// Keeps an ANN merge from holding more than twice LIMIT rows (a scan of many rows).
+    pub(super) fn keep_top(&mut self) {
+        let (Some(m), Some(_)) = (self.merge.as_mut(), &self.ann) else {
+            return;
+        };
+        let limit = usize::try_from(m.limit.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
+        if m.rows.len() > limit.saturating_mul(2).max(64) {
+            m.rows.sort_by(|a, b| a.0.cmp(&b.0));
+            m.rows.truncate(limit);
+        }
+    }
+
+    /// Answers the query from the index's graph when that is the plan (an unrestricted ANN
+    /// query on a table the graph serves, with at least `exact_below` rows); `false`: the
+    /// caller scans the rows instead.
+    pub(super) fn run_ann_graph(&mut self, engine: &Engine) -> Result<bool, EngineError> {
+        let Some(ann) = &self.ann else {
+            return Ok(false);
+        };
+        let unrestricted = matches!(
+            self.plan.partitions,
+            PartitionSel::Range {
+                start: None,
+                end: None
+            }
+        ) && self.plan.index.is_none()
+            && self.plan.filters.is_empty()
+            && self.plan.clustering.is_unrestricted();
+        let Some(graph) = engine.vectors.get(ann.index_id) else {
+            return Ok(false);
+        };
+        let total = graph.index.len();
+        if !unrestricted || !graph.usable() || total < engine.vectors.exact_below() {
+            return Ok(false);
+        }
+        let k = usize::try_from(ann.limit).unwrap_or(usize::MAX);
+        let query = ann.query.clone();
+        let mut want = k.max(1);
+        loop {
+            let hits = graph
+                .index
+                .search(&query, want)
+                .map_err(|e| EngineError::invalid(e.to_string()))?;
+            if let Some(m) = self.merge.as_mut() {
+                m.rows.clear();
+            }
+            for h in &hits {
+                let Some(d) = keys::decode_key(&h.primary_key) else {
+                    continue;
+                };
+                self.only_rows = Some(vec![d.clustering.to_vec()]);
+                let flow = self.partition(&h.primary_key[..d.prefix_len], &d.pk, d.token, None);
+                self.only_rows = None;
+                flow?;
+            }
+            let found = self.merge.as_ref().map_or(0, |m| m.rows.len());
+            if found >= k || hits.len() < want || want >= total {
+                return Ok(true);
+            }
+            want = want.saturating_mul(2).min(total);
+        }
+    }
+}
