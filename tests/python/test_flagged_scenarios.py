@@ -2,17 +2,20 @@
 Cassandra 5.0.9 started here with that setting, and a Peregrine started here with the same one.
 
 `scripts/test-all.sh` compares every scenario against one reference Cassandra on its default
-configuration, where materialized views are off: `32_views.cql` (`-- @requires-views`) is
-reported skipped there. This module starts a second Cassandra on FLAGGED_CASSANDRA_PORT
+configuration, where materialized views and DROP COMPACT STORAGE are off: `32_views.cql`
+(`-- @requires-views`) and `38_drop_compact_storage.cql` (`-- @requires-drop-compact-storage`)
+are reported skipped there. This module starts a second Cassandra on FLAGGED_CASSANDRA_PORT
 (default 9252, used by no other test; its data directory is wiped first) with
-`materialized_views_enabled: true`, and a Peregrine with the same key, and runs those scenarios
-through `tests/differential/run.py`: they must run (not be skipped) and match statement by
-statement. Skipped when the Cassandra jars are not installed.
+`materialized_views_enabled: true` and `drop_compact_storage_enabled: true`, and a Peregrine
+with the same keys, and runs those scenarios through `tests/differential/run.py`: they must run
+(not be skipped) and match statement by statement. Skipped when the Cassandra jars are not
+installed.
 """
 
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -23,23 +26,26 @@ PORT = int(os.environ.get("FLAGGED_CASSANDRA_PORT", "9252"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.path.join(HERE, "..", "differential", "run.py")
 # The settings, as each side spells them, and the scenarios that need them.
-PEREGRINE_YAML = "materialized_views_enabled: true\n"
-CASSANDRA_ENV = {"CASSANDRA_MATERIALIZED_VIEWS": "1"}
-SCENARIOS = ["32_views.cql"]
+SETTINGS = "materialized_views_enabled: true\ndrop_compact_storage_enabled: true\n"
+SCENARIOS = ["32_views.cql", "38_drop_compact_storage.cql"]
 
 
 @pytest.fixture(scope="module")
 def cassandra():
-    env = dict(os.environ, **CASSANDRA_ENV)
-    ps.stop_cassandra(PORT, env=env)
-    ps.start_cassandra(PORT, env=env, clean=True)
-    yield PORT
-    ps.stop_cassandra(PORT, env=env)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="flagged-") as extra:
+        extra.write(SETTINGS)
+        extra.flush()
+        # scripts/cassandra.sh appends CASSANDRA_EXTRA_YAML to the node's cassandra.yaml.
+        env = dict(os.environ, CASSANDRA_EXTRA_YAML=extra.name)
+        ps.stop_cassandra(PORT, env=env)
+        ps.start_cassandra(PORT, env=env, clean=True)
+        yield PORT
+        ps.stop_cassandra(PORT, env=env)
 
 
 @pytest.fixture(scope="module")
 def peregrine():
-    yield from own_server_lifetime("peregrine-flagged-", PEREGRINE_YAML, start=True)
+    yield from own_server_lifetime("peregrine-flagged-", SETTINGS, start=True)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
