@@ -56,6 +56,7 @@
 //! - Prepared statement ids are the upstream's; the proxy only remembers what it needs to
 //!   classify and re-prepare them.
 
+mod admin;
 mod cache;
 mod classify;
 mod control;
