@@ -54,6 +54,9 @@ pub enum StorageError {
     /// The store failed and is reopening itself (`FailurePolicy::Stop`).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// A snapshot cannot be taken as asked (its name is taken or unusable).
+    #[error("{0}")]
+    Snapshot(String),
 }
 
 impl From<fjall::Error> for StorageError {

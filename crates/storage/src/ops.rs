@@ -108,7 +108,7 @@ impl LsmStorage {
         check_tag(tag)?;
         let dir = self.snapshots_dir().join(tag);
         if dir.exists() {
-            return Err(StorageError::Io(format!("Snapshot {tag} already exists.")));
+            return Err(StorageError::Snapshot(format!("Snapshot {tag} already exists.")));
         }
         let open = self.shared.current()?;
         let view = open.db.snapshot();
@@ -196,7 +196,7 @@ fn check_tag(tag: &str) -> Result<()> {
         || tag.contains(['/', '\\', '\0'])
         || tag.len() > 200;
     if bad {
-        return Err(StorageError::Io(format!(
+        return Err(StorageError::Snapshot(format!(
             "Invalid snapshot name {tag:?}: it must be a non-empty file name without path separators"
         )));
     }
