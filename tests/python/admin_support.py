@@ -87,6 +87,22 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def server():
+    """A Peregrine with its admin endpoint, for one test module."""
+    s = Server()
+    yield s
+    s.cleanup()
+
+
+@pytest.fixture(scope="module")
+def session(server):
+    """A driver session on `server` (this module's, not the session-wide endpoint's)."""
+    c = server.cluster()
+    yield c.connect()
+    c.shutdown()
+
+
 def nodetool(*args):
     """Runs `peregrine nodetool ARGS`: (exit code, stdout, stderr)."""
     r = subprocess.run([binary(), "nodetool", *args], capture_output=True, text=True, timeout=120)

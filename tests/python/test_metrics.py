@@ -10,23 +10,9 @@ import re
 import pytest
 from cassandra import InvalidRequest
 
-from admin_support import Server, parse_prometheus, value
+from admin_support import parse_prometheus, server, session, value  # noqa: F401 (fixtures)
 
 DASHBOARD = os.path.join(os.path.dirname(__file__), "..", "..", "ops", "grafana", "peregrine.json")
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = Server()
-    yield s
-    s.cleanup()
-
-
-@pytest.fixture(scope="module")
-def session(server):
-    c = server.cluster()
-    yield c.connect()
-    c.shutdown()
 
 
 def scrape(server):

@@ -14,22 +14,8 @@ import time
 import pytest
 from cassandra.cluster import NoHostAvailable
 
-from admin_support import Server, fixture, http, nodetool, binary
+from admin_support import Server, binary, fixture, http, nodetool, server, session  # noqa: F401 (fixtures)
 from conftest import _free_port, _port_open
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = Server()
-    yield s
-    s.cleanup()
-
-
-@pytest.fixture(scope="module")
-def session(server):
-    c = server.cluster()
-    yield c.connect()
-    c.shutdown()
 
 
 @pytest.fixture(scope="module")
