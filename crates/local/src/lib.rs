@@ -11,6 +11,9 @@
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
 //! and passes each request's role to the engine, which checks its permissions.
 //!
+//! It also answers `peregrine nodetool` and adds the store's gauges to `/metrics` (`admin`), and
+//! records each statement's latency by operation type and table in `server::metrics`.
+//!
 //! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
 //! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
 //! module; its settings are keys of the one `server::Config`.

@@ -1,5 +1,6 @@
-//! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand) and
-//! `bench` (the load generator, from the `bench` crate).
+//! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand),
+//! `bench` (the load generator, from the `bench` crate) and `nodetool` (Cassandra's nodetool
+//! against a server's admin endpoint: `nodetool`; the log levels it changes: `logging`).
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
 //! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.

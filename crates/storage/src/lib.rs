@@ -9,6 +9,10 @@
 //! | [`LsmStorage`] | the real thing: the `fjall` LSM tree (WAL, memtable, SSTables, Bloom filters, compaction) |
 //! | [`MemStorage`] | a `BTreeMap` reference model used by the engine's tests |
 //!
+//! [`LsmStorage`] also answers the operator (`ops`): statistics for `/metrics` ([`StorageStats`]),
+//! flush, and consistent snapshots into `<data_dir>/snapshots/<tag>` that open as a data
+//! directory.
+//!
 //! It is **not** a database: it knows nothing of CQL, cells, timestamps or TTLs. Those live in
 //! `engine`, which hands a [`CompactionFilter`] down so that expired data and old tombstones
 //! are purged as part of compaction rather than by a separate sweep.
