@@ -80,3 +80,10 @@ def test_proxy_metrics_per_tier(proxy):
     assert value(families, "peregrine_proxy_upstream_duration_seconds_count") >= 1
     assert "peregrine_request_duration_seconds" in families
     assert "peregrine_storage_memtable_bytes" not in families
+
+
+def test_drain_in_proxy_mode_closes_the_port(proxy):
+    # Last in the module: the proxy takes no clients until enablebinary.
+    assert nt(proxy, "drain") == (0, "", "")
+    assert nt(proxy, "statusbinary")[1] == "not running\n"
+    assert nt(proxy, "enablebinary")[0] == 0

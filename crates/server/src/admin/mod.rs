@@ -129,8 +129,14 @@ pub(crate) async fn serve<B: Backend>(
             _ = shutdown.cancelled() => return,
             r = listener.accept() => r,
         };
-        let Ok((socket, peer)) = accepted else {
-            continue;
+        let (socket, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Typically out of descriptors: wait a little instead of spinning.
+                tracing::warn!("admin endpoint: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let admin = admin.clone();
         tokio::spawn(async move {
@@ -234,8 +240,11 @@ impl<B: Backend> Admin<B> {
             "drain" => {
                 // Cassandra's drain: stop taking clients, then make everything durable.
                 self.binary.send_replace(false);
-                self.backend.admin("flush".into(), json!({})).await?;
-                Ok(json!({}))
+                match self.backend.admin("flush".into(), json!({})).await {
+                    // A proxy has nothing to flush: its data is the upstream's.
+                    Err(e) if e.status != 409 => Err(e),
+                    _ => Ok(json!({})),
+                }
             }
             "getlogginglevels" => {
                 let levels = LOG_LEVELS.get().map(|l| l.levels()).unwrap_or_default();
