@@ -530,7 +530,7 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
                     "Upstream",
                     v["upstream"]
                         .as_array()
-                        .map(|a| a.iter().map(|x| s(x)).collect::<Vec<_>>().join(", "))
+                        .map(|a| a.iter().map(&s).collect::<Vec<_>>().join(", "))
                         .unwrap_or_default(),
                 ));
             }
@@ -544,7 +544,7 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
             if let Some(up) = v["upstream"].as_array() {
                 out.push_str(&format!(
                     "\tProxy in front of: {}\n",
-                    up.iter().map(|x| s(x)).collect::<Vec<_>>().join(", ")
+                    up.iter().map(&s).collect::<Vec<_>>().join(", ")
                 ));
                 return out;
             }
@@ -616,7 +616,7 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
                 .as_array()
                 .filter(|a| !a.is_empty())
                 .map_or("all keyspaces".to_string(), |a| {
-                    a.iter().map(|x| s(x)).collect::<Vec<_>>().join(", ")
+                    a.iter().map(&s).collect::<Vec<_>>().join(", ")
                 });
             format!(
                 "Requested creating snapshot(s) for [{ks}] with snapshot name [{}] and options {{skipFlush=false}}\nSnapshot directory: {}\n",
@@ -629,7 +629,7 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
                 .as_array()
                 .filter(|a| !a.is_empty())
                 .map_or("all keyspaces".to_string(), |a| {
-                    a.iter().map(|x| s(x)).collect::<Vec<_>>().join(", ")
+                    a.iter().map(&s).collect::<Vec<_>>().join(", ")
                 });
             match args["tag"].as_str() {
                 Some(t) => {
