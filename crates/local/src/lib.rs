@@ -11,6 +11,9 @@
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
 //! and passes each request's role to the engine, which checks its permissions.
 //!
+//! It also answers `peregrine nodetool` and adds the store's gauges to `/metrics` (`admin`), and
+//! records each statement's latency by operation type and table in `server::metrics`.
+//!
 //! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
 //! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
 //! module; its settings are keys of the one `server::Config`.
@@ -21,6 +24,7 @@
 //!   already `DbError`s.
 //! - `shutdown` syncs the engine, so a clean stop loses no acknowledged write.
 
+mod admin;
 mod login;
 
 use std::net::IpAddr;
@@ -39,11 +43,14 @@ use proto::response::{
 use server::config::{
     Authenticator, Authorizer, CommitlogSync, Config, DiskFailurePolicy, JournalRecovery,
 };
+use server::metrics::{self, Op};
 use server::{Backend, ConnState, Reply, RequestFlags};
 
 /// The embedded storage engine as a backend.
 pub struct LocalBackend {
     engine: Arc<Engine>,
+    /// The engine's store, for nodetool (flush, compact, snapshots) and `/metrics`.
+    store: Arc<storage::LsmStorage>,
     sync_writes: bool,
     /// With PasswordAuthenticator: the failed-login throttle (and the sign that connections
     /// must log in).
@@ -91,7 +98,8 @@ impl LocalBackend {
             host_id: [0; 16],
             release_version: "5.0.9".into(),
         };
-        let engine = Engine::open_with_filter(Arc::new(store), node, handle)
+        let store = Arc::new(store);
+        let engine = Engine::open_with_filter(store.clone(), node, handle)
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
@@ -108,6 +116,7 @@ impl LocalBackend {
         }
         Ok(LocalBackend {
             engine: Arc::new(engine),
+            store,
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
             login: password.then(|| {
                 login::Throttle::new(
@@ -302,6 +311,14 @@ impl Backend for LocalBackend {
         let engine = self.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
     }
+
+    async fn admin(&self, command: String, args: serde_json::Value) -> server::admin::AdminResult {
+        self.admin_command(&command, args).await
+    }
+
+    fn export_metrics(&self, out: &mut server::metrics::Exposition) {
+        self.export_storage(out);
+    }
 }
 
 /// The warning Cassandra sends with every CREATE MATERIALIZED VIEW.
@@ -393,10 +410,12 @@ impl LocalBackend {
                 let now = Now::system();
                 // Unprepared statements are not the hot path; they may scan or fsync.
                 let text = q.query;
+                let started = Instant::now();
                 let r = self
                     .run(true, move |e| e.query(&text, vals, &opts, now))
                     .await
                     .and_then(|x| x);
+                self.observe_query(&r, started);
                 outcome(r, false)
             }
             Request::Prepare(p) => {
@@ -424,10 +443,13 @@ impl LocalBackend {
                     self.sync_writes || prep.statement.statement.is_role_statement()
                 };
                 let p = prep.clone();
+                let started = Instant::now();
+                let ks = opts.keyspace.clone();
                 let r = self
                     .run(heavy, move |e| e.execute_prepared(&p, vals, &opts, now))
                     .await
                     .and_then(|x| x);
+                observe_prepared(&prep, ks.as_deref(), started);
                 let mut resp = outcome(r, skip);
                 // v5: tell the client when its cached result metadata is stale.
                 if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
@@ -474,10 +496,12 @@ impl LocalBackend {
                     request::BatchKind::Unlogged => engine::BatchKind::Unlogged,
                     request::BatchKind::Counter => engine::BatchKind::Counter,
                 };
+                let started = Instant::now();
                 let r = self
                     .run(self.sync_writes, move |e| e.batch(kind, items, &opts, now))
                     .await
                     .and_then(|x| x);
+                metrics::global().operation(Op::Batch, None, started.elapsed());
                 outcome(r, false)
             }
             Request::AuthResponse(_) => Response::Error(DbError::protocol(
@@ -488,6 +512,58 @@ impl LocalBackend {
             ),
         }
     }
+}
+
+impl LocalBackend {
+    /// Records an unprepared statement by what it answered (the text is parsed by the
+    /// engine, so the table is known only for rows).
+    fn observe_query(&self, r: &Result<Outcome, DbError>, started: Instant) {
+        let m = metrics::global();
+        let d = started.elapsed();
+        match r {
+            // Every column names the result's keyspace and table.
+            Ok(Outcome::Rows(rs)) if rs.columns.first().is_some_and(|c| !c.table.is_empty()) => {
+                let c = &rs.columns[0];
+                let t = m.table(&c.keyspace, &c.table);
+                m.operation(Op::Read, Some(&t), d);
+            }
+            Ok(Outcome::Rows(_)) => m.operation(Op::Read, None, d),
+            Ok(Outcome::Void) => m.operation(Op::Write, None, d),
+            Ok(Outcome::SchemaChange(c)) => {
+                m.operation(Op::Other, None, d);
+                if c.change == "DROPPED" {
+                    admin::forget_dropped_tables(&self.engine);
+                }
+            }
+            _ => m.operation(Op::Other, None, d),
+        }
+    }
+}
+
+/// Records a prepared statement's latency by operation type and table.
+fn observe_prepared(prep: &engine::Prepared, keyspace: Option<&str>, started: Instant) {
+    let statement = &prep.statement.statement;
+    let op = if prep.is_select() {
+        if prep.is_single_partition() {
+            Op::Read
+        } else {
+            Op::RangeRead
+        }
+    } else if statement.is_role_statement() {
+        Op::Other
+    } else {
+        Op::Write
+    };
+    let m = metrics::global();
+    let table = statement.table().and_then(|q| {
+        let ks = q
+            .keyspace
+            .as_deref()
+            .or(prep.keyspace.as_deref())
+            .or(keyspace)?;
+        Some(m.table(ks, &q.name))
+    });
+    m.operation(op, table.as_deref(), started.elapsed());
 }
 
 /// Cassandra's message type name of a request, for protocol errors.

@@ -1,5 +1,6 @@
-//! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand) and
-//! `bench` (the load generator, from the `bench` crate).
+//! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand),
+//! `bench` (the load generator, from the `bench` crate) and `nodetool` (Cassandra's nodetool
+//! against a server's admin endpoint: `nodetool`; the log levels it changes: `logging`).
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
 //! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
@@ -22,6 +23,11 @@ use local::LocalBackend;
 use proxy::ProxyBackend;
 use server::Config;
 use tokio_util::sync::CancellationToken;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+mod logging;
+mod nodetool;
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +50,13 @@ enum Command {
     Serve(ServeArgs),
     /// Run a benchmark against a CQL endpoint.
     Bench(Box<bench::BenchArgs>),
+    /// Cassandra's nodetool against a server's admin endpoint:
+    /// `nodetool [-h HOST] [-p PORT] [-u USER -pw PASSWORD] <command> [args]`.
+    #[command(disable_help_flag = true)]
+    Nodetool {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args, Clone, Default)]
@@ -67,6 +80,10 @@ struct ServeArgs {
     /// Proxy mode: the other proxies' CQL addresses, `host:port[,...]`; overrides `proxy.peers`.
     #[arg(long, value_name = "ADDRS", value_delimiter = ',')]
     proxy_peers: Vec<SocketAddr>,
+    /// Address of the admin endpoint (`/metrics`, `peregrine nodetool`); overrides
+    /// `admin_listen`.
+    #[arg(long, value_name = "ADDR")]
+    admin_listen: Option<SocketAddr>,
 }
 
 #[global_allocator]
@@ -74,16 +91,32 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+    if let Some(Command::Nodetool { args }) = &cli.command {
+        return match nodetool::run(args) {
+            Ok(out) => {
+                print!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}", e.report());
+                ExitCode::from(e.exit_code())
+            }
+        };
+    }
+    let default = tracing_subscriber::EnvFilter::try_from_default_env()
+        .map(|f| f.to_string())
+        .unwrap_or_else(|_| "info".into());
+    let (filter, reload) =
+        tracing_subscriber::reload::Layer::new(tracing_subscriber::EnvFilter::new(&default));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .init();
+    server::admin::set_log_levels(Box::new(logging::Levels::new(&default, reload)));
     let result = match cli.command {
         Some(Command::Bench(args)) => bench::main(*args),
         Some(Command::Serve(args)) => serve(args),
+        Some(Command::Nodetool { .. }) => Ok(()),
         None => serve(cli.serve),
     };
     match result {
@@ -112,6 +145,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !args.proxy_peers.is_empty() {
         config.proxy.peers = args.proxy_peers;
     }
+    if args.admin_listen.is_some() {
+        config.admin_listen = args.admin_listen;
+    }
     config.validate()?;
     raise_open_files(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -124,6 +160,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        let admin = bind_admin(&config).await?;
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
         if config.upstream.is_empty() {
@@ -134,7 +171,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 "peregrine listening on {addr} (data: {})",
                 config.data_dir.display()
             );
-            server::run(config, listener, backend, shutdown).await;
+            let events = server::EventBus::new();
+            server::run_with_admin(config, listener, backend, shutdown, events, admin).await;
         } else {
             // The proxy reports the port it really listens on (`--listen 127.0.0.1:0` in tests).
             config.listen = addr;
@@ -149,11 +187,35 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 "peregrine proxy listening on {addr} (upstream: {})",
                 upstream.join(",")
             );
-            server::run_with_events(config, listener, backend, shutdown, events).await;
+            server::run_with_admin(config, listener, backend, shutdown, events, admin).await;
         }
         tracing::info!("peregrine stopped");
         Ok(())
     })
+}
+
+/// Binds the admin endpoint: `admin_listen` if set (failing the start if it cannot be bound),
+/// else nodetool's default port on loopback if it is free (another local server may hold it).
+async fn bind_admin(config: &Config) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    if !config.admin_enabled {
+        return Ok(None);
+    }
+    let addr = config
+        .admin_listen
+        .unwrap_or(server::config::DEFAULT_ADMIN_LISTEN);
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => {
+            println!("admin endpoint (nodetool, /metrics) on {}", l.local_addr()?);
+            Ok(Some(l))
+        }
+        Err(e) if config.admin_listen.is_none() => {
+            tracing::warn!(
+                "no admin endpoint: cannot listen on the default {addr} ({e}); set admin_listen to run one"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot listen on {addr} (admin_listen)")),
+    }
 }
 
 /// Raises the open-file limit to the hard limit: every client connection is a descriptor, and

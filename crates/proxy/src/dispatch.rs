@@ -518,6 +518,14 @@ impl Backend for ProxyBackend {
             .map(|_| PASSWORD_AUTHENTICATOR.to_string())
     }
 
+    async fn admin(&self, command: String, _args: serde_json::Value) -> server::admin::AdminResult {
+        self.admin_command(&command)
+    }
+
+    fn export_metrics(&self, out: &mut server::metrics::Exposition) {
+        self.export_cache_metrics(out);
+    }
+
     fn shutdown(&self) -> impl std::future::Future<Output = ()> + Send {
         if let Some(task) = self
             .relay

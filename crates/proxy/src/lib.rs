@@ -44,6 +44,7 @@
 //! | `ssd` | the SSD cache tier under the DRAM one: an `LsmStorage`, FIFO byte budget |
 //! | `topology` | `system.local` / `system.peers*` answered by the proxy, token split among proxies |
 //! | `metrics` | counters, latency histogram, the `system_views.peregrine_cache` rows |
+//! | `admin` | `peregrine nodetool` in proxy mode (cache stats, invalidation; data commands refused as the upstream's) and the Prometheus names of the cache metrics |
 //! | `peers` | probing the other proxies, STATUS_CHANGE `UP` / `DOWN` for them ([`ProxyBackend::watch_peers`]) |
 //!
 //! # Invariants
@@ -56,6 +57,7 @@
 //! - Prepared statement ids are the upstream's; the proxy only remembers what it needs to
 //!   classify and re-prepare them.
 
+mod admin;
 mod cache;
 mod classify;
 mod control;

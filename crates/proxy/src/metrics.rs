@@ -112,6 +112,31 @@ impl Metrics {
         out
     }
 
+    /// The upstream round trips as the histogram `peregrine_proxy_upstream_duration_seconds`.
+    pub fn export_latency(&self, out: &mut server::metrics::Exposition) {
+        out.family(
+            "peregrine_proxy_upstream_duration_seconds",
+            "histogram",
+            "Upstream round-trip time of forwarded requests.",
+        );
+        let buckets: Vec<(f64, u64)> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let le = BUCKETS_US
+                    .get(i)
+                    .map_or(f64::INFINITY, |us| *us as f64 / 1e6);
+                (le, b.load(Ordering::Relaxed))
+            })
+            .collect();
+        out.custom_histogram(
+            &[],
+            &buckets,
+            self.latency_sum_us.load(Ordering::Relaxed) as f64 / 1e6,
+        );
+    }
+
     /// The metrics as the Rows result of `SELECT * FROM system_views.peregrine_cache`.
     pub fn rows(&self, cache: &Cache) -> Rows {
         let spec = |name: &str, ty| ColumnSpec {

@@ -118,6 +118,20 @@ pub trait Backend: Send + Sync + 'static {
     fn shutdown(&self) -> impl Future<Output = ()> + Send {
         async {}
     }
+
+    /// Runs the `nodetool` command `command` with its JSON arguments (see `crate::admin`);
+    /// answers a JSON object for the CLI to print. Commands that do not apply to this mode
+    /// answer `AdminError::not_here` saying why; unknown ones `AdminError::unknown`.
+    fn admin(
+        &self,
+        command: String,
+        _args: serde_json::Value,
+    ) -> impl Future<Output = crate::admin::AdminResult> + Send {
+        async move { Err(crate::admin::AdminError::unknown(&command)) }
+    }
+
+    /// Appends the backend's own metrics (storage, cache) to a `/metrics` scrape.
+    fn export_metrics(&self, _out: &mut crate::metrics::Exposition) {}
 }
 
 /// What is known about one client connection once its STARTUP succeeded.

@@ -134,7 +134,22 @@ pub struct Config {
     pub tls_reload_interval: Duration,
     /// Proxy mode settings (cache, staleness, upstream pool); ignored in standalone mode.
     pub proxy: ProxyConfig,
+    /// Address of the admin endpoint (`/metrics`, `peregrine nodetool`). Unset (the default):
+    /// `127.0.0.1:7199` (nodetool's port) if it is free, else none, with a warning; set: that
+    /// address, and the start fails if it cannot be bound. A non-loopback address needs
+    /// `admin_username` and `admin_password`.
+    pub admin_listen: Option<SocketAddr>,
+    /// `false` runs no admin endpoint. Default `true`.
+    pub admin_enabled: bool,
+    /// Credentials the admin endpoint requires (HTTP Basic; `nodetool -u USER -pw PASSWORD`).
+    /// Default none: loopback clients only.
+    pub admin_username: Option<String>,
+    pub admin_password: Option<String>,
 }
+
+/// The admin endpoint's address when `admin_listen` is unset (nodetool's default port).
+pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7199));
 
 /// `proxy.upstream_compression`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,6 +273,10 @@ impl Default for Config {
             client_encryption_options: EncryptionOptions::default(),
             tls_reload_interval: Duration::from_secs(60),
             proxy: ProxyConfig::default(),
+            admin_listen: None,
+            admin_enabled: true,
+            admin_username: None,
+            admin_password: None,
         }
     }
 }
@@ -525,6 +544,22 @@ impl Config {
             if name.split('.').count() != 2 || name.split('.').any(str::is_empty) {
                 problems.push(format!(
                     "`proxy`: table name `{name}` must be written `keyspace.table`"
+                ));
+            }
+        }
+        match (&self.admin_username, &self.admin_password) {
+            (Some(_), None) | (None, Some(_)) => problems.push(
+                "`admin_username` and `admin_password` go together: set both or neither"
+                    .to_string(),
+            ),
+            (Some(u), Some(_)) if u.is_empty() || u.contains(':') => problems
+                .push("`admin_username` must be non-empty and must not contain `:`".to_string()),
+            _ => {}
+        }
+        if let Some(addr) = self.admin_listen {
+            if self.admin_enabled && !addr.ip().is_loopback() && self.admin_password.is_none() {
+                problems.push(format!(
+                    "`admin_listen` is {addr}, off loopback, but no `admin_username`/`admin_password` is set: the admin endpoint flushes, snapshots and stops the server, so it is never open off loopback without authentication"
                 ));
             }
         }
@@ -897,6 +932,21 @@ mod tests {
         assert!(e.to_string().contains("bogus"), "{e}");
         let e = Config::from_yaml("proxy:\n  exclude: [nodot]\n").unwrap_err();
         assert!(e.to_string().contains("nodot"), "{e}");
+    }
+
+    #[test]
+    fn admin_off_loopback_needs_credentials() {
+        let e = Config::from_yaml("admin_listen: 0.0.0.0:7199\n").unwrap_err();
+        assert!(e.to_string().contains("off loopback"), "{e}");
+        let e = Config::from_yaml("admin_username: ops\n").unwrap_err();
+        assert!(e.to_string().contains("go together"), "{e}");
+        let c = Config::from_yaml(
+            "admin_listen: 0.0.0.0:7199\nadmin_username: ops\nadmin_password: pw\n",
+        )
+        .unwrap();
+        assert_eq!(c.admin_listen.map(|a| a.port()), Some(7199));
+        assert!(Config::from_yaml("admin_listen: 127.0.0.1:17199\n").is_ok());
+        assert!(Config::from_yaml("admin_listen: 0.0.0.0:7199\nadmin_enabled: false\n").is_ok());
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
 use crate::config::Config;
 use crate::events::{EventBus, EventKinds};
 use crate::limits::{Address, Admitted, Limits};
+use crate::metrics;
 use crate::response::{
     encode, encode_response, encode_response_with, envelope_header, legacy_error,
 };
@@ -205,7 +206,10 @@ impl<B: Backend> Reader<B> {
                         }
                         return Ending::Quiet;
                     }
-                    Ok(_) => last_read = Instant::now(),
+                    Ok(n) => {
+                        metrics::global().bytes_received_total.add(n as u64);
+                        last_read = Instant::now();
+                    }
                     Err(e) => {
                         tracing::debug!("connection {} read failed: {e}", self.id);
                         return Ending::Quiet;
@@ -542,12 +546,15 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         }
     }
     let bytes = env.body.len() as u64;
+    metrics::global().streams_in_flight.add(1);
     let mut pending = Pending {
         session,
         stream,
         answered: false,
         bytes: 0,
         running: false,
+        started: Instant::now(),
+        opcode: opcode_metric(env.opcode),
     };
     let (req, flags) = match Request::from_envelope(&env) {
         Ok(decoded) => (
@@ -598,6 +605,9 @@ struct Pending<B: Backend> {
     bytes: u64,
     /// Counted as running against the connection's backlog (`OutTx::start_request`).
     running: bool,
+    /// When the request was read, and its opcode's index in `metrics::OPCODES`.
+    started: Instant,
+    opcode: usize,
 }
 
 impl<B: Backend> Pending<B> {
@@ -608,6 +618,7 @@ impl<B: Backend> Pending<B> {
         if !self.session.tx.start_request().await {
             // The client is gone: nobody can receive the answer; the request does not run.
             self.answered = true;
+            metrics::global().streams_in_flight.add(-1);
             let s = &*self.session;
             s.shared
                 .limits
@@ -646,6 +657,12 @@ impl<B: Backend> Pending<B> {
 
     fn answer(&mut self, resp: &Response, extras: &ResponseExtras) {
         self.answered = true;
+        let m = metrics::global();
+        m.streams_in_flight.add(-1);
+        m.request(self.opcode, self.started.elapsed());
+        if let Response::Error(e) = resp {
+            m.error(e.code());
+        }
         let s = &*self.session;
         s.shared
             .limits
@@ -658,11 +675,13 @@ impl<B: Backend> Pending<B> {
         if let (Response::Result(ResultBody::Encoded(body)), true) = (resp, plain) {
             let header = envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
             s.in_flight.release(self.stream);
+            m.bytes_sent_total.add((header.len() + body.len()) as u64);
             s.tx.envelope(header, body.clone());
         } else {
             let frame = encode_response_with(&s.conn, self.stream, resp, extras);
             // Free the id before the client can see the response and reuse it.
             s.in_flight.release(self.stream);
+            m.bytes_sent_total.add(frame.len() as u64);
             s.tx.frame(frame);
         }
         // The answer now counts in the backlog; the running request's share goes.
@@ -695,6 +714,18 @@ async fn sleep_until_some(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The index of a request opcode in `metrics::OPCODES` (out of range for others).
+fn opcode_metric(op: Opcode) -> usize {
+    match op {
+        Opcode::Query => 0,
+        Opcode::Prepare => 1,
+        Opcode::Execute => 2,
+        Opcode::Batch => 3,
+        Opcode::AuthResponse => 4,
+        _ => usize::MAX,
     }
 }
 

@@ -24,6 +24,8 @@
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
+//! | [`admin`] | the admin HTTP endpoint: `/metrics` and the `nodetool` commands |
+//! | [`metrics`] | sharded counters and latency histograms, the Prometheus text writer |
 //! | [`tls`] | `client_encryption_options` and the proxy's upstream TLS on rustls: PEM loading, the optional-mode sniff, reload on file change or SIGHUP |
 //!
 //! # Invariants
@@ -39,11 +41,13 @@
 //! - A request error answers ERROR on its stream and keeps the connection; a framing error
 //!   answers ProtocolError and closes it.
 
+pub mod admin;
 pub mod backend;
 pub mod config;
 mod conn;
 pub mod events;
 mod limits;
+pub mod metrics;
 mod response;
 mod server;
 mod streams;
@@ -54,4 +58,4 @@ pub use backend::{Backend, ConnState, Now, Reply, RequestFlags};
 pub use config::Config;
 pub use conn::CQL_VERSION;
 pub use events::EventBus;
-pub use server::{run, run_with_events};
+pub use server::{run, run_with_admin, run_with_events};

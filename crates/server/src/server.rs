@@ -10,16 +10,18 @@ use proto::frame::ProtocolVersion;
 use proto::response::Response;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admin::{self, Admin};
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::conn::{self, Accepted, Shared};
 use crate::events::EventBus;
 use crate::limits::Limits;
+use crate::metrics;
 use crate::response::encode;
 use crate::tls::{self, ServerTls, Transport};
 
@@ -51,6 +53,19 @@ pub async fn run_with_events<B: Backend>(
     shutdown: CancellationToken,
     events: EventBus,
 ) {
+    run_with_admin(config, listener, backend, shutdown, events, None).await;
+}
+
+/// [`run_with_events`], also serving the admin endpoint (`/metrics`, nodetool) on `admin`
+/// when given (the caller binds it, as it binds the CQL listener).
+pub async fn run_with_admin<B: Backend>(
+    config: Config,
+    listener: TcpListener,
+    backend: Arc<B>,
+    shutdown: CancellationToken,
+    events: EventBus,
+    admin: Option<TcpListener>,
+) {
     let tls = match ServerTls::load(&config.client_encryption_options) {
         Ok(tls) => tls,
         Err(e) => {
@@ -77,14 +92,62 @@ pub async fn run_with_events<B: Backend>(
         events,
         limits: limits.clone(),
     });
+    // `nodetool disablebinary` closes the CQL port and its connections; `enablebinary`
+    // binds it again.
+    let (binary, mut binary_changes) = watch::channel(true);
+    if let Some(admin) = admin {
+        let state = Arc::new(Admin::new(
+            shared.backend.clone(),
+            shared.config.clone(),
+            binary.clone(),
+        ));
+        tokio::spawn(admin::serve(admin, state, shutdown.clone()));
+    }
+    let address = listener.local_addr().ok();
+    let mut listener = Some(listener);
+    let mut clients = shutdown.child_token();
+    let metrics = metrics::global();
     let tracker = TaskTracker::new();
     let next_id = AtomicU64::new(1);
     let mut backoff = Duration::from_millis(5);
     loop {
+        let Some(open) = &listener else {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = binary_changes.changed() => {}
+            }
+            if *binary_changes.borrow_and_update() {
+                match address.map(TcpListener::bind) {
+                    Some(bind) => match bind.await {
+                        Ok(l) => {
+                            tracing::info!(
+                                "native transport started again (nodetool enablebinary)"
+                            );
+                            listener = Some(l);
+                            clients = shutdown.child_token();
+                        }
+                        Err(e) => {
+                            tracing::warn!("enablebinary: cannot listen again: {e}");
+                            binary.send_replace(false);
+                        }
+                    },
+                    None => tracing::warn!("enablebinary: the CQL listener's address is unknown"),
+                }
+            }
+            continue;
+        };
         let accepted = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            r = listener.accept() => r,
+            _ = binary_changes.changed() => {
+                if !*binary_changes.borrow_and_update() {
+                    tracing::info!("native transport stopped (nodetool disablebinary or drain)");
+                    listener = None;
+                    clients.cancel();
+                }
+                continue;
+            }
+            r = open.accept() => r,
         };
         let (socket, addr) = match accepted {
             Ok(a) => {
@@ -106,6 +169,7 @@ pub async fn run_with_events<B: Backend>(
         let _ = socket.set_nodelay(true);
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let Ok(permit) = limit.clone().try_acquire_owned() else {
+            metrics.connections_refused_total.add(1);
             tracing::warn!(
                 "connection from {addr} refused: {max_connections} connections open (max_connections)"
             );
@@ -118,6 +182,7 @@ pub async fn run_with_events<B: Backend>(
         let admitted = match limits.admit(addr.ip()) {
             Ok(a) => a,
             Err(open) => {
+                metrics.connections_refused_total.add(1);
                 tracing::warn!(
                     "connection from {addr} refused: {open} connections open from {} (native_transport_max_concurrent_connections_per_ip)",
                     addr.ip()
@@ -133,8 +198,9 @@ pub async fn run_with_events<B: Backend>(
         };
         tracing::debug!("connection {id} from {addr} accepted");
         let shared = shared.clone();
-        let shutdown = shutdown.clone();
+        let shutdown = clients.clone();
         let tls = tls.clone();
+        let counted = metrics::OpenConnection::new();
         let accepted = Accepted {
             addr,
             id,
@@ -160,6 +226,7 @@ pub async fn run_with_events<B: Backend>(
                 ),
             }
             drop(permit);
+            drop(counted);
         });
     }
     drop(listener);

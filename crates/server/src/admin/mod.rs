@@ -1,0 +1,294 @@
+//! The admin endpoint: a small HTTP/1.1 listener (`admin_listen`, loopback by default) serving
+//! `GET /metrics` (Prometheus text) and `POST /nodetool/<command>` (JSON arguments, JSON answer)
+//! for `peregrine nodetool`.
+//!
+//! The front end answers what it owns itself (`version`, the native transport's
+//! `enablebinary`/`disablebinary`/`statusbinary`, `drain`, log levels, uptime in `info`);
+//! everything else goes to [`Backend::admin`], which answers what makes sense for its mode.
+//!
+//! # Invariants
+//! - Never reachable off loopback without authentication: `Config::validate` refuses a
+//!   non-loopback `admin_listen` without `admin_username`/`admin_password`, and a connection
+//!   from a non-loopback peer is refused when no credentials are configured.
+//! - Every size read off the socket is bounded (`http`), and a client has 10 s to send its
+//!   request.
+//! - Unknown paths answer 404, unknown commands 404 with `{"error": ...}`, bad arguments 400.
+
+mod http;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::Backend;
+use crate::config::Config;
+use crate::metrics::{self, Exposition};
+use http::{HttpRequest, HttpResponse};
+
+pub use http::base64;
+
+/// The release this server presents itself as (`system.local.release_version`).
+pub const RELEASE_VERSION: &str = "5.0.9";
+
+/// Why an admin command failed: an HTTP status and a sentence for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl AdminError {
+    /// Bad arguments (an unknown keyspace or table, a malformed value): 400.
+    pub fn bad(message: impl Into<String>) -> Self {
+        AdminError {
+            status: 400,
+            message: message.into(),
+        }
+    }
+    /// The command does not apply in this mode: 409, with why.
+    pub fn not_here(message: impl Into<String>) -> Self {
+        AdminError {
+            status: 409,
+            message: message.into(),
+        }
+    }
+    /// The command failed on the server: 500.
+    pub fn failed(message: impl Into<String>) -> Self {
+        AdminError {
+            status: 500,
+            message: message.into(),
+        }
+    }
+    /// No such command: 404.
+    pub fn unknown(command: &str) -> Self {
+        AdminError {
+            status: 404,
+            message: format!("unknown admin command {command:?}"),
+        }
+    }
+}
+
+pub type AdminResult = Result<Value, AdminError>;
+
+/// The process's log filter, for `getlogginglevels`/`setlogginglevel` (the binary owns the
+/// logger and registers this once).
+pub trait LogLevels: Send + Sync {
+    /// `(logger, level)` pairs; `ROOT` is the default level.
+    fn levels(&self) -> Vec<(String, String)>;
+    /// Sets `logger`'s level (`ROOT` or empty: the default); `Err` says why not.
+    fn set(&self, logger: &str, level: &str) -> Result<(), String>;
+}
+
+static LOG_LEVELS: OnceLock<Box<dyn LogLevels>> = OnceLock::new();
+
+/// Registers the log filter control (once; later calls are ignored).
+pub fn set_log_levels(control: Box<dyn LogLevels>) {
+    let _ = LOG_LEVELS.set(control);
+}
+
+/// What the admin endpoint shares with the CQL accept loop.
+pub(crate) struct Admin<B> {
+    pub backend: Arc<B>,
+    pub config: Config,
+    /// Whether the native transport accepts clients (`enablebinary`/`disablebinary`).
+    pub binary: watch::Sender<bool>,
+    pub started: Instant,
+    /// `Basic <base64(user:password)>` when credentials are configured.
+    credentials: Option<String>,
+}
+
+impl<B: Backend> Admin<B> {
+    pub fn new(backend: Arc<B>, config: Config, binary: watch::Sender<bool>) -> Self {
+        let credentials = match (&config.admin_username, &config.admin_password) {
+            (Some(u), Some(p)) => Some(format!("Basic {}", base64(format!("{u}:{p}").as_bytes()))),
+            _ => None,
+        };
+        Admin {
+            backend,
+            config,
+            binary,
+            started: Instant::now(),
+            credentials,
+        }
+    }
+}
+
+/// Serves the admin endpoint on `listener` until `shutdown`.
+pub(crate) async fn serve<B: Backend>(
+    listener: TcpListener,
+    admin: Arc<Admin<B>>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = listener.accept() => r,
+        };
+        let (socket, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Typically out of descriptors: wait a little instead of spinning.
+                tracing::warn!("admin endpoint: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let admin = admin.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(http::READ_TIMEOUT, connection(socket, peer, admin)).await;
+        });
+    }
+}
+
+async fn connection<B: Backend>(mut socket: TcpStream, peer: SocketAddr, admin: Arc<Admin<B>>) {
+    let response = match http::read_request(&mut socket).await {
+        Ok(req) => admin.respond(peer, req).await,
+        Err(resp) => resp,
+    };
+    http::write_response(&mut socket, &response).await;
+}
+
+impl<B: Backend> Admin<B> {
+    async fn respond(&self, peer: SocketAddr, req: HttpRequest) -> HttpResponse {
+        match &self.credentials {
+            None if !peer.ip().is_loopback() => {
+                return HttpResponse::error(
+                    403,
+                    "the admin endpoint answers only loopback clients unless admin_username and admin_password are set",
+                )
+            }
+            Some(expected)
+                if !req
+                    .authorization
+                    .as_deref()
+                    .is_some_and(|got| http::same(got.as_bytes(), expected.as_bytes())) =>
+            {
+                return HttpResponse::error(401, "Authentication failed: wrong admin username or password");
+            }
+            _ => {}
+        }
+        if req.path == "/metrics" {
+            if req.method != "GET" {
+                return HttpResponse::error(405, "use GET for /metrics");
+            }
+            return HttpResponse {
+                status: 200,
+                content_type: "text/plain; version=0.0.4",
+                body: self.metrics(),
+            };
+        }
+        let Some(command) = req.path.strip_prefix("/nodetool/") else {
+            return HttpResponse::error(404, &format!("no such path {:?}", req.path));
+        };
+        if req.method != "POST" && req.method != "GET" {
+            return HttpResponse::error(405, "use POST for nodetool commands");
+        }
+        let args: Value = if req.body.is_empty() {
+            json!({})
+        } else {
+            match serde_json::from_slice(&req.body) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => return HttpResponse::error(400, "the body must be a JSON object"),
+            }
+        };
+        match self.command(command, args).await {
+            Ok(v) => HttpResponse::json(200, v),
+            Err(e) => HttpResponse::error(e.status, &e.message),
+        }
+    }
+
+    /// The whole `/metrics` document.
+    fn metrics(&self) -> String {
+        let mut out = Exposition::new();
+        out.family(
+            "peregrine_uptime_seconds",
+            "gauge",
+            "Seconds since the server started.",
+        );
+        out.sample(&[], self.started.elapsed().as_secs_f64().floor());
+        out.family(
+            "peregrine_native_transport_enabled",
+            "gauge",
+            "1 while the CQL port accepts clients (nodetool enablebinary/disablebinary).",
+        );
+        out.sample(&[], f64::from(u8::from(*self.binary.borrow())));
+        metrics::global().export(&mut out);
+        self.backend.export_metrics(&mut out);
+        out.finish()
+    }
+
+    async fn command(&self, command: &str, args: Value) -> AdminResult {
+        match command {
+            "version" => Ok(json!({
+                "release_version": RELEASE_VERSION,
+                "peregrine_version": env!("CARGO_PKG_VERSION"),
+            })),
+            "statusbinary" => Ok(json!({ "running": *self.binary.borrow() })),
+            "enablebinary" => {
+                self.binary.send_replace(true);
+                Ok(json!({}))
+            }
+            "disablebinary" => {
+                self.binary.send_replace(false);
+                Ok(json!({}))
+            }
+            "drain" => {
+                // Cassandra's drain: stop taking clients, then make everything durable.
+                self.binary.send_replace(false);
+                match self.backend.admin("flush".into(), json!({})).await {
+                    // A proxy has nothing to flush: its data is the upstream's.
+                    Err(e) if e.status != 409 => Err(e),
+                    _ => Ok(json!({})),
+                }
+            }
+            "getlogginglevels" => {
+                let levels = LOG_LEVELS.get().map(|l| l.levels()).unwrap_or_default();
+                Ok(json!({ "levels": levels }))
+            }
+            "setlogginglevel" => {
+                let Some(control) = LOG_LEVELS.get() else {
+                    return Err(AdminError::not_here(
+                        "log levels cannot be changed in this process",
+                    ));
+                };
+                let logger = args["class"].as_str().unwrap_or("");
+                let level = args["level"].as_str().unwrap_or("");
+                control.set(logger, level).map_err(AdminError::bad)?;
+                Ok(json!({}))
+            }
+            "info" | "status" => {
+                let mut v = self.backend.admin(command.into(), args).await?;
+                if let Value::Object(m) = &mut v {
+                    m.insert(
+                        "uptime_seconds".into(),
+                        json!(self.started.elapsed().as_secs()),
+                    );
+                    m.insert("native_transport".into(), json!(*self.binary.borrow()));
+                    m.insert("cluster_name".into(), json!(self.config.cluster_name));
+                    m.insert("release_version".into(), json!(RELEASE_VERSION));
+                    m.insert("address".into(), json!(self.config.listen.ip().to_string()));
+                }
+                Ok(v)
+            }
+            _ => self.backend.admin(command.into(), args).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_their_status() {
+        assert_eq!(AdminError::bad("x").status, 400);
+        assert_eq!(AdminError::unknown("bogus").status, 404);
+        assert_eq!(AdminError::not_here("x").status, 409);
+        assert_eq!(AdminError::failed("x").status, 500);
+    }
+}
