@@ -524,8 +524,7 @@ impl LocalBackend {
             // Every column names the result's keyspace and table.
             Ok(Outcome::Rows(rs)) if rs.columns.first().is_some_and(|c| !c.table.is_empty()) => {
                 let c = &rs.columns[0];
-                let t = m.table(&c.keyspace, &c.table);
-                m.operation(Op::Read, Some(&t), d);
+                m.table_operation(Op::Read, &c.keyspace, &c.table, d);
             }
             Ok(Outcome::Rows(_)) => m.operation(Op::Read, None, d),
             Ok(Outcome::Void) => m.operation(Op::Write, None, d),
@@ -555,15 +554,19 @@ fn observe_prepared(prep: &engine::Prepared, keyspace: Option<&str>, started: In
         Op::Write
     };
     let m = metrics::global();
+    let d = started.elapsed();
     let table = statement.table().and_then(|q| {
         let ks = q
             .keyspace
             .as_deref()
             .or(prep.keyspace.as_deref())
             .or(keyspace)?;
-        Some(m.table(ks, &q.name))
+        Some((ks, q.name.as_str()))
     });
-    m.operation(op, table.as_deref(), started.elapsed());
+    match table {
+        Some((ks, name)) => m.table_operation(op, ks, name, d),
+        None => m.operation(op, None, d),
+    }
 }
 
 /// Cassandra's message type name of a request, for protocol errors.

@@ -8,13 +8,13 @@
 //! `docs/operations.md` lists them.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use rustc_hash::FxHashMap;
 
 /// Shards per counter: more than the cores a node usually has, so threads rarely share one.
 const SHARDS: usize = 16;
@@ -228,7 +228,7 @@ pub const ERROR_CODES: [(i32, &str); 18] = [
 /// Request opcodes with their own latency histogram.
 pub const OPCODES: [&str; 5] = ["query", "prepare", "execute", "batch", "auth_response"];
 
-type TableMap = HashMap<Arc<str>, HashMap<Arc<str>, Arc<TableMetrics>>>;
+type TableMap = FxHashMap<Arc<str>, FxHashMap<Arc<str>, Arc<TableMetrics>>>;
 
 /// The front end's metrics, and the per-operation and per-table ones a backend records.
 pub struct Metrics {
@@ -261,7 +261,7 @@ impl Default for Metrics {
             requests: Default::default(),
             errors: Default::default(),
             ops: TableMetrics::default(),
-            tables: ArcSwap::from_pointee(HashMap::new()),
+            tables: ArcSwap::from_pointee(FxHashMap::default()),
             tables_insert: Mutex::new(()),
         }
     }
@@ -301,6 +301,16 @@ impl Metrics {
         self.ops.observe(op, d);
         if let Some(t) = table {
             t.observe(op, d);
+        }
+    }
+
+    /// Records an operation on `keyspace.table` (see [`Metrics::operation`]) without taking
+    /// a reference to the table's metrics (no shared reference count written per request).
+    pub fn table_operation(&self, op: Op, keyspace: &str, table: &str, d: Duration) {
+        let tables = self.tables.load();
+        match tables.get(keyspace).and_then(|k| k.get(table)) {
+            Some(t) => self.operation(op, Some(t), d),
+            None => self.operation(op, Some(&self.table(keyspace, table)), d),
         }
     }
 
