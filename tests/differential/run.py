@@ -265,7 +265,7 @@ def compare(stmt, oa, ob):
         if oa.error != ob.error:
             diffs += [f"error code differs: a {_fmt_code(oa.error)} vs b {_fmt_code(ob.error)}",
                       f"  a: {oa.error_text[:300]}", f"  b: {ob.error_text[:300]}"]
-        elif stmt.directives.get("messages") and _message(oa.error_text) != _message(ob.error_text):
+        elif stmt.directives.get("messages") and _comparable(oa.error_text) != _comparable(ob.error_text):
             diffs += ["error message differs:", f"  a: {_message(oa.error_text)[:300]}",
                       f"  b: {_message(ob.error_text)[:300]}"]
         return diffs
@@ -310,6 +310,20 @@ def _message(error_text):
     """The server's message out of the driver's error text (`... message="..."`)."""
     m = re.search(r'message="(.*)"', error_text, re.S)
     return m.group(1) if m else error_text
+
+
+# "Ambiguous call to function f (can be matched by following signatures: s1, s2): ..." and
+# "... none of its type signatures match (known type signatures: s1, s2)": Cassandra lists the
+# signatures in its HashMultimap's order, which changes from one start to the next.
+_SIGNATURES = re.compile(
+    r"((?:can be matched by following signatures|known type signatures): )(.*?)(\)(?:: use type casts|$))",
+    re.S)
+
+
+def _comparable(error_text):
+    """The message as compared: a function's listed signatures in sorted order."""
+    return _SIGNATURES.sub(lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))) + m.group(3),
+                           _message(error_text))
 
 
 def _fmt_code(c):
