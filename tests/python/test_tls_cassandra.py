@@ -85,4 +85,9 @@ def test_the_proxy_speaks_mutual_tls_to_cassandra(setup, peregrine, version):
 
 def test_the_proxy_without_a_client_certificate_is_refused_by_cassandra(setup, peregrine):
     proxy = peregrine(upstream_tls_yaml(setup, PORT, client_cert=False))
-    assert "CertificateRequired" in refused(proxy.port)
+    err = refused(proxy.port)
+    assert "no upstream node is reachable" in err, err
+    # TLS 1.3: the client's certificate is checked after the client finished its handshake, so
+    # Cassandra's refusal reaches the proxy as its alert, or as a reset when the socket is closed
+    # before the alert is read (seen once in 20 runs).
+    assert "CertificateRequired" in err or "Connection reset" in err, err
