@@ -40,8 +40,12 @@ def hog_descriptors(port):
 class Writes:
     """Numbered rows `f.t (k, v)` written one by one, remembering which were acknowledged."""
 
-    def __init__(self, session, insert, value):
-        self.session, self.insert, self.value = session, insert, value
+    def __init__(self, session, value):
+        """Creates keyspace `f` and table `f.t` on `session`; rows will carry `value`."""
+        session.execute(f"CREATE KEYSPACE f WITH replication = {KS_REPLICATION}")
+        session.execute("CREATE TABLE f.t (k int PRIMARY KEY, v text)")
+        self.session, self.value = session, value
+        self.insert = session.prepare("INSERT INTO f.t (k, v) VALUES (?, ?)")
         self.k = 0
         self.acknowledged, self.failures = [], []
 
@@ -86,15 +90,11 @@ def test_writes_resume_by_themselves_after_descriptors_ran_out():
     try:
         cluster = server.cluster()
         session = wait_for_session(cluster)
-        session.execute(f"CREATE KEYSPACE f WITH replication = {KS_REPLICATION}")
-        session.execute("CREATE TABLE f.t (k int PRIMARY KEY, v text)")
-        insert = session.prepare("INSERT INTO f.t (k, v) VALUES (?, ?)")
-        value = "x" * 2000
+        writes = Writes(session, "x" * 2000)
 
         socks = hog_descriptors(server.port)
         assert len(socks) > 100, len(socks)
         # ~1 MiB memtables: a flush is due every ~500 writes, and cannot open its file.
-        writes = Writes(session, insert, value)
         writes.until_one_fails(20000)
         assert writes.failures, "no write failed with every descriptor in use"
         assert "storage" in writes.failures[0], writes.failures[0]

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from test_disk_failure import Writes
-from test_durability import KS_REPLICATION, Server, _find_peregrine, wait_for_session
+from test_durability import Server, _find_peregrine, wait_for_session
 
 HEADROOM = 6 * 1024 * 1024
 
@@ -59,12 +59,9 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
     try:
         cluster = server.cluster()
         session = wait_for_session(cluster)
-        session.execute(f"CREATE KEYSPACE f WITH replication = {KS_REPLICATION}")
-        session.execute("CREATE TABLE f.t (k int PRIMARY KEY, v text)")
-        insert = session.prepare("INSERT INTO f.t (k, v) VALUES (?, ?)")
+        writes = Writes(session, "x" * 2000)
         filler = fill(mnt, HEADROOM)
 
-        writes = Writes(session, insert, "x" * 2000)
         writes.until_one_fails(50000)
         assert writes.failures, "no write failed on a full disk"
         assert "storage" in writes.failures[0], writes.failures[0]
