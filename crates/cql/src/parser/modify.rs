@@ -1,0 +1,269 @@
+//! `INSERT`, `UPDATE`, `DELETE` and `BATCH`, with their `USING` and `IF` clauses.
+
+use super::*;
+
+impl Parser<'_> {
+    // ---- INSERT / UPDATE / DELETE / BATCH -----------------------------------------------------
+
+    pub(super) fn insert(&mut self) -> PResult<InsertStatement> {
+        self.expect_kw("insert")?;
+        self.expect_kw("into")?;
+        let table = self.qualified_name()?;
+        let values = if self.eat_kw("json") {
+            let json = self.term()?;
+            let mut default_unset = false;
+            if self.eat_kw("default") {
+                if self.eat_kw("unset") {
+                    default_unset = true;
+                } else {
+                    self.expect_kw("null")?;
+                }
+            }
+            InsertValues::Json {
+                json,
+                default_unset,
+            }
+        } else {
+            let open = self.expect(Tok::LParen)?;
+            let columns = self.comma_list(Self::ident)?;
+            self.expect(Tok::RParen)?;
+            self.expect_kw("values")?;
+            self.expect(Tok::LParen)?;
+            let values = self.comma_list(Self::term)?;
+            self.expect(Tok::RParen)?;
+            if columns.len() != values.len() {
+                return Err(self.invalid(open, "Unmatched column names/values".to_string()));
+            }
+            InsertValues::Values { columns, values }
+        };
+        // Cassandra's order is IF NOT EXISTS then USING; accept either.
+        let mut if_not_exists = self.if_not_exists()?;
+        let using = self.using_clause()?;
+        if !if_not_exists {
+            if_not_exists = self.if_not_exists()?;
+        }
+        Ok(InsertStatement {
+            table,
+            values,
+            if_not_exists,
+            using,
+        })
+    }
+
+    pub(super) fn using_clause(&mut self) -> PResult<UsingClause> {
+        let mut u = UsingClause::default();
+        if !self.eat_kw("using") {
+            return Ok(u);
+        }
+        loop {
+            if self.eat_kw("ttl") {
+                u.ttl = Some(self.term()?);
+            } else if self.eat_kw("timestamp") {
+                u.timestamp = Some(self.term()?);
+            } else {
+                return Err(self.no_viable());
+            }
+            if !self.eat_kw("and") {
+                return Ok(u);
+            }
+        }
+    }
+
+    pub(super) fn update(&mut self) -> PResult<UpdateStatement> {
+        self.expect_kw("update")?;
+        let table = self.qualified_name()?;
+        let using = self.using_clause()?;
+        self.expect_kw("set")?;
+        let assignments = self.comma_list(Self::assignment)?;
+        self.expect_kw("where")?;
+        let where_clause = self.where_clause()?;
+        let condition = self.if_clause()?;
+        Ok(UpdateStatement {
+            table,
+            using,
+            assignments,
+            where_clause,
+            condition,
+        })
+    }
+
+    pub(super) fn assignment(&mut self) -> PResult<Assignment> {
+        let column = self.ident()?;
+        match self.peek().kind {
+            Tok::LBracket => {
+                self.bump();
+                let key = self.term()?;
+                self.expect(Tok::RBracket)?;
+                self.expect(Tok::Eq)?;
+                let value = self.term()?;
+                Ok(Assignment::SetElement { column, key, value })
+            }
+            Tok::Dot => {
+                self.bump();
+                let field = self.ident()?;
+                self.expect(Tok::Eq)?;
+                let value = self.term()?;
+                Ok(Assignment::SetField {
+                    column,
+                    field,
+                    value,
+                })
+            }
+            Tok::PlusEq => {
+                self.bump();
+                let value = self.term()?;
+                Ok(Assignment::Add { column, value })
+            }
+            Tok::MinusEq => {
+                self.bump();
+                let value = self.term()?;
+                Ok(Assignment::Subtract { column, value })
+            }
+            Tok::Eq => {
+                self.bump();
+                if !self.is_term_start(0) && self.is_ident_at(0) {
+                    // `c = c + term` / `c = c - term`.
+                    let other_tok = self.peek();
+                    let other = self.ident()?;
+                    let add = match self.peek().kind {
+                        Tok::Plus => true,
+                        Tok::Minus => false,
+                        _ => return Err(self.no_viable()),
+                    };
+                    self.bump();
+                    let value = self.term()?;
+                    if other != column {
+                        return Err(self.invalid(
+                            other_tok,
+                            "Only expressions of the form X = X +<value> are supported."
+                                .to_string(),
+                        ));
+                    }
+                    return Ok(if add {
+                        Assignment::Add { column, value }
+                    } else {
+                        Assignment::Subtract { column, value }
+                    });
+                }
+                let value = self.term()?;
+                if self.at(Tok::Plus) && self.is_ident_at(1) {
+                    // `c = term + c`: list prepend.
+                    self.bump();
+                    let other_tok = self.peek();
+                    let other = self.ident()?;
+                    if other != column {
+                        return Err(self.invalid(
+                            other_tok,
+                            "Only expressions of the form X = <value> + X are supported."
+                                .to_string(),
+                        ));
+                    }
+                    return Ok(Assignment::Prepend { column, value });
+                }
+                Ok(Assignment::Set { column, value })
+            }
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    pub(super) fn if_clause(&mut self) -> PResult<Option<IfClause>> {
+        if !self.eat_kw("if") {
+            return Ok(None);
+        }
+        if self.eat_kw("exists") {
+            return Ok(Some(IfClause::Exists));
+        }
+        let mut conds = vec![self.condition()?];
+        while self.eat_kw("and") {
+            conds.push(self.condition()?);
+        }
+        Ok(Some(IfClause::Conditions(conds)))
+    }
+
+    pub(super) fn condition(&mut self) -> PResult<Condition> {
+        let column = self.ident()?;
+        let target = self.element_or_field()?;
+        let op = if self.eat_kw("in") {
+            ConditionOp::In(self.in_values()?)
+        } else {
+            let op = self.relation_op()?;
+            ConditionOp::Compare(op, self.term()?)
+        };
+        Ok(Condition { column, target, op })
+    }
+
+    pub(super) fn element_or_field(&mut self) -> PResult<Option<ElementOrField>> {
+        if self.eat(Tok::LBracket) {
+            let key = self.term()?;
+            self.expect(Tok::RBracket)?;
+            Ok(Some(ElementOrField::Element(key)))
+        } else if self.eat(Tok::Dot) {
+            Ok(Some(ElementOrField::Field(self.ident()?)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    pub(super) fn delete(&mut self) -> PResult<DeleteStatement> {
+        self.expect_kw("delete")?;
+        let targets = if self.at_kw("from") {
+            Vec::new()
+        } else {
+            self.comma_list(|p| {
+                let column = p.ident()?;
+                let target = p.element_or_field()?;
+                Ok(DeleteTarget { column, target })
+            })?
+        };
+        self.expect_kw("from")?;
+        let table = self.qualified_name()?;
+        let using = self.using_clause()?;
+        self.expect_kw("where")?;
+        let where_clause = self.where_clause()?;
+        let condition = self.if_clause()?;
+        Ok(DeleteStatement {
+            table,
+            targets,
+            using,
+            where_clause,
+            condition,
+        })
+    }
+
+    pub(super) fn batch(&mut self) -> PResult<BatchStatement> {
+        self.expect_kw("begin")?;
+        let kind = if self.eat_kw("unlogged") {
+            BatchKind::Unlogged
+        } else if self.eat_kw("counter") {
+            BatchKind::Counter
+        } else {
+            BatchKind::Logged
+        };
+        self.expect_kw("batch")?;
+        let using = self.using_clause()?;
+        let mut statements = Vec::new();
+        loop {
+            while self.eat(Tok::Semi) {}
+            if self.at_kw("apply") {
+                break;
+            }
+            let s = if self.at_kw("insert") {
+                ModificationStatement::Insert(self.insert()?)
+            } else if self.at_kw("update") {
+                ModificationStatement::Update(self.update()?)
+            } else if self.at_kw("delete") {
+                ModificationStatement::Delete(self.delete()?)
+            } else {
+                return Err(self.no_viable());
+            };
+            statements.push(s);
+        }
+        self.expect_kw("apply")?;
+        self.expect_kw("batch")?;
+        Ok(BatchStatement {
+            kind,
+            using,
+            statements,
+        })
+    }
+}

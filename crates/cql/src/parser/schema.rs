@@ -1,0 +1,557 @@
+//! Schema statements: `CREATE`, `ALTER` and `DROP` of keyspaces, tables, types, indexes and
+//! functions (views are in `view`), with table properties.
+
+use super::*;
+
+impl Parser<'_> {
+    // ---- DDL ---------------------------------------------------------------------------------
+
+    pub(super) fn create(&mut self) -> PResult<Statement> {
+        self.expect_kw("create")?;
+        if self.eat_kw("keyspace") {
+            let if_not_exists = self.if_not_exists()?;
+            let name = self.ident()?;
+            self.expect_kw("with")?;
+            let properties = self.properties()?;
+            return Ok(Statement::CreateKeyspace(CreateKeyspace {
+                name,
+                if_not_exists,
+                properties,
+            }));
+        }
+        if self.eat_kw("table") || self.eat_kw("columnfamily") {
+            return Ok(Statement::CreateTable(self.create_table()?));
+        }
+        if self.eat_kw("type") {
+            let if_not_exists = self.if_not_exists()?;
+            let name = self.qualified_name()?;
+            self.expect(Tok::LParen)?;
+            let fields = self.comma_list(|p| {
+                let f = p.ident()?;
+                Ok((f, p.cql_type()?))
+            })?;
+            self.expect(Tok::RParen)?;
+            return Ok(Statement::CreateType(CreateType {
+                name,
+                if_not_exists,
+                fields,
+            }));
+        }
+        if self.at_kw("index") || (self.at_kw("custom") && self.kw_at_n(1, "index")) {
+            return Ok(Statement::CreateIndex(self.create_index()?));
+        }
+        if self.eat_kw("role") {
+            let if_not_exists = self.if_not_exists()?;
+            let name = self.role_name()?;
+            let options = if self.eat_kw("with") {
+                self.role_options()?
+            } else {
+                RoleOptions::default()
+            };
+            return Ok(Statement::CreateRole(CreateRole {
+                name,
+                if_not_exists,
+                is_user: false,
+                options,
+            }));
+        }
+        if self.eat_kw("user") {
+            let if_not_exists = self.if_not_exists()?;
+            let name = self.user_name()?;
+            let options = self.user_options()?;
+            return Ok(Statement::CreateRole(CreateRole {
+                name,
+                if_not_exists,
+                is_user: true,
+                options,
+            }));
+        }
+        if self.at_kw("or") && self.kw_at_n(1, "replace") {
+            self.pos += 2;
+        }
+        if self.at_kw("function") {
+            return self.unsupported("CREATE FUNCTION");
+        }
+        if self.at_kw("aggregate") {
+            return self.unsupported("CREATE AGGREGATE");
+        }
+        if self.at_kw("materialized") {
+            return self.create_view();
+        }
+        if self.at_kw("trigger") {
+            return self.unsupported("CREATE TRIGGER");
+        }
+        Err(self.no_viable())
+    }
+
+    pub(super) fn create_table(&mut self) -> PResult<CreateTable> {
+        let if_not_exists = self.if_not_exists()?;
+        let name = self.qualified_name()?;
+        self.expect(Tok::LParen)?;
+        let mut columns = Vec::new();
+        let mut key: Option<(Vec<String>, Vec<String>)> = None;
+        let mut multiple_keys = false;
+        loop {
+            if self.at_kw("primary") {
+                self.bump();
+                self.expect_kw("key")?;
+                self.expect(Tok::LParen)?;
+                let partition = if self.eat(Tok::LParen) {
+                    let v = self.comma_list(Self::ident)?;
+                    self.expect(Tok::RParen)?;
+                    v
+                } else {
+                    vec![self.ident()?]
+                };
+                let mut clustering = Vec::new();
+                while self.eat(Tok::Comma) {
+                    clustering.push(self.ident()?);
+                }
+                self.expect(Tok::RParen)?;
+                multiple_keys |= key.is_some();
+                key = Some((partition, clustering));
+            } else {
+                let col = self.ident()?;
+                let ty = self.cql_type()?;
+                let is_static = self.eat_kw("static");
+                if self.eat_kw("primary") {
+                    self.expect_kw("key")?;
+                    multiple_keys |= key.is_some();
+                    key = Some((vec![col.clone()], Vec::new()));
+                }
+                columns.push(ColumnDef {
+                    name: col,
+                    ty,
+                    is_static,
+                });
+            }
+            if !self.eat(Tok::Comma) || self.at(Tok::RParen) {
+                break;
+            }
+        }
+        let close = self.expect(Tok::RParen)?;
+        let options = if self.eat_kw("with") {
+            self.table_options()?
+        } else {
+            TableOptions::default()
+        };
+        if multiple_keys {
+            return Err(self.invalid(
+                close,
+                "Multiple PRIMARY KEYs specified (exactly one required)".to_string(),
+            ));
+        }
+        let Some((partition_key, clustering_columns)) = key else {
+            return Err(self.invalid(
+                close,
+                format!(
+                    "No PRIMARY KEY specifed for table '{}' (exactly one required)",
+                    name.name
+                ),
+            ));
+        };
+        Ok(CreateTable {
+            name,
+            if_not_exists,
+            columns,
+            partition_key,
+            clustering_columns,
+            options,
+        })
+    }
+
+    pub(super) fn table_options(&mut self) -> PResult<TableOptions> {
+        let mut o = TableOptions::default();
+        loop {
+            if self.at_kw("clustering") && self.kw_at_n(1, "order") {
+                self.pos += 2;
+                self.expect_kw("by")?;
+                self.expect(Tok::LParen)?;
+                o.clustering_order = self.comma_list(Self::ordering)?;
+                self.expect(Tok::RParen)?;
+            } else if self.at_kw("compact") && self.kw_at_n(1, "storage") {
+                self.pos += 2;
+                o.compact_storage = true;
+            } else {
+                let p = self.property()?;
+                self.push_property(&mut o.properties, p)?;
+            }
+            if !self.eat_kw("and") {
+                return Ok(o);
+            }
+        }
+    }
+
+    pub(super) fn properties(&mut self) -> PResult<Vec<Property>> {
+        let mut v = Vec::new();
+        loop {
+            let p = self.property()?;
+            self.push_property(&mut v, p)?;
+            if !self.eat_kw("and") {
+                return Ok(v);
+            }
+        }
+    }
+
+    pub(super) fn push_property(&self, props: &mut Vec<Property>, p: Property) -> PResult<()> {
+        if props.iter().any(|q| q.name == p.name) {
+            let t = self.toks[self.pos.saturating_sub(1)];
+            return Err(ParseError::syntax_at(
+                self.src,
+                t.start as usize,
+                format!("Multiple definition for property '{}'", p.name),
+            ));
+        }
+        props.push(p);
+        Ok(())
+    }
+
+    pub(super) fn property(&mut self) -> PResult<Property> {
+        let name = self.ident()?;
+        self.expect(Tok::Eq)?;
+        let value = if self.at(Tok::LBrace) {
+            PropertyValue::Map(self.property_map()?)
+        } else {
+            PropertyValue::Literal(self.property_constant()?)
+        };
+        Ok(Property { name, value })
+    }
+
+    /// A constant property value; an unreserved word is taken as a string (Cassandra's
+    /// `propertyValue: constant | unreserved_keyword`).
+    pub(super) fn property_constant(&mut self) -> PResult<Literal> {
+        let t = self.peek();
+        if t.kind == Tok::Ident && !is_term_keyword(self.text(t)) && !is_reserved(self.text(t)) {
+            self.bump();
+            return Ok(Literal::String(self.text(t).to_string()));
+        }
+        let literal_start = matches!(
+            t.kind,
+            Tok::Str
+                | Tok::DollarStr
+                | Tok::Integer
+                | Tok::Float
+                | Tok::Uuid
+                | Tok::Hex
+                | Tok::Duration
+                | Tok::Minus
+                | Tok::Ident
+        );
+        if !literal_start {
+            return Err(self.no_viable());
+        }
+        match self.term_unary()? {
+            Term::Literal(l) => Ok(l),
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    pub(super) fn property_map(&mut self) -> PResult<Vec<(String, String)>> {
+        self.expect(Tok::LBrace)?;
+        let mut entries = Vec::new();
+        if self.eat(Tok::RBrace) {
+            return Ok(entries);
+        }
+        loop {
+            let k = literal_text(self.property_constant()?);
+            self.expect(Tok::Colon)?;
+            let v = literal_text(self.property_constant()?);
+            entries.push((k, v));
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(Tok::RBrace)?;
+        Ok(entries)
+    }
+
+    pub(super) fn create_index(&mut self) -> PResult<CreateIndex> {
+        let custom = self.eat_kw("custom");
+        self.expect_kw("index")?;
+        let if_not_exists = self.if_not_exists()?;
+        let name = if self.at_kw("on") {
+            None
+        } else {
+            Some(self.ident()?)
+        };
+        self.expect_kw("on")?;
+        let table = self.qualified_name()?;
+        self.expect(Tok::LParen)?;
+        let targets = if self.at(Tok::RParen) {
+            Vec::new()
+        } else {
+            self.comma_list(Self::index_target)?
+        };
+        self.expect(Tok::RParen)?;
+        let mut custom_class = None;
+        if self.eat_kw("using") {
+            custom_class = Some(self.string_literal()?);
+        }
+        let mut options = Vec::new();
+        if self.eat_kw("with") {
+            options = self.properties()?;
+        }
+        if custom && custom_class.is_none() {
+            return Err(self.mismatched("K_USING"));
+        }
+        Ok(CreateIndex {
+            name,
+            table,
+            if_not_exists,
+            targets,
+            custom_class,
+            options,
+        })
+    }
+
+    pub(super) fn index_target(&mut self) -> PResult<IndexTarget> {
+        if self.at_n(1, Tok::LParen) {
+            let t = self.peek();
+            let w = self.text(t);
+            let kind = if w.eq_ignore_ascii_case("keys") {
+                Some(IndexTargetKind::Keys)
+            } else if w.eq_ignore_ascii_case("values") {
+                Some(IndexTargetKind::Values)
+            } else if w.eq_ignore_ascii_case("entries") {
+                Some(IndexTargetKind::Entries)
+            } else if w.eq_ignore_ascii_case("full") {
+                Some(IndexTargetKind::Full)
+            } else {
+                None
+            };
+            if let (Tok::Ident, Some(kind)) = (t.kind, kind) {
+                self.pos += 2;
+                let column = self.ident()?;
+                self.expect(Tok::RParen)?;
+                return Ok(IndexTarget { column, kind });
+            }
+        }
+        Ok(IndexTarget {
+            column: self.ident()?,
+            kind: IndexTargetKind::Simple,
+        })
+    }
+
+    pub(super) fn alter(&mut self) -> PResult<Statement> {
+        self.expect_kw("alter")?;
+        if self.eat_kw("keyspace") {
+            let if_exists = self.if_exists()?;
+            let name = self.ident()?;
+            self.expect_kw("with")?;
+            let properties = self.properties()?;
+            return Ok(Statement::AlterKeyspace(AlterKeyspace {
+                name,
+                if_exists,
+                properties,
+            }));
+        }
+        if self.eat_kw("table") || self.eat_kw("columnfamily") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            let action = self.alter_table_action()?;
+            return Ok(Statement::AlterTable(AlterTable {
+                name,
+                if_exists,
+                action,
+            }));
+        }
+        if self.eat_kw("type") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            let action = if self.eat_kw("add") {
+                let if_not_exists = self.if_not_exists()?;
+                let field = self.ident()?;
+                let ty = self.cql_type()?;
+                AlterTypeAction::Add {
+                    if_not_exists,
+                    field,
+                    ty,
+                }
+            } else if self.eat_kw("rename") {
+                let if_exists = self.if_exists()?;
+                AlterTypeAction::Rename {
+                    if_exists,
+                    renames: self.renames()?,
+                }
+            } else {
+                return Err(self.no_viable());
+            };
+            return Ok(Statement::AlterType(AlterType {
+                name,
+                if_exists,
+                action,
+            }));
+        }
+        if self.eat_kw("role") {
+            let if_exists = self.if_exists()?;
+            let name = self.role_name()?;
+            // `WITH` is optional in Cassandra's grammar; without it the statement is empty,
+            // which the executor refuses as Cassandra does.
+            let options = if self.eat_kw("with") {
+                self.role_options()?
+            } else {
+                RoleOptions::default()
+            };
+            return Ok(Statement::AlterRole(AlterRole {
+                name,
+                if_exists,
+                is_user: false,
+                options,
+            }));
+        }
+        if self.eat_kw("user") {
+            let if_exists = self.if_exists()?;
+            let name = self.user_name()?;
+            let mut options = self.user_options()?;
+            options.login = None;
+            return Ok(Statement::AlterRole(AlterRole {
+                name,
+                if_exists,
+                is_user: true,
+                options,
+            }));
+        }
+        if self.at_kw("materialized") {
+            return self.alter_view();
+        }
+        Err(self.no_viable())
+    }
+
+    pub(super) fn alter_table_action(&mut self) -> PResult<AlterTableAction> {
+        if self.eat_kw("add") {
+            let if_not_exists = self.if_not_exists()?;
+            let column_def = |p: &mut Self| -> PResult<ColumnDef> {
+                let name = p.ident()?;
+                let ty = p.cql_type()?;
+                let is_static = p.eat_kw("static");
+                Ok(ColumnDef {
+                    name,
+                    ty,
+                    is_static,
+                })
+            };
+            let columns = if self.eat(Tok::LParen) {
+                let v = self.comma_list(column_def)?;
+                self.expect(Tok::RParen)?;
+                v
+            } else {
+                vec![column_def(self)?]
+            };
+            return Ok(AlterTableAction::Add {
+                if_not_exists,
+                columns,
+            });
+        }
+        if self.at_kw("drop") && self.kw_at_n(1, "compact") && self.kw_at_n(2, "storage") {
+            self.pos += 3;
+            return Ok(AlterTableAction::DropCompactStorage);
+        }
+        if self.eat_kw("drop") {
+            let if_exists = self.if_exists()?;
+            let columns = if self.eat(Tok::LParen) {
+                let v = self.comma_list(Self::ident)?;
+                self.expect(Tok::RParen)?;
+                v
+            } else {
+                vec![self.ident()?]
+            };
+            let mut timestamp = None;
+            if self.eat_kw("using") {
+                self.expect_kw("timestamp")?;
+                timestamp = Some(self.term()?);
+            }
+            return Ok(AlterTableAction::Drop {
+                if_exists,
+                columns,
+                timestamp,
+            });
+        }
+        if self.eat_kw("rename") {
+            let if_exists = self.if_exists()?;
+            return Ok(AlterTableAction::Rename {
+                if_exists,
+                renames: self.renames()?,
+            });
+        }
+        if self.eat_kw("with") {
+            return Ok(AlterTableAction::With(self.table_options()?));
+        }
+        if self.eat_kw("alter") {
+            let column = self.ident()?;
+            self.expect_kw("type")?;
+            let ty = self.cql_type()?;
+            return Ok(AlterTableAction::AlterColumnType { column, ty });
+        }
+        Err(self.no_viable())
+    }
+
+    pub(super) fn renames(&mut self) -> PResult<Vec<(String, String)>> {
+        let mut v = Vec::new();
+        loop {
+            let from = self.ident()?;
+            self.expect_kw("to")?;
+            let to = self.ident()?;
+            v.push((from, to));
+            if !self.eat_kw("and") {
+                return Ok(v);
+            }
+        }
+    }
+
+    pub(super) fn drop(&mut self) -> PResult<Statement> {
+        self.expect_kw("drop")?;
+        if self.eat_kw("keyspace") {
+            let if_exists = self.if_exists()?;
+            let name = self.ident()?;
+            return Ok(Statement::DropKeyspace { name, if_exists });
+        }
+        if self.eat_kw("table") || self.eat_kw("columnfamily") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            return Ok(Statement::DropTable { name, if_exists });
+        }
+        if self.eat_kw("type") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            return Ok(Statement::DropType { name, if_exists });
+        }
+        if self.eat_kw("index") {
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            return Ok(Statement::DropIndex { name, if_exists });
+        }
+        let is_user = if self.eat_kw("role") {
+            Some(false)
+        } else if self.eat_kw("user") {
+            Some(true)
+        } else {
+            None
+        };
+        if let Some(is_user) = is_user {
+            let if_exists = self.if_exists()?;
+            let name = if is_user {
+                self.user_name()?
+            } else {
+                self.role_name()?
+            };
+            return Ok(Statement::DropRole {
+                name,
+                if_exists,
+                is_user,
+            });
+        }
+        if self.at_kw("function") {
+            return self.unsupported("DROP FUNCTION");
+        }
+        if self.at_kw("aggregate") {
+            return self.unsupported("DROP AGGREGATE");
+        }
+        if self.at_kw("materialized") {
+            return self.drop_view();
+        }
+        if self.at_kw("trigger") {
+            return self.unsupported("DROP TRIGGER");
+        }
+        Err(self.no_viable())
+    }
+}

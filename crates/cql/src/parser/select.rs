@@ -1,0 +1,476 @@
+//! `SELECT`: modifiers, selectors (with arithmetic, casts, element and field selection), and the
+//! `WHERE` clause's relations shared by every statement that has one.
+
+use super::*;
+
+impl Parser<'_> {
+    // ---- SELECT ------------------------------------------------------------------------------
+
+    /// `JSON` / `DISTINCT` are unreserved: they are modifiers only if a selector follows.
+    pub(super) fn select_modifier_applies(&self) -> bool {
+        let n = self.peek_n(1);
+        match n.kind {
+            Tok::Comma | Tok::LParen | Tok::Dot | Tok::LBracket | Tok::Eof => false,
+            Tok::Ident => {
+                let w = self.text(n);
+                !(w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("as"))
+            }
+            _ => true,
+        }
+    }
+
+    pub(super) fn select(&mut self) -> PResult<SelectStatement> {
+        self.expect_kw("select")?;
+        let json = self.at_kw("json") && self.select_modifier_applies();
+        if json {
+            self.bump();
+        }
+        let distinct = self.at_kw("distinct") && self.select_modifier_applies();
+        if distinct {
+            self.bump();
+        }
+        let selection = if self.eat(Tok::Star) {
+            Selection::Wildcard
+        } else {
+            Selection::Selectors(self.comma_list(Self::selector)?)
+        };
+        self.expect_kw("from")?;
+        let table = self.qualified_name()?;
+        let where_clause = if self.eat_kw("where") {
+            self.where_clause()?
+        } else {
+            Vec::new()
+        };
+        let mut group_by = Vec::new();
+        if self.eat_kw("group") {
+            self.expect_kw("by")?;
+            group_by = self.comma_list(Self::selector_expr)?;
+        }
+        let mut order_by = Vec::new();
+        let mut ann = None;
+        if self.eat_kw("order") {
+            self.expect_kw("by")?;
+            (order_by, ann) = self.orderings()?;
+        }
+        let mut per_partition_limit = None;
+        if self.at_kw("per") {
+            self.bump();
+            self.expect_kw("partition")?;
+            self.expect_kw("limit")?;
+            per_partition_limit = Some(self.term()?);
+        }
+        let limit = if self.eat_kw("limit") {
+            Some(self.term()?)
+        } else {
+            None
+        };
+        let allow_filtering = if self.eat_kw("allow") {
+            self.expect_kw("filtering")?;
+            true
+        } else {
+            false
+        };
+        Ok(SelectStatement {
+            table,
+            json,
+            distinct,
+            selection,
+            where_clause,
+            group_by,
+            order_by,
+            ann,
+            per_partition_limit,
+            limit,
+            allow_filtering,
+        })
+    }
+
+    pub(super) fn ordering(&mut self) -> PResult<(String, Order)> {
+        let c = self.ident()?;
+        let o = if self.eat_kw("desc") {
+            Order::Desc
+        } else {
+            self.eat_kw("asc");
+            Order::Asc
+        };
+        Ok((c, o))
+    }
+
+    pub(super) fn selector(&mut self) -> PResult<Selector> {
+        let expr = self.selector_expr()?;
+        let alias = if self.eat_kw("as") {
+            Some(self.ident()?)
+        } else {
+            None
+        };
+        Ok(Selector { expr, alias })
+    }
+
+    pub(super) fn selector_expr(&mut self) -> PResult<SelectorExpr> {
+        self.enter()?;
+        let r = self.selector_add();
+        self.leave();
+        r
+    }
+
+    pub(super) fn selector_add(&mut self) -> PResult<SelectorExpr> {
+        self.left_assoc(add_op, Self::selector_mul, |_| true, selector_op)
+    }
+
+    pub(super) fn selector_mul(&mut self) -> PResult<SelectorExpr> {
+        self.left_assoc(mul_op, Self::selector_postfix, |_| true, selector_op)
+    }
+
+    pub(super) fn selector_postfix(&mut self) -> PResult<SelectorExpr> {
+        let e = self.selector_primary()?;
+        let depth = self.depth;
+        let r = self.selector_postfix_chain(e);
+        self.depth = depth;
+        r
+    }
+
+    /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level.
+    pub(super) fn selector_postfix_chain(&mut self, mut e: SelectorExpr) -> PResult<SelectorExpr> {
+        loop {
+            if self.at(Tok::Dot) || self.at(Tok::LBracket) {
+                self.enter()?;
+            }
+            if self.at(Tok::Dot) {
+                self.bump();
+                let field = self.ident()?;
+                e = SelectorExpr::Field {
+                    expr: Box::new(e),
+                    field,
+                };
+            } else if self.eat(Tok::LBracket) {
+                let from = if self.at(Tok::Range) {
+                    None
+                } else {
+                    Some(self.term()?)
+                };
+                if self.eat(Tok::Range) {
+                    let to = if self.at(Tok::RBracket) {
+                        None
+                    } else {
+                        Some(self.term()?)
+                    };
+                    e = SelectorExpr::Slice {
+                        expr: Box::new(e),
+                        from,
+                        to,
+                    };
+                } else {
+                    let key = from.ok_or_else(|| self.no_viable())?;
+                    e = SelectorExpr::Element {
+                        expr: Box::new(e),
+                        key,
+                    };
+                }
+                self.expect(Tok::RBracket)?;
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    pub(super) fn selector_primary(&mut self) -> PResult<SelectorExpr> {
+        let t = self.peek();
+        match t.kind {
+            Tok::Ident | Tok::QuotedIdent => {
+                let w = self.text(t);
+                let is_word = t.kind == Tok::Ident;
+                if is_word && is_term_keyword(w) {
+                    return Ok(SelectorExpr::Term(self.term_unary()?));
+                }
+                if self.at_n(1, Tok::LParen) {
+                    if is_word {
+                        let lw = w.to_ascii_lowercase();
+                        match lw.as_str() {
+                            "count" if self.at_n(2, Tok::Star) && self.at_n(3, Tok::RParen) => {
+                                self.pos += 4;
+                                return Ok(SelectorExpr::CountRows);
+                            }
+                            "writetime" | "maxwritetime" | "ttl" => {
+                                self.pos += 2;
+                                let c = self.ident()?;
+                                let func = match lw.as_str() {
+                                    "writetime" => CellTimeFn::WriteTime,
+                                    "maxwritetime" => CellTimeFn::MaxWriteTime,
+                                    _ => CellTimeFn::Ttl,
+                                };
+                                if self.eat(Tok::LBracket) {
+                                    let key = self.term()?;
+                                    self.expect(Tok::RBracket)?;
+                                    self.expect(Tok::RParen)?;
+                                    return Ok(SelectorExpr::ElementTime {
+                                        func,
+                                        column: c,
+                                        key,
+                                    });
+                                }
+                                self.expect(Tok::RParen)?;
+                                return Ok(match func {
+                                    CellTimeFn::WriteTime => SelectorExpr::WriteTime(c),
+                                    CellTimeFn::MaxWriteTime => SelectorExpr::MaxWriteTime(c),
+                                    CellTimeFn::Ttl => SelectorExpr::Ttl(c),
+                                });
+                            }
+                            "cast" => {
+                                self.pos += 2;
+                                let expr = self.selector_expr()?;
+                                self.expect_kw("as")?;
+                                // CAST takes a native type only (not vector<..>, frozen<..>, a UDT).
+                                let t = self.peek();
+                                let native = t.kind == Tok::Ident
+                                    && !self.at_n(1, Tok::Lt)
+                                    && CqlType::native_from_name(
+                                        &self.text(t).to_ascii_lowercase(),
+                                    )
+                                    .is_some();
+                                if !native {
+                                    return Err(self.no_viable());
+                                }
+                                let ty = self.cql_type()?;
+                                self.expect(Tok::RParen)?;
+                                return Ok(SelectorExpr::Cast {
+                                    expr: Box::new(expr),
+                                    ty,
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                    let name = self.function_name()?;
+                    return self.selector_call(name);
+                }
+                if self.at_n(1, Tok::Dot) && self.at_n(3, Tok::LParen) {
+                    let name = self.function_name()?;
+                    return self.selector_call(name);
+                }
+                Ok(SelectorExpr::Column(self.ident()?))
+            }
+            Tok::LParen if self.is_selector_type_hint() => {
+                // `(type) selector` is a cast in Cassandra's grammar.
+                self.bump();
+                let ty = self.cql_type()?;
+                self.expect(Tok::RParen)?;
+                let expr = self.selector_postfix()?;
+                Ok(SelectorExpr::Cast {
+                    expr: Box::new(expr),
+                    ty,
+                })
+            }
+            // `(selector)`: parentheses around an expression; otherwise a tuple term.
+            Tok::LParen => {
+                let (pos, depth, binds) = (self.pos, self.depth, self.binds.len());
+                self.bump();
+                if let Ok(e) = self.selector_expr() {
+                    if self.eat(Tok::RParen) {
+                        return Ok(e);
+                    }
+                }
+                self.pos = pos;
+                self.depth = depth;
+                self.binds.truncate(binds);
+                Ok(SelectorExpr::Term(self.term_unary()?))
+            }
+            // `-selector`: Cassandra's unary minus, the function `_negate` (a minus before a
+            // number literal stays part of the literal).
+            Tok::Minus if !self.minus_literal() => {
+                self.bump();
+                self.enter()?;
+                let inner = self.selector_postfix();
+                self.leave();
+                Ok(SelectorExpr::Function {
+                    name: FunctionName::new("_negate"),
+                    args: vec![inner?],
+                })
+            }
+            // Operators between terms belong to the selector grammar (`v * 2 + 1`), so only
+            // one operand is read here.
+            _ => Ok(SelectorExpr::Term(self.term_unary()?)),
+        }
+    }
+
+    /// Whether the `(` here opens a type hint (`(int) 1`, `(list<int>) x`) rather than a
+    /// parenthesized selector (`(m + 1)`, `-(m)`): a type name, then something to hint.
+    pub(super) fn is_selector_type_hint(&self) -> bool {
+        if !self.is_type_hint() {
+            return false;
+        }
+        if self.at_n(2, Tok::Lt) || self.at_n(2, Tok::Dot) {
+            return true;
+        }
+        if !self.at_n(2, Tok::RParen) {
+            return false;
+        }
+        let next = self.peek_n(3);
+        match next.kind {
+            Tok::Comma
+            | Tok::RParen
+            | Tok::Eof
+            | Tok::Plus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::Percent => false,
+            Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
+            _ => true,
+        }
+    }
+
+    /// Whether the `-` here starts a negative number literal.
+    pub(super) fn minus_literal(&self) -> bool {
+        let next = self.peek_n(1);
+        matches!(next.kind, Tok::Integer | Tok::Float | Tok::Duration)
+            || (next.kind == Tok::Ident
+                && ["infinity", "nan"].contains(&self.text(next).to_ascii_lowercase().as_str()))
+    }
+
+    pub(super) fn selector_call(&mut self, name: FunctionName) -> PResult<SelectorExpr> {
+        self.expect(Tok::LParen)?;
+        let args = if self.at(Tok::RParen) {
+            Vec::new()
+        } else {
+            self.comma_list(Self::selector_expr)?
+        };
+        self.expect(Tok::RParen)?;
+        Ok(SelectorExpr::Function { name, args })
+    }
+
+    /// `[ks.]f` where `f` may also be `token`.
+    pub(super) fn function_name(&mut self) -> PResult<FunctionName> {
+        let first = self.function_word()?;
+        if self.at(Tok::Dot) {
+            self.bump();
+            let name = self.function_word()?;
+            Ok(QualifiedName::qualified(first, name))
+        } else {
+            Ok(QualifiedName::new(first))
+        }
+    }
+
+    pub(super) fn function_word(&mut self) -> PResult<String> {
+        let t = self.peek();
+        if t.kind == Tok::Ident && is_function_word(self.text(t)) {
+            self.bump();
+            return Ok(self.text(t).to_ascii_lowercase());
+        }
+        self.ident()
+    }
+
+    // ---- WHERE -------------------------------------------------------------------------------
+
+    pub(super) fn where_clause(&mut self) -> PResult<Vec<Relation>> {
+        let mut v = vec![self.relation()?];
+        while self.eat_kw("and") {
+            v.push(self.relation()?);
+        }
+        Ok(v)
+    }
+
+    pub(super) fn relation(&mut self) -> PResult<Relation> {
+        self.enter()?;
+        let r = self.relation_inner();
+        self.leave();
+        r
+    }
+
+    pub(super) fn relation_inner(&mut self) -> PResult<Relation> {
+        if self.at(Tok::LParen) {
+            if self.is_ident_at(1) && matches!(self.peek_n(2).kind, Tok::Comma | Tok::RParen) {
+                self.bump();
+                let columns = self.comma_list(Self::ident)?;
+                self.expect(Tok::RParen)?;
+                if self.eat_kw("in") {
+                    let values = self.in_values()?;
+                    return Ok(Relation::MultiColumnIn { columns, values });
+                }
+                let op = self.comparison_op()?;
+                let value = self.term()?;
+                return Ok(Relation::MultiColumn { columns, op, value });
+            }
+            self.bump();
+            let r = self.relation()?;
+            self.expect(Tok::RParen)?;
+            return Ok(r);
+        }
+        if self.at_kw("token") && self.at_n(1, Tok::LParen) {
+            self.pos += 2;
+            let columns = self.comma_list(Self::ident)?;
+            self.expect(Tok::RParen)?;
+            let op = self.comparison_op()?;
+            let value = self.term()?;
+            return Ok(Relation::Token { columns, op, value });
+        }
+        let column = self.ident()?;
+        if self.eat(Tok::LBracket) {
+            let key = self.term()?;
+            self.expect(Tok::RBracket)?;
+            let op = self.comparison_op()?;
+            let value = self.term()?;
+            return Ok(Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            });
+        }
+        if self.eat_kw("in") {
+            let values = self.in_values()?;
+            return Ok(Relation::In { column, values });
+        }
+        if self.eat_kw("is") {
+            self.expect_kw("not")?;
+            self.expect_kw("null")?;
+            return Ok(Relation::IsNotNull { column });
+        }
+        let op = self.relation_op()?;
+        let value = self.term()?;
+        Ok(Relation::Binary { column, op, value })
+    }
+
+    /// Comparison operators plus `LIKE`, `CONTAINS`, `CONTAINS KEY`.
+    pub(super) fn relation_op(&mut self) -> PResult<Operator> {
+        if self.eat_kw("like") {
+            return Ok(Operator::Like);
+        }
+        if self.eat_kw("contains") {
+            return Ok(if self.eat_kw("key") {
+                Operator::ContainsKey
+            } else {
+                Operator::Contains
+            });
+        }
+        self.comparison_op()
+    }
+
+    pub(super) fn comparison_op(&mut self) -> PResult<Operator> {
+        let op = match self.peek().kind {
+            Tok::Eq => Operator::Eq,
+            Tok::Neq => Operator::Neq,
+            Tok::Lt => Operator::Lt,
+            Tok::Lte => Operator::Lte,
+            Tok::Gt => Operator::Gt,
+            Tok::Gte => Operator::Gte,
+            _ => return Err(self.no_viable()),
+        };
+        self.bump();
+        Ok(op)
+    }
+
+    pub(super) fn in_values(&mut self) -> PResult<InValues> {
+        match self.peek().kind {
+            Tok::LParen => {
+                self.bump();
+                if self.eat(Tok::RParen) {
+                    return Ok(InValues::Terms(Vec::new()));
+                }
+                let v = self.comma_list(Self::term)?;
+                self.expect(Tok::RParen)?;
+                Ok(InValues::Terms(v))
+            }
+            Tok::QMark | Tok::Colon => Ok(InValues::Marker(self.bind_marker()?)),
+            _ => Err(self.no_viable()),
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! Terms (literals, collections, tuples, bind markers, function calls, arithmetic) and CQL types.
+
+use super::*;
+
+impl Parser<'_> {
+    // ---- Terms -------------------------------------------------------------------------------
+
+    pub(super) fn bind_marker(&mut self) -> PResult<BindMarker> {
+        let t = self.peek();
+        let name = match t.kind {
+            Tok::QMark => {
+                self.bump();
+                None
+            }
+            Tok::Colon => {
+                self.bump();
+                Some(self.ident()?)
+            }
+            _ => return Err(self.no_viable()),
+        };
+        if self.binds.len() >= MAX_BIND_MARKERS {
+            return Err(self.invalid(
+                t,
+                format!(
+                    "Too many markers(?). {} markers exceed the allowed maximum of {MAX_BIND_MARKERS}",
+                    self.binds.len() + 1
+                ),
+            ));
+        }
+        let index = self.binds.len();
+        self.binds.push(name.clone());
+        Ok(BindMarker { index, name })
+    }
+
+    /// True if the token at `n` starts a term (used to tell `c = [1] + c` from arithmetic).
+    pub(super) fn is_term_start(&self, n: usize) -> bool {
+        let t = self.peek_n(n);
+        match t.kind {
+            Tok::Str
+            | Tok::DollarStr
+            | Tok::Integer
+            | Tok::Float
+            | Tok::Uuid
+            | Tok::Hex
+            | Tok::Duration
+            | Tok::QMark
+            | Tok::Colon
+            | Tok::LBracket
+            | Tok::LBrace
+            | Tok::LParen
+            | Tok::Minus => true,
+            Tok::Ident | Tok::QuotedIdent => {
+                (t.kind == Tok::Ident && is_term_keyword(self.text(t)))
+                    || self.at_n(n + 1, Tok::LParen)
+                    || (self.at_n(n + 1, Tok::Dot) && self.at_n(n + 3, Tok::LParen))
+            }
+            _ => false,
+        }
+    }
+
+    /// After `(`: a type name and `)` make a type hint, anything else a tuple.
+    pub(super) fn is_type_hint(&self) -> bool {
+        let t = self.peek_n(1);
+        match t.kind {
+            Tok::Ident => !is_term_keyword(self.text(t)) && !self.at_n(2, Tok::LParen),
+            Tok::QuotedIdent => !self.at_n(2, Tok::LParen),
+            Tok::Str => self.at_n(2, Tok::RParen) && self.is_term_start(3),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn term(&mut self) -> PResult<Term> {
+        self.enter()?;
+        let r = self.term_add();
+        self.leave();
+        r
+    }
+
+    pub(super) fn term_add(&mut self) -> PResult<Term> {
+        self.left_assoc(add_op, Self::term_mul, |p| p.is_term_start(1), term_op)
+    }
+
+    pub(super) fn term_mul(&mut self) -> PResult<Term> {
+        self.left_assoc(mul_op, Self::term_unary, |p| p.is_term_start(1), term_op)
+    }
+
+    /// One precedence level of left-associative operators over `operand` (terms and
+    /// selectors alike). `continues` may refuse an operator not followed by an operand.
+    pub(super) fn left_assoc<T>(
+        &mut self,
+        op_of: fn(&Tok) -> Option<ArithOp>,
+        operand: fn(&mut Self) -> PResult<T>,
+        continues: fn(&Self) -> bool,
+        build: fn(ArithOp, T, T) -> T,
+    ) -> PResult<T> {
+        let mut left = operand(self)?;
+        // Each operator counts as a nesting level: the tree is left-deep, and dropping or
+        // printing it recurses.
+        let mut levels = 0;
+        let r = loop {
+            let Some(op) = op_of(&self.peek().kind) else {
+                break Ok(left);
+            };
+            if !continues(self) {
+                break Ok(left);
+            }
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            levels += 1;
+            self.bump();
+            let right = match operand(self) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            left = build(op, left, right);
+        };
+        self.depth -= levels;
+        r
+    }
+
+    pub(super) fn term_unary(&mut self) -> PResult<Term> {
+        if !self.at(Tok::Minus) {
+            return self.simple_term();
+        }
+        self.bump();
+        let t = self.peek();
+        let neg = |s: &str| format!("-{s}");
+        match t.kind {
+            Tok::Integer => {
+                self.bump();
+                Ok(Term::Literal(Literal::Integer(neg(self.text(t)))))
+            }
+            Tok::Float => {
+                self.bump();
+                Ok(Term::Literal(Literal::Float(neg(self.text(t)))))
+            }
+            Tok::Duration => {
+                self.bump();
+                Ok(Term::Literal(Literal::Duration(neg(self.text(t)))))
+            }
+            Tok::Ident if self.text(t).eq_ignore_ascii_case("infinity") => {
+                self.bump();
+                Ok(Term::Literal(Literal::Float("-Infinity".to_string())))
+            }
+            Tok::Ident if self.text(t).eq_ignore_ascii_case("nan") => {
+                self.bump();
+                Ok(Term::Literal(Literal::Float("NaN".to_string())))
+            }
+            _ => {
+                self.enter()?;
+                let inner = self.term_unary();
+                self.leave();
+                Ok(Term::Negate(Box::new(inner?)))
+            }
+        }
+    }
+
+    pub(super) fn simple_term(&mut self) -> PResult<Term> {
+        let t = self.peek();
+        let lit = |l: Literal| Ok(Term::Literal(l));
+        match t.kind {
+            Tok::Str | Tok::DollarStr => {
+                self.bump();
+                lit(Literal::String(self.string_value(t)))
+            }
+            Tok::Integer => {
+                self.bump();
+                lit(Literal::Integer(self.text(t).to_string()))
+            }
+            Tok::Float => {
+                self.bump();
+                lit(Literal::Float(self.text(t).to_string()))
+            }
+            Tok::Uuid => {
+                self.bump();
+                lit(Literal::Uuid(self.text(t).to_string()))
+            }
+            Tok::Hex => {
+                self.bump();
+                lit(Literal::Blob(self.text(t)[2..].to_string()))
+            }
+            Tok::Duration => {
+                self.bump();
+                lit(Literal::Duration(self.text(t).to_string()))
+            }
+            Tok::QMark | Tok::Colon => Ok(Term::Bind(self.bind_marker()?)),
+            Tok::LBracket => {
+                self.bump();
+                if self.eat(Tok::RBracket) {
+                    return Ok(Term::List(Vec::new()));
+                }
+                let v = self.comma_list(Self::term)?;
+                self.expect(Tok::RBracket)?;
+                Ok(Term::List(v))
+            }
+            Tok::LBrace => self.brace_term(),
+            Tok::LParen => {
+                if self.is_type_hint() {
+                    self.bump();
+                    let ty = self.cql_type()?;
+                    self.expect(Tok::RParen)?;
+                    self.enter()?;
+                    let inner = self.term_unary();
+                    self.leave();
+                    return Ok(Term::TypeHint {
+                        ty,
+                        term: Box::new(inner?),
+                    });
+                }
+                self.bump();
+                let v = self.comma_list(Self::term)?;
+                self.expect(Tok::RParen)?;
+                Ok(Term::Tuple(v))
+            }
+            Tok::Ident | Tok::QuotedIdent => {
+                if t.kind == Tok::Ident {
+                    let w = self.text(t);
+                    let l = if w.eq_ignore_ascii_case("null") {
+                        Some(Literal::Null)
+                    } else if w.eq_ignore_ascii_case("true") {
+                        Some(Literal::Boolean(true))
+                    } else if w.eq_ignore_ascii_case("false") {
+                        Some(Literal::Boolean(false))
+                    } else if w.eq_ignore_ascii_case("nan") {
+                        Some(Literal::Float("NaN".to_string()))
+                    } else if w.eq_ignore_ascii_case("infinity") {
+                        Some(Literal::Float("Infinity".to_string()))
+                    } else {
+                        None
+                    };
+                    if let Some(l) = l {
+                        self.bump();
+                        return Ok(Term::Literal(l));
+                    }
+                }
+                if self.at_n(1, Tok::LParen)
+                    || (self.at_n(1, Tok::Dot) && self.at_n(3, Tok::LParen))
+                {
+                    let name = self.function_name()?;
+                    self.expect(Tok::LParen)?;
+                    let args = if self.at(Tok::RParen) {
+                        Vec::new()
+                    } else {
+                        self.comma_list(Self::term)?
+                    };
+                    self.expect(Tok::RParen)?;
+                    return Ok(Term::FunctionCall { name, args });
+                }
+                Err(self.no_viable())
+            }
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    /// `{}` (empty set), `{a, b}` (set), `{k: v}` (map), `{field: v}` (UDT).
+    pub(super) fn brace_term(&mut self) -> PResult<Term> {
+        self.expect(Tok::LBrace)?;
+        if self.eat(Tok::RBrace) {
+            return Ok(Term::Set(Vec::new()));
+        }
+        let t = self.peek();
+        let udt = self.at_n(1, Tok::Colon)
+            && match t.kind {
+                Tok::Ident => !is_term_keyword(self.text(t)) && self.is_ident_at(0),
+                Tok::QuotedIdent => true,
+                _ => false,
+            };
+        if udt {
+            let fields = self.comma_list(|p| {
+                let f = p.ident()?;
+                p.expect(Tok::Colon)?;
+                Ok((f, p.term()?))
+            })?;
+            self.expect(Tok::RBrace)?;
+            return Ok(Term::Udt(fields));
+        }
+        let first = self.term()?;
+        if self.eat(Tok::Colon) {
+            let v = self.term()?;
+            let mut entries = vec![(first, v)];
+            while self.eat(Tok::Comma) {
+                let k = self.term()?;
+                self.expect(Tok::Colon)?;
+                entries.push((k, self.term()?));
+            }
+            self.expect(Tok::RBrace)?;
+            return Ok(Term::Map(entries));
+        }
+        let mut items = vec![first];
+        while self.eat(Tok::Comma) {
+            items.push(self.term()?);
+        }
+        self.expect(Tok::RBrace)?;
+        Ok(Term::Set(items))
+    }
+
+    // ---- Types -------------------------------------------------------------------------------
+
+    pub(super) fn cql_type(&mut self) -> PResult<CqlType> {
+        self.enter()?;
+        let r = self.cql_type_inner();
+        self.leave();
+        r
+    }
+
+    pub(super) fn cql_type_inner(&mut self) -> PResult<CqlType> {
+        let t = self.peek();
+        match t.kind {
+            Tok::Str => {
+                self.bump();
+                Ok(CqlType::Custom(self.string_value(t)))
+            }
+            Tok::Ident => {
+                let w = self.text(t).to_ascii_lowercase();
+                if self.at_n(1, Tok::Lt) {
+                    let ctor = match w.as_str() {
+                        "list" | "set" | "map" | "frozen" | "tuple" | "vector" => w,
+                        _ => return Err(self.no_viable()),
+                    };
+                    self.pos += 2;
+                    let ty = match ctor.as_str() {
+                        "list" => CqlType::List(Box::new(self.cql_type()?)),
+                        "set" => CqlType::Set(Box::new(self.cql_type()?)),
+                        "frozen" => CqlType::Frozen(Box::new(self.cql_type()?)),
+                        "map" => {
+                            let k = self.cql_type()?;
+                            self.expect(Tok::Comma)?;
+                            let v = self.cql_type()?;
+                            CqlType::Map(Box::new(k), Box::new(v))
+                        }
+                        "tuple" => CqlType::Tuple(self.comma_list(Self::cql_type)?),
+                        _ => {
+                            let elem = self.cql_type()?;
+                            self.expect(Tok::Comma)?;
+                            let negative = self.at_n(0, Tok::Minus);
+                            if negative {
+                                self.bump();
+                            }
+                            let n = self.expect(Tok::Integer)?;
+                            let text =
+                                format!("{}{}", if negative { "-" } else { "" }, self.text(n));
+                            // Cassandra reads the dimension as a Java int, then refuses < 1.
+                            let dim = text.parse::<i32>().map_err(|_| {
+                                self.invalid(n, format!("Invalid vector dimension {text}"))
+                            })?;
+                            let dim = u32::try_from(dim).ok().filter(|d| *d > 0).ok_or_else(|| {
+                                self.invalid(
+                                    n,
+                                    format!("vectors may only have positive dimensions; given {dim}"),
+                                )
+                            })?;
+                            CqlType::Vector(Box::new(elem), dim)
+                        }
+                    };
+                    self.expect(Tok::Gt)?;
+                    return Ok(ty);
+                }
+                if let Some(native) = CqlType::native_from_name(&w) {
+                    self.bump();
+                    return Ok(native);
+                }
+                Ok(CqlType::UserDefined(self.qualified_name()?))
+            }
+            Tok::QuotedIdent => Ok(CqlType::UserDefined(self.qualified_name()?)),
+            _ => Err(self.no_viable()),
+        }
+    }
+}
