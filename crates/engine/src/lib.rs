@@ -25,6 +25,7 @@
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
 //! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
+//! | `temporal` | Cassandra's text forms of dates, times, timestamps, durations and UUIDs (its serializers' `fromString`) |
 //! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
@@ -64,6 +65,7 @@ pub mod scalar;
 mod selection;
 pub mod similarity;
 pub mod system;
+mod temporal;
 pub mod token;
 pub mod types;
 pub mod vector_index;
