@@ -645,7 +645,7 @@ fn fallback_compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scalar::days_from_civil;
+    use crate::temporal::days_from_civil;
     use proto::value::to_bytes;
     use ColumnType as T;
 

@@ -21,11 +21,11 @@
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `exec` | writes over storage, and the key/range helpers reads share |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
-//! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
+//! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
 //! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
-//! | `temporal` | Cassandra's text forms of dates, times, timestamps, durations and UUIDs (its serializers' `fromString`) |
+//! | `temporal` | calendar maths; Cassandra's text forms of dates, times, timestamps, durations and UUIDs (its serializers' `fromString`) |
 //! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
@@ -58,6 +58,7 @@ mod json_row;
 pub mod keys;
 pub mod literal;
 mod lwt;
+mod num;
 pub mod plan;
 mod read;
 pub mod row;

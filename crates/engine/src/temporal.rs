@@ -7,8 +7,6 @@
 //! string literals (issue 8: one of each); moving it onto these changes what some literals
 //! accept, so it waits for a differential run against Cassandra.
 
-use crate::scalar::days_from_civil;
-
 const DATE_EPOCH: i64 = 1 << 31;
 const MILLIS_PER_DAY: i64 = 86_400_000;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
@@ -57,19 +55,10 @@ fn civil_days(s: &str) -> Option<i64> {
     }
     let y = digits(y)? * if neg { -1 } else { 1 };
     let (m, d) = (digits(m)? as u32, digits(d)? as u32);
-    if !(1..=12).contains(&m) || d == 0 || d > month_len(y, m) {
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
         return None;
     }
     Some(days_from_civil(y, m, d))
-}
-
-fn month_len(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
 }
 
 /// `SimpleDateSerializer.dateStringToDays`: an unsigned day number (the raw wire value) or an
@@ -357,4 +346,57 @@ impl DurationBuilder {
         }
         Ok(())
     }
+}
+
+// ---- calendar (proleptic Gregorian, UTC) ---------------------------------------------------
+
+pub(crate) fn year_month(ms: i64) -> (i64, i64) {
+    let (y, m, _) = civil_from_days(ms.div_euclid(MILLIS_PER_DAY));
+    (y, i64::from(m))
+}
+
+/// `Calendar.add(MONTH, n)` in UTC: the day of month is clamped to the new month's length.
+pub(crate) fn add_months(ms: i64, n: i64) -> i64 {
+    let day = ms.div_euclid(MILLIS_PER_DAY);
+    let in_day = ms.rem_euclid(MILLIS_PER_DAY);
+    let (y, m, d) = civil_from_days(day);
+    let total = y * 12 + i64::from(m) - 1 + n;
+    let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
+    let nd = d.min(days_in_month(ny, nm));
+    days_from_civil(ny, nm, nd) * MILLIS_PER_DAY + in_day
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// (year, month, day) to days since 1970-01-01.
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
