@@ -37,7 +37,9 @@ fn digits(s: &str) -> Option<i64> {
 }
 
 /// `yyyy-mm-dd` (1-2 digit month/day, optional sign and long years) to days since the epoch.
-fn civil_days(s: &str) -> Option<i64> {
+/// A `lenient` reader takes day 29-31 of a shorter month as its last day, as the timestamp
+/// parser of Cassandra 5.0.9 does (`'2015-02-30'` is 2015-02-28); dates refuse it.
+fn civil_days(s: &str, lenient: bool) -> Option<i64> {
     let (neg, body) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
@@ -55,10 +57,11 @@ fn civil_days(s: &str) -> Option<i64> {
     }
     let y = digits(y)? * if neg { -1 } else { 1 };
     let (m, d) = (digits(m)? as u32, digits(d)? as u32);
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+    let last = days_in_month(y, m);
+    if !(1..=12).contains(&m) || d == 0 || d > 31 || (d > last && !lenient) {
         return None;
     }
-    Some(days_from_civil(y, m, d))
+    Some(days_from_civil(y, m, d.min(last)))
 }
 
 /// `SimpleDateSerializer.dateStringToDays`: an unsigned day number (the raw wire value) or an
@@ -70,7 +73,7 @@ pub(crate) fn parse_date(s: &str) -> Option<u32> {
     {
         return u32::try_from(n).ok();
     }
-    u32::try_from(civil_days(s)? + DATE_EPOCH).ok()
+    u32::try_from(civil_days(s, false)? + DATE_EPOCH).ok()
 }
 
 /// `TimeSerializer.timeStringToLong`: nanoseconds, or `hh:mm:ss[.fffffffff]`.
@@ -119,7 +122,7 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
         Some(i) if i >= 8 => (&main[..i], Some(main[i + 1..].trim_start())),
         _ => (main, None),
     };
-    let days = civil_days(date)?;
+    let days = civil_days(date, true)?;
     let in_day = match time {
         None => 0,
         Some(t) => {
@@ -134,7 +137,10 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
                 Some(x) => digits(x)?,
                 None => 0,
             };
-            if p.next().is_some() || h > 23 || m > 59 || sec > 59 || frac.len() > 9 {
+            // 24:00 (and 24:00:00.000) is the end of the day, the next day's midnight.
+            let end_of_day = h == 24 && m == 0 && sec == 0 && frac.bytes().all(|c| c == b'0');
+            if p.next().is_some() || (h > 23 && !end_of_day) || m > 59 || sec > 59 || frac.len() > 9
+            {
                 return None;
             }
             let ms = if frac.is_empty() {
@@ -399,4 +405,44 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_dates_times_and_durations() {
+        assert_eq!(parse_timestamp("1970-01-01"), Some(0));
+        assert_eq!(
+            parse_timestamp("2020-01-01 00:00:00+0000"),
+            Some(1_577_836_800_000)
+        );
+        assert_eq!(
+            parse_timestamp("2020-01-01 00:00:00+00"),
+            Some(1_577_836_800_000)
+        );
+        assert_eq!(
+            parse_timestamp("2020-01-01T01:00:00.5+01:00"),
+            Some(1_577_836_800_500)
+        );
+        assert!(parse_timestamp("garbage").is_none());
+        // Cassandra 5.0.9 takes day 30 of February as its last day, and 24:00 as the next
+        // day's midnight; a date refuses the first.
+        assert_eq!(parse_timestamp("2015-02-30"), parse_timestamp("2015-02-28"));
+        assert_eq!(
+            parse_timestamp("2015-02-28 24:00"),
+            parse_timestamp("2015-03-01")
+        );
+        assert!(parse_timestamp("2015-02-28 24:01").is_none());
+        assert!(parse_timestamp("2015-02-32").is_none());
+        assert!(parse_date("2015-02-29").is_none());
+        assert_eq!(parse_date("1970-01-01"), Some(1 << 31));
+        assert_eq!(parse_date("0"), Some(0));
+        assert_eq!(civil_from_days(18262), (2020, 1, 1));
+        assert_eq!(parse_time("01:02:03.5"), Some(3_723_500_000_000));
+        assert!(parse_time("11:03").is_none());
+        assert_eq!(parse_duration("1h30m"), Ok((0, 0, 5_400_000_000_000)));
+        assert_eq!(parse_duration("P1Y2D"), Ok((12, 2, 0)));
+    }
 }

@@ -124,11 +124,12 @@ impl Parser<'_> {
                 if !self.is_term_start(0) && self.is_ident_at(0) {
                     // `c = c + term` / `c = c - term`.
                     let other_tok = self.peek();
+                    let start = self.pos;
                     let other = self.ident()?;
                     let add = match self.peek().kind {
                         Tok::Plus => true,
                         Tok::Minus => false,
-                        _ => return Err(self.no_viable()),
+                        _ => return Err(self.no_viable_from(start)),
                     };
                     self.bump();
                     let value = self.term()?;
