@@ -8,7 +8,14 @@ impl Parser<'_> {
     pub(super) fn insert(&mut self) -> PResult<InsertStatement> {
         self.expect_kw("insert")?;
         self.expect_kw("into")?;
+        let name_start = self.pos;
         let table = self.qualified_name()?;
+        if !self.at(Tok::LParen) && !self.at_kw("json") {
+            // Cassandra's choice between `(` and `JSON` fails as "no viable alternative"; for
+            // an unqualified name it began at the name (whether a `.` follows it).
+            let qualified = self.pos > name_start + 1;
+            return Err(self.no_viable_from(if qualified { self.pos } else { name_start }));
+        }
         let values = if self.eat_kw("json") {
             let json = self.term()?;
             let mut default_unset = false;
