@@ -124,6 +124,20 @@ fn wins(ta: i64, a: &CellValue, tb: i64, b: &CellValue) -> bool {
     }
 }
 
+/// Cassandra's `LivenessInfo.supersedes` for two row markers: the higher timestamp; on a tie
+/// an expiring marker over a non-expiring one, of two expiring ones the later expiry (and
+/// otherwise `a`, the newer write).
+fn marker_wins(a: Marker, b: Marker) -> bool {
+    if a.ts != b.ts {
+        return a.ts > b.ts;
+    }
+    match (a.expiry, b.expiry) {
+        (Some(x), Some(y)) => x.expires_at >= y.expires_at,
+        (None, Some(_)) => false,
+        _ => true,
+    }
+}
+
 /// How a non-frozen collection's whole value maps to elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CollectionKind {
@@ -472,7 +486,7 @@ impl Row {
             self.clustering = other.clustering;
         }
         self.marker = match (self.marker, other.marker) {
-            (Some(a), Some(b)) => Some(if b.ts >= a.ts { b } else { a }),
+            (Some(a), Some(b)) => Some(if marker_wins(b, a) { b } else { a }),
             (a, None) => a,
             (None, b) => b,
         };
