@@ -307,6 +307,10 @@ impl Backend for LocalBackend {
             .map(|_| login::PASSWORD_AUTHENTICATOR.to_string())
     }
 
+    fn unavailable(&self) -> Option<String> {
+        self.store.down()
+    }
+
     async fn shutdown(&self) {
         let engine = self.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
