@@ -39,10 +39,12 @@ use arc_swap::ArcSwapOption;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod datafiles;
 mod journal;
 mod long_keys;
 mod mem;
 mod ops;
+pub use datafiles::DataFileCheck;
 pub use journal::{Damage, JournalRecovery};
 use long_keys::{Bucket, SPILL_AT};
 pub use mem::MemStorage;
@@ -156,6 +158,8 @@ pub struct Options {
     pub journal_recovery: JournalRecovery,
     /// What to do when the disk fails under the open store.
     pub failure_policy: FailurePolicy,
+    /// Whether opening verifies every data file against its recorded checksum.
+    pub data_file_check: DataFileCheck,
 }
 
 impl Default for Options {
@@ -167,6 +171,7 @@ impl Default for Options {
             filter: None,
             journal_recovery: JournalRecovery::Refuse,
             failure_policy: FailurePolicy::Stop,
+            data_file_check: DataFileCheck::Full,
         }
     }
 }
@@ -254,7 +259,29 @@ impl LsmStorage {
                 );
             }
         }
-        let open = Open::new(path, &options)?;
+        let open = Open::new(path, &options).map_err(|e| {
+            let damaged = datafiles::unreadable_trailers(path);
+            if damaged.is_empty() {
+                return e;
+            }
+            StorageError::Io(format!(
+                "{e}: {} damaged data file(s); acknowledged data in them would be lost, so the store does not open (restore the data directory from a snapshot or backup): {}",
+                damaged.len(),
+                damaged.join("; ")
+            ))
+        })?;
+        if options.data_file_check == DataFileCheck::Full {
+            let started = std::time::Instant::now();
+            let damaged = datafiles::check(&open.data.tree);
+            if !damaged.is_empty() {
+                return Err(StorageError::Io(format!(
+                    "{} damaged data file(s); acknowledged data in them would be lost, so the store does not open (restore the data directory from a snapshot or backup; `data_file_check: off` starts anyway, and every read touching a damaged block fails): {}",
+                    damaged.len(),
+                    damaged.join("; ")
+                )));
+            }
+            tracing::info!("data files verified in {:?}", started.elapsed());
+        }
         let sync = options.sync;
         let storage = LsmStorage {
             shared: Arc::new(Shared {
