@@ -1,12 +1,15 @@
 """A storage failure does not stop writes for good (issue 14, `disk_failure_policy: stop`): its
 OWN peregrine with a hard limit of open files, run out by idle client sockets, so a memtable
-flush cannot create its file. Requests fail with an error naming the cause while the store is
-down; once the sockets close it reopens by itself, without a restart, and every acknowledged
-write is there.
+flush cannot create its file. The write that meets the failure gets an error naming the cause;
+the node then closes its client port and every client connection (as Cassandra's `stop` stops
+its transports), which frees the descriptors the sockets held; the store reopens by itself,
+the port opens again, the driver reconnects without being told, and every acknowledged write
+is there.
 
 Needs the peregrine binary (as test_durability.py).
 """
 
+import os
 import socket
 import tempfile
 import time
@@ -14,9 +17,42 @@ import time
 import pytest
 
 from test_bad_input import STARTUP, STARTUP_BODY, frame, read_frame
+from cassandra.policies import ConstantReconnectionPolicy
+
 from test_durability import KS_REPLICATION, Server, _find_peregrine, wait_for_session
 
 OPEN_FILES = 256
+
+
+def closed_by_server(sock, timeout):
+    """Whether the server closes `sock` (EOF or reset) within `timeout` seconds."""
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def all_logs(server):
+    """Every log line of every start of `server` (its `logs()` keeps only the tails)."""
+    out = []
+    for i in range(1, server.starts + 1):
+        path = os.path.join(server.root, f"peregrine.{i}.log")
+        if os.path.exists(path):
+            out.append(open(path, errors="replace").read())
+    return "\n".join(out)
+
+
+def wait_for(condition, seconds, what):
+    """Polls `condition` until it holds; fails saying `what` did not happen."""
+    deadline = time.time() + seconds
+    while not condition():
+        assert time.time() < deadline, f"{what} within {seconds}s"
+        time.sleep(0.05)
 
 
 def hog_descriptors(port):
@@ -88,7 +124,7 @@ def test_writes_resume_by_themselves_after_descriptors_ran_out():
                     extra_config="storage_memtable_bytes: 1048576\n")
     server.start()
     try:
-        cluster = server.cluster()
+        cluster = server.cluster(reconnection_policy=ConstantReconnectionPolicy(0.5))
         session = wait_for_session(cluster)
         writes = Writes(session, "x" * 2000)
 
@@ -99,15 +135,22 @@ def test_writes_resume_by_themselves_after_descriptors_ran_out():
         assert writes.failures, "no write failed with every descriptor in use"
         assert "storage" in writes.failures[0], writes.failures[0]
 
+        # The node closes its client connections, idle ones too, and with them the descriptors.
+        still_open = [s for s in socks if not closed_by_server(s, 15)]
+        assert not still_open, f"{len(still_open)} of {len(socks)} client connections left open"
         for s in socks:
             s.close()
-        # The store reopens by itself: writes go through again, and go on through more flushes.
+        # The store reopens by itself, the port opens again, the same driver session reconnects
+        # by itself: writes go through again, and go on through more flushes.
         writes.until_one_succeeds(60)
         writes.more(2000)
         lost = writes.lost()
         assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
         cluster.shutdown()
         server.terminate()
-        assert "reopened" in server.logs(), server.logs()[-3000:]
+        logs = all_logs(server)
+        for line in ("native transport stopped: storage failed", "reopened",
+                     "native transport started again: the store serves again"):
+            assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
     finally:
         server.kill()

@@ -2,10 +2,11 @@
 
 Its OWN peregrine (`commitlog_sync: batch`, 1 MiB memtables) keeps its data on a small tmpfs
 mounted here, filled up by another file to a few MiB of headroom. Writes go on until one fails
-for lack of space; writes keep being tried for a while with the disk still full (the store
-refuses them, or takes those that fit, and reopens itself); then the other file goes and writes
-resume by themselves, without a restart. Every acknowledged write is there, before and after a
-restart.
+for lack of space; then the node closes its client port (new connections are refused) and says
+why in `nodetool statusbinary` / `nodetool info`, and keeps it closed while the disk stays full
+(the store cannot flush what its journal holds). The other file goes, the store reopens, the
+port opens again and the same driver session reconnects by itself, without a restart. Every
+acknowledged write is there, before and after a restart.
 
 Mounting needs root (CAP_SYS_ADMIN), as CI has; elsewhere the test is skipped, saying why.
 """
@@ -18,8 +19,11 @@ import time
 
 import pytest
 
-from test_disk_failure import Writes
-from test_durability import Server, _find_peregrine, wait_for_session
+from cassandra.policies import ConstantReconnectionPolicy
+
+from admin_support import nodetool
+from test_disk_failure import Writes, all_logs, wait_for
+from test_durability import Server, _find_peregrine, _free_port, _port_open, wait_for_session
 
 HEADROOM = 6 * 1024 * 1024
 
@@ -53,11 +57,14 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
     if binary is None:
         pytest.skip("needs the peregrine binary")
     root, mnt = small_disk
-    server = Server(binary, root, sync="batch", extra_config="storage_memtable_bytes: 1048576\n")
+    admin = _free_port()
+    server = Server(binary, root, sync="batch",
+                    extra_config="storage_memtable_bytes: 1048576\n"
+                                 f"admin_listen: 127.0.0.1:{admin}\n")
     server.data = os.path.join(mnt, "data")
     server.start()
     try:
-        cluster = server.cluster()
+        cluster = server.cluster(reconnection_policy=ConstantReconnectionPolicy(0.5))
         session = wait_for_session(cluster)
         writes = Writes(session, "x" * 2000)
         filler = fill(mnt, HEADROOM)
@@ -66,19 +73,46 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
         assert writes.failures, "no write failed on a full disk"
         assert "storage" in writes.failures[0], writes.failures[0]
 
-        # Still full: writes keep failing or fit in what is left; none is acknowledged and lost.
+        # The port closes, and stays closed while the disk is full: new connections refused.
+        wait_for(lambda: not _port_open("127.0.0.1", server.port), 10,
+                 "the client port did not close")
+        rc, out, err = nodetool("-h", "127.0.0.1", "-p", str(admin), "statusbinary")
+        assert (rc, out) == (0, "not running\n"), (rc, out, err)
+        # `nodetool info` says why; the first failing write may see only fjall's "Poisoned",
+        # the store's reopen attempts (from 100 ms on) add the cause they meet.
+        last = []
+
+        def info_says_why():
+            rc, out, err = nodetool("-h", "127.0.0.1", "-p", str(admin), "info")
+            last[:] = [out]
+            assert rc == 0, err
+            assert "Native Transport active: false" in out, out
+            why = [line for line in out.splitlines() if line.startswith("Native Transport down")]
+            assert why, out
+            return "No space left on device" in why[0]
+        try:
+            wait_for(info_says_why, 10, "nodetool info did not name the cause")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {last}\n{all_logs(server)[-3000:]}") from None
         still_full_until = time.time() + 3
         while time.time() < still_full_until:
-            writes.one()
+            assert not _port_open("127.0.0.1", server.port), "the port opened with the disk full"
+            assert not writes.one(), "a write was acknowledged with the disk full"
+            time.sleep(0.1)
 
         os.remove(filler)
-        writes.until_one_succeeds(60)
+        writes.until_one_succeeds(60)  # the driver reconnected by itself
         writes.more(1000)  # and go on, through more flushes
+        rc, out, err = nodetool("-h", "127.0.0.1", "-p", str(admin), "statusbinary")
+        assert (rc, out) == (0, "running\n"), (rc, out, err)
         lost = writes.lost()
         assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
         cluster.shutdown()
         server.terminate()
-        assert "No space left on device" in server.logs(), server.logs()[-3000:]
+        logs = all_logs(server)
+        for line in ("No space left on device", "native transport stopped: storage failed",
+                     "native transport started again: the store serves again"):
+            assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
 
         server.start()
         cluster = server.cluster()

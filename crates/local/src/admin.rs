@@ -90,7 +90,13 @@ impl LocalBackend {
     }
 
     fn info(&self) -> AdminResult {
-        let s = self.store.stats().map_err(failed)?;
+        // While the store is down (and the CQL port closed) `info` still answers, saying why:
+        // the store's figures are zeros then.
+        let s = match self.store.stats() {
+            Ok(s) => s,
+            Err(_) if self.store.down().is_some() => Default::default(),
+            Err(e) => return Err(failed(e)),
+        };
         let node = self.engine.node();
         Ok(json!({
             "mode": "standalone",

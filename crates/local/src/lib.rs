@@ -44,7 +44,8 @@ use proto::response::{
 };
 
 use server::config::{
-    Authenticator, Authorizer, CommitlogSync, Config, DiskFailurePolicy, JournalRecovery,
+    Authenticator, Authorizer, CommitlogSync, Config, DataFileCheck, DiskFailurePolicy,
+    JournalRecovery,
 };
 use server::metrics::{self, Op};
 use server::{Backend, ConnState, Reply, RequestFlags};
@@ -84,6 +85,10 @@ impl LocalBackend {
                 journal_recovery: match config.journal_recovery {
                     JournalRecovery::Refuse => storage::JournalRecovery::Refuse,
                     JournalRecovery::Truncate => storage::JournalRecovery::Truncate,
+                },
+                data_file_check: match config.data_file_check {
+                    DataFileCheck::Full => storage::DataFileCheck::Full,
+                    DataFileCheck::Off => storage::DataFileCheck::Off,
                 },
             },
         )?;
@@ -309,6 +314,10 @@ impl Backend for LocalBackend {
         self.login
             .as_ref()
             .map(|_| login::PASSWORD_AUTHENTICATOR.to_string())
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.store.down()
     }
 
     async fn shutdown(&self) {

@@ -490,6 +490,9 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
                 "Native Transport active",
                 v["native_transport"].as_bool().unwrap_or(false).to_string(),
             ));
+            if let Some(why) = v["native_transport_stopped_because"].as_str() {
+                lines.push(("Native Transport down", why.into()));
+            }
             if let Some(b) = v["load_bytes"].as_u64() {
                 lines.push(("Load", size(b)));
             }

@@ -116,6 +116,15 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Why the backend cannot serve at all right now (its store failed and is reopening, under
+    /// `disk_failure_policy: stop`), or `None` while it can. The front end polls it (every
+    /// 100 ms) and closes the CQL port and its connections while it
+    /// says why, as Cassandra's `stop` policy stops its transports; it opens the port again
+    /// when it answers `None`. Must be cheap and must not block.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+
     /// Flushes and releases resources before the process exits.
     fn shutdown(&self) -> impl Future<Output = ()> + Send {
         async {}

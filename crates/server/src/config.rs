@@ -77,6 +77,10 @@ pub struct Config {
     /// offset and what would be lost, or `truncate` it there, dropping exactly that. A write
     /// torn by a crash at the very end is cut off either way. Default `refuse`.
     pub journal_recovery: JournalRecovery,
+    /// Standalone mode: whether start-up reads every data file (SSTable) and compares it with
+    /// the checksum recorded when it was written, refusing to start on damage: `full` (the
+    /// default) or `off`.
+    pub data_file_check: DataFileCheck,
     /// Standalone mode: what happens when the disk fails under the store (a memtable flush,
     /// a compaction or a journal write failing: descriptors or space running out, an I/O
     /// error). Cassandra's key and values: `stop` refuses requests (with an error naming the
@@ -256,6 +260,7 @@ impl Default for Config {
             commitlog_sync: CommitlogSync::Periodic,
             commitlog_sync_period: Duration::from_secs(10),
             journal_recovery: JournalRecovery::Refuse,
+            data_file_check: DataFileCheck::Full,
             disk_failure_policy: DiskFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
             authorizer: Authorizer::AllowAllAuthorizer,
@@ -297,6 +302,14 @@ pub enum CommitlogSync {
 pub enum JournalRecovery {
     Refuse,
     Truncate,
+}
+
+/// `data_file_check`: see [`Config::data_file_check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataFileCheck {
+    Full,
+    Off,
 }
 
 /// `disk_failure_policy`: see [`Config::disk_failure_policy`].

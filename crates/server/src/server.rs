@@ -93,13 +93,22 @@ pub async fn run_with_admin<B: Backend>(
         limits: limits.clone(),
     });
     // `nodetool disablebinary` closes the CQL port and its connections; `enablebinary`
-    // binds it again.
+    // binds it again. The backend failing (`disk_failure_policy: stop`) does the same while
+    // it says why (`fault`), as Cassandra's `stop` stops its transports: drivers fail over or
+    // surface it instead of getting errors from a node that cannot serve.
     let (binary, mut binary_changes) = watch::channel(true);
+    let (fault, mut fault_changes) = watch::channel(None::<String>);
+    tokio::spawn(watch_health(
+        shared.backend.clone(),
+        fault,
+        shutdown.clone(),
+    ));
     if let Some(admin) = admin {
         let state = Arc::new(Admin::new(
             shared.backend.clone(),
             shared.config.clone(),
             binary.clone(),
+            fault_changes.clone(),
         ));
         tokio::spawn(admin::serve(admin, state, shutdown.clone()));
     }
@@ -110,21 +119,51 @@ pub async fn run_with_admin<B: Backend>(
     let tracker = TaskTracker::new();
     let next_id = AtomicU64::new(1);
     let mut backoff = Duration::from_millis(5);
+    // Whether the port is closed because the backend failed (rather than by the operator).
+    let mut closed_by_fault = false;
     loop {
-        let Some(open) = &listener else {
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = binary_changes.changed() => {}
+        let enabled = *binary_changes.borrow_and_update();
+        let why = fault_changes.borrow_and_update().clone();
+        match (&listener, enabled, &why) {
+            (Some(_), true, Some(why)) => {
+                tracing::error!(
+                    "native transport stopped: {why}; client connections closed and new ones refused until the store serves again"
+                );
+                listener = None;
+                clients.cancel();
+                closed_by_fault = true;
             }
-            if *binary_changes.borrow_and_update() {
+            (Some(_), false, _) => {
+                tracing::info!("native transport stopped (nodetool disablebinary or drain)");
+                listener = None;
+                clients.cancel();
+                closed_by_fault = false;
+            }
+            (None, true, None) => {
                 match address.map(TcpListener::bind) {
                     Some(bind) => match bind.await {
                         Ok(l) => {
-                            tracing::info!(
-                                "native transport started again (nodetool enablebinary)"
-                            );
+                            if closed_by_fault {
+                                tracing::warn!(
+                                    "native transport started again: the store serves again"
+                                );
+                            } else {
+                                tracing::info!(
+                                    "native transport started again (nodetool enablebinary)"
+                                );
+                            }
                             listener = Some(l);
                             clients = shutdown.child_token();
+                            closed_by_fault = false;
+                        }
+                        Err(e) if closed_by_fault => {
+                            // Nobody asked for the port to close: keep trying to serve again.
+                            tracing::warn!("cannot listen again after the store recovered: {e}; retrying in 1s");
+                            tokio::select! {
+                                _ = shutdown.cancelled() => break,
+                                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            }
+                            continue;
                         }
                         Err(e) => {
                             tracing::warn!("enablebinary: cannot listen again: {e}");
@@ -134,19 +173,23 @@ pub async fn run_with_admin<B: Backend>(
                     None => tracing::warn!("enablebinary: the CQL listener's address is unknown"),
                 }
             }
+            (None, false, _) => closed_by_fault = false,
+            _ => {}
+        }
+        let Some(open) = &listener else {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                _ = binary_changes.changed() => {}
+                _ = fault_changes.changed() => {}
+            }
             continue;
         };
         let accepted = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            _ = binary_changes.changed() => {
-                if !*binary_changes.borrow_and_update() {
-                    tracing::info!("native transport stopped (nodetool disablebinary or drain)");
-                    listener = None;
-                    clients.cancel();
-                }
-                continue;
-            }
+            _ = binary_changes.changed() => continue,
+            _ = fault_changes.changed() => continue,
             r = open.accept() => r,
         };
         let (socket, addr) = match accepted {
@@ -159,6 +202,8 @@ pub async fn run_with_admin<B: Backend>(
                 tracing::warn!("accept failed: {e}; retrying in {backoff:?}");
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
+                    _ = binary_changes.changed() => {}
+                    _ = fault_changes.changed() => {}
                     _ = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(1));
@@ -248,6 +293,31 @@ pub async fn run_with_admin<B: Backend>(
         );
     }
     shared.backend.shutdown().await;
+}
+
+/// How often the accept loop asks the backend whether it can serve ([`Backend::unavailable`]).
+const HEALTH_POLL: Duration = Duration::from_millis(100);
+
+/// Publishes [`Backend::unavailable`] on `fault` whenever it changes, until `shutdown`.
+async fn watch_health<B: Backend>(
+    backend: Arc<B>,
+    fault: watch::Sender<Option<String>>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(HEALTH_POLL) => {}
+        }
+        let now = backend.unavailable();
+        fault.send_if_modified(|current| {
+            let changed = *current != now;
+            if changed {
+                current.clone_from(&now);
+            }
+            changed
+        });
+    }
 }
 
 /// Answers the first request of a connection over the limit with an error in the client's

@@ -39,10 +39,12 @@ use arc_swap::ArcSwapOption;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod datafiles;
 mod journal;
 mod long_keys;
 mod mem;
 mod ops;
+pub use datafiles::DataFileCheck;
 pub use journal::{Damage, JournalRecovery};
 use long_keys::{Bucket, SPILL_AT};
 pub use mem::MemStorage;
@@ -156,6 +158,8 @@ pub struct Options {
     pub journal_recovery: JournalRecovery,
     /// What to do when the disk fails under the open store.
     pub failure_policy: FailurePolicy,
+    /// Whether opening verifies every data file against its recorded checksum.
+    pub data_file_check: DataFileCheck,
 }
 
 impl Default for Options {
@@ -167,6 +171,7 @@ impl Default for Options {
             filter: None,
             journal_recovery: JournalRecovery::Refuse,
             failure_policy: FailurePolicy::Stop,
+            data_file_check: DataFileCheck::Full,
         }
     }
 }
@@ -254,7 +259,29 @@ impl LsmStorage {
                 );
             }
         }
-        let open = Open::new(path, &options)?;
+        let open = Open::new(path, &options).map_err(|e| {
+            let damaged = datafiles::unreadable_trailers(path);
+            if damaged.is_empty() {
+                return e;
+            }
+            StorageError::Io(format!(
+                "{e}: {} damaged data file(s); acknowledged data in them would be lost, so the store does not open (restore the data directory from a snapshot or backup): {}",
+                damaged.len(),
+                damaged.join("; ")
+            ))
+        })?;
+        if options.data_file_check == DataFileCheck::Full {
+            let started = std::time::Instant::now();
+            let damaged = datafiles::check(&open.data.tree);
+            if !damaged.is_empty() {
+                return Err(StorageError::Io(format!(
+                    "{} damaged data file(s); acknowledged data in them would be lost, so the store does not open (restore the data directory from a snapshot or backup; `data_file_check: off` starts anyway, and every read touching a damaged block fails): {}",
+                    damaged.len(),
+                    damaged.join("; ")
+                )));
+            }
+            tracing::info!("data files verified in {:?}", started.elapsed());
+        }
         let sync = options.sync;
         let storage = LsmStorage {
             shared: Arc::new(Shared {
@@ -350,19 +377,25 @@ impl Shared {
                 return;
             }
             FailurePolicy::Die => {
-                tracing::error!("{cause}; exiting (disk_failure_policy: die)");
+                let why = self.probe(e);
+                tracing::error!("{cause}{why}; exiting (disk_failure_policy: die)");
                 std::process::exit(1);
             }
             FailurePolicy::Stop => {}
         }
+        // Only the first to see the failure takes the store down (and reopens it).
         let current = self.open.load();
         if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, open)) {
             return; // already taken down (and maybe reopened) by someone else
         }
+        let previous = self.open.compare_and_swap(&*current, None);
+        if !previous.as_ref().is_some_and(|c| Arc::ptr_eq(c, open)) {
+            return;
+        }
+        let cause = format!("{cause}{}", self.probe(e));
         *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
             "{cause}; the store is down and reopening itself (disk_failure_policy: stop)"
         ));
-        self.open.store(None);
         tracing::error!("{cause}; refusing requests and reopening the store until it opens");
         let shared = self.clone();
         let spawned = std::thread::Builder::new()
@@ -373,6 +406,30 @@ impl Shared {
         }
     }
 
+    /// What writing to the data directory meets now, when fjall says only "Poisoned" (a
+    /// background flush or compaction failed; fjall logs its cause but does not return it):
+    /// writes and syncs a probe file of up to one memtable (16 MiB at most), then removes it.
+    /// Empty when the error names its cause or the probe succeeds.
+    fn probe(&self, e: &fjall::Error) -> String {
+        if !matches!(e, fjall::Error::Poisoned) {
+            return String::new();
+        }
+        use std::io::Write;
+        let path = self.path.join(".peregrine-probe");
+        let bytes = self.options.memtable_bytes.min(16 << 20) as usize;
+        let written = std::fs::File::create(&path).and_then(|mut f| {
+            f.write_all(&vec![0u8; bytes])?;
+            f.sync_all()
+        });
+        let _ = std::fs::remove_file(&path);
+        match written {
+            Ok(()) => " (a background flush or compaction failed: its cause is logged above)".into(),
+            Err(io) => format!(
+                " (a background flush or compaction failed; writing {bytes} bytes to the data directory now fails: {io})"
+            ),
+        }
+    }
+
     /// Reopens the store with backoff until it opens (the failed handle must be released by
     /// every request still holding it first: fjall locks its directory).
     fn reopen(&self) {
@@ -380,7 +437,14 @@ impl Shared {
         let mut backoff = Duration::from_millis(100);
         loop {
             std::thread::sleep(backoff);
-            match Open::new(&self.path, &self.options) {
+            // Opened is not enough: the journal's writes must also reach a table file (a
+            // flush), or a disk still full would take the store down again with the next
+            // write, the client port flapping open and shut; while it cannot, it stays down.
+            let opened = Open::new(&self.path, &self.options).and_then(|open| {
+                open.flush_and_wait()?;
+                Ok(open)
+            });
+            match opened {
                 Ok(open) => {
                     self.open.store(Some(Arc::new(open)));
                     *self.down.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -391,8 +455,13 @@ impl Shared {
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!("storage still cannot open ({e}); retrying in {backoff:?}");
-                    let reason = format!("{e}");
+                    let reason = match &e {
+                        StorageError::Io(m) if m.contains("Poisoned") => {
+                            format!("{e}{}", self.probe(&fjall::Error::Poisoned))
+                        }
+                        _ => format!("{e}"),
+                    };
+                    tracing::warn!("storage still cannot open ({reason}); retrying in {backoff:?}");
                     if let Some(d) = self
                         .down
                         .lock()
@@ -414,6 +483,19 @@ impl Shared {
 }
 
 impl Open {
+    /// Writes the memtable out to a table file and waits for it. Unlike fjall's
+    /// `rotate_memtable_and_wait`, which waits forever when the flush worker dies, a failed
+    /// flush (fjall poisons itself) returns its error.
+    fn flush_and_wait(&self) -> Result<()> {
+        if self.data.rotate_memtable()? {
+            while fjall::AbstractTree::sealed_memtable_count(&self.data.tree) > 0 {
+                self.db.persist(fjall::PersistMode::Buffer)?;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        Ok(())
+    }
+
     /// The bucket stored under `prefix` (empty if none).
     fn bucket(&self, prefix: &[u8]) -> Result<Bucket> {
         match self.data.get(prefix)? {

@@ -91,8 +91,7 @@ impl LsmStorage {
     /// Writes the memtable out to a table file and waits for it (`nodetool flush`).
     pub fn flush(&self) -> Result<()> {
         let open = self.shared.current()?;
-        open.data.rotate_memtable_and_wait()?;
-        Ok(())
+        open.flush_and_wait()
     }
 
     /// Where snapshots are kept: `<data_dir>/snapshots`.

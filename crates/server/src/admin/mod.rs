@@ -97,13 +97,20 @@ pub(crate) struct Admin<B> {
     pub config: Config,
     /// Whether the native transport accepts clients (`enablebinary`/`disablebinary`).
     pub binary: watch::Sender<bool>,
+    /// Why the backend cannot serve (the port is closed meanwhile), or `None`.
+    pub fault: watch::Receiver<Option<String>>,
     pub started: Instant,
     /// `Basic <base64(user:password)>` when credentials are configured.
     credentials: Option<String>,
 }
 
 impl<B: Backend> Admin<B> {
-    pub fn new(backend: Arc<B>, config: Config, binary: watch::Sender<bool>) -> Self {
+    pub fn new(
+        backend: Arc<B>,
+        config: Config,
+        binary: watch::Sender<bool>,
+        fault: watch::Receiver<Option<String>>,
+    ) -> Self {
         let credentials = match (&config.admin_username, &config.admin_password) {
             (Some(u), Some(p)) => Some(format!("Basic {}", base64(format!("{u}:{p}").as_bytes()))),
             _ => None,
@@ -112,6 +119,7 @@ impl<B: Backend> Admin<B> {
             backend,
             config,
             binary,
+            fault,
             started: Instant::now(),
             credentials,
         }
@@ -216,10 +224,27 @@ impl<B: Backend> Admin<B> {
             "gauge",
             "1 while the CQL port accepts clients (nodetool enablebinary/disablebinary).",
         );
-        out.sample(&[], f64::from(u8::from(*self.binary.borrow())));
+        out.sample(&[], f64::from(u8::from(self.serving())));
         metrics::global().export(&mut out);
         self.backend.export_metrics(&mut out);
         out.finish()
+    }
+
+    /// Whether the CQL port accepts clients: enabled by the operator and the backend able to
+    /// serve.
+    fn serving(&self) -> bool {
+        *self.binary.borrow() && self.fault.borrow().is_none()
+    }
+
+    /// Why the CQL port is closed, or `None` while it serves.
+    fn stopped_because(&self) -> Option<String> {
+        if !*self.binary.borrow() {
+            return Some("stopped by the operator (nodetool disablebinary or drain)".into());
+        }
+        self.fault
+            .borrow()
+            .as_ref()
+            .map(|why| format!("{why}; restarts by itself once the store serves again"))
     }
 
     async fn command(&self, command: &str, args: Value) -> AdminResult {
@@ -228,7 +253,10 @@ impl<B: Backend> Admin<B> {
                 "release_version": RELEASE_VERSION,
                 "peregrine_version": env!("CARGO_PKG_VERSION"),
             })),
-            "statusbinary" => Ok(json!({ "running": *self.binary.borrow() })),
+            "statusbinary" => Ok(json!({
+                "running": self.serving(),
+                "stopped_because": self.stopped_because(),
+            })),
             "enablebinary" => {
                 self.binary.send_replace(true);
                 Ok(json!({}))
@@ -268,7 +296,11 @@ impl<B: Backend> Admin<B> {
                         "uptime_seconds".into(),
                         json!(self.started.elapsed().as_secs()),
                     );
-                    m.insert("native_transport".into(), json!(*self.binary.borrow()));
+                    m.insert("native_transport".into(), json!(self.serving()));
+                    m.insert(
+                        "native_transport_stopped_because".into(),
+                        json!(self.stopped_because()),
+                    );
                     m.insert("cluster_name".into(), json!(self.config.cluster_name));
                     m.insert("release_version".into(), json!(RELEASE_VERSION));
                     m.insert("address".into(), json!(self.config.listen.ip().to_string()));
