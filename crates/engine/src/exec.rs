@@ -924,9 +924,28 @@ impl Engine {
                     };
                     let ops = std::mem::take(&mut e.ops);
                     row.merge(e.delta);
+                    // A list operation by index sees the list as a read would: without the
+                    // items a stored partition or range deletion shadows (the row's own
+                    // cells do not carry those).
+                    let outer = match keys::decode_key(&key) {
+                        Some(d) if ops.iter().any(CollectionOp::reads_list_items) => {
+                            let hk = keys::header_key(&key[..d.prefix_len]);
+                            let stored = match pending.get(&hk) {
+                                Some(v) => v.clone(),
+                                None => self.storage.get(&hk)?,
+                            };
+                            match stored {
+                                Some(v) => PartitionHeader::decode(&v)
+                                    .map_err(EngineError::corrupt)?
+                                    .deletion_for(d.clustering),
+                                None => None,
+                            }
+                        }
+                        _ => None,
+                    };
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(&mut row.cells) {
+                        if let Err(e) = op.apply_to(&mut row.cells, outer) {
                             first_error.note(stmt, e);
                         }
                     }
@@ -957,7 +976,7 @@ impl Engine {
                     h.merge(e.delta);
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(&mut h.statics) {
+                        if let Err(e) = op.apply_to(&mut h.statics, None) {
                             first_error.note(stmt, e);
                         }
                     }
@@ -1297,7 +1316,16 @@ impl CollectionOp {
         }))
     }
 
-    fn apply_to(self, cells: &mut Vec<Cell>) -> Result<(), EngineError> {
+    /// Whether the operation names list items by index (`l[i] = v`, `DELETE l[i]`): it needs
+    /// the list exactly as a read sees it.
+    fn reads_list_items(&self) -> bool {
+        matches!(self.ty, ColumnType::List(_))
+            && matches!(self.op, Assign::SetKey(..) | Assign::DeleteElement(_))
+    }
+
+    /// Applies the operation to a row's (or a partition's static) cells; `outer` is a stored
+    /// partition or range deletion that covers the row, so elements it shadows are not live.
+    fn apply_to(self, cells: &mut Vec<Cell>, outer: Option<Deletion>) -> Result<(), EngineError> {
         // Counters take the whole value.
         let Some(kind) = crate::collections::kind_of(&self.ty) else {
             return self.apply_whole(cells);
@@ -1305,7 +1333,13 @@ impl CollectionOp {
         let at = cells.binary_search_by_key(&self.column, |c| c.column);
         let current = at
             .ok()
-            .and_then(|i| cells[i].live_elements(kind, self.now.secs));
+            .and_then(|i| cells[i].live_elements(kind, self.now.secs))
+            .and_then(|mut c| {
+                if let Some(d) = outer {
+                    c.elements.retain(|e| !d.shadows(e.ts));
+                }
+                (!c.elements.is_empty()).then_some(c)
+            });
         let delta = crate::collections::element_writes(
             &self.ty,
             current.as_ref(),
