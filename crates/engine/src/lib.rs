@@ -57,6 +57,7 @@ mod json_row;
 pub mod keys;
 pub mod literal;
 mod lwt;
+pub mod masking;
 pub mod plan;
 mod read;
 pub mod row;
@@ -408,6 +409,8 @@ pub struct Engine {
     views_enabled: AtomicBool,
     /// `drop_compact_storage_enabled` (Cassandra's key; off by default).
     drop_compact_enabled: AtomicBool,
+    /// `dynamic_data_masking_enabled` (Cassandra's key; off by default).
+    masking_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -495,6 +498,7 @@ impl Engine {
             has_indexes,
             views_enabled: AtomicBool::new(false),
             drop_compact_enabled: AtomicBool::new(false),
+            masking_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
@@ -522,6 +526,19 @@ impl Engine {
     /// Allows or refuses `ALTER TABLE ... DROP COMPACT STORAGE` (`drop_compact_storage_enabled`).
     pub fn set_drop_compact_storage_enabled(&self, on: bool) {
         self.drop_compact_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Allows or refuses `MASKED WITH` in CREATE/ALTER TABLE (`dynamic_data_masking_enabled`).
+    pub fn set_dynamic_data_masking_enabled(&self, on: bool) {
+        self.masking_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Refuses a statement that attaches a mask while masking is disabled.
+    fn check_masking(&self, st: &cql::Statement) -> Result<(), EngineError> {
+        if !self.masking_enabled.load(Ordering::Relaxed) && masking::attaches_mask(st) {
+            return Err(EngineError::invalid(masking::DISABLED));
+        }
+        Ok(())
     }
 
     pub fn node(&self) -> &NodeInfo {
@@ -1154,10 +1171,12 @@ impl Engine {
             }
             S::CreateTable(ct) => {
                 guard_system(&table_ks(&ct.name)?)?;
+                self.check_masking(st)?;
                 ddl::create_table(&schema, ks, ct, now.micros)?
             }
             S::AlterTable(at) => {
                 guard_system(&table_ks(&at.name)?)?;
+                self.check_masking(st)?;
                 let drop_compact = self.drop_compact_enabled.load(Ordering::Relaxed);
                 ddl::alter_table(&schema, ks, at, now.micros, drop_compact)?
             }
