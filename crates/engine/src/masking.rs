@@ -38,7 +38,9 @@ pub fn attaches_mask(st: &cql::Statement) -> bool {
     match st {
         cql::Statement::CreateTable(ct) => ct.columns.iter().any(|c| c.mask.is_some()),
         cql::Statement::AlterTable(at) => match &at.action {
-            ast::AlterTableAction::Add { columns, .. } => columns.iter().any(|c| c.mask.is_some()),
+            // Cassandra 5.0.9 does not check the setting on ADD: a masked column can be added
+            // while masking is disabled.
+            ast::AlterTableAction::Add { .. } => false,
             ast::AlterTableAction::AlterColumnMask { mask, .. } => mask.is_some(),
             _ => false,
         },
@@ -153,8 +155,20 @@ pub fn prepare(column: &str, col: &T, m: &ast::ColumnMask) -> Result<ColumnMask,
         )));
     }
     let mut args = Vec::with_capacity(types.len());
-    for (t, term) in types.iter().zip(&m.args) {
-        args.push(crate::literal::const_term(t, term, crate::Now::system())?);
+    for (i, (t, term)) in types.iter().zip(&m.args).enumerate() {
+        let v = crate::literal::const_term(t, term, crate::Now::system()).map_err(|e| {
+            if f == "mask_replace" {
+                // Cassandra types the argument against the signature before reading it.
+                invalid(format!(
+                    "Type error: {term} cannot be passed as argument {} of function system.{f} of type {}",
+                    i + 1,
+                    cql_type_name(t)
+                ))
+            } else {
+                e
+            }
+        })?;
+        args.push(v);
     }
     Ok(ColumnMask {
         function: f,
