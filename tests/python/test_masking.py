@@ -8,8 +8,10 @@ Peregrine started here with `dynamic_data_masking_enabled: true`:
   - cqlsh DESCRIBE prints them as Cassandra 5.0 does;
   - a Peregrine with the default configuration refuses MASKED WITH with Cassandra's message.
 
-Applying masks to SELECT results by role (UNMASK / SELECT_MASKED) is not done yet: see
-docs/security.md.
+and, with PasswordAuthenticator + CassandraAuthorizer, what a role reads: masked values without
+UNMASK (in plain columns, inside functions, in SELECT JSON and aggregates), clear values for a
+superuser and after GRANT UNMASK, WHERE on a masked column refused without UNMASK or
+SELECT_MASKED (allowed with SELECT_MASKED, results still masked), and REVOKE restoring masking.
 """
 
 import signal
@@ -18,6 +20,9 @@ import subprocess
 import pytest
 from cassandra import InvalidRequest
 
+from cassandra import Unauthorized
+
+from auth_support import AuthServer
 from test_indexes import own_server_lifetime
 
 KS = "CREATE KEYSPACE IF NOT EXISTS dm WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
@@ -100,3 +105,47 @@ def test_masking_disabled_by_default(plain_server):
         assert (row.a, row.b) == ("s****t", "****")
     finally:
         c.shutdown()
+
+
+def test_roles_read_masked_values():
+    server = AuthServer(extra_config="dynamic_data_masking_enabled: true\n").start()
+    try:
+        admin_c = server.cluster("cassandra", "cassandra")
+        admin = admin_c.connect()
+        admin.execute(KS)
+        admin.execute(TABLE)
+        admin.execute("INSERT INTO dm.users (id, c, s, name, email) VALUES (1, 'abc', 2, 'alice', 'a@x')")
+        admin.execute("CREATE ROLE reader WITH PASSWORD = 'pw' AND LOGIN = true")
+        admin.execute("GRANT SELECT ON dm.users TO reader")
+        # A superuser reads clear values.
+        row = admin.execute("SELECT * FROM dm.users").one()
+        assert (row.id, row.c, row.s, row.name) == (1, "abc", 2, "alice")
+
+        rc = server.cluster("reader", "pw")
+        r = rc.connect()
+        row = r.execute("SELECT * FROM dm.users").one()
+        assert (row.id, row.c, row.s, row.name, row.email) == (0, "*bc", None, "a****", "a@x")
+        row = r.execute("SELECT blobAsText(textAsBlob(name)) AS u, writetime(name) AS w, count(*) AS n FROM dm.users").one()
+        assert row.u == "a****" and row.w is not None and row.n == 1
+        assert r.execute("SELECT JSON name FROM dm.users").one()[0] == '{"name": "a****"}'
+        prepared = r.prepare("SELECT name FROM dm.users WHERE id = ? AND c = ?")
+        with pytest.raises(Unauthorized, match=r"User reader has no UNMASK nor SELECT_MASKED permission on table "
+                           r"dm.users, cannot query masked columns \[id, c\]"):
+            r.execute(prepared, (1, "abc"))
+        with pytest.raises(Unauthorized, match="cannot query masked columns"):
+            r.execute("SELECT * FROM dm.users WHERE name = 'alice' ALLOW FILTERING")
+        r.execute("SELECT email FROM dm.users WHERE email = 'a@x' ALLOW FILTERING")
+
+        admin.execute("GRANT SELECT_MASKED ON dm.users TO reader")
+        assert r.execute(prepared, (1, "abc")).one().name == "a****"
+        assert r.execute("SELECT * FROM dm.users WHERE name = 'zzz' ALLOW FILTERING").one() is None
+
+        admin.execute("GRANT UNMASK ON dm.users TO reader")
+        assert r.execute(prepared, (1, "abc")).one().name == "alice"
+        assert r.execute("SELECT * FROM dm.users").one().id == 1
+        admin.execute("REVOKE UNMASK ON dm.users FROM reader")
+        assert r.execute("SELECT name FROM dm.users").one().name == "a****"
+        rc.shutdown()
+        admin_c.shutdown()
+    finally:
+        server.stop()

@@ -533,6 +533,44 @@ impl Engine {
         self.masking_enabled.store(on, Ordering::Relaxed);
     }
 
+    /// For a SELECT of a table with masked columns by a role without `UNMASK` (permissions
+    /// checked, not a superuser): the plan reading masked values, after refusing WHERE
+    /// restrictions on masked columns unless the role has `SELECT_MASKED` (Cassandra's
+    /// `SelectStatement.authorize` and `execute`). None when values are read clear.
+    fn masking_for(
+        &self,
+        plan: &plan::SelectPlan,
+        st: &cql::Statement,
+        opts: &QueryOptions,
+    ) -> Result<Option<plan::SelectPlan>, EngineError> {
+        let t = &plan.table;
+        if !self.auth.authorizing() || !masking::has_masks(t) {
+            return Ok(None);
+        }
+        let role = opts.role.as_deref();
+        let has = |p: auth::Permission| {
+            self.auth
+                .authorize_table(role, &t.keyspace, &t.name, p)
+                .is_ok()
+        };
+        if has(auth::Permission::Unmask) {
+            return Ok(None);
+        }
+        if let cql::Statement::Select(s) = st {
+            let restricted = masking::restricted_masked(t, s);
+            if !restricted.is_empty() && !has(auth::Permission::SelectMasked) {
+                return Err(EngineError::unauthorized(format!(
+                    "User {} has no UNMASK nor SELECT_MASKED permission on table {}.{}, cannot query masked columns [{}]",
+                    role.unwrap_or(""),
+                    t.keyspace,
+                    t.name,
+                    restricted.join(", ")
+                )));
+            }
+        }
+        Ok(Some(masking::masked_plan(plan)))
+    }
+
     /// Refuses a statement that attaches a mask while masking is disabled.
     fn check_masking(&self, st: &cql::Statement) -> Result<(), EngineError> {
         if !self.masking_enabled.load(Ordering::Relaxed) && masking::attaches_mask(st) {
@@ -942,9 +980,10 @@ impl Engine {
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
             CompiledKind::Select(plan) => {
+                let masked = self.masking_for(plan, &parsed.statement, opts)?;
                 let rs = self.run_select(
                     self.storage.as_ref(),
-                    plan,
+                    masked.as_ref().unwrap_or(plan),
                     values,
                     opts.page_size,
                     opts.paging_state.as_deref(),

@@ -370,3 +370,131 @@ mod tests {
         );
     }
 }
+
+// ---- reads by roles without UNMASK --------------------------------------------------------
+
+use crate::plan::{AggSelection, SelExpr, SelectPlan, Selection, Selector};
+
+/// The masking call standing for column `i`'s value (None when the column has no mask).
+fn masked_leaf(t: &TableDef, i: usize) -> Option<SelExpr> {
+    let c = t.columns.get(i)?;
+    let m = c.mask.as_ref()?;
+    let mut args = vec![SelExpr::Leaf(Box::new(Selector::Column(i)), c.ty.clone())];
+    for (ty, v) in arg_types(m, &c.ty).into_iter().zip(&m.args) {
+        args.push(SelExpr::Const(ty, v.clone()));
+    }
+    let ty = if m.function == "mask_hash" {
+        T::Blob
+    } else {
+        c.ty.clone()
+    };
+    Some(SelExpr::Call {
+        name: m.function.clone(),
+        args,
+        ty,
+    })
+}
+
+fn mask_selector(t: &TableDef, s: &Selector) -> Selector {
+    match s {
+        Selector::Column(i) => masked_leaf(t, *i).map_or_else(|| s.clone(), Selector::Expr),
+        Selector::Expr(e) => Selector::Expr(mask_expr(t, e)),
+        // Write times and TTLs are of the cells, not their values: Cassandra leaves them.
+        other => other.clone(),
+    }
+}
+
+fn mask_expr(t: &TableDef, e: &SelExpr) -> SelExpr {
+    let b = |x: &SelExpr| Box::new(mask_expr(t, x));
+    match e {
+        SelExpr::Leaf(s, ty) => match s.as_ref() {
+            Selector::Column(i) => masked_leaf(t, *i).unwrap_or_else(|| e.clone()),
+            other => SelExpr::Leaf(Box::new(mask_selector(t, other)), ty.clone()),
+        },
+        SelExpr::Const(..) => e.clone(),
+        SelExpr::Call { name, args, ty } => SelExpr::Call {
+            name: name.clone(),
+            args: args.iter().map(|a| mask_expr(t, a)).collect(),
+            ty: ty.clone(),
+        },
+        SelExpr::Cast { inner, from, to } => SelExpr::Cast {
+            inner: b(inner),
+            from: from.clone(),
+            to: to.clone(),
+        },
+        SelExpr::Op {
+            op,
+            left,
+            right,
+            ty,
+        } => SelExpr::Op {
+            op: *op,
+            left: b(left),
+            right: b(right),
+            ty: ty.clone(),
+        },
+        SelExpr::Negate(x) => SelExpr::Negate(b(x)),
+        SelExpr::Field { udt, pos, ty } => SelExpr::Field {
+            udt: b(udt),
+            pos: *pos,
+            ty: ty.clone(),
+        },
+        SelExpr::Element { coll, key, ty } => SelExpr::Element {
+            coll: b(coll),
+            key: b(key),
+            ty: ty.clone(),
+        },
+        SelExpr::Slice {
+            coll,
+            from,
+            to,
+            frozen,
+        } => SelExpr::Slice {
+            coll: b(coll),
+            from: from.as_ref().map(|x| b(x)),
+            to: to.as_ref().map(|x| b(x)),
+            frozen: *frozen,
+        },
+    }
+}
+
+/// `plan` with every read of a masked column's value going through its mask (Cassandra's
+/// selectors mask the column's value before any function sees it).
+pub fn masked_plan(plan: &SelectPlan) -> SelectPlan {
+    let t = &plan.table;
+    let mut p = plan.clone();
+    p.selection = match &plan.selection {
+        Selection::Rows(v) => Selection::Rows(v.iter().map(|s| mask_selector(t, s)).collect()),
+        Selection::Aggregates(a) => {
+            let mut a: AggSelection = (**a).clone();
+            a.firsts = a.firsts.iter().map(|s| mask_selector(t, s)).collect();
+            for agg in &mut a.aggs {
+                agg.arg = agg.arg.as_ref().map(|e| mask_expr(t, e));
+            }
+            Selection::Aggregates(Box::new(a))
+        }
+    };
+    p
+}
+
+/// The masked columns a SELECT's WHERE clause restricts, in table order.
+pub fn restricted_masked(t: &TableDef, st: &cql::ast::SelectStatement) -> Vec<String> {
+    use cql::ast::Relation as R;
+    let mut names: Vec<&str> = Vec::new();
+    for r in &st.where_clause {
+        match r {
+            R::Binary { column, .. }
+            | R::In { column, .. }
+            | R::IsNotNull { column }
+            | R::Element { column, .. } => names.push(column),
+            R::Token { columns, .. }
+            | R::MultiColumn { columns, .. }
+            | R::MultiColumnIn { columns, .. } => names.extend(columns.iter().map(String::as_str)),
+        }
+    }
+    t.columns
+        .iter()
+        .filter(|c| c.mask.is_some() && names.contains(&c.name.as_str()))
+        .map(|c| c.name.clone())
+        .collect()
+}
