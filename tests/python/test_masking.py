@@ -130,7 +130,7 @@ def test_roles_read_masked_values():
         assert r.execute("SELECT JSON name FROM dm.users").one()[0] == '{"name": "a****"}'
         prepared = r.prepare("SELECT name FROM dm.users WHERE id = ? AND c = ?")
         with pytest.raises(Unauthorized, match=r"User reader has no UNMASK nor SELECT_MASKED permission on table "
-                           r"dm.users, cannot query masked columns \[id, c\]"):
+                           r"dm.users, cannot query masked columns \[c, id\]"):
             r.execute(prepared, (1, "abc"))
         with pytest.raises(Unauthorized, match="cannot query masked columns"):
             r.execute("SELECT * FROM dm.users WHERE name = 'alice' ALLOW FILTERING")

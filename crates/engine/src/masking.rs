@@ -477,7 +477,7 @@ pub fn masked_plan(plan: &SelectPlan) -> SelectPlan {
     p
 }
 
-/// The masked columns a SELECT's WHERE clause restricts, in table order.
+/// The masked columns a SELECT's WHERE clause restricts, by name.
 pub fn restricted_masked(t: &TableDef, st: &cql::ast::SelectStatement) -> Vec<String> {
     use cql::ast::Relation as R;
     let mut names: Vec<&str> = Vec::new();
@@ -492,9 +492,13 @@ pub fn restricted_masked(t: &TableDef, st: &cql::ast::SelectStatement) -> Vec<St
             | R::MultiColumnIn { columns, .. } => names.extend(columns.iter().map(String::as_str)),
         }
     }
-    t.columns
+    // Cassandra 5.0.9 lists `[c, id]` for `WHERE id = 1 AND c = 'abc'`: by name.
+    let mut out: Vec<String> = t
+        .columns
         .iter()
         .filter(|c| c.mask.is_some() && names.contains(&c.name.as_str()))
         .map(|c| c.name.clone())
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
