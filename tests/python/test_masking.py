@@ -127,6 +127,8 @@ def test_roles_read_masked_values():
         assert (row.id, row.c, row.s, row.name, row.email) == (0, "*bc", None, "a****", "a@x")
         row = r.execute("SELECT blobAsText(textAsBlob(name)) AS u, writetime(name) AS w, count(*) AS n FROM dm.users").one()
         assert row.u == "a****" and row.w is not None and row.n == 1
+        # token() of the masked key (id masked to 0), as Cassandra 5.0.9 answers.
+        assert r.execute("SELECT token(id) FROM dm.users").one()[0] == -3485513579396041028
         assert r.execute("SELECT JSON name FROM dm.users").one()[0] == '{"name": "a****"}'
         prepared = r.prepare("SELECT name FROM dm.users WHERE id = ? AND c = ?")
         with pytest.raises(Unauthorized, match=r"User reader has no UNMASK nor SELECT_MASKED permission on table "

@@ -399,6 +399,25 @@ fn mask_selector(t: &TableDef, s: &Selector) -> Selector {
     match s {
         Selector::Column(i) => masked_leaf(t, *i).map_or_else(|| s.clone(), Selector::Expr),
         Selector::Expr(e) => Selector::Expr(mask_expr(t, e)),
+        // Cassandra computes token(k) of the masked key values.
+        Selector::Token if t.partition_key().any(|c| c.mask.is_some()) => {
+            let args = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == crate::catalog::ColumnKind::PartitionKey)
+                .map(|(i, c)| {
+                    masked_leaf(t, i).unwrap_or_else(|| {
+                        SelExpr::Leaf(Box::new(Selector::Column(i)), c.ty.clone())
+                    })
+                })
+                .collect();
+            Selector::Expr(SelExpr::Call {
+                name: "token".into(),
+                args,
+                ty: T::Bigint,
+            })
+        }
         // Write times and TTLs are of the cells, not their values: Cassandra leaves them.
         other => other.clone(),
     }
