@@ -21,6 +21,7 @@
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `exec` | writes over storage, and the key/range helpers reads share |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
+//! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |

@@ -12,6 +12,7 @@
 //! masks already in the schema are applied either way. Messages were read off Cassandra 5.0.9.
 
 use crate::catalog::{ColumnDef, ColumnMask, TableDef};
+use crate::plan::{AggSelection, SelExpr, SelectPlan, Selection, Selector};
 use crate::types::cql_type_name;
 use crate::EngineError;
 use cql::ast;
@@ -300,80 +301,7 @@ pub fn has_masks(t: &TableDef) -> bool {
     t.columns.iter().any(|c| c.mask.is_some())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn mask(q: &str) -> ast::ColumnMask {
-        let st = cql::parse(&format!(
-            "CREATE TABLE t (k int PRIMARY KEY, v text MASKED WITH {q})"
-        ))
-        .unwrap()
-        .statement;
-        let cql::Statement::CreateTable(ct) = st else {
-            panic!()
-        };
-        ct.columns[1].mask.clone().unwrap()
-    }
-
-    #[test]
-    fn prepares_with_cassandras_messages() {
-        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
-        assert_eq!(
-            describe(&m, &T::Varchar),
-            " MASKED WITH system.mask_inner(1, null)"
-        );
-        assert_eq!(
-            schema_row(&m, &T::Varchar),
-            (
-                vec!["int".into(), "int".into()],
-                vec!["1".into(), String::new()],
-                vec![false, true]
-            )
-        );
-        let err = |q: &str, t: &T| prepare("v", t, &mask(q)).unwrap_err().to_string();
-        assert!(err("abs()", &T::Int).contains("Not-masking function abs() cannot be used"));
-        assert!(err("nosuch()", &T::Int)
-            .contains("Unable to find masking function for v, no declared function matches the signature nosuch()"));
-        assert!(err("mask_hash()", &T::Int).contains("return type is blob"));
-        assert!(err("mask_inner(1, 1)", &T::Int)
-            .contains("org.apache.cassandra.db.marshal.Int32Type of type int"));
-        assert!(err("mask_inner(1)", &T::Varchar).contains(
-            "Invalid number of arguments for function system.mask_inner([text|varchar|ascii], int, int, [text])"
-        ));
-    }
-
-    #[test]
-    fn applies_the_partial_arguments() {
-        let c = ColumnDef {
-            name: "v".into(),
-            cql_type: "text".into(),
-            ty: T::Varchar,
-            kind: crate::catalog::ColumnKind::Regular,
-            position: -1,
-            desc: false,
-            id: 1,
-            mask: None,
-        };
-        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
-        assert_eq!(
-            apply(&c, &m, Some(b"secret")).unwrap(),
-            Some(b"s*****".to_vec())
-        );
-        let d = prepare("v", &T::Varchar, &mask("DEFAULT")).unwrap();
-        assert_eq!(apply(&c, &d, Some(b"x")).unwrap(), Some(b"****".to_vec()));
-        let lt = T::List(Box::new(T::Int));
-        let l = prepare("v", &lt, &mask("mask_replace([1, 2])")).unwrap();
-        assert_eq!(
-            describe(&l, &lt),
-            " MASKED WITH system.mask_replace([1, 2])"
-        );
-    }
-}
-
 // ---- reads by roles without UNMASK --------------------------------------------------------
-
-use crate::plan::{AggSelection, SelExpr, SelectPlan, Selection, Selector};
 
 /// The masking call standing for column `i`'s value (None when the column has no mask).
 fn masked_leaf(t: &TableDef, i: usize) -> Option<SelExpr> {
@@ -520,4 +448,75 @@ pub fn restricted_masked(t: &TableDef, st: &cql::ast::SelectStatement) -> Vec<St
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask(q: &str) -> ast::ColumnMask {
+        let st = cql::parse(&format!(
+            "CREATE TABLE t (k int PRIMARY KEY, v text MASKED WITH {q})"
+        ))
+        .unwrap()
+        .statement;
+        let cql::Statement::CreateTable(ct) = st else {
+            panic!()
+        };
+        ct.columns[1].mask.clone().unwrap()
+    }
+
+    #[test]
+    fn prepares_with_cassandras_messages() {
+        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
+        assert_eq!(
+            describe(&m, &T::Varchar),
+            " MASKED WITH system.mask_inner(1, null)"
+        );
+        assert_eq!(
+            schema_row(&m, &T::Varchar),
+            (
+                vec!["int".into(), "int".into()],
+                vec!["1".into(), String::new()],
+                vec![false, true]
+            )
+        );
+        let err = |q: &str, t: &T| prepare("v", t, &mask(q)).unwrap_err().to_string();
+        assert!(err("abs()", &T::Int).contains("Not-masking function abs() cannot be used"));
+        assert!(err("nosuch()", &T::Int)
+            .contains("Unable to find masking function for v, no declared function matches the signature nosuch()"));
+        assert!(err("mask_hash()", &T::Int).contains("return type is blob"));
+        assert!(err("mask_inner(1, 1)", &T::Int)
+            .contains("org.apache.cassandra.db.marshal.Int32Type of type int"));
+        assert!(err("mask_inner(1)", &T::Varchar).contains(
+            "Invalid number of arguments for function system.mask_inner([text|varchar|ascii], int, int, [text])"
+        ));
+    }
+
+    #[test]
+    fn applies_the_partial_arguments() {
+        let c = ColumnDef {
+            name: "v".into(),
+            cql_type: "text".into(),
+            ty: T::Varchar,
+            kind: crate::catalog::ColumnKind::Regular,
+            position: -1,
+            desc: false,
+            id: 1,
+            mask: None,
+        };
+        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
+        assert_eq!(
+            apply(&c, &m, Some(b"secret")).unwrap(),
+            Some(b"s*****".to_vec())
+        );
+        let d = prepare("v", &T::Varchar, &mask("DEFAULT")).unwrap();
+        assert_eq!(apply(&c, &d, Some(b"x")).unwrap(), Some(b"****".to_vec()));
+        let lt = T::List(Box::new(T::Int));
+        let l = prepare("v", &lt, &mask("mask_replace([1, 2])")).unwrap();
+        assert_eq!(
+            describe(&l, &lt),
+            " MASKED WITH system.mask_replace([1, 2])"
+        );
+    }
 }
