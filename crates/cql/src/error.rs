@@ -27,6 +27,9 @@ pub struct ParseError {
     pub line: u32,
     /// 0-based column (in characters) of the offending token.
     pub column: u32,
+    /// The offending token is the end of the text: ANTLR's EOF token has no position, so
+    /// Cassandra prints `line 0:-1` (`line` and `column` still say where the text ended).
+    pub at_end: bool,
     pub message: String,
 }
 
@@ -38,6 +41,7 @@ impl ParseError {
             kind: ParseErrorKind::Syntax,
             line,
             column,
+            at_end: offset >= src.len(),
             message,
         }
     }
@@ -49,6 +53,7 @@ impl ParseError {
             kind: ParseErrorKind::Invalid,
             line,
             column,
+            at_end: false,
             message,
         }
     }
@@ -66,6 +71,7 @@ impl fmt::Display for Rendered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = self.0;
         match e.kind {
+            ParseErrorKind::Syntax if e.at_end => write!(f, "line 0:-1 {}", e.message),
             ParseErrorKind::Syntax => write!(f, "line {}:{} {}", e.line, e.column, e.message),
             ParseErrorKind::Invalid => f.write_str(&e.message),
         }

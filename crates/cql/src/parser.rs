@@ -220,24 +220,56 @@ impl<'a> Parser<'a> {
     /// ` (SELECT * [FRO]...)`: the statement around the offending token, like Cassandra's
     /// `ErrorCollector` snippet.
     fn snippet(&self) -> String {
-        let first = self.toks[self.pos.saturating_sub(10)].start as usize;
-        let t = self.peek();
+        self.snippet_at(self.pos)
+    }
+
+    /// The snippet with the token at `pos` in brackets, as Cassandra's `ErrorCollector` cuts
+    /// it: from 10 tokens before to 2 after, counted in ANTLR's token stream, where each run
+    /// of whitespace or comments between two tokens is a (hidden) token too, but never past
+    /// the furthest token the parser has looked at (the current one: ANTLR fetches tokens
+    /// lazily and the snippet stops at the last one fetched); `...` where the statement goes
+    /// on beyond either end; line breaks dropped.
+    fn snippet_at(&self, pos: usize) -> String {
+        let t = self.toks[pos.min(self.toks.len() - 1)];
         if t.kind == Tok::Eof {
             return String::new();
         }
-        // `t` is not EOF, so `pos <= len - 2`, the index of the last real token.
-        let last_idx = (self.pos + 2).min(self.toks.len() - 2);
-        let before = tail(&self.src[first..t.start as usize], 200);
-        let after = truncate(
-            &self.src[t.end as usize..self.toks[last_idx].end as usize],
-            100,
-        );
-        let more = if last_idx + 2 < self.toks.len() {
-            "..."
-        } else {
-            ""
+        // The stream: (start, end) of every token and of every gap before one, EOF left out.
+        let mut stream: Vec<(usize, usize)> = Vec::with_capacity(self.toks.len() * 2);
+        let mut at = None;
+        let mut far = 0;
+        let mut prev_end = 0;
+        for (i, tok) in self.toks.iter().enumerate() {
+            if tok.kind == Tok::Eof {
+                break;
+            }
+            let (start, end) = (tok.start as usize, tok.end as usize);
+            if start > prev_end {
+                stream.push((prev_end, start));
+            }
+            if i == pos {
+                at = Some(stream.len());
+            }
+            if i == self.pos {
+                far = stream.len();
+            }
+            stream.push((start, end));
+            prev_end = end;
+        }
+        let Some(at) = at else {
+            return String::new();
         };
-        format!(" ({before}[{}]{after}{more})", self.token_display(t))
+        let from = stream[at.saturating_sub(10)].0;
+        let to = stream[(at + 2).min(far.max(at)).min(stream.len() - 1)].1;
+        let (start, end) = (t.start as usize, t.end as usize);
+        let before = tail(&self.src[from..start], 200).replace('\n', "");
+        let after = truncate(&self.src[end..to], 100).replace('\n', "");
+        let head = if from == 0 { "" } else { "..." };
+        let more = if to >= self.src.len() { "" } else { "..." };
+        format!(
+            " ({head}{before}[{}]{after}{more})",
+            self.token_display(t).replace('\n', "")
+        )
     }
 
     fn mismatched(&self, expecting: &str) -> ParseError {
@@ -254,6 +286,13 @@ impl<'a> Parser<'a> {
     }
 
     fn no_viable(&self) -> ParseError {
+        self.no_viable_from(self.pos)
+    }
+
+    /// No alternative fits at the current token, for a choice that began at the token at
+    /// `start`: Cassandra's (ANTLR's) message names the token where the look-ahead failed and
+    /// brackets the one where the choice began (`... VALUES (80, [abc]))` failing at `)`).
+    fn no_viable_from(&self, start: usize) -> ParseError {
         let t = self.peek();
         ParseError::syntax_at(
             self.src,
@@ -261,7 +300,11 @@ impl<'a> Parser<'a> {
             format!(
                 "no viable alternative at input '{}'{}",
                 self.token_display(t),
-                self.snippet()
+                if t.kind == Tok::Eof {
+                    String::new()
+                } else {
+                    self.snippet_at(start)
+                }
             ),
         )
     }

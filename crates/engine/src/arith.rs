@@ -10,7 +10,8 @@
 //! Varint and decimal are computed in 128 bits (a result beyond that fails rather than being
 //! wrong); decimal division and remainder are not implemented yet (see docs/compatibility.md).
 
-use crate::scalar::{add_months, duration_of, format_duration};
+use crate::scalar::{duration_of, format_duration};
+use crate::temporal::add_months;
 use crate::types::cql_type_name;
 use crate::EngineError;
 use cql::ast::ArithOp;
@@ -615,8 +616,8 @@ mod tests {
     fn durations_move_dates_and_timestamps() {
         // 2020-01-31 + 1mo = 2020-02-29 (the day is clamped, as Calendar does).
         let d = |days: i64| ((days + DATE_EPOCH) as u32).to_be_bytes().to_vec();
-        let jan31 = crate::scalar::days_from_civil(2020, 1, 31);
-        let feb29 = crate::scalar::days_from_civil(2020, 2, 29);
+        let jan31 = crate::temporal::days_from_civil(2020, 1, 31);
+        let feb29 = crate::temporal::days_from_civil(2020, 2, 29);
         let mo = proto::value::to_bytes(&proto::types::Value::Duration {
             months: 1,
             days: 0,

@@ -674,7 +674,9 @@ impl<'a> Builder<'a> {
         }
         let needs_filtering = !filters.is_empty()
             || (matches!(partitions, PartitionSel::Range { .. }) && !sel.is_unrestricted());
-        if needs_filtering && !allow_filtering && !for_write {
+        // Cassandra's virtual tables filter without ALLOW FILTERING.
+        let implicit = crate::system::is_virtual_keyspace(&t.keyspace);
+        if needs_filtering && !allow_filtering && !implicit && !for_write {
             return Err(EngineError::invalid(FILTERING_MSG));
         }
         Ok((partitions, sel, filters))

@@ -7,7 +7,7 @@ use proto::types::{ColumnType, Value};
 use proto::value::decode_value;
 use std::net::IpAddr;
 
-use crate::scalar::civil_from_days;
+use crate::temporal::civil_from_days;
 
 const DATE_EPOCH: i64 = 1 << 31;
 const MILLIS_PER_DAY: i64 = 86_400_000;

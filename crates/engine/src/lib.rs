@@ -22,12 +22,14 @@
 //! | `exec` | writes over storage, and the key/range helpers reads share |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
-//! | `bigint`, `javafmt` | varint/decimal arithmetic for conversions; values printed as Cassandra prints them |
+//! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
 //! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
+//! | `temporal` | calendar maths; Cassandra's text forms of dates, times, timestamps, durations and UUIDs (its serializers' `fromString`) |
 //! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
+//! | `virtual_tables` | `system_views`: Cassandra's virtual tables, filled from a [`virtual_tables::LiveData`] the process hands in |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
 //! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
@@ -59,6 +61,7 @@ pub mod keys;
 pub mod literal;
 mod lwt;
 pub mod masking;
+mod num;
 pub mod plan;
 mod read;
 pub mod row;
@@ -66,10 +69,12 @@ pub mod scalar;
 mod selection;
 pub mod similarity;
 pub mod system;
+mod temporal;
 pub mod token;
 pub mod types;
 pub mod vector_index;
 pub mod view;
+pub mod virtual_tables;
 
 use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};
@@ -421,6 +426,8 @@ pub struct Engine {
     auth: auth::Auth,
     /// The graphs of SAI vector indexes (see `index::vector`).
     pub(crate) vectors: index::vector::VectorIndexes,
+    /// What `system_views` shows of the process (see `virtual_tables`).
+    live: RwLock<Option<Arc<dyn virtual_tables::LiveData>>>,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -508,6 +515,7 @@ impl Engine {
             node,
             auth,
             vectors: Default::default(),
+            live: RwLock::new(None),
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
@@ -578,6 +586,11 @@ impl Engine {
             return Err(EngineError::invalid(masking::DISABLED));
         }
         Ok(())
+    }
+
+    /// Hands the engine the process state `system_views` shows.
+    pub fn set_live_data(&self, live: Arc<dyn virtual_tables::LiveData>) {
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = Some(live);
     }
 
     pub fn node(&self) -> &NodeInfo {
@@ -697,6 +710,17 @@ impl Engine {
             CompiledKind::Batch(_, ps) => ps.as_slice(),
             _ => &[],
         } {
+            if system::is_virtual_keyspace(&p.table.keyspace) {
+                return Err(EngineError::invalid(match kind {
+                    CompiledKind::Batch(BatchKind::Logged, _) => {
+                        "Cannot include a virtual table statement in a logged batch".to_string()
+                    }
+                    _ => format!(
+                        "Modification is not supported by table {}.{}",
+                        p.table.keyspace, p.table.name
+                    ),
+                }));
+            }
             if system::is_virtual(&p.table)
                 || ddl::SYSTEM_KEYSPACES.contains(&p.table.keyspace.as_str())
             {
@@ -997,7 +1021,8 @@ impl Engine {
                 let store = if plan.table.keyspace == "system_auth" {
                     system::store_rows(&plan.table, self.auth.rows_of(&plan.table))?
                 } else {
-                    system::materialize(&plan.table, &schema, &self.node)?
+                    let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
+                    system::materialize(&plan.table, &schema, &self.node, live.as_deref())?
                 };
                 let rs = self.run_select(
                     &store,
@@ -1257,6 +1282,12 @@ impl Engine {
             S::DropType { name, if_exists } => ddl::drop_type(&schema, ks, name, *if_exists)?,
             S::Truncate(name) => {
                 let k = table_ks(name)?;
+                if system::is_virtual_keyspace(&k) && schema.table(&k, &name.name).is_some() {
+                    return Err(EngineError::invalid(format!(
+                        "Truncation is not supported by table {k}.{}",
+                        name.name
+                    )));
+                }
                 guard_system(&k)?;
                 let Some(t) = schema.table(&k, &name.name) else {
                     if !schema.keyspaces.contains_key(&k) {

@@ -8,7 +8,9 @@
 //!
 //! # Reconciliation (Cassandra's rules)
 //! - The higher write timestamp (microseconds) wins.
-//! - On a tie a tombstone wins over a live cell; between live cells the greater value wins.
+//! - On a tie a tombstone wins over a live cell; an expiring cell (a tombstone to be) over a
+//!   non-expiring one; of two expiring cells the later expiry; then the greater value
+//!   (Cassandra 4.0+, CASSANDRA-14592: the outcome never depends on the clock).
 //! - A deletion at timestamp `t` (row, range or partition) shadows everything written at `<= t`.
 //! - An expiring cell past its expiry reads as a tombstone written at its own timestamp.
 //!
@@ -110,12 +112,29 @@ fn wins(ta: i64, a: &CellValue, tb: i64, b: &CellValue) -> bool {
         (false, true) => false,
         (true, true) => a.local_del() >= b.local_del(),
         (false, false) => {
-            let (x, y) = (a.raw_value(), b.raw_value());
-            if x != y {
-                return x > y;
+            let (ea, eb) = (a.local_del() != u32::MAX, b.local_del() != u32::MAX);
+            if ea != eb {
+                return ea;
             }
-            a.local_del() >= b.local_del()
+            if ea && a.local_del() != b.local_del() {
+                return a.local_del() > b.local_del();
+            }
+            a.raw_value() >= b.raw_value()
         }
+    }
+}
+
+/// Cassandra's `LivenessInfo.supersedes` for two row markers: the higher timestamp; on a tie
+/// an expiring marker over a non-expiring one, of two expiring ones the later expiry (and
+/// otherwise `a`, the newer write).
+fn marker_wins(a: Marker, b: Marker) -> bool {
+    if a.ts != b.ts {
+        return a.ts > b.ts;
+    }
+    match (a.expiry, b.expiry) {
+        (Some(x), Some(y)) => x.expires_at >= y.expires_at,
+        (None, Some(_)) => false,
+        _ => true,
     }
 }
 
@@ -467,7 +486,7 @@ impl Row {
             self.clustering = other.clustering;
         }
         self.marker = match (self.marker, other.marker) {
-            (Some(a), Some(b)) => Some(if b.ts >= a.ts { b } else { a }),
+            (Some(a), Some(b)) => Some(if marker_wins(b, a) { b } else { a }),
             (a, None) => a,
             (None, b) => b,
         };
@@ -973,6 +992,50 @@ mod tests {
             ..Row::default()
         });
         assert_eq!(b.cell(1, 0, None).unwrap().raw_value(), b"b");
+    }
+
+    #[test]
+    fn tie_expiring_beats_non_expiring_then_later_expiry_then_value() {
+        let expiring = |v: &[u8], expires_at| Cell {
+            column: 1,
+            ts: 10,
+            value: CellValue::Live {
+                value: v.to_vec(),
+                expiry: Some(Expiry {
+                    ttl: 100,
+                    expires_at,
+                }),
+            },
+        };
+        let merged = |first: Cell, second: Cell| {
+            let mut r = Row {
+                cells: vec![first],
+                ..Row::default()
+            };
+            r.merge(Row {
+                cells: vec![second],
+                ..Row::default()
+            });
+            r.cells[0].value.raw_value().to_vec()
+        };
+        // Either order: the expiring cell wins even with the smaller value (Cassandra 5.0.9:
+        // a batch setting a column twice at one timestamp, once USING TTL, keeps the TTL one).
+        assert_eq!(merged(live(1, 10, b"z"), expiring(b"a", 500)), b"a");
+        assert_eq!(merged(expiring(b"a", 500), live(1, 10, b"z")), b"a");
+        // Two expiring cells: the later expiry, then the greater value.
+        assert_eq!(merged(expiring(b"z", 400), expiring(b"a", 500)), b"a");
+        assert_eq!(merged(expiring(b"a", 500), expiring(b"z", 400)), b"a");
+        assert_eq!(merged(expiring(b"a", 500), expiring(b"z", 500)), b"z");
+        // A tombstone still beats an expiring cell.
+        let mut r = Row {
+            cells: vec![expiring(b"a", 500)],
+            ..Row::default()
+        };
+        r.merge(Row {
+            cells: vec![dead(1, 10)],
+            ..Row::default()
+        });
+        assert!(r.cell(1, 0, None).is_none());
     }
 
     #[test]

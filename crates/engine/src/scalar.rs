@@ -19,8 +19,9 @@
 //! "returns null on null input"); an empty value of a type where empty means nothing (numbers,
 //! uuid, timestamp, ...) counts as null.
 //!
-//! Big numbers live in `bigint`, Java-style text formatting in `javafmt` (re-exported here,
-//! as `json` and casts share them).
+//! Big numbers live in `bigint`, a number in Java's width and its conversions in `num`,
+//! calendar maths and the text forms of dates and times in `temporal`, Java-style text
+//! formatting in `javafmt` (re-exported here, as `json` and casts share them).
 
 use proto::types::{ColumnType, Value};
 use proto::value::{decode_value, validate_value};
@@ -710,57 +711,6 @@ fn floor_timestamp(t: i64, months: i32, days: i32, nanos: i64, start: i64) -> Re
     Ok(start.max(floor))
 }
 
-fn year_month(ms: i64) -> (i64, i64) {
-    let (y, m, _) = civil_from_days(ms.div_euclid(MILLIS_PER_DAY));
-    (y, i64::from(m))
-}
-
-/// `Calendar.add(MONTH, n)` in UTC: the day of month is clamped to the new month's length.
-pub(crate) fn add_months(ms: i64, n: i64) -> i64 {
-    let day = ms.div_euclid(MILLIS_PER_DAY);
-    let in_day = ms.rem_euclid(MILLIS_PER_DAY);
-    let (y, m, d) = civil_from_days(day);
-    let total = y * 12 + i64::from(m) - 1 + n;
-    let (ny, nm) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
-    let nd = d.min(days_in_month(ny, nm));
-    days_from_civil(ny, nm, nd) * MILLIS_PER_DAY + in_day
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// (year, month, day) to days since 1970-01-01.
-pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(m);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 // ---- math ---------------------------------------------------------------------------------
 
 /// Java's `Math.round(double)`: floor(x + 0.5) without the double rounding of `x + 0.5`.
@@ -885,146 +835,10 @@ fn round_half_up(u: &BigInt, scale: i32) -> (BigInt, i32) {
     (q, 0)
 }
 
-// ---- numbers ------------------------------------------------------------------------------
-
-/// A decoded number, kept in the width Java would hold it in.
-enum Num {
-    /// tinyint, smallint, int, bigint, counter.
-    I(i64),
-    F32(f32),
-    F64(f64),
-    Dec {
-        unscaled: BigInt,
-        scale: i32,
-    },
-    Var(BigInt),
-}
-
-fn encode_decimal(u: &BigInt, scale: i32) -> Vec<u8> {
-    let mut out = scale.to_be_bytes().to_vec();
-    out.extend_from_slice(&u.to_twos());
-    out
-}
-
-impl Num {
-    fn decode(ty: &ColumnType, b: &[u8]) -> Result<Num, String> {
-        let v = decode_value(ty, b).map_err(|e| e.to_string())?;
-        Ok(match v {
-            Value::Tinyint(x) => Num::I(i64::from(x)),
-            Value::Smallint(x) => Num::I(i64::from(x)),
-            Value::Int(x) => Num::I(i64::from(x)),
-            Value::Bigint(x) | Value::Counter(x) | Value::Timestamp(x) => Num::I(x),
-            Value::Float(x) => Num::F32(x),
-            Value::Double(x) => Num::F64(x),
-            Value::Decimal { scale, unscaled } => Num::Dec {
-                unscaled: BigInt::from_twos(&unscaled),
-                scale,
-            },
-            Value::Varint(x) => Num::Var(BigInt::from_twos(&x)),
-            other => return Err(format!("{other:?} is not a number")),
-        })
-    }
-
-    /// Java's `longValue()`: saturating for floating point, low 64 bits for big numbers.
-    fn long_value(&self) -> i64 {
-        match self {
-            Num::I(i) => *i,
-            Num::F32(x) => *x as i64,
-            Num::F64(x) => *x as i64,
-            Num::Dec { unscaled, scale } => integer_part(unscaled, *scale).low_i64(),
-            Num::Var(v) => v.low_i64(),
-        }
-    }
-
-    /// Java's `intValue()`: `(int)` of a long, saturating for floating point.
-    fn int_value(&self) -> i32 {
-        match self {
-            Num::F32(x) => *x as i32,
-            Num::F64(x) => *x as i32,
-            other => other.long_value() as i32,
-        }
-    }
-
-    fn double_value(&self) -> f64 {
-        match self {
-            Num::I(i) => *i as f64,
-            Num::F32(x) => f64::from(*x),
-            Num::F64(x) => *x,
-            Num::Dec { unscaled, scale } => {
-                decimal_string(unscaled, *scale).parse().unwrap_or(f64::NAN)
-            }
-            Num::Var(v) => v.to_f64(),
-        }
-    }
-
-    fn float_value(&self) -> f32 {
-        match self {
-            Num::I(i) => *i as f32,
-            Num::F32(x) => *x,
-            Num::F64(x) => *x as f32,
-            Num::Dec { unscaled, scale } => {
-                decimal_string(unscaled, *scale).parse().unwrap_or(f32::NAN)
-            }
-            Num::Var(v) => v.to_decimal_string().parse().unwrap_or(f32::NAN),
-        }
-    }
-
-    /// Serialized value of this number converted to `to` (CastFcts conversions).
-    fn convert(&self, to: &ColumnType) -> Result<Vec<u8>, String> {
-        use ColumnType as T;
-        Ok(match to {
-            // Number.byteValue()/shortValue() are (byte)/(short) of intValue().
-            T::Tinyint => vec![self.int_value() as i8 as u8],
-            T::Smallint => (self.int_value() as i16).to_be_bytes().to_vec(),
-            T::Int => self.int_value().to_be_bytes().to_vec(),
-            T::Bigint | T::Counter => self.long_value().to_be_bytes().to_vec(),
-            T::Float => self.float_value().to_be_bytes().to_vec(),
-            T::Double => self.double_value().to_be_bytes().to_vec(),
-            T::Varint => BigInt::from_i64(self.long_value()).to_twos(),
-            T::Decimal => {
-                let (u, s) = match self {
-                    Num::I(i) => (BigInt::from_i64(*i), 0),
-                    // new BigDecimal(Float.toString(f)) / BigDecimal.valueOf(double).
-                    Num::F32(x) => parse_decimal(&java_float(*x)).ok_or_else(|| {
-                        format!("Character {} is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.", java_float(*x).chars().next().unwrap_or('?'))
-                    })?,
-                    Num::F64(x) => parse_decimal(&java_double(*x)).ok_or_else(|| {
-                        format!("Character {} is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.", java_double(*x).chars().next().unwrap_or('?'))
-                    })?,
-                    Num::Dec { unscaled, scale } => (unscaled.clone(), *scale),
-                    Num::Var(v) => (v.clone(), 0),
-                };
-                encode_decimal(&u, s)
-            }
-            other => return Err(format!("Cannot convert a number to {}", other.cql_name())),
-        })
-    }
-}
-
-/// The integer part of unscaled × 10^-scale, truncated toward zero.
-fn integer_part(u: &BigInt, scale: i32) -> BigInt {
-    let mut m = u.clone();
-    if scale <= 0 {
-        // Only the low 64 bits are ever used: stop once they are all zero.
-        for _ in 0..(-(scale as i64)).min(64) {
-            m = m.mul_small(10, 0);
-        }
-        return m;
-    }
-    for _ in 0..scale {
-        if m.is_zero() {
-            break;
-        }
-        m = m.divrem_small(10).0;
-    }
-    if m.is_zero() {
-        m.neg = false;
-    }
-    m
-}
-
 pub(crate) use crate::bigint::{decimal_string, parse_decimal, BigInt};
 pub(crate) use crate::javafmt::*;
+use crate::num::{encode_decimal, Num};
+use crate::temporal::{add_months, year_month};
 
 /// Serialized form of a typed value (tests build their arguments with it).
 #[cfg(test)]
@@ -1035,6 +849,7 @@ fn bytes_of(v: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::temporal::days_from_civil;
     use ColumnType as T;
 
     const NOW: i64 = 1_704_067_200_000_000; // 2024-01-01T00:00:00Z in µs

@@ -9,6 +9,7 @@ use crate::catalog::{ColumnKind, KeyspaceDef, Schema, TableDef};
 use crate::keys;
 use crate::row::{Cell, CellValue, Marker, Row};
 use crate::token;
+use crate::virtual_tables::LiveData;
 use crate::EngineError;
 use proto::types::{ColumnType, Value};
 use std::collections::BTreeMap;
@@ -63,9 +64,9 @@ pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
 
 /// Keyspaces Cassandra calls virtual: listed in `system_virtual_schema.*`, not in
 /// `system_schema.*` (drivers of Cassandra 4+ read both).
-pub const VIRTUAL_KEYSPACES: &[&str] = &["system_virtual_schema"];
+pub const VIRTUAL_KEYSPACES: &[&str] = &["system_views", "system_virtual_schema"];
 
-fn is_virtual_keyspace(name: &str) -> bool {
+pub(crate) fn is_virtual_keyspace(name: &str) -> bool {
     VIRTUAL_KEYSPACES.contains(&name)
 }
 
@@ -86,6 +87,7 @@ pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
             "system_traces",
             "org.apache.cassandra.locator.SimpleStrategy",
         ),
+        ("system_views", "org.apache.cassandra.locator.LocalStrategy"),
         (
             "system_virtual_schema",
             "org.apache.cassandra.locator.LocalStrategy",
@@ -106,7 +108,10 @@ pub fn add_system_tables(schema: &mut Schema) -> Result<(), EngineError> {
             }),
         );
     }
-    for (i, text) in SYSTEM_TABLES.iter().enumerate() {
+    let all = SYSTEM_TABLES
+        .iter()
+        .chain(crate::virtual_tables::SYSTEM_VIEWS_TABLES);
+    for (i, text) in all.enumerate() {
         let parsed = cql::parse(text)
             .map_err(|e| EngineError::server(format!("system table definition: {e}")))?;
         let cql::Statement::CreateTable(ct) = parsed.statement else {
@@ -241,7 +246,15 @@ pub(crate) fn row_by_names(
 }
 
 /// Rows of a virtual table, each a value per column in the table's column order.
-fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec<u8>>>> {
+fn rows_of(
+    t: &TableDef,
+    schema: &Schema,
+    node: &NodeInfo,
+    live: Option<&dyn LiveData>,
+) -> Vec<Vec<Option<Vec<u8>>>> {
+    if t.keyspace == "system_views" {
+        return crate::virtual_tables::rows_of(t, schema, live);
+    }
     let mut out = Vec::new();
     let mut push = |pairs: Vec<(&str, Option<Vec<u8>>)>| out.push(row_by_names(t, pairs));
     let user_tables = || schema.tables.values().filter(|t| !is_virtual(t));
@@ -434,7 +447,7 @@ fn rows_of(t: &TableDef, schema: &Schema, node: &NodeInfo) -> Vec<Vec<Option<Vec
                 push(vec![
                     ("keyspace_name", text(&tb.keyspace)),
                     ("table_name", text(&tb.name)),
-                    ("comment", text("")),
+                    ("comment", text(&tb.options.comment)),
                 ]);
             }
         }
@@ -453,8 +466,9 @@ pub fn materialize(
     t: &TableDef,
     schema: &Schema,
     node: &NodeInfo,
+    live: Option<&dyn LiveData>,
 ) -> Result<MemStorage, EngineError> {
-    store_rows(t, rows_of(t, schema, node))
+    store_rows(t, rows_of(t, schema, node, live))
 }
 
 /// Writes rows (a value per column, in `t`'s column order) of a virtual table into a fresh
@@ -650,6 +664,9 @@ fn view_head(t: &TableDef, def: &crate::view::ViewDef) -> String {
 }
 
 pub fn describe_table(t: &TableDef) -> String {
+    if is_virtual_keyspace(&t.keyspace) {
+        return crate::virtual_tables::describe_table(t, &key_text(t));
+    }
     if let Some(def) = &t.view {
         return table_options_text(t, view_head(t, def));
     }
@@ -753,7 +770,11 @@ pub fn describe(
             ks.name.clone(),
             "keyspace".into(),
             ks.name.clone(),
-            describe_keyspace(ks),
+            if is_virtual_keyspace(&ks.name) {
+                crate::virtual_tables::describe_keyspace(&ks.name)
+            } else {
+                describe_keyspace(ks)
+            },
         ]];
         if !only {
             for u in schema.types.values().filter(|u| u.keyspace == ks.name) {
@@ -764,10 +785,9 @@ pub fn describe(
                     describe_type(u),
                 ]);
             }
-            for t in schema
-                .tables_of(&ks.name)
-                .filter(|t| !is_virtual(t) && t.view.is_none())
-            {
+            for t in schema.tables_of(&ks.name).filter(|t| {
+                (!is_virtual(t) || is_virtual_keyspace(&t.keyspace)) && t.view.is_none()
+            }) {
                 rows.push([
                     ks.name.clone(),
                     "table".into(),

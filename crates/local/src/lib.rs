@@ -13,6 +13,8 @@
 //!
 //! It also answers `peregrine nodetool` and adds the store's gauges to `/metrics` (`admin`), and
 //! records each statement's latency by operation type and table in `server::metrics`.
+//! `live` hands the engine what `system_views` shows of the process (connections, settings,
+//! caches, latencies).
 //!
 //! **What it is not:** not the front end (framing, handshake, streams, events: `server`), and
 //! not where CQL means anything (parsing, planning, execution, system tables: `engine`). One
@@ -25,6 +27,7 @@
 //! - `shutdown` syncs the engine, so a clean stop loses no acknowledged write.
 
 mod admin;
+mod live;
 mod login;
 
 use std::net::IpAddr;
@@ -115,6 +118,7 @@ impl LocalBackend {
         if password {
             setup_default_superuser(&engine, config)?;
         }
+        engine.set_live_data(Arc::new(live::Live::new(config, store.clone())));
         Ok(LocalBackend {
             engine: Arc::new(engine),
             store,

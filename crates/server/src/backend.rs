@@ -7,7 +7,9 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use proto::frame::{Compression, ProtocolVersion};
 use proto::request::Request;
@@ -147,6 +149,73 @@ pub struct ConnState {
     startup_options: Vec<(String, String)>,
     keyspace: Mutex<Option<Arc<str>>>,
     role: Mutex<Option<Arc<str>>>,
+    /// TLS protocol and cipher suite of an encrypted connection (`system_views.clients`).
+    tls: Option<(String, String)>,
+    /// Requests this connection sent (`system_views.clients.request_count`).
+    requests: AtomicU64,
+    /// Requests running now (`system_views.queries`); per connection, so never contended
+    /// across connections.
+    running: Mutex<Vec<Running>>,
+}
+
+/// A request running on a connection, as `system_views.queries` shows it.
+#[derive(Debug, Clone)]
+pub struct Running {
+    pub stream: i16,
+    /// When the request was read, and when its execution started.
+    pub read_at: Instant,
+    pub started_at: Instant,
+    pub task: Task,
+}
+
+/// What a running request is (described only when someone reads `system_views.queries`).
+#[derive(Debug, Clone)]
+pub enum Task {
+    Query(Arc<str>),
+    Execute(bytes::Bytes),
+    Prepare(Arc<str>),
+    Batch,
+    Other(&'static str),
+}
+
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Task::Query(q) => write!(f, "QUERY {q}"),
+            Task::Prepare(q) => write!(f, "PREPARE {q}"),
+            Task::Execute(id) => {
+                write!(f, "EXECUTE ")?;
+                id.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+            Task::Batch => write!(f, "BATCH"),
+            Task::Other(op) => write!(f, "{op}"),
+        }
+    }
+}
+
+/// Removes a request from its connection's running list when dropped.
+pub struct RunningGuard<'a> {
+    conn: &'a ConnState,
+    stream: i16,
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        let mut running = self
+            .conn
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = running.iter().position(|r| r.stream == self.stream) {
+            running.swap_remove(i);
+        }
+    }
+}
+
+impl Drop for ConnState {
+    fn drop(&mut self) {
+        crate::clients::forget(self.id);
+    }
 }
 
 impl ConnState {
@@ -166,7 +235,49 @@ impl ConnState {
             startup_options,
             keyspace: Mutex::new(None),
             role: Mutex::new(None),
+            tls: None,
+            requests: AtomicU64::new(0),
+            running: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same, for a TLS connection with this (protocol, cipher suite).
+    pub fn with_tls(mut self, tls: Option<(String, String)>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// TLS protocol and cipher suite, if the connection is encrypted.
+    pub fn tls(&self) -> Option<&(String, String)> {
+        self.tls.as_ref()
+    }
+
+    /// Requests received on this connection after STARTUP.
+    pub fn request_count(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Records a request that starts running; it leaves the list when the guard drops.
+    pub fn begin_request(&self, stream: i16, read_at: Instant, task: Task) -> RunningGuard<'_> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Running {
+                stream,
+                read_at,
+                started_at: Instant::now(),
+                task,
+            });
+        RunningGuard { conn: self, stream }
+    }
+
+    /// The requests running now.
+    pub fn running(&self) -> Vec<Running> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Process-unique connection number (for logs and `system_views.clients`).

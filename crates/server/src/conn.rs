@@ -30,7 +30,7 @@ use proto::response::{Event, Response, ResponseExtras, ResultBody};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags};
+use crate::backend::{Backend, ConnState, Now, Reply, RequestFlags, Task};
 use crate::config::Config;
 use crate::events::{EventBus, EventKinds};
 use crate::limits::{Address, Admitted, Limits};
@@ -103,6 +103,8 @@ struct Reader<B> {
     handshake_deadline: Instant,
     /// STARTUP was answered AUTHENTICATE: the handshake ends when a role is set.
     needs_login: bool,
+    /// TLS protocol and cipher suite (for `system_views.clients`).
+    tls: Option<(String, String)>,
 }
 
 /// One accepted connection's identity and bounds, fixed at the accept.
@@ -112,6 +114,8 @@ pub(crate) struct Accepted {
     pub(crate) admitted: Admitted,
     /// `handshake_timeout` after the accept: it covers the TLS handshake too.
     pub(crate) handshake_deadline: Instant,
+    /// TLS protocol and cipher suite, on an encrypted connection.
+    pub(crate) tls: Option<(String, String)>,
 }
 
 /// Serves one accepted connection (its read and write halves, plain or TLS) until it closes
@@ -131,6 +135,7 @@ pub(crate) async fn serve<B, R, W>(
         id,
         admitted,
         handshake_deadline,
+        tls,
     } = accepted;
     let backlog = usize::try_from(shared.config.max_response_backlog_bytes).unwrap_or(usize::MAX);
     let (tx, rx) = writer::channel(backlog);
@@ -149,6 +154,7 @@ pub(crate) async fn serve<B, R, W>(
         admitted,
         handshake_deadline,
         needs_login: false,
+        tls,
     };
     let ending = reader.run(&mut rd, &shutdown, &closed).await;
     drop(reader);
@@ -448,13 +454,11 @@ impl<B: Backend> Reader<B> {
         let throw_on_overload = options
             .iter()
             .any(|(k, v)| k.eq_ignore_ascii_case("THROW_ON_OVERLOAD") && v == "1");
-        let conn = Arc::new(ConnState::new(
-            self.id,
-            version,
-            self.addr,
-            compression,
-            options,
-        ));
+        let conn = Arc::new(
+            ConnState::new(self.id, version, self.addr, compression, options)
+                .with_tls(self.tls.clone()),
+        );
+        crate::clients::register(&conn);
         // The backend that checks credentials names its authenticator (the local one with
         // PasswordAuthenticator, the proxy when its upstream asks for a login).
         let answer = match self.shared.backend.authenticator() {
@@ -631,7 +635,18 @@ impl<B: Backend> Pending<B> {
         // Boxed: the backend's future is large (over 1 KB) and this task's future would
         // otherwise hold it inline, copied whole each time the task is built and moved
         // (about a dozen copies per request); a box costs one allocation.
+        let task = match &req {
+            Request::Query(q) => Task::Query(Arc::from(q.query.as_str())),
+            Request::Execute(e) => Task::Execute(e.id.clone()),
+            Request::Prepare(p) => Task::Prepare(Arc::from(p.query.as_str())),
+            Request::Batch(_) => Task::Batch,
+            _ => Task::Other("AUTH_RESPONSE"),
+        };
+        let running = s
+            .conn
+            .begin_request(self.stream, self.started.into_std(), task);
         let reply = Box::pin(s.shared.backend.handle(&s.conn, req, flags)).await;
+        drop(running);
         self.finish(reply);
     }
 

@@ -18,6 +18,7 @@
 //! |---|---|
 //! | [`config`] | [`Config`]: every key, its default, validation that reports all problems at once |
 //! | [`backend`] | the [`Backend`] trait (the seam to the engine / proxy) and [`ConnState`] |
+//! | [`clients`] | the live connections (for `system_views.clients`) |
 //! | `server` | [`run`]: the accept loop, `max_connections`, shutdown with a grace period |
 //! | `conn` | one connection's read loop: framing (through `proto::Deframer`), version negotiation, handshake, dispatch |
 //! | `writer` | the one task per connection that writes: batching, v5 segment packing, events |
@@ -43,6 +44,7 @@
 
 pub mod admin;
 pub mod backend;
+pub mod clients;
 pub mod config;
 mod conn;
 pub mod events;

@@ -296,6 +296,11 @@ impl Metrics {
             .map_or(0, |i| self.errors[i].get())
     }
 
+    /// Requests answered since the start, all opcodes.
+    pub fn requests_total(&self) -> u64 {
+        self.requests.iter().map(|h| h.snapshot().count()).sum()
+    }
+
     /// One operation on `table` (if it names one) taking `d`.
     pub fn operation(&self, op: Op, table: Option<&TableMetrics>, d: Duration) {
         self.ops.observe(op, d);

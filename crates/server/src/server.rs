@@ -201,11 +201,12 @@ pub async fn run_with_admin<B: Backend>(
         let shutdown = clients.clone();
         let tls = tls.clone();
         let counted = metrics::OpenConnection::new();
-        let accepted = Accepted {
+        let mut accepted = Accepted {
             addr,
             id,
             admitted,
             handshake_deadline: Instant::now() + handshake_timeout,
+            tls: None,
         };
         tracker.spawn(async move {
             let deadline = accepted.handshake_deadline;
@@ -218,6 +219,11 @@ pub async fn run_with_admin<B: Backend>(
                     conn::serve(shared, s.into_split(), accepted, shutdown).await
                 }
                 Ok(Ok(Transport::Tls(s))) => {
+                    let session = s.get_ref().1;
+                    accepted.tls = session
+                        .protocol_version()
+                        .zip(session.negotiated_cipher_suite())
+                        .map(|(v, c)| (tls::protocol_name(v), tls::cipher_suite_name(c)));
                     conn::serve(shared, tokio::io::split(*s), accepted, shutdown).await
                 }
                 Ok(Err(e)) => tracing::info!("connection {id} from {addr} closed: {e}"),

@@ -601,6 +601,29 @@ fn describe(e: &std::io::Error) -> String {
     }
 }
 
+/// A TLS version as Java names it (`TLSv1.3`), for `system_views.clients.ssl_protocol`.
+pub fn protocol_name(v: rustls::ProtocolVersion) -> String {
+    match v {
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".into(),
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A cipher suite by its IANA name as Java reports it (`TLS_AES_256_GCM_SHA384`).
+pub fn cipher_suite_name(c: rustls::SupportedCipherSuite) -> String {
+    let name = c
+        .suite()
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{:?}", c.suite()));
+    // rustls marks TLS 1.3 suites `TLS13_`; their IANA (and Java) names start `TLS_`.
+    match name.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => name,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,14 @@ impl Parser<'_> {
     pub(super) fn insert(&mut self) -> PResult<InsertStatement> {
         self.expect_kw("insert")?;
         self.expect_kw("into")?;
+        let name_start = self.pos;
         let table = self.qualified_name()?;
+        if !self.at(Tok::LParen) && !self.at_kw("json") {
+            // Cassandra's choice between `(` and `JSON` fails as "no viable alternative"; for
+            // an unqualified name it began at the name (whether a `.` follows it).
+            let qualified = self.pos > name_start + 1;
+            return Err(self.no_viable_from(if qualified { self.pos } else { name_start }));
+        }
         let values = if self.eat_kw("json") {
             let json = self.term()?;
             let mut default_unset = false;
@@ -124,11 +131,12 @@ impl Parser<'_> {
                 if !self.is_term_start(0) && self.is_ident_at(0) {
                     // `c = c + term` / `c = c - term`.
                     let other_tok = self.peek();
+                    let start = self.pos;
                     let other = self.ident()?;
                     let add = match self.peek().kind {
                         Tok::Plus => true,
                         Tok::Minus => false,
-                        _ => return Err(self.no_viable()),
+                        _ => return Err(self.no_viable_from(start)),
                     };
                     self.bump();
                     let value = self.term()?;

@@ -247,7 +247,20 @@ impl Parser<'_> {
                     self.expect(Tok::RParen)?;
                     return Ok(Term::FunctionCall { name, args });
                 }
-                Err(self.no_viable())
+                // A name here can only start a function call (`f(` or `ks.f(`): the choice
+                // fails at the token that is not the call's, as Cassandra reports it.
+                if !self.is_ident_at(0) {
+                    return Err(self.no_viable());
+                }
+                let start = self.pos;
+                self.bump();
+                if self.at(Tok::Dot) && self.is_ident_at(1) {
+                    self.bump();
+                    self.bump();
+                }
+                let e = self.no_viable_from(start);
+                self.pos = start;
+                Err(e)
             }
             _ => Err(self.no_viable()),
         }
