@@ -27,6 +27,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
                           scenario is reported skipped instead of run
   -- @requires-drop-compact-storage  (anywhere in a file) likewise for ALTER TABLE ... DROP
                           COMPACT STORAGE (drop_compact_storage_enabled off on the reference)
+  -- @requires-masking    (anywhere in a file) likewise for MASKED WITH on columns
+                          (dynamic_data_masking_enabled off on the reference)
 Any statement that fails on A without `@error` is reported as a scenario problem too.
 
 known_differences.txt lists accepted deviations, one per line:
@@ -93,7 +95,7 @@ def parse_scenario(path):
                     pending[name] = True
                 elif name == "file-messages":
                     file_wide["messages"] = True
-                elif name in ("requires-views", "requires-drop-compact-storage"):
+                elif name in _REQUIREMENT_NAMES:
                     file_wide[name] = True
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
@@ -404,12 +406,28 @@ def _drop_compact_storage_enabled(session, ks):
     return True
 
 
+def _masking_enabled(session, ks):
+    """Whether `session`'s server lets MASKED WITH attach a mask (dynamic_data_masking_enabled)."""
+    try:
+        session.execute(f"CREATE TABLE {ks}.masking_probe (k int PRIMARY KEY, v int MASKED WITH DEFAULT)")
+    except Exception as e:  # noqa: BLE001 - the message tells which refusal it is
+        if "dynamic data masking is not enabled" in str(e):
+            return False
+        raise
+    # Cassandra 5.0.9 keeps the column_masks rows of a dropped table: unmask before dropping.
+    session.execute(f"ALTER TABLE {ks}.masking_probe ALTER v DROP MASKED")
+    session.execute(f"DROP TABLE {ks}.masking_probe")
+    return True
+
+
 # File-wide requirements on the reference: directive, probe, what a reference without it lacks.
 _REQUIREMENTS = (
     ("requires-views", _views_enabled, "materialized views disabled (materialized_views_enabled)"),
     ("requires-drop-compact-storage", _drop_compact_storage_enabled,
      "DROP COMPACT STORAGE disabled (drop_compact_storage_enabled)"),
+    ("requires-masking", _masking_enabled, "dynamic data masking disabled (dynamic_data_masking_enabled)"),
 )
+_REQUIREMENT_NAMES = tuple(name for name, _, _ in _REQUIREMENTS)
 
 
 def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, keep=False, out=print):

@@ -2,11 +2,13 @@
 Cassandra 5.0.9 started here with that setting, and a Peregrine started here with the same one.
 
 `scripts/test-all.sh` compares every scenario against one reference Cassandra on its default
-configuration, where materialized views and DROP COMPACT STORAGE are off: `32_views.cql`
-(`-- @requires-views`) and `38_drop_compact_storage.cql` (`-- @requires-drop-compact-storage`)
-are reported skipped there. This module starts a second Cassandra on FLAGGED_CASSANDRA_PORT
+configuration, where materialized views, DROP COMPACT STORAGE and dynamic data masking are
+off: `32_views.cql` (`-- @requires-views`), `38_drop_compact_storage.cql`
+(`-- @requires-drop-compact-storage`) and `42_masked_columns.cql` (`-- @requires-masking`) are
+reported skipped there. This module starts a second Cassandra on FLAGGED_CASSANDRA_PORT
 (default 9252, used by no other test; its data directory is wiped first) with
-`materialized_views_enabled: true` and `drop_compact_storage_enabled: true`, and a Peregrine
+`materialized_views_enabled: true`, `drop_compact_storage_enabled: true` and
+`dynamic_data_masking_enabled: true`, and a Peregrine
 with the same keys, and runs those scenarios through `tests/differential/run.py`: they must run
 (not be skipped) and match statement by statement. Skipped when the Cassandra jars are not
 installed.
@@ -26,8 +28,9 @@ PORT = int(os.environ.get("FLAGGED_CASSANDRA_PORT", "9252"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.path.join(HERE, "..", "differential", "run.py")
 # The settings, as each side spells them, and the scenarios that need them.
-SETTINGS = "materialized_views_enabled: true\ndrop_compact_storage_enabled: true\n"
-SCENARIOS = ["32_views.cql", "38_drop_compact_storage.cql"]
+SETTINGS = ("materialized_views_enabled: true\ndrop_compact_storage_enabled: true\n"
+            "dynamic_data_masking_enabled: true\n")
+SCENARIOS = ["32_views.cql", "38_drop_compact_storage.cql", "42_masked_columns.cql"]
 
 
 @pytest.fixture(scope="module")

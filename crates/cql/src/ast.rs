@@ -1030,6 +1030,8 @@ pub struct ColumnDef {
     pub name: String,
     pub ty: CqlType,
     pub is_static: bool,
+    /// `MASKED WITH ...` (dynamic data masking).
+    pub mask: Option<ColumnMask>,
 }
 
 impl fmt::Display for ColumnDef {
@@ -1038,7 +1040,32 @@ impl fmt::Display for ColumnDef {
         if self.is_static {
             f.write_str(" static")?;
         }
+        if let Some(m) = &self.mask {
+            write!(f, " MASKED WITH {m}")?;
+        }
         Ok(())
+    }
+}
+
+/// A column mask as written: `MASKED WITH f(a, b)` names a masking function and its
+/// arguments after the first (the column's value); `MASKED WITH DEFAULT` is
+/// `mask_default()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMask {
+    pub function: FunctionName,
+    pub args: Vec<Term>,
+}
+
+impl fmt::Display for ColumnMask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}(", self.function)?;
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{a}")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -1114,6 +1141,11 @@ pub enum AlterTableAction {
     DropCompactStorage,
     /// Legacy `ALTER c TYPE t` (removed in Cassandra 4.0; the executor rejects it).
     AlterColumnType { column: String, ty: CqlType },
+    /// `ALTER c MASKED WITH ...` (Some) or `ALTER c DROP MASKED` (None).
+    AlterColumnMask {
+        column: String,
+        mask: Option<ColumnMask>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -736,12 +736,14 @@ fn alter_table_forms() {
                 ColumnDef {
                     name: "a".into(),
                     ty: CqlType::Native(ColumnType::Int),
-                    is_static: false
+                    is_static: false,
+                    mask: None
                 },
                 ColumnDef {
                     name: "b".into(),
                     ty: CqlType::Native(ColumnType::Varchar),
-                    is_static: true
+                    is_static: true,
+                    mask: None
                 },
             ]
         }
@@ -940,4 +942,38 @@ fn user_type_named_like_a_native_type_round_trips() {
             "through {printed:?}"
         );
     }
+}
+
+#[test]
+fn column_masks() {
+    let Statement::CreateTable(c) = parse(
+        "CREATE TABLE t (k int MASKED WITH DEFAULT PRIMARY KEY, v text static MASKED WITH mask_inner(1, null), w int MASKED WITH system.mask_null())",
+    )
+    .statement
+    else {
+        panic!()
+    };
+    assert_eq!(c.partition_key, vec!["k".to_string()]);
+    let m = |i: usize| c.columns[i].mask.as_ref().unwrap().to_string();
+    assert_eq!(m(0), "mask_default()");
+    assert_eq!(m(1), "mask_inner(1, NULL)");
+    assert_eq!(m(2), "system.mask_null()");
+    assert!(c.columns[1].is_static);
+    let alter = |q: &str| match parse(q).statement {
+        Statement::AlterTable(a) => a.action,
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        alter("ALTER TABLE t ALTER v DROP MASKED"),
+        AlterTableAction::AlterColumnMask { column, mask: None } if column == "v"
+    ));
+    assert!(matches!(
+        alter("ALTER TABLE t ALTER v MASKED WITH mask_replace('x')"),
+        AlterTableAction::AlterColumnMask { mask: Some(_), .. }
+    ));
+    assert!(matches!(
+        alter("ALTER TABLE t ADD x int MASKED WITH DEFAULT"),
+        AlterTableAction::Add { columns, .. } if columns[0].mask.is_some()
+    ));
+    assert!(cql::parse("CREATE TABLE t (k int PRIMARY KEY, v int MASKED mask_null())").is_err());
 }

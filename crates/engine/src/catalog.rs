@@ -38,6 +38,21 @@ pub struct ColumnDef {
     pub desc: bool,
     /// Stable id of the column's cells in stored rows.
     pub id: u16,
+    /// `MASKED WITH ...` (dynamic data masking, see `masking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<ColumnMask>,
+}
+
+/// A masking function attached to a column: the native function's name and the values of
+/// its arguments after the first (the column's value); their types follow from the function
+/// and the column's type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnMask {
+    pub function: String,
+    /// CQL type texts of the arguments after the first.
+    pub arg_types: Vec<String>,
+    /// Their serialized values; None is null.
+    pub args: Vec<Option<Vec<u8>>>,
 }
 
 fn default_type() -> ColumnType {
@@ -173,6 +188,7 @@ impl TableDef {
             position,
             desc: false,
             id,
+            mask: None,
         });
     }
     pub fn has_statics(&self) -> bool {

@@ -610,7 +610,12 @@ pub fn create_table(
             position,
             desc: false,
             id: i as u16,
+            mask: None,
         });
+        if let Some(m) = &c.mask {
+            let last = columns.len() - 1;
+            columns[last].mask = Some(crate::masking::prepare(&c.name, &columns[last].ty, m)?);
+        }
     }
     for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
         if !columns.iter().any(|c| c.name == *k) {
@@ -744,8 +749,27 @@ pub fn alter_table(
                 } else {
                     ColumnKind::Regular
                 };
+                let mask = match &c.mask {
+                    Some(m) => Some(crate::masking::prepare(&c.name, &ty, m)?),
+                    None => None,
+                };
                 t.push_column(c.name.clone(), c.ty.to_string(), ty, kind);
+                if let Some(last) = t.columns.last_mut() {
+                    last.mask = mask;
+                }
             }
+        }
+        ast::AlterTableAction::AlterColumnMask { column, mask } => {
+            let Some(i) = t.column_index(column) else {
+                return Err(EngineError::invalid(format!(
+                    "Column with name '{column}' doesn't exist on table '{}'",
+                    t.name
+                )));
+            };
+            t.columns[i].mask = match mask {
+                Some(m) => Some(crate::masking::prepare(column, &t.columns[i].ty, m)?),
+                None => None,
+            };
         }
         ast::AlterTableAction::Drop {
             if_exists, columns, ..

@@ -198,12 +198,20 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
                     .unwrap_or(0)
                     .max(0)
             };
-            let pad = args
+            let pad_text = args
                 .get(3)
                 .and_then(|a| a.1.as_deref())
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .and_then(|s| s.chars().next())
-                .unwrap_or('*');
+                .and_then(|b| std::str::from_utf8(b).ok());
+            if let Some(p) = pad_text {
+                // Java counts UTF-16 units.
+                let units = p.encode_utf16().count();
+                if units != 1 {
+                    return Err(format!(
+                        "The padding argument for function system.{f} should be single-character, but '{p}' has {units} characters."
+                    ));
+                }
+            }
+            let pad = pad_text.and_then(|s| s.chars().next()).unwrap_or('*');
             let text = std::str::from_utf8(v).map_err(|_| "Invalid UTF-8")?;
             let chars: Vec<char> = text.chars().collect();
             let len = chars.len();

@@ -21,6 +21,7 @@
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `exec` | writes over storage, and the key/range helpers reads share |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
+//! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
@@ -59,6 +60,7 @@ mod json_row;
 pub mod keys;
 pub mod literal;
 mod lwt;
+pub mod masking;
 mod num;
 pub mod plan;
 mod read;
@@ -413,6 +415,8 @@ pub struct Engine {
     views_enabled: AtomicBool,
     /// `drop_compact_storage_enabled` (Cassandra's key; off by default).
     drop_compact_enabled: AtomicBool,
+    /// `dynamic_data_masking_enabled` (Cassandra's key; off by default).
+    masking_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
     lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
@@ -502,6 +506,7 @@ impl Engine {
             has_indexes,
             views_enabled: AtomicBool::new(false),
             drop_compact_enabled: AtomicBool::new(false),
+            masking_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
             lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
@@ -530,6 +535,57 @@ impl Engine {
     /// Allows or refuses `ALTER TABLE ... DROP COMPACT STORAGE` (`drop_compact_storage_enabled`).
     pub fn set_drop_compact_storage_enabled(&self, on: bool) {
         self.drop_compact_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Allows or refuses `MASKED WITH` in CREATE/ALTER TABLE (`dynamic_data_masking_enabled`).
+    pub fn set_dynamic_data_masking_enabled(&self, on: bool) {
+        self.masking_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// For a SELECT of a table with masked columns by a role without `UNMASK` (permissions
+    /// checked, not a superuser): the plan reading masked values, after refusing WHERE
+    /// restrictions on masked columns unless the role has `SELECT_MASKED` (Cassandra's
+    /// `SelectStatement.authorize` and `execute`). None when values are read clear.
+    fn masking_for(
+        &self,
+        plan: &plan::SelectPlan,
+        st: &cql::Statement,
+        opts: &QueryOptions,
+    ) -> Result<Option<plan::SelectPlan>, EngineError> {
+        let t = &plan.table;
+        if !self.auth.authorizing() || !masking::has_masks(t) {
+            return Ok(None);
+        }
+        let role = opts.role.as_deref();
+        let has = |p: auth::Permission| {
+            self.auth
+                .authorize_table(role, &t.keyspace, &t.name, p)
+                .is_ok()
+        };
+        if has(auth::Permission::Unmask) {
+            return Ok(None);
+        }
+        if let cql::Statement::Select(s) = st {
+            let restricted = masking::restricted_masked(t, s);
+            if !restricted.is_empty() && !has(auth::Permission::SelectMasked) {
+                return Err(EngineError::unauthorized(format!(
+                    "User {} has no UNMASK nor SELECT_MASKED permission on table {}.{}, cannot query masked columns [{}]",
+                    role.unwrap_or(""),
+                    t.keyspace,
+                    t.name,
+                    restricted.join(", ")
+                )));
+            }
+        }
+        Ok(Some(masking::masked_plan(plan)))
+    }
+
+    /// Refuses a statement that attaches a mask while masking is disabled.
+    fn check_masking(&self, st: &cql::Statement) -> Result<(), EngineError> {
+        if !self.masking_enabled.load(Ordering::Relaxed) && masking::attaches_mask(st) {
+            return Err(EngineError::invalid(masking::DISABLED));
+        }
+        Ok(())
     }
 
     /// Hands the engine the process state `system_views` shows.
@@ -949,9 +1005,10 @@ impl Engine {
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
             CompiledKind::Select(plan) => {
+                let masked = self.masking_for(plan, &parsed.statement, opts)?;
                 let rs = self.run_select(
                     self.storage.as_ref(),
-                    plan,
+                    masked.as_ref().unwrap_or(plan),
                     values,
                     opts.page_size,
                     opts.paging_state.as_deref(),
@@ -1179,10 +1236,12 @@ impl Engine {
             }
             S::CreateTable(ct) => {
                 guard_system(&table_ks(&ct.name)?)?;
+                self.check_masking(st)?;
                 ddl::create_table(&schema, ks, ct, now.micros)?
             }
             S::AlterTable(at) => {
                 guard_system(&table_ks(&at.name)?)?;
+                self.check_masking(st)?;
                 let drop_compact = self.drop_compact_enabled.load(Ordering::Relaxed);
                 ddl::alter_table(&schema, ks, at, now.micros, drop_compact)?
             }

@@ -57,6 +57,7 @@ const SYSTEM_TABLES: &[&str] = &[
     "CREATE TABLE system_virtual_schema.columns (keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name))",
     "CREATE TABLE system.\"IndexInfo\" (table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name))",
     "CREATE TABLE system.built_views (keyspace_name text, view_name text, status_replicated boolean, PRIMARY KEY (keyspace_name, view_name))",
+    "CREATE TABLE system_schema.column_masks (keyspace_name text, table_name text, column_name text, function_argument_nulls frozen<list<boolean>>, function_argument_types frozen<list<text>>, function_argument_values frozen<list<text>>, function_keyspace text, function_name text, PRIMARY KEY (keyspace_name, table_name, column_name))",
 ];
 
 pub const VIRTUAL_ID_BASE: u32 = 0xFFFF_0000;
@@ -365,6 +366,30 @@ fn rows_of(
                 ]);
             }
         }
+        ("system_schema", "column_masks") => {
+            for tb in user_tables() {
+                for c in &tb.columns {
+                    let Some(m) = &c.mask else { continue };
+                    let (types, values, nulls) = crate::masking::schema_row(m, &c.ty);
+                    let strs =
+                        |v: &[String]| text_list(&v.iter().map(String::as_str).collect::<Vec<_>>());
+                    let nulls: Vec<Vec<u8>> = nulls.iter().map(|b| vec![u8::from(*b)]).collect();
+                    push(vec![
+                        ("keyspace_name", text(&tb.keyspace)),
+                        ("table_name", text(&tb.name)),
+                        ("column_name", text(&c.name)),
+                        (
+                            "function_argument_nulls",
+                            Some(crate::literal::encode_collection(&nulls)),
+                        ),
+                        ("function_argument_types", strs(&types)),
+                        ("function_argument_values", strs(&values)),
+                        ("function_keyspace", text("system")),
+                        ("function_name", text(&m.function)),
+                    ]);
+                }
+            }
+        }
         ("system_schema", "dropped_columns") => {
             for tb in user_tables() {
                 for (name, ty, at) in &tb.dropped {
@@ -655,6 +680,9 @@ pub fn describe_table(t: &TableDef) -> String {
         s.push_str(&format!("    {} {}", quote(&c.name), c.cql_type));
         if c.kind == ColumnKind::Static && !t.compact {
             s.push_str(" static");
+        }
+        if let Some(m) = &c.mask {
+            s.push_str(&crate::masking::describe(m, &c.ty));
         }
         if single && c.kind == ColumnKind::PartitionKey {
             s.push_str(" PRIMARY KEY");

@@ -111,6 +111,7 @@ impl LocalBackend {
             .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
+        engine.set_dynamic_data_masking_enabled(config.dynamic_data_masking_enabled);
         engine.set_vector_index_memory_bytes(
             usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
         );

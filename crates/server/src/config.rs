@@ -116,6 +116,9 @@ pub struct Config {
     /// Standalone mode: whether `ALTER TABLE ... DROP COMPACT STORAGE` is allowed (Cassandra's
     /// key; off by default there too). Default `false`.
     pub drop_compact_storage_enabled: bool,
+    /// Standalone mode: whether `MASKED WITH` may attach masking functions to columns
+    /// (Cassandra's key; off by default there too). Default `false`.
+    pub dynamic_data_masking_enabled: bool,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -271,6 +274,7 @@ impl Default for Config {
             cluster_name: "Peregrine Cluster".to_string(),
             materialized_views_enabled: false,
             drop_compact_storage_enabled: false,
+            dynamic_data_masking_enabled: false,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             vector_index_memory_bytes: 1024 * 1024 * 1024,

@@ -114,6 +114,7 @@ impl Parser<'_> {
                 let col = self.ident()?;
                 let ty = self.cql_type()?;
                 let is_static = self.eat_kw("static");
+                let mask = self.column_mask()?;
                 if self.eat_kw("primary") {
                     self.expect_kw("key")?;
                     multiple_keys |= key.is_some();
@@ -123,6 +124,7 @@ impl Parser<'_> {
                     name: col,
                     ty,
                     is_static,
+                    mask,
                 });
             }
             if !self.eat(Tok::Comma) || self.at(Tok::RParen) {
@@ -424,10 +426,12 @@ impl Parser<'_> {
                 let name = p.ident()?;
                 let ty = p.cql_type()?;
                 let is_static = p.eat_kw("static");
+                let mask = p.column_mask()?;
                 Ok(ColumnDef {
                     name,
                     ty,
                     is_static,
+                    mask,
                 })
             };
             let columns = if self.eat(Tok::LParen) {
@@ -478,11 +482,42 @@ impl Parser<'_> {
         }
         if self.eat_kw("alter") {
             let column = self.ident()?;
+            if self.at_kw("masked") {
+                let mask = self.column_mask()?;
+                return Ok(AlterTableAction::AlterColumnMask { column, mask });
+            }
+            if self.at_kw("drop") && self.kw_at_n(1, "masked") {
+                self.pos += 2;
+                return Ok(AlterTableAction::AlterColumnMask { column, mask: None });
+            }
             self.expect_kw("type")?;
             let ty = self.cql_type()?;
             return Ok(AlterTableAction::AlterColumnType { column, ty });
         }
         Err(self.no_viable())
+    }
+
+    /// `[MASKED WITH f(args) | MASKED WITH DEFAULT]` after a column's type.
+    pub(super) fn column_mask(&mut self) -> PResult<Option<ColumnMask>> {
+        if !self.eat_kw("masked") {
+            return Ok(None);
+        }
+        self.expect_kw("with")?;
+        if self.eat_kw("default") {
+            return Ok(Some(ColumnMask {
+                function: FunctionName::new("mask_default".to_string()),
+                args: Vec::new(),
+            }));
+        }
+        let function = self.function_name()?;
+        self.expect(Tok::LParen)?;
+        let args = if self.at(Tok::RParen) {
+            Vec::new()
+        } else {
+            self.comma_list(Self::term)?
+        };
+        self.expect(Tok::RParen)?;
+        Ok(Some(ColumnMask { function, args }))
     }
 
     pub(super) fn renames(&mut self) -> PResult<Vec<(String, String)>> {

@@ -232,6 +232,7 @@ pub fn create_view(
             ty: cql::parse_type(&bc.cql_type)
                 .map_err(|e| EngineError::server(format!("stored type {}: {e}", bc.cql_type)))?,
             is_static: false,
+            mask: None,
         });
     }
     let ct = ast::CreateTable {
