@@ -30,6 +30,8 @@ pub enum CompiledKind {
     VirtualSelect(SelectPlan),
     Write(WritePlan),
     Batch(crate::BatchKind, Vec<WritePlan>),
+    /// `DELETE ... RETURNING` (see `returning`).
+    DeleteReturning(Box<crate::returning::DeleteReturning>),
     /// DDL, USE and the rest run from the AST.
     Other,
 }

@@ -868,10 +868,21 @@ impl Engine {
     /// Applies mutations atomically: locks the stripes of every key (in order), merges with
     /// what is stored, writes one batch.
     pub(crate) fn apply(&self, m: Mutations) -> Result<(), EngineError> {
+        self.apply_holding(m, &[])
+    }
+
+    /// [`Engine::apply`] by a caller that already holds the stripe locks in `held` (sorted):
+    /// `DELETE ... RETURNING` reads and deletes under the same locks.
+    pub(crate) fn apply_holding(&self, m: Mutations, held: &[usize]) -> Result<(), EngineError> {
         if m.entries.is_empty() {
             return Ok(());
         }
-        let mut stripes: Vec<usize> = m.entries.keys().map(|k| self.stripe_of(k)).collect();
+        let mut stripes: Vec<usize> = m
+            .entries
+            .keys()
+            .map(|k| self.stripe_of(k))
+            .filter(|s| held.binary_search(s).is_err())
+            .collect();
         stripes.sort_unstable();
         stripes.dedup();
         let _guards: Vec<_> = stripes

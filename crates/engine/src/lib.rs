@@ -59,6 +59,7 @@ pub mod literal;
 mod lwt;
 pub mod plan;
 mod read;
+pub mod returning;
 pub mod row;
 pub mod scalar;
 mod selection;
@@ -597,6 +598,12 @@ impl Engine {
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
+            cql::Statement::Delete(s) if s.returning.is_some() => {
+                let r = returning::compile(&mut b, s)?;
+                build::no_timestamp_if_conditional(&r.write)?;
+                let pk = b.pk_indexes(Some(&r.write.partition));
+                (CompiledKind::DeleteReturning(Box::new(r)), pk)
+            }
             cql::Statement::Delete(s) => {
                 let plan = b.delete(s)?;
                 build::no_timestamp_if_conditional(&plan)?;
@@ -638,6 +645,7 @@ impl Engine {
         };
         for p in match &kind {
             CompiledKind::Write(p) => std::slice::from_ref(p),
+            CompiledKind::DeleteReturning(r) => std::slice::from_ref(&r.write),
             CompiledKind::Batch(_, ps) => ps.as_slice(),
             _ => &[],
         } {
@@ -820,6 +828,11 @@ impl Engine {
         for (c, v) in &compiled_items {
             match &c.kind {
                 CompiledKind::Write(p) => parts.push((p, v.as_slice())),
+                CompiledKind::DeleteReturning(_) => {
+                    return Err(DbError::invalid(
+                        "RETURNING is not supported in a BATCH (docs/extensions.md)",
+                    ))
+                }
                 _ => {
                     return Err(DbError::invalid(
                         "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
@@ -961,6 +974,7 @@ impl Engine {
                 self.apply(m)?;
                 Ok(Outcome::Void)
             }
+            CompiledKind::DeleteReturning(r) => self.delete_returning(r, values, now),
             CompiledKind::Batch(kind, plans) => {
                 let parts: Vec<_> = plans.iter().map(|p| (p, values)).collect();
                 self.run_batch(*kind, &parts, opts, now)

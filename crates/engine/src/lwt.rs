@@ -332,7 +332,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
 }
 
 /// Whether the condition holds for what `current` holds.
-fn holds(
+pub(crate) fn holds(
     t: &TableDef,
     cond: &Condition,
     vals: &Bound_,
