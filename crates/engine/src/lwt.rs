@@ -66,6 +66,15 @@ impl Engine {
     ) -> Result<Current, EngineError> {
         let t = &plan.table;
         let parts = exec::partitions(t, &plan.partition, vals)?;
+        let what = match plan.kind {
+            crate::plan::WriteKind::Delete { .. } => "deletions",
+            _ => "updates",
+        };
+        if parts.len() > 1 {
+            return Err(EngineError::invalid(format!(
+                "IN on the partition key is not supported with conditional {what}"
+            )));
+        }
         let p = parts.first().ok_or_else(|| {
             EngineError::invalid(
                 "IN on the partition key is not supported with conditional updates",
@@ -84,6 +93,11 @@ impl Engine {
         let mut clustering = Vec::new();
         for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
             let v = exec::expand(kv, vals, &col.name)?;
+            if v.len() > 1 {
+                return Err(EngineError::invalid(format!(
+                    "IN on the clustering key columns is not supported with conditional {what}"
+                )));
+            }
             clustering.push(v.into_iter().next().unwrap_or_default());
         }
         let mut row = None;
