@@ -278,7 +278,11 @@ async fn prepare(
     let mut read = prep(format!("SELECT y_id, {all} FROM {ks}.{t} WHERE y_id = ?")).await?;
     // The result columns never change during a run: let the server skip sending them.
     read.set_use_cached_result_metadata(true);
-    let cond = if spec.conditional { " IF NOT EXISTS" } else { "" };
+    let cond = if spec.conditional {
+        " IF NOT EXISTS"
+    } else {
+        ""
+    };
     let insert = prep(format!(
         "INSERT INTO {ks}.{t} (y_id, {all}) VALUES (?{}){cond}",
         ", ?".repeat(fields.len())
@@ -294,9 +298,8 @@ async fn prepare(
             } else {
                 String::new()
             };
-            update_one.push(
-                prep(format!("UPDATE {ks}.{t} SET {f} = ? WHERE y_id = ?{cond}")).await?,
-            );
+            update_one
+                .push(prep(format!("UPDATE {ks}.{t} SET {f} = ? WHERE y_id = ?{cond}")).await?);
         }
     }
     let scan = if spec.proportions[OpKind::Scan.index()] > 0.0 {

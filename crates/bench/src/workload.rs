@@ -352,7 +352,10 @@ mod tests {
         let w = WorkloadSpec::stress("lwt-write", 10, 0.0).unwrap();
         let plain = WorkloadSpec::stress("write", 10, 0.0).unwrap();
         assert!(w.conditional && !plain.conditional);
-        assert_eq!((w.name.as_str(), w.proportions), ("lwt-write", plain.proportions));
+        assert_eq!(
+            (w.name.as_str(), w.proportions),
+            ("lwt-write", plain.proportions)
+        );
         let u = WorkloadSpec::stress("lwt-update", 10, 0.0).unwrap();
         let plain = WorkloadSpec::stress("update", 10, 0.0).unwrap();
         assert_eq!(u.proportions, [0.0, 1.0, 0.0, 0.0, 0.0]);

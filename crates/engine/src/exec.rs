@@ -1046,6 +1046,27 @@ impl Engine {
         Ok(())
     }
 
+    /// Locks the stripes of the partitions with these key prefixes, in order (as `apply`
+    /// does): a caller that reads and then writes under them (conditional writes,
+    /// `DELETE ... RETURNING`) sees no other write land in between. The stripes are returned
+    /// sorted, for [`Engine::apply_holding`].
+    pub(crate) fn lock_partitions<'a>(
+        &self,
+        prefixes: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<usize>, Vec<std::sync::MutexGuard<'_, ()>>) {
+        let mut stripes: Vec<usize> = prefixes
+            .into_iter()
+            .map(|p| self.stripe_of(&keys::header_key(p)))
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let guards = stripes
+            .iter()
+            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        (stripes, guards)
+    }
+
     pub(crate) fn stripe_of(&self, key: &[u8]) -> usize {
         // The partition prefix decides the stripe, so a partition's keys share one lock.
         let p = keys::decode_key(key)

@@ -410,7 +410,6 @@ pub struct Engine {
     /// `drop_compact_storage_enabled` (Cassandra's key; off by default).
     drop_compact_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
-    lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
@@ -497,7 +496,6 @@ impl Engine {
             views_enabled: AtomicBool::new(false),
             drop_compact_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
-            lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
@@ -845,7 +843,7 @@ impl Engine {
     }
 
     /// One atomic BATCH: Cassandra's batch-kind rules, conditions (all on one partition)
-    /// checked and applied under the LWT lock, one timestamp for every statement.
+    /// checked and applied under its partition's write lock, one timestamp for every statement.
     fn run_batch(
         &self,
         kind: BatchKind,
@@ -873,11 +871,10 @@ impl Engine {
         }
         let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
         let conditional = parts.iter().any(|(p, _)| p.condition.is_some());
-        let _lwt = if conditional {
-            Some(self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner()))
-        } else {
-            None
-        };
+        // A conditional batch holds its one partition's write lock from the checks to the
+        // write (see `conditional`).
+        let mut held = Vec::new();
+        let mut _guards = Vec::new();
         if conditional {
             let mut partition: Option<Vec<u8>> = None;
             for (p, v) in parts {
@@ -892,6 +889,7 @@ impl Engine {
                 }
                 partition = keys.into_iter().next();
             }
+            (held, _guards) = self.lock_partitions(partition.as_deref());
             let mut checked = Vec::new();
             let mut all_hold = true;
             for (p, v) in parts {
@@ -910,7 +908,7 @@ impl Engine {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
-        self.apply(m)?;
+        self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
         }

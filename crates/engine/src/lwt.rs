@@ -1,5 +1,5 @@
 //! Lightweight transactions on one node: `IF NOT EXISTS`, `IF EXISTS` and `IF <conditions>`
-//! evaluated against the stored row under the engine's LWT lock, and the result Cassandra
+//! evaluated against the stored row under the partition's write lock, and the result Cassandra
 //! answers with (`[applied]`, and when not applied, what the conditions saw).
 //!
 //! Conditions follow Cassandra 5.0: on a whole column (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`,
@@ -131,7 +131,8 @@ impl Engine {
         })
     }
 
-    /// A conditional INSERT, UPDATE or DELETE, serialized with every other one.
+    /// A conditional INSERT, UPDATE or DELETE, serialized with every other write to its
+    /// partition.
     pub(crate) fn conditional(
         &self,
         plan: &WritePlan,
@@ -139,13 +140,17 @@ impl Engine {
         values: &Bound_,
         now: Now,
     ) -> Result<Outcome, EngineError> {
-        let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // The partition's write lock, held from the read to the write: conditional writes to
+        // one partition are serialised, and no plain write lands between check and write.
+        // Writes to other partitions go on in parallel (Paxos is per partition too).
+        let parts = exec::partitions(&plan.table, &plan.partition, values)?;
+        let (stripes, _g) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let current = self.read_current(plan, values, now)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
             let mut m = Mutations::default();
             self.mutations(plan, values, now, None, &mut m)?;
-            self.apply(m)?;
+            self.apply_holding(m, &stripes)?;
         }
         let t = &plan.table;
         let shown = if applied {
@@ -169,7 +174,7 @@ impl Engine {
     }
 
     /// Whether the condition of one statement of a conditional BATCH holds (the caller holds
-    /// the LWT lock), with what it saw.
+    /// the partition's write lock), with what it saw.
     pub(crate) fn batch_condition(
         &self,
         plan: &WritePlan,

@@ -5,7 +5,8 @@
 //! the DELETE's write plan and a SELECT of the RETURNING selectors. Running it locks the
 //! stripes of every partition the DELETE names (the locks every write takes in
 //! [`Engine::apply`]), reads the rows, then deletes them under the same locks, so no write
-//! lands between the read and the delete and two competing deleters return each row once.
+//! lands between the read and the delete and two competing deleters return each row once. The
+//! conditional form is a conditional write like the others: the same locks serialise it.
 //!
 //! The tombstone's timestamp is the newest write timestamp stored in those partitions, not a
 //! fresh one: a write racing the delete with a newer timestamp (even one whose timestamp was
@@ -67,22 +68,7 @@ impl Engine {
     ) -> Result<Outcome, EngineError> {
         let t = &r.write.table;
         let parts = exec::partitions(t, &r.write.partition, vals)?;
-        // The LWT lock first, then stripes in order: the order `conditional` takes them in.
-        let _lwt = r
-            .write
-            .condition
-            .is_some()
-            .then(|| self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut stripes: Vec<usize> = parts
-            .iter()
-            .map(|p| self.stripe_of(&keys::header_key(&p.prefix)))
-            .collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        let _guards: Vec<_> = stripes
-            .iter()
-            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
-            .collect();
+        let (stripes, _guards) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let applied = match &r.write.condition {
             Some(cond) => {
                 let current = self.read_current(&r.write, vals, now)?;
