@@ -67,6 +67,12 @@ pub enum Preset {
     StressRead,
     /// Reads and whole-row writes with `--ratio`.
     StressMixed,
+    /// One-field updates of loaded keys (the plain twin of `lwt-update`).
+    StressUpdate,
+    /// Inserts of new keys `IF NOT EXISTS` (beside `stress-write`).
+    LwtWrite,
+    /// One-field updates of loaded keys `IF fieldN != ?` (beside `stress-update`).
+    LwtUpdate,
 }
 
 /// Key-choice override.
@@ -289,6 +295,9 @@ pub fn build_spec(w: &WorkloadArgs, load: bool) -> anyhow::Result<WorkloadSpec> 
                 Preset::StressWrite => "write",
                 Preset::StressRead => "read",
                 Preset::StressMixed => "mixed",
+                Preset::StressUpdate => "update",
+                Preset::LwtWrite => "lwt-write",
+                Preset::LwtUpdate => "lwt-update",
             };
             WorkloadSpec::stress(kind, w.records, parse_ratio(&w.ratio)?).expect("known preset")
         }

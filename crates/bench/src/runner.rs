@@ -278,8 +278,13 @@ async fn prepare(
     let mut read = prep(format!("SELECT y_id, {all} FROM {ks}.{t} WHERE y_id = ?")).await?;
     // The result columns never change during a run: let the server skip sending them.
     read.set_use_cached_result_metadata(true);
+    let cond = if spec.conditional {
+        " IF NOT EXISTS"
+    } else {
+        ""
+    };
     let insert = prep(format!(
-        "INSERT INTO {ks}.{t} (y_id, {all}) VALUES (?{})",
+        "INSERT INTO {ks}.{t} (y_id, {all}) VALUES (?{}){cond}",
         ", ?".repeat(fields.len())
     ))
     .await?;
@@ -288,7 +293,13 @@ async fn prepare(
         || spec.proportions[OpKind::ReadModifyWrite.index()] > 0.0;
     if needs_update && !spec.write_all_fields {
         for f in &fields {
-            update_one.push(prep(format!("UPDATE {ks}.{t} SET {f} = ? WHERE y_id = ?")).await?);
+            let cond = if spec.conditional {
+                format!(" IF {f} != ?")
+            } else {
+                String::new()
+            };
+            update_one
+                .push(prep(format!("UPDATE {ks}.{t} SET {f} = ? WHERE y_id = ?{cond}")).await?);
         }
     }
     let scan = if spec.proportions[OpKind::Scan.index()] > 0.0 {
@@ -437,10 +448,19 @@ async fn write_update(shared: &Shared, op: &Planned) -> Result<(), ExecutionErro
             .await?;
     } else {
         let value = field_value(&op.key, op.field, op.version, spec.field_length);
-        shared
-            .session
-            .execute_unpaged(&shared.stmts.update_one[op.field], (value, op.key.as_str()))
-            .await?;
+        let stmt = &shared.stmts.update_one[op.field];
+        if spec.conditional {
+            // A value no write stores, so the condition reads the row and holds.
+            shared
+                .session
+                .execute_unpaged(stmt, (value, op.key.as_str(), "-"))
+                .await?;
+        } else {
+            shared
+                .session
+                .execute_unpaged(stmt, (value, op.key.as_str()))
+                .await?;
+        }
     }
     Ok(())
 }

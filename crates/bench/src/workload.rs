@@ -87,6 +87,9 @@ pub struct WorkloadSpec {
     pub hashed_keys: bool,
     /// Inserts the zipfian chooser should leave room for (YCSB: `opcount * insertproportion * 2`).
     pub expected_new_keys: u64,
+    /// Writes are lightweight transactions: inserts `IF NOT EXISTS`, one-field updates
+    /// `IF fieldN != ?` (a condition on the stored row that holds: its value is never written).
+    pub conditional: bool,
 }
 
 impl WorkloadSpec {
@@ -114,12 +117,28 @@ impl WorkloadSpec {
             key_prefix: "user".into(),
             hashed_keys: true,
             expected_new_keys: 0,
+            conditional: false,
         })
     }
 
-    /// cassandra-stress style preset: `write` (new keys), `read` (100:0) or `mixed` (read:write).
-    /// Defaults: five 34-byte columns, uniform key choice, writes rewrite the whole row.
+    /// cassandra-stress style preset: `write` (new keys), `read` (100:0) or `mixed` (read:write);
+    /// `update` (one field of a loaded row), and the conditional twins `lwt-write` and
+    /// `lwt-update` of `write` and `update`.
+    /// Defaults: five 34-byte columns, uniform key choice, writes rewrite the whole row
+    /// (`update` and `lwt-update` write one field).
     pub fn stress(kind: &str, records: u64, read_ratio: f64) -> Option<WorkloadSpec> {
+        if let Some(plain) = kind.strip_prefix("lwt-") {
+            let mut spec = Self::stress(plain, records, read_ratio)?;
+            spec.name = format!("lwt-{plain}");
+            spec.conditional = true;
+            return Some(spec);
+        }
+        if kind == "update" {
+            let mut spec = Self::stress("mixed", records, 0.0)?;
+            spec.name = "stress-update".into();
+            spec.write_all_fields = false;
+            return Some(spec);
+        }
         let (p, name) = match kind {
             "write" => ([0.0, 0.0, 1.0, 0.0, 0.0], "stress-write"),
             "read" => ([1.0, 0.0, 0.0, 0.0, 0.0], "stress-read"),
@@ -141,12 +160,14 @@ impl WorkloadSpec {
             key_prefix: "key".into(),
             hashed_keys: true,
             expected_new_keys: 0,
+            conditional: false,
         })
     }
 
     /// The load phase: insert records `0..records` in order (keys are hashed, as YCSB's load is).
     pub fn load(mut base: WorkloadSpec) -> WorkloadSpec {
         base.name = format!("load-{}", base.name);
+        base.conditional = false;
         base.proportions = [0.0, 0.0, 1.0, 0.0, 0.0];
         base
     }
@@ -324,6 +345,23 @@ mod tests {
             }
         }
         assert!(WorkloadSpec::ycsb('g', 1).is_none());
+    }
+
+    #[test]
+    fn lwt_presets_are_the_conditional_twins_of_plain_ones() {
+        let w = WorkloadSpec::stress("lwt-write", 10, 0.0).unwrap();
+        let plain = WorkloadSpec::stress("write", 10, 0.0).unwrap();
+        assert!(w.conditional && !plain.conditional);
+        assert_eq!(
+            (w.name.as_str(), w.proportions),
+            ("lwt-write", plain.proportions)
+        );
+        let u = WorkloadSpec::stress("lwt-update", 10, 0.0).unwrap();
+        let plain = WorkloadSpec::stress("update", 10, 0.0).unwrap();
+        assert_eq!(u.proportions, [0.0, 1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(u.proportions, plain.proportions);
+        assert!(u.conditional && !u.write_all_fields && !plain.write_all_fields);
+        assert!(!WorkloadSpec::load(u).conditional);
     }
 
     #[test]

@@ -904,6 +904,9 @@ pub struct DeleteStatement {
     pub using: UsingClause,
     pub where_clause: Vec<Relation>,
     pub condition: Option<IfClause>,
+    /// `RETURNING <selectors> | *`: a Peregrine extension (docs/extensions.md) that answers
+    /// with the deleted rows as they were just before the delete.
+    pub returning: Option<Selection>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

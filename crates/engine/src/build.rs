@@ -30,6 +30,8 @@ pub enum CompiledKind {
     VirtualSelect(SelectPlan),
     Write(WritePlan),
     Batch(crate::BatchKind, Vec<WritePlan>),
+    /// `DELETE ... RETURNING` (see `returning`).
+    DeleteReturning(Box<crate::returning::DeleteReturning>),
     /// DDL, USE and the rest run from the AST.
     Other,
 }
@@ -1246,6 +1248,36 @@ impl<'a> Builder<'a> {
             return Err(EngineError::invalid("Some partition key parts are missing"));
         };
         let condition = self.if_clause(&t, &s.condition)?;
+        if let Some(cond) = &condition {
+            // A conditional DELETE names one row, unless it only touches static columns.
+            let eq = |k: &KeyValues| matches!(k, KeyValues::Eq(_));
+            let exact = partition.iter().all(eq)
+                && clustering.eq.len() == t.clustering().count()
+                && clustering.eq.iter().all(eq)
+                && clustering.tuples.is_none()
+                && clustering.start.is_none()
+                && clustering.end.is_none();
+            let regular = |i: &usize| t.columns[*i].kind != ColumnKind::Static;
+            if !exact {
+                let targets: Vec<usize> = columns
+                    .iter()
+                    .copied()
+                    .chain(elements.iter().map(|e| e.0))
+                    .collect();
+                if targets.is_empty() || targets.iter().any(regular) {
+                    return Err(EngineError::invalid(
+                        "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+                    ));
+                }
+                if let Condition::Columns(cs) = cond {
+                    if cs.iter().any(|c| regular(&c.column)) {
+                        return Err(EngineError::invalid(
+                            "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
+                        ));
+                    }
+                }
+            }
+        }
         Ok(WritePlan {
             table: t,
             partition,

@@ -868,10 +868,21 @@ impl Engine {
     /// Applies mutations atomically: locks the stripes of every key (in order), merges with
     /// what is stored, writes one batch.
     pub(crate) fn apply(&self, m: Mutations) -> Result<(), EngineError> {
+        self.apply_holding(m, &[])
+    }
+
+    /// [`Engine::apply`] by a caller that already holds the stripe locks in `held` (sorted):
+    /// `DELETE ... RETURNING` reads and deletes under the same locks.
+    pub(crate) fn apply_holding(&self, m: Mutations, held: &[usize]) -> Result<(), EngineError> {
         if m.entries.is_empty() {
             return Ok(());
         }
-        let mut stripes: Vec<usize> = m.entries.keys().map(|k| self.stripe_of(k)).collect();
+        let mut stripes: Vec<usize> = m
+            .entries
+            .keys()
+            .map(|k| self.stripe_of(k))
+            .filter(|s| held.binary_search(s).is_err())
+            .collect();
         stripes.sort_unstable();
         stripes.dedup();
         let _guards: Vec<_> = stripes
@@ -1052,6 +1063,27 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Locks the stripes of the partitions with these key prefixes, in order (as `apply`
+    /// does): a caller that reads and then writes under them (conditional writes,
+    /// `DELETE ... RETURNING`) sees no other write land in between. The stripes are returned
+    /// sorted, for [`Engine::apply_holding`].
+    pub(crate) fn lock_partitions<'a>(
+        &self,
+        prefixes: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<usize>, Vec<std::sync::MutexGuard<'_, ()>>) {
+        let mut stripes: Vec<usize> = prefixes
+            .into_iter()
+            .map(|p| self.stripe_of(&keys::header_key(p)))
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let guards = stripes
+            .iter()
+            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        (stripes, guards)
     }
 
     pub(crate) fn stripe_of(&self, key: &[u8]) -> usize {

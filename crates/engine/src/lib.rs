@@ -64,6 +64,7 @@ pub mod masking;
 mod num;
 pub mod plan;
 mod read;
+pub mod returning;
 pub mod row;
 pub mod scalar;
 mod selection;
@@ -418,7 +419,6 @@ pub struct Engine {
     /// `dynamic_data_masking_enabled` (Cassandra's key; off by default).
     masking_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
-    lwt_lock: Mutex<()>,
     stripes: Vec<Mutex<()>>,
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
@@ -508,7 +508,6 @@ impl Engine {
             drop_compact_enabled: AtomicBool::new(false),
             masking_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
-            lwt_lock: Mutex::new(()),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
@@ -666,6 +665,12 @@ impl Engine {
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
+            cql::Statement::Delete(s) if s.returning.is_some() => {
+                let r = returning::compile(&mut b, s)?;
+                build::no_timestamp_if_conditional(&r.write)?;
+                let pk = b.pk_indexes(Some(&r.write.partition));
+                (CompiledKind::DeleteReturning(Box::new(r)), pk)
+            }
             cql::Statement::Delete(s) => {
                 let plan = b.delete(s)?;
                 build::no_timestamp_if_conditional(&plan)?;
@@ -707,6 +712,7 @@ impl Engine {
         };
         for p in match &kind {
             CompiledKind::Write(p) => std::slice::from_ref(p),
+            CompiledKind::DeleteReturning(r) => std::slice::from_ref(&r.write),
             CompiledKind::Batch(_, ps) => ps.as_slice(),
             _ => &[],
         } {
@@ -900,6 +906,11 @@ impl Engine {
         for (c, v) in &compiled_items {
             match &c.kind {
                 CompiledKind::Write(p) => parts.push((p, v.as_slice())),
+                CompiledKind::DeleteReturning(_) => {
+                    return Err(DbError::invalid(
+                        "RETURNING is not supported in a BATCH (docs/extensions.md)",
+                    ))
+                }
                 _ => {
                     return Err(DbError::invalid(
                         "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
@@ -912,7 +923,7 @@ impl Engine {
     }
 
     /// One atomic BATCH: Cassandra's batch-kind rules, conditions (all on one partition)
-    /// checked and applied under the LWT lock, one timestamp for every statement.
+    /// checked and applied under its partition's write lock, one timestamp for every statement.
     fn run_batch(
         &self,
         kind: BatchKind,
@@ -940,11 +951,10 @@ impl Engine {
         }
         let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
         let conditional = parts.iter().any(|(p, _)| p.condition.is_some());
-        let _lwt = if conditional {
-            Some(self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner()))
-        } else {
-            None
-        };
+        // A conditional batch holds its one partition's write lock from the checks to the
+        // write (see `conditional`).
+        let mut held = Vec::new();
+        let mut _guards = Vec::new();
         if conditional {
             let mut partition: Option<Vec<u8>> = None;
             for (p, v) in parts {
@@ -959,6 +969,7 @@ impl Engine {
                 }
                 partition = keys.into_iter().next();
             }
+            (held, _guards) = self.lock_partitions(partition.as_deref());
             let mut checked = Vec::new();
             let mut all_hold = true;
             for (p, v) in parts {
@@ -977,7 +988,7 @@ impl Engine {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
-        self.apply(m)?;
+        self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
         }
@@ -1043,6 +1054,7 @@ impl Engine {
                 self.apply(m)?;
                 Ok(Outcome::Void)
             }
+            CompiledKind::DeleteReturning(r) => self.delete_returning(r, values, now),
             CompiledKind::Batch(kind, plans) => {
                 let parts: Vec<_> = plans.iter().map(|p| (p, values)).collect();
                 self.run_batch(*kind, &parts, opts, now)

@@ -1,5 +1,5 @@
 //! Lightweight transactions on one node: `IF NOT EXISTS`, `IF EXISTS` and `IF <conditions>`
-//! evaluated against the stored row under the engine's LWT lock, and the result Cassandra
+//! evaluated against the stored row under the partition's write lock, and the result Cassandra
 //! answers with (`[applied]`, and when not applied, what the conditions saw).
 //!
 //! Conditions follow Cassandra 5.0: on a whole column (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`,
@@ -66,6 +66,15 @@ impl Engine {
     ) -> Result<Current, EngineError> {
         let t = &plan.table;
         let parts = exec::partitions(t, &plan.partition, vals)?;
+        let what = match plan.kind {
+            crate::plan::WriteKind::Delete { .. } => "deletions",
+            _ => "updates",
+        };
+        if parts.len() > 1 {
+            return Err(EngineError::invalid(format!(
+                "IN on the partition key is not supported with conditional {what}"
+            )));
+        }
         let p = parts.first().ok_or_else(|| {
             EngineError::invalid(
                 "IN on the partition key is not supported with conditional updates",
@@ -84,6 +93,11 @@ impl Engine {
         let mut clustering = Vec::new();
         for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
             let v = exec::expand(kv, vals, &col.name)?;
+            if v.len() > 1 {
+                return Err(EngineError::invalid(format!(
+                    "IN on the clustering key columns is not supported with conditional {what}"
+                )));
+            }
             clustering.push(v.into_iter().next().unwrap_or_default());
         }
         let mut row = None;
@@ -117,7 +131,8 @@ impl Engine {
         })
     }
 
-    /// A conditional INSERT, UPDATE or DELETE, serialized with every other one.
+    /// A conditional INSERT, UPDATE or DELETE, serialized with every other write to its
+    /// partition.
     pub(crate) fn conditional(
         &self,
         plan: &WritePlan,
@@ -125,13 +140,17 @@ impl Engine {
         values: &Bound_,
         now: Now,
     ) -> Result<Outcome, EngineError> {
-        let _g = self.lwt_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // The partition's write lock, held from the read to the write: conditional writes to
+        // one partition are serialised, and no plain write lands between check and write.
+        // Writes to other partitions go on in parallel (Paxos is per partition too).
+        let parts = exec::partitions(&plan.table, &plan.partition, values)?;
+        let (stripes, _g) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let current = self.read_current(plan, values, now)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
             let mut m = Mutations::default();
             self.mutations(plan, values, now, None, &mut m)?;
-            self.apply(m)?;
+            self.apply_holding(m, &stripes)?;
         }
         let t = &plan.table;
         let shown = if applied {
@@ -155,7 +174,7 @@ impl Engine {
     }
 
     /// Whether the condition of one statement of a conditional BATCH holds (the caller holds
-    /// the LWT lock), with what it saw.
+    /// the partition's write lock), with what it saw.
     pub(crate) fn batch_condition(
         &self,
         plan: &WritePlan,
@@ -332,7 +351,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
 }
 
 /// Whether the condition holds for what `current` holds.
-fn holds(
+pub(crate) fn holds(
     t: &TableDef,
     cond: &Condition,
     vals: &Bound_,

@@ -260,7 +260,13 @@ pub fn patch_shape(text: &str) -> Option<PatchShape> {
             let keys = eq_markers(&u.where_clause)?;
             (!sets.is_empty() && !keys.is_empty()).then_some(PatchShape::Update { sets, keys })
         }
-        Statement::Delete(d) if d.targets.is_empty() && d.condition.is_none() && d.using.is_empty() => {
+        // `RETURNING` is Peregrine's extension: Cassandra refuses it, so it patches nothing.
+        Statement::Delete(d)
+            if d.targets.is_empty()
+                && d.condition.is_none()
+                && d.using.is_empty()
+                && d.returning.is_none() =>
+        {
             let keys = eq_markers(&d.where_clause)?;
             (!keys.is_empty()).then_some(PatchShape::Delete { keys })
         }

@@ -229,12 +229,24 @@ impl Parser<'_> {
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;
         let condition = self.if_clause()?;
+        // `RETURNING` (Peregrine's extension, docs/extensions.md): Cassandra's grammar ends a
+        // DELETE after its WHERE or IF clause, so nothing valid there starts with this word.
+        let returning = if self.eat_kw("returning") {
+            Some(if self.eat(Tok::Star) {
+                Selection::Wildcard
+            } else {
+                Selection::Selectors(self.comma_list(Self::selector)?)
+            })
+        } else {
+            None
+        };
         Ok(DeleteStatement {
             table,
             targets,
             using,
             where_clause,
             condition,
+            returning,
         })
     }
 
@@ -260,7 +272,15 @@ impl Parser<'_> {
             } else if self.at_kw("update") {
                 ModificationStatement::Update(self.update()?)
             } else if self.at_kw("delete") {
-                ModificationStatement::Delete(self.delete()?)
+                let at = self.peek();
+                let d = self.delete()?;
+                if d.returning.is_some() {
+                    return Err(self.invalid(
+                        at,
+                        "RETURNING is not supported in a BATCH (docs/extensions.md)".to_string(),
+                    ));
+                }
+                ModificationStatement::Delete(d)
             } else {
                 return Err(self.no_viable());
             };
