@@ -50,6 +50,7 @@ pub mod ddl;
 pub mod exec;
 mod fcts;
 pub mod functions;
+mod headers;
 pub mod index;
 mod javafmt;
 pub mod json;
@@ -417,6 +418,8 @@ pub struct Engine {
     auth: auth::Auth,
     /// The graphs of SAI vector indexes (see `index::vector`).
     pub(crate) vectors: index::vector::VectorIndexes,
+    /// Which tables may hold partition headers (a point read of the others is one look-up).
+    pub(crate) headers: headers::Headers,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -468,6 +471,10 @@ impl Engine {
             schema.next_table_id = 1;
             schema.version = scalar::random_uuid(0);
         }
+        // Data of dropped tables is never read again (ids are not reused), so a store without
+        // tables can start tracking which tables have headers.
+        let headers = headers::Headers::open(storage.as_ref(), schema.tables.is_empty())
+            .map_err(|e| DbError::server(e.to_string()))?;
         match storage
             .get(NODE_KEY)
             .map_err(|e| DbError::server(e.to_string()))?
@@ -503,6 +510,7 @@ impl Engine {
             node,
             auth,
             vectors: Default::default(),
+            headers,
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;
