@@ -192,6 +192,26 @@ pub(crate) fn partitions(
     sel: &[KeyValues],
     vals: &Bound_,
 ) -> Result<Vec<PartitionRef>, EngineError> {
+    // One partition-key column equal to one value (every point read of a simple key): the
+    // same checks as below without the per-column sets and their cartesian product.
+    if let [KeyValues::Eq(src)] = sel {
+        let mut cols = table.partition_key();
+        if let (Some(col), None) = (cols.next(), cols.next()) {
+            let pk = resolve_key(src, vals, &col.name)?;
+            validate(&col.ty, &pk, &col.name)?;
+            check_partition_key_length(std::slice::from_ref(&pk))?;
+            if pk.is_empty() {
+                return Err(EngineError::invalid("Key may not be empty"));
+            }
+            let t = token::token(&pk);
+            let prefix = keys::partition_prefix(table.id, t, &pk);
+            return Ok(vec![PartitionRef {
+                pk,
+                token: t,
+                prefix,
+            }]);
+        }
+    }
     let cols: Vec<_> = table.partition_key().collect();
     let mut sets = Vec::with_capacity(sel.len());
     for (kv, col) in sel.iter().zip(&cols) {
@@ -395,6 +415,27 @@ pub(crate) fn clustering_ranges(
     sel: &ClusteringSel,
     vals: &Bound_,
 ) -> Result<Vec<Interval>, EngineError> {
+    // No restriction, or `=` on every restricted column with no slice (a point read): one
+    // interval, built without the per-column sets, their product and the interval algebra.
+    if sel.tuples.is_none()
+        && sel.start.is_none()
+        && sel.end.is_none()
+        && sel.eq.iter().all(|kv| matches!(kv, KeyValues::Eq(_)))
+    {
+        let mut prefix = Vec::new();
+        for (kv, col) in sel.eq.iter().zip(table.clustering()) {
+            if let KeyValues::Eq(src) = kv {
+                let v = resolve_key(src, vals, &col.name)?;
+                keys::encode_component(&mut prefix, &col.ty, &v, col.desc);
+            }
+        }
+        let end = end_of(&prefix);
+        return Ok(if end.as_ref().is_none_or(|e| *e > prefix) {
+            vec![(prefix, end)]
+        } else {
+            Vec::new()
+        });
+    }
     let cols: Vec<_> = table.clustering().collect();
     let mut sets = Vec::with_capacity(sel.eq.len());
     for (kv, col) in sel.eq.iter().zip(&cols) {
@@ -973,6 +1014,9 @@ impl Engine {
                     pending.insert(key.clone(), Some(row.encode()));
                 }
                 Entry::Header(mut e) => {
+                    if let Some(id) = key.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+                        self.headers.note_write(u32::from_be_bytes(id), &mut batch);
+                    }
                     let mut h = match existing {
                         Some(v) => PartitionHeader::decode(&v).map_err(EngineError::corrupt)?,
                         None => PartitionHeader::default(),

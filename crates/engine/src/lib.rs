@@ -53,6 +53,7 @@ pub mod ddl;
 pub mod exec;
 mod fcts;
 pub mod functions;
+mod headers;
 pub mod index;
 mod javafmt;
 pub mod json;
@@ -428,6 +429,8 @@ pub struct Engine {
     pub(crate) vectors: index::vector::VectorIndexes,
     /// What `system_views` shows of the process (see `virtual_tables`).
     live: RwLock<Option<Arc<dyn virtual_tables::LiveData>>>,
+    /// Which tables may hold partition headers (a point read of the others is one look-up).
+    pub(crate) headers: headers::Headers,
 }
 
 const NODE_KEY: &[u8] = b"\x00node";
@@ -479,6 +482,10 @@ impl Engine {
             schema.next_table_id = 1;
             schema.version = scalar::random_uuid(0);
         }
+        // Data of dropped tables is never read again (ids are not reused), so a store without
+        // tables can start tracking which tables have headers.
+        let headers = headers::Headers::open(storage.as_ref(), schema.tables.is_empty())
+            .map_err(|e| DbError::server(e.to_string()))?;
         match storage
             .get(NODE_KEY)
             .map_err(|e| DbError::server(e.to_string()))?
@@ -515,6 +522,7 @@ impl Engine {
             auth,
             vectors: Default::default(),
             live: RwLock::new(None),
+            headers,
         };
         // An index whose build a crash interrupted is built again.
         engine.build_indexes().map_err(EngineError::into_db)?;

@@ -25,6 +25,7 @@ use crate::{Engine, EngineError, Now, ResultSet};
 use proto::types::ColumnType;
 use std::borrow::Cow;
 use std::ops::Bound;
+use std::sync::Arc;
 
 mod ann;
 
@@ -180,6 +181,7 @@ impl<'r> RowView<'r> {
                         .row
                         .and_then(|r| r.clustering.get(c.position as usize))
                         .map(|v| Cow::Borrowed(v.as_slice())),
+                    ColumnKind::Regular => self.row?.value(c.id, &c.ty, secs, self.outer),
                     _ => crate::row::value_of(self.cell(*idx)?, &c.ty, secs),
                 }
             }
@@ -383,6 +385,8 @@ pub(crate) struct SelectRun<'a> {
     ranges: Vec<crate::exec::Interval>,
     /// Every partition read is of one fully specified row (or none): a point read.
     point_read: bool,
+    /// The table may hold partition headers (see `headers.rs`): without, none is looked up.
+    headers: bool,
     page: Option<u64>,
     ppl: Option<u64>,
     /// Output rows (groups) LIMIT still allows.
@@ -429,7 +433,14 @@ impl Engine {
         paging_state: Option<&[u8]>,
         now: Now,
     ) -> Result<ResultSet, EngineError> {
-        SelectRun::new(store, plan, vals, page_size, paging_state, now)?.run(self)
+        let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
+        // Only the engine's own store is tracked (not a virtual table's rows).
+        let own = std::ptr::addr_eq(
+            store as *const dyn storage::Storage,
+            Arc::as_ptr(&self.storage),
+        );
+        run.headers = !own || self.headers.may_have(plan.table.id);
+        run.run(self)
     }
 }
 
@@ -506,6 +517,7 @@ impl<'a> SelectRun<'a> {
             only_rows: None,
             ranges,
             point_read,
+            headers: true,
             page,
             ppl,
             remaining,
@@ -789,7 +801,8 @@ impl<'a> SelectRun<'a> {
                 .first()
                 .filter(|(k, _)| k.len() == prefix.len() + 1 && k.last() == Some(&0))
                 .map(|(_, v)| v.clone()),
-            None => store.get(&keys::header_key(prefix))?,
+            None if self.headers => store.get(&keys::header_key(prefix))?,
+            None => None,
         };
         let header = match stored_header {
             Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,

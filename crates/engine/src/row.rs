@@ -4,7 +4,8 @@
 //! A CQL row is one storage value ([`Row`]); partition-level state — the partition
 //! tombstone, range tombstones and static cells — is one more value per partition
 //! ([`PartitionHeader`]). Writes merge into what is stored (read-modify-write under a
-//! stripe lock), so a point read is one look-up plus a usually Bloom-negative header look-up.
+//! stripe lock), so a point read is one look-up, plus a header look-up only in a table that
+//! ever had a header written (`headers.rs`).
 //!
 //! # Reconciliation (Cassandra's rules)
 //! - The higher write timestamp (microseconds) wins.
@@ -535,6 +536,34 @@ impl Row {
         self.cells[i].visible(now, shadow)
     }
 
+    /// The live value at `now` of the cell of `column` (of type `ty`) under the outer
+    /// deletion `outer`: `value_of(self.cell(..))` with a simple cell's case inline (no
+    /// `Cow<Cell>` in between), as a point read needs it for every selected column.
+    #[inline]
+    pub fn value(
+        &self,
+        column: u16,
+        ty: &proto::types::ColumnType,
+        now: LocalSecs,
+        outer: Option<Deletion>,
+    ) -> Option<std::borrow::Cow<'_, [u8]>> {
+        let i = self
+            .cells
+            .binary_search_by_key(&column, |c| c.column)
+            .ok()?;
+        let cell = &self.cells[i];
+        match &cell.value {
+            CellValue::Complex(_) => value_of(self.cell(column, now, outer)?, ty, now),
+            v => {
+                let shadow = Deletion::merge(self.deletion, outer);
+                if matches!(shadow, Some(d) if d.shadows(cell.ts)) {
+                    return None;
+                }
+                v.live_at(now).map(std::borrow::Cow::Borrowed)
+            }
+        }
+    }
+
     /// Compaction: drops expired data and tombstones older than `gc_before` (local seconds).
     /// Returns None when nothing is left.
     pub fn purge(&mut self, now: LocalSecs, gc_before: LocalSecs) -> bool {
@@ -798,11 +827,28 @@ impl<'a> Reader<'a> {
     }
     fn cells(&mut self) -> Result<Vec<Cell>, CorruptRow> {
         self.seq(11, |r| {
-            Ok(Cell {
-                column: r.u16()?,
-                ts: r.i64()?,
-                value: r.value(true)?,
-            })
+            let column = r.u16()?;
+            let ts = r.i64()?;
+            // Simple cells (the common case) are decoded here, inline; only a collection's
+            // cell goes through the recursive `value`, which the compiler cannot inline.
+            let value = match r.buf.get(r.pos) {
+                Some(&CELL_LIVE) => {
+                    r.pos += 1;
+                    let expiry = r.expiry()?;
+                    CellValue::Live {
+                        value: r.bytes()?,
+                        expiry,
+                    }
+                }
+                Some(&CELL_TOMBSTONE) => {
+                    r.pos += 1;
+                    CellValue::Tombstone {
+                        local_del: r.u32()?,
+                    }
+                }
+                _ => r.value(true)?,
+            };
+            Ok(Cell { column, ts, value })
         })
     }
     /// A cell's value; a collection only where `complex` allows it (not inside another).
