@@ -1,11 +1,14 @@
 //! Schema changes: CREATE/ALTER/DROP KEYSPACE and TABLE, TRUNCATE. Each produces a new
-//! immutable [`Schema`] that is persisted before it becomes visible.
+//! immutable [`Schema`] that is persisted before it becomes visible; `Engine::ddl` runs the
+//! statement (its checks and locks), `Engine::install` persists and publishes the result.
 
 use crate::catalog::*;
-use crate::{EngineError, SchemaChange};
+use crate::{auth, catalog, index, scalar, system, view};
+use crate::{statement_kind, EngineError, Now, Outcome, QueryOptions, SchemaChange, SCHEMA_KEY};
 use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub const SYSTEM_KEYSPACES: &[&str] = &[
@@ -894,5 +897,320 @@ pub(crate) fn contains_duration(ty: &ColumnType) -> bool {
         ColumnType::Tuple(ts) => ts.iter().any(contains_duration),
         ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| contains_duration(t)),
         _ => false,
+    }
+}
+
+/// Running a schema statement: its checks, then the new schema, persisted before it is visible.
+impl crate::Engine {
+    /// DROP INDEX, ALTER and DROP MATERIALIZED VIEW need ALTER on the table the index or view
+    /// belongs to, as in Cassandra: the statement names only the index or view, so the general
+    /// check cannot see the table. Other statements pass.
+    pub(crate) fn authorize_owner_alter(
+        &self,
+        st: &cql::Statement,
+        ks: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<(), EngineError> {
+        use cql::Statement as S;
+        let name = match st {
+            S::DropIndex { name, .. } | S::AlterView { name, .. } | S::DropView { name, .. } => {
+                name
+            }
+            _ => return Ok(()),
+        };
+        if !self.auth.authorizing() {
+            return Ok(());
+        }
+        let Some(k) = name.keyspace.as_deref().or(ks) else {
+            return Ok(());
+        };
+        let schema = self.schema.get();
+        let owner = match st {
+            S::DropIndex { .. } => index::ddl::indexes_of(&schema, k)
+                .find(|(_, i)| i.name == name.name)
+                .map(|(t, _)| t.name.clone()),
+            _ => schema
+                .table(k, &name.name)
+                .and_then(|v| v.view.as_ref())
+                .map(|d| d.base.clone()),
+        };
+        let Some(owner) = owner else {
+            return Ok(());
+        };
+        self.auth
+            .authorize_table(opts.role.as_deref(), k, &owner, auth::Permission::Alter)
+            .map_err(EngineError::Db)
+    }
+
+    pub(crate) fn ddl(
+        &self,
+        st: &cql::Statement,
+        ks: Option<&str>,
+        now: Now,
+    ) -> Result<Outcome, EngineError> {
+        use cql::Statement as S;
+        let _g = self.ddl_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let schema = self.schema.get();
+        let guard_system = |name: &str| -> Result<(), EngineError> {
+            if SYSTEM_KEYSPACES.contains(&name) {
+                return Err(EngineError::unauthorized(format!(
+                    "{name} keyspace is not user-modifiable."
+                )));
+            }
+            Ok(())
+        };
+        let table_ks = |q: &cql::ast::QualifiedName| -> Result<String, EngineError> {
+            q.keyspace
+                .clone()
+                .or_else(|| ks.map(|s| s.to_string()))
+                .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+        };
+        let result: Option<(Schema, SchemaChange)> = match st {
+            S::CreateKeyspace(ck) => {
+                if SYSTEM_KEYSPACES.contains(&ck.name.as_str()) {
+                    return Err(EngineError::invalid(format!(
+                        "System keyspace '{}' is not user-modifiable",
+                        ck.name
+                    )));
+                }
+                if schema.keyspaces.contains_key(&ck.name) {
+                    if ck.if_not_exists {
+                        None
+                    } else {
+                        return Err(EngineError::already_exists(&ck.name, None));
+                    }
+                } else {
+                    let def = create_keyspace_def(ck)?;
+                    let mut next = (*schema).clone();
+                    next.keyspaces.insert(def.name.clone(), Arc::new(def));
+                    Some((next, SchemaChange::ks("CREATED", &ck.name)))
+                }
+            }
+            S::AlterKeyspace(ak) => {
+                guard_system(&ak.name)?;
+                match schema.keyspaces.get(&ak.name) {
+                    None if ak.if_exists => None,
+                    None => {
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{}' doesn't exist",
+                            ak.name
+                        )))
+                    }
+                    Some(old) => {
+                        check_keyspace_props(&ak.properties)?;
+                        let def = catalog::KeyspaceDef {
+                            name: ak.name.clone(),
+                            replication: replication(&ak.properties, Some(&old.replication))?,
+                            durable_writes: keyspace_properties_durable(
+                                &ak.properties,
+                                old.durable_writes,
+                            )?,
+                        };
+                        let mut next = (*schema).clone();
+                        next.keyspaces.insert(def.name.clone(), Arc::new(def));
+                        Some((next, SchemaChange::ks("UPDATED", &ak.name)))
+                    }
+                }
+            }
+            S::DropKeyspace { name, if_exists } => {
+                guard_system(name)?;
+                if !schema.keyspaces.contains_key(name) {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{name}' doesn't exist"
+                        )));
+                    }
+                } else {
+                    let mut next = (*schema).clone();
+                    next.keyspaces.remove(name);
+                    next.tables.retain(|(k, _), _| k != name);
+                    next.types.retain(|(k, _), _| k != name);
+                    Some((next, SchemaChange::ks("DROPPED", name)))
+                }
+            }
+            S::CreateTable(ct) => {
+                guard_system(&table_ks(&ct.name)?)?;
+                self.check_masking(st)?;
+                create_table(&schema, ks, ct, now.micros)?
+            }
+            S::AlterTable(at) => {
+                guard_system(&table_ks(&at.name)?)?;
+                self.check_masking(st)?;
+                let drop_compact = self.drop_compact_enabled.load(Ordering::Relaxed);
+                alter_table(&schema, ks, at, now.micros, drop_compact)?
+            }
+            S::DropTable { name, if_exists } => {
+                let k = table_ks(name)?;
+                guard_system(&k)?;
+                if !schema.keyspaces.contains_key(&k) {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{k}' doesn't exist"
+                        )));
+                    }
+                } else if schema.table(&k, &name.name).is_none() {
+                    if *if_exists {
+                        None
+                    } else {
+                        return Err(EngineError::invalid(format!(
+                            "Table '{k}.{}' doesn't exist",
+                            name.name
+                        )));
+                    }
+                } else {
+                    if let Some(t) = schema.table(&k, &name.name) {
+                        view::ddl::check_drop_table(&schema, t)?;
+                    }
+                    let mut next = (*schema).clone();
+                    next.tables.remove(&(k.clone(), name.name.clone()));
+                    Some((next, SchemaChange::table("DROPPED", &k, &name.name)))
+                }
+            }
+            S::CreateType(ct) => {
+                guard_system(&table_ks(&ct.name)?)?;
+                create_type(&schema, ks, ct)?
+            }
+            S::AlterType(at) => alter_type(&schema, ks, at)?,
+            S::DropType { name, if_exists } => drop_type(&schema, ks, name, *if_exists)?,
+            S::Truncate(name) => {
+                let k = table_ks(name)?;
+                if system::is_virtual_keyspace(&k) && schema.table(&k, &name.name).is_some() {
+                    return Err(EngineError::invalid(format!(
+                        "Truncation is not supported by table {k}.{}",
+                        name.name
+                    )));
+                }
+                guard_system(&k)?;
+                let Some(t) = schema.table(&k, &name.name) else {
+                    if !schema.keyspaces.contains_key(&k) {
+                        return Err(EngineError::invalid(format!(
+                            "Keyspace '{k}' does not exist"
+                        )));
+                    }
+                    return Err(EngineError::invalid(format!(
+                        "table {} does not exist",
+                        name.name
+                    )));
+                };
+                view::ddl::check_truncate(t)?;
+                // A fresh id makes every old row unreachable at once; compaction reclaims it.
+                // The base's views are emptied with it.
+                let mut next = (*schema).clone();
+                let views: Vec<Arc<TableDef>> = view::ddl::views_of(&schema, &k, &name.name)
+                    .cloned()
+                    .collect();
+                for t in std::iter::once(t).chain(&views) {
+                    let mut nt: TableDef = (**t).clone();
+                    nt.id = next.next_table_id;
+                    next.next_table_id += 1;
+                    index::ddl::renumber(&mut nt, &mut next.next_table_id);
+                    next.tables
+                        .insert((k.clone(), nt.name.clone()), Arc::new(nt));
+                }
+                self.install(next)?;
+                // The fresh index ids get fresh (empty) graphs; the old ones are freed.
+                self.build_vector_indexes()?;
+                return Ok(Outcome::Void);
+            }
+            S::CreateIndex(ci) => {
+                let k = table_ks(&ci.table)?;
+                guard_system(&k)?;
+                index::ddl::create_index(&schema, &k, ci)?
+            }
+            S::CreateView(cv) => {
+                if !self.views_enabled.load(Ordering::Relaxed) {
+                    return Err(EngineError::invalid(
+                        "Materialized views are disabled. Enable in cassandra.yaml to use.",
+                    ));
+                }
+                guard_system(&table_ks(&cv.name)?)?;
+                view::ddl::create_view(&schema, ks, cv, now)?
+            }
+            S::AlterView {
+                name,
+                if_exists,
+                options,
+            } => view::ddl::alter_view(&schema, ks, name, *if_exists, options)?,
+            S::DropView { name, if_exists } => view::ddl::drop_view(&schema, ks, name, *if_exists)?,
+            S::DropIndex { name, if_exists } => {
+                index::ddl::drop_index(&schema, ks, name, *if_exists)?
+            }
+            S::Unsupported { what } => {
+                return Err(EngineError::invalid(format!(
+                    "{what} is not supported by Peregrine yet"
+                )))
+            }
+            other => {
+                return Err(EngineError::invalid(format!(
+                    "This statement is not supported by Peregrine yet: {}",
+                    statement_kind(other)
+                )))
+            }
+        };
+        match result {
+            None => Ok(Outcome::Void),
+            Some((mut next, change)) => {
+                next.version = scalar::random_uuid(0);
+                self.install(next)?;
+                self.build_indexes()?;
+                self.build_views()?;
+                Ok(Outcome::SchemaChange(change))
+            }
+        }
+    }
+
+    /// Records index or view builds as done: every table `unbuilt` selects is replaced by a
+    /// copy that `mark` changed, and the schema is installed.
+    pub(crate) fn mark_built(
+        &self,
+        unbuilt: impl Fn(&TableDef) -> bool,
+        mark: impl Fn(&mut TableDef),
+    ) -> Result<(), EngineError> {
+        let mut next = (*self.schema.get()).clone();
+        for t in next.tables.values_mut() {
+            if unbuilt(t) {
+                let mut nt = (**t).clone();
+                mark(&mut nt);
+                *t = Arc::new(nt);
+            }
+        }
+        self.install(next)
+    }
+
+    /// Persists a new schema, then makes it visible.
+    pub(crate) fn install(&self, mut next: Schema) -> Result<(), EngineError> {
+        next.refresh_indexed();
+        let persisted = PersistedSchema {
+            keyspaces: next
+                .keyspaces
+                .values()
+                .filter(|k| !SYSTEM_KEYSPACES.contains(&k.name.as_str()))
+                .map(|k| (**k).clone())
+                .collect(),
+            types: next.types.values().map(|u| (**u).clone()).collect(),
+            tables: next
+                .tables
+                .values()
+                .filter(|t| !system::is_virtual(t))
+                .map(|t| (**t).clone())
+                .collect(),
+            next_table_id: next.next_table_id,
+            version: next.version,
+        };
+        let bytes =
+            serde_json::to_vec(&persisted).map_err(|e| EngineError::server(e.to_string()))?;
+        let mut b = storage::WriteBatch::new();
+        b.put(SCHEMA_KEY.to_vec(), bytes);
+        self.storage.write(b)?;
+        self.storage.sync()?;
+        let has_indexes = !next.indexed.is_empty();
+        *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.has_indexes.store(has_indexes, Ordering::Release);
+        self.schema_generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 }

@@ -1,0 +1,442 @@
+//! The WHERE clause of a SELECT, UPDATE or DELETE: which restrictions select partitions and
+//! clustering rows, which are filters, and Cassandra's refusals (with its messages) of the
+//! combinations it does not serve, including when ALLOW FILTERING is needed.
+
+use super::*;
+
+impl Builder<'_> {
+    pub(crate) fn where_clause(
+        &mut self,
+        t: &Arc<TableDef>,
+        rels: &[Relation],
+        allow_filtering: bool,
+        for_write: bool,
+    ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
+        let npk = t.pk_count();
+        let ncl = t.clustering_count();
+        let mut pk: Vec<Option<KeyValues>> = vec![None; npk];
+        let mut cl: Vec<Option<KeyValues>> = vec![None; ncl];
+        let mut slices: Vec<(usize, Operator, Vec<Src>)> = Vec::new();
+        let mut token_start: Option<TokenBound> = None;
+        let mut token_end: Option<TokenBound> = None;
+        let mut filters = Vec::new();
+        let mut multi_in: Option<(usize, TupleValues)> = None;
+        for rel in rels {
+            match rel {
+                Relation::Binary {
+                    op: Operator::Contains | Operator::ContainsKey,
+                    ..
+                }
+                | Relation::Element { .. }
+                    if !for_write =>
+                {
+                    filters.push(self.relation_filter(t, rel)?);
+                }
+                Relation::Binary { column, op, value } => {
+                    let (idx, c) = self.column(t, column)?;
+                    let src = self.term(t, value, &c.name, &c.ty.clone())?;
+                    match (c.kind, op) {
+                        (ColumnKind::PartitionKey, Operator::Eq) => {
+                            set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?
+                        }
+                        (ColumnKind::PartitionKey, _) => {
+                            return Err(EngineError::invalid(
+                                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
+                            ))
+                        }
+                        (ColumnKind::Clustering, Operator::Eq) => {
+                            set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?
+                        }
+                        (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
+                            slices.push((c.position as usize, *op, vec![src]))
+                        }
+                        (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
+                            if c.kind == ColumnKind::Clustering && *op == Operator::Neq {
+                                return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != ...", c.name)));
+                            }
+                            filters.push(Filter {
+                                column: idx,
+                                op: filter_op(*op),
+                                value: src,
+                                target: FilterTarget::Whole,
+                                fold_case: false,
+                            })
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Non PRIMARY KEY columns found in where clause: {}",
+                                c.name
+                            )))
+                        }
+                    }
+                }
+                Relation::In { column, values } => {
+                    let (idx, c) = self.column(t, column)?;
+                    let c = c.clone();
+                    let kv = match values {
+                        ast::InValues::Terms(terms) => KeyValues::In(
+                            terms
+                                .iter()
+                                .map(|x| self.term(t, x, &c.name, &c.ty))
+                                .collect::<Result<_, _>>()?,
+                        ),
+                        ast::InValues::Marker(m) => {
+                            let list_ty = ColumnType::List(Box::new(c.ty.clone()));
+                            self.bind(t, m, &format!("in({})", c.name), &list_ty);
+                            KeyValues::InBind(m.index, c.ty.clone())
+                        }
+                    };
+                    match c.kind {
+                        ColumnKind::PartitionKey => {
+                            set_once(&mut pk[c.position as usize], kv, &c.name)?
+                        }
+                        ColumnKind::Clustering => {
+                            set_once(&mut cl[c.position as usize], kv, &c.name)?
+                        }
+                        _ => match kv {
+                            KeyValues::In(values) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Const(None),
+                                target: FilterTarget::In(values),
+                                fold_case: false,
+                            }),
+                            KeyValues::InBind(marker, _) if !for_write => filters.push(Filter {
+                                column: idx,
+                                op: FilterOp::Eq,
+                                value: Src::Bind(marker),
+                                target: FilterTarget::InList,
+                                fold_case: false,
+                            }),
+                            _ => {
+                                return Err(EngineError::invalid(format!(
+                                    "IN predicates on non-primary-key columns ({}) is not yet supported",
+                                    c.name
+                                )))
+                            }
+                        },
+                    }
+                }
+                Relation::Token { columns, op, value } => {
+                    let pk_names: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+                    if columns.iter().map(|s| s.as_str()).collect::<Vec<_>>() != pk_names {
+                        return Err(EngineError::invalid(
+                            "The token() function must be applied to all partition key components or none of them",
+                        ));
+                    }
+                    let src = match value {
+                        Term::FunctionCall { name, args }
+                            if name.name.eq_ignore_ascii_case("token") =>
+                        {
+                            let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
+                            if args.len() != cols.len() {
+                                return Err(EngineError::invalid(
+                                    "Invalid number of arguments in call to function system.token",
+                                ));
+                            }
+                            let mut srcs = Vec::new();
+                            for (a, c) in args.iter().zip(&cols) {
+                                srcs.push(self.term(t, a, &c.name, &c.ty)?);
+                            }
+                            TokenSrc::KeyOf(srcs)
+                        }
+                        other => TokenSrc::Token(self.term(
+                            t,
+                            other,
+                            "partition key token",
+                            &ColumnType::Bigint,
+                        )?),
+                    };
+                    match op {
+                        Operator::Gt | Operator::Gte => {
+                            token_start = Some(TokenBound {
+                                src,
+                                inclusive: *op == Operator::Gte,
+                            })
+                        }
+                        Operator::Lt | Operator::Lte => {
+                            token_end = Some(TokenBound {
+                                src,
+                                inclusive: *op == Operator::Lte,
+                            })
+                        }
+                        Operator::Eq => {
+                            token_start = Some(TokenBound {
+                                src: src.clone(),
+                                inclusive: true,
+                            });
+                            token_end = Some(TokenBound {
+                                src,
+                                inclusive: true,
+                            });
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Unsupported operator {op} on token()"
+                            )))
+                        }
+                    }
+                }
+                Relation::MultiColumn { columns, op, value } => {
+                    let mut cols = Vec::new();
+                    for name in columns {
+                        let (_, c) = self.column(t, name)?;
+                        if c.kind != ColumnKind::Clustering {
+                            return Err(EngineError::invalid(format!(
+                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                                c.name
+                            )));
+                        }
+                        cols.push(c.clone());
+                    }
+                    let srcs: Vec<Src> = match value {
+                        Term::Tuple(items) => {
+                            if items.len() != cols.len() {
+                                return Err(EngineError::invalid(format!(
+                                    "Expected {} elements in value tuple, but got {}",
+                                    cols.len(),
+                                    items.len()
+                                )));
+                            }
+                            let mut srcs = Vec::with_capacity(items.len());
+                            for (i, c) in items.iter().zip(&cols) {
+                                srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                            }
+                            srcs
+                        }
+                        Term::Bind(m) => {
+                            // One marker for the whole tuple: each column reads its field.
+                            let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            (0..cols.len()).map(|f| Src::Field(index, f)).collect()
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(
+                                "Multi-column relations need a tuple of values or one bind marker",
+                            ))
+                        }
+                    };
+                    let first = cols[0].position as usize;
+                    if cols
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| c.position as usize != first + i)
+                    {
+                        return Err(EngineError::invalid(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+                        ));
+                    }
+                    match op {
+                        Operator::Eq => {
+                            for (c, s) in cols.iter().zip(srcs) {
+                                set_once(&mut cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
+                            }
+                        }
+                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                            slices.push((first, *op, srcs))
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Unsupported operator {op} in multi-column relation"
+                            )))
+                        }
+                    }
+                }
+                Relation::MultiColumnIn { columns, values } => {
+                    let mut cols = Vec::new();
+                    for name in columns {
+                        let (_, c) = self.column(t, name)?;
+                        if c.kind != ColumnKind::Clustering {
+                            return Err(EngineError::invalid(format!(
+                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                                c.name
+                            )));
+                        }
+                        cols.push(c.clone());
+                    }
+                    let first = cols[0].position as usize;
+                    if cols
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| c.position as usize != first + i)
+                    {
+                        return Err(EngineError::invalid(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+                        ));
+                    }
+                    let tuples = match values {
+                        ast::InValues::Terms(tuples) => tuples,
+                        ast::InValues::Marker(m) => {
+                            let ty = ColumnType::List(Box::new(ColumnType::Tuple(
+                                cols.iter().map(|c| c.ty.clone()).collect(),
+                            )));
+                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                            let name = format!("in({})", names.join(","));
+                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            multi_in = Some((
+                                first,
+                                TupleValues::Bind {
+                                    index,
+                                    arity: cols.len(),
+                                },
+                            ));
+                            continue;
+                        }
+                    };
+                    let mut out = Vec::new();
+                    for tuple in tuples {
+                        let Term::Tuple(items) = tuple else {
+                            return Err(EngineError::invalid(
+                                "Expected a tuple of values in multi-column IN",
+                            ));
+                        };
+                        if items.len() != cols.len() {
+                            return Err(EngineError::invalid(format!(
+                                "Expected {} elements in value tuple, but got {}",
+                                cols.len(),
+                                items.len()
+                            )));
+                        }
+                        let mut srcs = Vec::new();
+                        for (i, c) in items.iter().zip(&cols) {
+                            srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                        }
+                        out.push(srcs);
+                    }
+                    multi_in = Some((first, TupleValues::List(out)));
+                }
+                other => {
+                    return Err(EngineError::invalid(format!(
+                        "Unsupported restriction: {other:?}"
+                    )))
+                }
+            }
+        }
+
+        // Partition key: all by EQ/IN, or none (then a token range / full scan).
+        let restricted = pk.iter().filter(|p| p.is_some()).count();
+        let partitions = if restricted == npk {
+            if token_start.is_some() || token_end.is_some() {
+                return Err(EngineError::invalid(
+                    "Columns \"token\" cannot be restricted by both a normal relation and a token relation",
+                ));
+            }
+            PartitionSel::Keys(pk.into_iter().flatten().collect())
+        } else if restricted == 0 {
+            if for_write {
+                let missing: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+                return Err(EngineError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            PartitionSel::Range {
+                start: token_start,
+                end: token_end,
+            }
+        } else {
+            let missing: Vec<&str> = t
+                .partition_key()
+                .zip(&pk)
+                .filter(|(_, p)| p.is_none())
+                .map(|(c, _)| c.name.as_str())
+                .collect();
+            if for_write {
+                return Err(EngineError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+            return Err(EngineError::invalid(FILTERING_MSG));
+        };
+
+        // Clustering: an EQ/IN prefix, then at most one slice on the next column.
+        let mut sel = ClusteringSel::default();
+        let mut prefix_done = false;
+        let clust_cols: Vec<ColumnDef> = t.clustering().cloned().collect();
+        for (i, r) in cl.into_iter().enumerate() {
+            match r {
+                Some(kv) if !prefix_done => sel.eq.push(kv),
+                Some(_) => {
+                    let prev = &clust_cols[i - 1].name;
+                    if slices.iter().any(|s| s.0 == sel.eq.len()) {
+                        return Err(EngineError::invalid(format!(
+                            "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+                            clust_cols[i].name, prev
+                        )));
+                    }
+                    return Err(EngineError::invalid(format!(
+                        "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                        clust_cols[i].name, prev
+                    )));
+                }
+                None => prefix_done = true,
+            }
+        }
+        let mut consumed = sel.eq.len();
+        if let Some((first, tuples)) = multi_in {
+            if first != sel.eq.len() {
+                return Err(EngineError::invalid(
+                    "Clustering columns of a multi-column IN must follow the restricted prefix",
+                ));
+            }
+            consumed += tuples.arity();
+            sel.tuples = Some(tuples);
+        }
+        for (pos, op, srcs) in slices {
+            if sel.tuples.is_some() && pos != consumed {
+                return Err(EngineError::invalid(
+                    "Slices after a multi-column IN are not supported",
+                ));
+            }
+            if sel.tuples.is_none() && pos != sel.eq.len() {
+                let c = &clust_cols[pos];
+                if pos < sel.eq.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
+                        c.name
+                    )));
+                }
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    c.name,
+                    clust_cols[pos - 1].name
+                )));
+            }
+            let b = SliceBound {
+                values: srcs,
+                inclusive: matches!(op, Operator::Lte | Operator::Gte),
+            };
+            let slot = match op {
+                Operator::Gt | Operator::Gte => &mut sel.start,
+                _ => &mut sel.end,
+            };
+            if slot.is_some() {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {}",
+                    if matches!(op, Operator::Gt | Operator::Gte) {
+                        "start"
+                    } else {
+                        "end"
+                    },
+                    clust_cols[pos].name
+                )));
+            }
+            *slot = Some(b);
+        }
+        let needs_filtering = !filters.is_empty()
+            || (matches!(partitions, PartitionSel::Range { .. }) && !sel.is_unrestricted());
+        // Cassandra's virtual tables filter without ALLOW FILTERING.
+        let implicit = crate::system::is_virtual_keyspace(&t.keyspace);
+        if needs_filtering && !allow_filtering && !implicit && !for_write {
+            return Err(EngineError::invalid(FILTERING_MSG));
+        }
+        Ok((partitions, sel, filters))
+    }
+}
