@@ -104,9 +104,11 @@ def check_generator(stmt, oa):
 def blame_range_delete(sig, features):
     """A row value/count difference on a table that had a range DELETE over a clustering column
     whose order is typed (decimal, tuple, frozen ...) is most likely that delete's doing: the
-    two servers deleted different rows. Other row differences keep their signature."""
+    two servers deleted different rows. Other row differences keep their signature, and so does
+    a counter table's (`rows:counter`: its known divergence, a counter written after a DELETE,
+    explains it whatever else the table saw; seed 5 drew one with a decimal range delete)."""
     kind = sig.split(":")[1] if sig.count(":") >= 1 else ""
-    if not sig.startswith("rows:") or kind not in ("value", "row_count", "counter"):
+    if not sig.startswith("rows:") or kind not in ("value", "row_count"):
         return sig
     for f in features:
         if f.startswith("delete_range:") and f.split(":")[1] in runner.TYPED_ORDER:

@@ -251,8 +251,13 @@ def execute(session, text, ks, fetch_size):
 
 
 def _close(a, b, tol):
+    """Equal, numbers within `tol`; inside collections too (ttl() of a collection is a list)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(a - b) <= tol
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_close(u, v, tol) for u, v in zip(a, b))
     return a == b
 
 

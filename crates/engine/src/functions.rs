@@ -141,6 +141,11 @@ pub(crate) fn eval(
         Err(m) if m.contains("is not a valid binary representation") => {
             Err(EngineError::invalid(m))
         }
+        // Java's ArithmeticException (log of zero, exp overflow) reaches Cassandra's client as
+        // a server error carrying the exception's text.
+        Err(m) if m.starts_with("java.lang.ArithmeticException") => Err(EngineError::server(m)),
+        // Peregrine's bound on big-number work (decmath: too many digits to compute).
+        Err(m) if m.ends_with("is not computed") => Err(EngineError::invalid(m)),
         Err(_) => Ok(None),
     }
 }

@@ -50,6 +50,7 @@ pub mod catalog;
 mod collections;
 pub mod compact;
 pub mod ddl;
+mod decmath;
 pub mod exec;
 mod fcts;
 pub mod functions;
