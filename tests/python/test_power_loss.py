@@ -35,6 +35,9 @@ as for any such damage, naming the file and offset: `journal_recovery: truncate`
 out); a disk that lies about flushes or tears a sector; metadata that ext4 happens to make
 durable without a directory fsync (the model is stricter than ext4, so it can only lose more).
 
+Debugging: POWERLOSS_SEED=<n> replays a run's random choices (its seed is printed with -s);
+POWERLOSS_KEEP=1 keeps the data directories, shadows and logs.
+
 `periodic` bound: a lost write was acknowledged at most `commitlog_sync_period + SLACK` before
 the kill. SLACK (1 s) covers the syncer's 50 ms wake-up, the fsync itself, and scheduling on a
 loaded two-core machine; the largest loss age seen is printed (pytest -s).
