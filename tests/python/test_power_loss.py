@@ -36,7 +36,9 @@ damage to acknowledged batches, so the node refuses to start, naming the file an
 
 Not modelled: a disk that lies about flushes or tears a sector; metadata that ext4 happens to
 make durable without a directory fsync (the model is stricter than ext4, so it can only lose
-more).
+more); sync(2), syncfs(2), msync(2) and O_SYNC writes (unused by peregrine and fjall; they too
+could only make the image lose more); a write racing an fsync of the same file from another
+thread counts as synced if it lands before the shim's copy (microseconds).
 
 Debugging: POWERLOSS_SEED=<n> replays a run's random choices (its seed is printed with -s);
 POWERLOSS_KEEP=1 keeps the data directories, shadows and logs.
