@@ -25,6 +25,7 @@
 //! Journal files are preallocated with zeros, so a clean journal ends in zeros. Cargo.lock pins
 //! fjall; the tests below write real journals through fjall, so a format change fails them.
 
+use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,7 @@ pub fn check_and_repair(dir: &Path, recovery: JournalRecovery) -> Result<Vec<Dam
     for file in files {
         let bytes =
             std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        check_keyspaces(dir, &file, &bytes)?;
         let Some(damage) = find_damage(&file, &bytes) else {
             continue;
         };
@@ -108,6 +110,24 @@ pub fn check_and_repair(dir: &Path, recovery: JournalRecovery) -> Result<Vec<Dam
         cut.push(damage);
     }
     Ok(cut)
+}
+
+/// Refuses a journal holding writes for a keyspace whose folder is gone or unfinished: fjall's
+/// replay skips such writes without a word (and deletes an unfinished folder). A power loss
+/// could do that before the store fsynced `keyspaces/` (see `sync_directories`); an operator's
+/// mistake can still. The meta keyspace (id 0) is fjall's own.
+fn check_keyspaces(dir: &Path, file: &Path, bytes: &[u8]) -> Result<(), String> {
+    for (id, writes) in writes_per_keyspace(bytes) {
+        let folder = dir.join("keyspaces").join(id.to_string());
+        if id != 0 && !folder.join("current").exists() {
+            return Err(format!(
+                "write-ahead journal {} holds {writes} write(s) for the keyspace stored in {}, which is missing or unfinished (no `current` file): opening would drop them without a word, so the store does not open (restore the data directory from a snapshot or backup)",
+                file.display(),
+                folder.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn truncate(file: &Path, len: u64) -> Result<(), String> {
@@ -199,6 +219,37 @@ impl Cursor<'_> {
 
 /// The batch starting at `pos`: its end and number of entries, or why it is not readable.
 fn batch_at(b: &[u8], pos: usize) -> Result<(usize, usize), Bad> {
+    batch_at_with(b, pos, &mut |_| {})
+}
+
+/// Writes per keyspace id in the readable batches at the start of a journal (up to the first
+/// unreadable one).
+fn writes_per_keyspace(b: &[u8]) -> BTreeMap<u64, usize> {
+    let mut seen = BTreeMap::new();
+    let mut pos = 0;
+    loop {
+        let mut batch = BTreeMap::new();
+        match batch_at_with(b, pos, &mut |keyspace| {
+            *batch.entry(keyspace).or_insert(0) += 1
+        }) {
+            Ok((end, _)) => {
+                for (keyspace, n) in batch {
+                    *seen.entry(keyspace).or_insert(0) += n;
+                }
+                pos = end;
+            }
+            Err(_) => return seen,
+        }
+    }
+}
+
+/// [`batch_at`], telling `keyspace` the keyspace id of each write it reads (a batch that turns
+/// out unreadable may have told some).
+fn batch_at_with(
+    b: &[u8],
+    pos: usize,
+    keyspace: &mut dyn FnMut(u64),
+) -> Result<(usize, usize), Bad> {
     let mut c = Cursor { b, pos };
     if c.u8()? != START {
         return Err(Bad::Invalid("no batch starts there"));
@@ -214,7 +265,7 @@ fn batch_at(b: &[u8], pos: usize) -> Result<(usize, usize), Bad> {
                 if c.u8()? > 1 {
                     return Err(Bad::Invalid("unknown compression"));
                 }
-                c.le(8)?; // keyspace
+                keyspace(c.le(8)?);
                 let key_len = c.le(2)? as usize;
                 c.le(4)?; // value length
                 let on_disk = c.le(4)? as usize;
@@ -367,5 +418,30 @@ mod tests {
         std::fs::write(&path, &garbled).unwrap();
         let d = find_damage(&path, &garbled).unwrap();
         assert_eq!((d.offset, d.is_torn_tail()), (last as u64, true));
+    }
+
+    /// A keyspace folder lost under journaled writes (a power loss before `keyspaces/` was
+    /// fsynced did this): fjall would open and skip the writes without a word; the store refuses,
+    /// naming the folder.
+    #[test]
+    fn journaled_writes_for_a_missing_keyspace_folder_are_refused() {
+        let dir = crate::tests::tmpdir("journal-keyspace-gone");
+        written(dir.as_path(), 20);
+        assert_eq!(count_rows(dir.as_path(), JournalRecovery::Refuse), Ok(20));
+        let keyspaces = dir.join("keyspaces");
+        let data = std::fs::read_dir(&keyspaces)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| !p.ends_with("0"))
+            .unwrap();
+        let writes = writes_per_keyspace(&std::fs::read(journal(dir.as_path())).unwrap());
+        let id: u64 = data.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        assert!(writes[&id] >= 20, "{writes:?}");
+        std::fs::remove_dir_all(&data).unwrap();
+        let err = count_rows(dir.as_path(), JournalRecovery::Refuse).unwrap_err();
+        assert!(
+            err.contains("missing or unfinished") && err.contains(&*data.to_string_lossy()),
+            "{err}"
+        );
     }
 }

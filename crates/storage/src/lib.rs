@@ -219,8 +219,37 @@ impl Open {
         let data = db.keyspace(DATA_KEYSPACE, move || {
             fjall::KeyspaceCreateOptions::default().max_memtable_size(memtable)
         })?;
+        sync_directories(path)
+            .map_err(|e| StorageError::Io(format!("cannot sync {}: {e}", path.display())))?;
         Ok(Open { db, data })
     }
+}
+
+/// fsyncs the directories whose entries fjall creates without fsyncing them, so that no write
+/// is acknowledged before the store's folders are durable: `keyspaces/` (fjall fsyncs it before
+/// creating `keyspaces/0`, its meta keyspace, and never after creating `keyspaces/<id>` for a
+/// keyspace; lsm-tree fsyncs only the tree's own folder), the data directory, and its parent
+/// (the engine creates the data directory). Without it a power loss soon after a data directory
+/// is created can drop the keyspace folders: every table is then gone and fjall's replay skips
+/// the journal's writes for keyspaces it does not know, so acknowledged writes vanish without a
+/// word (found by tests/python/test_power_loss.py). Returns the directories synced.
+fn sync_directories(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut synced = Vec::new();
+    for dir in [path.join("keyspaces"), path.to_path_buf()] {
+        std::fs::File::open(&dir)?.sync_all()?;
+        synced.push(dir);
+    }
+    // The parent may be unreadable to this process (a data directory given inside a
+    // directory it may only traverse): best effort there.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if std::fs::File::open(parent)
+            .and_then(|f| f.sync_all())
+            .is_ok()
+        {
+            synced.push(parent.to_path_buf());
+        }
+    }
+    Ok(synced)
 }
 
 /// What the store's handle and its background threads share.

@@ -226,3 +226,29 @@ fn long_keys_match_model() {
     drop(lsm);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every directory between the data directory and a keyspace's own folder (which lsm-tree
+/// fsyncs itself) is fsynced by an open, so a power loss cannot drop a keyspace folder whose
+/// writes were acknowledged (tests/python/test_power_loss.py shows the loss without it).
+#[test]
+fn open_syncs_every_directory_above_the_keyspace_folders() {
+    let dir = tmpdir("syncdirs");
+    let store = LsmStorage::open(&dir, Options::default()).unwrap();
+    drop(store);
+    let synced = sync_directories(&dir).unwrap();
+    let keyspaces = dir.join("keyspaces");
+    let folders: Vec<_> = std::fs::read_dir(&keyspaces)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(folders.len() >= 2, "meta and data keyspaces: {folders:?}");
+    for folder in folders {
+        let parent = folder.parent().unwrap().to_path_buf();
+        assert!(
+            synced.contains(&parent),
+            "{parent:?} not synced: {synced:?}"
+        );
+    }
+    assert!(synced.contains(&dir), "{synced:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
