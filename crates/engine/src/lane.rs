@@ -226,5 +226,13 @@ mod tests {
         // Gone afterwards: nothing more is counted.
         q(&e, Some("ks"), "SELECT * FROM t").unwrap();
         assert_eq!(seen.load(Ordering::Relaxed) + rest, 100);
+        // DISTINCT reads a partition as one row.
+        let (r, rest) = with_pacer(
+            1000,
+            |_| {},
+            || q(&e, Some("ks"), "SELECT DISTINCT k FROM t"),
+        );
+        assert!(r.is_ok());
+        assert_eq!(rest, 10);
     }
 }

@@ -826,6 +826,7 @@ impl<'a> SelectRun<'a> {
             now,
         };
         if plan.distinct {
+            crate::lane::row_read();
             if resuming_here {
                 return Ok(Flow::Go);
             }

@@ -18,6 +18,9 @@
 //!   request per page) never reads faster than the rate. The pause is on the scan's own
 //!   thread, between rows, holding no lock (engine readers take none).
 //!
+//! - **Priority:** the scan threads run at nice `scan_thread_nice` (default 10): while point
+//!   operations want the CPU the kernel gives a scan less of it, and all of it when idle.
+//!
 //! # Invariants
 //! - At most `scan_threads` scans execute at once; at most `scan_queue` wait.
 //! - A panicking scan answers a ServerError and its thread lives on.
@@ -69,9 +72,13 @@ impl ScanLane {
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..config.scan_threads.max(1) {
             let rx = rx.clone();
+            let nice = config.scan_thread_nice;
             std::thread::Builder::new()
                 .name(format!("scan-{i}"))
-                .spawn(move || worker(&rx))?;
+                .spawn(move || {
+                    lower_priority(nice);
+                    worker(&rx)
+                })?;
         }
         Ok(ScanLane {
             jobs,
@@ -185,6 +192,18 @@ impl ScanLane {
             "Time rate-limited scans spent paused to keep to their rows-per-second limit.",
             load64(&c.paused_micros) / 1e6,
         );
+    }
+}
+
+/// Gives this thread the nice value `nice` (Linux: the priority of a thread id); a failure
+/// (a container that forbids it) leaves the thread as it was, with a warning.
+fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
+        tracing::warn!("scan thread: could not set its nice value to {nice}: {e}");
     }
 }
 

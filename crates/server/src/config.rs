@@ -145,6 +145,10 @@ pub struct Config {
     /// Standalone mode, with logins: `scan_rows_per_second` for the scans of a role (role
     /// name: rows per second, `0` = no limit), instead of the global one. Default none.
     pub scan_role_rows_per_second: std::collections::BTreeMap<String, u64>,
+    /// Standalone mode: the nice value (0..=19, Linux) of the scan threads, so that while
+    /// point operations want the CPU a scan gets less of it, and all of it when they do not.
+    /// `0`: the same priority as the rest. Default 10.
+    pub scan_thread_nice: i32,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -302,6 +306,7 @@ impl Default for Config {
             scan_threads: 2,
             scan_queue: 64,
             scan_rows_per_second: 0,
+            scan_thread_nice: 10,
             scan_role_rows_per_second: std::collections::BTreeMap::new(),
             upstream: Vec::new(),
             client_encryption_options: EncryptionOptions::default(),
@@ -571,6 +576,12 @@ impl Config {
             problems.push(format!(
                 "`scan_queue` is {} but must be at most {MAX_SCAN_QUEUE}",
                 self.scan_queue
+            ));
+        }
+        if !(0..=19).contains(&self.scan_thread_nice) {
+            problems.push(format!(
+                "`scan_thread_nice` is {} but must be between 0 and 19",
+                self.scan_thread_nice
             ));
         }
         if self.scan_role_rows_per_second.keys().any(|r| r.is_empty()) {
