@@ -155,3 +155,32 @@ def test_bad_config_values_stop_the_start_with_every_problem_named():
     assert "`scan_threads` is 0 but must be between 1 and 256" in out, out
     assert "`scan_queue` is 100000 but must be at most 65536" in out, out
     assert "`scan_rows_per_second`" in out, out
+
+
+def test_a_role_gets_its_own_limit():
+    from auth_support import AuthServer
+    srv = AuthServer("scan_role_rows_per_second: {etl: 200}\n").start()
+    try:
+        admin = srv.cluster("cassandra", "cassandra")
+        s = admin.connect()
+        s.default_timeout = 60
+        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+        ins = s.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        execute_concurrent_with_args(s, ins, [(i, i) for i in range(SMALL)], concurrency=64)
+        s.execute("CREATE ROLE etl WITH PASSWORD = 'etl' AND LOGIN = true")
+        s.execute("GRANT SELECT ON KEYSPACE ks TO etl")
+        # No global limit: the superuser's scan is not paced.
+        rows, fast = timed(lambda: list(s.execute("SELECT * FROM ks.t")))
+        assert len(rows) == SMALL
+        etl = srv.cluster("etl", "etl")
+        e = etl.connect()
+        e.default_timeout = 60
+        rows, slow = timed(lambda: list(e.execute("SELECT * FROM ks.t")))
+        assert len(rows) == SMALL
+        assert slow >= SMALL / 200 * 0.95, f"etl read {SMALL} rows in {slow:.2f}s at 200 rows/s"
+        assert slow > fast * 2, (fast, slow)
+        etl.shutdown()
+        admin.shutdown()
+    finally:
+        srv.stop()
