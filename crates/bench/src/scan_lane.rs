@@ -60,7 +60,7 @@ pub struct ScanLaneArgs {
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
     /// Rows per page of the scan.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 1000)]
     pub scan_page_size: i32,
     /// Connections per host.
     #[arg(long, default_value_t = 2)]
@@ -195,11 +195,14 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
         .prepare(format!("SELECT * FROM {ks}.{t} WHERE y_id = ?"))
         .await
         .with_context(|| format!("preparing the point read of {ks}.{t}"))?;
-    let mut scan = session
-        .prepare(format!("SELECT * FROM {ks}.{t}"))
-        .await
-        .with_context(|| format!("preparing the scan of {ks}.{t}"))?;
-    scan.set_page_size(a.scan_page_size);
+    // The scan has a client of its own (its own thread, runtime and connections), as an
+    // analytics job would: decoding its pages must not delay the point reads' client.
+    let scanner = Scanner::start(
+        endpoint.clone(),
+        connect.clone(),
+        format!("SELECT * FROM {ks}.{t}"),
+        a.scan_page_size,
+    )?;
     let spec = WorkloadSpec::stress("read", a.records, 1.0).expect("the read preset exists");
     let seed = a.seed.unwrap_or_else(crate::now_unix);
     let started_unix = crate::now_unix();
@@ -209,7 +212,7 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
             let p = phase(
                 &session,
                 &read,
-                &scan,
+                &scanner,
                 &spec,
                 &a,
                 with_scan,
@@ -228,6 +231,7 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
             phases.push(p);
         }
     }
+    scanner.quit.store(true, Ordering::Relaxed);
     let mut base: Vec<f64> = phases
         .iter()
         .filter(|p| p.kind == "baseline")
@@ -276,55 +280,22 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
 }
 
 /// One phase: point reads at the rate for `settle + phase`, recorded after `settle`; with
-/// `with_scan`, full scans back to back for the whole phase.
+/// `with_scan`, the scanner scans for the whole phase.
 async fn phase(
     session: &Arc<Session>,
     read: &PreparedStatement,
-    scan: &PreparedStatement,
+    scanner: &Scanner,
     spec: &WorkloadSpec,
     a: &ScanLaneArgs,
     with_scan: bool,
     seed: u64,
 ) -> Phase {
-    let stop = Arc::new(AtomicBool::new(false));
-    let recording = Arc::new(AtomicBool::new(false));
-    let scan_rows = Arc::new(AtomicU64::new(0));
-    let scan_errors = Arc::new(AtomicU64::new(0));
-    let scanner = with_scan.then(|| {
-        let (session, scan, stop) = (session.clone(), scan.clone(), stop.clone());
-        let (rows, errors, recording) = (scan_rows.clone(), scan_errors.clone(), recording.clone());
-        tokio::spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
-                let pager = match session.execute_iter(scan.clone(), ()).await {
-                    Ok(p) => p,
-                    Err(_) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let Ok(mut stream) = pager.rows_stream::<Row>() else {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                while let Some(row) = stream.next().await {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    match row {
-                        Ok(_) if recording.load(Ordering::Relaxed) => {
-                            rows.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(_) => {}
-                        Err(_) => {
-                            errors.fetch_add(1, Ordering::Relaxed);
-                            break;
-                        }
-                    }
-                }
-            }
-        })
-    });
+    let scanner = with_scan.then_some(scanner);
+    let rows_before = scanner.map_or(0, |s| s.rows.load(Ordering::Relaxed));
+    let errors_before = scanner.map_or(0, |s| s.errors.load(Ordering::Relaxed));
+    if let Some(s) = scanner {
+        s.active.store(true, Ordering::Relaxed);
+    }
     let hist = Arc::new(Mutex::new(new_histogram()));
     let errors = Arc::new(AtomicU64::new(0));
     let in_flight = Arc::new(tokio::sync::Semaphore::new(a.concurrency));
@@ -336,6 +307,7 @@ async fn phase(
     let mut tasks = Vec::new();
     let mut i: u32 = 0;
     let mut recorded_at: Option<Instant> = None;
+    let mut rows_at_record = rows_before;
     loop {
         let intended = start + interval * i;
         i += 1;
@@ -346,7 +318,7 @@ async fn phase(
         let record = intended >= record_from;
         if record && recorded_at.is_none() {
             recorded_at = Some(Instant::now());
-            recording.store(true, Ordering::Relaxed);
+            rows_at_record = scanner.map_or(0, |s| s.rows.load(Ordering::Relaxed));
         }
         let key = key_name(spec, rng.random_range(0..spec.records));
         let (session, read, hist, errors) =
@@ -379,14 +351,17 @@ async fn phase(
         let _ = t.await;
     }
     let secs = recorded_at.map_or(0.0, |t| t.elapsed().as_secs_f64());
-    stop.store(true, Ordering::Relaxed);
-    recording.store(false, Ordering::Relaxed);
-    if let Some(s) = scanner {
-        // A page in flight may be throttled: do not wait for it.
-        s.abort();
-    }
+    let (rows, scan_errors) = match scanner {
+        Some(s) => {
+            s.active.store(false, Ordering::Relaxed);
+            (
+                s.rows.load(Ordering::Relaxed) - rows_at_record,
+                s.errors.load(Ordering::Relaxed) - errors_before,
+            )
+        }
+        None => (0, 0),
+    };
     let h: Histogram<u64> = hist.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let rows = scan_rows.load(Ordering::Relaxed);
     Phase {
         kind: if with_scan { "scan" } else { "baseline" },
         reads: h.len(),
@@ -402,6 +377,118 @@ async fn phase(
         max_us: h.max(),
         scan_rows: rows,
         scan_rows_per_second: if secs > 0.0 { rows as f64 / secs } else { 0.0 },
-        scan_errors: scan_errors.load(Ordering::Relaxed),
+        scan_errors,
+    }
+}
+
+/// A full-table scan client on its own thread: while `active`, it scans the table page by
+/// page, over and over; it stops between rows when `active` goes off.
+struct Scanner {
+    active: Arc<AtomicBool>,
+    quit: Arc<AtomicBool>,
+    rows: Arc<AtomicU64>,
+    errors: Arc<AtomicU64>,
+}
+
+impl Scanner {
+    fn start(
+        endpoint: Endpoint,
+        connect: ConnectConfig,
+        query: String,
+        page_size: i32,
+    ) -> anyhow::Result<Scanner> {
+        let s = Scanner {
+            active: Arc::new(AtomicBool::new(false)),
+            quit: Arc::new(AtomicBool::new(false)),
+            rows: Arc::new(AtomicU64::new(0)),
+            errors: Arc::new(AtomicU64::new(0)),
+        };
+        let (active, quit, rows, errors) = (
+            s.active.clone(),
+            s.quit.clone(),
+            s.rows.clone(),
+            s.errors.clone(),
+        );
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
+        std::thread::Builder::new()
+            .name("scanner".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.into()));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let prepared = async {
+                        let session = runner::connect(&endpoint, &connect).await?;
+                        let mut scan =
+                            session.prepare(query).await.context("preparing the scan")?;
+                        scan.set_page_size(page_size);
+                        anyhow::Ok((session, scan))
+                    }
+                    .await;
+                    let (session, scan) = match prepared {
+                        Ok(x) => {
+                            let _ = ready_tx.send(Ok(()));
+                            x
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    while !quit.load(Ordering::Relaxed) {
+                        if !active.load(Ordering::Relaxed) {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            continue;
+                        }
+                        scan_once(&session, &scan, &active, &rows, &errors).await;
+                    }
+                });
+            })?;
+        ready_rx
+            .recv()
+            .context("the scanner thread stopped before it connected")??;
+        Ok(s)
+    }
+}
+
+async fn scan_once(
+    session: &Session,
+    scan: &PreparedStatement,
+    active: &AtomicBool,
+    rows: &AtomicU64,
+    errors: &AtomicU64,
+) {
+    let pager = match session.execute_iter(scan.clone(), ()).await {
+        Ok(p) => p,
+        Err(_) => {
+            errors.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return;
+        }
+    };
+    let Ok(mut stream) = pager.rows_stream::<Row>() else {
+        errors.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    while let Some(row) = stream.next().await {
+        if !active.load(Ordering::Relaxed) {
+            return;
+        }
+        match row {
+            Ok(_) => {
+                rows.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                errors.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 }
