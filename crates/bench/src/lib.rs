@@ -15,6 +15,7 @@
 //! - [`stats`]: HDR histograms per operation kind, errors and timeouts, summaries.
 //! - [`validate`]: `--validate` bookkeeping and checks.
 //! - [`report`]: text tables, JSON and self-contained HTML with SVG plots; `compare` medians and gains.
+//! - [`scan_lane`]: `scan-lane`, point-read latency with and without a concurrent full scan.
 //!
 //! # Invariants
 //! - Only prepared statements are used for measured operations (DDL in `load` is not measured).
@@ -26,6 +27,7 @@
 pub mod generator;
 pub mod report;
 pub mod runner;
+pub mod scan_lane;
 pub mod stats;
 pub mod validate;
 pub mod workload;
@@ -56,6 +58,9 @@ pub enum BenchCommand {
     Run(RunArgs),
     /// Run the same workload against several endpoints in alternation; report medians and gains.
     Compare(CompareArgs),
+    /// Point reads at a fixed rate with and without a concurrent full-table scan; report
+    /// their p99 in both (issue 17: scans in their own lane).
+    ScanLane(scan_lane::ScanLaneArgs),
 }
 
 /// cassandra-stress style presets.
@@ -467,6 +472,8 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let threads = match &args.command {
         BenchCommand::Load(r) | BenchCommand::Run(r) => r.w.threads,
         BenchCommand::Compare(c) => c.w.threads,
+        // The reads' schedule and the scan run side by side.
+        BenchCommand::ScanLane(_) => 2,
     };
     let rt = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -486,6 +493,7 @@ async fn async_main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Load(r) => load_or_run(r, true).await,
         BenchCommand::Run(r) => load_or_run(r, false).await,
         BenchCommand::Compare(c) => compare(c).await,
+        BenchCommand::ScanLane(a) => scan_lane::run(a).await,
     }
 }
 

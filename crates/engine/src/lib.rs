@@ -19,6 +19,7 @@
 //! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
+//! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
 //! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
@@ -60,6 +61,7 @@ mod javafmt;
 pub mod json;
 mod json_row;
 pub mod keys;
+pub mod lane;
 pub mod literal;
 mod lwt;
 pub mod masking;

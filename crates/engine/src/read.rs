@@ -826,6 +826,7 @@ impl<'a> SelectRun<'a> {
             now,
         };
         if plan.distinct {
+            crate::lane::row_read();
             if resuming_here {
                 return Ok(Flow::Go);
             }
@@ -887,6 +888,7 @@ impl<'a> SelectRun<'a> {
             let strict = crate::view::strict_liveness(t);
             for item in items {
                 let (key, value) = item?;
+                crate::lane::row_read();
                 let row = Row::decode(&value).map_err(EngineError::corrupt)?;
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 if !row.is_live(now.secs, outer)

@@ -4,8 +4,10 @@
 //! **What it is:** the translation between the protocol and the engine. It opens the LSM store
 //! and the engine under `data_dir`, turns decoded requests into engine calls and engine outcomes
 //! into responses. The engine is synchronous: point operations run inline on the async worker
-//! (they are memtable/page-cache work measured in microseconds); range scans and writes that
-//! must fsync (`commitlog_sync: batch`) move to the blocking pool so they never stall a worker.
+//! (they are memtable/page-cache work measured in microseconds); unprepared statements and
+//! writes that must fsync (`commitlog_sync: batch`) move to the blocking pool so they never
+//! stall a worker; scans (a SELECT over a token range) run in the scan lane (`lanes`): a
+//! bounded pool of their own threads, each scan at a rows-per-second limit.
 //!
 //! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
@@ -27,6 +29,7 @@
 //! - `shutdown` syncs the engine, so a clean stop loses no acknowledged write.
 
 mod admin;
+mod lanes;
 mod live;
 mod login;
 
@@ -59,6 +62,8 @@ pub struct LocalBackend {
     /// With PasswordAuthenticator: the failed-login throttle (and the sign that connections
     /// must log in).
     login: Option<login::Throttle>,
+    /// Where scans run (`scan_*` keys).
+    scans: lanes::ScanLane,
 }
 
 impl LocalBackend {
@@ -124,7 +129,10 @@ impl LocalBackend {
             setup_default_superuser(&engine, config)?;
         }
         engine.set_live_data(Arc::new(live::Live::new(config, store.clone())));
+        let scans = lanes::ScanLane::new(config)
+            .map_err(|e| anyhow::anyhow!("starting the scan threads: {e}"))?;
         Ok(LocalBackend {
+            scans,
             engine: Arc::new(engine),
             store,
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
@@ -301,10 +309,14 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
-    /// Tracing and custom payloads are not supported here: the flags are ignored and no
-    /// envelope extras are sent.
-    async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
-        let mut reply = self.respond(conn, req).await;
+    /// Tracing is not supported here and no envelope extras are sent; of the custom payload
+    /// only `peregrine-scan-rate` is read (`lanes`).
+    async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
+        let scan_rate = match lanes::requested_rate(&flags.custom_payload) {
+            Ok(r) => r,
+            Err(e) => return Reply::from(Response::Error(e)),
+        };
+        let mut reply = self.respond(conn, req, scan_rate).await;
         if self.created_a_view(&reply.response) {
             reply.extras.warnings.push(VIEW_WARNING.into());
         }
@@ -332,6 +344,7 @@ impl Backend for LocalBackend {
 
     fn export_metrics(&self, out: &mut server::metrics::Exposition) {
         self.export_storage(out);
+        self.scans.export(out);
     }
 }
 
@@ -356,15 +369,15 @@ impl LocalBackend {
     }
 
     /// Runs a request, after the SASL exchange when logins are on.
-    async fn respond(&self, conn: &ConnState, req: Request) -> Reply {
+    async fn respond(&self, conn: &ConnState, req: Request, scan_rate: Option<u64>) -> Reply {
         if self.login.is_none() {
-            return Reply::from(self.execute(conn, req, None).await);
+            return Reply::from(self.execute(conn, req, None, scan_rate).await);
         }
         if let Request::AuthResponse(token) = req {
             return Reply::from(self.login(conn, token).await);
         }
         match conn.role() {
-            Some(role) => Reply::from(self.execute(conn, req, Some(role)).await),
+            Some(role) => Reply::from(self.execute(conn, req, Some(role), scan_rate).await),
             // Cassandra's answer to anything but the SASL exchange before it succeeded.
             None => Reply::from(Response::Error(DbError::protocol(format!(
                 "Unexpected message {}, expecting SASL_RESPONSE",
@@ -414,21 +427,44 @@ impl LocalBackend {
         }
     }
 
-    /// Runs a request of a connection logged in as `role` (`None`: logins are off).
-    async fn execute(&self, conn: &ConnState, req: Request, role: Option<Arc<str>>) -> Response {
+    /// Runs a request of a connection logged in as `role` (`None`: logins are off);
+    /// `scan_rate`: the rows-per-second limit its payload asks for, if it is a scan.
+    async fn execute(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        role: Option<Arc<str>>,
+        scan_rate: Option<u64>,
+    ) -> Response {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
                 let opts = options(conn, &q.params, role);
                 let vals = values(q.params.values);
                 let now = Now::system();
-                // Unprepared statements are not the hot path; they may scan or fsync.
-                let text = q.query;
                 let started = Instant::now();
-                let r = self
-                    .run(true, move |e| e.query(&text, vals, &opts, now))
-                    .await
-                    .and_then(|x| x);
+                // Parsing and planning are cheap; the plan tells a scan from the rest.
+                let planned = match self.engine.plan_query(&q.query, vals, &opts, now) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let r = Err(e);
+                        self.observe_query(&r, started);
+                        return outcome(r, false);
+                    }
+                };
+                // Unprepared statements are not the hot path; they may fsync.
+                let r = if planned.is_scan() {
+                    let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
+                    self.scans
+                        .run(self.engine.clone(), rate, move |e| {
+                            e.run_planned(&planned, &opts, now)
+                        })
+                        .await
+                } else {
+                    self.run(true, move |e| e.run_planned(&planned, &opts, now))
+                        .await
+                }
+                .and_then(|x| x);
                 self.observe_query(&r, started);
                 outcome(r, false)
             }
@@ -459,10 +495,18 @@ impl LocalBackend {
                 let p = prep.clone();
                 let started = Instant::now();
                 let ks = opts.keyspace.clone();
-                let r = self
-                    .run(heavy, move |e| e.execute_prepared(&p, vals, &opts, now))
-                    .await
-                    .and_then(|x| x);
+                let r = if prep.is_scan() {
+                    let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
+                    self.scans
+                        .run(self.engine.clone(), rate, move |e| {
+                            e.execute_prepared(&p, vals, &opts, now)
+                        })
+                        .await
+                } else {
+                    self.run(heavy, move |e| e.execute_prepared(&p, vals, &opts, now))
+                        .await
+                }
+                .and_then(|x| x);
                 observe_prepared(&prep, ks.as_deref(), started);
                 let mut resp = outcome(r, skip);
                 // v5: tell the client when its cached result metadata is stale.

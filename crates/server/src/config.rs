@@ -129,6 +129,26 @@ pub struct Config {
     /// grows past it is freed and ANN queries on its index scan the rows instead (exact,
     /// slower) until a restart finds it small enough. Default 1 GiB.
     pub vector_index_memory_bytes: u64,
+    /// Standalone mode: threads of the scan lane, the pool that runs scans (a SELECT over a
+    /// token range: every partition of a table, `token(...)` ranges, filtering and indexed
+    /// reads over many partitions, `count(*)` over a table) apart from the threads serving
+    /// point operations. Also the most scans running at once. Default 2.
+    pub scan_threads: usize,
+    /// Standalone mode: scans that may wait for a scan thread (a waiting scan holds no
+    /// thread); one more is answered Overloaded. Default 64.
+    pub scan_queue: usize,
+    /// Standalone mode: the rows per second one scan may read from storage (each page of a
+    /// paged scan, and every row a filter or `count(*)` looks at, counts); the scan pauses
+    /// between batches of rows to keep to it. `0` (the default): no limit. A request can
+    /// lower it with the custom payload key `peregrine-scan-rate` (docs/extensions.md).
+    pub scan_rows_per_second: u64,
+    /// Standalone mode, with logins: `scan_rows_per_second` for the scans of a role (role
+    /// name: rows per second, `0` = no limit), instead of the global one. Default none.
+    pub scan_role_rows_per_second: std::collections::BTreeMap<String, u64>,
+    /// Standalone mode: the nice value (0..=19, Linux) of the scan threads, so that while
+    /// point operations want the CPU a scan gets less of it, and all of it when they do not.
+    /// `0`: the same priority as the rest. Default 10.
+    pub scan_thread_nice: i32,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -153,6 +173,11 @@ pub struct Config {
     pub admin_username: Option<String>,
     pub admin_password: Option<String>,
 }
+
+/// Upper bounds of `scan_threads` and `scan_queue` (a typo such as `scan_threads: 20000`
+/// should not start that many threads).
+pub const MAX_SCAN_THREADS: usize = 256;
+pub const MAX_SCAN_QUEUE: usize = 65_536;
 
 /// The admin endpoint's address when `admin_listen` is unset (nodetool's default port).
 pub const DEFAULT_ADMIN_LISTEN: SocketAddr =
@@ -278,6 +303,11 @@ impl Default for Config {
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
+            scan_threads: 2,
+            scan_queue: 64,
+            scan_rows_per_second: 0,
+            scan_thread_nice: 10,
+            scan_role_rows_per_second: std::collections::BTreeMap::new(),
             upstream: Vec::new(),
             client_encryption_options: EncryptionOptions::default(),
             tls_reload_interval: Duration::from_secs(60),
@@ -535,6 +565,27 @@ impl Config {
                  upstream cluster authenticates clients"
                     .to_string(),
             );
+        }
+        if self.scan_threads == 0 || self.scan_threads > MAX_SCAN_THREADS {
+            problems.push(format!(
+                "`scan_threads` is {} but must be between 1 and {MAX_SCAN_THREADS}",
+                self.scan_threads
+            ));
+        }
+        if self.scan_queue > MAX_SCAN_QUEUE {
+            problems.push(format!(
+                "`scan_queue` is {} but must be at most {MAX_SCAN_QUEUE}",
+                self.scan_queue
+            ));
+        }
+        if !(0..=19).contains(&self.scan_thread_nice) {
+            problems.push(format!(
+                "`scan_thread_nice` is {} but must be between 0 and 19",
+                self.scan_thread_nice
+            ));
+        }
+        if self.scan_role_rows_per_second.keys().any(|r| r.is_empty()) {
+            problems.push("`scan_role_rows_per_second`: a role name must not be empty".into());
         }
         if self.auth_login_max_failures == 0 {
             problems.push("`auth_login_max_failures` must be at least 1".to_string());
@@ -816,6 +867,42 @@ mod tests {
             "client_encryption_options: {enabled: false, keystore: /nonexistent/node.pem}\n",
         );
         assert!(c.is_ok(), "a disabled section reads no file");
+    }
+
+    #[test]
+    fn scan_lane_keys_parse_and_bad_ones_are_named() {
+        let c = Config::from_yaml(
+            "scan_threads: 3\nscan_queue: 0\nscan_rows_per_second: 5000\n\
+             scan_role_rows_per_second: {analytics: 100, admin: 0}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.scan_threads, c.scan_queue, c.scan_rows_per_second),
+            (3, 0, 5000)
+        );
+        assert_eq!(c.scan_role_rows_per_second.get("analytics"), Some(&100));
+        let d = Config::default();
+        assert_eq!(
+            (d.scan_threads, d.scan_queue, d.scan_rows_per_second),
+            (2, 64, 0)
+        );
+        let e = Config::from_yaml(
+            "scan_threads: 0\nscan_queue: 100000\nscan_rows_per_second: -5\n\
+             scan_role_rows_per_second: {analytics: fast}\n",
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        assert_eq!(e.problems.len(), 4, "{all}");
+        assert!(all.contains("`scan_rows_per_second`"), "{all}");
+        assert!(all.contains("`scan_role_rows_per_second`"), "{all}");
+        assert!(
+            all.contains("`scan_threads` is 0 but must be between 1 and 256"),
+            "{all}"
+        );
+        assert!(
+            all.contains("`scan_queue` is 100000 but must be at most 65536"),
+            "{all}"
+        );
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! Which lane a statement runs in, and the pace of a scan.
+//!
+//! The server runs scans (reads over a token range: `SELECT ... FROM t`, `token(...)` ranges,
+//! filtering and indexed reads over many partitions, `count(*)` over a table) on a pool of
+//! their own with a rows-per-second limit, away from the threads that serve point operations
+//! (issue 17, docs/configuration.md `scan_*`). This module gives it what it needs from the
+//! engine, and nothing else:
+//!
+//! - [`Prepared::is_scan`] and [`PlannedQuery::is_scan`]: the classification, read off the
+//!   compiled plan once (never per row);
+//! - [`Engine::plan_query`] / [`Engine::run_planned`]: an unprepared QUERY split into its
+//!   cheap part (parse, bind, plan) and its execution, so the caller can choose the lane
+//!   between the two;
+//! - [`with_pacer`]: a per-thread hook a read calls every `every` rows it reads from storage,
+//!   so a scan pauses *between* batches of rows on its own thread. Readers take no locks
+//!   (see the crate's invariants), so a paused scan blocks nobody; it keeps only its storage
+//!   iterator.
+//!
+//! It is **not** a scheduler: threads, queues and clocks belong to the caller.
+
+use std::cell::RefCell;
+
+use proto::error::DbError;
+
+use crate::build::{Compiled, CompiledKind};
+use crate::plan::PartitionSel;
+use crate::{parse_error, Engine, EngineError, Outcome, Prepared, QueryOptions, Values};
+
+impl Compiled {
+    /// A SELECT over a token range of a table (every partition, a `token()` range, or an
+    /// index/filter over many partitions), as opposed to one naming its partitions by key.
+    /// Virtual (system) tables are small and never scans.
+    fn is_scan(&self) -> bool {
+        matches!(&self.kind, CompiledKind::Select(p) if matches!(p.partitions, PartitionSel::Range { .. }))
+    }
+}
+
+impl Prepared {
+    /// Whether executing this statement is a scan (see [`Compiled::is_scan`]); read off the
+    /// current plan, no allocation.
+    pub fn is_scan(&self) -> bool {
+        self.current().is_scan()
+    }
+}
+
+/// An unprepared statement parsed, bound and planned, ready to run.
+pub struct PlannedQuery {
+    parsed: cql::ParsedStatement,
+    compiled: Compiled,
+    values: Vec<Option<crate::BoundValue>>,
+}
+
+impl PlannedQuery {
+    /// Whether running it is a scan.
+    pub fn is_scan(&self) -> bool {
+        self.compiled.is_scan()
+    }
+}
+
+impl Engine {
+    /// The first half of [`Engine::query`]: parse, bind and plan (no storage access).
+    pub fn plan_query(
+        &self,
+        text: &str,
+        values: Values,
+        opts: &QueryOptions,
+        now: crate::Now,
+    ) -> Result<PlannedQuery, DbError> {
+        let parsed = cql::parse(text).map_err(parse_error)?;
+        let values = values.bind(&parsed)?;
+        let schema = self.schema.get();
+        let compiled = self
+            .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
+            .map_err(EngineError::into_db)?;
+        Ok(PlannedQuery {
+            parsed,
+            compiled,
+            values,
+        })
+    }
+
+    /// The second half of [`Engine::query`]: runs a planned statement.
+    pub fn run_planned(
+        &self,
+        q: &PlannedQuery,
+        opts: &QueryOptions,
+        now: crate::Now,
+    ) -> Result<Outcome, DbError> {
+        self.run(&q.parsed, &q.compiled, &q.values, opts, now)
+            .map_err(EngineError::into_db)
+    }
+}
+
+struct Pacer {
+    every: u64,
+    pending: u64,
+    pace: Box<dyn FnMut(u64)>,
+}
+
+thread_local! {
+    /// The pacer of the statement running on this thread, if its caller installed one.
+    static PACER: RefCell<Option<Pacer>> = const { RefCell::new(None) };
+}
+
+/// Runs `run` with `pace` installed on this thread: every `every` rows read from storage
+/// (1 or more), `pace(n)` is called with the rows read since its last call, between rows (the
+/// place for a rate limiter to sleep). Answers `run`'s result and the rows read after the
+/// last call (for the caller to account for).
+pub fn with_pacer<R>(
+    every: u64,
+    pace: impl FnMut(u64) + 'static,
+    run: impl FnOnce() -> R,
+) -> (R, u64) {
+    let pacer = Pacer {
+        every: every.max(1),
+        pending: 0,
+        pace: Box::new(pace),
+    };
+    let previous = PACER.with(|p| p.borrow_mut().replace(pacer));
+    // Puts the previous pacer back even if `run` unwinds.
+    struct Restore(Option<Option<Pacer>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(prev) = self.0.take() {
+                PACER.with(|p| *p.borrow_mut() = prev);
+            }
+        }
+    }
+    let mut restore = Restore(Some(previous));
+    let r = run();
+    let prev = restore.0.take().flatten();
+    let ours = PACER.with(|p| std::mem::replace(&mut *p.borrow_mut(), prev));
+    (r, ours.map_or(0, |p| p.pending))
+}
+
+/// One row read from storage by a read (called per row, so it must stay cheap: one
+/// thread-local access when no pacer is installed).
+#[inline]
+pub(crate) fn row_read() {
+    PACER.with(|p| {
+        // A pacer that reads (a nested statement) must not re-enter: skip, never panic.
+        let Ok(mut guard) = p.try_borrow_mut() else {
+            return;
+        };
+        if let Some(p) = guard.as_mut() {
+            p.pending += 1;
+            if p.pending >= p.every {
+                let n = std::mem::take(&mut p.pending);
+                (p.pace)(n);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{engine, q};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    fn setup() -> Engine {
+        let e = engine();
+        q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
+        q(
+            &e,
+            Some("ks"),
+            "CREATE TABLE t (k int, c int, v int, PRIMARY KEY (k, c))",
+        )
+        .unwrap();
+        for k in 0..10 {
+            for c in 0..10 {
+                q(
+                    &e,
+                    Some("ks"),
+                    &format!("INSERT INTO t (k, c, v) VALUES ({k}, {c}, 1)"),
+                )
+                .unwrap();
+            }
+        }
+        e
+    }
+
+    #[test]
+    fn scans_are_told_from_partition_reads() {
+        let e = setup();
+        let scan = |text: &str| e.prepare(text, Some("ks")).unwrap().is_scan();
+        assert!(scan("SELECT * FROM t"));
+        assert!(scan("SELECT count(*) FROM t"));
+        assert!(scan("SELECT * FROM t WHERE token(k) > ?"));
+        assert!(scan("SELECT * FROM t WHERE v = 1 ALLOW FILTERING"));
+        assert!(scan("SELECT DISTINCT k FROM t"));
+        assert!(!scan("SELECT * FROM t WHERE k = ?"));
+        assert!(!scan("SELECT * FROM t WHERE k = ? AND c = ?"));
+        assert!(!scan("SELECT count(*) FROM t WHERE k IN (1, 2)"));
+        assert!(!scan("INSERT INTO t (k, c, v) VALUES (?, ?, ?)"));
+        assert!(!scan("SELECT * FROM system.local"));
+        let opts = QueryOptions {
+            keyspace: Some("ks".into()),
+            ..QueryOptions::default()
+        };
+        let planned = |text: &str| {
+            e.plan_query(text, Values::Positional(vec![]), &opts, crate::tests::at(1))
+                .unwrap()
+                .is_scan()
+        };
+        assert!(planned("SELECT * FROM t"));
+        assert!(!planned("SELECT * FROM t WHERE k = 1"));
+    }
+
+    #[test]
+    fn a_pacer_sees_every_row_read() {
+        let e = setup();
+        let seen = Arc::new(AtomicU64::new(0));
+        let s = seen.clone();
+        let (r, rest) = with_pacer(
+            7,
+            move |n| {
+                assert_eq!(n, 7);
+                s.fetch_add(n, Ordering::Relaxed);
+            },
+            || q(&e, Some("ks"), "SELECT count(*) FROM t"),
+        );
+        assert!(r.is_ok());
+        assert_eq!(seen.load(Ordering::Relaxed) + rest, 100);
+        // Gone afterwards: nothing more is counted.
+        q(&e, Some("ks"), "SELECT * FROM t").unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed) + rest, 100);
+        // DISTINCT reads a partition as one row.
+        let (r, rest) = with_pacer(
+            1000,
+            |_| {},
+            || q(&e, Some("ks"), "SELECT DISTINCT k FROM t"),
+        );
+        assert!(r.is_ok());
+        assert_eq!(rest, 10);
+    }
+}
