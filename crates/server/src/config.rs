@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::AuditLogOptions;
 use crate::tls::EncryptionOptions;
 
 /// Highest protocol stream id plus one (v3+ stream ids are 0..=32767 for requests).
@@ -152,6 +153,9 @@ pub struct Config {
     /// Default none: loopback clients only.
     pub admin_username: Option<String>,
     pub admin_password: Option<String>,
+    /// The audit log (Cassandra's block and keys; off by default): logins, failed logins,
+    /// DDL, DML, queries to a rotating file. See `docs/operations.md`.
+    pub audit_logging_options: AuditLogOptions,
 }
 
 /// The admin endpoint's address when `admin_listen` is unset (nodetool's default port).
@@ -286,6 +290,7 @@ impl Default for Config {
             admin_enabled: true,
             admin_username: None,
             admin_password: None,
+            audit_logging_options: AuditLogOptions::default(),
         }
     }
 }
@@ -581,6 +586,24 @@ impl Config {
             }
         }
         problems.extend(self.tls_problems());
+        problems.extend(self.audit_logging_options.problems());
+        let audit = &self.audit_logging_options;
+        if audit.enabled && audit.problems().is_empty() {
+            // Checked now, so an audit log asked for but impossible stops the start-up.
+            let dir = &audit.audit_logs_dir;
+            let opened = std::fs::create_dir_all(dir).and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("audit.log"))
+            });
+            if let Err(e) = opened {
+                problems.push(format!(
+                    "`audit_logging_options.audit_logs_dir`: cannot write audit.log in {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -702,7 +725,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// serde adapter: a byte count written as a number or as a size string (`64MiB`).
-mod bytes_str {
+pub(crate) mod bytes_str {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
