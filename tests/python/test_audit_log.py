@@ -158,6 +158,11 @@ def test_ddl_dml_select_prepare_and_batch_as_cassandra(server, admin):
     admin.execute(b)
     with pytest.raises(InvalidRequest):
         admin.execute(f"SELECT * FROM {ks}.nosuch")
+    bad = BatchStatement()
+    bad.add(SimpleStatement(f"INSERT INTO {ks}.t (k, v) VALUES (4, 'd')"))
+    bad.add(SimpleStatement(f"INSERT INTO {ks}.t (k, nope) VALUES (5, 1)"))
+    with pytest.raises(InvalidRequest):
+        admin.execute(bad)
     admin.execute(f"ALTER TABLE {ks}.t ADD w int")
     admin.execute(f"TRUNCATE {ks}.t")
     admin.execute(f"DROP TABLE {ks}.t")
@@ -185,6 +190,8 @@ def test_ddl_dml_select_prepare_and_batch_as_cassandra(server, admin):
     failures = [fields(e) for e in since(server.entries(), start) if e["type"] == "REQUEST_FAILURE"]
     assert ("REQUEST_FAILURE", "ERROR", None, None,
             f"SELECT * FROM {ks}.nosuch; table nosuch does not exist") in failures, failures
+    assert [f for f in failures
+            if f[4].startswith("BATCH of 2 statements at consistency LOCAL_ONE; ")], failures
     users = {e["user"] for e in since(server.entries(), start)}
     assert users == {"cassandra"}, users
 
@@ -422,3 +429,24 @@ def test_proxy_mode_logs_the_same_entries(tmp_path):
         proxy.wait(timeout=30)
         log.close()
         upstream.cleanup()
+
+
+def test_a_full_queue_drops_entries_counts_them_and_never_blocks():
+    """`max_queue_weight` smaller than any entry: every entry is dropped, counted in /metrics,
+    and requests are answered as usual."""
+    s = AuditServer("  max_queue_weight: 1\n")
+    try:
+        c = s.login()
+        session = c.connect()
+        for i in range(20):
+            assert session.execute(f"SELECT role FROM system_auth.roles WHERE role = 'cassandra'").one()
+        c.shutdown()
+        text = s.scrape()
+        dropped = re.search(r"^peregrine_audit_log_dropped_total (\d+)", text, re.M)
+        written = re.search(r"^peregrine_audit_log_entries_total (\d+)", text, re.M)
+        assert dropped and int(dropped.group(1)) >= 22, text[-2000:]  # 2 logins + 20 SELECTs
+        assert written and int(written.group(1)) == 0
+        assert os.path.getsize(os.path.join(s.audit_dir, "audit.log")) == 0
+        assert "audit log: the writer is behind" in s.log_tail(10 ** 6)
+    finally:
+        s.cleanup()

@@ -365,7 +365,8 @@ pub(crate) enum Said {
     Prepare(String),
     /// A prepared statement's text, or `None` if the backend does not know the id.
     Execute(Option<String>),
-    Batch(Vec<Option<String>>),
+    /// The statements' texts, and the batch's consistency (named in a failure's entry).
+    Batch(Vec<Option<String>>, &'static str),
     Login,
 }
 
@@ -394,10 +395,19 @@ pub(crate) struct Record {
     pub weight: u64,
 }
 
+/// What the writer thread receives.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Record(Record),
+    /// Write what came before, then end (requests still in flight may hold the sender; their
+    /// entries after this are not written).
+    Stop,
+}
+
 /// The running logger: the queue to its writer thread and what it has dropped.
 #[derive(Debug)]
 pub(crate) struct Sink {
-    tx: std::sync::mpsc::Sender<Record>,
+    tx: std::sync::mpsc::Sender<Msg>,
     queued: Arc<AtomicU64>,
     max_queue_weight: u64,
     dropped: Arc<AtomicU64>,
@@ -419,7 +429,7 @@ impl Sink {
             }
             return;
         }
-        if self.tx.send(r).is_err() {
+        if self.tx.send(Msg::Record(r)).is_err() {
             self.queued.fetch_sub(w, Ordering::Relaxed);
         }
     }
@@ -491,7 +501,15 @@ impl AuditLog {
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
+        // Checked before the running log stops, so a bad directory leaves it running.
+        std::fs::create_dir_all(&options.audit_logs_dir).map_err(|e| {
+            format!(
+                "cannot create the audit log directory {}: {e}",
+                options.audit_logs_dir.display()
+            )
+        })?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // The old writer ends before the new one opens the file: one writer at a time.
         self.stop(&mut state);
         let (tx, rx) = std::sync::mpsc::channel();
         let queued = Arc::new(AtomicU64::new(0));
@@ -536,17 +554,13 @@ impl AuditLog {
 
     fn stop(&self, state: &mut State) {
         self.on.store(false, Ordering::Release);
-        // Requests still holding a `Pending` keep the sink alive; the thread ends when the
-        // last sender is gone, so wait only for the entries queued so far: drop ours, and
-        // join only if nobody else holds one.
+        // Requests in flight may still hold the sink: the thread is told to end after what
+        // is queued now, and joined, so the file is complete and free when this returns.
         if let Some(sink) = self.sink.swap(None) {
-            let last = Arc::strong_count(&sink) == 1;
-            drop(sink);
-            if let Some(t) = state.thread.take() {
-                if last {
-                    let _ = t.join();
-                }
-            }
+            let _ = sink.tx.send(Msg::Stop);
+        }
+        if let Some(t) = state.thread.take() {
+            let _ = t.join();
         }
     }
 
@@ -606,6 +620,7 @@ impl AuditLog {
                             BatchStatement::Prepared { id, .. } => prepared(id),
                         })
                         .collect(),
+                    b.consistency.name(),
                 ),
                 own_keyspace(&b.keyspace),
             ),
@@ -636,7 +651,7 @@ impl Pending {
         let text_len = match &self.said {
             Said::Query(t) | Said::Prepare(t) => t.len(),
             Said::Execute(t) => t.as_ref().map_or(32, String::len),
-            Said::Batch(items) => items
+            Said::Batch(items, _) => items
                 .iter()
                 .map(|t| t.as_ref().map_or(32, String::len) + 128)
                 .sum(),

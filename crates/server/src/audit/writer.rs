@@ -18,7 +18,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::classify::{describe, obfuscate_message, obfuscate_statement};
-use super::{AuditLogOptions, EntryType, Filter, Record, Said};
+use super::{AuditLogOptions, EntryType, Filter, Msg, Record, Said};
 
 /// The file entries go to; rolled files are `audit.log.<date>.<n>`.
 const CURRENT: &str = "audit.log";
@@ -87,19 +87,23 @@ impl Writer {
     }
 
     /// Writes records until every sender is gone.
-    pub(crate) fn run(mut self, rx: Receiver<Record>, queued: &AtomicU64, written: &AtomicU64) {
-        loop {
+    pub(crate) fn run(mut self, rx: Receiver<Msg>, queued: &AtomicU64, written: &AtomicU64) {
+        'run: loop {
             match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(r) => {
+                Ok(Msg::Record(r)) => {
                     self.record(r, queued, written);
-                    while let Ok(r) = rx.try_recv() {
-                        self.record(r, queued, written);
+                    loop {
+                        match rx.try_recv() {
+                            Ok(Msg::Record(r)) => self.record(r, queued, written),
+                            Ok(Msg::Stop) => break 'run,
+                            Err(_) => break,
+                        }
                     }
                     let flushed = self.file.flush();
                     self.check(flushed);
                 }
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
             }
         }
         let flushed = self.file.flush();
@@ -198,7 +202,12 @@ impl Writer {
                     obfuscate_statement(t)
                 }
                 Said::Execute(None) => String::new(),
-                Said::Batch(items) => format!("BATCH of [{}] statements", items.len()),
+                Said::Batch(items, consistency) => {
+                    format!(
+                        "BATCH of {} statements at consistency {consistency}",
+                        items.len()
+                    )
+                }
             };
             let message = obfuscate_message(message);
             let operation = if operation.is_empty() {
@@ -247,7 +256,7 @@ impl Writer {
             }
             // A proxy that does not know the prepared statement's text: nothing to classify.
             Said::Execute(None) => {}
-            Said::Batch(items) => {
+            Said::Batch(items, _) => {
                 let id = self.uuid();
                 let op = format!("BatchId:[{id}] - BATCH of [{}] statements", items.len());
                 push(
