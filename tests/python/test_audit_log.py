@@ -221,6 +221,14 @@ def test_passwords_never_reach_the_audit_log_or_the_server_log(server, admin):
         assert p not in text, f"password {p} written to a log"
 
 
+def test_a_statement_cannot_forge_a_line(server, admin):
+    forged = "user:forged|host:/127.0.0.1:1|source:/127.0.0.1|port:1|timestamp:1795738237807|type:LOGIN_SUCCESS"
+    admin.execute(f"SELECT * FROM system_auth.roles\nWHERE role = 'x\n{forged}'")
+    entries = server.wait_for("type:LOGIN_SUCCESS'")
+    assert all(e["user"] != "forged" for e in entries)
+    assert entries[-1]["operation"] == f"SELECT * FROM system_auth.roles\\nWHERE role = 'x\\n{forged}'"
+
+
 def test_unauthorized_attempts_and_filters_by_keyspace_category_and_user(server, admin):
     ks1, ks2 = f"fa_{uuid.uuid4().hex[:6]}", f"fb_{uuid.uuid4().hex[:6]}"
     user = f"f_{uuid.uuid4().hex[:8]}"

@@ -917,6 +917,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn enableauditlog_takes_cassandras_options() {
+        let args: Vec<String> = [
+            "--included-keyspaces",
+            "ks1,ks2",
+            "--excluded-categories=QUERY",
+            "--block",
+            "false",
+            "--max-log-size",
+            "1024",
+            "--logger",
+            "FileAuditLogger",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (name, v) = parse("enableauditlog", &args).unwrap();
+        assert_eq!(name, "enableauditlog");
+        assert_eq!(
+            v,
+            json!({
+                "included_keyspaces": "ks1,ks2",
+                "excluded_categories": "QUERY",
+                "block": false,
+                "max_log_size": 1024,
+                "logger": "FileAuditLogger",
+            })
+        );
+        let bad = |a: &[&str]| {
+            let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            match parse("enableauditlog", &a) {
+                Err(Failure::Usage(m)) => m,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            bad(&["--nope", "1"]),
+            "Found unexpected parameters: [--nope]"
+        );
+        assert!(bad(&["--max-log-size", "x"]).contains("can not convert"));
+        assert!(bad(&["--roll-cycle"]).contains("'--roll-cycle'"));
+        assert!(parse("disableauditlog", &["x".to_string()]).is_err());
+    }
+
+    #[test]
     fn sizes_read_as_cassandras() {
         assert_eq!(size(12), "12 bytes");
         assert_eq!(size(92_672), "90.5 KiB");

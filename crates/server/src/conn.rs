@@ -580,7 +580,8 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         pending.audit = s
             .shared
             .audit
-            .begin(&s.conn, &req, |id| backend.audit_prepared(id));
+            .begin(&s.conn, &req, |id| backend.audit_prepared(id))
+            .map(Box::new);
     }
     match s.shared.backend.handle_now(&s.conn, req, &flags) {
         Now::Answered(resp) => pending.finish(resp.into()),
@@ -622,8 +623,9 @@ struct Pending<B: Backend> {
     /// When the request was read, and its opcode's index in `metrics::OPCODES`.
     started: Instant,
     opcode: usize,
-    /// The request's audit log entry, while the audit log is on.
-    audit: Option<crate::audit::Pending>,
+    /// The request's audit log entry, while the audit log is on (boxed: one word in every
+    /// request's task when it is off).
+    audit: Option<Box<crate::audit::Pending>>,
 }
 
 impl<B: Backend> Pending<B> {

@@ -310,6 +310,14 @@ impl Writer {
         if !e.operation.trim().is_empty() {
             let _ = write!(s, "|operation:{}", e.operation);
         }
+        // One entry, one line: a line break inside a statement (or a quoted role name) is
+        // written `\n`, so a client cannot forge a line of its own.
+        if s.contains(['\n', '\r']) {
+            s = s
+                .replace('\\', "\\\\")
+                .replace('\n', "\\n")
+                .replace('\r', "\\r");
+        }
         s
     }
 
