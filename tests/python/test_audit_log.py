@@ -9,6 +9,7 @@ lines in its system.log); only `host:` differs (Peregrine names its CQL address)
 
 import os
 import re
+import shutil
 import time
 import uuid
 
@@ -30,9 +31,9 @@ LINE = re.compile(
     r"(\|operation:(?P<operation>.*))?$")
 
 
-def config(audit_dir, extra=""):
-    return ("authenticator: PasswordAuthenticator\n"
-            "authorizer: CassandraAuthorizer\n"
+def config(audit_dir, extra="", auth=True):
+    logins = "authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n"
+    return ((logins if auth else "") +
             "audit_logging_options:\n"
             "  enabled: true\n"
             "  logger:\n"
@@ -41,9 +42,13 @@ def config(audit_dir, extra=""):
 
 
 class AuditServer(Server):
-    def __init__(self, extra=""):
+    def __init__(self, extra="", auth=True):
         self.audit_dir = os.path.join(os.path.realpath("/tmp"), f"peregrine-audit-{uuid.uuid4().hex[:8]}")
-        super().__init__(yaml=config(self.audit_dir, extra))
+        super().__init__(yaml=config(self.audit_dir, extra, auth))
+
+    def cleanup(self):
+        super().cleanup()
+        shutil.rmtree(self.audit_dir, ignore_errors=True)
 
     def login(self, user="cassandra", password="cassandra"):
         return self.cluster(auth_provider=PlainTextAuthProvider(user, password))
@@ -122,6 +127,19 @@ def test_off_by_default():
         assert re.search(r"^enabled\s+false\s*$", out, re.M), out
         assert re.search(r"^excluded_keyspaces\s+system,system_schema,system_virtual_schema\s*$",
                          out, re.M), out
+    finally:
+        s.cleanup()
+
+
+def test_without_logins_the_user_is_anonymous():
+    s = AuditServer(auth=False)
+    try:
+        c = s.cluster()
+        session = c.connect()
+        session.execute("SELECT * FROM system_auth.roles WHERE role = 'anon'")
+        c.shutdown()
+        entries = s.wait_for("'anon'")
+        assert [(e["user"], e["type"]) for e in entries] == [("anonymous", "SELECT")], entries
     finally:
         s.cleanup()
 
@@ -372,12 +390,13 @@ def test_bad_audit_options_stop_the_start_up(tmp_path):
 
 def test_proxy_mode_logs_the_same_entries(tmp_path):
     """The hook is in the connection code both modes share: a proxy (here in front of a
-    standalone Peregrine) logs DDL, prepared statements (classified by the text it remembers
-    from the PREPARE it forwarded), cache hits and failures."""
+    standalone Peregrine with logins on) logs logins and failed logins (the upstream's
+    verdicts), DDL, prepared statements (classified by the text it remembers from the PREPARE
+    it forwarded), cache hits and failures."""
     from admin_support import binary
     import subprocess
     from conftest import _free_port, _port_open
-    upstream = Server()
+    upstream = Server(yaml="authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n")
     port = _free_port()
     audit_dir = str(tmp_path / "audit")
     cfg = tmp_path / "proxy.yaml"
@@ -393,7 +412,13 @@ def test_proxy_mode_logs_the_same_entries(tmp_path):
             assert proxy.poll() is None and time.time() < deadline, "proxy did not start"
             time.sleep(0.05)
         from cassandra.cluster import Cluster
-        c = Cluster(["127.0.0.1"], port=port, protocol_version=4, connect_timeout=10)
+        bad = Cluster(["127.0.0.1"], port=port, protocol_version=4, connect_timeout=10,
+                      auth_provider=PlainTextAuthProvider("cassandra", PASSWORDS[3]))
+        with pytest.raises(NoHostAvailable):
+            bad.connect()
+        bad.shutdown()
+        c = Cluster(["127.0.0.1"], port=port, protocol_version=4, connect_timeout=10,
+                    auth_provider=PlainTextAuthProvider("cassandra", "cassandra"))
         s = c.connect()
         ks = f"px_{uuid.uuid4().hex[:8]}"
         s.execute(f"CREATE KEYSPACE {ks} WITH replication = {KS}")
@@ -421,17 +446,23 @@ def test_proxy_mode_logs_the_same_entries(tmp_path):
             entries.append(m.groupdict())
         got = [(e["user"], e["type"], e["ks"], e["scope"]) for e in entries
                if (e["operation"] or "").find(ks) >= 0]
+        u = "cassandra"
         assert got == [
-            ("anonymous", "CREATE_KEYSPACE", ks, None),
-            ("anonymous", "CREATE_TABLE", ks, "t"),
-            ("anonymous", "PREPARE_STATEMENT", ks, "t"),
-            ("anonymous", "UPDATE", ks, "t"),
-            ("anonymous", "PREPARE_STATEMENT", ks, "t"),
-            ("anonymous", "SELECT", ks, "t"),
-            ("anonymous", "SELECT", ks, "t"),
-            ("anonymous", "SELECT", ks, "t"),
-            ("anonymous", "REQUEST_FAILURE", None, None),
+            (u, "CREATE_KEYSPACE", ks, None),
+            (u, "CREATE_TABLE", ks, "t"),
+            (u, "PREPARE_STATEMENT", ks, "t"),
+            (u, "UPDATE", ks, "t"),
+            (u, "PREPARE_STATEMENT", ks, "t"),
+            (u, "SELECT", ks, "t"),
+            (u, "SELECT", ks, "t"),
+            (u, "SELECT", ks, "t"),
+            (u, "REQUEST_FAILURE", None, None),
         ], got
+        logins = [(e["user"], e["type"], e["operation"]) for e in entries if e["category"] == "AUTH"]
+        assert logins[0] == ("null", "LOGIN_ERROR", "LOGIN FAILURE; Provided username cassandra "
+                                                     "and/or password *******"), logins
+        assert ("cassandra", "LOGIN_SUCCESS", "LOGIN SUCCESSFUL") in logins, logins
+        assert PASSWORDS[3] not in open(path).read()
     finally:
         proxy.terminate()
         proxy.wait(timeout=30)

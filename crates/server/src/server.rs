@@ -299,7 +299,7 @@ pub async fn run_with_admin<B: Backend>(
     }
     shared.backend.shutdown().await;
     // Every entry queued so far reaches the file before the process exits.
-    audit.disable();
+    let _ = tokio::task::spawn_blocking(move || audit.disable()).await;
 }
 
 /// How often the accept loop asks the backend whether it can serve ([`Backend::unavailable`]).

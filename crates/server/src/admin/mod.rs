@@ -292,13 +292,21 @@ impl<B: Backend> Admin<B> {
                     _ => Ok(json!({})),
                 }
             }
+            // Both wait for the old writer thread to write what is queued: off the runtime.
             "enableauditlog" => {
                 let options = audit_options(self.audit.options(), &args)?;
-                self.audit.enable(options).map_err(AdminError::failed)?;
+                let audit = self.audit.clone();
+                tokio::task::spawn_blocking(move || audit.enable(options))
+                    .await
+                    .map_err(|e| AdminError::failed(e.to_string()))?
+                    .map_err(AdminError::failed)?;
                 Ok(json!({}))
             }
             "disableauditlog" => {
-                self.audit.disable();
+                let audit = self.audit.clone();
+                tokio::task::spawn_blocking(move || audit.disable())
+                    .await
+                    .map_err(|e| AdminError::failed(e.to_string()))?;
                 Ok(json!({}))
             }
             "getauditlog" => Ok(self.audit.status()),
