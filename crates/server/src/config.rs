@@ -842,6 +842,40 @@ mod tests {
     }
 
     #[test]
+    fn audit_logging_options_take_cassandras_block_and_report_every_problem() {
+        let dir = std::env::temp_dir().join(format!("peregrine-audit-cfg-{}", std::process::id()));
+        let c = Config::from_yaml(&format!(
+            "audit_logging_options:\n  enabled: true\n  logger:\n    - class_name: FileAuditLogger\n  \
+             audit_logs_dir: {}\n  excluded_keyspaces: system, system_schema\n  \
+             roll_cycle: DAILY\n  max_log_size: 1073741824\n  block: true\n",
+            dir.display()
+        ))
+        .unwrap();
+        assert!(c.audit_logging_options.enabled);
+        assert_eq!(c.audit_logging_options.roll_cycle, "DAILY");
+        assert!(
+            dir.join("audit.log").exists(),
+            "checked writable at start-up"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            !Config::default().audit_logging_options.enabled,
+            "off by default"
+        );
+        let e = Config::from_yaml(
+            "audit_logging_options:\n  enabled: true\n  logger: BinAuditLogger\n  \
+             roll_cycle: WEEKLY\n  included_categories: DDL,BOGUS\n  archive_command: /bin/x\n",
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        for word in ["BinAuditLogger", "WEEKLY", "BOGUS", "archive_command"] {
+            assert!(all.contains(word), "{word} missing in {all}");
+        }
+        let e = Config::from_yaml("audit_logging_options:\n  nope: 1\n").unwrap_err();
+        assert!(e.problems[0].contains("nope"), "{:?}", e.problems);
+    }
+
+    #[test]
     fn every_key_parses() {
         let c = Config::from_yaml(
             "listen: 0.0.0.0:19042\ndata_dir: /var/lib/peregrine\nmax_frame_bytes: 1048576\n\
