@@ -42,8 +42,9 @@ def config(audit_dir, extra="", auth=True):
 
 
 class AuditServer(Server):
-    def __init__(self, extra="", auth=True):
-        self.audit_dir = os.path.join(os.path.realpath("/tmp"), f"peregrine-audit-{uuid.uuid4().hex[:8]}")
+    def __init__(self, extra="", auth=True, audit_dir=None):
+        self.audit_dir = audit_dir or os.path.join(os.path.realpath("/tmp"),
+                                                   f"peregrine-audit-{uuid.uuid4().hex[:8]}")
         super().__init__(yaml=config(self.audit_dir, extra, auth))
 
     def cleanup(self):
@@ -369,6 +370,20 @@ def test_rotation_by_roll_cycle():
         assert len(rolled) >= 3, rolled
         for n in rolled:
             assert re.fullmatch(r"audit\.log\.\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\.\d+", n), n
+        # A restart appends to audit.log; its first entry in a later cycle rolls the old file.
+        s.stop()
+        time.sleep(1.1)
+        s2 = AuditServer("  roll_cycle: TEST_SECONDLY\n", audit_dir=s.audit_dir)
+        try:
+            c = s2.login()
+            c.connect().execute("SELECT * FROM system_auth.roles WHERE role = 'cyc_again'")
+            c.shutdown()
+            entries = s2.wait_for("'cyc_again'")
+            assert "cyc_last" not in str(entries), entries
+            assert "'cyc_last'" in s2.all_text()
+        finally:
+            s2.stop()
+            shutil.rmtree(s2.dir, ignore_errors=True)
     finally:
         s.cleanup()
 

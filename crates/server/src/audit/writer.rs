@@ -68,8 +68,16 @@ impl Writer {
         std::fs::create_dir_all(&o.audit_logs_dir)?;
         let path = o.audit_logs_dir.join(CURRENT);
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let size = file.metadata()?.len();
+        let meta = file.metadata()?;
+        let size = meta.len();
         let period = roll_period(&o.roll_cycle).unwrap_or(3600);
+        // A file left by an earlier run belongs to the cycle it was last written in, so the
+        // first entry of a later cycle rolls it under its own date.
+        let written = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or_else(now_secs, |d| d.as_secs());
         Ok(Writer {
             dir: o.audit_logs_dir.clone(),
             host,
@@ -79,7 +87,7 @@ impl Writer {
             max_log_size: o.max_log_size,
             file: BufWriter::with_capacity(64 * 1024, file),
             size,
-            cycle: now_secs() / period,
+            cycle: if size > 0 { written } else { now_secs() } / period,
             random: RandomState::new(),
             batches: 0,
             errors: 0,
