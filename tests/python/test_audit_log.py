@@ -19,7 +19,7 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import NoHostAvailable
 from cassandra.query import BatchStatement, SimpleStatement
 
-from admin_support import Server
+from admin_support import Server, fixture
 
 KS = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 PASSWORDS = ("s3cret-Alpha", "s3cret-Beta", "s3cret-Gamma", "wrong-Delta")
@@ -141,6 +141,12 @@ def test_without_logins_the_user_is_anonymous():
         c.shutdown()
         entries = s.wait_for("'anon'")
         assert [(e["user"], e["type"]) for e in entries] == [("anonymous", "SELECT")], entries
+        # getauditlog prints what Cassandra 5.0.9's nodetool printed for the same options.
+        code, out, err = s.nodetool("getauditlog")
+        assert code == 0, err
+        want = fixture("getauditlog.txt").replace("AUDIT_LOGS_DIR", s.audit_dir)
+        assert [l.rstrip() for l in out.splitlines()] == [l.rstrip() for l in want.splitlines()]
+        assert out.splitlines()[0].startswith("enabled             true")
     finally:
         s.cleanup()
 
