@@ -333,6 +333,10 @@ impl Backend for LocalBackend {
         self.store.down()
     }
 
+    fn audit_prepared(&self, id: &[u8]) -> Option<String> {
+        self.engine.prepared(id).map(|p| p.query.clone())
+    }
+
     async fn shutdown(&self) {
         let engine = self.engine.clone();
         let _ = tokio::task::spawn_blocking(move || engine.sync()).await;

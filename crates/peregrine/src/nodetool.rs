@@ -103,6 +103,9 @@ fn parse(command: &str, rest: &[String]) -> Result<(&'static str, Value), Failur
             extra.join(", ")
         ))
     };
+    if command == "enableauditlog" {
+        return enable_audit_log(rest);
+    }
     if let Some(flag) = rest
         .iter()
         .find(|a| a.starts_with('-') && !KNOWN_FLAGS.contains(&a.as_str()))
@@ -157,6 +160,8 @@ fn parse(command: &str, rest: &[String]) -> Result<(&'static str, Value), Failur
         }
         "getcompactionthroughput" => none("getcompactionthroughput"),
         "getlogginglevels" => none("getlogginglevels"),
+        "disableauditlog" => none("disableauditlog"),
+        "getauditlog" => none("getauditlog"),
         "statusbinary" => none("statusbinary"),
         "enablebinary" => none("enablebinary"),
         "disablebinary" => none("disablebinary"),
@@ -277,6 +282,92 @@ fn parse(command: &str, rest: &[String]) -> Result<(&'static str, Value), Failur
         _ => Err(unexpected(&[command.to_string()])),
     }
 }
+
+/// `enableauditlog` and Cassandra's options for it (each given one replaces the configured
+/// value): `--logger`, `--included-keyspaces`, `--excluded-keyspaces`,
+/// `--included-categories`, `--excluded-categories`, `--included-users`, `--excluded-users`,
+/// `--roll-cycle`, `--block`, `--max-log-size`, `--max-queue-weight`, `--archive-command`,
+/// `--max-archive-retries`.
+fn enable_audit_log(rest: &[String]) -> Result<(&'static str, Value), Failure> {
+    let mut args = serde_json::Map::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let flag = rest[i].as_str();
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (flag, None),
+        };
+        let key = match name {
+            "--logger"
+            | "--included-keyspaces"
+            | "--excluded-keyspaces"
+            | "--included-categories"
+            | "--excluded-categories"
+            | "--included-users"
+            | "--excluded-users"
+            | "--roll-cycle"
+            | "--block"
+            | "--max-log-size"
+            | "--max-queue-weight"
+            | "--archive-command"
+            | "--max-archive-retries" => name.trim_start_matches("--").replace('-', "_"),
+            _ => {
+                return Err(Failure::Usage(format!(
+                    "Found unexpected parameters: [{flag}]"
+                )))
+            }
+        };
+        let value = match inline {
+            Some(v) => v,
+            None => {
+                i += 1;
+                rest.get(i).cloned().ok_or_else(|| {
+                    Failure::Usage(format!("Required values for option '{name}' not provided"))
+                })?
+            }
+        };
+        let v = match key.as_str() {
+            "block" => match value.to_ascii_lowercase().as_str() {
+                "true" => json!(true),
+                "false" => json!(false),
+                _ => {
+                    return Err(Failure::Usage(format!(
+                        "block: can not convert \"{value}\" to a Boolean"
+                    )))
+                }
+            },
+            "max_log_size" | "max_queue_weight" | "max_archive_retries" => {
+                let n: u64 = value.parse().map_err(|_| {
+                    Failure::Usage(format!("{key}: can not convert \"{value}\" to a Long"))
+                })?;
+                json!(n)
+            }
+            _ => json!(value),
+        };
+        args.insert(key, v);
+        i += 1;
+    }
+    Ok(("enableauditlog", Value::Object(args)))
+}
+
+/// `getauditlog`'s rows, in nodetool's order.
+const AUDIT_LOG_ROWS: [&str; 15] = [
+    "enabled",
+    "logger",
+    "audit_logs_dir",
+    "archive_command",
+    "roll_cycle",
+    "block",
+    "max_log_size",
+    "max_queue_weight",
+    "max_archive_retries",
+    "included_keyspaces",
+    "excluded_keyspaces",
+    "included_categories",
+    "excluded_categories",
+    "included_users",
+    "excluded_users",
+];
 
 /// Flags some commands take (others are refused as nodetool refuses them).
 const KNOWN_FLAGS: [&str; 12] = [
@@ -593,6 +684,25 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
             "Current compaction throughput: {} MB/s\n",
             u(&v["mib_per_second"])
         ),
+        "getauditlog" => {
+            let rows: Vec<(String, String)> = AUDIT_LOG_ROWS
+                .iter()
+                .map(|k| {
+                    let value = match &v[*k] {
+                        Value::String(x) => x.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    };
+                    (k.to_string(), value)
+                })
+                .collect();
+            // nodetool's table: both columns padded to their widest cell, one space apart.
+            let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+            let vw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+            rows.iter()
+                .map(|(k, v)| format!("{k:<kw$} {v:<vw$}\n"))
+                .collect()
+        }
         "getlogginglevels" => {
             let mut out = format!("\n{:<50}{:>10}\n", "Logger Name", "Log Level");
             for pair in v["levels"].as_array().into_iter().flatten() {
@@ -805,6 +915,50 @@ fn table_stats(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enableauditlog_takes_cassandras_options() {
+        let args: Vec<String> = [
+            "--included-keyspaces",
+            "ks1,ks2",
+            "--excluded-categories=QUERY",
+            "--block",
+            "false",
+            "--max-log-size",
+            "1024",
+            "--logger",
+            "FileAuditLogger",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (name, v) = parse("enableauditlog", &args).unwrap();
+        assert_eq!(name, "enableauditlog");
+        assert_eq!(
+            v,
+            json!({
+                "included_keyspaces": "ks1,ks2",
+                "excluded_categories": "QUERY",
+                "block": false,
+                "max_log_size": 1024,
+                "logger": "FileAuditLogger",
+            })
+        );
+        let bad = |a: &[&str]| {
+            let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            match parse("enableauditlog", &a) {
+                Err(Failure::Usage(m)) => m,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            bad(&["--nope", "1"]),
+            "Found unexpected parameters: [--nope]"
+        );
+        assert!(bad(&["--max-log-size", "x"]).contains("can not convert"));
+        assert!(bad(&["--roll-cycle"]).contains("'--roll-cycle'"));
+        assert!(parse("disableauditlog", &["x".to_string()]).is_err());
+    }
 
     #[test]
     fn sizes_read_as_cassandras() {

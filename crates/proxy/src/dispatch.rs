@@ -522,6 +522,10 @@ impl Backend for ProxyBackend {
         self.admin_command(&command)
     }
 
+    fn audit_prepared(&self, id: &[u8]) -> Option<String> {
+        self.prepared_info(id).map(|p| p.query.clone())
+    }
+
     fn export_metrics(&self, out: &mut server::metrics::Exposition) {
         self.export_cache_metrics(out);
     }

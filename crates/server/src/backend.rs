@@ -141,6 +141,13 @@ pub trait Backend: Send + Sync + 'static {
         async move { Err(crate::admin::AdminError::unknown(&command)) }
     }
 
+    /// The text of the prepared statement `id`, for the audit log's EXECUTE and BATCH entries
+    /// (called only while the audit log is on). `None` (the default): unknown, and the
+    /// execution is logged only if it fails.
+    fn audit_prepared(&self, _id: &[u8]) -> Option<String> {
+        None
+    }
+
     /// Appends the backend's own metrics (storage, cache) to a `/metrics` scrape.
     fn export_metrics(&self, _out: &mut crate::metrics::Exposition) {}
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::AuditLogOptions;
 use crate::tls::EncryptionOptions;
 
 /// Highest protocol stream id plus one (v3+ stream ids are 0..=32767 for requests).
@@ -172,6 +173,9 @@ pub struct Config {
     /// Default none: loopback clients only.
     pub admin_username: Option<String>,
     pub admin_password: Option<String>,
+    /// The audit log (Cassandra's block and keys; off by default): logins, failed logins,
+    /// DDL, DML, queries to a rotating file. See `docs/operations.md`.
+    pub audit_logging_options: AuditLogOptions,
 }
 
 /// Upper bounds of `scan_threads` and `scan_queue` (a typo such as `scan_threads: 20000`
@@ -316,6 +320,7 @@ impl Default for Config {
             admin_enabled: true,
             admin_username: None,
             admin_password: None,
+            audit_logging_options: AuditLogOptions::default(),
         }
     }
 }
@@ -632,6 +637,24 @@ impl Config {
             }
         }
         problems.extend(self.tls_problems());
+        problems.extend(self.audit_logging_options.problems());
+        let audit = &self.audit_logging_options;
+        if audit.enabled && audit.problems().is_empty() {
+            // Checked now, so an audit log asked for but impossible stops the start-up.
+            let dir = &audit.audit_logs_dir;
+            let opened = std::fs::create_dir_all(dir).and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("audit.log"))
+            });
+            if let Err(e) = opened {
+                problems.push(format!(
+                    "`audit_logging_options.audit_logs_dir`: cannot write audit.log in {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -753,7 +776,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// serde adapter: a byte count written as a number or as a size string (`64MiB`).
-mod bytes_str {
+pub(crate) mod bytes_str {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -903,6 +926,40 @@ mod tests {
             all.contains("`scan_queue` is 100000 but must be at most 65536"),
             "{all}"
         );
+    }
+
+    #[test]
+    fn audit_logging_options_take_cassandras_block_and_report_every_problem() {
+        let dir = std::env::temp_dir().join(format!("peregrine-audit-cfg-{}", std::process::id()));
+        let c = Config::from_yaml(&format!(
+            "audit_logging_options:\n  enabled: true\n  logger:\n    - class_name: FileAuditLogger\n  \
+             audit_logs_dir: {}\n  excluded_keyspaces: system, system_schema\n  \
+             roll_cycle: DAILY\n  max_log_size: 1073741824\n  block: true\n",
+            dir.display()
+        ))
+        .unwrap();
+        assert!(c.audit_logging_options.enabled);
+        assert_eq!(c.audit_logging_options.roll_cycle, "DAILY");
+        assert!(
+            dir.join("audit.log").exists(),
+            "checked writable at start-up"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            !Config::default().audit_logging_options.enabled,
+            "off by default"
+        );
+        let e = Config::from_yaml(
+            "audit_logging_options:\n  enabled: true\n  logger: BinAuditLogger\n  \
+             roll_cycle: WEEKLY\n  included_categories: DDL,BOGUS\n  archive_command: /bin/x\n",
+        )
+        .unwrap_err();
+        let all = e.problems.join("\n");
+        for word in ["BinAuditLogger", "WEEKLY", "BOGUS", "archive_command"] {
+            assert!(all.contains(word), "{word} missing in {all}");
+        }
+        let e = Config::from_yaml("audit_logging_options:\n  nope: 1\n").unwrap_err();
+        assert!(e.problems[0].contains("nope"), "{:?}", e.problems);
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub(crate) struct Shared<B> {
     pub(crate) backend: Arc<B>,
     pub(crate) events: EventBus,
     pub(crate) limits: Arc<Limits>,
+    /// The audit log; off by default, and then one atomic load per request.
+    pub(crate) audit: Arc<crate::audit::AuditLog>,
 }
 
 /// Per-connection state shared with the connection's request tasks (one `Arc` clone per
@@ -559,6 +561,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         running: false,
         started: Instant::now(),
         opcode: opcode_metric(env.opcode),
+        audit: None,
     };
     let (req, flags) = match Request::from_envelope(&env) {
         Ok(decoded) => (
@@ -572,6 +575,14 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
     };
     drop(env);
     let s = &*pending.session;
+    if s.shared.audit.is_on() {
+        let backend = &s.shared.backend;
+        pending.audit = s
+            .shared
+            .audit
+            .begin(&s.conn, &req, |id| backend.audit_prepared(id))
+            .map(Box::new);
+    }
     match s.shared.backend.handle_now(&s.conn, req, &flags) {
         Now::Answered(resp) => pending.finish(resp.into()),
         Now::AnsweredThenRefresh(resp, req) => {
@@ -612,6 +623,9 @@ struct Pending<B: Backend> {
     /// When the request was read, and its opcode's index in `metrics::OPCODES`.
     started: Instant,
     opcode: usize,
+    /// The request's audit log entry, while the audit log is on (boxed: one word in every
+    /// request's task when it is off).
+    audit: Option<Box<crate::audit::Pending>>,
 }
 
 impl<B: Backend> Pending<B> {
@@ -666,6 +680,9 @@ impl<B: Backend> Pending<B> {
                     .publish(Event::SchemaChange(change.clone())),
                 _ => {}
             }
+        }
+        if let Some(audit) = self.audit.take() {
+            audit.finish(&self.session.conn, &resp);
         }
         self.answer(&resp, &extras);
     }

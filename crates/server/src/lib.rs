@@ -25,6 +25,7 @@
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
 //! | `streams` | lock-free set of stream ids in flight, `max_streams_per_connection` |
 //! | [`events`] | the broadcast bus behind REGISTER / EVENT |
+//! | [`audit`] | the audit log (`audit_logging_options`): Cassandra's entry types, filters and `FileAuditLogger` lines, written by a thread to a rotating file |
 //! | [`admin`] | the admin HTTP endpoint: `/metrics` and the `nodetool` commands |
 //! | [`metrics`] | sharded counters and latency histograms, the Prometheus text writer |
 //! | [`tls`] | `client_encryption_options` and the proxy's upstream TLS on rustls: PEM loading, the optional-mode sniff, reload on file change or SIGHUP |
@@ -43,6 +44,7 @@
 //!   answers ProtocolError and closes it.
 
 pub mod admin;
+pub mod audit;
 pub mod backend;
 pub mod clients;
 pub mod config;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admin::{self, Admin};
+use crate::audit::AuditLog;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::conn::{self, Accepted, Shared};
@@ -86,11 +87,14 @@ pub async fn run_with_admin<B: Backend>(
     let limit = Arc::new(Semaphore::new(config.max_connections));
     let max_connections = config.max_connections;
     let limits = Limits::new(&config);
+    let host = listener.local_addr().unwrap_or(config.listen);
+    let audit = AuditLog::new(&config.audit_logging_options, host);
     let shared = Arc::new(Shared {
         config,
         backend,
         events,
         limits: limits.clone(),
+        audit: audit.clone(),
     });
     // `nodetool disablebinary` closes the CQL port and its connections; `enablebinary`
     // binds it again. The backend failing (`disk_failure_policy: stop`) does the same while
@@ -109,6 +113,7 @@ pub async fn run_with_admin<B: Backend>(
             shared.config.clone(),
             binary.clone(),
             fault_changes.clone(),
+            audit.clone(),
         ));
         tokio::spawn(admin::serve(admin, state, shutdown.clone()));
     }
@@ -293,6 +298,8 @@ pub async fn run_with_admin<B: Backend>(
         );
     }
     shared.backend.shutdown().await;
+    // Every entry queued so far reaches the file before the process exits.
+    let _ = tokio::task::spawn_blocking(move || audit.disable()).await;
 }
 
 /// How often the accept loop asks the backend whether it can serve ([`Backend::unavailable`]).

@@ -25,6 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{AuditLog, AuditLogOptions, LoggerSpec};
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::metrics::{self, Exposition};
@@ -100,6 +101,8 @@ pub(crate) struct Admin<B> {
     /// Why the backend cannot serve (the port is closed meanwhile), or `None`.
     pub fault: watch::Receiver<Option<String>>,
     pub started: Instant,
+    /// The audit log (`enableauditlog`, `disableauditlog`, `getauditlog`).
+    pub audit: Arc<AuditLog>,
     /// `Basic <base64(user:password)>` when credentials are configured.
     credentials: Option<String>,
 }
@@ -110,6 +113,7 @@ impl<B: Backend> Admin<B> {
         config: Config,
         binary: watch::Sender<bool>,
         fault: watch::Receiver<Option<String>>,
+        audit: Arc<AuditLog>,
     ) -> Self {
         let credentials = match (&config.admin_username, &config.admin_password) {
             (Some(u), Some(p)) => Some(format!("Basic {}", base64(format!("{u}:{p}").as_bytes()))),
@@ -121,6 +125,7 @@ impl<B: Backend> Admin<B> {
             binary,
             fault,
             started: Instant::now(),
+            audit,
             credentials,
         }
     }
@@ -226,6 +231,19 @@ impl<B: Backend> Admin<B> {
         );
         out.sample(&[], f64::from(u8::from(self.serving())));
         metrics::global().export(&mut out);
+        let (dropped, written) = self.audit.counts();
+        out.family(
+            "peregrine_audit_log_entries_total",
+            "counter",
+            "Audit log entries written to audit.log.",
+        );
+        out.sample(&[], written as f64);
+        out.family(
+            "peregrine_audit_log_dropped_total",
+            "counter",
+            "Audit log entries dropped because the writer was max_queue_weight bytes behind.",
+        );
+        out.sample(&[], dropped as f64);
         self.backend.export_metrics(&mut out);
         out.finish()
     }
@@ -274,6 +292,24 @@ impl<B: Backend> Admin<B> {
                     _ => Ok(json!({})),
                 }
             }
+            // Both wait for the old writer thread to write what is queued: off the runtime.
+            "enableauditlog" => {
+                let options = audit_options(self.audit.options(), &args)?;
+                let audit = self.audit.clone();
+                tokio::task::spawn_blocking(move || audit.enable(options))
+                    .await
+                    .map_err(|e| AdminError::failed(e.to_string()))?
+                    .map_err(AdminError::failed)?;
+                Ok(json!({}))
+            }
+            "disableauditlog" => {
+                let audit = self.audit.clone();
+                tokio::task::spawn_blocking(move || audit.disable())
+                    .await
+                    .map_err(|e| AdminError::failed(e.to_string()))?;
+                Ok(json!({}))
+            }
+            "getauditlog" => Ok(self.audit.status()),
             "getlogginglevels" => {
                 let levels = LOG_LEVELS.get().map(|l| l.levels()).unwrap_or_default();
                 Ok(json!({ "levels": levels }))
@@ -310,6 +346,51 @@ impl<B: Backend> Admin<B> {
             _ => self.backend.admin(command.into(), args).await,
         }
     }
+}
+
+/// `enableauditlog`'s options over the ones in force, as Cassandra's nodetool: each option
+/// given replaces the configured value, the others stay.
+fn audit_options(mut o: AuditLogOptions, args: &Value) -> Result<AuditLogOptions, AdminError> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
+    let number = |key: &str| -> Result<Option<u64>, AdminError> {
+        match args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| AdminError::bad(format!("`{key}` must be a whole number of bytes"))),
+        }
+    };
+    if let Some(l) = text("logger") {
+        o.logger = LoggerSpec::Name(l);
+    }
+    for (key, field) in [
+        ("included_keyspaces", &mut o.included_keyspaces),
+        ("excluded_keyspaces", &mut o.excluded_keyspaces),
+        ("included_categories", &mut o.included_categories),
+        ("excluded_categories", &mut o.excluded_categories),
+        ("included_users", &mut o.included_users),
+        ("excluded_users", &mut o.excluded_users),
+        ("roll_cycle", &mut o.roll_cycle),
+        ("archive_command", &mut o.archive_command),
+    ] {
+        if let Some(v) = text(key) {
+            *field = v;
+        }
+    }
+    if let Some(b) = args.get("block").and_then(Value::as_bool) {
+        o.block = b;
+    }
+    if let Some(n) = number("max_log_size")? {
+        o.max_log_size = n;
+    }
+    if let Some(n) = number("max_queue_weight")? {
+        o.max_queue_weight = n;
+    }
+    if let Some(n) = number("max_archive_retries")? {
+        o.max_archive_retries = u32::try_from(n).unwrap_or(u32::MAX);
+    }
+    Ok(o)
 }
 
 #[cfg(test)]
