@@ -226,6 +226,9 @@ pub struct DecodedRequest {
     pub tracing: bool,
     /// The custom payload (flag 0x04), kept as views into the body; ignored by the engine.
     pub custom_payload: Vec<(String, Option<Bytes>)>,
+    /// The message body as received (after the custom payload; a view, not a copy): a proxy
+    /// passes it upstream as is instead of encoding `request` again.
+    pub body: Bytes,
 }
 
 fn read_values(r: &mut Reader, named: bool, v4: bool) -> Result<Values, DbError> {
@@ -447,11 +450,13 @@ impl Request {
             } else {
                 Vec::new()
             };
-        let request = Request::decode(env.version, env.opcode, r.rest())?;
+        let body = r.rest();
+        let request = Request::decode(env.version, env.opcode, body.clone())?;
         Ok(DecodedRequest {
             request,
             tracing: env.flags & flags::TRACING != 0,
             custom_payload,
+            body,
         })
     }
 

@@ -44,9 +44,11 @@
 //!
 //! # What an entry holds
 //!
-//! A [`Cached`] result: the RESULT body encoded once, for the protocol version the key names,
-//! and the rows decoded from it (their data is a slice of the body, so it is stored once). A
-//! hit is answered with the body as is: no per-hit encoding or copying of metadata.
+//! A [`Cached`] result: the RESULT body for the protocol version the key names (as the
+//! upstream sent it, [`Cached::from_body`]; encoded once only for a patched entry or one
+//! promoted from the SSD tier), and the rows decoded from it (their data is a slice of the
+//! body, so it is stored once). A hit is answered with the body as is: no per-hit encoding or
+//! copying of metadata.
 //!
 //! # The SSD tier
 //!
@@ -68,6 +70,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use proto::error::DbError;
 use proto::frame::ProtocolVersion;
 use proto::response::{Response, ResultBody, Rows};
 
@@ -147,6 +150,22 @@ impl Cached {
             rows: Arc::new(rows),
             body,
         }
+    }
+}
+
+impl Cached {
+    /// A result as the upstream sent it: a whole RESULT body of kind Rows for `version`, stored
+    /// as received (not decoded and encoded again), with its rows decoded over the same bytes.
+    /// The body is copied once into a buffer of its own: what arrives is a view into the
+    /// upstream connection's read buffer, which a cached entry must not keep alive (the
+    /// budget counts only the body's bytes).
+    pub fn from_body(body: &[u8], version: ProtocolVersion) -> Result<Self, DbError> {
+        let body = Bytes::copy_from_slice(body);
+        let rows = Rows::decode_result(version, body.clone())?;
+        Ok(Cached {
+            rows: Arc::new(rows),
+            body,
+        })
     }
 }
 
@@ -582,6 +601,20 @@ impl Cache {
         shape: Option<Arc<[String]>>,
     ) {
         let value = Cached::new(rows, key.version);
+        self.insert_cached(key, ticket, value, started, ttl, shape);
+    }
+
+    /// [`Cache::insert_shaped`] of a result already encoded for the key's protocol version
+    /// (the upstream's body as received, [`Cached::from_body`]).
+    pub fn insert_cached(
+        &self,
+        key: CacheKey,
+        ticket: Ticket,
+        value: Cached,
+        started: Instant,
+        ttl: Duration,
+        shape: Option<Arc<[String]>>,
+    ) {
         self.admit(key, ticket, value, started + ttl, started, false, shape);
     }
 

@@ -22,6 +22,7 @@ use proto::types::Value;
 use server::EventBus;
 
 use crate::classify::{Class, TableRef};
+use crate::forward::decoded_rows;
 use crate::upstream::{Connection, UpstreamError};
 use crate::{Ctx, ProxyBackend};
 
@@ -306,10 +307,8 @@ impl ProxyBackend {
             params: QueryParams::default(),
         });
         let deadline = Instant::now() + self.request_timeout;
-        match self.send(up, &q, deadline, &Ctx::default()).await {
-            Ok(Response::Result(ResultBody::Rows(rows))) => rows.decode_rows().ok(),
-            _ => None,
-        }
+        let resp = self.send(up, &q, deadline, &Ctx::default()).await.ok()?;
+        decoded_rows(&resp, up.version())?.decode_rows().ok()
     }
 }
 

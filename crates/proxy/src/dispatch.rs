@@ -264,21 +264,34 @@ impl ProxyBackend {
         let resp = self
             .forward(conn, ctx, info.keyspace.as_deref(), &req, false)
             .await;
-        let Response::Result(ResultBody::Rows(rows)) = &resp else {
-            return (resp, Some(key));
+        // The upstream's RESULT body as received is what the cache keeps and what the client
+        // gets; only its metadata is decoded (a patch needs the cells of the row).
+        let value = match &resp {
+            Response::Result(ResultBody::Encoded(body)) => {
+                match cache::Cached::from_body(body, conn.version()) {
+                    Ok(value) => value,
+                    Err(e) => {
+                        tracing::debug!("upstream rows not cached: {e}");
+                        return (resp, Some(key));
+                    }
+                }
+            }
+            _ => return (resp, Some(key)),
         };
         if self.serves_stale(table) {
-            self.stale.put(Box::from(key.bytes()), ticket, rows.clone());
+            self.stale
+                .put(Box::from(key.bytes()), ticket, (*value.rows).clone());
         }
-        self.cache.insert_shaped(
+        let body = value.body.clone();
+        self.cache.insert_cached(
             key,
             ticket,
-            rows.clone(),
+            value,
             started,
             self.staleness(table),
             info.read_shape.clone(),
         );
-        (resp, None)
+        (Response::Result(ResultBody::Encoded(body)), None)
     }
 
     /// Invalidation after a prepared statement ran: its partition when the statement is a
@@ -496,10 +509,7 @@ impl Backend for ProxyBackend {
     /// The tracing flag and the custom payload go upstream; the upstream's tracing session id,
     /// warnings and custom payload come back in front of the response.
     async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
-        let ctx = Ctx {
-            flags,
-            ..Ctx::default()
-        };
+        let ctx = Ctx::of_client(&req, flags);
         let response = self.dispatch(conn, &ctx, req).await;
         Reply {
             response,

@@ -10,11 +10,25 @@ use std::time::Instant;
 use proto::error::{DbError, WriteType};
 use proto::frame::ProtocolVersion;
 use proto::request::{Consistency, Prepare, Request};
-use proto::response::{Response, ResponseExtras, ResultBody};
+use proto::response::{Response, ResponseExtras, ResultBody, Rows};
 use server::ConnState;
 
 use crate::upstream::{Connection, Pool, UpstreamError};
 use crate::{Ctx, PoolKey, ProxyBackend};
+
+/// The rows of a forwarded answer, decoded where a decision needs them (topology, schema
+/// questions, a cache fill): a Rows result comes back from the upstream as its RESULT body as
+/// received (`ResultBody::Encoded`, see `Connection::request_traced`). `None` for any other
+/// answer, or rows that do not decode.
+pub(crate) fn decoded_rows(resp: &Response, version: ProtocolVersion) -> Option<Rows> {
+    match resp {
+        Response::Result(ResultBody::Rows(rows)) => Some(rows.clone()),
+        Response::Result(ResultBody::Encoded(body)) => {
+            Rows::decode_result(version, body.clone()).ok()
+        }
+        _ => None,
+    }
+}
 
 impl ProxyBackend {
     pub(crate) fn pool(&self, conn: &ConnState, keyspace: Option<&str>) -> Arc<Pool> {
@@ -151,7 +165,12 @@ impl ProxyBackend {
             .upstream_requests
             .fetch_add(1, Ordering::Relaxed);
         let r = up
-            .request_traced(req, deadline.saturating_duration_since(started), &ctx.flags)
+            .request_traced(
+                req,
+                ctx.client_body(req),
+                deadline.saturating_duration_since(started),
+                &ctx.flags,
+            )
             .await
             .map(|d| {
                 if d.tracing_id.is_some() || !d.warnings.is_empty() || !d.custom_payload.is_empty()

@@ -11,6 +11,12 @@
 //!   the proxies (`topology`), and `system_views.peregrine_cache`, the metrics (`metrics`);
 //! - AUTH_RESPONSE, checked by logging in upstream with the same credentials (`login`).
 //!
+//! Pass-through is lazy: a forwarded request goes upstream as the client's message body
+//! (`RequestFlags::body`; only the envelope is the proxy's), and a Rows answer comes back as the
+//! upstream's RESULT body (`ResultBody::Encoded`), relayed as is; a cache fill stores that
+//! body as received. Rows are decoded only where a decision needs them (`forward::decoded_rows`:
+//! topology, schema questions; a fill decodes the metadata over the stored bytes).
+//!
 //! Writes (INSERT, UPDATE, DELETE, BATCH, TRUNCATE, DDL, anything unparsed) invalidate what
 //! they may touch *before* their answer goes back, whatever the answer (a timed-out write may
 //! still have applied); some prepared writes patch cached results in place instead (`patch`).
@@ -65,6 +71,8 @@ mod dispatch;
 mod forward;
 mod login;
 mod metrics;
+#[cfg(test)]
+mod passthrough_tests;
 mod patch;
 mod peers;
 mod ssd;
@@ -79,8 +87,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use proto::frame::{Compression, ProtocolVersion};
-use proto::request::{RawValue, Values};
+use proto::frame::{Compression, Opcode, ProtocolVersion};
+use proto::request::{RawValue, Request, Values};
 use proto::response::{ResponseExtras, SchemaChange};
 use server::config::UpstreamCompression;
 use server::{Config, RequestFlags};
@@ -99,9 +107,31 @@ type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
 /// One client request's envelope flags, and the envelope extras of the upstream's answer.
 #[derive(Default)]
 struct Ctx {
-    /// The client's tracing flag and custom payload, passed upstream.
+    /// The client's tracing flag and custom payload, passed upstream, and its message body as
+    /// received (`RequestFlags::body`).
     flags: RequestFlags,
+    /// The opcode of the client's request `flags.body` belongs to. A request of this opcode
+    /// sent with this `Ctx` goes upstream as that body, not encoded again; the proxy's own
+    /// requests (schema questions, re-PREPARE) go with `Ctx::default()`, which has none.
+    body_of: Option<Opcode>,
     extras: Mutex<ResponseExtras>,
+}
+
+impl Ctx {
+    /// The context of the client's request `req`.
+    fn of_client(req: &Request, flags: RequestFlags) -> Ctx {
+        Ctx {
+            body_of: (!flags.body.is_empty()).then(|| req.opcode()),
+            flags,
+            ..Ctx::default()
+        }
+    }
+
+    /// The client's body for `req`, when `req` is the client's request (same opcode): it is
+    /// then sent as is.
+    fn client_body(&self, req: &Request) -> Option<&Bytes> {
+        (self.body_of == Some(req.opcode())).then_some(&self.flags.body)
+    }
 }
 
 /// A traced request, or one with a custom payload (a custom query handler upstream may act on

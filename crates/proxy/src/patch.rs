@@ -13,6 +13,7 @@ use proto::types::{ColumnType, Value};
 use server::ConnState;
 
 use crate::classify::{self, Class, PatchShape, TableRef};
+use crate::forward::decoded_rows;
 use crate::{cache, partition_key, Ctx, PreparedInfo, ProxyBackend};
 
 /// A write that may patch cached results, between its start and the upstream's answer.
@@ -125,11 +126,8 @@ impl ProxyBackend {
             ),
             params: QueryParams::default(),
         });
-        let Response::Result(ResultBody::Rows(rows)) =
-            self.forward(conn, &Ctx::default(), None, &q, false).await
-        else {
-            return None;
-        };
+        let resp = self.forward(conn, &Ctx::default(), None, &q, false).await;
+        let rows = decoded_rows(&resp, conn.version())?;
         let kinds = rows.decode_rows().ok()?;
         if kinds.is_empty() {
             return None; // no such table (yet)

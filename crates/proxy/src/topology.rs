@@ -17,6 +17,7 @@ use proto::types::Value;
 use server::ConnState;
 
 use crate::classify::LocalTable;
+use crate::forward::decoded_rows;
 use crate::{Ctx, PreparedInfo, ProxyBackend};
 
 /// This proxy and its peers.
@@ -178,9 +179,10 @@ impl ProxyBackend {
         let conn_ks = conn.keyspace();
         let pool_ks = info.map_or(conn_ks.as_deref(), |i| i.keyspace.as_deref());
         let resp = self.forward(conn, ctx, pool_ks, req, false).await;
-        let Response::Result(ResultBody::Rows(rows)) = &resp else {
+        let Some(rows) = decoded_rows(&resp, conn.version()) else {
             return resp;
         };
+        let rows = &rows;
         let names = column_names(rows, info);
         match which {
             LocalTable::Local => {
@@ -204,12 +206,13 @@ impl ProxyBackend {
             query: "SELECT data_center, rack, release_version, schema_version FROM system.local WHERE key = 'local'".into(),
             params: QueryParams::default(),
         });
-        match self.forward(conn, &Ctx::default(), None, &q, false).await {
-            Response::Result(ResultBody::Rows(rows)) => {
+        let resp = self.forward(conn, &Ctx::default(), None, &q, false).await;
+        match decoded_rows(&resp, conn.version()) {
+            Some(rows) => {
                 let names = column_names(&rows, None);
                 facts_of(&rows, &names)
             }
-            _ => ClusterFacts::default(),
+            None => ClusterFacts::default(),
         }
     }
 }

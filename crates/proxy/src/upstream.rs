@@ -215,6 +215,11 @@ impl Connection {
         self.shared.addr
     }
 
+    /// The protocol version this connection speaks (its pool's, the clients').
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
     /// False once the socket failed or closed.
     pub fn is_alive(&self) -> bool {
         !self.shared.dead.load(Ordering::Acquire)
@@ -231,17 +236,23 @@ impl Connection {
         req: &Request,
         timeout: Duration,
     ) -> Result<Response, UpstreamError> {
-        self.request_traced(req, timeout, &RequestFlags::default())
+        self.request_traced(req, None, timeout, &RequestFlags::default())
             .await
             .map(|d| d.response)
     }
 
     /// [`Connection::request`] with the client's envelope flags (`client`): the tracing flag set as
-    /// asked and the custom payload (if any) in front of the body, answering the whole decoded
-    /// response (tracing session id, warnings and custom payload included).
+    /// asked and the custom payload (if any) in front of the body, answering the whole response
+    /// (tracing session id, warnings and custom payload included).
+    ///
+    /// `body`, when given, is `req`'s message body as the client sent it in this connection's
+    /// protocol version: it goes upstream as is, and `req` is not encoded again. The answer is
+    /// decoded lazily (`Response::from_envelope_lazy`): a Rows result comes back as its RESULT
+    /// body as received (`ResultBody::Encoded`), for the caller to relay or decode.
     pub async fn request_traced(
         &self,
         req: &Request,
+        body: Option<&Bytes>,
         timeout: Duration,
         client: &RequestFlags,
     ) -> Result<DecodedResponse, UpstreamError> {
@@ -265,14 +276,26 @@ impl Connection {
             w.pending.insert(stream, tx);
             stream
         };
-        let frame = encode_request(
-            self.version,
-            self.compression,
-            stream,
-            if client.tracing { flags::TRACING } else { 0 },
-            &client.custom_payload,
-            req,
-        );
+        let flags = if client.tracing { flags::TRACING } else { 0 };
+        let frame = match body {
+            Some(body) => encode_message(
+                self.version,
+                self.compression,
+                stream,
+                flags,
+                &client.custom_payload,
+                req.opcode(),
+                body,
+            ),
+            None => encode_request(
+                self.version,
+                self.compression,
+                stream,
+                flags,
+                &client.custom_payload,
+                req,
+            ),
+        };
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
             return Err(UpstreamError::Closed {
@@ -292,33 +315,61 @@ impl Connection {
             }
             Err(_) => return Err(UpstreamError::Timeout { addr, timeout }),
         };
-        Response::from_envelope(&env).map_err(|e| UpstreamError::Protocol {
+        Response::from_envelope_lazy(&env).map_err(|e| UpstreamError::Protocol {
             addr,
             reason: e.to_string(),
         })
     }
 }
 
+/// One request envelope (in segments for v5), `req` encoded.
 fn encode_request(
+    version: ProtocolVersion,
+    compression: Option<Compression>,
+    stream: i16,
+    flags: u8,
+    custom_payload: &[(String, Option<Bytes>)],
+    req: &Request,
+) -> Bytes {
+    let mut body = BytesMut::new();
+    req.encode_body(version, &mut body);
+    encode_message(
+        version,
+        compression,
+        stream,
+        flags,
+        custom_payload,
+        req.opcode(),
+        &body.freeze(),
+    )
+}
+
+/// One request envelope (in segments for v5) around a message body already encoded for
+/// `version`; a custom payload goes in front of it.
+fn encode_message(
     version: ProtocolVersion,
     compression: Option<Compression>,
     stream: i16,
     mut flags: u8,
     custom_payload: &[(String, Option<Bytes>)],
-    req: &Request,
+    opcode: proto::frame::Opcode,
+    message: &Bytes,
 ) -> Bytes {
-    let mut body = BytesMut::new();
-    if !custom_payload.is_empty() && version >= ProtocolVersion::V4 {
+    let body = if !custom_payload.is_empty() && version >= ProtocolVersion::V4 {
         flags |= flags::CUSTOM_PAYLOAD;
+        let mut body = BytesMut::with_capacity(message.len() + 64);
         put_custom_payload(&mut body, custom_payload);
-    }
-    req.encode_body(version, &mut body);
+        body.extend_from_slice(message);
+        body.freeze()
+    } else {
+        message.clone()
+    };
     let env = Envelope {
         version,
         flags,
         stream,
-        opcode: req.opcode(),
-        body: body.freeze(),
+        opcode,
+        body,
     };
     let mut plain = BytesMut::with_capacity(env.body.len() + 9);
     if version >= ProtocolVersion::V5 {

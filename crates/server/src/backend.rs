@@ -3,7 +3,9 @@
 //! Two implementations: the `local` crate's `LocalBackend` (the embedded engine) and the
 //! `proxy` crate's `ProxyBackend` in front of a Cassandra cluster. The front end owns framing, the handshake,
 //! stream ids, compression and events; a backend only ever sees decoded requests of an
-//! established connection and returns one response per request.
+//! established connection (with the body bytes they were decoded from, `RequestFlags::body`,
+//! for a backend that passes requests on) and returns one response per request
+//! (`ResultBody::Encoded` for a RESULT body it already holds as bytes, written as is).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,6 +24,12 @@ pub struct RequestFlags {
     pub tracing: bool,
     /// The request's custom payload (flag 0x04; v4+), for a backend that passes it on.
     pub custom_payload: Vec<(String, Option<bytes::Bytes>)>,
+    /// The request's message body as the client sent it (decompressed, after the custom
+    /// payload; a view into the received bytes, not a copy), in the connection's protocol
+    /// version. A backend that passes the request on unchanged (the proxy) sends these bytes
+    /// instead of encoding the decoded request again. Empty when there is none (a request a
+    /// backend built itself).
+    pub body: bytes::Bytes,
 }
 
 /// A response and what the envelope carries in front of its body.

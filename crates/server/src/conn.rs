@@ -569,6 +569,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
             RequestFlags {
                 tracing: decoded.tracing,
                 custom_payload: decoded.custom_payload,
+                body: decoded.body,
             },
         ),
         Err(e) => return pending.finish(Response::Error(e).into()),

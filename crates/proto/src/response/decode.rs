@@ -361,6 +361,20 @@ impl Response {
 
     /// Decodes a response envelope with its tracing id, warnings and custom payload.
     pub fn from_envelope(env: &Envelope) -> Result<DecodedResponse, DbError> {
+        Self::from_envelope_as(env, false)
+    }
+
+    /// [`Response::from_envelope`] for a proxy passing answers through: a Rows result is not
+    /// decoded but kept as the RESULT body as received (`ResultBody::Encoded`, a view into the
+    /// envelope body, kind included), to be relayed as is or decoded later
+    /// ([`Rows::decode_result`]) where a decision needs its rows. Every other response decodes
+    /// as usual: they are small, and a proxy acts on them (errors, prepared ids, keyspace and
+    /// schema changes).
+    pub fn from_envelope_lazy(env: &Envelope) -> Result<DecodedResponse, DbError> {
+        Self::from_envelope_as(env, true)
+    }
+
+    fn from_envelope_as(env: &Envelope, lazy: bool) -> Result<DecodedResponse, DbError> {
         let mut r = Reader::new(env.body.clone());
         let tracing_id = if env.flags & flags::TRACING != 0 {
             Some(r.uuid("tracing id")?)
@@ -378,12 +392,32 @@ impl Response {
             } else {
                 Vec::new()
             };
-        let response = Response::decode(env.version, env.opcode, r.rest())?;
+        let body = r.rest();
+        let rows = |b: &Bytes| b.get(..4).is_some_and(|k| k == RESULT_ROWS.to_be_bytes());
+        let response = if lazy && env.opcode == Opcode::Result && rows(&body) {
+            Response::Result(ResultBody::Encoded(body))
+        } else {
+            Response::decode(env.version, env.opcode, body)?
+        };
         Ok(DecodedResponse {
             response,
             tracing_id,
             warnings,
             custom_payload,
         })
+    }
+}
+
+impl Rows {
+    /// Decodes a whole RESULT body of kind Rows (as [`Response::from_envelope_lazy`] keeps
+    /// it); the cells stay a view into `body`.
+    pub fn decode_result(version: ProtocolVersion, body: Bytes) -> Result<Rows, DbError> {
+        match Response::decode(version, Opcode::Result, body)? {
+            Response::Result(ResultBody::Rows(rows)) => Ok(rows),
+            other => Err(DbError::protocol(format!(
+                "Expected a Rows result, got {:?}",
+                other.opcode()
+            ))),
+        }
     }
 }

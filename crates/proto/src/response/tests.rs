@@ -454,6 +454,25 @@ fn envelope_with_tracing_and_warnings() {
             let d = Response::from_envelope(&env).unwrap();
             assert_eq!(d.response, resp);
             assert_eq!(d.tracing_id, Some([5; 16]));
+            // Lazily: the same extras, the RESULT body as sent, its rows decodable later.
+            let lazy = Response::from_envelope_lazy(&env).unwrap();
+            let mut body = BytesMut::new();
+            resp.encode_body(v, &mut body);
+            assert_eq!(
+                lazy.response,
+                Response::Result(ResultBody::Encoded(body.freeze()))
+            );
+            let Response::Result(ResultBody::Encoded(kept)) = lazy.response else {
+                unreachable!()
+            };
+            assert_eq!(
+                Response::Result(ResultBody::Rows(Rows::decode_result(v, kept).unwrap())),
+                resp
+            );
+            assert_eq!(
+                (lazy.tracing_id, lazy.warnings, lazy.custom_payload),
+                (d.tracing_id, d.warnings.clone(), d.custom_payload.clone())
+            );
             if v == ProtocolVersion::V3 {
                 assert!(d.warnings.is_empty());
                 assert!(d.custom_payload.is_empty());
@@ -503,5 +522,26 @@ fn garbage_never_panics() {
             ops[(seed >> 61) as usize],
             Bytes::from(body),
         );
+    }
+}
+
+#[test]
+fn a_lazy_decode_keeps_only_rows_encoded() {
+    let others = [
+        Response::Result(ResultBody::Void),
+        Response::Result(ResultBody::SetKeyspace("ks".into())),
+        Response::Error(DbError::unprepared(Bytes::from_static(b"id"))),
+        Response::Ready,
+    ];
+    for v in VERSIONS {
+        for resp in &others {
+            let mut out = BytesMut::new();
+            resp.encode_envelope(v, 3, &ResponseExtras::default(), None, &mut out);
+            let env = decode_envelope(&mut out, 1 << 20, None).unwrap().unwrap();
+            assert_eq!(&Response::from_envelope_lazy(&env).unwrap().response, resp);
+        }
+        let mut body = BytesMut::new();
+        Response::Result(ResultBody::Void).encode_body(v, &mut body);
+        assert!(Rows::decode_result(v, body.freeze()).is_err());
     }
 }
