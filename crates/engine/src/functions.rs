@@ -74,7 +74,7 @@ pub(crate) fn from_json_arg(ty: &ColumnType, arg: &[u8]) -> Result<Option<Vec<u8
         Some(parsed) => parsed.map_err(|e| undecodable(e.to_string()))?,
         None => return Err(undecodable(NO_CONTENT.into())),
     };
-    crate::json::from_json_with(ty, &doc, &crate::types::compare).map_err(|m| {
+    crate::json::from_json(ty, &doc).map_err(|m| {
         from_json_failure(format!(
             "org.apache.cassandra.serializers.MarshalException: {m}"
         ))

@@ -14,7 +14,7 @@
 //! Invariants: `to_json` never panics (a value that does not decode prints as JSON `null`);
 //! `from_json` returns a serialized value that passes `proto::value::validate_value`, or a
 //! Cassandra-style error message. Sets and maps come out sorted and de-duplicated by the
-//! comparator given to `from_json_with` (`from_json` uses a byte-level stand-in).
+//! engine's one comparator (`types::compare`).
 //!
 //! This module shares the text formatting of `crate::scalar`.
 
@@ -30,9 +30,7 @@ use crate::scalar::{
     format_uuid, hex, java_double, java_float, parse_decimal, BigInt,
 };
 use crate::temporal::{parse_date, parse_duration, parse_time, parse_timestamp, parse_uuid, unhex};
-
-/// Orders two serialized values of a type (the engine's `types::compare`).
-pub type Compare = dyn Fn(&ColumnType, &[u8], &[u8]) -> Ordering;
+use crate::types::compare;
 
 const DATE_EPOCH: i64 = 1 << 31;
 /// Deepest nesting `from_json` follows (JSON parsed elsewhere may be deep).
@@ -183,19 +181,13 @@ fn write_seq<'a>(items: impl Iterator<Item = (&'a ColumnType, &'a Value)>, out: 
 // ---- INSERT JSON --------------------------------------------------------------------------
 
 /// A JSON value (already parsed) to serialized bytes for a column of this type, as INSERT
-/// JSON / fromJson() accept it. JSON `null` is `None`. Set elements and map keys are sorted
-/// with a byte-level stand-in comparator; use `from_json_with` to give the real one.
+/// JSON / fromJson() accept it. JSON `null` is `None`. Set elements and map keys come out
+/// sorted and de-duplicated by the engine's one comparator, `types::compare`.
 pub fn from_json(ty: &ColumnType, v: &Json) -> Result<Option<Vec<u8>>, String> {
-    from_json_with(ty, v, &fallback_compare)
-}
-
-/// `from_json` with the comparator that orders serialized values of a type (sets and maps are
-/// stored sorted and de-duplicated).
-pub fn from_json_with(ty: &ColumnType, v: &Json, cmp: &Compare) -> Result<Option<Vec<u8>>, String> {
     if v.is_null() {
         return Ok(None);
     }
-    let out = convert(ty, v, cmp, 0)?;
+    let out = convert(ty, v, 0)?;
     validate_value(ty, &out).map_err(|e| e.to_string())?;
     Ok(Some(out))
 }
@@ -242,7 +234,7 @@ fn expected(what: &str, v: &Json) -> String {
     )
 }
 
-fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec<u8>, String> {
+fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
     use ColumnType as T;
     if depth > MAX_DEPTH {
         return Err("JSON value nested too deeply".into());
@@ -448,11 +440,11 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
                     let what = if is_set { "set" } else { "list" };
                     return Err(format!("Invalid null element in {what}"));
                 }
-                elems.push(convert(e, x, cmp, depth + 1)?);
+                elems.push(convert(e, x, depth + 1)?);
             }
             if is_set {
-                elems.sort_by(|a, b| cmp(e, a, b));
-                elems.dedup_by(|a, b| cmp(e, a, b) == Ordering::Equal);
+                elems.sort_by(|a, b| compare(e, a, b));
+                elems.dedup_by(|a, b| compare(e, a, b) == Ordering::Equal);
             }
             let mut out = len_prefix(elems.len());
             for x in &elems {
@@ -477,11 +469,11 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
                 } else {
                     Json::String(k.clone())
                 };
-                let kb = convert(kt, &key_json, cmp, depth + 1)?;
-                kvs.push((kb, convert(vt, x, cmp, depth + 1)?));
+                let kb = convert(kt, &key_json, depth + 1)?;
+                kvs.push((kb, convert(vt, x, depth + 1)?));
             }
-            kvs.sort_by(|a, b| cmp(kt, &a.0, &b.0));
-            kvs.dedup_by(|a, b| cmp(kt, &a.0, &b.0) == Ordering::Equal);
+            kvs.sort_by(|a, b| compare(kt, &a.0, &b.0));
+            kvs.dedup_by(|a, b| compare(kt, &a.0, &b.0) == Ordering::Equal);
             let mut out = len_prefix(kvs.len());
             for (k, x) in &kvs {
                 put_elem(&mut out, Some(k));
@@ -512,7 +504,7 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
                 let b = if x.is_null() {
                     None
                 } else {
-                    Some(convert(t, x, cmp, depth + 1)?)
+                    Some(convert(t, x, depth + 1)?)
                 };
                 put_elem(&mut out, b.as_deref());
             }
@@ -543,7 +535,7 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
                 if x.is_null() {
                     return Err("Invalid null element in list".into());
                 }
-                elems.push(convert(e, x, cmp, depth + 1)?);
+                elems.push(convert(e, x, depth + 1)?);
             }
             proto::value::encode_vector(e, &elems)
         }
@@ -566,7 +558,7 @@ fn convert(ty: &ColumnType, v: &Json, cmp: &Compare, depth: usize) -> Result<Vec
             let mut out = Vec::new();
             for (f, t) in fields {
                 let b = match given.iter().find(|(k, _)| k == f) {
-                    Some((_, x)) if !x.is_null() => Some(convert(t, x, cmp, depth + 1)?),
+                    Some((_, x)) if !x.is_null() => Some(convert(t, x, depth + 1)?),
                     _ => None,
                 };
                 put_elem(&mut out, b.as_deref());
@@ -614,31 +606,6 @@ fn put_elem(out: &mut Vec<u8>, b: Option<&[u8]>) {
             out.extend_from_slice(&i32::try_from(b.len()).unwrap_or(i32::MAX).to_be_bytes());
             out.extend_from_slice(b);
         }
-    }
-}
-
-/// Orders serialized values well enough for the common element types when the engine's
-/// comparator is not supplied: signed numbers numerically, everything else by bytes.
-fn fallback_compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
-    use ColumnType as T;
-    match ty {
-        T::Tinyint | T::Smallint | T::Int | T::Bigint | T::Counter | T::Timestamp | T::Time
-            if a.len() == b.len() && !a.is_empty() =>
-        {
-            (a[0] as i8)
-                .cmp(&(b[0] as i8))
-                .then_with(|| a[1..].cmp(&b[1..]))
-        }
-        T::Double | T::Float => {
-            let f = |x: &[u8]| match x.len() {
-                8 => f64::from_be_bytes(x.try_into().unwrap_or([0; 8])),
-                4 => f64::from(f32::from_be_bytes(x.try_into().unwrap_or([0; 4]))),
-                _ => f64::NEG_INFINITY,
-            };
-            f(a).total_cmp(&f(b))
-        }
-        T::Varint => BigInt::from_twos(a).cmp(&BigInt::from_twos(b)),
-        _ => a.cmp(b),
     }
 }
 

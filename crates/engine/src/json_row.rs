@@ -39,7 +39,7 @@ pub(crate) fn decode(columns: &JsonColumns, text: &str) -> Result<Vec<ColumnValu
             )));
         };
         let ty = &columns[pos].1;
-        let bytes = crate::json::from_json_with(ty, v, &crate::types::compare).map_err(|e| {
+        let bytes = crate::json::from_json(ty, v).map_err(|e| {
             EngineError::invalid(format!("Error decoding JSON value for {name}: {e}"))
         })?;
         out.push((pos, bytes));
