@@ -6,7 +6,7 @@
 //! (issue 17, docs/configuration.md `scan_*`). This module gives it what it needs from the
 //! engine, and nothing else:
 //!
-//! - [`Prepared::is_scan`] and [`PlannedQuery::is_scan`]: the classification, read off the
+//! - [`PlanSnapshot::is_scan`] and [`PlannedQuery::is_scan`]: the classification, read off the
 //!   compiled plan once (never per row);
 //! - [`Engine::plan_query`] / [`Engine::run_planned`]: an unprepared QUERY split into its
 //!   cheap part (parse, bind, plan) and its execution, so the caller can choose the lane
@@ -24,7 +24,7 @@ use proto::error::DbError;
 
 use crate::build::{Compiled, CompiledKind};
 use crate::plan::PartitionSel;
-use crate::{parse_error, Engine, EngineError, Outcome, Prepared, QueryOptions, Values};
+use crate::{parse_error, Engine, EngineError, Outcome, PlanSnapshot, QueryOptions, Values};
 
 impl Compiled {
     /// A SELECT over a token range of a table (every partition, a `token()` range, or an
@@ -35,11 +35,10 @@ impl Compiled {
     }
 }
 
-impl Prepared {
-    /// Whether executing this statement is a scan (see [`Compiled::is_scan`]); read off the
-    /// current plan, no allocation.
+impl PlanSnapshot {
+    /// Whether executing this statement is a scan (see [`Compiled::is_scan`]); no allocation.
     pub fn is_scan(&self) -> bool {
-        self.current().is_scan()
+        self.plan.is_scan()
     }
 }
 
@@ -184,7 +183,7 @@ mod tests {
     #[test]
     fn scans_are_told_from_partition_reads() {
         let e = setup();
-        let scan = |text: &str| e.prepare(text, Some("ks")).unwrap().is_scan();
+        let scan = |text: &str| e.prepare(text, Some("ks")).unwrap().snapshot().is_scan();
         assert!(scan("SELECT * FROM t"));
         assert!(scan("SELECT count(*) FROM t"));
         assert!(scan("SELECT * FROM t WHERE token(k) > ?"));

@@ -231,8 +231,31 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// One look at the current plan, under the lock once: what EXECUTE decides on before it
+    /// runs (lane, metrics, the v5 metadata id) and the plan it then runs.
+    pub fn snapshot(&self) -> PlanSnapshot {
+        let c = self.compiled.read().unwrap_or_else(|p| p.into_inner());
+        PlanSnapshot {
+            generation: c.0,
+            plan: c.1.clone(),
+        }
+    }
+}
+
+/// A prepared statement's plan as of one moment (see [`Prepared::snapshot`]). EXECUTE takes
+/// one and reads everything off it instead of locking the statement for each question; when
+/// the execution has to rebuild the plan (the schema changed, or the plan reads the clock) the
+/// snapshot follows the rebuilt plan, so what is read after the run describes what ran.
+#[derive(Clone)]
+pub struct PlanSnapshot {
+    /// The schema generation the plan was compiled against.
+    generation: u64,
+    plan: Arc<Compiled>,
+}
+
+impl PlanSnapshot {
     pub fn binds(&self) -> Vec<BindSpec> {
-        self.current()
+        self.plan
             .binds
             .iter()
             .map(|b| b.clone().unwrap_or_else(unknown_bind))
@@ -241,34 +264,28 @@ impl Prepared {
     /// Whether this is a SELECT (cheap: no copy of the result columns).
     pub fn is_select(&self) -> bool {
         matches!(
-            self.current().kind,
+            self.plan.kind,
             CompiledKind::Select(_) | CompiledKind::VirtualSelect(_)
         )
     }
     /// Whether the partition key is fully bound by markers (a single-partition statement).
     pub fn is_single_partition(&self) -> bool {
-        !self.current().pk_indexes.is_empty()
+        !self.plan.pk_indexes.is_empty()
     }
-    pub fn pk_indexes(&self) -> Vec<u16> {
-        self.current().pk_indexes.clone()
+    /// For each partition key column, the bind marker that sets it (token-aware routing).
+    pub fn pk_indexes(&self) -> &[u16] {
+        &self.plan.pk_indexes
     }
-    /// Result columns of a SELECT (None for other statements).
+    /// Result columns of a SELECT (None for other statements): the plan's own, shared.
     pub fn result_columns(&self) -> Option<Arc<[ColumnSpec]>> {
-        match &self.current().kind {
+        match &self.plan.kind {
             CompiledKind::Select(p) | CompiledKind::VirtualSelect(p) => Some(p.output.clone()),
             _ => None,
         }
     }
     /// A digest of the result metadata (v5 `result_metadata_id`), computed once per plan.
     pub fn result_metadata_id(&self) -> [u8; 16] {
-        self.current().result_metadata_id
-    }
-    fn current(&self) -> Arc<Compiled> {
-        self.compiled
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .1
-            .clone()
+        self.plan.result_metadata_id
     }
 }
 
@@ -824,18 +841,25 @@ impl Engine {
             .cloned()
     }
 
-    /// The plan of a prepared statement, rebuilt if the schema changed since.
-    fn plan_of(&self, p: &Prepared, now: Now) -> Result<Arc<Compiled>, EngineError> {
+    /// The plan `snap` holds, or one rebuilt if the schema changed since it was compiled or the
+    /// plan reads the clock; a rebuilt plan replaces the statement's and `snap`'s.
+    fn plan_of(
+        &self,
+        p: &Prepared,
+        snap: &mut PlanSnapshot,
+        now: Now,
+    ) -> Result<Arc<Compiled>, EngineError> {
         let gen = self.schema_generation.load(Ordering::Acquire);
-        {
-            let c = p.compiled.read().unwrap_or_else(|x| x.into_inner());
-            if c.0 == gen && !c.1.volatile {
-                return Ok(c.1.clone());
-            }
+        if snap.generation == gen && !snap.plan.volatile {
+            return Ok(snap.plan.clone());
         }
         let schema = self.schema.get();
         let compiled = Arc::new(self.compile(&p.statement, p.keyspace.as_deref(), &schema, now)?);
         *p.compiled.write().unwrap_or_else(|x| x.into_inner()) = (gen, compiled.clone());
+        *snap = PlanSnapshot {
+            generation: gen,
+            plan: compiled.clone(),
+        };
         Ok(compiled)
     }
 
@@ -849,19 +873,21 @@ impl Engine {
         let p = self
             .prepared(id)
             .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(id)))?;
-        self.execute_prepared(&p, values, opts, now)
+        self.execute_prepared(&p, &mut p.snapshot(), values, opts, now)
     }
 
-    /// EXECUTE of a statement the caller already looked up (saves the second look-up).
+    /// EXECUTE of a statement the caller already looked up, running the plan of the snapshot
+    /// the caller took of it (`snap` follows a plan the execution had to rebuild).
     pub fn execute_prepared(
         &self,
         p: &Prepared,
+        snap: &mut PlanSnapshot,
         values: Values,
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, DbError> {
         let values = values.bind(&p.statement)?;
-        let compiled = self.plan_of(p, now).map_err(EngineError::into_db)?;
+        let compiled = self.plan_of(p, snap, now).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
             opts.keyspace = p.keyspace.clone();
@@ -905,7 +931,9 @@ impl Engine {
                     let prepared = self
                         .prepared(&id)
                         .ok_or_else(|| DbError::unprepared(bytes::Bytes::copy_from_slice(&id)))?;
-                    let plan = self.plan_of(&prepared, now).map_err(EngineError::into_db)?;
+                    let plan = self
+                        .plan_of(&prepared, &mut prepared.snapshot(), now)
+                        .map_err(EngineError::into_db)?;
                     authorize(&prepared.statement.statement, prepared.keyspace.as_deref())?;
                     (plan, v)
                 }

@@ -259,7 +259,8 @@ fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
 }
 
 fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
-    let binds = p.binds();
+    let plan = p.snapshot();
+    let binds = plan.binds();
     let columns = binds
         .iter()
         .map(|b| ColumnSpec {
@@ -269,7 +270,7 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
             ty: b.ty.clone(),
         })
         .collect();
-    let result_metadata = match p.result_columns() {
+    let result_metadata = match plan.result_columns() {
         Some(columns) => RowsMetadata {
             columns,
             ..RowsMetadata::default()
@@ -281,10 +282,10 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
     };
     Response::Result(ResultBody::Prepared(Prepared {
         id: Bytes::copy_from_slice(&p.id),
-        result_metadata_id: v5.then(|| Bytes::copy_from_slice(&p.result_metadata_id())),
+        result_metadata_id: v5.then(|| Bytes::copy_from_slice(&plan.result_metadata_id())),
         bind_metadata: PreparedMetadata {
             columns,
-            pk_indexes: p.pk_indexes(),
+            pk_indexes: plan.pk_indexes().to_vec(),
         },
         result_metadata,
     }))
@@ -490,32 +491,37 @@ impl LocalBackend {
                 let skip = x.params.skip_metadata;
                 let vals = values(x.params.values);
                 let now = Now::system();
+                // One look at the plan answers every question below and is the plan the
+                // execution runs (it follows a plan the execution had to rebuild).
+                let mut plan = prep.snapshot();
                 // Role statements may hash a password (bcrypt: tens of milliseconds).
-                let heavy = if prep.is_select() {
-                    !prep.is_single_partition()
+                let heavy = if plan.is_select() {
+                    !plan.is_single_partition()
                 } else {
                     self.sync_writes || prep.statement.statement.is_role_statement()
                 };
                 let p = prep.clone();
                 let started = Instant::now();
                 let ks = opts.keyspace.clone();
-                let r = if prep.is_scan() {
-                    let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
-                    self.scans
-                        .run(self.engine.clone(), rate, move |e| {
-                            e.execute_prepared(&p, vals, &opts, now)
-                        })
-                        .await
+                let rate = plan
+                    .is_scan()
+                    .then(|| self.scans.rate(opts.role.as_deref(), scan_rate));
+                let run = move |e: &Engine| {
+                    let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
+                    (r, plan)
+                };
+                let (r, plan) = if let Some(rate) = rate {
+                    self.scans.run(self.engine.clone(), rate, run).await
                 } else {
-                    self.run(heavy, move |e| e.execute_prepared(&p, vals, &opts, now))
-                        .await
+                    self.run(heavy, run).await
                 }
-                .and_then(|x| x);
-                observe_prepared(&prep, ks.as_deref(), started);
+                // A task that died hands no plan back: its error is the answer.
+                .unwrap_or_else(|e| (Err(e), prep.snapshot()));
+                observe_prepared(&prep, &plan, ks.as_deref(), started);
                 let mut resp = outcome(r, skip);
                 // v5: tell the client when its cached result metadata is stale.
                 if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
-                    let current = prep.result_metadata_id();
+                    let current = plan.result_metadata_id();
                     if x.result_metadata_id.as_deref() != Some(&current[..]) {
                         // The result's own columns are the plan's current ones.
                         rows.metadata.no_metadata = false;
@@ -602,10 +608,15 @@ impl LocalBackend {
 }
 
 /// Records a prepared statement's latency by operation type and table.
-fn observe_prepared(prep: &engine::Prepared, keyspace: Option<&str>, started: Instant) {
+fn observe_prepared(
+    prep: &engine::Prepared,
+    plan: &engine::PlanSnapshot,
+    keyspace: Option<&str>,
+    started: Instant,
+) {
     let statement = &prep.statement.statement;
-    let op = if prep.is_select() {
-        if prep.is_single_partition() {
+    let op = if plan.is_select() {
+        if plan.is_single_partition() {
             Op::Read
         } else {
             Op::RangeRead
