@@ -617,7 +617,12 @@ pub fn create_table(
         });
         if let Some(m) = &c.mask {
             let last = columns.len() - 1;
-            columns[last].mask = Some(crate::masking::prepare(&c.name, &columns[last].ty, m)?);
+            columns[last].mask = Some(crate::masking::prepare(
+                &c.name,
+                &columns[last].ty,
+                m,
+                Now::at_micros(now_micros),
+            )?);
         }
     }
     for k in ct.partition_key.iter().chain(&ct.clustering_columns) {
@@ -753,7 +758,12 @@ pub fn alter_table(
                     ColumnKind::Regular
                 };
                 let mask = match &c.mask {
-                    Some(m) => Some(crate::masking::prepare(&c.name, &ty, m)?),
+                    Some(m) => Some(crate::masking::prepare(
+                        &c.name,
+                        &ty,
+                        m,
+                        Now::at_micros(now_micros),
+                    )?),
                     None => None,
                 };
                 t.push_column(c.name.clone(), c.ty.to_string(), ty, kind);
@@ -770,7 +780,12 @@ pub fn alter_table(
                 )));
             };
             t.columns[i].mask = match mask {
-                Some(m) => Some(crate::masking::prepare(column, &t.columns[i].ty, m)?),
+                Some(m) => Some(crate::masking::prepare(
+                    column,
+                    &t.columns[i].ty,
+                    m,
+                    Now::at_micros(now_micros),
+                )?),
                 None => None,
             };
         }

@@ -105,6 +105,16 @@ pub struct Now {
 }
 
 impl Now {
+    /// The clock at `micros` microseconds since the epoch.
+    pub fn at_micros(micros: i64) -> Now {
+        Now {
+            micros,
+            secs: micros.div_euclid(1_000_000).clamp(0, i64::from(u32::MAX)) as u32,
+        }
+    }
+
+    /// The wall clock, for the server boundary (`local`) to take once per request and for the
+    /// compaction filter's clock (see [`purge_filter`]); nothing in the engine calls it.
     pub fn system() -> Now {
         let d = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -360,12 +370,15 @@ impl SchemaCell {
 /// Purges expired cells and old tombstones, and data of dropped or truncated tables.
 pub struct PurgeFilter {
     schema: Arc<SchemaCell>,
+    /// What time it is for expiry and gc grace: compaction runs with no request to bring a
+    /// clock, so whoever opens the store gives one (the wall clock in the server).
+    clock: fn() -> Now,
 }
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
         if key.first() == Some(&index::INDEX_PREFIX) {
-            let keep = index::keep_entry(&self.schema.get(), key, value, Now::system().secs);
+            let keep = index::keep_entry(&self.schema.get(), key, value, (self.clock)().secs);
             return if keep { Decision::Keep } else { Decision::Drop };
         }
         let Some(d) = keys::decode_key(key) else {
@@ -381,7 +394,7 @@ impl CompactionFilter for PurgeFilter {
                 Decision::Keep
             };
         };
-        let now = Now::system().secs;
+        let now = (self.clock)().secs;
         let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
         if d.is_header {
             let Ok(mut h) = row::PartitionHeader::decode(value) else {
@@ -412,19 +425,27 @@ impl CompactionFilter for PurgeFilter {
     }
 }
 
-/// Creates the compaction filter for a store that an [`Engine`] will open; pass the
-/// returned handle to [`Engine::open_with_filter`].
-pub fn purge_filter() -> (Arc<PurgeFilter>, FilterHandle) {
-    let cell = Arc::new(SchemaCell(RwLock::new(Arc::new(Schema::default()))));
-    (
-        Arc::new(PurgeFilter {
-            schema: cell.clone(),
-        }),
-        FilterHandle(cell),
-    )
+/// Creates the compaction filter for a store that an [`Engine`] will open, purging by
+/// `clock`; pass the returned handle to [`Engine::open_with_filter`].
+pub fn purge_filter(clock: fn() -> Now) -> (Arc<PurgeFilter>, FilterHandle) {
+    let handle = FilterHandle::new();
+    let filter = PurgeFilter {
+        schema: handle.0.clone(),
+        clock,
+    };
+    (Arc::new(filter), handle)
 }
 
+/// The engine's side of a [`PurgeFilter`]: the schema the filter purges by.
 pub struct FilterHandle(Arc<SchemaCell>);
+
+impl FilterHandle {
+    fn new() -> Self {
+        FilterHandle(Arc::new(SchemaCell(RwLock::new(Arc::new(
+            Schema::default(),
+        )))))
+    }
+}
 
 pub struct Engine {
     storage: Arc<dyn Storage>,
@@ -457,8 +478,8 @@ const NODE_KEY: &[u8] = b"\x00node";
 
 impl Engine {
     pub fn open(storage: Arc<dyn Storage>, node: NodeInfo) -> Result<Engine, DbError> {
-        let (_, handle) = purge_filter();
-        Self::open_with_filter(storage, node, handle)
+        // A store without a purge filter: the schema handle is the engine's alone.
+        Self::open_with_filter(storage, node, FilterHandle::new())
     }
 
     pub fn open_with_filter(

@@ -106,8 +106,14 @@ fn marshal_name(t: &T) -> String {
 
 /// Resolves `MASKED WITH ...` for column `column` of type `col` into the stored mask, with
 /// Cassandra's refusals (unknown, aggregate or non-masking function, arguments that do not
-/// fit, a return type other than the column's).
-pub fn prepare(column: &str, col: &T, m: &ast::ColumnMask) -> Result<ColumnMask, EngineError> {
+/// fit, a return type other than the column's). Constant arguments are read at `now` (the
+/// DDL statement's clock).
+pub fn prepare(
+    column: &str,
+    col: &T,
+    m: &ast::ColumnMask,
+    now: crate::Now,
+) -> Result<ColumnMask, EngineError> {
     let invalid = |s: String| EngineError::invalid(s);
     let f = m.function.name.to_ascii_lowercase();
     let system = m
@@ -157,7 +163,7 @@ pub fn prepare(column: &str, col: &T, m: &ast::ColumnMask) -> Result<ColumnMask,
     }
     let mut args = Vec::with_capacity(types.len());
     for (i, (t, term)) in types.iter().zip(&m.args).enumerate() {
-        let v = crate::literal::const_term(t, term, crate::Now::system()).map_err(|e| {
+        let v = crate::literal::const_term(t, term, now).map_err(|e| {
             if f == "mask_replace" {
                 // Cassandra types the argument against the signature before reading it.
                 invalid(format!(
@@ -468,7 +474,13 @@ mod tests {
 
     #[test]
     fn prepares_with_cassandras_messages() {
-        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
+        let m = prepare(
+            "v",
+            &T::Varchar,
+            &mask("mask_inner(1, null)"),
+            crate::tests::at(1),
+        )
+        .unwrap();
         assert_eq!(
             describe(&m, &T::Varchar),
             " MASKED WITH system.mask_inner(1, null)"
@@ -481,7 +493,11 @@ mod tests {
                 vec![false, true]
             )
         );
-        let err = |q: &str, t: &T| prepare("v", t, &mask(q)).unwrap_err().to_string();
+        let err = |q: &str, t: &T| {
+            prepare("v", t, &mask(q), crate::tests::at(1))
+                .unwrap_err()
+                .to_string()
+        };
         assert!(err("abs()", &T::Int).contains("Not-masking function abs() cannot be used"));
         assert!(err("nosuch()", &T::Int)
             .contains("Unable to find masking function for v, no declared function matches the signature nosuch()"));
@@ -505,15 +521,21 @@ mod tests {
             id: 1,
             mask: None,
         };
-        let m = prepare("v", &T::Varchar, &mask("mask_inner(1, null)")).unwrap();
+        let m = prepare(
+            "v",
+            &T::Varchar,
+            &mask("mask_inner(1, null)"),
+            crate::tests::at(1),
+        )
+        .unwrap();
         assert_eq!(
             apply(&c, &m, Some(b"secret")).unwrap(),
             Some(b"s*****".to_vec())
         );
-        let d = prepare("v", &T::Varchar, &mask("DEFAULT")).unwrap();
+        let d = prepare("v", &T::Varchar, &mask("DEFAULT"), crate::tests::at(1)).unwrap();
         assert_eq!(apply(&c, &d, Some(b"x")).unwrap(), Some(b"****".to_vec()));
         let lt = T::List(Box::new(T::Int));
-        let l = prepare("v", &lt, &mask("mask_replace([1, 2])")).unwrap();
+        let l = prepare("v", &lt, &mask("mask_replace([1, 2])"), crate::tests::at(1)).unwrap();
         assert_eq!(
             describe(&l, &lt),
             " MASKED WITH system.mask_replace([1, 2])"

@@ -282,7 +282,7 @@ fn paging_walks_every_row_once() {
 
 #[test]
 fn purged_partition_deletion_resurrects_nothing() {
-    let (filter, handle) = purge_filter();
+    let (filter, handle) = purge_filter(Now::system);
     let store = Arc::new(storage::MemStorage::with_filter(filter));
     let e = Engine::open_with_filter(store, node(), handle).unwrap();
     q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();

@@ -70,7 +70,7 @@ impl LocalBackend {
     /// Opens (or creates) the database under `config.data_dir`.
     pub fn open(config: &Config) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
-        let (filter, handle) = engine::purge_filter();
+        let (filter, handle) = engine::purge_filter(Now::system);
         let sync = match config.commitlog_sync {
             CommitlogSync::Batch => storage::SyncMode::Batch,
             CommitlogSync::Periodic => storage::SyncMode::Periodic(config.commitlog_sync_period),
