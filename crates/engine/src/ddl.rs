@@ -4,7 +4,10 @@
 
 use crate::catalog::*;
 use crate::{auth, catalog, index, scalar, system, view};
-use crate::{statement_kind, EngineError, Now, Outcome, QueryOptions, SchemaChange, SCHEMA_KEY};
+use crate::{
+    statement_kind, EngineError, Now, Outcome, QueryOptions, SchemaChange, SchemaChangeType,
+    SCHEMA_KEY,
+};
 use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
@@ -354,12 +357,7 @@ pub fn create_type(
     );
     Ok(Some((
         next,
-        SchemaChange {
-            change: "CREATED",
-            target: "TYPE",
-            keyspace: ks,
-            name: Some(name),
-        },
+        crate::type_change(SchemaChangeType::Created, ks, name),
     )))
 }
 
@@ -438,12 +436,7 @@ pub fn alter_type(
     }
     Ok(Some((
         next,
-        SchemaChange {
-            change: "UPDATED",
-            target: "TYPE",
-            keyspace: ks,
-            name: Some(name),
-        },
+        crate::type_change(SchemaChangeType::Updated, ks, name),
     )))
 }
 
@@ -482,12 +475,7 @@ pub fn drop_type(
     next.types.remove(&(ks.clone(), name.name.clone()));
     Ok(Some((
         next,
-        SchemaChange {
-            change: "DROPPED",
-            target: "TYPE",
-            keyspace: ks,
-            name: Some(name.name.clone()),
-        },
+        crate::type_change(SchemaChangeType::Dropped, ks, name.name.clone()),
     )))
 }
 
@@ -702,7 +690,10 @@ pub fn create_table(
     };
     t.sort_columns();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
-    Ok(Some((next, SchemaChange::table_created(&ks, &name))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Created, &ks, &name),
+    )))
 }
 
 pub fn alter_table(
@@ -863,7 +854,10 @@ pub fn alter_table(
     let name = t.name.clone();
     next.tables.insert((ks.clone(), name.clone()), Arc::new(t));
     crate::view::ddl::follow_base(&mut next, &ks, &name, &at.action);
-    Ok(Some((next, SchemaChange::table_updated(&ks, &name))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Updated, &ks, &name),
+    )))
 }
 
 pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<bool, EngineError> {
@@ -998,7 +992,10 @@ impl crate::Engine {
                     let def = create_keyspace_def(ck)?;
                     let mut next = (*schema).clone();
                     next.keyspaces.insert(def.name.clone(), Arc::new(def));
-                    Some((next, SchemaChange::ks("CREATED", &ck.name)))
+                    Some((
+                        next,
+                        crate::keyspace_change(SchemaChangeType::Created, &ck.name),
+                    ))
                 }
             }
             S::AlterKeyspace(ak) => {
@@ -1023,7 +1020,10 @@ impl crate::Engine {
                         };
                         let mut next = (*schema).clone();
                         next.keyspaces.insert(def.name.clone(), Arc::new(def));
-                        Some((next, SchemaChange::ks("UPDATED", &ak.name)))
+                        Some((
+                            next,
+                            crate::keyspace_change(SchemaChangeType::Updated, &ak.name),
+                        ))
                     }
                 }
             }
@@ -1042,7 +1042,10 @@ impl crate::Engine {
                     next.keyspaces.remove(name);
                     next.tables.retain(|(k, _), _| k != name);
                     next.types.retain(|(k, _), _| k != name);
-                    Some((next, SchemaChange::ks("DROPPED", name)))
+                    Some((
+                        next,
+                        crate::keyspace_change(SchemaChangeType::Dropped, name),
+                    ))
                 }
             }
             S::CreateTable(ct) => {
@@ -1082,7 +1085,10 @@ impl crate::Engine {
                     }
                     let mut next = (*schema).clone();
                     next.tables.remove(&(k.clone(), name.name.clone()));
-                    Some((next, SchemaChange::table("DROPPED", &k, &name.name)))
+                    Some((
+                        next,
+                        crate::table_change(SchemaChangeType::Dropped, &k, &name.name),
+                    ))
                 }
             }
             S::CreateType(ct) => {

@@ -187,39 +187,34 @@ pub struct ResultSet {
     pub paging_state: Option<Vec<u8>>,
 }
 
-/// A schema change, for the RESULT and the pushed EVENT.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaChange {
-    /// CREATED, UPDATED or DROPPED.
-    pub change: &'static str,
-    /// KEYSPACE or TABLE.
-    pub target: &'static str,
-    pub keyspace: String,
-    pub name: Option<String>,
+/// A schema change, for the RESULT and the pushed EVENT: the protocol's own type, so it
+/// crosses to the server as it goes on the wire.
+pub use proto::response::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
+
+/// A change to keyspace `ks`.
+pub(crate) fn keyspace_change(change: SchemaChangeType, ks: &str) -> SchemaChange {
+    SchemaChange {
+        change,
+        target: SchemaChangeTarget::Keyspace(ks.into()),
+    }
 }
 
-impl SchemaChange {
-    fn ks(change: &'static str, ks: &str) -> Self {
-        SchemaChange {
-            change,
-            target: "KEYSPACE",
+/// A change to table (or view) `t` of keyspace `ks`.
+pub(crate) fn table_change(change: SchemaChangeType, ks: &str, t: &str) -> SchemaChange {
+    SchemaChange {
+        change,
+        target: SchemaChangeTarget::Table {
             keyspace: ks.into(),
-            name: None,
-        }
+            name: t.into(),
+        },
     }
-    pub(crate) fn table(change: &'static str, ks: &str, t: &str) -> Self {
-        SchemaChange {
-            change,
-            target: "TABLE",
-            keyspace: ks.into(),
-            name: Some(t.into()),
-        }
-    }
-    pub fn table_created(ks: &str, t: &str) -> Self {
-        Self::table("CREATED", ks, t)
-    }
-    pub fn table_updated(ks: &str, t: &str) -> Self {
-        Self::table("UPDATED", ks, t)
+}
+
+/// A change to user type `name` of keyspace `ks`.
+pub(crate) fn type_change(change: SchemaChangeType, ks: String, name: String) -> SchemaChange {
+    SchemaChange {
+        change,
+        target: SchemaChangeTarget::Type { keyspace: ks, name },
     }
 }
 

@@ -236,25 +236,7 @@ fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
             rows_count: rs.rows as i32,
             data: Bytes::from(rs.data),
         })),
-        Ok(Outcome::SchemaChange(c)) => {
-            let change = match c.change {
-                "CREATED" => SchemaChangeType::Created,
-                "DROPPED" => SchemaChangeType::Dropped,
-                _ => SchemaChangeType::Updated,
-            };
-            let target = match (c.target, c.name) {
-                ("TYPE", Some(name)) => SchemaChangeTarget::Type {
-                    keyspace: c.keyspace,
-                    name,
-                },
-                (_, Some(name)) => SchemaChangeTarget::Table {
-                    keyspace: c.keyspace,
-                    name,
-                },
-                (_, None) => SchemaChangeTarget::Keyspace(c.keyspace),
-            };
-            Response::Result(ResultBody::SchemaChange(SchemaChange { change, target }))
-        }
+        Ok(Outcome::SchemaChange(c)) => Response::Result(ResultBody::SchemaChange(c)),
     }
 }
 
@@ -598,7 +580,7 @@ impl LocalBackend {
             Ok(Outcome::Void) => m.operation(Op::Write, None, d),
             Ok(Outcome::SchemaChange(c)) => {
                 m.operation(Op::Other, None, d);
-                if c.change == "DROPPED" {
+                if c.change == SchemaChangeType::Dropped {
                     admin::forget_dropped_tables(&self.engine);
                 }
             }

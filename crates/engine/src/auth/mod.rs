@@ -323,16 +323,19 @@ impl Auth {
         role: Option<&str>,
         change: &crate::SchemaChange,
     ) -> Result<(), DbError> {
-        let resources: Vec<Resource> = match (change.target, &change.name) {
-            ("KEYSPACE", _) => vec![
-                Resource::Keyspace(change.keyspace.clone()),
-                Resource::FunctionsIn(change.keyspace.clone()),
+        use crate::{SchemaChangeTarget as Target, SchemaChangeType as Change};
+        let resources: Vec<Resource> = match &change.target {
+            Target::Keyspace(ks) => vec![
+                Resource::Keyspace(ks.clone()),
+                Resource::FunctionsIn(ks.clone()),
             ],
-            ("TABLE", Some(t)) => vec![Resource::Table(change.keyspace.clone(), t.clone())],
+            Target::Table { keyspace, name } => {
+                vec![Resource::Table(keyspace.clone(), name.clone())]
+            }
             _ => return Ok(()),
         };
         match change.change {
-            "CREATED" => match role {
+            Change::Created => match role {
                 Some(role) if self.authorizing() => self.change(|s| {
                     for r in &resources {
                         s.grant(role, r, r.applicable());
@@ -341,7 +344,7 @@ impl Auth {
                 }),
                 _ => Ok(()),
             },
-            "DROPPED" => {
+            Change::Dropped => {
                 let state = self.state();
                 let dropped = |name: &str| {
                     Resource::from_name(name)
@@ -359,7 +362,7 @@ impl Auth {
                     Ok(())
                 })
             }
-            _ => Ok(()),
+            Change::Updated => Ok(()),
         }
     }
 }

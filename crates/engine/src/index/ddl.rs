@@ -2,7 +2,7 @@
 
 use super::{IndexDef, Target};
 use crate::catalog::{ColumnKind, Schema, TableDef};
-use crate::{EngineError, SchemaChange};
+use crate::{EngineError, SchemaChange, SchemaChangeType};
 use cql::ast::{self, IndexTargetKind, PropertyValue};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
@@ -316,7 +316,10 @@ pub fn create_index(
     nt.indexes.push(idx);
     next.tables
         .insert((ks.to_string(), t.name.clone()), Arc::new(nt));
-    Ok(Some((next, SchemaChange::table_updated(ks, &t.name))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Updated, ks, &t.name),
+    )))
 }
 
 /// DROP INDEX [IF EXISTS] [ks.]name.
@@ -346,7 +349,10 @@ pub fn drop_index(
     let table = nt.name.clone();
     next.tables
         .insert((ks.to_string(), table.clone()), Arc::new(nt));
-    Ok(Some((next, SchemaChange::table_updated(ks, &table))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Updated, ks, &table),
+    )))
 }
 
 /// ALTER TABLE ... RENAME of a column an index depends on is refused, as Cassandra refuses it.

@@ -3,7 +3,7 @@
 
 use super::{ViewDef, ViewFilter};
 use crate::catalog::{ColumnKind, Schema, TableDef};
-use crate::{EngineError, Now, SchemaChange};
+use crate::{EngineError, Now, SchemaChange, SchemaChangeType};
 use cql::ast::{self, Operator, Relation, Selection, SelectorExpr};
 use std::sync::Arc;
 
@@ -264,7 +264,10 @@ pub fn create_view(
         built: false,
     });
     next.tables.insert(key_of, Arc::new(vt));
-    Ok(Some((next, SchemaChange::table_created(&ks, name))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Created, &ks, name),
+    )))
 }
 
 /// A type as Cassandra's type classes print themselves (`...marshal.MapType(...)`), as in
@@ -443,7 +446,10 @@ pub fn alter_view(
     let mut next = schema.clone();
     next.tables
         .insert((ks.clone(), name.name.clone()), Arc::new(nt));
-    Ok(Some((next, SchemaChange::table_updated(&ks, &name.name))))
+    Ok(Some((
+        next,
+        crate::table_change(SchemaChangeType::Updated, &ks, &name.name),
+    )))
 }
 
 pub fn drop_view(
@@ -466,7 +472,7 @@ pub fn drop_view(
     next.tables.remove(&(ks.clone(), name.name.clone()));
     Ok(Some((
         next,
-        SchemaChange::table("DROPPED", &ks, &name.name),
+        crate::table_change(SchemaChangeType::Dropped, &ks, &name.name),
     )))
 }
 
