@@ -18,12 +18,9 @@ pub(crate) use ranges::*;
 /// Values bound to a statement's markers (`None` = null, `Unset` handled by the caller).
 pub type Bound_ = [Option<BoundValue>];
 
-#[derive(Debug, Clone)]
-pub enum BoundValue {
-    Null,
-    Unset,
-    Bytes(bytes::Bytes),
-}
+/// A value bound to a marker: the protocol's own `[value]` (null, unset or bytes), as the
+/// request carried it.
+pub use proto::request::RawValue as BoundValue;
 
 pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, EngineError> {
     match src {

@@ -66,7 +66,7 @@ impl Engine {
         now: crate::Now,
     ) -> Result<PlannedQuery, DbError> {
         let parsed = cql::parse(text).map_err(parse_error)?;
-        let values = values.bind(&parsed)?;
+        let values = crate::bind_values(values, &parsed)?;
         let schema = self.schema.get();
         let compiled = self
             .compile(&parsed, opts.keyspace.as_deref(), &schema, now)

@@ -799,7 +799,7 @@ impl Engine {
         now: Now,
     ) -> Result<Outcome, DbError> {
         let parsed = cql::parse(text).map_err(parse_error)?;
-        let values = values.bind(&parsed)?;
+        let values = bind_values(values, &parsed)?;
         let schema = self.schema.get();
         let compiled = self
             .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
@@ -902,7 +902,7 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, DbError> {
-        let values = values.bind(&p.statement)?;
+        let values = bind_values(values, &p.statement)?;
         let compiled = self.plan_of(p, snap, now).map_err(EngineError::into_db)?;
         let mut opts = opts.clone();
         if opts.keyspace.is_none() {
@@ -1197,13 +1197,8 @@ fn applied_result(t: &TableDef, applied: bool) -> Outcome {
     })
 }
 
-/// The kind of a BATCH.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchKind {
-    Logged,
-    Unlogged,
-    Counter,
-}
+/// The kind of a BATCH: the protocol's own.
+pub use proto::request::BatchKind;
 
 fn parse_error(e: cql::ParseError) -> DbError {
     match e.kind {
@@ -1249,37 +1244,37 @@ fn check_bound(
     Ok(normalized)
 }
 
-/// Values as the client bound them: by position or by name.
-pub enum Values {
-    Positional(Vec<BoundValue>),
-    Named(Vec<(String, BoundValue)>),
-}
+/// Values as the client bound them, by position or by name: the protocol's own.
+pub use proto::request::Values;
 
-impl Values {
-    fn bind(self, parsed: &cql::ParsedStatement) -> Result<Vec<Option<BoundValue>>, DbError> {
-        match self {
-            Values::Positional(v) => Ok(v.into_iter().map(Some).collect()),
-            Values::Named(named) => {
-                let mut out = vec![None; parsed.bind_markers.len()];
-                for (name, v) in named {
-                    let mut found = false;
-                    for (i, m) in parsed.bind_markers.iter().enumerate() {
-                        if m.as_deref() == Some(name.as_str()) {
-                            out[i] = Some(v.clone());
-                            found = true;
-                        }
-                    }
-                    if !found {
-                        return Err(DbError::invalid(format!(
-                            "Invalid unknown named value {name}"
-                        )));
+/// The values of a request in marker order (named values matched to the markers' names).
+pub(crate) fn bind_values(
+    values: Values,
+    parsed: &cql::ParsedStatement,
+) -> Result<Vec<Option<BoundValue>>, DbError> {
+    match values {
+        Values::None => Ok(Vec::new()),
+        Values::Positional(v) => Ok(v.into_iter().map(Some).collect()),
+        Values::Named(named) => {
+            let mut out = vec![None; parsed.bind_markers.len()];
+            for (name, v) in named {
+                let mut found = false;
+                for (i, m) in parsed.bind_markers.iter().enumerate() {
+                    if m.as_deref() == Some(name.as_str()) {
+                        out[i] = Some(v.clone());
+                        found = true;
                     }
                 }
-                if out.iter().any(|v| v.is_none()) {
-                    return Err(DbError::invalid("Not all named markers were bound"));
+                if !found {
+                    return Err(DbError::invalid(format!(
+                        "Invalid unknown named value {name}"
+                    )));
                 }
-                Ok(out)
             }
+            if out.iter().any(|v| v.is_none()) {
+                return Err(DbError::invalid("Not all named markers were bound"));
+            }
+            Ok(out)
         }
     }
 }

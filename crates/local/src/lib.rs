@@ -38,9 +38,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions, Values};
+use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions};
 use proto::error::DbError;
-use proto::request::{self, QueryParams, RawValue, Request};
+use proto::request::{self, QueryParams, Request};
 use proto::response::{
     ColumnSpec, Prepared, PreparedMetadata, Response, ResultBody, Rows, RowsMetadata, SchemaChange,
     SchemaChangeTarget, SchemaChangeType,
@@ -184,24 +184,6 @@ fn setup_default_superuser(engine: &Engine, config: &Config) -> anyhow::Result<(
         );
     }
     Ok(())
-}
-
-fn bound(v: RawValue) -> BoundValue {
-    match v {
-        RawValue::Null => BoundValue::Null,
-        RawValue::Unset => BoundValue::Unset,
-        RawValue::Bytes(b) => BoundValue::Bytes(b),
-    }
-}
-
-fn values(v: request::Values) -> Values {
-    match v {
-        request::Values::None => Values::Positional(Vec::new()),
-        request::Values::Positional(v) => Values::Positional(v.into_iter().map(bound).collect()),
-        request::Values::Named(v) => {
-            Values::Named(v.into_iter().map(|(n, x)| (n, bound(x))).collect())
-        }
-    }
 }
 
 /// The request's options, for the logged-in `role` (`None`: logins are off).
@@ -427,7 +409,7 @@ impl LocalBackend {
         match req {
             Request::Query(q) => {
                 let opts = options(conn, &q.params, role);
-                let vals = values(q.params.values);
+                let vals = q.params.values;
                 let now = Now::system();
                 let started = Instant::now();
                 // Parsing and planning are cheap; the plan tells a scan from the rest.
@@ -471,7 +453,7 @@ impl LocalBackend {
                 };
                 let opts = options(conn, &x.params, role);
                 let skip = x.params.skip_metadata;
-                let vals = values(x.params.values);
+                let vals = x.params.values;
                 let now = Now::system();
                 // One look at the plan answers every question below and is the plan the
                 // execution runs (it follows a plan the execution had to rebuild).
@@ -541,11 +523,7 @@ impl LocalBackend {
                     });
                 }
                 let now = Now::system();
-                let kind = match b.kind {
-                    request::BatchKind::Logged => engine::BatchKind::Logged,
-                    request::BatchKind::Unlogged => engine::BatchKind::Unlogged,
-                    request::BatchKind::Counter => engine::BatchKind::Counter,
-                };
+                let kind = b.kind;
                 let started = Instant::now();
                 let r = self
                     .run(self.sync_writes, move |e| e.batch(kind, items, &opts, now))
@@ -641,8 +619,8 @@ fn request_name(req: &Request) -> &'static str {
 fn bind_all(v: request::Values) -> Vec<Option<BoundValue>> {
     match v {
         request::Values::None => Vec::new(),
-        request::Values::Positional(v) => v.into_iter().map(|x| Some(bound(x))).collect(),
+        request::Values::Positional(v) => v.into_iter().map(Some).collect(),
         // Batches carry no names for values (spec section 4.1.7).
-        request::Values::Named(v) => v.into_iter().map(|(_, x)| Some(bound(x))).collect(),
+        request::Values::Named(v) => v.into_iter().map(|(_, x)| Some(x)).collect(),
     }
 }
