@@ -3,6 +3,7 @@
 //! `intValue()`, `longValue()`, `floatValue()`, `doubleValue()` and `BigDecimal` text rules).
 //! `scalar` uses it for casts and the math functions.
 
+use crate::types::cql_type_name;
 use proto::types::{ColumnType, Value};
 use proto::value::decode_value;
 
@@ -118,7 +119,12 @@ impl Num {
                 };
                 encode_decimal(&u, s)
             }
-            other => return Err(format!("Cannot convert a number to {}", other.cql_name())),
+            other => {
+                return Err(format!(
+                    "Cannot convert a number to {}",
+                    cql_type_name(other)
+                ))
+            }
         })
     }
 }

@@ -3,6 +3,7 @@
 //! Java's formatting via `javafmt`, dates and timestamps), and Cassandra's refusals and column
 //! names for them.
 
+use crate::types::cql_type_name;
 use proto::types::ColumnType;
 
 use super::signature::{accepts, sig_text, signatures, Sig};
@@ -21,7 +22,7 @@ pub fn cast(
         return Ok(v.map(<[u8]>::to_vec));
     }
     if !cast_allowed(from, to) {
-        return Err(cast_error(&from.cql_name(), to));
+        return Err(cast_error(&cql_type_name(from), to));
     }
     let Some(b) = v else { return Ok(None) };
     if b.is_empty() && empty_is_null(from) {
@@ -98,8 +99,8 @@ pub fn cast_source(
     if cast_allowed(from, to) {
         return Ok(from.clone());
     }
-    let f = format!("cast_as_{}", to.cql_name());
-    let sigs = signatures(&format!("castas{}", to.cql_name()));
+    let f = format!("cast_as_{}", cql_type_name(to));
+    let sigs = signatures(&format!("castas{}", cql_type_name(to)));
     let compat: Vec<&Sig> = sigs
         .iter()
         .filter(|(ps, _)| accepts(&ps[0], from))
@@ -121,7 +122,7 @@ pub fn cast_source(
 /// to the target, else the signature mismatch of its `cast_as_<type>` function (Cassandra
 /// lists the signatures in its hash order, which this does not reproduce).
 pub fn cast_error(arg_column_name: &str, to: &ColumnType) -> String {
-    let to_name = to.cql_name();
+    let to_name = cql_type_name(to);
     let sigs = signatures(&format!("castas{to_name}"));
     if sigs.is_empty() {
         return format!("{arg_column_name} cannot be cast to {to_name}");
@@ -140,6 +141,6 @@ pub fn cast_column_name(arg_name: &str, from: &ColumnType, to: &ColumnType) -> S
     if from == to {
         arg_name.to_string()
     } else {
-        format!("cast({arg_name} as {})", to.cql_name())
+        format!("cast({arg_name} as {})", cql_type_name(to))
     }
 }

@@ -43,6 +43,7 @@ mod uuid;
 #[cfg(test)]
 mod tests;
 
+use crate::types::cql_type_name;
 use proto::types::ColumnType;
 use proto::value::validate_value;
 
@@ -119,7 +120,7 @@ fn execute(
             return Err(format!(
                 "In call to function system.{f}, value 0x{} is not a valid binary representation for type {}",
                 hex(b),
-                ret.cql_name()
+                cql_type_name(ret)
             ));
         }
         return Ok(Some(b.to_vec()));

@@ -2,6 +2,7 @@
 //! mapped onto the legacy names), its type signatures, and the resolution of a call against
 //! them with Cassandra's messages for an unknown, mistyped or ambiguous call.
 
+use crate::types::cql_type_name;
 use proto::types::ColumnType;
 
 use super::cast_allowed;
@@ -180,8 +181,8 @@ pub(crate) fn ambiguous_call(name: &str, arity: usize) -> String {
 }
 
 pub(super) fn sig_text(f: &str, (ps, r): &Sig) -> String {
-    let ps: Vec<String> = ps.iter().map(ColumnType::cql_name).collect();
-    format!("system.{f} : ({}) -> {}", ps.join(", "), r.cql_name())
+    let ps: Vec<String> = ps.iter().map(cql_type_name).collect();
+    format!("system.{f} : ({}) -> {}", ps.join(", "), cql_type_name(r))
 }
 
 pub(super) fn resolve(f: &str, args: &[ColumnType]) -> Result<Sig, String> {
@@ -215,8 +216,8 @@ pub(super) fn resolve(f: &str, args: &[ColumnType]) -> Result<Sig, String> {
                 .unwrap_or((0, (&ps[0], &args[0])));
             Err(format!(
                 "Type error: an argument of type {} cannot be passed as argument {i} of function system.{f} of type {}",
-                a.cql_name(),
-                p.cql_name()
+                cql_type_name(a),
+                cql_type_name(p)
             ))
         }
         [] => {

@@ -3,6 +3,7 @@
 
 use super::{ViewDef, ViewFilter};
 use crate::catalog::{ColumnKind, Schema, TableDef};
+use crate::types::cql_type_name;
 use crate::{EngineError, Now, SchemaChange, SchemaChangeType};
 use cql::ast::{self, Operator, Relation, Selection, SelectorExpr};
 use std::sync::Arc;
@@ -303,7 +304,7 @@ fn marshal_name(ty: &proto::types::ColumnType) -> String {
         }
         T::Vector(e, n) => return format!("{MARSHAL}VectorType({},{n})", marshal_name(e)),
         // Frozen values never reach the message that uses this.
-        T::Udt { .. } | T::Tuple(_) => return ty.cql_name(),
+        T::Udt { .. } | T::Tuple(_) => return cql_type_name(ty),
     };
     format!("{MARSHAL}{simple}")
 }
