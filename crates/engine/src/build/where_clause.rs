@@ -1,8 +1,29 @@
 //! The WHERE clause of a SELECT, UPDATE or DELETE: which restrictions select partitions and
 //! clustering rows, which are filters, and Cassandra's refusals (with its messages) of the
 //! combinations it does not serve, including when ALLOW FILTERING is needed.
+//!
+//! [`Builder::where_clause`] runs in named steps: each relation kind is gathered into
+//! [`Restrictions`] by its own method (single column, IN, token, multi-column, multi-column
+//! IN); then the partition selection, the clustering selection and the filtering check are
+//! built from what was gathered.
 
 use super::*;
+
+/// What the relations of a WHERE clause restrict, gathered relation by relation before the
+/// partition and clustering selections are built from it.
+struct Restrictions {
+    /// Per partition key column, its EQ or IN values.
+    pk: Vec<Option<KeyValues>>,
+    /// Per clustering column, its EQ or IN values.
+    cl: Vec<Option<KeyValues>>,
+    /// Clustering slices: (position of the first column, operator, one value per column).
+    slices: Vec<(usize, Operator, Vec<Src>)>,
+    token_start: Option<TokenBound>,
+    token_end: Option<TokenBound>,
+    filters: Vec<Filter>,
+    /// A multi-column IN: (position of its first column, its tuples).
+    multi_in: Option<(usize, TupleValues)>,
+}
 
 impl Builder<'_> {
     pub(crate) fn where_clause(
@@ -12,15 +33,15 @@ impl Builder<'_> {
         allow_filtering: bool,
         for_write: bool,
     ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
-        let npk = t.pk_count();
-        let ncl = t.clustering_count();
-        let mut pk: Vec<Option<KeyValues>> = vec![None; npk];
-        let mut cl: Vec<Option<KeyValues>> = vec![None; ncl];
-        let mut slices: Vec<(usize, Operator, Vec<Src>)> = Vec::new();
-        let mut token_start: Option<TokenBound> = None;
-        let mut token_end: Option<TokenBound> = None;
-        let mut filters = Vec::new();
-        let mut multi_in: Option<(usize, TupleValues)> = None;
+        let mut r = Restrictions {
+            pk: vec![None; t.pk_count()],
+            cl: vec![None; t.clustering_count()],
+            slices: Vec::new(),
+            token_start: None,
+            token_end: None,
+            filters: Vec::new(),
+            multi_in: None,
+        };
         for rel in rels {
             match rel {
                 Relation::Binary {
@@ -30,286 +51,22 @@ impl Builder<'_> {
                 | Relation::Element { .. }
                     if !for_write =>
                 {
-                    filters.push(self.relation_filter(t, rel)?);
+                    r.filters.push(self.relation_filter(t, rel)?);
                 }
                 Relation::Binary { column, op, value } => {
-                    let (idx, c) = self.column(t, column)?;
-                    let src = self.term(t, value, &c.name, &c.ty.clone())?;
-                    match (c.kind, op) {
-                        (ColumnKind::PartitionKey, Operator::Eq) => {
-                            set_once(&mut pk[c.position as usize], KeyValues::Eq(src), &c.name)?
-                        }
-                        (ColumnKind::PartitionKey, _) => {
-                            return Err(EngineError::invalid(
-                                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
-                            ))
-                        }
-                        (ColumnKind::Clustering, Operator::Eq) => {
-                            set_once(&mut cl[c.position as usize], KeyValues::Eq(src), &c.name)?
-                        }
-                        (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
-                            slices.push((c.position as usize, *op, vec![src]))
-                        }
-                        (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
-                            if c.kind == ColumnKind::Clustering && *op == Operator::Neq {
-                                return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != ...", c.name)));
-                            }
-                            filters.push(Filter {
-                                column: idx,
-                                op: filter_op(*op),
-                                value: src,
-                                target: FilterTarget::Whole,
-                                fold_case: false,
-                            })
-                        }
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                                "Non PRIMARY KEY columns found in where clause: {}",
-                                c.name
-                            )))
-                        }
-                    }
+                    self.single_column(t, &mut r, column, *op, value, for_write)?
                 }
                 Relation::In { column, values } => {
-                    let (idx, c) = self.column(t, column)?;
-                    let c = c.clone();
-                    let kv = match values {
-                        ast::InValues::Terms(terms) => KeyValues::In(
-                            terms
-                                .iter()
-                                .map(|x| self.term(t, x, &c.name, &c.ty))
-                                .collect::<Result<_, _>>()?,
-                        ),
-                        ast::InValues::Marker(m) => {
-                            let list_ty = ColumnType::List(Box::new(c.ty.clone()));
-                            self.bind(t, m, &format!("in({})", c.name), &list_ty);
-                            KeyValues::InBind(m.index, c.ty.clone())
-                        }
-                    };
-                    match c.kind {
-                        ColumnKind::PartitionKey => {
-                            set_once(&mut pk[c.position as usize], kv, &c.name)?
-                        }
-                        ColumnKind::Clustering => {
-                            set_once(&mut cl[c.position as usize], kv, &c.name)?
-                        }
-                        _ => match kv {
-                            KeyValues::In(values) if !for_write => filters.push(Filter {
-                                column: idx,
-                                op: FilterOp::Eq,
-                                value: Src::Const(None),
-                                target: FilterTarget::In(values),
-                                fold_case: false,
-                            }),
-                            KeyValues::InBind(marker, _) if !for_write => filters.push(Filter {
-                                column: idx,
-                                op: FilterOp::Eq,
-                                value: Src::Bind(marker),
-                                target: FilterTarget::InList,
-                                fold_case: false,
-                            }),
-                            _ => {
-                                return Err(EngineError::invalid(format!(
-                                    "IN predicates on non-primary-key columns ({}) is not yet supported",
-                                    c.name
-                                )))
-                            }
-                        },
-                    }
+                    self.in_relation(t, &mut r, column, values, for_write)?
                 }
                 Relation::Token { columns, op, value } => {
-                    let pk_names: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
-                    if columns.iter().map(|s| s.as_str()).collect::<Vec<_>>() != pk_names {
-                        return Err(EngineError::invalid(
-                            "The token() function must be applied to all partition key components or none of them",
-                        ));
-                    }
-                    let src = match value {
-                        Term::FunctionCall { name, args }
-                            if name.name.eq_ignore_ascii_case("token") =>
-                        {
-                            let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
-                            if args.len() != cols.len() {
-                                return Err(EngineError::invalid(
-                                    "Invalid number of arguments in call to function system.token",
-                                ));
-                            }
-                            let mut srcs = Vec::new();
-                            for (a, c) in args.iter().zip(&cols) {
-                                srcs.push(self.term(t, a, &c.name, &c.ty)?);
-                            }
-                            TokenSrc::KeyOf(srcs)
-                        }
-                        other => TokenSrc::Token(self.term(
-                            t,
-                            other,
-                            "partition key token",
-                            &ColumnType::Bigint,
-                        )?),
-                    };
-                    match op {
-                        Operator::Gt | Operator::Gte => {
-                            token_start = Some(TokenBound {
-                                src,
-                                inclusive: *op == Operator::Gte,
-                            })
-                        }
-                        Operator::Lt | Operator::Lte => {
-                            token_end = Some(TokenBound {
-                                src,
-                                inclusive: *op == Operator::Lte,
-                            })
-                        }
-                        Operator::Eq => {
-                            token_start = Some(TokenBound {
-                                src: src.clone(),
-                                inclusive: true,
-                            });
-                            token_end = Some(TokenBound {
-                                src,
-                                inclusive: true,
-                            });
-                        }
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                                "Unsupported operator {op} on token()"
-                            )))
-                        }
-                    }
+                    self.token_relation(t, &mut r, columns, *op, value)?
                 }
                 Relation::MultiColumn { columns, op, value } => {
-                    let mut cols = Vec::new();
-                    for name in columns {
-                        let (_, c) = self.column(t, name)?;
-                        if c.kind != ColumnKind::Clustering {
-                            return Err(EngineError::invalid(format!(
-                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
-                                c.name
-                            )));
-                        }
-                        cols.push(c.clone());
-                    }
-                    let srcs: Vec<Src> = match value {
-                        Term::Tuple(items) => {
-                            if items.len() != cols.len() {
-                                return Err(EngineError::invalid(format!(
-                                    "Expected {} elements in value tuple, but got {}",
-                                    cols.len(),
-                                    items.len()
-                                )));
-                            }
-                            let mut srcs = Vec::with_capacity(items.len());
-                            for (i, c) in items.iter().zip(&cols) {
-                                srcs.push(self.term(t, i, &c.name, &c.ty)?);
-                            }
-                            srcs
-                        }
-                        Term::Bind(m) => {
-                            // One marker for the whole tuple: each column reads its field.
-                            let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
-                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
-                            let name = format!("({})", names.join(","));
-                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
-                                return Err(EngineError::invalid("Invalid bind marker"));
-                            };
-                            (0..cols.len()).map(|f| Src::Field(index, f)).collect()
-                        }
-                        _ => {
-                            return Err(EngineError::invalid(
-                                "Multi-column relations need a tuple of values or one bind marker",
-                            ))
-                        }
-                    };
-                    let first = cols[0].position as usize;
-                    if cols
-                        .iter()
-                        .enumerate()
-                        .any(|(i, c)| c.position as usize != first + i)
-                    {
-                        return Err(EngineError::invalid(
-                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
-                        ));
-                    }
-                    match op {
-                        Operator::Eq => {
-                            for (c, s) in cols.iter().zip(srcs) {
-                                set_once(&mut cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
-                            }
-                        }
-                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                            slices.push((first, *op, srcs))
-                        }
-                        _ => {
-                            return Err(EngineError::invalid(format!(
-                                "Unsupported operator {op} in multi-column relation"
-                            )))
-                        }
-                    }
+                    self.multi_column(t, &mut r, columns, *op, value)?
                 }
                 Relation::MultiColumnIn { columns, values } => {
-                    let mut cols = Vec::new();
-                    for name in columns {
-                        let (_, c) = self.column(t, name)?;
-                        if c.kind != ColumnKind::Clustering {
-                            return Err(EngineError::invalid(format!(
-                                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
-                                c.name
-                            )));
-                        }
-                        cols.push(c.clone());
-                    }
-                    let first = cols[0].position as usize;
-                    if cols
-                        .iter()
-                        .enumerate()
-                        .any(|(i, c)| c.position as usize != first + i)
-                    {
-                        return Err(EngineError::invalid(
-                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
-                        ));
-                    }
-                    let tuples = match values {
-                        ast::InValues::Terms(tuples) => tuples,
-                        ast::InValues::Marker(m) => {
-                            let ty = ColumnType::List(Box::new(ColumnType::Tuple(
-                                cols.iter().map(|c| c.ty.clone()).collect(),
-                            )));
-                            let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
-                            let name = format!("in({})", names.join(","));
-                            let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
-                                return Err(EngineError::invalid("Invalid bind marker"));
-                            };
-                            multi_in = Some((
-                                first,
-                                TupleValues::Bind {
-                                    index,
-                                    arity: cols.len(),
-                                },
-                            ));
-                            continue;
-                        }
-                    };
-                    let mut out = Vec::new();
-                    for tuple in tuples {
-                        let Term::Tuple(items) = tuple else {
-                            return Err(EngineError::invalid(
-                                "Expected a tuple of values in multi-column IN",
-                            ));
-                        };
-                        if items.len() != cols.len() {
-                            return Err(EngineError::invalid(format!(
-                                "Expected {} elements in value tuple, but got {}",
-                                cols.len(),
-                                items.len()
-                            )));
-                        }
-                        let mut srcs = Vec::new();
-                        for (i, c) in items.iter().zip(&cols) {
-                            srcs.push(self.term(t, i, &c.name, &c.ty)?);
-                        }
-                        out.push(srcs);
-                    }
-                    multi_in = Some((first, TupleValues::List(out)));
+                    self.multi_column_in(t, &mut r, columns, values)?
                 }
                 other => {
                     return Err(EngineError::invalid(format!(
@@ -318,118 +75,9 @@ impl Builder<'_> {
                 }
             }
         }
-
-        // Partition key: all by EQ/IN, or none (then a token range / full scan).
-        let restricted = pk.iter().filter(|p| p.is_some()).count();
-        let partitions = if restricted == npk {
-            if token_start.is_some() || token_end.is_some() {
-                return Err(EngineError::invalid(
-                    "Columns \"token\" cannot be restricted by both a normal relation and a token relation",
-                ));
-            }
-            PartitionSel::Keys(pk.into_iter().flatten().collect())
-        } else if restricted == 0 {
-            if for_write {
-                let missing: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
-                return Err(EngineError::invalid(format!(
-                    "Some partition key parts are missing: {}",
-                    missing.join(", ")
-                )));
-            }
-            PartitionSel::Range {
-                start: token_start,
-                end: token_end,
-            }
-        } else {
-            let missing: Vec<&str> = t
-                .partition_key()
-                .zip(&pk)
-                .filter(|(_, p)| p.is_none())
-                .map(|(c, _)| c.name.as_str())
-                .collect();
-            if for_write {
-                return Err(EngineError::invalid(format!(
-                    "Some partition key parts are missing: {}",
-                    missing.join(", ")
-                )));
-            }
-            return Err(EngineError::invalid(FILTERING_MSG));
-        };
-
-        // Clustering: an EQ/IN prefix, then at most one slice on the next column.
-        let mut sel = ClusteringSel::default();
-        let mut prefix_done = false;
-        let clust_cols: Vec<ColumnDef> = t.clustering().cloned().collect();
-        for (i, r) in cl.into_iter().enumerate() {
-            match r {
-                Some(kv) if !prefix_done => sel.eq.push(kv),
-                Some(_) => {
-                    let prev = &clust_cols[i - 1].name;
-                    if slices.iter().any(|s| s.0 == sel.eq.len()) {
-                        return Err(EngineError::invalid(format!(
-                            "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
-                            clust_cols[i].name, prev
-                        )));
-                    }
-                    return Err(EngineError::invalid(format!(
-                        "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
-                        clust_cols[i].name, prev
-                    )));
-                }
-                None => prefix_done = true,
-            }
-        }
-        let mut consumed = sel.eq.len();
-        if let Some((first, tuples)) = multi_in {
-            if first != sel.eq.len() {
-                return Err(EngineError::invalid(
-                    "Clustering columns of a multi-column IN must follow the restricted prefix",
-                ));
-            }
-            consumed += tuples.arity();
-            sel.tuples = Some(tuples);
-        }
-        for (pos, op, srcs) in slices {
-            if sel.tuples.is_some() && pos != consumed {
-                return Err(EngineError::invalid(
-                    "Slices after a multi-column IN are not supported",
-                ));
-            }
-            if sel.tuples.is_none() && pos != sel.eq.len() {
-                let c = &clust_cols[pos];
-                if pos < sel.eq.len() {
-                    return Err(EngineError::invalid(format!(
-                        "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
-                        c.name
-                    )));
-                }
-                return Err(EngineError::invalid(format!(
-                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
-                    c.name,
-                    clust_cols[pos - 1].name
-                )));
-            }
-            let b = SliceBound {
-                values: srcs,
-                inclusive: matches!(op, Operator::Lte | Operator::Gte),
-            };
-            let slot = match op {
-                Operator::Gt | Operator::Gte => &mut sel.start,
-                _ => &mut sel.end,
-            };
-            if slot.is_some() {
-                return Err(EngineError::invalid(format!(
-                    "More than one restriction was found for the {} bound on {}",
-                    if matches!(op, Operator::Gt | Operator::Gte) {
-                        "start"
-                    } else {
-                        "end"
-                    },
-                    clust_cols[pos].name
-                )));
-            }
-            *slot = Some(b);
-        }
+        let partitions = partition_selection(t, r.pk, r.token_start, r.token_end, for_write)?;
+        let sel = clustering_selection(t, r.cl, r.slices, r.multi_in)?;
+        let filters = r.filters;
         let needs_filtering = !filters.is_empty()
             || (matches!(partitions, PartitionSel::Range { .. }) && !sel.is_unrestricted());
         // Cassandra's virtual tables filter without ALLOW FILTERING.
@@ -439,4 +87,451 @@ impl Builder<'_> {
         }
         Ok((partitions, sel, filters))
     }
+
+    /// `c op term` on one column: a key column's EQ or clustering slice, or a filter.
+    fn single_column(
+        &mut self,
+        t: &Arc<TableDef>,
+        r: &mut Restrictions,
+        column: &str,
+        op: Operator,
+        value: &Term,
+        for_write: bool,
+    ) -> Result<(), EngineError> {
+        let (idx, c) = self.column(t, column)?;
+        let src = self.term(t, value, &c.name, &c.ty.clone())?;
+        match (c.kind, op) {
+            (ColumnKind::PartitionKey, Operator::Eq) => {
+                set_once(&mut r.pk[c.position as usize], KeyValues::Eq(src), &c.name)?
+            }
+            (ColumnKind::PartitionKey, _) => {
+                return Err(EngineError::invalid(
+                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
+                ))
+            }
+            (ColumnKind::Clustering, Operator::Eq) => {
+                set_once(&mut r.cl[c.position as usize], KeyValues::Eq(src), &c.name)?
+            }
+            (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
+                r.slices.push((c.position as usize, op, vec![src]))
+            }
+            (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
+                if c.kind == ColumnKind::Clustering && op == Operator::Neq {
+                    return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != ...", c.name)));
+                }
+                r.filters.push(Filter {
+                    column: idx,
+                    op: filter_op(op),
+                    value: src,
+                    target: FilterTarget::Whole,
+                    fold_case: false,
+                })
+            }
+            _ => {
+                return Err(EngineError::invalid(format!(
+                    "Non PRIMARY KEY columns found in where clause: {}",
+                    c.name
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// `c IN (...)` / `c IN ?`: a key column's values, or a filter on another column.
+    fn in_relation(
+        &mut self,
+        t: &Arc<TableDef>,
+        r: &mut Restrictions,
+        column: &str,
+        values: &ast::InValues,
+        for_write: bool,
+    ) -> Result<(), EngineError> {
+        let (idx, c) = self.column(t, column)?;
+        let c = c.clone();
+        let kv = match values {
+            ast::InValues::Terms(terms) => KeyValues::In(
+                terms
+                    .iter()
+                    .map(|x| self.term(t, x, &c.name, &c.ty))
+                    .collect::<Result<_, _>>()?,
+            ),
+            ast::InValues::Marker(m) => {
+                let list_ty = ColumnType::List(Box::new(c.ty.clone()));
+                self.bind(t, m, &format!("in({})", c.name), &list_ty);
+                KeyValues::InBind(m.index, c.ty.clone())
+            }
+        };
+        match c.kind {
+            ColumnKind::PartitionKey => set_once(&mut r.pk[c.position as usize], kv, &c.name)?,
+            ColumnKind::Clustering => set_once(&mut r.cl[c.position as usize], kv, &c.name)?,
+            _ => match kv {
+                KeyValues::In(values) if !for_write => r.filters.push(Filter {
+                    column: idx,
+                    op: FilterOp::Eq,
+                    value: Src::Const(None),
+                    target: FilterTarget::In(values),
+                    fold_case: false,
+                }),
+                KeyValues::InBind(marker, _) if !for_write => r.filters.push(Filter {
+                    column: idx,
+                    op: FilterOp::Eq,
+                    value: Src::Bind(marker),
+                    target: FilterTarget::InList,
+                    fold_case: false,
+                }),
+                _ => {
+                    return Err(EngineError::invalid(format!(
+                        "IN predicates on non-primary-key columns ({}) is not yet supported",
+                        c.name
+                    )))
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// `token(a, b) op term`: a bound of the token range scanned.
+    fn token_relation(
+        &mut self,
+        t: &Arc<TableDef>,
+        r: &mut Restrictions,
+        columns: &[String],
+        op: Operator,
+        value: &Term,
+    ) -> Result<(), EngineError> {
+        let pk_names: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+        if columns.iter().map(|s| s.as_str()).collect::<Vec<_>>() != pk_names {
+            return Err(EngineError::invalid(
+                "The token() function must be applied to all partition key components or none of them",
+            ));
+        }
+        let src = match value {
+            Term::FunctionCall { name, args } if name.name.eq_ignore_ascii_case("token") => {
+                let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
+                if args.len() != cols.len() {
+                    return Err(EngineError::invalid(
+                        "Invalid number of arguments in call to function system.token",
+                    ));
+                }
+                let mut srcs = Vec::new();
+                for (a, c) in args.iter().zip(&cols) {
+                    srcs.push(self.term(t, a, &c.name, &c.ty)?);
+                }
+                TokenSrc::KeyOf(srcs)
+            }
+            other => {
+                TokenSrc::Token(self.term(t, other, "partition key token", &ColumnType::Bigint)?)
+            }
+        };
+        match op {
+            Operator::Gt | Operator::Gte => {
+                r.token_start = Some(TokenBound {
+                    src,
+                    inclusive: op == Operator::Gte,
+                })
+            }
+            Operator::Lt | Operator::Lte => {
+                r.token_end = Some(TokenBound {
+                    src,
+                    inclusive: op == Operator::Lte,
+                })
+            }
+            Operator::Eq => {
+                r.token_start = Some(TokenBound {
+                    src: src.clone(),
+                    inclusive: true,
+                });
+                r.token_end = Some(TokenBound {
+                    src,
+                    inclusive: true,
+                });
+            }
+            _ => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported operator {op} on token()"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// `(a, b) op (1, 2)` / `(a, b) op ?`: EQ on each clustering column, or one slice.
+    fn multi_column(
+        &mut self,
+        t: &Arc<TableDef>,
+        r: &mut Restrictions,
+        columns: &[String],
+        op: Operator,
+        value: &Term,
+    ) -> Result<(), EngineError> {
+        let cols = self.multi_columns(t, columns)?;
+        let srcs: Vec<Src> = match value {
+            Term::Tuple(items) => {
+                if items.len() != cols.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Expected {} elements in value tuple, but got {}",
+                        cols.len(),
+                        items.len()
+                    )));
+                }
+                let mut srcs = Vec::with_capacity(items.len());
+                for (i, c) in items.iter().zip(&cols) {
+                    srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                }
+                srcs
+            }
+            Term::Bind(m) => {
+                // One marker for the whole tuple: each column reads its field.
+                let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                let name = format!("({})", names.join(","));
+                let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                    return Err(EngineError::invalid("Invalid bind marker"));
+                };
+                (0..cols.len()).map(|f| Src::Field(index, f)).collect()
+            }
+            _ => {
+                return Err(EngineError::invalid(
+                    "Multi-column relations need a tuple of values or one bind marker",
+                ))
+            }
+        };
+        let first = in_key_order(&cols)?;
+        match op {
+            Operator::Eq => {
+                for (c, s) in cols.iter().zip(srcs) {
+                    set_once(&mut r.cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
+                }
+            }
+            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                r.slices.push((first, op, srcs))
+            }
+            _ => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported operator {op} in multi-column relation"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// `(a, b) IN ((1, 2), (3, 4))` / `(a, b) IN ?`: tuples of clustering values.
+    fn multi_column_in(
+        &mut self,
+        t: &Arc<TableDef>,
+        r: &mut Restrictions,
+        columns: &[String],
+        values: &ast::InValues,
+    ) -> Result<(), EngineError> {
+        let cols = self.multi_columns(t, columns)?;
+        let first = in_key_order(&cols)?;
+        let tuples = match values {
+            ast::InValues::Terms(tuples) => tuples,
+            ast::InValues::Marker(m) => {
+                let ty = ColumnType::List(Box::new(ColumnType::Tuple(
+                    cols.iter().map(|c| c.ty.clone()).collect(),
+                )));
+                let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                let name = format!("in({})", names.join(","));
+                let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                    return Err(EngineError::invalid("Invalid bind marker"));
+                };
+                r.multi_in = Some((
+                    first,
+                    TupleValues::Bind {
+                        index,
+                        arity: cols.len(),
+                    },
+                ));
+                return Ok(());
+            }
+        };
+        let mut out = Vec::new();
+        for tuple in tuples {
+            let Term::Tuple(items) = tuple else {
+                return Err(EngineError::invalid(
+                    "Expected a tuple of values in multi-column IN",
+                ));
+            };
+            if items.len() != cols.len() {
+                return Err(EngineError::invalid(format!(
+                    "Expected {} elements in value tuple, but got {}",
+                    cols.len(),
+                    items.len()
+                )));
+            }
+            let mut srcs = Vec::new();
+            for (i, c) in items.iter().zip(&cols) {
+                srcs.push(self.term(t, i, &c.name, &c.ty)?);
+            }
+            out.push(srcs);
+        }
+        r.multi_in = Some((first, TupleValues::List(out)));
+        Ok(())
+    }
+
+    /// The columns of a multi-column relation, each of which must be a clustering column.
+    fn multi_columns(
+        &self,
+        t: &Arc<TableDef>,
+        columns: &[String],
+    ) -> Result<Vec<ColumnDef>, EngineError> {
+        let mut cols = Vec::new();
+        for name in columns {
+            let (_, c) = self.column(t, name)?;
+            if c.kind != ColumnKind::Clustering {
+                return Err(EngineError::invalid(format!(
+                    "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                    c.name
+                )));
+            }
+            cols.push(c.clone());
+        }
+        Ok(cols)
+    }
+}
+
+/// The position of the first of a multi-column relation's columns, which must follow each
+/// other in PRIMARY KEY order.
+fn in_key_order(cols: &[ColumnDef]) -> Result<usize, EngineError> {
+    let first = cols[0].position as usize;
+    if cols
+        .iter()
+        .enumerate()
+        .any(|(i, c)| c.position as usize != first + i)
+    {
+        return Err(EngineError::invalid(
+            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+        ));
+    }
+    Ok(first)
+}
+
+/// Partition key: all by EQ/IN, or none (then a token range / full scan).
+fn partition_selection(
+    t: &TableDef,
+    pk: Vec<Option<KeyValues>>,
+    token_start: Option<TokenBound>,
+    token_end: Option<TokenBound>,
+    for_write: bool,
+) -> Result<PartitionSel, EngineError> {
+    let restricted = pk.iter().filter(|p| p.is_some()).count();
+    if restricted == pk.len() {
+        if token_start.is_some() || token_end.is_some() {
+            return Err(EngineError::invalid(
+                "Columns \"token\" cannot be restricted by both a normal relation and a token relation",
+            ));
+        }
+        Ok(PartitionSel::Keys(pk.into_iter().flatten().collect()))
+    } else if restricted == 0 {
+        if for_write {
+            let missing: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
+            return Err(EngineError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        Ok(PartitionSel::Range {
+            start: token_start,
+            end: token_end,
+        })
+    } else {
+        let missing: Vec<&str> = t
+            .partition_key()
+            .zip(&pk)
+            .filter(|(_, p)| p.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        if for_write {
+            return Err(EngineError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        Err(EngineError::invalid(FILTERING_MSG))
+    }
+}
+
+/// Clustering: an EQ/IN prefix, then a multi-column IN or at most one slice on the next
+/// column.
+fn clustering_selection(
+    t: &TableDef,
+    cl: Vec<Option<KeyValues>>,
+    slices: Vec<(usize, Operator, Vec<Src>)>,
+    multi_in: Option<(usize, TupleValues)>,
+) -> Result<ClusteringSel, EngineError> {
+    let mut sel = ClusteringSel::default();
+    let mut prefix_done = false;
+    let clust_cols: Vec<ColumnDef> = t.clustering().cloned().collect();
+    for (i, r) in cl.into_iter().enumerate() {
+        match r {
+            Some(kv) if !prefix_done => sel.eq.push(kv),
+            Some(_) => {
+                let prev = &clust_cols[i - 1].name;
+                if slices.iter().any(|s| s.0 == sel.eq.len()) {
+                    return Err(EngineError::invalid(format!(
+                        "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+                        clust_cols[i].name, prev
+                    )));
+                }
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    clust_cols[i].name, prev
+                )));
+            }
+            None => prefix_done = true,
+        }
+    }
+    let mut consumed = sel.eq.len();
+    if let Some((first, tuples)) = multi_in {
+        if first != sel.eq.len() {
+            return Err(EngineError::invalid(
+                "Clustering columns of a multi-column IN must follow the restricted prefix",
+            ));
+        }
+        consumed += tuples.arity();
+        sel.tuples = Some(tuples);
+    }
+    for (pos, op, srcs) in slices {
+        if sel.tuples.is_some() && pos != consumed {
+            return Err(EngineError::invalid(
+                "Slices after a multi-column IN are not supported",
+            ));
+        }
+        if sel.tuples.is_none() && pos != sel.eq.len() {
+            let c = &clust_cols[pos];
+            if pos < sel.eq.len() {
+                return Err(EngineError::invalid(format!(
+                    "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
+                    c.name
+                )));
+            }
+            return Err(EngineError::invalid(format!(
+                "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                c.name,
+                clust_cols[pos - 1].name
+            )));
+        }
+        let b = SliceBound {
+            values: srcs,
+            inclusive: matches!(op, Operator::Lte | Operator::Gte),
+        };
+        let slot = match op {
+            Operator::Gt | Operator::Gte => &mut sel.start,
+            _ => &mut sel.end,
+        };
+        if slot.is_some() {
+            return Err(EngineError::invalid(format!(
+                "More than one restriction was found for the {} bound on {}",
+                if matches!(op, Operator::Gt | Operator::Gte) {
+                    "start"
+                } else {
+                    "end"
+                },
+                clust_cols[pos].name
+            )));
+        }
+        *slot = Some(b);
+    }
+    Ok(sel)
 }
