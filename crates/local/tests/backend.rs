@@ -896,9 +896,11 @@ async fn a_statement_prepared_before_a_schema_change_sees_the_new_schema() {
 }
 
 /// Known bug (reported; the fix belongs in the engine's prepared-statement cache): a v4
-/// client that caches result metadata (the Python driver sets `skip_metadata` whenever it
-/// has it) is sent rows of the new shape with `no_metadata` after ALTER TABLE / DROP +
-/// CREATE, and reads them with its old columns (wrong column count or type). v4 has no
+/// client that caches result metadata and sends `skip_metadata` (gocql does by default) is
+/// sent rows of the new shape with `no_metadata` after ALTER TABLE / DROP + CREATE, and
+/// reads them with its old columns (wrong column count or type: gocql 2.1.2 at v4 after
+/// `ALTER TABLE ks.t ADD w int` returned `{c:1 k:1 v:x} {c:1 k:0 v:"   "}` for the two rows
+/// `(1, 1, 'x')`, `(1, 2, 'y')` of a prepared `SELECT *`, without an error). v4 has no
 /// `result_metadata_id` to say so; Cassandra 5.0.9 forgets the table's prepared statements
 /// on such a change (`QueryProcessor`'s invalidating listener,
 /// `TableMetadata.changeAffectsPreparedStatements`), so the EXECUTE answers UNPREPARED and
