@@ -6,10 +6,6 @@
 //! change to the backend; the real-driver suites (tests/python, tests/java-driver, ...) stay
 //! the proof against clients.
 //!
-//! Two tests are `#[ignore]`d: they assert what Cassandra 5.0.9 answers where the engine
-//! differs today (stale result metadata for v4 clients after ALTER TABLE; four error
-//! messages). `cargo test -p local --test backend -- --ignored` runs them; drop the
-//! `#[ignore]` with the fix.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -906,7 +902,6 @@ async fn a_statement_prepared_before_a_schema_change_sees_the_new_schema() {
 /// `TableMetadata.changeAffectsPreparedStatements`), so the EXECUTE answers UNPREPARED and
 /// the driver prepares again. Either UNPREPARED or rows with their metadata is readable.
 #[tokio::test]
-#[ignore = "bug: v4 EXECUTE with skip_metadata after ALTER TABLE sends rows the client misreads"]
 async fn v4_execute_after_alter_table_sends_nothing_the_client_misreads() {
     let db = Db::with_table("v4-stale").await;
     db.ok("INSERT INTO ks.t (k, c, v) VALUES (1, 1, 'x')").await;
@@ -916,17 +911,34 @@ async fn v4_execute_after_alter_table_sends_nothing_the_client_misreads() {
         skip_metadata: true,
         ..QueryParams::default()
     };
-    let resp = db.send(execute(&star.id, vec![int(1)], skip)).await;
+    let resp = db.send(execute(&star.id, vec![int(1)], skip.clone())).await;
     match &resp {
         Response::Error(DbError::Unprepared { id, .. }) => assert_eq!(*id, star.id),
-        Response::Result(ResultBody::Rows(r)) => {
-            assert!(
-                !r.metadata.no_metadata,
-                "rows of a new shape without metadata"
-            )
-        }
+        other => panic!("expected UNPREPARED, as Cassandra answers: {other:?}"),
+    }
+    // Prepared again (as the driver does), it runs with the new columns.
+    let again = db.prepare("SELECT * FROM ks.t WHERE k = ?").await;
+    assert_eq!(again.id, star.id, "same text, same id");
+    let resp = db.send(execute(&again.id, vec![int(1)], QueryParams::default())).await;
+    match &resp {
+        Response::Result(ResultBody::Rows(r)) => assert_eq!(r.metadata.columns.len(), 4),
         other => panic!("{other:?}"),
     }
+    // A change of options only (Cassandra's `changeAffectsPreparedStatements` is false)
+    // keeps the statement prepared.
+    db.ok("ALTER TABLE ks.t WITH comment = 'only a comment'").await;
+    let resp = db.send(execute(&again.id, vec![int(1)], skip.clone())).await;
+    assert!(
+        matches!(&resp, Response::Result(ResultBody::Rows(_))),
+        "{resp:?}"
+    );
+    // A dropped table forgets its statements too: UNPREPARED, then the re-prepare fails.
+    db.ok("DROP TABLE ks.t").await;
+    let resp = db.send(execute(&again.id, vec![int(1)], skip)).await;
+    assert!(
+        matches!(&resp, Response::Error(DbError::Unprepared { .. })),
+        "{resp:?}"
+    );
 }
 
 /// Known differences (reported; the messages are the engine's), each checked against
@@ -937,7 +949,6 @@ async fn v4_execute_after_alter_table_sends_nothing_the_client_misreads() {
 /// were` in lower case (`QueryProcessor.processPrepared`) and QUERY `Invalid amount of bind
 /// variables` (`QueryProcessor.process`).
 #[tokio::test]
-#[ignore = "bug: four error messages differ from Cassandra 5.0.9's words"]
 async fn error_messages_match_cassandra_word_for_word() {
     let db = Db::with_table("messages").await;
     for text in ["SELECT * FROM nope.t", "INSERT INTO nope.t (k) VALUES (1)"] {
