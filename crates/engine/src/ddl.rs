@@ -1078,9 +1078,7 @@ impl crate::Engine {
                 guard_system(&k)?;
                 let Some(t) = schema.table(&k, &name.name) else {
                     if !schema.keyspaces.contains_key(&k) {
-                        return Err(EngineError::invalid(format!(
-                            "keyspace {k} does not exist"
-                        )));
+                        return Err(EngineError::invalid(format!("keyspace {k} does not exist")));
                     }
                     return Err(EngineError::invalid(format!(
                         "table {} does not exist",

@@ -919,15 +919,20 @@ async fn v4_execute_after_alter_table_sends_nothing_the_client_misreads() {
     // Prepared again (as the driver does), it runs with the new columns.
     let again = db.prepare("SELECT * FROM ks.t WHERE k = ?").await;
     assert_eq!(again.id, star.id, "same text, same id");
-    let resp = db.send(execute(&again.id, vec![int(1)], QueryParams::default())).await;
+    let resp = db
+        .send(execute(&again.id, vec![int(1)], QueryParams::default()))
+        .await;
     match &resp {
         Response::Result(ResultBody::Rows(r)) => assert_eq!(r.metadata.columns.len(), 4),
         other => panic!("{other:?}"),
     }
     // A change of options only (Cassandra's `changeAffectsPreparedStatements` is false)
     // keeps the statement prepared.
-    db.ok("ALTER TABLE ks.t WITH comment = 'only a comment'").await;
-    let resp = db.send(execute(&again.id, vec![int(1)], skip.clone())).await;
+    db.ok("ALTER TABLE ks.t WITH comment = 'only a comment'")
+        .await;
+    let resp = db
+        .send(execute(&again.id, vec![int(1)], skip.clone()))
+        .await;
     assert!(
         matches!(&resp, Response::Result(ResultBody::Rows(_))),
         "{resp:?}"
