@@ -64,6 +64,8 @@
 //!   classify and re-prepare them.
 
 mod admin;
+#[cfg(test)]
+mod bounds_tests;
 mod cache;
 mod classify;
 mod control;
