@@ -9,6 +9,10 @@ proxy modules do (skipped, like them, only when the Cassandra jars are not insta
 - `max_connections` and `native_transport_max_concurrent_connections_per_ip` refuse with
   Overloaded naming the limit;
 - headers announcing huge bodies cost no memory before the bytes arrive;
+- request bytes read and not answered are bounded node-wide
+  (`native_transport_max_request_data_in_flight`): with Cassandra stopped (SIGSTOP) a
+  `THROW_ON_OVERLOAD` client gets Overloaded over the bound, another client's connection stops
+  being read, and both go on once Cassandra answers (SIGCONT);
 - a client that pipelines large SELECTs (answered by Cassandra) and never reads stops being
   read once its unsent answers pass `max_response_backlog_bytes`: the proxy stops sending its
   requests upstream, its RSS stays bounded, and a normal driver session is served meanwhile.
@@ -18,6 +22,7 @@ in-process against scripted upstreams: crates/proxy/src/bounds_tests.rs.
 """
 
 import os
+import signal
 import socket
 import struct
 import time
@@ -29,7 +34,7 @@ from cassandra.cluster import Cluster
 import proxy_support as ps
 from proxy_support import metric
 from test_bad_input import (ERROR, OPTIONS, QUERY, READY, STARTUP, STARTUP_BODY, SUPPORTED,
-                            error_of, frame, query_body, read_frame)
+                            error_of, frame, query_body, read_frame, string_map)
 from test_connection_limits import rss_bytes, wait_closed
 
 UPSTREAM_PORT = int(os.environ.get("PROXY_BOUNDS_UPSTREAM_PORT", "9962"))
@@ -117,22 +122,38 @@ def test_handshake_and_idle_timeouts_close_connections(proxies):
         s.close()
 
 
+def admitted(proxy, source):
+    """A connection from `source` past STARTUP, retried while the proxy still counts a
+    connection that was already closed (the start-up probe's, until the proxy reads its EOF)."""
+    deadline = time.monotonic() + 10
+    while True:
+        s = raw(proxy, source)
+        s.sendall(frame(STARTUP, STARTUP_BODY))
+        f = read_frame(s)
+        if f is not None and f[3] == READY:
+            return s
+        s.close()
+        assert time.monotonic() < deadline, f and error_of(f[4])
+        time.sleep(0.05)
+
+
 def test_connection_limits_refuse_with_overloaded(proxies):
-    # Loopback addresses are per-IP clients of their own: 127.0.0.1 and 127.0.0.2 fill the
-    # node (2 + 2 = max_connections), 127.0.0.3 then meets the node-wide limit.
+    # Loopback addresses are per-IP clients of their own: 127.0.0.2 and 127.0.0.3 fill the
+    # node (2 + 2 = max_connections), 127.0.0.4 then meets the node-wide limit. (127.0.0.1 is
+    # left out: the start-up probe's connection came from there.)
     proxy = proxies("max_connections: 4\nnative_transport_max_concurrent_connections_per_ip: 2\n")
-    first = [ready(proxy, "127.0.0.1") for _ in range(2)]
-    code, message = refused(proxy, "127.0.0.1")
+    first = [admitted(proxy, "127.0.0.2") for _ in range(2)]
+    code, message = refused(proxy, "127.0.0.2")
     assert code == OVERLOADED, (code, message)
     assert "native_transport_max_concurrent_connections_per_ip" in message, message
-    second = [ready(proxy, "127.0.0.2") for _ in range(2)]
-    code, message = refused(proxy, "127.0.0.3")
+    second = [admitted(proxy, "127.0.0.3") for _ in range(2)]
+    code, message = refused(proxy, "127.0.0.4")
     assert code == OVERLOADED, (code, message)
     assert "max_connections" in message, message
     # A place is given back once the proxy saw a close.
     second.pop().close()
     deadline = time.monotonic() + 10
-    while refused(proxy, "127.0.0.3") is not None:
+    while refused(proxy, "127.0.0.4") is not None:
         assert time.monotonic() < deadline, "no place given back after a close"
         time.sleep(0.05)
     for s in first + second:
@@ -232,3 +253,70 @@ def test_a_client_that_never_reads_cannot_grow_the_proxy(upstream, proxies):
     print(f"proxy-bounds figures: sent={sent} ran={ran} grown={(peak - baseline) // MIB} MiB p99={latencies[-1]:.3f}s")
     assert peak - baseline < 150 * MIB, (sent, ran, baseline, peak)
     assert latencies[-3] < 1.0, latencies[-5:]
+
+
+def test_request_bytes_in_flight_are_bounded(upstream, proxies):
+    direct = Cluster(["127.0.0.1"], port=UPSTREAM_PORT, protocol_version=4, connect_timeout=10)
+    ds = direct.connect()
+    ks = KS + "_f"
+    ds.execute(f"CREATE KEYSPACE {ks} WITH replication = "
+               "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ds.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
+    direct.shutdown()
+    proxy = proxies("native_transport_max_request_data_in_flight: 1MiB\nrequest_timeout: 30s\n")
+
+    def insert(k, size):
+        return query_body(f"INSERT INTO {ks}.t (k, v) VALUES ({k}, '{'x' * size}')")
+
+    local = query_body("SELECT * FROM system_views.peregrine_cache")  # answered by the proxy
+    thrower = raw(proxy)
+    thrower.sendall(frame(STARTUP, string_map({"CQL_VERSION": "3.0.0", "THROW_ON_OVERLOAD": "1"})))
+    assert read_frame(thrower)[3] == READY
+    patient = ready(proxy)
+    for s in (thrower, patient):  # the upstream connection is open before Cassandra stops
+        s.sendall(frame(QUERY, insert(0, 10), stream=1))
+        f = read_frame(s)
+        assert f is not None and f[3] != ERROR, f and error_of(f[4])
+    patient.sendall(frame(QUERY, local, stream=2))
+    assert read_frame(patient)[2] == 2
+    pid = ps.cassandra_pid(UPSTREAM_PORT)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        # 600 KB in flight (Cassandra does not answer), then 600 KB more: over 1 MiB.
+        thrower.sendall(frame(QUERY, insert(1, 600_000), stream=10))
+        thrower.sendall(frame(QUERY, insert(2, 600_000), stream=11))
+        f = read_frame(thrower)
+        assert f is not None and f[2] == 11 and f[3] == ERROR, f
+        code, message = error_of(f[4])
+        assert code == OVERLOADED, (code, message)
+        # A client without THROW_ON_OVERLOAD: its request past the bound is taken (one
+        # request never deadlocks), then its connection is not read while over the bound,
+        # even for what the proxy answers itself.
+        patient.sendall(frame(QUERY, insert(3, 600_000), stream=20))
+        patient.sendall(frame(QUERY, local, stream=21))
+        patient.settimeout(1.5)
+        with pytest.raises(socket.timeout):
+            read_frame(patient)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    patient.settimeout(30)
+    # What Cassandra answers requests that waited through its pause is its business (a
+    # timeout is possible); the proxy's part is that they are answered, none Overloaded.
+    def outcome(f):
+        return error_of(f[4])[0] if f[3] == ERROR else "ok"
+
+    answered = {}
+    for _ in range(2):
+        f = read_frame(patient)
+        assert f is not None, "patient connection closed"
+        answered[f[2]] = outcome(f)
+    assert answered.keys() == {20, 21}, answered
+    assert answered[21] == "ok" and answered[20] != OVERLOADED, answered
+    f = read_frame(thrower)
+    assert f is not None and f[2] == 10 and outcome(f) != OVERLOADED, f
+    # Under the bound again: the thrower is served.
+    thrower.sendall(frame(QUERY, insert(4, 600_000), stream=12))
+    f = read_frame(thrower)
+    assert f is not None and f[2] == 12 and f[3] != ERROR, f and error_of(f[4])
+    thrower.close()
+    patient.close()
