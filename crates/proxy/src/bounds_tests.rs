@@ -184,7 +184,9 @@ async fn a_hung_upstream_gets_read_and_write_timeouts_within_request_timeout() {
 async fn requests_over_the_in_flight_bound_get_overloaded_and_unanswered_ones_retire_the_connection(
 ) {
     let (upstream, seen) = scripted_upstream().await;
-    let timeout = Duration::from_secs(2);
+    // Long enough for all 2,048 to be sent before the first times out (which would retire
+    // the connection early), on a loaded machine too.
+    let timeout = Duration::from_secs(4);
     let backend = proxy(upstream, timeout).await;
     let conn = client();
     // Fill the one upstream connection with requests the upstream never answers.
