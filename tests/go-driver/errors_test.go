@@ -2,6 +2,7 @@ package godriver
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,5 +86,48 @@ func TestPreparedAgainstADroppedTable(t *testing.T) {
 	err := s.Query("INSERT INTO gone (k, v) VALUES (?, ?)", 1, 2).Exec()
 	if !errors.As(err, &re) || re.Code() != gocql.ErrCodeInvalid {
 		t.Errorf("prepared insert into a dropped table: %T %v, want an Invalid error", err, err)
+	}
+}
+
+// A prepared SELECT * outlives ALTER TABLE ... ADD at protocol v4, where the driver skips the
+// result metadata of a prepared statement (v4 cannot say it changed): the server forgets the
+// table's prepared statements as Cassandra does, the EXECUTE answers UNPREPARED, and gocql
+// prepares again and reads the rows with the new columns (it read garbled rows before).
+func TestPreparedSelectStarAfterAlterTableAtV4(t *testing.T) {
+	s := begin(t)
+	createTable(t, s, "CREATE TABLE widened (k int, c int, v text, PRIMARY KEY (k, c))")
+	cfg := cluster(4)
+	cfg.Keyspace = ks
+	v4, err := cfg.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4.Close()
+	for c, v := range []string{"x", "y"} {
+		if err := v4.Query("INSERT INTO widened (k, c, v) VALUES (?, ?, ?)", 1, c+1, v).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() []map[string]interface{} {
+		rows, err := v4.Query("SELECT * FROM widened WHERE k = ?", 1).Iter().SliceMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if got := read(); len(got) != 2 || got[1]["v"] != "y" {
+		t.Fatalf("before ALTER: %v", got)
+	}
+	createTable(t, s, "ALTER TABLE widened ADD w int")
+	if err := v4.Query("UPDATE widened SET w = 7 WHERE k = 1 AND c = 2").Exec(); err != nil {
+		t.Fatal(err)
+	}
+	got := read()
+	want := []map[string]interface{}{
+		{"k": 1, "c": 1, "v": "x", "w": 0},
+		{"k": 1, "c": 2, "v": "y", "w": 7},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after ALTER TABLE ADD: %v, want %v", got, want)
 	}
 }

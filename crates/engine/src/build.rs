@@ -80,7 +80,7 @@ impl<'a> Builder<'a> {
         }
         if !self.schema.keyspaces.contains_key(ks) {
             return Err(EngineError::invalid(format!(
-                "Keyspace '{ks}' does not exist"
+                "keyspace {ks} does not exist"
             )));
         }
         Err(EngineError::invalid(format!(

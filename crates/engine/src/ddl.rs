@@ -5,8 +5,8 @@
 use crate::catalog::*;
 use crate::{auth, catalog, index, scalar, system, view};
 use crate::{
-    statement_kind, EngineError, Now, Outcome, QueryOptions, SchemaChange, SchemaChangeType,
-    SCHEMA_KEY,
+    statement_kind, EngineError, Now, Outcome, Prepared, QueryOptions, SchemaChange,
+    SchemaChangeType, SCHEMA_KEY,
 };
 use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
 use proto::types::ColumnType;
@@ -378,7 +378,7 @@ pub fn alter_type(
             return Ok(None);
         }
         return Err(EngineError::invalid(format!(
-            "No user type named '{}' exists.",
+            "Type {ks}.{} doesn't exist",
             at.name.name
         )));
     };
@@ -457,7 +457,7 @@ pub fn drop_type(
             return Ok(None);
         }
         return Err(EngineError::invalid(format!(
-            "No user type named '{}' exists.",
+            "Type '{ks}.{}' doesn't exist",
             name.name
         )));
     }
@@ -704,11 +704,8 @@ pub fn alter_table(
     drop_compact_storage_enabled: bool,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?.to_string();
-    if !schema.keyspaces.contains_key(&ks) {
-        return Err(EngineError::invalid(format!(
-            "Keyspace '{ks}' doesn't exist"
-        )));
-    }
+    // An unknown keyspace is an unknown table here, as in Cassandra ("Table 'ks.t' doesn't
+    // exist", and nothing with IF EXISTS).
     let Some(t) = schema.table(&ks, &at.name.name) else {
         if at.if_exists {
             return Ok(None);
@@ -1062,15 +1059,7 @@ impl crate::Engine {
             S::DropTable { name, if_exists } => {
                 let k = table_ks(name)?;
                 guard_system(&k)?;
-                if !schema.keyspaces.contains_key(&k) {
-                    if *if_exists {
-                        None
-                    } else {
-                        return Err(EngineError::invalid(format!(
-                            "Keyspace '{k}' doesn't exist"
-                        )));
-                    }
-                } else if schema.table(&k, &name.name).is_none() {
+                if schema.table(&k, &name.name).is_none() {
                     if *if_exists {
                         None
                     } else {
@@ -1108,9 +1097,7 @@ impl crate::Engine {
                 guard_system(&k)?;
                 let Some(t) = schema.table(&k, &name.name) else {
                     if !schema.keyspaces.contains_key(&k) {
-                        return Err(EngineError::invalid(format!(
-                            "Keyspace '{k}' does not exist"
-                        )));
+                        return Err(EngineError::invalid(format!("keyspace {k} does not exist")));
                     }
                     return Err(EngineError::invalid(format!(
                         "table {} does not exist",
@@ -1175,13 +1162,50 @@ impl crate::Engine {
         match result {
             None => Ok(Outcome::Void),
             Some((mut next, change)) => {
+                let invalidated = invalidated_by(&schema, &next, &change);
                 next.version = scalar::random_uuid(0);
                 self.install(next)?;
+                if let Some((k, table)) = invalidated {
+                    self.forget_prepared(&k, table.as_deref());
+                }
                 self.build_indexes()?;
                 self.build_views()?;
                 Ok(Outcome::SchemaChange(change))
             }
         }
+    }
+
+    /// Forgets the prepared statements that read or write `keyspace` (only `table` of it, if
+    /// given), as Cassandra does when a table is dropped or its columns change: their next
+    /// EXECUTE answers UNPREPARED and the driver prepares again, learning the new columns.
+    /// Re-planning them in place instead would hand a v4 client that asked to skip the result
+    /// metadata rows of a shape it does not know.
+    fn forget_prepared(&self, keyspace: &str, table: Option<&str>) {
+        let on = |q: &cql::ast::QualifiedName, default_ks: Option<&str>| {
+            q.keyspace.as_deref().or(default_ks) == Some(keyspace)
+                && table.is_none_or(|t| q.name == t)
+        };
+        let touches = |p: &Prepared| {
+            use cql::ast::ModificationStatement as M;
+            let ks = p.keyspace.as_deref();
+            let modifies = |m: &M| match m {
+                M::Insert(i) => on(&i.table, ks),
+                M::Update(u) => on(&u.table, ks),
+                M::Delete(d) => on(&d.table, ks),
+            };
+            match &p.statement.statement {
+                cql::Statement::Select(s) => on(&s.table, ks),
+                cql::Statement::Insert(i) => on(&i.table, ks),
+                cql::Statement::Update(u) => on(&u.table, ks),
+                cql::Statement::Delete(d) => on(&d.table, ks),
+                cql::Statement::Batch(b) => b.statements.iter().any(modifies),
+                _ => false,
+            }
+        };
+        self.prepared
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, p| !touches(p));
     }
 
     /// Records index or view builds as done: every table `unbuilt` selects is replaced by a
@@ -1233,5 +1257,38 @@ impl crate::Engine {
         self.has_indexes.store(has_indexes, Ordering::Release);
         self.schema_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+/// The keyspace (and table) whose prepared statements a schema change invalidates, as
+/// Cassandra's `QueryProcessor` decides: a dropped keyspace, a dropped table or view, or a
+/// table whose columns, indexes, default TTL or gc_grace changed (not a change of other
+/// options).
+fn invalidated_by(
+    before: &Schema,
+    after: &Schema,
+    change: &SchemaChange,
+) -> Option<(String, Option<String>)> {
+    use crate::SchemaChangeTarget as Target;
+    match (&change.target, change.change) {
+        (Target::Keyspace(k), SchemaChangeType::Dropped) => Some((k.clone(), None)),
+        (Target::Table { keyspace, name }, SchemaChangeType::Dropped) => {
+            Some((keyspace.clone(), Some(name.clone())))
+        }
+        (Target::Table { keyspace, name }, SchemaChangeType::Updated) => {
+            let (k, t) = (keyspace.clone(), name.as_str());
+            let (old, new) = (before.table(&k, t)?, after.table(&k, t)?);
+            let shape = |d: &TableDef| {
+                (
+                    serde_json::to_string(&d.columns).unwrap_or_default(),
+                    serde_json::to_string(&d.indexes).unwrap_or_default(),
+                    d.options.default_time_to_live,
+                    d.options.gc_grace_seconds,
+                    d.compact,
+                )
+            };
+            (shape(old) != shape(new)).then(|| (k, Some(t.to_string())))
+        }
+        _ => None,
     }
 }

@@ -71,6 +71,11 @@ impl Engine {
         let compiled = self
             .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
             .map_err(EngineError::into_db)?;
+        if values.len() != compiled.binds.len() {
+            // QueryProcessor.process, once the statement is prepared (so an unknown table is
+            // reported first).
+            return Err(DbError::invalid("Invalid amount of bind variables"));
+        }
         Ok(PlannedQuery {
             parsed,
             compiled,

@@ -798,14 +798,8 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, DbError> {
-        let parsed = cql::parse(text).map_err(parse_error)?;
-        let values = bind_values(values, &parsed)?;
-        let schema = self.schema.get();
-        let compiled = self
-            .compile(&parsed, opts.keyspace.as_deref(), &schema, now)
-            .map_err(EngineError::into_db)?;
-        self.run(&parsed, &compiled, &values, opts, now)
-            .map_err(EngineError::into_db)
+        let planned = self.plan_query(text, values, opts, now)?;
+        self.run_planned(&planned, opts, now)
     }
 
     pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>, DbError> {
@@ -954,7 +948,7 @@ impl Engine {
                     (plan, v)
                 }
             };
-            let values = check_bound(&compiled, &values)?.unwrap_or(values);
+            let values = check_bound(&compiled, &values, true)?.unwrap_or(values);
             compiled_items.push((compiled, values));
         }
         let mut parts = Vec::with_capacity(compiled_items.len());
@@ -1067,7 +1061,7 @@ impl Engine {
                 )
                 .map_err(EngineError::Db)?;
         }
-        let normalized = check_bound(compiled, values).map_err(EngineError::Db)?;
+        let normalized = check_bound(compiled, values, false).map_err(EngineError::Db)?;
         let values = normalized.as_deref().unwrap_or(values);
         match &compiled.kind {
             CompiledKind::Select(plan) => {
@@ -1221,10 +1215,14 @@ pub(crate) fn statement_kind(st: &cql::Statement) -> String {
 fn check_bound(
     c: &Compiled,
     values: &[Option<BoundValue>],
+    in_batch: bool,
 ) -> Result<Option<Vec<Option<BoundValue>>>, DbError> {
     if values.len() != c.binds.len() {
+        // Cassandra's words: "There" in a BATCH (BatchMessage), "there" for an EXECUTE
+        // (QueryProcessor.processPrepared); a QUERY is checked before, in `Engine::query`.
+        let there = if in_batch { "There" } else { "there" };
         return Err(DbError::invalid(format!(
-            "There were {} markers(?) in CQL but {} bound variables",
+            "{there} were {} markers(?) in CQL but {} bound variables",
             c.binds.len(),
             values.len()
         )));
@@ -1233,7 +1231,8 @@ fn check_bound(
     for (i, (spec, v)) in c.binds.iter().zip(values).enumerate() {
         if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
             proto::value::validate_value(&spec.ty, b).map_err(|e| {
-                DbError::invalid(format!("Invalid value for {}: {}", spec.name, e.message()))
+                // Cassandra rethrows the type's own message unprefixed.
+                DbError::invalid(e.message().to_string())
             })?;
             if let Some(n) = collections::normalize(&spec.ty, b) {
                 normalized.get_or_insert_with(|| values.to_vec())[i] =

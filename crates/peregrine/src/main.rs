@@ -156,10 +156,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
+        // The client port is bound now (a port in use fails the start before the store is
+        // opened) but accepts connections only once the backend is ready, as Cassandra opens
+        // its native port last: a client never waits on a connection the node cannot serve
+        // yet (the data-file check can take seconds per GB).
+        let socket = bind_client_port(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
-        let addr = listener.local_addr()?;
+        let addr = socket.local_addr()?;
         let admin = bind_admin(&config).await?;
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
@@ -167,6 +170,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let backend = Arc::new(LocalBackend::open(&config).with_context(|| {
                 format!("cannot open the database in {}", config.data_dir.display())
             })?);
+            let listener = socket
+                .listen(LISTEN_BACKLOG)
+                .with_context(|| format!("cannot listen on {addr}"))?;
             println!(
                 "peregrine listening on {addr} (data: {})",
                 config.data_dir.display()
@@ -183,6 +189,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // STATUS_CHANGE UP/DOWN for the other proxies (`--proxy-peers`).
             backend.watch_peers(events.clone());
             let upstream: Vec<String> = config.upstream.iter().map(|a| a.to_string()).collect();
+            let listener = socket
+                .listen(LISTEN_BACKLOG)
+                .with_context(|| format!("cannot listen on {addr}"))?;
             println!(
                 "peregrine proxy listening on {addr} (upstream: {})",
                 upstream.join(",")
@@ -192,6 +201,23 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("peregrine stopped");
         Ok(())
     })
+}
+
+/// The accept backlog of the client port (what the kernel queues before `accept`).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// The client port bound but not yet listening: connections to it are refused until
+/// `listen`. SO_REUSEADDR as `TcpListener::bind` sets it, so a restart does not wait out
+/// TIME_WAIT.
+fn bind_client_port(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
 }
 
 /// Binds the admin endpoint: `admin_listen` if set (failing the start if it cannot be bound),

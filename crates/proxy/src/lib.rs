@@ -44,7 +44,7 @@
 //! | `control` | the control connection and event relay, invalidation on schema changes, waiting for schema agreement after DDL |
 //! | `patch` | in-place updates: which prepared reads and writes take part, patching a cached point read with a write's values |
 //! | `stale` | the last results of `serve_stale_on_upstream_error` tables, answered when the upstream fails |
-//! | `upstream` | upstream connections (stream multiplexing, handshake, login) and pools |
+//! | `upstream` | upstream connections (stream multiplexing, handshake, login) and pools; their bounds (in-flight stream ids, orphaned ids retiring a connection, answer size) |
 //! | `classify` | statement text -> what it reads/writes, cacheability |
 //! | `cache` | the cache: DRAM tier (TinyLFU admission, CLOCK eviction) over `ssd`, generation-based coherence |
 //! | `ssd` | the SSD cache tier under the DRAM one: an `LsmStorage`, FIFO byte budget |
@@ -60,10 +60,15 @@
 //!   the whole cache it was read under are current, and it is younger than its `max_staleness`.
 //! - Every forwarded request, connecting and an UNPREPARED retry included, is answered within
 //!   `request_timeout`.
+//! - What an upstream node can make the proxy hold is bounded per connection: 2,048 requests
+//!   in flight, answers of at most 256 MiB grown as their bytes arrive (`upstream`'s docs;
+//!   tested against scripted upstreams in `bounds_tests`).
 //! - Prepared statement ids are the upstream's; the proxy only remembers what it needs to
 //!   classify and re-prepare them.
 
 mod admin;
+#[cfg(test)]
+mod bounds_tests;
 mod cache;
 mod classify;
 mod control;

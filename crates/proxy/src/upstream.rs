@@ -12,11 +12,28 @@
 //! by `connect_timeout`), and after a failed attempt further requests fail fast for
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
 //!
+//! # Bounds
+//! - Opening a connection (TCP, TLS, STARTUP, login, `USE`) takes at most `connect_timeout`;
+//!   a request waits for its answer at most the timeout its caller gives (the client's
+//!   `request_timeout`, see `forward.rs`).
+//! - At most [`MAX_IN_FLIGHT`] requests per connection: a stream id is taken before a frame is
+//!   queued, so the outgoing queue holds at most that many frames; over it the request fails
+//!   at once ([`UpstreamError::Busy`], Overloaded to the client) and [`Pool::get`] prefers a
+//!   connection with free ids.
+//! - A timed-out request keeps its stream id (*orphaned*) until its late answer arrives, so
+//!   an id is never reused while the upstream may still answer it. At [`MAX_ORPHANS`] the
+//!   connection is retired (as the drivers do: the Java driver's `max-orphan-requests`), its
+//!   slot refilled, and it is closed once nobody uses it: a hung upstream cannot pin a
+//!   connection at [`MAX_IN_FLIGHT`] forever.
+//! - A response body is at most [`MAX_FRAME_BYTES`], checked on its header; the read buffer
+//!   grows as the body's bytes arrive, never to a length a header only announces. Over the
+//!   bound the connection is closed and its requests fail with a server error naming the size.
+//!
 //! [`Connection::open_for_events`] opens the proxy's control connection: the same connection
 //! with server-pushed EVENT frames (stream -1) delivered on a channel, which closes when the
 //! connection dies.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,16 +48,20 @@ use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::encode_segments;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use server::RequestFlags;
 
 /// Most requests in flight on one upstream connection.
-const MAX_IN_FLIGHT: usize = 2048;
+pub(crate) const MAX_IN_FLIGHT: usize = 2048;
+/// Timed-out requests whose answers have not come (their stream ids still taken) at which a
+/// connection is retired: a quarter of its ids, the Java driver's default ratio.
+pub(crate) const MAX_ORPHANS: usize = MAX_IN_FLIGHT / 4;
 /// After a failed connection attempt, requests fail at once for this long.
 pub const RETRY_AFTER: Duration = Duration::from_millis(200);
-/// Largest response body accepted from the upstream.
-const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
+/// Largest response body accepted from the upstream (a page of rows: Cassandra bounds pages
+/// by rows, not bytes, so this is generous).
+pub(crate) const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
 
 /// A role's login, as the SASL PLAIN token the client sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +103,8 @@ pub struct Settings {
 
 struct Waiters {
     pending: HashMap<i16, oneshot::Sender<Envelope>>,
+    /// Stream ids of requests that timed out, kept until their answers arrive.
+    orphaned: HashSet<i16>,
     free: Vec<i16>,
 }
 
@@ -89,6 +112,12 @@ struct ConnShared {
     addr: SocketAddr,
     waiters: Mutex<Waiters>,
     dead: AtomicBool,
+    /// Why the connection failed, when the reader knows better than "connection lost".
+    failure: Mutex<Option<String>>,
+    /// Told by the writer when every [`Connection`] handle is gone: nobody waits for an
+    /// answer any more, so the reader stops and the socket closes, even if the upstream
+    /// never closes its side.
+    unused: Notify,
 }
 
 impl ConnShared {
@@ -97,6 +126,21 @@ impl ConnShared {
         let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
         // Dropping the senders wakes every waiter with an error.
         w.pending.clear();
+        w.orphaned.clear();
+    }
+
+    fn fail_because(&self, why: String) {
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(why);
+        self.fail_all();
+    }
+
+    /// The reason a request in flight was lost.
+    fn lost(&self) -> String {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "connection lost with the request in flight".into())
     }
 }
 
@@ -230,6 +274,17 @@ impl Connection {
         self.shared.dead.store(true, Ordering::Release);
     }
 
+    /// True while a request can take a stream id here.
+    pub fn has_free_stream(&self) -> bool {
+        !self
+            .shared
+            .waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .free
+            .is_empty()
+    }
+
     /// Sends `req` and waits up to `timeout` for its response.
     pub async fn request(
         &self,
@@ -303,22 +358,49 @@ impl Connection {
                 reason: "writer stopped".into(),
             });
         }
-        // On timeout the stream id stays reserved until the late answer arrives (or the
-        // connection dies), so it is never reused while the upstream may still answer it.
         let env = match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(env)) => env,
             Ok(Err(_)) => {
                 return Err(UpstreamError::Closed {
                     addr,
-                    reason: "connection lost with the request in flight".into(),
+                    reason: self.shared.lost(),
                 })
             }
-            Err(_) => return Err(UpstreamError::Timeout { addr, timeout }),
+            Err(_) => {
+                self.orphan(stream);
+                return Err(UpstreamError::Timeout { addr, timeout });
+            }
         };
         Response::from_envelope_lazy(&env).map_err(|e| UpstreamError::Protocol {
             addr,
             reason: e.to_string(),
         })
+    }
+}
+
+impl Connection {
+    /// A request on `stream` timed out: its id stays taken until the late answer arrives (or
+    /// the connection dies), so it is never reused while the upstream may still answer it;
+    /// at [`MAX_ORPHANS`] such ids the connection is retired (see the module docs).
+    fn orphan(&self, stream: i16) {
+        let mut w = self
+            .shared
+            .waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Absent: the answer came as the timer fired (the id is free again) or the
+        // connection died.
+        if w.pending.remove(&stream).is_none() {
+            return;
+        }
+        w.orphaned.insert(stream);
+        if w.orphaned.len() >= MAX_ORPHANS && !self.shared.dead.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                "upstream {}: {} requests timed out without an answer on one connection; opening another",
+                self.shared.addr,
+                w.orphaned.len()
+            );
+        }
     }
 }
 
@@ -438,9 +520,12 @@ impl Started {
             addr: self.addr,
             waiters: Mutex::new(Waiters {
                 pending: HashMap::new(),
+                orphaned: HashSet::new(),
                 free: (0..MAX_IN_FLIGHT as i16).rev().collect(),
             }),
             dead: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            unused: Notify::new(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(wr, rx, shared.clone()));
@@ -481,6 +566,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         batch.clear();
     }
+    // Every handle is gone (the channel closed): the reader may stop too.
+    shared.dead.store(true, Ordering::Release);
+    shared.unused.notify_one();
     let _ = wr.shutdown().await;
 }
 
@@ -500,8 +588,15 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 Ok(Some(env)) => env,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!("upstream {} sent bad framing, closing: {e}", shared.addr);
-                    shared.fail_all();
+                    // Completes "the connection to upstream X closed: ...".
+                    let why = match e {
+                        proto::error::FrameError::TooLarge { length, max, .. } => format!(
+                            "it announced a response of {length} bytes, over the proxy's bound of {max} bytes"
+                        ),
+                        e => format!("it sent bad framing: {e}"),
+                    };
+                    tracing::warn!("upstream {}: {why}; closing the connection", shared.addr);
+                    shared.fail_because(why);
                     return;
                 }
             };
@@ -532,21 +627,32 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 w.free.push(env.stream);
                 drop(w);
                 let _ = tx.send(env);
+            } else if w.orphaned.remove(&env.stream) {
+                // The late answer of a timed-out request: its id is free again.
+                w.free.push(env.stream);
             }
         }
-        match rd.read_buf(&mut buf).await {
-            Ok(0) => {
-                tracing::debug!("upstream {} closed the connection", shared.addr);
-                break;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::debug!("upstream {} read failed: {e}", shared.addr);
-                break;
-            }
-        }
+        // The buffer grows as bytes arrive (amortized doubling), never to the length a
+        // header only announces.
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
+        }
+        tokio::select! {
+            r = rd.read_buf(&mut buf) => match r {
+                Ok(0) => {
+                    tracing::debug!("upstream {} closed the connection", shared.addr);
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!("upstream {} read failed: {e}", shared.addr);
+                    break;
+                }
+            },
+            _ = shared.unused.notified() => {
+                tracing::debug!("upstream {}: connection no longer used, closing", shared.addr);
+                break;
+            }
         }
     }
     shared.fail_all();
@@ -757,19 +863,34 @@ impl Pool {
     pub async fn get(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
         let n = self.slots.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        if let Some(c) = self.slots[start].live() {
-            return Ok(c);
-        }
-        for k in 1..n {
-            if let Some(c) = self.slots[(start + k) % n].live() {
-                let pool = self.clone();
-                tokio::spawn(async move {
-                    let _ = pool.fill(start).await;
-                });
-                return Ok(c);
+        let first = self.slots[start].live();
+        // The first live connection with a free stream id; with all of them full, one of
+        // them anyway (its request answers Overloaded at once).
+        let mut full = None;
+        let mut chosen = None;
+        for k in 0..n {
+            let c = if k == 0 {
+                first.clone()
+            } else {
+                self.slots[(start + k) % n].live()
+            };
+            let Some(c) = c else { continue };
+            if c.has_free_stream() {
+                chosen = Some(c);
+                break;
             }
+            full.get_or_insert(c);
         }
-        self.fill(start).await
+        let Some(c) = chosen.or(full) else {
+            return self.fill(start).await;
+        };
+        if first.is_none() {
+            let pool = self.clone();
+            tokio::spawn(async move {
+                let _ = pool.fill(start).await;
+            });
+        }
+        Ok(c)
     }
 
     /// Opens a connection for slot `i` unless one is there already.
@@ -779,6 +900,9 @@ impl Pool {
         if let Some(c) = slot.live() {
             return Ok(c);
         }
+        // Let go of a retired or dead connection now: it closes once its last request is
+        // done, even if no new one opens.
+        *slot.conn.lock().unwrap_or_else(PoisonError::into_inner) = None;
         if let Some((at, e)) = &*self
             .last_failure
             .lock()
@@ -990,6 +1114,47 @@ mod tests {
             "the channel ends with the connection"
         );
         assert!(!conn.is_alive());
+    }
+
+    #[tokio::test]
+    async fn a_connection_nobody_uses_closes_though_the_upstream_never_does() {
+        // Answers STARTUP, then neither reads nor closes (a hung process): the proxy's reader
+        // must not wait for it forever once the connection is dropped.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = BytesMut::new();
+            while decode_envelope(&mut buf, 1 << 20, None).unwrap().is_none() {
+                assert!(s.read_buf(&mut buf).await.unwrap() > 0);
+            }
+            let mut out = BytesMut::new();
+            Response::Ready.encode_envelope(
+                ProtocolVersion::V4,
+                0,
+                &ResponseExtras::default(),
+                None,
+                &mut out,
+            );
+            s.write_all(&out).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(s);
+        });
+        let timeout = Duration::from_secs(5);
+        let conn = Connection::open(addr, ProtocolVersion::V4, None, None, timeout, None, None)
+            .await
+            .unwrap();
+        let shared = conn.shared.clone();
+        drop(conn);
+        // The reader and writer tasks hold the other references; both end.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&shared) > 1 {
+            assert!(
+                Instant::now() < deadline,
+                "the reader still waits on the socket"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     #[tokio::test]
