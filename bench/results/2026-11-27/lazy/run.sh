@@ -15,7 +15,7 @@
 # the median round is in each <case>.txt as well.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
-OUT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OUT="${OUT:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"   # run 2: OUT=<this dir>/run2
 BEFORE="${BEFORE:?main build}"
 AFTER="${AFTER:?branch build}"
 CASSANDRA_PORT="${CASSANDRA_PORT:-9961}"
