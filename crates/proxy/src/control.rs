@@ -123,13 +123,17 @@ impl ProxyBackend {
     }
 
     /// A schema change, answered through the proxy or pushed by the upstream: invalidates
-    /// what it names and forgets statements of what was dropped.
+    /// what it names and forgets statements of what was dropped or altered. An altered table's
+    /// statements must be prepared again by the client: Cassandra forgets them when columns
+    /// change, and repairing the UNPREPARED here would hand a v4 client that skips result
+    /// metadata rows of a shape it does not know. (An ALTER of options only costs the client
+    /// one UNPREPARED and a PREPARE.)
     fn schema_changed(&self, sc: &SchemaChange) {
         match &sc.target {
             SchemaChangeTarget::Table { keyspace, name } => {
                 self.cache.invalidate_table(keyspace, name);
                 self.forget_clustering(|t| t.keyspace == *keyspace && t.table == *name);
-                if sc.change == SchemaChangeType::Dropped {
+                if sc.change != SchemaChangeType::Created {
                     self.forget_prepared(|t| t.keyspace == *keyspace && t.table == *name);
                 }
             }
