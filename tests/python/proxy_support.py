@@ -60,12 +60,11 @@ def metric(session, name):
     return metrics(session)[name]
 
 
-def wait_upstream_quiet(session, quiet_for=0.3, timeout=10.0):
-    """Waits until the proxy has sent nothing upstream for `quiet_for` seconds, so a test that
-    counts upstream requests does not count the drivers' background queries (a schema refresh
-    after another test's DDL is a dozen of them). Reading the metric itself is answered by the
-    proxy and sends nothing upstream."""
-    deadline = time.monotonic() + timeout
+def upstream_requests_settled(session, quiet_for, within):
+    """The proxy's `upstream_requests_total` once it has not moved for `quiet_for` seconds;
+    None if it kept moving for `within`. Reading the metric itself is answered by the proxy
+    and sends nothing upstream."""
+    deadline = time.monotonic() + within
     last = metric(session, "upstream_requests_total")
     while time.monotonic() < deadline:
         time.sleep(quiet_for)
@@ -73,7 +72,15 @@ def wait_upstream_quiet(session, quiet_for=0.3, timeout=10.0):
         if now == last:
             return now
         last = now
-    return last
+    return None
+
+
+def wait_upstream_quiet(session, quiet_for=0.3, timeout=10.0):
+    """Waits until the proxy has sent nothing upstream for `quiet_for` seconds, so a test that
+    counts upstream requests does not count the drivers' background queries (a schema refresh
+    after another test's DDL is a dozen of them); the count then (or at `timeout`)."""
+    settled = upstream_requests_settled(session, quiet_for, timeout)
+    return settled if settled is not None else metric(session, "upstream_requests_total")
 
 
 class Proxy:

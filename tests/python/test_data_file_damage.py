@@ -11,14 +11,12 @@ Needs the peregrine binary (as test_durability.py).
 
 import glob
 import os
-import socket
-import subprocess
-import time
 
 import pytest
 from cassandra.concurrent import execute_concurrent_with_args
 
 from test_durability import KS_REPLICATION, server_factory, wait_for_session  # noqa: F401
+from test_journal_damage import start_fails
 
 ROWS = 4000
 
@@ -40,29 +38,6 @@ def largest_table(server):
              if os.path.isfile(f)]
     assert files, f"no table file under {server.data}"
     return max(files, key=os.path.getsize)
-
-
-def start_fails_without_listening(server):
-    """Runs the server expecting it to refuse to start; its output. While it checks its data
-    files the client port must refuse connections: it opens only once the store is ready (as
-    Cassandra's native port), so no client waits on a node that is not there yet."""
-    p = subprocess.Popen(
-        [server.binary, "serve", "--config", server.config, "--listen", f"127.0.0.1:{server.port}",
-         "--data-dir", server.data],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    accepted = 0
-    deadline = time.time() + 60
-    while p.poll() is None and time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
-            accepted += 1
-        except OSError:
-            pass
-        time.sleep(0.002)
-    out = p.communicate(timeout=60)[0].decode(errors="replace")
-    assert p.returncode != 0, "the server started on a damaged data file"
-    assert accepted == 0, f"the client port accepted {accepted} connection(s) before the store was open"
-    return out
 
 
 def damaged(data, how):
@@ -94,7 +69,7 @@ def test_a_damaged_data_file_refuses_to_start_and_says_which(server_factory, how
     with open(path, "wb") as f:
         f.write(bad)
 
-    out = start_fails_without_listening(server)
+    out = start_fails(server)
     assert "damaged data file" in out and "would be lost" in out, out[-3000:]
     assert path in out, f"the refusal does not name {path}:\n{out[-3000:]}"
     with open(path, "rb") as f:

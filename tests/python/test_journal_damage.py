@@ -11,7 +11,9 @@ Needs the peregrine binary (as test_durability.py).
 """
 
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -41,13 +43,27 @@ def journal(server):
 
 
 def start_fails(server):
-    """Runs the server expecting it to refuse to start; its output."""
-    p = subprocess.run(
+    """Runs the server expecting it to refuse to start (a damaged journal or data file); its
+    output. While it checks its files the client port must refuse connections: it opens only
+    once the store is ready (as Cassandra's native port), so no client waits on a node that is
+    not there yet."""
+    p = subprocess.Popen(
         [server.binary, "serve", "--config", server.config, "--listen", f"127.0.0.1:{server.port}",
          "--data-dir", server.data],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-    assert p.returncode != 0, "the server started on a damaged journal"
-    return p.stdout.decode(errors="replace")
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    accepted = 0
+    deadline = time.time() + 60
+    while p.poll() is None and time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+            accepted += 1
+        except OSError:
+            pass
+        time.sleep(0.002)
+    out = p.communicate(timeout=60)[0].decode(errors="replace")
+    assert p.returncode != 0, "the server started on damaged files"
+    assert accepted == 0, f"the client port accepted {accepted} connection(s) before the store was open"
+    return out
 
 
 def keys(server):

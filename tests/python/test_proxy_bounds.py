@@ -32,7 +32,6 @@ import pytest
 from cassandra.cluster import Cluster
 
 import proxy_support as ps
-from proxy_support import metric
 from test_bad_input import (ERROR, OPTIONS, QUERY, READY, STARTUP, STARTUP_BODY, SUPPORTED,
                             error_of, frame, query_body, read_frame, string_map)
 from test_connection_limits import rss_bytes, wait_closed
@@ -180,20 +179,6 @@ def test_headers_alone_cost_the_proxy_no_memory(proxies):
     assert grown < 40 * MIB, grown
 
 
-def upstream_requests_settled(session, quiet_for, within):
-    """The proxy's `upstream_requests_total` once it has not moved for `quiet_for` seconds (the
-    metric is answered by the proxy, not upstream); None if it kept moving for `within`."""
-    deadline = time.monotonic() + within
-    last = metric(session, "upstream_requests_total")
-    while time.monotonic() < deadline:
-        time.sleep(quiet_for)
-        now = metric(session, "upstream_requests_total")
-        if now == last:
-            return now
-        last = now
-    return None
-
-
 def test_a_client_that_never_reads_cannot_grow_the_proxy(upstream, proxies):
     direct = Cluster(["127.0.0.1"], port=UPSTREAM_PORT, protocol_version=4, connect_timeout=10)
     ds = direct.connect()
@@ -216,7 +201,7 @@ def test_a_client_that_never_reads_cannot_grow_the_proxy(upstream, proxies):
     for _ in range(3):
         assert len(session.execute(f"SELECT * FROM {KS}.big WHERE k = 0").all()) == 20
     baseline = rss_bytes(proxy.proc.pid)
-    before = upstream_requests_settled(session, 0.3, 10)
+    before = ps.upstream_requests_settled(session, 0.3, 10)
     assert before is not None
 
     hog = ready(proxy)
@@ -233,7 +218,7 @@ def test_a_client_that_never_reads_cannot_grow_the_proxy(upstream, proxies):
             time.sleep(0.01)
     # The proxy stops sending the hog's requests upstream once its answers back up: the
     # upstream request count settles far below what it pipelined.
-    settled = upstream_requests_settled(session, 1.0, 30)
+    settled = ps.upstream_requests_settled(session, 1.0, 30)
     assert settled is not None, "the proxy kept running the hog's requests"
     ran = settled - before
     assert 0 < ran < n // 4, (ran, sent)

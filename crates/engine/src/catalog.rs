@@ -25,7 +25,7 @@ impl ColumnKind {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColumnDef {
     pub name: String,
     /// The CQL type text (e.g. `frozen<list<int>>`); `ty` is its protocol form.

@@ -1278,15 +1278,15 @@ fn invalidated_by(
         (Target::Table { keyspace, name }, SchemaChangeType::Updated) => {
             let (k, t) = (keyspace.clone(), name.as_str());
             let (old, new) = (before.table(&k, t)?, after.table(&k, t)?);
-            let shape = |d: &TableDef| {
+            fn shape(d: &TableDef) -> (&[ColumnDef], &[crate::index::IndexDef], i32, i32, bool) {
                 (
-                    serde_json::to_string(&d.columns).unwrap_or_default(),
-                    serde_json::to_string(&d.indexes).unwrap_or_default(),
+                    &d.columns,
+                    &d.indexes,
                     d.options.default_time_to_live,
                     d.options.gc_grace_seconds,
                     d.compact,
                 )
-            };
+            }
             (shape(old) != shape(new)).then(|| (k, Some(t.to_string())))
         }
         _ => None,

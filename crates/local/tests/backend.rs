@@ -701,7 +701,7 @@ async fn bad_statements_get_cassandras_error_codes_and_messages() {
 
     let resp = db.query("SELECT * FROM ks.nope").await;
     assert_eq!(error(&resp), (0x2200, "table nope does not exist"));
-    // An unknown keyspace: Invalid naming it (Cassandra's exact words differ today, see
+    // An unknown keyspace: Invalid naming it (the exact words:
     // `error_messages_match_cassandra_word_for_word`).
     let resp = db.query("SELECT * FROM nope.t").await;
     let (code, message) = error(&resp);
@@ -741,8 +741,8 @@ async fn bad_statements_get_cassandras_error_codes_and_messages() {
         )
     );
 
-    // A bound value of the wrong size for its type; too few values. (Cassandra's exact
-    // words differ today: `error_messages_match_cassandra_word_for_word`.)
+    // A bound value of the wrong size for its type; too few values. (The exact words:
+    // `error_messages_match_cassandra_word_for_word`.)
     let insert = db
         .prepare("INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)")
         .await;
@@ -946,8 +946,7 @@ async fn v4_execute_after_alter_table_sends_nothing_the_client_misreads() {
     );
 }
 
-/// Known differences (reported; the messages are the engine's), each checked against
-/// Cassandra 5.0.9's classes: an unknown keyspace of a SELECT or write is
+/// Messages that once differed, each as Cassandra 5.0.9's classes word it: an unknown keyspace of a SELECT or write is
 /// `keyspace nope does not exist` (`Schema.validateTable`; `Keyspace 'nope' does not exist`
 /// is USE's message); a bound value of the wrong size is the serializer's message alone
 /// (`Constants.Marker` rethrows it unprefixed); EXECUTE with too few values says `there

@@ -163,6 +163,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let socket = bind_client_port(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = socket.local_addr()?;
+        let open_client_port = move || {
+            socket
+                .listen(LISTEN_BACKLOG)
+                .with_context(|| format!("cannot listen on {addr}"))
+        };
         let admin = bind_admin(&config).await?;
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
@@ -170,9 +175,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let backend = Arc::new(LocalBackend::open(&config).with_context(|| {
                 format!("cannot open the database in {}", config.data_dir.display())
             })?);
-            let listener = socket
-                .listen(LISTEN_BACKLOG)
-                .with_context(|| format!("cannot listen on {addr}"))?;
+            let listener = open_client_port()?;
             println!(
                 "peregrine listening on {addr} (data: {})",
                 config.data_dir.display()
@@ -189,9 +192,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // STATUS_CHANGE UP/DOWN for the other proxies (`--proxy-peers`).
             backend.watch_peers(events.clone());
             let upstream: Vec<String> = config.upstream.iter().map(|a| a.to_string()).collect();
-            let listener = socket
-                .listen(LISTEN_BACKLOG)
-                .with_context(|| format!("cannot listen on {addr}"))?;
+            let listener = open_client_port()?;
             println!(
                 "peregrine proxy listening on {addr} (upstream: {})",
                 upstream.join(",")
