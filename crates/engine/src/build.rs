@@ -11,6 +11,7 @@ use proto::types::ColumnType;
 use std::sync::Arc;
 
 mod where_clause;
+pub(crate) use where_clause::Clause;
 
 /// The plan of one statement plus what PREPARE reports about it.
 #[derive(Debug, Clone)]
@@ -258,7 +259,8 @@ impl<'a> Builder<'a> {
         let (partitions, clustering, filters, index) = match self.indexed_where(&t, s)? {
             Some(w) => (w.partitions, w.clustering, w.filters, w.index),
             None => {
-                let (p, c, f) = self.where_clause(&t, &s.where_clause, s.allow_filtering, false)?;
+                let (p, c, f) =
+                    self.where_clause(&t, &s.where_clause, s.allow_filtering, Clause::Select)?;
                 (p, c, f, None)
             }
         };
@@ -727,12 +729,15 @@ impl<'a> Builder<'a> {
             };
             assignments.push((i, op));
         }
-        let (partitions, clustering, _) = self.where_clause(&t, &s.where_clause, false, true)?;
+        let (partitions, clustering, _) =
+            self.where_clause(&t, &s.where_clause, false, Clause::Update)?;
         let PartitionSel::Keys(partition) = partitions else {
             return Err(EngineError::invalid("Some partition key parts are missing"));
         };
         let condition = self.if_clause(&t, &s.condition)?;
-        Ok(WritePlan {
+        let targets = assignments.iter().map(|a| a.0);
+        statics_only_unrestricted(&t, "UPDATE", targets, condition.as_ref(), &clustering)?;
+        let plan = WritePlan {
             table: t,
             partition,
             clustering,
@@ -743,7 +748,9 @@ impl<'a> Builder<'a> {
             ttl,
             timestamp,
             condition,
-        })
+        };
+        crate::exec::check_upsert_rows(&plan)?;
+        Ok(plan)
     }
 
     pub fn delete(&mut self, s: &ast::DeleteStatement) -> Result<WritePlan, EngineError> {
@@ -808,11 +815,14 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        let (partitions, clustering, _) = self.where_clause(&t, &s.where_clause, false, true)?;
+        let (partitions, clustering, _) =
+            self.where_clause(&t, &s.where_clause, false, Clause::Delete)?;
         let PartitionSel::Keys(partition) = partitions else {
             return Err(EngineError::invalid("Some partition key parts are missing"));
         };
         let condition = self.if_clause(&t, &s.condition)?;
+        let targets = columns.iter().copied().chain(elements.iter().map(|e| e.0));
+        statics_only_unrestricted(&t, "DELETE", targets, condition.as_ref(), &clustering)?;
         if let Some(cond) = &condition {
             // A conditional DELETE names one row, unless it only touches static columns.
             let eq = |k: &KeyValues| matches!(k, KeyValues::Eq(_));
@@ -1061,11 +1071,48 @@ fn json_pairs(
     Ok(out)
 }
 
-fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {
-    if slot.is_some() {
+/// Cassandra's refusal of a second relation on a column its EQ or IN (`had`) restricts.
+fn more_than_one(had: &KeyValues, name: &str) -> EngineError {
+    let what = match had {
+        KeyValues::Eq(_) => "an Equal",
+        KeyValues::In(_) | KeyValues::InBind(..) => "a IN",
+    };
+    EngineError::invalid(format!(
+        "{name} cannot be restricted by more than one relation if it includes {what}"
+    ))
+}
+
+/// An UPDATE or DELETE that writes only static columns (`targets`), with no condition on a
+/// regular column, writes the partition's static row: Cassandra refuses a clustering
+/// restriction on it.
+fn statics_only_unrestricted(
+    t: &TableDef,
+    statement: &str,
+    mut targets: impl Iterator<Item = usize>,
+    condition: Option<&Condition>,
+    clustering: &ClusteringSel,
+) -> Result<(), EngineError> {
+    let is_static = |i: usize| t.columns[i].kind == ColumnKind::Static;
+    let regular_condition = match condition {
+        Some(Condition::Columns(cs)) => cs.iter().any(|c| !is_static(c.column)),
+        _ => false,
+    };
+    let mut any = false;
+    let statics_only = targets.all(|i| {
+        any = true;
+        is_static(i)
+    }) && any;
+    if statics_only && !regular_condition && !clustering.is_unrestricted() {
         return Err(EngineError::invalid(format!(
-            "{name} cannot be restricted by more than one relation if it includes an Equal"
+            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
         )));
+    }
+    Ok(())
+}
+
+fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {
+    if let Some(had) = slot {
+        return Err(more_than_one(had, name));
     }
     *slot = Some(kv);
     Ok(())

@@ -169,6 +169,19 @@ impl Engine {
         header: &PartitionHeader,
         now: Now,
     ) -> Result<bool, EngineError> {
+        Ok(Self::first_live_row(store, t, prefix, header, now, false)?.is_some())
+    }
+
+    /// The partition's first live clustering row; with `by_marker`, the first whose marker
+    /// is live (a read that fetches no regular column sees no other row).
+    pub(crate) fn first_live_row(
+        store: &dyn storage::Storage,
+        t: &TableDef,
+        prefix: &[u8],
+        header: &PartitionHeader,
+        now: Now,
+        by_marker: bool,
+    ) -> Result<Option<Row>, EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
         let strict = crate::view::strict_liveness(t);
@@ -179,13 +192,17 @@ impl Engine {
         ) {
             let (key, value) = item?;
             let row = Row::decode(&value).map_err(EngineError::corrupt)?;
-            if row.is_live(now.secs, header.deletion_for(&key[rp.len()..]))
-                && (!strict || crate::view::marker_live(&row, now.secs))
-            {
-                return Ok(true);
+            let outer = header.deletion_for(&key[rp.len()..]);
+            let live = if by_marker {
+                row.marker_is_live(now.secs, outer)
+            } else {
+                row.is_live(now.secs, outer)
+            };
+            if live && (!strict || crate::view::marker_live(&row, now.secs)) {
+                return Ok(Some(row));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     // -----------------------------------------------------------------------------------
@@ -244,15 +261,7 @@ impl Engine {
             expires_at: now.secs.saturating_add(ttl),
         });
         let parts = partitions(t, &plan.partition, vals)?;
-        let ncl = t.clustering_count();
-        // A compact dense table's clustering prefix is a row to write (a DELETE of it is a
-        // range, as elsewhere).
-        let prefix_row = t.compact
-            && matches!(plan.kind, WriteKind::Upsert { .. })
-            && crate::compact::is_prefix(t, plan.clustering.eq.len());
-        let full_row = (plan.clustering.eq.len() == ncl || prefix_row)
-            && plan.clustering.start.is_none()
-            && plan.clustering.end.is_none();
+        let full_row = writes_full_row(plan);
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();
         if full_row {
@@ -278,21 +287,7 @@ impl Engine {
                 marker,
                 assignments,
             } => {
-                let statics_only = !*marker
-                    && !assignments.is_empty()
-                    && assignments
-                        .iter()
-                        .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
-                if !full_row && (!statics_only || !plan.clustering.is_unrestricted()) {
-                    return Err(EngineError::invalid(format!(
-                        "Some clustering keys are missing: {}",
-                        clust_cols[plan.clustering.eq.len().min(ncl)..]
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
+                check_upsert_rows(plan)?;
                 let mut cells = Vec::new();
                 let mut statics = Vec::new();
                 let mut ops = Vec::new();
@@ -870,6 +865,49 @@ impl BoundFilter {
             _ => false,
         }
     }
+}
+
+/// Whether `plan` names whole rows (each clustering column by EQ/IN, or a compact dense
+/// table's clustering prefix, which is a row to write there; a DELETE of it is a range).
+fn writes_full_row(plan: &WritePlan) -> bool {
+    let t = &plan.table;
+    let prefix_row = t.compact
+        && matches!(plan.kind, WriteKind::Upsert { .. })
+        && crate::compact::is_prefix(t, plan.clustering.eq.len());
+    (plan.clustering.eq.len() == t.clustering_count() || prefix_row)
+        && plan.clustering.start.is_none()
+        && plan.clustering.end.is_none()
+}
+
+/// An INSERT or UPDATE names whole rows, unless it writes only static columns of the
+/// partition: Cassandra's "Some clustering keys are missing". Checked when the statement is
+/// built (before its TTL and timestamp, as Cassandra reports it) and again when it runs.
+pub(crate) fn check_upsert_rows(plan: &WritePlan) -> Result<(), EngineError> {
+    let WriteKind::Upsert {
+        marker,
+        assignments,
+    } = &plan.kind
+    else {
+        return Ok(());
+    };
+    let t = &plan.table;
+    let statics_only = !*marker
+        && !assignments.is_empty()
+        && assignments
+            .iter()
+            .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static);
+    if writes_full_row(plan) || (statics_only && plan.clustering.is_unrestricted()) {
+        return Ok(());
+    }
+    let missing: Vec<&str> = t
+        .clustering()
+        .skip(plan.clustering.eq.len())
+        .map(|c| c.name.as_str())
+        .collect();
+    Err(EngineError::invalid(format!(
+        "Some clustering keys are missing: {}",
+        missing.join(", ")
+    )))
 }
 
 pub(crate) fn passes_filters(

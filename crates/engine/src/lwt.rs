@@ -33,6 +33,12 @@ pub(crate) struct Current {
     /// The write names no row, only the partition (its static columns): EXISTS then asks
     /// whether the partition's statics exist.
     static_row: bool,
+    /// The partition's first live row, read only when the
+    /// conditions are on static columns alone (or IF EXISTS of the static row) and no named row
+    /// exists: Cassandra's read for such a condition takes the partition's first row, to tell
+    /// a partition with data but no statics from no partition, and shows that row's key when
+    /// the write is not applied.
+    first_row: Option<Row>,
 }
 
 impl Current {
@@ -119,6 +125,15 @@ impl Engine {
                 }
             }
         }
+        let first_row = if row.is_none() && reads_first_row(t, plan.condition.as_ref(), static_row)
+        {
+            // Cassandra's read fetches regular columns only for a write of them; without them
+            // a row shows only by its marker.
+            let by_marker = !writes_regulars(plan);
+            Self::first_live_row(self.storage.as_ref(), t, &p.prefix, &header, now, by_marker)?
+        } else {
+            None
+        };
         // A table without clustering columns has one row per partition; its statics do not
         // exist, so `clustering` is complete and `row` is that row.
         Ok(Current {
@@ -128,6 +143,7 @@ impl Engine {
             pk,
             clustering,
             static_row,
+            first_row,
         })
     }
 
@@ -156,7 +172,7 @@ impl Engine {
         let shown = if applied {
             Vec::new()
         } else {
-            shown_columns(t, cond, &current, now)
+            shown_columns(t, plan, cond, &current, now)
         };
         // Cassandra reads the static columns only for a write that touches them: otherwise
         // they show as null in the row IF NOT EXISTS found.
@@ -228,9 +244,20 @@ pub(crate) fn batch_not_applied(
             .any(|i| t.columns[*i].kind == ColumnKind::Static)
     });
     if rows.is_empty() {
+        // The static row, or else the partition's first row, read when every condition of
+        // the batch is on static columns alone (one row condition makes Cassandra read the
+        // named rows instead).
+        let first_row_read = checked
+            .iter()
+            .all(|(cond, c)| reads_first_row(t, Some(cond), c.static_row));
         if let Some((_, current)) = checked
             .iter()
             .find(|(_, c)| statics_read && c.header.has_live_statics(now.secs))
+            .or_else(|| {
+                checked
+                    .iter()
+                    .find(|(_, c)| first_row_read && c.first_row.is_some())
+            })
         {
             rows.push(Shown {
                 columns,
@@ -242,16 +269,28 @@ pub(crate) fn batch_not_applied(
     result(t, false, &rows, now)
 }
 
+/// Whether the write sets or deletes a regular column (or deletes whole rows).
+fn writes_regulars(plan: &WritePlan) -> bool {
+    let whole_rows = matches!(&plan.kind,
+        crate::plan::WriteKind::Delete { columns, elements } if columns.is_empty() && elements.is_empty());
+    whole_rows || writes_column(plan, ColumnKind::Regular)
+}
+
 /// Whether the write sets or deletes a static column.
 fn touches_statics(plan: &WritePlan) -> bool {
+    writes_column(plan, ColumnKind::Static)
+}
+
+/// Whether the write sets or deletes a column of `kind`.
+fn writes_column(plan: &WritePlan, kind: ColumnKind) -> bool {
     let t = &plan.table;
-    let is_static = |i: &usize| t.columns[*i].kind == ColumnKind::Static;
+    let of_kind = |i: &usize| t.columns[*i].kind == kind;
     match &plan.kind {
         crate::plan::WriteKind::Upsert { assignments, .. } => {
-            assignments.iter().any(|(i, _)| is_static(i))
+            assignments.iter().any(|(i, _)| of_kind(i))
         }
         crate::plan::WriteKind::Delete { columns, elements } => {
-            columns.iter().any(is_static) || elements.iter().any(|(i, _)| is_static(i))
+            columns.iter().any(of_kind) || elements.iter().any(|(i, _)| of_kind(i))
         }
     }
 }
@@ -269,30 +308,51 @@ fn condition_columns(cond: &Condition) -> Vec<usize> {
     out
 }
 
-/// What a statement that was not applied shows: the whole row (statics as null, as
-/// Cassandra's row read gives them) for IF NOT EXISTS; for IF conditions, the conditioned
-/// columns when the row exists, or when a static column is conditioned and the partition has
-/// statics; nothing for IF EXISTS.
-fn shown_columns(t: &TableDef, cond: &Condition, current: &Current, now: Now) -> Vec<usize> {
+/// Whether Cassandra's read for `cond` takes the partition's first row: conditions on static
+/// columns alone, or IF EXISTS of the static row.
+fn reads_first_row(t: &TableDef, cond: Option<&Condition>, static_row: bool) -> bool {
     match cond {
-        Condition::IfExists => Vec::new(),
+        Some(Condition::Columns(cs)) => cs
+            .iter()
+            .all(|c| t.columns[c.column].kind == ColumnKind::Static),
+        Some(Condition::IfExists) => static_row,
+        _ => false,
+    }
+}
+
+/// What a statement that was not applied shows, as Cassandra 5.0.9 shows it: for IF NOT
+/// EXISTS the whole row (statics as null, as Cassandra's row read gives them); otherwise,
+/// when its read found something (the named row, the partition's first row for a
+/// statics-only condition, or live statics when it reads them: it writes or conditions a
+/// static column), the whole row for IF EXISTS and the conditioned columns for IF conditions
+/// (regular ones first, then static ones, each in the order named); else nothing.
+fn shown_columns(
+    t: &TableDef,
+    plan: &WritePlan,
+    cond: &Condition,
+    current: &Current,
+    now: Now,
+) -> Vec<usize> {
+    let is_static = |i: &usize| t.columns[*i].kind == ColumnKind::Static;
+    let statics_read = touches_statics(plan) || condition_columns(cond).iter().any(is_static);
+    let found = current.row.is_some()
+        || current.first_row.is_some()
+        || (statics_read && current.header.has_live_statics(now.secs));
+    match cond {
         Condition::IfNotExists
             if current.static_row && !current.header.has_live_statics(now.secs) =>
         {
             Vec::new()
         }
         Condition::IfNotExists => crate::build::wildcard_order(t),
+        _ if !found => Vec::new(),
+        Condition::IfExists => crate::build::wildcard_order(t),
         Condition::Columns(_) => {
-            let cols = condition_columns(cond);
-            let statics = cols
-                .iter()
-                .any(|i| t.columns[*i].kind == ColumnKind::Static)
-                && current.header.has_live_statics(now.secs);
-            if current.row.is_some() || statics {
-                cols
-            } else {
-                Vec::new()
-            }
+            let (mut cols, statics): (Vec<usize>, Vec<usize>) = condition_columns(cond)
+                .into_iter()
+                .partition(|i| !is_static(i));
+            cols.extend(statics);
+            cols
         }
     }
 }
@@ -327,12 +387,16 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         let current = shown.current;
         for i in &shown.columns {
             let c = &t.columns[*i];
-            let hidden = match c.kind {
-                ColumnKind::Static => shown.row_only,
-                ColumnKind::Clustering => current.row.is_none(),
-                _ => false,
+            // Without the named row, the key shown is the first row's a statics-only
+            // condition read, if any (its regular columns were not read: null).
+            let v = match c.kind {
+                ColumnKind::Static if shown.row_only => None,
+                ColumnKind::Clustering if current.row.is_none() => current
+                    .first_row
+                    .as_ref()
+                    .and_then(|r| r.clustering.get(c.position as usize).cloned()),
+                _ => current.value(c, now),
             };
-            let v = if hidden { None } else { current.value(c, now) };
             match v {
                 Some(v) => {
                     data.extend_from_slice(&(v.len() as i32).to_be_bytes());

@@ -506,14 +506,21 @@ impl Row {
         }
     }
 
+    /// Whether the row's marker (an INSERT's) is live at `now` once `outer` deletions
+    /// (partition/range) apply.
+    pub fn marker_is_live(&self, now: LocalSecs, outer: Option<Deletion>) -> bool {
+        let shadow = Deletion::merge(self.deletion, outer);
+        matches!(self.marker, Some(m) if m.is_live(now) && !matches!(shadow, Some(d) if d.shadows(m.ts)))
+    }
+
     /// Whether the row is live at `now` once `outer` deletions (partition/range) apply:
     /// a live marker or any live cell.
     pub fn is_live(&self, now: LocalSecs, outer: Option<Deletion>) -> bool {
-        let shadow = Deletion::merge(self.deletion, outer);
-        let ok = |ts: i64| !matches!(shadow, Some(d) if d.shadows(ts));
-        if matches!(self.marker, Some(m) if m.is_live(now) && ok(m.ts)) {
+        if self.marker_is_live(now, outer) {
             return true;
         }
+        let shadow = Deletion::merge(self.deletion, outer);
+        let ok = |ts: i64| !matches!(shadow, Some(d) if d.shadows(ts));
         self.cells.iter().any(|c| match &c.value {
             CellValue::Complex(x) => x.elements.iter().any(|e| Complex::shows(e, now, shadow)),
             v => v.live_at(now).is_some() && ok(c.ts),

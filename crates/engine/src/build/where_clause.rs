@@ -14,6 +14,9 @@ use super::*;
 struct Restrictions {
     /// Per partition key column, its EQ or IN values.
     pk: Vec<Option<KeyValues>>,
+    /// Per partition key column, whether a slice set its start and its end bound (a SELECT
+    /// filters on them).
+    pk_bounds: Vec<[bool; 2]>,
     /// Per clustering column, its EQ or IN values.
     cl: Vec<Option<KeyValues>>,
     /// Clustering slices: (position of the first column, operator, one value per column).
@@ -25,16 +28,27 @@ struct Restrictions {
     multi_in: Option<(usize, TupleValues)>,
 }
 
+/// The statement a WHERE clause belongs to: writes name their rows, and some of Cassandra's
+/// messages name the statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clause {
+    Select,
+    Update,
+    Delete,
+}
+
 impl Builder<'_> {
     pub(crate) fn where_clause(
         &mut self,
         t: &Arc<TableDef>,
         rels: &[Relation],
         allow_filtering: bool,
-        for_write: bool,
+        stmt: Clause,
     ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
+        let for_write = stmt != Clause::Select;
         let mut r = Restrictions {
             pk: vec![None; t.pk_count()],
+            pk_bounds: vec![[false; 2]; t.pk_count()],
             cl: vec![None; t.clustering_count()],
             slices: Vec::new(),
             token_start: None,
@@ -54,7 +68,7 @@ impl Builder<'_> {
                     r.filters.push(self.relation_filter(t, rel)?);
                 }
                 Relation::Binary { column, op, value } => {
-                    self.single_column(t, &mut r, column, *op, value, for_write)?
+                    self.single_column(t, &mut r, column, *op, value, stmt)?
                 }
                 Relation::In { column, values } => {
                     self.in_relation(t, &mut r, column, values, for_write)?
@@ -74,6 +88,9 @@ impl Builder<'_> {
                     )))
                 }
             }
+        }
+        if !for_write {
+            partial_key_to_filters(t, &mut r);
         }
         let partitions = partition_selection(t, r.pk, r.token_start, r.token_end, for_write)?;
         let sel = clustering_selection(t, r.cl, r.slices, r.multi_in)?;
@@ -96,18 +113,53 @@ impl Builder<'_> {
         column: &str,
         op: Operator,
         value: &Term,
-        for_write: bool,
+        stmt: Clause,
     ) -> Result<(), EngineError> {
+        let for_write = stmt != Clause::Select;
         let (idx, c) = self.column(t, column)?;
         let src = self.term(t, value, &c.name, &c.ty.clone())?;
         match (c.kind, op) {
             (ColumnKind::PartitionKey, Operator::Eq) => {
-                set_once(&mut r.pk[c.position as usize], KeyValues::Eq(src), &c.name)?
+                let pos = c.position as usize;
+                if r.pk_bounds[pos].iter().any(|b| *b) {
+                    return Err(both_equality_and_inequality(&c.name));
+                }
+                set_once(&mut r.pk[pos], KeyValues::Eq(src), &c.name)?
+            }
+            (ColumnKind::PartitionKey, Operator::Neq) if !for_write => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported \"!=\" relation: {} != {value}",
+                    c.name
+                )))
+            }
+            // A slice of a partition key column selects no partitions: with ALLOW FILTERING it
+            // filters a scan, as in Cassandra; a write names its partitions.
+            (ColumnKind::PartitionKey, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte)
+                if !for_write =>
+            {
+                let pos = c.position as usize;
+                if let Some(had) = &r.pk[pos] {
+                    return Err(more_than_one(had, &c.name));
+                }
+                let end = matches!(op, Operator::Lt | Operator::Lte);
+                if std::mem::replace(&mut r.pk_bounds[pos][usize::from(end)], true) {
+                    return Err(EngineError::invalid(format!(
+                        "More than one restriction was found for the {} bound on {}",
+                        if end { "end" } else { "start" },
+                        c.name
+                    )));
+                }
+                r.filters.push(whole_value_filter(idx, op, src))
             }
             (ColumnKind::PartitionKey, _) => {
-                return Err(EngineError::invalid(
-                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
-                ))
+                return Err(EngineError::invalid(format!(
+                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function){}",
+                    match stmt {
+                        Clause::Select => "",
+                        Clause::Update => " for UPDATE statements",
+                        Clause::Delete => " for DELETE statements",
+                    }
+                )))
             }
             (ColumnKind::Clustering, Operator::Eq) => {
                 set_once(&mut r.cl[c.position as usize], KeyValues::Eq(src), &c.name)?
@@ -117,15 +169,9 @@ impl Builder<'_> {
             }
             (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
                 if c.kind == ColumnKind::Clustering && op == Operator::Neq {
-                    return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != ...", c.name)));
+                    return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != {value}", c.name)));
                 }
-                r.filters.push(Filter {
-                    column: idx,
-                    op: filter_op(op),
-                    value: src,
-                    target: FilterTarget::Whole,
-                    fold_case: false,
-                })
+                r.filters.push(whole_value_filter(idx, op, src))
             }
             _ => {
                 return Err(EngineError::invalid(format!(
@@ -162,7 +208,13 @@ impl Builder<'_> {
             }
         };
         match c.kind {
-            ColumnKind::PartitionKey => set_once(&mut r.pk[c.position as usize], kv, &c.name)?,
+            ColumnKind::PartitionKey => {
+                let pos = c.position as usize;
+                if r.pk_bounds[pos].iter().any(|b| *b) {
+                    return Err(both_equality_and_inequality(&c.name));
+                }
+                set_once(&mut r.pk[pos], kv, &c.name)?
+            }
             ColumnKind::Clustering => set_once(&mut r.cl[c.position as usize], kv, &c.name)?,
             _ => match kv {
                 KeyValues::In(values) if !for_write => r.filters.push(Filter {
@@ -408,6 +460,53 @@ fn in_key_order(cols: &[ColumnDef]) -> Result<usize, EngineError> {
 }
 
 /// Partition key: all by EQ/IN, or none (then a token range / full scan).
+/// A filter comparing column `column`'s whole value with `value` by `op`.
+fn whole_value_filter(column: usize, op: Operator, value: Src) -> Filter {
+    Filter {
+        column,
+        op: filter_op(op),
+        value,
+        target: FilterTarget::Whole,
+        fold_case: false,
+    }
+}
+
+/// Cassandra's refusal of an EQ or IN on a column a slice already restricts.
+fn both_equality_and_inequality(column: &str) -> EngineError {
+    EngineError::invalid(format!(
+        "Column \"{column}\" cannot be restricted by both an equality and an inequality relation"
+    ))
+}
+
+/// A SELECT that restricts only some partition key columns cannot name its partitions: its
+/// EQ and IN restrictions on them filter a scan instead (ALLOW FILTERING, as Cassandra).
+fn partial_key_to_filters(t: &TableDef, r: &mut Restrictions) {
+    let restricted = r.pk.iter().filter(|p| p.is_some()).count();
+    if restricted == 0 || restricted == r.pk.len() {
+        return;
+    }
+    for (c, kv) in t.partition_key().zip(r.pk.iter_mut()) {
+        let Some(kv) = kv.take() else { continue };
+        let column = t
+            .columns
+            .iter()
+            .position(|x| x.name == c.name)
+            .expect("a partition key column is a column of its table");
+        let (value, target) = match kv {
+            KeyValues::Eq(src) => (src, FilterTarget::Whole),
+            KeyValues::In(values) => (Src::Const(None), FilterTarget::In(values)),
+            KeyValues::InBind(marker, _) => (Src::Bind(marker), FilterTarget::InList),
+        };
+        r.filters.push(Filter {
+            column,
+            op: FilterOp::Eq,
+            value,
+            target,
+            fold_case: false,
+        });
+    }
+}
+
 fn partition_selection(
     t: &TableDef,
     pk: Vec<Option<KeyValues>>,
@@ -501,10 +600,7 @@ fn clustering_selection(
         if sel.tuples.is_none() && pos != sel.eq.len() {
             let c = &clust_cols[pos];
             if pos < sel.eq.len() {
-                return Err(EngineError::invalid(format!(
-                    "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
-                    c.name
-                )));
+                return Err(both_equality_and_inequality(&c.name));
             }
             return Err(EngineError::invalid(format!(
                 "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",

@@ -12,7 +12,7 @@
 //! against the base row: the index only narrows which rows are read.
 
 use super::{entries::value_types, IndexDef, Target};
-use crate::build::{filter_op, Builder};
+use crate::build::{filter_op, Builder, Clause};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::plan::*;
 use crate::EngineError;
@@ -223,7 +223,11 @@ impl Builder<'_> {
             )
         });
         // A partition read that needs no index (a point read, a clustering slice) stays one.
-        if pk_full && self.where_clause(t, rels, s.allow_filtering, false).is_ok() {
+        if pk_full
+            && self
+                .where_clause(t, rels, s.allow_filtering, Clause::Select)
+                .is_ok()
+        {
             return Ok(None);
         }
         let served: Vec<Option<&IndexDef>> = rels
@@ -278,7 +282,7 @@ impl Builder<'_> {
             }
         }
         let (partitions, clustering, more) =
-            self.where_clause(t, &rest, s.allow_filtering, false)?;
+            self.where_clause(t, &rest, s.allow_filtering, Clause::Select)?;
         filters.extend(more);
         let index = if pk_full {
             None
