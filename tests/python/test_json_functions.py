@@ -5,6 +5,8 @@ statements.
 """
 
 import json
+import time
+from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
@@ -20,6 +22,49 @@ def js(request, make_cluster, ks):
               "b blob, du duration, l list<int>, m map<text, int>, a frozen<addr>, "
               "tp tuple<int, text>, vec vector<float, 2>)")
     return s
+
+
+def _ms_now():
+    return int(time.time() * 1000)
+
+
+def _wait_past(ms):
+    """Returns once the wall clock is past `ms` (a few milliseconds of busy waiting)."""
+    while _ms_now() <= ms:
+        pass
+
+
+def _ms(ts):
+    return int(ts.replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
+def test_now_text_is_the_statement_time(js):
+    """A timestamp written 'now' is the time of PREPARE for a literal of a prepared statement
+    (Cassandra fixes literals there), and the execution's time for a bound JSON value."""
+    t = f"tn_v{js.cluster.protocol_version}"
+    js.execute(f"CREATE TABLE IF NOT EXISTS {t} (k int PRIMARY KEY, ts timestamp)")
+    before = _ms_now()
+    ins = js.prepare(f"INSERT INTO {t} (k, ts) VALUES (?, 'now')")
+    prepared = _ms_now()
+    _wait_past(prepared + 3)
+    js.execute(ins, (1,))
+    _wait_past(_ms_now() + 3)
+    js.execute(ins, (2,))
+    got = {r.k: _ms(r.ts) for r in js.execute(f"SELECT k, ts FROM {t}")}
+    assert got[1] == got[2] and before <= got[1] <= prepared, (before, got, prepared)
+
+    for k, (text, args) in enumerate([
+        (f"INSERT INTO {t} JSON ?", lambda k: ('{"k": %d, "ts": "now"}' % k,)),
+        (f"INSERT INTO {t} (k, ts) VALUES (?, fromJson(?))", lambda k: (k, '"now"')),
+        (f"INSERT INTO {t} (k, ts) VALUES (%d, 'now')", None),
+    ], start=3):
+        stmt = js.prepare(text) if args else None
+        _wait_past(_ms_now() + 3)
+        start = _ms_now()
+        js.execute(stmt, args(k)) if args else js.execute(text % k)
+        end = _ms_now()
+        ts = _ms(js.execute(f"SELECT ts FROM {t} WHERE k = {k}").one().ts)
+        assert start <= ts <= end, (text, start, ts, end)
 
 
 def test_prepared_from_json_binds_text_typed_by_its_receiver(js):

@@ -1049,7 +1049,7 @@ fn json_pairs(
             )))
         }
     };
-    let decoded = crate::json_row::decode(&columns, text)?;
+    let decoded = crate::json_row::decode(&columns, text, b.now)?;
     let mut out: Vec<(String, Src)> = decoded
         .into_iter()
         .map(|(pos, v)| (columns[pos].0.clone(), Src::Const(v)))

@@ -16,13 +16,33 @@ mod ranges;
 pub(crate) use ranges::*;
 
 /// Values bound to a statement's markers (`None` = null, `Unset` handled by the caller).
-pub type Bound_ = [Option<BoundValue>];
+/// The values bound to one execution, with its clock: a term resolved at execution (a bind
+/// marker's value, `fromJson(?)`, a bound JSON row) reads both, so a JSON timestamp `"now"`
+/// is that execution's time, as every clock read in the engine is passed in.
+pub struct Bindings<'a> {
+    pub values: &'a [Option<BoundValue>],
+    pub now: Now,
+}
+
+impl<'a> Bindings<'a> {
+    pub fn new(values: &'a [Option<BoundValue>], now: Now) -> Self {
+        Bindings { values, now }
+    }
+}
+
+/// The values, as a slice (their number, the i-th).
+impl std::ops::Deref for Bindings<'_> {
+    type Target = [Option<BoundValue>];
+    fn deref(&self) -> &Self::Target {
+        self.values
+    }
+}
 
 /// A value bound to a marker: the protocol's own `[value]` (null, unset or bytes), as the
 /// request carried it.
 pub use proto::request::RawValue as BoundValue;
 
-pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, EngineError> {
+pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, EngineError> {
     match src {
         Src::Const(v) => Ok(v.clone()),
         Src::Bind(i) => match vals.get(*i) {
@@ -60,7 +80,7 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
             Ok(Some(proto::value::encode_vector(elem, &values)))
         }
         Src::FromJson(text, ty) => match resolve(text, vals) {
-            Ok(Some(text)) => crate::functions::from_json_arg(ty, &text),
+            Ok(Some(text)) => crate::functions::from_json_arg(ty, &text, vals.now),
             Ok(None) => Ok(None),
             Err(EngineError::Unset(_)) => Err(EngineError::invalid(
                 "Invalid unset value for argument in call to function fromjson",
@@ -84,6 +104,7 @@ pub(crate) fn resolve(src: &Src, vals: &Bound_) -> Result<Option<Vec<u8>>, Engin
                 *pos,
                 *unset_if_missing,
                 *bind,
+                vals.now,
             )
         }
         Src::Field(i, f) => Ok(
@@ -139,7 +160,7 @@ impl Engine {
         &self,
         t: &TableDef,
         src: &TokenSrc,
-        vals: &Bound_,
+        vals: &Bindings,
     ) -> Result<i64, EngineError> {
         match src {
             TokenSrc::Token(s) => {
@@ -212,7 +233,7 @@ impl Engine {
     pub(crate) fn mutations(
         &self,
         plan: &WritePlan,
-        vals: &Bound_,
+        vals: &Bindings,
         now: Now,
         default_ts: Option<i64>,
         out: &mut Mutations,
@@ -491,7 +512,7 @@ impl Engine {
         rows_cl: &[Vec<Vec<u8>>],
         ts: i64,
         now: Now,
-        vals: &Bound_,
+        vals: &Bindings,
         out: &mut Mutations,
     ) -> Result<(), EngineError> {
         for (idx, op) in elements {
@@ -785,7 +806,7 @@ pub(crate) enum BoundTarget {
 }
 
 impl BoundFilter {
-    pub(crate) fn bind(f: &crate::plan::Filter, vals: &Bound_) -> Result<Self, EngineError> {
+    pub(crate) fn bind(f: &crate::plan::Filter, vals: &Bindings) -> Result<Self, EngineError> {
         use crate::plan::FilterTarget as T;
         Ok(BoundFilter {
             column: f.column,
@@ -1009,7 +1030,7 @@ impl CollectionOp {
         op: Assign,
         ty: ColumnType,
         when: (i64, Option<Expiry>, Now),
-        vals: &Bound_,
+        vals: &Bindings,
     ) -> Result<Option<CollectionOp>, EngineError> {
         let (ts, expiry, now) = when;
         // An unset value makes the operation a no-op (`m[k] = unset`, `u.f = unset`), except

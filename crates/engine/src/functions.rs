@@ -61,7 +61,11 @@ pub(crate) fn to_json_untyped(arg: &Term) -> EngineError {
 /// value) decoded as Cassandra's `fromJSONObject` does. JSON `null` gives null. Malformed
 /// JSON and a value that does not fit the type fail the call as Cassandra's do, with a
 /// FunctionFailure.
-pub(crate) fn from_json_arg(ty: &ColumnType, arg: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+pub(crate) fn from_json_arg(
+    ty: &ColumnType,
+    arg: &[u8],
+    now: crate::Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
     let text = String::from_utf8_lossy(arg);
     let undecodable = |why: String| {
         from_json_failure(format!(
@@ -74,7 +78,7 @@ pub(crate) fn from_json_arg(ty: &ColumnType, arg: &[u8]) -> Result<Option<Vec<u8
         Some(parsed) => parsed.map_err(|e| undecodable(e.to_string()))?,
         None => return Err(undecodable(NO_CONTENT.into())),
     };
-    crate::json::from_json(ty, &doc).map_err(|m| {
+    crate::json::from_json(ty, &doc, now).map_err(|m| {
         from_json_failure(format!(
             "org.apache.cassandra.serializers.MarshalException: {m}"
         ))
@@ -215,7 +219,7 @@ fn from_json_const(ty: &ColumnType, args: &[Term], now: Now) -> Result<TypedValu
         from_json_not_text(arg, &found)
     })?;
     let v = match text {
-        Some(t) => from_json_arg(ty, &t)?,
+        Some(t) => from_json_arg(ty, &t, now)?,
         None => None,
     };
     Ok((ty.clone(), v))

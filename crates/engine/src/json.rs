@@ -31,6 +31,7 @@ use crate::scalar::{
 };
 use crate::temporal::{parse_date, parse_duration, parse_time, parse_timestamp, parse_uuid, unhex};
 use crate::types::compare;
+use crate::Now;
 
 const DATE_EPOCH: i64 = 1 << 31;
 /// Deepest nesting `from_json` follows (JSON parsed elsewhere may be deep).
@@ -183,11 +184,11 @@ fn write_seq<'a>(items: impl Iterator<Item = (&'a ColumnType, &'a Value)>, out: 
 /// A JSON value (already parsed) to serialized bytes for a column of this type, as INSERT
 /// JSON / fromJson() accept it. JSON `null` is `None`. Set elements and map keys come out
 /// sorted and de-duplicated by the engine's one comparator, `types::compare`.
-pub fn from_json(ty: &ColumnType, v: &Json) -> Result<Option<Vec<u8>>, String> {
+pub fn from_json(ty: &ColumnType, v: &Json, now: Now) -> Result<Option<Vec<u8>>, String> {
     if v.is_null() {
         return Ok(None);
     }
-    let out = convert(ty, v, 0)?;
+    let out = convert(ty, v, 0, now)?;
     validate_value(ty, &out).map_err(|e| e.to_string())?;
     Ok(Some(out))
 }
@@ -234,7 +235,7 @@ fn expected(what: &str, v: &Json) -> String {
     )
 }
 
-fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
+fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>, String> {
     use ColumnType as T;
     if depth > MAX_DEPTH {
         return Err("JSON value nested too deeply".into());
@@ -386,7 +387,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
                 if s.is_empty() {
                     return Ok(vec![]);
                 }
-                parse_timestamp(s)
+                parse_timestamp(s, now)
                     .ok_or_else(|| format!("Unable to coerce '{s}' to a formatted date (long)"))?
                     .to_be_bytes()
                     .to_vec()
@@ -440,7 +441,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
                     let what = if is_set { "set" } else { "list" };
                     return Err(format!("Invalid null element in {what}"));
                 }
-                elems.push(convert(e, x, depth + 1)?);
+                elems.push(convert(e, x, depth + 1, now)?);
             }
             if is_set {
                 elems.sort_by(|a, b| compare(e, a, b));
@@ -469,8 +470,8 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
                 } else {
                     Json::String(k.clone())
                 };
-                let kb = convert(kt, &key_json, depth + 1)?;
-                kvs.push((kb, convert(vt, x, depth + 1)?));
+                let kb = convert(kt, &key_json, depth + 1, now)?;
+                kvs.push((kb, convert(vt, x, depth + 1, now)?));
             }
             kvs.sort_by(|a, b| compare(kt, &a.0, &b.0));
             kvs.dedup_by(|a, b| compare(kt, &a.0, &b.0) == Ordering::Equal);
@@ -504,7 +505,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
                 let b = if x.is_null() {
                     None
                 } else {
-                    Some(convert(t, x, depth + 1)?)
+                    Some(convert(t, x, depth + 1, now)?)
                 };
                 put_elem(&mut out, b.as_deref());
             }
@@ -535,7 +536,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
                 if x.is_null() {
                     return Err("Invalid null element in list".into());
                 }
-                elems.push(convert(e, x, depth + 1)?);
+                elems.push(convert(e, x, depth + 1, now)?);
             }
             proto::value::encode_vector(e, &elems)
         }
@@ -558,7 +559,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize) -> Result<Vec<u8>, String> {
             let mut out = Vec::new();
             for (f, t) in fields {
                 let b = match given.iter().find(|(k, _)| k == f) {
-                    Some((_, x)) if !x.is_null() => Some(convert(t, x, depth + 1)?),
+                    Some((_, x)) if !x.is_null() => Some(convert(t, x, depth + 1, now)?),
                     _ => None,
                 };
                 put_elem(&mut out, b.as_deref());
@@ -623,7 +624,11 @@ mod tests {
     }
 
     fn fj(ty: &T, json: &str) -> Result<Option<Vec<u8>>, String> {
-        from_json(ty, &serde_json::from_str(json).unwrap())
+        from_json(
+            ty,
+            &serde_json::from_str(json).unwrap(),
+            crate::tests::at(1),
+        )
     }
 
     fn rt(ty: &T, json_in: &str) -> String {
@@ -1223,7 +1228,7 @@ mod tests {
             ty = T::List(Box::new(ty));
         }
         let parsed: Json = serde_json::from_str(&s).unwrap_or(Json::Null);
-        assert!(from_json(&ty, &parsed).is_err() || parsed.is_null());
+        assert!(from_json(&ty, &parsed, crate::tests::at(1)).is_err() || parsed.is_null());
         for (t, v) in [
             (T::Duration, "\"99999999999999999999y\""),
             (T::Duration, "\"2147483648mo\""),

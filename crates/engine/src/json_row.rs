@@ -16,7 +16,12 @@ pub type JsonColumns = [(String, ColumnType)];
 type ColumnValue = (usize, Option<Vec<u8>>);
 
 /// Decodes `text` into (column position, value) for each key present.
-pub(crate) fn decode(columns: &JsonColumns, text: &str) -> Result<Vec<ColumnValue>, EngineError> {
+/// `now` is the statement's clock (a timestamp `"now"`).
+pub(crate) fn decode(
+    columns: &JsonColumns,
+    text: &str,
+    now: crate::Now,
+) -> Result<Vec<ColumnValue>, EngineError> {
     let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         EngineError::invalid(format!(
             "Could not decode JSON string as a map: {e}. (String was: {text})"
@@ -39,7 +44,7 @@ pub(crate) fn decode(columns: &JsonColumns, text: &str) -> Result<Vec<ColumnValu
             )));
         };
         let ty = &columns[pos].1;
-        let bytes = crate::json::from_json(ty, v).map_err(|e| {
+        let bytes = crate::json::from_json(ty, v, now).map_err(|e| {
             EngineError::invalid(format!("Error decoding JSON value for {name}: {e}"))
         })?;
         out.push((pos, bytes));
@@ -56,13 +61,17 @@ pub(crate) fn column_of_bound(
     pos: usize,
     unset_if_missing: bool,
     bind: usize,
+    now: crate::Now,
 ) -> Result<Option<Vec<u8>>, EngineError> {
     let Some(text) = text else {
         return Err(EngineError::invalid("Got null for INSERT JSON values"));
     };
     let text = std::str::from_utf8(text)
         .map_err(|_| EngineError::invalid("Got invalid UTF-8 for INSERT JSON values"))?;
-    match decode(columns, text)?.into_iter().find(|(p, _)| *p == pos) {
+    match decode(columns, text, now)?
+        .into_iter()
+        .find(|(p, _)| *p == pos)
+    {
         Some((_, v)) => Ok(v),
         None if unset_if_missing => Err(EngineError::Unset(bind)),
         None => Ok(None),
@@ -82,13 +91,18 @@ mod tests {
 
     #[test]
     fn keys_match_columns_case_insensitively_unless_quoted() {
-        let mut got = decode(&cols(), r#"{"K": 1, "\"Mixed\"": "a"}"#).unwrap();
+        let mut got = decode(
+            &cols(),
+            r#"{"K": 1, "\"Mixed\"": "a"}"#,
+            crate::tests::at(1),
+        )
+        .unwrap();
         got.sort();
         assert_eq!(
             got,
             vec![(0, Some(vec![0, 0, 0, 1])), (1, Some(b"a".to_vec()))]
         );
-        let err = decode(&cols(), r#"{"mixed": "a"}"#).unwrap_err();
+        let err = decode(&cols(), r#"{"mixed": "a"}"#, crate::tests::at(1)).unwrap_err();
         assert_eq!(
             err.to_string(),
             "JSON values map contains unrecognized column: mixed"
@@ -99,14 +113,14 @@ mod tests {
     fn a_bound_row_leaves_missing_columns_null_or_unset() {
         let text = br#"{"k": 2}"#;
         assert_eq!(
-            column_of_bound(&cols(), Some(text), 1, false, 0).unwrap(),
+            column_of_bound(&cols(), Some(text), 1, false, 0, crate::tests::at(1)).unwrap(),
             None
         );
         assert!(matches!(
-            column_of_bound(&cols(), Some(text), 1, true, 0),
+            column_of_bound(&cols(), Some(text), 1, true, 0, crate::tests::at(1)),
             Err(EngineError::Unset(0))
         ));
-        let err = column_of_bound(&cols(), None, 0, false, 0).unwrap_err();
+        let err = column_of_bound(&cols(), None, 0, false, 0, crate::tests::at(1)).unwrap_err();
         assert_eq!(err.to_string(), "Got null for INSERT JSON values");
     }
 }

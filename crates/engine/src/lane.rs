@@ -188,7 +188,12 @@ mod tests {
     #[test]
     fn scans_are_told_from_partition_reads() {
         let e = setup();
-        let scan = |text: &str| e.prepare(text, Some("ks")).unwrap().snapshot().is_scan();
+        let scan = |text: &str| {
+            e.prepare(text, Some("ks"), crate::tests::at(1))
+                .unwrap()
+                .snapshot()
+                .is_scan()
+        };
         assert!(scan("SELECT * FROM t"));
         assert!(scan("SELECT count(*) FROM t"));
         assert!(scan("SELECT * FROM t WHERE token(k) > ?"));

@@ -802,7 +802,14 @@ impl Engine {
         self.run_planned(&planned, opts, now)
     }
 
-    pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Arc<Prepared>, DbError> {
+    /// Prepares `text` at the clock `now`: a literal that names the time (`'now'` for a
+    /// timestamp) is fixed here, as Cassandra fixes it at PREPARE.
+    pub fn prepare(
+        &self,
+        text: &str,
+        keyspace: Option<&str>,
+        now: Now,
+    ) -> Result<Arc<Prepared>, DbError> {
         let mut h = Fnv::default();
         h.write(keyspace.unwrap_or("").as_bytes());
         h.write(text.as_bytes());
@@ -823,10 +830,10 @@ impl Engine {
         }
         let parsed = cql::parse(text).map_err(parse_error)?;
         let schema = self.schema.get();
-        // A plan that reads the clock (`now()` in a term) is rebuilt at each execution with
-        // that execution's clock; PREPARE only needs its shape.
+        // A plan that calls a clock function (`now()` in a term) is rebuilt at each
+        // execution with that execution's clock; PREPARE only needs its shape.
         let compiled = self
-            .compile(&parsed, keyspace, &schema, Now { micros: 0, secs: 0 })
+            .compile(&parsed, keyspace, &schema, now)
             .map_err(EngineError::into_db)?;
         let p = Arc::new(Prepared {
             id,
@@ -980,6 +987,10 @@ impl Engine {
         opts: &QueryOptions,
         now: Now,
     ) -> Result<Outcome, EngineError> {
+        let parts: Vec<(&plan::WritePlan, exec::Bindings)> = parts
+            .iter()
+            .map(|(p, v)| (*p, exec::Bindings::new(v, now)))
+            .collect();
         let is_counter =
             |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
         let counters = parts.iter().filter(|(p, _)| is_counter(p)).count();
@@ -1006,7 +1017,7 @@ impl Engine {
         let mut _guards = Vec::new();
         if conditional {
             let mut partition: Option<Vec<u8>> = None;
-            for (p, v) in parts {
+            for (p, v) in &parts {
                 let keys: Vec<Vec<u8>> = exec::partitions(&p.table, &p.partition, v)?
                     .into_iter()
                     .map(|x| x.prefix)
@@ -1021,7 +1032,7 @@ impl Engine {
             (held, _guards) = self.lock_partitions(partition.as_deref());
             let mut checked = Vec::new();
             let mut all_hold = true;
-            for (p, v) in parts {
+            for (p, v) in &parts {
                 if let Some(cond) = &p.condition {
                     let (holds, current) = self.batch_condition(p, cond, v, now)?;
                     all_hold &= holds;
@@ -1033,7 +1044,7 @@ impl Engine {
             }
         }
         let mut m = Mutations::default();
-        for (p, v) in parts {
+        for (p, v) in &parts {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
@@ -1062,7 +1073,7 @@ impl Engine {
                 .map_err(EngineError::Db)?;
         }
         let normalized = check_bound(compiled, values, false).map_err(EngineError::Db)?;
-        let values = normalized.as_deref().unwrap_or(values);
+        let values = &exec::Bindings::new(normalized.as_deref().unwrap_or(values), now);
         match &compiled.kind {
             CompiledKind::Select(plan) => {
                 let masked = self.masking_for(plan, &parsed.statement, opts)?;
@@ -1105,7 +1116,7 @@ impl Engine {
             }
             CompiledKind::DeleteReturning(r) => self.delete_returning(r, values, now),
             CompiledKind::Batch(kind, plans) => {
-                let parts: Vec<_> = plans.iter().map(|p| (p, values)).collect();
+                let parts: Vec<_> = plans.iter().map(|p| (p, values.values)).collect();
                 self.run_batch(*kind, &parts, opts, now)
             }
             CompiledKind::Other => self.run_other(&parsed.statement, opts, now),

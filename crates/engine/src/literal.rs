@@ -18,11 +18,6 @@ pub fn type_name(ty: &ColumnType) -> String {
     crate::types::cql_type_name(ty)
 }
 
-/// Serializes a literal for a receiver of type `ty` (messages name no receiver).
-pub fn literal_to_bytes(ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>>, EngineError> {
-    literal_for("", ty, lit)
-}
-
 /// True when the literal's kind can stand for a value of `ty` (Cassandra's assignment test:
 /// an INTEGER fits an int or a text column does not, whatever its digits).
 fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
@@ -71,7 +66,12 @@ fn bad_integer(ty: &ColumnType, s: &str) -> EngineError {
 }
 
 /// Serializes a literal for the receiver `name` of type `ty`.
-fn literal_for(name: &str, ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<u8>>, EngineError> {
+fn literal_for(
+    name: &str,
+    ty: &ColumnType,
+    lit: &Literal,
+    now: crate::Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
     use ColumnType as T;
     if !literal_fits(ty, lit) {
         let raw = match lit {
@@ -98,7 +98,7 @@ fn literal_for(name: &str, ty: &ColumnType, lit: &Literal) -> Result<Option<Vec<
         // The empty string is the empty timestamp, as Cassandra's `TimestampType.fromString`.
         (Literal::String(s), T::Timestamp) if s.is_empty() => return Ok(Some(Vec::new())),
         (Literal::String(s), T::Timestamp) => {
-            Value::Timestamp(temporal::parse_timestamp(s).ok_or_else(|| {
+            Value::Timestamp(temporal::parse_timestamp(s, now).ok_or_else(|| {
                 EngineError::invalid(format!("Unable to parse a date/time from '{s}'"))
             })?)
         }
@@ -292,7 +292,7 @@ pub fn const_term_for(
         EngineError::invalid(format!("Invalid {what} literal for {name}: {detail}"))
     };
     match term {
-        Term::Literal(l) => literal_for(name, ty, l),
+        Term::Literal(l) => literal_for(name, ty, l, now),
         Term::TypeHint { term, .. } => const_term_for(name, ty, term, now),
         Term::List(items) if matches!(ty, ColumnType::Vector(..)) => {
             let ColumnType::Vector(elem, _) = ty else {
@@ -446,10 +446,10 @@ pub fn const_term_for(
         }
         Term::Negate(inner) => match &**inner {
             Term::Literal(Literal::Integer(s)) => {
-                literal_for(name, ty, &Literal::Integer(format!("-{s}")))
+                literal_for(name, ty, &Literal::Integer(format!("-{s}")), now)
             }
             Term::Literal(Literal::Float(s)) => {
-                literal_for(name, ty, &Literal::Float(format!("-{s}")))
+                literal_for(name, ty, &Literal::Float(format!("-{s}")), now)
             }
             other => match const_term_for(name, ty, other, now)? {
                 Some(v) if crate::arith::is_numeric(ty) => Ok(Some(crate::arith::negate(ty, &v)?)),

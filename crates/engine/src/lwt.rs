@@ -8,7 +8,7 @@
 //! are read from the partition even when the conditioned row does not exist.
 
 use crate::catalog::{ColumnDef, ColumnKind, TableDef};
-use crate::exec::{self, decode_list_elements, resolve, BoundValue};
+use crate::exec::{self, decode_list_elements, resolve};
 use crate::plan::{
     wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
 };
@@ -17,7 +17,7 @@ use crate::{keys, token, types, Engine, EngineError, Mutations, Now, Outcome, Re
 use proto::types::ColumnType;
 use std::cmp::Ordering;
 
-type Bound_ = [Option<BoundValue>];
+use crate::exec::Bindings;
 
 /// What a conditional write reads: the partition's header (statics, deletions), the
 /// conditioned row if it is live, and the row's key.
@@ -67,7 +67,7 @@ impl Engine {
     pub(crate) fn read_current(
         &self,
         plan: &WritePlan,
-        vals: &Bound_,
+        vals: &Bindings,
         now: Now,
     ) -> Result<Current, EngineError> {
         let t = &plan.table;
@@ -153,7 +153,7 @@ impl Engine {
         &self,
         plan: &WritePlan,
         cond: &Condition,
-        values: &Bound_,
+        values: &Bindings,
         now: Now,
     ) -> Result<Outcome, EngineError> {
         // The partition's write lock, held from the read to the write: conditional writes to
@@ -195,7 +195,7 @@ impl Engine {
         &self,
         plan: &WritePlan,
         cond: &Condition,
-        values: &Bound_,
+        values: &Bindings,
         now: Now,
     ) -> Result<(bool, Current), EngineError> {
         let current = self.read_current(plan, values, now)?;
@@ -418,7 +418,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
 pub(crate) fn holds(
     t: &TableDef,
     cond: &Condition,
-    vals: &Bound_,
+    vals: &Bindings,
     current: &Current,
     now: Now,
 ) -> Result<bool, EngineError> {
@@ -444,7 +444,7 @@ pub(crate) fn holds(
 fn column_condition_holds(
     t: &TableDef,
     cond: &ColumnCondition,
-    vals: &Bound_,
+    vals: &Bindings,
     current: &Current,
     now: Now,
 ) -> Result<bool, EngineError> {

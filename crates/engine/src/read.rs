@@ -14,7 +14,7 @@
 use crate::arith;
 use crate::catalog::{ColumnKind, TableDef};
 use crate::exec::{
-    clustering_ranges, partitions, passes_filters, resolve, tuple_field, BoundFilter, Bound_,
+    clustering_ranges, partitions, passes_filters, resolve, tuple_field, Bindings, BoundFilter,
     RowSink,
 };
 use crate::keys;
@@ -79,7 +79,7 @@ enum Flow {
 /// One row (or a partition's static-only row) as selectors see it.
 struct RowView<'r> {
     t: &'r TableDef,
-    vals: &'r Bound_,
+    vals: &'r Bindings<'r>,
     pk_parts: &'r [&'r [u8]],
     tok: i64,
     row: Option<&'r Row>,
@@ -377,7 +377,7 @@ impl Group {
 pub(crate) struct SelectRun<'a> {
     store: &'a dyn storage::Storage,
     plan: &'a SelectPlan,
-    vals: &'a Bound_,
+    vals: &'a Bindings<'a>,
     now: Now,
     filters: Vec<BoundFilter>,
     /// An indexed read visits only these rows (encoded clusterings) of the next partition.
@@ -428,7 +428,7 @@ impl Engine {
         &self,
         store: &dyn storage::Storage,
         plan: &SelectPlan,
-        vals: &Bound_,
+        vals: &Bindings,
         page_size: Option<i32>,
         paging_state: Option<&[u8]>,
         now: Now,
@@ -448,7 +448,7 @@ impl<'a> SelectRun<'a> {
     fn new(
         store: &'a dyn storage::Storage,
         plan: &'a SelectPlan,
-        vals: &'a Bound_,
+        vals: &'a Bindings<'a>,
         page_size: Option<i32>,
         paging_state: Option<&[u8]>,
         now: Now,

@@ -15,7 +15,7 @@
 //! sets the timestamp when written.
 
 use crate::build::Builder;
-use crate::exec::{self, BoundValue, Mutations};
+use crate::exec::{self, Mutations};
 use crate::plan::{SelectPlan, WritePlan};
 use crate::row::{PartitionHeader, Row};
 use crate::{keys, lwt, Engine, EngineError, Now, Outcome, ResultSet};
@@ -56,14 +56,14 @@ pub(crate) fn compile(
     Ok(DeleteReturning { write, read })
 }
 
-type Bound_ = [Option<BoundValue>];
+use crate::exec::Bindings;
 
 impl Engine {
     /// Runs a `DELETE ... RETURNING`: the rows as they were, deleted in the same step.
     pub(crate) fn delete_returning(
         &self,
         r: &DeleteReturning,
-        vals: &Bound_,
+        vals: &Bindings,
         now: Now,
     ) -> Result<Outcome, EngineError> {
         let t = &r.write.table;

@@ -101,12 +101,11 @@ pub(crate) fn parse_time(s: &str) -> Option<i64> {
 /// `TimestampSerializer.dateStringToTimestamp`: milliseconds, or `yyyy-mm-dd[( |T)hh:mm[:ss[.f]]]`
 /// with an optional zone (`Z`, `+hh`, `+hhmm`, `+hh:mm`, `UTC`/`GMT`); no zone means UTC here
 /// (Cassandra uses the server's zone).
-pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
+/// `now` is the statement's clock: the text `now` is that time (Cassandra reads its clock
+/// there; the engine is given it).
+pub(crate) fn parse_timestamp(s: &str, now: crate::Now) -> Option<i64> {
     if s.eq_ignore_ascii_case("now") {
-        return std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()
-            .and_then(|d| i64::try_from(d.as_millis()).ok());
+        return Some(now.micros.div_euclid(1000));
     }
     if let Some(n) = s
         .strip_prefix('-')
@@ -411,31 +410,35 @@ pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 mod tests {
     use super::*;
 
+    fn ts(s: &str) -> Option<i64> {
+        parse_timestamp(s, crate::Now::at_micros(1_700_000_000_123_456))
+    }
+
+    #[test]
+    fn now_is_the_clock_given() {
+        // The statement's clock, in milliseconds; never the machine's.
+        assert_eq!(ts("now"), Some(1_700_000_000_123));
+        assert_eq!(ts("NOW"), Some(1_700_000_000_123));
+        assert_eq!(
+            parse_timestamp("now", crate::Now::at_micros(-1)),
+            Some(-1),
+            "before the epoch, the millisecond below"
+        );
+    }
+
     #[test]
     fn timestamps_dates_times_and_durations() {
-        assert_eq!(parse_timestamp("1970-01-01"), Some(0));
-        assert_eq!(
-            parse_timestamp("2020-01-01 00:00:00+0000"),
-            Some(1_577_836_800_000)
-        );
-        assert_eq!(
-            parse_timestamp("2020-01-01 00:00:00+00"),
-            Some(1_577_836_800_000)
-        );
-        assert_eq!(
-            parse_timestamp("2020-01-01T01:00:00.5+01:00"),
-            Some(1_577_836_800_500)
-        );
-        assert!(parse_timestamp("garbage").is_none());
+        assert_eq!(ts("1970-01-01"), Some(0));
+        assert_eq!(ts("2020-01-01 00:00:00+0000"), Some(1_577_836_800_000));
+        assert_eq!(ts("2020-01-01 00:00:00+00"), Some(1_577_836_800_000));
+        assert_eq!(ts("2020-01-01T01:00:00.5+01:00"), Some(1_577_836_800_500));
+        assert!(ts("garbage").is_none());
         // Cassandra 5.0.9 takes day 30 of February as its last day, and 24:00 as the next
         // day's midnight; a date refuses the first.
-        assert_eq!(parse_timestamp("2015-02-30"), parse_timestamp("2015-02-28"));
-        assert_eq!(
-            parse_timestamp("2015-02-28 24:00"),
-            parse_timestamp("2015-03-01")
-        );
-        assert!(parse_timestamp("2015-02-28 24:01").is_none());
-        assert!(parse_timestamp("2015-02-32").is_none());
+        assert_eq!(ts("2015-02-30"), ts("2015-02-28"));
+        assert_eq!(ts("2015-02-28 24:00"), ts("2015-03-01"));
+        assert!(ts("2015-02-28 24:01").is_none());
+        assert!(ts("2015-02-32").is_none());
         assert!(parse_date("2015-02-29").is_none());
         assert_eq!(parse_date("1970-01-01"), Some(1 << 31));
         assert_eq!(parse_date("0"), Some(0));

@@ -442,7 +442,7 @@ impl LocalBackend {
                     .keyspace
                     .clone()
                     .or_else(|| conn.keyspace().map(|k| k.to_string()));
-                match self.engine.prepare(&p.query, ks.as_deref()) {
+                match self.engine.prepare(&p.query, ks.as_deref(), Now::system()) {
                     Ok(prep) => prepared_response(&prep, v5),
                     Err(e) => Response::Error(e),
                 }

@@ -2,7 +2,7 @@
 //! and hashed to tokens; IN lists as their cartesian product) and the clustering intervals
 //! (equalities, slices and multi-column tuple bounds, intersected and normalised).
 
-use super::{resolve, tuple_field, Bound_};
+use super::{resolve, tuple_field, Bindings};
 use crate::catalog::TableDef;
 use crate::keys;
 use crate::plan::*;
@@ -10,7 +10,7 @@ use crate::token;
 use crate::EngineError;
 use proto::types::ColumnType;
 
-pub(crate) fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>, EngineError> {
+pub(crate) fn resolve_key(src: &Src, vals: &Bindings, col: &str) -> Result<Vec<u8>, EngineError> {
     match resolve(src, vals) {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(EngineError::invalid(format!(
@@ -26,7 +26,7 @@ pub(crate) fn resolve_key(src: &Src, vals: &Bound_, col: &str) -> Result<Vec<u8>
 /// Expands key restrictions into the list of concrete values per column.
 pub(crate) fn expand(
     kv: &KeyValues,
-    vals: &Bound_,
+    vals: &Bindings,
     col: &str,
 ) -> Result<Vec<Vec<u8>>, EngineError> {
     match kv {
@@ -86,7 +86,7 @@ pub(crate) struct PartitionRef {
 pub(crate) fn partitions(
     table: &TableDef,
     sel: &[KeyValues],
-    vals: &Bound_,
+    vals: &Bindings,
 ) -> Result<Vec<PartitionRef>, EngineError> {
     // One partition-key column equal to one value (every point read of a simple key): the
     // same checks as below without the per-column sets and their cartesian product.
@@ -273,7 +273,7 @@ fn bound_pieces(
 }
 
 /// The tuples of `(a, b) IN ?`, read off the bound list as constants.
-fn bound_tuples(index: usize, arity: usize, vals: &Bound_) -> Result<Vec<Vec<Src>>, EngineError> {
+fn bound_tuples(index: usize, arity: usize, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
     let list = resolve(&Src::Bind(index), vals)?
         .ok_or_else(|| EngineError::invalid("Invalid null value for IN restriction"))?;
     let bad = || EngineError::invalid("Invalid list of tuples for IN restriction");
@@ -309,7 +309,7 @@ fn bound_tuples(index: usize, arity: usize, vals: &Bound_) -> Result<Vec<Vec<Src
 pub(crate) fn clustering_ranges(
     table: &TableDef,
     sel: &ClusteringSel,
-    vals: &Bound_,
+    vals: &Bindings,
 ) -> Result<Vec<Interval>, EngineError> {
     // No restriction, or `=` on every restricted column with no slice (a point read): one
     // interval, built without the per-column sets, their product and the interval algebra.

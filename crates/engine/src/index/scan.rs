@@ -3,7 +3,7 @@
 //! paging state resumes at.
 
 use super::{encode_value, expired, index_prefix};
-use crate::exec::{resolve, Bound_};
+use crate::exec::{resolve, Bindings};
 use crate::plan::{IndexLookup, IndexScan, Src};
 use crate::{keys, EngineError};
 use std::ops::Bound;
@@ -11,7 +11,7 @@ use storage::Storage;
 
 pub(crate) type Candidates<'a> = Box<dyn Iterator<Item = Result<Vec<u8>, EngineError>> + 'a>;
 
-fn value_of(scan: &IndexScan, src: &Src, vals: &Bound_) -> Result<Vec<u8>, EngineError> {
+fn value_of(scan: &IndexScan, src: &Src, vals: &Bindings) -> Result<Vec<u8>, EngineError> {
     resolve(src, vals)?.ok_or_else(|| {
         EngineError::invalid(format!("Unsupported null value for column {}", scan.column))
     })
@@ -33,7 +33,7 @@ pub(crate) fn candidates<'a>(
     store: &'a dyn Storage,
     table_id: u32,
     scan: &IndexScan,
-    vals: &Bound_,
+    vals: &Bindings,
     resume_partition: Option<&[u8]>,
     now_secs: u32,
 ) -> Result<Candidates<'a>, EngineError> {

@@ -30,7 +30,7 @@ impl AnnRun {
         plan: &AnnPlan,
         t: &crate::catalog::TableDef,
         limit: Option<u64>,
-        vals: &crate::exec::Bound_,
+        vals: &crate::exec::Bindings,
     ) -> Result<AnnRun, EngineError> {
         let limit = limit.ok_or_else(|| EngineError::invalid(NO_LIMIT_MSG))?;
         if limit > MAX_ANN_LIMIT {

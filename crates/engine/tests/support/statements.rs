@@ -764,7 +764,7 @@ pub fn run<C: Choices>(
         };
         let result = match how {
             0 => engine
-                .prepare(&text, Some("ks"))
+                .prepare(&text, Some("ks"), now(step))
                 .and_then(|p| engine.execute(&p.id, Values::Positional(binds), &opts, now(step))),
             1 if text.starts_with("INSERT")
                 || text.starts_with("UPDATE")
