@@ -32,6 +32,7 @@ mod admin;
 mod lanes;
 mod live;
 mod login;
+mod scheduler;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -64,6 +65,8 @@ pub struct LocalBackend {
     login: Option<login::Throttle>,
     /// Where scans run (`scan_*` keys).
     scans: lanes::ScanLane,
+    /// The fair queue of service levels (`service_level_*` keys), used once one exists.
+    levels: scheduler::Scheduler,
 }
 
 impl LocalBackend {
@@ -133,6 +136,10 @@ impl LocalBackend {
             .map_err(|e| anyhow::anyhow!("starting the scan threads: {e}"))?;
         Ok(LocalBackend {
             scans,
+            levels: scheduler::Scheduler::new(
+                config.service_level_slots,
+                config.service_level_queue,
+            ),
             engine: Arc::new(engine),
             store,
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
@@ -256,6 +263,18 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
 }
 
 impl LocalBackend {
+    /// A slot to execute a request of `role` in, once service levels exist (`scheduler`);
+    /// `None` without them: one atomic load, no lock, no allocation.
+    async fn admit(&self, role: Option<&str>) -> Result<Option<scheduler::Permit>, DbError> {
+        if !self.engine.service_levels().active() {
+            return Ok(None);
+        }
+        let Some(level) = self.engine.service_level_of(role) else {
+            return Ok(None);
+        };
+        self.levels.acquire(level).await.map(Some)
+    }
+
     /// Runs `f` inline, or on the blocking pool when it may fsync or scan at length.
     async fn run<T: Send + 'static>(
         &self,
@@ -314,6 +333,7 @@ impl Backend for LocalBackend {
     fn export_metrics(&self, out: &mut server::metrics::Exposition) {
         self.export_storage(out);
         self.scans.export(out);
+        self.levels.export(out);
     }
 }
 
@@ -421,6 +441,15 @@ impl LocalBackend {
                         return outcome(r, false);
                     }
                 };
+                // Scans have their own lane; the rest wait for a service level slot.
+                let _slot = if planned.is_scan() {
+                    None
+                } else {
+                    match self.admit(opts.role.as_deref()).await {
+                        Ok(s) => s,
+                        Err(e) => return Response::Error(e),
+                    }
+                };
                 // Unprepared statements are not the hot path; they may fsync.
                 let r = if planned.is_scan() {
                     let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
@@ -462,7 +491,9 @@ impl LocalBackend {
                 let heavy = if plan.is_select() {
                     !plan.is_single_partition()
                 } else {
-                    self.sync_writes || prep.statement.statement.is_role_statement()
+                    self.sync_writes
+                        || prep.statement.statement.is_role_statement()
+                        || prep.statement.statement.is_service_level_statement()
                 };
                 let p = prep.clone();
                 let started = Instant::now();
@@ -470,6 +501,14 @@ impl LocalBackend {
                 let rate = plan
                     .is_scan()
                     .then(|| self.scans.rate(opts.role.as_deref(), scan_rate));
+                let _slot = if rate.is_some() {
+                    None
+                } else {
+                    match self.admit(opts.role.as_deref()).await {
+                        Ok(s) => s,
+                        Err(e) => return Response::Error(e),
+                    }
+                };
                 let run = move |e: &Engine| {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
                     (r, plan)
@@ -522,6 +561,10 @@ impl LocalBackend {
                         }
                     });
                 }
+                let _slot = match self.admit(opts.role.as_deref()).await {
+                    Ok(s) => s,
+                    Err(e) => return Response::Error(e),
+                };
                 let now = Now::system();
                 let kind = b.kind;
                 let started = Instant::now();
