@@ -7,7 +7,9 @@
 //! (they are memtable/page-cache work measured in microseconds); unprepared statements and
 //! writes that must fsync (`commitlog_sync: batch`) move to the blocking pool so they never
 //! stall a worker; scans (a SELECT over a token range) run in the scan lane (`lanes`): a
-//! bounded pool of their own threads, each scan at a rows-per-second limit.
+//! bounded pool of their own threads, each scan at a rows-per-second limit. Once a service
+//! level exists (ScyllaDB's workload prioritization), the rest run on the executor threads of
+//! `scheduler`, in the order of their roles' levels' shares.
 //!
 //! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
@@ -263,24 +265,23 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
 }
 
 impl LocalBackend {
-    /// A slot to execute a request of `role` in, once service levels exist (`scheduler`);
-    /// `None` without them: one atomic load, no lock, no allocation.
-    async fn admit(&self, role: Option<&str>) -> Result<Option<scheduler::Permit>, DbError> {
-        if !self.engine.service_levels().active() {
-            return Ok(None);
-        }
-        let Some(level) = self.engine.service_level_of(role) else {
-            return Ok(None);
-        };
-        self.levels.acquire(level).await.map(Some)
+    /// The service level a request of `role` runs at: `None` while no service level exists
+    /// (one atomic load, no lock, no allocation).
+    fn level_of(&self, role: Option<&str>) -> Option<engine::service_levels::Level> {
+        self.engine.service_level_of(role)
     }
 
-    /// Runs `f` inline, or on the blocking pool when it may fsync or scan at length.
+    /// Runs `f` on the service level executor when `level` is given (`scheduler`), else
+    /// inline, or on the blocking pool when it may fsync or scan at length.
     async fn run<T: Send + 'static>(
         &self,
+        level: Option<engine::service_levels::Level>,
         blocking: bool,
         f: impl FnOnce(&Engine) -> T + Send + 'static,
     ) -> Result<T, DbError> {
+        if let Some(level) = level {
+            return self.levels.run(level, self.engine.clone(), f).await;
+        }
         if blocking {
             let engine = self.engine.clone();
             tokio::task::spawn_blocking(move || f(&engine))
@@ -441,15 +442,6 @@ impl LocalBackend {
                         return outcome(r, false);
                     }
                 };
-                // Scans have their own lane; the rest wait for a service level slot.
-                let _slot = if planned.is_scan() {
-                    None
-                } else {
-                    match self.admit(opts.role.as_deref()).await {
-                        Ok(s) => s,
-                        Err(e) => return Response::Error(e),
-                    }
-                };
                 // Unprepared statements are not the hot path; they may fsync.
                 let r = if planned.is_scan() {
                     let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
@@ -459,7 +451,9 @@ impl LocalBackend {
                         })
                         .await
                 } else {
-                    self.run(true, move |e| e.run_planned(&planned, &opts, now))
+                    // Scans have their own lane; the rest run at their service level, if any.
+                    let level = self.level_of(opts.role.as_deref());
+                    self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
                         .await
                 }
                 .and_then(|x| x);
@@ -501,13 +495,10 @@ impl LocalBackend {
                 let rate = plan
                     .is_scan()
                     .then(|| self.scans.rate(opts.role.as_deref(), scan_rate));
-                let _slot = if rate.is_some() {
+                let level = if rate.is_some() {
                     None
                 } else {
-                    match self.admit(opts.role.as_deref()).await {
-                        Ok(s) => s,
-                        Err(e) => return Response::Error(e),
-                    }
+                    self.level_of(opts.role.as_deref())
                 };
                 let run = move |e: &Engine| {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
@@ -516,7 +507,7 @@ impl LocalBackend {
                 let (r, plan) = if let Some(rate) = rate {
                     self.scans.run(self.engine.clone(), rate, run).await
                 } else {
-                    self.run(heavy, run).await
+                    self.run(level, heavy, run).await
                 }
                 // A task that died hands no plan back: its error is the answer.
                 .unwrap_or_else(|e| (Err(e), prep.snapshot()));
@@ -561,15 +552,14 @@ impl LocalBackend {
                         }
                     });
                 }
-                let _slot = match self.admit(opts.role.as_deref()).await {
-                    Ok(s) => s,
-                    Err(e) => return Response::Error(e),
-                };
+                let level = self.level_of(opts.role.as_deref());
                 let now = Now::system();
                 let kind = b.kind;
                 let started = Instant::now();
                 let r = self
-                    .run(self.sync_writes, move |e| e.batch(kind, items, &opts, now))
+                    .run(level, self.sync_writes, move |e| {
+                        e.batch(kind, items, &opts, now)
+                    })
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());

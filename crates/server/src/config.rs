@@ -150,8 +150,8 @@ pub struct Config {
     /// point operations want the CPU a scan gets less of it, and all of it when they do not.
     /// `0`: the same priority as the rest. Default 10.
     pub scan_thread_nice: i32,
-    /// Standalone mode, once a service level exists (`CREATE SERVICE LEVEL`): requests that
-    /// execute at once; more wait in a queue per service level and are let in by their
+    /// Standalone mode, once a service level exists (`CREATE SERVICE LEVEL`): executor
+    /// threads that run requests, fed by one queue per service level in the order of the
     /// levels' shares. `0` (the default): the number of CPU cores.
     pub service_level_slots: usize,
     /// Standalone mode: requests that may wait for a service level slot, all levels
