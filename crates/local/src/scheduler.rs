@@ -396,9 +396,9 @@ fn executor(shared: &Shared) {
         drop(st);
         let t = Instant::now();
         job();
-        let cost = shared.fixed_cost.unwrap_or_else(|| {
-            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX / SCALE)
-        });
+        let cost = shared
+            .fixed_cost
+            .unwrap_or_else(|| u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX / SCALE));
         st = shared.lock();
         st.running -= 1;
         st.queue.finish(&level, charged, cost.min(u64::MAX / SCALE));
@@ -528,8 +528,14 @@ mod tests {
         }
         // lo starts once per ten hi starts: its share, though it never waited behind hi.
         let lo_starts = started.iter().filter(|n| *n == "lo").count();
-        assert_eq!((started.len() - lo_starts, lo_starts), (33, 4), "{started:?}");
-        assert!(started.windows(11).all(|w| w.iter().filter(|n| *n == "lo").count() <= 2));
+        assert_eq!(
+            (started.len() - lo_starts, lo_starts),
+            (33, 4),
+            "{started:?}"
+        );
+        assert!(started
+            .windows(11)
+            .all(|w| w.iter().filter(|n| *n == "lo").count() <= 2));
         // hi goes quiet: lo (ahead of it) waits out the window, then runs alone.
         while matches!(q.pop(us(t)), Next::Start(..)) {}
         assert!(matches!(q.pop(us(t + 1000)), Next::Wait(_)));
@@ -564,9 +570,11 @@ mod tests {
             for _ in 0..55 {
                 let (s, e, log) = (s.clone(), engine.clone(), log.clone());
                 tasks.push(tokio::spawn(async move {
-                    s.run(level(name, shares), e, move |_| log.lock().unwrap().push(name))
-                        .await
-                        .unwrap()
+                    s.run(level(name, shares), e, move |_| {
+                        log.lock().unwrap().push(name)
+                    })
+                    .await
+                    .unwrap()
                 }));
             }
         }
@@ -611,7 +619,11 @@ mod tests {
         while s.shared.lock().queue.waiting() < 1 {
             tokio::task::yield_now().await;
         }
-        let e = s.run(level("b", 10), engine.clone(), |_| 0).await.err().unwrap();
+        let e = s
+            .run(level("b", 10), engine.clone(), |_| 0)
+            .await
+            .err()
+            .unwrap();
         assert!(matches!(e, DbError::Overloaded { .. }));
         hold_tx.send(()).unwrap();
         holder.await.unwrap().unwrap();
