@@ -50,6 +50,11 @@ const FIRST_ESTIMATE_MICROS: u64 = 100;
 /// wait for it (see [`FairQueue::pop`]).
 const ACTIVE_WINDOW: Duration = Duration::from_millis(5);
 
+/// Lanes kept at most: levels come and go (CREATE / DROP SERVICE LEVEL with new names), so
+/// past this many the idle ones are forgotten (they restart at the current virtual time when
+/// they come back, as any idle level does).
+const MAX_LANES: usize = 32;
+
 /// What [`FairQueue::pop`] found.
 pub(crate) enum Next<T> {
     /// Start this: its level, the estimate charged, the item.
@@ -102,6 +107,9 @@ impl<T> FairQueue<T> {
         let i = match self.lanes.iter().position(|l| l.name == level.name) {
             Some(i) => i,
             None => {
+                if self.lanes.len() >= MAX_LANES {
+                    self.lanes.retain(|l| !l.waiting.is_empty());
+                }
                 self.lanes.push(Lane {
                     name: level.name.clone(),
                     shares: 0,
@@ -476,6 +484,21 @@ mod tests {
             count_b += usize::from(&*name == "b");
         }
         assert!((18..=22).contains(&count_b), "{count_b}");
+    }
+
+    #[test]
+    fn idle_lanes_of_many_levels_are_forgotten() {
+        let mut q = FairQueue::new();
+        // A level with requests waiting is never forgotten.
+        for _ in 0..200 {
+            q.push(&level("kept", 10), ());
+        }
+        for i in 0..100 {
+            q.push(&level(&format!("l{i}"), 10), ());
+            start(&mut q);
+        }
+        assert!(q.lanes.len() <= MAX_LANES);
+        assert!(q.lanes.iter().any(|l| &*l.name == "kept"));
     }
 
     #[test]
