@@ -16,6 +16,7 @@
 //! - [`validate`]: `--validate` bookkeeping and checks.
 //! - [`report`]: text tables, JSON and self-contained HTML with SVG plots; `compare` medians and gains.
 //! - [`scan_lane`]: `scan-lane`, point-read latency with and without a concurrent full scan.
+//! - [`service_levels`]: `service-levels`, two roles' throughput and p99 alone and together.
 //!
 //! # Invariants
 //! - Only prepared statements are used for measured operations (DDL in `load` is not measured).
@@ -28,6 +29,7 @@ pub mod generator;
 pub mod report;
 pub mod runner;
 pub mod scan_lane;
+pub mod service_levels;
 pub mod stats;
 pub mod validate;
 pub mod workload;
@@ -61,6 +63,10 @@ pub enum BenchCommand {
     /// Point reads at a fixed rate with and without a concurrent full-table scan; report
     /// their p99 in both (issue 17: scans in their own lane).
     ScanLane(scan_lane::ScanLaneArgs),
+    /// Two roles (high and low service level shares) saturating the server with point reads,
+    /// alone and together; report each one's throughput and p99 (issue 17: workload
+    /// priorities).
+    ServiceLevels(service_levels::ServiceLevelsArgs),
 }
 
 /// cassandra-stress style presets.
@@ -474,6 +480,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Compare(c) => c.w.threads,
         // The reads' schedule and the scan run side by side.
         BenchCommand::ScanLane(_) => 2,
+        BenchCommand::ServiceLevels(_) => 2,
     };
     let rt = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -494,6 +501,7 @@ async fn async_main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Run(r) => load_or_run(r, false).await,
         BenchCommand::Compare(c) => compare(c).await,
         BenchCommand::ScanLane(a) => scan_lane::run(a).await,
+        BenchCommand::ServiceLevels(a) => service_levels::run(a).await,
     }
 }
 

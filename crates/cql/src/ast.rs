@@ -26,6 +26,9 @@ pub use proto::types::ColumnType;
 
 use crate::keywords::{quote_identifier, quote_string};
 
+mod service_level;
+pub use service_level::{ServiceLevelOptions, ServiceLevelStatement, WorkloadType};
+
 /// One parsed statement with its bind markers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedStatement {
@@ -163,6 +166,8 @@ pub enum Statement {
         recursive: bool,
     },
     Describe(DescribeStatement),
+    /// ScyllaDB's service level statements (`ast::service_level`).
+    ServiceLevel(ServiceLevelStatement),
     /// A statement recognised but not supported by this parser (functions, aggregates,
     /// materialized views, triggers); the executor answers it with a clear error. `what`
     /// names it, e.g. `"CREATE FUNCTION"`.

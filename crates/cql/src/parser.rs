@@ -17,6 +17,7 @@ mod describe;
 mod modify;
 mod schema;
 mod select;
+mod service_level;
 mod term;
 mod view;
 
@@ -425,6 +426,9 @@ impl<'a> Parser<'a> {
         let t = self.peek();
         if t.kind != Tok::Ident {
             return Err(self.no_viable());
+        }
+        if self.at_service_level_statement() {
+            return Ok(Statement::ServiceLevel(self.service_level_statement()?));
         }
         let w = self.text(t).to_ascii_lowercase();
         match w.as_str() {

@@ -72,6 +72,7 @@ pub mod returning;
 pub mod row;
 pub mod scalar;
 mod selection;
+pub mod service_levels;
 pub mod similarity;
 pub mod system;
 mod temporal;
@@ -461,6 +462,8 @@ pub struct Engine {
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
     node: NodeInfo,
     auth: auth::Auth,
+    /// ScyllaDB's service levels (`service_levels`).
+    service_levels: service_levels::ServiceLevels,
     /// The graphs of SAI vector indexes (see `index::vector`).
     pub(crate) vectors: index::vector::VectorIndexes,
     /// What `system_views` shows of the process (see `virtual_tables`).
@@ -540,6 +543,7 @@ impl Engine {
         schema.refresh_indexed();
         let has_indexes = AtomicBool::new(!schema.indexed.is_empty());
         let auth = auth::Auth::open(storage.clone())?;
+        let service_levels = service_levels::ServiceLevels::open(storage.clone())?;
         let schema_cell = filter.0;
         *schema_cell.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(schema);
         let engine = Engine {
@@ -556,6 +560,7 @@ impl Engine {
             prepared: RwLock::new(HashMap::new()),
             node,
             auth,
+            service_levels,
             vectors: Default::default(),
             live: RwLock::new(None),
             headers,
@@ -1166,10 +1171,22 @@ impl Engine {
                     paging_state: None,
                 }))
             }
-            st if st.is_role_statement() => self
-                .auth
-                .execute(opts.role.as_deref(), st, ks, &self.schema.get())
+            S::ServiceLevel(sl) => self
+                .service_level_statement(opts.role.as_deref(), sl)
                 .map_err(EngineError::Db),
+            st if st.is_role_statement() => {
+                let out = self
+                    .auth
+                    .execute(opts.role.as_deref(), st, ks, &self.schema.get())
+                    .map_err(EngineError::Db)?;
+                // A dropped role's service level goes with it, as in ScyllaDB.
+                if let S::DropRole { name, .. } = st {
+                    self.service_levels
+                        .role_dropped(name)
+                        .map_err(EngineError::Db)?;
+                }
+                Ok(out)
+            }
             _ => {
                 self.authorize_owner_alter(st, ks, opts)?;
                 let outcome = self.ddl(st, ks, now)?;

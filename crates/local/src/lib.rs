@@ -7,7 +7,9 @@
 //! (they are memtable/page-cache work measured in microseconds); unprepared statements and
 //! writes that must fsync (`commitlog_sync: batch`) move to the blocking pool so they never
 //! stall a worker; scans (a SELECT over a token range) run in the scan lane (`lanes`): a
-//! bounded pool of their own threads, each scan at a rows-per-second limit.
+//! bounded pool of their own threads, each scan at a rows-per-second limit. Once a service
+//! level exists (ScyllaDB's workload prioritization), the rest run on the executor threads of
+//! `scheduler`, in the order of their roles' levels' shares.
 //!
 //! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
@@ -32,6 +34,7 @@ mod admin;
 mod lanes;
 mod live;
 mod login;
+mod scheduler;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -64,6 +67,8 @@ pub struct LocalBackend {
     login: Option<login::Throttle>,
     /// Where scans run (`scan_*` keys).
     scans: lanes::ScanLane,
+    /// The fair queue of service levels (`service_level_*` keys), used once one exists.
+    levels: scheduler::Scheduler,
 }
 
 impl LocalBackend {
@@ -133,6 +138,10 @@ impl LocalBackend {
             .map_err(|e| anyhow::anyhow!("starting the scan threads: {e}"))?;
         Ok(LocalBackend {
             scans,
+            levels: scheduler::Scheduler::new(
+                config.service_level_slots,
+                config.service_level_queue,
+            ),
             engine: Arc::new(engine),
             store,
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
@@ -256,12 +265,23 @@ fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
 }
 
 impl LocalBackend {
-    /// Runs `f` inline, or on the blocking pool when it may fsync or scan at length.
+    /// The service level a request of `role` runs at: `None` while no service level exists
+    /// (one atomic load, no lock, no allocation).
+    fn level_of(&self, role: Option<&str>) -> Option<engine::service_levels::Level> {
+        self.engine.service_level_of(role)
+    }
+
+    /// Runs `f` on the service level executor when `level` is given (`scheduler`), else
+    /// inline, or on the blocking pool when it may fsync or scan at length.
     async fn run<T: Send + 'static>(
         &self,
+        level: Option<engine::service_levels::Level>,
         blocking: bool,
         f: impl FnOnce(&Engine) -> T + Send + 'static,
     ) -> Result<T, DbError> {
+        if let Some(level) = level {
+            return self.levels.run(level, self.engine.clone(), f).await;
+        }
         if blocking {
             let engine = self.engine.clone();
             tokio::task::spawn_blocking(move || f(&engine))
@@ -314,6 +334,7 @@ impl Backend for LocalBackend {
     fn export_metrics(&self, out: &mut server::metrics::Exposition) {
         self.export_storage(out);
         self.scans.export(out);
+        self.levels.export(out);
     }
 }
 
@@ -430,7 +451,9 @@ impl LocalBackend {
                         })
                         .await
                 } else {
-                    self.run(true, move |e| e.run_planned(&planned, &opts, now))
+                    // Scans have their own lane; the rest run at their service level, if any.
+                    let level = self.level_of(opts.role.as_deref());
+                    self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
                         .await
                 }
                 .and_then(|x| x);
@@ -462,7 +485,9 @@ impl LocalBackend {
                 let heavy = if plan.is_select() {
                     !plan.is_single_partition()
                 } else {
-                    self.sync_writes || prep.statement.statement.is_role_statement()
+                    self.sync_writes
+                        || prep.statement.statement.is_role_statement()
+                        || prep.statement.statement.is_service_level_statement()
                 };
                 let p = prep.clone();
                 let started = Instant::now();
@@ -470,6 +495,11 @@ impl LocalBackend {
                 let rate = plan
                     .is_scan()
                     .then(|| self.scans.rate(opts.role.as_deref(), scan_rate));
+                let level = if rate.is_some() {
+                    None
+                } else {
+                    self.level_of(opts.role.as_deref())
+                };
                 let run = move |e: &Engine| {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
                     (r, plan)
@@ -477,7 +507,7 @@ impl LocalBackend {
                 let (r, plan) = if let Some(rate) = rate {
                     self.scans.run(self.engine.clone(), rate, run).await
                 } else {
-                    self.run(heavy, run).await
+                    self.run(level, heavy, run).await
                 }
                 // A task that died hands no plan back: its error is the answer.
                 .unwrap_or_else(|e| (Err(e), prep.snapshot()));
@@ -522,11 +552,14 @@ impl LocalBackend {
                         }
                     });
                 }
+                let level = self.level_of(opts.role.as_deref());
                 let now = Now::system();
                 let kind = b.kind;
                 let started = Instant::now();
                 let r = self
-                    .run(self.sync_writes, move |e| e.batch(kind, items, &opts, now))
+                    .run(level, self.sync_writes, move |e| {
+                        e.batch(kind, items, &opts, now)
+                    })
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());

@@ -178,7 +178,8 @@ pub fn classify(text: &str, keyspace: Option<&str>) -> Class {
         | Statement::ListRoles { .. }
         | Statement::ListUsers
         | Statement::ListPermissions { .. }
-        | Statement::Describe(_) => Class::Other,
+        | Statement::Describe(_)
+        | Statement::ServiceLevel(_) => Class::Other,
         // Functions, views, triggers: may change what reads return.
         Statement::Unsupported { .. } => Class::Unknown,
     }

@@ -150,6 +150,13 @@ pub struct Config {
     /// point operations want the CPU a scan gets less of it, and all of it when they do not.
     /// `0`: the same priority as the rest. Default 10.
     pub scan_thread_nice: i32,
+    /// Standalone mode, once a service level exists (`CREATE SERVICE LEVEL`): executor
+    /// threads that run requests, fed by one queue per service level in the order of the
+    /// levels' shares. `0` (the default): the number of CPU cores.
+    pub service_level_slots: usize,
+    /// Standalone mode: requests that may wait for a service level slot, all levels
+    /// together; one more is answered Overloaded. Default 4096.
+    pub service_level_queue: usize,
     /// Proxy mode: the Cassandra nodes to forward to (`host:port`). Empty (the default) means
     /// standalone mode on the embedded engine.
     pub upstream: Vec<SocketAddr>,
@@ -311,6 +318,8 @@ impl Default for Config {
             scan_queue: 64,
             scan_rows_per_second: 0,
             scan_thread_nice: 10,
+            service_level_slots: 0,
+            service_level_queue: 4096,
             scan_role_rows_per_second: std::collections::BTreeMap::new(),
             upstream: Vec::new(),
             client_encryption_options: EncryptionOptions::default(),
@@ -581,6 +590,18 @@ impl Config {
             problems.push(format!(
                 "`scan_queue` is {} but must be at most {MAX_SCAN_QUEUE}",
                 self.scan_queue
+            ));
+        }
+        if self.service_level_slots > MAX_SCAN_THREADS {
+            problems.push(format!(
+                "`service_level_slots` is {} but must be at most {MAX_SCAN_THREADS}",
+                self.service_level_slots
+            ));
+        }
+        if self.service_level_queue > MAX_SCAN_QUEUE {
+            problems.push(format!(
+                "`service_level_queue` is {} but must be at most {MAX_SCAN_QUEUE}",
+                self.service_level_queue
             ));
         }
         if !(0..=19).contains(&self.scan_thread_nice) {

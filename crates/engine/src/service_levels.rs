@@ -1,0 +1,479 @@
+//! ScyllaDB's service levels (workload prioritization): the durable records, the statements
+//! (`CREATE / ALTER / DROP / ATTACH / DETACH / LIST ... SERVICE LEVEL`) and which level a
+//! role runs at.
+//!
+//! **What it is:** the catalog of service levels (name, `shares` 1..=1000, `workload_type`)
+//! and of attachments (role -> level), stored under one storage key (`\0service_levels`,
+//! JSON, written and synced before a change is visible), with ScyllaDB's statements,
+//! checks, messages and result columns. [`ServiceLevels::level_of`] answers the level a
+//! logged-in role runs at, as ScyllaDB resolves it: the levels attached to the role and to
+//! every role granted to it (directly or not) are merged, and the merge of `shares` keeps the
+//! **lowest** (ScyllaDB's `service_level_options::merge_with` takes the minimum; its docs
+//! say "the highest level of service wins", the code is what runs). A role with none runs at
+//! the `default` level, [`DEFAULT_SHARES`].
+//!
+//! **What it is not:** not the scheduler. The engine is synchronous and owns no threads; the
+//! share-weighted queue in front of execution is `local`'s (`local::scheduler`), which asks
+//! [`Engine::service_level_of`] per request, and only once a service level exists.
+//!
+//! # Invariants
+//! - With no service level defined, [`ServiceLevels::level_of`] is one atomic load.
+//! - Every change bumps a generation that drops the per-role cache of resolved levels; a
+//!   change of roles (GRANT, REVOKE, DROP ROLE) is seen through the roles' own snapshot.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use cql::ast::{ServiceLevelOptions, ServiceLevelStatement, WorkloadType};
+use proto::error::DbError;
+use proto::types::ColumnType;
+use serde::{Deserialize, Serialize};
+use storage::Storage;
+
+use crate::auth::AuthState;
+use crate::plan::{wire_columns, OutputColumn};
+use crate::{Engine, Outcome, ResultSet};
+
+/// Storage key of the records.
+const KEY: &[u8] = b"\x00service_levels";
+
+/// ScyllaDB's default shares (`service_level_controller::default_shares`): of a level created
+/// without `shares`, and of the `default` level every unattached role runs at.
+pub const DEFAULT_SHARES: u32 = 1000;
+
+/// Name of the level of roles without one (ScyllaDB's `default`).
+pub const DEFAULT_LEVEL: &str = "default";
+
+/// Most service levels that can exist: ScyllaDB allows 10 scheduling groups, two of them
+/// its own `default` and `driver`.
+pub const MAX_LEVELS: usize = 8;
+
+/// One service level's options, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelRecord {
+    pub shares: u32,
+    #[serde(default)]
+    pub workload_type: Option<String>,
+}
+
+/// Every service level and attachment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Records {
+    pub levels: BTreeMap<String, LevelRecord>,
+    /// role -> the level attached to it directly.
+    pub attached: BTreeMap<String, String>,
+}
+
+/// The level a role runs at: its name (the one whose shares won the merge) and shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Level {
+    pub name: Arc<str>,
+    pub shares: u32,
+}
+
+impl Level {
+    pub fn default_level() -> Level {
+        Level {
+            name: Arc::from(DEFAULT_LEVEL),
+            shares: DEFAULT_SHARES,
+        }
+    }
+}
+
+/// Resolved levels by role, valid for one records generation and one roles snapshot.
+#[derive(Default)]
+struct Cache {
+    generation: u64,
+    roles: Option<Arc<AuthState>>,
+    by_role: HashMap<String, Level>,
+}
+
+pub struct ServiceLevels {
+    storage: Arc<dyn Storage>,
+    records: RwLock<Arc<Records>>,
+    /// Whether any service level exists (the scheduler's switch).
+    any: AtomicBool,
+    generation: AtomicU64,
+    write: Mutex<()>,
+    cache: Mutex<Cache>,
+}
+
+impl ServiceLevels {
+    pub(crate) fn open(storage: Arc<dyn Storage>) -> Result<Self, DbError> {
+        let records: Records = match storage
+            .get(KEY)
+            .map_err(|e| DbError::server(e.to_string()))?
+        {
+            Some(b) => serde_json::from_slice(&b).map_err(|e| {
+                DbError::server(format!("cannot read the stored service levels: {e}"))
+            })?,
+            None => Records::default(),
+        };
+        Ok(ServiceLevels {
+            storage,
+            any: AtomicBool::new(!records.levels.is_empty()),
+            records: RwLock::new(Arc::new(records)),
+            generation: AtomicU64::new(1),
+            write: Mutex::new(()),
+            cache: Mutex::new(Cache::default()),
+        })
+    }
+
+    /// True once any service level exists.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    pub fn records(&self) -> Arc<Records> {
+        self.records
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Applies `f` to a copy of the records, persists it (synced), then publishes it.
+    fn change<T>(&self, f: impl FnOnce(&mut Records) -> Result<T, DbError>) -> Result<T, DbError> {
+        let _g = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = (*self.records()).clone();
+        let out = f(&mut next)?;
+        let bytes = serde_json::to_vec(&next).map_err(|e| DbError::server(e.to_string()))?;
+        let mut b = storage::WriteBatch::new();
+        b.put(KEY.to_vec(), bytes);
+        self.storage
+            .write(b)
+            .and_then(|()| self.storage.sync())
+            .map_err(|e| DbError::server(format!("writing service levels: {e}")))?;
+        self.any.store(!next.levels.is_empty(), Ordering::Relaxed);
+        *self.records.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(out)
+    }
+
+    /// The level `role` runs at (see the module docs): `None` when no service level exists
+    /// (one atomic load), the `default` level for a role with none or no role.
+    pub fn level_of(
+        &self,
+        role: Option<&str>,
+        roles: impl FnOnce() -> Arc<AuthState>,
+    ) -> Option<Level> {
+        if !self.active() {
+            return None;
+        }
+        let Some(role) = role else {
+            return Some(Level::default_level());
+        };
+        let generation = self.generation.load(Ordering::Acquire);
+        let auth = roles();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = cache.generation == generation
+            && cache.roles.as_ref().is_some_and(|r| Arc::ptr_eq(r, &auth));
+        if !fresh {
+            cache.by_role.clear();
+            cache.generation = generation;
+            cache.roles = Some(auth.clone());
+        }
+        if let Some(l) = cache.by_role.get(role) {
+            return Some(l.clone());
+        }
+        let level = resolve(&self.records(), &auth, role);
+        cache.by_role.insert(role.to_string(), level.clone());
+        Some(level)
+    }
+
+    /// Forgets the attachment of a dropped role (ScyllaDB drops a role's attributes with it).
+    pub(crate) fn role_dropped(&self, role: &str) -> Result<(), DbError> {
+        if !self.records().attached.contains_key(role) {
+            return Ok(());
+        }
+        self.change(|r| {
+            r.attached.remove(role);
+            Ok(())
+        })
+    }
+}
+
+/// ScyllaDB's merge over the role and every role granted to it: the lowest shares win.
+fn resolve(records: &Records, roles: &AuthState, role: &str) -> Level {
+    let mut best: Option<Level> = None;
+    for r in roles.roles_of(role, true) {
+        let Some((name, rec)) = records
+            .attached
+            .get(&r)
+            .and_then(|l| records.levels.get_key_value(l))
+        else {
+            continue;
+        };
+        // Ties keep the first in role-name order, so the answer never depends on hashing.
+        if best.as_ref().is_none_or(|b| rec.shares < b.shares) {
+            best = Some(Level {
+                name: Arc::from(name.as_str()),
+                shares: rec.shares,
+            });
+        }
+    }
+    best.unwrap_or_else(Level::default_level)
+}
+
+/// The permission a statement needs on ScyllaDB's `<all service_levels>` resource.
+fn permission_of(st: &ServiceLevelStatement) -> &'static str {
+    use ServiceLevelStatement as S;
+    match st {
+        S::Create { .. } => "CREATE",
+        S::Alter { .. } => "ALTER",
+        S::Drop { .. } => "DROP",
+        S::Attach { .. } | S::Detach { .. } => "AUTHORIZE",
+        S::List { .. } | S::ListAttached { .. } => "DESCRIBE",
+    }
+}
+
+impl Engine {
+    /// The level requests of `role` run at; `None` while no service level exists.
+    pub fn service_level_of(&self, role: Option<&str>) -> Option<Level> {
+        self.service_levels.level_of(role, || self.auth().state())
+    }
+
+    pub fn service_levels(&self) -> &ServiceLevels {
+        &self.service_levels
+    }
+
+    /// Runs a service level statement for the logged-in `role` (`None`: logins are off).
+    pub(crate) fn service_level_statement(
+        &self,
+        role: Option<&str>,
+        st: &ServiceLevelStatement,
+    ) -> Result<Outcome, DbError> {
+        use ServiceLevelStatement as S;
+        self.check_service_level_access(role, st)?;
+        let sl = &self.service_levels;
+        match st {
+            S::Create {
+                name,
+                if_not_exists,
+                options,
+            } => {
+                if name.starts_with('$') {
+                    return Err(DbError::invalid(
+                        "Names starting with '$' are reserved for internal tenants. Use a different name.",
+                    ));
+                }
+                sl.change(|r| {
+                    if r.levels.contains_key(name) {
+                        if *if_not_exists {
+                            return Ok(());
+                        }
+                        return Err(DbError::invalid(format!(
+                            "The service level '{name}' already exists."
+                        )));
+                    }
+                    if r.levels.len() >= MAX_LEVELS {
+                        return Err(DbError::invalid(
+                            "Can't create service level - no more scheduling groups exist",
+                        ));
+                    }
+                    let mut rec = LevelRecord {
+                        shares: DEFAULT_SHARES,
+                        workload_type: None,
+                    };
+                    apply(&mut rec, options);
+                    r.levels.insert(name.clone(), rec);
+                    Ok(())
+                })?;
+                Ok(Outcome::Void)
+            }
+            S::Alter { name, options } => {
+                sl.change(|r| match r.levels.get_mut(name) {
+                    Some(rec) => {
+                        apply(rec, options);
+                        Ok(())
+                    }
+                    None => Err(DbError::invalid(format!(
+                        "The service level '{name}' doesn't exist."
+                    ))),
+                })?;
+                Ok(Outcome::Void)
+            }
+            S::Drop { name, if_exists } => {
+                if !sl.records().levels.contains_key(name) {
+                    return if *if_exists {
+                        Ok(Outcome::Void)
+                    } else {
+                        Err(nonexistent(name))
+                    };
+                }
+                sl.change(|r| {
+                    r.levels.remove(name);
+                    // Roles attached to it fall back to what they inherit, or `default`.
+                    r.attached.retain(|_, l| l != name);
+                    Ok(())
+                })?;
+                Ok(Outcome::Void)
+            }
+            S::Attach { level, role: to } => {
+                if !sl.records().levels.contains_key(level) {
+                    return Err(nonexistent(level));
+                }
+                self.role_must_exist(to)?;
+                sl.change(|r| {
+                    r.attached.insert(to.clone(), level.clone());
+                    Ok(())
+                })?;
+                Ok(Outcome::Void)
+            }
+            S::Detach { role: from } => {
+                self.role_must_exist(from)?;
+                if sl.records().attached.contains_key(from) {
+                    sl.change(|r| {
+                        r.attached.remove(from);
+                        Ok(())
+                    })?;
+                }
+                Ok(Outcome::Void)
+            }
+            S::List { name } => Ok(list_levels(&sl.records(), name.as_deref())),
+            S::ListAttached { role: of } => Ok(list_attached(&sl.records(), of.as_deref())),
+        }
+    }
+
+    /// ScyllaDB checks every service level statement against `<all service_levels>`:
+    /// anything goes without an authorizer; with one, a superuser may do all of them.
+    fn check_service_level_access(
+        &self,
+        role: Option<&str>,
+        st: &ServiceLevelStatement,
+    ) -> Result<(), DbError> {
+        if !self.auth().authorizing() {
+            return Ok(());
+        }
+        let Some(user) = role else {
+            return Err(DbError::unauthorized("You have not logged in"));
+        };
+        if self.auth().state().is_superuser(user) {
+            return Ok(());
+        }
+        Err(DbError::unauthorized(format!(
+            "User {user} has no {} permission on <all service_levels> or any of its parents",
+            permission_of(st)
+        )))
+    }
+
+    fn role_must_exist(&self, role: &str) -> Result<(), DbError> {
+        if self.auth().state().roles.contains_key(role) {
+            Ok(())
+        } else {
+            Err(DbError::invalid(format!("Role {role} doesn't exist.")))
+        }
+    }
+}
+
+fn nonexistent(name: &str) -> DbError {
+    DbError::invalid(format!("Service Level {name} doesn't exists."))
+}
+
+fn apply(rec: &mut LevelRecord, o: &ServiceLevelOptions) {
+    if let Some(s) = o.shares {
+        rec.shares = s;
+    }
+    if let Some(w) = o.workload_type {
+        rec.workload_type = w.map(|w: WorkloadType| w.as_str().to_string());
+    }
+}
+
+/// Cells of a result, in the protocol's encoding.
+#[derive(Default)]
+struct Rows {
+    count: usize,
+    data: Vec<u8>,
+}
+
+impl Rows {
+    fn push(&mut self, cells: &[Option<&[u8]>]) {
+        self.count += 1;
+        for c in cells {
+            match c {
+                Some(v) => {
+                    self.data.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    self.data.extend_from_slice(v);
+                }
+                None => self.data.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+    }
+
+    /// ScyllaDB's result: keyspace `QOS`, its table name and columns, even with no rows.
+    fn outcome(self, table: &str, columns: &[(&str, ColumnType)]) -> Outcome {
+        Outcome::Rows(ResultSet {
+            columns: wire_columns(
+                "QOS",
+                table,
+                columns.iter().map(|(n, t)| OutputColumn {
+                    name: n.to_string(),
+                    ty: t.clone(),
+                }),
+            ),
+            rows: self.count,
+            data: self.data,
+            paging_state: None,
+        })
+    }
+}
+
+/// `LIST SERVICE LEVEL name` (`Some`) / `LIST ALL SERVICE LEVELS`: ScyllaDB's columns, by
+/// name; the second adds each level's percentage of all the listed levels' shares.
+fn list_levels(records: &Records, name: Option<&str>) -> Outcome {
+    let mut columns = vec![
+        ("service_level", ColumnType::Varchar),
+        ("timeout", ColumnType::Duration),
+        ("workload_type", ColumnType::Varchar),
+        ("shares", ColumnType::Int),
+    ];
+    if name.is_none() {
+        columns.push((
+            "percentage of all service level shares",
+            ColumnType::Varchar,
+        ));
+    }
+    let total: u64 = records.levels.values().map(|l| u64::from(l.shares)).sum();
+    let mut rows = Rows::default();
+    for (n, l) in &records.levels {
+        if name.is_some_and(|x| x != n) {
+            continue;
+        }
+        let shares = (l.shares as i32).to_be_bytes();
+        let pct = format!("{:.2}%", 100.0 * f64::from(l.shares) / total.max(1) as f64);
+        let mut cells = vec![
+            Some(n.as_bytes()),
+            None,
+            l.workload_type.as_deref().map(str::as_bytes),
+            Some(&shares[..]),
+        ];
+        if name.is_none() {
+            cells.push(Some(pct.as_bytes()));
+        }
+        rows.push(&cells);
+    }
+    rows.outcome("service_levels", &columns)
+}
+
+/// `LIST ATTACHED SERVICE LEVEL OF role` / `LIST ALL ATTACHED SERVICE LEVELS`: the levels
+/// attached directly (not inherited), by role name.
+fn list_attached(records: &Records, role: Option<&str>) -> Outcome {
+    let mut rows = Rows::default();
+    for (r, l) in &records.attached {
+        if role.is_some_and(|x| x != r) {
+            continue;
+        }
+        rows.push(&[Some(r.as_bytes()), Some(l.as_bytes())]);
+    }
+    rows.outcome(
+        "service_levels_attachments",
+        &[
+            ("role", ColumnType::Varchar),
+            ("service_level", ColumnType::Varchar),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests;
