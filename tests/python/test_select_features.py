@@ -214,3 +214,33 @@ def test_bind_markers_as_function_arguments(session, ks):
     assert tuple(session.execute(q, (5, 1, 1)).one()) == (b"\x00\x00\x00\x05", "a*c")
     with pytest.raises(InvalidRequest, match="Ambiguous call to function abs"):
         session.prepare("SELECT abs(?) FROM fa WHERE k = 1")
+
+
+@pytest.mark.parametrize("protocol_version", [4, 5])
+def test_aggregate_warnings_as_cassandra(make_cluster, ks, protocol_version):
+    """Cassandra 5.0.9's client warnings on aggregates (the WARNING flag the driver exposes as
+    `ResponseFuture.warnings`): without a partition key restriction, and with IN on it; none
+    with the key, a token range or a filter on the key, and none on plain selects."""
+    s = make_cluster(protocol_version=protocol_version).connect(ks)
+    s.execute("CREATE TABLE w (k int, c int, v int, PRIMARY KEY (k, c))")
+    s.execute("INSERT INTO w (k, c, v) VALUES (1, 1, 1)")
+    without = ["Aggregation query used without partition key"]
+    over_in = ["Aggregation query used on multiple partition keys (IN restriction)"]
+
+    def warnings(query, params=None):
+        f = s.execute_async(query, params)
+        f.result()
+        return f.warnings
+
+    assert warnings("SELECT count(*) FROM w") == without
+    assert warnings("SELECT max(v) FROM w WHERE c = 1 ALLOW FILTERING") == without
+    assert warnings("SELECT k, count(*) FROM w GROUP BY k") == without
+    assert warnings("SELECT count(*) FROM system.local") == without
+    assert warnings("SELECT count(*) FROM w WHERE k IN (1, 2)") == over_in
+    prepared = s.prepare("SELECT sum(v) FROM w WHERE k IN ?")
+    assert warnings(prepared, ([1, 2],)) == over_in
+    for quiet in ["SELECT count(*) FROM w WHERE k = 1",
+                  "SELECT count(*) FROM w WHERE token(k) > 0",
+                  "SELECT count(v) FROM w WHERE k > 0 ALLOW FILTERING",
+                  "SELECT v FROM w"]:
+        assert warnings(quiet) is None, quiet

@@ -45,7 +45,7 @@ impl PlanSnapshot {
 /// An unprepared statement parsed, bound and planned, ready to run.
 pub struct PlannedQuery {
     parsed: cql::ParsedStatement,
-    compiled: Compiled,
+    pub(crate) compiled: Compiled,
     values: Vec<Option<crate::BoundValue>>,
 }
 

@@ -81,6 +81,7 @@ pub mod types;
 pub mod vector_index;
 pub mod view;
 pub mod virtual_tables;
+pub mod warnings;
 
 use build::{Builder, Compiled, CompiledKind};
 use catalog::{PersistedSchema, Schema, TableDef, SCHEMA_KEY};

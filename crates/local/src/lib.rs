@@ -361,13 +361,13 @@ impl LocalBackend {
     /// Runs a request, after the SASL exchange when logins are on.
     async fn respond(&self, conn: &ConnState, req: Request, scan_rate: Option<u64>) -> Reply {
         if self.login.is_none() {
-            return Reply::from(self.execute(conn, req, None, scan_rate).await);
+            return self.execute(conn, req, None, scan_rate).await;
         }
         if let Request::AuthResponse(token) = req {
             return Reply::from(self.login(conn, token).await);
         }
         match conn.role() {
-            Some(role) => Reply::from(self.execute(conn, req, Some(role), scan_rate).await),
+            Some(role) => self.execute(conn, req, Some(role), scan_rate).await,
             // Cassandra's answer to anything but the SASL exchange before it succeeded.
             None => Reply::from(Response::Error(DbError::protocol(format!(
                 "Unexpected message {}, expecting SASL_RESPONSE",
@@ -425,7 +425,7 @@ impl LocalBackend {
         req: Request,
         role: Option<Arc<str>>,
         scan_rate: Option<u64>,
-    ) -> Response {
+    ) -> Reply {
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
@@ -439,9 +439,10 @@ impl LocalBackend {
                     Err(e) => {
                         let r = Err(e);
                         self.observe_query(&r, started);
-                        return outcome(r, false);
+                        return outcome(r, false).into();
                     }
                 };
+                let warning = planned.warning();
                 // Unprepared statements are not the hot path; they may fsync.
                 let r = if planned.is_scan() {
                     let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
@@ -458,7 +459,7 @@ impl LocalBackend {
                 }
                 .and_then(|x| x);
                 self.observe_query(&r, started);
-                outcome(r, false)
+                with_warning(outcome(r, false), warning)
             }
             Request::Prepare(p) => {
                 let ks = p
@@ -469,10 +470,11 @@ impl LocalBackend {
                     Ok(prep) => prepared_response(&prep, v5),
                     Err(e) => Response::Error(e),
                 }
+                .into()
             }
             Request::Execute(x) => {
                 let Some(prep) = self.engine.prepared(&x.id) else {
-                    return Response::Error(DbError::unprepared(x.id));
+                    return Response::Error(DbError::unprepared(x.id)).into();
                 };
                 let opts = options(conn, &x.params, role);
                 let skip = x.params.skip_metadata;
@@ -522,7 +524,7 @@ impl LocalBackend {
                         rows.metadata.new_metadata_id = Some(Bytes::copy_from_slice(&current));
                     }
                 }
-                resp
+                with_warning(resp, plan.warning())
             }
             Request::Batch(b) => {
                 let opts = QueryOptions {
@@ -543,10 +545,10 @@ impl LocalBackend {
                         }
                         request::BatchStatement::Prepared { id, values: v } => {
                             let Ok(id16) = <[u8; 16]>::try_from(&id[..]) else {
-                                return Response::Error(DbError::unprepared(id));
+                                return Response::Error(DbError::unprepared(id)).into();
                             };
                             if self.engine.prepared(&id16).is_none() {
-                                return Response::Error(DbError::unprepared(id));
+                                return Response::Error(DbError::unprepared(id)).into();
                             }
                             BatchItem::Prepared(id16, bind_all(v))
                         }
@@ -563,16 +565,28 @@ impl LocalBackend {
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
-                outcome(r, false)
+                outcome(r, false).into()
             }
             Request::AuthResponse(_) => Response::Error(DbError::protocol(
                 "Unexpected AUTH_RESPONSE: authentication is not enabled",
-            )),
+            ))
+            .into(),
             Request::Startup(_) | Request::Options | Request::Register(_) => Response::Error(
                 DbError::protocol("Unexpected message: handled by the connection, not the backend"),
-            ),
+            )
+            .into(),
         }
     }
+}
+
+/// The reply with Cassandra's client `warning` for a result of rows (the WARNING flag; drivers
+/// log it), e.g. an aggregate over the whole table (`engine::warnings`).
+fn with_warning(response: Response, warning: Option<&'static str>) -> Reply {
+    let mut reply = Reply::from(response);
+    if let (Some(w), Response::Result(ResultBody::Rows(_))) = (warning, &reply.response) {
+        reply.extras.warnings.push(w.into());
+    }
+    reply
 }
 
 impl LocalBackend {
