@@ -925,5 +925,17 @@ mod tests {
             .map(|r| r.unwrap().0)
             .collect();
         assert_eq!(all, vec![b"k".to_vec(), b"k".to_vec()]);
+        // Ranges ending at or before the sync point key stay empty (no inverted range).
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        for end in [
+            Excluded(&[0u8][..]),
+            Included(&[0u8][..]),
+            Excluded(&[][..]),
+        ] {
+            for reverse in [false, true] {
+                assert_eq!(s.scan(Unbounded, end, reverse).count(), 0, "{end:?}");
+                assert_eq!(s.scan(Included(&[][..]), end, reverse).count(), 0);
+            }
+        }
     }
 }
