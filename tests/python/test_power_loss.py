@@ -29,10 +29,13 @@ Also modelled, on "torn" cycles: the kernel had begun writing back unsynced data
 when the power went: each file keeps, beyond its fsynced content, the live bytes up to a random
 512-byte boundary inside the region that differs (a torn journal tail, a partial table file).
 
-Writeback out of file order (a later unsynced journal page on disk, an earlier one not) is
-left out of the cycles and shown once by its own test: the journal check cannot tell it from
-damage to acknowledged batches, so the node refuses to start, naming the file and offset, and
-`journal_recovery: truncate` is the way out.
+Writeback out of file order, on "scrambled" cycles (their own tests, both modes): every
+4 KiB block of a file's unsynced bytes is independently written back or left as it was durably
+(zeros in a journal's preallocated tail), the last one written back and at least one before it
+not: a later unsynced journal page on disk, an earlier one not.
+The journal's sync points let the start-up check tell that hole (an unsynced tail: cut, the
+batches after it counted in the log, the node starts) from damage to synced batches, which is
+still refused: shown by zeroing bytes of the journal that were fsynced before a sync point.
 
 Not modelled: a disk that lies about flushes or tears a sector; metadata that ext4 happens to
 make durable without a directory fsync (the model is stricter than ext4, so it can only lose
@@ -50,6 +53,7 @@ loaded two-core machine; the largest loss age seen is printed (pytest -s).
 
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -150,19 +154,43 @@ def torn(durable, live, rng):
     return out[:max(len(durable), min(cut, len(live)))], first, cut
 
 
-def reordered(durable, live):
-    """`durable` with every 4 KiB block that differs from `live` written back except the first:
-    writeback out of file order (a later page on disk, an earlier one not). None when fewer
-    than two blocks differ."""
+def scrambled(durable, live, rng):
+    """`durable` with its unsynced 4 KiB blocks (those differing from `live`) written back out
+    of order: each is written back or left as it was durably (zeros where nothing was, as in a
+    journal's preallocated tail), at random; when there are two or more, the last is written
+    back and an earlier one not, so a hole precedes written-back bytes. (A block is never
+    zeroed where it held durable bytes: a page is written whole or not at all.)
+    Returns (bytes, number of blocks differing, blocks lost before the last kept one)."""
     n = max(len(durable), len(live))
     a, b = durable.ljust(n, b"\0"), live.ljust(n, b"\0")
     blocks = [i for i in range(0, n, 4096) if a[i:i + 4096] != b[i:i + 4096]]
-    if len(blocks) < 2:
-        return None
+    if not blocks:
+        return durable, 0, 0
+    kept = [rng.random() < 0.5 for _ in blocks]
+    if len(blocks) >= 2:
+        kept[-1] = True
+        if all(kept[:-1]):
+            kept[rng.randrange(len(blocks) - 1)] = False
     out = bytearray(a)
-    for i in blocks[1:]:
-        out[i:i + 4096] = b[i:i + 4096]
-    return bytes(out[:len(live)]), blocks[0]
+    for i, k in zip(blocks, kept):
+        if k:
+            out[i:i + 4096] = b[i:i + 4096]
+    last_kept = max((j for j, k in enumerate(kept) if k), default=-1)
+    lost_before = sum(1 for k in kept[:last_kept] if not k)
+    return bytes(out[:max(len(durable), len(live))]), len(blocks), lost_before
+
+
+def scrambling(rng, holes):
+    """An `alter` for build_image: every file's unsynced blocks written back out of order.
+    Journals with a hole before written-back bytes are counted in `holes`."""
+    def alter(name, durable, live):
+        kept, n, lost_before = scrambled(durable, live, rng)
+        if n == 0:
+            return durable, None
+        if name.endswith(".jnl") and lost_before:
+            holes.append(name)
+        return kept, f"{name}: {n} unsynced block(s), {lost_before} lost before a kept one"
+    return alter
 
 
 def tearing(rng):
@@ -313,14 +341,21 @@ CYCLES = [  # (what happens just before the power goes, keep torn unsynced bytes
 ]
 
 
-def run_cycles(shim, sync, seed_value):
+CUT = re.compile(r"is damaged at offset (\d+) .*?; (\d+) later batch\(es\) holding (\d+) write")
+
+
+def run_cycles(shim, sync, seed_value, scramble=False):
+    """The cycles above (`scramble`: each power loss writes the unsynced blocks back out of
+    order instead). Returns, per restart, the journal cuts its log reported:
+    (offset, later batches, later writes)."""
     binary = _find_peregrine()
     if binary is None:
         pytest.skip("needs the peregrine binary")
     rng = random.Random(seed_value)
     root = tempfile.mkdtemp(prefix=f"peregrine-powerloss-{sync}-")
     node = Node(binary, shim, root, sync)
-    log = [f"seed {seed_value}, {sync}"]
+    log = [f"seed {seed_value}, {sync}{', scrambled' if scramble else ''}"]
+    cuts, holes = [], []
     ok = False
     try:
         node.start(os.path.join(root, "data1"))
@@ -343,7 +378,8 @@ def run_cycles(shim, sync, seed_value):
                 tool.start()
                 time.sleep(rng.uniform(0.0, 0.3))
             killed_at = time.monotonic()
-            image, notes = node.power_loss(tearing(rng) if keep_torn else None)
+            alter = scrambling(rng, holes) if scramble else tearing(rng) if keep_torn else None
+            image, notes = node.power_loss(alter)
             stop.set()
             for t in threads:
                 t.join(timeout=30)
@@ -357,8 +393,10 @@ def run_cycles(shim, sync, seed_value):
             # What the start said of the journal (a torn tail cut off), for the record.
             started = open(os.path.join(root, f"peregrine.{node.server.starts}.log"),
                            errors="replace").read()
-            log.extend("  " + line[line.find("write-ahead journal"):]
-                       for line in started.splitlines() if "write-ahead journal" in line)
+            said = [line[line.find("write-ahead journal"):]
+                    for line in started.splitlines() if "write-ahead journal" in line]
+            log.extend("  " + line for line in said)
+            cuts.append([tuple(int(x) for x in m.groups()) for m in map(CUT.search, said) if m])
         # A clean stop leaves everything durable: power lost right after it loses nothing.
         stop = threading.Event()
         threads = writers.run(session, stop)
@@ -378,8 +416,10 @@ def run_cycles(shim, sync, seed_value):
         assert not lost, f"{len(lost)} writes lost by a power loss after a clean stop"
         cluster.shutdown()
         node.server.terminate()
+        log.append(f"journals with a hole before written-back bytes: {len(holes)}")
         print("\n".join(log))
         ok = True
+        return cuts
     finally:
         node.server.kill()
         if ok and not os.environ.get("POWERLOSS_KEEP"):
@@ -396,18 +436,34 @@ def test_periodic_loses_at_most_the_sync_period(shim):
     run_cycles(shim, "periodic", int(os.environ.get("POWERLOSS_SEED", random.randrange(1 << 30))))
 
 
-def test_out_of_order_writeback_is_refused_then_truncated(shim):
-    """What the module's model leaves out, shown once: the kernel wrote back a later unsynced
-    journal page and not an earlier one (`periodic`). The journal then holds an unreadable
-    batch with readable ones after it, indistinguishable from damage to acknowledged batches,
-    so the node refuses to start, naming the journal and the offset; with
-    `journal_recovery: truncate` it cuts there, says how many batches it dropped, and starts,
-    having lost only writes acknowledged within the last period."""
+@pytest.mark.parametrize("sync", ["batch", "periodic"])
+def test_out_of_order_writeback_starts_and_keeps_what_was_acknowledged(shim, sync):
+    """Each power loss writes the unsynced blocks back out of order (a hole in the journal's
+    unsynced tail with later batches on disk): the node starts every time (it used to refuse),
+    `batch` loses no acknowledged write, `periodic` only writes of the last period; in
+    `periodic` mode at least one start cut a hole with intact batches after it."""
+    cuts = run_cycles(shim, sync, int(os.environ.get("POWERLOSS_SEED", random.randrange(1 << 30))),
+                      scramble=True)
+    if sync == "periodic":
+        assert any(later > 0 for cycle in cuts for _, later, _ in cycle), \
+            f"no cycle had a hole with intact batches after it: {cuts}"
+
+
+def newest_journal(data):
+    return max((f for f in os.listdir(data) if f.endswith(".jnl")),
+               key=lambda f: int(f[:-len(".jnl")]))
+
+
+@pytest.mark.parametrize("sync", ["batch", "periodic"])
+def test_damage_to_synced_journal_bytes_is_still_refused(shim, sync):
+    """Real damage: bytes of the journal fsynced before later sync points (in the shadow, so
+    certainly durable) zeroed after a power loss. The node refuses to start, naming the journal
+    and the offset and saying the bytes were fsynced; `journal_recovery: truncate` starts it."""
     binary = _find_peregrine()
     if binary is None:
         pytest.skip("needs the peregrine binary")
-    root = tempfile.mkdtemp(prefix="peregrine-powerloss-reorder-")
-    node = Node(binary, shim, root, "periodic")
+    root = tempfile.mkdtemp(prefix=f"peregrine-powerloss-synced-{sync}-")
+    node = Node(binary, shim, root, sync)
     ok = False
     try:
         node.start(os.path.join(root, "data1"))
@@ -415,53 +471,47 @@ def test_out_of_order_writeback_is_refused_then_truncated(shim):
         session = wait_for_session(cluster)
         session.execute(f"CREATE KEYSPACE f WITH replication = {KS_REPLICATION}")
         session.execute("CREATE TABLE f.t (k int PRIMARY KEY, v text)")
-        writers = Writers()
-        for attempt in range(5):
-            stop = threading.Event()
-            threads = writers.run(session, stop)
-            time.sleep(PERIOD + SLACK + 0.5)
-            killed_at = time.monotonic()
-            notes = []
-
-            def reorder(name, durable, live):
-                got = reordered(durable, live) if name.endswith(".jnl") else None
-                if got is None:
-                    return durable, None
-                notes.append(f"{name}: unsynced from {got[1]}, that block not written back")
-                return got[0], notes[-1]
-
-            image, _ = node.power_loss(reorder)
-            stop.set()
-            for t in threads:
-                t.join(timeout=30)
-            cluster.shutdown()
-            if notes:
-                break
-            # The kill fell right after a sync (nothing unsynced to reorder): again.
-            node.start(image)
-            cluster = node.server.cluster()
-            session = wait_for_session(cluster)
-        assert notes, "no unsynced journal bytes at any of 5 kills"
+        writers, stop = Writers(), threading.Event()
+        threads = writers.run(session, stop)
+        # Three sync periods of writes: sync points are durable in the middle of the journal.
+        deadline = time.monotonic() + 3 * PERIOD + SLACK
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+        image, _ = node.power_loss()
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        cluster.shutdown()
+        name = newest_journal(image)
+        path = os.path.join(image, name)
+        data = bytearray(open(path, "rb").read())
+        used = len(data.rstrip(b"\0"))
+        assert used > 64 << 10, f"{name} holds only {used} durable bytes"
+        at = used // 3
+        data[at:at + 512] = bytes(512)
+        with open(path, "wb") as f:
+            f.write(data)
 
         r = subprocess.run([binary, "serve", "--config", node.server.config, "--listen",
                             f"127.0.0.1:{_free_port()}", "--data-dir", image],
                            capture_output=True, text=True, timeout=120)
         out = r.stdout + r.stderr
-        assert r.returncode != 0, f"started on a journal with a hole: {notes}\n{out[-2000:]}"
-        assert "0.jnl is damaged at offset" in out and "journal_recovery: truncate" in out, \
-            out[-2000:]
+        assert r.returncode != 0, f"started on a journal damaged in synced bytes\n{out[-2000:]}"
+        assert f"{name} is damaged at offset" in out and "were fsynced" in out, out[-2000:]
+        assert "journal_recovery: truncate" in out, out[-2000:]
+        assert open(path, "rb").read() == bytes(data), "refusing to start changed the journal"
 
         with open(node.server.config, "a") as f:
             f.write("journal_recovery: truncate\n")
         node.start(image)
         cluster = node.server.cluster()
         session = wait_for_session(cluster)
-        log = [f"{notes}"]
-        check(session, writers, killed_at, "periodic", set(), log)
+        rows = session.execute("SELECT k FROM f.t").all()
+        assert rows, "nothing survived before the damage"
         logs = open(os.path.join(root, f"peregrine.{node.server.starts}.log"),
                     errors="replace").read()
         assert "as `journal_recovery: truncate` asks" in logs, logs[-2000:]
-        print("\n".join(log))
+        print(f"{sync}: refused at offset {at} of {name}; {len(rows)} rows kept after truncating")
         cluster.shutdown()
         node.server.terminate()
         ok = True

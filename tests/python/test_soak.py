@@ -8,8 +8,14 @@ Misbehaving alongside two normal driver sessions (prepared writes and reads):
 - slow readers that take their answers a few bytes at a time;
 - headers announcing 100 MB bodies whose bytes trickle in.
 
-SOAK_SECONDS sets the length (default 40 in CI; longer runs offline, figures in the notes).
-Needs the peregrine binary (as test_durability.py).
+The same soak runs twice: against a standalone peregrine, and through a proxy
+(`peregrine serve --upstream`) in front of a real Cassandra 5.0.9 started by
+scripts/cassandra.sh on port 9962 (or $SOAK_UPSTREAM_PORT; skipped only when the Cassandra
+jars are not installed), where the pipelined SELECTs are answered by Cassandra and the proxy
+must hold back what its clients do not read.
+
+SOAK_SECONDS sets the length of each (default 40 in CI; longer runs offline, figures in the
+notes). Needs the peregrine binary (as test_durability.py).
 """
 
 import os
@@ -18,6 +24,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -48,16 +55,16 @@ def rss(pid):
 class Misbehaving(threading.Thread):
     """Runs `once(port)` in a loop until stopped; any socket error just starts it over."""
 
-    def __init__(self, port, stop, once):
+    def __init__(self, port, stop, once, ks):
         super().__init__(daemon=True)
-        self.port, self.stop, self.once = port, stop, once
+        self.port, self.stop, self.once, self.ks = port, stop, once, ks
         self.rounds = 0
 
     def run(self):
         while not self.stop.is_set():
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-                    self.once(s, self.stop)
+                    self.once(s, self.stop, self.ks)
             except OSError:
                 pass
             self.rounds += 1
@@ -71,20 +78,20 @@ def started(s):
     return s
 
 
-def idle_before_startup(s, stop):
+def idle_before_startup(s, stop, ks):
     s.settimeout(10)
     s.recv(1)  # returns b"" once the server closes it
 
 
-def idle_after_startup(s, stop):
+def idle_after_startup(s, stop, ks):
     started(s)
     s.settimeout(10)
     s.recv(1)
 
 
-def pipelines_and_never_reads(s, stop):
+def pipelines_and_never_reads(s, stop, ks):
     started(s)
-    body = query_body("SELECT * FROM soak.big WHERE k = 0")
+    body = query_body(f"SELECT * FROM {ks}.big WHERE k = 0")
     s.setblocking(False)
     pipeline = b"".join(frame(QUERY, body, stream=i) for i in range(1, 3001))
     sent = 0
@@ -96,10 +103,10 @@ def pipelines_and_never_reads(s, stop):
     stop.wait(5)  # hold the connection, unread, then start over
 
 
-def reads_slowly(s, stop):
+def reads_slowly(s, stop, ks):
     started(s)
     for i in range(1, 4):
-        s.sendall(frame(QUERY, query_body("SELECT * FROM soak.big WHERE k = 0 AND c < 3"),
+        s.sendall(frame(QUERY, query_body(f"SELECT * FROM {ks}.big WHERE k = 0 AND c < 3"),
                         stream=i))
     s.settimeout(10)
     end = time.time() + 5
@@ -109,7 +116,7 @@ def reads_slowly(s, stop):
         stop.wait(0.01)
 
 
-def trickles_a_huge_frame(s, stop):
+def trickles_a_huge_frame(s, stop, ks):
     started(s)
     s.sendall(struct.pack(">BBhBi", 4, 0, 1, QUERY, 100 * MIB))
     end = time.time() + 5
@@ -118,32 +125,28 @@ def trickles_a_huge_frame(s, stop):
         stop.wait(0.1)
 
 
-def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
-    server = server_factory()
-    with open(server.config, "a") as f:
-        f.write(CONFIG)
-    server.start()
-    # Heartbeats shorter than native_transport_idle_timeout, as a deployment with it would set.
-    cluster = server.cluster(idle_heartbeat_interval=1)
+def soak(port, pid, cluster, ks, alive):
+    """The soak against the node on `port` (process `pid`, checked by `alive()`), through the
+    driver `cluster`; keyspace `ks` (created here). Returns its figures, for the report."""
     session = wait_for_session(cluster)
-    session.execute(f"CREATE KEYSPACE soak WITH replication = {KS_REPLICATION}")
-    session.execute("CREATE TABLE soak.big (k int, c int, v blob, PRIMARY KEY (k, c))")
-    session.execute("CREATE TABLE soak.kv (k int PRIMARY KEY, v text)")
-    big = session.prepare("INSERT INTO soak.big (k, c, v) VALUES (0, ?, ?)")
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = {KS_REPLICATION}")
+    session.execute(f"CREATE TABLE {ks}.big (k int, c int, v blob, PRIMARY KEY (k, c))")
+    session.execute(f"CREATE TABLE {ks}.kv (k int PRIMARY KEY, v text)")
+    big = session.prepare(f"INSERT INTO {ks}.big (k, c, v) VALUES (0, ?, ?)")
     for c in range(20):
         session.execute(big, (c, bytes([c]) * 100_000))
-    baseline = rss(server.proc.pid)
+    baseline = rss(pid)
 
     stop = threading.Event()
     kinds = ([idle_before_startup] * 20 + [idle_after_startup] * 10
              + [pipelines_and_never_reads] * 3 + [reads_slowly] * 4 + [trickles_a_huge_frame] * 10)
-    bad = [Misbehaving(server.port, stop, k) for k in kinds]
+    bad = [Misbehaving(port, stop, k, ks) for k in kinds]
     for t in bad:
         t.start()
 
     errors, ops, latencies = [], [0], []
-    write = session.prepare("INSERT INTO soak.kv (k, v) VALUES (?, ?)")
-    read = session.prepare("SELECT v FROM soak.kv WHERE k = ?")
+    write = session.prepare(f"INSERT INTO {ks}.kv (k, v) VALUES (?, ?)")
+    read = session.prepare(f"SELECT v FROM {ks}.kv WHERE k = ?")
 
     def normal(seed):
         rnd = random.Random(seed)
@@ -165,22 +168,24 @@ def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
     peak = baseline
     end = time.time() + SECONDS
     trend, next_mark = [], time.time() + 30
-    while time.time() < end:
-        peak = max(peak, rss(server.proc.pid))
-        if time.time() >= next_mark:
-            trend.append(rss(server.proc.pid) // MIB)
-            next_mark += 30
-        assert server.proc.poll() is None, "the server died"
-        time.sleep(0.25)
-    stop.set()
-    for t in normals:
-        t.join(30)
-    cluster.shutdown()
+    try:
+        while time.time() < end:
+            peak = max(peak, rss(pid))
+            if time.time() >= next_mark:
+                trend.append(rss(pid) // MIB)
+                next_mark += 30
+            assert alive(), "the server died"
+            time.sleep(0.25)
+    finally:
+        stop.set()
+        for t in normals:
+            t.join(30)
     latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else None
-    print(f"soak {SECONDS:.0f}s: {ops[0]} normal write+read pairs, p99 {p99}, "
-          f"RSS baseline {baseline / MIB:.0f} MiB peak {peak / MIB:.0f} MiB, "
-          f"misbehaving rounds {sum(t.rounds for t in bad)}, RSS every 30 s (MiB) {trend}")
+    figures = (f"soak {SECONDS:.0f}s: {ops[0]} normal write+read pairs, p99 {p99}, "
+               f"RSS baseline {baseline / MIB:.0f} MiB peak {peak / MIB:.0f} MiB, "
+               f"misbehaving rounds {sum(t.rounds for t in bad)}, RSS every 30 s (MiB) {trend}")
+    print(figures)
     assert not errors, errors[:5]
     assert ops[0] > 100, ops[0]
     assert peak - baseline < RSS_BOUND, (baseline, peak)
@@ -188,3 +193,41 @@ def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
     # read timeout: each came back at least every 5 s.
     silent_rounds = sum(t.rounds for t in bad if t.once is idle_before_startup)
     assert silent_rounds >= 20 * SECONDS / 5, silent_rounds
+    return figures
+
+
+def test_normal_clients_are_served_beside_misbehaving_ones(server_factory):
+    server = server_factory()
+    with open(server.config, "a") as f:
+        f.write(CONFIG)
+    server.start()
+    # Heartbeats shorter than native_transport_idle_timeout, as a deployment with it would set.
+    cluster = server.cluster(idle_heartbeat_interval=1)
+    try:
+        soak(server.port, server.proc.pid, cluster, "soak", lambda: server.proc.poll() is None)
+    finally:
+        cluster.shutdown()
+
+
+def test_normal_clients_are_served_through_the_proxy_beside_misbehaving_ones():
+    """The same soak through `peregrine serve --upstream` in front of a real Cassandra 5.0.9:
+    the pipelined SELECTs are answered by Cassandra (~2 MB each), the proxy's RSS is what is
+    bounded, and the normal sessions' rows go to Cassandra and back."""
+    import proxy_support as ps  # skips this test alone when the Cassandra jars are missing
+
+    port = int(os.environ.get("SOAK_UPSTREAM_PORT", "9962"))
+    ps.start_cassandra(port)
+    proxy = None
+    try:
+        proxy = ps.Proxy(f"127.0.0.1:{port}", CONFIG, prefix="peregrine-soak-proxy-")
+        cluster = proxy.cluster(idle_heartbeat_interval=1)
+        try:
+            soak(proxy.port, proxy.proc.pid, cluster, "soak_" + uuid.uuid4().hex[:10],
+                 lambda: proxy.proc.poll() is None)
+        finally:
+            cluster.shutdown()
+        proxy.stop_cleanly()
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        ps.stop_cassandra(port)

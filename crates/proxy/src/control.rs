@@ -23,7 +23,7 @@ use server::EventBus;
 
 use crate::classify::{Class, TableRef};
 use crate::forward::decoded_rows;
-use crate::upstream::{Connection, UpstreamError};
+use crate::upstream::{Connection, Events, UpstreamError};
 use crate::{Ctx, ProxyBackend};
 
 /// How often the control connection is checked with OPTIONS (a silent upstream is replaced).
@@ -75,10 +75,7 @@ impl ProxyBackend {
 
     /// Opens and registers a control connection on the first upstream node that accepts,
     /// starting at `*next`. `None` when none does (or no login is known yet).
-    async fn open_control(
-        &self,
-        next: &mut usize,
-    ) -> Option<(Arc<Connection>, tokio::sync::mpsc::UnboundedReceiver<Event>)> {
+    async fn open_control(&self, next: &mut usize) -> Option<(Arc<Connection>, Events)> {
         let creds = if self.auth_required() {
             // Any role may listen to events: use a login a client proved upstream.
             let logins = self.logins.read().unwrap_or_else(PoisonError::into_inner);
@@ -342,6 +339,13 @@ async fn relay_loop(me: Weak<ProxyBackend>, bus: EventBus) {
                 ev = rx.recv() => {
                     let Some(ev) = ev else { break };
                     let Some(b) = me.upgrade() else { return };
+                    // The queue overflowed (bounded: upstream::EVENT_QUEUE): some change may
+                    // have been missed, as when the connection was reopened.
+                    let dropped = rx.take_dropped();
+                    if dropped > 0 {
+                        tracing::warn!("{dropped} upstream event(s) dropped (queue full); invalidating the whole cache");
+                        b.cache.invalidate_all();
+                    }
                     if let Event::SchemaChange(sc) = ev {
                         tracing::debug!("upstream schema change: {sc:?}");
                         b.schema_changed(&sc);

@@ -34,42 +34,28 @@ impl ProxyBackend {
     pub(crate) fn pool(&self, conn: &ConnState, keyspace: Option<&str>) -> Arc<Pool> {
         let role = conn.role();
         let key: PoolKey = (role.clone(), conn.version(), keyspace.map(Arc::from));
-        if let Some(p) = self
-            .pools
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-        {
-            return p.clone();
-        }
-        let creds = role.as_deref().and_then(|r| {
-            self.logins
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(r)
-                .map(|(c, _)| c.clone())
-        });
-        let mut pools = self.pools.write().unwrap_or_else(PoisonError::into_inner);
-        pools
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Pool::new(
-                    self.hosts.clone(),
-                    conn.version(),
-                    keyspace.map(str::to_string),
-                    creds,
-                    self.settings.clone(),
-                ))
-            })
-            .clone()
+        // At most `upstream::MAX_POOLS`, the least recently used forgotten first.
+        self.pools.get_or_insert_with(&key, || {
+            let creds = role.as_deref().and_then(|r| {
+                self.logins
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(r)
+                    .map(|(c, _)| c.clone())
+            });
+            Pool::new(
+                self.hosts.clone(),
+                conn.version(),
+                keyspace.map(str::to_string),
+                creds,
+                self.settings.clone(),
+            )
+        })
     }
 
     pub(crate) fn forget_pool(&self, conn: &ConnState, keyspace: Option<&str>) {
         let key: PoolKey = (conn.role(), conn.version(), keyspace.map(Arc::from));
-        self.pools
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key);
+        self.pools.remove(&key);
     }
 
     /// Sends `req` on a connection of the pool for `keyspace`; re-prepares once on UNPREPARED

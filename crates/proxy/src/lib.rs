@@ -44,7 +44,7 @@
 //! | `control` | the control connection and event relay, invalidation on schema changes, waiting for schema agreement after DDL |
 //! | `patch` | in-place updates: which prepared reads and writes take part, patching a cached point read with a write's values |
 //! | `stale` | the last results of `serve_stale_on_upstream_error` tables, answered when the upstream fails |
-//! | `upstream` | upstream connections (stream multiplexing, handshake, login) and pools; their bounds (in-flight stream ids, orphaned ids retiring a connection, answer size) |
+//! | `upstream` | upstream connections (stream multiplexing, handshake, login) and pools; their bounds (in-flight stream ids, orphaned ids retiring a connection, answer size, pools, queued control events) |
 //! | `classify` | statement text -> what it reads/writes, cacheability |
 //! | `cache` | the cache: DRAM tier (TinyLFU admission, CLOCK eviction) over `ssd`, generation-based coherence |
 //! | `ssd` | the SSD cache tier under the DRAM one: an `LsmStorage`, FIFO byte budget |
@@ -104,7 +104,7 @@ use metrics::Metrics;
 use patch::WritePatch;
 use stale::StaleStore;
 use topology::Topology;
-use upstream::{Connection, Credentials, Pool, Settings, UpstreamError};
+use upstream::{Connection, Credentials, Pools, Settings, UpstreamError};
 
 /// Pools are per (role, protocol version, keyspace).
 type PoolKey = (Option<Arc<str>>, ProtocolVersion, Option<Arc<str>>);
@@ -167,7 +167,7 @@ pub struct ProxyBackend {
     hosts: Arc<[SocketAddr]>,
     settings: Settings,
     request_timeout: Duration,
-    pools: RwLock<HashMap<PoolKey, Arc<Pool>>>,
+    pools: Pools<PoolKey>,
     logins: RwLock<HashMap<String, (Credentials, Instant)>>,
     auth_class: RwLock<Option<String>>,
     prepared: RwLock<HashMap<Bytes, Arc<PreparedInfo>>>,
@@ -265,7 +265,7 @@ impl ProxyBackend {
                 tls: upstream_tls(&p.upstream_encryption_options),
             },
             request_timeout: config.request_timeout,
-            pools: RwLock::new(HashMap::new()),
+            pools: Pools::new(upstream::MAX_POOLS),
             logins: RwLock::new(HashMap::new()),
             auth_class: RwLock::new(None),
             prepared: RwLock::new(HashMap::new()),

@@ -82,10 +82,7 @@ impl ProxyBackend {
             drop(logins);
             if changed {
                 // Pools of this role log in with the new password from now on.
-                self.pools
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|k, _| k.0.as_deref() != Some(user.as_str()));
+                self.pools.retain(|k| k.0.as_deref() != Some(user.as_str()));
             }
         }
         conn.set_role(&user);

@@ -13,6 +13,8 @@
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
 //!
 //! # Bounds
+//! - At most [`MAX_POOLS`] pools ([`Pools`]): past it the least recently used is forgotten, its
+//!   connections closing once its last request is answered.
 //! - Opening a connection (TCP, TLS, STARTUP, login, `USE`) takes at most `connect_timeout`;
 //!   a request waits for its answer at most the timeout its caller gives (the client's
 //!   `request_timeout`, see `forward.rs`).
@@ -30,13 +32,16 @@
 //!   bound the connection is closed and its requests fail with a server error naming the size.
 //!
 //! [`Connection::open_for_events`] opens the proxy's control connection: the same connection
-//! with server-pushed EVENT frames (stream -1) delivered on a channel, which closes when the
-//! connection dies.
+//! with server-pushed EVENT frames (stream -1) delivered on a channel ([`Events`]), which closes
+//! when the connection dies. The channel holds at most [`EVENT_QUEUE`] events: an upstream
+//! pushing faster than the proxy handles them (or a stalled relay) makes it drop events,
+//! counted and logged, rather than grow; the relay then invalidates its whole cache, as for a
+//! control connection reopened after events may have been missed.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -186,11 +191,17 @@ impl Connection {
         creds: Option<&Credentials>,
         timeout: Duration,
         tls: Option<&Arc<rustls::ClientConfig>>,
-    ) -> Result<(Arc<Connection>, mpsc::UnboundedReceiver<Event>), UpstreamError> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    ) -> Result<(Arc<Connection>, Events), UpstreamError> {
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let sink = EventSink {
+            tx,
+            dropped: dropped.clone(),
+            total: AtomicU64::new(0),
+        };
         let conn =
-            Self::open_inner(addr, version, creds, None, timeout, Some(tx), None, tls).await?;
-        Ok((conn, rx))
+            Self::open_inner(addr, version, creds, None, timeout, Some(sink), None, tls).await?;
+        Ok((conn, Events { rx, dropped }))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -200,7 +211,7 @@ impl Connection {
         creds: Option<&Credentials>,
         keyspace: Option<&str>,
         timeout: Duration,
-        events: Option<mpsc::UnboundedSender<Event>>,
+        events: Option<EventSink>,
         compression: Option<Compression>,
         tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<Arc<Connection>, UpstreamError> {
@@ -405,6 +416,58 @@ impl Connection {
 }
 
 /// One request envelope (in segments for v5), `req` encoded.
+/// Events a control connection may hold that the relay has not taken yet. Schema changes come
+/// one per DDL statement: a full queue means the relay is stalled or the upstream floods.
+pub const EVENT_QUEUE: usize = 1024;
+
+/// The receiving end of a control connection's events (at most [`EVENT_QUEUE`] queued).
+pub struct Events {
+    rx: mpsc::Receiver<Event>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Events {
+    /// The next event; `None` once the connection is gone and every queued event was taken.
+    pub async fn recv(&mut self) -> Option<Event> {
+        self.rx.recv().await
+    }
+
+    /// Events dropped because the queue was full since the last call (the caller must assume
+    /// it missed any change: the relay invalidates its whole cache).
+    pub fn take_dropped(&self) -> u64 {
+        self.dropped.swap(0, Ordering::Relaxed)
+    }
+
+    /// Events queued now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.rx.len()
+    }
+}
+
+/// The reader's end of [`Events`]: never waits, drops (counting) when the queue is full.
+struct EventSink {
+    tx: mpsc::Sender<Event>,
+    /// Dropped since the relay last looked ([`Events::take_dropped`]).
+    dropped: Arc<AtomicU64>,
+    /// Dropped over the connection's life, for the log.
+    total: AtomicU64,
+}
+
+impl EventSink {
+    fn deliver(&self, e: Event, addr: SocketAddr) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(e) {
+            let total = self.total.fetch_add(1, Ordering::Relaxed) + 1;
+            // One line per overflow (the relay resets `dropped` when it sees it), with the total.
+            if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    "upstream {addr}: {EVENT_QUEUE} events wait on the control connection; dropping the next ones ({total} dropped on this connection so far); the proxy's cache will be invalidated whole"
+                );
+            }
+        }
+    }
+}
+
 fn encode_request(
     version: ProtocolVersion,
     compression: Option<Compression>,
@@ -507,7 +570,7 @@ struct Started {
     compression: Option<Compression>,
     buf: BytesMut,
     deframer: Deframer,
-    events: Option<mpsc::UnboundedSender<Event>>,
+    events: Option<EventSink>,
 }
 
 impl Started {
@@ -580,7 +643,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     mut buf: BytesMut,
     mut deframer: Deframer,
     shared: Arc<ConnShared>,
-    events: Option<mpsc::UnboundedSender<Event>>,
+    events: Option<EventSink>,
 ) {
     loop {
         loop {
@@ -606,7 +669,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     match Response::from_envelope(&env) {
                         Ok(d) => {
                             if let Response::Event(e) = d.response {
-                                let _ = tx.send(e);
+                                tx.deliver(e, shared.addr);
                             }
                         }
                         Err(e) => {
@@ -816,8 +879,107 @@ impl Slot {
     }
 }
 
+/// Pools kept at most (one per role, protocol version and keyspace clients used): past it the
+/// least recently used pool is forgotten; its connections close once its last request is
+/// answered, and a client using it again opens a new one (login and `USE` included).
+pub const MAX_POOLS: usize = 256;
+
+/// The proxy's pools by key, at most `max` ([`MAX_POOLS`]) of them, the least recently used
+/// forgotten first.
+pub struct Pools<K> {
+    map: RwLock<HashMap<K, Arc<Pool>>>,
+    max: usize,
+    /// When each pool was last handed out is measured from here.
+    epoch: Instant,
+    evicted: AtomicU64,
+}
+
+impl<K: std::hash::Hash + Eq + Clone + std::fmt::Debug> Pools<K> {
+    pub fn new(max: usize) -> Self {
+        Pools {
+            map: RwLock::new(HashMap::new()),
+            max: max.max(1),
+            epoch: Instant::now(),
+            evicted: AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The pool of `key`, made by `make` when there is none; making one past the bound forgets
+    /// the least recently used.
+    pub fn get_or_insert_with(&self, key: &K, make: impl FnOnce() -> Pool) -> Arc<Pool> {
+        if let Some(p) = self
+            .map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+        {
+            p.last_used.store(self.now(), Ordering::Relaxed);
+            return p.clone();
+        }
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = map.get(key) {
+            return p.clone();
+        }
+        while map.len() >= self.max {
+            // A scan of at most `max` pools, only when a new one is made.
+            let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, p)| p.last_used.load(Ordering::Relaxed))
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            map.remove(&oldest);
+            let n = self.evicted.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::debug!(
+                "upstream pools at their bound ({}): forgot the least recently used, {oldest:?} ({n} so far)",
+                self.max
+            );
+        }
+        let pool = Arc::new(make());
+        pool.last_used.store(self.now(), Ordering::Relaxed);
+        map.insert(key.clone(), pool.clone());
+        pool
+    }
+
+    pub fn remove(&self, key: &K) {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+
+    /// Keeps the pools whose key `keep` accepts.
+    pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|k, _| keep(k));
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Pools forgotten at the bound since the proxy started.
+    #[cfg(test)]
+    fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+}
+
 /// The connections of one (role, protocol version, keyspace); see the module docs.
 pub struct Pool {
+    /// When [`Pools`] last handed it out (its clock, in ms).
+    last_used: AtomicU64,
     hosts: Arc<[SocketAddr]>,
     version: ProtocolVersion,
     keyspace: Option<String>,
@@ -838,6 +1000,7 @@ impl Pool {
     ) -> Self {
         let n = hosts.len().max(1) * settings.connections_per_host.max(1);
         Pool {
+            last_used: AtomicU64::new(0),
             hosts,
             version,
             keyspace,
@@ -968,6 +1131,11 @@ mod tests {
     /// A one-connection fake upstream (v4): answers every request READY, pushes `event`
     /// after the second request (REGISTER), then closes.
     async fn fake_upstream(event: Event) -> SocketAddr {
+        fake_upstream_pushing(event, 1).await
+    }
+
+    /// [`fake_upstream`] pushing `event` `times` times.
+    async fn fake_upstream_pushing(event: Event, times: usize) -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -1000,9 +1168,12 @@ mod tests {
                 }
                 assert!(s.read_buf(&mut buf).await.unwrap() > 0);
             }
-            s.write_all(&send(&Response::Event(event), -1))
-                .await
-                .unwrap();
+            let one = send(&Response::Event(event), -1);
+            let mut all = BytesMut::new();
+            for _ in 0..times {
+                all.extend_from_slice(&one);
+            }
+            s.write_all(&all).await.unwrap();
             // Dropping the socket closes the connection.
         });
         addr
@@ -1114,6 +1285,88 @@ mod tests {
             "the channel ends with the connection"
         );
         assert!(!conn.is_alive());
+    }
+
+    /// An upstream pushing events faster than the relay takes them (here: nobody takes them)
+    /// fills the queue to its bound and no further: the rest are dropped and counted. With the
+    /// unbounded channel this held all 5,000.
+    #[tokio::test]
+    async fn a_flood_of_events_is_bounded_and_counted() {
+        let event = Event::SchemaChange(SchemaChange {
+            change: SchemaChangeType::Updated,
+            target: SchemaChangeTarget::Keyspace("ks".into()),
+        });
+        let pushed = 5_000;
+        let addr = fake_upstream_pushing(event.clone(), pushed).await;
+        let timeout = Duration::from_secs(5);
+        let (conn, mut rx) =
+            Connection::open_for_events(addr, ProtocolVersion::V4, None, timeout, None)
+                .await
+                .unwrap();
+        let reg = Request::Register(vec!["SCHEMA_CHANGE".into()]);
+        assert!(matches!(
+            conn.request(&reg, timeout).await,
+            Ok(Response::Ready)
+        ));
+        // The reader marks the connection dead once it read every event and then the close.
+        let deadline = Instant::now() + timeout;
+        while conn.is_alive() {
+            assert!(Instant::now() < deadline, "the connection never closed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(rx.len(), EVENT_QUEUE);
+        assert_eq!(rx.take_dropped(), (pushed - EVENT_QUEUE) as u64);
+        assert_eq!(rx.take_dropped(), 0, "taking resets the count");
+        let mut taken = 0;
+        while let Some(e) = rx.recv().await {
+            assert_eq!(e, event);
+            taken += 1;
+        }
+        assert_eq!(
+            taken, EVENT_QUEUE,
+            "the queued events are delivered, then the end"
+        );
+    }
+
+    /// Past the bound the least recently used pool is forgotten (its connections close with
+    /// it), a pool in use stays. Without the bound, 40 keyspaces made 40 pools.
+    #[tokio::test]
+    async fn pools_are_bounded_and_the_least_recently_used_goes() {
+        let pools: Pools<u32> = Pools::new(8);
+        let settings = Settings {
+            connect_timeout: Duration::from_secs(1),
+            connections_per_host: 1,
+            compression: None,
+            tls: None,
+        };
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let make = || {
+            Pool::new(
+                Arc::from(vec![addr]),
+                ProtocolVersion::V4,
+                None,
+                None,
+                settings.clone(),
+            )
+        };
+        let hot = pools.get_or_insert_with(&0, make);
+        for k in 1..40u32 {
+            // Pool 0 is used between the others: never the least recently used.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            assert!(Arc::ptr_eq(&pools.get_or_insert_with(&0, make), &hot));
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            pools.get_or_insert_with(&k, make);
+            assert!(pools.len() <= 8, "{} pools", pools.len());
+        }
+        assert_eq!(pools.len(), 8);
+        assert_eq!(pools.evicted(), 40 - 8);
+        assert!(Arc::ptr_eq(&pools.get_or_insert_with(&0, make), &hot));
+        // The newest seven are the others kept.
+        let before = pools.evicted();
+        for k in 33..40u32 {
+            pools.get_or_insert_with(&k, make);
+        }
+        assert_eq!(pools.evicted(), before, "pools 33 to 39 were kept");
     }
 
     #[tokio::test]

@@ -1,17 +1,62 @@
-//! A check of the write-ahead journal before the store opens, so damage is never silent.
+//! A check of the write-ahead journal before the store opens, so damage is never silent, and
+//! the sync points that let it tell an unsynced tail from damage to synced batches.
 //!
 //! fjall replays its journal (`<data_dir>/<n>.jnl`) at open. Finding a batch it cannot read, it
 //! either truncates the journal there without a word — every acknowledged batch written after
 //! the damaged one is then lost — or refuses to open, depending on the kind of damage. So the
-//! store reads the journal first and decides itself:
+//! store reads the journal first and decides itself, by whether the damaged bytes were ever
+//! fsynced:
 //!
-//! - the bytes end inside a batch, or the last batch is unreadable and nothing readable follows
-//!   it (a write torn by a crash): the torn batch was never acknowledged as durable in batch
-//!   mode; it is cut off, with a warning naming the file and offset, and the store opens;
-//! - a damaged batch with readable batches after it (zeros or a flipped byte in the middle):
-//!   acknowledged writes would be lost, so the store refuses to open and says where and how many,
-//!   unless the operator asked to cut the journal there (`journal_recovery: truncate`), which
-//!   drops exactly the batches it reports.
+//! - **an unsynced tail** (nothing proves the damaged bytes were fsynced): a power loss or a
+//!   crash tore what was written after the last sync — the end of a batch missing, or, as the
+//!   kernel writes pages back in any order, a hole with later unsynced batches intact after it.
+//!   Nothing written there was acknowledged as durable in `batch` mode (and in `periodic` mode
+//!   only writes within the last period): it is cut off, the warning naming the file, the offset
+//!   and the batches dropped, and the store opens;
+//! - **damage to synced bytes** (a sync point proves them fsynced: zeros or a flipped byte in
+//!   what the disk had acknowledged): acknowledged writes would be lost, so the store refuses to
+//!   open and says where and how many, unless the operator asked to cut the journal there
+//!   (`journal_recovery: truncate`), which drops exactly the batches it reports.
+//!
+//! # Sync points
+//! Cassandra's commit log writes a sync marker at each sync so that its replay can tell a torn
+//! unsynced tail from corruption; fjall's journal has per-batch checksums only. So the store
+//! writes its own sync points into fjall's journal as ordinary items: the key [`SYNC_POINT_KEY`]
+//! (`0x00` alone, below every key the engine writes and hidden from scans) in the data keyspace,
+//! its value a claim about what was fsynced when it was written:
+//!
+//! - [`Claim::Before`] ("every journal byte before this batch was fsynced"): an item in every
+//!   write batch in `commitlog_sync: batch` mode — fjall writes and fsyncs each batch under its
+//!   journal lock, so a batch is written only after every earlier one was fsynced — and one
+//!   batch written (and fsynced) when the store opens;
+//! - [`Claim::Below`]`(c)` ("every record with a sequence number below `c` was fsynced"): a
+//!   batch written after each sync of the journal in `periodic` mode (the syncer's and an
+//!   explicit one), `c` read before that sync. fjall numbers journal records consecutively in
+//!   file order (each takes its number under the journal lock) and a sync writes out everything
+//!   numbered before it started.
+//!
+//! A sync point is itself written unsynced (the next sync makes it durable), so what it claims
+//! was true before any of it reached the disk: an intact sync point is evidence whatever order
+//! the pages went back in. At start-up, damage at offset D of the newest journal is damage to
+//! synced bytes when (1) a `Before` sync point is intact after D, or (2) a record intact after
+//! D has a number below the largest `Below` claim, or (3) numbers between the last record
+//! intact before D and that claim are missing (they lay in the damaged bytes). A journal that is
+//! not the newest was fsynced whole when fjall sealed it (its `rotate` syncs before creating the
+//! next file), so any damage there is to synced bytes. A journal with no sync point at all (in
+//! no file of the directory: written before sync points existed) keeps the rule it had: damage
+//! with readable batches after it is refused.
+//!
+//! What this costs: `batch` mode, one 31-byte item in each write's batch (same write, same
+//! fsync); `periodic`, one 57-byte batch (one `write(2)`, no fsync) per sync that had writes
+//! before it; each also one memtable entry (a new version of the same key). Reads pay nothing per
+//! item: scans start after the key.
+//!
+//! What it cannot tell: the last batches synced before a power loss whose sync point had not
+//! reached the disk yet (`periodic`: synced by the last sync; `batch`: the last batch) are an
+//! unsynced tail to it when they are damaged with nothing proving them synced after them — as
+//! Cassandra, which accepts a damaged last section. Nor, when the damage starts at offset 0 of
+//! the only journal left, the synced records it covers when no intact record after it was
+//! synced (rule 3 needs a record before the damage).
 //!
 //! # The format read here (fjall 3.1's journal; little-endian)
 //! ```text
@@ -35,7 +80,47 @@ const END: u8 = 3;
 const CLEAR: u8 = 4;
 const MAGIC: &[u8] = b"FJL\x03";
 
-/// What to do with a journal damaged before its last batch.
+/// The key of the store's sync points: the smallest key there is, which the engine never writes
+/// (its keys start with a prefix byte and a name or id).
+pub(crate) const SYNC_POINT_KEY: &[u8] = &[0];
+/// fjall's value type of a plain value (a sync point is written with `insert`).
+const VALUE: u8 = 0;
+const CLAIM_BEFORE: u8 = 1;
+const CLAIM_BELOW: u8 = 2;
+
+/// What a sync point says was fsynced when it was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// Every journal byte before the batch holding it.
+    Before,
+    /// Every journal record numbered below this.
+    Below(u64),
+}
+
+impl Claim {
+    /// The value stored under [`SYNC_POINT_KEY`]: a kind byte and a little-endian number.
+    pub(crate) fn encode(self) -> [u8; 9] {
+        let (kind, n) = match self {
+            Claim::Before => (CLAIM_BEFORE, 0),
+            Claim::Below(c) => (CLAIM_BELOW, c),
+        };
+        let mut v = [0u8; 9];
+        v[0] = kind;
+        v[1..].copy_from_slice(&n.to_le_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Option<Claim> {
+        let n = u64::from_le_bytes(v.get(1..9)?.try_into().ok()?);
+        match (v.len(), v[0]) {
+            (9, CLAIM_BEFORE) => Some(Claim::Before),
+            (9, CLAIM_BELOW) => Some(Claim::Below(n)),
+            _ => None,
+        }
+    }
+}
+
+/// What to do with a journal damaged in bytes that were synced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum JournalRecovery {
     /// Refuse to open, saying where the damage is and what would be lost (the default).
@@ -53,16 +138,22 @@ pub struct Damage {
     pub offset: u64,
     /// Why it is unreadable.
     pub reason: &'static str,
-    /// Readable batches after it (acknowledged writes that cutting the journal drops), and the
-    /// writes they hold.
+    /// Readable batches of writes after it (that cutting the journal drops), and the writes
+    /// they hold (sync points not counted).
     pub batches_after: usize,
     pub writes_after: usize,
+    /// What proves the damaged bytes were fsynced (damage to acknowledged data); `None` for an
+    /// unsynced tail.
+    pub synced: Option<String>,
+    /// Where the last intact sync point before the damage ends, if there is one.
+    pub last_sync_point: Option<u64>,
 }
 
 impl Damage {
-    /// A torn last write (nothing readable after it), not a loss of acknowledged data.
-    pub fn is_torn_tail(&self) -> bool {
-        self.batches_after == 0
+    /// Damage to bytes never fsynced (a tail torn by a crash or a power loss), not a loss of
+    /// acknowledged durable data.
+    pub fn is_unsynced_tail(&self) -> bool {
+        self.synced.is_none()
     }
 }
 
@@ -76,37 +167,62 @@ impl std::fmt::Display for Damage {
             self.reason,
             self.batches_after,
             self.writes_after
-        )
+        )?;
+        match &self.synced {
+            Some(why) => write!(f, "; the damaged bytes were fsynced ({why})"),
+            None => match self.last_sync_point {
+                Some(at) => write!(
+                    f,
+                    "; it lies after the last intact sync point (ending at offset {at}) and nothing after it was fsynced"
+                ),
+                None => write!(f, "; nothing after it was fsynced"),
+            },
+        }
     }
 }
 
-/// Reads every journal in `dir` and applies `recovery`: torn tails are cut off (logged by the
-/// caller from the returned list), damage before readable batches is an error unless
-/// `recovery` is [`JournalRecovery::Truncate`]. Returns what was cut.
+/// Reads every journal in `dir` and applies `recovery`: unsynced tails are cut off (logged by
+/// the caller from the returned list), damage to synced bytes is an error unless `recovery` is
+/// [`JournalRecovery::Truncate`]. Returns what was cut.
 pub fn check_and_repair(dir: &Path, recovery: JournalRecovery) -> Result<Vec<Damage>, String> {
     let mut cut = Vec::new();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+    let mut files: Vec<(u64, PathBuf)> = match std::fs::read_dir(dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "jnl"))
+            // fjall names journals by number and takes the largest as the active one.
+            .map(|p| {
+                let n = p
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(u64::MAX);
+                (n, p)
+            })
             .collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cut),
         Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
     };
     files.sort();
-    for file in files {
+    let mut parsed = Vec::with_capacity(files.len());
+    for (_, file) in &files {
         let bytes =
-            std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        check_keyspaces(dir, &file, &bytes)?;
-        let Some(damage) = find_damage(&file, &bytes) else {
+            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        check_keyspaces(dir, file, &bytes)?;
+        parsed.push(parse(&bytes));
+    }
+    let legacy = !parsed.iter().any(Parsed::has_sync_point);
+    for (i, ((_, file), read)) in files.iter().zip(&parsed).enumerate() {
+        let next = files.get(i + 1).map(|(_, p)| p.as_path());
+        let Some(damage) = judge(file, read, next, legacy) else {
             continue;
         };
-        if !damage.is_torn_tail() && recovery == JournalRecovery::Refuse {
+        if !damage.is_unsynced_tail() && recovery == JournalRecovery::Refuse {
             return Err(format!(
                 "{damage}. Opening would lose them. To drop them and start, set `journal_recovery: truncate` in the configuration (see docs/configuration.md); copy the data directory first to keep the damaged journal."
             ));
         }
-        truncate(&file, damage.offset)?;
+        truncate(file, damage.offset)?;
         cut.push(damage);
     }
     Ok(cut)
@@ -140,51 +256,168 @@ fn truncate(file: &Path, len: u64) -> Result<(), String> {
         .map_err(|e| format!("cannot cut {} at {len}: {e}", file.display()))
 }
 
-/// The first unreadable batch of a journal, if any (a clean end of file or preallocated zeros
-/// is not damage).
-pub fn find_damage(file: &Path, b: &[u8]) -> Option<Damage> {
+/// What start-up needs of a run of readable batches (a summary, so a large journal costs no
+/// memory per batch).
+#[derive(Debug, Default)]
+struct Summary {
+    /// The number of the last batch.
+    last_seqno: Option<u64>,
+    /// Where the last batch holding a sync point ends.
+    last_sync_point_end: Option<usize>,
+    /// Where the first batch holding a `Before` sync point starts.
+    first_before: Option<usize>,
+    /// The largest `Below` claim, and where its batch starts.
+    max_below: Option<(u64, usize)>,
+    /// The smallest batch number, and where that batch starts.
+    min_seqno: Option<(u64, usize)>,
+    /// Batches holding writes, and their writes.
+    batches: usize,
+    writes: usize,
+}
+
+impl Summary {
+    fn add(&mut self, x: &Batch) {
+        self.last_seqno = Some(x.seqno);
+        if self.min_seqno.is_none_or(|(s, _)| x.seqno < s) {
+            self.min_seqno = Some((x.seqno, x.start));
+        }
+        if x.writes > 0 {
+            self.batches += 1;
+            self.writes += x.writes;
+        }
+        match x.claim {
+            None => return,
+            Some(Claim::Before) => {
+                self.first_before.get_or_insert(x.start);
+            }
+            Some(Claim::Below(c)) => {
+                if self.max_below.is_none_or(|(m, _)| c > m) {
+                    self.max_below = Some((c, x.start));
+                }
+            }
+        }
+        self.last_sync_point_end = Some(x.end);
+    }
+
+    fn has_sync_point(&self) -> bool {
+        self.last_sync_point_end.is_some()
+    }
+}
+
+/// A journal read: its readable batches up to the first unreadable one, and if there is one,
+/// where it starts, why it is unreadable, and the readable batches found after it.
+struct Parsed {
+    before: Summary,
+    damage: Option<(usize, &'static str, Summary)>,
+}
+
+impl Parsed {
+    fn has_sync_point(&self) -> bool {
+        self.before.has_sync_point() || self.damage.as_ref().is_some_and(|d| d.2.has_sync_point())
+    }
+}
+
+fn parse(b: &[u8]) -> Parsed {
     let mut pos = 0;
+    let mut before = Summary::default();
     while pos < b.len() {
         if b[pos..].iter().all(|&x| x == 0) {
-            return None;
+            break;
         }
         let reason = match batch_at(b, pos) {
-            Ok((end, _)) => {
-                pos = end;
+            Ok(batch) => {
+                pos = batch.end;
+                before.add(&batch);
                 continue;
             }
             Err(Bad::Torn) => "the last batch is incomplete",
             Err(Bad::Invalid(why)) => why,
         };
-        let (batches_after, writes_after) = readable_after(b, pos + 1);
-        return Some(Damage {
-            file: file.to_path_buf(),
-            offset: pos as u64,
-            reason,
-            batches_after,
-            writes_after,
-        });
+        return Parsed {
+            before,
+            damage: Some((pos, reason, intact_after(b, pos + 1))),
+        };
     }
-    None
+    Parsed {
+        before,
+        damage: None,
+    }
+}
+
+/// The first unreadable batch of a journal, if any (a clean end of file or preallocated zeros
+/// is not damage), and whether its bytes were synced (see the module docs). `next` is the
+/// journal after this one, if any; `legacy`: no journal of the directory has a sync point.
+#[cfg(test)]
+fn find_damage(file: &Path, b: &[u8], next: Option<&Path>, legacy: bool) -> Option<Damage> {
+    judge(file, &parse(b), next, legacy)
+}
+
+fn judge(file: &Path, read: &Parsed, next: Option<&Path>, legacy: bool) -> Option<Damage> {
+    let (pos, reason, after) = read.damage.as_ref()?;
+    let synced = if legacy {
+        (after.last_seqno.is_some()).then(|| {
+            "as far as can be told: readable batches follow it and no journal here has sync points (written by a version without them)".to_string()
+        })
+    } else {
+        synced_evidence(&read.before, after, next)
+    };
+    Some(Damage {
+        file: file.to_path_buf(),
+        offset: *pos as u64,
+        reason,
+        batches_after: after.batches,
+        writes_after: after.writes,
+        synced,
+        last_sync_point: read.before.last_sync_point_end.map(|e| e as u64),
+    })
+}
+
+/// What proves the damaged bytes were fsynced, given the intact batches before and after them
+/// (the rules of the module docs), or `None`: an unsynced tail.
+fn synced_evidence(before: &Summary, after: &Summary, next: Option<&Path>) -> Option<String> {
+    if let Some(next) = next {
+        return Some(format!(
+            "the journal was sealed, fsynced whole, before {} was created",
+            next.display()
+        ));
+    }
+    if let Some(at) = after.first_before {
+        return Some(format!(
+            "a sync point intact after it, in the batch at offset {at}, says every byte before that batch was fsynced"
+        ));
+    }
+    let (below, point) = before.max_below.max(after.max_below)?;
+    if let Some((seqno, at)) = after.min_seqno.filter(|(s, _)| *s < below) {
+        return Some(format!(
+            "the batch at offset {at} after it (record {seqno}) was fsynced, with every byte before it, as the sync point at offset {point} says of every record numbered below {below}"
+        ));
+    }
+    let last = before.last_seqno?;
+    (last + 1 < below).then(|| {
+        format!(
+            "records {} to {} lay in them (the last intact record before is {last}), fsynced as the sync point at offset {point} says of every record numbered below {below}",
+            last + 1,
+            below - 1
+        )
+    })
 }
 
 /// Readable batches anywhere after `from` (each found by its start tag and checked whole,
-/// checksum included), and the writes they hold.
-fn readable_after(b: &[u8], from: usize) -> (usize, usize) {
-    let (mut batches, mut writes) = (0, 0);
+/// checksum included).
+fn intact_after(b: &[u8], from: usize) -> Summary {
+    let mut found = Summary::default();
     let mut i = from;
     while i < b.len() {
         if b[i] == START {
-            if let Ok((end, n)) = batch_at(b, i) {
-                batches += 1;
-                writes += n;
-                i = end;
+            if let Ok(batch) = batch_at(b, i) {
+                i = batch.end;
+                found.add(&batch);
                 continue;
             }
         }
         i += 1;
     }
-    (batches, writes)
+    found
 }
 
 enum Bad {
@@ -199,8 +432,8 @@ struct Cursor<'a> {
     pos: usize,
 }
 
-impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], Bad> {
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Bad> {
         let end = self.pos.checked_add(n).ok_or(Bad::Torn)?;
         let s = self.b.get(self.pos..end).ok_or(Bad::Torn)?;
         self.pos = end;
@@ -217,13 +450,25 @@ impl Cursor<'_> {
     }
 }
 
-/// The batch starting at `pos`: its end and number of entries, or why it is not readable.
-fn batch_at(b: &[u8], pos: usize) -> Result<(usize, usize), Bad> {
+/// A readable batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Batch {
+    start: usize,
+    end: usize,
+    seqno: u64,
+    /// Its entries that are not sync points.
+    writes: usize,
+    /// What its sync point claims, if it holds one.
+    claim: Option<Claim>,
+}
+
+/// The batch starting at `pos`, or why it is not readable.
+fn batch_at(b: &[u8], pos: usize) -> Result<Batch, Bad> {
     batch_at_with(b, pos, &mut |_| {})
 }
 
 /// Writes per keyspace id in the readable batches at the start of a journal (up to the first
-/// unreadable one).
+/// unreadable one), sync points not counted.
 fn writes_per_keyspace(b: &[u8]) -> BTreeMap<u64, usize> {
     let mut seen = BTreeMap::new();
     let mut pos = 0;
@@ -232,11 +477,11 @@ fn writes_per_keyspace(b: &[u8]) -> BTreeMap<u64, usize> {
         match batch_at_with(b, pos, &mut |keyspace| {
             *batch.entry(keyspace).or_insert(0) += 1
         }) {
-            Ok((end, _)) => {
+            Ok(read) => {
                 for (keyspace, n) in batch {
                     *seen.entry(keyspace).or_insert(0) += n;
                 }
-                pos = end;
+                pos = read.end;
             }
             Err(_) => return seen,
         }
@@ -245,35 +490,44 @@ fn writes_per_keyspace(b: &[u8]) -> BTreeMap<u64, usize> {
 
 /// [`batch_at`], telling `keyspace` the keyspace id of each write it reads (a batch that turns
 /// out unreadable may have told some).
-fn batch_at_with(
-    b: &[u8],
-    pos: usize,
-    keyspace: &mut dyn FnMut(u64),
-) -> Result<(usize, usize), Bad> {
+fn batch_at_with(b: &[u8], pos: usize, keyspace: &mut dyn FnMut(u64)) -> Result<Batch, Bad> {
     let mut c = Cursor { b, pos };
     if c.u8()? != START {
         return Err(Bad::Invalid("no batch starts there"));
     }
     let count = c.le(4)? as usize;
-    c.le(8)?; // seqno
+    let seqno = c.le(8)?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let (mut writes, mut claim) = (0, None);
     for _ in 0..count {
         let entry_start = c.pos;
         match c.u8()? {
             ITEM => {
-                c.u8()?; // value type
-                if c.u8()? > 1 {
+                let value_type = c.u8()?;
+                let compression = c.u8()?;
+                if compression > 1 {
                     return Err(Bad::Invalid("unknown compression"));
                 }
-                keyspace(c.le(8)?);
+                let id = c.le(8)?;
                 let key_len = c.le(2)? as usize;
                 c.le(4)?; // value length
                 let on_disk = c.le(4)? as usize;
-                c.take(key_len)?;
-                c.take(on_disk)?;
+                let key = c.take(key_len)?;
+                let value = c.take(on_disk)?;
+                let point = (key == SYNC_POINT_KEY && value_type == VALUE && compression == 0)
+                    .then(|| Claim::decode(value))
+                    .flatten();
+                match point {
+                    Some(p) => claim = Some(p),
+                    None => {
+                        keyspace(id);
+                        writes += 1;
+                    }
+                }
             }
             CLEAR => {
                 c.le(8)?;
+                writes += 1;
             }
             _ => return Err(Bad::Invalid("an entry of the batch is unreadable")),
         }
@@ -291,7 +545,13 @@ fn batch_at_with(
             "the batch's checksum does not match its bytes",
         ));
     }
-    Ok((c.pos, count))
+    Ok(Batch {
+        start: pos,
+        end: c.pos,
+        seqno,
+        writes,
+        claim,
+    })
 }
 
 #[cfg(test)]
@@ -339,16 +599,27 @@ mod tests {
         Ok(n)
     }
 
-    /// Offset of the `i`-th batch in a journal of identical batches.
+    /// Offset of the `i`-th batch of writes in a journal (batches holding only a sync point
+    /// not counted).
     fn batch_offset(bytes: &[u8], i: usize) -> usize {
         let mut pos = 0;
-        for _ in 0..i {
-            pos = match batch_at(bytes, pos) {
-                Ok((end, _)) => end,
+        let mut seen = 0;
+        loop {
+            match batch_at(bytes, pos) {
+                Ok(b) if b.writes == 0 => pos = b.end,
+                Ok(_) if seen == i => return pos,
+                Ok(b) => {
+                    seen += 1;
+                    pos = b.end;
+                }
+                Err(_) if seen == i => return pos,
                 Err(_) => panic!("journal not readable before batch {i}"),
-            };
+            }
         }
-        pos
+    }
+
+    fn damage(path: &Path, bytes: &[u8]) -> Option<Damage> {
+        find_damage(path, bytes, None, !parse(bytes).has_sync_point())
     }
 
     #[test]
@@ -356,7 +627,7 @@ mod tests {
         let dir = crate::tests::tmpdir("journal-clean");
         written(dir.as_path(), 50);
         let bytes = std::fs::read(journal(dir.as_path())).unwrap();
-        assert_eq!(find_damage(&journal(dir.as_path()), &bytes), None);
+        assert_eq!(damage(&journal(dir.as_path()), &bytes), None);
         assert_eq!(count_rows(dir.as_path(), JournalRecovery::Refuse), Ok(50));
     }
 
@@ -372,8 +643,8 @@ mod tests {
         let err = count_rows(dir.as_path(), JournalRecovery::Refuse).unwrap_err();
         assert!(err.contains(&format!("damaged at offset {at}")), "{err}");
         assert!(err.contains("journal_recovery: truncate"), "{err}");
-        let damage = find_damage(&path, &bytes).unwrap();
-        assert!(damage.batches_after > 50, "{damage}");
+        let found = damage(&path, &bytes).unwrap();
+        assert!(found.batches_after > 50, "{found}");
         // Refusing changed nothing; truncating keeps exactly the batches before the damage.
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         assert_eq!(
@@ -392,9 +663,9 @@ mod tests {
         let value_byte = batch_offset(&bytes, 41) - 20; // inside batch 40's value
         bytes[value_byte] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
-        let damage = find_damage(&path, &bytes).unwrap();
-        assert_eq!(damage.offset, at as u64);
-        assert_eq!((damage.batches_after, damage.writes_after), (59, 59));
+        let found = damage(&path, &bytes).unwrap();
+        assert_eq!(found.offset, at as u64);
+        assert_eq!((found.batches_after, found.writes_after), (59, 59));
         assert!(count_rows(dir.as_path(), JournalRecovery::Refuse).is_err());
         assert_eq!(count_rows(dir.as_path(), JournalRecovery::Truncate), Ok(40));
     }
@@ -411,13 +682,13 @@ mod tests {
         let mut torn = bytes.clone();
         torn.truncate(end - 3);
         std::fs::write(&path, &torn).unwrap();
-        assert!(find_damage(&path, &torn).unwrap().is_torn_tail());
+        assert!(damage(&path, &torn).unwrap().is_unsynced_tail());
         assert_eq!(count_rows(dir.as_path(), JournalRecovery::Refuse), Ok(29));
         let mut garbled = bytes.clone();
         garbled[end - 10] ^= 0xFF;
         std::fs::write(&path, &garbled).unwrap();
-        let d = find_damage(&path, &garbled).unwrap();
-        assert_eq!((d.offset, d.is_torn_tail()), (last as u64, true));
+        let d = damage(&path, &garbled).unwrap();
+        assert_eq!((d.offset, d.is_unsynced_tail()), (last as u64, true));
     }
 
     /// A keyspace folder lost under journaled writes (a power loss before `keyspaces/` was
@@ -443,5 +714,228 @@ mod tests {
             err.contains("missing or unfinished") && err.contains(&*data.to_string_lossy()),
             "{err}"
         );
+    }
+
+    /// A periodic-mode store (the syncer never fires): `rounds` of `n` rows each, the journal
+    /// synced by an explicit sync (leaving a sync point) after every round but the last.
+    fn written_periodic(dir: &Path, n: usize, rounds: usize) {
+        let s = LsmStorage::open(
+            dir,
+            Options {
+                sync: SyncMode::Periodic(std::time::Duration::from_secs(3600)),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        for r in 0..rounds {
+            for i in 0..n {
+                let mut b = WriteBatch::new();
+                b.put(format!("key{:05}", r * n + i).into_bytes(), vec![b'v'; 100]);
+                s.write(b).unwrap();
+            }
+            if r + 1 < rounds {
+                s.sync().unwrap();
+            }
+        }
+    }
+
+    /// Offsets of the batches holding a sync point.
+    fn sync_points(bytes: &[u8]) -> Vec<(usize, Claim)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while let Ok(b) = batch_at(bytes, pos) {
+            if let Some(c) = b.claim {
+                out.push((b.start, c));
+            }
+            pos = b.end;
+        }
+        out
+    }
+
+    /// The power loss this check was built for: `periodic` mode, the kernel wrote back later
+    /// pages of the unsynced tail and not an earlier one. Everything before the hole was
+    /// synced (or not) — nothing proves the hole was: the tail is cut and the store opens with
+    /// every row before the hole, where the check used to refuse.
+    #[test]
+    fn a_hole_after_the_last_sync_point_is_an_unsynced_tail() {
+        let dir = crate::tests::tmpdir("journal-hole-unsynced");
+        written_periodic(dir.as_path(), 100, 2);
+        let path = journal(dir.as_path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let points = sync_points(&bytes);
+        assert!(
+            matches!(points.last(), Some((_, Claim::Below(_)))),
+            "{points:?}"
+        );
+        let at = batch_offset(&bytes, 150);
+        bytes[at..at + 1000].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let found = damage(&path, &bytes).unwrap();
+        assert!(found.is_unsynced_tail(), "{found}");
+        assert_eq!(found.offset, at as u64);
+        assert!(found.batches_after > 40, "{found}");
+        assert!(
+            found
+                .to_string()
+                .contains("after the last intact sync point"),
+            "{found}"
+        );
+        assert_eq!(count_rows(dir.as_path(), JournalRecovery::Refuse), Ok(150));
+    }
+
+    /// Damage to a batch a later sync point proves was fsynced: refused, as before.
+    #[test]
+    fn damage_before_a_sync_point_is_refused() {
+        let dir = crate::tests::tmpdir("journal-hole-synced");
+        written_periodic(dir.as_path(), 100, 2);
+        let path = journal(dir.as_path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = batch_offset(&bytes, 50);
+        bytes[at..at + 1000].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let found = damage(&path, &bytes).unwrap();
+        assert!(!found.is_unsynced_tail(), "{found}");
+        assert!(found.to_string().contains("was fsynced"), "{found}");
+        let err = count_rows(dir.as_path(), JournalRecovery::Refuse).unwrap_err();
+        assert!(err.contains(&format!("damaged at offset {at}")), "{err}");
+        assert_eq!(count_rows(dir.as_path(), JournalRecovery::Truncate), Ok(50));
+    }
+
+    /// Every batch between two sync points destroyed, the later sync point intact: no intact
+    /// record after the damage is numbered below its claim, yet the records it claims are
+    /// missing — synced bytes lost, refused.
+    #[test]
+    fn records_missing_below_a_later_sync_point_are_refused() {
+        let dir = crate::tests::tmpdir("journal-between-points");
+        written_periodic(dir.as_path(), 50, 3);
+        let path = journal(dir.as_path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let points: Vec<usize> = sync_points(&bytes)
+            .into_iter()
+            .filter(|(_, c)| matches!(c, Claim::Below(_)))
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(points.len(), 2, "{points:?}");
+        let from = batch_at(&bytes, points[0]).ok().unwrap().end;
+        bytes[from..points[1]].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let found = damage(&path, &bytes).unwrap();
+        assert!(!found.is_unsynced_tail(), "{found}");
+        assert!(found.to_string().contains("lay in them"), "{found}");
+        assert!(count_rows(dir.as_path(), JournalRecovery::Refuse).is_err());
+    }
+
+    /// In `batch` mode every batch is a sync point for all before it: a hole with an intact
+    /// batch after it is refused; the last batch alone damaged is a torn tail (the tests above).
+    /// A journal that is not the newest was fsynced whole: any damage there is refused.
+    #[test]
+    fn a_sealed_journal_was_synced_whole() {
+        let dir = crate::tests::tmpdir("journal-sealed");
+        written_periodic(dir.as_path(), 50, 1);
+        let path = journal(dir.as_path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = batch_offset(&bytes, 49);
+        bytes[at + 20] ^= 0xFF;
+        assert!(damage(&path, &bytes).unwrap().is_unsynced_tail());
+        let next = dir.join("1.jnl");
+        let sealed = find_damage(&path, &bytes, Some(&next), false).unwrap();
+        assert!(!sealed.is_unsynced_tail(), "{sealed}");
+        assert!(sealed.to_string().contains("sealed"), "{sealed}");
+    }
+
+    /// A journal written without sync points (fjall alone, as before they existed): damage with
+    /// readable batches after it is refused, as it was.
+    #[test]
+    fn a_journal_without_sync_points_keeps_the_old_rule() {
+        let dir = crate::tests::tmpdir("journal-legacy");
+        {
+            let db = fjall::Database::builder(dir.as_path()).open().unwrap();
+            let ks = db
+                .keyspace("data", fjall::KeyspaceCreateOptions::default)
+                .unwrap();
+            for i in 0..100 {
+                let mut b = db.batch().durability(Some(fjall::PersistMode::SyncData));
+                b.insert(&ks, format!("key{i:05}"), vec![b'v'; 100]);
+                b.commit().unwrap();
+            }
+        }
+        let path = journal(dir.as_path());
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert!(!parse(&bytes).has_sync_point());
+        let at = batch_offset(&bytes, 50);
+        bytes[at..at + 500].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let found = damage(&path, &bytes).unwrap();
+        assert!(!found.is_unsynced_tail(), "{found}");
+        assert!(count_rows(dir.as_path(), JournalRecovery::Refuse).is_err());
+    }
+
+    /// What sync points cost, in journal bytes: 31 per write in `batch` mode (an item in the
+    /// write's own batch), 57 per sync in `periodic` mode (a batch of its own, none when nothing
+    /// was written since the last); and no scan returns them.
+    #[test]
+    fn sync_points_cost_31_bytes_per_batch_write_and_57_per_periodic_sync() {
+        let batch_dir = crate::tests::tmpdir("journal-cost-batch");
+        written(batch_dir.as_path(), 3);
+        let periodic_dir = crate::tests::tmpdir("journal-cost-periodic");
+        written_periodic(periodic_dir.as_path(), 3, 1);
+        let size = |dir: &Path, i| {
+            let bytes = std::fs::read(journal(dir)).unwrap();
+            let at = batch_offset(&bytes, i);
+            batch_at(&bytes, at).ok().unwrap().end - at
+        };
+        assert_eq!(
+            size(batch_dir.as_path(), 1) - size(periodic_dir.as_path(), 1),
+            31
+        );
+
+        let dir = crate::tests::tmpdir("journal-cost-sync");
+        let s = LsmStorage::open(
+            dir.as_path(),
+            Options {
+                sync: SyncMode::Periodic(std::time::Duration::from_secs(3600)),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let len = || {
+            let bytes = std::fs::read(journal(dir.as_path())).unwrap();
+            bytes.len() - bytes.iter().rev().take_while(|&&x| x == 0).count()
+        };
+        let mut b = WriteBatch::new();
+        b.put(b"k".to_vec(), b"v".to_vec());
+        s.write(b).unwrap();
+        let before = len();
+        s.sync().unwrap();
+        assert_eq!(len() - before, 57);
+        s.sync().unwrap(); // nothing written since: no sync point
+        s.sync().unwrap();
+        assert_eq!(len() - before, 57);
+        let all: Vec<_> = s
+            .scan(
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+            )
+            .chain(s.scan(
+                std::ops::Bound::Included(&[][..]),
+                std::ops::Bound::Unbounded,
+                true,
+            ))
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert_eq!(all, vec![b"k".to_vec(), b"k".to_vec()]);
+        // Ranges ending at or before the sync point key stay empty (no inverted range).
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        for end in [
+            Excluded(&[0u8][..]),
+            Included(&[0u8][..]),
+            Excluded(&[][..]),
+        ] {
+            for reverse in [false, true] {
+                assert_eq!(s.scan(Unbounded, end, reverse).count(), 0, "{end:?}");
+                assert_eq!(s.scan(Included(&[][..]), end, reverse).count(), 0);
+            }
+        }
     }
 }

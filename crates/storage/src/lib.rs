@@ -26,6 +26,9 @@
 //! - After an I/O error on a write or sync (fjall then poisons itself), [`FailurePolicy`]
 //!   decides: by default the store refuses requests while it reopens itself with backoff, and
 //!   serves again once the cause is gone (the journal replays every acknowledged write).
+//! - Every sync of the journal leaves a sync point in it (`journal.rs`), so that start-up can tell
+//!   an unsynced tail torn by a power loss from damage to synced writes. The key `0x00` alone is
+//!   the store's own (the sync points): the engine never writes it and scans never return it.
 //! - Keys of any length are stored: fjall takes at most 65,535 bytes, so [`LsmStorage`]
 //!   keeps longer keys in buckets under a shorter physical key (`long_keys`); the engine
 //!   never sees the difference.
@@ -45,6 +48,7 @@ mod long_keys;
 mod mem;
 mod ops;
 pub use datafiles::DataFileCheck;
+use journal::{Claim, SYNC_POINT_KEY};
 pub use journal::{Damage, JournalRecovery};
 use long_keys::{Bucket, SPILL_AT};
 pub use mem::MemStorage;
@@ -221,6 +225,11 @@ impl Open {
         })?;
         sync_directories(path)
             .map_err(|e| StorageError::Io(format!("cannot sync {}: {e}", path.display())))?;
+        // A sync point, fsynced: everything fjall wrote while opening is durable before the
+        // first write, which `batch` mode's sync points (`Claim::Before`) rely on.
+        let mut point = db.batch().durability(Some(fjall::PersistMode::SyncData));
+        point.insert(&data, SYNC_POINT_KEY, Claim::Before.encode());
+        point.commit()?;
         Ok(Open { db, data })
     }
 }
@@ -264,6 +273,10 @@ struct Shared {
     buckets: Mutex<()>,
     /// Journal fsyncs done (periodic, explicit, and one per batch with `SyncMode::Batch`).
     journal_syncs: AtomicU64,
+    /// What the last `periodic` sync point claimed (records numbered below it durable): a sync
+    /// with only that sync point written since writes none, so an idle store's journal does
+    /// not grow.
+    last_sync_point: AtomicU64,
 }
 
 /// The fjall-backed store.
@@ -278,8 +291,10 @@ impl LsmStorage {
         let cut =
             journal::check_and_repair(path, options.journal_recovery).map_err(StorageError::Io)?;
         for damage in &cut {
-            if damage.is_torn_tail() {
-                tracing::warn!("{damage}: a write torn by a crash, cut off");
+            if damage.is_unsynced_tail() {
+                tracing::warn!(
+                    "{damage}: an unsynced tail torn by a crash or power loss, cut off there (the later batches with it: none was fsynced)"
+                );
             } else {
                 tracing::warn!(
                     "{damage}: cut there as `journal_recovery: truncate` asks; {} batch(es) ({} write(s)) dropped",
@@ -320,6 +335,7 @@ impl LsmStorage {
                 down: Mutex::new(None),
                 buckets: Mutex::new(()),
                 journal_syncs: AtomicU64::new(0),
+                last_sync_point: AtomicU64::new(u64::MAX),
             }),
             syncer: RwLock::new(None),
         };
@@ -353,8 +369,7 @@ impl LsmStorage {
                     if waited >= period {
                         waited = Duration::ZERO;
                         if let Ok(open) = shared.current() {
-                            shared.journal_syncs.fetch_add(1, Ordering::Relaxed);
-                            if let Err(e) = open.db.persist(fjall::PersistMode::SyncData) {
+                            if let Err(e) = shared.sync_journal(&open) {
                                 shared.failed(&open, &e);
                             }
                         }
@@ -369,6 +384,28 @@ impl LsmStorage {
 }
 
 impl Shared {
+    /// fsyncs the journal, then (`periodic` mode, when anything was written since the last
+    /// one) writes a sync point saying what that made durable: every record fjall numbered
+    /// before the sync began (fjall numbers and writes a record under its journal lock, which
+    /// the sync takes too). The sync point is one small batch written to the OS at once and
+    /// made durable by the next sync; `batch` mode needs none here (each write's batch holds
+    /// one, see `Open::write`).
+    fn sync_journal(&self, open: &Open) -> std::result::Result<(), fjall::Error> {
+        self.journal_syncs.fetch_add(1, Ordering::Relaxed);
+        let below = open.db.seqno();
+        open.db.persist(fjall::PersistMode::SyncData)?;
+        // The last sync point took record number `last`: nothing else was written since.
+        let last = self.last_sync_point.load(Ordering::Relaxed);
+        if self.options.sync == SyncMode::Batch || below == last.wrapping_add(1) {
+            return Ok(());
+        }
+        let mut point = open.db.batch().durability(Some(fjall::PersistMode::Buffer));
+        point.insert(&open.data, SYNC_POINT_KEY, Claim::Below(below).encode());
+        point.commit()?;
+        self.last_sync_point.store(below, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// The open store, or the error saying why it is down.
     fn current(&self) -> Result<Arc<Open>> {
         self.open.load_full().ok_or_else(|| self.unavailable())
@@ -544,6 +581,12 @@ impl Open {
             SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
         };
         let mut b = self.db.batch().durability(durability);
+        if sync == SyncMode::Batch {
+            // The sync point of `batch` mode, in the batch it syncs (31 journal bytes): fjall
+            // writes and fsyncs each batch under its journal lock, so every byte before this one
+            // was fsynced when it is written (journal.rs).
+            b.insert(&self.data, SYNC_POINT_KEY, Claim::Before.encode());
+        }
         let mut long = Vec::new();
         for (k, v) in batch.ops {
             if k.len() >= SPILL_AT {
@@ -582,6 +625,16 @@ impl Open {
             }
         }
         b.commit().map_err(WriteError::Fjall)
+    }
+}
+
+/// A scan's start bound moved past [`SYNC_POINT_KEY`], the smallest key, so no scan returns a
+/// sync point and none pays a comparison per item for it.
+fn after_sync_points(start: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
+    match start {
+        Bound::Included(k) if k.as_slice() > SYNC_POINT_KEY => Bound::Included(k),
+        Bound::Excluded(k) if k.as_slice() >= SYNC_POINT_KEY => Bound::Excluded(k),
+        _ => Bound::Excluded(SYNC_POINT_KEY.to_vec()),
     }
 }
 
@@ -643,7 +696,10 @@ impl Storage for LsmStorage {
             Ok(open) => open,
             Err(e) => return Box::new(std::iter::once(Err(e))),
         };
-        let range = (long_keys::physical(start), long_keys::physical(end));
+        let range = (
+            after_sync_points(long_keys::physical(start)),
+            long_keys::physical(end),
+        );
         let iter = open.data.range::<Vec<u8>, _>(range);
         let map = |g: fjall::Guard| match g.into_inner() {
             Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
@@ -665,8 +721,7 @@ impl Storage for LsmStorage {
 
     fn sync(&self) -> Result<()> {
         let open = self.shared.current()?;
-        self.shared.journal_syncs.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = open.db.persist(fjall::PersistMode::SyncData) {
+        if let Err(e) = self.shared.sync_journal(&open) {
             self.shared.failed(&open, &e);
             return Err(StorageError::from(e));
         }
@@ -705,6 +760,10 @@ impl fjall::compaction::filter::CompactionFilter for FilterRun {
     ) -> fjall::compaction::filter::CompactionFilterResult {
         use fjall::compaction::filter::Verdict;
         let key = item.key().clone();
+        if &*key == SYNC_POINT_KEY {
+            // Not the engine's: the newest version stays, older ones go as any key's do.
+            return Ok(Verdict::Keep);
+        }
         let value = item.value()?;
         if key.len() == SPILL_AT {
             return Ok(self.filter_bucket(&key, &value, ctx.is_last_level));
