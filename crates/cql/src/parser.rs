@@ -19,6 +19,7 @@ mod schema;
 mod select;
 mod term;
 mod view;
+mod visibility;
 
 /// Deepest nesting of terms, types, selectors and relations accepted.
 pub(crate) const MAX_DEPTH: u32 = 32;
