@@ -168,6 +168,9 @@ pub enum Statement {
     Describe(DescribeStatement),
     /// ScyllaDB's service level statements (`ast::service_level`).
     ServiceLevel(ServiceLevelStatement),
+    /// `GRANT/REVOKE AUTHORIZATIONS` and `LIST AUTHORIZATIONS`: a Peregrine extension
+    /// (docs/visibility.md).
+    Authorizations(AuthorizationsStatement),
     /// A statement recognised but not supported by this parser (functions, aggregates,
     /// materialized views, triggers); the executor answers it with a clear error. `what`
     /// names it, e.g. `"CREATE FUNCTION"`.
@@ -204,8 +207,20 @@ impl Statement {
                 | Statement::ListRoles { .. }
                 | Statement::ListUsers
                 | Statement::ListPermissions { .. }
+                | Statement::Authorizations(_)
         )
     }
+}
+
+/// The visibility authorization statements (docs/visibility.md).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthorizationsStatement {
+    /// `GRANT AUTHORIZATIONS 'a', 'b' TO role`.
+    Grant { auths: Vec<String>, role: String },
+    /// `REVOKE AUTHORIZATIONS 'a', 'b' FROM role`.
+    Revoke { auths: Vec<String>, role: String },
+    /// `LIST AUTHORIZATIONS [OF role]`.
+    List { of: Option<String> },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -794,11 +809,14 @@ pub enum Relation {
 pub struct UsingClause {
     pub ttl: Option<Term>,
     pub timestamp: Option<Term>,
+    /// `VISIBILITY 'expr'`: a Peregrine extension (docs/visibility.md), the visibility label
+    /// of every cell the statement writes.
+    pub visibility: Option<String>,
 }
 
 impl UsingClause {
     pub fn is_empty(&self) -> bool {
-        self.ttl.is_none() && self.timestamp.is_none()
+        self.ttl.is_none() && self.timestamp.is_none() && self.visibility.is_none()
     }
 }
 

@@ -20,6 +20,7 @@ mod select;
 mod service_level;
 mod term;
 mod view;
+mod visibility;
 
 /// Deepest nesting of terms, types, selectors and relations accepted.
 pub(crate) const MAX_DEPTH: u32 = 32;

@@ -606,6 +606,7 @@ impl<'a> Builder<'a> {
             && cl.iter().all(|c| c.is_none());
         if statics_only {
             let (ttl, timestamp) = self.using(&t, &s.using)?;
+            let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
             return Ok(WritePlan {
                 partition: pk.into_iter().flatten().collect(),
                 clustering: ClusteringSel::default(),
@@ -615,6 +616,7 @@ impl<'a> Builder<'a> {
                 },
                 ttl,
                 timestamp,
+                visibility,
                 condition: s.if_not_exists.then_some(Condition::IfNotExists),
                 table: t,
             });
@@ -632,6 +634,7 @@ impl<'a> Builder<'a> {
         let marker = !t.compact
             || crate::compact::insert_marker(&t, |i| assignments.iter().any(|(j, _)| *j == i))?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
+        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
             clustering: ClusteringSel {
@@ -644,6 +647,7 @@ impl<'a> Builder<'a> {
             },
             ttl,
             timestamp,
+            visibility,
             condition: s.if_not_exists.then_some(Condition::IfNotExists),
             table: t,
         })
@@ -653,6 +657,7 @@ impl<'a> Builder<'a> {
         incompatible_settings(&s.assignments)?;
         let t = self.table(&s.table)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
+        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
         let mut assignments = Vec::new();
         for a in &s.assignments {
             let (i, c) = self.column(&t, a.column())?;
@@ -747,6 +752,7 @@ impl<'a> Builder<'a> {
             },
             ttl,
             timestamp,
+            visibility,
             condition,
         };
         crate::exec::check_upsert_rows(&plan)?;
@@ -757,9 +763,15 @@ impl<'a> Builder<'a> {
         let t = self.table(&s.table)?;
         crate::view::ddl::check_write(&t)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
+        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
         if ttl.is_some() {
             return Err(EngineError::invalid(
                 "A TTL is not allowed on DELETE statements",
+            ));
+        }
+        if visibility.is_some() {
+            return Err(EngineError::invalid(
+                "A VISIBILITY is not allowed on DELETE statements: a deletion removes cells whatever their labels",
             ));
         }
         let mut columns = Vec::new();
@@ -860,6 +872,7 @@ impl<'a> Builder<'a> {
             kind: WriteKind::Delete { columns, elements },
             ttl: None,
             timestamp,
+            visibility,
             condition,
         })
     }

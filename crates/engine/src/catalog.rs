@@ -76,6 +76,10 @@ pub struct TableOptions {
     pub speculative_retry: String,
     pub additional_write_policy: String,
     pub cdc: bool,
+    /// `visibility = {...}`: the table's cells may carry visibility labels (a Peregrine
+    /// extension, docs/visibility.md). Absent from tables without it, stored schemas included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<crate::labels::VisibilityOptions>,
 }
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -114,6 +118,7 @@ impl Default for TableOptions {
             speculative_retry: "99p".into(),
             additional_write_policy: "99p".into(),
             cdc: false,
+            visibility: None,
         }
     }
 }

@@ -97,12 +97,17 @@ pub(crate) fn elements_of(
     value: &[u8],
     ts: i64,
     expiry: Option<Expiry>,
+    label: &Option<crate::row::Label>,
     first_list_key: i64,
 ) -> Vec<Element> {
     let live = |path: Vec<u8>, value: Vec<u8>| Element {
         path,
         ts,
-        value: CellValue::Live { value, expiry },
+        value: CellValue::Live {
+            value,
+            expiry,
+            label: label.clone(),
+        },
     };
     let mut out: Vec<Element> = match kind {
         CollectionKind::List => decode_list_elements(value)
@@ -141,6 +146,7 @@ pub(crate) fn overwrite(
     value: Option<&[u8]>,
     ts: i64,
     expiry: Option<Expiry>,
+    label: &Option<crate::row::Label>,
     now: crate::Now,
 ) -> Complex {
     let elements = match value {
@@ -154,7 +160,7 @@ pub(crate) fn overwrite(
             } else {
                 0
             };
-            elements_of(kind, v, ts, expiry, first)
+            elements_of(kind, v, ts, expiry, label, first)
         }
         None => Vec::new(),
     };
@@ -276,6 +282,8 @@ pub(crate) struct ElementOp<'a> {
     pub arg2: Option<&'a [u8]>,
     pub ts: i64,
     pub expiry: Option<Expiry>,
+    /// The visibility label of the elements it writes.
+    pub label: Option<crate::row::Label>,
     pub now: crate::Now,
 }
 
@@ -297,6 +305,7 @@ pub(crate) fn element_writes(
         value: CellValue::Live {
             value,
             expiry: o.expiry,
+            label: o.label.clone(),
         },
     };
     let dead = |path: Vec<u8>| Element {

@@ -175,6 +175,11 @@ pub fn apply_table_properties(
             "speculative_retry" => opts.speculative_retry = prop_text(v, &p.name)?,
             "additional_write_policy" => opts.additional_write_policy = prop_text(v, &p.name)?,
             "cdc" => opts.cdc = prop_text(v, &p.name)? == "true",
+            // A Peregrine extension; Cassandra refuses the name (docs/visibility.md).
+            "visibility" => {
+                opts.visibility =
+                    crate::labels::table_option(opts.visibility, &prop_map(v, &p.name)?)?
+            }
             "caching" => {
                 let mut m = prop_map(v, &p.name)?;
                 for k in m.keys() {
@@ -835,7 +840,11 @@ pub fn alter_table(
                     "CLUSTERING ORDER and COMPACT STORAGE cannot be altered",
                 ));
             }
+            let had_labels = t.options.visibility.is_some();
             apply_table_properties(&mut t.options, &opts.properties)?;
+            if !had_labels && t.options.visibility.is_some() {
+                crate::labels::check_enable(schema, &t)?;
+            }
         }
         ast::AlterTableAction::DropCompactStorage => {
             crate::compact::drop_compact_storage(&mut t, drop_compact_storage_enabled)?

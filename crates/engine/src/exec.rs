@@ -189,12 +189,15 @@ impl Engine {
         prefix: &[u8],
         header: &PartitionHeader,
         now: Now,
+        auths: Option<&crate::visibility::Authorizations>,
     ) -> Result<bool, EngineError> {
-        Ok(Self::first_live_row(store, t, prefix, header, now, false)?.is_some())
+        Ok(Self::first_live_row(store, t, prefix, header, now, false, auths)?.is_some())
     }
 
     /// The partition's first live clustering row; with `by_marker`, the first whose marker
-    /// is live (a read that fetches no regular column sees no other row).
+    /// is live (a read that fetches no regular column sees no other row). `auths`: the
+    /// reader's visibility authorizations in a labelled table (rows cut to what they see).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn first_live_row(
         store: &dyn storage::Storage,
         t: &TableDef,
@@ -202,6 +205,7 @@ impl Engine {
         header: &PartitionHeader,
         now: Now,
         by_marker: bool,
+        auths: Option<&crate::visibility::Authorizations>,
     ) -> Result<Option<Row>, EngineError> {
         let rp = keys::row_key(prefix, &[]);
         let end = keys::prefix_end(&rp);
@@ -212,7 +216,10 @@ impl Engine {
             false,
         ) {
             let (key, value) = item?;
-            let row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            if let Some(a) = auths {
+                row.hide(a);
+            }
             let outer = header.deletion_for(&key[rp.len()..]);
             let live = if by_marker {
                 row.marker_is_live(now.secs, outer)
@@ -281,6 +288,7 @@ impl Engine {
             ttl,
             expires_at: now.secs.saturating_add(ttl),
         });
+        let label = plan.visibility.clone();
         let parts = partitions(t, &plan.partition, vals)?;
         let full_row = writes_full_row(plan);
         let clust_cols: Vec<_> = t.clustering().collect();
@@ -341,11 +349,14 @@ impl Engine {
                             v.as_deref().filter(|v| !is_no_value(c, v)),
                             ts,
                             expiry,
+                            &label,
                             now,
                         )),
-                        (None, Some(v)) if !is_no_value(c, &v) => {
-                            CellValue::Live { value: v, expiry }
-                        }
+                        (None, Some(v)) if !is_no_value(c, &v) => CellValue::Live {
+                            value: v,
+                            expiry,
+                            label: label.clone(),
+                        },
                         _ => CellValue::Tombstone {
                             local_del: now.secs,
                         },
@@ -377,7 +388,7 @@ impl Engine {
                                     *id,
                                     op.clone(),
                                     ty.clone(),
-                                    (ts, expiry, now),
+                                    (ts, expiry, label.clone(), now),
                                     vals,
                                 )?);
                             }
@@ -393,6 +404,7 @@ impl Engine {
                         e.delta.merge(Row {
                             clustering: cl.clone(),
                             marker: marker.then_some(Marker { ts, expiry }),
+                            marker_label: label.clone().filter(|_| *marker),
                             deletion: None,
                             cells: cells.clone(),
                         });
@@ -403,7 +415,7 @@ impl Engine {
                                     *id,
                                     op.clone(),
                                     ty.clone(),
-                                    (ts, expiry, now),
+                                    (ts, expiry, label.clone(), now),
                                     vals,
                                 )?);
                             }
@@ -518,8 +530,16 @@ impl Engine {
         for (idx, op) in elements {
             let c = &t.columns[*idx];
             let stmt = out.statement;
-            let resolved =
-                || CollectionOp::new(stmt, c.id, op.clone(), c.ty.clone(), (ts, None, now), vals);
+            let resolved = || {
+                CollectionOp::new(
+                    stmt,
+                    c.id,
+                    op.clone(),
+                    c.ty.clone(),
+                    (ts, None, None, now),
+                    vals,
+                )
+            };
             if c.kind == ColumnKind::Static {
                 out.header(&p.prefix).ops.extend(resolved()?);
                 continue;
@@ -1016,6 +1036,7 @@ pub(crate) struct CollectionOp {
     ty: ColumnType,
     ts: i64,
     expiry: Option<Expiry>,
+    label: Option<crate::row::Label>,
     now: Now,
     arg: Option<Vec<u8>>,
     arg2: Option<Vec<u8>>,
@@ -1029,10 +1050,10 @@ impl CollectionOp {
         column: u16,
         op: Assign,
         ty: ColumnType,
-        when: (i64, Option<Expiry>, Now),
+        when: (i64, Option<Expiry>, Option<crate::row::Label>, Now),
         vals: &Bindings,
     ) -> Result<Option<CollectionOp>, EngineError> {
-        let (ts, expiry, now) = when;
+        let (ts, expiry, label, now) = when;
         // An unset value makes the operation a no-op (`m[k] = unset`, `u.f = unset`), except
         // where it names the element to work on.
         let unset_is_noop = |r: Result<Option<Vec<u8>>, EngineError>| match r {
@@ -1065,6 +1086,7 @@ impl CollectionOp {
             ty,
             ts,
             expiry,
+            label,
             now,
             arg,
             arg2,
@@ -1104,6 +1126,7 @@ impl CollectionOp {
                 arg2: self.arg2.as_deref(),
                 ts: self.ts,
                 expiry: self.expiry,
+                label: self.label.clone(),
                 now: self.now,
             },
         )?;
@@ -1143,6 +1166,7 @@ impl CollectionOp {
                 Some(v) => CellValue::Live {
                     value: v,
                     expiry: self.expiry,
+                    label: self.label.clone(),
                 },
                 None => CellValue::Tombstone { local_del: 0 },
             },

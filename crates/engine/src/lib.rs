@@ -33,6 +33,7 @@
 //! | `virtual_tables` | `system_views`: Cassandra's virtual tables, filled from a [`virtual_tables::LiveData`] the process hands in |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
+//! | `visibility`, `labels` | cell visibility labels (docs/visibility.md): Accumulo access expressions and authorizations; the table option, write labels and constraint, a request's authorizations |
 //! | `auth` | roles, passwords and permissions (Cassandra's PasswordAuthenticator, CassandraRoleManager, CassandraAuthorizer); `system_auth` tables are its views |
 //!
 //! # Invariants
@@ -61,6 +62,7 @@ mod javafmt;
 pub mod json;
 mod json_row;
 pub mod keys;
+pub mod labels;
 pub mod lane;
 pub mod literal;
 mod lwt;
@@ -81,6 +83,7 @@ pub mod types;
 pub mod vector_index;
 pub mod view;
 pub mod virtual_tables;
+pub mod visibility;
 pub mod warnings;
 
 use build::{Builder, Compiled, CompiledKind};
@@ -347,6 +350,9 @@ pub struct QueryOptions {
     /// The logged-in role (`None` with AllowAllAuthenticator): whose permissions are checked
     /// and who becomes the creator of what the statement creates.
     pub role: Option<Arc<str>>,
+    /// The visibility authorizations the request asks to read with (its custom payload's
+    /// `peregrine-authorizations`): a subset of its role's, never more (`labels.rs`).
+    pub authorizations: Option<visibility::Authorizations>,
 }
 
 /// One statement of a BATCH.
@@ -717,6 +723,7 @@ impl Engine {
             }
             cql::Statement::Delete(s) if s.returning.is_some() => {
                 let r = returning::compile(&mut b, s)?;
+                labels::refuse_on_labelled(&r.write.table, "RETURNING clauses")?;
                 build::no_timestamp_if_conditional(&r.write)?;
                 let pk = b.pk_indexes(Some(&r.write.partition));
                 (CompiledKind::DeleteReturning(Box::new(r)), pk)
@@ -749,6 +756,7 @@ impl Engine {
                             "Timestamp must be set either on BATCH or individual statements",
                         ));
                     }
+                    labels::batch_label(&mut p, st, batch.using.visibility.as_deref())?;
                     plans.push(p);
                 }
                 let kind = match batch.kind {
@@ -1000,6 +1008,9 @@ impl Engine {
         let is_counter =
             |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
         let counters = parts.iter().filter(|(p, _)| is_counter(p)).count();
+        for (p, _) in &parts {
+            self.check_label_write(p, opts)?;
+        }
         if counters > 0 && kind == BatchKind::Logged {
             return Err(EngineError::invalid(
                 "Cannot include a counter statement in a logged batch",
@@ -1083,13 +1094,16 @@ impl Engine {
         match &compiled.kind {
             CompiledKind::Select(plan) => {
                 let masked = self.masking_for(plan, &parsed.statement, opts)?;
-                let rs = self.run_select(
+                let plan = masked.as_ref().unwrap_or(plan);
+                let auths = self.read_authorizations(&plan.table, opts)?;
+                let rs = self.run_select_as(
                     self.storage.as_ref(),
-                    masked.as_ref().unwrap_or(plan),
+                    plan,
                     values,
                     opts.page_size,
                     opts.paging_state.as_deref(),
                     now,
+                    auths,
                 )?;
                 Ok(Outcome::Rows(rs))
             }
@@ -1112,6 +1126,7 @@ impl Engine {
                 Ok(Outcome::Rows(rs))
             }
             CompiledKind::Write(plan) => {
+                self.check_label_write(plan, opts)?;
                 if let Some(cond) = &plan.condition {
                     return self.conditional(plan, cond, values, now);
                 }

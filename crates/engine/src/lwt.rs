@@ -130,7 +130,15 @@ impl Engine {
             // Cassandra's read fetches regular columns only for a write of them; without them
             // a row shows only by its marker.
             let by_marker = !writes_regulars(plan);
-            Self::first_live_row(self.storage.as_ref(), t, &p.prefix, &header, now, by_marker)?
+            Self::first_live_row(
+                self.storage.as_ref(),
+                t,
+                &p.prefix,
+                &header,
+                now,
+                by_marker,
+                None,
+            )?
         } else {
             None
         };

@@ -450,6 +450,8 @@ pub struct WritePlan {
     pub ttl: Option<Src>,
     pub timestamp: Option<Src>,
     pub condition: Option<Condition>,
+    /// `USING VISIBILITY`: the label of every cell written (docs/visibility.md).
+    pub visibility: Option<crate::row::Label>,
 }
 
 /// The type of each bind marker, for PREPARE's metadata and for validating bound values.

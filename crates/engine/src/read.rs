@@ -406,6 +406,10 @@ pub(crate) struct SelectRun<'a> {
     /// ordering uses it too, with the score as the key (see `read/ann.rs`).
     merge: Option<Merge>,
     ann: Option<ann::AnnRun>,
+    /// The reader's visibility authorizations in a labelled table (`None`: no labels, no
+    /// filtering): every row and header is cut to what they may see as it is decoded, so
+    /// liveness, paging, aggregates and `writetime`/`ttl` never see the rest.
+    auths: Option<crate::visibility::Authorizations>,
 }
 
 /// The candidates of an indexed read in one partition.
@@ -440,6 +444,28 @@ impl Engine {
             Arc::as_ptr(&self.storage),
         );
         run.headers = !own || self.headers.may_have(plan.table.id);
+        run.run(self)
+    }
+
+    /// [`Engine::run_select`] for a reader with visibility authorizations `auths` (`None`:
+    /// the table has no labels).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_select_as(
+        &self,
+        store: &dyn storage::Storage,
+        plan: &SelectPlan,
+        vals: &Bindings,
+        page_size: Option<i32>,
+        paging_state: Option<&[u8]>,
+        now: Now,
+        auths: Option<crate::visibility::Authorizations>,
+    ) -> Result<ResultSet, EngineError> {
+        if auths.is_none() {
+            return self.run_select(store, plan, vals, page_size, paging_state, now);
+        }
+        let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
+        run.auths = auths;
+        run.headers = self.headers.may_have(plan.table.id);
         run.run(self)
     }
 }
@@ -534,6 +560,7 @@ impl<'a> SelectRun<'a> {
             group: None,
             merge,
             ann,
+            auths: None,
         })
     }
 
@@ -804,10 +831,13 @@ impl<'a> SelectRun<'a> {
             None if self.headers => store.get(&keys::header_key(prefix))?,
             None => None,
         };
-        let header = match stored_header {
+        let mut header = match stored_header {
             Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
+        if let Some(a) = &self.auths {
+            header.hide(a);
+        }
         let resume_key = self.resume_key.take_if(|k| k.starts_with(prefix));
         let resuming_here = resume_key.is_some();
         // What the previous page returned counts only in the partition it stopped in (which
@@ -831,7 +861,14 @@ impl<'a> SelectRun<'a> {
                 return Ok(Flow::Go);
             }
             let live = header.has_live_statics(now.secs)
-                || Engine::partition_has_live_row(store, t, prefix, &header, now)?;
+                || Engine::partition_has_live_row(
+                    store,
+                    t,
+                    prefix,
+                    &header,
+                    now,
+                    self.auths.as_ref(),
+                )?;
             let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
             if !live || !passes() {
                 return Ok(Flow::Go);
@@ -889,7 +926,10 @@ impl<'a> SelectRun<'a> {
             for item in items {
                 let (key, value) = item?;
                 crate::lane::row_read();
-                let row = Row::decode(&value).map_err(EngineError::corrupt)?;
+                let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+                if let Some(a) = &self.auths {
+                    row.hide(a);
+                }
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 if !row.is_live(now.secs, outer)
                     || (strict && !crate::view::marker_live(&row, now.secs))

@@ -55,11 +55,18 @@ pub struct Expiry {
     pub expires_at: LocalSecs,
 }
 
+/// A cell's visibility label: a validated access expression (`visibility.rs`), shared by
+/// the cells one statement writes.
+pub type Label = std::sync::Arc<[u8]>;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellValue {
     Live {
         value: Vec<u8>,
         expiry: Option<Expiry>,
+        /// The visibility label (only in tables with `visibility` enabled); `None` is visible
+        /// to all and keeps the cell's first encoding.
+        label: Option<Label>,
     },
     Tombstone {
         local_del: LocalSecs,
@@ -90,9 +97,16 @@ impl CellValue {
         }
     }
 
+    fn label(&self) -> Option<&[u8]> {
+        match self {
+            CellValue::Live { label, .. } => label.as_deref(),
+            _ => None,
+        }
+    }
+
     fn live_at(&self, now: LocalSecs) -> Option<&[u8]> {
         match self {
-            CellValue::Live { value, expiry } => match expiry {
+            CellValue::Live { value, expiry, .. } => match expiry {
                 Some(e) if e.expires_at <= now => None,
                 _ => Some(value),
             },
@@ -120,7 +134,8 @@ fn wins(ta: i64, a: &CellValue, tb: i64, b: &CellValue) -> bool {
             if ea && a.local_del() != b.local_del() {
                 return a.local_del() > b.local_del();
             }
-            a.raw_value() >= b.raw_value()
+            // Then the label, so that two replicas of a tie agree whatever their order.
+            (a.raw_value(), a.label()) >= (b.raw_value(), b.label())
         }
     }
 }
@@ -218,10 +233,14 @@ impl Complex {
     /// timestamp and TTL; a tombstone is the collection's deletion.
     fn from_simple(kind: CollectionKind, ts: i64, value: &CellValue) -> Complex {
         match value {
-            CellValue::Live { value, expiry } => Complex {
+            CellValue::Live {
+                value,
+                expiry,
+                label,
+            } => Complex {
                 kind,
                 deletion: None,
-                elements: crate::collections::elements_of(kind, value, ts, *expiry, 0),
+                elements: crate::collections::elements_of(kind, value, ts, *expiry, label, 0),
             },
             CellValue::Tombstone { local_del } => Complex {
                 kind,
@@ -441,6 +460,8 @@ impl Marker {
 pub struct Row {
     pub clustering: Vec<Vec<u8>>,
     pub marker: Option<Marker>,
+    /// The visibility label of the marker (it follows the marker that wins a merge).
+    pub marker_label: Option<Label>,
     pub deletion: Option<Deletion>,
     pub cells: Vec<Cell>,
 }
@@ -486,10 +507,10 @@ impl Row {
         if self.clustering.is_empty() {
             self.clustering = other.clustering;
         }
-        self.marker = match (self.marker, other.marker) {
-            (Some(a), Some(b)) => Some(if marker_wins(b, a) { b } else { a }),
-            (a, None) => a,
-            (None, b) => b,
+        (self.marker, self.marker_label) = match (self.marker, other.marker) {
+            (Some(a), Some(b)) if !marker_wins(b, a) => (Some(a), self.marker_label.take()),
+            (a, None) => (a, self.marker_label.take()),
+            (_, b) => (b, other.marker_label),
         };
         self.deletion = Deletion::merge(self.deletion, other.deletion);
         merge_cells(&mut self.cells, other.cells);
@@ -501,6 +522,7 @@ impl Row {
         if let Some(d) = self.deletion {
             if matches!(self.marker, Some(m) if d.shadows(m.ts)) {
                 self.marker = None;
+                self.marker_label = None;
             }
             self.cells.retain_mut(|c| c.shadow(d));
         }
@@ -613,6 +635,7 @@ impl Row {
             if let Some(e) = m.expiry {
                 if e.expires_at <= now && e.expires_at < gc_before {
                     self.marker = None;
+                    self.marker_label = None;
                 }
             }
         }
@@ -620,6 +643,64 @@ impl Row {
             self.deletion = None;
         }
         self.marker.is_some() || self.deletion.is_some() || !self.cells.is_empty()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Visibility labels: what a reader with given authorizations may see.
+
+/// Whether a value labelled `label` is hidden from `auths`.
+fn hidden(label: Option<&[u8]>, auths: &crate::visibility::Authorizations) -> bool {
+    label.is_some_and(|l| !auths.can_see(l))
+}
+
+/// Drops the cells (and collection elements) `auths` may not see. A hidden cell is removed,
+/// not turned into a tombstone: the reader must not learn that something newer is there.
+fn hide_cells(cells: &mut Vec<Cell>, auths: &crate::visibility::Authorizations) {
+    cells.retain_mut(|c| match &mut c.value {
+        CellValue::Complex(x) => {
+            x.elements.retain(|e| !hidden(e.value.label(), auths));
+            if x.elements.is_empty() && x.deletion.is_none() {
+                return false;
+            }
+            c.ts = x.max_ts();
+            true
+        }
+        v => !hidden(v.label(), auths),
+    });
+}
+
+impl Row {
+    /// This row as a reader with `auths` sees it: hidden cells, elements and marker removed,
+    /// so that liveness, values, `writetime`, `ttl`, counts and paging see only the rest.
+    pub fn hide(&mut self, auths: &crate::visibility::Authorizations) {
+        if hidden(self.marker_label.as_deref(), auths) {
+            self.marker = None;
+            self.marker_label = None;
+        }
+        hide_cells(&mut self.cells, auths);
+    }
+
+    /// Whether anything in the row carries a label (a table's rows written before it had
+    /// labels, or without any, need no filtering).
+    pub fn has_labels(&self) -> bool {
+        self.marker_label.is_some() || cells_have_labels(&self.cells)
+    }
+}
+
+fn cells_have_labels(cells: &[Cell]) -> bool {
+    cells.iter().any(|c| match &c.value {
+        CellValue::Complex(x) => x.elements.iter().any(|e| e.value.label().is_some()),
+        v => v.label().is_some(),
+    })
+}
+
+impl PartitionHeader {
+    /// The static cells a reader with `auths` sees (see [`Row::hide`]).
+    pub fn hide(&mut self, auths: &crate::visibility::Authorizations) {
+        if cells_have_labels(&self.statics) {
+            hide_cells(&mut self.statics, auths);
+        }
     }
 }
 
@@ -685,6 +766,14 @@ const HEADER_V1: u8 = 2;
 const CELL_LIVE: u8 = 0;
 const CELL_TOMBSTONE: u8 = 1;
 const CELL_COMPLEX: u8 = 2;
+/// A live cell with a visibility label: tag 0's layout, then the label's bytes. Only labelled
+/// cells use it, so unlabelled cells (and every table without `visibility`) keep their bytes.
+const CELL_LIVE_LABELLED: u8 = 3;
+
+// A row marker's tag: absent, present, present with a visibility label (then its bytes).
+const MARKER_NONE: u8 = 0;
+const MARKER: u8 = 1;
+const MARKER_LABELLED: u8 = 2;
 
 struct Writer(Vec<u8>);
 impl Writer {
@@ -726,10 +815,21 @@ impl Writer {
     }
     fn value(&mut self, v: &CellValue) {
         match v {
-            CellValue::Live { value, expiry } => {
-                self.u8(CELL_LIVE);
+            CellValue::Live {
+                value,
+                expiry,
+                label,
+            } => {
+                self.u8(if label.is_some() {
+                    CELL_LIVE_LABELLED
+                } else {
+                    CELL_LIVE
+                });
                 self.expiry(*expiry);
                 self.bytes(value);
+                if let Some(l) = label {
+                    self.bytes(l);
+                }
             }
             CellValue::Tombstone { local_del } => {
                 self.u8(CELL_TOMBSTONE);
@@ -845,6 +945,7 @@ impl<'a> Reader<'a> {
                     CellValue::Live {
                         value: r.bytes()?,
                         expiry,
+                        label: None,
                     }
                 }
                 Some(&CELL_TOMBSTONE) => {
@@ -867,6 +968,15 @@ impl<'a> Reader<'a> {
                 CellValue::Live {
                     value: self.bytes()?,
                     expiry,
+                    label: None,
+                }
+            }
+            CELL_LIVE_LABELLED => {
+                let expiry = self.expiry()?;
+                CellValue::Live {
+                    value: self.bytes()?,
+                    expiry,
+                    label: Some(self.bytes()?.into()),
                 }
             }
             CELL_COMPLEX if complex => {
@@ -909,11 +1019,18 @@ impl Row {
         }
         match self.marker {
             Some(m) => {
-                w.u8(1);
+                w.u8(if self.marker_label.is_some() {
+                    MARKER_LABELLED
+                } else {
+                    MARKER
+                });
                 w.i64(m.ts);
                 w.expiry(m.expiry);
+                if let Some(l) = &self.marker_label {
+                    w.bytes(l);
+                }
             }
-            None => w.u8(0),
+            None => w.u8(MARKER_NONE),
         }
         w.deletion(self.deletion);
         w.cells(&self.cells);
@@ -930,18 +1047,24 @@ impl Row {
         for _ in 0..n {
             clustering.push(r.bytes()?);
         }
-        let marker = match r.u8()? {
-            0 => None,
+        let tag = r.u8()?;
+        let marker = match tag {
+            MARKER_NONE => None,
             _ => Some(Marker {
                 ts: r.i64()?,
                 expiry: r.expiry()?,
             }),
+        };
+        let marker_label = match tag {
+            MARKER_LABELLED => Some(r.bytes()?.into()),
+            _ => None,
         };
         let deletion = r.deletion()?;
         let cells = r.cells()?;
         Ok(Row {
             clustering,
             marker,
+            marker_label,
             deletion,
             cells,
         })
@@ -999,6 +1122,7 @@ mod tests {
             column: col,
             ts,
             value: CellValue::Live {
+                label: None,
                 value: v.to_vec(),
                 expiry: None,
             },
@@ -1053,6 +1177,7 @@ mod tests {
             column: 1,
             ts: 10,
             value: CellValue::Live {
+                label: None,
                 value: v.to_vec(),
                 expiry: Some(Expiry {
                     ttl: 100,
@@ -1125,6 +1250,7 @@ mod tests {
                 column: 1,
                 ts: 1,
                 value: CellValue::Live {
+                    label: None,
                     value: b"v".to_vec(),
                     expiry: Some(Expiry {
                         ttl: 10,
@@ -1144,6 +1270,7 @@ mod tests {
     #[test]
     fn encoding_round_trips_and_rejects_garbage() {
         let r = Row {
+            marker_label: None,
             clustering: vec![vec![1, 2], vec![]],
             marker: Some(Marker {
                 ts: 7,
@@ -1183,6 +1310,7 @@ mod tests {
             path: path.to_vec(),
             ts,
             value: CellValue::Live {
+                label: None,
                 value: v.to_vec(),
                 expiry: None,
             },

@@ -507,6 +507,7 @@ pub fn store_rows(
                         column: c.id,
                         ts: 0,
                         value: CellValue::Live {
+                            label: None,
                             value: v.clone(),
                             expiry: None,
                         },
@@ -516,6 +517,7 @@ pub fn store_rows(
         }
         cells.sort_by_key(|c| c.column);
         let stored = Row {
+            marker_label: None,
             clustering,
             marker: Some(Marker {
                 ts: 0,

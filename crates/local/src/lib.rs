@@ -206,7 +206,31 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
         page_size: p.page_size,
         paging_state: p.paging_state.as_ref().map(|b| b.to_vec()),
         timestamp: p.default_timestamp,
+        authorizations: None,
     }
+}
+
+/// What a request's custom payload asks for: a scan rate (`lanes`) and the visibility
+/// authorizations to read with.
+type PayloadAsks = (Option<u64>, Option<engine::visibility::Authorizations>);
+
+/// The `peregrine-authorizations` payload (docs/visibility.md): a comma-separated list of
+/// authorizations, a subset of the role's, that the request's reads use instead of all of them.
+fn requested_authorizations(
+    payload: &[(String, Option<Bytes>)],
+) -> Result<Option<engine::visibility::Authorizations>, DbError> {
+    let key = engine::labels::AUTHORIZATIONS_PAYLOAD_KEY;
+    let Some((_, value)) = payload.iter().find(|(k, _)| k == key) else {
+        return Ok(None);
+    };
+    let Some(value) = value else {
+        return Err(DbError::invalid(format!(
+            "Invalid null value for custom payload key '{key}': expected a comma-separated list of authorizations"
+        )));
+    };
+    engine::visibility::parse_authorization_list(value)
+        .map(Some)
+        .map_err(|e| DbError::invalid(format!("Invalid custom payload key '{key}': {e}")))
 }
 
 /// Column specs of a result. When the client skips metadata only the count is sent, so the
@@ -295,13 +319,18 @@ impl LocalBackend {
 
 impl Backend for LocalBackend {
     /// Tracing is not supported here and no envelope extras are sent; of the custom payload
-    /// only `peregrine-scan-rate` is read (`lanes`).
+    /// only `peregrine-scan-rate` (`lanes`) and `peregrine-authorizations` (visibility labels,
+    /// docs/visibility.md) are read.
     async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
         let scan_rate = match lanes::requested_rate(&flags.custom_payload) {
             Ok(r) => r,
             Err(e) => return Reply::from(Response::Error(e)),
         };
-        let mut reply = self.respond(conn, req, scan_rate).await;
+        let auths = match requested_authorizations(&flags.custom_payload) {
+            Ok(a) => a,
+            Err(e) => return Reply::from(Response::Error(e)),
+        };
+        let mut reply = self.respond(conn, req, (scan_rate, auths)).await;
         if self.created_a_view(&reply.response) {
             reply.extras.warnings.push(VIEW_WARNING.into());
         }
@@ -359,15 +388,15 @@ impl LocalBackend {
     }
 
     /// Runs a request, after the SASL exchange when logins are on.
-    async fn respond(&self, conn: &ConnState, req: Request, scan_rate: Option<u64>) -> Reply {
+    async fn respond(&self, conn: &ConnState, req: Request, asks: PayloadAsks) -> Reply {
         if self.login.is_none() {
-            return self.execute(conn, req, None, scan_rate).await;
+            return self.execute(conn, req, None, asks).await;
         }
         if let Request::AuthResponse(token) = req {
             return Reply::from(self.login(conn, token).await);
         }
         match conn.role() {
-            Some(role) => self.execute(conn, req, Some(role), scan_rate).await,
+            Some(role) => self.execute(conn, req, Some(role), asks).await,
             // Cassandra's answer to anything but the SASL exchange before it succeeded.
             None => Reply::from(Response::Error(DbError::protocol(format!(
                 "Unexpected message {}, expecting SASL_RESPONSE",
@@ -418,18 +447,21 @@ impl LocalBackend {
     }
 
     /// Runs a request of a connection logged in as `role` (`None`: logins are off);
-    /// `scan_rate`: the rows-per-second limit its payload asks for, if it is a scan.
+    /// `asks`: the rows-per-second limit its payload asks for (if it is a scan) and the
+    /// visibility authorizations it narrows its reads to.
     async fn execute(
         &self,
         conn: &ConnState,
         req: Request,
         role: Option<Arc<str>>,
-        scan_rate: Option<u64>,
+        asks: PayloadAsks,
     ) -> Reply {
+        let (scan_rate, auths) = asks;
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
             Request::Query(q) => {
-                let opts = options(conn, &q.params, role);
+                let mut opts = options(conn, &q.params, role);
+                opts.authorizations = auths;
                 let vals = q.params.values;
                 let now = Now::system();
                 let started = Instant::now();
@@ -476,7 +508,8 @@ impl LocalBackend {
                 let Some(prep) = self.engine.prepared(&x.id) else {
                     return Response::Error(DbError::unprepared(x.id)).into();
                 };
-                let opts = options(conn, &x.params, role);
+                let mut opts = options(conn, &x.params, role);
+                opts.authorizations = auths;
                 let skip = x.params.skip_metadata;
                 let vals = x.params.values;
                 let now = Now::system();
@@ -536,6 +569,7 @@ impl LocalBackend {
                     paging_state: None,
                     timestamp: b.default_timestamp,
                     role,
+                    authorizations: auths,
                 };
                 let mut items = Vec::with_capacity(b.statements.len());
                 for s in b.statements {

@@ -178,6 +178,7 @@ pub fn classify(text: &str, keyspace: Option<&str>) -> Class {
         | Statement::ListRoles { .. }
         | Statement::ListUsers
         | Statement::ListPermissions { .. }
+        | Statement::Authorizations(_)
         | Statement::Describe(_)
         | Statement::ServiceLevel(_) => Class::Other,
         // Functions, views, triggers: may change what reads return.

@@ -204,6 +204,9 @@ impl Parser<'_> {
 
     pub(super) fn grant(&mut self) -> PResult<Statement> {
         self.expect_kw("grant")?;
+        if self.at_authorizations() {
+            return self.authorizations_change(true);
+        }
         if self.at_permissions() {
             let permissions = self.permissions()?;
             self.expect_kw("on")?;
@@ -224,6 +227,9 @@ impl Parser<'_> {
 
     pub(super) fn revoke(&mut self) -> PResult<Statement> {
         self.expect_kw("revoke")?;
+        if self.at_authorizations() {
+            return self.authorizations_change(false);
+        }
         if self.at_permissions() {
             let permissions = self.permissions()?;
             self.expect_kw("on")?;
@@ -244,6 +250,9 @@ impl Parser<'_> {
 
     pub(super) fn list(&mut self) -> PResult<Statement> {
         self.expect_kw("list")?;
+        if self.at_kw("authorizations") {
+            return self.list_authorizations();
+        }
         if self.eat_kw("roles") {
             let of = if self.eat_kw("of") {
                 Some(self.role_name()?)

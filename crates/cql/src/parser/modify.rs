@@ -67,6 +67,8 @@ impl Parser<'_> {
                 u.ttl = Some(self.term()?);
             } else if self.eat_kw("timestamp") {
                 u.timestamp = Some(self.term()?);
+            } else if self.at_visibility() {
+                u.visibility = Some(self.visibility_clause()?);
             } else {
                 return Err(self.no_viable());
             }

@@ -7,6 +7,7 @@
 //! | `state` | the durable role and permission records, and what a role holds through its grants |
 //! | `check` | which permissions each statement needs, checked against a role's cached permissions |
 //! | `roles` | CREATE/ALTER/DROP ROLE and USER, GRANT/REVOKE, LIST |
+//! | `authorizations` | visibility-label authorizations of roles: GRANT/REVOKE/LIST AUTHORIZATIONS (docs/visibility.md) |
 //!
 //! **What it is not:** not the SASL exchange nor login throttling (the front end's and
 //! `local`'s: they are per connection and per client address); this module verifies a name and a
@@ -22,6 +23,7 @@
 //!   permission.
 //! - With the AllowAll authorizer (the default) the only cost on a request is one branch.
 
+mod authorizations;
 mod check;
 pub mod resource;
 mod roles;

@@ -20,7 +20,7 @@ const ROLE_MANAGER: &str = "org.apache.cassandra.auth.CassandraRoleManager";
 /// The one datacenter of this node (`system.local.data_center`).
 const DATACENTER: &str = "datacenter1";
 
-fn insufficient(user: &str) -> DbError {
+pub(super) fn insufficient(user: &str) -> DbError {
     DbError::unauthorized(format!(
         "User {user} does not have sufficient privileges to perform the requested operation"
     ))
@@ -71,6 +71,7 @@ impl Auth {
                 self.list_roles(user, &eff, of.as_deref(), *recursive, false)
             }
             Statement::ListUsers => self.list_roles(user, &eff, None, false, true),
+            Statement::Authorizations(a) => self.authorizations(user, &eff, a),
             Statement::ListPermissions {
                 permissions,
                 resource,
@@ -95,7 +96,7 @@ impl Auth {
     }
 
     /// `p` on `r` or a parent, when permissions are checked; else allowed.
-    fn holds(&self, eff: &Effective, r: &Resource, p: Permission) -> bool {
+    pub(super) fn holds(&self, eff: &Effective, r: &Resource, p: Permission) -> bool {
         !self.authorizing() || eff.superuser || eff.allows(r, p)
     }
 

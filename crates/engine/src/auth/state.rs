@@ -26,6 +26,10 @@ pub struct AuthState {
     pub roles: BTreeMap<String, RoleRecord>,
     /// role -> resource name (`data/ks/t`) -> permission bits ([`PermissionSet::bits`]).
     pub permissions: BTreeMap<String, BTreeMap<String, u16>>,
+    /// role -> the visibility authorizations granted to it directly (`authorizations.rs`).
+    /// Absent from records that never had any, so older records read unchanged.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub authorizations: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// What a role holds once its grants are followed: superuser status and the union of the
@@ -233,6 +237,7 @@ impl AuthState {
             r.member_of.remove(role);
         }
         self.permissions.remove(role);
+        self.authorizations.remove(role);
         let on = Resource::Role(role.to_string()).name();
         self.revoke_all_on(|n| n == on);
     }

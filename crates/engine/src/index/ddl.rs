@@ -202,6 +202,7 @@ pub fn create_index(
             "Secondary indexes on counter tables aren't supported",
         ));
     }
+    crate::labels::refuse_on_labelled(&t, "Secondary indexes")?;
     let class_name = match &ci.custom_class {
         Some(c) if is_sai_class(c) => Some(c.clone()),
         Some(c) => {

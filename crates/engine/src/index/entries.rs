@@ -116,7 +116,7 @@ fn element_values(idx: &IndexDef, ty: &ColumnType, c: &crate::row::Complex) -> V
     c.elements
         .iter()
         .filter_map(|e| {
-            let CellValue::Live { value, expiry } = &e.value else {
+            let CellValue::Live { value, expiry, .. } = &e.value else {
                 return None;
             };
             let v = match (idx.target, ty) {

@@ -147,6 +147,7 @@ pub(crate) fn view_row(
     }
     cells.sort_by_key(|c| c.column);
     let vr = Row {
+        marker_label: None,
         clustering: view_cl,
         marker: Some(marker),
         deletion: None,

@@ -761,6 +761,7 @@ pub fn run<C: Choices>(
             paging_state,
             timestamp: None,
             role: None,
+            ..QueryOptions::default()
         };
         let result = match how {
             0 => engine
