@@ -64,6 +64,7 @@ mod json_row;
 pub mod keys;
 pub mod labels;
 pub mod lane;
+mod listing;
 pub mod literal;
 mod lwt;
 pub mod masking;

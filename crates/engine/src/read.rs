@@ -437,14 +437,7 @@ impl Engine {
         paging_state: Option<&[u8]>,
         now: Now,
     ) -> Result<ResultSet, EngineError> {
-        let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
-        // Only the engine's own store is tracked (not a virtual table's rows).
-        let own = std::ptr::addr_eq(
-            store as *const dyn storage::Storage,
-            Arc::as_ptr(&self.storage),
-        );
-        run.headers = !own || self.headers.may_have(plan.table.id);
-        run.run(self)
+        self.run_select_as(store, plan, vals, page_size, paging_state, now, None)
     }
 
     /// [`Engine::run_select`] for a reader with visibility authorizations `auths` (`None`:
@@ -460,12 +453,14 @@ impl Engine {
         now: Now,
         auths: Option<crate::visibility::Authorizations>,
     ) -> Result<ResultSet, EngineError> {
-        if auths.is_none() {
-            return self.run_select(store, plan, vals, page_size, paging_state, now);
-        }
         let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
         run.auths = auths;
-        run.headers = self.headers.may_have(plan.table.id);
+        // Only the engine's own store is tracked (not a virtual table's rows).
+        let own = std::ptr::addr_eq(
+            store as *const dyn storage::Storage,
+            Arc::as_ptr(&self.storage),
+        );
+        run.headers = !own || self.headers.may_have(plan.table.id);
         run.run(self)
     }
 }

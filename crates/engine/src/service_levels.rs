@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use storage::Storage;
 
 use crate::auth::AuthState;
-use crate::plan::{wire_columns, OutputColumn};
-use crate::{Engine, Outcome, ResultSet};
+use crate::listing::ListRows;
+use crate::{Engine, Outcome};
 
 /// Storage key of the records.
 const KEY: &[u8] = b"\x00service_levels";
@@ -380,45 +380,6 @@ fn apply(rec: &mut LevelRecord, o: &ServiceLevelOptions) {
     }
 }
 
-/// Cells of a result, in the protocol's encoding.
-#[derive(Default)]
-struct Rows {
-    count: usize,
-    data: Vec<u8>,
-}
-
-impl Rows {
-    fn push(&mut self, cells: &[Option<&[u8]>]) {
-        self.count += 1;
-        for c in cells {
-            match c {
-                Some(v) => {
-                    self.data.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    self.data.extend_from_slice(v);
-                }
-                None => self.data.extend_from_slice(&(-1i32).to_be_bytes()),
-            }
-        }
-    }
-
-    /// ScyllaDB's result: keyspace `QOS`, its table name and columns, even with no rows.
-    fn outcome(self, table: &str, columns: &[(&str, ColumnType)]) -> Outcome {
-        Outcome::Rows(ResultSet {
-            columns: wire_columns(
-                "QOS",
-                table,
-                columns.iter().map(|(n, t)| OutputColumn {
-                    name: n.to_string(),
-                    ty: t.clone(),
-                }),
-            ),
-            rows: self.count,
-            data: self.data,
-            paging_state: None,
-        })
-    }
-}
-
 /// `LIST SERVICE LEVEL name` (`Some`) / `LIST ALL SERVICE LEVELS`: ScyllaDB's columns, by
 /// name; the second adds each level's percentage of all the listed levels' shares.
 fn list_levels(records: &Records, name: Option<&str>) -> Outcome {
@@ -435,7 +396,7 @@ fn list_levels(records: &Records, name: Option<&str>) -> Outcome {
         ));
     }
     let total: u64 = records.levels.values().map(|l| u64::from(l.shares)).sum();
-    let mut rows = Rows::default();
+    let mut rows = ListRows::default();
     for (n, l) in &records.levels {
         if name.is_some_and(|x| x != n) {
             continue;
@@ -453,20 +414,22 @@ fn list_levels(records: &Records, name: Option<&str>) -> Outcome {
         }
         rows.push(&cells);
     }
-    rows.outcome("service_levels", &columns)
+    // ScyllaDB's result: keyspace `QOS`, its columns even with no rows.
+    rows.into_rows("QOS", "service_levels", &columns)
 }
 
 /// `LIST ATTACHED SERVICE LEVEL OF role` / `LIST ALL ATTACHED SERVICE LEVELS`: the levels
 /// attached directly (not inherited), by role name.
 fn list_attached(records: &Records, role: Option<&str>) -> Outcome {
-    let mut rows = Rows::default();
+    let mut rows = ListRows::default();
     for (r, l) in &records.attached {
         if role.is_some_and(|x| x != r) {
             continue;
         }
         rows.push(&[Some(r.as_bytes()), Some(l.as_bytes())]);
     }
-    rows.outcome(
+    rows.into_rows(
+        "QOS",
         "service_levels_attachments",
         &[
             ("role", ColumnType::Varchar),

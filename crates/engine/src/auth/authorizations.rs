@@ -17,9 +17,9 @@ use super::resource::{Permission, Resource};
 use super::roles::insufficient;
 use super::state::{AuthState, Effective};
 use super::Auth;
-use crate::plan::{wire_columns, OutputColumn};
+use crate::listing::ListRows;
 use crate::visibility::{check_authorization, Authorizations};
-use crate::{Outcome, ResultSet};
+use crate::Outcome;
 
 impl AuthState {
     /// The authorizations `role` holds: its own and those of every role granted to it.
@@ -113,37 +113,18 @@ impl Auth {
 /// `role | authorization` rows: each role's authorizations, held directly or through its
 /// granted roles; a role without any shows no row.
 fn list(state: &AuthState, roles: &[String]) -> Outcome {
-    let mut data = Vec::new();
-    let mut count = 0;
+    let mut rows = ListRows::default();
     let seen: BTreeSet<&String> = roles.iter().collect();
     for role in seen {
         for a in state.authorizations_of(role).iter() {
-            for v in [role.as_bytes(), a.as_bytes()] {
-                data.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                data.extend_from_slice(v);
-            }
-            count += 1;
+            rows.push(&[Some(role.as_bytes()), Some(a.as_bytes())]);
         }
     }
-    if count == 0 {
-        return Outcome::Void;
-    }
-    Outcome::Rows(ResultSet {
-        columns: wire_columns(
-            "system_auth",
-            "authorizations",
-            [
-                ("role", ColumnType::Varchar),
-                ("authorization", ColumnType::Varchar),
-            ]
-            .into_iter()
-            .map(|(n, ty)| OutputColumn {
-                name: n.to_string(),
-                ty,
-            }),
-        ),
-        rows: count,
-        data,
-        paging_state: None,
-    })
+    rows.into_auth_list(
+        "authorizations",
+        &[
+            ("role", ColumnType::Varchar),
+            ("authorization", ColumnType::Varchar),
+        ],
+    )
 }

@@ -12,8 +12,8 @@ use super::resource::{self, Permission, PermissionSet, Resource};
 use super::state::{Effective, RoleRecord};
 use super::{hash_password, Auth};
 use crate::catalog::Schema;
-use crate::plan::{wire_columns, OutputColumn};
-use crate::{Outcome, ResultSet};
+use crate::listing::ListRows;
+use crate::Outcome;
 
 const NOT_ANONYMOUS: &str = "You have to be logged in and not anonymous to perform this request";
 const ROLE_MANAGER: &str = "org.apache.cassandra.auth.CassandraRoleManager";
@@ -412,7 +412,7 @@ impl Auth {
                 state.roles_of(of, recursive).into_iter().collect()
             }
         };
-        let mut rows = Rows::default();
+        let mut rows = ListRows::default();
         for name in roles {
             let Some(r) = state.roles.get(&name) else {
                 continue;
@@ -423,20 +423,20 @@ impl Auth {
             } else {
                 r.is_superuser
             };
-            let superuser = Some(vec![superuser as u8]);
-            let all = Some(b"ALL".to_vec());
+            let superuser = Some(&[superuser as u8][..]);
+            let all = Some(&b"ALL"[..]);
             if users {
                 if r.can_login {
-                    rows.push(vec![Some(name.into_bytes()), superuser, all]);
+                    rows.push(&[Some(name.as_bytes()), superuser, all]);
                 }
             } else {
-                let options = Some(proto::value::to_bytes(&Value::Map(Vec::new())));
-                let login = Some(vec![r.can_login as u8]);
-                rows.push(vec![
-                    Some(name.into_bytes()),
+                let options = proto::value::to_bytes(&Value::Map(Vec::new()));
+                let login = [r.can_login as u8];
+                rows.push(&[
+                    Some(name.as_bytes()),
                     superuser,
-                    login,
-                    options,
+                    Some(&login),
+                    Some(&options),
                     all,
                 ]);
             }
@@ -459,7 +459,7 @@ impl Auth {
                 ("datacenters", ColumnType::Varchar),
             ]
         };
-        Ok(rows.outcome(if users { "users" } else { "roles" }, columns))
+        Ok(rows.into_auth_list(if users { "users" } else { "roles" }, columns))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -523,18 +523,18 @@ impl Auth {
             }
         }
         found.sort_by_key(|(g, name, p)| (*g, *name, *p as u8));
-        let mut rows = Rows::default();
+        let mut rows = ListRows::default();
         for (g, name, p) in found {
             let shown =
                 Resource::from_name(name).map_or_else(|| name.to_string(), |r| r.to_string());
-            rows.push(vec![
-                Some(g.as_bytes().to_vec()),
-                Some(g.as_bytes().to_vec()),
-                Some(shown.into_bytes()),
-                Some(resource::name(p).as_bytes().to_vec()),
+            rows.push(&[
+                Some(g.as_bytes()),
+                Some(g.as_bytes()),
+                Some(shown.as_bytes()),
+                Some(resource::name(p).as_bytes()),
             ]);
         }
-        Ok(rows.outcome(
+        Ok(rows.into_auth_list(
             "permissions",
             &[
                 ("role", ColumnType::Varchar),
@@ -543,48 +543,6 @@ impl Auth {
                 ("permission", ColumnType::Varchar),
             ],
         ))
-    }
-}
-
-/// Result rows of a LIST statement, in the protocol's cell encoding.
-#[derive(Default)]
-struct Rows {
-    count: usize,
-    data: Vec<u8>,
-}
-
-impl Rows {
-    fn push(&mut self, cells: Vec<Option<Vec<u8>>>) {
-        self.count += 1;
-        for c in cells {
-            match c {
-                Some(v) => {
-                    self.data.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    self.data.extend_from_slice(&v);
-                }
-                None => self.data.extend_from_slice(&(-1i32).to_be_bytes()),
-            }
-        }
-    }
-
-    /// Rows, or Void when there are none (as Cassandra answers an empty LIST).
-    fn outcome(self, table: &str, columns: &[(&str, ColumnType)]) -> Outcome {
-        if self.count == 0 {
-            return Outcome::Void;
-        }
-        Outcome::Rows(ResultSet {
-            columns: wire_columns(
-                "system_auth",
-                table,
-                columns.iter().map(|(n, t)| OutputColumn {
-                    name: n.to_string(),
-                    ty: t.clone(),
-                }),
-            ),
-            rows: self.count,
-            data: self.data,
-            paging_state: None,
-        })
     }
 }
 
