@@ -50,8 +50,8 @@ use proto::response::{
 };
 
 use server::config::{
-    Authenticator, Authorizer, CommitlogSync, Config, DataFileCheck, DiskFailurePolicy,
-    JournalRecovery,
+    Authenticator, Authorizer, CommitFailurePolicy, CommitlogSync, Config, DataFileCheck,
+    DiskFailurePolicy, JournalRecovery,
 };
 use server::metrics::{self, Op};
 use server::{Backend, ConnState, Reply, RequestFlags};
@@ -90,7 +90,15 @@ impl LocalBackend {
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
                     DiskFailurePolicy::Die => storage::FailurePolicy::Die,
+                    DiskFailurePolicy::StopParanoid => storage::FailurePolicy::StopParanoid,
+                    DiskFailurePolicy::BestEffort => storage::FailurePolicy::BestEffort,
                     DiskFailurePolicy::Ignore => storage::FailurePolicy::Ignore,
+                },
+                commit_failure_policy: match config.commit_failure_policy {
+                    CommitFailurePolicy::Stop => storage::CommitFailurePolicy::Stop,
+                    CommitFailurePolicy::StopCommit => storage::CommitFailurePolicy::StopCommit,
+                    CommitFailurePolicy::Die => storage::CommitFailurePolicy::Die,
+                    CommitFailurePolicy::Ignore => storage::CommitFailurePolicy::Ignore,
                 },
                 journal_recovery: match config.journal_recovery {
                     JournalRecovery::Refuse => storage::JournalRecovery::Refuse,
