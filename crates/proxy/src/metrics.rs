@@ -29,6 +29,9 @@ pub struct Metrics {
     pub refreshes: AtomicU64,
     /// Refreshes not sent because too many were in flight.
     pub refreshes_skipped: AtomicU64,
+    /// Upstream events dropped because the control connection's queue was full
+    /// (`upstream::EVENT_QUEUE`); each drop invalidated the whole cache.
+    pub events_dropped: AtomicU64,
     latency_sum_us: AtomicU64,
     buckets: [AtomicU64; BUCKETS_US.len() + 1],
 }
@@ -99,6 +102,10 @@ impl Metrics {
             (
                 "upstream_unprepared_retries_total".into(),
                 load(&self.unprepared_retries),
+            ),
+            (
+                "upstream_events_dropped_total".into(),
+                load(&self.events_dropped),
             ),
             ("upstream_latency_us_sum".into(), load(&self.latency_sum_us)),
         ]);
