@@ -227,6 +227,9 @@ pub(crate) fn type_change(change: SchemaChangeType, ks: String, name: String) ->
 #[derive(Debug, Clone)]
 pub enum Outcome {
     Void,
+    /// A write answered with Void and one of Cassandra's client warnings (a batch past its
+    /// warning thresholds, `warnings::unlogged_batch`).
+    VoidWithWarning(String),
     Rows(ResultSet),
     SetKeyspace(String),
     SchemaChange(SchemaChange),
@@ -1069,6 +1072,11 @@ impl Engine {
         self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
+        }
+        if kind != BatchKind::Logged {
+            if let Some(w) = warnings::unlogged_batch(&parts)? {
+                return Ok(Outcome::VoidWithWarning(w));
+            }
         }
         Ok(Outcome::Void)
     }
