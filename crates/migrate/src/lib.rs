@@ -101,7 +101,12 @@ pub struct Options {
 #[derive(Debug, Clone)]
 pub enum Event {
     /// The schema of a keyspace was sent to the target.
-    Schema { keyspace: String, statements: usize },
+    Schema {
+        keyspace: String,
+        statements: usize,
+        /// `(object, option)`: table options the target refused as unknown, left out.
+        dropped_options: Vec<(String, String)>,
+    },
     /// Copying starts: `total` (table, range) pairs, `done` of them already finished earlier.
     CopyStarted { total: usize, done: usize },
     /// One range was copied.
@@ -152,10 +157,11 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
     let mut tables: Vec<Table> = Vec::new();
     for ks in &keyspaces {
         if options.copy {
-            let statements = schema::copy_keyspace(&source, &target, ks).await?;
+            let done = schema::copy_keyspace(&source, &target, ks).await?;
             on_event(Event::Schema {
                 keyspace: ks.clone(),
-                statements,
+                statements: done.statements,
+                dropped_options: done.dropped_options,
             });
         }
         let here = schema::tables(&source, ks).await?;

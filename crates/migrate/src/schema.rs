@@ -16,7 +16,7 @@ use scylla::client::session::Session;
 use crate::Error;
 
 /// How a column's cells are stored, which decides how they are read and written back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CellKind {
     /// One cell: every native type, frozen collections and UDTs, tuples, vectors.
     Simple,
@@ -207,29 +207,89 @@ pub fn cell_kind(cql_type: &str, udts: &HashMap<String, Vec<String>>) -> CellKin
     }
 }
 
+/// What the schema copy of a keyspace did.
+#[derive(Debug, Default, Clone)]
+pub struct SchemaCopy {
+    /// Statements sent.
+    pub statements: usize,
+    /// `(object, option)`: table options the target refused as unknown, left out.
+    pub dropped_options: Vec<(String, String)>,
+}
+
 /// Creates `keyspace` and everything in it on the target, from the source's `DESCRIBE
-/// KEYSPACE`; returns how many statements were sent. Objects that exist are left as they are.
+/// KEYSPACE`. Objects that exist are left as they are. A table option the target does not
+/// know (`Unknown property 'x'`: one a newer server shows, or one Peregrine shows but does not
+/// take) is left out and reported, rather than stopping the migration: options tune storage,
+/// they do not change what the rows mean.
 pub async fn copy_keyspace(
     source: &Session,
     target: &Session,
     keyspace: &str,
-) -> Result<usize, Error> {
+) -> Result<SchemaCopy, Error> {
     let rows: Vec<(String, String, String, String)> =
         query(source, &format!("DESCRIBE KEYSPACE {}", quote(keyspace))).await?;
-    let mut sent = 0;
+    let mut done = SchemaCopy::default();
     for (_, kind, name, statement) in rows {
-        let statement = if_not_exists(&statement);
-        target
-            .query_unpaged(statement.as_str(), ())
-            .await
-            .map_err(|e| {
-                Error::Schema(format!(
-                    "the target refused the {kind} {name} of keyspace {keyspace}: {e}\nstatement: {statement}"
-                ))
-            })?;
-        sent += 1;
+        let mut statement = if_not_exists(&statement);
+        loop {
+            let Err(e) = target.query_unpaged(statement.as_str(), ()).await else {
+                break;
+            };
+            let msg = e.to_string();
+            let unknown = msg
+                .split("Unknown property '")
+                .nth(1)
+                .and_then(|rest| rest.split('\'').next())
+                .map(str::to_string);
+            match unknown.and_then(|o| drop_option(&statement, &o).map(|s| (o, s))) {
+                Some((option, shorter)) => {
+                    done.dropped_options.push((format!("{kind} {name}"), option));
+                    statement = shorter;
+                }
+                None => {
+                    return Err(Error::Schema(format!(
+                        "the target refused the {kind} {name} of keyspace {keyspace}: {msg}\nstatement: {statement}"
+                    )))
+                }
+            }
+        }
+        done.statements += 1;
     }
-    Ok(sent)
+    Ok(done)
+}
+
+/// `statement` without its `WITH`/`AND` option `name` (DESCRIBE puts each option on a line of
+/// its own); `None` if it has no such option.
+pub fn drop_option(statement: &str, name: &str) -> Option<String> {
+    // `rest` starts with `name = ...`.
+    let names_it = |rest: &str| {
+        rest.trim_start()
+            .strip_prefix(name)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    };
+    let lines: Vec<&str> = statement.lines().collect();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().strip_prefix("AND ").is_some_and(names_it) {
+            out.remove(i);
+            return Some(out.join("\n"));
+        }
+        if let Some((head, _)) = line.split_once(" WITH ").filter(|(_, r)| names_it(r)) {
+            // `) WITH name = v` then `AND next = w`: the next option moves up behind WITH.
+            match lines
+                .get(i + 1)
+                .and_then(|n| n.trim_start().strip_prefix("AND "))
+            {
+                Some(next) => {
+                    out[i] = format!("{head} WITH {next}");
+                    out.remove(i + 1);
+                }
+                None => out[i] = head.to_string(),
+            }
+            return Some(out.join("\n"));
+        }
+    }
+    None
 }
 
 /// `CREATE <kind> x` → `CREATE <kind> IF NOT EXISTS x` (also `CREATE CUSTOM INDEX`), unless it
@@ -257,8 +317,11 @@ pub fn if_not_exists(statement: &str) -> String {
     s.to_string()
 }
 
-/// A table's shape for comparing source and target: every column's name, role and type.
-pub fn shape(t: &Table) -> Vec<(String, &'static str, String)> {
+/// A table's shape for comparing source and target: every column's name, role, how its cells
+/// are stored and its type without `frozen<>` (which says the same as the cell kind at the top
+/// and nothing inside, where everything is frozen: Peregrine spells a tuple column `tuple<..>`
+/// where Cassandra says `frozen<tuple<..>>`) or spaces.
+pub fn shape(t: &Table) -> Vec<(String, &'static str, String, CellKind)> {
     let mut out = Vec::new();
     for (role, cols) in [
         ("partition key", &t.partition_key),
@@ -267,11 +330,38 @@ pub fn shape(t: &Table) -> Vec<(String, &'static str, String)> {
         ("regular", &t.regulars),
     ] {
         for c in cols {
-            out.push((c.name.clone(), role, c.cql_type.replace(' ', "")));
+            out.push((c.name.clone(), role, unfrozen(&c.cql_type), c.cell.clone()));
         }
     }
     out.sort();
     out
+}
+
+/// `cql_type` without spaces and `frozen<...>` wrappers.
+fn unfrozen(cql_type: &str) -> String {
+    let mut t: String = cql_type.chars().filter(|c| !c.is_whitespace()).collect();
+    while let Some(at) = t.find("frozen<") {
+        // Drop the wrapper's opening and its matching `>`.
+        let inner = at + "frozen<".len();
+        let mut depth = 1;
+        let mut close = None;
+        for (i, ch) in t[inner..].char_indices() {
+            match ch {
+                '<' => depth += 1,
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(inner + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { break };
+        t = format!("{}{}{}", &t[..at], &t[inner..close], &t[close + 1..]);
+    }
+    t
 }
 
 /// An unpaged query whose rows deserialize into `R`.
@@ -319,6 +409,28 @@ mod tests {
     }
 
     #[test]
+    fn unknown_options_are_dropped_from_describe_output() {
+        let t = "CREATE TABLE ks.t (\n    k int PRIMARY KEY\n) WITH allow_auto_snapshot = true\n    AND comment = ''\n    AND memtable = 'default'";
+        assert_eq!(
+            drop_option(t, "memtable").unwrap(),
+            "CREATE TABLE ks.t (\n    k int PRIMARY KEY\n) WITH allow_auto_snapshot = true\n    AND comment = ''"
+        );
+        assert_eq!(
+            drop_option(t, "allow_auto_snapshot").unwrap(),
+            "CREATE TABLE ks.t (\n    k int PRIMARY KEY\n) WITH comment = ''\n    AND memtable = 'default'"
+        );
+        assert_eq!(drop_option(t, "caching"), None);
+        assert_eq!(
+            drop_option(
+                "CREATE TABLE ks.t (k int PRIMARY KEY) WITH memtable = 'x'",
+                "memtable"
+            )
+            .unwrap(),
+            "CREATE TABLE ks.t (k int PRIMARY KEY)"
+        );
+    }
+
+    #[test]
     fn cell_kinds_follow_the_type() {
         let udts: HashMap<String, Vec<String>> =
             [("addr".to_string(), vec!["street".to_string()])].into();
@@ -334,6 +446,19 @@ mod tests {
         assert_eq!(cell_kind("counter", &udts), CellKind::Counter);
         assert_eq!(cell_kind("vector<float, 3>", &udts), CellKind::Simple);
         assert_eq!(cell_kind("tuple<int, text>", &udts), CellKind::Simple);
+    }
+
+    #[test]
+    fn shapes_ignore_frozen_wrappers_and_spaces() {
+        assert_eq!(
+            unfrozen("frozen<tuple<int, text, frozen<list<int>>>>"),
+            "tuple<int,text,list<int>>"
+        );
+        assert_eq!(
+            unfrozen("map<text, frozen<list<int>>>"),
+            "map<text,list<int>>"
+        );
+        assert_eq!(unfrozen("frozen<addr>"), "addr");
     }
 
     #[test]

@@ -196,8 +196,14 @@ impl Progress {
             Event::Schema {
                 keyspace,
                 statements,
+                dropped_options,
             } => {
-                eprintln!("schema: keyspace {keyspace}: {statements} statements sent to the target")
+                eprintln!(
+                    "schema: keyspace {keyspace}: {statements} statements sent to the target"
+                );
+                for (object, option) in dropped_options {
+                    eprintln!("schema: the target does not know the option {option} of {object}: left out");
+                }
             }
             Event::CopyStarted { total, done } => {
                 if done > 0 {
