@@ -39,7 +39,7 @@ pub mod state;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{self, StreamExt};
 use scylla::client::session::Session;
@@ -81,6 +81,9 @@ pub struct Options {
     pub from: Vec<String>,
     /// The target's contact points, `host:port`.
     pub to: Vec<String>,
+    /// Logins (user, password) for PasswordAuthenticator, per side.
+    pub from_login: Option<(String, String)>,
+    pub to_login: Option<(String, String)>,
     /// Keyspaces to copy; empty: every user keyspace of the source.
     pub keyspaces: Vec<String>,
     /// Ranges copied at once.
@@ -148,8 +151,8 @@ pub type OnEvent = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// Runs a migration (or only its verification) as `options` say.
 pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> {
-    let source = connect("source", &options.from).await?;
-    let target = connect("target", &options.to).await?;
+    let source = connect("source", &options.from, options.from_login.as_ref()).await?;
+    let target = connect("target", &options.to, options.to_login.as_ref()).await?;
     check_partitioner(&source, "source").await?;
     check_partitioner(&target, "target").await?;
     let keyspaces = schema::user_keyspaces(&source, &options.keyspaces).await?;
@@ -163,6 +166,13 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
                 statements: done.statements,
                 dropped_options: done.dropped_options,
             });
+        }
+        if options.copy {
+            target.await_schema_agreement().await.map_err(|e| {
+                Error::Schema(format!(
+                    "the target's nodes do not agree on the schema: {e}"
+                ))
+            })?;
         }
         let here = schema::tables(&source, ks).await?;
         let there = schema::tables(&target, ks).await?;
@@ -287,18 +297,51 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
     Ok(report)
 }
 
-async fn connect(side: &'static str, hosts: &[String]) -> Result<Session, Error> {
-    SessionBuilder::new()
+async fn connect(
+    side: &'static str,
+    hosts: &[String],
+    login: Option<&(String, String)>,
+) -> Result<Session, Error> {
+    let err = |reason: String| Error::Connect {
+        side,
+        hosts: hosts.join(","),
+        reason,
+    };
+    let mut builder = SessionBuilder::new()
         .known_nodes(hosts)
-        .connection_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .await
-        .map_err(|e| Error::Connect {
-            side,
-            hosts: hosts.join(","),
-            reason: e.to_string(),
-        })
+        .connection_timeout(Duration::from_secs(10));
+    if let Some((user, password)) = login {
+        builder = builder.user(user, password);
+    }
+    let session = builder.build().await.map_err(|e| err(e.to_string()))?;
+    // The driver waits for schema agreement after each DDL by asking every node it has a
+    // working connection to; a node whose pool is still opening is not asked, and then a table
+    // is used on a node that has not created it yet. So: every node connected first.
+    let deadline = Instant::now() + NODES_TIMEOUT;
+    loop {
+        let state = session.get_cluster_state();
+        let nodes = state.get_nodes_info();
+        let waiting: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.is_enabled() && !n.is_connected())
+            .map(|n| n.address.to_string())
+            .collect();
+        if waiting.is_empty() {
+            return Ok(session);
+        }
+        if Instant::now() > deadline {
+            return Err(err(format!(
+                "no connection to {} after {} s",
+                waiting.join(", "),
+                NODES_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
+
+/// How long a side's nodes may take to accept connections.
+const NODES_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Token ranges mean the same on both sides only with Cassandra's default partitioner.
 async fn check_partitioner(session: &Session, side: &str) -> Result<(), Error> {

@@ -29,6 +29,16 @@ pub struct MigrateArgs {
     /// missing).
     #[arg(long, value_name = "ADDRS|DIR")]
     to: String,
+    /// Login on the source (PasswordAuthenticator); with --from-password.
+    #[arg(long, value_name = "USER", requires = "from_password")]
+    from_username: Option<String>,
+    #[arg(long, value_name = "PASSWORD", requires = "from_username")]
+    from_password: Option<String>,
+    /// Login on the target (PasswordAuthenticator); with --to-password.
+    #[arg(long, value_name = "USER", requires = "to_password")]
+    to_username: Option<String>,
+    #[arg(long, value_name = "PASSWORD", requires = "to_username")]
+    to_password: Option<String>,
     /// Keyspaces to copy (default: every user keyspace of the source).
     #[arg(long, value_name = "KS", value_delimiter = ',')]
     keyspaces: Vec<String>,
@@ -117,6 +127,8 @@ fn run_inner(args: MigrateArgs) -> anyhow::Result<Report> {
         let options = Options {
             to: hosts.pop().expect("two ends"),
             from: hosts.pop().expect("two ends"),
+            from_login: args.from_username.zip(args.from_password),
+            to_login: args.to_username.zip(args.to_password),
             keyspaces: args.keyspaces,
             parallel,
             ranges: args.ranges.unwrap_or(4 * parallel as u32),
