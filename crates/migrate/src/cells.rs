@@ -19,7 +19,9 @@
 //! - Counters have no write time: the target's value is read and the difference added.
 //! - CQL cannot read a row's liveness (the row marker an INSERT writes), so every clustering
 //!   row gets one (`INSERT` of its key) at the latest write time of its cells, expiring only if
-//!   all its cells do; a row of nothing but its key gets the migration's start time.
+//!   all its cells do; a row of nothing but its key gets the migration's start time. A row
+//!   whose cells are all simple and share one stamp (the usual row) is one `INSERT` of key and
+//!   cells, which writes the same marker.
 //! - `USING TTL 0` is written for cells without a TTL, so a table's `default_time_to_live`
 //!   does not give them one.
 
@@ -150,6 +152,9 @@ type Stamp = (i64, i32);
 struct Group {
     /// `(SET clause, bound value)`.
     sets: Vec<(String, Raw)>,
+    /// The quoted names of the simple cells among `sets` (all of them: the group can be an
+    /// INSERT).
+    simple: Vec<String>,
 }
 
 /// Why a row could not be planned.
@@ -204,11 +209,9 @@ pub fn plan(
             CellKind::Simple => {
                 let Some(v) = &cell.value else { continue };
                 let stamp = (stamp_ts(&cell.writetime, &q)?, stamp_ttl(&cell.ttl));
-                groups
-                    .entry(stamp)
-                    .or_default()
-                    .sets
-                    .push((format!("{q} = ?"), Some(v.clone())));
+                let g = groups.entry(stamp).or_default();
+                g.sets.push((format!("{q} = ?"), Some(v.clone())));
+                g.simple.push(q);
             }
             CellKind::Set | CellKind::Map => {
                 let current = cell.value.as_deref().map(elements).transpose()?;
@@ -309,8 +312,20 @@ pub fn plan(
         } else {
             stamps.iter().map(|s| s.1).max().unwrap_or(0)
         };
-        let cols: Vec<String> = key_cols.iter().map(|c| c.quoted()).collect();
+        let mut cols: Vec<String> = key_cols.iter().map(|c| c.quoted()).collect();
         let mut values = key_vals.clone();
+        // The common row, all its cells simple and of one stamp: one INSERT of key and cells
+        // writes the same marker (the same stamp) as the separate statements would.
+        let one_insert = groups.len() == 1
+            && out.is_empty()
+            && list_stamps(layout, row).is_empty()
+            && groups.values().all(|g| g.simple.len() == g.sets.len());
+        if one_insert {
+            if let Some((_, g)) = groups.pop_first() {
+                cols.extend(g.simple);
+                values.extend(g.sets.into_iter().map(|(_, v)| v));
+            }
+        }
         values.push(Some(ts.to_be_bytes().to_vec()));
         values.push(Some(ttl.to_be_bytes().to_vec()));
         out.insert(

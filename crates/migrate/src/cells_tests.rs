@@ -95,6 +95,35 @@ fn cells_are_grouped_by_write_time_and_ttl() {
 }
 
 #[test]
+fn a_row_of_one_stamp_is_one_insert() {
+    let t = table(
+        vec![],
+        vec![col("a", CellKind::Simple), col("b", CellKind::Simple)],
+    );
+    let l = Layout::of(&t);
+    let r = row(vec![simple(10, 100, Some(30)), null_cell()]);
+    let w = plan(&t, &l, &r, false, &[], 999).unwrap();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert_eq!(
+        w[0].cql,
+        "INSERT INTO \"ks\".\"t\" (\"k\", \"c\", \"a\") VALUES (?, ?, ?) USING TIMESTAMP ? AND TTL ?"
+    );
+    assert_eq!(
+        w[0].values,
+        vec![int(1), int(2), int(10), big(100), int(30)]
+    );
+    // A set element is no INSERT (that would overwrite the set): marker and UPDATE.
+    let t = table(vec![], vec![col("st", CellKind::Set)]);
+    let set = CellRead {
+        value: list(&[int(1)]),
+        writetime: list(&[big(100)]),
+        ttl: list(&[None]),
+    };
+    let w = plan(&t, &Layout::of(&t), &row(vec![set]), false, &[], 999).unwrap();
+    assert_eq!(w.len(), 2, "{w:#?}");
+}
+
+#[test]
 fn a_row_of_only_its_key_gets_the_default_time() {
     let t = table(vec![], vec![col("a", CellKind::Simple)]);
     let l = Layout::of(&t);
