@@ -306,9 +306,17 @@ def test_standalone_to_cassandra(peregrine, cass, cassandra, workdir):
 def test_cassandra_to_standalone(peregrine, cass, cassandra, workdir):
     ks = cass_ks()
     create(cass, ks)
+    dst = peregrine.session()
+    # One table first: only it (and the keyspace's types) is created.
+    r = ok(migrate("--from", f"{cassandra[0]}:{cassandra[1]}", "--to", peregrine.addr,
+                   "--tables", f"{ks}.bulk", "--state", os.path.join(workdir, "one")))
+    assert "copied 200 rows of 1 tables" in r.stdout, r.stdout
+    made = {r.table_name for r in dst.execute(
+        f"SELECT table_name FROM system_schema.tables WHERE keyspace_name = '{ks}'")}
+    assert made == {"bulk"}
+    assert_same_rows("bulk", dump(cass, ks, "bulk"), dump(dst, ks, "bulk"))
     ok(migrate("--from", f"{cassandra[0]}:{cassandra[1]}", "--to", peregrine.addr,
                "--keyspaces", ks, "--state", os.path.join(workdir, "s")))
-    dst = peregrine.session()
     same_everywhere(cass, dst, ks)
     check_reconciliation(cass, dst, ks)
     cass.execute(f"DROP KEYSPACE {ks}")

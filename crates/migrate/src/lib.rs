@@ -84,8 +84,10 @@ pub struct Options {
     /// Logins (user, password) for PasswordAuthenticator, per side.
     pub from_login: Option<(String, String)>,
     pub to_login: Option<(String, String)>,
-    /// Keyspaces to copy; empty: every user keyspace of the source.
+    /// Keyspaces to copy; empty: every user keyspace of the source (or those of `tables`).
     pub keyspaces: Vec<String>,
+    /// Tables to copy, `ks.table`; empty: every table of the keyspaces.
+    pub tables: Vec<String>,
     /// Ranges copied at once.
     pub parallel: usize,
     /// Ranges the ring is split into.
@@ -155,12 +157,39 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
     let target = connect("target", &options.to, options.to_login.as_ref()).await?;
     check_partitioner(&source, "source").await?;
     check_partitioner(&target, "target").await?;
-    let keyspaces = schema::user_keyspaces(&source, &options.keyspaces).await?;
+    // `--tables ks.t`: its keyspace, and only the tables named.
+    let mut only: Vec<(String, String)> = Vec::new();
+    for t in &options.tables {
+        let (ks, name) = t.split_once('.').ok_or_else(|| {
+            Error::Schema(format!("--tables {t}: a table is named keyspace.table"))
+        })?;
+        only.push((ks.to_string(), name.to_string()));
+    }
+    let mut wanted = options.keyspaces.clone();
+    for (ks, _) in &only {
+        if !wanted.contains(ks) {
+            wanted.push(ks.clone());
+        }
+    }
+    let keyspaces = schema::user_keyspaces(&source, &wanted).await?;
     let mut report = Report::default();
     let mut tables: Vec<Table> = Vec::new();
     for ks in &keyspaces {
+        let named: Vec<String> = only
+            .iter()
+            .filter(|(k, _)| k == ks)
+            .map(|(_, t)| t.clone())
+            .collect();
+        let mut here = schema::tables(&source, ks).await?;
+        if !named.is_empty() {
+            if let Some(t) = named.iter().find(|t| !here.iter().any(|x| &x.name == *t)) {
+                return Err(Error::Schema(format!("the source has no table {ks}.{t}")));
+            }
+            here.retain(|x| named.contains(&x.name));
+        }
         if options.copy {
-            let done = schema::copy_keyspace(&source, &target, ks).await?;
+            let subset = (!named.is_empty()).then_some(named.as_slice());
+            let done = schema::copy_keyspace(&source, &target, ks, subset).await?;
             on_event(Event::Schema {
                 keyspace: ks.clone(),
                 statements: done.statements,
@@ -174,7 +203,6 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
                 ))
             })?;
         }
-        let here = schema::tables(&source, ks).await?;
         let there = schema::tables(&target, ks).await?;
         for t in here {
             match there.iter().find(|x| x.name == t.name) {

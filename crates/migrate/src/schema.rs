@@ -221,13 +221,24 @@ pub struct SchemaCopy {
 /// know (`Unknown property 'x'`: one a newer server shows, or one Peregrine shows but does not
 /// take) is left out and reported, rather than stopping the migration: options tune storage,
 /// they do not change what the rows mean.
+///
+/// With `only` (table names), only those tables (with their indexes and views) are created,
+/// besides the keyspace and its types.
 pub async fn copy_keyspace(
     source: &Session,
     target: &Session,
     keyspace: &str,
+    only: Option<&[String]>,
 ) -> Result<SchemaCopy, Error> {
-    let rows: Vec<(String, String, String, String)> =
+    let mut rows: Vec<(String, String, String, String)> =
         query(source, &format!("DESCRIBE KEYSPACE {}", quote(keyspace))).await?;
+    if let Some(tables) = only {
+        rows.retain(|r| r.1 == "keyspace" || r.1 == "type");
+        for t in tables {
+            let cql = format!("DESCRIBE TABLE {}.{}", quote(keyspace), quote(t));
+            rows.extend(query::<(String, String, String, String)>(source, &cql).await?);
+        }
+    }
     let mut done = SchemaCopy::default();
     for (_, kind, name, statement) in rows {
         let mut statement = if_not_exists(&statement);

@@ -42,6 +42,9 @@ pub struct MigrateArgs {
     /// Keyspaces to copy (default: every user keyspace of the source).
     #[arg(long, value_name = "KS", value_delimiter = ',')]
     keyspaces: Vec<String>,
+    /// Tables to copy, `ks.table[,ks.table...]` (default: every table of the keyspaces).
+    #[arg(long, value_name = "KS.TABLE", value_delimiter = ',')]
+    tables: Vec<String>,
     /// Token ranges copied at once.
     #[arg(long, default_value_t = 4)]
     parallel: usize,
@@ -130,6 +133,7 @@ fn run_inner(args: MigrateArgs) -> anyhow::Result<Report> {
             from_login: args.from_username.zip(args.from_password),
             to_login: args.to_username.zip(args.to_password),
             keyspaces: args.keyspaces,
+            tables: args.tables,
             parallel,
             ranges: args.ranges.unwrap_or(4 * parallel as u32),
             state: args.state,
