@@ -146,6 +146,15 @@ fn prop_map(v: &PropertyValue, name: &str) -> Result<BTreeMap<String, String>, E
         })
 }
 
+/// A column's type as Cassandra spells it in DESCRIBE and `system_schema.columns`: a tuple is
+/// always frozen, and says so.
+fn column_type_text(ty: &CqlType) -> String {
+    match ty {
+        CqlType::Tuple(_) => format!("frozen<{ty}>"),
+        _ => ty.to_string(),
+    }
+}
+
 /// Applies `WITH` properties to table options, with Cassandra's validation.
 pub fn apply_table_properties(
     opts: &mut TableOptions,
@@ -630,7 +639,7 @@ pub fn create_table(
         }
         columns.push(ColumnDef {
             name: c.name.clone(),
-            cql_type: c.ty.to_string(),
+            cql_type: column_type_text(&c.ty),
             ty,
             kind,
             position,
@@ -789,7 +798,7 @@ pub fn alter_table(
                     )?),
                     None => None,
                 };
-                t.push_column(c.name.clone(), c.ty.to_string(), ty, kind);
+                t.push_column(c.name.clone(), column_type_text(&c.ty), ty, kind);
                 if let Some(last) = t.columns.last_mut() {
                     last.mask = mask;
                 }

@@ -568,10 +568,18 @@ pub fn describe_type(u: &crate::catalog::UdtDef) -> String {
 }
 
 pub fn describe_keyspace(ks: &KeyspaceDef) -> String {
+    // Cassandra names its own strategies by their short class name here (system_schema keeps
+    // the full one).
+    let mut replication = ks.replication.clone();
+    if let Some(class) = replication.get_mut("class") {
+        if let Some(short) = class.strip_prefix("org.apache.cassandra.locator.") {
+            *class = short.to_string();
+        }
+    }
     format!(
         "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {};",
         quote(&ks.name),
-        map_literal(&ks.replication),
+        map_literal(&replication),
         ks.durable_writes
     )
 }
@@ -685,7 +693,7 @@ pub fn describe_table(t: &TableDef) -> String {
     // A static compact table has a hidden clustering column: no `k int PRIMARY KEY` form, and
     // its (internally static) columns print as declared.
     let single = pk.len() == 1 && cl.is_empty() && !t.compact;
-    for c in &t.columns {
+    for c in describe_order(t) {
         s.push_str(&format!("    {} {}", quote(&c.name), c.cql_type));
         if c.kind == ColumnKind::Static && !t.compact {
             s.push_str(" static");
@@ -710,6 +718,25 @@ pub fn describe_table(t: &TableDef) -> String {
         return crate::compact::describe_wrap(t, table_options_text(t, s));
     }
     table_options_text(t, s)
+}
+
+/// The columns in the order Cassandra's DESCRIBE lists them: the partition key and the
+/// clustering columns in key order, then the static and then the regular columns, each with
+/// the single-cell ones (by name) before the multi-cell collections and UDTs (by name).
+fn describe_order(t: &TableDef) -> Vec<&crate::catalog::ColumnDef> {
+    let rank = |c: &crate::catalog::ColumnDef| match c.kind {
+        ColumnKind::PartitionKey => (0, c.position, false),
+        ColumnKind::Clustering => (1, c.position, false),
+        ColumnKind::Static => (2, 0, crate::exec::multi_cell_kind(c).is_some()),
+        ColumnKind::Regular => (3, 0, crate::exec::multi_cell_kind(c).is_some()),
+    };
+    let mut cols: Vec<_> = t.columns.iter().collect();
+    cols.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+    });
+    cols
 }
 
 /// `s` followed by the table's options, Cassandra's DESCRIBE layout.
