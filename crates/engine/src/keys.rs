@@ -104,6 +104,24 @@ pub fn row_key(partition_prefix: &[u8], encoded_clustering: &[u8]) -> Vec<u8> {
     k
 }
 
+/// The length of a data key's partition prefix (`0x01 table token esc(pk)`), read without
+/// copying the key; `None` for a key that is not one.
+pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
+    if key.len() < 13 || key[0] != DATA_PREFIX {
+        return None;
+    }
+    let mut i = 13;
+    loop {
+        match *key.get(i)? {
+            0 => match *key.get(i + 1)? {
+                0 => return Some(i + 2),
+                _ => i += 2,
+            },
+            _ => i += 1,
+        }
+    }
+}
+
 /// What a storage key under a table is: (token, pk bytes, is_header, clustering tail).
 pub struct DecodedKey<'a> {
     pub token: i64,
