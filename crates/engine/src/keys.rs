@@ -339,6 +339,21 @@ fn encode_varint(out: &mut Vec<u8>, v: &[u8]) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn partition_prefix_len_reads_escaped_keys() {
+        for pk in [&b""[..], b"abc", &[0, 0, 1], &[0xFF, 0, 0xFF]] {
+            let prefix = partition_prefix(7, -3, pk);
+            assert_eq!(
+                partition_prefix_len(&header_key(&prefix)),
+                Some(prefix.len())
+            );
+            let row = row_key(&prefix, &[1, 0, 0, 0]);
+            assert_eq!(partition_prefix_len(&row), Some(prefix.len()));
+        }
+        assert_eq!(partition_prefix_len(&[DATA_PREFIX, 0, 0]), None);
+        assert_eq!(partition_prefix_len(&[0x02; 20]), None);
+    }
+
     fn enc(ty: &ColumnType, v: &[u8], desc: bool) -> Vec<u8> {
         let mut o = Vec::new();
         encode_component(&mut o, ty, v, desc);
