@@ -114,6 +114,18 @@ class Writes:
         got = {r.k for r in self.session.execute("SELECT k FROM f.t")}
         return [a for a in self.acknowledged if a not in got]
 
+    def none_lost_after_a_restart(self, server):
+        """Stops `server` (running) and starts it again: every acknowledged write is there."""
+        self.session.cluster.shutdown()
+        server.terminate()
+        server.start()
+        cluster = server.cluster()
+        self.session = wait_for_session(cluster)
+        lost = self.lost()
+        assert not lost, f"{len(lost)} acknowledged writes lost after a restart, e.g. {lost[:5]}"
+        cluster.shutdown()
+        server.terminate()
+
 
 def test_writes_resume_by_themselves_after_descriptors_ran_out():
     binary = _find_peregrine()
@@ -152,5 +164,59 @@ def test_writes_resume_by_themselves_after_descriptors_ran_out():
         for line in ("native transport stopped: storage failed", "reopened",
                      "native transport started again: the store serves again"):
             assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
+    finally:
+        server.kill()
+
+
+def test_best_effort_stops_writes_and_keeps_serving_reads_until_descriptors_come_back():
+    """`disk_failure_policy: best_effort`: the flush that cannot open its file stops writes
+    only. The client port and every connection stay open and acknowledged rows are read;
+    writes are refused naming the policy; once the descriptors come back (the idle clients
+    leave) writes resume by themselves, and nothing acknowledged is lost."""
+    binary = _find_peregrine()
+    if binary is None:
+        pytest.skip("needs the peregrine binary")
+    root = tempfile.mkdtemp(prefix="peregrine-besteffort-")
+    server = Server(binary, root, sync="batch", open_files=OPEN_FILES,
+                    extra_config="storage_memtable_bytes: 1048576\n"
+                                 "disk_failure_policy: best_effort\n")
+    server.start()
+    try:
+        cluster = server.cluster(reconnection_policy=ConstantReconnectionPolicy(0.5))
+        session = wait_for_session(cluster)
+        writes = Writes(session, "x" * 2000)
+        select = session.prepare("SELECT v FROM f.t WHERE k = ?")
+
+        socks = hog_descriptors(server.port)
+        assert len(socks) > 100, len(socks)
+        writes.until_one_fails(20000)
+        assert writes.failures, "no write failed with every descriptor in use"
+        assert "disk_failure_policy: best_effort" in writes.failures[0], writes.failures[0]
+        acknowledged = len(writes.acknowledged)
+        assert acknowledged > 0
+
+        # Writes stay refused while the descriptors are held, and reads go on meanwhile: the
+        # first, the last and a middle acknowledged row.
+        for k in (writes.acknowledged[0], writes.acknowledged[acknowledged // 2],
+                  writes.acknowledged[-1]):
+            assert session.execute(select, (k,)).one().v == writes.value, k
+        assert not writes.one(), "a write went through with the disk still failing"
+        assert "writes are refused and reads go on" in writes.failures[-1], writes.failures[-1]
+        # The idle connections were not closed by the server (the port stays up).
+        still_open = [s for s in socks[:20] if not closed_by_server(s, 0.2)]
+        assert len(still_open) == 20, "best_effort closed client connections"
+
+        for s in socks:
+            s.close()
+        writes.until_one_succeeds(60)
+        writes.more(2000)
+        lost = writes.lost()
+        assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
+        writes.none_lost_after_a_restart(server)
+        logs = all_logs(server)
+        for line in ("writes stopped, reads go on (disk_failure_policy: best_effort)",
+                     "serving writes again"):
+            assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
+        assert "native transport stopped" not in logs, logs[-3000:]
     finally:
         server.kill()

@@ -21,7 +21,7 @@ import pytest
 
 from cassandra.policies import ConstantReconnectionPolicy
 
-from admin_support import nodetool
+from admin_support import http, nodetool
 from test_disk_failure import Writes, all_logs, wait_for
 from test_durability import Server, _find_peregrine, _free_port, _port_open, wait_for_session
 
@@ -52,17 +52,24 @@ def fill(mnt, leave):
     return path
 
 
-def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
+def server_on(small_disk, config):
+    """A started peregrine (`commitlog_sync: batch`) with its data on the small disk and an
+    admin endpoint: (server, admin port)."""
     binary = _find_peregrine()
     if binary is None:
         pytest.skip("needs the peregrine binary")
     root, mnt = small_disk
     admin = _free_port()
     server = Server(binary, root, sync="batch",
-                    extra_config="storage_memtable_bytes: 1048576\n"
-                                 f"admin_listen: 127.0.0.1:{admin}\n")
+                    extra_config=f"{config}admin_listen: 127.0.0.1:{admin}\n")
     server.data = os.path.join(mnt, "data")
     server.start()
+    return server, admin
+
+
+def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
+    server, admin = server_on(small_disk, "storage_memtable_bytes: 1048576\n")
+    mnt = small_disk[1]
     try:
         cluster = server.cluster(reconnection_policy=ConstantReconnectionPolicy(0.5))
         session = wait_for_session(cluster)
@@ -107,20 +114,66 @@ def test_writes_stop_while_the_disk_is_full_and_resume_after(small_disk):
         assert (rc, out) == (0, "running\n"), (rc, out, err)
         lost = writes.lost()
         assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
-        cluster.shutdown()
-        server.terminate()
+        writes.none_lost_after_a_restart(server)
         logs = all_logs(server)
         for line in ("No space left on device", "native transport stopped: storage failed",
                      "native transport started again: the store serves again"):
             assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
+    finally:
+        server.kill()
 
-        server.start()
-        cluster = server.cluster()
+
+def test_stop_commit_stops_writes_on_a_full_journal_and_serves_reads(small_disk):
+    """`commit_failure_policy: stop_commit`: the journal write that meets a full disk stops
+    writes only (the memtable is larger than the disk's headroom, so the journal fails
+    first). The client port stays open and acknowledged rows are read; `nodetool info` and
+    `/metrics` say writes are stopped and why; once space comes back writes resume by
+    themselves, and nothing acknowledged is lost, before or after a restart."""
+    server, admin = server_on(small_disk, "commit_failure_policy: stop_commit\n")
+    mnt = small_disk[1]
+    try:
+        cluster = server.cluster(reconnection_policy=ConstantReconnectionPolicy(0.5))
         session = wait_for_session(cluster)
-        writes.session = session
+        writes = Writes(session, "x" * 2000)
+        select = session.prepare("SELECT v FROM f.t WHERE k = ?")
+        filler = fill(mnt, HEADROOM)
+
+        writes.until_one_fails(50000)
+        assert writes.failures, "no write failed on a full disk"
+        first = writes.failures[0]
+        assert "commit_failure_policy: stop_commit" in first, first
+        assert "No space left on device" in first, first
+        acked = writes.acknowledged
+        assert len(acked) > 100, len(acked)
+
+        # The port stays open; reads go on, writes stay refused while the disk is full.
+        assert _port_open("127.0.0.1", server.port), "stop_commit closed the client port"
+        for k in (acked[0], acked[len(acked) // 2], acked[-1]):
+            assert session.execute(select, (k,)).one().v == writes.value, k
+        assert not writes.one(), "a write was acknowledged with the journal's disk full"
+        rc, out, err = nodetool("-h", "127.0.0.1", "-p", str(admin), "info")
+        assert rc == 0, err
+        assert "Native Transport active: true" in out, out
+        why = [line for line in out.splitlines() if line.startswith("Writes stopped")]
+        assert why and "No space left on device" in why[0], out
+        status, body = http(admin, "GET", "/metrics")
+        assert status == 200
+        assert "\nperegrine_storage_writes_up 0\n" in body, body[-2000:]
+
+        os.remove(filler)
+        writes.until_one_succeeds(60)  # by itself, the same session
+        writes.more(1000)
+        rc, out, err = nodetool("-h", "127.0.0.1", "-p", str(admin), "info")
+        assert rc == 0 and "Writes stopped" not in out, out
+        status, body = http(admin, "GET", "/metrics")
+        assert "\nperegrine_storage_writes_up 1\n" in body, body[-2000:]
         lost = writes.lost()
-        assert not lost, f"{len(lost)} acknowledged writes lost after a restart, e.g. {lost[:5]}"
-        cluster.shutdown()
-        server.terminate()
+        assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
+        writes.none_lost_after_a_restart(server)
+        logs = all_logs(server)
+        for line in ("writes stopped, reads go on (commit_failure_policy: stop_commit)",
+                     "serving writes again"):
+            assert line in logs, f"{line!r} not logged:\n{logs[-3000:]}"
+        assert "native transport stopped" not in logs, logs[-3000:]
     finally:
         server.kill()

@@ -81,6 +81,7 @@ def test_storage_gauges_are_exported(server, session):
                  "peregrine_storage_compactions_completed_total"):
         assert name in families, name
     assert value(families, "peregrine_storage_up") == 1
+    assert value(families, "peregrine_storage_writes_up") == 1
     levels = [l["level"] for _, l, _ in families["peregrine_storage_tables"]["samples"]]
     assert levels[0] == "0"
     assert value(families, "peregrine_storage_memtable_bytes") > 0
@@ -113,4 +114,5 @@ PROXY_FAMILIES = {
     "peregrine_proxy_cache_evictions_total", "peregrine_proxy_cache_bytes",
     "peregrine_proxy_cache_entries", "peregrine_proxy_upstream_duration_seconds",
     "peregrine_proxy_upstream_errors_total", "peregrine_proxy_upstream_timeouts_total",
+    "peregrine_proxy_upstream_events_dropped_total", "peregrine_proxy_upstream_pools_forgotten_total",
 }

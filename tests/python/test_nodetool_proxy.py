@@ -77,7 +77,12 @@ def test_proxy_metrics_per_tier(proxy):
         families = parse_prometheus(r.read().decode())
     assert value(families, "peregrine_proxy_cache_hits_total", tier="dram") >= 1
     assert value(families, "peregrine_proxy_cache_bytes", tier="ssd") == 0
-    assert value(families, "peregrine_proxy_upstream_duration_seconds_count") >= 1
+    # Per upstream node (one here).
+    assert value(families, "peregrine_proxy_upstream_duration_seconds_count",
+                 node=f"127.0.0.1:{UPSTREAM_PORT}") >= 1
+    # The proxy's bounds (issue 14), not reached here: counted from zero.
+    assert value(families, "peregrine_proxy_upstream_events_dropped_total") == 0
+    assert value(families, "peregrine_proxy_upstream_pools_forgotten_total") == 0
     assert "peregrine_request_duration_seconds" in families
     assert "peregrine_storage_memtable_bytes" not in families
 

@@ -227,6 +227,9 @@ pub(crate) fn type_change(change: SchemaChangeType, ks: String, name: String) ->
 #[derive(Debug, Clone)]
 pub enum Outcome {
     Void,
+    /// A write answered with Void and one of Cassandra's client warnings (a batch past its
+    /// warning thresholds, `warnings::unlogged_batch`).
+    VoidWithWarning(String),
     Rows(ResultSet),
     SetKeyspace(String),
     SchemaChange(SchemaChange),
@@ -1077,6 +1080,11 @@ impl Engine {
         }
         if let Some(n) = partitions {
             self.batch_sizes.record(kind, n);
+        }
+        if kind != BatchKind::Logged {
+            if let Some(w) = warnings::unlogged_batch(&parts)? {
+                return Ok(Outcome::VoidWithWarning(w));
+            }
         }
         Ok(Outcome::Void)
     }

@@ -57,3 +57,91 @@ impl PlannedQuery {
         self.compiled.warning()
     }
 }
+
+/// Cassandra's `unlogged_batch_across_partitions_warn_threshold` (its default, 10): an unlogged
+/// or counter batch writing more distinct partitions than this is warned about.
+pub const UNLOGGED_BATCH_PARTITIONS: usize = 10;
+
+/// Cassandra's warning for an unlogged (or counter) batch across more than
+/// [`UNLOGGED_BATCH_PARTITIONS`] partitions. Partitions are told apart by their key alone, as
+/// Cassandra's decorated keys are: the same key in two tables counts once. The tables are
+/// listed as Cassandra prints its `HashSet` of `ks.table` names.
+pub(crate) fn unlogged_batch(
+    parts: &[(&crate::plan::WritePlan, crate::exec::Bindings)],
+) -> Result<Option<String>, crate::EngineError> {
+    // At most one partition per statement without IN: no need to look at the keys.
+    let with_in = |p: &crate::plan::WritePlan| {
+        p.partition
+            .iter()
+            .any(|k| matches!(k, KeyValues::In(_) | KeyValues::InBind(..)))
+    };
+    if parts.len() <= UNLOGGED_BATCH_PARTITIONS && !parts.iter().any(|(p, _)| with_in(p)) {
+        return Ok(None);
+    }
+    let mut keys = std::collections::HashSet::new();
+    let mut tables: Vec<String> = Vec::new();
+    for (p, v) in parts {
+        for r in crate::exec::partitions(&p.table, &p.partition, v)? {
+            keys.insert(r.pk);
+        }
+        let name = format!(
+            "{}.{}",
+            cql::keywords::quote_identifier(&p.table.keyspace),
+            cql::keywords::quote_identifier(&p.table.name)
+        );
+        if !tables.contains(&name) {
+            tables.push(name);
+        }
+    }
+    if keys.len() <= UNLOGGED_BATCH_PARTITIONS {
+        return Ok(None);
+    }
+    let plural = if tables.len() == 1 { "" } else { "s" };
+    Ok(Some(format!(
+        "Unlogged batch covering {} partitions detected against table{plural} [{}]. You should use a logged batch for atomicity, or asynchronous writes for performance.",
+        keys.len(),
+        java_hash_set_order(tables).join(", ")
+    )))
+}
+
+/// `names` in the order a `java.util.HashSet<String>` holding them iterates: by bucket (the
+/// string's hash, spread and masked by the table size), then by insertion.
+fn java_hash_set_order(names: Vec<String>) -> Vec<String> {
+    let mut capacity = 16usize;
+    while names.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let bucket = |s: &str| {
+        let h = s
+            .encode_utf16()
+            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+        let spread = (h ^ ((h as u32) >> 16) as i32) as u32;
+        spread as usize & (capacity - 1)
+    };
+    let mut ordered: Vec<(usize, usize, String)> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| (bucket(&s), i, s))
+        .collect();
+    ordered.sort();
+    ordered.into_iter().map(|(_, _, s)| s).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::java_hash_set_order;
+
+    #[test]
+    fn table_names_come_in_java_hash_set_order() {
+        // As Cassandra 5.0.9 printed them (probed with two tables each).
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            java_hash_set_order(names(&["bw.t", "bw.u"])),
+            names(&["bw.u", "bw.t"])
+        );
+        assert_eq!(
+            java_hash_set_order(names(&["bw.t", "bw.\"Odd\""])),
+            names(&["bw.\"Odd\"", "bw.t"])
+        );
+    }
+}

@@ -110,6 +110,7 @@ impl LocalBackend {
             "block_cache_hits": s.block_cache_hits,
             "block_cache_requests": s.block_cache_hits + s.block_cache_misses,
             "storage_down": self.store.down(),
+            "storage_writes_stopped": self.store.writes_stopped(),
         }))
     }
 
@@ -327,6 +328,15 @@ impl LocalBackend {
         };
         out.family("peregrine_storage_up", "gauge", "1 while the store serves.");
         out.sample(&[], f64::from(u8::from(self.store.down().is_none())));
+        out.family(
+            "peregrine_storage_writes_up",
+            "gauge",
+            "1 while the store takes writes (0 while they are stopped and reads go on: commit_failure_policy: stop_commit, disk_failure_policy: best_effort).",
+        );
+        out.sample(
+            &[],
+            f64::from(u8::from(self.store.writes_stopped().is_none())),
+        );
         out.family(
             "peregrine_storage_tables",
             "gauge",

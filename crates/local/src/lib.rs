@@ -50,8 +50,8 @@ use proto::response::{
 };
 
 use server::config::{
-    Authenticator, Authorizer, CommitlogSync, Config, DataFileCheck, DiskFailurePolicy,
-    JournalRecovery,
+    Authenticator, Authorizer, CommitFailurePolicy, CommitlogSync, Config, DataFileCheck,
+    DiskFailurePolicy, JournalRecovery,
 };
 use server::metrics::{self, Op};
 use server::{Backend, ConnState, Reply, RequestFlags};
@@ -90,7 +90,15 @@ impl LocalBackend {
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
                     DiskFailurePolicy::Die => storage::FailurePolicy::Die,
+                    DiskFailurePolicy::StopParanoid => storage::FailurePolicy::StopParanoid,
+                    DiskFailurePolicy::BestEffort => storage::FailurePolicy::BestEffort,
                     DiskFailurePolicy::Ignore => storage::FailurePolicy::Ignore,
+                },
+                commit_failure_policy: match config.commit_failure_policy {
+                    CommitFailurePolicy::Stop => storage::CommitFailurePolicy::Stop,
+                    CommitFailurePolicy::StopCommit => storage::CommitFailurePolicy::StopCommit,
+                    CommitFailurePolicy::Die => storage::CommitFailurePolicy::Die,
+                    CommitFailurePolicy::Ignore => storage::CommitFailurePolicy::Ignore,
                 },
                 journal_recovery: match config.journal_recovery {
                     JournalRecovery::Refuse => storage::JournalRecovery::Refuse,
@@ -238,7 +246,7 @@ fn requested_authorizations(
 fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
     match o {
         Err(e) => Response::Error(e),
-        Ok(Outcome::Void) => Response::Result(ResultBody::Void),
+        Ok(Outcome::Void | Outcome::VoidWithWarning(_)) => Response::Result(ResultBody::Void),
         Ok(Outcome::SetKeyspace(ks)) => Response::Result(ResultBody::SetKeyspace(ks)),
         Ok(Outcome::Rows(rs)) => Response::Result(ResultBody::Rows(Rows {
             metadata: RowsMetadata {
@@ -491,7 +499,8 @@ impl LocalBackend {
                 }
                 .and_then(|x| x);
                 self.observe_query(&r, started);
-                with_warning(outcome(r, false), warning)
+                let raised = run_warning(&r);
+                with_warning(outcome(r, false), warning, raised)
             }
             Request::Prepare(p) => {
                 let ks = p
@@ -547,6 +556,7 @@ impl LocalBackend {
                 // A task that died hands no plan back: its error is the answer.
                 .unwrap_or_else(|e| (Err(e), prep.snapshot()));
                 observe_prepared(&prep, &plan, ks.as_deref(), started);
+                let raised = run_warning(&r);
                 let mut resp = outcome(r, skip);
                 // v5: tell the client when its cached result metadata is stale.
                 if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
@@ -557,7 +567,7 @@ impl LocalBackend {
                         rows.metadata.new_metadata_id = Some(Bytes::copy_from_slice(&current));
                     }
                 }
-                with_warning(resp, plan.warning())
+                with_warning(resp, plan.warning(), raised)
             }
             Request::Batch(b) => {
                 let opts = QueryOptions {
@@ -599,7 +609,8 @@ impl LocalBackend {
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
-                outcome(r, false).into()
+                let raised = run_warning(&r);
+                with_warning(outcome(r, false), None, raised)
             }
             Request::AuthResponse(_) => Response::Error(DbError::protocol(
                 "Unexpected AUTH_RESPONSE: authentication is not enabled",
@@ -613,14 +624,28 @@ impl LocalBackend {
     }
 }
 
-/// The reply with Cassandra's client `warning` for a result of rows (the WARNING flag; drivers
-/// log it), e.g. an aggregate over the whole table (`engine::warnings`).
-fn with_warning(response: Response, warning: Option<&'static str>) -> Reply {
+/// The reply with Cassandra's client warnings (the WARNING flag; drivers log them): the plan's
+/// `warning` for a result of rows, e.g. an aggregate over the whole table, and the one the run
+/// `raised`, e.g. an unlogged batch across many partitions (`engine::warnings`).
+fn with_warning(
+    response: Response,
+    warning: Option<&'static str>,
+    raised: Option<String>,
+) -> Reply {
     let mut reply = Reply::from(response);
     if let (Some(w), Response::Result(ResultBody::Rows(_))) = (warning, &reply.response) {
         reply.extras.warnings.push(w.into());
     }
+    reply.extras.warnings.extend(raised);
     reply
+}
+
+/// The client warning a run raised itself (see [`Outcome::VoidWithWarning`]).
+fn run_warning(r: &Result<Outcome, DbError>) -> Option<String> {
+    match r {
+        Ok(Outcome::VoidWithWarning(w)) => Some(w.clone()),
+        _ => None,
+    }
 }
 
 impl LocalBackend {

@@ -584,6 +584,9 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
             if let Some(why) = v["native_transport_stopped_because"].as_str() {
                 lines.push(("Native Transport down", why.into()));
             }
+            if let Some(why) = v["storage_writes_stopped"].as_str() {
+                lines.push(("Writes stopped", why.into()));
+            }
             if let Some(b) = v["load_bytes"].as_u64() {
                 lines.push(("Load", size(b)));
             }

@@ -144,10 +144,21 @@ impl ProxyBackend {
                 "upstream_timeouts_total",
                 "Upstream requests that timed out.",
             ),
+            (
+                "peregrine_proxy_upstream_events_dropped_total",
+                "upstream_events_dropped_total",
+                "Upstream events dropped because the control connection's queue was full (each drop invalidates the whole cache).",
+            ),
         ] {
             out.family(family, "counter", help);
             out.sample(&[], get(key));
         }
+        out.family(
+            "peregrine_proxy_upstream_pools_forgotten_total",
+            "counter",
+            "Upstream connection pools forgotten, least recently used first, at the bound of 256 pools.",
+        );
+        out.sample(&[], self.pools.evicted() as f64);
         self.metrics.export_latency(out);
     }
 }

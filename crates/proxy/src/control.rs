@@ -343,6 +343,7 @@ async fn relay_loop(me: Weak<ProxyBackend>, bus: EventBus) {
                     // have been missed, as when the connection was reopened.
                     let dropped = rx.take_dropped();
                     if dropped > 0 {
+                        b.metrics.events_dropped.fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
                         tracing::warn!("{dropped} upstream event(s) dropped (queue full); invalidating the whole cache");
                         b.cache.invalidate_all();
                     }

@@ -169,7 +169,7 @@ impl ProxyBackend {
                 }
                 d.response
             });
-        self.metrics.observe(started.elapsed());
+        self.metrics.observe(up.addr(), started.elapsed());
         if let Err(e) = &r {
             self.metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
             if matches!(e, UpstreamError::Timeout { .. }) {

@@ -1,7 +1,10 @@
 //! Proxy counters and the upstream latency histogram, shown as the virtual table
 //! `system_views.peregrine_cache` (columns `name text, value bigint`).
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use proto::response::{ColumnSpec, Rows, RowsBuilder, RowsMetadata};
@@ -14,6 +17,44 @@ use super::ssd::SsdStats;
 const BUCKETS_US: [u64; 12] = [
     100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000,
 ];
+
+/// Nodes given a latency histogram of their own, at most: a cluster's nodes, bounded in case
+/// the topology names addresses without end.
+const MAX_NODES: usize = 256;
+
+/// One latency histogram (microseconds).
+#[derive(Debug, Default)]
+struct Latency {
+    sum_us: AtomicU64,
+    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+}
+
+impl Latency {
+    fn observe(&self, us: u64) {
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+        let i = BUCKETS_US
+            .iter()
+            .position(|&b| us <= b)
+            .unwrap_or(BUCKETS_US.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(upper bound in seconds, count)` per bucket, and the sum in seconds.
+    fn buckets(&self) -> (Vec<(f64, u64)>, f64) {
+        let buckets = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let le = BUCKETS_US
+                    .get(i)
+                    .map_or(f64::INFINITY, |us| *us as f64 / 1e6);
+                (le, b.load(Ordering::Relaxed))
+            })
+            .collect();
+        (buckets, self.sum_us.load(Ordering::Relaxed) as f64 / 1e6)
+    }
+}
 
 /// Upstream counters.
 #[derive(Debug, Default)]
@@ -29,20 +70,44 @@ pub struct Metrics {
     pub refreshes: AtomicU64,
     /// Refreshes not sent because too many were in flight.
     pub refreshes_skipped: AtomicU64,
-    latency_sum_us: AtomicU64,
-    buckets: [AtomicU64; BUCKETS_US.len() + 1],
+    /// Upstream events dropped because the control connection's queue was full
+    /// (`upstream::EVENT_QUEUE`); each drop invalidated the whole cache.
+    pub events_dropped: AtomicU64,
+    /// Every upstream round trip, all nodes together.
+    latency: Latency,
+    /// The round trips of each upstream node (at most [`MAX_NODES`] of them).
+    per_node: RwLock<HashMap<SocketAddr, Arc<Latency>>>,
 }
 
 impl Metrics {
-    /// Records one upstream round trip.
-    pub fn observe(&self, latency: Duration) {
+    /// Records one upstream round trip to `node`.
+    pub fn observe(&self, node: SocketAddr, latency: Duration) {
         let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        self.latency_sum_us.fetch_add(us, Ordering::Relaxed);
-        let i = BUCKETS_US
-            .iter()
-            .position(|&b| us <= b)
-            .unwrap_or(BUCKETS_US.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.latency.observe(us);
+        let known = self
+            .per_node
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&node)
+            .cloned();
+        let histogram = match known {
+            Some(h) => Some(h),
+            None => {
+                let mut map = self
+                    .per_node
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let len = map.len();
+                match map.get(&node) {
+                    Some(h) => Some(h.clone()),
+                    None if len < MAX_NODES => Some(map.entry(node).or_default().clone()),
+                    None => None,
+                }
+            }
+        };
+        if let Some(h) = histogram {
+            h.observe(us);
+        }
     }
 
     /// `(name, value)` for every metric, in a fixed order.
@@ -100,9 +165,13 @@ impl Metrics {
                 "upstream_unprepared_retries_total".into(),
                 load(&self.unprepared_retries),
             ),
-            ("upstream_latency_us_sum".into(), load(&self.latency_sum_us)),
+            (
+                "upstream_events_dropped_total".into(),
+                load(&self.events_dropped),
+            ),
+            ("upstream_latency_us_sum".into(), load(&self.latency.sum_us)),
         ]);
-        for (i, b) in self.buckets.iter().enumerate() {
+        for (i, b) in self.latency.buckets.iter().enumerate() {
             let name = match BUCKETS_US.get(i) {
                 Some(le) => format!("upstream_latency_us_bucket_le_{le}"),
                 None => "upstream_latency_us_bucket_le_inf".into(),
@@ -112,29 +181,26 @@ impl Metrics {
         out
     }
 
-    /// The upstream round trips as the histogram `peregrine_proxy_upstream_duration_seconds`.
+    /// The upstream round trips as the histogram `peregrine_proxy_upstream_duration_seconds`,
+    /// one per upstream node (label `node`, its address).
     pub fn export_latency(&self, out: &mut server::metrics::Exposition) {
         out.family(
             "peregrine_proxy_upstream_duration_seconds",
             "histogram",
-            "Upstream round-trip time of forwarded requests.",
+            "Upstream round-trip time of forwarded requests, per upstream node.",
         );
-        let buckets: Vec<(f64, u64)> = self
-            .buckets
+        let mut nodes: Vec<(SocketAddr, Arc<Latency>)> = self
+            .per_node
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let le = BUCKETS_US
-                    .get(i)
-                    .map_or(f64::INFINITY, |us| *us as f64 / 1e6);
-                (le, b.load(Ordering::Relaxed))
-            })
+            .map(|(a, h)| (*a, h.clone()))
             .collect();
-        out.custom_histogram(
-            &[],
-            &buckets,
-            self.latency_sum_us.load(Ordering::Relaxed) as f64 / 1e6,
-        );
+        nodes.sort_by_key(|(a, _)| *a);
+        for (addr, h) in nodes {
+            let (buckets, sum) = h.buckets();
+            out.custom_histogram(&[("node", &addr.to_string())], &buckets, sum);
+        }
     }
 
     /// The metrics as the Rows result of `SELECT * FROM system_views.peregrine_cache`.
@@ -169,8 +235,23 @@ mod tests {
     #[test]
     fn latency_lands_in_its_bucket_and_rows_decode() {
         let m = Metrics::default();
-        m.observe(Duration::from_micros(700));
-        m.observe(Duration::from_secs(5));
+        let (a, b) = (
+            "127.0.0.1:9042".parse().unwrap(),
+            "127.0.0.2:9042".parse().unwrap(),
+        );
+        m.observe(a, Duration::from_micros(700));
+        m.observe(b, Duration::from_secs(5));
+        let per_node = m.per_node.read().unwrap();
+        assert_eq!(per_node[&a].buckets[3].load(Ordering::Relaxed), 1);
+        assert_eq!(
+            per_node[&b].buckets[BUCKETS_US.len()].load(Ordering::Relaxed),
+            1
+        );
+        assert_eq!(
+            per_node[&a].buckets[BUCKETS_US.len()].load(Ordering::Relaxed),
+            0
+        );
+        drop(per_node);
         let snap = m.snapshot(&Cache::new(0, 0));
         let get = |n: &str| snap.iter().find(|(k, _)| k == n).unwrap().1;
         assert_eq!(get("upstream_latency_us_bucket_le_1000"), 1);

@@ -969,9 +969,8 @@ impl<K: std::hash::Hash + Eq + Clone + std::fmt::Debug> Pools<K> {
             .len()
     }
 
-    /// Pools forgotten at the bound since the proxy started.
-    #[cfg(test)]
-    fn evicted(&self) -> u64 {
+    /// Pools forgotten at the bound since the proxy started (`/metrics`).
+    pub fn evicted(&self) -> u64 {
         self.evicted.load(Ordering::Relaxed)
     }
 }

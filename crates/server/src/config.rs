@@ -82,12 +82,20 @@ pub struct Config {
     /// the checksum recorded when it was written, refusing to start on damage: `full` (the
     /// default) or `off`.
     pub data_file_check: DataFileCheck,
-    /// Standalone mode: what happens when the disk fails under the store (a memtable flush,
-    /// a compaction or a journal write failing: descriptors or space running out, an I/O
-    /// error). Cassandra's key and values: `stop` refuses requests (with an error naming the
-    /// cause) while the store reopens itself with backoff, and serves again once it opens;
-    /// `die` exits the process; `ignore` leaves writes failing until a restart. Default `stop`.
+    /// Standalone mode: what happens when a data file fails under the store (a memtable flush
+    /// or a compaction failing: descriptors or space running out, an I/O error; with
+    /// `stop_paranoid` also a read meeting a damaged block). Cassandra's key and values: `stop`
+    /// refuses requests (with an error naming the cause) while the store reopens itself with
+    /// backoff, and serves again once it opens; `stop_paranoid` as `stop`, and damage met by a
+    /// read stops the node until every data file checks out; `best_effort` stops writes while
+    /// reads go on, until the disk takes writes again; `die` exits the process; `ignore` leaves
+    /// writes failing until a restart. Default `stop`.
     pub disk_failure_policy: DiskFailurePolicy,
+    /// Standalone mode: what happens when the journal (Cassandra's commit log) fails: a write
+    /// or an fsync of it failing. Cassandra's key and values: `stop` as `disk_failure_policy:
+    /// stop`; `stop_commit` stops writes while reads go on, until the disk takes writes again;
+    /// `die` exits the process; `ignore` leaves writes failing until a restart. Default `stop`.
+    pub commit_failure_policy: CommitFailurePolicy,
     /// How clients authenticate (standalone mode): `AllowAllAuthenticator` (the default: no
     /// login) or `PasswordAuthenticator` (SASL PLAIN against the roles in `system_auth`). In
     /// proxy mode the upstream cluster authenticates and this stays at the default.
@@ -301,6 +309,7 @@ impl Default for Config {
             journal_recovery: JournalRecovery::Refuse,
             data_file_check: DataFileCheck::Full,
             disk_failure_policy: DiskFailurePolicy::Stop,
+            commit_failure_policy: CommitFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
             authorizer: Authorizer::AllowAllAuthorizer,
             role_manager: RoleManager::CassandraRoleManager,
@@ -365,6 +374,18 @@ pub enum DataFileCheck {
 #[serde(rename_all = "snake_case")]
 pub enum DiskFailurePolicy {
     Stop,
+    StopParanoid,
+    BestEffort,
+    Die,
+    Ignore,
+}
+
+/// `commit_failure_policy`: see [`Config::commit_failure_policy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitFailurePolicy {
+    Stop,
+    StopCommit,
     Die,
     Ignore,
 }
@@ -997,6 +1018,25 @@ mod tests {
         assert_eq!(c.request_timeout, Duration::from_millis(500));
         assert_eq!(c.commitlog_sync, CommitlogSync::Batch);
         assert_eq!(c.commitlog_sync_period, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn failure_policies_take_cassandras_values() {
+        let c = Config::from_yaml(
+            "disk_failure_policy: best_effort\ncommit_failure_policy: stop_commit\n",
+        )
+        .unwrap();
+        assert_eq!(c.disk_failure_policy, DiskFailurePolicy::BestEffort);
+        assert_eq!(c.commit_failure_policy, CommitFailurePolicy::StopCommit);
+        let c = Config::from_yaml("disk_failure_policy: stop_paranoid\n").unwrap();
+        assert_eq!(c.disk_failure_policy, DiskFailurePolicy::StopParanoid);
+        assert_eq!(c.commit_failure_policy, CommitFailurePolicy::Stop);
+        // Each key takes only its own values, as Cassandra's.
+        let e = Config::from_yaml(
+            "disk_failure_policy: stop_commit\ncommit_failure_policy: best_effort\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems.len(), 2, "{e}");
     }
 
     #[test]

@@ -23,9 +23,11 @@
 //! - With [`SyncMode::Periodic`], `write` returns once the batch is in the OS page cache
 //!   (it survives the process being killed, not the machine losing power); a background
 //!   thread syncs every `period`. This mirrors Cassandra's `commitlog_sync: periodic`.
-//! - After an I/O error on a write or sync (fjall then poisons itself), [`FailurePolicy`]
-//!   decides: by default the store refuses requests while it reopens itself with backoff, and
-//!   serves again once the cause is gone (the journal replays every acknowledged write).
+//! - After an I/O error on a write or sync (fjall then poisons itself), Cassandra's two policies
+//!   decide ([`CommitFailurePolicy`] for the journal, [`FailurePolicy`] for table files;
+//!   `failure.rs`): by default the store refuses requests while it reopens itself with
+//!   backoff, and serves again once the cause is gone (the journal replays every acknowledged
+//!   write).
 //! - Every sync of the journal leaves a sync point in it (`journal.rs`), so that start-up can tell
 //!   an unsynced tail torn by a power loss from damage to synced writes. The key `0x00` alone is
 //!   the store's own (the sync points): the engine never writes it and scans never return it.
@@ -36,18 +38,21 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use arc_swap::ArcSwapOption;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod datafiles;
+mod failure;
 mod journal;
 mod long_keys;
 mod mem;
 mod ops;
 pub use datafiles::DataFileCheck;
+use failure::Failure;
+pub use failure::{CommitFailurePolicy, FailurePolicy};
 use journal::{Claim, SYNC_POINT_KEY};
 pub use journal::{Damage, JournalRecovery};
 use long_keys::{Bucket, SPILL_AT};
@@ -160,8 +165,10 @@ pub struct Options {
     pub filter: Option<Arc<dyn CompactionFilter>>,
     /// What to do with a write-ahead journal damaged before its end (see `journal.rs`).
     pub journal_recovery: JournalRecovery,
-    /// What to do when the disk fails under the open store.
+    /// What to do when a table file fails (`disk_failure_policy`).
     pub failure_policy: FailurePolicy,
+    /// What to do when the journal fails (`commit_failure_policy`).
+    pub commit_failure_policy: CommitFailurePolicy,
     /// Whether opening verifies every data file against its recorded checksum.
     pub data_file_check: DataFileCheck,
 }
@@ -175,6 +182,7 @@ impl Default for Options {
             filter: None,
             journal_recovery: JournalRecovery::Refuse,
             failure_policy: FailurePolicy::Stop,
+            commit_failure_policy: CommitFailurePolicy::Stop,
             data_file_check: DataFileCheck::Full,
         }
     }
@@ -182,25 +190,15 @@ impl Default for Options {
 
 const DATA_KEYSPACE: &str = "data";
 
-/// What the store does when the disk fails under it (a flush or a journal write failing, e.g.
-/// file descriptors or space running out): Cassandra's `disk_failure_policy` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FailurePolicy {
-    /// Refuse requests while the store reopens itself, retrying with backoff, and serve again
-    /// once it opens: a transient cause (descriptors, space) heals without a restart; a
-    /// permanent one keeps the store down, saying why. The default.
-    #[default]
-    Stop,
-    /// Exit the process at once (status 1): a supervisor restarts it.
-    Die,
-    /// Keep the failed store: every later write fails until a restart (fjall's own behaviour).
-    Ignore,
-}
-
 /// The open fjall database and its data keyspace; replaced as a whole when the store recovers.
 struct Open {
     db: fjall::Database,
     data: fjall::Keyspace,
+    /// What the first failure on this handle was (fjall answers `Poisoned` to everything after
+    /// it): which policy applies (`failure.rs`).
+    failure: OnceLock<Failure>,
+    /// Writes stopped on this handle (`stop_commit`, `best_effort`) while reads go on.
+    writes_stopped: AtomicBool,
 }
 
 impl Open {
@@ -230,7 +228,12 @@ impl Open {
         let mut point = db.batch().durability(Some(fjall::PersistMode::SyncData));
         point.insert(&data, SYNC_POINT_KEY, Claim::Before.encode());
         point.commit()?;
-        Ok(Open { db, data })
+        Ok(Open {
+            db,
+            data,
+            failure: OnceLock::new(),
+            writes_stopped: AtomicBool::new(false),
+        })
     }
 }
 
@@ -269,6 +272,8 @@ struct Shared {
     open: ArcSwapOption<Open>,
     /// Why the store is down.
     down: Mutex<Option<String>>,
+    /// Why writes are stopped while reads go on (`stop_commit`, `best_effort`).
+    writes_down: Mutex<Option<String>>,
     /// Serializes the read-modify-write of long-key buckets (only batches with long keys).
     buckets: Mutex<()>,
     /// Journal fsyncs done (periodic, explicit, and one per batch with `SyncMode::Batch`).
@@ -333,6 +338,7 @@ impl LsmStorage {
                 options,
                 open: ArcSwapOption::from_pointee(open),
                 down: Mutex::new(None),
+                writes_down: Mutex::new(None),
                 buckets: Mutex::new(()),
                 journal_syncs: AtomicU64::new(0),
                 last_sync_point: AtomicU64::new(u64::MAX),
@@ -343,6 +349,16 @@ impl LsmStorage {
             storage.start_syncer(period);
         }
         Ok(storage)
+    }
+
+    /// Why writes are stopped while reads go on (`commit_failure_policy: stop_commit`,
+    /// `disk_failure_policy: best_effort`), or `None` while writes are served.
+    pub fn writes_stopped(&self) -> Option<String> {
+        self.shared
+            .writes_down
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Why the store is down (failed and reopening), or `None` while it serves.
@@ -370,7 +386,7 @@ impl LsmStorage {
                         waited = Duration::ZERO;
                         if let Ok(open) = shared.current() {
                             if let Err(e) = shared.sync_journal(&open) {
-                                shared.failed(&open, &e);
+                                let _ = shared.failed(&open, &e);
                             }
                         }
                     }
@@ -428,123 +444,6 @@ impl Shared {
                 .clone()
                 .unwrap_or_else(|| "the store is reopening".into()),
         )
-    }
-
-    /// A write or sync on `open` failed: applies the failure policy. Under `stop` the first to
-    /// see the failure takes the store down and starts reopening it in the background.
-    fn failed(self: &Arc<Self>, open: &Arc<Open>, e: &fjall::Error) {
-        let policy = self.options.failure_policy;
-        let cause = format!("storage failed: {e}");
-        match policy {
-            FailurePolicy::Ignore => {
-                tracing::error!(
-                    "{cause} (disk_failure_policy: ignore: writes fail until a restart)"
-                );
-                return;
-            }
-            FailurePolicy::Die => {
-                let why = self.probe(e);
-                tracing::error!("{cause}{why}; exiting (disk_failure_policy: die)");
-                std::process::exit(1);
-            }
-            FailurePolicy::Stop => {}
-        }
-        // Only the first to see the failure takes the store down (and reopens it).
-        let current = self.open.load();
-        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, open)) {
-            return; // already taken down (and maybe reopened) by someone else
-        }
-        let previous = self.open.compare_and_swap(&*current, None);
-        if !previous.as_ref().is_some_and(|c| Arc::ptr_eq(c, open)) {
-            return;
-        }
-        let cause = format!("{cause}{}", self.probe(e));
-        *self.down.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!(
-            "{cause}; the store is down and reopening itself (disk_failure_policy: stop)"
-        ));
-        tracing::error!("{cause}; refusing requests and reopening the store until it opens");
-        let shared = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("storage-reopen".into())
-            .spawn(move || shared.reopen());
-        if let Err(e) = spawned {
-            tracing::error!("cannot start the storage reopen thread: {e}");
-        }
-    }
-
-    /// What writing to the data directory meets now, when fjall says only "Poisoned" (a
-    /// background flush or compaction failed; fjall logs its cause but does not return it):
-    /// writes and syncs a probe file of up to one memtable (16 MiB at most), then removes it.
-    /// Empty when the error names its cause or the probe succeeds.
-    fn probe(&self, e: &fjall::Error) -> String {
-        if !matches!(e, fjall::Error::Poisoned) {
-            return String::new();
-        }
-        use std::io::Write;
-        let path = self.path.join(".peregrine-probe");
-        let bytes = self.options.memtable_bytes.min(16 << 20) as usize;
-        let written = std::fs::File::create(&path).and_then(|mut f| {
-            f.write_all(&vec![0u8; bytes])?;
-            f.sync_all()
-        });
-        let _ = std::fs::remove_file(&path);
-        match written {
-            Ok(()) => " (a background flush or compaction failed: its cause is logged above)".into(),
-            Err(io) => format!(
-                " (a background flush or compaction failed; writing {bytes} bytes to the data directory now fails: {io})"
-            ),
-        }
-    }
-
-    /// Reopens the store with backoff until it opens (the failed handle must be released by
-    /// every request still holding it first: fjall locks its directory).
-    fn reopen(&self) {
-        let started = std::time::Instant::now();
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            std::thread::sleep(backoff);
-            // Opened is not enough: the journal's writes must also reach a table file (a
-            // flush), or a disk still full would take the store down again with the next
-            // write, the client port flapping open and shut; while it cannot, it stays down.
-            let opened = Open::new(&self.path, &self.options).and_then(|open| {
-                open.flush_and_wait()?;
-                Ok(open)
-            });
-            match opened {
-                Ok(open) => {
-                    self.open.store(Some(Arc::new(open)));
-                    *self.down.lock().unwrap_or_else(PoisonError::into_inner) = None;
-                    tracing::warn!(
-                        "storage reopened after {:?}: serving again",
-                        started.elapsed()
-                    );
-                    return;
-                }
-                Err(e) => {
-                    let reason = match &e {
-                        StorageError::Io(m) if m.contains("Poisoned") => {
-                            format!("{e}{}", self.probe(&fjall::Error::Poisoned))
-                        }
-                        _ => format!("{e}"),
-                    };
-                    tracing::warn!("storage still cannot open ({reason}); retrying in {backoff:?}");
-                    if let Some(d) = self
-                        .down
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_mut()
-                    {
-                        if !d.contains("last attempt") {
-                            d.push_str("; last attempt: ");
-                        } else if let Some(i) = d.find("; last attempt: ") {
-                            d.truncate(i + "; last attempt: ".len());
-                        }
-                        d.push_str(&reason);
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
-                }
-            }
-        }
     }
 }
 
@@ -665,7 +564,13 @@ impl Storage for LsmStorage {
                 let bucket = open.bucket(&key[..SPILL_AT])?;
                 return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
             }
-            Ok(open.data.get(key)?.map(|v| v.to_vec()))
+            match open.data.get(key) {
+                Ok(v) => Ok(v.map(|v| v.to_vec())),
+                Err(e) => {
+                    self.shared.read_failed(open, &e);
+                    Err(StorageError::from(e))
+                }
+            }
         })
     }
 
@@ -678,10 +583,7 @@ impl Storage for LsmStorage {
             match open.write(batch, self.shared.options.sync, &self.shared.buckets) {
                 Ok(()) => Ok(()),
                 Err(WriteError::Read(e)) => Err(e),
-                Err(WriteError::Fjall(e)) => {
-                    self.shared.failed(open, &e);
-                    Err(StorageError::from(e))
-                }
+                Err(WriteError::Fjall(e)) => Err(self.shared.failed(open, &e)),
             }
         })
     }
@@ -701,9 +603,13 @@ impl Storage for LsmStorage {
             long_keys::physical(end),
         );
         let iter = open.data.range::<Vec<u8>, _>(range);
-        let map = |g: fjall::Guard| match g.into_inner() {
+        let shared = &self.shared;
+        let map = move |g: fjall::Guard| match g.into_inner() {
             Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
-            Err(e) => Err(StorageError::from(e)),
+            Err(e) => {
+                shared.read_failed(&open, &e);
+                Err(StorageError::from(e))
+            }
         };
         let inner: Box<dyn Iterator<Item = Result<KvPair>> + 'a> = if reverse {
             Box::new(iter.rev().map(map))
@@ -722,8 +628,7 @@ impl Storage for LsmStorage {
     fn sync(&self) -> Result<()> {
         let open = self.shared.current()?;
         if let Err(e) = self.shared.sync_journal(&open) {
-            self.shared.failed(&open, &e);
-            return Err(StorageError::from(e));
+            return Err(self.shared.failed(&open, &e));
         }
         Ok(())
     }
