@@ -204,3 +204,24 @@ def test_labels_and_authorizations_survive_restart_and_compaction(server, su, se
     finally:
         c.shutdown()
         c2.shutdown()
+
+
+def test_describe_shows_the_option_and_replays_it(server, su):
+    """DESCRIBE TABLE names the `visibility` option (a schema dump restored keeps the labelled
+    cells hidden), and the statement it prints creates a table with the same option."""
+    # Its own session: the server may have restarted in an earlier test.
+    c, su = connect(server, "cassandra", "cassandra")
+    row = su.execute("DESCRIBE TABLE tenants.docs").one()
+    text = row.create_statement
+    assert "AND visibility = {'constraint': 'false', 'enabled': 'true'}" in text, text
+    su.execute(text.replace("tenants.docs", "tenants.docs_copy"))
+    su.execute("ALTER TABLE tenants.docs_copy WITH visibility = {'enabled': 'true', 'constraint': 'true'}")
+    copy = su.execute("DESCRIBE TABLE tenants.docs_copy").one().create_statement
+    assert "AND visibility = {'constraint': 'true', 'enabled': 'true'}" in copy, copy
+    # A labelled write to the copy is refused without labels enabled: they are.
+    su.execute("INSERT INTO tenants.docs_copy (tenant, id, title) VALUES ('acme', 1, 'x') "
+               "USING VISIBILITY 'acme'")
+    plain = su.execute("DESCRIBE TABLE tenants.docs").one().create_statement
+    su.execute("DROP TABLE tenants.docs_copy")
+    c.shutdown()
+    assert plain == text

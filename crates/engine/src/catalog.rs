@@ -76,10 +76,20 @@ pub struct TableOptions {
     pub speculative_retry: String,
     pub additional_write_policy: String,
     pub cdc: bool,
+    /// Cassandra 5.0's `allow_auto_snapshot` and `incremental_backups` (both default true):
+    /// kept and shown, they change nothing here (no automatic snapshots, no backups).
+    #[serde(default = "yes")]
+    pub allow_auto_snapshot: bool,
+    #[serde(default = "yes")]
+    pub incremental_backups: bool,
     /// `visibility = {...}`: the table's cells may carry visibility labels (a Peregrine
     /// extension, docs/visibility.md). Absent from tables without it, stored schemas included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visibility: Option<crate::labels::VisibilityOptions>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -118,6 +128,8 @@ impl Default for TableOptions {
             speculative_retry: "99p".into(),
             additional_write_policy: "99p".into(),
             cdc: false,
+            allow_auto_snapshot: true,
+            incremental_backups: true,
             visibility: None,
         }
     }

@@ -104,8 +104,24 @@ pub fn replication(
 }
 
 fn prop_text(v: &PropertyValue, name: &str) -> Result<String, EngineError> {
-    v.as_text()
-        .ok_or_else(|| EngineError::syntax(format!("Invalid value for property '{name}'")))
+    v.as_text().ok_or_else(|| {
+        EngineError::syntax(format!(
+            "Invalid value for property '{name}'. It should be a string"
+        ))
+    })
+}
+
+/// A boolean property as Cassandra reads one: `1`, `true`, `yes` or `0`, `false`, `no`, in any
+/// case.
+fn prop_bool(v: &PropertyValue, name: &str) -> Result<bool, EngineError> {
+    let s = prop_text(v, name)?;
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        _ => Err(EngineError::syntax(format!(
+            "Invalid boolean value {s} for '{name}'. Positive values can be '1', 'true' or 'yes'. Negative values can be '0', 'false' or 'no'."
+        ))),
+    }
 }
 
 fn prop_int(v: &PropertyValue, name: &str) -> Result<i32, EngineError> {
@@ -174,7 +190,21 @@ pub fn apply_table_properties(
             "read_repair" => opts.read_repair = prop_text(v, &p.name)?.to_uppercase(),
             "speculative_retry" => opts.speculative_retry = prop_text(v, &p.name)?,
             "additional_write_policy" => opts.additional_write_policy = prop_text(v, &p.name)?,
-            "cdc" => opts.cdc = prop_text(v, &p.name)? == "true",
+            "cdc" => opts.cdc = prop_bool(v, &p.name)?,
+            "allow_auto_snapshot" => opts.allow_auto_snapshot = prop_bool(v, &p.name)?,
+            "incremental_backups" => opts.incremental_backups = prop_bool(v, &p.name)?,
+            // Cassandra 5.0's memtable implementation, by the name of a configuration in its
+            // cassandra.yaml; a stock node has only `default`, as Peregrine (one memtable).
+            "memtable" => {
+                let m = prop_text(v, &p.name)?;
+                if m != "default" {
+                    return Err(EngineError::config(format!(
+                        "Memtable configuration \"{m}\" not found."
+                    )));
+                }
+            }
+            // Accepted and not kept, as Cassandra 5.0.9 does (DESCRIBE shows `{}` after it).
+            "extensions" => {}
             // A Peregrine extension; Cassandra refuses the name (docs/visibility.md).
             "visibility" => {
                 opts.visibility =

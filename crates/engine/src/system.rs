@@ -171,6 +171,15 @@ fn option_cells(tb: &TableDef) -> Vec<(&'static str, Option<Vec<u8>>)> {
     let o = &tb.options;
     vec![
         ("additional_write_policy", text(&o.additional_write_policy)),
+        // Cassandra 5.0.9 writes these two only when they are off.
+        (
+            "allow_auto_snapshot",
+            (!o.allow_auto_snapshot).then(|| vec![0]),
+        ),
+        (
+            "incremental_backups",
+            (!o.incremental_backups).then(|| vec![0]),
+        ),
         ("bloom_filter_fp_chance", double(o.bloom_filter_fp_chance)),
         ("caching", text_map(&o.caching)),
         ("comment", text(&o.comment)),
@@ -312,16 +321,14 @@ fn rows_of(
         }
         ("system_schema", "tables") => {
             for tb in schema_tables().filter(|t| t.view.is_none()) {
-                let o = &tb.options;
                 push(
                     vec![
                         ("keyspace_name", text(&tb.keyspace)),
                         ("table_name", text(&tb.name)),
-                        ("allow_auto_snapshot", boolean(true)),
-                        ("cdc", boolean(o.cdc)),
+                        // Cassandra 5.0.9 leaves `cdc` null (cdc_enabled is off) and
+                        // `memtable` null for its `default`; `allow_auto_snapshot` and
+                        // `incremental_backups` are in `option_cells`.
                         ("flags", text_list(&crate::compact::flags(tb))),
-                        ("incremental_backups", boolean(true)),
-                        ("memtable", text("default")),
                     ]
                     .into_iter()
                     .chain(option_cells(tb))
@@ -725,7 +732,7 @@ fn table_options_text(t: &TableDef, mut s: String) -> String {
         "additional_write_policy = '{}'",
         o.additional_write_policy
     ));
-    opts.push("allow_auto_snapshot = true".into());
+    opts.push(format!("allow_auto_snapshot = {}", o.allow_auto_snapshot));
     opts.push(format!(
         "bloom_filter_fp_chance = {}",
         fmt_double(o.bloom_filter_fp_chance)
@@ -745,7 +752,7 @@ fn table_options_text(t: &TableDef, mut s: String) -> String {
     }
     opts.push("extensions = {}".into());
     opts.push(format!("gc_grace_seconds = {}", o.gc_grace_seconds));
-    opts.push("incremental_backups = true".into());
+    opts.push(format!("incremental_backups = {}", o.incremental_backups));
     opts.push(format!("max_index_interval = {}", o.max_index_interval));
     opts.push(format!(
         "memtable_flush_period_in_ms = {}",
@@ -754,6 +761,14 @@ fn table_options_text(t: &TableDef, mut s: String) -> String {
     opts.push(format!("min_index_interval = {}", o.min_index_interval));
     opts.push(format!("read_repair = '{}'", o.read_repair));
     opts.push(format!("speculative_retry = '{}'", o.speculative_retry));
+    // Peregrine's extension (docs/visibility.md), so that a schema replayed from DESCRIBE keeps
+    // its labelled cells hidden.
+    if let Some(v) = &o.visibility {
+        opts.push(format!(
+            "visibility = {{'constraint': '{}', 'enabled': 'true'}}",
+            v.constraint
+        ));
+    }
     s.push_str(&opts.join("\n    AND "));
     s.push(';');
     s

@@ -1,6 +1,8 @@
 //! The `peregrine` binary: `serve` (the CQL server; also the default with no subcommand),
-//! `bench` (the load generator, from the `bench` crate) and `nodetool` (Cassandra's nodetool
-//! against a server's admin endpoint: `nodetool`; the log levels it changes: `logging`).
+//! `bench` (the load generator, from the `bench` crate), `nodetool` (Cassandra's nodetool
+//! against a server's admin endpoint: `nodetool`; the log levels it changes: `logging`) and
+//! `migrate` (copies keyspaces between standalone Peregrine and Cassandra, from the `migrate`
+//! crate: `migrate_cmd`).
 //!
 //! With `--upstream host:port[,...]` (or `upstream:` in the config file) `serve` runs in proxy
 //! mode (the `proxy` crate) in front of a Cassandra cluster instead of on the embedded engine.
@@ -27,6 +29,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 mod logging;
+mod migrate_cmd;
 mod nodetool;
 
 #[derive(Parser)]
@@ -57,6 +60,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Copy keyspaces (schema and rows, with write times and TTLs) between standalone
+    /// Peregrine and a Cassandra cluster, either way; resumable, verified at the end.
+    Migrate(migrate_cmd::MigrateArgs),
 }
 
 #[derive(Args, Clone, Default)]
@@ -103,9 +109,16 @@ fn main() -> ExitCode {
             }
         };
     }
+    // migrate's own output is its progress line and report: the in-process server of a data
+    // directory logs warnings only, unless RUST_LOG says otherwise.
+    let fallback = if matches!(cli.command, Some(Command::Migrate(_))) {
+        "warn"
+    } else {
+        "info"
+    };
     let default = tracing_subscriber::EnvFilter::try_from_default_env()
         .map(|f| f.to_string())
-        .unwrap_or_else(|_| "info".into());
+        .unwrap_or_else(|_| fallback.into());
     let (filter, reload) =
         tracing_subscriber::reload::Layer::new(tracing_subscriber::EnvFilter::new(&default));
     tracing_subscriber::registry()
@@ -114,6 +127,7 @@ fn main() -> ExitCode {
         .init();
     server::admin::set_log_levels(Box::new(logging::Levels::new(&default, reload)));
     let result = match cli.command {
+        Some(Command::Migrate(args)) => return migrate_cmd::run(args),
         Some(Command::Bench(args)) => bench::main(*args),
         Some(Command::Serve(args)) => serve(args),
         Some(Command::Nodetool { .. }) => Ok(()),
