@@ -14,12 +14,14 @@ from cassandra.cluster import Cluster
 from admin_support import Server
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "system_views_cassandra_5.0.9.json")
+DESCRIBE_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures",
+                                "system_views_describe_cassandra_5.0.9.txt")
 YAML = "cluster_name: vtables-test\nrequest_timeout: 7s\nmax_connections: 123\n"
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = Server(yaml=YAML, admin=False)
+    s = Server(yaml=YAML)
     yield s
     s.stop()
 
@@ -68,15 +70,25 @@ def test_tables_and_columns_match_cassandra(session):
 
 
 def test_driver_metadata_has_the_tables(session):
+    """The driver's metadata of every table: column names and types, partition key and
+    clustering columns in order, as Cassandra 5.0.9 has them."""
     meta = session.cluster.metadata.keyspaces["system_views"]
     assert meta.virtual
     with open(FIXTURE) as f:
         expected = json.load(f)
+    assert len(expected) == 43
     assert set(meta.tables) == set(expected)
-    clients = meta.tables["clients"]
-    assert [c.name for c in clients.partition_key] == ["address"]
-    assert [c.name for c in clients.clustering_key] == ["port"]
-    assert clients.columns["request_count"].cql_type == "bigint"
+    for name, want in expected.items():
+        t = meta.tables[name]
+        assert {c: col.cql_type for c, col in t.columns.items()} == \
+            {c["column_name"]: c["type"] for c in want["columns"]}, name
+
+        def key(kind):
+            cols = sorted((c for c in want["columns"] if c["kind"] == kind), key=lambda c: c["position"])
+            return [c["column_name"] for c in cols]
+        assert [c.name for c in t.partition_key] == key("partition_key"), name
+        assert [c.name for c in t.clustering_key] == key("clustering"), name
+        assert t.options.get("comment", "") == want["comment"], name
 
 
 def clients_of(session):
@@ -213,3 +225,174 @@ def test_cqlsh_select_and_describe(server, cqlsh_bin):
     assert "VIRTUAL TABLE system_views.clients (" in p.stdout
     assert "PRIMARY KEY (address, port)" in p.stdout
     assert ") WITH CLUSTERING ORDER BY (port ASC)\n    AND comment = 'currently connected clients';" in p.stdout
+
+
+def metrics_of(session, table):
+    return {r.name: r for r in session.execute(f"SELECT * FROM system_views.{table}")}
+
+
+def test_cql_metrics_count_statements(session):
+    before = {n: r.value for n, r in metrics_of(session, "cql_metrics").items()}
+    assert set(before) == {"prepared_statements_count", "prepared_statements_evicted",
+                           "prepared_statements_executed", "prepared_statements_ratio",
+                           "regular_statements_executed"}
+    for _ in range(3):
+        session.execute("SELECT * FROM system.local")
+    p = session.prepare("SELECT release_version FROM system.local WHERE key = 'local'")
+    session.execute(p)
+    session.execute(p)
+    after = {n: r.value for n, r in metrics_of(session, "cql_metrics").items()}
+    # The three SELECTs and the read of cql_metrics before them.
+    assert after["regular_statements_executed"] >= before["regular_statements_executed"] + 4
+    assert after["prepared_statements_executed"] == before["prepared_statements_executed"] + 2
+    assert after["prepared_statements_count"] >= 1
+    assert after["prepared_statements_evicted"] == 0
+    assert 0 < after["prepared_statements_ratio"] < 1
+
+
+def test_coordinator_latency_counts_reads_and_writes(session):
+    session.execute("CREATE KEYSPACE IF NOT EXISTS vt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE IF NOT EXISTS vt.c (k int PRIMARY KEY, v int)")
+
+    def row(table):
+        rows = list(session.execute(
+            f"SELECT * FROM system_views.{table} WHERE keyspace_name = 'vt' AND table_name = 'c'"))
+        assert len(rows) == 1, table
+        return rows[0]
+    reads, writes = row("coordinator_read_latency").count, row("coordinator_write_latency").count
+    ins = session.prepare("INSERT INTO vt.c (k, v) VALUES (?, ?)")
+    for i in range(4):
+        session.execute(ins, [i, i])
+    for _ in range(6):
+        session.execute("SELECT v FROM vt.c WHERE k = 1")
+    r = row("coordinator_read_latency")
+    assert r.count == reads + 6
+    assert r.max_ms >= r.p99th_ms >= r.p50th_ms > 0
+    assert row("coordinator_write_latency").count == writes + 4
+    assert row("coordinator_scan_latency").count >= 0
+    # Every table is listed in the SSTable tables, with nothing attributed.
+    assert row("max_sstable_size").mebibytes == 0
+    assert row("max_sstable_duration").max_sstable_duration == 0
+
+
+def test_batch_metrics_count_partitions(session):
+    from cassandra.query import BatchStatement, BatchType
+    session.execute("CREATE KEYSPACE IF NOT EXISTS vt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE IF NOT EXISTS vt.b (k int, c int, PRIMARY KEY (k, c))")
+    ins = session.prepare("INSERT INTO vt.b (k, c) VALUES (?, ?)")
+    b = BatchStatement(batch_type=BatchType.UNLOGGED)
+    # Five partitions, one of them twice.
+    for k, c in [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (5, 2)]:
+        b.add(ins, (k, c))
+    session.execute(b)
+    m = metrics_of(session, "batch_metrics")
+    assert set(m) == {"partitions_per_counter_batch", "partitions_per_logged_batch",
+                      "partitions_per_unlogged_batch"}
+    assert m["partitions_per_unlogged_batch"].max >= 5
+    assert m["partitions_per_unlogged_batch"].p999th >= m["partitions_per_unlogged_batch"].p50th > 0
+    session.execute("BEGIN BATCH INSERT INTO vt.b (k, c) VALUES (9, 1); INSERT INTO vt.b (k, c) VALUES (9, 2); APPLY BATCH")
+    assert metrics_of(session, "batch_metrics")["partitions_per_logged_batch"].max >= 1
+
+
+def test_gossip_info_is_the_node(session):
+    local = list(session.execute("SELECT host_id, release_version, schema_version, data_center, rack FROM system.local"))[0]
+
+    def gossip():
+        rows = list(session.execute("SELECT * FROM system_views.gossip_info"))
+        assert len(rows) == 1
+        return rows[0]
+    g = gossip()
+    assert g.address == "127.0.0.1"
+    assert g.host_id == str(local.host_id)
+    assert g.release_version == local.release_version
+    assert g.dc == local.data_center and g.rack == local.rack
+    assert g.status.startswith("NORMAL,")
+    assert g.rpc_ready == "true"
+    assert g.generation > 1_600_000_000
+    # The schema can change under other tests: compare with system.local read just before.
+    schema = list(session.execute("SELECT schema_version FROM system.local"))[0].schema_version
+    assert gossip().schema == str(schema)
+    # The heartbeat beats once a second.
+    wait_for(lambda: gossip().heartbeat > g.heartbeat, "the heartbeat to move", timeout=5)
+
+
+def test_sai_column_indexes(session):
+    session.execute("CREATE KEYSPACE IF NOT EXISTS vt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE IF NOT EXISTS vt.s (k int PRIMARY KEY, t text, n int)")
+    session.execute("CREATE INDEX IF NOT EXISTS s_t ON vt.s (t) USING 'sai' WITH OPTIONS = {'case_sensitive': 'false'}")
+    session.execute("CREATE INDEX IF NOT EXISTS s_n ON vt.s (n) USING 'sai'")
+    rows = {r.index_name: r for r in session.execute(
+        "SELECT * FROM system_views.sai_column_indexes WHERE keyspace_name = 'vt'")}
+    assert rows["s_t"].analyzer == "NonTokenizingAnalyzer{caseSensitive=false, normalized=false, ascii=false}"
+    assert rows["s_t"].is_string is True and rows["s_n"].is_string is False
+    assert rows["s_n"].analyzer == "NoOpAnalyzer"
+    for r in (rows["s_t"], rows["s_n"]):
+        assert (r.table_name, r.is_queryable, r.is_building) == ("s", True, False)
+    assert rows["s_t"].column_name == "t"
+    # Gossip carries the indexes' build status, as Cassandra's (3: built).
+    status = json.loads(list(session.execute("SELECT index_status FROM system_views.gossip_info"))[0].index_status)
+    assert status["vt"]["s_t"] == 3 and status["vt"]["s_n"] == 3
+    # No SSTable-attached index components here (docs/compatibility.md).
+    assert list(session.execute("SELECT * FROM system_views.sai_sstable_indexes")) == []
+
+
+def test_snapshots_lists_the_tables_of_a_snapshot(server, session):
+    session.execute("CREATE KEYSPACE IF NOT EXISTS vs WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE IF NOT EXISTS vs.a (k int PRIMARY KEY)")
+    session.execute("CREATE TABLE IF NOT EXISTS vs.b (k int PRIMARY KEY)")
+    session.execute("INSERT INTO vs.a (k) VALUES (1)")
+    assert list(session.execute("SELECT * FROM system_views.snapshots WHERE name = 'vt-snap'")) == []
+    rc, out, err = server.nodetool("snapshot", "-t", "vt-snap", "vs")
+    assert rc == 0, err
+    rows = list(session.execute("SELECT * FROM system_views.snapshots WHERE name = 'vt-snap'"))
+    assert [(r.keyspace_name, r.table_name) for r in rows] == [("vs", "a"), ("vs", "b")]
+    for r in rows:
+        assert r.size_on_disk > 0 and r.true_size == r.size_on_disk
+        assert r.ephemeral is False and r.expires_at is None and r.created_at is not None
+    rc, out, err = server.nodetool("clearsnapshot", "-t", "vt-snap")
+    assert rc == 0, err
+    assert list(session.execute("SELECT * FROM system_views.snapshots WHERE name = 'vt-snap'")) == []
+
+
+EMPTY = ["credentials_cache_keys", "internode_inbound", "internode_outbound",
+         "jmx_permissions_cache_keys", "network_permissions_cache_keys", "pending_hints",
+         "permissions_cache_keys", "repair_jobs", "repair_participates", "repair_sessions",
+         "repair_validations", "repairs", "roles_cache_keys", "sai_sstable_index_segments",
+         "streaming", "system_logs"]
+
+
+@pytest.mark.parametrize("table", EMPTY)
+def test_tables_of_what_one_node_never_does_are_empty(session, table):
+    assert list(session.execute(f"SELECT * FROM system_views.{table}")) == []
+
+
+def test_cidr_metrics_rows_as_cassandra_without_cidr_authorizer(session):
+    counts = metrics_of(session, "cidr_filtering_metrics_counts")
+    assert {n: r.value for n, r in counts.items()} == {"CIDR groups cache reload count": 0}
+    lat = metrics_of(session, "cidr_filtering_metrics_latencies")
+    assert set(lat) == {"CIDR checks latency (ns)", "CIDR groups cache reload latency (ns)",
+                        "Lookup IP in CIDR groups cache latency (ns)"}
+
+
+def test_cqlsh_reads_every_table(server, cqlsh_bin):
+    """cqlsh SELECTs each of the 43 tables (its metadata check and its formatting of every
+    column type) and DESCRIBEs the keyspace with Cassandra's text for the new tables."""
+    with open(FIXTURE) as f:
+        tables = sorted(json.load(f))
+    base = [cqlsh_bin, "127.0.0.1", str(server.port), "--request-timeout=30", "--connect-timeout=20"]
+    script = "".join(f"SELECT * FROM system_views.{t} LIMIT 3;\n" for t in tables)
+    p = subprocess.run(base, input=script, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "rror" not in p.stderr, p.stderr
+    assert p.stdout.count("rows)") + p.stdout.count("row)") == len(tables), p.stdout[-3000:]
+    p = subprocess.run(base + ["-e", "DESCRIBE KEYSPACE system_views"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("VIRTUAL TABLE system_views.") == len(tables)
+    # Byte for byte what cqlsh prints against Cassandra 5.0.9.
+    with open(DESCRIBE_FIXTURE) as f:
+        assert p.stdout == f.read()
+    assert ("    PRIMARY KEY (keyspace_name, index_name, sstable_name, segment_row_id_offset)\n"
+            ") WITH CLUSTERING ORDER BY (index_name ASC, sstable_name ASC, segment_row_id_offset ASC)\n"
+            "    AND comment = 'SSTable index segment metadata';") in p.stdout
+    assert "VIRTUAL TABLE system_views.gossip_info (\n    address inet,\n    port int,\n    dc text," in p.stdout

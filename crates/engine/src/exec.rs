@@ -1221,6 +1221,21 @@ pub(crate) struct Mutations {
 }
 
 impl Mutations {
+    /// How many partitions the mutations touch (`batch_metrics`): keys are in order, so a
+    /// partition's keys are adjacent and one comparison per key counts them.
+    pub(crate) fn partitions(&self) -> usize {
+        let mut n = 0;
+        let mut last: Option<&[u8]> = None;
+        for k in self.entries.keys() {
+            let prefix = &k[..crate::keys::partition_prefix_len(k).unwrap_or(k.len())];
+            if last != Some(prefix) {
+                n += 1;
+                last = Some(prefix);
+            }
+        }
+        n
+    }
+
     /// The mutations added from now on come from the next statement of a batch.
     pub(crate) fn next_statement(&mut self) {
         self.statement += 1;

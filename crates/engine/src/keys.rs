@@ -104,6 +104,24 @@ pub fn row_key(partition_prefix: &[u8], encoded_clustering: &[u8]) -> Vec<u8> {
     k
 }
 
+/// The length of a data key's partition prefix (`0x01 table token esc(pk)`), read without
+/// copying the key; `None` for a key that is not one.
+pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
+    if key.len() < 13 || key[0] != DATA_PREFIX {
+        return None;
+    }
+    let mut i = 13;
+    loop {
+        match *key.get(i)? {
+            0 => match *key.get(i + 1)? {
+                0 => return Some(i + 2),
+                _ => i += 2,
+            },
+            _ => i += 1,
+        }
+    }
+}
+
 /// What a storage key under a table is: (token, pk bytes, is_header, clustering tail).
 pub struct DecodedKey<'a> {
     pub token: i64,
@@ -320,6 +338,21 @@ fn encode_varint(out: &mut Vec<u8>, v: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_prefix_len_reads_escaped_keys() {
+        for pk in [&b""[..], b"abc", &[0, 0, 1], &[0xFF, 0, 0xFF]] {
+            let prefix = partition_prefix(7, -3, pk);
+            assert_eq!(
+                partition_prefix_len(&header_key(&prefix)),
+                Some(prefix.len())
+            );
+            let row = row_key(&prefix, &[1, 0, 0, 0]);
+            assert_eq!(partition_prefix_len(&row), Some(prefix.len()));
+        }
+        assert_eq!(partition_prefix_len(&[DATA_PREFIX, 0, 0]), None);
+        assert_eq!(partition_prefix_len(&[0x02; 20]), None);
+    }
 
     fn enc(ty: &ColumnType, v: &[u8], desc: bool) -> Vec<u8> {
         let mut o = Vec::new();

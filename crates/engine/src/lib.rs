@@ -479,6 +479,8 @@ pub struct Engine {
     pub(crate) vectors: index::vector::VectorIndexes,
     /// What `system_views` shows of the process (see `virtual_tables`).
     live: RwLock<Option<Arc<dyn virtual_tables::LiveData>>>,
+    /// Partitions per batch, by batch kind (`system_views.batch_metrics`).
+    batch_sizes: virtual_tables::BatchSizes,
     /// Which tables may hold partition headers (a point read of the others is one look-up).
     pub(crate) headers: headers::Headers,
 }
@@ -574,6 +576,7 @@ impl Engine {
             service_levels,
             vectors: Default::default(),
             live: RwLock::new(None),
+            batch_sizes: virtual_tables::BatchSizes::default(),
             headers,
         };
         // An index whose build a crash interrupted is built again.
@@ -1069,9 +1072,14 @@ impl Engine {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
+        // Cassandra counts the partitions of the batches it runs without conditions.
+        let partitions = (!conditional).then(|| m.partitions());
         self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
+        }
+        if let Some(n) = partitions {
+            self.batch_sizes.record(kind, n);
         }
         if kind != BatchKind::Logged {
             if let Some(w) = warnings::unlogged_batch(&parts)? {
@@ -1122,7 +1130,15 @@ impl Engine {
                     system::store_rows(&plan.table, self.auth.rows_of(&plan.table))?
                 } else {
                     let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
-                    system::materialize(&plan.table, &schema, &self.node, live.as_deref())?
+                    let facts = virtual_tables::EngineFacts {
+                        prepared_statements: self
+                            .prepared
+                            .read()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .len(),
+                        batch_sizes: &self.batch_sizes,
+                    };
+                    system::materialize(&plan.table, &schema, &self.node, live.as_deref(), &facts)?
                 };
                 let rs = self.run_select(
                     &store,

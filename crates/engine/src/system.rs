@@ -260,9 +260,10 @@ fn rows_of(
     schema: &Schema,
     node: &NodeInfo,
     live: Option<&dyn LiveData>,
+    facts: &crate::virtual_tables::EngineFacts,
 ) -> Vec<Vec<Option<Vec<u8>>>> {
     if t.keyspace == "system_views" {
-        return crate::virtual_tables::rows_of(t, schema, live);
+        return crate::virtual_tables::rows_of(t, schema, node, live, facts);
     }
     let mut out = Vec::new();
     let mut push = |pairs: Vec<(&str, Option<Vec<u8>>)>| out.push(row_by_names(t, pairs));
@@ -468,14 +469,16 @@ fn rows_of(
     out
 }
 
-/// Materializes a virtual table into a fresh in-memory store.
+/// Materializes a virtual table into a fresh in-memory store (`facts`: what the engine
+/// itself counts, for `system_views`).
 pub fn materialize(
     t: &TableDef,
     schema: &Schema,
     node: &NodeInfo,
     live: Option<&dyn LiveData>,
+    facts: &crate::virtual_tables::EngineFacts,
 ) -> Result<MemStorage, EngineError> {
-    store_rows(t, rows_of(t, schema, node, live))
+    store_rows(t, rows_of(t, schema, node, live, facts))
 }
 
 /// Writes rows (a value per column, in `t`'s column order) of a virtual table into a fresh

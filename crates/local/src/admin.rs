@@ -200,6 +200,15 @@ impl LocalBackend {
             }
             Some(ids)
         };
+        // The tables it holds, for `system_views.snapshots` (see `crate::live`).
+        let schema = self.engine.schema();
+        let tables: Vec<String> = schema
+            .tables
+            .values()
+            .filter(|t| !engine::system::is_virtual(t))
+            .filter(|t| ids.as_ref().is_none_or(|ids| ids.contains(&t.id)))
+            .map(|t| format!("{}.{}", t.keyspace, t.name))
+            .collect();
         let store = self.store.clone();
         let name = tag.clone();
         let info = blocking(move || {
@@ -209,7 +218,13 @@ impl LocalBackend {
                 }
                 _ => true,
             };
-            store.snapshot(&name, &keep)
+            let info = store.snapshot(&name, &keep)?;
+            crate::live::write_manifest(&info.path, &tables).map_err(|e| {
+                storage::StorageError::Snapshot(format!(
+                    "cannot write the snapshot's manifest: {e}"
+                ))
+            })?;
+            Ok(info)
         })
         .await?;
         Ok(json!({ "tag": tag, "path": info.path, "bytes": info.bytes, "keyspaces": keyspaces }))

@@ -1,12 +1,15 @@
 //! What `system_views` shows of this process ([`engine::virtual_tables::LiveData`]): the
-//! connections (`server::clients`), the configuration, the store's cache and workers, and
-//! the per-table latencies `server::metrics` records.
+//! connections (`server::clients`), the configuration, the store's cache and workers, the
+//! per-table latencies and request counts `server::metrics` records, the node's uptime and
+//! load (`gossip_info`), and the snapshots on disk with the manifest each carries.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use engine::virtual_tables::{
-    CacheRow, ClientRow, Latency, LatencyKind, LiveData, QueryRow, SstableTaskRow, ThreadPoolRow,
+    CacheRow, ClientRow, Latency, LatencyKind, LiveData, NodeState, QueryRow, SnapshotRow,
+    SstableTaskRow, StatementCounts, ThreadPoolRow,
 };
 use server::config::Config;
 use server::metrics::{self, HistogramSnapshot, Op, LATENCY_BUCKETS_US};
@@ -15,6 +18,8 @@ pub(crate) struct Live {
     store: Arc<storage::LsmStorage>,
     settings: Vec<(String, String)>,
     started: Instant,
+    /// Seconds since the epoch at the start (gossip's generation).
+    generation: i32,
     /// With PasswordAuthenticator a connection without a role is still logging in.
     login: bool,
 }
@@ -25,9 +30,42 @@ impl Live {
             store,
             settings: settings(config),
             started: Instant::now(),
+            generation: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX)),
             login: config.authenticator == server::config::Authenticator::PasswordAuthenticator,
         }
     }
+}
+
+/// The file in a snapshot's directory that names the tables it holds and when it was taken
+/// (as Cassandra's snapshots carry a `manifest.json`; the store ignores files it does not
+/// know in its directory).
+const MANIFEST: &str = "manifest.json";
+
+/// Writes `dir`'s manifest: `tables` (`keyspace.table`) and the time now.
+pub(crate) fn write_manifest(dir: &Path, tables: &[String]) -> std::io::Result<()> {
+    let created_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let text = serde_json::json!({ "created_at_ms": created_at, "tables": tables }).to_string();
+    std::fs::write(dir.join(MANIFEST), text)
+}
+
+/// The tables and creation time a snapshot's manifest names; `None` without a readable one
+/// (a snapshot taken before manifests were written).
+fn read_manifest(dir: &Path) -> Option<(Vec<(String, String)>, i64)> {
+    let text = std::fs::read(dir.join(MANIFEST)).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let tables = v["tables"]
+        .as_array()?
+        .iter()
+        .filter_map(|t| {
+            let (k, t) = t.as_str()?.split_once('.')?;
+            Some((k.to_string(), t.to_string()))
+        })
+        .collect();
+    Some((tables, v["created_at_ms"].as_i64()?))
 }
 
 /// Flattens a serialized configuration value into `name = value` rows (nested keys joined
@@ -254,10 +292,12 @@ impl LiveData for Live {
     }
 
     fn latency(&self, kind: LatencyKind, keyspace: &str, table: &str) -> Option<Latency> {
+        // Requests are timed from arrival to answer, and this node is the coordinator and
+        // the only replica: the local and coordinator tables show the same figures.
         let op = match kind {
-            LatencyKind::Read => Op::Read,
-            LatencyKind::Write => Op::Write,
-            LatencyKind::Scan => Op::RangeRead,
+            LatencyKind::Read | LatencyKind::CoordinatorRead => Op::Read,
+            LatencyKind::Write | LatencyKind::CoordinatorWrite => Op::Write,
+            LatencyKind::Scan | LatencyKind::CoordinatorScan => Op::RangeRead,
         };
         let uptime = self.started.elapsed().as_secs_f64();
         metrics::global()
@@ -270,5 +310,42 @@ impl LiveData for Live {
     fn table_size(&self, _keyspace: &str, _table: &str) -> Option<(u64, u64)> {
         // One store holds every table; it keeps no per-table sizes (docs/compatibility.md).
         None
+    }
+
+    fn statements(&self) -> StatementCounts {
+        let m = metrics::global();
+        StatementCounts {
+            prepared: m.requests_of("execute") as i64,
+            regular: m.requests_of("query") as i64,
+        }
+    }
+
+    fn snapshots(&self) -> Vec<SnapshotRow> {
+        let mut out = Vec::new();
+        for s in self.store.list_snapshots().unwrap_or_default() {
+            let Some((tables, created_at)) = read_manifest(&s.path) else {
+                continue;
+            };
+            // One store holds all of a snapshot's tables: each row has the whole size.
+            for (keyspace_name, table_name) in tables {
+                out.push(SnapshotRow {
+                    name: s.tag.clone(),
+                    keyspace_name,
+                    table_name,
+                    created_at: Some(created_at),
+                    size_on_disk: s.bytes as i64,
+                    true_size: s.bytes as i64,
+                });
+            }
+        }
+        out
+    }
+
+    fn node_state(&self) -> Option<NodeState> {
+        Some(NodeState {
+            generation: self.generation,
+            heartbeat: i32::try_from(self.started.elapsed().as_secs()).unwrap_or(i32::MAX),
+            load_bytes: self.store.stats().map_or(0, |s| s.disk_bytes),
+        })
     }
 }

@@ -296,6 +296,14 @@ impl Metrics {
             .map_or(0, |i| self.errors[i].get())
     }
 
+    /// Requests of `opcode` (a name in [`OPCODES`]) answered since the start.
+    pub fn requests_of(&self, opcode: &str) -> u64 {
+        OPCODES
+            .iter()
+            .position(|o| *o == opcode)
+            .map_or(0, |i| self.requests[i].snapshot().count())
+    }
+
     /// Requests answered since the start, all opcodes.
     pub fn requests_total(&self) -> u64 {
         self.requests.iter().map(|h| h.snapshot().count()).sum()
