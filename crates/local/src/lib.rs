@@ -613,11 +613,15 @@ impl LocalBackend {
     }
 }
 
-/// The reply with Cassandra's client `warning` for a result of rows (the WARNING flag; drivers
-/// log it), e.g. an aggregate over the whole table (`engine::warnings`).
+/// The reply with Cassandra's client `warning` for a result of rows or a schema change (the
+/// WARNING flag; drivers log it), e.g. an aggregate over the whole table or the creation of a
+/// vector index (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
+/// nothing) carry none.
 fn with_warning(response: Response, warning: Option<&'static str>) -> Reply {
     let mut reply = Reply::from(response);
-    if let (Some(w), Response::Result(ResultBody::Rows(_))) = (warning, &reply.response) {
+    if let (Some(w), Response::Result(ResultBody::Rows(_) | ResultBody::SchemaChange(_))) =
+        (warning, &reply.response)
+    {
         reply.extras.warnings.push(w.into());
     }
     reply
