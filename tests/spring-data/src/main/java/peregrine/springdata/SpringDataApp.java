@@ -9,6 +9,7 @@ import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.autoconfigure.cassandra.DriverConfigLoaderBuilderCustomizer;
 import org.springframework.context.annotation.Bean;
+import org.springframework.data.cassandra.SessionFactory;
 import org.springframework.data.cassandra.core.cql.CqlTemplate;
 import org.springframework.data.cassandra.core.cql.generator.CreateKeyspaceCqlGenerator;
 import org.springframework.data.cassandra.core.cql.keyspace.CreateKeyspaceSpecification;
@@ -17,7 +18,8 @@ import org.springframework.data.cassandra.core.cql.keyspace.CreateKeyspaceSpecif
  * A small Spring Boot application on Spring Data Cassandra, the way such applications are
  * usually set up: Boot's auto-configuration builds the driver session from {@code spring.cassandra.*}
  * (application.yml), {@code spring.cassandra.schema-action: create_if_not_exists} makes Spring Data
- * create the user types and tables of the {@code @Table} entities at start-up, and the entities
+ * create the user types, tables and indexes of the {@code @Table} entities at start-up
+ * ({@link VectorIndex} adds what it cannot express), and the entities
  * are used through {@link ReadingRepository} and {@code CassandraTemplate}.
  *
  * <p>Two additions, both for running against any endpoint: the keyspace ({@code app.keyspace}) is
@@ -59,5 +61,11 @@ public class SpringDataApp {
             new CqlTemplate(system).execute(CreateKeyspaceCqlGenerator.toCql(spec));
         }
         return builders.getObject().withKeyspace(keyspace).build();
+    }
+
+    /** The vector index, once the session factory (and so the schema action) is ready. */
+    @Bean
+    VectorIndex vectorIndex(SessionFactory sessionFactory) {
+        return new VectorIndex(sessionFactory);
     }
 }

@@ -138,7 +138,7 @@ class ConnectMetadataTest extends SpringDataTest {
         CassandraAdminTemplate admin = new CassandraAdminTemplate(session, template.getConverter());
         List<String> tables = admin.getKeyspaceMetadata().getTables().keySet().stream()
                 .map(CqlIdentifier::asInternal).sorted().toList();
-        assertThat(tables).containsExactly("accounts", "documents", "readings");
+        assertThat(tables).containsExactly("accounts", "documents", "gadgets", "page_views", "readings");
         assertThat(admin.getTableMetadata(CqlIdentifier.fromInternal(KEYSPACE), CqlIdentifier.fromInternal("readings")))
                 .isPresent();
     }
