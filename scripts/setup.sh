@@ -12,6 +12,8 @@
 #   * the Maven dependencies of tests/java-driver (the Apache Cassandra Java driver 4.x, JUnit 5)
 #     into ~/.m2, so tests/java-driver/run.sh works offline;
 #   * YCSB 0.17.0's core and the DataStax Java driver 3.0.0 for tests/ycsb (`run.sh --setup`).
+#   * the Maven dependencies of tests/spring-data (Spring Boot 3 with Spring Data Cassandra) into
+#     ~/.m2 (`run.sh --setup`), so its runs are offline;
 #   * the Go modules of tests/go-driver (gocql) and the npm packages of tests/node-driver
 #     (cassandra-driver), so their run.sh work offline.
 # Each step is skipped when already done, so a second run takes well under a second.
@@ -125,6 +127,10 @@ fi
 
 # ------------------------------------------------- YCSB 0.17.0 (tests/ycsb)
 "$HERE/../tests/ycsb/run.sh" --setup
+
+# ------------------------- Spring Boot / Spring Data Cassandra (tests/spring-data)
+# Redone when its pom changes (the hash is the stamp); its run.sh does the same check itself.
+"$HERE/../tests/spring-data/run.sh" --setup
 
 # ------------------------------------------- Go and Node.js driver tests' dependencies
 # tests/go-driver/run.sh runs `go test` with GOPROXY=off: download the modules go.sum pins into the

@@ -97,6 +97,7 @@ suite "Rust scylla driver against peregrine" rust-driver "$PEREGRINE_PORT"
 suite "Java driver against peregrine" java-driver "$PEREGRINE_PORT"
 suite "Go driver (gocql) against peregrine" go-driver "$PEREGRINE_PORT"
 suite "Node.js cassandra-driver against peregrine" node-driver "$PEREGRINE_PORT"
+suite "Spring Boot / Spring Data Cassandra against peregrine" spring-data "$PEREGRINE_PORT"
 suite "YCSB 0.17.0 (Java driver 3.0.0) against peregrine" ycsb "$PEREGRINE_PORT"
 
 if [[ "$cassandra_started" == 1 ]]; then
@@ -125,6 +126,7 @@ if [[ "$cassandra_started" == 1 ]]; then
     suite "Java driver through the proxy (peregrine --upstream Cassandra)" java-driver "$PROXY_PORT"
     suite "Go driver (gocql) through the proxy (peregrine --upstream Cassandra)" go-driver "$PROXY_PORT"
     suite "Node.js cassandra-driver through the proxy (peregrine --upstream Cassandra)" node-driver "$PROXY_PORT"
+    suite "Spring Boot / Spring Data Cassandra through the proxy (peregrine --upstream Cassandra)" spring-data "$PROXY_PORT"
     suite "YCSB through the proxy (peregrine --upstream Cassandra)" ycsb "$PROXY_PORT"
     kill -TERM "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true
 fi

@@ -9,7 +9,8 @@
   against the brute force stays above a floor, with a fixed seed, and rows deleted after
   the graph was built never come back;
 - after a clean restart and after SIGKILL the index is rebuilt from the table: queries
-  complete and include the rows written just before the kill.
+  complete and include the rows written just before the kill;
+- the client warning Cassandra 5.0.9 sends on the DDL that validates a vector index.
 """
 
 import contextlib
@@ -87,6 +88,47 @@ def test_ann_errors_through_prepared_statements(session, ks):
         session.execute(q, (None, 3))
     with pytest.raises(InvalidRequest, match="Top-K queries must have a limit specified"):
         session.execute("SELECT k FROM t ORDER BY v ANN OF [0.1, 0.2]")
+
+
+VECTOR_WARNING = (
+    "SAI ANN indexes on vector columns are experimental and are not recommended for production use.\n"
+    "They don't yet support SELECT queries with:\n"
+    " * Consistency level higher than ONE/LOCAL_ONE.\n"
+    " * Paging.\n"
+    " * No LIMIT clauses.\n"
+    " * PER PARTITION LIMIT clauses.\n"
+    " * GROUP BY clauses.\n"
+    " * Aggregation functions.\n"
+    " * Filters on columns without a SAI index."
+)
+
+
+def test_vector_index_ddl_warns_as_cassandra(session, ks):
+    """Cassandra 5.0.9 warns whenever it validates a vector index's options: CREATE INDEX of the
+    vector index, any later CREATE INDEX on its table, ALTER TABLE ADD on it; not for other
+    tables, ALTER TABLE WITH/DROP, DROP INDEX, writes, or an IF NOT EXISTS that finds the index
+    (the list below is what 5.0.9 answered, statement by statement)."""
+    session.execute(f"USE {ks}")
+    session.execute("CREATE TABLE vw (id int PRIMARY KEY, e vector<float, 3>, t text, u text)")
+    session.execute("CREATE TABLE vw_other (id int PRIMARY KEY, e vector<float, 3>, t text)")
+    steps = [
+        ("CREATE INDEX vw_u ON vw (u) USING 'sai'", False),
+        ("CREATE INDEX vw_e ON vw (e) USING 'sai'", True),
+        ("CREATE INDEX IF NOT EXISTS vw_e ON vw (e) USING 'sai'", False),
+        ("ALTER TABLE vw ADD x int", True),
+        ("ALTER TABLE vw WITH comment = 'c'", False),
+        ("CREATE INDEX vw_t ON vw (t)", True),
+        ("DROP INDEX vw_t", False),
+        ("INSERT INTO vw (id, e) VALUES (1, [1, 2, 3])", False),
+        ("CREATE INDEX vw_other_t ON vw_other (t) USING 'sai'", False),
+        ("ALTER TABLE vw DROP x", False),
+        ("DROP INDEX vw_u", False),
+        ("CREATE CUSTOM INDEX vw_other_e ON vw_other (e) USING 'StorageAttachedIndex'", True),
+    ]
+    for query, warns in steps:
+        f = session.execute_async(query)
+        f.result()
+        assert f.warnings == ([VECTOR_WARNING] if warns else None), query
 
 
 def wait_until(what, cond, timeout=15):

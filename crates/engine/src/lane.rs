@@ -47,6 +47,8 @@ pub struct PlannedQuery {
     parsed: cql::ParsedStatement,
     pub(crate) compiled: Compiled,
     values: Vec<Option<crate::BoundValue>>,
+    /// The client warning of a DDL statement (`warnings::ddl_warning`), planned with the schema.
+    pub(crate) ddl_warning: Option<&'static str>,
 }
 
 impl PlannedQuery {
@@ -76,10 +78,13 @@ impl Engine {
             // reported first).
             return Err(DbError::invalid("Invalid amount of bind variables"));
         }
+        let ddl_warning =
+            crate::warnings::ddl_warning(&parsed.statement, opts.keyspace.as_deref(), &schema);
         Ok(PlannedQuery {
             parsed,
             compiled,
             values,
+            ddl_warning,
         })
     }
 

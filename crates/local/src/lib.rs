@@ -625,15 +625,19 @@ impl LocalBackend {
 }
 
 /// The reply with Cassandra's client warnings (the WARNING flag; drivers log them): the plan's
-/// `warning` for a result of rows, e.g. an aggregate over the whole table, and the one the run
-/// `raised`, e.g. an unlogged batch across many partitions (`engine::warnings`).
+/// `warning` for a result of rows or a schema change, e.g. an aggregate over the whole table or
+/// the creation of a vector index, and the one the run `raised`, e.g. an unlogged batch across
+/// many partitions (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
+/// nothing) carry no plan warning.
 fn with_warning(
     response: Response,
     warning: Option<&'static str>,
     raised: Option<String>,
 ) -> Reply {
     let mut reply = Reply::from(response);
-    if let (Some(w), Response::Result(ResultBody::Rows(_))) = (warning, &reply.response) {
+    if let (Some(w), Response::Result(ResultBody::Rows(_) | ResultBody::SchemaChange(_))) =
+        (warning, &reply.response)
+    {
         reply.extras.warnings.push(w.into());
     }
     reply.extras.warnings.extend(raised);

@@ -19,7 +19,7 @@ const VECTOR_OPTIONS: &[&str] = &[
 ];
 
 /// Whether a CUSTOM index class is SAI (the only custom class Peregrine has).
-fn is_sai_class(class: &str) -> bool {
+pub(crate) fn is_sai_class(class: &str) -> bool {
     let c = class.to_ascii_lowercase();
     c == "sai"
         || c == "storageattachedindex"
