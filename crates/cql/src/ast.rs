@@ -671,6 +671,13 @@ pub enum SelectorExpr {
         column: String,
         key: Term,
     },
+    /// `writetime(u.f)`, `maxwritetime(u.f)`, `ttl(u.f)` (and `u.f.g` through nested UDTs): of
+    /// one field of a UDT column (Cassandra 5.0).
+    FieldTime {
+        func: CellTimeFn,
+        column: String,
+        fields: Vec<String>,
+    },
     /// `f(args)`, including `token(a, b)`, `now()`, `toTimestamp(now())`, aggregates.
     Function {
         name: FunctionName,

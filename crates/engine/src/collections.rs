@@ -30,7 +30,7 @@ fn list_path(key: i64) -> Vec<u8> {
 }
 
 /// The path of a UDT's field at position `i`.
-fn field_path(i: usize) -> Vec<u8> {
+pub(crate) fn field_path(i: usize) -> Vec<u8> {
     (i as u16).to_be_bytes().to_vec()
 }
 

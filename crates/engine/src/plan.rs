@@ -212,6 +212,13 @@ pub enum Selector {
         key: Src,
     },
     Ttl(usize),
+    /// `writetime(u.f)`, `maxwritetime(u.f)`, `ttl(u.f)`: of the field at positions `fields`
+    /// (nested UDTs after the first) of the UDT in column `column`.
+    FieldTime {
+        func: cql::ast::CellTimeFn,
+        column: usize,
+        fields: Vec<usize>,
+    },
     /// `token(pk...)` of the row's partition.
     Token,
     /// `udt_column.field`: the column and the field's position.

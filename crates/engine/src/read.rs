@@ -121,6 +121,46 @@ impl<'r> RowView<'r> {
         }
     }
 
+    /// `writetime`, `maxwritetime` or `ttl` of a field of the UDT in column `idx`: of a
+    /// non-frozen one, those of the field's own cell; of a frozen one, those of its one cell.
+    /// Null when the field (or a nested one on the way) is null.
+    fn field_time(
+        &self,
+        func: cql::ast::CellTimeFn,
+        idx: usize,
+        fields: &[usize],
+    ) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let cell = self.cell(idx)?;
+        let (first, rest) = fields.split_first()?;
+        let (value, ts, ttl) = match crate::exec::multi_cell_kind(c) {
+            Some(kind) => {
+                let elements = cell.live_elements(kind, secs)?;
+                let path = crate::collections::field_path(*first);
+                let e = elements.elements.iter().find(|e| e.path == path)?;
+                (
+                    e.live_value(secs)?.to_vec(),
+                    e.ts,
+                    e.expiry().map(|x| x.expires_at.saturating_sub(secs) as i32),
+                )
+            }
+            None => {
+                let whole = cell.live_value(secs)?;
+                let v = crate::exec::tuple_field(whole, *first)?.to_vec();
+                (v, cell.ts, cell.ttl_remaining(secs))
+            }
+        };
+        let mut v = value;
+        for f in rest {
+            v = crate::exec::tuple_field(&v, *f)?.to_vec();
+        }
+        match func {
+            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
+            _ => Some(ts.to_be_bytes().to_vec()),
+        }
+    }
+
     /// `writetime`, `maxwritetime` or `ttl` of the element `key` of the set or map in column
     /// `idx` (of a frozen one, those of its one cell when it holds `key`).
     fn element_time(&self, func: cql::ast::CellTimeFn, idx: usize, key: &[u8]) -> Option<Vec<u8>> {
@@ -192,6 +232,11 @@ impl<'r> RowView<'r> {
                 let key = resolve(key, self.vals).ok().flatten()?;
                 self.element_time(*func, *column, &key).map(Cow::Owned)
             }
+            Selector::FieldTime {
+                func,
+                column,
+                fields,
+            } => self.field_time(*func, *column, fields).map(Cow::Owned),
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
             Selector::Field(idx, pos) => {
                 let ty = &self.t.columns[*idx].ty;

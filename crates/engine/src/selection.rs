@@ -213,7 +213,8 @@ impl Builder<'_> {
             | E::WriteTime(c)
             | E::MaxWriteTime(c)
             | E::Ttl(c)
-            | E::ElementTime { column: c, .. } => self.column(t, c).map(|_| ()),
+            | E::ElementTime { column: c, .. }
+            | E::FieldTime { column: c, .. } => self.column(t, c).map(|_| ()),
             E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
             E::Cast { expr, .. }
             | E::Field { expr, .. }
@@ -419,6 +420,52 @@ impl Builder<'_> {
                         func: *func,
                         column: i,
                         key: src,
+                    },
+                    selector_name(e),
+                    match func {
+                        cql::ast::CellTimeFn::Ttl => ColumnType::Int,
+                        _ => ColumnType::Bigint,
+                    },
+                )
+            }
+            E::FieldTime {
+                func,
+                column,
+                fields,
+            } => {
+                let i = regular(self, column, &func.to_string())?;
+                // Each field by its position, through nested UDTs, with Cassandra's messages.
+                let mut ty = &t.columns[i].ty;
+                let mut path = column.clone();
+                let mut positions = Vec::with_capacity(fields.len());
+                for f in fields {
+                    // The column's type as declared; a UDT nested in one is always frozen.
+                    let type_text = match ty {
+                        _ if positions.is_empty() => t.columns[i].cql_type.clone(),
+                        ColumnType::Udt { .. } => {
+                            format!("frozen<{}>", crate::types::cql_type_name(ty))
+                        }
+                        _ => crate::types::cql_type_name(ty),
+                    };
+                    let ColumnType::Udt { fields: defs, .. } = ty else {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid field selection: {path} of type {type_text} is not a user type"
+                        )));
+                    };
+                    let Some(pos) = defs.iter().position(|(n, _)| n == f) else {
+                        return Err(EngineError::invalid(format!(
+                            "{path} of type {type_text} has no field {f}"
+                        )));
+                    };
+                    positions.push(pos);
+                    ty = &defs[pos].1;
+                    path = format!("{path}.{f}");
+                }
+                (
+                    Selector::FieldTime {
+                        func: *func,
+                        column: i,
+                        fields: positions,
                     },
                     selector_name(e),
                     match func {
@@ -1130,6 +1177,11 @@ fn selector_name(e: &E) -> String {
         E::MaxWriteTime(c) => format!("maxwritetime({c})"),
         E::Ttl(c) => format!("ttl({c})"),
         E::ElementTime { func, column, key } => format!("{func}({column}[{key}])"),
+        E::FieldTime {
+            func,
+            column,
+            fields,
+        } => format!("{func}({column}.{})", fields.join(".")),
         E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
             if precedence(&args[0]) < 3 {
                 format!("-({})", selector_name(&args[0]))

@@ -341,6 +341,7 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
         SelectorExpr::ElementTime { func, key, .. } => {
             *func != cql::ast::CellTimeFn::Ttl && deterministic_term(key)
         }
+        SelectorExpr::FieldTime { func, .. } => *func != cql::ast::CellTimeFn::Ttl,
         SelectorExpr::Function { name, args } => {
             !NON_DETERMINISTIC.contains(&name.name.to_ascii_lowercase().as_str())
                 && args.iter().all(deterministic_selector)

@@ -198,6 +198,18 @@ impl Parser<'_> {
                                     "maxwritetime" => CellTimeFn::MaxWriteTime,
                                     _ => CellTimeFn::Ttl,
                                 };
+                                if self.at(Tok::Dot) {
+                                    let mut fields = Vec::new();
+                                    while self.eat(Tok::Dot) {
+                                        fields.push(self.ident()?);
+                                    }
+                                    self.expect(Tok::RParen)?;
+                                    return Ok(SelectorExpr::FieldTime {
+                                        func,
+                                        column: c,
+                                        fields,
+                                    });
+                                }
                                 if self.eat(Tok::LBracket) {
                                     let key = self.term()?;
                                     self.expect(Tok::RBracket)?;
