@@ -59,6 +59,7 @@ impl LocalBackend {
                     "active": s.active_compactions,
                     "completed": s.compactions_completed,
                     "pending_flushes": s.pending_flushes,
+                    "pending_compactions": s.pending_compactions,
                     "compaction_seconds": s.compaction_seconds,
                 }))
             }
@@ -347,7 +348,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 14] = [
+        let single: [(&str, &str, &str, f64); 15] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -383,6 +384,12 @@ impl LocalBackend {
                 G,
                 "Compactions running now.",
                 s.active_compactions as f64,
+            ),
+            (
+                "peregrine_storage_compactions_pending",
+                G,
+                "Compactions still to run, estimated from the LSM levels' sizes.",
+                s.pending_compactions as f64,
             ),
             (
                 "peregrine_storage_flushes_pending",

@@ -717,7 +717,8 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
             let rows = vec![
                 vec![
                     "pending tasks".to_string(),
-                    (u(&v["active"]) + u(&v["pending_flushes"])).to_string(),
+                    (u(&v["active"]) + u(&v["pending_flushes"]) + u(&v["pending_compactions"]))
+                        .to_string(),
                 ],
                 vec![
                     "compactions completed".into(),

@@ -35,6 +35,8 @@ pub struct StorageStats {
     pub compaction_seconds: f64,
     /// Memtable flushes queued.
     pub pending_flushes: usize,
+    /// Compactions still to run, estimated from the levels' sizes ([`pending_compactions`]).
+    pub pending_compactions: usize,
     /// Block cache capacity and bytes in use.
     pub block_cache_capacity_bytes: u64,
     pub block_cache_bytes: u64,
@@ -56,6 +58,43 @@ pub struct SnapshotInfo {
 
 /// The directory snapshots live in.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
+
+/// fjall's leveled compaction, at the defaults the store opens it with: a compaction from L0 is
+/// due at 4 tables, tables are cut at 64 MiB, the first non-empty level below L0 may hold
+/// 4 × 64 MiB and each next one 10 times more.
+const L0_THRESHOLD: usize = 4;
+const TABLE_TARGET: u64 = 64 << 20;
+const LEVEL_RATIO: u64 = 10;
+
+/// An estimate of the compactions still to run (what `nodetool compactionstats` calls pending
+/// tasks; Cassandra's is an estimate too): one per 4 tables in L0, and per level over its
+/// target size one per 64 MiB over it (levels counted from the first non-empty one, as fjall's
+/// strategy does).
+pub(crate) fn pending_compactions(tree: &fjall::AnyTree) -> usize {
+    use fjall::AbstractTree;
+    let version = tree.current_version();
+    let sizes: Vec<(usize, u64)> = version
+        .iter_levels()
+        .map(|l| (l.iter().map(|run| run.len()).sum(), l.size()))
+        .collect();
+    estimate_pending(&sizes)
+}
+
+/// [`pending_compactions`] of levels given as (tables, bytes), L0 first.
+fn estimate_pending(sizes: &[(usize, u64)]) -> usize {
+    let mut pending = sizes.first().map_or(0, |(tables, _)| tables / L0_THRESHOLD);
+    let Some(first) = (1..sizes.len()).find(|&i| sizes[i].1 > 0) else {
+        return pending;
+    };
+    let mut target = TABLE_TARGET * L0_THRESHOLD as u64;
+    for (_, bytes) in &sizes[first..] {
+        if *bytes > target {
+            pending += (bytes - target).div_ceil(TABLE_TARGET) as usize;
+        }
+        target = target.saturating_mul(LEVEL_RATIO);
+    }
+    pending
+}
 
 impl LsmStorage {
     /// The store's gauges and counters.
@@ -80,6 +119,7 @@ impl LsmStorage {
             compactions_completed: open.db.compactions_completed(),
             compaction_seconds: open.db.time_compacting().as_secs_f64(),
             pending_flushes: open.db.outstanding_flushes(),
+            pending_compactions: pending_compactions(tree),
             block_cache_capacity_bytes: open.db.cache_capacity(),
             block_cache_bytes: open.db.cache_size(),
             block_cache_hits: hits,
@@ -274,5 +314,27 @@ mod tests {
         );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::{estimate_pending, TABLE_TARGET};
+
+    #[test]
+    fn pending_compactions_follow_the_leveled_targets() {
+        let mib = 1u64 << 20;
+        assert_eq!(estimate_pending(&[(0, 0); 7]), 0);
+        // L0 at 3 tables: nothing due; at 9: two merges.
+        assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)]), 0);
+        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)]), 2);
+        // The first non-empty level below L0 holds 256 MiB: 300 MiB is one table over.
+        let mut levels = vec![(0, 0); 7];
+        levels[3] = (5, 300 * mib);
+        assert_eq!(estimate_pending(&levels), 1);
+        // The next level may hold 2,560 MiB: 2,700 MiB is 140 MiB, three tables, over.
+        levels[4] = (40, 2_700 * mib);
+        assert_eq!(estimate_pending(&levels), 1 + 3);
+        assert_eq!(TABLE_TARGET, 64 * mib);
     }
 }
