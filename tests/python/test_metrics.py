@@ -78,7 +78,7 @@ def test_storage_gauges_are_exported(server, session):
     for name in ("peregrine_storage_memtable_bytes", "peregrine_storage_journal_bytes",
                  "peregrine_storage_journal_syncs_total", "peregrine_storage_block_cache_hits_total",
                  "peregrine_storage_block_cache_misses_total", "peregrine_storage_compactions_active",
-                 "peregrine_storage_compactions_pending",
+                 "peregrine_storage_compactions_pending", "peregrine_storage_compaction_pending_bytes",
                  "peregrine_storage_compactions_completed_total"):
         assert name in families, name
     assert value(families, "peregrine_storage_up") == 1

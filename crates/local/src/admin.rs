@@ -60,6 +60,7 @@ impl LocalBackend {
                     "completed": s.compactions_completed,
                     "pending_flushes": s.pending_flushes,
                     "pending_compactions": s.pending_compactions,
+                    "pending_compaction_bytes": s.pending_compaction_bytes,
                     "compaction_seconds": s.compaction_seconds,
                 }))
             }
@@ -348,7 +349,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 15] = [
+        let single: [(&str, &str, &str, f64); 16] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -390,6 +391,12 @@ impl LocalBackend {
                 G,
                 "Compactions still to run, estimated from the LSM levels' sizes.",
                 s.pending_compactions as f64,
+            ),
+            (
+                "peregrine_storage_compaction_pending_bytes",
+                G,
+                "Bytes the pending compactions have to rewrite, estimated from the LSM levels' sizes.",
+                s.pending_compaction_bytes as f64,
             ),
             (
                 "peregrine_storage_flushes_pending",

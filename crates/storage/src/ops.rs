@@ -35,8 +35,10 @@ pub struct StorageStats {
     pub compaction_seconds: f64,
     /// Memtable flushes queued.
     pub pending_flushes: usize,
-    /// Compactions still to run, estimated from the levels' sizes ([`pending_compactions`]).
+    /// Compactions still to run and the bytes they rewrite, estimated from the levels' sizes
+    /// ([`pending_compactions`]).
     pub pending_compactions: usize,
+    pub pending_compaction_bytes: u64,
     /// Block cache capacity and bytes in use.
     pub block_cache_capacity_bytes: u64,
     pub block_cache_bytes: u64,
@@ -66,11 +68,12 @@ const L0_THRESHOLD: usize = 4;
 const TABLE_TARGET: u64 = 64 << 20;
 const LEVEL_RATIO: u64 = 10;
 
-/// An estimate of the compactions still to run (what `nodetool compactionstats` calls pending
-/// tasks; Cassandra's is an estimate too): one per 4 tables in L0, and per level over its
-/// target size one per 64 MiB over it (levels counted from the first non-empty one, as fjall's
-/// strategy does).
-pub(crate) fn pending_compactions(tree: &fjall::AnyTree) -> usize {
+/// An estimate of the compactions still to run and the bytes they have to rewrite (what
+/// `nodetool compactionstats` calls pending tasks; Cassandra's is an estimate too): for L0 at
+/// 4 tables or more, one per 4 tables and all its bytes; per level over its target size, one
+/// per 64 MiB over it and the bytes over it (levels counted from the first non-empty one below
+/// L0, as fjall's strategy does).
+pub(crate) fn pending_compactions(tree: &fjall::AnyTree) -> (usize, u64) {
     use fjall::AbstractTree;
     let version = tree.current_version();
     let sizes: Vec<(usize, u64)> = version
@@ -81,19 +84,23 @@ pub(crate) fn pending_compactions(tree: &fjall::AnyTree) -> usize {
 }
 
 /// [`pending_compactions`] of levels given as (tables, bytes), L0 first.
-fn estimate_pending(sizes: &[(usize, u64)]) -> usize {
-    let mut pending = sizes.first().map_or(0, |(tables, _)| tables / L0_THRESHOLD);
+fn estimate_pending(sizes: &[(usize, u64)]) -> (usize, u64) {
+    let (mut tasks, mut bytes) = match sizes.first() {
+        Some(&(tables, size)) if tables >= L0_THRESHOLD => (tables / L0_THRESHOLD, size),
+        _ => (0, 0),
+    };
     let Some(first) = (1..sizes.len()).find(|&i| sizes[i].1 > 0) else {
-        return pending;
+        return (tasks, bytes);
     };
     let mut target = TABLE_TARGET * L0_THRESHOLD as u64;
-    for (_, bytes) in &sizes[first..] {
-        if *bytes > target {
-            pending += (bytes - target).div_ceil(TABLE_TARGET) as usize;
+    for (_, size) in &sizes[first..] {
+        if *size > target {
+            tasks += (size - target).div_ceil(TABLE_TARGET) as usize;
+            bytes += size - target;
         }
         target = target.saturating_mul(LEVEL_RATIO);
     }
-    pending
+    (tasks, bytes)
 }
 
 impl LsmStorage {
@@ -105,6 +112,7 @@ impl LsmStorage {
             .map(|i| tree.level_table_count(i).unwrap_or(0))
             .collect::<Vec<_>>();
         let m = tree.metrics();
+        let pending = pending_compactions(tree);
         let hits = m.block_load_cached_count() as u64;
         let misses = m.block_load_io_count() as u64;
         Ok(StorageStats {
@@ -119,7 +127,8 @@ impl LsmStorage {
             compactions_completed: open.db.compactions_completed(),
             compaction_seconds: open.db.time_compacting().as_secs_f64(),
             pending_flushes: open.db.outstanding_flushes(),
-            pending_compactions: pending_compactions(tree),
+            pending_compactions: pending.0,
+            pending_compaction_bytes: pending.1,
             block_cache_capacity_bytes: open.db.cache_capacity(),
             block_cache_bytes: open.db.cache_size(),
             block_cache_hits: hits,
@@ -324,17 +333,17 @@ mod pending_tests {
     #[test]
     fn pending_compactions_follow_the_leveled_targets() {
         let mib = 1u64 << 20;
-        assert_eq!(estimate_pending(&[(0, 0); 7]), 0);
-        // L0 at 3 tables: nothing due; at 9: two merges.
-        assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)]), 0);
-        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)]), 2);
+        assert_eq!(estimate_pending(&[(0, 0); 7]), (0, 0));
+        // L0 at 3 tables: nothing due; at 9: two merges of all of it.
+        assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)]), (0, 0));
+        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)]), (2, 90 * mib));
         // The first non-empty level below L0 holds 256 MiB: 300 MiB is one table over.
         let mut levels = vec![(0, 0); 7];
         levels[3] = (5, 300 * mib);
-        assert_eq!(estimate_pending(&levels), 1);
+        assert_eq!(estimate_pending(&levels), (1, 44 * mib));
         // The next level may hold 2,560 MiB: 2,700 MiB is 140 MiB, three tables, over.
         levels[4] = (40, 2_700 * mib);
-        assert_eq!(estimate_pending(&levels), 1 + 3);
+        assert_eq!(estimate_pending(&levels), (1 + 3, 184 * mib));
         assert_eq!(TABLE_TARGET, 64 * mib);
     }
 }
