@@ -45,7 +45,7 @@ class IndexesTest {
         t = cql.table("idx");
         cql.session.execute("CREATE TYPE " + cql.table("idx_tag") + " (name text, weight int)");
         cql.session.execute("CREATE TABLE " + t + " (k int, c int, v text, n int, tags set<text>, label frozen<idx_tag>,"
-                + " PRIMARY KEY (k, c)) WITH comment = 'indexed'");
+                + " pair tuple<int, list<int>>, st int static, PRIMARY KEY (k, c)) WITH comment = 'indexed'");
         cql.session.execute("CREATE INDEX idx_v ON " + t + " (v)");
         cql.session.execute("CREATE CUSTOM INDEX idx_n ON " + t + " (n) USING 'StorageAttachedIndex'");
         cql.session.execute("CREATE CUSTOM INDEX idx_tags ON " + t + " (tags) USING 'StorageAttachedIndex'");
@@ -164,8 +164,10 @@ class IndexesTest {
         assertEquals("CREATE TABLE " + ks + ".idx (\n"
                 + "    k int,\n"
                 + "    c int,\n"
+                + "    st int static,\n"
                 + "    label frozen<idx_tag>,\n"
                 + "    n int,\n"
+                + "    pair frozen<tuple<int, frozen<list<int>>>>,\n"
                 + "    v text,\n"
                 + "    tags set<text>,\n"
                 + "    PRIMARY KEY (k, c)\n"
@@ -204,6 +206,9 @@ class IndexesTest {
         assertEquals(List.of(DataTypes.TEXT, DataTypes.INT), tag.getFieldTypes());
         TableMetadata table = ks.getTable("idx").orElseThrow(() -> new AssertionError("no metadata for table idx"));
         assertEquals(tag.copy(true), table.getColumn("label").orElseThrow().getType());
+        assertEquals(DataTypes.tupleOf(DataTypes.INT, DataTypes.frozenListOf(DataTypes.INT)),
+                table.getColumn("pair").orElseThrow().getType());
+        assertTrue(table.getColumn("st").orElseThrow().isStatic());
         assertEquals("indexed", table.getOptions().get(CqlIdentifier.fromCql("comment")));
         Map<String, String> indexes = new TreeMap<>();
         for (IndexMetadata i : table.getIndexes().values()) {

@@ -93,6 +93,16 @@ class RelationsTest {
         assertEquals("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either"
                 + " remove the ORDER BY or the IN and sort client side, or disable paging for this query", e.getMessage());
 
+        // ORDER BY may skip a clustering column an equality restricts.
+        assertEquals(List.of(k + ":2:3", k + ":2:2", k + ":2:1"), vs(s.execute(s.prepare("SELECT v FROM " + t
+                + " WHERE k = ? AND a = ? ORDER BY b DESC").bind(k, 2))));
+        assertEquals(List.of(k + ":2:3", k + ":2:1"), vs(s.execute(s.prepare("SELECT v FROM " + t
+                + " WHERE k = ? AND a IN (1, 2) AND b IN (1, 3) ORDER BY a DESC, b DESC LIMIT 2").bind(k))));
+        e = assertThrows(InvalidQueryException.class, () -> s.prepare("SELECT v FROM " + t
+                + " WHERE k = ? AND a > 0 ORDER BY b DESC"));
+        assertEquals("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+                e.getMessage());
+
         PreparedStatement byPartition = s.prepare("SELECT v FROM " + t + " WHERE k IN ? AND a = 2");
         List<List<Row>> pages = Cql.pages(s.execute(byPartition.bind(List.of(k + 3, k + 1)).setPageSize(2)));
         List<String> paged = new ArrayList<>();
@@ -142,6 +152,8 @@ class RelationsTest {
                 + "st = ? AND a = 1 AND b < 3 ALLOW FILTERING").bind((k + 1) * 10))), "static column and clustering slice");
         assertEquals(List.of(k + ":1:2", k + ":2:2", (k + 1) + ":1:2", (k + 1) + ":2:2"), vs(s.execute(s.prepare(
                 "SELECT v FROM " + t + inMine + "b = ? ALLOW FILTERING").bind(2))), "clustering column");
+        assertEquals(List.of(k + ":1:3", k + ":2:2", k + ":2:3"), vs(s.execute(s.prepare("SELECT v FROM " + t
+                + " WHERE k = ? AND b >= ? AND v > ? ALLOW FILTERING").bind(k, 2, k + ":1:2"))), "clustering slice after a gap");
         assertEquals(List.of(k + ":1:3", k + ":2:3"), vs(s.execute(s.prepare("SELECT v FROM " + t
                 + " WHERE k = ? AND tags CONTAINS ? ALLOW FILTERING").bind(k, "t3"))), "CONTAINS");
         assertEquals(6, s.execute(s.prepare("SELECT v FROM " + t + " WHERE k = ? AND m CONTAINS KEY ? ALLOW FILTERING")
