@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Issue 17 item 1's conditional operations at v4 and v5 with Cassandra's result rows:
  * {@code wasApplied()} and the columns a failed condition returns for INSERT IF NOT EXISTS,
  * UPDATE IF (regular, static and map-element conditions), DELETE IF EXISTS and conditional
- * batches; SERIAL reads and a serial consistency set on the statement.
+ * batches (also mixing IF NOT EXISTS with column conditions); SERIAL reads and a serial
+ * consistency set on the statement.
  */
 @ExtendWith(CqlExtension.class)
 class ConditionalTest {
@@ -153,6 +154,19 @@ class ConditionalTest {
         List<String> now = new ArrayList<>();
         s.execute(s.prepare("SELECT c, v FROM " + t + " WHERE k = ?").bind(k)).forEach(r -> now.add(r.getInt("c") + "=" + r.getString("v")));
         assertEquals(List.of("1=uno", "2=dos"), now);
+
+        // With an IF NOT EXISTS among the conditions Cassandra reads whole rows: every column,
+        // the rows in clustering order, statics null as no statement touches them.
+        ResultSet mixed = s.execute(BatchStatement.newInstance(BatchType.LOGGED,
+                update.bind("x", k, 2, "wrong"), insert.bind(k, 1, "again")));
+        assertFalse(mixed.wasApplied());
+        assertEquals(List.of("[applied]", "k", "c", "st", "m", "n", "v"), columns(mixed));
+        List<String> whole = new ArrayList<>();
+        for (Row r : mixed) {
+            assertTrue(r.isNull("st") && r.isNull("m") && r.isNull("n"));
+            whole.add(r.getInt("c") + "=" + r.getString("v"));
+        }
+        assertEquals(List.of("1=uno", "2=dos"), whole);
 
         InvalidQueryException e = assertThrows(InvalidQueryException.class, () -> s.execute(BatchStatement.newInstance(
                 BatchType.LOGGED, update.bind("x", k, 1, "uno"), update.bind("y", k + 1, 1, "x"))));
