@@ -283,6 +283,15 @@ impl<'a> Builder<'a> {
         };
         let group_by = self.group_by(&t, s, &eq_restricted)?;
         let (selection, mut output) = self.selection(&t, s, group_by)?;
+        let clustering_restricted = !clustering.is_unrestricted()
+            || filters
+                .iter()
+                .any(|f| t.columns[f.column].kind == ColumnKind::Clustering);
+        if clustering_restricted && selects_only_statics(&t, &s.selection) {
+            return Err(EngineError::invalid(
+                "Cannot restrict clustering columns when selecting only static columns",
+            ));
+        }
         if s.distinct {
             let non_static_filter = filters.iter().any(|f| {
                 !matches!(
@@ -314,20 +323,38 @@ impl<'a> Builder<'a> {
                     "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
                 ));
             }
-            let clust: Vec<ColumnDef> = t.clustering().cloned().collect();
+            const OUT_OF_ORDER: &str = "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY";
+            let mut clust: Vec<usize> = t
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == ColumnKind::Clustering)
+                .map(|(i, _)| i)
+                .collect();
+            clust.sort_by_key(|&i| t.columns[i].position);
+            // The next clustering position an ORDER BY column may name: as in Cassandra, the
+            // columns before it may be skipped only when an equality restricts them (`a = 1
+            // ORDER BY b DESC` orders by b).
+            let mut next = 0usize;
             let mut rev: Option<bool> = None;
-            for (i, (name, order)) in s.order_by.iter().enumerate() {
+            for (name, order) in &s.order_by {
                 let (_, c) = self.column(&t, name)?;
                 if c.kind != ColumnKind::Clustering {
                     return Err(EngineError::invalid(format!(
                         "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
                     )));
                 }
-                if clust.get(i).map(|x| &x.name) != Some(name) {
-                    return Err(EngineError::invalid(
-                        "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
-                    ));
+                let pos = c.position as usize;
+                if pos < next {
+                    return Err(EngineError::invalid(OUT_OF_ORDER));
                 }
+                while next != pos {
+                    if !eq_restricted(clust[next]) {
+                        return Err(EngineError::invalid(OUT_OF_ORDER));
+                    }
+                    next += 1;
+                }
+                next += 1;
                 let r = (*order == ast::Order::Desc) != c.desc;
                 if rev.is_some_and(|x| x != r) {
                     return Err(EngineError::invalid("Unsupported order by relation"));
@@ -1093,6 +1120,42 @@ fn more_than_one(had: &KeyValues, name: &str) -> EngineError {
     EngineError::invalid(format!(
         "{name} cannot be restricted by more than one relation if it includes {what}"
     ))
+}
+
+/// Whether a selection reads static columns and nothing but them and partition key columns
+/// (Cassandra's `Selection.containsOnlyStaticColumns`): such a SELECT reads the static row, so
+/// Cassandra refuses a clustering restriction beside it. `*` reads every column.
+fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
+    fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
+        use ast::SelectorExpr as E;
+        match e {
+            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => out.push(c),
+            E::ElementTime { column, .. } | E::FieldTime { column, .. } => out.push(column),
+            E::Function { args, .. } => args.iter().for_each(|a| columns(a, out)),
+            E::Cast { expr, .. }
+            | E::Field { expr, .. }
+            | E::Element { expr, .. }
+            | E::Slice { expr, .. } => columns(expr, out),
+            E::Operation { left, right, .. } => {
+                columns(left, out);
+                columns(right, out);
+            }
+            E::CountRows | E::Term(_) => {}
+        }
+    }
+    let ast::Selection::Selectors(selectors) = selection else {
+        return false;
+    };
+    let mut names = Vec::new();
+    selectors.iter().for_each(|s| columns(&s.expr, &mut names));
+    let kind = |name: &str| t.columns.iter().find(|c| c.name == name).map(|c| c.kind);
+    names.iter().any(|n| kind(n) == Some(ColumnKind::Static))
+        && names.iter().all(|n| {
+            matches!(
+                kind(n),
+                Some(ColumnKind::Static | ColumnKind::PartitionKey) | None
+            )
+        })
 }
 
 /// An UPDATE or DELETE that writes only static columns (`targets`), with no condition on a

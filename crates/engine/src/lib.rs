@@ -1064,7 +1064,13 @@ impl Engine {
                 }
             }
             if !all_hold {
-                return Ok(lwt::batch_not_applied(&parts[0].0.table, &checked, now));
+                let writes_statics = parts.iter().any(|(p, _)| lwt::touches_statics(p));
+                return Ok(lwt::batch_not_applied(
+                    &parts[0].0.table,
+                    &checked,
+                    writes_statics,
+                    now,
+                ));
             }
         }
         let mut m = Mutations::default();

@@ -212,12 +212,25 @@ impl Engine {
 }
 
 /// The answer to a conditional BATCH that was not applied: one row per conditional statement
-/// with the primary key and every column the batch's conditions name, as Cassandra shows it.
+/// with the primary key and every column the batch's conditions name, as Cassandra shows it;
+/// with an IF EXISTS or IF NOT EXISTS among them, every column (Cassandra then reads whole
+/// rows), the static ones null unless a statement of the batch (`writes_statics`) or a
+/// condition touches a static column.
 pub(crate) fn batch_not_applied(
     t: &TableDef,
     checked: &[(&Condition, Current)],
+    writes_statics: bool,
     now: Now,
 ) -> Outcome {
+    let statics_named = checked.iter().any(|(cond, _)| {
+        condition_columns(cond)
+            .iter()
+            .any(|i| t.columns[*i].kind == ColumnKind::Static)
+    });
+    let whole_rows = checked
+        .iter()
+        .any(|(cond, _)| matches!(cond, Condition::IfExists | Condition::IfNotExists));
+    let row_only = whole_rows && !writes_statics && !statics_named;
     let mut columns: Vec<usize> = t
         .columns
         .iter()
@@ -232,24 +245,41 @@ pub(crate) fn batch_not_applied(
             }
         }
     }
+    if whole_rows {
+        columns = crate::build::wildcard_order(t);
+    }
     // One row per existing row the conditions read (each once); when none exists but the
     // partition's statics do, the static row alone; otherwise `[applied]` alone.
+    // A statement conditioned on static columns alone reads the static row, not the row it
+    // names (Cassandra's CAS request keys such conditions on the static clustering).
+    let statics_only = |cond: &Condition| {
+        let cs = condition_columns(cond);
+        !cs.is_empty() && cs.iter().all(|i| t.columns[*i].kind == ColumnKind::Static)
+    };
     let mut seen: Vec<&Vec<Vec<u8>>> = Vec::new();
     let mut rows: Vec<Shown> = Vec::new();
-    for (_, current) in checked {
-        if current.row.is_some() && !seen.contains(&&current.clustering) {
+    for (cond, current) in checked {
+        if current.row.is_some() && !statics_only(cond) && !seen.contains(&&current.clustering) {
             seen.push(&current.clustering);
             rows.push(Shown {
                 columns: columns.clone(),
                 current,
-                row_only: false,
+                row_only,
             });
         }
     }
-    let statics_read = checked.iter().any(|(cond, _)| {
-        condition_columns(cond)
-            .iter()
-            .any(|i| t.columns[*i].kind == ColumnKind::Static)
+    // The read returns the rows in clustering order, whatever the statements' order.
+    let clustering: Vec<&crate::catalog::ColumnDef> = t.clustering().collect();
+    rows.sort_by(|a, b| {
+        let pairs = a.current.clustering.iter().zip(&b.current.clustering);
+        for ((x, y), c) in pairs.zip(&clustering) {
+            let o = crate::types::compare(&c.ty, x, y);
+            let o = if c.desc { o.reverse() } else { o };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
     });
     if rows.is_empty() {
         // The static row, or else the partition's first row, read when every condition of
@@ -260,7 +290,7 @@ pub(crate) fn batch_not_applied(
             .all(|(cond, c)| reads_first_row(t, Some(cond), c.static_row));
         if let Some((_, current)) = checked
             .iter()
-            .find(|(_, c)| statics_read && c.header.has_live_statics(now.secs))
+            .find(|(_, c)| statics_named && c.header.has_live_statics(now.secs))
             .or_else(|| {
                 checked
                     .iter()
@@ -285,7 +315,7 @@ fn writes_regulars(plan: &WritePlan) -> bool {
 }
 
 /// Whether the write sets or deletes a static column.
-fn touches_statics(plan: &WritePlan) -> bool {
+pub(crate) fn touches_statics(plan: &WritePlan) -> bool {
     writes_column(plan, ColumnKind::Static)
 }
 

@@ -5,7 +5,7 @@
 //! the same SELECT executor as user tables, so every restriction, limit and paging rule
 //! behaves identically on both.
 
-use crate::catalog::{ColumnKind, KeyspaceDef, Schema, TableDef};
+use crate::catalog::{ColumnDef, ColumnKind, KeyspaceDef, Schema, TableDef};
 use crate::keys;
 use crate::row::{Cell, CellValue, Marker, Row};
 use crate::token;
@@ -219,7 +219,7 @@ fn push_columns(push: &mut impl FnMut(Vec<(&str, Option<Vec<u8>>)>), tb: &TableD
             ("column_name_bytes", Some(c.name.as_bytes().to_vec())),
             ("kind", text(c.kind.as_str())),
             ("position", int(c.position)),
-            ("type", text(&c.cql_type)),
+            ("type", text(&schema_type(c))),
         ]);
     }
     for h in crate::compact::hidden_columns(tb) {
@@ -697,7 +697,7 @@ pub fn describe_table(t: &TableDef) -> String {
     // its (internally static) columns print as declared.
     let single = pk.len() == 1 && cl.is_empty() && !t.compact;
     for c in describe_order(t) {
-        s.push_str(&format!("    {} {}", quote(&c.name), c.cql_type));
+        s.push_str(&format!("    {} {}", quote(&c.name), schema_type(c)));
         if c.kind == ColumnKind::Static && !t.compact {
             s.push_str(" static");
         }
@@ -723,23 +723,50 @@ pub fn describe_table(t: &TableDef) -> String {
     table_options_text(t, s)
 }
 
-/// The columns in the order Cassandra's DESCRIBE lists them: the partition key and the
-/// clustering columns in key order, then the static and then the regular columns, each with
-/// the single-cell ones (by name) before the multi-cell collections and UDTs (by name).
-fn describe_order(t: &TableDef) -> Vec<&crate::catalog::ColumnDef> {
-    let rank = |c: &crate::catalog::ColumnDef| match c.kind {
-        ColumnKind::PartitionKey => (0, c.position, false),
-        ColumnKind::Clustering => (1, c.position, false),
-        ColumnKind::Static => (2, 0, crate::exec::multi_cell_kind(c).is_some()),
-        ColumnKind::Regular => (3, 0, crate::exec::multi_cell_kind(c).is_some()),
-    };
-    let mut cols: Vec<_> = t.columns.iter().collect();
-    cols.sort_by(|a, b| {
-        rank(a)
-            .cmp(&rank(b))
-            .then_with(|| a.name.as_bytes().cmp(b.name.as_bytes()))
+/// The columns in the order Cassandra's DESCRIBE lists them: the partition key and clustering
+/// columns by position, then the static columns and then the regular ones, each group with its
+/// single-cell columns before its multi-cell (non-frozen collection and UDT) ones, by name
+/// within each (SELECT * orders static and regular columns by name alone). A static compact
+/// table's columns print as declared.
+fn describe_order(t: &TableDef) -> Vec<&ColumnDef> {
+    let mut cols: Vec<&ColumnDef> = t.columns.iter().collect();
+    if t.compact {
+        return cols;
+    }
+    cols.sort_by_key(|c| {
+        let multi_cell = crate::exec::multi_cell_kind(c).is_some();
+        match c.kind {
+            ColumnKind::PartitionKey => (0, c.position, false),
+            ColumnKind::Clustering => (1, c.position, false),
+            ColumnKind::Static => (2, 0, multi_cell),
+            ColumnKind::Regular => (3, 0, multi_cell),
+        }
     });
     cols
+}
+
+/// A column's type as `system_schema.columns` and DESCRIBE show it. Tuples are always frozen
+/// in Cassandra, which prints them (and what they hold) so whatever the declaration said:
+/// `tuple<int, list<int>>` is `frozen<tuple<int, frozen<list<int>>>>`. Other types print as
+/// declared.
+fn schema_type(c: &ColumnDef) -> String {
+    fn has_tuple(ty: &ColumnType) -> bool {
+        match ty {
+            ColumnType::Tuple(_) => true,
+            ColumnType::List(e) | ColumnType::Set(e) | ColumnType::Vector(e, _) => has_tuple(e),
+            ColumnType::Map(k, v) => has_tuple(k) || has_tuple(v),
+            _ => false,
+        }
+    }
+    if !has_tuple(&c.ty) {
+        return c.cql_type.clone();
+    }
+    let canonical = crate::types::cql_type_name(&c.ty);
+    if c.cql_type.starts_with("frozen<") && !canonical.starts_with("frozen<") {
+        format!("frozen<{canonical}>")
+    } else {
+        canonical
+    }
 }
 
 /// `s` followed by the table's options, Cassandra's DESCRIBE layout.

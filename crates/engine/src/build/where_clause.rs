@@ -91,6 +91,9 @@ impl Builder<'_> {
         }
         if !for_write {
             partial_key_to_filters(t, &mut r);
+            if allow_filtering {
+                gapped_clustering_to_filters(t, &mut r);
+            }
         }
         let partitions = partition_selection(t, r.pk, r.token_start, r.token_end, for_write)?;
         let sel = clustering_selection(t, r.cl, r.slices, r.multi_in)?;
@@ -502,6 +505,52 @@ fn partial_key_to_filters(t: &TableDef, r: &mut Restrictions) {
             op: FilterOp::Eq,
             value,
             target,
+            fold_case: false,
+        });
+    }
+}
+
+/// With ALLOW FILTERING, Cassandra filters on the clustering restrictions a slice cannot serve
+/// (on a column after an unrestricted one, or after the column a slice bounds) instead of
+/// refusing them: `k = 1 AND b = 2` with the first clustering column free. The EQ/IN prefix
+/// and one single-column slice right after it stay the clustering selection.
+fn gapped_clustering_to_filters(t: &TableDef, r: &mut Restrictions) {
+    if r.multi_in.is_some() || r.slices.iter().any(|(_, _, srcs)| srcs.len() != 1) {
+        return; // multi-column relations keep their own checks and messages
+    }
+    let prefix = r.cl.iter().take_while(|c| c.is_some()).count();
+    let served = prefix + usize::from(r.slices.iter().any(|(pos, ..)| *pos == prefix));
+    let column_at = |pos: usize| {
+        t.columns
+            .iter()
+            .position(|c| c.kind == ColumnKind::Clustering && c.position as usize == pos)
+            .expect("a clustering position is a column of its table")
+    };
+    for (pos, slot) in r.cl.iter_mut().enumerate().skip(served) {
+        let Some(kv) = slot.take() else { continue };
+        let (value, target) = match kv {
+            KeyValues::Eq(src) => (src, FilterTarget::Whole),
+            KeyValues::In(values) => (Src::Const(None), FilterTarget::In(values)),
+            KeyValues::InBind(marker, _) => (Src::Bind(marker), FilterTarget::InList),
+        };
+        r.filters.push(Filter {
+            column: column_at(pos),
+            op: FilterOp::Eq,
+            value,
+            target,
+            fold_case: false,
+        });
+    }
+    let (kept, filtered): (Vec<_>, Vec<_>) = std::mem::take(&mut r.slices)
+        .into_iter()
+        .partition(|(pos, ..)| *pos < served);
+    r.slices = kept;
+    for (pos, op, mut srcs) in filtered {
+        r.filters.push(Filter {
+            column: column_at(pos),
+            op: filter_op(op),
+            value: srcs.remove(0),
+            target: FilterTarget::Whole,
             fold_case: false,
         });
     }

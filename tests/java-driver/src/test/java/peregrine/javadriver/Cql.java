@@ -4,10 +4,15 @@ import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
 import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
 import com.datastax.oss.driver.api.core.config.ProgrammaticDriverConfigLoaderBuilder;
+import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.Row;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
@@ -26,6 +31,8 @@ final class Cql implements ExtensionContext.Store.CloseableResource {
     /** {@code jd_<time>_<random>}: SimpleStrategy, replication factor 1, dropped at the end. */
     final String keyspace;
     final CqlSession session;
+    /** Sessions pinned to one protocol version, opened on first use by {@link #at}, closed last. */
+    private final Map<String, CqlSession> pinned = new ConcurrentHashMap<>();
 
     Cql() {
         String host = System.getenv().getOrDefault("CQL_HOST", "127.0.0.1");
@@ -75,6 +82,34 @@ final class Cql implements ExtensionContext.Store.CloseableResource {
                 .build();
     }
 
+    /**
+     * A shared session pinned to {@code protocolVersion} ("V4", "V5"), like {@link #open} but kept
+     * for the whole run: classes that run every test at both versions use it instead of opening
+     * two sessions per test.
+     */
+    CqlSession at(String protocolVersion) {
+        return pinned.computeIfAbsent(protocolVersion, this::open);
+    }
+
+    /**
+     * The rows of {@code rs} page by page as the server sent them (an empty last page included),
+     * fetching the next page only when the current one is used up.
+     */
+    static List<List<Row>> pages(ResultSet rs) {
+        List<List<Row>> pages = new ArrayList<>();
+        while (true) {
+            List<Row> page = new ArrayList<>();
+            for (int n = rs.getAvailableWithoutFetching(); n > 0; n--) {
+                page.add(rs.one());
+            }
+            pages.add(page);
+            if (rs.isFullyFetched()) {
+                return pages;
+            }
+            rs.iterator().hasNext(); // fetches the next page
+        }
+    }
+
     /** {@code keyspace.name}. */
     String table(String name) {
         return keyspace + "." + name;
@@ -104,6 +139,7 @@ final class Cql implements ExtensionContext.Store.CloseableResource {
         try {
             session.execute("DROP KEYSPACE IF EXISTS " + keyspace);
         } finally {
+            pinned.values().forEach(CqlSession::close);
             session.close();
         }
     }
