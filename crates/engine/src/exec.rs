@@ -1221,19 +1221,22 @@ pub(crate) struct Mutations {
 }
 
 impl Mutations {
-    /// How many partitions the mutations touch (`batch_metrics`): keys are in order, so a
-    /// partition's keys are adjacent and one comparison per key counts them.
-    pub(crate) fn partitions(&self) -> usize {
-        let mut n = 0;
+    /// The storage prefix of each partition the mutations touch, once each: keys are in
+    /// order, so a partition's keys are adjacent and one comparison per key finds them.
+    pub(crate) fn partition_prefixes(&self) -> impl Iterator<Item = &[u8]> {
         let mut last: Option<&[u8]> = None;
-        for k in self.entries.keys() {
+        self.entries.keys().filter_map(move |k| {
             let prefix = &k[..crate::keys::partition_prefix_len(k).unwrap_or(k.len())];
-            if last != Some(prefix) {
-                n += 1;
+            (last != Some(prefix)).then(|| {
                 last = Some(prefix);
-            }
-        }
-        n
+                prefix
+            })
+        })
+    }
+
+    /// How many partitions the mutations touch (`batch_metrics`).
+    pub(crate) fn partitions(&self) -> usize {
+        self.partition_prefixes().count()
     }
 
     /// The mutations added from now on come from the next statement of a batch.

@@ -1078,8 +1078,12 @@ impl Engine {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
-        // Cassandra counts the partitions of the batches it runs without conditions.
+        // Cassandra counts the partitions of the batches it runs without conditions, and warns
+        // of unlogged ones across many.
         let partitions = (!conditional).then(|| m.partitions());
+        let warning = (!conditional && kind != BatchKind::Logged)
+            .then(|| warnings::unlogged_batch(&parts, &m))
+            .flatten();
         self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
@@ -1087,12 +1091,10 @@ impl Engine {
         if let Some(n) = partitions {
             self.batch_sizes.record(kind, n);
         }
-        if kind != BatchKind::Logged {
-            if let Some(w) = warnings::unlogged_batch(&parts)? {
-                return Ok(Outcome::VoidWithWarning(w));
-            }
-        }
-        Ok(Outcome::Void)
+        Ok(match warning {
+            Some(w) => Outcome::VoidWithWarning(w),
+            None => Outcome::Void,
+        })
     }
 
     fn run(

@@ -118,12 +118,14 @@ impl PlannedQuery {
 pub const UNLOGGED_BATCH_PARTITIONS: usize = 10;
 
 /// Cassandra's warning for an unlogged (or counter) batch across more than
-/// [`UNLOGGED_BATCH_PARTITIONS`] partitions. Partitions are told apart by their key alone, as
-/// Cassandra's decorated keys are: the same key in two tables counts once. The tables are
-/// listed as Cassandra prints its `HashSet` of `ks.table` names.
+/// [`UNLOGGED_BATCH_PARTITIONS`] partitions, read off the batch's mutations `m`. Partitions
+/// are told apart by their key alone, as Cassandra's decorated keys are: the same key in two
+/// tables counts once. The tables are listed as Cassandra prints its `HashSet` of `ks.table`
+/// names.
 pub(crate) fn unlogged_batch(
     parts: &[(&crate::plan::WritePlan, crate::exec::Bindings)],
-) -> Result<Option<String>, crate::EngineError> {
+    m: &crate::exec::Mutations,
+) -> Option<String> {
     // At most one partition per statement without IN: no need to look at the keys.
     let with_in = |p: &crate::plan::WritePlan| {
         p.partition
@@ -131,32 +133,39 @@ pub(crate) fn unlogged_batch(
             .any(|k| matches!(k, KeyValues::In(_) | KeyValues::InBind(..)))
     };
     if parts.len() <= UNLOGGED_BATCH_PARTITIONS && !parts.iter().any(|(p, _)| with_in(p)) {
-        return Ok(None);
+        return None;
     }
     let mut keys = std::collections::HashSet::new();
-    let mut tables: Vec<String> = Vec::new();
-    for (p, v) in parts {
-        for r in crate::exec::partitions(&p.table, &p.partition, v)? {
-            keys.insert(r.pk);
-        }
-        let name = format!(
-            "{}.{}",
-            cql::keywords::quote_identifier(&p.table.keyspace),
-            cql::keywords::quote_identifier(&p.table.name)
-        );
-        if !tables.contains(&name) {
-            tables.push(name);
+    let mut table_ids: Vec<u32> = Vec::new();
+    for (id, key) in m
+        .partition_prefixes()
+        .filter_map(crate::keys::partition_identity)
+    {
+        keys.insert(key);
+        if !table_ids.contains(&id) {
+            table_ids.push(id);
         }
     }
     if keys.len() <= UNLOGGED_BATCH_PARTITIONS {
-        return Ok(None);
+        return None;
     }
+    let tables: Vec<String> = table_ids
+        .iter()
+        .filter_map(|id| parts.iter().find(|(p, _)| p.table.id == *id))
+        .map(|(p, _)| {
+            format!(
+                "{}.{}",
+                cql::keywords::quote_identifier(&p.table.keyspace),
+                cql::keywords::quote_identifier(&p.table.name)
+            )
+        })
+        .collect();
     let plural = if tables.len() == 1 { "" } else { "s" };
-    Ok(Some(format!(
+    Some(format!(
         "Unlogged batch covering {} partitions detected against table{plural} [{}]. You should use a logged batch for atomicity, or asynchronous writes for performance.",
         keys.len(),
         java_hash_set_order(tables).join(", ")
-    )))
+    ))
 }
 
 /// `names` in the order a `java.util.HashSet<String>` holding them iterates: by bucket (the
