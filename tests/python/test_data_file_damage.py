@@ -59,9 +59,9 @@ def damaged(data, how):
     return bytes(out)
 
 
-@pytest.mark.parametrize("how", ["zeros", "truncated", "flip_first", "flip_third",
-                                 "flip_two_thirds", "flip_last"])
-def test_a_damaged_data_file_refuses_to_start_and_says_which(server_factory, how):
+def filled_then_damaged(server_factory, how):
+    """A stopped server with ROWS rows in table files, its largest table file damaged `how`:
+    (server, that file's path, its good bytes, its damaged bytes)."""
     server = server_factory(sync="batch")
     with open(server.config, "a") as f:
         f.write("storage_memtable_bytes: 1048576\n")
@@ -73,6 +73,13 @@ def test_a_damaged_data_file_refuses_to_start_and_says_which(server_factory, how
     bad = damaged(good, how)
     with open(path, "wb") as f:
         f.write(bad)
+    return server, path, good, bad
+
+
+@pytest.mark.parametrize("how", ["zeros", "truncated", "flip_first", "flip_third",
+                                 "flip_two_thirds", "flip_last"])
+def test_a_damaged_data_file_refuses_to_start_and_says_which(server_factory, how):
+    server, path, good, bad = filled_then_damaged(server_factory, how)
 
     out = start_fails(server)
     assert "damaged data file" in out and "would be lost" in out, out[-3000:]
@@ -108,16 +115,7 @@ def test_damage_met_by_a_read_under_each_disk_failure_policy(server_factory, pol
     serves on; under `stop_paranoid` the read takes the node down (client port closed) and it
     stays down, naming the damaged file, until the file is restored; then it serves again
     by itself with every row there."""
-    server = server_factory(sync="batch")
-    with open(server.config, "a") as f:
-        f.write("storage_memtable_bytes: 1048576\n")
-    server.start()
-    fill(server)
-    path = largest_table(server)
-    with open(path, "rb") as f:
-        good = f.read()
-    with open(path, "wb") as f:
-        f.write(damaged(good, "flip_third"))
+    server, path, good, _ = filled_then_damaged(server_factory, "flip_third")
     admin = _free_port()
     with open(server.config, "a") as f:
         f.write(f"data_file_check: off\ndisk_failure_policy: {policy}\n"
