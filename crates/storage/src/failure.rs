@@ -227,11 +227,7 @@ impl Shared {
     /// The error a write gets while writes are stopped.
     pub(crate) fn writes_unavailable(&self) -> StorageError {
         StorageError::Unavailable(
-            self.writes_down
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-                .unwrap_or_else(|| "writes are stopped".into()),
+            crate::reason(&self.writes_down).unwrap_or_else(|| "writes are stopped".into()),
         )
     }
 

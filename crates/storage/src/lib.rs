@@ -354,20 +354,12 @@ impl LsmStorage {
     /// Why writes are stopped while reads go on (`commit_failure_policy: stop_commit`,
     /// `disk_failure_policy: best_effort`), or `None` while writes are served.
     pub fn writes_stopped(&self) -> Option<String> {
-        self.shared
-            .writes_down
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        reason(&self.shared.writes_down)
     }
 
     /// Why the store is down (failed and reopening), or `None` while it serves.
     pub fn down(&self) -> Option<String> {
-        self.shared
-            .down
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        reason(&self.shared.down)
     }
 
     fn start_syncer(&self, period: Duration) {
@@ -438,13 +430,14 @@ impl Shared {
 
     fn unavailable(&self) -> StorageError {
         StorageError::Unavailable(
-            self.down
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-                .unwrap_or_else(|| "the store is reopening".into()),
+            reason(&self.down).unwrap_or_else(|| "the store is reopening".into()),
         )
     }
+}
+
+/// The reason kept in `slot` (why the store or its writes are down), if any.
+fn reason(slot: &Mutex<Option<String>>) -> Option<String> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
 impl Open {
