@@ -143,6 +143,10 @@ impl SourceRow {
 pub struct Write {
     pub cql: String,
     pub values: Vec<Raw>,
+    /// Whether writing it twice leaves what writing it once does. Counter additions and list
+    /// appends do not: the driver must not retry them on its own, and the copy re-reads the
+    /// target before it writes them again.
+    pub repeatable: bool,
 }
 
 /// One cell's write time and TTL (0: none).
@@ -299,6 +303,7 @@ pub fn plan(
         out.push(Write {
             cql: format!("UPDATE {name} SET {} WHERE {where_clause}", sets.join(", ")),
             values,
+            repeatable: false,
         });
     }
     // The row marker first (an INSERT of the key), for a clustering row of a non-counter
@@ -337,6 +342,7 @@ pub fn plan(
                     vec!["?"; cols.len()].join(", ")
                 ),
                 values,
+                repeatable: true,
             },
         );
     }
@@ -354,6 +360,7 @@ pub fn plan(
                 sets.join(", ")
             ),
             values: all,
+            repeatable: true,
         });
     }
     Ok(out)
@@ -391,6 +398,7 @@ fn append(
             "UPDATE {name} USING TIMESTAMP ? AND TTL ? SET {q} = {q} + ? WHERE {where_clause}"
         ),
         values,
+        repeatable: false,
     }
 }
 

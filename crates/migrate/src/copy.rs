@@ -8,10 +8,12 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use scylla::client::session::Session;
 use scylla::deserialize::row::ColumnIterator;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::frame::response::result::ColumnType;
 use scylla::response::PagingState;
 use scylla::serialize::value::SerializeValue;
@@ -26,6 +28,9 @@ use crate::Error;
 
 /// Rows of one range being written at once.
 const ROWS_IN_FLIGHT: usize = 32;
+
+/// How long a row is tried again while a target node has not applied the new schema yet.
+const SCHEMA_LAG_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A value already in protocol form, bound as is whatever the column's type.
 struct RawValue<'a>(Option<&'a [u8]>);
@@ -61,6 +66,7 @@ impl Statements {
         on_source: bool,
         cql: &str,
         page_size: i32,
+        idempotent: bool,
     ) -> Result<PreparedStatement, Error> {
         let key = (on_source, cql.to_string());
         if let Some(p) = self.lock().get(&key) {
@@ -71,8 +77,8 @@ impl Statements {
             .await
             .map_err(|e| Error::Cql(format!("cannot prepare {cql}: {e}")))?;
         p.set_page_size(page_size);
-        // Every write of the copy can be repeated (see `cells`): let the driver retry them.
-        p.set_is_idempotent(true);
+        // Reads, and the writes `cells` marks repeatable, the driver may retry on its own.
+        p.set_is_idempotent(idempotent);
         self.lock().insert(key, p.clone());
         Ok(p)
     }
@@ -113,6 +119,7 @@ impl RangeReader {
                 side.is_source,
                 &layout.select(table),
                 page_size,
+                true,
             )
             .await?;
         Ok(RangeReader {
@@ -214,7 +221,7 @@ pub async fn copy_range(job: &CopyJob<'_>) -> Result<Copied, Error> {
             let first_of_partition = previous_partition.as_ref() != Some(&pk);
             previous_partition = Some(pk);
             copied.rows += 1;
-            in_flight.push(write_row(job, row, first_of_partition));
+            in_flight.push(write_row_when_schema_settles(job, row, first_of_partition));
             if in_flight.len() >= ROWS_IN_FLIGHT {
                 if let Some(n) = in_flight.next().await {
                     copied.statements += n?;
@@ -228,9 +235,34 @@ pub async fn copy_range(job: &CopyJob<'_>) -> Result<Copied, Error> {
     Ok(copied)
 }
 
-async fn write_row(
+/// [`write_row`], tried again while a target node answers that it does not know the table yet.
+///
+/// Schema agreement (see `crate::schema::await_tables_on_every_node`) is checked before the
+/// copy, but a replica can still be applying a new table when the first writes reach it (seen
+/// under load on a two-node Cassandra 5.0 as INCOMPATIBLE_SCHEMA). Trying the whole row again
+/// is safe: it re-reads the target's lists and counters before writing them, as a resumed run
+/// does, and every other write is repeatable.
+async fn write_row_when_schema_settles(
     job: &CopyJob<'_>,
     row: SourceRow,
+    first_of_partition: bool,
+) -> Result<u64, Error> {
+    let deadline = Instant::now() + SCHEMA_LAG_TIMEOUT;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match write_row(job, &row, first_of_partition).await {
+            Err(Error::SchemaLag(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            done => return done,
+        }
+    }
+}
+
+async fn write_row(
+    job: &CopyJob<'_>,
+    row: &SourceRow,
     first_of_partition: bool,
 ) -> Result<u64, Error> {
     let mut n = 0;
@@ -242,11 +274,11 @@ async fn write_row(
         kinds.push(false);
     }
     for statics in kinds {
-        let target_values = read_target(job, &row, statics).await?;
+        let target_values = read_target(job, row, statics).await?;
         let writes = cells::plan(
             job.table,
             job.layout,
-            &row,
+            row,
             statics,
             &target_values,
             job.default_ts,
@@ -267,14 +299,41 @@ async fn write_row(
 async fn execute(job: &CopyJob<'_>, w: &Write) -> Result<(), Error> {
     let p = job
         .statements
-        .get(job.target.session, false, &w.cql, job.page_size)
+        .get(
+            job.target.session,
+            false,
+            &w.cql,
+            job.page_size,
+            w.repeatable,
+        )
         .await?;
     job.target
         .session
         .execute_unpaged(&p, bind(&w.values))
         .await
-        .map_err(|e| Error::Cql(format!("writing to the target with {}: {e}", w.cql)))?;
+        .map_err(|e| target_error(format!("writing to the target with {}", w.cql), e))?;
     Ok(())
+}
+
+/// `context: e`, as [`Error::SchemaLag`] when a target node did not know the table yet: a
+/// replica's INCOMPATIBLE_SCHEMA failure, or a coordinator's "unconfigured table".
+fn target_error(context: String, e: ExecutionError) -> Error {
+    let lag = match &e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, message)) => match db {
+            DbError::WriteFailure { .. } | DbError::ReadFailure { .. } => {
+                message.contains("INCOMPATIBLE_SCHEMA")
+            }
+            DbError::Invalid => message.starts_with("unconfigured table"),
+            _ => false,
+        },
+        _ => false,
+    };
+    let text = format!("{context}: {e}");
+    if lag {
+        Error::SchemaLag(text)
+    } else {
+        Error::Cql(text)
+    }
 }
 
 /// The lists and counters of the row (or of its partition's statics) that the target holds
@@ -309,14 +368,14 @@ async fn read_target(job: &CopyJob<'_>, row: &SourceRow, statics: bool) -> Resul
     );
     let p = job
         .statements
-        .get(job.target.session, false, &cql, job.page_size)
+        .get(job.target.session, false, &cql, job.page_size, true)
         .await?;
     let result = job
         .target
         .session
         .execute_unpaged(&p, bind(&row.keys[..keys.len()]))
         .await
-        .map_err(|e| Error::Cql(format!("reading the target with {cql}: {e}")))?;
+        .map_err(|e| target_error(format!("reading the target with {cql}"), e))?;
     let rows = result
         .into_rows_result()
         .map_err(|e| Error::Cql(format!("{cql}: {e}")))?;

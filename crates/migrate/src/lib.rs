@@ -62,6 +62,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Cql(String),
+    /// A target node still did not know a copied table when the copy gave up waiting.
+    #[error("{0} (a target node still does not know the table)")]
+    SchemaLag(String),
     #[error("schema: {0}")]
     Schema(String),
     #[error("row of {table} at token {token}: {reason}")]
@@ -202,6 +205,10 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
                     "the target's nodes do not agree on the schema: {e}"
                 ))
             })?;
+        }
+        if options.copy {
+            let names: Vec<String> = here.iter().map(|t| t.name.clone()).collect();
+            schema::await_tables_on_every_node(&target, ks, &names, NODES_TIMEOUT).await?;
         }
         let there = schema::tables(&target, ks).await?;
         for t in here {

@@ -10,8 +10,12 @@
 //! stops the migration instead of receiving rows it would misread.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use scylla::client::session::Session;
+use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::statement::unprepared::Statement;
+use scylla::value::CqlValue;
 
 use crate::Error;
 
@@ -376,6 +380,80 @@ fn unfrozen(cql_type: &str) -> String {
 }
 
 /// An unpaged query whose rows deserialize into `R`.
+/// Waits until every node of `session` lists each of `tables` of `keyspace` in its own
+/// `system_schema.tables`, under one id, for at most `within`.
+///
+/// The driver's schema agreement compares the schema versions of the nodes it has a working
+/// connection to at that moment; a node whose connections are being re-opened is left out. Asking
+/// each node for the tables themselves leaves no node out.
+pub async fn await_tables_on_every_node(
+    session: &Session,
+    keyspace: &str,
+    tables: &[String],
+    within: Duration,
+) -> Result<(), Error> {
+    let deadline = Instant::now() + within;
+    loop {
+        let missing = tables_missing_somewhere(session, keyspace, tables).await?;
+        let Some(what) = missing else { return Ok(()) };
+        if Instant::now() > deadline {
+            return Err(Error::Schema(format!(
+                "the target's nodes do not agree on the schema after {} s: {what}",
+                within.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What keeps the nodes from agreeing on `tables` (None: they agree).
+async fn tables_missing_somewhere(
+    session: &Session,
+    keyspace: &str,
+    tables: &[String],
+) -> Result<Option<String>, Error> {
+    const CQL: &str = "SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = ?";
+    let mut first: Option<HashMap<String, Option<CqlValue>>> = None;
+    for node in session.get_cluster_state().get_nodes_info() {
+        let mut statement = Statement::new(CQL);
+        statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+            NodeIdentifier::Node(node.clone()),
+            None,
+        )));
+        let answer = match session.query_unpaged(statement, (keyspace,)).await {
+            Ok(answer) => answer,
+            // A node that cannot answer yet is asked again.
+            Err(e) => return Ok(Some(format!("{} did not answer: {e}", node.address))),
+        };
+        let rows = answer
+            .into_rows_result()
+            .map_err(|e| Error::Cql(format!("{CQL}: {e}")))?;
+        let ids: HashMap<String, Option<CqlValue>> = rows
+            .rows::<(String, Option<CqlValue>)>()
+            .map_err(|e| Error::Cql(format!("{CQL}: {e}")))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::Cql(format!("{CQL}: {e}")))?;
+        if let Some(t) = tables.iter().find(|t| !ids.contains_key(*t)) {
+            return Ok(Some(format!(
+                "{} has no table {keyspace}.{t} yet",
+                node.address
+            )));
+        }
+        match &first {
+            None => first = Some(ids),
+            Some(seen) => {
+                if let Some(t) = tables.iter().find(|t| seen.get(*t) != ids.get(*t)) {
+                    return Ok(Some(format!(
+                        "{} holds {keyspace}.{t} under another id",
+                        node.address
+                    )));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
 pub async fn query<R>(session: &Session, cql: &str) -> Result<Vec<R>, Error>
 where
     R: for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
