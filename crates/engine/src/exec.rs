@@ -814,7 +814,7 @@ pub(crate) struct BoundFilter {
     pub op: FilterOp,
     pub target: BoundTarget,
     pub want: Option<Vec<u8>>,
-    pub fold_case: bool,
+    pub analyzer: crate::index::Analyzer,
 }
 
 pub(crate) enum BoundTarget {
@@ -852,7 +852,7 @@ impl BoundFilter {
                 ),
             },
             want: resolve(&f.value, vals)?,
-            fold_case: f.fold_case,
+            analyzer: f.analyzer,
         })
     }
 
@@ -868,11 +868,8 @@ impl BoundFilter {
             return false;
         };
         let cmp = |t: &ColumnType, a: &[u8]| -> std::cmp::Ordering {
-            if self.fold_case && matches!(t, ColumnType::Varchar | ColumnType::Ascii) {
-                let (a, b) = (
-                    crate::index::analyze(true, a),
-                    crate::index::analyze(true, want),
-                );
+            if !self.analyzer.is_none() && matches!(t, ColumnType::Varchar | ColumnType::Ascii) {
+                let (a, b) = (self.analyzer.apply(a), self.analyzer.apply(want));
                 crate::types::compare(t, &a, &b)
             } else {
                 crate::types::compare(t, a, want)

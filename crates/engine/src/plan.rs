@@ -144,8 +144,8 @@ pub struct Filter {
     pub op: FilterOp,
     pub value: Src,
     pub target: FilterTarget,
-    /// Text compared case-insensitively (an SAI index with `case_sensitive: false`).
-    pub fold_case: bool,
+    /// How text is analyzed before it is compared (an SAI index's options).
+    pub analyzer: crate::index::Analyzer,
 }
 
 /// What of the column a filter compares.
@@ -183,7 +183,7 @@ pub struct IndexScan {
     pub column: String,
     /// Type of the indexed values (a map entry's key type for an `Element` lookup).
     pub value_ty: ColumnType,
-    pub fold_case: bool,
+    pub analyzer: crate::index::Analyzer,
     pub lookup: IndexLookup,
 }
 

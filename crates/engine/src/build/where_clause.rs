@@ -225,14 +225,14 @@ impl Builder<'_> {
                     op: FilterOp::Eq,
                     value: Src::Const(None),
                     target: FilterTarget::In(values),
-                    fold_case: false,
+                    analyzer: crate::index::Analyzer::NONE,
                 }),
                 KeyValues::InBind(marker, _) if !for_write => r.filters.push(Filter {
                     column: idx,
                     op: FilterOp::Eq,
                     value: Src::Bind(marker),
                     target: FilterTarget::InList,
-                    fold_case: false,
+                    analyzer: crate::index::Analyzer::NONE,
                 }),
                 _ => {
                     return Err(EngineError::invalid(format!(
@@ -470,7 +470,7 @@ fn whole_value_filter(column: usize, op: Operator, value: Src) -> Filter {
         op: filter_op(op),
         value,
         target: FilterTarget::Whole,
-        fold_case: false,
+        analyzer: crate::index::Analyzer::NONE,
     }
 }
 
@@ -505,7 +505,7 @@ fn partial_key_to_filters(t: &TableDef, r: &mut Restrictions) {
             op: FilterOp::Eq,
             value,
             target,
-            fold_case: false,
+            analyzer: crate::index::Analyzer::NONE,
         });
     }
 }
@@ -538,7 +538,7 @@ fn gapped_clustering_to_filters(t: &TableDef, r: &mut Restrictions) {
             op: FilterOp::Eq,
             value,
             target,
-            fold_case: false,
+            analyzer: crate::index::Analyzer::NONE,
         });
     }
     let (kept, filtered): (Vec<_>, Vec<_>) = std::mem::take(&mut r.slices)
@@ -551,7 +551,7 @@ fn gapped_clustering_to_filters(t: &TableDef, r: &mut Restrictions) {
             op: filter_op(op),
             value: srcs.remove(0),
             target: FilterTarget::Whole,
-            fold_case: false,
+            analyzer: crate::index::Analyzer::NONE,
         });
     }
 }

@@ -1,7 +1,7 @@
 //! The entries of one stored row or partition header, their upkeep on every write
 //! ([`maintain`]) and the build of an index over a table's existing data ([`build`]).
 
-use super::{analyze, index_prefix, IndexDef, Target};
+use super::{index_prefix, Analyzer, IndexDef, Target};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::row::{Cell, CellValue, CollectionKind, PartitionHeader, Row};
 use crate::{keys, Engine, EngineError};
@@ -25,10 +25,14 @@ fn is_text(ty: &ColumnType) -> bool {
     matches!(ty, ColumnType::Varchar | ColumnType::Ascii)
 }
 
-/// The order-preserving encoding of one indexed value (analyzed first when the index folds
-/// case).
-pub(crate) fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8], case_insensitive: bool) {
-    let v = analyze(case_insensitive && is_text(ty), v);
+/// The order-preserving encoding of one indexed value (analyzed first when the index has an
+/// analyzer and the value is text).
+pub(crate) fn encode_value(out: &mut Vec<u8>, ty: &ColumnType, v: &[u8], analyzer: Analyzer) {
+    let v = if is_text(ty) {
+        analyzer.apply(v)
+    } else {
+        std::borrow::Cow::Borrowed(v)
+    };
     keys::encode_component(out, ty, &v, false);
 }
 
@@ -45,7 +49,7 @@ pub(crate) fn value_types(idx: &IndexDef, ty: &ColumnType) -> (ColumnType, Optio
 
 /// The encoded values `idx` holds for one stored value `v` of a column of type `ty`.
 fn encoded_values(idx: &IndexDef, ty: &ColumnType, v: &[u8]) -> Vec<Vec<u8>> {
-    let ci = idx.case_insensitive();
+    let ci = idx.analyzer();
     let one = |t: &ColumnType, x: &[u8]| {
         let mut out = Vec::new();
         encode_value(&mut out, t, x, ci);
@@ -107,7 +111,7 @@ fn longer(a: u32, b: u32) -> u32 {
 /// The encoded values `idx` holds for the elements of a non-frozen collection of type `ty`,
 /// each with when its element expires (0: never): an entry follows its element's cell.
 fn element_values(idx: &IndexDef, ty: &ColumnType, c: &crate::row::Complex) -> Vec<(Vec<u8>, u32)> {
-    let ci = idx.case_insensitive();
+    let ci = idx.analyzer();
     let one = |t: &ColumnType, x: &[u8]| {
         let mut out = Vec::new();
         encode_value(&mut out, t, x, ci);

@@ -114,19 +114,63 @@ impl IndexDef {
         o
     }
 
-    /// Whether text values go through SAI's case folding before they are compared.
-    pub fn case_insensitive(&self) -> bool {
-        self.options
-            .get("case_sensitive")
-            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+    /// What SAI's analyzer does to this index's text values before they are indexed or
+    /// compared (its `case_sensitive`, `normalize` and `ascii` options).
+    pub fn analyzer(&self) -> Analyzer {
+        let on = |k: &str, v: &str| {
+            self.options
+                .get(k)
+                .is_some_and(|x| x.eq_ignore_ascii_case(v))
+        };
+        Analyzer {
+            lower: on("case_sensitive", "false"),
+            nfc: on("normalize", "true"),
+            ascii: on("ascii", "true"),
+        }
     }
 }
 
-/// The analyzed form of a value under `idx` (SAI `case_sensitive: false` lower-cases text).
-pub(crate) fn analyze(case_insensitive: bool, v: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    match std::str::from_utf8(v) {
-        Ok(s) if case_insensitive => std::borrow::Cow::Owned(s.to_lowercase().into_bytes()),
-        _ => std::borrow::Cow::Borrowed(v),
+/// SAI's non-tokenizing analyzer, in Cassandra's order: lower case (`case_sensitive: false`),
+/// then Unicode NFC (`normalize: true`), then Lucene's ASCII folding (`ascii: true`, "é" to
+/// "e", "ß" to "ss"). Values that differ only in what it removes then match each other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Analyzer {
+    pub lower: bool,
+    pub nfc: bool,
+    pub ascii: bool,
+}
+
+impl Analyzer {
+    /// Compares values as stored.
+    pub const NONE: Analyzer = Analyzer {
+        lower: false,
+        nfc: false,
+        ascii: false,
+    };
+
+    pub fn is_none(self) -> bool {
+        self == Analyzer::NONE
+    }
+
+    /// The analyzed form of a text value (values that are not UTF-8 are left as they are).
+    pub fn apply(self, v: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+        use unicode_normalization::UnicodeNormalization;
+        let s = match std::str::from_utf8(v) {
+            Ok(s) if !self.is_none() => s,
+            _ => return std::borrow::Cow::Borrowed(v),
+        };
+        let mut out = if self.lower {
+            s.to_lowercase()
+        } else {
+            s.to_string()
+        };
+        if self.nfc && !unicode_normalization::is_nfc(&out) {
+            out = out.nfc().collect();
+        }
+        if self.ascii && !out.is_ascii() {
+            out = asciifolding::fold_to_ascii(&out);
+        }
+        std::borrow::Cow::Owned(out.into_bytes())
     }
 }
 
@@ -171,3 +215,39 @@ pub(crate) fn expired(value: &[u8], now: u32) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+#[cfg(test)]
+mod analyzer_tests {
+    use super::Analyzer;
+
+    fn run(a: Analyzer, s: &str) -> String {
+        String::from_utf8(a.apply(s.as_bytes()).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn options_apply_in_cassandras_order() {
+        let all = Analyzer {
+            lower: true,
+            nfc: true,
+            ascii: true,
+        };
+        assert_eq!(run(Analyzer::NONE, "CAFÉ"), "CAFÉ");
+        assert_eq!(run(all, "STRAßE"), "strasse");
+        // NFC composes e + U+0301 into é before folding removes the accent.
+        assert_eq!(run(all, "CAFE\u{301}"), "cafe");
+        // Folding alone keeps a combining mark, as Lucene does.
+        let fold = Analyzer {
+            ascii: true,
+            ..Analyzer::NONE
+        };
+        assert_eq!(run(fold, "cafe\u{301}"), "cafe\u{301}");
+        assert_eq!(run(fold, "\u{fb01}le"), "file");
+        let nfc = Analyzer {
+            nfc: true,
+            ..Analyzer::NONE
+        };
+        assert_eq!(run(nfc, "cafe\u{301}"), "caf\u{e9}");
+        // Bytes that are not UTF-8 are compared as they are.
+        assert_eq!(all.apply(&[0xff, 0x41]).as_ref(), &[0xff, 0x41]);
+    }
+}

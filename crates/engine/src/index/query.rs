@@ -140,7 +140,7 @@ impl Builder<'_> {
                 op: filter_op(op),
                 value: v,
                 target: FilterTarget::Element(k),
-                fold_case: false,
+                analyzer: crate::index::Analyzer::NONE,
             });
         }
         let (ty, target, label) = match (op, &c.ty) {
@@ -181,7 +181,7 @@ impl Builder<'_> {
             op,
             value,
             target,
-            fold_case: false,
+            analyzer: crate::index::Analyzer::NONE,
         })
     }
 
@@ -269,7 +269,7 @@ impl Builder<'_> {
         for (i, r) in rels.iter().enumerate() {
             if free[i] {
                 let mut f = self.relation_filter(t, r)?;
-                f.fold_case = served[i].is_some_and(|x| x.case_insensitive());
+                f.analyzer = served[i].map_or(crate::index::Analyzer::NONE, |x| x.analyzer());
                 filters.push(f);
             } else if !pk_full && pk_col(r) {
                 // A part of the partition key, without the rest of it: checked per row.
@@ -365,7 +365,7 @@ impl Builder<'_> {
             index_id: idx.id,
             column: c.name.clone(),
             value_ty,
-            fold_case: idx.case_insensitive(),
+            analyzer: idx.analyzer(),
             lookup,
         })
     }

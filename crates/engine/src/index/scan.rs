@@ -40,7 +40,7 @@ pub(crate) fn candidates<'a>(
     let prefix = index_prefix(scan.index_id);
     let encoded = |v: &[u8]| {
         let mut k = prefix.clone();
-        encode_value(&mut k, &scan.value_ty, v, scan.fold_case);
+        encode_value(&mut k, &scan.value_ty, v, scan.analyzer);
         k
     };
     let live =
@@ -55,7 +55,7 @@ pub(crate) fn candidates<'a>(
         IndexLookup::Eq(src) => Some(encoded(&value_of(scan, src, vals)?)),
         IndexLookup::Entry(k, v, vt) => {
             let mut key = encoded(&value_of(scan, k, vals)?);
-            encode_value(&mut key, vt, &value_of(scan, v, vals)?, scan.fold_case);
+            encode_value(&mut key, vt, &value_of(scan, v, vals)?, scan.analyzer);
             Some(key)
         }
         IndexLookup::Range { .. } => None,
