@@ -24,7 +24,7 @@ from cassandra.query import SimpleStatement
 from conftest import _find_peregrine, _free_port, _port_open
 
 
-def wait_until(cond, timeout=20, what="condition"):
+def wait_until(cond, timeout=60, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if cond():

@@ -1216,7 +1216,7 @@ impl crate::Engine {
                 if let Some((k, table)) = invalidated {
                     self.forget_prepared(&k, table.as_deref());
                 }
-                self.build_indexes()?;
+                self.build_indexes_briefly()?;
                 self.build_views()?;
                 Ok(Outcome::SchemaChange(change))
             }

@@ -468,6 +468,10 @@ pub struct Engine {
     /// `dynamic_data_masking_enabled` (Cassandra's key; off by default).
     masking_enabled: AtomicBool,
     ddl_lock: Mutex<()>,
+    /// What CREATE INDEX leaves to the background build (`index::entries`).
+    index_builds: Arc<index::IndexBuilds>,
+    /// `index_build_wait` in milliseconds: how long CREATE INDEX builds before it answers.
+    index_build_wait_ms: AtomicU64,
     stripes: Vec<Mutex<()>>,
     last_ts: AtomicI64,
     prepared: RwLock<HashMap<[u8; 16], Arc<Prepared>>>,
@@ -568,6 +572,8 @@ impl Engine {
             drop_compact_enabled: AtomicBool::new(false),
             masking_enabled: AtomicBool::new(false),
             ddl_lock: Mutex::new(()),
+            index_builds: Arc::default(),
+            index_build_wait_ms: AtomicU64::new(5000),
             stripes: (0..1024).map(|_| Mutex::new(())).collect(),
             last_ts: AtomicI64::new(0),
             prepared: RwLock::new(HashMap::new()),
@@ -653,6 +659,19 @@ impl Engine {
     /// Hands the engine the process state `system_views` shows.
     pub fn set_live_data(&self, live: Arc<dyn virtual_tables::LiveData>) {
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = Some(live);
+    }
+
+    /// `index_build_wait`: how long CREATE INDEX builds an index over existing rows before it
+    /// answers (the rest is built in the background).
+    pub fn set_index_build_wait(&self, wait: std::time::Duration) {
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.index_build_wait_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Where CREATE INDEX hands a build it did not finish to the server's build thread
+    /// (which then calls [`Engine::finish_index_builds`]).
+    pub fn index_builds(&self) -> Arc<index::IndexBuilds> {
+        self.index_builds.clone()
     }
 
     pub fn node(&self) -> &NodeInfo {

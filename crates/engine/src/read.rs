@@ -628,6 +628,14 @@ impl<'a> SelectRun<'a> {
         end: &Option<TokenBound>,
     ) -> Result<(), EngineError> {
         let t = &self.plan.table;
+        // The plan may predate the build's end (a prepared statement): ask the live schema.
+        let live = engine.schema.get();
+        let idx = live
+            .table(&t.keyspace, &t.name)
+            .and_then(|t| t.indexes.iter().find(|i| i.id == scan.index_id));
+        if let Some(idx) = idx.filter(|i| !i.built) {
+            return Err(crate::index::not_available(engine.node(), idx.is_sai()));
+        }
         let (lo, hi) = self.token_span(engine, start, end)?;
         let resume_partition = self
             .resume_key

@@ -38,7 +38,7 @@ mod scheduler;
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions};
@@ -130,6 +130,7 @@ impl LocalBackend {
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
         engine.set_dynamic_data_masking_enabled(config.dynamic_data_masking_enabled);
+        engine.set_index_build_wait(config.index_build_wait);
         engine.set_vector_index_memory_bytes(
             usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
         );
@@ -144,13 +145,16 @@ impl LocalBackend {
         engine.set_live_data(Arc::new(live::Live::new(config, store.clone())));
         let scans = lanes::ScanLane::new(config)
             .map_err(|e| anyhow::anyhow!("starting the scan threads: {e}"))?;
+        let engine = Arc::new(engine);
+        spawn_index_builder(&engine)
+            .map_err(|e| anyhow::anyhow!("starting the index build thread: {e}"))?;
         Ok(LocalBackend {
             scans,
             levels: scheduler::Scheduler::new(
                 config.service_level_slots,
                 config.service_level_queue,
             ),
-            engine: Arc::new(engine),
+            engine,
             store,
             sync_writes: config.commitlog_sync == CommitlogSync::Batch,
             login: password.then(|| {
@@ -338,9 +342,27 @@ impl Backend for LocalBackend {
             Ok(a) => a,
             Err(e) => return Reply::from(Response::Error(e)),
         };
+        let consistency = match &req {
+            Request::Query(q) => Some(q.params.consistency),
+            Request::Execute(x) => Some(x.params.consistency),
+            Request::Batch(b) => Some(b.consistency),
+            _ => None,
+        };
         let mut reply = self.respond(conn, req, (scan_rate, auths)).await;
         if self.created_a_view(&reply.response) {
             reply.extras.warnings.push(VIEW_WARNING.into());
+        }
+        // A read or write failure names the consistency the request asked for, as
+        // Cassandra's does; the engine does not know it.
+        if let (
+            Response::Error(
+                DbError::ReadFailure { consistency, .. }
+                | DbError::WriteFailure { consistency, .. },
+            ),
+            Some(asked),
+        ) = (&mut reply.response, consistency)
+        {
+            *consistency = asked;
         }
         reply
     }
@@ -373,6 +395,28 @@ impl Backend for LocalBackend {
         self.scans.export(out);
         self.levels.export(out);
     }
+}
+
+/// The thread that finishes the index builds CREATE INDEX left to the background (an index on
+/// a table that takes more than a moment to scan). It holds the engine only while it builds,
+/// and ends once the engine is gone.
+fn spawn_index_builder(engine: &Arc<Engine>) -> std::io::Result<()> {
+    let builds = engine.index_builds();
+    let engine = Arc::downgrade(engine);
+    std::thread::Builder::new()
+        .name("index-build".into())
+        .spawn(move || loop {
+            let wanted = builds.wait(Duration::from_secs(1));
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            if wanted {
+                if let Err(e) = engine.finish_index_builds() {
+                    tracing::error!("building an index in the background: {e}");
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// The warning Cassandra sends with every CREATE MATERIALIZED VIEW.

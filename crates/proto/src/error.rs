@@ -56,7 +56,8 @@ impl WriteType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureReason {
     pub endpoint: IpAddr,
-    /// 0x0000 UNKNOWN, 0x0001 TOO_MANY_TOMBSTONES_READ, 0x0002 INDEX_NOT_AVAILABLE, ...
+    /// Cassandra 5.0's RequestFailureReason: 0x0000 UNKNOWN, 0x0001 READ_TOO_MANY_TOMBSTONES,
+    /// 0x0002 TIMEOUT, 0x0003 INCOMPATIBLE_SCHEMA, ..., 0x0006 INDEX_NOT_AVAILABLE.
     pub code: u16,
 }
 

@@ -138,6 +138,11 @@ pub struct Config {
     /// grows past it is freed and ANN queries on its index scan the rows instead (exact,
     /// slower) until a restart finds it small enough. Default 1 GiB.
     pub vector_index_memory_bytes: u64,
+    /// Standalone: how long CREATE INDEX builds a new index over existing rows before it
+    /// answers and the build goes on in the background. Default `5s`; `0s` answers at once, as
+    /// Cassandra does.
+    #[serde(with = "duration_str")]
+    pub index_build_wait: Duration,
     /// Standalone mode: threads of the scan lane, the pool that runs scans (a SELECT over a
     /// token range: every partition of a table, `token(...)` ranges, filtering and indexed
     /// reads over many partitions, `count(*)` over a table) apart from the threads serving
@@ -323,6 +328,7 @@ impl Default for Config {
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
+            index_build_wait: Duration::from_secs(5),
             scan_threads: 2,
             scan_queue: 64,
             scan_rows_per_second: 0,

@@ -8,7 +8,9 @@ use crate::{keys, Engine, EngineError};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use storage::WriteBatch;
 
 /// An entry: its key and its value, `expires_at:u32` (0: never) then the length of the
@@ -277,9 +279,16 @@ pub fn maintain(
 
 /// Writes the entries of `idx` for every row of `t`, one partition at a time under that
 /// partition's stripe lock, so a concurrent write cannot leave an entry of a value it
-/// replaced.
-pub(crate) fn build(engine: &Engine, t: &TableDef, idx: &IndexDef) -> Result<(), EngineError> {
-    engine.each_partition_locked(t.id, |prefix, batch| {
+/// replaced. With `until`, stops at the first partition boundary past it: `Ok(false)` then
+/// means the build is not complete (starting it again later is safe: entries are written
+/// as the partition holds them).
+pub(crate) fn build(
+    engine: &Engine,
+    t: &TableDef,
+    idx: &IndexDef,
+    until: Option<Instant>,
+) -> Result<bool, EngineError> {
+    engine.each_partition_locked_until(t.id, until, |prefix, batch| {
         let pend = keys::prefix_end(prefix);
         for item in engine.storage.scan(
             Bound::Included(prefix),
@@ -307,8 +316,20 @@ impl Engine {
     pub(crate) fn each_partition_locked(
         &self,
         table_id: u32,
-        mut f: impl FnMut(&[u8], &mut WriteBatch) -> Result<(), EngineError>,
+        f: impl FnMut(&[u8], &mut WriteBatch) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
+        self.each_partition_locked_until(table_id, None, f)
+            .map(|_| ())
+    }
+
+    /// [`Engine::each_partition_locked`], stopping at the first partition boundary past
+    /// `until`: `Ok(true)` when every partition was visited.
+    pub(crate) fn each_partition_locked_until(
+        &self,
+        table_id: u32,
+        until: Option<Instant>,
+        mut f: impl FnMut(&[u8], &mut WriteBatch) -> Result<(), EngineError>,
+    ) -> Result<bool, EngineError> {
         for stripe in &self.stripes {
             drop(stripe.lock().unwrap_or_else(|p| p.into_inner()));
         }
@@ -327,6 +348,10 @@ impl Engine {
                 .transpose()?;
             let Some((k, _)) = first else { break };
             let Some(d) = keys::decode_key(&k) else { break };
+            // Checked only once a partition is left: an empty table is always built at once.
+            if until.is_some_and(|u| Instant::now() >= u) {
+                return Ok(false);
+            }
             let prefix = k[..d.prefix_len].to_vec();
             {
                 let _g = self.stripes[self.stripe_of(&k)]
@@ -338,15 +363,57 @@ impl Engine {
             }
             cursor = keys::prefix_end(&prefix);
         }
-        Ok(())
+        Ok(true)
     }
 }
 
 impl Engine {
-    /// Builds every index not yet built, then records them as built. Runs under the DDL lock
-    /// (or at open, before any request).
+    /// Builds every index not yet built, then records them as built. Runs at open, before
+    /// any request.
     pub(crate) fn build_indexes(&self) -> Result<(), EngineError> {
         self.build_vector_indexes()?;
+        self.build_pending_indexes(None).map(|_| ())
+    }
+
+    /// After CREATE INDEX (under the DDL lock): builds what is not built yet for at most
+    /// `index_build_wait` (default 5 s); what is left goes on in the background (see
+    /// [`Engine::finish_index_builds`]), and queries that need such an index answer
+    /// Cassandra's ReadFailure meanwhile (`index::query`).
+    pub(crate) fn build_indexes_briefly(&self) -> Result<(), EngineError> {
+        self.build_vector_indexes()?;
+        let wait = self.index_build_wait_ms.load(Ordering::Relaxed);
+        let until = Instant::now() + Duration::from_millis(wait);
+        if !self.build_pending_indexes(Some(until))? {
+            self.index_builds.request();
+        }
+        Ok(())
+    }
+
+    /// Builds what CREATE INDEX left to the background, and records it as built. Called by
+    /// the server's index-build thread whenever [`IndexBuilds::wait`] says there is work.
+    /// Other DDL goes on meanwhile: the DDL lock is taken only to record the result.
+    pub fn finish_index_builds(&self) -> Result<(), EngineError> {
+        let _one_builder = self
+            .index_builds
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (done, _) = self.build_unbuilt(None)?;
+        let _g = self.ddl_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.record_built(&done)
+    }
+
+    /// Builds the unbuilt indexes (until `until`, if given) and records the ones completed
+    /// as built. `Ok(true)`: none is left unbuilt. The caller holds the DDL lock.
+    fn build_pending_indexes(&self, until: Option<Instant>) -> Result<bool, EngineError> {
+        let (done, all) = self.build_unbuilt(until)?;
+        self.record_built(&done)?;
+        Ok(all)
+    }
+
+    /// Builds the indexes the schema marks unbuilt (until `until`): the ids completed, and
+    /// whether that is all of them.
+    fn build_unbuilt(&self, until: Option<Instant>) -> Result<(Vec<u32>, bool), EngineError> {
         let schema = self.schema.get();
         let pending: Vec<(Arc<TableDef>, IndexDef)> = schema
             .tables
@@ -358,16 +425,59 @@ impl Engine {
                     .map(move |i| (t.clone(), i.clone()))
             })
             .collect();
-        if pending.is_empty() {
+        let mut done = Vec::new();
+        for (t, idx) in &pending {
+            if build(self, t, idx, until)? {
+                done.push(idx.id);
+            }
+        }
+        let all = done.len() == pending.len();
+        Ok((done, all))
+    }
+
+    /// Marks the indexes `done` names as built (those a DDL dropped meanwhile are gone from
+    /// the schema and stay so). The caller holds the DDL lock.
+    fn record_built(&self, done: &[u32]) -> Result<(), EngineError> {
+        if done.is_empty() {
             return Ok(());
         }
-        for (t, idx) in &pending {
-            build(self, t, idx)?;
-        }
         self.mark_built(
-            |t| t.indexes.iter().any(|i| !i.built),
-            |t| t.indexes.iter_mut().for_each(|i| i.built = true),
+            |t| t.indexes.iter().any(|i| done.contains(&i.id) && !i.built),
+            |t| {
+                t.indexes
+                    .iter_mut()
+                    .filter(|i| done.contains(&i.id))
+                    .for_each(|i| i.built = true)
+            },
         )
+    }
+}
+
+/// CREATE INDEX's hand-over to the background build: the server runs a thread that waits
+/// here and calls [`Engine::finish_index_builds`].
+#[derive(Default)]
+pub struct IndexBuilds {
+    wanted: Mutex<bool>,
+    wake: Condvar,
+    /// Held while a background build runs (one at a time).
+    running: Mutex<()>,
+}
+
+impl IndexBuilds {
+    fn request(&self) {
+        *self.wanted.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    /// Waits up to `timeout` for a build to be requested; `true` (and the request taken)
+    /// when there is one.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let guard = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut wanted, _) = self
+            .wake
+            .wait_timeout_while(guard, timeout, |w| !*w)
+            .unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *wanted)
     }
 }
 

@@ -31,6 +31,7 @@
 pub(crate) mod ann;
 pub mod ddl;
 mod entries;
+pub use entries::IndexBuilds;
 pub(crate) mod query;
 pub(crate) mod scan;
 pub(crate) mod vector;
@@ -172,6 +173,32 @@ impl Analyzer {
         }
         std::borrow::Cow::Owned(out.into_bytes())
     }
+}
+
+/// Cassandra 5.0.9's answer to a query that needs an index still being built: ReadFailure
+/// from this node, reason INDEX_NOT_AVAILABLE (0x0006) for SAI and UNKNOWN (0x0000) for a
+/// legacy index. The consistency here is a placeholder: the server puts the request's in.
+pub(crate) fn not_available(node: &crate::NodeInfo, sai: bool) -> crate::EngineError {
+    let (reason, code) = if sai {
+        ("INDEX_NOT_AVAILABLE", 0x0006)
+    } else {
+        ("UNKNOWN", 0x0000)
+    };
+    crate::EngineError::Db(proto::DbError::ReadFailure {
+        message: format!(
+            "Operation failed - received 0 responses and 1 failures: {reason} from /{}:7000",
+            node.rpc_address
+        ),
+        consistency: proto::request::Consistency::LocalOne,
+        received: 0,
+        block_for: 1,
+        num_failures: 1,
+        reasons: vec![proto::error::FailureReason {
+            endpoint: node.rpc_address,
+            code,
+        }],
+        data_present: false,
+    })
 }
 
 /// `0x02 index_id`: the start of an index's entries.

@@ -71,7 +71,8 @@ fn supports(idx: &IndexDef, ty: &ColumnType, op: Operator, element: bool) -> boo
     }
 }
 
-/// The built index that serves `rel`, if any.
+/// The index that serves `rel`, if any. One still being built is chosen too: the query then
+/// fails until the build is done (`not_available`), as Cassandra's does.
 fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
     let (column, op, element) = match rel {
         Relation::Binary { column, op, .. } => (column, *op, false),
@@ -81,7 +82,7 @@ fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
     let c = t.column(column)?;
     t.indexes
         .iter()
-        .filter(|i| i.built && i.column == *column)
+        .filter(|i| i.column == *column)
         .filter(|i| super::vector::vector_config(i, t).is_none())
         .filter(|i| supports(i, &c.ty, op, element))
         // SAI first: it serves its relations together with the query's other SAI ones.
@@ -192,7 +193,7 @@ impl Builder<'_> {
         t: &Arc<TableDef>,
         s: &ast::SelectStatement,
     ) -> Result<Option<IndexedWhere>, EngineError> {
-        if !t.indexes.iter().any(|i| i.built) {
+        if t.indexes.is_empty() {
             return Ok(None);
         }
         let rels = &s.where_clause;
