@@ -116,3 +116,15 @@ def test_a_build_killed_midway_is_finished_by_the_restart(server):
         assert got == want
     finally:
         cluster.shutdown()
+
+
+def test_truncate_during_a_build_leaves_a_queryable_index(server):
+    cluster, session = loaded(server)
+    try:
+        session.execute("CREATE INDEX vi ON ib.t (v) USING 'sai'")
+        session.execute("TRUNCATE ib.t")
+        session.execute("INSERT INTO ib.t (k, v, w) VALUES (1, 7, 'x')")
+        # The table is empty after TRUNCATE, so its index is complete at once.
+        assert session.execute("SELECT k FROM ib.t WHERE v = 7").all() == [(1,)]
+    finally:
+        cluster.shutdown()

@@ -390,10 +390,13 @@ pub fn check_drop_column(t: &TableDef, column: &str) -> Result<(), EngineError> 
 }
 
 /// TRUNCATE gives the table a fresh id; its indexes get fresh ids too, so no entry of the
-/// old data is ever read again (compaction drops them).
+/// old data is ever read again (compaction drops them). The table is then empty, so each index
+/// is complete, including one whose build was still running in the background (that build
+/// goes on under the old id, and its result is dropped).
 pub fn renumber(t: &mut TableDef, next_id: &mut u32) {
     for i in &mut t.indexes {
         i.id = *next_id;
+        i.built = true;
         *next_id += 1;
     }
 }
