@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs `peregrine bench indexed` against a fresh standalone Peregrine and a running Cassandra
+# 5.0.9 in one invocation (each phase against each server in turn), with both servers' pids so
+# that operations per server CPU second are reported. Usage:
+#   run.sh BIN OUT_DIR ROWS [extra bench args...]
+# Cassandra: CASS_PORT (default 9982), started beforehand with
+#   scripts/cassandra.sh start --port $CASS_PORT --clean
+# (its pid is read from ~/.cache/peregrine/cassandra-run-$CASS_PORT/cassandra.pid).
+# Peregrine: `BIN serve` on port PEREGRINE_PORT (default 19591), a fresh data dir under
+# OUT_DIR's parent temp dir, removed afterwards.
+set -euo pipefail
+BIN=$1 OUT=$2 ROWS=$3
+shift 3
+CASS_PORT=${CASS_PORT:-9982}
+PORT=${PEREGRINE_PORT:-19591}
+PHASE=${PHASE:-20s}
+CONC=${CONC:-32}
+ROUNDS=${ROUNDS:-2}
+CASS_PID=$(cat "$HOME/.cache/peregrine/cassandra-run-$CASS_PORT/cassandra.pid")
+mkdir -p "$OUT"
+DATA=$(mktemp -d)
+"$BIN" serve --listen 127.0.0.1:$PORT --data-dir "$DATA" > "$OUT/peregrine-$ROWS.log" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DATA"' EXIT
+for _ in $(seq 1 600); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+"$BIN" bench indexed --endpoint "peregrine=127.0.0.1:$PORT@$PID" \
+  --endpoint "cassandra=127.0.0.1:$CASS_PORT@$CASS_PID" \
+  --rows "$ROWS" --phase "$PHASE" --concurrency "$CONC" --rounds "$ROUNDS" \
+  --server-note "peregrine: $("$BIN" --version 2>/dev/null || echo "$BIN"), $(nproc) CPUs; cassandra 5.0.9, heap ${CASSANDRA_HEAP:-1G}" \
+  --out "$OUT" --name "indexed-$ROWS" "$@" 2> "$OUT/indexed-$ROWS.log"
