@@ -869,7 +869,7 @@ async fn phase(
 /// rows written are known without keeping a list of them.
 fn write_of(shape: &Shape, first_id: u64, n: u64) -> (u64, (i32, i64, i64, i64)) {
     let id = (first_id + n) % shape.rows;
-    let (low, high, ts) = if (n / shape.rows) % 2 == 0 {
+    let (low, high, ts) = if (n / shape.rows).is_multiple_of(2) {
         shape.shadow(id)
     } else {
         (shape.low(id), shape.high(id), shape.ts(id))
@@ -907,7 +907,7 @@ async fn check_and_restore(
         .written_ok
         .iter()
         .copied()
-        .filter(|n| n + rows >= sent && (n / rows) % 2 == 0)
+        .filter(|n| n + rows >= sent && (n / rows).is_multiple_of(2))
         .map(|n| (first_id + n) % rows)
         .collect();
     let mut restore: Vec<u64> = offsets.map(|o| (first_id + o) % rows).collect();
