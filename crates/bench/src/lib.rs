@@ -808,6 +808,38 @@ mod tests {
     }
 
     #[test]
+    fn indexed_parses_endpoints_and_phases() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "indexed",
+            "--endpoint",
+            "peregrine=127.0.0.1:9042@12",
+            "--endpoint",
+            "cassandra=127.0.0.1:9142",
+            "--phases",
+            "range,write",
+            "--server-note",
+            "debug",
+        ])
+        .unwrap();
+        let BenchCommand::Indexed(a) = cli.bench.command else {
+            panic!("not indexed")
+        };
+        assert_eq!(a.endpoints.len(), 2);
+        assert_eq!(
+            a.phases,
+            vec![indexed::PhaseKind::Range, indexed::PhaseKind::Write]
+        );
+        assert_eq!((a.rows, a.low_cardinality, a.limit), (100_000, 1000, 100));
+        assert_eq!(a.report.server_note, "debug");
+        // An endpoint is required; an unknown phase is refused.
+        assert!(Cli::try_parse_from(["x", "indexed"]).is_err());
+        assert!(
+            Cli::try_parse_from(["x", "indexed", "--endpoint", "h:1", "--phases", "scan"]).is_err()
+        );
+    }
+
+    #[test]
     fn durations_and_endpoints_parse() {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
