@@ -17,6 +17,8 @@
 //! - [`report`]: text tables, JSON and self-contained HTML with SVG plots; `compare` medians and gains.
 //! - [`scan_lane`]: `scan-lane`, point-read latency with and without a concurrent full scan.
 //! - [`service_levels`]: `service-levels`, two roles' throughput and p99 alone and together.
+//! - [`indexed`]: `indexed`, SAI point lookups, range queries and indexed writes on a table of
+//!   known shape, every answer checked, against one or more endpoints.
 //!
 //! # Invariants
 //! - Only prepared statements are used for measured operations (DDL in `load` is not measured).
@@ -26,6 +28,7 @@
 //! - Requests in flight are bounded by `--concurrency` (1..=1024); the driver is never retried.
 
 pub mod generator;
+pub mod indexed;
 pub mod report;
 pub mod runner;
 pub mod scan_lane;
@@ -67,6 +70,26 @@ pub enum BenchCommand {
     /// alone and together; report each one's throughput and p99 (issue 17: workload
     /// priorities).
     ServiceLevels(service_levels::ServiceLevelsArgs),
+    /// Indexed (SAI) point lookups, range queries and writes on a loaded table, checked,
+    /// against one or more endpoints (issue 11: indexes cost what they return).
+    Indexed(indexed::IndexedArgs),
+}
+
+/// Report options shared by `scan-lane`, `service-levels` and `indexed`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// A note on the server's settings, copied into the report.
+    #[arg(long, default_value = "")]
+    pub server_note: String,
+    /// Directory for the .txt and .json reports.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// Base name of the report files (default: the subcommand and the time).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// RNG seed (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// cassandra-stress style presets.
@@ -453,12 +476,12 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-fn write_reports(
+/// Writes `<out>/<name>.txt` and `<out>/<name>.json`.
+pub(crate) fn write_text_json(
     out: &Path,
     name: &str,
     text: &str,
     json: &impl serde::Serialize,
-    html: &str,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let base = out.join(name);
@@ -467,9 +490,21 @@ fn write_reports(
         .with_context(|| format!("writing {}", with("txt").display()))?;
     std::fs::write(with("json"), serde_json::to_string_pretty(json)?)
         .with_context(|| format!("writing {}", with("json").display()))?;
-    std::fs::write(with("html"), html)
-        .with_context(|| format!("writing {}", with("html").display()))?;
-    eprintln!("reports: {}.{{txt,json,html}}", base.display());
+    eprintln!("reports: {}.{{txt,json}}", base.display());
+    Ok(())
+}
+
+fn write_reports(
+    out: &Path,
+    name: &str,
+    text: &str,
+    json: &impl serde::Serialize,
+    html: &str,
+) -> anyhow::Result<()> {
+    write_text_json(out, name, text, json)?;
+    let html_path = out.join(format!("{name}.html"));
+    std::fs::write(&html_path, html).with_context(|| format!("writing {}", html_path.display()))?;
+    eprintln!("report: {}", html_path.display());
     Ok(())
 }
 
@@ -481,6 +516,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         // The reads' schedule and the scan run side by side.
         BenchCommand::ScanLane(_) => 2,
         BenchCommand::ServiceLevels(_) => 2,
+        BenchCommand::Indexed(a) => a.threads,
     };
     let rt = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -502,6 +538,7 @@ async fn async_main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Compare(c) => compare(c).await,
         BenchCommand::ScanLane(a) => scan_lane::run(a).await,
         BenchCommand::ServiceLevels(a) => service_levels::run(a).await,
+        BenchCommand::Indexed(a) => indexed::run(a).await,
     }
 }
 
@@ -768,6 +805,38 @@ mod tests {
         let spec = build_spec(&r.w, false).unwrap();
         assert_eq!(spec.expected_new_keys, 500);
         assert_eq!(shape_for(&r.w, false, 1).unwrap().insert_start, 1000);
+    }
+
+    #[test]
+    fn indexed_parses_endpoints_and_phases() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "indexed",
+            "--endpoint",
+            "peregrine=127.0.0.1:9042@12",
+            "--endpoint",
+            "cassandra=127.0.0.1:9142",
+            "--phases",
+            "range,write",
+            "--server-note",
+            "debug",
+        ])
+        .unwrap();
+        let BenchCommand::Indexed(a) = cli.bench.command else {
+            panic!("not indexed")
+        };
+        assert_eq!(a.endpoints.len(), 2);
+        assert_eq!(
+            a.phases,
+            vec![indexed::PhaseKind::Range, indexed::PhaseKind::Write]
+        );
+        assert_eq!((a.rows, a.low_cardinality, a.limit), (100_000, 1000, 100));
+        assert_eq!(a.report.server_note, "debug");
+        // An endpoint is required; an unknown phase is refused.
+        assert!(Cli::try_parse_from(["x", "indexed"]).is_err());
+        assert!(
+            Cli::try_parse_from(["x", "indexed", "--endpoint", "h:1", "--phases", "scan"]).is_err()
+        );
     }
 
     #[test]

@@ -805,13 +805,14 @@ fn plan(
     }
 }
 
-fn cpu_seconds() -> f64 {
+/// CPU seconds this process used so far (all threads).
+pub fn cpu_seconds() -> f64 {
     process_cpu_seconds("self").unwrap_or(0.0)
 }
 
 /// CPU seconds the processes `pids` used so far (all their threads), or `None` when there
 /// are none or one cannot be read.
-fn server_cpu_seconds(pids: &[u32]) -> Option<f64> {
+pub fn server_cpu_seconds(pids: &[u32]) -> Option<f64> {
     if pids.is_empty() {
         return None;
     }

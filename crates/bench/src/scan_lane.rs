@@ -24,7 +24,6 @@ use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::Row;
 use serde::Serialize;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -68,25 +67,15 @@ pub struct ScanLaneArgs {
     /// Client-side timeout per request (a throttled page takes page size / rate seconds).
     #[arg(long, value_parser = crate::parse_duration, default_value = "30s")]
     pub request_timeout: Duration,
-    /// A note on the server's settings, copied into the report (e.g.
-    /// `scan_rows_per_second=100000`).
-    #[arg(long, default_value = "")]
-    pub server_note: String,
     /// Username for PasswordAuthenticator.
     #[arg(long)]
     pub user: Option<String>,
     /// Password for PasswordAuthenticator.
     #[arg(long)]
     pub password: Option<String>,
-    /// Directory for the .txt and .json reports.
-    #[arg(long, default_value = "bench-out")]
-    pub out: PathBuf,
-    /// Base name of the report files (default: scan-lane-<time>).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// RNG seed (default: from the clock).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Report options (`--server-note`, e.g. `scan_rows_per_second=100000`).
+    #[command(flatten)]
+    pub report: crate::ReportArgs,
 }
 
 /// One phase's figures.
@@ -204,7 +193,7 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
         a.scan_page_size,
     )?;
     let spec = WorkloadSpec::stress("read", a.records, 1.0).expect("the read preset exists");
-    let seed = a.seed.unwrap_or_else(crate::now_unix);
+    let seed = a.report.seed.unwrap_or_else(crate::now_unix);
     let started_unix = crate::now_unix();
     let mut phases = Vec::new();
     for round in 0..a.rounds {
@@ -252,7 +241,7 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
         read_rate: a.read_rate,
         phase_seconds: a.phase.as_secs_f64(),
         scan_page_size: a.scan_page_size,
-        server_note: a.server_note.clone(),
+        server_note: a.report.server_note.clone(),
         phases,
         baseline_p99_us,
         scan_p99_us,
@@ -265,18 +254,11 @@ pub async fn run(a: ScanLaneArgs) -> anyhow::Result<()> {
     let text = report.text();
     print!("{text}");
     let name = a
+        .report
         .name
         .clone()
         .unwrap_or_else(|| format!("scan-lane-{}", crate::stamp(started_unix)));
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let base = a.out.join(&name);
-    std::fs::write(base.with_extension("txt"), &text)?;
-    std::fs::write(
-        base.with_extension("json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
-    eprintln!("reports: {}.{{txt,json}}", base.display());
-    Ok(())
+    crate::write_text_json(&a.report.out, &name, &text, &report)
 }
 
 /// One phase: point reads at the rate for `settle + phase`, recorded after `settle`; with

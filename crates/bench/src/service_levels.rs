@@ -23,7 +23,6 @@ use rand::{Rng, SeedableRng};
 use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 use serde::Serialize;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -68,16 +67,9 @@ pub struct ServiceLevelsArgs {
     pub connections: usize,
     #[arg(long, value_parser = crate::parse_duration, default_value = "10s")]
     pub request_timeout: Duration,
-    /// A note on the server and its levels, copied into the report.
-    #[arg(long, default_value = "")]
-    pub server_note: String,
-    #[arg(long, default_value = "bench-out")]
-    pub out: PathBuf,
-    /// Base name of the report files (default: service-levels-<time>).
-    #[arg(long)]
-    pub name: Option<String>,
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// Report options (`--server-note`: the server and its levels).
+    #[command(flatten)]
+    pub report: crate::ReportArgs,
 }
 
 /// One role's figures in one phase.
@@ -206,7 +198,7 @@ pub async fn run(a: ServiceLevelsArgs) -> anyhow::Result<()> {
     let high = client(&a, &endpoint, &a.high_user, &a.high_password).await?;
     let low = client(&a, &endpoint, &a.low_user, &a.low_password).await?;
     let spec = WorkloadSpec::stress("read", a.records, 1.0).expect("the read preset exists");
-    let seed = a.seed.unwrap_or_else(crate::now_unix);
+    let seed = a.report.seed.unwrap_or_else(crate::now_unix);
     let started_unix = crate::now_unix();
     let mut phases = Vec::new();
     for round in 0..a.rounds {
@@ -252,7 +244,7 @@ pub async fn run(a: ServiceLevelsArgs) -> anyhow::Result<()> {
         table: format!("{}.{}", a.keyspace, a.table),
         concurrency: a.concurrency,
         phase_seconds: a.phase.as_secs_f64(),
-        server_note: a.server_note.clone(),
+        server_note: a.report.server_note.clone(),
         phases,
         high_alone_p99_us,
         high_together_p99_us,
@@ -266,18 +258,11 @@ pub async fn run(a: ServiceLevelsArgs) -> anyhow::Result<()> {
     let text = report.text();
     print!("{text}");
     let name = a
+        .report
         .name
         .clone()
         .unwrap_or_else(|| format!("service-levels-{}", crate::stamp(started_unix)));
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let base = a.out.join(&name);
-    std::fs::write(base.with_extension("txt"), &text)?;
-    std::fs::write(
-        base.with_extension("json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
-    eprintln!("reports: {}.{{txt,json}}", base.display());
-    Ok(())
+    crate::write_text_json(&a.report.out, &name, &text, &report)
 }
 
 /// One phase: every client runs `concurrency` closed-loop readers for `settle + phase`;
