@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use storage::WriteBatch;
 
+mod batch_size;
 mod ranges;
+pub(crate) use batch_size::mutation_count;
 pub(crate) use ranges::*;
 
 /// Values bound to a statement's markers (`None` = null, `Unset` handled by the caller).

@@ -20,7 +20,7 @@
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
-//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads |
+//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
@@ -30,6 +30,7 @@
 //! | `temporal` | calendar maths; Cassandra's text forms of dates, times, timestamps, durations and UUIDs (its serializers' `fromString`) |
 //! | `vector_index` | an ANN index over float vectors (HNSW), the graph of an SAI vector index |
 //! | `system` | virtual system tables and DESCRIBE |
+//! | `warnings` | Cassandra's client warnings (aggregates, vector indexes, batches: gc_grace, size, unlogged) and the batch size failure |
 //! | `virtual_tables` | `system_views`: Cassandra's virtual tables, filled from a [`virtual_tables::LiveData`] the process hands in |
 //! | `index` | secondary indexes and SAI: DDL, entries kept by every write, indexed reads |
 //! | `view` | materialized views: DDL, view rows kept by every write of the base, build |
@@ -227,9 +228,10 @@ pub(crate) fn type_change(change: SchemaChangeType, ks: String, name: String) ->
 #[derive(Debug, Clone)]
 pub enum Outcome {
     Void,
-    /// A write answered with Void and one of Cassandra's client warnings (a batch past its
-    /// warning thresholds, `warnings::unlogged_batch`).
-    VoidWithWarning(String),
+    /// A write answered with Void and Cassandra's client warnings, in the order Cassandra
+    /// sends them (a BATCH's: `warnings::logged_batch_low_gc_grace`, `warnings::batch_size`,
+    /// `warnings::unlogged_batch`); never empty.
+    VoidWithWarnings(Vec<String>),
     Rows(ResultSet),
     SetKeyspace(String),
     SchemaChange(SchemaChange),
@@ -485,6 +487,8 @@ pub struct Engine {
     live: RwLock<Option<Arc<dyn virtual_tables::LiveData>>>,
     /// Partitions per batch, by batch kind (`system_views.batch_metrics`).
     batch_sizes: virtual_tables::BatchSizes,
+    /// `batch_size_warn_threshold` / `batch_size_fail_threshold`.
+    batch_size_thresholds: RwLock<warnings::BatchSizeThresholds>,
     /// Which tables may hold partition headers (a point read of the others is one look-up).
     pub(crate) headers: headers::Headers,
 }
@@ -583,6 +587,7 @@ impl Engine {
             vectors: Default::default(),
             live: RwLock::new(None),
             batch_sizes: virtual_tables::BatchSizes::default(),
+            batch_size_thresholds: RwLock::new(warnings::BatchSizeThresholds::default()),
             headers,
         };
         // An index whose build a crash interrupted is built again.
@@ -598,6 +603,15 @@ impl Engine {
     /// Allows or refuses `CREATE MATERIALIZED VIEW` (`materialized_views_enabled`).
     pub fn set_materialized_views_enabled(&self, on: bool) {
         self.views_enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Sets the data sizes past which a BATCH of several mutations is warned about or refused
+    /// (`batch_size_warn_threshold`, `batch_size_fail_threshold`).
+    pub fn set_batch_size_thresholds(&self, limits: warnings::BatchSizeThresholds) {
+        *self
+            .batch_size_thresholds
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = limits;
     }
 
     /// Allows or refuses `ALTER TABLE ... DROP COMPACT STORAGE` (`drop_compact_storage_enabled`).
@@ -1098,11 +1112,34 @@ impl Engine {
             m.next_statement();
         }
         // Cassandra counts the partitions of the batches it runs without conditions, and warns
-        // of unlogged ones across many.
+        // of (or refuses) them in this order: a logged batch on a table without
+        // gc_grace_seconds, the size of one of several mutations, an unlogged one across many
+        // partitions.
         let partitions = (!conditional).then(|| m.partitions());
-        let warning = (!conditional && kind != BatchKind::Logged)
-            .then(|| warnings::unlogged_batch(&parts, &m))
-            .flatten();
+        let mut client_warnings = Vec::new();
+        if !conditional {
+            if kind == BatchKind::Logged {
+                client_warnings.extend(warnings::logged_batch_low_gc_grace(&parts));
+            }
+            let keyspace_of = |id: u32| {
+                parts
+                    .iter()
+                    .find(|(p, _)| p.table.id == id)
+                    .map(|(p, _)| p.table.keyspace.as_str())
+            };
+            // A mutation is a keyspace and key: at most as many as partitions.
+            if partitions.is_some_and(|n| n > 1) && exec::mutation_count(&m, keyspace_of) > 1 {
+                let size = self.batch_data_size(&parts, &m, now)?;
+                let limits = *self
+                    .batch_size_thresholds
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner());
+                client_warnings.extend(warnings::batch_size(&parts, &m, size, limits)?);
+            }
+            if kind != BatchKind::Logged {
+                client_warnings.extend(warnings::unlogged_batch(&parts, &m));
+            }
+        }
         self.apply_holding(m, &held)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
@@ -1110,9 +1147,10 @@ impl Engine {
         if let Some(n) = partitions {
             self.batch_sizes.record(kind, n);
         }
-        Ok(match warning {
-            Some(w) => Outcome::VoidWithWarning(w),
-            None => Outcome::Void,
+        Ok(if client_warnings.is_empty() {
+            Outcome::Void
+        } else {
+            Outcome::VoidWithWarnings(client_warnings)
         })
     }
 

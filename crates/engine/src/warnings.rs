@@ -149,23 +149,109 @@ pub(crate) fn unlogged_batch(
     if keys.len() <= UNLOGGED_BATCH_PARTITIONS {
         return None;
     }
-    let tables: Vec<String> = table_ids
-        .iter()
-        .filter_map(|id| parts.iter().find(|(p, _)| p.table.id == *id))
-        .map(|(p, _)| {
-            format!(
-                "{}.{}",
-                cql::keywords::quote_identifier(&p.table.keyspace),
-                cql::keywords::quote_identifier(&p.table.name)
-            )
-        })
-        .collect();
+    let tables = table_names(parts, &table_ids);
     let plural = if tables.len() == 1 { "" } else { "s" };
     Some(format!(
         "Unlogged batch covering {} partitions detected against table{plural} [{}]. You should use a logged batch for atomicity, or asynchronous writes for performance.",
         keys.len(),
-        java_hash_set_order(tables).join(", ")
+        tables.join(", ")
     ))
+}
+
+/// The `ks.table` names (quoted where CQL needs it) of the tables `ids` of a batch, in the
+/// order Cassandra prints its `HashSet` of them.
+fn table_names(
+    parts: &[(&crate::plan::WritePlan, crate::exec::Bindings)],
+    ids: &[u32],
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some((p, _)) = parts.iter().find(|(p, _)| p.table.id == *id) {
+            let name = format!(
+                "{}.{}",
+                cql::keywords::quote_identifier(&p.table.keyspace),
+                cql::keywords::quote_identifier(&p.table.name)
+            );
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    java_hash_set_order(names)
+}
+
+/// Cassandra's warning for a LOGGED batch writing a table whose `gc_grace_seconds` is 0 (the
+/// batchlog entries would expire at once), sent whatever the batch's size and partitions.
+pub(crate) fn logged_batch_low_gc_grace(
+    parts: &[(&crate::plan::WritePlan, crate::exec::Bindings)],
+) -> Option<String> {
+    let ids: Vec<u32> = parts
+        .iter()
+        .filter(|(p, _)| p.table.options.gc_grace_seconds == 0)
+        .map(|(p, _)| p.table.id)
+        .collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let tables = table_names(parts, &ids);
+    let plural = if tables.len() == 1 { "" } else { "s" };
+    Some(format!(
+        "Executing a LOGGED BATCH on table{plural} [{}], configured with a gc_grace_seconds of 0. The gc_grace_seconds is used to TTL batchlog entries, so setting gc_grace_seconds too low on tables involved in an atomic batch might cause batchlog entries to expire before being replayed.",
+        tables.join(", ")
+    ))
+}
+
+/// Cassandra's `batch_size_warn_threshold` and `batch_size_fail_threshold` in bytes (its
+/// defaults: 5 KiB and 50 KiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSizeThresholds {
+    pub warn_bytes: u64,
+    pub fail_bytes: u64,
+}
+
+impl Default for BatchSizeThresholds {
+    fn default() -> Self {
+        BatchSizeThresholds {
+            warn_bytes: 5 * 1024,
+            fail_bytes: 50 * 1024,
+        }
+    }
+}
+
+/// The refusal of a batch of more than one mutation whose data size is over both thresholds.
+pub const BATCH_TOO_LARGE: &str = "Batch too large";
+
+/// Cassandra's batch size check, for a batch of more than one mutation (keyspace and
+/// partition key) whose data size is `size`: `Err` when it is refused, else the warning when
+/// it is over the warning threshold. As in Cassandra, the failure threshold is looked at only
+/// past the warning one.
+pub(crate) fn batch_size(
+    parts: &[(&crate::plan::WritePlan, crate::exec::Bindings)],
+    m: &crate::exec::Mutations,
+    size: u64,
+    limits: BatchSizeThresholds,
+) -> Result<Option<String>, crate::EngineError> {
+    if size <= limits.warn_bytes {
+        return Ok(None);
+    }
+    if size > limits.fail_bytes {
+        return Err(crate::EngineError::invalid(BATCH_TOO_LARGE));
+    }
+    let mut ids: Vec<u32> = Vec::new();
+    for (id, _) in m
+        .partition_prefixes()
+        .filter_map(crate::keys::partition_identity)
+    {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(Some(format!(
+        "Batch for [{}] is of size {size}, exceeding specified threshold of {} by {}.",
+        table_names(parts, &ids).join(", "),
+        limits.warn_bytes,
+        size - limits.warn_bytes
+    )))
 }
 
 /// `names` in the order a `java.util.HashSet<String>` holding them iterates: by bucket (the

@@ -131,6 +131,10 @@ impl LocalBackend {
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
         engine.set_dynamic_data_masking_enabled(config.dynamic_data_masking_enabled);
         engine.set_index_build_wait(config.index_build_wait);
+        engine.set_batch_size_thresholds(engine::warnings::BatchSizeThresholds {
+            warn_bytes: config.batch_size_warn_threshold,
+            fail_bytes: config.batch_size_fail_threshold,
+        });
         engine.set_vector_index_memory_bytes(
             usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
         );
@@ -250,7 +254,7 @@ fn requested_authorizations(
 fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
     match o {
         Err(e) => Response::Error(e),
-        Ok(Outcome::Void | Outcome::VoidWithWarning(_)) => Response::Result(ResultBody::Void),
+        Ok(Outcome::Void | Outcome::VoidWithWarnings(_)) => Response::Result(ResultBody::Void),
         Ok(Outcome::SetKeyspace(ks)) => Response::Result(ResultBody::SetKeyspace(ks)),
         Ok(Outcome::Rows(rs)) => Response::Result(ResultBody::Rows(Rows {
             metadata: RowsMetadata {
@@ -543,7 +547,7 @@ impl LocalBackend {
                 }
                 .and_then(|x| x);
                 self.observe_query(&r, started);
-                let raised = run_warning(&r);
+                let raised = run_warnings(&r);
                 with_warning(outcome(r, false), warning, raised)
             }
             Request::Prepare(p) => {
@@ -600,7 +604,7 @@ impl LocalBackend {
                 // A task that died hands no plan back: its error is the answer.
                 .unwrap_or_else(|e| (Err(e), prep.snapshot()));
                 observe_prepared(&prep, &plan, ks.as_deref(), started);
-                let raised = run_warning(&r);
+                let raised = run_warnings(&r);
                 let mut resp = outcome(r, skip);
                 // v5: tell the client when its cached result metadata is stale.
                 if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
@@ -653,7 +657,7 @@ impl LocalBackend {
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
-                let raised = run_warning(&r);
+                let raised = run_warnings(&r);
                 with_warning(outcome(r, false), None, raised)
             }
             Request::AuthResponse(_) => Response::Error(DbError::protocol(
@@ -673,11 +677,7 @@ impl LocalBackend {
 /// the creation of a vector index, and the one the run `raised`, e.g. an unlogged batch across
 /// many partitions (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
 /// nothing) carry no plan warning.
-fn with_warning(
-    response: Response,
-    warning: Option<&'static str>,
-    raised: Option<String>,
-) -> Reply {
+fn with_warning(response: Response, warning: Option<&'static str>, raised: Vec<String>) -> Reply {
     let mut reply = Reply::from(response);
     if let (Some(w), Response::Result(ResultBody::Rows(_) | ResultBody::SchemaChange(_))) =
         (warning, &reply.response)
@@ -688,11 +688,12 @@ fn with_warning(
     reply
 }
 
-/// The client warning a run raised itself (see [`Outcome::VoidWithWarning`]).
-fn run_warning(r: &Result<Outcome, DbError>) -> Option<String> {
+/// The client warnings a run raised itself, in Cassandra's order (see
+/// [`Outcome::VoidWithWarnings`]).
+fn run_warnings(r: &Result<Outcome, DbError>) -> Vec<String> {
     match r {
-        Ok(Outcome::VoidWithWarning(w)) => Some(w.clone()),
-        _ => None,
+        Ok(Outcome::VoidWithWarnings(w)) => w.clone(),
+        _ => Vec::new(),
     }
 }
 

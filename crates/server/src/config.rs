@@ -128,6 +128,15 @@ pub struct Config {
     /// Standalone mode: whether `MASKED WITH` may attach masking functions to columns
     /// (Cassandra's key; off by default there too). Default `false`.
     pub dynamic_data_masking_enabled: bool,
+    /// Standalone mode: a BATCH of more than one mutation (keyspace and partition key) whose
+    /// data size is over this gets Cassandra's client warning (Cassandra 5.0's key, a size of
+    /// at least one KiB such as `5KiB`). Kept here in bytes. Default 5 KiB.
+    #[serde(with = "kib_str")]
+    pub batch_size_warn_threshold: u64,
+    /// Standalone mode: such a batch over this (and over the warning threshold) is refused
+    /// with Invalid "Batch too large" (Cassandra 5.0's key). Kept in bytes. Default 50 KiB.
+    #[serde(with = "kib_str")]
+    pub batch_size_fail_threshold: u64,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -325,6 +334,8 @@ impl Default for Config {
             materialized_views_enabled: false,
             drop_compact_storage_enabled: false,
             dynamic_data_masking_enabled: false,
+            batch_size_warn_threshold: 5 * 1024,
+            batch_size_fail_threshold: 50 * 1024,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
@@ -846,6 +857,55 @@ pub(crate) mod bytes_str {
     }
 }
 
+/// A size as Cassandra 5.0 takes its `IntKibibytesBound` keys (`batch_size_warn_threshold`):
+/// an integer with the unit `KiB`, `MiB` or `GiB` and no space, at most 2^31 - 1 KiB; returned
+/// in bytes. A bare number or a size in bytes is refused, as Cassandra refuses it.
+pub fn parse_kib(text: &str) -> Result<u64, String> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let bad = || {
+        format!(
+            "`{text}` is not a size of whole KiB; write e.g. `5KiB`, `1MiB` (units KiB, MiB, GiB)"
+        )
+    };
+    let n: u64 = text[..digits].parse().map_err(|_| bad())?;
+    let kib = match &text[digits..] {
+        "KiB" => Some(n),
+        "MiB" => n.checked_mul(1 << 10),
+        "GiB" => n.checked_mul(1 << 20),
+        _ => return Err(bad()),
+    };
+    match kib {
+        Some(k) if k <= i32::MAX as u64 => Ok(k * 1024),
+        _ => Err(format!("`{text}` is more than {} KiB", i32::MAX)),
+    }
+}
+
+/// serde adapter: a byte count kept from a KiB size string (`5KiB`, see [`parse_kib`]),
+/// written back in KiB.
+mod kib_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}KiB", n / 1024))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Err(serde::de::Error::custom(format!(
+                "`{n}` has no unit; write a size such as `{n}KiB` (units KiB, MiB, GiB)"
+            ))),
+            Raw::Text(t) => super::parse_kib(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// serde adapter: a map of names to durations written as strings.
 mod duration_map {
     use std::collections::BTreeMap;
@@ -1070,6 +1130,26 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.problems.len(), 3, "{e}");
+    }
+
+    #[test]
+    fn batch_size_thresholds_take_cassandras_kib_sizes() {
+        let c = Config::default();
+        assert_eq!(c.batch_size_warn_threshold, 5 << 10);
+        assert_eq!(c.batch_size_fail_threshold, 50 << 10);
+        let c =
+            Config::from_yaml("batch_size_warn_threshold: 1KiB\nbatch_size_fail_threshold: 2MiB\n")
+                .unwrap();
+        assert_eq!(c.batch_size_warn_threshold, 1 << 10);
+        assert_eq!(c.batch_size_fail_threshold, 2 << 20);
+        // As Cassandra 5.0: a unit is required and bytes are below the key's least unit.
+        let e =
+            Config::from_yaml("batch_size_warn_threshold: 5\nbatch_size_fail_threshold: 2048B\n")
+                .unwrap_err();
+        assert_eq!(e.problems.len(), 2, "{e}");
+        assert!(e.to_string().contains("`5` has no unit"), "{e}");
+        assert!(parse_kib("2147483648KiB").is_err());
+        assert!(parse_kib("5 KiB").is_err());
     }
 
     #[test]

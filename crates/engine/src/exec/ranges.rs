@@ -273,7 +273,11 @@ fn bound_pieces(
 }
 
 /// The tuples of `(a, b) IN ?`, read off the bound list as constants.
-fn bound_tuples(index: usize, arity: usize, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
+pub(crate) fn bound_tuples(
+    index: usize,
+    arity: usize,
+    vals: &Bindings,
+) -> Result<Vec<Vec<Src>>, EngineError> {
     let list = resolve(&Src::Bind(index), vals)?
         .ok_or_else(|| EngineError::invalid("Invalid null value for IN restriction"))?;
     let bad = || EngineError::invalid("Invalid list of tuples for IN restriction");
