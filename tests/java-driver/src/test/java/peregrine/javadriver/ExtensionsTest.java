@@ -14,8 +14,11 @@ import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.datastax.oss.driver.api.core.cql.Statement;
+import com.datastax.oss.driver.api.core.servererrors.DefaultWriteType;
 import com.datastax.oss.driver.api.core.servererrors.InvalidQueryException;
+import com.datastax.oss.driver.api.core.servererrors.ReadTimeoutException;
 import com.datastax.oss.driver.api.core.servererrors.SyntaxError;
+import com.datastax.oss.driver.api.core.servererrors.WriteTimeoutException;
 import com.datastax.oss.driver.api.core.type.DataType;
 import com.datastax.oss.driver.api.core.type.DataTypes;
 import java.nio.ByteBuffer;
@@ -33,6 +36,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -41,9 +45,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Every Peregrine extension of issue 17 (docs/extensions.md) through the unchanged Java driver, at
  * protocol v4 and v5: {@code DELETE ... RETURNING} (row, range, IN, column, conditional, refused in
  * a BATCH, and competing deleters and writers: every value returned exactly once), ScyllaDB's
- * service level statements (result columns and types, errors and their classes and messages; the
- * statements naming roles on a server of the test's own with logins: {@link OwnServer}), the scan
- * lane's {@code peregrine-scan-rate} custom payload key (a rate that holds, bad values
+ * service level statements (result columns and types, errors and their classes and messages,
+ * {@code LIST EFFECTIVE SERVICE LEVEL OF}, the {@code timeout} option answering Cassandra's read
+ * and write timeouts, on a server of the test's own with logins: {@link OwnServer}), the scan lane's {@code peregrine-scan-rate} custom payload key (a rate that holds, bad values
  * refused), and the predicate filters issue 17 asks for, which are Cassandra's own syntax.
  *
  * <p>The extensions are standalone Peregrine's: against Cassandra or the proxy (which forwards them
@@ -574,6 +578,126 @@ class ExtensionsTest {
             }
         } finally {
             dropLevels(s, lvl);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"V4", "V5"})
+    void listEffectiveServiceLevelNamesEachOptionsLevel(String version) throws Exception {
+        CqlSession s = authed(version);
+        String v = version.toLowerCase();
+        String fast = "jd_fast_" + v;
+        String bulk = "jd_bulk_" + v;
+        String web = "jd_eweb_" + v;
+        String etl = "jd_eetl_" + v;
+        s.execute("CREATE ROLE IF NOT EXISTS " + web);
+        s.execute("CREATE ROLE IF NOT EXISTS " + etl);
+        try {
+            s.execute("CREATE SERVICE LEVEL " + fast + " WITH shares = 800 AND timeout = 2s AND workload_type = 'interactive'");
+            s.execute("CREATE SERVICE LEVEL " + bulk + " WITH shares = 200 AND workload_type = 'batch'");
+            s.execute("ATTACH SERVICE LEVEL " + fast + " TO " + web);
+            ResultSet rs = s.execute("LIST EFFECTIVE SERVICE LEVEL OF " + web);
+            assertEquals(List.of("service_level_option", "effective_service_level", "value"), columns(rs));
+            assertEquals(List.of(DataTypes.TEXT, DataTypes.TEXT, DataTypes.TEXT), types(rs));
+            assertEquals("QOS", rs.getColumnDefinitions().get(0).getKeyspace().asInternal());
+            assertEquals("effective_service_level", rs.getColumnDefinitions().get(0).getTable().asInternal());
+            assertEquals(List.of(row("workload_type", fast, "interactive"), row("timeout", fast, "2s"),
+                    row("shares", fast, "800")), table(rs));
+            // Granted etl (bulk): the lowest shares and batch over interactive come from bulk, the
+            // timeout from fast (bulk has none).
+            s.execute("ATTACH SERVICE LEVEL " + bulk + " TO " + etl);
+            s.execute("GRANT " + etl + " TO " + web);
+            assertEquals(List.of(row("workload_type", bulk, "batch"), row("timeout", fast, "2s"),
+                    row("shares", bulk, "200")), table(s.execute("LIST EFFECTIVE SERVICE_LEVEL OF " + web)));
+            assertEquals(java.time.Duration.ofSeconds(2), durationOf(s, fast));
+            s.execute("ALTER SERVICE LEVEL " + fast + " WITH timeout = null");
+            assertEquals(row("timeout", fast, null), table(s.execute("LIST EFFECTIVE SERVICE LEVEL OF " + web)).get(1));
+
+            fails(InvalidQueryException.class, s, "LIST EFFECTIVE SERVICE LEVEL OF jd_ghost", "Role jd_ghost doesn't exist.");
+            s.execute("DETACH SERVICE LEVEL FROM " + etl);
+            s.execute("DETACH SERVICE LEVEL FROM " + web);
+            fails(InvalidQueryException.class, s, "LIST EFFECTIVE SERVICE LEVEL OF " + web,
+                    "Role " + web + " doesn't have assigned any service level");
+            for (String[] c : new String[][] {
+                    {"1d", "Timeout values cannot be expressed in days/months"},
+                    {"10us", "Timeout values must be expressed in millisecond granularity"},
+                    {"-1s", "Timeout values must be nonnegative"}}) {
+                fails(InvalidQueryException.class, s, "ALTER SERVICE LEVEL " + fast + " WITH timeout = " + c[0], c[1]);
+            }
+        } finally {
+            dropLevels(s, fast, bulk);
+            s.execute("DROP ROLE IF EXISTS " + web);
+            s.execute("DROP ROLE IF EXISTS " + etl);
+        }
+    }
+
+    /** The timeout LIST SERVICE LEVEL shows, as a java.time.Duration. */
+    private static java.time.Duration durationOf(CqlSession s, String level) {
+        com.datastax.oss.driver.api.core.data.CqlDuration d =
+                s.execute("LIST SERVICE LEVEL " + level).one().getCqlDuration("timeout");
+        return java.time.Duration.ofNanos(d.getNanoseconds());
+    }
+
+    /**
+     * The {@code timeout} option on a server of the test's own with logins (a level applies to a
+     * logged-in role): a scan that would take 1.2 s is answered with a read timeout at the 300 ms
+     * deadline, {@code timeout = 0ms} times out writes (write type SIMPLE) and reads, NULL removes
+     * it. The drivers' default retry policy does not retry these (0 of 1 replicas answered).
+     */
+    @Test
+    void serviceLevelTimeoutAnswersReadAndWriteTimeouts() throws Exception {
+        CqlSession admin = authed("V4");
+        try {
+            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+            admin.execute("CREATE TABLE ks.big (k int PRIMARY KEY, v int)");
+            PreparedStatement ins = admin.prepare("INSERT INTO ks.big (k, v) VALUES (?, ?)");
+            for (int k = 0; k < 120; k++) {
+                admin.execute(ins.bind(k, k));
+            }
+            admin.execute("CREATE ROLE slow WITH PASSWORD = 'pw' AND LOGIN = true");
+            admin.execute("GRANT SELECT ON KEYSPACE ks TO slow");
+            admin.execute("GRANT MODIFY ON KEYSPACE ks TO slow");
+            admin.execute("CREATE SERVICE LEVEL tmo WITH timeout = 300ms");
+            admin.execute("ATTACH SERVICE LEVEL tmo TO slow");
+            assertEquals(java.time.Duration.ofMillis(300), durationOf(admin, "tmo"));
+            SimpleStatement scan = SimpleStatement.newInstance("SELECT * FROM ks.big").setCustomPayload(rate("100"));
+            for (String version : List.of("V4", "V5")) {
+                admin.execute("ALTER SERVICE LEVEL tmo WITH timeout = 300ms");
+                try (CqlSession slow = auth.session("slow", "pw", version)) {
+                    assertEquals(7, slow.execute("SELECT v FROM ks.big WHERE k = 7").one().getInt(0));
+                    // 120 rows at 100 rows/s take at least 1.2 s: answered at the deadline instead.
+                    long start = System.nanoTime();
+                    ReadTimeoutException r = assertThrows(ReadTimeoutException.class, () -> slow.execute(scan));
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    assertTrue(ms >= 300 && ms < 1000, "answered after " + ms + " ms");
+                    assertEquals(0, r.getReceived());
+                    assertEquals(1, r.getBlockFor());
+                    assertFalse(r.wasDataPresent());
+                    // The admin has no level: no timeout.
+                    assertEquals(120, admin.execute(SimpleStatement.newInstance("SELECT * FROM ks.big")
+                            .setCustomPayload(rate("1000"))).all().size());
+
+                    admin.execute("ALTER SERVICE LEVEL tmo WITH timeout = 0ms");
+                    WriteTimeoutException w = assertThrows(WriteTimeoutException.class,
+                            () -> slow.execute("INSERT INTO ks.big (k, v) VALUES (1000, 1)"));
+                    assertEquals(DefaultWriteType.SIMPLE, w.getWriteType());
+                    assertEquals(0, w.getReceived());
+                    assertEquals(1, w.getBlockFor());
+                    assertThrows(ReadTimeoutException.class,
+                            () -> slow.execute(slow.prepare("SELECT v FROM ks.big WHERE k = ?").bind(7)));
+                    // The timed-out write may still apply: a later delete shadows it whenever it lands.
+                    admin.execute("DELETE FROM ks.big WHERE k = 1000");
+
+                    admin.execute("ALTER SERVICE LEVEL tmo WITH timeout = null");
+                    assertEquals(null, admin.execute("LIST SERVICE LEVEL tmo").one().getCqlDuration("timeout"));
+                    assertEquals(120, slow.execute(SimpleStatement.newInstance("SELECT * FROM ks.big")
+                            .setCustomPayload(rate("300"))).all().size());
+                }
+            }
+        } finally {
+            admin.execute("DROP SERVICE LEVEL IF EXISTS tmo");
+            admin.execute("DROP ROLE IF EXISTS slow");
+            admin.execute("DROP KEYSPACE IF EXISTS ks");
         }
     }
 }
