@@ -1,9 +1,11 @@
 """Workload priorities as ScyllaDB's service levels (issue 17 item 3), through the Python driver
 against a real `peregrine serve` with PasswordAuthenticator and CassandraAuthorizer: every
-statement (`CREATE / ALTER / DROP / ATTACH / DETACH / LIST ... SERVICE LEVEL`, both spellings),
-ScyllaDB's result columns, its errors and their codes, the permission check, the level a role
-runs at (attached, inherited through a grant: the lowest shares win), the records surviving a
-restart, and the scheduler counting each request under its role's level in /metrics.
+statement (`CREATE / ALTER / DROP / ATTACH / DETACH / LIST ... SERVICE LEVEL`, both spellings,
+`LIST EFFECTIVE SERVICE LEVEL OF`), ScyllaDB's result columns, its errors and their codes, the
+permission check, the level a role runs at (attached, inherited through a grant: the lowest
+shares win), the `timeout` option (a request running longer gets Cassandra's read or write
+timeout), the records surviving a restart, and the scheduler counting each request under its
+role's level in /metrics.
 
 Peregrine-only: Cassandra has none of these statements (docs/extensions.md). No timing is
 asserted: the split by shares is unit-tested in `local::scheduler` and measured by
@@ -11,11 +13,13 @@ asserted: the split by shares is unit-tested in `local::scheduler` and measured 
 
 import os
 import shutil
+import time
 
 import pytest
-from cassandra import InvalidRequest, Unauthorized
+from cassandra import InvalidRequest, ReadTimeout, Unauthorized, WriteTimeout
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster
+from cassandra.query import SimpleStatement
 from cassandra.protocol import SyntaxException
 
 from admin_support import Server, parse_prometheus, value
@@ -122,7 +126,15 @@ def test_create_alter_list_and_drop(admin):
     ("CREATE SERVICE LEVEL x WITH speed = 1", SyntaxException, "Unknown property 'speed'"),
     ("CREATE SERVICE LEVEL x WITH workload_type = 'fast'", InvalidRequest,
      "Invalid workload type: fast"),
-    ("CREATE SERVICE LEVEL x WITH timeout = 10ms", InvalidRequest, "'timeout'"),
+    ("CREATE SERVICE LEVEL x WITH timeout = 1d", InvalidRequest,
+     "Timeout values cannot be expressed in days/months"),
+    ("CREATE SERVICE LEVEL x WITH timeout = 10us", InvalidRequest,
+     "Timeout values must be expressed in millisecond granularity"),
+    ("CREATE SERVICE LEVEL x WITH timeout = -1s", InvalidRequest,
+     "Timeout values must be nonnegative"),
+    ("LIST EFFECTIVE SERVICE LEVEL OF ghost", InvalidRequest, "Role ghost doesn't exist."),
+    ("LIST EFFECTIVE SERVICE LEVEL OF bob", InvalidRequest,
+     "Role bob doesn't have assigned any service level"),
     ("ALTER SERVICE LEVEL oltp", SyntaxException, ""),
 ])
 def test_errors(admin, text, error, message):
@@ -186,6 +198,81 @@ def test_requests_run_at_their_roles_level_and_inherit_the_lowest_shares(env, ad
     assert after["olap"] - before.get("olap", 0) >= 10
     assert after.get("oltp", 0) - before.get("oltp", 0) < 10
     admin.execute("REVOKE spark FROM web")
+
+
+def test_list_effective_service_level(env, admin):
+    """ScyllaDB's columns and rows; each option names the level it came from. web runs at oltp
+    (1000 shares, interactive); granted spark (olap: 100 shares, batch, 5 s) it takes olap's
+    shares and workload type and the timeout (oltp has none)."""
+    admin.execute("ALTER SERVICE LEVEL oltp WITH workload_type = 'interactive'")
+    admin.execute("ALTER SERVICE LEVEL olap WITH workload_type = 'batch' AND timeout = 5s")
+    rs = admin.execute("LIST EFFECTIVE SERVICE LEVEL OF web")
+    assert rs.column_names == ["service_level_option", "effective_service_level", "value"]
+    assert rows(rs) == [("workload_type", "oltp", "interactive"), ("timeout", "oltp", None),
+                        ("shares", "oltp", "1000")]
+    admin.execute("GRANT spark TO web")
+    try:
+        assert rows(admin.execute("LIST EFFECTIVE SERVICE_LEVEL OF 'web'")) == [
+            ("workload_type", "olap", "batch"), ("timeout", "olap", "5s"),
+            ("shares", "olap", "100")]
+        # Any logged-in role may ask (ScyllaDB checks no permission for it).
+        bob = env.connect("bob", "pw")
+        assert len(rows(bob.execute("LIST EFFECTIVE SERVICE LEVEL OF web"))) == 3
+    finally:
+        admin.execute("REVOKE spark FROM web")
+        admin.execute("ALTER SERVICE LEVEL oltp WITH workload_type = null")
+        admin.execute("ALTER SERVICE LEVEL olap WITH workload_type = null AND timeout = null")
+    assert rows(admin.execute("LIST SERVICE LEVEL olap")) == [("olap", None, None, 100)]
+
+
+def scan(session, rate):
+    """A full scan of ks.big (120 rows) at most `rate` rows/s (the scan lane's payload key)."""
+    return session.execute(SimpleStatement("SELECT * FROM ks.big"),
+                           custom_payload={"peregrine-scan-rate": str(rate).encode()})
+
+
+def test_timeout_answers_cassandras_timeouts_and_null_removes_it(env, admin):
+    admin.execute("CREATE TABLE ks.big (k int PRIMARY KEY, v int)")
+    for k in range(120):
+        admin.execute("INSERT INTO ks.big (k, v) VALUES (%s, %s)", (k, k))
+    admin.execute("CREATE ROLE slow WITH PASSWORD = 'pw' AND LOGIN = true")
+    admin.execute("GRANT SELECT ON KEYSPACE ks TO slow")
+    admin.execute("GRANT MODIFY ON KEYSPACE ks TO slow")
+    admin.execute("CREATE SERVICE LEVEL tmo WITH timeout = 1s")
+    admin.execute("ATTACH SERVICE LEVEL tmo TO slow")
+    assert rows(admin.execute("LIST SERVICE LEVEL tmo"))[0][1].nanoseconds == 1_000_000_000
+    slow = env.connect("slow", "pw")
+    try:
+        # Quick requests answer as usual.
+        assert slow.execute("SELECT v FROM ks.big WHERE k = 7").one().v == 7
+        # 120 rows at 40 rows/s take at least 3 s: answered at the 1 s deadline instead (the
+        # margins leave room for a loaded machine).
+        started = time.monotonic()
+        with pytest.raises(ReadTimeout) as e:
+            scan(slow, 40)
+        elapsed = time.monotonic() - started
+        assert "Operation timed out - received only 0 responses." in str(e.value)
+        assert 1.0 <= elapsed < 2.8, elapsed
+        # The admin (no level) scans the same way without a timeout.
+        assert len(rows(scan(admin, 1000))) == 120
+        # A timeout of 0 ms: every request of the level runs past it, writes included.
+        admin.execute("ALTER SERVICE LEVEL tmo WITH timeout = 0ms")
+        with pytest.raises(WriteTimeout) as e:
+            slow.execute("INSERT INTO ks.big (k, v) VALUES (1000, 1)")
+        assert "Operation timed out - received only 0 responses." in str(e.value)
+        assert "'write_type': 'SIMPLE'" in str(e.value)
+        with pytest.raises(ReadTimeout):
+            slow.execute(slow.prepare("SELECT v FROM ks.big WHERE k = ?"), (7,))
+        # The timed-out write may still apply (as with Cassandra's timeouts): removed again, a
+        # later delete shadowing it whenever it lands (its timestamp was taken first).
+        admin.execute("DELETE FROM ks.big WHERE k = 1000")
+        # NULL removes it: the slow scan runs to its end (120 rows at 300 rows/s, 0.4 s).
+        admin.execute("ALTER SERVICE LEVEL tmo WITH timeout = null")
+        assert rows(admin.execute("LIST SERVICE LEVEL tmo")) == [("tmo", None, None, 1000)]
+        assert len(rows(scan(slow, 300))) == 120
+    finally:
+        admin.execute("DROP SERVICE LEVEL tmo")
+        admin.execute("DROP ROLE slow")
 
 
 def test_the_records_survive_a_restart(env, admin):

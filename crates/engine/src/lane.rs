@@ -56,6 +56,14 @@ impl PlannedQuery {
     pub fn is_scan(&self) -> bool {
         self.compiled.is_scan()
     }
+
+    /// Whether it is a SELECT (a timeout answers a read timeout).
+    pub fn is_select(&self) -> bool {
+        matches!(
+            self.compiled.kind,
+            CompiledKind::Select(_) | CompiledKind::VirtualSelect(_)
+        )
+    }
 }
 
 impl Engine {

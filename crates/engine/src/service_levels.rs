@@ -2,15 +2,18 @@
 //! (`CREATE / ALTER / DROP / ATTACH / DETACH / LIST ... SERVICE LEVEL`) and which level a
 //! role runs at.
 //!
-//! **What it is:** the catalog of service levels (name, `shares` 1..=1000, `workload_type`)
-//! and of attachments (role -> level), stored under one storage key (`\0service_levels`,
+//! **What it is:** the catalog of service levels (name, `shares` 1..=1000, `workload_type`,
+//! `timeout`) and of attachments (role -> level), stored under one storage key (`\0service_levels`,
 //! JSON, written and synced before a change is visible), with ScyllaDB's statements,
 //! checks, messages and result columns. [`ServiceLevels::level_of`] answers the level a
 //! logged-in role runs at, as ScyllaDB resolves it: the levels attached to the role and to
-//! every role granted to it (directly or not) are merged, and the merge of `shares` keeps the
-//! **lowest** (ScyllaDB's `service_level_options::merge_with` takes the minimum; its docs
-//! say "the highest level of service wins", the code is what runs). A role with none runs at
-//! the `default` level, [`DEFAULT_SHARES`].
+//! every role granted to it (directly or not) are merged as ScyllaDB's
+//! `service_level_options::merge_with` merges them, in role-name order: the **lowest**
+//! `shares` and the **shortest** `timeout` win, and of `workload_type` a specified one beats
+//! none and `batch` beats `interactive` (ScyllaDB's docs say "the highest level of service
+//! wins"; its code takes the minimum, and the code is what runs). A role with none runs at
+//! the `default` level, [`DEFAULT_SHARES`], no timeout. `LIST EFFECTIVE SERVICE LEVEL OF`
+//! shows the merge and which level gave each option.
 //!
 //! **What it is not:** not the scheduler. The engine is synchronous and owns no threads; the
 //! share-weighted queue in front of execution is `local`'s (`local::scheduler`), which asks
@@ -24,6 +27,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use cql::ast::{ServiceLevelOptions, ServiceLevelStatement, WorkloadType};
 use proto::error::DbError;
@@ -55,6 +59,9 @@ pub struct LevelRecord {
     pub shares: u32,
     #[serde(default)]
     pub workload_type: Option<String>,
+    /// Milliseconds (ScyllaDB keeps millisecond granularity); `None`: no timeout of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// Every service level and attachment.
@@ -65,11 +72,14 @@ pub struct Records {
     pub attached: BTreeMap<String, String>,
 }
 
-/// The level a role runs at: its name (the one whose shares won the merge) and shares.
+/// The level a role runs at: its name (the one whose shares won the merge), shares, and
+/// the timeout of its requests (the shortest of its levels').
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Level {
     pub name: Arc<str>,
     pub shares: u32,
+    /// A request running longer is answered with a read or write timeout (`local`).
+    pub timeout: Option<Duration>,
 }
 
 impl Level {
@@ -77,6 +87,54 @@ impl Level {
         Level {
             name: Arc::from(DEFAULT_LEVEL),
             shares: DEFAULT_SHARES,
+            timeout: None,
+        }
+    }
+}
+
+/// The merge of a role's levels, each option with the level it came from (ScyllaDB's
+/// `effective_names`); what `LIST EFFECTIVE SERVICE LEVEL OF` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effective {
+    pub shares: (u32, String),
+    pub timeout: (Option<u64>, String),
+    pub workload_type: (Option<WorkloadType>, String),
+}
+
+impl Effective {
+    fn of(name: &str, rec: &LevelRecord) -> Effective {
+        Effective {
+            shares: (rec.shares, name.to_string()),
+            timeout: (rec.timeout_ms, name.to_string()),
+            workload_type: (
+                rec.workload_type.as_deref().and_then(WorkloadType::parse),
+                name.to_string(),
+            ),
+        }
+    }
+
+    /// ScyllaDB's `merge_with`: an option changes (and takes `other`'s level name) only
+    /// when `other` wins it, so ties keep the first level in role-name order.
+    fn merge(&mut self, other: Effective) {
+        match (self.timeout.0, other.timeout.0) {
+            (None, _) => self.timeout = other.timeout,
+            (Some(a), Some(b)) if b < a => self.timeout = other.timeout,
+            _ => {}
+        }
+        // ScyllaDB's order: unspecified < batch < interactive; a specified type beats an
+        // unspecified one, else the lower wins.
+        let rank = |w: Option<WorkloadType>| match w {
+            None => 0,
+            Some(WorkloadType::Batch) => 1,
+            Some(WorkloadType::Interactive) => 2,
+        };
+        let (a, b) = (rank(self.workload_type.0), rank(other.workload_type.0));
+        let merged = if a == 0 || b == 0 { a.max(b) } else { a.min(b) };
+        if merged != a {
+            self.workload_type = other.workload_type;
+        }
+        if other.shares.0 < self.shares.0 {
+            self.shares = other.shares;
         }
     }
 }
@@ -194,9 +252,10 @@ impl ServiceLevels {
     }
 }
 
-/// ScyllaDB's merge over the role and every role granted to it: the lowest shares win.
-fn resolve(records: &Records, roles: &AuthState, role: &str) -> Level {
-    let mut best: Option<Level> = None;
+/// ScyllaDB's merge over the levels attached to the role and to every role granted to it,
+/// in role-name order (so the answer never depends on hashing); `None`: no level.
+fn effective(records: &Records, roles: &AuthState, role: &str) -> Option<Effective> {
+    let mut out: Option<Effective> = None;
     for r in roles.roles_of(role, true) {
         let Some((name, rec)) = records
             .attached
@@ -205,15 +264,26 @@ fn resolve(records: &Records, roles: &AuthState, role: &str) -> Level {
         else {
             continue;
         };
-        // Ties keep the first in role-name order, so the answer never depends on hashing.
-        if best.as_ref().is_none_or(|b| rec.shares < b.shares) {
-            best = Some(Level {
-                name: Arc::from(name.as_str()),
-                shares: rec.shares,
-            });
+        let next = Effective::of(name, rec);
+        match &mut out {
+            None => out = Some(next),
+            Some(e) => e.merge(next),
         }
     }
-    best.unwrap_or_else(Level::default_level)
+    out
+}
+
+/// The level `role` runs at: the merge's shares (named after the level that gave them) and
+/// timeout.
+fn resolve(records: &Records, roles: &AuthState, role: &str) -> Level {
+    match effective(records, roles, role) {
+        Some(e) => Level {
+            name: Arc::from(e.shares.1.as_str()),
+            shares: e.shares.0,
+            timeout: e.timeout.0.map(Duration::from_millis),
+        },
+        None => Level::default_level(),
+    }
 }
 
 /// The permission a statement needs on ScyllaDB's `<all service_levels>` resource.
@@ -224,7 +294,7 @@ fn permission_of(st: &ServiceLevelStatement) -> &'static str {
         S::Alter { .. } => "ALTER",
         S::Drop { .. } => "DROP",
         S::Attach { .. } | S::Detach { .. } => "AUTHORIZE",
-        S::List { .. } | S::ListAttached { .. } => "DESCRIBE",
+        S::List { .. } | S::ListAttached { .. } | S::ListEffective { .. } => "DESCRIBE",
     }
 }
 
@@ -245,7 +315,10 @@ impl Engine {
         st: &ServiceLevelStatement,
     ) -> Result<Outcome, DbError> {
         use ServiceLevelStatement as S;
-        self.check_service_level_access(role, st)?;
+        // ScyllaDB checks no permission for LIST EFFECTIVE (any logged-in role may ask).
+        if !matches!(st, S::ListEffective { .. }) {
+            self.check_service_level_access(role, st)?;
+        }
         let sl = &self.service_levels;
         match st {
             S::Create {
@@ -275,8 +348,9 @@ impl Engine {
                     let mut rec = LevelRecord {
                         shares: DEFAULT_SHARES,
                         workload_type: None,
+                        timeout_ms: None,
                     };
-                    apply(&mut rec, options);
+                    apply(&mut rec, options)?;
                     r.levels.insert(name.clone(), rec);
                     Ok(())
                 })?;
@@ -284,10 +358,7 @@ impl Engine {
             }
             S::Alter { name, options } => {
                 sl.change(|r| match r.levels.get_mut(name) {
-                    Some(rec) => {
-                        apply(rec, options);
-                        Ok(())
-                    }
+                    Some(rec) => apply(rec, options),
                     None => Err(DbError::invalid(format!(
                         "The service level '{name}' doesn't exist."
                     ))),
@@ -333,6 +404,13 @@ impl Engine {
             }
             S::List { name } => Ok(list_levels(&sl.records(), name.as_deref())),
             S::ListAttached { role: of } => Ok(list_attached(&sl.records(), of.as_deref())),
+            S::ListEffective { role: of } => {
+                self.role_must_exist(of)?;
+                let e = effective(&sl.records(), &self.auth().state(), of).ok_or_else(|| {
+                    DbError::invalid(format!("Role {of} doesn't have assigned any service level"))
+                })?;
+                Ok(list_effective(&e))
+            }
         }
     }
 
@@ -371,13 +449,52 @@ fn nonexistent(name: &str) -> DbError {
     DbError::invalid(format!("Service Level {name} doesn't exists."))
 }
 
-fn apply(rec: &mut LevelRecord, o: &ServiceLevelOptions) {
+/// Sets the options given; the timeout is checked first, so a bad one changes nothing.
+fn apply(rec: &mut LevelRecord, o: &ServiceLevelOptions) -> Result<(), DbError> {
+    let timeout = match &o.timeout {
+        Some(Some(text)) => Some(Some(timeout_ms(text)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
     if let Some(s) = o.shares {
         rec.shares = s;
     }
     if let Some(w) = o.workload_type {
         rec.workload_type = w.map(|w: WorkloadType| w.as_str().to_string());
     }
+    if let Some(t) = timeout {
+        rec.timeout_ms = t;
+    }
+    Ok(())
+}
+
+/// A `timeout` value as ScyllaDB's `sl_prop_defs::validate` takes it: a duration of whole
+/// milliseconds, no days or months, not negative.
+fn timeout_ms(text: &str) -> Result<u64, DbError> {
+    let (months, days, nanos) = crate::temporal::parse_duration(text).map_err(DbError::invalid)?;
+    if months != 0 || days != 0 {
+        return Err(DbError::invalid(
+            "Timeout values cannot be expressed in days/months",
+        ));
+    }
+    if nanos % 1_000_000 != 0 {
+        return Err(DbError::invalid(
+            "Timeout values must be expressed in millisecond granularity",
+        ));
+    }
+    if nanos < 0 {
+        return Err(DbError::invalid("Timeout values must be nonnegative"));
+    }
+    Ok((nanos / 1_000_000) as u64)
+}
+
+/// A timeout as the duration `LIST SERVICE LEVEL` shows (the protocol's duration bytes).
+fn timeout_cell(ms: u64) -> Vec<u8> {
+    proto::value::to_bytes(&proto::types::Value::Duration {
+        months: 0,
+        days: 0,
+        nanos: ms as i64 * 1_000_000,
+    })
 }
 
 /// `LIST SERVICE LEVEL name` (`Some`) / `LIST ALL SERVICE LEVELS`: ScyllaDB's columns, by
@@ -403,9 +520,10 @@ fn list_levels(records: &Records, name: Option<&str>) -> Outcome {
         }
         let shares = (l.shares as i32).to_be_bytes();
         let pct = format!("{:.2}%", 100.0 * f64::from(l.shares) / total.max(1) as f64);
+        let timeout = l.timeout_ms.map(timeout_cell);
         let mut cells = vec![
             Some(n.as_bytes()),
-            None,
+            timeout.as_deref(),
             l.workload_type.as_deref().map(str::as_bytes),
             Some(&shares[..]),
         ];
@@ -434,6 +552,45 @@ fn list_attached(records: &Records, role: Option<&str>) -> Outcome {
         &[
             ("role", ColumnType::Varchar),
             ("service_level", ColumnType::Varchar),
+        ],
+    )
+}
+
+/// `LIST EFFECTIVE SERVICE LEVEL OF role`: ScyllaDB's three rows (`workload_type`,
+/// `timeout`, `shares`), each with the level that gave it and its value as text.
+fn list_effective(e: &Effective) -> Outcome {
+    let workload = e
+        .workload_type
+        .0
+        .map_or("unspecified", WorkloadType::as_str);
+    let timeout = e
+        .timeout
+        .0
+        .map(|ms| crate::javafmt::format_duration(0, 0, ms as i64 * 1_000_000));
+    let shares = e.shares.0.to_string();
+    let mut rows = ListRows::default();
+    rows.push(&[
+        Some(&b"workload_type"[..]),
+        Some(e.workload_type.1.as_bytes()),
+        Some(workload.as_bytes()),
+    ]);
+    rows.push(&[
+        Some(&b"timeout"[..]),
+        Some(e.timeout.1.as_bytes()),
+        timeout.as_deref().map(str::as_bytes),
+    ]);
+    rows.push(&[
+        Some(&b"shares"[..]),
+        Some(e.shares.1.as_bytes()),
+        Some(shares.as_bytes()),
+    ]);
+    rows.into_rows(
+        "QOS",
+        "effective_service_level",
+        &[
+            ("service_level_option", ColumnType::Varchar),
+            ("effective_service_level", ColumnType::Varchar),
+            ("value", ColumnType::Varchar),
         ],
     )
 }

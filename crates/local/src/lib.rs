@@ -9,7 +9,8 @@
 //! stall a worker; scans (a SELECT over a token range) run in the scan lane (`lanes`): a
 //! bounded pool of their own threads, each scan at a rows-per-second limit. Once a service
 //! level exists (ScyllaDB's workload prioritization), the rest run on the executor threads of
-//! `scheduler`, in the order of their roles' levels' shares.
+//! `scheduler`, in the order of their roles' levels' shares, and a level's `timeout` answers
+//! its requests (scans included) with Cassandra's read or write timeout at the deadline.
 //!
 //! With `authenticator: PasswordAuthenticator` it also answers the login (`login`: the SASL PLAIN
 //! token, failed logins throttled per client address; the password check is `engine::auth`'s)
@@ -531,21 +532,27 @@ impl LocalBackend {
                     }
                 };
                 let warning = planned.warning();
+                let level = self.level_of(opts.role.as_deref());
+                let limit = level.as_ref().and_then(|l| l.timeout);
+                let kind = timed(planned.is_select());
                 // Unprepared statements are not the hot path; they may fsync.
-                let r = if planned.is_scan() {
-                    let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
-                    self.scans
-                        .run(self.engine.clone(), rate, move |e| {
-                            e.run_planned(&planned, &opts, now)
-                        })
-                        .await
-                } else {
-                    // Scans have their own lane; the rest run at their service level, if any.
-                    let level = self.level_of(opts.role.as_deref());
-                    self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
-                        .await
-                }
-                .and_then(|x| x);
+                let work = async {
+                    if planned.is_scan() {
+                        let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
+                        self.scans
+                            .run(self.engine.clone(), rate, move |e| {
+                                e.run_planned(&planned, &opts, now)
+                            })
+                            .await
+                    } else {
+                        // Scans have their own lane; the rest run at their service level.
+                        self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
+                            .await
+                    }
+                };
+                let r = scheduler::within(limit, started, kind, q.params.consistency, work)
+                    .await
+                    .and_then(|x| x);
                 self.observe_query(&r, started);
                 let raised = run_warnings(&r);
                 with_warning(outcome(r, false), warning, raised)
@@ -587,22 +594,26 @@ impl LocalBackend {
                 let rate = plan
                     .is_scan()
                     .then(|| self.scans.rate(opts.role.as_deref(), scan_rate));
-                let level = if rate.is_some() {
-                    None
-                } else {
-                    self.level_of(opts.role.as_deref())
-                };
+                // Scans run in their lane, the rest at their service level; both within its
+                // timeout.
+                let level = self.level_of(opts.role.as_deref());
+                let limit = level.as_ref().and_then(|l| l.timeout);
+                let kind = timed(plan.is_select());
                 let run = move |e: &Engine| {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
                     (r, plan)
                 };
-                let (r, plan) = if let Some(rate) = rate {
-                    self.scans.run(self.engine.clone(), rate, run).await
-                } else {
-                    self.run(level, heavy, run).await
-                }
-                // A task that died hands no plan back: its error is the answer.
-                .unwrap_or_else(|e| (Err(e), prep.snapshot()));
+                let work = async {
+                    if let Some(rate) = rate {
+                        self.scans.run(self.engine.clone(), rate, run).await
+                    } else {
+                        self.run(level, heavy, run).await
+                    }
+                };
+                let (r, plan) = scheduler::within(limit, started, kind, x.params.consistency, work)
+                    .await
+                    // A task that died hands no plan back: its error is the answer.
+                    .unwrap_or_else(|e| (Err(e), prep.snapshot()));
                 observe_prepared(&prep, &plan, ks.as_deref(), started);
                 let raised = run_warnings(&r);
                 let mut resp = outcome(r, skip);
@@ -647,13 +658,19 @@ impl LocalBackend {
                     });
                 }
                 let level = self.level_of(opts.role.as_deref());
+                let limit = level.as_ref().and_then(|l| l.timeout);
                 let now = Now::system();
                 let kind = b.kind;
                 let started = Instant::now();
-                let r = self
-                    .run(level, self.sync_writes, move |e| {
-                        e.batch(kind, items, &opts, now)
-                    })
+                let timed = scheduler::Timed::Write(match kind {
+                    request::BatchKind::Logged => proto::error::WriteType::Batch,
+                    request::BatchKind::Unlogged => proto::error::WriteType::UnloggedBatch,
+                    request::BatchKind::Counter => proto::error::WriteType::Counter,
+                });
+                let work = self.run(level, self.sync_writes, move |e| {
+                    e.batch(kind, items, &opts, now)
+                });
+                let r = scheduler::within(limit, started, timed, b.consistency, work)
                     .await
                     .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
@@ -669,6 +686,15 @@ impl LocalBackend {
             )
             .into(),
         }
+    }
+}
+
+/// What a statement that times out is answered with: a read's or a simple write's timeout.
+fn timed(is_select: bool) -> scheduler::Timed {
+    if is_select {
+        scheduler::Timed::Read
+    } else {
+        scheduler::Timed::Write(proto::error::WriteType::Simple)
     }
 }
 

@@ -24,19 +24,28 @@
 //! Scans are not queued here: they already run apart, in the scan lane (`lanes`). Nor are
 //! PREPARE and the login: they are the driver's, before and beside the workload.
 //!
+//! **Timeouts:** a level's `timeout` (ScyllaDB's option) bounds its requests, scans
+//! included, from the moment the backend took them: [`within`] answers a ReadTimeout (a
+//! SELECT) or WriteTimeout (the rest) at the deadline, as Cassandra's coordinator does when
+//! its replicas are late, and also when the answer came at or after it. The work itself is
+//! not interrupted (a write may still apply, as with Cassandra's timeouts); it finishes on
+//! its thread and its result is dropped.
+//!
 //! # Invariants
 //! - At most `slots` jobs execute at once; a panicking job answers a ServerError and its
 //!   thread lives on.
 //! - Dropping the scheduler lets its threads finish what is queued and stop.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use engine::service_levels::Level;
 use engine::Engine;
-use proto::error::DbError;
+use proto::error::{DbError, WriteType};
+use proto::request::Consistency;
 use server::metrics::Exposition;
 use tokio::sync::oneshot;
 
@@ -54,6 +63,55 @@ const ACTIVE_WINDOW: Duration = Duration::from_millis(5);
 /// past this many the idle ones are forgotten (they restart at the current virtual time when
 /// they come back, as any idle level does).
 const MAX_LANES: usize = 32;
+
+/// What a timed-out request was, for the error Cassandra would answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timed {
+    Read,
+    Write(WriteType),
+}
+
+/// Cassandra's answer to a request that ran past its deadline: one replica (this node)
+/// was asked and none answered in time.
+pub(crate) fn timed_out(kind: Timed, consistency: Consistency) -> DbError {
+    let message = "Operation timed out - received only 0 responses.".to_string();
+    match kind {
+        Timed::Read => DbError::ReadTimeout {
+            message,
+            consistency,
+            received: 0,
+            block_for: 1,
+            data_present: false,
+        },
+        Timed::Write(write_type) => DbError::WriteTimeout {
+            message,
+            consistency,
+            received: 0,
+            block_for: 1,
+            write_type,
+            contentions: None,
+        },
+    }
+}
+
+/// Runs `work` within its service level's `limit` (none: unbounded), counted from `started`:
+/// past the deadline, or answered at or after it, the request gets [`timed_out`].
+pub(crate) async fn within<T>(
+    limit: Option<Duration>,
+    started: Instant,
+    kind: Timed,
+    consistency: Consistency,
+    work: impl Future<Output = Result<T, DbError>>,
+) -> Result<T, DbError> {
+    let Some(limit) = limit else {
+        return work.await;
+    };
+    let deadline = started + limit;
+    match tokio::time::timeout_at(deadline.into(), work).await {
+        Ok(r) if Instant::now() < deadline => r,
+        _ => Err(timed_out(kind, consistency)),
+    }
+}
 
 /// What [`FairQueue::pop`] found.
 pub(crate) enum Next<T> {
@@ -429,6 +487,7 @@ mod tests {
         Level {
             name: Arc::from(name),
             shares,
+            timeout: None,
         }
     }
 
@@ -615,6 +674,71 @@ mod tests {
         let lo = first.iter().filter(|n| ***n == "lo").count();
         assert_eq!(lo, 5, "{first:?}");
         assert_eq!(log.len(), 110);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn within_answers_cassandras_timeouts_at_the_deadline() {
+        use proto::error::WriteType;
+        let quick = async { Ok::<_, DbError>(7) };
+        assert_eq!(
+            within(None, Instant::now(), Timed::Read, Consistency::One, quick)
+                .await
+                .unwrap(),
+            7
+        );
+        let quick = async { Ok::<_, DbError>(7) };
+        let limit = Some(Duration::from_secs(30));
+        assert_eq!(
+            within(limit, Instant::now(), Timed::Read, Consistency::One, quick)
+                .await
+                .unwrap(),
+            7
+        );
+        // Work that would take 30 s is answered at the 50 ms deadline.
+        let started = Instant::now();
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok::<_, DbError>(7)
+        };
+        let limit = Some(Duration::from_millis(50));
+        let e = within(limit, started, Timed::Read, Consistency::Quorum, slow)
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(matches!(
+            e,
+            DbError::ReadTimeout {
+                consistency: Consistency::Quorum,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+                ..
+            }
+        ));
+        assert_eq!(
+            e.message(),
+            "Operation timed out - received only 0 responses."
+        );
+        // An answer ready only at the deadline (0 ms: at once) is a timeout too.
+        let ready = async { Ok::<_, DbError>(7) };
+        let e = within(
+            Some(Duration::ZERO),
+            Instant::now(),
+            Timed::Write(WriteType::UnloggedBatch),
+            Consistency::One,
+            ready,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            DbError::WriteTimeout {
+                write_type: WriteType::UnloggedBatch,
+                received: 0,
+                block_for: 1,
+                ..
+            }
+        ));
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -28,6 +28,9 @@ pub enum ServiceLevelStatement {
     List { name: Option<String> },
     /// `LIST ATTACHED SERVICE LEVEL OF role` (`Some`) or `LIST ALL ATTACHED SERVICE LEVELS`.
     ListAttached { role: Option<String> },
+    /// `LIST EFFECTIVE SERVICE LEVEL OF role`: the options the role runs with, merged over
+    /// its levels and those of the roles granted to it, and which level gave each.
+    ListEffective { role: String },
 }
 
 /// The options a statement sets (`None`: not given). Validated by the parser as ScyllaDB
@@ -37,6 +40,9 @@ pub struct ServiceLevelOptions {
     pub shares: Option<u32>,
     /// `Some(None)`: set back to unspecified (`workload_type = null`).
     pub workload_type: Option<Option<WorkloadType>>,
+    /// `timeout` as written (a duration, checked when executed); `Some(None)`: removed
+    /// (`timeout = null`).
+    pub timeout: Option<Option<String>>,
 }
 
 /// ScyllaDB's `workload_type`.

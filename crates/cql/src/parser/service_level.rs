@@ -9,6 +9,7 @@
 //! DETACH SERVICE LEVEL FROM role
 //! LIST SERVICE LEVEL name | LIST ALL SERVICE LEVELS
 //! LIST ATTACHED SERVICE LEVEL OF role | LIST ALL ATTACHED SERVICE LEVELS
+//! LIST EFFECTIVE SERVICE LEVEL OF role
 //! ```
 //!
 //! `SERVICE_LEVEL` / `SERVICE_LEVELS` stand for `SERVICE LEVEL` / `SERVICE LEVELS`, as in
@@ -49,6 +50,7 @@ impl Parser<'_> {
         if self.at_kw("list") {
             return level_at(1)
                 || self.kw_at_n(1, "attached")
+                || (self.kw_at_n(1, "effective") && level_at(2))
                 || (self.kw_at_n(1, "all") && (levels_at(2) || self.kw_at_n(2, "attached")));
         }
         false
@@ -101,6 +103,12 @@ impl Parser<'_> {
             }
             _ => {
                 // LIST: decided by `at_service_level_statement`.
+                if self.eat_kw("effective") {
+                    self.service_level_kw()?;
+                    self.expect_kw("of")?;
+                    let role = self.service_level_name()?;
+                    return Ok(ServiceLevelStatement::ListEffective { role });
+                }
                 let all = self.eat_kw("all");
                 if self.eat_kw("attached") {
                     if all {
@@ -192,13 +200,11 @@ impl Parser<'_> {
                     out.workload_type = Some(w);
                 }
                 "timeout" => {
-                    return Err(self.invalid(
-                        start,
-                        "Peregrine does not support the service level option 'timeout' (the \
-                         request timeout is the server's request_timeout); only 'shares' and \
-                         'workload_type' are supported"
-                            .into(),
-                    ))
+                    // Checked (a duration in whole milliseconds) where it is applied.
+                    out.timeout = Some(match &p.value {
+                        PropertyValue::Literal(Literal::Null) => None,
+                        v => v.as_text().filter(|t| !t.eq_ignore_ascii_case("null")),
+                    });
                 }
                 other => return Err(fail(format!("Unknown property '{other}'"))),
             }
@@ -226,7 +232,7 @@ mod tests {
     fn every_statement_in_both_spellings() {
         let shares = |n| ServiceLevelOptions {
             shares: Some(n),
-            workload_type: None,
+            ..Default::default()
         };
         assert_eq!(
             sl("CREATE SERVICE LEVEL IF NOT EXISTS OLAP WITH SHARES = 100"),
@@ -250,7 +256,8 @@ mod tests {
                 name: "olap".into(),
                 options: ServiceLevelOptions {
                     shares: Some(500),
-                    workload_type: Some(Some(WorkloadType::Batch))
+                    workload_type: Some(Some(WorkloadType::Batch)),
+                    timeout: None,
                 }
             }
         );
@@ -292,6 +299,29 @@ mod tests {
             sl("LIST ALL ATTACHED SERVICE LEVELS"),
             S::ListAttached { role: None }
         );
+        assert_eq!(
+            sl("LIST EFFECTIVE SERVICE_LEVEL OF 'Spark'"),
+            S::ListEffective {
+                role: "Spark".into()
+            }
+        );
+        let timeout = |text: &str| match sl(text) {
+            S::Alter { options, .. } => options.timeout,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            timeout("ALTER SERVICE LEVEL a WITH timeout = 500ms"),
+            Some(Some("500ms".into()))
+        );
+        assert_eq!(
+            timeout("ALTER SERVICE LEVEL a WITH timeout = '1s' AND shares = 5"),
+            Some(Some("1s".into()))
+        );
+        assert_eq!(
+            timeout("ALTER SERVICE LEVEL a WITH timeout = null"),
+            Some(None)
+        );
+        assert_eq!(timeout("ALTER SERVICE LEVEL a WITH shares = 5"), None);
     }
 
     #[test]
@@ -320,6 +350,7 @@ mod tests {
             "SELECT level, attached FROM service",
             "LIST ALL PERMISSIONS OF service",
             "LIST ALL",
+            "SELECT effective FROM service",
             "LIST SELECT ON KEYSPACE service",
             "CREATE ROLE service",
             "DROP ROLE service",

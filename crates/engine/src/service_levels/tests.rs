@@ -190,3 +190,154 @@ fn only_superusers_change_or_list_levels_when_permissions_are_checked() {
     ok(&e, "GRANT cassandra TO bob");
     run(&e, "bob", "CREATE SERVICE LEVEL x").unwrap();
 }
+
+fn effective_of(e: &Engine, role: &str) -> Vec<Vec<String>> {
+    crate::tests::rows(ok(e, &format!("LIST EFFECTIVE SERVICE LEVEL OF {role}")))
+}
+
+fn row(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| c.to_string()).collect()
+}
+
+#[test]
+fn list_effective_merges_as_scylladb_and_names_each_options_level() {
+    let e = engine(Arc::new(storage::MemStorage::new()));
+    ok(&e, "CREATE SERVICE LEVEL fast WITH shares = 800 AND timeout = 2s AND workload_type = 'interactive'");
+    ok(
+        &e,
+        "CREATE SERVICE LEVEL slow WITH shares = 200 AND timeout = 1500ms",
+    );
+    ok(
+        &e,
+        "CREATE SERVICE LEVEL bulk WITH shares = 500 AND workload_type = 'batch'",
+    );
+    for r in ["web", "etl", "both"] {
+        ok(&e, &format!("CREATE ROLE {r}"));
+    }
+    ok(&e, "ATTACH SERVICE LEVEL fast TO web");
+    let Outcome::Rows(rs) = ok(&e, "LIST EFFECTIVE SERVICE LEVEL OF web") else {
+        panic!()
+    };
+    let names: Vec<_> = rs.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["service_level_option", "effective_service_level", "value"]
+    );
+    assert_eq!(
+        (&*rs.columns[0].keyspace, &*rs.columns[0].table),
+        ("QOS", "effective_service_level")
+    );
+    assert_eq!(
+        effective_of(&e, "web"),
+        [
+            row(&["workload_type", "fast", "interactive"]),
+            row(&["timeout", "fast", "2s"]),
+            row(&["shares", "fast", "800"]),
+        ]
+    );
+    // etl (slow) granted bulk: shares from slow (200 < 500), timeout from slow (bulk has
+    // none), workload_type from bulk (specified beats unspecified).
+    ok(&e, "ATTACH SERVICE LEVEL slow TO etl");
+    ok(&e, "ATTACH SERVICE LEVEL bulk TO both");
+    ok(&e, "GRANT both TO etl");
+    assert_eq!(
+        effective_of(&e, "etl"),
+        [
+            row(&["workload_type", "bulk", "batch"]),
+            row(&["timeout", "slow", "1s500ms"]),
+            row(&["shares", "slow", "200"]),
+        ]
+    );
+    let l = e.service_level_of(Some("etl")).unwrap();
+    assert_eq!((&*l.name, l.shares), ("slow", 200));
+    assert_eq!(l.timeout, Some(Duration::from_millis(1500)));
+    // web granted etl: the shorter timeout (slow's 1.5 s), batch beats interactive.
+    ok(&e, "GRANT etl TO web");
+    assert_eq!(
+        effective_of(&e, "web"),
+        [
+            row(&["workload_type", "bulk", "batch"]),
+            row(&["timeout", "slow", "1s500ms"]),
+            row(&["shares", "slow", "200"]),
+        ]
+    );
+    // NULL removes a timeout; a level without one leaves the value null.
+    ok(&e, "ALTER SERVICE LEVEL slow WITH timeout = null");
+    ok(&e, "ALTER SERVICE LEVEL fast WITH timeout = NULL");
+    assert_eq!(effective_of(&e, "etl")[1][2], "null");
+    assert_eq!(e.service_level_of(Some("etl")).unwrap().timeout, None);
+
+    assert_eq!(
+        err(&e, "cassandra", "LIST EFFECTIVE SERVICE LEVEL OF ghost"),
+        "0x2200 Role ghost doesn't exist."
+    );
+    assert_eq!(
+        err(&e, "cassandra", "LIST EFFECTIVE SERVICE LEVEL OF cassandra"),
+        "0x2200 Role cassandra doesn't have assigned any service level"
+    );
+    // No permission is needed (ScyllaDB checks none).
+    ok(&e, "CREATE ROLE bob WITH PASSWORD = 'pw' AND LOGIN = true");
+    assert_eq!(
+        crate::tests::rows(run(&e, "bob", "LIST EFFECTIVE SERVICE LEVEL OF web").unwrap()).len(),
+        3
+    );
+}
+
+#[test]
+fn timeouts_are_checked_listed_and_survive_a_restart() {
+    let store = Arc::new(storage::MemStorage::new());
+    let e = engine(store.clone());
+    ok(&e, "CREATE SERVICE LEVEL t WITH timeout = 500ms");
+    for (text, msg) in [
+        (
+            "timeout = 1d",
+            "Timeout values cannot be expressed in days/months",
+        ),
+        (
+            "timeout = 1mo",
+            "Timeout values cannot be expressed in days/months",
+        ),
+        (
+            "timeout = 1500us",
+            "Timeout values must be expressed in millisecond granularity",
+        ),
+        ("timeout = -5ms", "Timeout values must be nonnegative"),
+        ("timeout = 'soon'", "Unable to convert 'soon' to a duration"),
+    ] {
+        assert_eq!(
+            err(
+                &e,
+                "cassandra",
+                &format!("ALTER SERVICE LEVEL t WITH shares = 3 AND {text}")
+            ),
+            format!("0x2200 {msg}"),
+            "{text}"
+        );
+    }
+    // A refused ALTER changes nothing.
+    assert_eq!(
+        e.service_levels().records().levels["t"].shares,
+        DEFAULT_SHARES
+    );
+    let listed = crate::tests::values(ok(&e, "LIST SERVICE LEVEL t")).0;
+    assert_eq!(
+        listed[0][1],
+        proto::types::Value::Duration {
+            months: 0,
+            days: 0,
+            nanos: 500_000_000
+        }
+    );
+    drop(e);
+    let e = engine(store);
+    assert_eq!(
+        e.service_levels().records().levels["t"].timeout_ms,
+        Some(500)
+    );
+    ok(&e, "ALTER SERVICE LEVEL t WITH timeout = null");
+    assert_eq!(e.service_levels().records().levels["t"].timeout_ms, None);
+    assert_eq!(
+        crate::tests::values(ok(&e, "LIST SERVICE LEVEL t")).0[0][1],
+        proto::types::Value::Null
+    );
+}
