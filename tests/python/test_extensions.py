@@ -25,7 +25,8 @@ def s(request, make_cluster, session, ks):
 
 
 def _standalone():
-    return not os.environ.get("CQL_HOST")
+    """A standalone Peregrine: the one conftest starts, or test-all's (CQL_KIND=peregrine)."""
+    return not os.environ.get("CQL_HOST") or os.environ.get("CQL_KIND") == "peregrine"
 
 
 pytestmark = pytest.mark.skipif(not _standalone(), reason="RETURNING is Peregrine's extension")
