@@ -873,6 +873,17 @@ impl<'a> Builder<'a> {
                 && clustering.end.is_none();
             let regular = |i: &usize| t.columns[*i].kind != ColumnKind::Static;
             if !exact {
+                // Cassandra names an IN before the other restriction errors.
+                if !partition.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the partition key is not supported with conditional deletions",
+                    ));
+                }
+                if !clustering.eq.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the clustering key columns is not supported with conditional deletions",
+                    ));
+                }
                 let targets: Vec<usize> = columns
                     .iter()
                     .copied()
