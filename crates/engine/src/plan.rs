@@ -22,6 +22,16 @@ pub enum Src {
     /// A vector literal with bind markers among its elements (`[1.0, ?, ?]`): each element
     /// resolved, none may be null or unset, then serialized as a vector of this element type.
     Elements(ColumnType, Vec<Src>),
+    /// An operator function over bind markers (`(int) ? + 1`, `-(int) ?`; `op` is `None` for
+    /// a negation), picked as Cassandra picks it (`build::operation`): the arguments, of
+    /// types `params`, give a `ret`, stored in a receiver of type `out`.
+    Op {
+        op: Option<cql::ast::ArithOp>,
+        params: Vec<ColumnType>,
+        ret: ColumnType,
+        out: ColumnType,
+        args: Vec<Src>,
+    },
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
     /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
@@ -210,6 +220,14 @@ pub enum Selector {
         func: cql::ast::CellTimeFn,
         column: usize,
         key: Src,
+    },
+    /// `writetime(c[a..b])`, `maxwritetime(c[a..])`, `ttl(c[..b])`: of the elements of the set
+    /// or map in column `column` whose keys are within the bounds (inclusive).
+    SliceTime {
+        func: cql::ast::CellTimeFn,
+        column: usize,
+        from: Option<Src>,
+        to: Option<Src>,
     },
     Ttl(usize),
     /// `writetime(u.f)`, `maxwritetime(u.f)`, `ttl(u.f)`: of the field at positions `fields`

@@ -206,6 +206,67 @@ impl<'r> RowView<'r> {
         }
     }
 
+    /// `writetime`, `maxwritetime` or `ttl` of the elements of the set or map in column `idx`
+    /// whose keys are within `from..=to`: of a non-frozen one, a list of the elements' times
+    /// (the latest for `maxwritetime`); of a frozen one, its cell's when it holds such a key.
+    /// Null when no element is in the slice.
+    fn slice_time(
+        &self,
+        func: cql::ast::CellTimeFn,
+        idx: usize,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Option<Vec<u8>> {
+        let secs = self.now.secs;
+        let c = &self.t.columns[idx];
+        let (ColumnType::Set(kt) | ColumnType::Map(kt, _)) = &c.ty else {
+            return None;
+        };
+        let within = |k: &[u8]| {
+            from.is_none_or(|f| crate::types::compare(kt, k, f).is_ge())
+                && to.is_none_or(|t| crate::types::compare(kt, k, t).is_le())
+        };
+        let cell = self.cell(idx)?;
+        match crate::exec::multi_cell_kind(c) {
+            Some(kind) => {
+                let mut elements = cell.live_elements(kind, secs)?;
+                elements.elements.retain(|e| within(&e.path));
+                if elements.elements.is_empty() {
+                    return None;
+                }
+                match func {
+                    cql::ast::CellTimeFn::Ttl => crate::collections::ttls(&c.ty, &elements, secs),
+                    cql::ast::CellTimeFn::MaxWriteTime => {
+                        crate::collections::max_write_time(&c.ty, &elements, secs)
+                            .map(|t| t.to_be_bytes().to_vec())
+                    }
+                    cql::ast::CellTimeFn::WriteTime => {
+                        crate::collections::write_times(&c.ty, &elements, secs)
+                    }
+                }
+            }
+            None => {
+                let value = cell.live_value(secs)?;
+                let keys = match &c.ty {
+                    ColumnType::Map(..) => crate::collections::map_entries(value)?
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect(),
+                    _ => crate::exec::decode_list_elements(value)?,
+                };
+                if !keys.iter().any(|k| within(k)) {
+                    return None;
+                }
+                match func {
+                    cql::ast::CellTimeFn::Ttl => {
+                        cell.ttl_remaining(secs).map(|t| t.to_be_bytes().to_vec())
+                    }
+                    _ => Some(cell.ts.to_be_bytes().to_vec()),
+                }
+            }
+        }
+    }
+
     /// The value of a leaf selector (expressions go through [`eval_expr`]).
     fn value(&self, s: &Selector) -> Option<Cow<'r, [u8]>> {
         let secs = self.now.secs;
@@ -231,6 +292,20 @@ impl<'r> RowView<'r> {
             Selector::ElementTime { func, column, key } => {
                 let key = resolve(key, self.vals).ok().flatten()?;
                 self.element_time(*func, *column, &key).map(Cow::Owned)
+            }
+            Selector::SliceTime {
+                func,
+                column,
+                from,
+                to,
+            } => {
+                let bound = |b: &Option<Src>| match b {
+                    Some(src) => resolve(src, self.vals).ok().flatten().map(Some),
+                    None => Some(None),
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                self.slice_time(*func, *column, from.as_deref(), to.as_deref())
+                    .map(Cow::Owned)
             }
             Selector::FieldTime {
                 func,

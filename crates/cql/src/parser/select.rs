@@ -211,14 +211,38 @@ impl Parser<'_> {
                                     });
                                 }
                                 if self.eat(Tok::LBracket) {
-                                    let key = self.term()?;
+                                    let from = if self.at(Tok::Range) {
+                                        None
+                                    } else {
+                                        Some(self.term()?)
+                                    };
+                                    let e = if self.eat(Tok::Range) {
+                                        let to = if self.at(Tok::RBracket) {
+                                            // `c[..]` names no bound: Cassandra's grammar
+                                            // has no such slice.
+                                            if from.is_none() {
+                                                return Err(self.no_viable());
+                                            }
+                                            None
+                                        } else {
+                                            Some(self.term()?)
+                                        };
+                                        SelectorExpr::SliceTime {
+                                            func,
+                                            column: c,
+                                            from,
+                                            to,
+                                        }
+                                    } else {
+                                        SelectorExpr::ElementTime {
+                                            func,
+                                            column: c,
+                                            key: from.ok_or_else(|| self.no_viable())?,
+                                        }
+                                    };
                                     self.expect(Tok::RBracket)?;
                                     self.expect(Tok::RParen)?;
-                                    return Ok(SelectorExpr::ElementTime {
-                                        func,
-                                        column: c,
-                                        key,
-                                    });
+                                    return Ok(e);
                                 }
                                 self.expect(Tok::RParen)?;
                                 return Ok(match func {
