@@ -342,7 +342,8 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
             *func != cql::ast::CellTimeFn::Ttl && deterministic_term(key)
         }
         SelectorExpr::SliceTime { func, from, to, .. } => {
-            *func != cql::ast::CellTimeFn::Ttl && from.iter().chain(to.iter()).all(deterministic_term)
+            *func != cql::ast::CellTimeFn::Ttl
+                && from.iter().chain(to.iter()).all(deterministic_term)
         }
         SelectorExpr::FieldTime { func, .. } => *func != cql::ast::CellTimeFn::Ttl,
         SelectorExpr::Function { name, args } => {

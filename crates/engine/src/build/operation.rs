@@ -348,7 +348,11 @@ pub(crate) fn apply(
             r,
             ret,
         )?,
-        _ => return Err(EngineError::invalid("Invalid number of operation arguments")),
+        _ => {
+            return Err(EngineError::invalid(
+                "Invalid number of operation arguments",
+            ))
+        }
     };
     // The receiver takes the result's type as is; only a varint receiver wants its own
     // (minimal) encoding of an int or bigint result.
@@ -356,4 +360,155 @@ pub(crate) fn apply(
         return crate::scalar::cast(ret, out, Some(&v)).map_err(EngineError::invalid);
     }
     Ok(Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The term assigned in `UPDATE t SET v = <text> WHERE k = 1`.
+    fn term(text: &str) -> Term {
+        let p = cql::parse(&format!("UPDATE t SET v = {text} WHERE k = 1")).unwrap();
+        let cql::Statement::Update(u) = p.statement else {
+            panic!("not an update")
+        };
+        match &u.assignments[0] {
+            cql::ast::Assignment::Set { value, .. } => value.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn picked(text: &str, receiver: T) -> Result<(Vec<T>, T), String> {
+        resolve(&term(text), Some(&receiver))
+            .map(|f| (f.params, f.ret))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn picks_the_function_cassandra_picks() {
+        // An exact match wins at once, even when its result only fits the receiver weakly.
+        assert_eq!(
+            picked("(int) ? + 1", T::Int),
+            Ok((vec![T::Int, T::Int], T::Int))
+        );
+        assert_eq!(
+            picked("(int) ? + 1", T::Varint),
+            Ok((vec![T::Int, T::Int], T::Int))
+        );
+        assert_eq!(
+            picked("(bigint) ? + 1", T::Timestamp),
+            Ok((vec![T::Bigint, T::Int], T::Bigint))
+        );
+        // The only compatible signature: int / double into a double.
+        assert_eq!(
+            picked("(int) ? / 2", T::Double),
+            Ok((vec![T::Int, T::Double], T::Double))
+        );
+        assert_eq!(
+            picked("(bigint) ? * 4", T::Bigint),
+            Ok((vec![T::Bigint, T::Int], T::Bigint))
+        );
+        assert_eq!(
+            picked("(bigint) ? * 4000000000", T::Varint),
+            Ok((vec![T::Bigint, T::Bigint], T::Bigint))
+        );
+        // Several compatible, none exact nor a bare marker: the one typed as the receiver.
+        assert_eq!(
+            picked("(int) ? + null", T::Int),
+            Ok((vec![T::Int, T::Int], T::Int))
+        );
+        assert_eq!(
+            picked("(smallint) ? * 2", T::Int),
+            Ok((vec![T::Smallint, T::Int], T::Int))
+        );
+        assert_eq!(
+            picked("'a' + (text) ?", T::Varchar),
+            Ok((vec![T::Ascii, T::Varchar], T::Varchar))
+        );
+        assert_eq!(
+            picked("(timestamp) ? + 1d", T::Bigint),
+            Ok((vec![T::Timestamp, T::Duration], T::Timestamp))
+        );
+        assert_eq!(picked("-(int) ?", T::Int), Ok((vec![T::Int], T::Int)));
+        assert_eq!(
+            picked("(int) ? + 1 + 2", T::Int),
+            Ok((vec![T::Int, T::Int], T::Int))
+        );
+    }
+
+    #[test]
+    fn refuses_as_cassandra_does() {
+        let ambiguous = |l: &str, r: &str, op: &str| {
+            format!("Ambiguous '{op}' operation with args {l} and {r}: use type hint to disambiguate, example '(int) ?'")
+        };
+        let unsupported = |l: &str, r: &str, op: &str| {
+            format!("the '{op}' operation is not supported between {l} and {r}")
+        };
+        let err = |text: &str, ty: T| picked(text, ty).unwrap_err();
+        assert!(err("(int) ? * 2", T::Bigint).ends_with(&ambiguous("(int)?", "2", "*")));
+        assert!(err("? + 1", T::Int).ends_with(&ambiguous("?", "1", "+")));
+        assert!(err("(int) ? + 1.5", T::Decimal).ends_with(&ambiguous("(int)?", "1.5", "+")));
+        assert!(err("(bigint) ? * 4", T::Int).ends_with(&unsupported("(bigint)?", "4", "*")));
+        assert!(
+            err("(smallint) ? + (tinyint) ?", T::Int).ends_with(&unsupported(
+                "(smallint)?",
+                "(tinyint)?",
+                "+"
+            ))
+        );
+        assert!(err("(date) ? + 1d", T::Timestamp).ends_with(&unsupported("(date)?", "1d", "+")));
+        assert!(err("(int) ? + '1'", T::Int).ends_with(&unsupported("(int)?", "'1'", "+")));
+        assert!(
+            err("(int) ? + 1 - (text) ?", T::Int).ends_with(&unsupported(
+                "system.\"_add\"((int)?, 1)",
+                "(text)?",
+                "-"
+            ))
+        );
+    }
+
+    #[test]
+    fn applies_in_the_picked_type() {
+        let int = |v: i32| Some(v.to_be_bytes().to_vec());
+        // int + int wraps.
+        assert_eq!(
+            apply(
+                Some(ArithOp::Add),
+                &[T::Int, T::Int],
+                &T::Int,
+                &T::Int,
+                &[int(i32::MAX), int(1)]
+            )
+            .unwrap(),
+            int(i32::MIN)
+        );
+        // Null in, null out.
+        assert_eq!(
+            apply(
+                Some(ArithOp::Add),
+                &[T::Int, T::Int],
+                &T::Int,
+                &T::Int,
+                &[None, int(1)]
+            )
+            .unwrap(),
+            None
+        );
+        // An int result into a varint receiver takes the varint's own encoding.
+        assert_eq!(
+            apply(
+                Some(ArithOp::Mul),
+                &[T::Int, T::Int],
+                &T::Int,
+                &T::Varint,
+                &[int(2), int(3)]
+            )
+            .unwrap(),
+            Some(vec![6])
+        );
+        assert_eq!(
+            apply(None, &[T::Int], &T::Int, &T::Int, &[int(5)]).unwrap(),
+            int(-5)
+        );
+    }
 }
