@@ -107,13 +107,14 @@ pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, Eng
                 vals.now,
             )
         }
-        Src::Op {
-            op,
-            params,
-            ret,
-            out,
-            args,
-        } => {
+        Src::Op(call) => {
+            let OpSrc {
+                op,
+                params,
+                ret,
+                out,
+                args,
+            } = &**call;
             let mut values = Vec::with_capacity(args.len());
             for arg in args {
                 values.push(match resolve(arg, vals) {

@@ -308,13 +308,13 @@ impl Builder<'_> {
             };
             srcs.push(src);
         }
-        Ok(Src::Op {
+        Ok(Src::Op(Box::new(crate::plan::OpSrc {
             op: f.op,
             params: f.params,
             ret: f.ret,
             out: ty.clone(),
             args: srcs,
-        })
+        })))
     }
 }
 
