@@ -671,6 +671,14 @@ pub enum SelectorExpr {
         column: String,
         key: Term,
     },
+    /// `writetime(c[a..b])`, `maxwritetime(c[a..])`, `ttl(c[..b])`: of the elements of a set or
+    /// map whose keys are in the slice (Cassandra 5.0).
+    SliceTime {
+        func: CellTimeFn,
+        column: String,
+        from: Option<Term>,
+        to: Option<Term>,
+    },
     /// `writetime(u.f)`, `maxwritetime(u.f)`, `ttl(u.f)` (and `u.f.g` through nested UDTs): of
     /// one field of a UDT column (Cassandra 5.0).
     FieldTime {

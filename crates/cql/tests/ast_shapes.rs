@@ -400,6 +400,36 @@ fn cell_time_functions_of_one_element() {
 }
 
 #[test]
+fn cell_time_functions_of_a_slice() {
+    let s = select("SELECT writetime(m[1..3]), maxwritetime(s[2..]), ttl(m[..4]) FROM t");
+    let Selection::Selectors(sel) = s.selection else {
+        panic!()
+    };
+    let exprs: Vec<_> = sel.iter().map(|s| s.expr.clone()).collect();
+    let slice =
+        |func, column: &str, from: Option<&str>, to: Option<&str>| SelectorExpr::SliceTime {
+            func,
+            column: column.into(),
+            from: from.map(int),
+            to: to.map(int),
+        };
+    assert_eq!(
+        exprs,
+        [
+            slice(CellTimeFn::WriteTime, "m", Some("1"), Some("3")),
+            slice(CellTimeFn::MaxWriteTime, "s", Some("2"), None),
+            slice(CellTimeFn::Ttl, "m", None, Some("4")),
+        ]
+    );
+    // A slice with neither bound is not in Cassandra's grammar.
+    let e = cql::parse("SELECT writetime(m[..]) FROM t").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:21 no viable alternative at input ']' (SELECT writetime(m[..[]]...)"
+    );
+}
+
+#[test]
 fn selectors() {
     let s = select(
         "SELECT COUNT(*), count(1) AS n, writetime(v), ttl(v), token(a, b), CAST(c AS text), u.f, m['k'], toJson(x) FROM t",

@@ -148,6 +148,62 @@ fn messages_look_like_cassandra() {
     assert_eq!(e.to_string(), "Unmatched column names/values");
 }
 
+/// Texts Cassandra 5.0.9 gives for a comparison in the SELECT clause, a name after LIMIT and
+/// IF EXISTS on an INSERT (each probed on 5.0.9).
+#[test]
+fn syntax_errors_name_what_cassandra_names() {
+    let cases = [
+        (
+            "SELECT k > 1 FROM t",
+            "line 1:9 no viable alternative at input '>' (SELECT [k] >...)",
+        ),
+        (
+            "SELECT k, v >= 1 FROM t",
+            "line 1:12 no viable alternative at input '>=' (SELECT k, [v] >=...)",
+        ),
+        (
+            "SELECT k AS x > 1 FROM t",
+            "line 1:14 mismatched input '>' expecting K_FROM (SELECT k AS x [>]...)",
+        ),
+        (
+            "SELECT * FROM t LIMIT x",
+            "line 1:22 no viable alternative at input 'x' (SELECT * FROM t LIMIT [x])",
+        ),
+        (
+            "SELECT * FROM t WHERE k = 1 LIMIT x",
+            "line 1:34 no viable alternative at input 'x' (...WHERE k = 1 LIMIT [x])",
+        ),
+        (
+            "SELECT * FROM t PER PARTITION LIMIT x",
+            "line 1:36 no viable alternative at input 'x' (...FROM t PER PARTITION LIMIT [x])",
+        ),
+        (
+            "INSERT INTO t (k, v) VALUES (1, 1) IF EXISTS",
+            "line 1:38 mismatched input 'EXISTS' expecting K_NOT (... (1, 1) IF [EXISTS])",
+        ),
+        (
+            "INSERT INTO t JSON '{}' IF EXISTS",
+            "line 1:27 mismatched input 'EXISTS' expecting K_NOT (...INTO t JSON '{}' IF [EXISTS])",
+        ),
+        (
+            "INSERT INTO t (k, v) VALUES (1, 1) IF",
+            "line 0:-1 mismatched input '<EOF>' expecting K_NOT",
+        ),
+    ];
+    for (text, message) in cases {
+        assert_eq!(cql::parse(text).unwrap_err().to_string(), message, "{text}");
+    }
+    // Still parsed: LIMIT with a marker, IF NOT EXISTS before or after USING.
+    for text in [
+        "SELECT * FROM t LIMIT ?",
+        "SELECT * FROM t LIMIT :n",
+        "INSERT INTO t (k) VALUES (1) IF NOT EXISTS USING TTL 1",
+        "INSERT INTO t (k) VALUES (1) USING TTL 1 IF NOT EXISTS",
+    ] {
+        cql::parse(text).unwrap();
+    }
+}
+
 #[test]
 fn script_error_points_at_the_bad_statement() {
     let e = cql::parse_statements("SELECT * FROM t;\nSELECT * FROM u WHERE;").unwrap_err();

@@ -10,7 +10,9 @@ use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
 use std::sync::Arc;
 
+mod operation;
 mod where_clause;
+pub(crate) use operation::{apply as operation_apply, function_name as operation_function_name};
 pub(crate) use where_clause::Clause;
 
 /// The plan of one statement plus what PREPARE reports about it.
@@ -154,11 +156,8 @@ impl<'a> Builder<'a> {
                 if contains_call(term) {
                     self.volatile = true;
                 }
-                if let (Term::Operation { op, left, right }, true) = (term, contains_bind(term)) {
-                    return Err(EngineError::invalid(format!(
-                        "Ambiguous '{}' operation with args {left} and {right}: use type hint to disambiguate, example '(int) ?'",
-                        op.symbol()
-                    )));
+                if matches!(term, Term::Operation { .. } | Term::Negate(_)) && contains_bind(term) {
+                    return self.operation_src(t, term, ty);
                 }
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
@@ -1141,7 +1140,9 @@ fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
         use ast::SelectorExpr as E;
         match e {
             E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => out.push(c),
-            E::ElementTime { column, .. } | E::FieldTime { column, .. } => out.push(column),
+            E::ElementTime { column, .. }
+            | E::SliceTime { column, .. }
+            | E::FieldTime { column, .. } => out.push(column),
             E::Function { args, .. } => args.iter().for_each(|a| columns(a, out)),
             E::Cast { expr, .. }
             | E::Field { expr, .. }
@@ -1228,7 +1229,7 @@ fn contains_call(t: &Term) -> bool {
     }
 }
 
-fn contains_bind(t: &Term) -> bool {
+pub(crate) fn contains_bind(t: &Term) -> bool {
     match t {
         Term::Bind(_) => true,
         Term::List(v) | Term::Set(v) | Term::Tuple(v) => v.iter().any(contains_bind),

@@ -109,6 +109,28 @@ pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, Eng
                 vals.now,
             )
         }
+        Src::Op(call) => {
+            let OpSrc {
+                op,
+                params,
+                ret,
+                out,
+                args,
+            } = &**call;
+            let mut values = Vec::with_capacity(args.len());
+            for arg in args {
+                values.push(match resolve(arg, vals) {
+                    Err(EngineError::Unset(_)) => {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid unset value for argument in call to function {}",
+                            crate::build::operation_function_name(*op)
+                        )))
+                    }
+                    other => other?,
+                });
+            }
+            crate::build::operation_apply(*op, params, ret, out, &values)
+        }
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),

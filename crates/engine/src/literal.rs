@@ -20,7 +20,7 @@ pub fn type_name(ty: &ColumnType) -> String {
 
 /// True when the literal's kind can stand for a value of `ty` (Cassandra's assignment test:
 /// an INTEGER fits an int or a text column does not, whatever its digits).
-fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
+pub(crate) fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
     use ColumnType as T;
     match lit {
         Literal::Null => true,

@@ -22,6 +22,9 @@ pub enum Src {
     /// A vector literal with bind markers among its elements (`[1.0, ?, ?]`): each element
     /// resolved, none may be null or unset, then serialized as a vector of this element type.
     Elements(ColumnType, Vec<Src>),
+    /// An operator function over bind markers (`(int) ? + 1`, `-(int) ?`), picked as Cassandra
+    /// picks it (`build::operation`); boxed, being rare and large.
+    Op(Box<OpSrc>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
     /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
@@ -34,6 +37,17 @@ pub enum Src {
         pos: usize,
         unset_if_missing: bool,
     },
+}
+
+/// An operator function's call: the arguments, of types `params`, give a `ret`, stored in a
+/// receiver of type `out`; `op` is `None` for a negation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpSrc {
+    pub op: Option<cql::ast::ArithOp>,
+    pub params: Vec<ColumnType>,
+    pub ret: ColumnType,
+    pub out: ColumnType,
+    pub args: Vec<Src>,
 }
 
 /// A restriction to one or several values of one key column.
@@ -210,6 +224,14 @@ pub enum Selector {
         func: cql::ast::CellTimeFn,
         column: usize,
         key: Src,
+    },
+    /// `writetime(c[a..b])`, `maxwritetime(c[a..])`, `ttl(c[..b])`: of the elements of the set
+    /// or map in column `column` whose keys are within the bounds (inclusive).
+    SliceTime {
+        func: cql::ast::CellTimeFn,
+        column: usize,
+        from: Option<Src>,
+        to: Option<Src>,
     },
     Ttl(usize),
     /// `writetime(u.f)`, `maxwritetime(u.f)`, `ttl(u.f)`: of the field at positions `fields`

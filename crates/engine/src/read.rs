@@ -28,6 +28,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 mod ann;
+mod cell_times;
 
 struct PagingState {
     /// The storage key of the last row consumed.
@@ -100,112 +101,6 @@ impl<'r> RowView<'r> {
         }
     }
 
-    /// `writetime`, `maxwritetime` or `ttl` of column `idx`: of a non-frozen collection, a
-    /// list with one entry per live element (a maximum for `maxwritetime`).
-    fn cell_times(&self, s: &Selector, idx: usize) -> Option<Vec<u8>> {
-        let secs = self.now.secs;
-        let c = &self.t.columns[idx];
-        let cell = self.cell(idx)?;
-        let Some(kind) = crate::exec::multi_cell_kind(c) else {
-            return match s {
-                Selector::Ttl(_) => cell.ttl_remaining(secs).map(|t| t.to_be_bytes().to_vec()),
-                _ => Some(cell.ts.to_be_bytes().to_vec()),
-            };
-        };
-        let elements = cell.live_elements(kind, secs)?;
-        match s {
-            Selector::Ttl(_) => crate::collections::ttls(&c.ty, &elements, secs),
-            Selector::MaxWriteTime(_) => crate::collections::max_write_time(&c.ty, &elements, secs)
-                .map(|t| t.to_be_bytes().to_vec()),
-            _ => crate::collections::write_times(&c.ty, &elements, secs),
-        }
-    }
-
-    /// `writetime`, `maxwritetime` or `ttl` of a field of the UDT in column `idx`: of a
-    /// non-frozen one, those of the field's own cell; of a frozen one, those of its one cell.
-    /// Null when the field (or a nested one on the way) is null.
-    fn field_time(
-        &self,
-        func: cql::ast::CellTimeFn,
-        idx: usize,
-        fields: &[usize],
-    ) -> Option<Vec<u8>> {
-        let secs = self.now.secs;
-        let c = &self.t.columns[idx];
-        let cell = self.cell(idx)?;
-        let (first, rest) = fields.split_first()?;
-        let (value, ts, ttl) = match crate::exec::multi_cell_kind(c) {
-            Some(kind) => {
-                let elements = cell.live_elements(kind, secs)?;
-                let path = crate::collections::field_path(*first);
-                let e = elements.elements.iter().find(|e| e.path == path)?;
-                (
-                    e.live_value(secs)?.to_vec(),
-                    e.ts,
-                    e.expiry().map(|x| x.expires_at.saturating_sub(secs) as i32),
-                )
-            }
-            None => {
-                let whole = cell.live_value(secs)?;
-                let v = crate::exec::tuple_field(whole, *first)?.to_vec();
-                (v, cell.ts, cell.ttl_remaining(secs))
-            }
-        };
-        let mut v = value;
-        for f in rest {
-            v = crate::exec::tuple_field(&v, *f)?.to_vec();
-        }
-        match func {
-            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
-            _ => Some(ts.to_be_bytes().to_vec()),
-        }
-    }
-
-    /// `writetime`, `maxwritetime` or `ttl` of the element `key` of the set or map in column
-    /// `idx` (of a frozen one, those of its one cell when it holds `key`).
-    fn element_time(&self, func: cql::ast::CellTimeFn, idx: usize, key: &[u8]) -> Option<Vec<u8>> {
-        let secs = self.now.secs;
-        let c = &self.t.columns[idx];
-        let (ColumnType::Set(kt) | ColumnType::Map(kt, _)) = &c.ty else {
-            return None;
-        };
-        let cell = self.cell(idx)?;
-        let (ts, ttl) = match crate::exec::multi_cell_kind(c) {
-            Some(kind) => {
-                let elements = cell.live_elements(kind, secs)?;
-                let e = elements
-                    .elements
-                    .iter()
-                    .find(|e| crate::types::compare(kt, &e.path, key).is_eq())?;
-                (
-                    e.ts,
-                    e.expiry().map(|x| x.expires_at.saturating_sub(secs) as i32),
-                )
-            }
-            None => {
-                let value = cell.live_value(secs)?;
-                let keys = match &c.ty {
-                    ColumnType::Map(..) => crate::collections::map_entries(value)?
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect(),
-                    _ => crate::exec::decode_list_elements(value)?,
-                };
-                if !keys
-                    .iter()
-                    .any(|k| crate::types::compare(kt, k, key).is_eq())
-                {
-                    return None;
-                }
-                (cell.ts, cell.ttl_remaining(secs))
-            }
-        };
-        match func {
-            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
-            _ => Some(ts.to_be_bytes().to_vec()),
-        }
-    }
-
     /// The value of a leaf selector (expressions go through [`eval_expr`]).
     fn value(&self, s: &Selector) -> Option<Cow<'r, [u8]>> {
         let secs = self.now.secs;
@@ -231,6 +126,20 @@ impl<'r> RowView<'r> {
             Selector::ElementTime { func, column, key } => {
                 let key = resolve(key, self.vals).ok().flatten()?;
                 self.element_time(*func, *column, &key).map(Cow::Owned)
+            }
+            Selector::SliceTime {
+                func,
+                column,
+                from,
+                to,
+            } => {
+                let bound = |b: &Option<Src>| match b {
+                    Some(src) => resolve(src, self.vals).ok().flatten().map(Some),
+                    None => Some(None),
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                self.slice_time(*func, *column, from.as_deref(), to.as_deref())
+                    .map(Cow::Owned)
             }
             Selector::FieldTime {
                 func,

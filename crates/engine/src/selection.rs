@@ -214,6 +214,7 @@ impl Builder<'_> {
             | E::MaxWriteTime(c)
             | E::Ttl(c)
             | E::ElementTime { column: c, .. }
+            | E::SliceTime { column: c, .. }
             | E::FieldTime { column: c, .. } => self.column(t, c).map(|_| ()),
             E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
             E::Cast { expr, .. }
@@ -425,6 +426,63 @@ impl Builder<'_> {
                     match func {
                         cql::ast::CellTimeFn::Ttl => ColumnType::Int,
                         _ => ColumnType::Bigint,
+                    },
+                )
+            }
+            E::SliceTime {
+                func,
+                column,
+                from,
+                to,
+            } => {
+                let i = regular(self, column, &func.to_string())?;
+                let c = &t.columns[i];
+                let key_ty = match &c.ty {
+                    ColumnType::Set(k) | ColumnType::Map(k, _) => (**k).clone(),
+                    ColumnType::List(_) => {
+                        return Err(EngineError::invalid(format!(
+                            "Slice selection is only allowed on sets and maps, but {column} is a list"
+                        )))
+                    }
+                    other => {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid slice selection: {column} of type {} is not a collection",
+                            crate::types::cql_type_name(other)
+                        )))
+                    }
+                };
+                // Of a non-frozen collection, one time per element in the slice; of a frozen
+                // one (a single cell), that cell's.
+                let per_element = crate::exec::multi_cell_kind(c).is_some()
+                    && *func != cql::ast::CellTimeFn::MaxWriteTime;
+                let receiver = format!("key({column})");
+                let mut bound = |b: &Option<Term>| -> Result<Option<Src>, EngineError> {
+                    let Some(term) = b else { return Ok(None) };
+                    let src = self.term(t, term, &receiver, &key_ty)?;
+                    if src == Src::Const(None) {
+                        return Err(EngineError::invalid(format!(
+                            "Invalid null value for slice selection on {column}"
+                        )));
+                    }
+                    Ok(Some(src))
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                let scalar = match func {
+                    cql::ast::CellTimeFn::Ttl => ColumnType::Int,
+                    _ => ColumnType::Bigint,
+                };
+                (
+                    Selector::SliceTime {
+                        func: *func,
+                        column: i,
+                        from,
+                        to,
+                    },
+                    selector_name(e),
+                    if per_element {
+                        ColumnType::List(Box::new(scalar))
+                    } else {
+                        scalar
                     },
                 )
             }
@@ -1177,6 +1235,16 @@ fn selector_name(e: &E) -> String {
         E::MaxWriteTime(c) => format!("maxwritetime({c})"),
         E::Ttl(c) => format!("ttl({c})"),
         E::ElementTime { func, column, key } => format!("{func}({column}[{key}])"),
+        E::SliceTime {
+            func,
+            column,
+            from,
+            to,
+        } => format!(
+            "{func}({column}[{}..{}])",
+            from.as_ref().map(term_name).unwrap_or_default(),
+            to.as_ref().map(term_name).unwrap_or_default()
+        ),
         E::FieldTime {
             func,
             column,

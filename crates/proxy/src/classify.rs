@@ -341,6 +341,10 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
         SelectorExpr::ElementTime { func, key, .. } => {
             *func != cql::ast::CellTimeFn::Ttl && deterministic_term(key)
         }
+        SelectorExpr::SliceTime { func, from, to, .. } => {
+            *func != cql::ast::CellTimeFn::Ttl
+                && from.iter().chain(to.iter()).all(deterministic_term)
+        }
         SelectorExpr::FieldTime { func, .. } => *func != cql::ast::CellTimeFn::Ttl,
         SelectorExpr::Function { name, args } => {
             !NON_DETERMINISTIC.contains(&name.name.to_ascii_lowercase().as_str())

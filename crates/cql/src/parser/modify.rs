@@ -43,8 +43,16 @@ impl Parser<'_> {
             }
             InsertValues::Values { columns, values }
         };
-        // Cassandra's order is IF NOT EXISTS then USING; accept either.
-        let mut if_not_exists = self.if_not_exists()?;
+        // Cassandra's order is IF NOT EXISTS then USING; accept either. Right after the values
+        // an IF can only start IF NOT EXISTS (Cassandra: "mismatched input 'EXISTS' expecting
+        // K_NOT" for `IF EXISTS`).
+        let mut if_not_exists = if self.eat_kw("if") {
+            self.expect_kw("not")?;
+            self.expect_kw("exists")?;
+            true
+        } else {
+            false
+        };
         let using = self.using_clause()?;
         if !if_not_exists {
             if_not_exists = self.if_not_exists()?;

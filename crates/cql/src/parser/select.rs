@@ -6,6 +6,31 @@ use super::*;
 impl Parser<'_> {
     // ---- SELECT ------------------------------------------------------------------------------
 
+    /// After LIMIT Cassandra takes a number or a bind marker only, and names the word where one
+    /// stands: "no viable alternative at input 'x' (SELECT * FROM t LIMIT [x])".
+    fn refuse_name_as_limit(&self) -> PResult<()> {
+        match self.peek().kind {
+            Tok::Ident | Tok::QuotedIdent => Err(self.no_viable()),
+            _ => Ok(()),
+        }
+    }
+
+    /// One selector of the SELECT clause. A bare column followed by a comparison
+    /// (`SELECT k > 1 FROM t`) fails as in Cassandra, whose parser is still choosing what `k`
+    /// starts there: "no viable alternative at input '>' (SELECT [k] >...)".
+    fn select_clause_item(&mut self) -> PResult<Selector> {
+        let start = self.pos;
+        let s = self.selector()?;
+        let compares = matches!(
+            self.peek().kind,
+            Tok::Eq | Tok::Neq | Tok::Lt | Tok::Lte | Tok::Gt | Tok::Gte
+        );
+        if compares && self.pos == start + 1 && matches!(s.expr, SelectorExpr::Column(_)) {
+            return Err(self.no_viable_from(start));
+        }
+        Ok(s)
+    }
+
     /// `JSON` / `DISTINCT` are unreserved: they are modifiers only if a selector follows.
     pub(super) fn select_modifier_applies(&self) -> bool {
         let n = self.peek_n(1);
@@ -32,7 +57,7 @@ impl Parser<'_> {
         let selection = if self.eat(Tok::Star) {
             Selection::Wildcard
         } else {
-            Selection::Selectors(self.comma_list(Self::selector)?)
+            Selection::Selectors(self.comma_list(Self::select_clause_item)?)
         };
         self.expect_kw("from")?;
         let table = self.qualified_name()?;
@@ -57,9 +82,11 @@ impl Parser<'_> {
             self.bump();
             self.expect_kw("partition")?;
             self.expect_kw("limit")?;
+            self.refuse_name_as_limit()?;
             per_partition_limit = Some(self.term()?);
         }
         let limit = if self.eat_kw("limit") {
+            self.refuse_name_as_limit()?;
             Some(self.term()?)
         } else {
             None
@@ -211,14 +238,38 @@ impl Parser<'_> {
                                     });
                                 }
                                 if self.eat(Tok::LBracket) {
-                                    let key = self.term()?;
+                                    let from = if self.at(Tok::Range) {
+                                        None
+                                    } else {
+                                        Some(self.term()?)
+                                    };
+                                    let e = if self.eat(Tok::Range) {
+                                        let to = if self.at(Tok::RBracket) {
+                                            // `c[..]` names no bound: Cassandra's grammar
+                                            // has no such slice.
+                                            if from.is_none() {
+                                                return Err(self.no_viable());
+                                            }
+                                            None
+                                        } else {
+                                            Some(self.term()?)
+                                        };
+                                        SelectorExpr::SliceTime {
+                                            func,
+                                            column: c,
+                                            from,
+                                            to,
+                                        }
+                                    } else {
+                                        SelectorExpr::ElementTime {
+                                            func,
+                                            column: c,
+                                            key: from.ok_or_else(|| self.no_viable())?,
+                                        }
+                                    };
                                     self.expect(Tok::RBracket)?;
                                     self.expect(Tok::RParen)?;
-                                    return Ok(SelectorExpr::ElementTime {
-                                        func,
-                                        column: c,
-                                        key,
-                                    });
+                                    return Ok(e);
                                 }
                                 self.expect(Tok::RParen)?;
                                 return Ok(match func {

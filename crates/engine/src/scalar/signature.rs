@@ -131,7 +131,7 @@ pub(super) fn signatures(f: &str) -> Vec<Sig> {
 
 /// Whether an argument of type `arg` may be passed where `param` is expected: the same type,
 /// or one Cassandra calls value-compatible (anything into blob, ascii into text, ...).
-pub(super) fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
+pub(crate) fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
     use ColumnType as T;
     param == arg
         || matches!(
