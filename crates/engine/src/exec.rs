@@ -477,7 +477,8 @@ impl Engine {
                                 });
                             }
                         } else {
-                            for (start, end) in clustering_ranges(t, &plan.clustering, vals)? {
+                            for (start, end) in clustering_ranges(t, &plan.clustering, vals, false)?
+                            {
                                 out.header(&p.prefix).delta.merge(PartitionHeader {
                                     ranges: vec![RangeTombstone {
                                         start,

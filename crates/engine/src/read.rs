@@ -473,9 +473,23 @@ impl<'a> SelectRun<'a> {
         let filters = plan
             .filters
             .iter()
-            .map(|f| BoundFilter::bind(f, vals))
+            .map(|f| {
+                let b = BoundFilter::bind(f, vals)?;
+                // A regular or static column compared with null is refused, as Cassandra does.
+                let c = &t.columns[b.column];
+                if b.want.is_none()
+                    && matches!(b.target, crate::exec::BoundTarget::Whole)
+                    && matches!(c.kind, ColumnKind::Regular | ColumnKind::Static)
+                {
+                    return Err(EngineError::invalid(format!(
+                        "Unsupported null value for column {}",
+                        c.name
+                    )));
+                }
+                Ok(b)
+            })
             .collect::<Result<_, EngineError>>()?;
-        let ranges = clustering_ranges(t, &plan.clustering, vals)?;
+        let ranges = clustering_ranges(t, &plan.clustering, vals, true)?;
         let ncl = t.clustering_count();
         let c = &plan.clustering;
         let point_read = !plan.distinct

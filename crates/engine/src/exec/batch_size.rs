@@ -245,7 +245,7 @@ fn range_tombstones(parts: &[(&WritePlan, Bindings)]) -> Result<u64, EngineError
             continue;
         }
         // A deletion whose every slice is empty writes nothing.
-        if super::clustering_ranges(&plan.table, sel, vals)?.is_empty() {
+        if super::clustering_ranges(&plan.table, sel, vals, false)?.is_empty() {
             continue;
         }
         let slices = slices(&plan.table, sel, vals)?;

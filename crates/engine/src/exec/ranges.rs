@@ -310,10 +310,14 @@ pub(crate) fn bound_tuples(
 }
 
 /// Encoded clustering ranges of a selection, as sorted, disjoint physical intervals.
+/// `reading`: a SELECT, where a one-column slice bound bound to null is Cassandra's empty
+/// value, which sorts before every other (`c > null` keeps every row, `c < null` none); a
+/// write refuses it.
 pub(crate) fn clustering_ranges(
     table: &TableDef,
     sel: &ClusteringSel,
     vals: &Bindings,
+    reading: bool,
 ) -> Result<Vec<Interval>, EngineError> {
     // No restriction, or `=` on every restricted column with no slice (a point read): one
     // interval, built without the per-column sets, their product and the interval algebra.
@@ -381,11 +385,16 @@ pub(crate) fn clustering_ranges(
                 .collect()
         };
         let whole = vec![(prefix.clone(), end_of(&prefix))];
+        let null_bound = |b: &SliceBound| {
+            reading && b.values.len() == 1 && matches!(resolve(&b.values[0], vals), Ok(None))
+        };
         let lo = match &sel.start {
+            Some(b) if null_bound(b) => whole.clone(),
             Some(b) => bound_pieces(&cols, n, &prefix, &resolve_bound(b)?, b.inclusive, true),
             None => whole.clone(),
         };
         let hi = match &sel.end {
+            Some(b) if null_bound(b) => Vec::new(),
             Some(b) => bound_pieces(&cols, n, &prefix, &resolve_bound(b)?, b.inclusive, false),
             None => whole,
         };
