@@ -154,10 +154,15 @@ class WritesTest {
 
     @Test
     void expiredRowsDisappear(Cql cql) throws InterruptedException {
-        cql.session.execute("INSERT INTO " + kv + " (pk, ck, v) VALUES ('expire', 1, 'gone soon') USING TTL 1");
+        // TTL 5: long enough that a loaded machine still reads the row before it expires (TTL 1
+        // failed once in test-all under load); then wait for the expiry, not a fixed sleep.
+        cql.session.execute("INSERT INTO " + kv + " (pk, ck, v) VALUES ('expire', 1, 'gone soon') USING TTL 5");
         cql.session.execute(insert.bind("expire", 2, "stays"));
         assertEquals(2, partition(cql, "expire").size());
-        Thread.sleep(2200);
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (partition(cql, "expire").size() > 1 && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+        }
         assertEquals(List.of("2=stays"), partition(cql, "expire"));
         assertNull(cql.session.execute("SELECT v FROM " + kv + " WHERE pk = 'expire' AND ck = 1").one(), "expired row");
     }
