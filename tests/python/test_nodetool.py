@@ -298,3 +298,28 @@ def test_drain_stops_the_native_transport_last(server):
     assert ok(server, "drain") == ""
     assert ok(server, "statusbinary") == "not running\n"
     assert ok(server, "enablebinary") == ""
+
+
+def test_help_lists_the_commands_with_cassandras_descriptions():
+    """`nodetool help` needs no server: the usage, then each command this nodetool answers with
+    Cassandra 5.0.9's own description (read off its `nodetool help`), in its layout."""
+    code, out, err = nodetool("help")
+    assert code == 0, err
+    assert out.startswith("usage: nodetool [(-h <host> | --host <host>)]"), out
+    assert "The most commonly used nodetool commands are:\n" in out
+    listed = re.findall(r"^    (\S+) +(.+)$", out, re.M)
+    names = [n for n, _ in listed]
+    for command in ["status", "info", "describecluster", "version", "flush", "compact",
+                    "garbagecollect", "cleanup", "snapshot", "listsnapshots", "clearsnapshot",
+                    "tablestats", "tablehistograms", "compactionstats", "drain", "enablebinary",
+                    "disablebinary", "enableautocompaction", "disableautocompaction",
+                    "getlogginglevels", "setlogginglevel", "refreshsizeestimates",
+                    "getcompactionthroughput", "setcompactionthroughput", "stop"]:
+        assert command in names, command
+    assert names == sorted(names)
+    assert dict(listed)["status"] == "Print cluster information (state, load, IDs, ...)"
+    assert out.rstrip().endswith("See 'nodetool help <command>' for more information on a specific command.")
+    code, out, _ = nodetool("help", "flush")
+    assert (code, out.splitlines()) == (0, ["NAME", "        nodetool flush - Flush one or more tables"])
+    code, out, _ = nodetool("help", "bogus")
+    assert (code, out.strip()) == (0, "Unknown command bogus")

@@ -85,6 +85,9 @@ pub fn run(argv: &[String]) -> Result<String, Failure> {
         return Err(Failure::Usage("No command specified".into()));
     };
     let rest = &argv[i + 1..];
+    if command == "help" {
+        return Ok(help(rest));
+    }
     let (endpoint, args) = parse(command, rest)?;
     let node = Node {
         host,
@@ -93,6 +96,67 @@ pub fn run(argv: &[String]) -> Result<String, Failure> {
     };
     let answer = node.call(endpoint, &args)?;
     Ok(format_output(endpoint, &args, &answer))
+}
+
+/// `nodetool help`: the commands this nodetool answers, each with Cassandra 5.0.9's own
+/// one-line description (in its order, alphabetical).
+const HELP: &[(&str, &str)] = &[
+    ("cleanup", "Triggers the immediate cleanup of keys no longer belonging to a node. By default, clean all keyspaces"),
+    ("clearsnapshot", "Remove the snapshot with the given name from the given keyspaces"),
+    ("compact", "Force a (major) compaction on one or more tables or user-defined compaction on given SSTables"),
+    ("compactionstats", "Print statistics on compactions"),
+    ("describecluster", "Print the name, snitch, partitioner and schema version of a cluster"),
+    ("disableauditlog", "Disable the audit log"),
+    ("disableautocompaction", "Disable autocompaction for the given keyspace and table"),
+    ("disablebinary", "Disable native transport (binary protocol)"),
+    ("drain", "Drain the node (stop accepting writes and flush all tables)"),
+    ("enableauditlog", "Enable the audit log"),
+    ("enableautocompaction", "Enable autocompaction for the given keyspace and table"),
+    ("enablebinary", "Reenable native transport (binary protocol)"),
+    ("flush", "Flush one or more tables"),
+    ("garbagecollect", "Remove deleted data from one or more tables"),
+    ("getauditlog", "Print configuration of audit log if enabled, otherwise the configuration reflected in cassandra.yaml"),
+    ("getcompactionthroughput", "Print the MiB/s throughput cap for compaction in the system as a rounded number"),
+    ("getlogginglevels", "Get the runtime logging levels"),
+    ("info", "Print node information (uptime, load, ...)"),
+    ("invalidatecountercache", "Invalidate the counter cache"),
+    ("invalidatekeycache", "Invalidate the key cache"),
+    ("invalidaterowcache", "Invalidate the row cache"),
+    ("listsnapshots", "Lists all the snapshots along with the size on disk and true size. True size is the total size of all SSTables which are not backed up to disk. Size on disk is total size of the snapshot on disk. Total TrueDiskSpaceUsed does not make any SSTable deduplication."),
+    ("refreshsizeestimates", "Refresh system.size_estimates"),
+    ("setcompactionthroughput", "Set the MiB/s throughput cap for compaction in the system, or 0 to disable throttling"),
+    ("setlogginglevel", "Set the log level threshold for a given component or class. Will reset to the initial configuration if called with no parameters."),
+    ("snapshot", "Take a snapshot of specified keyspaces or a snapshot of the specified table"),
+    ("status", "Print cluster information (state, load, IDs, ...)"),
+    ("statusbinary", "Status of native transport (binary protocol)"),
+    ("stop", "Stop compaction"),
+    ("tablehistograms", "Print statistic histograms for a given table"),
+    ("tablestats", "Print statistics on tables"),
+    ("version", "Print cassandra version"),
+];
+
+/// `nodetool help [command]`, as Cassandra's nodetool prints it: the usage and the command list,
+/// or a command's NAME section (Cassandra's page goes on with SYNOPSIS and OPTIONS, which this
+/// one leaves out), or `Unknown command X`. Needs no server.
+fn help(rest: &[String]) -> String {
+    match rest.first() {
+        None => {
+            let mut out = String::from(
+                "usage: nodetool [(-h <host> | --host <host>)] [(-p <port> | --port <port>)]\n        [(-u <username> | --username <username>)]\n        [(-pw <password> | --password <password>)] <command> [<args>]\n\nThe most commonly used nodetool commands are:\n",
+            );
+            for (name, what) in HELP {
+                out.push_str(&format!("    {name:<36}{what}\n"));
+            }
+            out.push_str(
+                "\nSee 'nodetool help <command>' for more information on a specific command.\n",
+            );
+            out
+        }
+        Some(c) => match HELP.iter().find(|(name, _)| name == c) {
+            Some((name, what)) => format!("NAME\n        nodetool {name} - {what}\n"),
+            None => format!("Unknown command {c}\n"),
+        },
+    }
 }
 
 /// The admin endpoint's command and its JSON arguments for one nodetool command line.
