@@ -74,12 +74,18 @@ def main():
     ap.add_argument("--binary", required=True)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--batch", type=int, default=200, help="rows per unlogged batch")
+    ap.add_argument("--config", default="",
+                    help="server config lines, e.g. 'storage_cache_bytes: 67108864' (the block cache "
+                         "fills as the partition is read: a small one shows the query's own memory)")
     args = ap.parse_args()
 
     root = tempfile.mkdtemp(prefix="count-partition-")
     port, admin = free_port(), free_port()
     log = open(os.path.join(root, "peregrine.log"), "wb")
-    proc = subprocess.Popen([args.binary, "serve", "--listen", f"127.0.0.1:{port}",
+    config = os.path.join(root, "peregrine.yaml")
+    with open(config, "w") as f:
+        f.write(args.config.replace("\\n", "\n") + "\n")
+    proc = subprocess.Popen([args.binary, "serve", "--config", config, "--listen", f"127.0.0.1:{port}",
                              "--admin-listen", f"127.0.0.1:{admin}",
                              "--data-dir", os.path.join(root, "data")],
                             stdout=log, stderr=subprocess.STDOUT)
