@@ -62,10 +62,7 @@ impl RowView<'_> {
         for f in rest {
             v = crate::exec::tuple_field(&v, *f)?.to_vec();
         }
-        match func {
-            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
-            _ => Some(ts.to_be_bytes().to_vec()),
-        }
+        one_time(func, ts, ttl)
     }
 
     /// `writetime`, `maxwritetime` or `ttl` of the element `key` of the set or map in column
@@ -95,14 +92,7 @@ impl RowView<'_> {
                 )
             }
             None => {
-                let value = cell.live_value(secs)?;
-                let keys = match &c.ty {
-                    ColumnType::Map(..) => crate::collections::map_entries(value)?
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect(),
-                    _ => crate::exec::decode_list_elements(value)?,
-                };
+                let keys = frozen_keys(&c.ty, cell.live_value(secs)?)?;
                 if !keys
                     .iter()
                     .any(|k| crate::types::compare(kt, k, key).is_eq())
@@ -112,10 +102,7 @@ impl RowView<'_> {
                 (cell.ts, cell.ttl_remaining(secs))
             }
         };
-        match func {
-            cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
-            _ => Some(ts.to_be_bytes().to_vec()),
-        }
+        one_time(func, ts, ttl)
     }
 
     /// `writetime`, `maxwritetime` or `ttl` of the elements of the set or map in column `idx`
@@ -158,24 +145,34 @@ impl RowView<'_> {
                 }
             }
             None => {
-                let value = cell.live_value(secs)?;
-                let keys = match &c.ty {
-                    ColumnType::Map(..) => crate::collections::map_entries(value)?
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect(),
-                    _ => crate::exec::decode_list_elements(value)?,
-                };
+                let keys = frozen_keys(&c.ty, cell.live_value(secs)?)?;
                 if !keys.iter().any(|k| within(k)) {
                     return None;
                 }
-                match func {
-                    cql::ast::CellTimeFn::Ttl => {
-                        cell.ttl_remaining(secs).map(|t| t.to_be_bytes().to_vec())
-                    }
-                    _ => Some(cell.ts.to_be_bytes().to_vec()),
-                }
+                one_time(func, cell.ts, cell.ttl_remaining(secs))
             }
         }
+    }
+}
+
+/// One cell's (or element's) `writetime`/`maxwritetime` (its timestamp) or `ttl` (its
+/// remaining seconds, null without one), serialized.
+fn one_time(func: cql::ast::CellTimeFn, ts: i64, ttl: Option<i32>) -> Option<Vec<u8>> {
+    match func {
+        cql::ast::CellTimeFn::Ttl => ttl.map(|t| t.to_be_bytes().to_vec()),
+        _ => Some(ts.to_be_bytes().to_vec()),
+    }
+}
+
+/// The keys of a frozen set (its elements) or map (its entries' keys) of type `ty`.
+fn frozen_keys(ty: &ColumnType, value: &[u8]) -> Option<Vec<Vec<u8>>> {
+    match ty {
+        ColumnType::Map(..) => Some(
+            crate::collections::map_entries(value)?
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect(),
+        ),
+        _ => crate::exec::decode_list_elements(value),
     }
 }
