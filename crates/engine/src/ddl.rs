@@ -1264,12 +1264,18 @@ impl crate::Engine {
         mark: impl Fn(&mut TableDef),
     ) -> Result<(), EngineError> {
         let mut next = (*self.schema.get()).clone();
+        let mut changed = false;
         for t in next.tables.values_mut() {
             if unbuilt(t) {
                 let mut nt = (**t).clone();
                 mark(&mut nt);
                 *t = Arc::new(nt);
+                changed = true;
             }
+        }
+        // Nothing left to mark (a DDL dropped what was built meanwhile): the schema stands.
+        if !changed {
+            return Ok(());
         }
         self.install(next)
     }
