@@ -590,12 +590,19 @@ impl Engine {
     /// Applies mutations atomically: locks the stripes of every key (in order), merges with
     /// what is stored, writes one batch.
     pub(crate) fn apply(&self, m: Mutations) -> Result<(), EngineError> {
-        self.apply_holding(m, &[])
+        self.apply_holding(m, &[], &[])
     }
 
     /// [`Engine::apply`] by a caller that already holds the stripe locks in `held` (sorted):
-    /// `DELETE ... RETURNING` reads and deletes under the same locks.
-    pub(crate) fn apply_holding(&self, m: Mutations, held: &[usize]) -> Result<(), EngineError> {
+    /// `DELETE ... RETURNING` reads and deletes under the same locks, and a conditional write
+    /// passes what its read found in `stored` (key and value, `None`: absent, read under
+    /// those locks) so that it is not read again.
+    pub(crate) fn apply_holding(
+        &self,
+        m: Mutations,
+        held: &[usize],
+        stored: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<(), EngineError> {
         if m.entries.is_empty() {
             return Ok(());
         }
@@ -642,7 +649,10 @@ impl Engine {
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
                 None => {
-                    let v = self.storage.get(&key)?;
+                    let v = match stored.iter().find(|(k, _)| *k == key) {
+                        Some((_, v)) => v.clone(),
+                        None => self.storage.get(&key)?,
+                    };
                     if !indexed.is_empty() {
                         originals.insert(key.clone(), v.clone());
                     }

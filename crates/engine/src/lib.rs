@@ -1072,6 +1072,8 @@ impl Engine {
         // write (see `conditional`).
         let mut held = Vec::new();
         let mut _guards = Vec::new();
+        // What the conditions read, for the write under the same lock.
+        let mut stored = Vec::new();
         if conditional {
             let mut partition: Option<Vec<u8>> = None;
             for (p, v) in &parts {
@@ -1104,6 +1106,9 @@ impl Engine {
                     writes_statics,
                     now,
                 ));
+            }
+            for (_, current) in checked {
+                stored.extend(current.stored);
             }
         }
         let mut m = Mutations::default();
@@ -1140,7 +1145,7 @@ impl Engine {
                 client_warnings.extend(warnings::unlogged_batch(&parts, &m));
             }
         }
-        self.apply_holding(m, &held)?;
+        self.apply_holding(m, &held, &stored)?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
         }

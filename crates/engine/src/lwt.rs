@@ -39,6 +39,10 @@ pub(crate) struct Current {
     /// a partition with data but no statics from no partition, and shows that row's key when
     /// the write is not applied.
     first_row: Option<Row>,
+    /// What the read found in storage, by key (`None`: absent), under the partition's lock:
+    /// the write that follows under the same lock merges into these instead of reading them
+    /// again (see [`Engine::apply_holding`]).
+    pub(crate) stored: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Current {
@@ -63,15 +67,16 @@ impl Current {
 }
 
 impl Engine {
-    /// Reads what the conditions of `plan` are checked against.
+    /// Reads what the conditions of `plan` are checked against, in `parts` (the write's
+    /// partitions; the caller holds their locks).
     pub(crate) fn read_current(
         &self,
         plan: &WritePlan,
+        parts: &[exec::PartitionRef],
         vals: &Bindings,
         now: Now,
     ) -> Result<Current, EngineError> {
         let t = &plan.table;
-        let parts = exec::partitions(t, &plan.partition, vals)?;
         let what = match plan.kind {
             crate::plan::WriteKind::Delete { .. } => "deletions",
             _ => "updates",
@@ -86,10 +91,20 @@ impl Engine {
                 "IN on the partition key is not supported with conditional updates",
             )
         })?;
-        let header = match self.storage.get(&keys::header_key(&p.prefix))? {
-            Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
+        let mut stored = Vec::with_capacity(2);
+        // A table that never had a header has none here either: a header write sets the
+        // table's bit before it is written, under this partition's lock (see `headers`).
+        let hk = keys::header_key(&p.prefix);
+        let h = if self.headers.may_have(t.id) {
+            self.storage.get(&hk)?
+        } else {
+            None
+        };
+        let header = match &h {
+            Some(h) => PartitionHeader::decode(h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
+        stored.push((hk, h));
         let pk = token::split_partition_key(&p.pk, t.pk_count())
             .unwrap_or_default()
             .into_iter()
@@ -118,12 +133,15 @@ impl Engine {
         if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);
-            if let Some(v) = self.storage.get(&keys::row_key(&p.prefix, &enc))? {
-                let r = Row::decode(&v).map_err(EngineError::corrupt)?;
+            let rk = keys::row_key(&p.prefix, &enc);
+            let v = self.storage.get(&rk)?;
+            if let Some(v) = &v {
+                let r = Row::decode(v).map_err(EngineError::corrupt)?;
                 if r.is_live(now.secs, outer) {
                     row = Some(r);
                 }
             }
+            stored.push((rk, v));
         }
         let first_row = if row.is_none() && reads_first_row(t, plan.condition.as_ref(), static_row)
         {
@@ -152,6 +170,7 @@ impl Engine {
             clustering,
             static_row,
             first_row,
+            stored,
         })
     }
 
@@ -169,12 +188,12 @@ impl Engine {
         // Writes to other partitions go on in parallel (Paxos is per partition too).
         let parts = exec::partitions(&plan.table, &plan.partition, values)?;
         let (stripes, _g) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
-        let current = self.read_current(plan, values, now)?;
+        let current = self.read_current(plan, &parts, values, now)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
             let mut m = Mutations::default();
             self.mutations(plan, values, now, None, &mut m)?;
-            self.apply_holding(m, &stripes)?;
+            self.apply_holding(m, &stripes, &current.stored)?;
         }
         let t = &plan.table;
         let shown = if applied {
@@ -206,7 +225,8 @@ impl Engine {
         values: &Bindings,
         now: Now,
     ) -> Result<(bool, Current), EngineError> {
-        let current = self.read_current(plan, values, now)?;
+        let parts = exec::partitions(&plan.table, &plan.partition, values)?;
+        let current = self.read_current(plan, &parts, values, now)?;
         Ok((holds(&plan.table, cond, values, &current, now)?, current))
     }
 }

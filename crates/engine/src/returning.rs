@@ -71,7 +71,7 @@ impl Engine {
         let (stripes, _guards) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let applied = match &r.write.condition {
             Some(cond) => {
-                let current = self.read_current(&r.write, vals, now)?;
+                let current = self.read_current(&r.write, &parts, vals, now)?;
                 lwt::holds(t, cond, vals, &current, now)?
             }
             None => true,
@@ -82,7 +82,7 @@ impl Engine {
             let ts = self.newest_write(&prefixes)?;
             let mut m = Mutations::default();
             self.mutations(&r.write, vals, now, ts, &mut m)?;
-            self.apply_holding(m, &stripes)?;
+            self.apply_holding(m, &stripes, &[])?;
         }
         Ok(Outcome::Rows(match &r.write.condition {
             Some(_) => with_applied(rs, applied),
