@@ -218,6 +218,11 @@ impl AckCounter {
     pub fn last(&self) -> u64 {
         self.limit
     }
+
+    /// The first value not handed out yet.
+    pub fn upcoming(&self) -> u64 {
+        self.next
+    }
 }
 
 #[cfg(test)]

@@ -551,7 +551,7 @@ async fn one_phase(
     seed: u64,
     label: &str,
     machine: &Machine,
-) -> anyhow::Result<RunReport> {
+) -> anyhow::Result<(RunReport, u64)> {
     let spec = build_spec(w, load)?;
     let schema = schema_for(w);
     let connect = connect_for(w);
@@ -568,7 +568,10 @@ async fn one_phase(
         connect: &connect,
         schema: &schema,
     };
-    Ok(RunReport::new(&params, &result, machine))
+    Ok((
+        RunReport::new(&params, &result, machine),
+        result.next_insert,
+    ))
 }
 
 async fn load_or_run(r: RunArgs, load: bool) -> anyhow::Result<()> {
@@ -583,7 +586,7 @@ async fn load_or_run(r: RunArgs, load: bool) -> anyhow::Result<()> {
     let seed = r.w.seed.unwrap_or_else(now_unix);
     let machine = Machine::detect();
     let session = Arc::new(runner::connect(&endpoint, &connect_for(&r.w)).await?);
-    let rep = one_phase(
+    let (rep, _) = one_phase(
         session,
         &endpoint,
         &r.w,
@@ -645,7 +648,7 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
     }
     if c.load {
         for (e, s) in endpoints.iter().zip(&sessions) {
-            let rep = one_phase(
+            let (rep, _) = one_phase(
                 s.clone(),
                 e,
                 &c.w,
@@ -659,14 +662,21 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
         }
     }
     let mut rounds: Vec<Vec<RunReport>> = vec![Vec::new(); endpoints.len()];
+    // Each round's inserts continue where the endpoint's previous round stopped, so that an
+    // insert (`IF NOT EXISTS` above all) writes a new key in every round, not the same ones.
+    let mut next_insert = vec![c.w.insert_start; endpoints.len()];
     for round in 0..c.rounds {
         for (i, (e, s)) in endpoints.iter().zip(&sessions).enumerate() {
             let label = format!("{} round {}/{}", e.name, round + 1, c.rounds);
+            let w = WorkloadArgs {
+                insert_start: next_insert[i],
+                ..c.w.clone()
+            };
             // The same seed for every endpoint in a round: identical operation sequences.
-            let rep = one_phase(
+            let (rep, next) = one_phase(
                 s.clone(),
                 e,
-                &c.w,
+                &w,
                 false,
                 seed.wrapping_add(round as u64),
                 &label,
@@ -682,6 +692,7 @@ async fn compare(c: CompareArgs) -> anyhow::Result<()> {
                 );
             }
             rounds[i].push(rep);
+            next_insert[i] = Some(next);
         }
     }
     let spec = build_spec(&c.w, false)?;

@@ -124,6 +124,9 @@ pub struct RunResult {
     pub server_version: Option<String>,
     /// Unix time the run started.
     pub started_unix: u64,
+    /// The first insert sequence number the run did not use: where a following run over
+    /// the same data continues, so that its inserts write new keys.
+    pub next_insert: u64,
 }
 
 mod secs {
@@ -973,6 +976,11 @@ pub async fn run(
         filled.push(p);
     }
     let (client0, server_at_start) = cpu_rx.await.unwrap_or((cpu0, server0));
+    let next_insert = shared
+        .inserts
+        .lock()
+        .expect("insert counter lock")
+        .upcoming();
     Ok(RunResult {
         total,
         timeline: filled,
@@ -983,6 +991,7 @@ pub async fn run(
             .map(|(end, start)| end - start),
         server_version,
         started_unix,
+        next_insert,
     })
 }
 

@@ -117,6 +117,10 @@ async fn ycsb_workloads_run_with_the_configured_mix_and_no_errors() {
         r.client_cpu_seconds
     );
     assert_eq!(r.total.ops[OpKind::Insert.index()].count(), RECORDS);
+    assert_eq!(
+        r.next_insert, RECORDS,
+        "a following run continues after the load"
+    );
 
     // A: 50/50 read/update; F: 50/50 read/read-modify-write; D: 95/5 read/insert; E: 95/5 scan/insert.
     let cases: [(char, OpKind, f64, u64); 4] = [
@@ -163,5 +167,11 @@ async fn ycsb_workloads_run_with_the_configured_mix_and_no_errors() {
             }
         }
         assert!(!r.timeline.is_empty());
+        // `bench compare` starts each round's inserts here: after every key this run used.
+        assert_eq!(
+            r.next_insert,
+            RECORDS + r.total.ops[OpKind::Insert.index()].count(),
+            "{what}: the next run's first insert"
+        );
     }
 }
