@@ -269,6 +269,20 @@ impl Engine {
         default_ts: Option<i64>,
         out: &mut Mutations,
     ) -> Result<(), EngineError> {
+        self.mutations_in(plan, None, vals, now, default_ts, out)
+    }
+
+    /// [`Engine::mutations`] of a write whose partitions the caller already has (`known`,
+    /// from [`partitions`] of the same plan and values).
+    pub(crate) fn mutations_in(
+        &self,
+        plan: &WritePlan,
+        known: Option<&[PartitionRef]>,
+        vals: &Bindings,
+        now: Now,
+        default_ts: Option<i64>,
+        out: &mut Mutations,
+    ) -> Result<(), EngineError> {
         let t = &plan.table;
         let stmt = out.statement;
         let ts = match &plan.timestamp {
@@ -313,7 +327,14 @@ impl Engine {
             expires_at: now.secs.saturating_add(ttl),
         });
         let label = plan.visibility.clone();
-        let parts = partitions(t, &plan.partition, vals)?;
+        let computed;
+        let parts = match known {
+            Some(p) => p,
+            None => {
+                computed = partitions(t, &plan.partition, vals)?;
+                &computed
+            }
+        };
         let full_row = writes_full_row(plan);
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();
@@ -398,7 +419,7 @@ impl Engine {
                 }
                 cells.sort_by_key(|c| c.column);
                 statics.sort_by_key(|c| c.column);
-                for p in &parts {
+                for p in parts {
                     if !statics.is_empty() || ops.iter().any(|o| o.1) {
                         let e = out.header(&p.prefix);
                         e.delta.merge(PartitionHeader {
@@ -452,7 +473,7 @@ impl Engine {
                     ts,
                     local_del: now.secs,
                 };
-                for p in &parts {
+                for p in parts {
                     if !elements.is_empty() {
                         self.delete_elements(
                             t, p, elements, full_row, &rows_cl, ts, now, vals, out,

@@ -192,7 +192,7 @@ impl Engine {
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
             let mut m = Mutations::default();
-            self.mutations(plan, values, now, None, &mut m)?;
+            self.mutations_in(plan, Some(&parts), values, now, None, &mut m)?;
             self.apply_holding(m, &stripes, &current.stored)?;
         }
         let t = &plan.table;
