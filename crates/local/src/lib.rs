@@ -503,6 +503,56 @@ impl LocalBackend {
         }
     }
 
+    /// A QUERY (an unprepared statement) of a connection logged in as `role`.
+    async fn query(
+        &self,
+        conn: &ConnState,
+        q: proto::request::Query,
+        role: Option<Arc<str>>,
+        scan_rate: Option<u64>,
+        auths: Option<engine::visibility::Authorizations>,
+    ) -> Reply {
+        let mut opts = options(conn, &q.params, role);
+        opts.authorizations = auths;
+        let vals = q.params.values;
+        let now = Now::system();
+        let started = Instant::now();
+        // Parsing and planning are cheap; the plan tells a scan from the rest.
+        let planned = match self.engine.plan_query(&q.query, vals, &opts, now) {
+            Ok(p) => p,
+            Err(e) => {
+                let r = Err(e);
+                self.observe_query(&r, started);
+                return outcome(r, false).into();
+            }
+        };
+        let warning = planned.warning();
+        let level = self.level_of(opts.role.as_deref());
+        let limit = level.as_ref().and_then(|l| l.timeout);
+        let kind = timed(planned.is_select());
+        // Unprepared statements are not the hot path; they may fsync.
+        let work = async {
+            if planned.is_scan() {
+                let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
+                self.scans
+                    .run(self.engine.clone(), rate, move |e| {
+                        e.run_planned(&planned, &opts, now)
+                    })
+                    .await
+            } else {
+                // Scans have their own lane; the rest run at their service level.
+                self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
+                    .await
+            }
+        };
+        let r = scheduler::within(limit, started, kind, q.params.consistency, work)
+            .await
+            .and_then(|x| x);
+        self.observe_query(&r, started);
+        let raised = run_warnings(&r);
+        with_warning(outcome(r, false), warning, raised)
+    }
+
     /// Runs a request of a connection logged in as `role` (`None`: logins are off);
     /// `asks`: the rows-per-second limit its payload asks for (if it is a scan) and the
     /// visibility authorizations it narrows its reads to.
@@ -516,47 +566,9 @@ impl LocalBackend {
         let (scan_rate, auths) = asks;
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
         match req {
-            Request::Query(q) => {
-                let mut opts = options(conn, &q.params, role);
-                opts.authorizations = auths;
-                let vals = q.params.values;
-                let now = Now::system();
-                let started = Instant::now();
-                // Parsing and planning are cheap; the plan tells a scan from the rest.
-                let planned = match self.engine.plan_query(&q.query, vals, &opts, now) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        let r = Err(e);
-                        self.observe_query(&r, started);
-                        return outcome(r, false).into();
-                    }
-                };
-                let warning = planned.warning();
-                let level = self.level_of(opts.role.as_deref());
-                let limit = level.as_ref().and_then(|l| l.timeout);
-                let kind = timed(planned.is_select());
-                // Unprepared statements are not the hot path; they may fsync.
-                let work = async {
-                    if planned.is_scan() {
-                        let rate = self.scans.rate(opts.role.as_deref(), scan_rate);
-                        self.scans
-                            .run(self.engine.clone(), rate, move |e| {
-                                e.run_planned(&planned, &opts, now)
-                            })
-                            .await
-                    } else {
-                        // Scans have their own lane; the rest run at their service level.
-                        self.run(level, true, move |e| e.run_planned(&planned, &opts, now))
-                            .await
-                    }
-                };
-                let r = scheduler::within(limit, started, kind, q.params.consistency, work)
-                    .await
-                    .and_then(|x| x);
-                self.observe_query(&r, started);
-                let raised = run_warnings(&r);
-                with_warning(outcome(r, false), warning, raised)
-            }
+            // Boxed: planning an unprepared statement keeps a large plan in its future, which
+            // would otherwise size (and be copied with) every request's future, EXECUTE's too.
+            Request::Query(q) => Box::pin(self.query(conn, q, role, scan_rate, auths)).await,
             Request::Prepare(p) => {
                 let ks = p
                     .keyspace
