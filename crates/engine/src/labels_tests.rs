@@ -827,6 +827,26 @@ fn indexes_on_labelled_tables_return_only_visible_matches() {
         select(&e, "bob", None, "SELECT w FROM t WHERE k = 3 AND v = 7"),
         [["null"]]
     );
+    // A collection index: a hidden item does not match CONTAINS (nor its key CONTAINS KEY).
+    ok(&e, su, "CREATE TABLE ks.tags (k int PRIMARY KEY, tags set<text>, m map<text, int>) WITH visibility = {'enabled': 'true'}");
+    ok(&e, su, "CREATE INDEX ON tags (tags)");
+    ok(&e, su, "CREATE CUSTOM INDEX ON tags (keys(m)) USING 'sai'");
+    ok(
+        &e,
+        su,
+        "UPDATE tags USING VISIBILITY 'A' SET tags = tags + {'red'}, m = m + {'a': 1} WHERE k = 1",
+    );
+    ok(
+        &e,
+        su,
+        "UPDATE tags USING VISIBILITY 'B' SET tags = tags + {'blue'}, m = m + {'b': 2} WHERE k = 1",
+    );
+    let contains = "SELECT k FROM tags WHERE tags CONTAINS 'red'";
+    assert_eq!(select(&e, "alice", None, contains), [["1"]]);
+    assert!(select(&e, "bob", None, contains).is_empty());
+    let key = "SELECT k FROM tags WHERE m CONTAINS KEY 'b'";
+    assert_eq!(select(&e, "bob", None, key), [["1"]]);
+    assert!(select(&e, "alice", None, key).is_empty());
     // A static index: the partition's rows match only for readers who see the static cell.
     assert_eq!(
         select(&e, "alice", None, "SELECT k FROM t WHERE s = 9"),
