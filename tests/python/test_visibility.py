@@ -2,13 +2,15 @@
 against a Peregrine started here with PasswordAuthenticator + CassandraAuthorizer:
 
   - a multi-tenant table (`WITH visibility = {'enabled': 'true'}`) written with
-    `USING VISIBILITY` (also with TTL/TIMESTAMP, in BATCH, in prepared statements);
+    `USING VISIBILITY` (also with TTL/TIMESTAMP, in BATCH, in prepared statements; bind
+    markers, list indexes, secondary indexes and the driver's metadata are
+    test_visibility_binds.py's);
   - roles granted authorizations with GRANT AUTHORIZATIONS, each reading only its cells: rows
     with no visible cell vanish, count(*) and paging with a small fetch_size count only
     visible rows, writetime/ttl of a hidden cell are null;
   - the `peregrine-authorizations` custom payload narrows a request (and is refused when it
     names an authorization the role does not hold);
-  - the write constraint, invalid expressions, and the refused index/view/LWT;
+  - the write constraint, invalid expressions, and the refused vector index and LWT;
   - labels and authorizations survive a restart and `peregrine nodetool compact`.
 """
 
@@ -168,8 +170,10 @@ def test_writes_batches_and_refusals(server, su, sessions):
         su.execute("INSERT INTO tenants.docs (tenant, id) VALUES ('x', 1) USING VISIBILITY 'a|b&c'")
     with pytest.raises(InvalidRequest, match="unbalanced"):
         su.execute("INSERT INTO tenants.docs (tenant, id) VALUES ('x', 1) USING VISIBILITY 'a)'")
-    with pytest.raises(InvalidRequest, match="Secondary indexes are not supported"):
-        su.execute("CREATE INDEX ON tenants.docs (score)")
+    su.execute("CREATE TABLE tenants.vec (k int PRIMARY KEY, e vector<float, 2>) "
+               "WITH visibility = {'enabled': 'true'}")
+    with pytest.raises(InvalidRequest, match="Vector indexes are not supported"):
+        su.execute("CREATE CUSTOM INDEX ON tenants.vec (e) USING 'sai'")
     with pytest.raises(InvalidRequest, match="Conditional updates"):
         su.execute("INSERT INTO tenants.docs (tenant, id) VALUES ('x', 1) IF NOT EXISTS")
     with pytest.raises(Unauthorized):

@@ -824,9 +824,9 @@ pub enum Relation {
 pub struct UsingClause {
     pub ttl: Option<Term>,
     pub timestamp: Option<Term>,
-    /// `VISIBILITY 'expr'`: a Peregrine extension (docs/visibility.md), the visibility label
-    /// of every cell the statement writes.
-    pub visibility: Option<String>,
+    /// `VISIBILITY 'expr'` or `VISIBILITY ?`: a Peregrine extension (docs/visibility.md), the
+    /// visibility label of every cell the statement writes: a string literal or a bind marker.
+    pub visibility: Option<Term>,
 }
 
 impl UsingClause {

@@ -435,6 +435,30 @@ impl<'a> Builder<'a> {
         Ok((ttl, ts))
     }
 
+    /// `USING VISIBILITY 'expr'` or `USING VISIBILITY ?` of a write to `t` (docs/visibility.md):
+    /// a literal is checked now; a marker is text named `[visibility]` (as TTL's is `[ttl]`)
+    /// unless it has its own name, and its value is checked at each execution.
+    pub(crate) fn visibility(
+        &mut self,
+        t: &TableDef,
+        term: Option<&Term>,
+    ) -> Result<Option<LabelSrc>, EngineError> {
+        match term {
+            None => Ok(None),
+            Some(Term::Literal(ast::Literal::String(expr))) => {
+                Ok(crate::labels::write_label(t, Some(expr))?.map(LabelSrc::Label))
+            }
+            Some(m @ Term::Bind(_)) => {
+                crate::labels::check_labelled(t)?;
+                let src = self.term(t, m, "[visibility]", &ColumnType::Varchar)?;
+                Ok(Some(LabelSrc::Bind(src)))
+            }
+            Some(other) => Err(EngineError::syntax(format!(
+                "no viable alternative at input '{other}' (... USING VISIBILITY [{other}]...)"
+            ))),
+        }
+    }
+
     fn if_clause(
         &mut self,
         t: &TableDef,
@@ -632,7 +656,7 @@ impl<'a> Builder<'a> {
             && cl.iter().all(|c| c.is_none());
         if statics_only {
             let (ttl, timestamp) = self.using(&t, &s.using)?;
-            let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
+            let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
             return Ok(WritePlan {
                 partition: pk.into_iter().flatten().collect(),
                 clustering: ClusteringSel::default(),
@@ -660,7 +684,7 @@ impl<'a> Builder<'a> {
         let marker = !t.compact
             || crate::compact::insert_marker(&t, |i| assignments.iter().any(|(j, _)| *j == i))?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
-        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
+        let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
             clustering: ClusteringSel {
@@ -683,7 +707,7 @@ impl<'a> Builder<'a> {
         incompatible_settings(&s.assignments)?;
         let t = self.table(&s.table)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
-        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
+        let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         let mut assignments = Vec::new();
         for a in &s.assignments {
             let (i, c) = self.column(&t, a.column())?;
@@ -789,7 +813,7 @@ impl<'a> Builder<'a> {
         let t = self.table(&s.table)?;
         crate::view::ddl::check_write(&t)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
-        let visibility = crate::labels::write_label(&t, s.using.visibility.as_deref())?;
+        let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         if ttl.is_some() {
             return Err(EngineError::invalid(
                 "A TTL is not allowed on DELETE statements",

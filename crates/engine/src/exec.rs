@@ -10,6 +10,7 @@ use crate::{Engine, EngineError, Now};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 use storage::WriteBatch;
 
 mod batch_size;
@@ -326,7 +327,8 @@ impl Engine {
             ttl,
             expires_at: now.secs.saturating_add(ttl),
         });
-        let label = plan.visibility.clone();
+        let label = crate::labels::resolve_label(plan, vals)?;
+        let sees = out.sees(t);
         let computed;
         let parts = match known {
             Some(p) => p,
@@ -434,6 +436,7 @@ impl Engine {
                                     op.clone(),
                                     ty.clone(),
                                     (ts, expiry, label.clone(), now),
+                                    &sees,
                                     vals,
                                 )?);
                             }
@@ -461,6 +464,7 @@ impl Engine {
                                     op.clone(),
                                     ty.clone(),
                                     (ts, expiry, label.clone(), now),
+                                    &sees,
                                     vals,
                                 )?);
                             }
@@ -573,6 +577,7 @@ impl Engine {
         vals: &Bindings,
         out: &mut Mutations,
     ) -> Result<(), EngineError> {
+        let sees = out.sees(t);
         for (idx, op) in elements {
             let c = &t.columns[*idx];
             let stmt = out.statement;
@@ -583,6 +588,7 @@ impl Engine {
                     op.clone(),
                     c.ty.clone(),
                     (ts, None, None, now),
+                    &sees,
                     vals,
                 )
             };
@@ -1093,6 +1099,9 @@ pub(crate) struct CollectionOp {
     now: Now,
     arg: Option<Vec<u8>>,
     arg2: Option<Vec<u8>>,
+    /// In a labelled table, the writer's authorizations: the stored collection is taken as
+    /// the writer reads it, so `l[i]` counts only the items it sees (docs/visibility.md).
+    sees: Option<Arc<crate::visibility::Authorizations>>,
 }
 
 impl CollectionOp {
@@ -1104,6 +1113,7 @@ impl CollectionOp {
         op: Assign,
         ty: ColumnType,
         when: (i64, Option<Expiry>, Option<crate::row::Label>, Now),
+        sees: &Option<Arc<crate::visibility::Authorizations>>,
         vals: &Bindings,
     ) -> Result<Option<CollectionOp>, EngineError> {
         let (ts, expiry, label, now) = when;
@@ -1143,6 +1153,7 @@ impl CollectionOp {
             now,
             arg,
             arg2,
+            sees: sees.clone(),
         }))
     }
 
@@ -1167,6 +1178,9 @@ impl CollectionOp {
             .and_then(|mut c| {
                 if let Some(d) = outer {
                     c.elements.retain(|e| !d.shadows(e.ts));
+                }
+                if let Some(a) = &self.sees {
+                    c.hide(a);
                 }
                 (!c.elements.is_empty()).then_some(c)
             });
@@ -1271,9 +1285,30 @@ pub(crate) struct Mutations {
     entries: BTreeMap<Vec<u8>, Entry>,
     /// The batch statement whose mutations are being added.
     statement: usize,
+    /// The authorizations the writing request reads with, for its collection updates on
+    /// labelled tables (none set: it sees only unlabelled items).
+    writer: Option<Arc<crate::visibility::Authorizations>>,
 }
 
 impl Mutations {
+    /// Mutations of a request whose collection updates on labelled tables see the stored
+    /// collections with `writer` (see [`Engine::writer_authorizations`]).
+    pub(crate) fn seen_by(writer: Option<Arc<crate::visibility::Authorizations>>) -> Mutations {
+        Mutations {
+            writer,
+            ..Mutations::default()
+        }
+    }
+
+    /// What a collection update on `t` sees of the stored collection: `None` (everything)
+    /// on a table without labels.
+    fn sees(&self, t: &TableDef) -> Option<Arc<crate::visibility::Authorizations>> {
+        t.options
+            .visibility
+            .is_some()
+            .then(|| self.writer.clone().unwrap_or_default())
+    }
+
     /// The storage prefix of each partition the mutations touch, once each: keys are in
     /// order, so a partition's keys are adjacent and one comparison per key finds them.
     pub(crate) fn partition_prefixes(&self) -> impl Iterator<Item = &[u8]> {

@@ -8,8 +8,10 @@
 //!   label and its reads get no authorizations, so they take exactly the paths they took
 //!   before labels existed.
 //! - The option cannot be turned off once on (labelled cells would become visible to all),
-//!   and a labelled table has no secondary index and no materialized view: those copy values
-//!   out of their cells and would show them without the labels.
+//!   and a labelled table has no vector index: ANN would rank hidden vectors. Its secondary
+//!   indexes and SAI are kept as anywhere, their candidates checked against base rows the
+//!   reader sees; its materialized views take its option and their rows carry the labels of
+//!   the base cells they come from (`view::rows::view_row`).
 //! - A reader's authorizations are its role's (through its granted roles), narrowed by the
 //!   request's `peregrine-authorizations` payload, never widened.
 
@@ -31,6 +33,18 @@ pub struct VisibilityOptions {
     /// `VisibilityConstraint`).
     pub constraint: bool,
 }
+
+impl VisibilityOptions {
+    /// The option's value as CQL, as DESCRIBE prints it and `system_schema.tables`'
+    /// `extensions` holds it: `{'constraint': 'false', 'enabled': 'true'}`.
+    pub fn cql(&self) -> String {
+        format!("{{'constraint': '{}', 'enabled': 'true'}}", self.constraint)
+    }
+}
+
+/// The key of the option in `system_schema.tables`' `extensions` map (whose values are the
+/// option's CQL text, so a driver's table extension can print it: docs/visibility.md).
+pub const EXTENSION_KEY: &str = "visibility";
 
 fn flag(m: &std::collections::BTreeMap<String, String>, k: &str) -> Result<bool, EngineError> {
     match m.get(k).map(|v| v.to_ascii_lowercase()) {
@@ -72,6 +86,38 @@ pub(crate) fn table_option(
 /// The empty expression is no label: visible to everyone, stored as an unlabelled cell.
 pub(crate) fn write_label(t: &TableDef, expr: Option<&str>) -> Result<Option<Label>, EngineError> {
     let Some(expr) = expr else { return Ok(None) };
+    check_labelled(t)?;
+    checked_label(expr.as_bytes())
+}
+
+/// `expr` checked as an expression: `None` for the empty one (no label).
+fn checked_label(expr: &[u8]) -> Result<Option<Label>, EngineError> {
+    visibility::validate(expr).map_err(|e| EngineError::invalid(e.to_string()))?;
+    Ok((!expr.is_empty()).then(|| Label::from(expr)))
+}
+
+/// The label a write's `USING VISIBILITY` gives its cells, with its bind marker's value
+/// resolved. As for Cassandra's `USING TIMESTAMP ?`, an unset value is as if the clause were
+/// absent (no label) and a null one is refused: a null bound by mistake must not publish the
+/// cells to everyone (`''` says that explicitly).
+pub(crate) fn resolve_label(
+    plan: &crate::plan::WritePlan,
+    vals: &crate::exec::Bindings,
+) -> Result<Option<Label>, EngineError> {
+    match &plan.visibility {
+        None => Ok(None),
+        Some(crate::plan::LabelSrc::Label(l)) => Ok(Some(l.clone())),
+        Some(crate::plan::LabelSrc::Bind(src)) => match crate::exec::resolve(src, vals) {
+            Ok(Some(b)) => checked_label(&b),
+            Ok(None) => Err(EngineError::invalid("Invalid null value of visibility")),
+            Err(EngineError::Unset(_)) => Ok(None),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// Refuses a `USING VISIBILITY` on a table that does not take labels, or on a counter table.
+pub(crate) fn check_labelled(t: &TableDef) -> Result<(), EngineError> {
     if t.options.visibility.is_none() {
         return Err(EngineError::invalid(format!(
             "Table {}.{} does not take visibility labels: enable them with ALTER TABLE {}.{} WITH visibility = {{'enabled': 'true'}}",
@@ -86,8 +132,7 @@ pub(crate) fn write_label(t: &TableDef, expr: Option<&str>) -> Result<Option<Lab
             "Visibility labels are not supported on counter tables",
         ));
     }
-    visibility::validate(expr.as_bytes()).map_err(|e| EngineError::invalid(e.to_string()))?;
-    Ok((!expr.is_empty()).then(|| Label::from(expr.as_bytes())))
+    Ok(())
 }
 
 /// Refuses what would copy a labelled table's values out of their labels: `what` is
@@ -102,13 +147,70 @@ pub(crate) fn refuse_on_labelled(t: &TableDef, what: &str) -> Result<(), EngineE
     Ok(())
 }
 
+/// A label both `a` and `b` must be satisfied for (`None`: unlabelled). A combination too
+/// long or too deep to be an expression is seen by nobody (`Authorizations::can_see`).
+pub(crate) fn all_of(a: Option<&Label>, b: Option<&Label>) -> Option<Label> {
+    match (a, b) {
+        (None, x) | (x, None) => x.cloned(),
+        (Some(a), Some(b)) if a == b => Some(a.clone()),
+        (Some(a), Some(b)) => Some(combine(&[a, b], b'&')),
+    }
+}
+
+/// A label any of `parts` suffices for; `None` (visible to all) when one part is
+/// unlabelled or there is none.
+pub(crate) fn any_of<'a>(parts: impl Iterator<Item = Option<&'a Label>>) -> Option<Label> {
+    let mut seen: Vec<&Label> = Vec::new();
+    for p in parts {
+        let p = p?;
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    match seen.as_slice() {
+        [] => None,
+        [one] => Some((*one).clone()),
+        many => Some(combine(many, b'|')),
+    }
+}
+
+/// `(a)&(b)&...` or `(a)|(b)|...`: each part parenthesized, so any valid parts make a
+/// valid expression (Accumulo's grammar takes a parenthesized token or expression).
+fn combine(parts: &[&Label], op: u8) -> Label {
+    let mut out = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(op);
+        }
+        out.push(b'(');
+        out.extend_from_slice(p);
+        out.push(b')');
+    }
+    Label::from(out)
+}
+
+/// A materialized view's `visibility` option follows its base table's: set on a view, it is
+/// refused.
+pub(crate) fn check_view_option(
+    given: Option<VisibilityOptions>,
+    base: Option<VisibilityOptions>,
+) -> Result<(), EngineError> {
+    if given != base {
+        return Err(EngineError::invalid(
+            "The visibility option of a materialized view follows its base table's and cannot be set on the view",
+        ));
+    }
+    Ok(())
+}
+
 /// A BATCH's own `USING VISIBILITY` (`batch_expr`) applied to one of its statements (`p`,
 /// planned from `st`), as a BATCH's TIMESTAMP is: set on the batch or on its statements, not
 /// both. Deletions take no label.
 pub(crate) fn batch_label(
+    b: &mut crate::build::Builder,
     p: &mut crate::plan::WritePlan,
     st: &cql::ast::ModificationStatement,
-    batch_expr: Option<&str>,
+    batch_expr: Option<&cql::ast::Term>,
 ) -> Result<(), EngineError> {
     use cql::ast::ModificationStatement as M;
     let Some(expr) = batch_expr else {
@@ -124,12 +226,31 @@ pub(crate) fn batch_label(
             "Visibility must be set either on BATCH or individual statements",
         ));
     }
-    p.visibility = write_label(&p.table, Some(expr))?;
+    p.visibility = b.visibility(&p.table.clone(), Some(expr))?;
     Ok(())
 }
 
-/// ALTER TABLE turning labels on: refused while the table has an index or a view, which
-/// would keep copies of the values to be labelled.
+/// A secondary index or SAI on a labelled table is safe: its entries never reach a reader
+/// unchecked, since an indexed read checks every candidate against the base row as its
+/// reader sees it (hidden cells removed), so a row whose indexed cell is hidden does not
+/// match. A vector index is refused: `ORDER BY ... ANN OF` takes the k nearest vectors before
+/// rows are filtered, so how many rows come back would tell of hidden vectors near the query.
+pub(crate) fn check_index(t: &TableDef, c: &crate::catalog::ColumnDef) -> Result<(), EngineError> {
+    if t.options.visibility.is_some() && is_vector(c) {
+        return Err(EngineError::invalid(format!(
+            "Vector indexes are not supported on table {}.{}: it has visibility labels, which ANN queries would not keep (docs/visibility.md)",
+            t.keyspace, t.name
+        )));
+    }
+    Ok(())
+}
+
+fn is_vector(c: &crate::catalog::ColumnDef) -> bool {
+    matches!(c.ty, proto::types::ColumnType::Vector(..))
+}
+
+/// ALTER TABLE turning labels on: refused while the table has a vector index (see
+/// [`check_index`]) or a view (its rows and option were made without labels).
 pub(crate) fn check_enable(
     schema: &crate::catalog::Schema,
     t: &TableDef,
@@ -137,9 +258,13 @@ pub(crate) fn check_enable(
     let has_view = crate::view::ddl::views_of(schema, &t.keyspace, &t.name)
         .next()
         .is_some();
-    if !t.indexes.is_empty() || has_view || t.view.is_some() {
+    let vector_index = t
+        .indexes
+        .iter()
+        .any(|i| t.column(&i.column).is_some_and(is_vector));
+    if vector_index || has_view || t.view.is_some() {
         return Err(EngineError::invalid(format!(
-            "Visibility labels cannot be enabled on table {}.{}: it has secondary indexes or materialized views, which would not keep the labels (docs/visibility.md)",
+            "Visibility labels cannot be enabled on table {}.{}: it has vector indexes or materialized views, which would not keep the labels (docs/visibility.md)",
             t.keyspace, t.name
         )));
     }
@@ -167,13 +292,22 @@ impl Engine {
         if t.options.visibility.is_none() {
             return Ok(None);
         }
+        self.request_authorizations(opts).map(Some)
+    }
+
+    /// The authorizations a request reads labelled tables with (see
+    /// [`Engine::read_authorizations`]).
+    pub(crate) fn request_authorizations(
+        &self,
+        opts: &QueryOptions,
+    ) -> Result<Authorizations, EngineError> {
         if !self.auth.settings().password_authenticator {
-            return Ok(Some(opts.authorizations.clone().unwrap_or_default()));
+            return Ok(opts.authorizations.clone().unwrap_or_default());
         }
         let held = self.role_authorizations(opts.role.as_deref());
         match &opts.authorizations {
-            None => Ok(Some(held)),
-            Some(asked) => held.narrow(asked).map(Some).map_err(|missing| {
+            None => Ok(held),
+            Some(asked) => held.narrow(asked).map_err(|missing| {
                 EngineError::unauthorized(format!(
                     "User {} does not hold the authorization '{missing}' its request's '{AUTHORIZATIONS_PAYLOAD_KEY}' names",
                     opts.role.as_deref().unwrap_or("anonymous")
@@ -182,11 +316,26 @@ impl Engine {
         }
     }
 
+    /// The authorizations a write's collection updates see the stored collections with,
+    /// when one of its `plans` is on a labelled table (`None` otherwise: nothing to look up).
+    pub(crate) fn writer_authorizations<'p>(
+        &self,
+        mut plans: impl Iterator<Item = &'p crate::plan::WritePlan>,
+        opts: &QueryOptions,
+    ) -> Result<Option<std::sync::Arc<Authorizations>>, EngineError> {
+        if !plans.any(|p| p.table.options.visibility.is_some()) {
+            return Ok(None);
+        }
+        self.request_authorizations(opts)
+            .map(|a| Some(std::sync::Arc::new(a)))
+    }
+
     /// The write constraint: in a table with `'constraint': 'true'`, every label written must
     /// be one the writer's authorizations (all of its role's) satisfy.
     pub(crate) fn check_label_write(
         &self,
         plan: &crate::plan::WritePlan,
+        vals: &crate::exec::Bindings,
         opts: &QueryOptions,
     ) -> Result<(), EngineError> {
         let Some(o) = &plan.table.options.visibility else {
@@ -200,24 +349,24 @@ impl Engine {
                 plan.table.keyspace, plan.table.name
             )));
         }
-        let Some(label) = &plan.visibility else {
-            return Ok(());
-        };
         if !o.constraint {
             return Ok(());
         }
+        let Some(label) = resolve_label(plan, vals)? else {
+            return Ok(());
+        };
         let auths = if self.auth.settings().password_authenticator {
             self.role_authorizations(opts.role.as_deref())
         } else {
             opts.authorizations.clone().unwrap_or_default()
         };
-        if auths.can_see(label) {
+        if auths.can_see(&label) {
             return Ok(());
         }
         Err(EngineError::unauthorized(format!(
             "User {} cannot write cells labelled '{}' to {}.{}: the table's visibility constraint requires labels the writer's authorizations satisfy",
             opts.role.as_deref().unwrap_or("anonymous"),
-            String::from_utf8_lossy(label),
+            String::from_utf8_lossy(&label),
             plan.table.keyspace,
             plan.table.name
         )))

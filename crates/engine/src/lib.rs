@@ -796,7 +796,7 @@ impl Engine {
                             "Timestamp must be set either on BATCH or individual statements",
                         ));
                     }
-                    labels::batch_label(&mut p, st, batch.using.visibility.as_deref())?;
+                    labels::batch_label(&mut b, &mut p, st, batch.using.visibility.as_ref())?;
                     plans.push(p);
                 }
                 let kind = match batch.kind {
@@ -1048,8 +1048,8 @@ impl Engine {
         let is_counter =
             |p: &plan::WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
         let counters = parts.iter().filter(|(p, _)| is_counter(p)).count();
-        for (p, _) in &parts {
-            self.check_label_write(p, opts)?;
+        for (p, v) in &parts {
+            self.check_label_write(p, v, opts)?;
         }
         if counters > 0 && kind == BatchKind::Logged {
             return Err(EngineError::invalid(
@@ -1111,7 +1111,8 @@ impl Engine {
                 stored.extend(current.stored);
             }
         }
-        let mut m = Mutations::default();
+        let mut m =
+            Mutations::seen_by(self.writer_authorizations(parts.iter().map(|(p, _)| *p), opts)?);
         for (p, v) in &parts {
             self.mutations(p, v, now, Some(ts), &mut m)?;
             m.next_statement();
@@ -1221,11 +1222,12 @@ impl Engine {
                 Ok(Outcome::Rows(rs))
             }
             CompiledKind::Write(plan) => {
-                self.check_label_write(plan, opts)?;
+                self.check_label_write(plan, values, opts)?;
                 if let Some(cond) = &plan.condition {
                     return self.conditional(plan, cond, values, now);
                 }
-                let mut m = Mutations::default();
+                let mut m =
+                    Mutations::seen_by(self.writer_authorizations(std::iter::once(plan), opts)?);
                 self.mutations(plan, values, now, opts.timestamp, &mut m)?;
                 self.apply(m)?;
                 Ok(Outcome::Void)

@@ -479,8 +479,18 @@ pub struct WritePlan {
     pub ttl: Option<Src>,
     pub timestamp: Option<Src>,
     pub condition: Option<Condition>,
-    /// `USING VISIBILITY`: the label of every cell written (docs/visibility.md).
-    pub visibility: Option<crate::row::Label>,
+    /// `USING VISIBILITY`: the label of every cell written (docs/visibility.md); `None`
+    /// also for `VISIBILITY ''` (no label).
+    pub visibility: Option<LabelSrc>,
+}
+
+/// Where a write's visibility label comes from (docs/visibility.md).
+#[derive(Debug, Clone)]
+pub enum LabelSrc {
+    /// A string literal, checked when the statement was built.
+    Label(crate::row::Label),
+    /// A bind marker (`VISIBILITY ?`): its text value is checked at each execution.
+    Bind(Src),
 }
 
 /// The type of each bind marker, for PREPARE's metadata and for validating bound values.

@@ -104,6 +104,14 @@ impl CellValue {
         }
     }
 
+    /// The label of a live value (`None`: unlabelled, or not a live simple value).
+    pub(crate) fn live_label(&self) -> Option<&Label> {
+        match self {
+            CellValue::Live { label, .. } => label.as_ref(),
+            _ => None,
+        }
+    }
+
     fn live_at(&self, now: LocalSecs) -> Option<&[u8]> {
         match self {
             CellValue::Live { value, expiry, .. } => match expiry {
@@ -668,6 +676,14 @@ fn hide_cells(cells: &mut Vec<Cell>, auths: &crate::visibility::Authorizations) 
         }
         v => !hidden(v.label(), auths),
     });
+}
+
+impl Complex {
+    /// The elements a reader with `auths` sees (a list update by index or value works on the
+    /// list as its writer reads it, so that it never counts hidden items).
+    pub(crate) fn hide(&mut self, auths: &crate::visibility::Authorizations) {
+        self.elements.retain(|e| !hidden(e.value.label(), auths));
+    }
 }
 
 impl Row {

@@ -167,6 +167,21 @@ fn text_list(items: &[&str]) -> Option<Vec<u8>> {
 }
 
 /// The option columns `system_schema.tables` and `system_schema.views` share.
+/// `extensions frozen<map<text, blob>>`: empty as in Cassandra, but for Peregrine's
+/// `visibility` option (docs/visibility.md), whose value is its CQL text.
+fn extensions(tb: &TableDef) -> Vec<u8> {
+    // A view's option follows its base table's and is not set on the view itself.
+    let Some(v) = tb.options.visibility.filter(|_| tb.view.is_none()) else {
+        return 0i32.to_be_bytes().to_vec();
+    };
+    let mut out = 1i32.to_be_bytes().to_vec();
+    for part in [crate::labels::EXTENSION_KEY.to_string(), v.cql()] {
+        out.extend((part.len() as i32).to_be_bytes());
+        out.extend(part.as_bytes());
+    }
+    out
+}
+
 fn option_cells(tb: &TableDef) -> Vec<(&'static str, Option<Vec<u8>>)> {
     let o = &tb.options;
     vec![
@@ -188,7 +203,7 @@ fn option_cells(tb: &TableDef) -> Vec<(&'static str, Option<Vec<u8>>)> {
         ("crc_check_chance", double(o.crc_check_chance)),
         ("dclocal_read_repair_chance", double(0.0)),
         ("default_time_to_live", int(o.default_time_to_live)),
-        ("extensions", Some(0i32.to_be_bytes().to_vec())),
+        ("extensions", Some(extensions(tb))),
         ("gc_grace_seconds", int(o.gc_grace_seconds)),
         ("id", Some(tb.uuid.to_vec())),
         ("max_index_interval", int(o.max_index_interval)),
@@ -816,12 +831,9 @@ fn table_options_text(t: &TableDef, mut s: String) -> String {
     opts.push(format!("read_repair = '{}'", o.read_repair));
     opts.push(format!("speculative_retry = '{}'", o.speculative_retry));
     // Peregrine's extension (docs/visibility.md), so that a schema replayed from DESCRIBE keeps
-    // its labelled cells hidden.
-    if let Some(v) = &o.visibility {
-        opts.push(format!(
-            "visibility = {{'constraint': '{}', 'enabled': 'true'}}",
-            v.constraint
-        ));
+    // its labelled cells hidden. A view's follows its base table's and is not printed.
+    if let Some(v) = o.visibility.filter(|_| t.view.is_none()) {
+        opts.push(format!("visibility = {}", v.cql()));
     }
     s.push_str(&opts.join("\n    AND "));
     s.push(';');

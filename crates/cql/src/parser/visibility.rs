@@ -1,26 +1,34 @@
 //! Peregrine's visibility-label extension (docs/visibility.md), parsed only where Cassandra's
 //! grammar has no meaning, so that no valid Cassandra statement changes:
-//! - `USING VISIBILITY 'expr'` among `TTL` and `TIMESTAMP` (Cassandra accepts only those two);
+//! - `USING VISIBILITY 'expr'` (or a bind marker, `VISIBILITY ?` / `VISIBILITY :v`) among
+//!   `TTL` and `TIMESTAMP` (Cassandra accepts only those two);
 //! - `GRANT AUTHORIZATIONS 'a', ... TO role` and `REVOKE AUTHORIZATIONS 'a', ... FROM role`
 //!   (a string after the role name is no Cassandra statement, while `GRANT authorizations TO r`,
 //!   a role named `authorizations`, still is);
 //! - `LIST AUTHORIZATIONS [OF role]` (not a permission's name).
 
 use super::{PResult, Parser};
-use crate::ast::{AuthorizationsStatement, Statement};
+use crate::ast::{AuthorizationsStatement, Literal, Statement, Term};
 use crate::lexer::Tok;
 
 impl Parser<'_> {
-    /// At `VISIBILITY 'string'` inside a USING clause.
+    /// At `VISIBILITY 'string'`, `VISIBILITY ?` or `VISIBILITY :name` inside a USING clause.
     pub(super) fn at_visibility(&self) -> bool {
-        self.at_kw("visibility") && matches!(self.peek_n(1).kind, Tok::Str | Tok::DollarStr)
+        self.at_kw("visibility")
+            && matches!(
+                self.peek_n(1).kind,
+                Tok::Str | Tok::DollarStr | Tok::QMark | Tok::Colon
+            )
     }
 
-    /// `VISIBILITY 'expr'`: the expression's text (checked by the engine, which knows the
-    /// table).
-    pub(super) fn visibility_clause(&mut self) -> PResult<String> {
+    /// `VISIBILITY 'expr'` or `VISIBILITY ?`/`:name`: a string literal (the expression's text,
+    /// checked by the engine, which knows the table) or a bind marker.
+    pub(super) fn visibility_clause(&mut self) -> PResult<Term> {
         self.expect_kw("visibility")?;
-        self.string_literal()
+        if matches!(self.peek().kind, Tok::QMark | Tok::Colon) {
+            return Ok(Term::Bind(self.bind_marker()?));
+        }
+        Ok(Term::Literal(Literal::String(self.string_literal()?)))
     }
 
     /// At `AUTHORIZATIONS 'string'` after GRANT or REVOKE.
@@ -57,7 +65,7 @@ impl Parser<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::ast::{AuthorizationsStatement as A, Statement};
+    use crate::ast::{AuthorizationsStatement as A, BindMarker, Literal, Statement, Term};
 
     fn parse(q: &str) -> Statement {
         crate::parse(q).expect(q).statement
@@ -70,13 +78,19 @@ mod tests {
         else {
             panic!("not an insert")
         };
-        assert_eq!(i.using.visibility.as_deref(), Some("A|(B&C)"));
+        assert_eq!(
+            i.using.visibility,
+            Some(Term::Literal(Literal::String("A|(B&C)".into())))
+        );
         assert!(i.using.ttl.is_some() && i.using.timestamp.is_some());
         let Statement::Update(u) = parse("UPDATE t USING VISIBILITY '' SET v = 1 WHERE k = 1")
         else {
             panic!("not an update")
         };
-        assert_eq!(u.using.visibility.as_deref(), Some(""));
+        assert_eq!(
+            u.using.visibility,
+            Some(Term::Literal(Literal::String(String::new())))
+        );
         let Statement::Batch(b) = parse(
             "BEGIN BATCH INSERT INTO t (k) VALUES (1) USING VISIBILITY 'A'; \
              UPDATE t USING VISIBILITY 'B' SET v = 1 WHERE k = 2; APPLY BATCH",
@@ -84,6 +98,37 @@ mod tests {
             panic!("not a batch")
         };
         assert_eq!(b.statements.len(), 2);
+    }
+
+    #[test]
+    fn using_visibility_takes_bind_markers() {
+        let p = crate::parse(
+            "INSERT INTO t (k, v) VALUES (?, ?) USING TTL ? AND VISIBILITY ? AND TIMESTAMP ?",
+        )
+        .unwrap();
+        let Statement::Insert(i) = p.statement else {
+            panic!("not an insert")
+        };
+        assert!(matches!(
+            i.using.visibility,
+            Some(Term::Bind(BindMarker {
+                index: 3,
+                name: None
+            }))
+        ));
+        assert_eq!(p.bind_markers.len(), 5);
+        let Statement::Update(u) =
+            parse("UPDATE t USING VISIBILITY :lbl AND TTL 3 SET v = :v WHERE k = :k")
+        else {
+            panic!("not an update")
+        };
+        assert!(matches!(
+            u.using.visibility,
+            Some(Term::Bind(BindMarker { index: 0, name: Some(ref n) })) if n == "lbl"
+        ));
+        // Only a string or a marker: not an integer, not a bare keyword.
+        assert!(crate::parse("INSERT INTO t (k) VALUES (1) USING VISIBILITY 3").is_err());
+        assert!(crate::parse("INSERT INTO t (k) VALUES (1) USING VISIBILITY :").is_err());
     }
 
     #[test]

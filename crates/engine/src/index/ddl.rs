@@ -202,7 +202,6 @@ pub fn create_index(
             "Secondary indexes on counter tables aren't supported",
         ));
     }
-    crate::labels::refuse_on_labelled(&t, "Secondary indexes")?;
     let class_name = match &ci.custom_class {
         Some(c) if is_sai_class(c) => Some(c.clone()),
         Some(c) => {
@@ -248,6 +247,7 @@ pub fn create_index(
         )));
     };
     crate::compact::check_index_column(&t, c)?;
+    crate::labels::check_index(&t, c)?;
     if c.kind == ColumnKind::PartitionKey && t.pk_count() == 1 {
         return Err(EngineError::invalid(format!(
             "Cannot create secondary index on the only partition key column {}",

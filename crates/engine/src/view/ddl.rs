@@ -78,7 +78,6 @@ pub fn create_view(
             "Materialized views cannot be created against other materialized views",
         ));
     }
-    crate::labels::refuse_on_labelled(base, "Materialized views")?;
     if base.options.gc_grace_seconds == 0 {
         return Err(invalid(format!(
             "Cannot create materialized view '{name}' for base table '{base_name}' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed."
@@ -257,6 +256,9 @@ pub fn create_view(
         .get(&key_of)
         .map(|t| (**t).clone())
         .ok_or_else(|| EngineError::server("the view's table was not created"))?;
+    // Its rows carry the base cells' labels (`rows::view_row`): the option follows the base.
+    crate::labels::check_view_option(vt.options.visibility, None)?;
+    vt.options.visibility = base.options.visibility;
     vt.view = Some(ViewDef {
         base: base_name.clone(),
         where_parts,
@@ -442,7 +444,7 @@ pub fn alter_view(
     }
     let mut nt = (**v).clone();
     crate::ddl::apply_table_properties(&mut nt.options, &options.properties)?;
-    crate::labels::refuse_on_labelled(&nt, "Materialized views")?;
+    crate::labels::check_view_option(nt.options.visibility, v.options.visibility)?;
     if nt.options.default_time_to_live > 0 {
         return Err(invalid("Forbidden default_time_to_live detected for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table. default_time_to_live must be set to zero, see CASSANDRA-12868 for more information"));
     }

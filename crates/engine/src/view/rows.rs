@@ -104,29 +104,76 @@ pub(crate) fn view_row(
         m.is_live(now)
             && !matches!(Deletion::merge(row.deletion, outer), Some(x) if x.shadows(m.ts))
     });
-    let marker = match key_cell.as_deref() {
-        Some(kc) => Marker {
-            ts: kc.ts,
-            expiry: expiry_of(kc),
-        },
+    // In a labelled base table (docs/visibility.md) a reader sees in the view what it sees in
+    // the base: copied cells keep their labels, and with a non-key column in the view key,
+    // its value shows only to readers who see its cell, so its label (`guard`) is added to
+    // the marker's and every cell's.
+    let labelled = base.options.visibility.is_some();
+    let guard = key_cell
+        .as_deref()
+        .filter(|_| labelled)
+        .and_then(|kc| kc.value.live_label().cloned());
+    let live_base_cells = || {
+        row.cells
+            .iter()
+            .filter(|c| row.cell(c.column, now, outer).is_some())
+    };
+    // Every live base cell copied into the view: the base marker alone (or none) keeps the
+    // view row live exactly for the readers of the base row.
+    let copies_all = || {
+        live_base_cells().all(|c| {
+            base.columns
+                .iter()
+                .find(|bc| bc.id == c.column)
+                .is_some_and(|bc| view.column(&bc.name).is_some())
+        })
+    };
+    let (marker, marker_label) = match key_cell.as_deref() {
+        Some(kc) => (
+            Some(Marker {
+                ts: kc.ts,
+                expiry: expiry_of(kc),
+            }),
+            guard.clone(),
+        ),
+        None if labelled && copies_all() => (
+            live_marker,
+            live_marker.and_then(|_| row.marker_label.clone()),
+        ),
         None => {
             let live_cells: Vec<&Cell> = row
                 .cells
                 .iter()
                 .filter(|c| row.cell(c.column, now, outer).is_some())
                 .collect();
-            Marker {
-                ts: live_marker
-                    .map(|m| m.ts)
-                    .or_else(|| live_cells.iter().map(|c| c.ts).max())
-                    .unwrap_or(0),
-                expiry: longest(
-                    live_marker
-                        .map(|m| m.expiry)
-                        .into_iter()
-                        .chain(live_cells.iter().map(|c| expiry_of(c))),
-                ),
-            }
+            // Some live base cells are left out of the view: the marker stands for them
+            // too, seen by the readers of any of them (or of the base marker).
+            let label = if labelled {
+                let live: Vec<_> = row
+                    .cells
+                    .iter()
+                    .filter_map(|c| row.cell(c.column, now, outer))
+                    .collect();
+                let live: Vec<&Cell> = live.iter().map(|c| &**c).collect();
+                any_of_parts(live_marker.map(|_| &row.marker_label), &live)
+            } else {
+                None
+            };
+            (
+                Some(Marker {
+                    ts: live_marker
+                        .map(|m| m.ts)
+                        .or_else(|| live_cells.iter().map(|c| c.ts).max())
+                        .unwrap_or(0),
+                    expiry: longest(
+                        live_marker
+                            .map(|m| m.expiry)
+                            .into_iter()
+                            .chain(live_cells.iter().map(|c| expiry_of(c))),
+                    ),
+                }),
+                label,
+            )
         }
     };
     // With a non-key column in the view key the view row dies with that column's cell
@@ -139,21 +186,55 @@ pub(crate) fn view_row(
     {
         let Some(bc) = cell_of(&c.name) else { continue };
         if matches!(bc.value, CellValue::Live { .. } | CellValue::Complex(_)) {
-            cells.push(Cell {
+            let mut cell = Cell {
                 column: c.id,
                 ..bc.into_owned()
-            });
+            };
+            if guard.is_some() {
+                guard_cell(&mut cell, guard.as_ref());
+            }
+            cells.push(cell);
         }
     }
     cells.sort_by_key(|c| c.column);
     let vr = Row {
-        marker_label: None,
+        marker_label,
         clustering: view_cl,
-        marker: Some(marker),
+        marker,
         deletion: None,
         cells,
     };
     Some((key, vr.encode()))
+}
+
+/// The label of a view marker standing for the base marker (`marker`, when live) and the
+/// live parts of the base cells `cells`: any of their labels (`None` if one is unlabelled).
+fn any_of_parts(
+    marker: Option<&Option<crate::row::Label>>,
+    cells: &[&Cell],
+) -> Option<crate::row::Label> {
+    let cell_labels = cells.iter().flat_map(|c| match &c.value {
+        CellValue::Complex(x) => x
+            .elements
+            .iter()
+            .map(|e| e.value.live_label())
+            .collect::<Vec<_>>(),
+        v => vec![v.live_label()],
+    });
+    crate::labels::any_of(marker.map(|m| m.as_ref()).into_iter().chain(cell_labels))
+}
+
+/// Adds the label `guard` to every live value of a copied cell.
+fn guard_cell(cell: &mut Cell, guard: Option<&crate::row::Label>) {
+    let relabel = |v: &mut CellValue| {
+        if let CellValue::Live { label, .. } = v {
+            *label = crate::labels::all_of(label.as_ref(), guard);
+        }
+    };
+    match &mut cell.value {
+        CellValue::Complex(x) => x.elements.iter_mut().for_each(|e| relabel(&mut e.value)),
+        v => relabel(v),
+    }
 }
 
 /// What a reader sees of a stored view row at `now`: its clustering and its live cells;
