@@ -837,7 +837,7 @@ impl Engine {
     ) -> (Vec<usize>, Vec<std::sync::MutexGuard<'_, ()>>) {
         let mut stripes: Vec<usize> = prefixes
             .into_iter()
-            .map(|p| self.stripe_of(&keys::header_key(p)))
+            .map(|p| self.stripe_of_prefix(p))
             .collect();
         stripes.sort_unstable();
         stripes.dedup();
@@ -853,8 +853,13 @@ impl Engine {
         let p = keys::decode_key(key)
             .map(|d| d.prefix_len)
             .unwrap_or(key.len());
+        self.stripe_of_prefix(&key[..p])
+    }
+
+    /// The stripe of the partition with storage prefix `prefix` (that of its every key).
+    pub(crate) fn stripe_of_prefix(&self, prefix: &[u8]) -> usize {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in &key[..p] {
+        for b in prefix {
             h ^= *b as u64;
             h = h.wrapping_mul(0x100_0000_01b3);
         }

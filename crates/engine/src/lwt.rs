@@ -26,8 +26,9 @@ pub(crate) struct Current {
     row: Option<Row>,
     /// The partition or range deletion over the row.
     outer: Option<crate::row::Deletion>,
-    /// Partition key component values.
-    pk: Vec<Vec<u8>>,
+    /// The serialized partition key and its component count (split only when a condition
+    /// or the answer shows a component).
+    pk: (Vec<u8>, usize),
     /// Clustering values of the conditioned row (empty for a partition-level write).
     clustering: Vec<Vec<u8>>,
     /// The write names no row, only the partition (its static columns): EXISTS then asks
@@ -49,7 +50,9 @@ impl Current {
     /// The value of `c` the conditions see (live at `now`), or `None`.
     fn value(&self, c: &ColumnDef, now: Now) -> Option<Vec<u8>> {
         match c.kind {
-            ColumnKind::PartitionKey => self.pk.get(c.position as usize).cloned(),
+            ColumnKind::PartitionKey => token::split_partition_key(&self.pk.0, self.pk.1)?
+                .get(c.position as usize)
+                .map(|v| v.to_vec()),
             ColumnKind::Clustering => self.clustering.get(c.position as usize).cloned(),
             ColumnKind::Static => self
                 .header
@@ -105,11 +108,7 @@ impl Engine {
             None => PartitionHeader::default(),
         };
         stored.push((hk, h));
-        let pk = token::split_partition_key(&p.pk, t.pk_count())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| v.to_vec())
-            .collect();
+        let pk = (p.pk.clone(), t.pk_count());
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut clustering = Vec::new();
         for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {

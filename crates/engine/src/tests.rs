@@ -542,3 +542,16 @@ fn batch_reports_the_first_failing_statement() {
         assert!(err.to_string().contains(want), "{first}; {second}: {err}");
     }
 }
+
+#[test]
+fn a_partitions_keys_share_the_stripe_of_its_prefix() {
+    let e = engine();
+    for (id, pk) in [(1u32, &b"k"[..]), (7, b"\x00\x00"), (9, b"a\x00b\xff")] {
+        let prefix = keys::partition_prefix(id, crate::token::token(pk), pk);
+        let s = e.stripe_of_prefix(&prefix);
+        assert_eq!(e.stripe_of(&keys::header_key(&prefix)), s);
+        assert_eq!(e.stripe_of(&keys::row_key(&prefix, b"\x01c")), s);
+        let (held, _g) = e.lock_partitions([prefix.as_slice()]);
+        assert_eq!(held, vec![s]);
+    }
+}
