@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 mod ann;
 mod cell_times;
+pub(crate) mod tombstones;
 
 struct PagingState {
     /// The storage key of the last row consumed.
@@ -342,6 +343,9 @@ pub(crate) struct SelectRun<'a> {
     /// The table may hold partition headers (see `headers.rs`): without, none is looked up.
     headers: bool,
     page: Option<u64>,
+    /// The page size asked for (an aggregate's read is not paged, but Cassandra's rebuild of
+    /// it names the page size it reads by).
+    asked_page: Option<u64>,
     ppl: Option<u64>,
     /// Output rows (groups) LIMIT still allows.
     remaining: Option<u64>,
@@ -364,6 +368,12 @@ pub(crate) struct SelectRun<'a> {
     /// filtering): every row and header is cut to what they may see as it is decoded, so
     /// liveness, paging, aggregates and `writetime`/`ttl` never see the rest.
     auths: Option<crate::visibility::Authorizations>,
+    /// The tombstones and live rows the read met (`read/tombstones.rs`).
+    tally: tombstones::Tally,
+    /// This node's address, for the ReadFailure past `tombstone_failure_threshold`.
+    node: std::net::IpAddr,
+    /// Client warnings raised (the tombstone warning of each command over the threshold).
+    warnings: Vec<String>,
 }
 
 /// The candidates of an indexed read in one partition.
@@ -415,6 +425,8 @@ impl Engine {
             Arc::as_ptr(&self.storage),
         );
         run.headers = !own || self.headers.may_have(plan.table.id);
+        run.tally = tombstones::Tally::new(self.tombstone_thresholds(), &plan.table, now.secs, own);
+        run.node = self.node().rpc_address;
         run.run(self)
     }
 }
@@ -508,6 +520,7 @@ impl<'a> SelectRun<'a> {
             point_read,
             headers: true,
             page,
+            asked_page: page_size.filter(|p| *p > 0).map(|p| p as u64),
             ppl,
             remaining,
             resume_in_partition: state.as_ref().map_or(0, |s| s.in_partition),
@@ -524,6 +537,9 @@ impl<'a> SelectRun<'a> {
             merge,
             ann,
             auths: None,
+            tally: tombstones::Tally::new(Default::default(), t, now.secs, false),
+            node: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            warnings: Vec::new(),
         })
     }
 
@@ -533,12 +549,75 @@ impl<'a> SelectRun<'a> {
         }
         match (&self.plan.index, &self.plan.partitions) {
             (Some(scan), PartitionSel::Range { start, end }) => {
-                self.scan_index(engine, scan, start, end)?
+                let limits = self.limits_text();
+                self.scan_index(engine, scan, start, end)?;
+                self.range_warning(engine, start, end, &limits)?;
             }
             (_, PartitionSel::Keys(sel)) => self.scan_keys(sel)?,
-            (None, PartitionSel::Range { start, end }) => self.scan_range(engine, start, end)?,
+            (None, PartitionSel::Range { start, end }) => {
+                let limits = self.limits_text();
+                self.scan_range(engine, start, end)?;
+                self.range_warning(engine, start, end, &limits)?;
+            }
         }
         self.finish()
+    }
+
+    /// Cassandra's limits of the command that starts now (the LIMIT left, the page left).
+    fn limits_text(&self) -> String {
+        let page_left = self
+            .page
+            .or(self.asked_page)
+            .map(|p| p.saturating_sub(self.sink.rows as u64));
+        tombstones::limits_text(self.plan, self.remaining, self.ppl, page_left)
+    }
+
+    /// The tombstone warning of a range read (one command over the token range).
+    fn range_warning(
+        &mut self,
+        engine: &Engine,
+        start: &Option<TokenBound>,
+        end: &Option<TokenBound>,
+        limits: &str,
+    ) -> Result<(), EngineError> {
+        let full_page = self.next_state.is_some();
+        let (plan, vals) = (self.plan, self.vals);
+        let mut bounds = Vec::new();
+        let w = self.tally.warning(full_page, || {
+            let t = &plan.table;
+            let mut pk: Vec<_> = t.partition_key().collect();
+            pk.sort_by_key(|c| c.position);
+            let names: Vec<_> = pk
+                .iter()
+                .map(|c| cql::quote_identifier(&c.name).into_owned())
+                .collect();
+            let func = format!("token({})", names.join(", "));
+            for (b, (incl, excl)) in [(start, (">=", ">")), (end, ("<=", "<"))] {
+                if let Some(b) = b {
+                    if let Ok(tok) = engine.token_bound(t, &b.src, vals) {
+                        let op = if b.inclusive { incl } else { excl };
+                        bounds.push(format!("{func} {op} {tok}"));
+                    }
+                }
+            }
+            tombstones::command_text(plan, vals, tombstones::CommandKey::Range(&bounds), limits)
+        });
+        self.warnings.extend(w);
+        Ok(())
+    }
+
+    /// The failure threshold was passed: the read fails, unless the page was already full
+    /// (Cassandra's read would have stopped at its last row and never met these).
+    fn too_many_tombstones(&mut self) -> Result<Flow, EngineError> {
+        if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
+            self.next_state = Some(PagingState {
+                last_key: self.sink.last_key.clone(),
+                remaining: self.remaining,
+                in_partition: self.last_in_part,
+            });
+            return Ok(Flow::Stop);
+        }
+        Err(tombstones::read_failure(self.node))
     }
 
     /// An indexed read: the index's candidates within the token range, visited a partition
@@ -652,8 +731,25 @@ impl<'a> SelectRun<'a> {
                 .unwrap_or(parts.len()),
             None => 0,
         };
+        let t = &self.plan.table;
         for p in &parts[first..] {
-            if self.partition(&p.prefix, &p.pk, p.token, None)? == Flow::Stop {
+            // Each partition is a command of its own, with its own count and warning.
+            self.tally.reset();
+            let limits = self.limits_text();
+            let flow = self.partition(&p.prefix, &p.pk, p.token, None)?;
+            let full_page = self.next_state.is_some();
+            let (plan, vals) = (self.plan, self.vals);
+            let w = self.tally.warning(full_page, || {
+                let parts = token::split_partition_key(&p.pk, t.pk_count()).unwrap_or_default();
+                tombstones::command_text(
+                    plan,
+                    vals,
+                    tombstones::CommandKey::Partition(&parts),
+                    &limits,
+                )
+            });
+            self.warnings.extend(w);
+            if flow == Flow::Stop {
                 break;
             }
         }
@@ -809,6 +905,10 @@ impl<'a> SelectRun<'a> {
         if let Some(a) = &self.auths {
             header.hide(a);
         }
+        self.tally.enter(tok);
+        if self.tally.statics(&header, now.secs).is_err() {
+            return self.too_many_tombstones();
+        }
         let resume_key = self.resume_key.take_if(|k| k.starts_with(prefix));
         let resuming_here = resume_key.is_some();
         // What the previous page returned counts only in the partition it stopped in (which
@@ -832,14 +932,18 @@ impl<'a> SelectRun<'a> {
                 return Ok(Flow::Go);
             }
             let live = header.has_live_statics(now.secs)
-                || Engine::partition_has_live_row(
+                || match tombstones::distinct_live_row(
                     store,
                     t,
                     prefix,
                     &header,
                     now,
                     self.auths.as_ref(),
-                )?;
+                    &mut self.tally,
+                )? {
+                    Some(live) => live,
+                    None => return self.too_many_tombstones(),
+                };
             let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
             if !live || !passes() {
                 return Ok(Flow::Go);
@@ -865,6 +969,20 @@ impl<'a> SelectRun<'a> {
                     if rk.as_slice() >= a.as_slice() {
                         lo = Bound::Excluded(rk.as_slice());
                     }
+                }
+            }
+            if !self.point_read && self.only_rows.is_none() && !header.ranges.is_empty() {
+                fn enc<'k>(b: Bound<&'k [u8]>, row_prefix: &[u8]) -> &'k [u8] {
+                    match b {
+                        Bound::Included(k) | Bound::Excluded(k) => {
+                            k.strip_prefix(row_prefix).unwrap_or(&[])
+                        }
+                        Bound::Unbounded => &[],
+                    }
+                }
+                let enc = |b| enc(b, &row_prefix);
+                if self.tally.ranges(&header, enc(lo), enc(hi)).is_err() {
+                    return self.too_many_tombstones();
                 }
             }
             let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
@@ -902,8 +1020,13 @@ impl<'a> SelectRun<'a> {
                     row.hide(a);
                 }
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
-                if !row.is_live(now.secs, outer)
-                    || (strict && !crate::view::marker_live(&row, now.secs))
+                let live = row.is_live(now.secs, outer)
+                    && (!strict || crate::view::marker_live(&row, now.secs));
+                // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
+                if self.tally.row(&row, outer, now.secs, live).is_err() {
+                    return self.too_many_tombstones();
+                }
+                if !live
                     || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
                 {
                     continue;
@@ -1020,6 +1143,7 @@ impl<'a> SelectRun<'a> {
         self.sink.last_key.clear();
         self.sink.last_key.extend_from_slice(key);
         self.last_in_part = self.in_part;
+        self.tally.consumed();
     }
 
     fn emit_row(&mut self, selectors: &[Selector], view: &RowView) -> Result<(), EngineError> {
@@ -1117,6 +1241,7 @@ impl<'a> SelectRun<'a> {
             rows: self.sink.rows,
             data: self.sink.data,
             paging_state: self.next_state.map(|s| s.encode()),
+            warnings: self.warnings,
         })
     }
 }
