@@ -89,6 +89,37 @@ def test_the_rebuilt_query_of_common_shapes(s):
         warning(1500, 1500, f"{q} WHERE token(k) < 0 LIMIT 5000 ALLOW FILTERING")]
 
 
+def test_aggregates_read_in_internal_pages(s):
+    # Cassandra reads an aggregate in pages of the page size: each its own read, warned
+    # about apart and named with where it resumes.
+    s.execute("CREATE TABLE g (k int, c1 int, c2 int, v int, PRIMARY KEY (k, c1, c2))")
+    fill(s, "INSERT INTO g (k, c1, c2, v) VALUES (1, ?, ?, null)",
+         [(i // 10, i % 10) for i in range(2500)])
+    q = f"SELECT * FROM {KS}.g"
+    assert warnings(s, "SELECT count(*) FROM g WHERE k = 1 AND c1 > 3", fetch_size=1200) == [
+        warning(1200, 1200, f"{q} WHERE k = 1 AND c1 > 3 LIMIT 1200 ALLOW FILTERING"),
+        warning(1200, 1200, f"{q} WHERE k = 1 AND c1 > 123 AND c2 > 9 LIMIT 1200 ALLOW FILTERING")]
+    # Unpaged: one read, limits that print as nothing.
+    assert warnings(s, "SELECT count(*) FROM g WHERE k = 1", fetch_size=None) == [
+        warning(2500, 2500, f"{q} WHERE k = 1  ALLOW FILTERING")]
+    # GROUP BY: pages of rows (10000 unpaged), and the group limits.
+    assert warnings(s, "SELECT k, c1, count(*) FROM g WHERE k = 1 GROUP BY c1",
+                    fetch_size=None) == [
+        warning(2500, 2500, f"{q} WHERE k = 1 LIMIT 10000 ALLOW FILTERING")]
+    assert warnings(s, "SELECT k, c1, count(*) FROM g WHERE k = 1 GROUP BY c1 LIMIT 100") == [
+        warning(1001, 1001, f"{q} WHERE k = 1 GROUP LIMIT 100 LIMIT 5000 ALLOW FILTERING")]
+    # A range read's later pages resume at the partition the previous one ended in.
+    fill(s, "INSERT INTO t (k, c, v) VALUES (?, ?, null)",
+         [(k, c) for k in (1, 2) for c in range(1100)])
+    assert warnings(s, "SELECT count(*) FROM t", fetch_size=1050)[1:] == [
+        warning(1050, 1050, f"SELECT * FROM {KS}.t LIMIT 1050 ALLOW FILTERING"),
+        warning(1050, 1050, f"SELECT * FROM {KS}.t WHERE token(k) >= token(1) LIMIT 1050 "
+                            "ALLOW FILTERING", TOKEN_2)]
+    # A multi-column slice prints column by column.
+    assert warnings(s, "SELECT * FROM g WHERE k = 1 AND (c1, c2) > (5, 3)") == [
+        warning(2446, 2446, f"{q} WHERE k = 1 AND c1 > 5 AND c2 > 3 LIMIT 5000 ALLOW FILTERING")]
+
+
 def test_what_counts(s):
     s.execute("CREATE TABLE c (k int, c int, s set<int>, st int static, PRIMARY KEY (k, c))")
     # Row deletions: 1 each, with or without a row under them.

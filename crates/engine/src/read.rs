@@ -374,6 +374,10 @@ pub(crate) struct SelectRun<'a> {
     node: std::net::IpAddr,
     /// Client warnings raised (the tombstone warning of each command over the threshold).
     warnings: Vec<String>,
+    /// An aggregate read in Cassandra's internal pages (`tombstones::InternalPages`).
+    internal: Option<tombstones::InternalPages>,
+    /// A range read's token bounds (value, inclusive), for the warning's text.
+    range_tokens: [Option<(i64, bool)>; 2],
 }
 
 /// The candidates of an indexed read in one partition.
@@ -540,6 +544,8 @@ impl<'a> SelectRun<'a> {
             tally: tombstones::Tally::new(Default::default(), t, now.secs, false),
             node: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             warnings: Vec::new(),
+            internal: tombstones::InternalPages::of(plan, page_size),
+            range_tokens: [None, None],
         })
     }
 
@@ -547,77 +553,41 @@ impl<'a> SelectRun<'a> {
         if self.run_ann_graph(engine)? {
             return self.finish();
         }
+        let limits = self.limits();
+        if let Some(ip) = self.internal.as_mut() {
+            ip.limits = Some(limits);
+        }
         match (&self.plan.index, &self.plan.partitions) {
             (Some(scan), PartitionSel::Range { start, end }) => {
-                let limits = self.limits_text();
+                let limits = self.limits();
+                self.range_tokens = self.tokens_of(engine, start, end);
                 self.scan_index(engine, scan, start, end)?;
-                self.range_warning(engine, start, end, &limits)?;
+                self.range_warning(limits);
             }
             (_, PartitionSel::Keys(sel)) => self.scan_keys(sel)?,
             (None, PartitionSel::Range { start, end }) => {
-                let limits = self.limits_text();
+                let limits = self.limits();
+                self.range_tokens = self.tokens_of(engine, start, end);
                 self.scan_range(engine, start, end)?;
-                self.range_warning(engine, start, end, &limits)?;
+                self.range_warning(limits);
             }
         }
         self.finish()
     }
 
-    /// Cassandra's limits of the command that starts now (the LIMIT left, the page left).
-    fn limits_text(&self) -> String {
-        let page_left = self
-            .page
-            .or(self.asked_page)
-            .map(|p| p.saturating_sub(self.sink.rows as u64));
-        tombstones::limits_text(self.plan, self.remaining, self.ppl, page_left)
-    }
-
-    /// The tombstone warning of a range read (one command over the token range).
-    fn range_warning(
-        &mut self,
+    /// The token bounds of a range read, as values.
+    fn tokens_of(
+        &self,
         engine: &Engine,
         start: &Option<TokenBound>,
         end: &Option<TokenBound>,
-        limits: &str,
-    ) -> Result<(), EngineError> {
-        let full_page = self.next_state.is_some();
-        let (plan, vals) = (self.plan, self.vals);
-        let mut bounds = Vec::new();
-        let w = self.tally.warning(full_page, || {
-            let t = &plan.table;
-            let mut pk: Vec<_> = t.partition_key().collect();
-            pk.sort_by_key(|c| c.position);
-            let names: Vec<_> = pk
-                .iter()
-                .map(|c| cql::quote_identifier(&c.name).into_owned())
-                .collect();
-            let func = format!("token({})", names.join(", "));
-            for (b, (incl, excl)) in [(start, (">=", ">")), (end, ("<=", "<"))] {
-                if let Some(b) = b {
-                    if let Ok(tok) = engine.token_bound(t, &b.src, vals) {
-                        let op = if b.inclusive { incl } else { excl };
-                        bounds.push(format!("{func} {op} {tok}"));
-                    }
-                }
-            }
-            tombstones::command_text(plan, vals, tombstones::CommandKey::Range(&bounds), limits)
-        });
-        self.warnings.extend(w);
-        Ok(())
-    }
-
-    /// The failure threshold was passed: the read fails, unless the page was already full
-    /// (Cassandra's read would have stopped at its last row and never met these).
-    fn too_many_tombstones(&mut self) -> Result<Flow, EngineError> {
-        if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
-            self.next_state = Some(PagingState {
-                last_key: self.sink.last_key.clone(),
-                remaining: self.remaining,
-                in_partition: self.last_in_part,
-            });
-            return Ok(Flow::Stop);
-        }
-        Err(tombstones::read_failure(self.node))
+    ) -> [Option<(i64, bool)>; 2] {
+        let t = &self.plan.table;
+        let of = |b: &Option<TokenBound>| {
+            let b = b.as_ref()?;
+            Some((engine.token_bound(t, &b.src, self.vals).ok()?, b.inclusive))
+        };
+        [of(start), of(end)]
     }
 
     /// An indexed read: the index's candidates within the token range, visited a partition
@@ -731,24 +701,12 @@ impl<'a> SelectRun<'a> {
                 .unwrap_or(parts.len()),
             None => 0,
         };
-        let t = &self.plan.table;
         for p in &parts[first..] {
             // Each partition is a command of its own, with its own count and warning.
             self.tally.reset();
-            let limits = self.limits_text();
+            let limits = self.limits();
             let flow = self.partition(&p.prefix, &p.pk, p.token, None)?;
-            let full_page = self.next_state.is_some();
-            let (plan, vals) = (self.plan, self.vals);
-            let w = self.tally.warning(full_page, || {
-                let parts = token::split_partition_key(&p.pk, t.pk_count()).unwrap_or_default();
-                tombstones::command_text(
-                    plan,
-                    vals,
-                    tombstones::CommandKey::Partition(&parts),
-                    &limits,
-                )
-            });
-            self.warnings.extend(w);
+            self.partition_warning(&p.pk, limits);
             if flow == Flow::Stop {
                 break;
             }
@@ -1065,9 +1023,14 @@ impl<'a> SelectRun<'a> {
             return Flow::Stop;
         }
         if self.ppl.is_some_and(|l| self.in_part >= l) {
+            // A group ends where the next one starts: Cassandra too reads that row.
+            if matches!(self.plan.selection, Selection::Rows(_)) {
+                self.tally.rewind();
+            }
             return Flow::NextPartition;
         }
         if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
+            self.tally.rewind();
             self.next_state = Some(PagingState {
                 last_key: self.sink.last_key.clone(),
                 remaining: self.remaining,
@@ -1135,6 +1098,9 @@ impl<'a> SelectRun<'a> {
             g.add(sel, view)?;
         }
         self.consumed(key);
+        if self.internal.is_some() {
+            self.internal_page_row(view.pk_parts, view.row.map(|r| r.clustering.as_slice()));
+        }
         Ok(Flow::Go)
     }
 

@@ -15,8 +15,10 @@
 //!   counting), nor for tombstones older than `gc_grace_seconds` (purged at read).
 //!
 //! Live rows are counted too (before any `ALLOW FILTERING` filter), for the warning's text.
-//! The read stops at the row that completes a page or LIMIT, so what lies beyond it is not
-//! counted; [`Tally::consumed`] keeps the counts as of each row returned for that.
+//! The read stops at the row that completes a page, LIMIT or PER PARTITION LIMIT, so what
+//! lies beyond it is not counted: Peregrine learns of a full page (or partition) at the next
+//! live row, so [`Tally::consumed`] keeps the counts as of each row returned and
+//! [`Tally::rewind`] goes back to them.
 //!
 //! A command is one partition of a read by partition key (`IN` makes one per key, each with
 //! its own warning) or the whole token range of a range read; one page is one command.
@@ -24,6 +26,7 @@
 //! The counting is [`Tally::row`]: one pass over a decoded row's cells, integer additions
 //! only (no allocation), in the row loop of `read.rs`.
 
+use super::{Flow, PagingState};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::exec::Bindings;
 use crate::plan::*;
@@ -72,7 +75,7 @@ pub(crate) struct Tally {
     /// virtual tables).
     pub(crate) on: bool,
     now: Counts,
-    /// The counts as of the last row returned (where a full page's read stopped).
+    /// The counts as of the last row returned (where a full page's read stops).
     at_consumed: Counts,
 }
 
@@ -93,10 +96,15 @@ impl Tally {
         }
     }
 
-    /// A new command starts (the next partition of a read by key).
+    /// A new command starts (the next partition of a read by key, the next internal page of
+    /// an aggregate, which goes on in the partition it is in).
     pub(crate) fn reset(&mut self) {
-        self.now = Counts::default();
-        self.at_consumed = Counts::default();
+        let token = self.now.token;
+        self.now = Counts {
+            token,
+            ..Counts::default()
+        };
+        self.at_consumed = self.now;
     }
 
     pub(crate) fn enter(&mut self, token: i64) {
@@ -224,19 +232,16 @@ impl Tally {
         self.at_consumed = self.now;
     }
 
+    /// The read stopped (a full page) or left the partition (PER PARTITION LIMIT) at the
+    /// last row returned: Cassandra's read never met what was read after it.
+    pub(crate) fn rewind(&mut self) {
+        self.now = self.at_consumed;
+    }
+
     /// The warning of the command that ends here, if it met more tombstones than the
-    /// warning threshold. `full_page`: it stopped on a full page (so it read no further than
-    /// its last row). `query`: Cassandra's rebuild of the command (`ReadCommand.toCQLString`).
-    pub(crate) fn warning(
-        &self,
-        full_page: bool,
-        query: impl FnOnce() -> String,
-    ) -> Option<String> {
-        let c = if full_page {
-            self.at_consumed
-        } else {
-            self.now
-        };
+    /// warning threshold. `query`: Cassandra's rebuild of the command (`ReadCommand.toCQLString`).
+    pub(crate) fn warning(&self, query: impl FnOnce() -> String) -> Option<String> {
+        let c = self.now;
         if !self.on || c.tombstones <= self.limits.warn {
             return None;
         }
@@ -312,6 +317,173 @@ pub(crate) fn read_failure(node: std::net::IpAddr) -> EngineError {
     })
 }
 
+/// An aggregate read as Cassandra reads it: in internal pages of the page size asked for
+/// (10000 rows for an unpaged GROUP BY; an unpaged aggregate of everything is one read), each
+/// a command with its own count, warning and failure threshold, named with the position it
+/// resumes from.
+pub(super) struct InternalPages {
+    size: u64,
+    rows: u64,
+    resume: Option<Resume>,
+    /// The limits of the read as it started: every internal page names them.
+    pub(super) limits: Option<Limits>,
+}
+
+impl InternalPages {
+    pub(super) fn of(plan: &SelectPlan, page_size: Option<i32>) -> Option<InternalPages> {
+        let Selection::Aggregates(a) = &plan.selection else {
+            return None;
+        };
+        let asked = page_size.filter(|p| *p > 0).map(|p| p as u64);
+        let size = match a.group_by {
+            Some(_) => asked.unwrap_or(10_000),
+            None => asked?,
+        };
+        Some(InternalPages {
+            size,
+            rows: 0,
+            resume: None,
+            limits: None,
+        })
+    }
+}
+
+/// The row an internal page ended on: its partition key's components and clustering values.
+struct Resume {
+    pk: Vec<Vec<u8>>,
+    clustering: Vec<Vec<u8>>,
+}
+
+/// A read command's limits as it starts (numbers only: its text is made only for a warning).
+#[derive(Clone, Copy)]
+pub(super) struct Limits {
+    rows: Option<u64>,
+    ppl: Option<u64>,
+    page: Option<u64>,
+}
+
+impl super::SelectRun<'_> {
+    /// Cassandra's limits of the command that starts now (the LIMIT left, the page left).
+    pub(super) fn limits(&self) -> Limits {
+        let page_left = self
+            .page
+            .or(self.asked_page)
+            .map(|p| p.saturating_sub(self.sink.rows as u64));
+        Limits {
+            rows: self.remaining,
+            ppl: self.ppl,
+            page: page_left,
+        }
+    }
+
+    /// The tombstone warning of a range read (one command over the token range).
+    pub(super) fn range_warning(&mut self, limits: Limits) {
+        let (plan, vals) = (self.plan, self.vals);
+        let (tokens, resume) = (self.range_tokens, self.resume());
+        let w = self.tally.warning(|| {
+            let t = &plan.table;
+            let mut pk: Vec<_> = t.partition_key().collect();
+            pk.sort_by_key(|c| c.position);
+            let names: Vec<_> = pk
+                .iter()
+                .map(|c| cql::quote_identifier(&c.name).into_owned())
+                .collect();
+            let func = format!("token({})", names.join(", "));
+            let mut bounds = Vec::new();
+            // A later internal page of an aggregate starts at the partition the previous
+            // one ended in.
+            if let Some(r) = resume {
+                let values: Vec<String> = pk
+                    .iter()
+                    .map(|c| literal(&c.ty, r.pk.get(c.position as usize).map(Vec::as_slice)))
+                    .collect();
+                bounds.push(format!("{func} >= token({})", values.join(", ")));
+            }
+            for (i, (incl, excl)) in [(">=", ">"), ("<=", "<")].into_iter().enumerate() {
+                if i == 0 && resume.is_some() {
+                    continue;
+                }
+                if let Some((tok, inclusive)) = tokens[i] {
+                    let op = if inclusive { incl } else { excl };
+                    bounds.push(format!("{func} {op} {tok}"));
+                }
+            }
+            let limits = limits_text(plan, limits.rows, limits.ppl, limits.page);
+            command_text(plan, vals, CommandKey::Range(&bounds), None, &limits)
+        });
+        self.warnings.extend(w);
+    }
+
+    /// Where the current internal page of an aggregate resumes (see [`InternalPages`]).
+    fn resume(&self) -> Option<&Resume> {
+        self.internal.as_ref().and_then(|i| i.resume.as_ref())
+    }
+
+    /// An aggregate read in internal pages, as Cassandra reads one: a row was folded in; a
+    /// full internal page ends its command here.
+    pub(super) fn internal_page_row(&mut self, pk_parts: &[&[u8]], clustering: Option<&[Vec<u8>]>) {
+        let Some(ip) = self.internal.as_mut() else {
+            return;
+        };
+        ip.rows += 1;
+        if ip.rows < ip.size {
+            return;
+        }
+        let started = ip.limits;
+        let limits = started.unwrap_or_else(|| self.limits());
+        match self.plan.partitions {
+            PartitionSel::Keys(_) => self.command_warning(pk_parts, limits),
+            PartitionSel::Range { .. } => self.range_warning(limits),
+        }
+        self.tally.reset();
+        if let Some(ip) = self.internal.as_mut() {
+            ip.rows = 0;
+            ip.resume = Some(Resume {
+                pk: pk_parts.iter().map(|p| p.to_vec()).collect(),
+                clustering: clustering.map(<[Vec<u8>]>::to_vec).unwrap_or_default(),
+            });
+        }
+    }
+
+    /// The failure threshold was passed: the read fails, unless the page was already full
+    /// (Cassandra's read would have stopped at its last row and never met these).
+    pub(super) fn too_many_tombstones(&mut self) -> Result<Flow, EngineError> {
+        if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
+            self.tally.rewind();
+            self.next_state = Some(PagingState {
+                last_key: self.sink.last_key.clone(),
+                remaining: self.remaining,
+                in_partition: self.last_in_part,
+            });
+            return Ok(Flow::Stop);
+        }
+        Err(read_failure(self.node))
+    }
+
+    /// The tombstone warning of the command that read partition `pk` alone.
+    pub(super) fn partition_warning(&mut self, pk: &[u8], limits: Limits) {
+        let parts =
+            crate::token::split_partition_key(pk, self.plan.table.pk_count()).unwrap_or_default();
+        self.command_warning(&parts, limits);
+    }
+
+    /// The tombstone warning of a command over the one partition whose key is `parts`.
+    fn command_warning(&mut self, parts: &[&[u8]], limits: Limits) {
+        let (plan, vals) = (self.plan, self.vals);
+        // A later internal page of an aggregate resumes after the row the previous one
+        // ended on, when in this partition.
+        let resume = self
+            .resume()
+            .filter(|r| r.pk.iter().map(Vec::as_slice).eq(parts.iter().copied()))
+            .map(|r| r.clustering.as_slice());
+        let w = self.tally.warning(|| {
+            let limits = limits_text(plan, limits.rows, limits.ppl, limits.page);
+            command_text(plan, vals, CommandKey::Partition(parts), resume, &limits)
+        });
+        self.warnings.extend(w);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Cassandra's rebuild of a read command (`ReadCommand.toCQLString`), for the warning.
 
@@ -328,6 +500,7 @@ pub(crate) fn command_text(
     plan: &SelectPlan,
     vals: &Bindings,
     key: CommandKey,
+    resume: Option<&[Vec<u8>]>,
     limits: &str,
 ) -> String {
     let t = &*plan.table;
@@ -350,7 +523,7 @@ pub(crate) fn command_text(
         }
         CommandKey::Range(bounds) => clauses.extend(bounds.iter().cloned()),
     }
-    clustering_clauses(t, &plan.clustering, vals, &mut clauses);
+    clustering_clauses(t, plan, vals, resume, &mut clauses);
     for f in &plan.filters {
         if let Some(s) = filter_clause(t, f, vals) {
             clauses.push(s);
@@ -388,7 +561,16 @@ fn resolved(src: &Src, vals: &Bindings) -> Option<Vec<u8>> {
     crate::exec::resolve(src, vals).ok().flatten()
 }
 
-fn clustering_clauses(t: &TableDef, c: &ClusteringSel, vals: &Bindings, out: &mut Vec<String>) {
+/// The clustering restrictions; `resume`: the clustering of the row a previous internal page
+/// ended on, which replaces the slice's start (its end when reversed), exclusive.
+fn clustering_clauses(
+    t: &TableDef,
+    plan: &SelectPlan,
+    vals: &Bindings,
+    resume: Option<&[Vec<u8>]>,
+    out: &mut Vec<String>,
+) {
+    let c = &plan.clustering;
     let mut cl: Vec<_> = t
         .columns
         .iter()
@@ -418,34 +600,43 @@ fn clustering_clauses(t: &TableDef, c: &ClusteringSel, vals: &Bindings, out: &mu
             KeyValues::InBind(..) => {}
         }
     }
+    // A slice prints column by column, each column's lower bound then its upper one: Cassandra
+    // prints `(c1, c2) > (1, 2)` as `c1 > 1 AND c2 > 2`.
     let first = c.eq.len();
-    for (bound, (op_incl, op_excl)) in [(&c.start, (">=", ">")), (&c.end, ("<=", "<"))] {
-        let Some(b) = bound else { continue };
-        let op = if b.inclusive { op_incl } else { op_excl };
-        let parts: Vec<(String, String)> = b
-            .values
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let col = cl.get(first + i)?;
-                Some((
-                    name(first + i)?,
-                    literal(&col.ty, resolved(s, vals).as_deref()),
-                ))
-            })
-            .collect();
-        match parts.as_slice() {
-            [(n, v)] => out.push(format!("{n} {op} {v}")),
-            [] => {}
-            many => {
-                let names: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
-                let values: Vec<&str> = many.iter().map(|(_, v)| v.as_str()).collect();
-                out.push(format!(
-                    "({}) {op} ({})",
-                    names.join(", "),
-                    values.join(", ")
-                ));
-            }
+    let resumed: Option<Vec<Option<Vec<u8>>>> =
+        resume.map(|r| r.iter().skip(first).map(|v| Some(v.clone())).collect());
+    let bound_values = |b: &Option<SliceBound>| -> Option<(Vec<Option<Vec<u8>>>, bool)> {
+        b.as_ref().map(|b| {
+            (
+                b.values.iter().map(|s| resolved(s, vals)).collect(),
+                b.inclusive,
+            )
+        })
+    };
+    let (mut start, mut end) = (bound_values(&c.start), bound_values(&c.end));
+    if let Some(r) = resumed {
+        if plan.reversed {
+            end = Some((r, false));
+        } else {
+            start = Some((r, false));
+        }
+    }
+    let width = [&start, &end]
+        .iter()
+        .filter_map(|b| b.as_ref().map(|b| b.0.len()))
+        .max()
+        .unwrap_or(0);
+    for i in 0..width {
+        let (Some(n), Some(col)) = (name(first + i), cl.get(first + i)) else {
+            continue;
+        };
+        for (bound, (op_incl, op_excl)) in [(&start, (">=", ">")), (&end, ("<=", "<"))] {
+            let Some((values, inclusive)) = bound else {
+                continue;
+            };
+            let Some(v) = values.get(i) else { continue };
+            let op = if *inclusive { op_incl } else { op_excl };
+            out.push(format!("{n} {op} {}", literal(&col.ty, v.as_deref())));
         }
     }
 }
