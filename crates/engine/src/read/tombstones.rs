@@ -818,3 +818,89 @@ pub(crate) fn distinct_live_row(
     }
     Ok(Some(false))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TombstoneThresholds;
+    use crate::tests::{engine, q};
+    use crate::{DbError, Outcome};
+
+    fn warnings(o: Result<Outcome, DbError>) -> Vec<String> {
+        match o {
+            Ok(Outcome::Rows(rs)) => rs.warnings,
+            other => panic!("expected rows, got {other:?}"),
+        }
+    }
+
+    fn setup(warn: u32, fail: u32) -> crate::Engine {
+        let e = engine();
+        e.set_tombstone_thresholds(TombstoneThresholds { warn, fail });
+        q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
+        q(
+            &e,
+            Some("ks"),
+            "CREATE TABLE t (k int, c int, v int, s set<int>, st int static, PRIMARY KEY (k, c))",
+        )
+        .unwrap();
+        e
+    }
+
+    #[test]
+    fn each_kind_of_tombstone_counts_as_in_cassandra() {
+        let e = setup(0, 1000);
+        let count = |e: &crate::Engine, query: &str| -> Option<String> {
+            warnings(q(e, Some("ks"), query)).into_iter().next()
+        };
+        // A null cell of a live row: 1, and the row is live.
+        q(
+            &e,
+            Some("ks"),
+            "INSERT INTO t (k, c, v) VALUES (1, 1, null)",
+        )
+        .unwrap();
+        let w = count(&e, "SELECT * FROM t WHERE k = 1").unwrap();
+        assert!(w.starts_with("Read 1 live rows and 1 tombstone cells for query SELECT * FROM ks.t WHERE k = 1 ALLOW FILTERING; token "), "{w}");
+        // A row deletion: 1; a range deletion: 2; a static null: 1; removed elements: 1 each.
+        q(&e, Some("ks"), "DELETE FROM t WHERE k = 2 AND c = 1").unwrap();
+        q(
+            &e,
+            Some("ks"),
+            "DELETE FROM t WHERE k = 2 AND c > 5 AND c < 9",
+        )
+        .unwrap();
+        q(&e, Some("ks"), "INSERT INTO t (k, st) VALUES (2, null)").unwrap();
+        q(
+            &e,
+            Some("ks"),
+            "UPDATE t SET s = s - {1, 2} WHERE k = 2 AND c = 3",
+        )
+        .unwrap();
+        let w = count(&e, "SELECT v FROM t WHERE k = 2").unwrap();
+        assert!(w.starts_with("Read 0 live rows and 6 tombstone cells for query SELECT v FROM ks.t WHERE k = 2 ALLOW FILTERING"), "{w}");
+        // A partition deletion counts nothing and hides what it shadows.
+        q(&e, Some("ks"), "DELETE FROM t WHERE k = 2").unwrap();
+        assert_eq!(count(&e, "SELECT * FROM t WHERE k = 2"), None);
+    }
+
+    #[test]
+    fn past_the_failure_threshold_the_read_fails() {
+        let e = setup(1000, 3);
+        for c in 0..3 {
+            q(
+                &e,
+                Some("ks"),
+                &format!("DELETE FROM t WHERE k = 1 AND c = {c}"),
+            )
+            .unwrap();
+        }
+        assert!(warnings(q(&e, Some("ks"), "SELECT * FROM t WHERE k = 1")).is_empty());
+        q(&e, Some("ks"), "DELETE FROM t WHERE k = 1 AND c = 3").unwrap();
+        let err = q(&e, Some("ks"), "SELECT * FROM t WHERE k = 1").unwrap_err();
+        assert!(
+            matches!(&err, DbError::ReadFailure { reasons, num_failures: 1, .. } if reasons[0].code == 1),
+            "{err:?}"
+        );
+        // The local system keyspaces are exempt, as in Cassandra.
+        assert!(q(&e, None, "SELECT * FROM system_schema.tables").is_ok());
+    }
+}
