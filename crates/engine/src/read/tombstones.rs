@@ -238,13 +238,19 @@ impl Tally {
         self.now = self.at_consumed;
     }
 
+    /// Whether the command so far met more tombstones than the warning threshold.
+    #[inline]
+    pub(crate) fn over_warn(&self) -> bool {
+        self.on && self.now.tombstones > self.limits.warn
+    }
+
     /// The warning of the command that ends here, if it met more tombstones than the
     /// warning threshold. `query`: Cassandra's rebuild of the command (`ReadCommand.toCQLString`).
     pub(crate) fn warning(&self, query: impl FnOnce() -> String) -> Option<String> {
-        let c = self.now;
-        if !self.on || c.tombstones <= self.limits.warn {
+        if !self.over_warn() {
             return None;
         }
+        let c = self.now;
         let q = query();
         // Cassandra formats the query with `%1.512s`.
         let q = match q.char_indices().nth(512) {
@@ -462,6 +468,10 @@ impl super::SelectRun<'_> {
 
     /// The tombstone warning of the command that read partition `pk` alone.
     pub(super) fn partition_warning(&mut self, pk: &[u8], limits: Limits) {
+        // Nearly always: nothing to say, and nothing to allocate.
+        if !self.tally.over_warn() {
+            return;
+        }
         let parts =
             crate::token::split_partition_key(pk, self.plan.table.pk_count()).unwrap_or_default();
         self.command_warning(&parts, limits);
