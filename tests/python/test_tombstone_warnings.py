@@ -201,8 +201,17 @@ def test_a_page_stops_at_its_last_row(s):
     f = s.execute_async(SimpleStatement("SELECT * FROM t WHERE k = 1", fetch_size=10),
                         paging_state=rs.paging_state)
     assert len(f.result().current_rows) == 10
-    assert len(f.warnings) == 1
-    assert f.warnings[0].startswith("Read 10 live rows and 1100 tombstone cells for query ")
+    # ... named with where it resumes.
+    assert f.warnings == [
+        warning(10, 1100, f"SELECT * FROM {KS}.t WHERE k = 1 AND c > 9 LIMIT 10 ALLOW FILTERING")]
+    # A range read's next page resumes at the partition the previous one ended in.
+    fill(s, "INSERT INTO t (k, c, v) VALUES (2, ?, null)", [(c,) for c in range(2100)])
+    rs = s.execute(SimpleStatement("SELECT * FROM t", fetch_size=1050))
+    f = s.execute_async(SimpleStatement("SELECT * FROM t", fetch_size=1050),
+                        paging_state=rs.paging_state)
+    assert len(f.result().current_rows) == 1050
+    assert f.warnings == [warning(1050, 1050, f"SELECT * FROM {KS}.t WHERE token(k) >= token(2) "
+                                              "LIMIT 1050 ALLOW FILTERING", TOKEN_2)]
 
 
 def test_past_the_failure_threshold_the_read_fails(s):

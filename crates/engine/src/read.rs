@@ -376,6 +376,8 @@ pub(crate) struct SelectRun<'a> {
     warnings: Vec<String>,
     /// An aggregate read in Cassandra's internal pages (`tombstones::InternalPages`).
     internal: Option<tombstones::InternalPages>,
+    /// Where this page resumes (the paging state's row), for the warning's text.
+    resumed_from: Option<Vec<u8>>,
     /// A range read's token bounds (value, inclusive), for the warning's text.
     range_tokens: [Option<(i64, bool)>; 2],
 }
@@ -513,6 +515,7 @@ impl<'a> SelectRun<'a> {
                 || (c.start.is_none()
                     && c.end.is_none()
                     && c.eq.len() + c.tuples.as_ref().map_or(0, TupleValues::arity) == ncl));
+        let resumed_from = state.as_ref().map(|s| s.last_key.clone());
         Ok(SelectRun {
             store,
             plan,
@@ -546,6 +549,7 @@ impl<'a> SelectRun<'a> {
             warnings: Vec::new(),
             internal: tombstones::InternalPages::of(plan, page_size),
             range_tokens: [None, None],
+            resumed_from,
         })
     }
 

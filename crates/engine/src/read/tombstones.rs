@@ -354,7 +354,9 @@ impl InternalPages {
     }
 }
 
-/// The row an internal page ended on: its partition key's components and clustering values.
+/// The row an internal page (or the previous page) ended on: its partition key's components
+/// and clustering values.
+#[derive(Clone)]
 struct Resume {
     pk: Vec<Vec<u8>>,
     clustering: Vec<Vec<u8>>,
@@ -384,6 +386,9 @@ impl super::SelectRun<'_> {
 
     /// The tombstone warning of a range read (one command over the token range).
     pub(super) fn range_warning(&mut self, limits: Limits) {
+        if !self.tally.over_warn() {
+            return;
+        }
         let (plan, vals) = (self.plan, self.vals);
         let (tokens, resume) = (self.range_tokens, self.resume());
         let w = self.tally.warning(|| {
@@ -398,7 +403,7 @@ impl super::SelectRun<'_> {
             let mut bounds = Vec::new();
             // A later internal page of an aggregate starts at the partition the previous
             // one ended in.
-            if let Some(r) = resume {
+            if let Some(r) = &resume {
                 let values: Vec<String> = pk
                     .iter()
                     .map(|c| literal(&c.ty, r.pk.get(c.position as usize).map(Vec::as_slice)))
@@ -421,8 +426,23 @@ impl super::SelectRun<'_> {
     }
 
     /// Where the current internal page of an aggregate resumes (see [`InternalPages`]).
-    fn resume(&self) -> Option<&Resume> {
-        self.internal.as_ref().and_then(|i| i.resume.as_ref())
+    /// Made only for a warning: it may read the row a page resumes after.
+    fn resume(&self) -> Option<Resume> {
+        if let Some(r) = self.internal.as_ref().and_then(|i| i.resume.as_ref()) {
+            return Some(r.clone());
+        }
+        // A page after the first resumes after the row the previous one ended on.
+        let key = self.resumed_from.as_deref()?;
+        let d = crate::keys::decode_key(key)?;
+        let pk = crate::token::split_partition_key(&d.pk, self.plan.table.pk_count())?
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let clustering = match (d.is_header, self.store.get(key)) {
+            (false, Ok(Some(v))) => Row::decode(&v).map(|r| r.clustering).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Some(Resume { pk, clustering })
     }
 
     /// An aggregate read in internal pages, as Cassandra reads one: a row was folded in; a
@@ -484,8 +504,8 @@ impl super::SelectRun<'_> {
         // ended on, when in this partition.
         let resume = self
             .resume()
-            .filter(|r| r.pk.iter().map(Vec::as_slice).eq(parts.iter().copied()))
-            .map(|r| r.clustering.as_slice());
+            .filter(|r| r.pk.iter().map(Vec::as_slice).eq(parts.iter().copied()));
+        let resume = resume.as_ref().map(|r| r.clustering.as_slice());
         let w = self.tally.warning(|| {
             let limits = limits_text(plan, limits.rows, limits.ppl, limits.page);
             command_text(plan, vals, CommandKey::Partition(parts), resume, &limits)
