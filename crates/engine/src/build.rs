@@ -385,6 +385,7 @@ impl<'a> Builder<'a> {
             (false, Vec::new())
         };
         Ok(SelectPlan {
+            queried_columns: queried_columns(&t, &s.selection),
             output: wire_columns(&t.keyspace, &t.name, output),
             json,
             json_columns,
@@ -1159,7 +1160,9 @@ fn more_than_one(had: &KeyValues, name: &str) -> EngineError {
 /// Whether a selection reads static columns and nothing but them and partition key columns
 /// (Cassandra's `Selection.containsOnlyStaticColumns`): such a SELECT reads the static row, so
 /// Cassandra refuses a clustering restriction beside it. `*` reads every column.
-fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
+/// The columns a selector expression names.
+fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
+    columns(e, out);
     fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
         use ast::SelectorExpr as E;
         match e {
@@ -1179,11 +1182,28 @@ fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
             E::CountRows | E::Term(_) => {}
         }
     }
+}
+
+/// `SELECT <this> FROM` in Cassandra's rebuild of a read (the tombstone warning's text).
+fn queried_columns(t: &TableDef, selection: &ast::Selection) -> String {
+    let ast::Selection::Selectors(selectors) = selection else {
+        return crate::read::tombstones::queried_columns(t, None);
+    };
+    let mut names = Vec::new();
+    selectors
+        .iter()
+        .for_each(|s| selector_columns(&s.expr, &mut names));
+    crate::read::tombstones::queried_columns(t, Some(&names))
+}
+
+fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
     let ast::Selection::Selectors(selectors) = selection else {
         return false;
     };
     let mut names = Vec::new();
-    selectors.iter().for_each(|s| columns(&s.expr, &mut names));
+    selectors
+        .iter()
+        .for_each(|s| selector_columns(&s.expr, &mut names));
     let kind = |name: &str| t.columns.iter().find(|c| c.name == name).map(|c| c.kind);
     names.iter().any(|n| kind(n) == Some(ColumnKind::Static))
         && names.iter().all(|n| {

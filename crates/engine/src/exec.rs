@@ -208,17 +208,6 @@ impl Engine {
         }
     }
 
-    pub(crate) fn partition_has_live_row(
-        store: &dyn storage::Storage,
-        t: &TableDef,
-        prefix: &[u8],
-        header: &PartitionHeader,
-        now: Now,
-        auths: Option<&crate::visibility::Authorizations>,
-    ) -> Result<bool, EngineError> {
-        Ok(Self::first_live_row(store, t, prefix, header, now, false, auths)?.is_some())
-    }
-
     /// The partition's first live clustering row; with `by_marker`, the first whose marker
     /// is live (a read that fetches no regular column sees no other row). `auths`: the
     /// reader's visibility authorizations in a labelled table (rows cut to what they see).

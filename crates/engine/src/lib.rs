@@ -96,8 +96,9 @@ use plan::{wire_columns, BindSpec, OutputColumn};
 use proto::error::DbError;
 use proto::response::ColumnSpec;
 use proto::types::ColumnType;
+pub use read::tombstones::TombstoneThresholds;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use storage::{CompactionFilter, Decision, Storage};
 pub use system::NodeInfo;
@@ -192,6 +193,9 @@ pub struct ResultSet {
     pub rows: usize,
     pub data: Vec<u8>,
     pub paging_state: Option<Vec<u8>>,
+    /// Client warnings the read raised (the tombstone warning, `read::tombstones`); empty
+    /// (no allocation) for nearly every result.
+    pub warnings: Vec<String>,
 }
 
 /// A schema change, for the RESULT and the pushed EVENT: the protocol's own type, so it
@@ -489,6 +493,10 @@ pub struct Engine {
     batch_sizes: virtual_tables::BatchSizes,
     /// `batch_size_warn_threshold` / `batch_size_fail_threshold`.
     batch_size_thresholds: RwLock<warnings::BatchSizeThresholds>,
+    /// `tombstone_warn_threshold` / `tombstone_failure_threshold` (`read::tombstones`), read
+    /// once per SELECT.
+    tombstone_warn: AtomicU32,
+    tombstone_fail: AtomicU32,
     /// Which tables may hold partition headers (a point read of the others is one look-up).
     pub(crate) headers: headers::Headers,
 }
@@ -588,6 +596,8 @@ impl Engine {
             live: RwLock::new(None),
             batch_sizes: virtual_tables::BatchSizes::default(),
             batch_size_thresholds: RwLock::new(warnings::BatchSizeThresholds::default()),
+            tombstone_warn: AtomicU32::new(TombstoneThresholds::default().warn),
+            tombstone_fail: AtomicU32::new(TombstoneThresholds::default().fail),
             headers,
         };
         // An index whose build a crash interrupted is built again.
@@ -612,6 +622,20 @@ impl Engine {
             .batch_size_thresholds
             .write()
             .unwrap_or_else(|p| p.into_inner()) = limits;
+    }
+
+    /// Sets the tombstone counts past which a read is warned about or fails
+    /// (`tombstone_warn_threshold`, `tombstone_failure_threshold`).
+    pub fn set_tombstone_thresholds(&self, t: TombstoneThresholds) {
+        self.tombstone_warn.store(t.warn, Ordering::Relaxed);
+        self.tombstone_fail.store(t.fail, Ordering::Relaxed);
+    }
+
+    pub(crate) fn tombstone_thresholds(&self) -> TombstoneThresholds {
+        TombstoneThresholds {
+            warn: self.tombstone_warn.load(Ordering::Relaxed),
+            fail: self.tombstone_fail.load(Ordering::Relaxed),
+        }
     }
 
     /// Allows or refuses `ALTER TABLE ... DROP COMPACT STORAGE` (`drop_compact_storage_enabled`).
@@ -1282,6 +1306,7 @@ impl Engine {
                     rows: rows.len(),
                     data,
                     paging_state: None,
+                    warnings: Vec::new(),
                 }))
             }
             S::ServiceLevel(sl) => self
@@ -1329,6 +1354,7 @@ fn applied_result(t: &TableDef, applied: bool) -> Outcome {
         rows: 1,
         data,
         paging_state: None,
+        warnings: Vec::new(),
     })
 }
 

@@ -48,6 +48,7 @@ impl ListRows {
             rows: self.count,
             data: self.data,
             paging_state: None,
+            warnings: Vec::new(),
         })
     }
 

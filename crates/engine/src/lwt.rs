@@ -468,6 +468,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         rows: count,
         data,
         paging_state: None,
+        warnings: Vec::new(),
     })
 }
 

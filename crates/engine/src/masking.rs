@@ -204,7 +204,7 @@ pub fn apply(
 }
 
 /// A value as a CQL literal (`CQL3Type.toCQLLiteral`), as DESCRIBE prints mask arguments.
-fn cql_literal(t: &T, v: Option<&[u8]>) -> String {
+pub(crate) fn cql_literal(t: &T, v: Option<&[u8]>) -> String {
     let Some(b) = v else {
         return "null".into();
     };

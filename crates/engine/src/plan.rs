@@ -401,6 +401,9 @@ pub struct SelectPlan {
     pub index: Option<IndexScan>,
     /// `ORDER BY v ANN OF q LIMIT k` (see `index::ann`).
     pub ann: Option<AnnPlan>,
+    /// What Cassandra's rebuild of the read names after SELECT (`*`, or the static and
+    /// regular columns read): the tombstone warning's text (`read::tombstones`).
+    pub queried_columns: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 mod ann;
 mod cell_times;
+pub(crate) mod tombstones;
 
 struct PagingState {
     /// The storage key of the last row consumed.
@@ -342,6 +343,9 @@ pub(crate) struct SelectRun<'a> {
     /// The table may hold partition headers (see `headers.rs`): without, none is looked up.
     headers: bool,
     page: Option<u64>,
+    /// The page size asked for (an aggregate's read is not paged, but Cassandra's rebuild of
+    /// it names the page size it reads by).
+    asked_page: Option<u64>,
     ppl: Option<u64>,
     /// Output rows (groups) LIMIT still allows.
     remaining: Option<u64>,
@@ -364,6 +368,18 @@ pub(crate) struct SelectRun<'a> {
     /// filtering): every row and header is cut to what they may see as it is decoded, so
     /// liveness, paging, aggregates and `writetime`/`ttl` never see the rest.
     auths: Option<crate::visibility::Authorizations>,
+    /// The tombstones and live rows the read met (`read/tombstones.rs`).
+    tally: tombstones::Tally,
+    /// This node's address, for the ReadFailure past `tombstone_failure_threshold`.
+    node: std::net::IpAddr,
+    /// Client warnings raised (the tombstone warning of each command over the threshold).
+    warnings: Vec<String>,
+    /// An aggregate read in Cassandra's internal pages (`tombstones::InternalPages`).
+    internal: Option<tombstones::InternalPages>,
+    /// Where this page resumes (the paging state's row), for the warning's text.
+    resumed_from: Option<Vec<u8>>,
+    /// A range read's token bounds (value, inclusive), for the warning's text.
+    range_tokens: [Option<(i64, bool)>; 2],
 }
 
 /// The candidates of an indexed read in one partition.
@@ -415,6 +431,8 @@ impl Engine {
             Arc::as_ptr(&self.storage),
         );
         run.headers = !own || self.headers.may_have(plan.table.id);
+        run.tally = tombstones::Tally::new(self.tombstone_thresholds(), &plan.table, now.secs, own);
+        run.node = self.node().rpc_address;
         run.run(self)
     }
 }
@@ -497,6 +515,7 @@ impl<'a> SelectRun<'a> {
                 || (c.start.is_none()
                     && c.end.is_none()
                     && c.eq.len() + c.tuples.as_ref().map_or(0, TupleValues::arity) == ncl));
+        let resumed_from = state.as_ref().map(|s| s.last_key.clone());
         Ok(SelectRun {
             store,
             plan,
@@ -508,6 +527,7 @@ impl<'a> SelectRun<'a> {
             point_read,
             headers: true,
             page,
+            asked_page: page_size.filter(|p| *p > 0).map(|p| p as u64),
             ppl,
             remaining,
             resume_in_partition: state.as_ref().map_or(0, |s| s.in_partition),
@@ -524,6 +544,12 @@ impl<'a> SelectRun<'a> {
             merge,
             ann,
             auths: None,
+            tally: tombstones::Tally::new(Default::default(), t, now.secs, false),
+            node: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            warnings: Vec::new(),
+            internal: tombstones::InternalPages::of(plan, page_size),
+            range_tokens: [None, None],
+            resumed_from,
         })
     }
 
@@ -531,14 +557,41 @@ impl<'a> SelectRun<'a> {
         if self.run_ann_graph(engine)? {
             return self.finish();
         }
+        let limits = self.limits();
+        if let Some(ip) = self.internal.as_mut() {
+            ip.limits = Some(limits);
+        }
         match (&self.plan.index, &self.plan.partitions) {
             (Some(scan), PartitionSel::Range { start, end }) => {
-                self.scan_index(engine, scan, start, end)?
+                let limits = self.limits();
+                self.range_tokens = self.tokens_of(engine, start, end);
+                self.scan_index(engine, scan, start, end)?;
+                self.range_warning(limits);
             }
             (_, PartitionSel::Keys(sel)) => self.scan_keys(sel)?,
-            (None, PartitionSel::Range { start, end }) => self.scan_range(engine, start, end)?,
+            (None, PartitionSel::Range { start, end }) => {
+                let limits = self.limits();
+                self.range_tokens = self.tokens_of(engine, start, end);
+                self.scan_range(engine, start, end)?;
+                self.range_warning(limits);
+            }
         }
         self.finish()
+    }
+
+    /// The token bounds of a range read, as values.
+    fn tokens_of(
+        &self,
+        engine: &Engine,
+        start: &Option<TokenBound>,
+        end: &Option<TokenBound>,
+    ) -> [Option<(i64, bool)>; 2] {
+        let t = &self.plan.table;
+        let of = |b: &Option<TokenBound>| {
+            let b = b.as_ref()?;
+            Some((engine.token_bound(t, &b.src, self.vals).ok()?, b.inclusive))
+        };
+        [of(start), of(end)]
     }
 
     /// An indexed read: the index's candidates within the token range, visited a partition
@@ -653,7 +706,12 @@ impl<'a> SelectRun<'a> {
             None => 0,
         };
         for p in &parts[first..] {
-            if self.partition(&p.prefix, &p.pk, p.token, None)? == Flow::Stop {
+            // Each partition is a command of its own, with its own count and warning.
+            self.tally.reset();
+            let limits = self.limits();
+            let flow = self.partition(&p.prefix, &p.pk, p.token, None)?;
+            self.partition_warning(&p.pk, limits);
+            if flow == Flow::Stop {
                 break;
             }
         }
@@ -809,6 +867,10 @@ impl<'a> SelectRun<'a> {
         if let Some(a) = &self.auths {
             header.hide(a);
         }
+        self.tally.enter(tok);
+        if self.tally.statics(&header, now.secs).is_err() {
+            return self.too_many_tombstones();
+        }
         let resume_key = self.resume_key.take_if(|k| k.starts_with(prefix));
         let resuming_here = resume_key.is_some();
         // What the previous page returned counts only in the partition it stopped in (which
@@ -832,14 +894,18 @@ impl<'a> SelectRun<'a> {
                 return Ok(Flow::Go);
             }
             let live = header.has_live_statics(now.secs)
-                || Engine::partition_has_live_row(
+                || match tombstones::distinct_live_row(
                     store,
                     t,
                     prefix,
                     &header,
                     now,
                     self.auths.as_ref(),
-                )?;
+                    &mut self.tally,
+                )? {
+                    Some(live) => live,
+                    None => return self.too_many_tombstones(),
+                };
             let passes = || passes_filters(t, &self.filters, &pk_parts, None, &header, None, now);
             if !live || !passes() {
                 return Ok(Flow::Go);
@@ -865,6 +931,20 @@ impl<'a> SelectRun<'a> {
                     if rk.as_slice() >= a.as_slice() {
                         lo = Bound::Excluded(rk.as_slice());
                     }
+                }
+            }
+            if !self.point_read && self.only_rows.is_none() && !header.ranges.is_empty() {
+                fn enc<'k>(b: Bound<&'k [u8]>, row_prefix: &[u8]) -> &'k [u8] {
+                    match b {
+                        Bound::Included(k) | Bound::Excluded(k) => {
+                            k.strip_prefix(row_prefix).unwrap_or(&[])
+                        }
+                        Bound::Unbounded => &[],
+                    }
+                }
+                let enc = |b| enc(b, &row_prefix);
+                if self.tally.ranges(&header, enc(lo), enc(hi)).is_err() {
+                    return self.too_many_tombstones();
                 }
             }
             let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
@@ -902,8 +982,13 @@ impl<'a> SelectRun<'a> {
                     row.hide(a);
                 }
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
-                if !row.is_live(now.secs, outer)
-                    || (strict && !crate::view::marker_live(&row, now.secs))
+                let live = row.is_live(now.secs, outer)
+                    && (!strict || crate::view::marker_live(&row, now.secs));
+                // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
+                if self.tally.row(&row, outer, now.secs, live).is_err() {
+                    return self.too_many_tombstones();
+                }
+                if !live
                     || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
                 {
                     continue;
@@ -942,9 +1027,14 @@ impl<'a> SelectRun<'a> {
             return Flow::Stop;
         }
         if self.ppl.is_some_and(|l| self.in_part >= l) {
+            // A group ends where the next one starts: Cassandra too reads that row.
+            if matches!(self.plan.selection, Selection::Rows(_)) {
+                self.tally.rewind();
+            }
             return Flow::NextPartition;
         }
         if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
+            self.tally.rewind();
             self.next_state = Some(PagingState {
                 last_key: self.sink.last_key.clone(),
                 remaining: self.remaining,
@@ -1012,6 +1102,9 @@ impl<'a> SelectRun<'a> {
             g.add(sel, view)?;
         }
         self.consumed(key);
+        if self.internal.is_some() {
+            self.internal_page_row(view.pk_parts, view.row.map(|r| r.clustering.as_slice()));
+        }
         Ok(Flow::Go)
     }
 
@@ -1020,6 +1113,7 @@ impl<'a> SelectRun<'a> {
         self.sink.last_key.clear();
         self.sink.last_key.extend_from_slice(key);
         self.last_in_part = self.in_part;
+        self.tally.consumed();
     }
 
     fn emit_row(&mut self, selectors: &[Selector], view: &RowView) -> Result<(), EngineError> {
@@ -1117,6 +1211,7 @@ impl<'a> SelectRun<'a> {
             rows: self.sink.rows,
             data: self.sink.data,
             paging_state: self.next_state.map(|s| s.encode()),
+            warnings: self.warnings,
         })
     }
 }

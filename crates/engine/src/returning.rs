@@ -154,5 +154,6 @@ fn with_applied(rs: ResultSet, applied: bool) -> ResultSet {
         rows: rs.rows.max(1),
         data,
         paging_state: None,
+        warnings: Vec::new(),
     }
 }

@@ -136,6 +136,10 @@ impl LocalBackend {
             warn_bytes: config.batch_size_warn_threshold,
             fail_bytes: config.batch_size_fail_threshold,
         });
+        engine.set_tombstone_thresholds(engine::TombstoneThresholds {
+            warn: config.tombstone_warn_threshold,
+            fail: config.tombstone_failure_threshold,
+        });
         engine.set_vector_index_memory_bytes(
             usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
         );
@@ -731,6 +735,7 @@ fn with_warning(response: Response, warning: Option<&'static str>, raised: Vec<S
 fn run_warnings(r: &Result<Outcome, DbError>) -> Vec<String> {
     match r {
         Ok(Outcome::VoidWithWarnings(w)) => w.clone(),
+        Ok(Outcome::Rows(rs)) => rs.warnings.clone(),
         _ => Vec::new(),
     }
 }

@@ -137,6 +137,14 @@ pub struct Config {
     /// with Invalid "Batch too large" (Cassandra 5.0's key). Kept in bytes. Default 50 KiB.
     #[serde(with = "kib_str")]
     pub batch_size_fail_threshold: u64,
+    /// Standalone mode: a read that meets more tombstones than this gets Cassandra's client
+    /// warning "Read N live rows and M tombstone cells for query ..." (Cassandra's key).
+    /// Default 1000.
+    pub tombstone_warn_threshold: u32,
+    /// Standalone mode: a read that meets more tombstones than this stops and fails with
+    /// ReadFailure (READ_TOO_MANY_TOMBSTONES), as Cassandra's (Cassandra's key). Default
+    /// 100000.
+    pub tombstone_failure_threshold: u32,
     /// Standalone mode: bytes of the storage engine's block cache (decompressed data, index
     /// and filter blocks kept in memory). Default 1 GiB.
     pub storage_cache_bytes: u64,
@@ -336,6 +344,8 @@ impl Default for Config {
             dynamic_data_masking_enabled: false,
             batch_size_warn_threshold: 5 * 1024,
             batch_size_fail_threshold: 50 * 1024,
+            tombstone_warn_threshold: 1000,
+            tombstone_failure_threshold: 100_000,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
@@ -1137,6 +1147,16 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.batch_size_warn_threshold, 5 << 10);
         assert_eq!(c.batch_size_fail_threshold, 50 << 10);
+        assert_eq!(
+            (c.tombstone_warn_threshold, c.tombstone_failure_threshold),
+            (1000, 100_000)
+        );
+        let c = Config::from_yaml("tombstone_warn_threshold: 5\ntombstone_failure_threshold: 20\n")
+            .unwrap();
+        assert_eq!(
+            (c.tombstone_warn_threshold, c.tombstone_failure_threshold),
+            (5, 20)
+        );
         let c =
             Config::from_yaml("batch_size_warn_threshold: 1KiB\nbatch_size_fail_threshold: 2MiB\n")
                 .unwrap();
