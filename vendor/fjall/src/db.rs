@@ -361,6 +361,48 @@ impl Database {
         Ok(())
     }
 
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md)
+    /// Seals the active journal and starts a new one, written under the cipher installed now,
+    /// then deletes every sealed journal whose writes are all flushed to tables. Flush every
+    /// keyspace first for the journal sealed here to go at once (otherwise a later flush
+    /// deletes it). Journals otherwise rotate only at 64 MB, so without this a key rotation
+    /// would leave items sealed under the old key in the active journal indefinitely.
+    ///
+    /// # Errors
+    ///
+    /// Returns error, if an IO error occurred.
+    #[expect(clippy::expect_used)]
+    pub fn rotate_journal(&self) -> crate::Result<()> {
+        if self.is_poisoned.is_poisoned() {
+            return Err(crate::Error::Poisoned);
+        }
+        // Lock order as the flush worker's rotation: journal writer, manager, keyspaces.
+        let mut journal_writer = self.supervisor.journal.get_writer()?;
+        let mut journal_manager = self
+            .supervisor
+            .journal_manager
+            .write()
+            .expect("lock is poisoned");
+        let seqno_map = {
+            let keyspaces = self.supervisor.keyspaces.write().expect("lock is poisoned");
+            self.supervisor.build_seqno_map(&keyspaces)
+        };
+        journal_manager.rotate_journal(&mut journal_writer, seqno_map)?;
+        drop(journal_writer);
+        journal_manager.maintenance()
+    }
+
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md)
+    /// Rewrites the tables of the database's own meta keyspace (keyspace names and options),
+    /// which no keyspace's compaction touches, under the cipher installed now.
+    ///
+    /// # Errors
+    ///
+    /// Returns error, if an IO error occurred.
+    pub fn rewrite_meta_keyspace(&self) -> crate::Result<()> {
+        self.meta_keyspace.major_compact()
+    }
+
     #[doc(hidden)]
     #[must_use]
     pub fn cache_capacity(&self) -> u64 {

@@ -171,6 +171,10 @@ pub use tx::optimistic::{
 #[doc(hidden)]
 pub use lsm_tree::{AbstractTree, AnyTree, Error as LsmError, TreeType};
 
+// PATCH (Peregrine, encryption at rest; see vendor/README.md): the cipher sealing table blocks
+// and journal items.
+pub use lsm_tree::encryption;
+
 pub use lsm_tree::{
     CompressionType, KvPair, KvSeparationOptions, SeqNo, Slice, UserKey, UserValue,
 };

@@ -214,6 +214,15 @@ impl MetaKeyspace {
         }))
     }
 
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md)
+    /// Rewrites the meta keyspace's tables (under the cipher installed now), dropping no
+    /// version.
+    pub(crate) fn major_compact(&self) -> crate::Result<()> {
+        use lsm_tree::AbstractTree;
+        self.inner.major_compact(64_000_000, 0)?;
+        Ok(())
+    }
+
     pub(crate) fn keyspace_exists(&self, name: &str) -> bool {
         self.keyspaces
             .read()

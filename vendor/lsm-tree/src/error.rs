@@ -40,6 +40,11 @@ pub enum Error {
 
     /// UTF-8 error
     Utf8(std::str::Utf8Error),
+
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md)
+    /// An encrypted block could not be sealed or opened (no key, unknown key, or
+    /// authentication failure)
+    Encryption(String),
 }
 
 impl std::fmt::Display for Error {

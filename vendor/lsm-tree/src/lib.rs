@@ -94,6 +94,10 @@ pub mod descriptor_table;
 pub mod file_accessor;
 
 mod double_ended_peekable;
+
+// PATCH (Peregrine, encryption at rest; see vendor/README.md)
+pub mod encryption;
+
 mod error;
 
 #[doc(hidden)]

@@ -89,6 +89,16 @@ impl Iterator for JournalBatchReader {
 
             let journal_file_pos = self.reader.last_valid_pos;
 
+            // PATCH (Peregrine, encryption at rest; see vendor/README.md): a sealed item's
+            // checksum covers its sealed bytes; it is then read as the item it opened to.
+            let (item, hashed) = match item {
+                Entry::Sealed { raw, item } => {
+                    self.checksum_builder.update(&raw);
+                    (*item, true)
+                }
+                other => (other, false),
+            };
+
             match item {
                 Entry::Start { item_count, seqno } => {
                     if self.is_in_batch {
@@ -157,10 +167,12 @@ impl Iterator for JournalBatchReader {
                         value_type,
                         compression,
                     };
-                    let mut bytes = Vec::with_capacity(100);
-                    fail_iter!(item.encode_into(&mut bytes));
+                    if !hashed {
+                        let mut bytes = Vec::with_capacity(100);
+                        fail_iter!(item.encode_into(&mut bytes));
 
-                    self.checksum_builder.update(&bytes);
+                        self.checksum_builder.update(&bytes);
+                    }
 
                     if !self.is_in_batch {
                         log::debug!("Invalid batch: found end marker without start marker");
@@ -184,6 +196,13 @@ impl Iterator for JournalBatchReader {
                         value,
                         value_type,
                     });
+                }
+                // PATCH (Peregrine): decoding never nests a sealed entry in another.
+                Entry::Sealed { .. } => {
+                    return Some(Err(crate::Error::Io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "a sealed journal entry inside another",
+                    ))));
                 }
                 Entry::Clear { keyspace_id } => {
                     let entry = Entry::Clear { keyspace_id };

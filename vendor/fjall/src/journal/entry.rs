@@ -36,6 +36,13 @@ pub enum Entry {
     Clear {
         keyspace_id: InternalKeyspaceId,
     },
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md)
+    /// An item read from a `SealedItem` entry: the entry's bytes as written (which the batch
+    /// checksum covers) and the item they open to.
+    Sealed {
+        raw: Vec<u8>,
+        item: Box<Entry>,
+    },
 }
 
 pub fn serialize_marker_item<W: Write>(
@@ -89,19 +96,23 @@ pub enum Tag {
     Item = 2,
     End = 3,
     Clear = 4,
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md): an item entry sealed by the
+    // installed cipher: `0x10 sealed_len:u32 sealed`, `sealed` opening to an `Item` entry.
+    SealedItem = 16,
 }
 
 impl TryFrom<u8> for Tag {
     type Error = crate::Error;
 
     fn try_from(value: u8) -> Result<Self, Self::Error> {
-        use Tag::{Clear, End, Item, Start};
+        use Tag::{Clear, End, Item, SealedItem, Start};
 
         match value {
             1 => Ok(Start),
             2 => Ok(Item),
             3 => Ok(End),
             4 => Ok(Clear),
+            16 => Ok(SealedItem),
             _ => Err(crate::Error::InvalidTag(("JournalMarkerTag", value))),
         }
     }
@@ -122,9 +133,10 @@ impl Entry {
     }
 
     pub(crate) fn encode_into<W: Write>(&self, writer: &mut W) -> Result<(), crate::Error> {
-        use Entry::{Clear, End, Item, Start};
+        use Entry::{Clear, End, Item, Sealed, Start};
 
         match self {
+            Sealed { raw, .. } => writer.write_all(raw)?,
             Start { item_count, seqno } => {
                 writer.write_u8(Tag::Start.into())?;
                 writer.write_u32::<LittleEndian>(*item_count)?;
@@ -238,6 +250,31 @@ impl Entry {
             Tag::Clear => {
                 let keyspace_id = reader.read_u64::<LittleEndian>()?;
                 Ok(Self::Clear { keyspace_id })
+            }
+            Tag::SealedItem => {
+                let len = reader.read_u32::<LittleEndian>()?;
+                let sealed = Slice::from_reader(reader, len as usize)?;
+                // Not a torn tail (the journal reader would truncate there): an error that
+                // stops recovery, so a missing or wrong key never drops journaled writes.
+                let refuse = |e: String| {
+                    crate::Error::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                };
+                let Some(cipher) = lsm_tree::encryption::cipher() else {
+                    return Err(refuse(
+                        "the journal is encrypted and no encryption key is configured".into(),
+                    ));
+                };
+                let plain = cipher.decrypt(&sealed).map_err(refuse)?;
+                let mut plain = &plain[..];
+                if plain.first() != Some(&u8::from(Tag::Item)) {
+                    return Err(refuse("a sealed journal entry is not an item".into()));
+                }
+                let item = Box::new(Self::decode_from(&mut plain)?);
+                let mut raw = Vec::with_capacity(5 + sealed.len());
+                raw.push(u8::from(Tag::SealedItem));
+                raw.extend_from_slice(&len.to_le_bytes());
+                raw.extend_from_slice(&sealed);
+                Ok(Self::Sealed { raw, item })
             }
         }
     }

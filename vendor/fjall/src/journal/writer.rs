@@ -28,6 +28,11 @@ pub struct Writer {
 
     compression: CompressionType,
     compression_threshold: usize,
+
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md): the cipher installed when
+    // the journal file was opened seals every item entry (`Tag::SealedItem`).
+    cipher: Option<std::sync::Arc<dyn lsm_tree::encryption::BlockCipher>>,
+    sealed: Vec<u8>,
 }
 
 /// The persist mode allows setting the durability guarantee of previous writes
@@ -146,6 +151,8 @@ impl Writer {
             is_buffer_dirty: false,
             compression: CompressionType::None,
             compression_threshold: 0,
+            cipher: lsm_tree::encryption::cipher(),
+            sealed: Vec::new(),
         })
     }
 
@@ -179,6 +186,8 @@ impl Writer {
                 is_buffer_dirty: false,
                 compression: CompressionType::None,
                 compression_threshold: 0,
+                cipher: lsm_tree::encryption::cipher(),
+                sealed: Vec::new(),
             });
         }
 
@@ -196,6 +205,8 @@ impl Writer {
             is_buffer_dirty: false,
             compression: CompressionType::None,
             compression_threshold: 0,
+            cipher: lsm_tree::encryption::cipher(),
+            sealed: Vec::new(),
         })
     }
 
@@ -231,6 +242,33 @@ impl Writer {
             }),
             PersistMode::Buffer => Ok(()),
         }
+    }
+
+    /// Writes the item entry serialized in `self.buf` (sealed when a cipher is set) and adds
+    /// the bytes written to `hasher`; returns their count (PATCH, see `cipher`).
+    fn write_item_entry(
+        &mut self,
+        hasher: &mut xxhash_rust::xxh3::Xxh3,
+    ) -> Result<usize, crate::Error> {
+        let Some(cipher) = &self.cipher else {
+            self.file.write_all(&self.buf)?;
+            hasher.update(&self.buf);
+            return Ok(self.buf.len());
+        };
+        self.sealed.clear();
+        self.sealed.extend_from_slice(&[0; 5]);
+        cipher
+            .encrypt(&self.buf, &mut self.sealed)
+            .map_err(|e| crate::Error::Storage(lsm_tree::Error::Encryption(e)))?;
+        let len = u32::try_from(self.sealed.len() - 5).map_err(|_| {
+            crate::Error::Storage(lsm_tree::Error::Encryption("journal item too large".into()))
+        })?;
+        self.sealed[0] = super::entry::Tag::SealedItem.into();
+        #[expect(clippy::indexing_slicing)]
+        self.sealed[1..5].copy_from_slice(&len.to_le_bytes());
+        self.file.write_all(&self.sealed)?;
+        hasher.update(&self.sealed);
+        Ok(self.sealed.len())
     }
 
     /// Writes a batch start marker to the journal
@@ -285,10 +323,7 @@ impl Writer {
             },
         )?;
 
-        self.file.write_all(&self.buf)?;
-
-        hasher.update(&self.buf);
-        byte_count += self.buf.len();
+        byte_count += self.write_item_entry(&mut hasher)?;
 
         self.buf.clear();
         let checksum = hasher.finish();
@@ -364,10 +399,7 @@ impl Writer {
                 },
             )?;
 
-            self.file.write_all(&self.buf)?;
-
-            hasher.update(&self.buf);
-            byte_count += self.buf.len();
+            byte_count += self.write_item_entry(&mut hasher)?;
 
             self.buf.clear();
         }

@@ -77,7 +77,19 @@ impl Header {
 }
 
 impl Encode for Header {
-    fn encode_into<W: Write>(&self, mut writer: &mut W) -> Result<(), crate::Error> {
+    fn encode_into<W: Write>(&self, writer: &mut W) -> Result<(), crate::Error> {
+        self.encode_with_flags(writer, 0)
+    }
+}
+
+// PATCH (Peregrine, encryption at rest; see vendor/README.md): the header's block-type byte
+// carries flags in its high bit (`encryption::ENCRYPTED_FLAG`), covered by the header checksum.
+impl Header {
+    pub(crate) fn encode_with_flags<W: Write>(
+        &self,
+        mut writer: &mut W,
+        flags: u8,
+    ) -> Result<(), crate::Error> {
         use byteorder::LE;
 
         let checksum = {
@@ -87,7 +99,7 @@ impl Encode for Header {
             writer.write_all(&MAGIC_BYTES)?;
 
             // Write block type
-            writer.write_u8(self.block_type.into())?;
+            writer.write_u8(u8::from(self.block_type) | flags)?;
 
             // Write data checksum
             writer.write_u128::<LE>(self.checksum.into_u128())?;
@@ -114,6 +126,13 @@ impl Encode for Header {
 
 impl Decode for Header {
     fn decode_from<R: Read>(reader: &mut R) -> Result<Self, crate::Error> {
+        Self::decode_with_flags(reader).map(|(header, _)| header)
+    }
+}
+
+impl Header {
+    /// The header and the flags of its block-type byte (PATCH, see `encode_with_flags`).
+    pub(crate) fn decode_with_flags<R: Read>(reader: &mut R) -> Result<(Self, u8), crate::Error> {
         use byteorder::LE;
 
         let mut protected_reader = ChecksummedReader::new(reader);
@@ -128,7 +147,8 @@ impl Decode for Header {
 
         // Read block type
         let block_type = protected_reader.read_u8()?;
-        let block_type = BlockType::try_from(block_type)?;
+        let flags = block_type & crate::encryption::ENCRYPTED_FLAG;
+        let block_type = BlockType::try_from(block_type & !crate::encryption::ENCRYPTED_FLAG)?;
 
         // Read data checksum
         let checksum = protected_reader.read_u128::<LE>()?;
@@ -160,12 +180,15 @@ impl Decode for Header {
             });
         }
 
-        Ok(Self {
-            block_type,
-            checksum: Checksum::from_raw(checksum),
-            data_length,
-            uncompressed_length,
-        })
+        Ok((
+            Self {
+                block_type,
+                checksum: Checksum::from_raw(checksum),
+                data_length,
+                uncompressed_length,
+            },
+            flags,
+        ))
     }
 }
 

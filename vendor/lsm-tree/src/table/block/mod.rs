@@ -18,11 +18,9 @@ pub use offset::BlockOffset;
 pub use r#type::BlockType;
 pub(crate) use trailer::{Trailer, TRAILER_START_MARKER};
 
-use crate::{
-    coding::{Decode, Encode},
-    table::BlockHandle,
-    Checksum, CompressionType, Slice,
-};
+// PATCH (Peregrine): `coding::{Decode, Encode}` no longer used here (headers go through
+// `encode_with_flags` / `decode_with_flags`).
+use crate::{table::BlockHandle, Checksum, CompressionType, Slice};
 use std::fs::File;
 
 /// A block on disk
@@ -64,13 +62,27 @@ impl Block {
             CompressionType::Lz4 => &lz4_flex::compress(data),
         };
 
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): compress, then seal.
+        let mut sealed = Vec::new();
+        let mut flags = 0;
+        let data = match crate::encryption::cipher() {
+            None => data,
+            Some(cipher) => {
+                cipher
+                    .encrypt(data, &mut sealed)
+                    .map_err(crate::Error::Encryption)?;
+                flags = crate::encryption::ENCRYPTED_FLAG;
+                &sealed
+            }
+        };
+
         #[expect(clippy::cast_possible_truncation, reason = "blocks are limited to u32")]
         {
             header.data_length = data.len() as u32;
             header.checksum = Checksum::from_raw(crate::hash::hash128(data));
         }
 
-        header.encode_into(&mut writer)?;
+        header.encode_with_flags(&mut writer, flags)?;
         writer.write_all(data)?;
 
         log::trace!(
@@ -88,7 +100,7 @@ impl Block {
         reader: &mut R,
         compression: CompressionType,
     ) -> crate::Result<Self> {
-        let header = Header::decode_from(reader)?;
+        let (header, flags) = Header::decode_with_flags(reader)?;
         let raw_data = Slice::from_reader(reader, header.data_length as usize)?;
 
         let checksum = Checksum::from_raw(crate::hash::hash128(&raw_data));
@@ -100,6 +112,13 @@ impl Block {
                 header.checksum,
             );
         })?;
+
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open, then decompress.
+        let raw_data = if flags & crate::encryption::ENCRYPTED_FLAG == 0 {
+            raw_data
+        } else {
+            crate::encryption::open_sealed(&raw_data)?
+        };
 
         let data = match compression {
             CompressionType::None => raw_data,
@@ -135,7 +154,7 @@ impl Block {
     ) -> crate::Result<Self> {
         let buf = crate::file::read_exact(file, *handle.offset(), handle.size() as usize)?;
 
-        let header = Header::decode_from(&mut &buf[..])?;
+        let (header, flags) = Header::decode_with_flags(&mut &buf[..])?;
 
         #[expect(clippy::indexing_slicing)]
         let checksum = Checksum::from_raw(crate::hash::hash128(&buf[Header::serialized_len()..]));
@@ -148,9 +167,17 @@ impl Block {
             );
         })?;
 
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open, then decompress.
+        let payload = if flags & crate::encryption::ENCRYPTED_FLAG == 0 {
+            buf.slice(Header::serialized_len()..)
+        } else {
+            #[expect(clippy::indexing_slicing)]
+            crate::encryption::open_sealed(&buf[Header::serialized_len()..])?
+        };
+
         let buf = match compression {
             CompressionType::None => {
-                let value = buf.slice(Header::serialized_len()..);
+                let value = payload;
 
                 #[expect(clippy::cast_possible_truncation, reason = "values are u32 length max")]
                 {
@@ -162,10 +189,7 @@ impl Block {
 
             #[cfg(feature = "lz4")]
             CompressionType::Lz4 => {
-                // NOTE: We know that a header always exists and data is never empty
-                // So the slice is fine
-                #[expect(clippy::indexing_slicing)]
-                let raw_data = &buf[Header::serialized_len()..];
+                let raw_data = &payload[..];
 
                 #[warn(unsafe_code)]
                 let mut builder =
