@@ -80,7 +80,10 @@ mod metrics;
 mod passthrough_tests;
 mod patch;
 mod peers;
-mod ssd;
+// Public only for its integration test (tests/ssd_encryption.rs: the cipher is process-wide, so
+// that test needs a process of its own); not part of the crate's API.
+#[doc(hidden)]
+pub mod ssd;
 mod stale;
 mod topology;
 mod upstream;
