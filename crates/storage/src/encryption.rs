@@ -80,6 +80,19 @@ impl KeySet {
         })?;
         let keys = parse_key_file(&text)
             .map_err(|e| StorageError::Encryption(format!("key file {}: {e}", path.display())))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Ok(meta) = std::fs::metadata(path) {
+                if meta.permissions().mode() & 0o077 != 0 {
+                    tracing::warn!(
+                        "key file {} is readable by other users (mode {:o}): `chmod 600` it",
+                        path.display(),
+                        meta.permissions().mode() & 0o777
+                    );
+                }
+            }
+        }
         Ok(KeySet {
             source: path.to_path_buf(),
             keys,
