@@ -81,6 +81,10 @@ impl LocalBackend {
             CommitlogSync::Batch => storage::SyncMode::Batch,
             CommitlogSync::Periodic => storage::SyncMode::Periodic(config.commitlog_sync_period),
         };
+        let encryption = match config.encryption_at_rest.key_file() {
+            Some(path) => Some(storage::KeySet::load(path)?),
+            None => None,
+        };
         let store = storage::LsmStorage::open(
             &config.data_dir,
             storage::Options {
@@ -109,6 +113,7 @@ impl LocalBackend {
                     DataFileCheck::Full => storage::DataFileCheck::Full,
                     DataFileCheck::Off => storage::DataFileCheck::Off,
                 },
+                encryption,
             },
         )?;
         let rpc_address: IpAddr = if config.listen.ip().is_unspecified() {

@@ -1300,7 +1300,7 @@ mod tests {
 
     /// DRAM of 16 shards x `shard_bytes` over an SSD tier of `ssd_bytes`.
     fn tiered(dir: &TempDir, shard_bytes: usize, ssd_bytes: u64) -> Cache {
-        let ssd = SsdTier::open(&dir.0, ssd_bytes).unwrap();
+        let ssd = SsdTier::open(&dir.0, ssd_bytes, None).unwrap();
         Cache::with_ssd(SHARDS * shard_bytes, 1 << 16, Some(ssd))
     }
 

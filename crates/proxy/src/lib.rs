@@ -80,7 +80,10 @@ mod metrics;
 mod passthrough_tests;
 mod patch;
 mod peers;
-mod ssd;
+// Public only for its integration test (tests/ssd_encryption.rs: the cipher is process-wide, so
+// that test needs a process of its own); not part of the crate's API.
+#[doc(hidden)]
+pub mod ssd;
 mod stale;
 mod topology;
 mod upstream;
@@ -237,8 +240,18 @@ impl ProxyBackend {
         let ssd = match p.cache_dir.clone() {
             Some(dir) => {
                 let budget = p.ssd_cache_bytes;
-                let opened =
-                    tokio::task::spawn_blocking(move || ssd::SsdTier::open(&dir, budget)).await;
+                let keys = config
+                    .encryption_at_rest
+                    .key_file()
+                    .map(std::path::Path::to_path_buf);
+                let opened = tokio::task::spawn_blocking(move || {
+                    let keys = keys
+                        .map(|path| storage::KeySet::load(&path))
+                        .transpose()
+                        .map_err(ssd::SsdError::Storage)?;
+                    ssd::SsdTier::open(&dir, budget, keys)
+                })
+                .await;
                 match opened {
                     Ok(Ok(tier)) => Some(tier),
                     Ok(Err(e)) => {

@@ -154,7 +154,11 @@ fn record_bytes(key_len: usize, value_len: usize) -> u64 {
 impl SsdTier {
     /// Opens the tier in `<dir>/proxy-ssd-cache`, wiping whatever a previous process left
     /// there (see the module docs), with a budget of `budget_bytes`.
-    pub fn open(dir: &Path, budget_bytes: u64) -> Result<Arc<Self>, SsdError> {
+    pub fn open(
+        dir: &Path,
+        budget_bytes: u64,
+        encryption: Option<storage::KeySet>,
+    ) -> Result<Arc<Self>, SsdError> {
         let path = dir.join(SUBDIR);
         let dir_err = |source| SsdError::Dir {
             path: path.display().to_string(),
@@ -172,6 +176,7 @@ impl SsdTier {
                 sync: SyncMode::Periodic(Duration::from_secs(60)),
                 cache_bytes: LSM_BLOCK_CACHE_BYTES,
                 filter: None,
+                encryption,
                 ..Options::default()
             },
         )?;
@@ -542,7 +547,7 @@ pub(crate) mod tests {
     #[test]
     fn record_round_trips_rows_ticket_and_expiry() {
         let dir = TempDir::new("rt");
-        let t = SsdTier::open(&dir.0, 1 << 20).unwrap();
+        let t = SsdTier::open(&dir.0, 1 << 20, None).unwrap();
         let expires = Instant::now() + Duration::from_secs(5);
         let r = rows(42, 10);
         t.put(
@@ -565,7 +570,7 @@ pub(crate) mod tests {
     #[test]
     fn overwrite_and_delete_keep_the_counts_right() {
         let dir = TempDir::new("ow");
-        let t = SsdTier::open(&dir.0, 1 << 20).unwrap();
+        let t = SsdTier::open(&dir.0, 1 << 20, None).unwrap();
         let e = Instant::now() + Duration::from_secs(5);
         t.put(b"k".to_vec().into(), [0; 4], e, Arc::new(rows(1, 100)));
         t.put(b"k".to_vec().into(), [0; 4], e, Arc::new(rows(2, 100)));
@@ -591,7 +596,7 @@ pub(crate) mod tests {
     fn budget_evicts_oldest_first() {
         let dir = TempDir::new("budget");
         let budget = 20 * 1024;
-        let t = SsdTier::open(&dir.0, budget).unwrap();
+        let t = SsdTier::open(&dir.0, budget, None).unwrap();
         let e = Instant::now() + Duration::from_secs(5);
         for i in 0..100u32 {
             t.put(
@@ -621,12 +626,12 @@ pub(crate) mod tests {
         let dir = TempDir::new("wipe");
         let e = Instant::now() + Duration::from_secs(5);
         {
-            let t = SsdTier::open(&dir.0, 1 << 20).unwrap();
+            let t = SsdTier::open(&dir.0, 1 << 20, None).unwrap();
             t.put(b"k".to_vec().into(), [0; 4], e, Arc::new(rows(1, 10)));
             t.flush();
             assert!(t.get(b"k").is_some());
         }
-        let t = SsdTier::open(&dir.0, 1 << 20).unwrap();
+        let t = SsdTier::open(&dir.0, 1 << 20, None).unwrap();
         assert!(t.get(b"k").is_none());
         assert_eq!(t.stats().entries.load(Ordering::Relaxed), 0);
     }
@@ -634,7 +639,7 @@ pub(crate) mod tests {
     #[test]
     fn full_queue_drops_puts_instead_of_blocking() {
         let dir = TempDir::new("queue");
-        let t = SsdTier::open(&dir.0, 1 << 30).unwrap();
+        let t = SsdTier::open(&dir.0, 1 << 30, None).unwrap();
         // Pretend the writer is far behind.
         t.inner.queued.fetch_add(MAX_QUEUED_BYTES, Ordering::AcqRel);
         let e = Instant::now() + Duration::from_secs(5);

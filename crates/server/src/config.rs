@@ -82,6 +82,10 @@ pub struct Config {
     /// the checksum recorded when it was written, refusing to start on damage: `full` (the
     /// default) or `off`.
     pub data_file_check: DataFileCheck,
+    /// Encryption at rest of the data files and the write-ahead journal (standalone mode) and
+    /// of the proxy's SSD cache tier: AES-256-GCM under the keys of `key_file` (format and key
+    /// rotation in docs/operations.md). Off by default.
+    pub encryption_at_rest: EncryptionAtRest,
     /// Standalone mode: what happens when a data file fails under the store (a memtable flush
     /// or a compaction failing: descriptors or space running out, an I/O error; with
     /// `stop_paranoid` also a read meeting a damaged block). Cassandra's key and values: `stop`
@@ -330,6 +334,7 @@ impl Default for Config {
             commitlog_sync_period: Duration::from_secs(10),
             journal_recovery: JournalRecovery::Refuse,
             data_file_check: DataFileCheck::Full,
+            encryption_at_rest: EncryptionAtRest::default(),
             disk_failure_policy: DiskFailurePolicy::Stop,
             commit_failure_policy: CommitFailurePolicy::Stop,
             authenticator: Authenticator::AllowAllAuthenticator,
@@ -394,6 +399,24 @@ pub enum JournalRecovery {
 pub enum DataFileCheck {
     Full,
     Off,
+}
+
+/// `encryption_at_rest`: see [`Config::encryption_at_rest`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EncryptionAtRest {
+    /// Seal what the store writes. Default `false`.
+    pub enabled: bool,
+    /// The key file (one `<id> <64 hex digits>` line per key; the highest id is current).
+    /// Required when `enabled`.
+    pub key_file: Option<PathBuf>,
+}
+
+impl EncryptionAtRest {
+    /// The key file to use, or `None` when encryption at rest is off.
+    pub fn key_file(&self) -> Option<&Path> {
+        self.key_file.as_deref().filter(|_| self.enabled)
+    }
 }
 
 /// `disk_failure_policy`: see [`Config::disk_failure_policy`].
@@ -543,6 +566,11 @@ impl Config {
         let mut problems = Vec::new();
         if self.data_dir.as_os_str().is_empty() {
             problems.push("`data_dir` must not be empty".to_string());
+        }
+        if self.encryption_at_rest.enabled && self.encryption_at_rest.key_file.is_none() {
+            problems.push(
+                "`encryption_at_rest.enabled` needs `encryption_at_rest.key_file`".to_string(),
+            );
         }
         // The envelope length is a signed 32-bit int on the wire.
         if self.max_frame_bytes < 1024 || self.max_frame_bytes > i32::MAX as usize {
@@ -968,6 +996,17 @@ mod tests {
     fn empty_document_is_all_defaults() {
         assert_eq!(Config::from_yaml("").unwrap(), Config::default());
         assert_eq!(Config::load(None).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn encryption_at_rest_needs_a_key_file_when_enabled() {
+        let c = Config::from_yaml("encryption_at_rest: {enabled: true, key_file: /k}\n").unwrap();
+        assert_eq!(c.encryption_at_rest.key_file(), Some(Path::new("/k")));
+        let off = Config::from_yaml("encryption_at_rest: {key_file: /k}\n").unwrap();
+        assert_eq!(off.encryption_at_rest.key_file(), None);
+        let e = Config::from_yaml("encryption_at_rest: {enabled: true}\n").unwrap_err();
+        assert!(e.to_string().contains("encryption_at_rest.key_file"), "{e}");
+        assert!(Config::from_yaml("encryption_at_rest: {enabled: true, key: x}\n").is_err());
     }
 
     #[test]

@@ -65,8 +65,13 @@
 //! entry  := 0x02 value_type:u8 compression:u8 keyspace:u64 key_len:u16 value_len:u32
 //!                on_disk_len:u32 key value            (an item)
 //!         | 0x04 keyspace:u64                         (a keyspace cleared)
+//!         | 0x10 len:u32 sealed                       (an item, encrypted: see below)
 //! end    := 0x03 xxh3_64(entry bytes):u64 "FJL" 0x03
 //! ```
+//! With encryption at rest (`encryption.rs`, the vendored fjall's patch) every item is sealed:
+//! `sealed` opens to a whole `0x02 ...` item entry. The checksum covers the sealed bytes, so
+//! damage is found without the key; a sealed item in an intact batch that the configured keys
+//! do not open refuses the start (`check_keys`), never counts as damage to cut.
 //! Journal files are preallocated with zeros, so a clean journal ends in zeros. Cargo.lock pins
 //! fjall; the tests below write real journals through fjall, so a format change fails them.
 
@@ -78,6 +83,8 @@ const START: u8 = 1;
 const ITEM: u8 = 2;
 const END: u8 = 3;
 const CLEAR: u8 = 4;
+/// An item sealed by the encryption at rest patch: `0x10 len:u32 sealed` (`encryption.rs`).
+const SEALED: u8 = 16;
 const MAGIC: &[u8] = b"FJL\x03";
 
 /// The key of the store's sync points: the smallest key there is, which the engine never writes
@@ -208,6 +215,7 @@ pub fn check_and_repair(dir: &Path, recovery: JournalRecovery) -> Result<Vec<Dam
     for (_, file) in &files {
         let bytes =
             std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        check_keys(file, &bytes)?;
         check_keyspaces(dir, file, &bytes)?;
         parsed.push(parse(&bytes));
     }
@@ -226,6 +234,25 @@ pub fn check_and_repair(dir: &Path, recovery: JournalRecovery) -> Result<Vec<Dam
         cut.push(damage);
     }
     Ok(cut)
+}
+
+/// Refuses a journal whose intact batches hold items sealed under a key the configured keys
+/// lack (or any sealed item with encryption off): judged as damage, such a batch could be cut
+/// as an unsynced tail, dropping acknowledged writes for a key left out of the key file.
+fn check_keys(file: &Path, bytes: &[u8]) -> Result<(), String> {
+    let mut pos = 0;
+    loop {
+        match batch_at(bytes, pos) {
+            Ok(batch) => pos = batch.end,
+            Err(Bad::Key(why)) => {
+                return Err(format!(
+                    "write-ahead journal {}: the batch at offset {pos} cannot be decrypted: {why}; the server does not start",
+                    file.display()
+                ))
+            }
+            Err(_) => return Ok(()),
+        }
+    }
 }
 
 /// Refuses a journal holding writes for a keyspace whose folder is gone or unfinished: fjall's
@@ -332,6 +359,8 @@ fn parse(b: &[u8]) -> Parsed {
             }
             Err(Bad::Torn) => "the last batch is incomplete",
             Err(Bad::Invalid(why)) => why,
+            // `check_keys` refused such a journal before it is parsed.
+            Err(Bad::Key(_)) => "a batch is sealed under a key the key file lacks",
         };
         return Parsed {
             before,
@@ -424,6 +453,9 @@ enum Bad {
     /// The bytes end inside the batch.
     Torn,
     Invalid(&'static str),
+    /// An intact batch (its checksum matches) holds a sealed item the configured keys do not
+    /// open: not damage, a key missing from the key file.
+    Key(String),
 }
 
 /// Reads little-endian integers off a slice, `Bad::Torn` past its end.
@@ -499,31 +531,22 @@ fn batch_at_with(b: &[u8], pos: usize, keyspace: &mut dyn FnMut(u64)) -> Result<
     let seqno = c.le(8)?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let (mut writes, mut claim) = (0, None);
+    // Sealed items are opened once the batch's checksum (over the sealed bytes) matches, so
+    // damage is told from a wrong key.
+    let mut sealed = Vec::new();
     for _ in 0..count {
         let entry_start = c.pos;
         match c.u8()? {
-            ITEM => {
-                let value_type = c.u8()?;
-                let compression = c.u8()?;
-                if compression > 1 {
-                    return Err(Bad::Invalid("unknown compression"));
+            ITEM => match read_item(&mut c)? {
+                (_, Some(p)) => claim = Some(p),
+                (id, None) => {
+                    keyspace(id);
+                    writes += 1;
                 }
-                let id = c.le(8)?;
-                let key_len = c.le(2)? as usize;
-                c.le(4)?; // value length
-                let on_disk = c.le(4)? as usize;
-                let key = c.take(key_len)?;
-                let value = c.take(on_disk)?;
-                let point = (key == SYNC_POINT_KEY && value_type == VALUE && compression == 0)
-                    .then(|| Claim::decode(value))
-                    .flatten();
-                match point {
-                    Some(p) => claim = Some(p),
-                    None => {
-                        keyspace(id);
-                        writes += 1;
-                    }
-                }
+            },
+            SEALED => {
+                let len = c.le(4)? as usize;
+                sealed.push(c.take(len)?);
             }
             CLEAR => {
                 c.le(8)?;
@@ -545,6 +568,28 @@ fn batch_at_with(b: &[u8], pos: usize, keyspace: &mut dyn FnMut(u64)) -> Result<
             "the batch's checksum does not match its bytes",
         ));
     }
+    for entry in sealed {
+        let Some(cipher) = fjall::encryption::cipher() else {
+            return Err(Bad::Key(
+                "the journal is encrypted and encryption_at_rest is not enabled".into(),
+            ));
+        };
+        let plain = cipher.decrypt(entry).map_err(Bad::Key)?;
+        let mut inner = Cursor { b: &plain, pos: 0 };
+        // Authenticated bytes that do not parse: written wrong, not damaged on disk.
+        let parsed = match inner.u8() {
+            Ok(ITEM) => read_item(&mut inner).ok(),
+            _ => None,
+        };
+        match parsed.filter(|_| inner.pos == plain.len()) {
+            Some((_, Some(p))) => claim = Some(p),
+            Some((id, None)) => {
+                keyspace(id);
+                writes += 1;
+            }
+            None => return Err(Bad::Invalid("a sealed entry of the batch is not an item")),
+        }
+    }
     Ok(Batch {
         start: pos,
         end: c.pos,
@@ -552,6 +597,25 @@ fn batch_at_with(b: &[u8], pos: usize, keyspace: &mut dyn FnMut(u64)) -> Result<
         writes,
         claim,
     })
+}
+
+/// An item entry after its tag: its keyspace id, and what it claims if it is a sync point.
+fn read_item(c: &mut Cursor) -> Result<(u64, Option<Claim>), Bad> {
+    let value_type = c.u8()?;
+    let compression = c.u8()?;
+    if compression > 1 {
+        return Err(Bad::Invalid("unknown compression"));
+    }
+    let id = c.le(8)?;
+    let key_len = c.le(2)? as usize;
+    c.le(4)?; // value length
+    let on_disk = c.le(4)? as usize;
+    let key = c.take(key_len)?;
+    let value = c.take(on_disk)?;
+    let point = (key == SYNC_POINT_KEY && value_type == VALUE && compression == 0)
+        .then(|| Claim::decode(value))
+        .flatten();
+    Ok((id, point))
 }
 
 #[cfg(test)]

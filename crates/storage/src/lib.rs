@@ -45,12 +45,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod datafiles;
+pub mod encryption;
 mod failure;
 mod journal;
 mod long_keys;
 mod mem;
 mod ops;
 pub use datafiles::DataFileCheck;
+pub use encryption::KeySet;
 use failure::Failure;
 pub use failure::{CommitFailurePolicy, FailurePolicy};
 use journal::{Claim, SYNC_POINT_KEY};
@@ -72,6 +74,9 @@ pub enum StorageError {
     /// A snapshot cannot be taken as asked (its name is taken or unusable).
     #[error("{0}")]
     Snapshot(String),
+    /// Encryption at rest: an unusable key file, a wrong or missing key (`encryption.rs`).
+    #[error("encryption at rest: {0}")]
+    Encryption(String),
 }
 
 impl From<fjall::Error> for StorageError {
@@ -171,6 +176,9 @@ pub struct Options {
     pub commit_failure_policy: CommitFailurePolicy,
     /// Whether opening verifies every data file against its recorded checksum.
     pub data_file_check: DataFileCheck,
+    /// Encryption at rest (`encryption.rs`): the keys that seal table blocks and journal items,
+    /// or `None` to write in clear. The cipher is process-wide (one key set per process).
+    pub encryption: Option<KeySet>,
 }
 
 impl Default for Options {
@@ -184,6 +192,7 @@ impl Default for Options {
             failure_policy: FailurePolicy::Stop,
             commit_failure_policy: CommitFailurePolicy::Stop,
             data_file_check: DataFileCheck::Full,
+            encryption: None,
         }
     }
 }
@@ -292,6 +301,8 @@ pub struct LsmStorage {
 
 impl LsmStorage {
     pub fn open(path: &Path, options: Options) -> Result<Self> {
+        // Before anything is read: a wrong or missing key refuses here, by name.
+        encryption::prepare(path, options.encryption.as_ref())?;
         // Before fjall replays the journal: damage is reported, never silently dropped.
         let cut =
             journal::check_and_repair(path, options.journal_recovery).map_err(StorageError::Io)?;
@@ -629,7 +640,14 @@ impl Storage for LsmStorage {
     fn compact(&self) -> Result<()> {
         let open = self.shared.current()?;
         open.data.rotate_memtable_and_wait()?;
+        // A new journal, and the old one deleted now that its writes are flushed: after a key
+        // rotation (or encryption newly enabled) nothing in the journal is left under the old
+        // key (or in clear), as nothing in the tables is after the major compaction.
+        open.db.rotate_journal()?;
         open.data.major_compact()?;
+        // fjall's own keyspace of keyspace names and options (no user data) too, so that a
+        // rotated-out key is needed by no file at all.
+        open.db.rewrite_meta_keyspace()?;
         Ok(())
     }
 }

@@ -189,7 +189,17 @@ impl LsmStorage {
             target.db.persist(fjall::PersistMode::SyncAll)?;
             Ok(())
         };
-        if let Err(e) = copy() {
+        // The snapshot was written under the process's cipher: its key check goes with it, so
+        // restoring it asks for the same keys.
+        let check = self.shared.path.join(crate::encryption::CHECK_FILE);
+        let copied = copy().and_then(|()| {
+            match std::fs::copy(&check, dir.join(crate::encryption::CHECK_FILE)) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io(&check, e)),
+            }
+        });
+        if let Err(e) = copied {
             let _ = std::fs::remove_dir_all(&dir);
             return Err(e);
         }
