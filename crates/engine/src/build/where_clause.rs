@@ -170,10 +170,14 @@ impl Builder<'_> {
             (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
                 r.slices.push((c.position as usize, op, vec![src]))
             }
-            (_, Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
-                if c.kind == ColumnKind::Clustering && op == Operator::Neq {
-                    return Err(EngineError::invalid(format!("Unsupported \"!=\" relation: {} != {value}", c.name)));
-                }
+            // Cassandra 5.0 filters on no `!=` relation, of any column kind.
+            (_, Operator::Neq) if !for_write => {
+                return Err(EngineError::invalid(format!(
+                    "Unsupported \"!=\" relation: {} != {value}",
+                    c.name
+                )))
+            }
+            (_, Operator::Eq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
                 r.filters.push(whole_value_filter(idx, op, src))
             }
             _ => {
