@@ -13,8 +13,8 @@ D=$(mktemp -d)
 trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
 printf '1 %s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$D/keys"
 chmod 600 "$D/keys"
-printf 'admin_listen: 127.0.0.1:7298\nstorage_cache_bytes: 64MiB\n' > "$D/plain.yaml"
-printf 'admin_listen: 127.0.0.1:7299\nstorage_cache_bytes: 64MiB\nencryption_at_rest:\n  enabled: true\n  key_file: %s/keys\n' "$D" > "$D/enc.yaml"
+printf 'admin_listen: 127.0.0.1:7298\nstorage_cache_bytes: 67108864\n' > "$D/plain.yaml"
+printf 'admin_listen: 127.0.0.1:7299\nstorage_cache_bytes: 67108864\nencryption_at_rest:\n  enabled: true\n  key_file: %s/keys\n' "$D" > "$D/enc.yaml"
 "$BIN" serve --config "$D/plain.yaml" --listen 127.0.0.1:19042 --data-dir "$D/plain" > "$OUT/plain.log" 2>&1 & P1=$!
 "$BIN" serve --config "$D/enc.yaml" --listen 127.0.0.1:19043 --data-dir "$D/enc" > "$OUT/enc.log" 2>&1 & P2=$!
 for port in 19042 19043; do
