@@ -7,6 +7,9 @@
 #   (the same UPDATE ... IF EXISTS), and stress-write (INSERT of new keys) and lwt-write
 #   (INSERT ... IF NOT EXISTS).
 #   run.sh BIN OUT_DIR     (env: CASSANDRA=127.0.0.1:9942 CASSANDRA_PID=… RECORDS DURATION ROUNDS CONC)
+# With PEREGRINE_CPU and CASSANDRA_CPU set, each server (all its threads) is pinned to that core,
+# so neither's background work (Cassandra's Paxos tables and GC after its rounds) runs in the
+# other's rounds; the bench client is not pinned.
 set -euo pipefail
 BIN=$1 OUT=$2
 CASSANDRA=${CASSANDRA:-127.0.0.1:9942}
@@ -16,6 +19,10 @@ mkdir -p "$OUT"
 DATA=$(mktemp -d)
 "$BIN" serve --listen 127.0.0.1:19610 --admin-listen 127.0.0.1:19611 --data-dir "$DATA" > "$OUT/server.log" 2>&1 &
 PID=$!
+if [ -n "${PEREGRINE_CPU:-}" ] && [ -n "${CASSANDRA_CPU:-}" ]; then
+  taskset -a -cp "$PEREGRINE_CPU" "$PID" > /dev/null
+  taskset -a -cp "$CASSANDRA_CPU" "$CASSANDRA_PID" > /dev/null
+fi
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DATA"' EXIT
 for _ in $(seq 1 600); do (echo > /dev/tcp/127.0.0.1/19610) 2>/dev/null && break; sleep 0.1; done
 for host in 127.0.0.1:19610 "$CASSANDRA"; do
