@@ -8,8 +8,12 @@ call, copies what that call makes durable into a shadow directory: a regular fil
 content, a directory's entries (name -> inode). After `kill -9`, the image "as the disk holds it
 after the power came back" is rebuilt from the shadow alone: each directory as it was when it
 was last fsynced, each file it then named as that file was when last fsynced (an empty file if
-never: its name was durable, its data not). peregrine restarts on that image (with the shim
-again, the image counting as durable), and every acknowledged row is checked, value included.
+never: its name was durable, its data not). One exception: a listed name whose inode number
+was later reused by a file (or directory) that was fsynced is left out, its deletion being
+durable by then (a journaling filesystem commits metadata in order; files are told apart by
+inode and birth time, as the shim records them). peregrine restarts on that image (with the
+shim again, the image counting as durable), and every acknowledged row is checked, value
+included.
 
 Why this way: it is the simplest sound model that needs nothing installed (a C compiler, which
 every CI machine here has for Rust's linker) and no privilege. A FUSE filesystem would model
@@ -51,10 +55,12 @@ the kill. SLACK (1 s) covers the syncer's 50 ms wake-up, the fsync itself, and s
 loaded two-core machine; the largest loss age seen is printed (pytest -s).
 """
 
+import ctypes
 import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -115,29 +121,67 @@ def write_sparse(path, data):
                 f.write(chunk)
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_STATX_BTIME, _AT_SYMLINK_NOFOLLOW = 0x800, 0x100
+
+
+def identity(path):
+    """"<inode>-<birth>": how the shim names a file or directory (fixtures/fsync_shadow.c).
+    The birth time (statx; 0 where the filesystem keeps none) tells apart two files that had
+    the same inode number, one deleted before the other was created."""
+    buf = ctypes.create_string_buffer(256)  # struct statx
+    if _libc.statx(-100, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_BTIME, buf) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), path)
+    mask, = struct.unpack_from("<I", buf, 0)
+    ino, = struct.unpack_from("<Q", buf, 32)
+    sec, nsec = struct.unpack_from("<qI", buf, 80)  # stx_btime
+    return f"{ino}-{sec * 1_000_000_000 + nsec if mask & _STATX_BTIME else 0}"
+
+
 def seed(shadow, root):
     """Records everything under `root` as durable (an image after the power came back)."""
     for dirpath, dirnames, filenames in os.walk(root):
         lines = []
         for name in dirnames + filenames:
-            st = os.lstat(os.path.join(dirpath, name))
+            path = os.path.join(dirpath, name)
             kind = "d" if name in dirnames else "f"
-            lines.append(f"{kind} {st.st_ino} {name}\n")
+            lines.append(f"{kind} {identity(path)} {name}\n")
             if kind == "f":
-                with open(os.path.join(dirpath, name), "rb") as f:
-                    write_sparse(os.path.join(shadow, "files", str(st.st_ino)), f.read())
-        with open(os.path.join(shadow, "dirs", str(os.stat(dirpath).st_ino)), "w") as f:
+                with open(path, "rb") as f:
+                    write_sparse(os.path.join(shadow, "files", identity(path)), f.read())
+        with open(os.path.join(shadow, "dirs", identity(dirpath)), "w") as f:
             f.writelines(lines)
 
 
 def live_files(root):
-    """inode -> path of every file under `root` as the page cache holds it (after kill -9)."""
+    """identity -> path of every file under `root` as the page cache holds it (after kill -9)."""
     out = {}
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
             p = os.path.join(dirpath, name)
-            out[os.lstat(p).st_ino] = p
+            out[identity(p)] = p
     return out
+
+
+def latest_births(shadow):
+    """inode -> the latest birth time the shadow holds a record of (files and directories)."""
+    latest = {}
+    for kind in ("files", "dirs"):
+        for record in os.listdir(os.path.join(shadow, kind)):
+            if not record.endswith(".tmp"):
+                ino, birth = map(int, record.split("-"))
+                latest[ino] = max(latest.get(ino, 0), birth)
+    return latest
+
+
+def reborn(latest, child):
+    """Whether the inode of `child` ("<inode>-<birth>") was reused by a file (or directory) born
+    later and fsynced. Then `child` was deleted first, and that deletion is durable: a
+    journaling filesystem commits metadata changes in order, so the fsync that made the new
+    file durable committed the deletion too (the name a stale listing holds would not survive
+    a power loss)."""
+    ino, birth = map(int, child.split("-"))
+    return latest.get(ino, 0) > birth
 
 
 def torn(durable, live, rng):
@@ -205,34 +249,38 @@ def tearing(rng):
     return alter
 
 
-def build_image(shadow, root_ino, live_root, out, alter=None):
+def build_image(shadow, root, live_root, out, alter=None):
     """The directory tree a power loss leaves: see the module docstring. `alter(name, durable
     bytes, live bytes)` may change what a file keeps, answering (bytes, note or None). Returns
     the notes, for messages."""
     live = live_files(live_root) if alter else {}
     notes = []
+    latest = latest_births(shadow)
 
     def build(ino, path):
         os.makedirs(path, exist_ok=True)
-        listing = os.path.join(shadow, "dirs", str(ino))
+        listing = os.path.join(shadow, "dirs", ino)
         if not os.path.exists(listing):
             return
         for line in open(listing):
             kind, child, name = line.rstrip("\n").split(" ", 2)
             target = os.path.join(path, name)
+            if reborn(latest, child):
+                notes.append(f"{os.path.relpath(target, out)}: deleted, its inode reused")
+                continue
             if kind == "d":
                 build(child, target)
                 continue
             durable_path = os.path.join(shadow, "files", child)
             data = open(durable_path, "rb").read() if os.path.exists(durable_path) else b""
-            if alter and int(child) in live:
+            if alter and child in live:
                 data, note = alter(os.path.relpath(target, out), data,
-                                   open(live[int(child)], "rb").read())
+                                   open(live[child], "rb").read())
                 if note:
                     notes.append(note)
             write_sparse(target, data)
 
-    build(root_ino, out)
+    build(root, out)
     return notes
 
 
@@ -273,7 +321,7 @@ class Node:
         """kill -9, then the image the disk would hold: a new data directory."""
         self.server.kill()
         image = os.path.join(self.root, f"data{self.generation + 1}")
-        notes = build_image(self.shadow, os.stat(self.server.data).st_ino, self.server.data,
+        notes = build_image(self.shadow, identity(self.server.data), self.server.data,
                             image, alter)
         return image, notes
 
@@ -407,7 +455,7 @@ def run_cycles(shim, sync, seed_value, scramble=False):
         cluster.shutdown()
         node.server.terminate()
         image = os.path.join(root, "after-clean-stop")
-        build_image(node.shadow, os.stat(node.server.data).st_ino, node.server.data, image)
+        build_image(node.shadow, identity(node.server.data), node.server.data, image)
         node.start(image)
         cluster = node.server.cluster()
         session = wait_for_session(cluster)
