@@ -211,7 +211,6 @@ impl Engine {
     /// The partition's first live clustering row; with `by_marker`, the first whose marker
     /// is live (a read that fetches no regular column sees no other row). `auths`: the
     /// reader's visibility authorizations in a labelled table (rows cut to what they see).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn first_live_row(
         store: &dyn storage::Storage,
         t: &TableDef,
@@ -221,26 +220,9 @@ impl Engine {
         by_marker: bool,
         auths: Option<&crate::visibility::Authorizations>,
     ) -> Result<Option<Row>, EngineError> {
-        let rp = keys::row_key(prefix, &[]);
-        let end = keys::prefix_end(&rp);
-        let strict = crate::view::strict_liveness(t);
-        for item in store.scan(
-            Bound::Included(rp.as_slice()),
-            Bound::Excluded(end.as_slice()),
-            false,
-        ) {
-            let (key, value) = item?;
-            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
-            if let Some(a) = auths {
-                row.hide(a);
-            }
-            let outer = header.deletion_for(&key[rp.len()..]);
-            let live = if by_marker {
-                row.marker_is_live(now.secs, outer)
-            } else {
-                row.is_live(now.secs, outer)
-            };
-            if live && (!strict || crate::view::marker_live(&row, now.secs)) {
+        for judged in judged_rows(store, t, prefix, header, now, by_marker, auths) {
+            let (row, _, live) = judged?;
+            if live {
                 return Ok(Some(row));
             }
         }
@@ -1364,4 +1346,44 @@ fn unreachable_entry() -> &'static mut RowEntry {
 #[allow(clippy::panic)]
 fn unreachable_header() -> &'static mut HeaderEntry {
     panic!("storage key used as both row and header")
+}
+
+/// The partition's clustering rows in order, each decoded, cut to `auths`, with the deletion
+/// covering it and whether it is live: by its marker alone with `by_marker`, and only with a
+/// live marker in a view with strict liveness. What `Engine::first_live_row` and a `SELECT
+/// DISTINCT` (which also counts tombstones) read up to the first live row.
+pub(crate) fn judged_rows<'a>(
+    store: &'a dyn storage::Storage,
+    t: &TableDef,
+    prefix: &[u8],
+    header: &'a PartitionHeader,
+    now: Now,
+    by_marker: bool,
+    auths: Option<&'a crate::visibility::Authorizations>,
+) -> impl Iterator<Item = Result<(Row, Option<Deletion>, bool), EngineError>> + 'a {
+    let rp = keys::row_key(prefix, &[]);
+    let end = keys::prefix_end(&rp);
+    let strict = crate::view::strict_liveness(t);
+    let skip = rp.len();
+    store
+        .scan(
+            Bound::Included(rp.as_slice()),
+            Bound::Excluded(end.as_slice()),
+            false,
+        )
+        .map(move |item| {
+            let (key, value) = item?;
+            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            if let Some(a) = auths {
+                row.hide(a);
+            }
+            let outer = header.deletion_for(&key[skip..]);
+            let live = if by_marker {
+                row.marker_is_live(now.secs, outer)
+            } else {
+                row.is_live(now.secs, outer)
+            };
+            let live = live && (!strict || crate::view::marker_live(&row, now.secs));
+            Ok((row, outer, live))
+        })
 }

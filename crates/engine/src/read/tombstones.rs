@@ -809,7 +809,6 @@ pub(crate) fn queried_columns(t: &TableDef, names: Option<&[&str]>) -> String {
 /// Whether the partition `prefix` has a live row, read as SELECT DISTINCT reads it (up to
 /// its first live row), counting what it meets; `None` when that passed the failure
 /// threshold.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn distinct_live_row(
     store: &dyn storage::Storage,
     t: &TableDef,
@@ -819,26 +818,11 @@ pub(crate) fn distinct_live_row(
     auths: Option<&crate::visibility::Authorizations>,
     tally: &mut Tally,
 ) -> Result<Option<bool>, EngineError> {
-    use std::ops::Bound;
-    let rp = crate::keys::row_key(prefix, &[]);
-    let end = crate::keys::prefix_end(&rp);
     if tally.ranges(header, &[], &[]).is_err() {
         return Ok(None);
     }
-    let strict = crate::view::strict_liveness(t);
-    for item in store.scan(
-        Bound::Included(rp.as_slice()),
-        Bound::Excluded(end.as_slice()),
-        false,
-    ) {
-        let (key, value) = item?;
-        let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
-        if let Some(a) = auths {
-            row.hide(a);
-        }
-        let outer = header.deletion_for(&key[rp.len()..]);
-        let live =
-            row.is_live(now.secs, outer) && (!strict || crate::view::marker_live(&row, now.secs));
+    for judged in crate::exec::judged_rows(store, t, prefix, header, now, false, auths) {
+        let (row, outer, live) = judged?;
         if tally.row(&row, outer, now.secs, live).is_err() {
             return Ok(None);
         }
