@@ -164,8 +164,9 @@ class OwnServer:
         self.proc.wait(timeout=30)
         self.proc = None
 
-    def session(self):
-        c = Cluster(["127.0.0.1"], port=self.port, protocol_version=4, connect_timeout=10)
+    def session(self, **cluster_options):
+        c = Cluster(["127.0.0.1"], port=self.port, protocol_version=4, connect_timeout=10,
+                    **cluster_options)
         return c, c.connect()
 
 
