@@ -11,6 +11,8 @@
 # over OPS YCSB C reads (user-space instructions only). Prints instructions per read of both,
 # and the functions whose own instructions per read changed most.
 # Environment (defaults): RECORDS=20000 OPS=20000 WORKLOAD=c PORT_BASE=9864 OUT=<temp dir>
+# OLD_CONFIG / NEW_CONFIG: a config file for the old / new server (e.g. a small block cache, or
+# encryption at rest: the same binary as OLD and NEW with two configs counts what a setting costs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 : "${OLD:?OLD=path of the old peregrine binary}" "${NEW:?NEW=path of the new peregrine binary}"
@@ -19,12 +21,13 @@ OUT="${OUT:-$(mktemp -d)}"
 mkdir -p "$OUT"
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 
-# profile NAME BIN PORT: the Callgrind profile of the measured reads in $OUT/NAME.cg.1
+# profile NAME BIN PORT [CONFIG]: the Callgrind profile of the measured reads in $OUT/NAME.cg.1
 profile() {
-    local name="$1" bin="$2" port="$3" d
+    local name="$1" bin="$2" port="$3" d config=()
+    [ -n "${4:-}" ] && config=(--config "$4")
     d="$(mktemp -d)"
     valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
-        --callgrind-out-file="$OUT/$name.cg" "$bin" serve --listen "127.0.0.1:$port" \
+        --callgrind-out-file="$OUT/$name.cg" "$bin" serve "${config[@]}" --listen "127.0.0.1:$port" \
         --data-dir "$d/data" >"$OUT/$name.log" 2>&1 &
     local pid=$!
     for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
@@ -40,8 +43,8 @@ profile() {
     kill "$pid"; wait "$pid" || true
     rm -rf "$d"
 }
-profile old "$OLD" "$PORT_BASE" &
-profile new "$NEW" "$((PORT_BASE + 1))" &
+profile old "$OLD" "$PORT_BASE" "${OLD_CONFIG:-}" &
+profile new "$NEW" "$((PORT_BASE + 1))" "${NEW_CONFIG:-}" &
 wait
 python3 "$ROOT/bench/callgrind_diff.py" "$OUT/old.cg.1" "$OUT/new.cg.1" "$OPS"
 echo "profiles: $OUT/{old,new}.cg.1 (callgrind_annotate reads them)"

@@ -35,6 +35,7 @@
 //! start with a message saying so (before the journal or any table is read). Opening with
 //! encryption disabled refuses a directory that has one.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -234,9 +235,16 @@ impl Cipher {
         Ok(())
     }
 
-    /// The plaintext of `sealed`. Never panics, whatever the bytes (fuzzed:
-    /// fuzz/fuzz_targets/sealed_open.rs).
+    /// The plaintext of `sealed`, in a buffer of its own. Never panics, whatever the bytes
+    /// (fuzzed: fuzz/fuzz_targets/sealed_open.rs).
     pub fn open(&self, sealed: &[u8]) -> Result<Vec<u8>, String> {
+        fjall::encryption::BlockCipher::decrypt(self, sealed)
+    }
+
+    /// Opens `sealed` where it lies (no allocation, no copy: what a block read from disk
+    /// needs); the plaintext is then `sealed[range]` for the range returned. Never panics,
+    /// whatever the bytes.
+    pub fn open_in_place(&self, sealed: &mut [u8]) -> Result<Range<usize>, String> {
         if sealed.len() < OVERHEAD {
             return Err(format!(
                 "encrypted data of {} bytes is shorter than its header and tag",
@@ -253,12 +261,12 @@ impl Cipher {
                 self.source.display()
             ));
         };
+        let (head, body) = sealed.split_at_mut(HEADER_LEN + NONCE_LEN);
         let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&sealed[HEADER_LEN..HEADER_LEN + NONCE_LEN]);
-        let mut body = sealed[HEADER_LEN + NONCE_LEN..].to_vec();
-        let aad = Aad::from(&sealed[..HEADER_LEN]);
+        nonce.copy_from_slice(&head[HEADER_LEN..]);
+        let aad = Aad::from(&head[..HEADER_LEN]);
         let len = key
-            .open_in_place(Nonce::assume_unique_for_key(nonce), aad, &mut body)
+            .open_in_place(Nonce::assume_unique_for_key(nonce), aad, body)
             .map_err(|_| {
                 format!(
                     "data sealed under key id {id} does not authenticate with key {id} of {}: a wrong key, or the bytes were changed",
@@ -266,8 +274,7 @@ impl Cipher {
                 )
             })?
             .len();
-        body.truncate(len);
-        Ok(body)
+        Ok(HEADER_LEN + NONCE_LEN..HEADER_LEN + NONCE_LEN + len)
     }
 }
 
@@ -276,8 +283,8 @@ impl fjall::encryption::BlockCipher for Cipher {
         self.seal(plain, out)
     }
 
-    fn decrypt(&self, sealed: &[u8]) -> Result<Vec<u8>, String> {
-        self.open(sealed)
+    fn decrypt_in_place(&self, sealed: &mut [u8]) -> Result<Range<usize>, String> {
+        self.open_in_place(sealed)
     }
 }
 
@@ -402,6 +409,9 @@ mod tests {
         let mut again = Vec::new();
         c.seal(b"hello", &mut again).unwrap();
         assert_ne!(out, again);
+        // Opened in place (a block read): the plaintext is a range of the sealed buffer.
+        let plain = c.open_in_place(&mut again).unwrap();
+        assert_eq!(&again[plain], b"hello");
     }
 
     #[test]
@@ -419,6 +429,8 @@ mod tests {
         let mut changed = out.clone();
         *changed.last_mut().unwrap() ^= 1;
         assert!(c.open(&changed).is_err());
+        assert!(c.open_in_place(&mut changed).is_err());
+        assert!(wrong.open_in_place(&mut out.clone()).is_err());
         // The key id is authenticated: relabelled under another key of the set, it fails.
         let both = Cipher::new(&set(&[(1, 7), (2, 7)])).unwrap();
         let mut relabelled = out.clone();

@@ -29,11 +29,27 @@ pub trait BlockCipher: Send + Sync + std::panic::RefUnwindSafe + std::panic::Unw
     /// Why it cannot be sealed (the cipher failed).
     fn encrypt(&self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
 
-    /// The plaintext of `sealed`.
+    /// Opens `sealed` where it lies: on success the plaintext is `sealed[range]` for the range
+    /// returned (the cipher's header and tag around it are left as they were or overwritten).
+    /// This is what a block read uses: no buffer is allocated or copied besides the one read
+    /// from disk.
     ///
     /// # Errors
-    /// Why it cannot be opened: a key it names is unknown, or authentication failed.
-    fn decrypt(&self, sealed: &[u8]) -> Result<Vec<u8>, String>;
+    /// Why it cannot be opened: a key it names is unknown, or authentication failed. The bytes
+    /// of `sealed` are then unspecified.
+    fn decrypt_in_place(&self, sealed: &mut [u8]) -> Result<std::ops::Range<usize>, String>;
+
+    /// The plaintext of `sealed`, in a buffer of its own.
+    ///
+    /// # Errors
+    /// As [`BlockCipher::decrypt_in_place`].
+    fn decrypt(&self, sealed: &[u8]) -> Result<Vec<u8>, String> {
+        let mut buf = sealed.to_vec();
+        let range = self.decrypt_in_place(&mut buf)?;
+        buf.truncate(range.end);
+        buf.drain(..range.start);
+        Ok(buf)
+    }
 }
 
 /// The bit set in a block header's block-type byte when the block's data is sealed.
@@ -56,15 +72,21 @@ pub fn cipher() -> Option<Arc<dyn BlockCipher>> {
         .clone()
 }
 
-/// Opens a sealed block's data with the installed cipher.
-pub(crate) fn open_sealed(sealed: &[u8]) -> crate::Result<crate::Slice> {
+/// Opens a sealed block's data in place with the installed cipher: the plaintext is
+/// `sealed[range]` for the range returned.
+pub(crate) fn open_sealed_in_place(sealed: &mut [u8]) -> crate::Result<std::ops::Range<usize>> {
     let Some(cipher) = cipher() else {
         return Err(crate::Error::Encryption(
             "the block is encrypted and no encryption key is configured".into(),
         ));
     };
-    cipher
-        .decrypt(sealed)
-        .map(crate::Slice::from)
-        .map_err(crate::Error::Encryption)
+    let range = cipher
+        .decrypt_in_place(sealed)
+        .map_err(crate::Error::Encryption)?;
+    if range.start > range.end || range.end > sealed.len() {
+        return Err(crate::Error::Encryption(
+            "the cipher answered a plaintext range outside the block".into(),
+        ));
+    }
+    Ok(range)
 }

@@ -13,6 +13,17 @@ pub const CURRENT_VERSION_FILE: &str = "current";
 
 /// Reads bytes from a file using `pread`.
 pub fn read_exact(file: &File, offset: u64, size: usize) -> std::io::Result<Slice> {
+    // PATCH (Peregrine, encryption at rest; see vendor/README.md): the read is
+    // `read_exact_mut`, which a sealed block's read uses to open it where it was read.
+    read_exact_mut(file, offset, size).map(|builder| builder.freeze().into())
+}
+
+/// Reads bytes from a file using `pread`, into a buffer that can still be changed (PATCH).
+pub fn read_exact_mut(
+    file: &File,
+    offset: u64,
+    size: usize,
+) -> std::io::Result<crate::slice::Builder> {
     // SAFETY: This slice builder starts uninitialized, but we know its length
     //
     // We use read_at/seek_read which give us the number of bytes read
@@ -55,7 +66,7 @@ pub fn read_exact(file: &File, offset: u64, size: usize) -> std::io::Result<Slic
         }
     }
 
-    Ok(builder.freeze().into())
+    Ok(builder)
 }
 
 /// Runs an I/O operation, retrying transient Windows errors with backoff.

@@ -4,17 +4,21 @@
 # with a 64 MiB block cache so that reads go to the (sealed) data files, then `bench compare`
 # (alternated rounds, medians). The goal: at most 10% less throughput with encryption
 # ("gain vs enc" of `plain` at most 1.11x).
-#   run.sh BIN OUT_DIR   (env: RECORDS DURATION ROUNDS CONC)
+#   run.sh BIN OUT_DIR   (env: RECORDS DURATION ROUNDS CONC CACHE: block cache bytes, 64 MiB;
+#   CACHE=default leaves the server's default)
 set -euo pipefail
 BIN=$1 OUT=$2
 RECORDS=${RECORDS:-200000} DURATION=${DURATION:-20s} ROUNDS=${ROUNDS:-3} CONC=${CONC:-32}
+CACHE=${CACHE:-67108864}
+cache_line="storage_cache_bytes: $CACHE\n"; [ "$CACHE" = default ] && cache_line=""
+
 mkdir -p "$OUT"
 D=$(mktemp -d)
 trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
 printf '1 %s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$D/keys"
 chmod 600 "$D/keys"
-printf 'admin_listen: 127.0.0.1:7298\nstorage_cache_bytes: 67108864\n' > "$D/plain.yaml"
-printf 'admin_listen: 127.0.0.1:7299\nstorage_cache_bytes: 67108864\nencryption_at_rest:\n  enabled: true\n  key_file: %s/keys\n' "$D" > "$D/enc.yaml"
+printf "admin_listen: 127.0.0.1:7298\n$cache_line" > "$D/plain.yaml"
+printf "admin_listen: 127.0.0.1:7299\n${cache_line}encryption_at_rest:\n  enabled: true\n  key_file: %s/keys\n" "$D" > "$D/enc.yaml"
 "$BIN" serve --config "$D/plain.yaml" --listen 127.0.0.1:19042 --data-dir "$D/plain" > "$OUT/plain.log" 2>&1 & P1=$!
 "$BIN" serve --config "$D/enc.yaml" --listen 127.0.0.1:19043 --data-dir "$D/enc" > "$OUT/enc.log" 2>&1 & P2=$!
 for port in 19042 19043; do

@@ -101,7 +101,11 @@ impl Block {
         compression: CompressionType,
     ) -> crate::Result<Self> {
         let (header, flags) = Header::decode_with_flags(reader)?;
-        let raw_data = Slice::from_reader(reader, header.data_length as usize)?;
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): read into a buffer that
+        // a sealed block is opened in (what `Slice::from_reader` did, unfrozen).
+        #[warn(unsafe_code)]
+        let mut raw_data = unsafe { Slice::builder_unzeroed(header.data_length as usize) };
+        reader.read_exact(&mut raw_data)?;
 
         let checksum = Checksum::from_raw(crate::hash::hash128(&raw_data));
 
@@ -113,11 +117,13 @@ impl Block {
             );
         })?;
 
-        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open, then decompress.
-        let raw_data = if flags & crate::encryption::ENCRYPTED_FLAG == 0 {
-            raw_data
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open (in place), then
+        // decompress.
+        let raw_data: Slice = if flags & crate::encryption::ENCRYPTED_FLAG == 0 {
+            raw_data.freeze().into()
         } else {
-            crate::encryption::open_sealed(&raw_data)?
+            let plain = crate::encryption::open_sealed_in_place(&mut raw_data)?;
+            Slice::from(raw_data.freeze()).slice(plain)
         };
 
         let data = match compression {
@@ -152,7 +158,9 @@ impl Block {
         handle: BlockHandle,
         compression: CompressionType,
     ) -> crate::Result<Self> {
-        let buf = crate::file::read_exact(file, *handle.offset(), handle.size() as usize)?;
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): read into a buffer that
+        // a sealed block is opened in.
+        let mut buf = crate::file::read_exact_mut(file, *handle.offset(), handle.size() as usize)?;
 
         let (header, flags) = Header::decode_with_flags(&mut &buf[..])?;
 
@@ -167,12 +175,15 @@ impl Block {
             );
         })?;
 
-        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open, then decompress.
+        // PATCH (Peregrine, encryption at rest; see vendor/README.md): open (in place, the
+        // plaintext a view of the buffer read), then decompress.
+        let start = Header::serialized_len();
         let payload = if flags & crate::encryption::ENCRYPTED_FLAG == 0 {
-            buf.slice(Header::serialized_len()..)
+            Slice::from(buf.freeze()).slice(start..)
         } else {
             #[expect(clippy::indexing_slicing)]
-            crate::encryption::open_sealed(&buf[Header::serialized_len()..])?
+            let plain = crate::encryption::open_sealed_in_place(&mut buf[start..])?;
+            Slice::from(buf.freeze()).slice(start + plain.start..start + plain.end)
         };
 
         let buf = match compression {
