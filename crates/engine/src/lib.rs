@@ -1098,26 +1098,26 @@ impl Engine {
         let mut _guards = Vec::new();
         // What the conditions read, for the write under the same lock.
         let mut stored = Vec::new();
+        // Each statement's partition, computed once for the check, the reads and the write.
+        let mut known = Vec::new();
         if conditional {
-            let mut partition: Option<Vec<u8>> = None;
             for (p, v) in &parts {
-                let keys: Vec<Vec<u8>> = exec::partitions(&p.table, &p.partition, v)?
-                    .into_iter()
-                    .map(|x| x.prefix)
-                    .collect();
-                if keys.len() != 1 || partition.as_ref().is_some_and(|k| *k != keys[0]) {
+                let of = exec::partitions(&p.table, &p.partition, v)?;
+                if of.len() != 1 || known.first().is_some_and(|k: &Vec<exec::PartitionRef>| {
+                    k[0].prefix != of[0].prefix
+                }) {
                     return Err(EngineError::invalid(
                         "Batch with conditions cannot span multiple partitions",
                     ));
                 }
-                partition = keys.into_iter().next();
+                known.push(of);
             }
-            (held, _guards) = self.lock_partitions(partition.as_deref());
+            (held, _guards) = self.lock_partitions(known.first().map(|k| k[0].prefix.as_slice()));
             let mut checked = Vec::new();
             let mut all_hold = true;
-            for (p, v) in &parts {
+            for ((p, v), of) in parts.iter().zip(&known) {
                 if let Some(cond) = &p.condition {
-                    let (holds, current) = self.batch_condition(p, cond, v, now)?;
+                    let (holds, current) = self.batch_condition(p, of, cond, v, now)?;
                     all_hold &= holds;
                     checked.push((cond, current));
                 }
@@ -1137,8 +1137,9 @@ impl Engine {
         }
         let mut m =
             Mutations::seen_by(self.writer_authorizations(parts.iter().map(|(p, _)| *p), opts)?);
-        for (p, v) in &parts {
-            self.mutations(p, v, now, Some(ts), &mut m)?;
+        for (i, (p, v)) in parts.iter().enumerate() {
+            let of = known.get(i).map(Vec::as_slice);
+            self.mutations_in(p, of, v, now, Some(ts), &mut m)?;
             m.next_statement();
         }
         // Cassandra counts the partitions of the batches it runs without conditions, and warns

@@ -216,16 +216,16 @@ impl Engine {
     }
 
     /// Whether the condition of one statement of a conditional BATCH holds (the caller holds
-    /// the partition's write lock), with what it saw.
+    /// the write lock of its partition, `parts`), with what it saw.
     pub(crate) fn batch_condition(
         &self,
         plan: &WritePlan,
+        parts: &[exec::PartitionRef],
         cond: &Condition,
         values: &Bindings,
         now: Now,
     ) -> Result<(bool, Current), EngineError> {
-        let parts = exec::partitions(&plan.table, &plan.partition, values)?;
-        let current = self.read_current(plan, &parts, values, now)?;
+        let current = self.read_current(plan, parts, values, now)?;
         Ok((holds(&plan.table, cond, values, &current, now)?, current))
     }
 }
