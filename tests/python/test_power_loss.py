@@ -144,11 +144,11 @@ def seed(shadow, root):
         lines = []
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
-            kind = "d" if name in dirnames else "f"
-            lines.append(f"{kind} {identity(path)} {name}\n")
+            kind, ident = "d" if name in dirnames else "f", identity(path)
+            lines.append(f"{kind} {ident} {name}\n")
             if kind == "f":
                 with open(path, "rb") as f:
-                    write_sparse(os.path.join(shadow, "files", identity(path)), f.read())
+                    write_sparse(os.path.join(shadow, "files", ident), f.read())
         with open(os.path.join(shadow, "dirs", identity(dirpath)), "w") as f:
             f.writelines(lines)
 

@@ -1103,9 +1103,11 @@ impl Engine {
         if conditional {
             for (p, v) in &parts {
                 let of = exec::partitions(&p.table, &p.partition, v)?;
-                if of.len() != 1 || known.first().is_some_and(|k: &Vec<exec::PartitionRef>| {
-                    k[0].prefix != of[0].prefix
-                }) {
+                if of.len() != 1
+                    || known
+                        .first()
+                        .is_some_and(|k: &Vec<exec::PartitionRef>| k[0].prefix != of[0].prefix)
+                {
                     return Err(EngineError::invalid(
                         "Batch with conditions cannot span multiple partitions",
                     ));
