@@ -25,11 +25,18 @@ pub(crate) use ranges::*;
 pub struct Bindings<'a> {
     pub values: &'a [Option<BoundValue>],
     pub now: Now,
+    /// The bound row of `INSERT INTO t JSON ?` (its one marker), decoded at the first column
+    /// that asks and shared by the others.
+    json_row: std::sync::OnceLock<Vec<crate::json_row::ColumnValue>>,
 }
 
 impl<'a> Bindings<'a> {
     pub fn new(values: &'a [Option<BoundValue>], now: Now) -> Self {
-        Bindings { values, now }
+        Bindings {
+            values,
+            now,
+            json_row: std::sync::OnceLock::new(),
+        }
     }
 }
 
@@ -104,6 +111,7 @@ pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, Eng
             crate::json_row::column_of_bound(
                 columns,
                 text.as_deref(),
+                &vals.json_row,
                 *pos,
                 *unset_if_missing,
                 *bind,

@@ -13,7 +13,7 @@ use proto::types::ColumnType;
 pub type JsonColumns = [(String, ColumnType)];
 
 /// A column's position among [`JsonColumns`] and its value (None: null).
-type ColumnValue = (usize, Option<Vec<u8>>);
+pub(crate) type ColumnValue = (usize, Option<Vec<u8>>);
 
 /// Decodes `text` into (column position, value) for each key present.
 /// `now` is the statement's clock (a timestamp `"now"`).
@@ -54,10 +54,12 @@ pub(crate) fn decode(
 
 /// The value of column `pos` in the bound JSON row `text` (None: null). A column the row
 /// leaves out is null, or unset (`EngineError::Unset(bind)`, the column keeps its value) when
-/// `unset_if_missing`.
+/// `unset_if_missing`. `decoded` keeps the decoded row for the statement's other columns (a
+/// row that fails to decode fails each column alike).
 pub(crate) fn column_of_bound(
     columns: &JsonColumns,
     text: Option<&[u8]>,
+    decoded: &std::sync::OnceLock<Vec<ColumnValue>>,
     pos: usize,
     unset_if_missing: bool,
     bind: usize,
@@ -66,13 +68,17 @@ pub(crate) fn column_of_bound(
     let Some(text) = text else {
         return Err(EngineError::invalid("Got null for INSERT JSON values"));
     };
-    let text = std::str::from_utf8(text)
-        .map_err(|_| EngineError::invalid("Got invalid UTF-8 for INSERT JSON values"))?;
-    match decode(columns, text, now)?
-        .into_iter()
-        .find(|(p, _)| *p == pos)
-    {
-        Some((_, v)) => Ok(v),
+    let row = match decoded.get() {
+        Some(row) => row,
+        None => {
+            let text = std::str::from_utf8(text)
+                .map_err(|_| EngineError::invalid("Got invalid UTF-8 for INSERT JSON values"))?;
+            let _ = decoded.set(decode(columns, text, now)?);
+            decoded.get().expect("set above")
+        }
+    };
+    match row.iter().find(|(p, _)| *p == pos) {
+        Some((_, v)) => Ok(v.clone()),
         None if unset_if_missing => Err(EngineError::Unset(bind)),
         None => Ok(None),
     }
@@ -113,14 +119,57 @@ mod tests {
     fn a_bound_row_leaves_missing_columns_null_or_unset() {
         let text = br#"{"k": 2}"#;
         assert_eq!(
-            column_of_bound(&cols(), Some(text), 1, false, 0, crate::tests::at(1)).unwrap(),
+            column_of_bound(
+                &cols(),
+                Some(text),
+                &Default::default(),
+                1,
+                false,
+                0,
+                crate::tests::at(1)
+            )
+            .unwrap(),
             None
         );
         assert!(matches!(
-            column_of_bound(&cols(), Some(text), 1, true, 0, crate::tests::at(1)),
+            column_of_bound(
+                &cols(),
+                Some(text),
+                &Default::default(),
+                1,
+                true,
+                0,
+                crate::tests::at(1)
+            ),
             Err(EngineError::Unset(0))
         ));
-        let err = column_of_bound(&cols(), None, 0, false, 0, crate::tests::at(1)).unwrap_err();
+        let err = column_of_bound(
+            &cols(),
+            None,
+            &Default::default(),
+            0,
+            false,
+            0,
+            crate::tests::at(1),
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "Got null for INSERT JSON values");
+        // The row is decoded once for all the statement's columns.
+        let decoded = Default::default();
+        let text = br#"{"k": 2, "\"Mixed\"": "b"}"#;
+        let col = |pos| {
+            column_of_bound(
+                &cols(),
+                Some(text),
+                &decoded,
+                pos,
+                false,
+                0,
+                crate::tests::at(1),
+            )
+        };
+        assert_eq!(col(0).unwrap(), Some(vec![0, 0, 0, 2]));
+        assert_eq!(decoded.get().map(Vec::len), Some(2));
+        assert_eq!(col(1).unwrap(), Some(b"b".to_vec()));
     }
 }
