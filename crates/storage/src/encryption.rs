@@ -414,6 +414,31 @@ mod tests {
         assert_eq!(&again[plain], b"hello");
     }
 
+    /// The sealed format, byte for byte: a fixed key, nonce and text give these bytes, whichever
+    /// AES-GCM library seals them (written while aws-lc-rs sealed; the library may change, the
+    /// bytes of existing stores may not; Python's `cryptography` (OpenSSL) seals the same bytes).
+    /// Opening them is what an existing store's read does.
+    #[test]
+    fn the_sealed_bytes_are_pinned() {
+        let mut c = Cipher::new(&set(&[(3, 0x42)])).unwrap();
+        c.nonce_prefix = [0xa1, 0xa2, 0xa3, 0xa4];
+        c.counter = AtomicU64::new(0x0807_0605_0403_0201);
+        let text = b"a table block, sealed under key 3";
+        let mut out = Vec::new();
+        c.seal(text, &mut out).unwrap();
+        let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            concat!(
+                "0103000000",               // version 1, key id 3 (LE): the associated data
+                "a1a2a3a40102030405060708", // nonce: random prefix, counter (LE)
+                "88824947c604aaa2ce6ca9aaa94f415d2080755f93fd77deccd7b70f5b78b358c9", // ciphertext
+                "0e209b309f977aebc53f47e1f84d1030"  // GCM tag
+            )
+        );
+        assert_eq!(c.open(&out).unwrap(), text);
+    }
+
     #[test]
     fn a_wrong_key_a_missing_key_and_a_changed_byte_are_refused() {
         let c = Cipher::new(&set(&[(1, 7)])).unwrap();
