@@ -14,8 +14,8 @@
 //! For each plaintext size and each candidate, a block is sealed once, then opened in place
 //! again and again: each open first copies the sealed bytes into the work buffer (an open
 //! overwrites them), so the copy is timed alone too and subtracted. Candidates:
-//! - `storage`: [`storage::encryption::Cipher::open_in_place`], the store's own path (aws-lc-rs,
-//!   with the header parse and key lookup);
+//! - `storage`: [`storage::encryption::Cipher::open_in_place`], the store's own path (ring since
+//!   the switch, aws-lc-rs before; with the header parse and key lookup);
 //! - `aws-lc-rs`: aws-lc-rs's `LessSafeKey` directly;
 //! - `ring`: ring's `LessSafeKey`.
 //!
