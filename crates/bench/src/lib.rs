@@ -19,6 +19,8 @@
 //! - [`service_levels`]: `service-levels`, two roles' throughput and p99 alone and together.
 //! - [`indexed`]: `indexed`, SAI point lookups, range queries and indexed writes on a table of
 //!   known shape, every answer checked, against one or more endpoints.
+//! - [`vector`]: `vector`, inserts into a table with an SAI vector index, index builds, and ANN
+//!   queries with recall@k against exact neighbours, against one or more endpoints.
 //!
 //! # Invariants
 //! - Only prepared statements are used for measured operations (DDL in `load` is not measured).
@@ -35,6 +37,7 @@ pub mod scan_lane;
 pub mod service_levels;
 pub mod stats;
 pub mod validate;
+pub mod vector;
 pub mod workload;
 
 use anyhow::{bail, Context};
@@ -73,9 +76,12 @@ pub enum BenchCommand {
     /// Indexed (SAI) point lookups, range queries and writes on a loaded table, checked,
     /// against one or more endpoints (issue 11: indexes cost what they return).
     Indexed(indexed::IndexedArgs),
+    /// Inserts into a vector-indexed table, index builds and ANN queries with recall@k
+    /// against exact neighbours, against one or more endpoints (issue 12).
+    Vector(vector::VectorArgs),
 }
 
-/// Report options shared by `scan-lane`, `service-levels` and `indexed`.
+/// Report options shared by `scan-lane`, `service-levels`, `indexed` and `vector`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
     /// A note on the server's settings, copied into the report.
@@ -517,6 +523,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::ScanLane(_) => 2,
         BenchCommand::ServiceLevels(_) => 2,
         BenchCommand::Indexed(a) => a.threads,
+        BenchCommand::Vector(a) => a.threads,
     };
     let rt = if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -539,6 +546,7 @@ async fn async_main(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::ScanLane(a) => scan_lane::run(a).await,
         BenchCommand::ServiceLevels(a) => service_levels::run(a).await,
         BenchCommand::Indexed(a) => indexed::run(a).await,
+        BenchCommand::Vector(a) => vector::run(a).await,
     }
 }
 
