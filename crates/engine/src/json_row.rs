@@ -117,59 +117,42 @@ mod tests {
 
     #[test]
     fn a_bound_row_leaves_missing_columns_null_or_unset() {
-        let text = br#"{"k": 2}"#;
-        assert_eq!(
+        let column = |text: Option<&[u8]>,
+                      decoded: &std::sync::OnceLock<Vec<ColumnValue>>,
+                      pos,
+                      unset_if_missing| {
             column_of_bound(
                 &cols(),
-                Some(text),
-                &Default::default(),
-                1,
-                false,
-                0,
-                crate::tests::at(1)
-            )
-            .unwrap(),
-            None
-        );
-        assert!(matches!(
-            column_of_bound(
-                &cols(),
-                Some(text),
-                &Default::default(),
-                1,
-                true,
-                0,
-                crate::tests::at(1)
-            ),
-            Err(EngineError::Unset(0))
-        ));
-        let err = column_of_bound(
-            &cols(),
-            None,
-            &Default::default(),
-            0,
-            false,
-            0,
-            crate::tests::at(1),
-        )
-        .unwrap_err();
-        assert_eq!(err.to_string(), "Got null for INSERT JSON values");
-        // The row is decoded once for all the statement's columns.
-        let decoded = Default::default();
-        let text = br#"{"k": 2, "\"Mixed\"": "b"}"#;
-        let col = |pos| {
-            column_of_bound(
-                &cols(),
-                Some(text),
-                &decoded,
+                text,
+                decoded,
                 pos,
-                false,
+                unset_if_missing,
                 0,
                 crate::tests::at(1),
             )
         };
-        assert_eq!(col(0).unwrap(), Some(vec![0, 0, 0, 2]));
+        let text = br#"{"k": 2}"#;
+        assert_eq!(
+            column(Some(text), &Default::default(), 1, false).unwrap(),
+            None
+        );
+        assert!(matches!(
+            column(Some(text), &Default::default(), 1, true),
+            Err(EngineError::Unset(0))
+        ));
+        let err = column(None, &Default::default(), 0, false).unwrap_err();
+        assert_eq!(err.to_string(), "Got null for INSERT JSON values");
+        // The row is decoded once for all the statement's columns.
+        let decoded = Default::default();
+        let text = br#"{"k": 2, "\"Mixed\"": "b"}"#;
+        assert_eq!(
+            column(Some(text), &decoded, 0, false).unwrap(),
+            Some(vec![0, 0, 0, 2])
+        );
         assert_eq!(decoded.get().map(Vec::len), Some(2));
-        assert_eq!(col(1).unwrap(), Some(b"b".to_vec()));
+        assert_eq!(
+            column(Some(text), &decoded, 1, false).unwrap(),
+            Some(b"b".to_vec())
+        );
     }
 }
