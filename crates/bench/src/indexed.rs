@@ -25,7 +25,7 @@
 //! and the report gives the first endpoint's advantage; with `@pid` the server processes' CPU is
 //! measured too, giving operations per server CPU second (per core).
 
-use crate::report::utc;
+use crate::report::{self, utc};
 use crate::runner::{self, ConnectConfig, Endpoint};
 use crate::stats::new_histogram;
 use anyhow::{bail, Context};
@@ -298,10 +298,6 @@ pub struct IndexedReport {
     pub summary: Vec<Summary>,
 }
 
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "-".to_string(), f)
-}
-
 impl IndexedReport {
     pub fn text(&self) -> String {
         let mut s = format!(
@@ -334,7 +330,7 @@ impl IndexedReport {
                         l.rows,
                         l.seconds,
                         l.rows_per_second,
-                        opt(l.server_cpu_seconds, |c| format!(", server CPU {c:.1}s"))
+                        report::or_dash(l.server_cpu_seconds, |c| format!(", server CPU {c:.1}s"))
                     )
                 } else {
                     "reused (the rows were in place)".into()
@@ -359,8 +355,8 @@ impl IndexedReport {
                 ms(p.p50_us),
                 ms(p.p99_us),
                 ms(p.p999_us),
-                opt(p.server_cpu_seconds, |c| format!("{c:.1}")),
-                opt(p.ops_per_server_cpu_second, |c| format!("{c:.0}")),
+                report::or_dash(p.server_cpu_seconds, |c| format!("{c:.1}")),
+                report::or_dash(p.ops_per_server_cpu_second, |c| format!("{c:.0}")),
                 p.client_cpu_seconds
             ));
             if let Some(w) = &p.write_check {
@@ -392,9 +388,9 @@ impl IndexedReport {
                 m.ops_per_second,
                 m.rows_per_second,
                 m.p99_us / 1000.0,
-                opt(m.ops_per_server_cpu_second, |c| format!("{c:.0}")),
-                opt(m.throughput_ratio, |r| format!("{r:.2}x")),
-                opt(m.per_server_cpu_ratio, |r| format!("{r:.2}x"))
+                report::or_dash(m.ops_per_server_cpu_second, |c| format!("{c:.0}")),
+                report::or_dash(m.throughput_ratio, |r| format!("{r:.2}x")),
+                report::or_dash(m.per_server_cpu_ratio, |r| format!("{r:.2}x"))
             ));
         }
         s
@@ -803,17 +799,11 @@ async fn phase(
             tally
         }));
     }
-    tokio::time::sleep_until(tokio::time::Instant::from_std(record_from)).await;
-    let (server0, client0) = (
-        runner::server_cpu_seconds(&t.endpoint.pids),
-        runner::cpu_seconds(),
-    );
-    tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
-    let (server1, client1) = (
-        runner::server_cpu_seconds(&t.endpoint.pids),
-        runner::cpu_seconds(),
-    );
-    let seconds = (Instant::now().min(end) - record_from).as_secs_f64();
+    let runner::CpuWindow {
+        server_cpu_seconds,
+        client_cpu_seconds,
+        seconds,
+    } = runner::cpu_window(&t.endpoint.pids, record_from, end).await;
     stop.store(true, Ordering::Relaxed);
     let mut total = Tally::default();
     for task in tasks {
@@ -829,7 +819,6 @@ async fn phase(
         }
     }
     let h: Histogram<u64> = hist.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let server_cpu_seconds = server0.zip(server1).map(|(a, b)| b - a);
     let ops = h.len();
     let write_check = if kind == PhaseKind::Write {
         let sent = next_write.load(Ordering::Relaxed);
@@ -857,7 +846,7 @@ async fn phase(
         ops_per_server_cpu_second: server_cpu_seconds
             .filter(|c| *c > 0.0)
             .map(|c| ops as f64 / c),
-        client_cpu_seconds: client1 - client0,
+        client_cpu_seconds,
         error_samples: total.samples,
         write_check,
     }

@@ -741,6 +741,11 @@ fn fmt_figure(v: f64, is_rate: bool) -> String {
 }
 
 /// Milliseconds with precision that suits the magnitude.
+/// `f` of a figure, or `-` where there is none.
+pub fn or_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
 pub fn fmt_ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.1}")

@@ -824,6 +824,32 @@ pub fn server_cpu_seconds(pids: &[u32]) -> Option<f64> {
         .sum()
 }
 
+/// What a timed window of a phase used: the servers' CPU seconds (`None` when unreadable),
+/// the bench client's, and the window's length in seconds.
+pub struct CpuWindow {
+    pub server_cpu_seconds: Option<f64>,
+    pub client_cpu_seconds: f64,
+    pub seconds: f64,
+}
+
+/// Waits for the window from `from` to `end` to pass (the phase's workers run meanwhile) and
+/// returns the CPU the servers `pids` and this client used in it.
+pub async fn cpu_window(
+    pids: &[u32],
+    from: std::time::Instant,
+    end: std::time::Instant,
+) -> CpuWindow {
+    tokio::time::sleep_until(tokio::time::Instant::from_std(from)).await;
+    let (server0, client0) = (server_cpu_seconds(pids), cpu_seconds());
+    tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
+    let (server1, client1) = (server_cpu_seconds(pids), cpu_seconds());
+    CpuWindow {
+        server_cpu_seconds: server0.zip(server1).map(|(a, b)| b - a),
+        client_cpu_seconds: client1 - client0,
+        seconds: (std::time::Instant::now().min(end) - from).as_secs_f64(),
+    }
+}
+
 /// User + system CPU seconds of `/proc/<pid>`, all threads.
 fn process_cpu_seconds(pid: &str) -> Option<f64> {
     // utime and stime (fields 14 and 15) in clock ticks; USER_HZ is 100 on Linux.

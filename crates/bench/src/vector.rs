@@ -24,7 +24,7 @@
 //! With `@pid` on an endpoint the server processes' CPU and resident memory are read from
 //! `/proc`, giving queries per server CPU second (per core).
 
-use crate::report::utc;
+use crate::report::{self, utc};
 use crate::runner::{self, ConnectConfig, Endpoint};
 use crate::stats::new_histogram;
 use anyhow::{bail, Context};
@@ -377,12 +377,8 @@ pub struct VectorReport {
     pub summary: Vec<Summary>,
 }
 
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "-".to_string(), f)
-}
-
 fn mib(v: Option<u64>) -> String {
-    opt(v.map(|b| b as f64 / (1u64 << 20) as f64), |m| {
+    report::or_dash(v.map(|b| b as f64 / (1u64 << 20) as f64), |m| {
         format!("{m:.0}")
     })
 }
@@ -429,8 +425,8 @@ impl VectorReport {
                 l.retries,
                 ms(l.p50_us),
                 ms(l.p99_us),
-                opt(l.server_cpu_seconds, |c| format!("{c:.1}")),
-                opt(l.rows_per_server_cpu_second, |c| format!("{c:.0}")),
+                report::or_dash(l.server_cpu_seconds, |c| format!("{c:.1}")),
+                report::or_dash(l.rows_per_server_cpu_second, |c| format!("{c:.0}")),
                 mib(l.server_rss_bytes),
                 mib(l.server_peak_rss_bytes)
             ));
@@ -448,7 +444,7 @@ impl VectorReport {
                     b.setting,
                     b.seconds,
                     b.create_seconds,
-                    opt(b.server_cpu_seconds, |c| format!("{c:.1}")),
+                    report::or_dash(b.server_cpu_seconds, |c| format!("{c:.1}")),
                     mib(b.server_rss_bytes),
                     mib(b.server_peak_rss_bytes)
                 ));
@@ -472,8 +468,8 @@ impl VectorReport {
                 ms(p.p90_us),
                 ms(p.p99_us),
                 ms(p.p999_us),
-                opt(p.server_cpu_seconds, |c| format!("{c:.1}")),
-                opt(p.queries_per_server_cpu_second, |c| format!("{c:.0}")),
+                report::or_dash(p.server_cpu_seconds, |c| format!("{c:.1}")),
+                report::or_dash(p.queries_per_server_cpu_second, |c| format!("{c:.0}")),
                 p.client_cpu_seconds
             ));
             if p.queries_covered < self.queries || p.queries_after_window > 0 {
@@ -496,10 +492,10 @@ impl VectorReport {
                 m.index_from,
                 m.recall,
                 m.queries_per_second,
-                opt(m.queries_per_server_cpu_second, |c| format!("{c:.0}")),
+                report::or_dash(m.queries_per_server_cpu_second, |c| format!("{c:.0}")),
                 ms(m.p99_us),
-                opt(m.throughput_ratio, |r| format!("{r:.2}x")),
-                opt(m.per_server_cpu_ratio, |r| format!("{r:.2}x"))
+                report::or_dash(m.throughput_ratio, |r| format!("{r:.2}x")),
+                report::or_dash(m.per_server_cpu_ratio, |r| format!("{r:.2}x"))
             ));
         }
         s
@@ -974,17 +970,11 @@ async fn query_phase(
             tally
         }));
     }
-    tokio::time::sleep_until(tokio::time::Instant::from_std(record_from)).await;
-    let (server0, client0) = (
-        runner::server_cpu_seconds(&t.endpoint.pids),
-        runner::cpu_seconds(),
-    );
-    tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
-    let (server1, client1) = (
-        runner::server_cpu_seconds(&t.endpoint.pids),
-        runner::cpu_seconds(),
-    );
-    let seconds = (Instant::now().min(end) - record_from).as_secs_f64();
+    let runner::CpuWindow {
+        server_cpu_seconds,
+        client_cpu_seconds,
+        seconds,
+    } = runner::cpu_window(&t.endpoint.pids, record_from, end).await;
     stop.store(true, Ordering::Relaxed);
     let mut total = Tally::default();
     for task in tasks {
@@ -1026,7 +1016,6 @@ async fn query_phase(
         answered.iter().map(|h| *h as f64 / want).sum::<f64>() / answered.len() as f64
     };
     let h: Histogram<u64> = hist.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let server_cpu_seconds = server0.zip(server1).map(|(a, b)| b - a);
     let ops = h.len();
     QueryReport {
         endpoint: t.endpoint.name.clone(),
@@ -1051,7 +1040,7 @@ async fn query_phase(
         queries_per_server_cpu_second: server_cpu_seconds
             .filter(|c| *c > 0.0)
             .map(|c| ops as f64 / c),
-        client_cpu_seconds: client1 - client0,
+        client_cpu_seconds,
         error_samples: total.samples,
     }
 }
@@ -1155,7 +1144,7 @@ pub async fn run(a: VectorArgs) -> anyhow::Result<()> {
             p.recall,
             p.queries_per_second,
             p.p99_us as f64 / 1000.0,
-            opt(p.queries_per_server_cpu_second, |c| format!("{c:.0}")),
+            report::or_dash(p.queries_per_server_cpu_second, |c| format!("{c:.0}")),
             p.errors,
             p.invalid
         )
