@@ -94,14 +94,10 @@ fn refresh_point(key_hash: u64, now: Instant, expires: Instant) -> Instant {
     now + expires.saturating_duration_since(now).mul_f64(part)
 }
 
-/// xxh3 over the parts, each prefixed by its length (so part boundaries matter).
-fn hash_of(parts: &[&[u8]]) -> u64 {
-    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
-    for p in parts {
-        h.update(&(p.len() as u32).to_le_bytes());
-        h.update(p);
-    }
-    h.digest()
+/// The hash of key bytes, or of a prefix of them: xxh3 in one shot (the streaming hasher's
+/// set-up and finish cost more than hashing a key of a hundred bytes).
+fn hash(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 /// The shard maps are keyed by [`CacheKey::hash`], already a good hash: used as is.
@@ -188,7 +184,75 @@ pub struct CacheKey {
     table: usize,
     keyspace: usize,
     hash: u64,
-    bytes: Box<[u8]>,
+    bytes: Vec<u8>,
+}
+
+/// Writes a [`CacheKey`]'s bytes (the layout of [`len_prefixed`] over keyspace, table,
+/// partition key and request) into one buffer as they are produced, and hashes prefixes of it:
+/// a cache hit builds its key with one allocation and no intermediate copies.
+pub struct KeyWriter {
+    bytes: Vec<u8>,
+    keyspace_end: usize,
+    table_end: usize,
+    partition_end: usize,
+    /// Where the length of the part being written goes.
+    open: usize,
+}
+
+impl KeyWriter {
+    /// A key of `keyspace.table`, with room for `capacity` more bytes; the partition key's
+    /// bytes are written next ([`KeyWriter::buf`]).
+    pub fn new(keyspace: &str, table: &str, capacity: usize) -> Self {
+        let mut bytes = Vec::with_capacity(16 + keyspace.len() + table.len() + capacity);
+        put_prefixed(&mut bytes, keyspace.as_bytes());
+        let keyspace_end = bytes.len();
+        put_prefixed(&mut bytes, table.as_bytes());
+        let table_end = bytes.len();
+        let open = bytes.len();
+        bytes.extend_from_slice(&[0; 4]);
+        KeyWriter {
+            bytes,
+            keyspace_end,
+            table_end,
+            partition_end: 0,
+            open,
+        }
+    }
+
+    /// Where the part being written (the partition key, then the request) goes.
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
+    /// Ends the partition key; what is written from here is the request.
+    pub fn end_partition_key(&mut self) {
+        self.close();
+        self.partition_end = self.bytes.len();
+        self.open = self.bytes.len();
+        self.bytes.extend_from_slice(&[0; 4]);
+    }
+
+    /// The key, for a result encoded for `version`.
+    pub fn finish(mut self, version: ProtocolVersion) -> CacheKey {
+        self.close();
+        let bytes = self.bytes;
+        let part = hash(&bytes[..self.partition_end]);
+        CacheKey {
+            version,
+            part,
+            stripe: stripe_of_part(part),
+            table: hash(&bytes[..self.table_end]) as usize % TABLE_GENS,
+            keyspace: hash(&bytes[..self.keyspace_end]) as usize % KEYSPACE_GENS,
+            hash: hash(&bytes),
+            bytes,
+        }
+    }
+
+    /// Writes the open part's length in front of it.
+    fn close(&mut self) {
+        let n = (self.bytes.len() - self.open - 4) as u32;
+        self.bytes[self.open..self.open + 4].copy_from_slice(&n.to_be_bytes());
+    }
 }
 
 impl CacheKey {
@@ -202,22 +266,11 @@ impl CacheKey {
         partition_key: &[u8],
         request: &[u8],
     ) -> Self {
-        let bytes = len_prefixed(&[
-            keyspace.as_bytes(),
-            table.as_bytes(),
-            partition_key,
-            request,
-        ]);
-        let part = part_of(keyspace, table, partition_key);
-        CacheKey {
-            version,
-            part,
-            stripe: stripe_of_part(part),
-            table: table_slot(keyspace, table),
-            keyspace: keyspace_slot(keyspace),
-            hash: hash_of(&[&bytes]),
-            bytes: bytes.into_boxed_slice(),
-        }
+        let mut w = KeyWriter::new(keyspace, table, partition_key.len() + request.len());
+        w.buf().extend_from_slice(partition_key);
+        w.end_partition_key();
+        w.buf().extend_from_slice(request);
+        w.finish(version)
     }
 
     /// The key's bytes: equal for equal keys, and what the SSD tier stores records under.
@@ -231,14 +284,19 @@ impl CacheKey {
 fn len_prefixed(parts: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
     for p in parts {
-        out.extend_from_slice(&(p.len() as u32).to_be_bytes());
-        out.extend_from_slice(p);
+        put_prefixed(&mut out, p);
     }
     out
 }
 
+fn put_prefixed(out: &mut Vec<u8>, part: &[u8]) {
+    out.extend_from_slice(&(part.len() as u32).to_be_bytes());
+    out.extend_from_slice(part);
+}
+
+/// The hash of a partition's key prefix, as [`KeyWriter::finish`] computes it.
 fn part_of(keyspace: &str, table: &str, pk: &[u8]) -> u64 {
-    hash_of(&[keyspace.as_bytes(), table.as_bytes(), pk])
+    hash(&partition_prefix(keyspace, table, pk))
 }
 
 fn stripe_of_part(part: u64) -> usize {
@@ -255,11 +313,11 @@ fn partition_prefix(keyspace: &str, table: &str, pk: &[u8]) -> Vec<u8> {
 }
 
 fn table_slot(keyspace: &str, table: &str) -> usize {
-    (hash_of(&[keyspace.as_bytes(), table.as_bytes()]) as usize) % TABLE_GENS
+    (hash(&len_prefixed(&[keyspace.as_bytes(), table.as_bytes()])) as usize) % TABLE_GENS
 }
 
 fn keyspace_slot(keyspace: &str) -> usize {
-    (hash_of(&[keyspace.as_bytes()]) as usize) % KEYSPACE_GENS
+    (hash(&len_prefixed(&[keyspace.as_bytes()])) as usize) % KEYSPACE_GENS
 }
 
 /// (keyspace, table, partition key) read back from an entry's key bytes.
@@ -510,7 +568,7 @@ impl Cache {
         let ssd = self.ssd.as_ref()?;
         let ticket = Ticket(r.ticket);
         if now >= r.expires || !self.current(key, ticket) {
-            ssd.delete(key.bytes.clone(), r.seq);
+            ssd.delete(key.bytes.as_slice().into(), r.seq);
             ssd.stats().misses.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -546,7 +604,7 @@ impl Cache {
         // A dead entry stays: a write in flight may revive it by patching it, the next
         // insert of the key replaces it, and eviction takes dead entries first.
         let found = match shard.map.get_mut(&key.hash) {
-            Some(e) if e.key == key.bytes && now < e.expires && e.ticket == current => {
+            Some(e) if *e.key == *key.bytes && now < e.expires && e.ticket == current => {
                 e.referenced = true;
                 let refresh = now >= e.refresh_at && !e.refreshing;
                 e.refreshing |= refresh;
@@ -568,7 +626,7 @@ impl Cache {
     pub fn refresh_abandoned(&self, key: &CacheKey) {
         let mut shard = self.shard(key);
         if let Some(e) = shard.map.get_mut(&key.hash) {
-            if e.key == key.bytes {
+            if *e.key == *key.bytes {
                 e.refreshing = false;
             }
         }
@@ -645,7 +703,7 @@ impl Cache {
         }
         let spill_to_ssd = self.ssd.is_some();
         let newcomer = |key: CacheKey, value: Cached| Spill {
-            key: key.bytes,
+            key: key.bytes.into(),
             ticket,
             expires,
             rows: value.rows,
@@ -711,7 +769,7 @@ impl Cache {
             shard.map.insert(
                 key.hash,
                 Entry {
-                    key: key.bytes,
+                    key: key.bytes.into(),
                     part: key.part,
                     version: key.version,
                     shape,
@@ -1404,7 +1462,7 @@ mod tests {
         let old_ticket = c.ticket(&k);
         // The old entry sits on SSD (rejected by DRAM or evicted), then a write passes through.
         c.ssd().unwrap().put(
-            k.bytes.clone(),
+            k.bytes.as_slice().into(),
             old_ticket.0,
             now + TTL,
             Arc::new(rows(600)),

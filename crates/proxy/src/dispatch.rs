@@ -22,7 +22,9 @@ use crate::login::PASSWORD_AUTHENTICATOR;
 use crate::patch::{canonical_type, PatchingWrite};
 use crate::stale::upstream_failure;
 use crate::upstream::UpstreamError;
-use crate::{bypasses_cache, cache, partition_key, Ctx, PreparedInfo, ProxyBackend};
+use crate::{
+    bypasses_cache, cache, partition_key, write_partition_key, Ctx, PreparedInfo, ProxyBackend,
+};
 
 /// Most prepared statements remembered; past it the map is cleared (drivers re-prepare on
 /// UNPREPARED).
@@ -334,40 +336,46 @@ impl ProxyBackend {
             return None;
         }
         let (_, idx, _) = info.pk.as_ref()?;
-        let pk = partition_key(&p.values, idx)?;
-        let mut req = Vec::with_capacity(64 + x.id.len());
-        let role = conn.role();
+        let Values::Positional(values) = &p.values else {
+            return None;
+        };
+        let value_bytes: usize = values
+            .iter()
+            .map(|v| match v {
+                RawValue::Bytes(b) => b.len() + 5,
+                RawValue::Null | RawValue::Unset => 1,
+            })
+            .sum();
+        let mut key = cache::KeyWriter::new(
+            &table.keyspace,
+            &table.table,
+            2 * value_bytes + 64 + x.id.len(),
+        );
+        write_partition_key(&p.values, idx, key.buf())?;
+        key.end_partition_key();
+        let req = key.buf();
         let push = |out: &mut Vec<u8>, b: &[u8]| {
             out.extend_from_slice(&(b.len() as u32).to_be_bytes());
             out.extend_from_slice(b);
         };
-        push(&mut req, role.as_deref().unwrap_or("").as_bytes());
+        conn.with_role(|role| push(req, role.unwrap_or("").as_bytes()));
         req.push(conn.version().as_u8());
         req.push(u8::from(p.skip_metadata));
-        push(&mut req, &x.id);
-        push(&mut req, x.result_metadata_id.as_deref().unwrap_or(&[]));
+        push(req, &x.id);
+        push(req, x.result_metadata_id.as_deref().unwrap_or(&[]));
         req.extend_from_slice(&p.page_size.unwrap_or(-1).to_be_bytes());
-        push(&mut req, p.paging_state.as_deref().unwrap_or(&[]));
-        let Values::Positional(values) = &p.values else {
-            return None;
-        };
+        push(req, p.paging_state.as_deref().unwrap_or(&[]));
         for v in values {
             match v {
                 RawValue::Null => req.push(0),
                 RawValue::Unset => req.push(1),
                 RawValue::Bytes(b) => {
                     req.push(2);
-                    push(&mut req, b);
+                    push(req, b);
                 }
             }
         }
-        Some(cache::CacheKey::new(
-            conn.version(),
-            &table.keyspace,
-            &table.table,
-            &pk,
-            &req,
-        ))
+        Some(key.finish(conn.version()))
     }
 
     async fn batch(&self, conn: &ConnState, ctx: &Ctx, b: Batch) -> Response {

@@ -372,10 +372,16 @@ impl ProxyBackend {
 /// The partition key bytes: the bound values at `idx`, each length-prefixed. `None` when a
 /// component is null/unset or values are named.
 fn partition_key(values: &Values, idx: &[usize]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    write_partition_key(values, idx, &mut out)?;
+    Some(out)
+}
+
+/// [`partition_key`] appended to `out` (which holds part of it on `None`).
+fn write_partition_key(values: &Values, idx: &[usize], out: &mut Vec<u8>) -> Option<()> {
     let Values::Positional(v) = values else {
         return None;
     };
-    let mut out = Vec::new();
     for &i in idx {
         match v.get(i)? {
             RawValue::Bytes(b) => {
@@ -385,5 +391,5 @@ fn partition_key(values: &Values, idx: &[usize]) -> Option<Vec<u8>> {
             RawValue::Null | RawValue::Unset => return None,
         }
     }
-    Some(out)
+    Some(())
 }

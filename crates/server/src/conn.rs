@@ -105,6 +105,11 @@ struct Reader<B> {
     handshake_deadline: Instant,
     /// STARTUP was answered AUTHENTICATE: the handshake ends when a role is set.
     needs_login: bool,
+    /// The handshake was seen done (it stays done: checked without the role's lock from then).
+    handshaken: bool,
+    /// When the last read returned bytes: the idle timer's start, and when the requests
+    /// decoded from those bytes were read (one clock read per read, not per request).
+    read_at: Instant,
     /// TLS protocol and cipher suite (for `system_views.clients`).
     tls: Option<(String, String)>,
 }
@@ -156,6 +161,8 @@ pub(crate) async fn serve<B, R, W>(
         admitted,
         handshake_deadline,
         needs_login: false,
+        handshaken: false,
+        read_at: Instant::now(),
         tls,
     };
     let ending = reader.run(&mut rd, &shutdown, &closed).await;
@@ -178,12 +185,14 @@ impl<B: Backend> Reader<B> {
     ) -> Ending {
         let mut buf = BytesMut::with_capacity(READ_CHUNK);
         let idle = self.shared.config.native_transport_idle_timeout;
-        let mut last_read = Instant::now();
         loop {
             loop {
                 match self.next_envelope(&mut buf) {
                     Ok(Some(env)) => {
-                        if self.is_request(&env) && !self.room(shutdown, closed).await {
+                        if self.is_request(&env)
+                            && self.must_wait()
+                            && !self.room(shutdown, closed).await
+                        {
                             return Ending::Quiet;
                         }
                         if let Err(ending) = self.on_envelope(env) {
@@ -199,7 +208,7 @@ impl<B: Backend> Reader<B> {
             if buf.capacity() - buf.len() < READ_CHUNK / 4 {
                 buf.reserve(READ_CHUNK);
             }
-            let timer = self.next_deadline(last_read, idle);
+            let timer = self.next_deadline(idle);
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return Ending::Quiet,
@@ -216,7 +225,7 @@ impl<B: Backend> Reader<B> {
                     }
                     Ok(n) => {
                         metrics::global().bytes_received_total.add(n as u64);
-                        last_read = Instant::now();
+                        self.read_at = Instant::now();
                     }
                     Err(e) => {
                         tracing::debug!("connection {} read failed: {e}", self.id);
@@ -232,9 +241,9 @@ impl<B: Backend> Reader<B> {
                         );
                         return Ending::Quiet;
                     }
-                    if !idle.is_zero() && now >= last_read + idle {
+                    if !idle.is_zero() && now >= self.read_at + idle {
                         if self.requests_in_flight() {
-                            last_read = now;
+                            self.read_at = now;
                         } else {
                             tracing::debug!(
                                 "connection {} from {} closed: idle for {idle:?} (native_transport_idle_timeout)",
@@ -250,9 +259,9 @@ impl<B: Backend> Reader<B> {
 
     /// When the reader must look at the clock again: the handshake deadline while the
     /// handshake is not done, and the idle deadline when `native_transport_idle_timeout` is on.
-    fn next_deadline(&self, last_read: Instant, idle: Duration) -> Option<Instant> {
+    fn next_deadline(&mut self, idle: Duration) -> Option<Instant> {
         let handshake = (!self.handshake_done()).then_some(self.handshake_deadline);
-        let idle = (!idle.is_zero()).then(|| last_read + idle);
+        let idle = (!idle.is_zero()).then(|| self.read_at + idle);
         match (handshake, idle) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -260,11 +269,16 @@ impl<B: Backend> Reader<B> {
     }
 
     /// STARTUP answered READY, or AUTHENTICATE followed by a successful login.
-    fn handshake_done(&self) -> bool {
-        match &self.state {
-            State::Unstarted => false,
-            State::Established(s) => !self.needs_login || s.conn.role().is_some(),
+    fn handshake_done(&mut self) -> bool {
+        if !self.handshaken {
+            self.handshaken = match &self.state {
+                State::Unstarted => false,
+                State::Established(s) => {
+                    !self.needs_login || s.conn.with_role(|r| r.is_some())
+                }
+            };
         }
+        self.handshaken
     }
 
     fn requests_in_flight(&self) -> bool {
@@ -280,16 +294,24 @@ impl<B: Backend> Reader<B> {
             )
     }
 
-    /// Waits while the connection's unsent answers or the request bytes of the node or of
-    /// this client address are over their bounds; false if the connection ends meanwhile.
+    /// True while the connection's unsent answers or the request bytes of the node or of this
+    /// client address are over their bounds (checked before each request without building
+    /// [`Reader::room`]'s future, which waits for them to drop).
+    fn must_wait(&self) -> bool {
+        let State::Established(s) = &self.state else {
+            return false;
+        };
+        // A THROW_ON_OVERLOAD client is answered Overloaded instead of paused (dispatch).
+        s.tx.backlogged() || (!s.throw_on_overload && self.shared.limits.over(&s.address))
+    }
+
+    /// Waits while [`Reader::must_wait`]; false if the connection ends meanwhile.
     async fn room(&self, shutdown: &CancellationToken, closed: &CancellationToken) -> bool {
         let State::Established(s) = &self.state else {
             return true;
         };
         let limits = &self.shared.limits;
-        // A THROW_ON_OVERLOAD client is answered Overloaded instead of paused (dispatch).
-        let over = || !s.throw_on_overload && limits.over(&s.address);
-        while s.tx.backlogged() || over() {
+        while self.must_wait() {
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return false,
@@ -437,7 +459,7 @@ impl<B: Backend> Reader<B> {
                 ))),
             ),
             (Some(s), Opcode::Register) => self.register(&s, env),
-            (Some(s), _) => dispatch(s, env),
+            (Some(s), _) => dispatch(s, env, self.read_at),
         }
         Ok(())
     }
@@ -526,8 +548,9 @@ impl<B: Backend> Reader<B> {
     }
 }
 
-/// Hands one request to the backend in its own task.
-fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
+/// Hands one request, read at `read_at`, to the backend (in its own task unless the backend
+/// answers it on the spot).
+fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instant) {
     let stream = env.stream;
     match session.in_flight.acquire(stream) {
         Ok(()) => {}
@@ -559,7 +582,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope) {
         answered: false,
         bytes: 0,
         running: false,
-        started: Instant::now(),
+        started: read_at,
         opcode: opcode_metric(env.opcode),
         audit: None,
     };
