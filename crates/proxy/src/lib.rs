@@ -98,6 +98,7 @@ use bytes::Bytes;
 use proto::frame::{Compression, Opcode, ProtocolVersion};
 use proto::request::{RawValue, Request, Values};
 use proto::response::{ResponseExtras, SchemaChange};
+use rustc_hash::FxHashMap;
 use server::config::UpstreamCompression;
 use server::{Config, RequestFlags};
 
@@ -173,7 +174,9 @@ pub struct ProxyBackend {
     pools: Pools<PoolKey>,
     logins: RwLock<HashMap<String, (Credentials, Instant)>>,
     auth_class: RwLock<Option<String>>,
-    prepared: RwLock<HashMap<Bytes, Arc<PreparedInfo>>>,
+    /// By statement id (the upstream's MD5 of the statement): Fx, since SipHash showed in the
+    /// cache-hit profile (a third of the per-hit lookups' cost).
+    prepared: RwLock<FxHashMap<Bytes, Arc<PreparedInfo>>>,
     cache: Cache,
     metrics: Metrics,
     topology: Topology,
@@ -281,7 +284,7 @@ impl ProxyBackend {
             pools: Pools::new(upstream::MAX_POOLS),
             logins: RwLock::new(HashMap::new()),
             auth_class: RwLock::new(None),
-            prepared: RwLock::new(HashMap::new()),
+            prepared: RwLock::new(FxHashMap::default()),
             cache: Cache::with_ssd(p.cache_bytes, p.max_entry_bytes, ssd),
             metrics: Metrics::default(),
             topology: Topology::new(me, &p.peers),

@@ -364,7 +364,11 @@ impl ConnState {
     /// Calls `f` with the authenticated role, without taking a reference to it (the hot path's
     /// form of [`ConnState::role`]).
     pub fn with_role<T>(&self, f: impl FnOnce(Option<&str>) -> T) -> T {
-        f(self.role.lock().unwrap_or_else(PoisonError::into_inner).as_deref())
+        f(self
+            .role
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref())
     }
 
     /// Records the authenticated role (called by the backend that checked the credentials).

@@ -273,9 +273,7 @@ impl<B: Backend> Reader<B> {
         if !self.handshaken {
             self.handshaken = match &self.state {
                 State::Unstarted => false,
-                State::Established(s) => {
-                    !self.needs_login || s.conn.with_role(|r| r.is_some())
-                }
+                State::Established(s) => !self.needs_login || s.conn.with_role(|r| r.is_some()),
             };
         }
         self.handshaken
