@@ -1026,6 +1026,19 @@ impl<'a> Reader<'a> {
 }
 
 impl Row {
+    /// About how many bytes the row's live values take (a size hint for a result buffer the
+    /// row is copied into; a collection counts a few bytes per element).
+    pub fn value_bytes(&self) -> usize {
+        self.cells
+            .iter()
+            .map(|c| match &c.value {
+                CellValue::Live { value, .. } => value.len(),
+                CellValue::Complex(x) => 16 * x.elements.len(),
+                CellValue::Tombstone { .. } => 0,
+            })
+            .sum()
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(64 + self.cells.len() * 24));
         w.u8(ROW_V1);
