@@ -1050,9 +1050,10 @@ fn check_operation(c: &ColumnDef, a: &ast::Assignment) -> Result<(), EngineError
         A::Prepend { value, .. } if collection && is_frozen(c) => {
             refuse(format!("{col} = {} - {col}", shown(value)), "frozen list")
         }
-        A::SetElement { key, value, .. } if collection && is_frozen(c) => {
-            refuse(format!("{col}[{}] = {}", shown(key), shown(value)), "frozen collection")
-        }
+        A::SetElement { key, value, .. } if collection && is_frozen(c) => refuse(
+            format!("{col}[{}] = {}", shown(key), shown(value)),
+            "frozen collection",
+        ),
         _ => Ok(()),
     }
 }

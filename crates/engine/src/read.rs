@@ -987,7 +987,8 @@ impl<'a> SelectRun<'a> {
                 }
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 let live = row.is_live(now.secs, outer)
-                    && (!strict || crate::view::marker_live(&row, now.secs));
+                    && (!strict || crate::view::marker_live(&row, now.secs))
+                    && crate::collections::row_still_live(t, &row, now.secs, outer);
                 // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
                 if self.tally.row(&row, outer, now.secs, live).is_err() {
                     return self.too_many_tombstones();
