@@ -20,6 +20,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
                           without USING TIMESTAMP)
   -- @tolerance c=2       compare numeric column c within +-2 (e.g. ttl(v))
   -- @sleep 2.5           (alone) sleep before the next statement, on both sides
+  -- @pages 3             run the statement with page size 3 and compare its pages too: the rows
+                          in each and whether it says more pages follow (a paging state)
   -- @messages            compare the error message too, not only the code
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
@@ -97,6 +99,8 @@ def parse_scenario(path):
                     file_wide["messages"] = True
                 elif name in _REQUIREMENT_NAMES:
                     file_wide[name] = True
+                elif name == "pages":
+                    pending["pages"] = int(arg)
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -182,6 +186,7 @@ class Outcome:
     error_text: str = ""
     columns: list = None          # [(name, cql type)]
     rows: list = None             # list of tuples of normalized values
+    pages: list = None            # with @pages: [(rows in the page, more pages follow)]
 
 
 def _error_code(e):
@@ -235,19 +240,32 @@ def norm_value(v, ks):
     return f"{type(v).__name__}:{v}"
 
 
-def execute(session, text, ks, fetch_size):
+def execute(session, text, ks, fetch_size, pages=False):
+    """Runs `text`, fetching every page; with `pages`, records each page's row count and
+    whether more pages follow."""
     from cassandra.query import SimpleStatement
     from cassandra.query import tuple_factory
     session.row_factory = tuple_factory
     stmt = SimpleStatement(text, fetch_size=fetch_size)
     try:
         rs = session.execute(stmt, timeout=30)
+        seen = None
+        if pages:
+            seen, got = [], []
+            while True:
+                got += rs.current_rows
+                seen.append((len(rs.current_rows), rs.has_more_pages))
+                if not rs.has_more_pages:
+                    break
+                rs.fetch_next_page()
+        else:
+            got = list(rs)  # fetches every page
     except Exception as e:  # noqa: BLE001 - every failure is an outcome to compare
         return Outcome(error=_error_code(e), error_text=str(e).replace(ks, "$KS"))
     names = rs.column_names or []
     types = [t.cql_parameterized_type() for t in (rs.column_types or [])]
-    rows = [tuple(norm_value(v, ks) for v in row) for row in rs]  # fetches every page
-    return Outcome(columns=list(zip(names, types)), rows=rows)
+    rows = [tuple(norm_value(v, ks) for v in row) for row in got]
+    return Outcome(columns=list(zip(names, types)), rows=rows, pages=seen)
 
 
 def _close(a, b, tol):
@@ -279,6 +297,8 @@ def compare(stmt, oa, ob):
     if oa.columns != ob.columns:
         diffs.append(f"columns differ:\n  a: {oa.columns}\n  b: {ob.columns}")
         return diffs
+    if oa.pages != ob.pages:
+        diffs.append(f"pages differ (rows, more pages follow):\n  a: {oa.pages}\n  b: {ob.pages}")
     names = [c[0] for c in oa.columns]
     nullness = stmt.directives.get("nullness", set())
     tolerance = stmt.directives.get("tolerance", {})
@@ -455,8 +475,10 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
         for st in stmts:
             if st.sleep:
                 time.sleep(st.sleep)
-            oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, fetch_size)
-            ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, fetch_size)
+            page = st.directives.get("pages", fetch_size)
+            paged = "pages" in st.directives
+            oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, page, paged)
+            ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, page, paged)
             where = f"{name}:{st.line}"
             # The scenario's own expectations, checked on the reference side.
             if st.directives.get("error") and oa.error is None:

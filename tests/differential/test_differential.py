@@ -105,6 +105,19 @@ def test_compare_tolerance_and_nullness():
     assert run.compare(relaxed, a, _rows(cols, [(1, 90, 5)]))
 
 
+def test_pages_directive_compares_page_boundaries(tmp_path):
+    p = tmp_path / "p.cql"
+    p.write_text("-- @pages 3\nSELECT * FROM t;\n")
+    st = run.parse_scenario(str(p))[0]
+    assert st.directives == {"pages": 3}
+    cols = [("k", "int")]
+    a = run.Outcome(columns=cols, rows=[(1,), (2,), (3,)], pages=[(3, True), (0, False)])
+    same = run.Outcome(columns=cols, rows=[(1,), (2,), (3,)], pages=[(3, True), (0, False)])
+    last_full = run.Outcome(columns=cols, rows=[(1,), (2,), (3,)], pages=[(3, False)])
+    assert run.compare(st, a, same) == []
+    assert run.compare(st, a, last_full)
+
+
 def test_norm_value_maps_keyspace_and_types():
     import decimal
     import uuid

@@ -1021,20 +1021,21 @@ fn check_operation(c: &ColumnDef, a: &ast::Assignment) -> Result<(), EngineError
             "Invalid operation ({text}) for {what} column {col}"
         )))
     };
+    let shown = operation::cassandra_text;
     let counter = c.ty == ColumnType::Counter;
     let collection = is_collection(&c.ty);
     match a {
         A::Set { .. } => Ok(()),
         A::SetField { field, value, .. } => match &c.ty {
             ColumnType::Udt { .. } if is_frozen(c) => {
-                refuse(format!("{col}.{field} = {value}"), "frozen UDT")
+                refuse(format!("{col}.{field} = {}", shown(value)), "frozen UDT")
             }
             ColumnType::Udt { .. } => Ok(()),
-            _ => refuse(format!("{col}.{field} = {value}"), "non-UDT"),
+            _ => refuse(format!("{col}.{field} = {}", shown(value)), "non-UDT"),
         },
         A::Add { value, .. } | A::Subtract { value, .. } => {
             let sign = if matches!(a, A::Add { .. }) { '+' } else { '-' };
-            let text = format!("{col} = {col} {sign} {value}");
+            let text = format!("{col} = {col} {sign} {}", shown(value));
             if collection && is_frozen(c) {
                 refuse(text, "frozen collection")
             } else if matches!(c.ty, ColumnType::Udt { .. } | ColumnType::Tuple(_)) {
@@ -1047,11 +1048,12 @@ fn check_operation(c: &ColumnDef, a: &ast::Assignment) -> Result<(), EngineError
             }
         }
         A::Prepend { value, .. } if collection && is_frozen(c) => {
-            refuse(format!("{col} = {value} - {col}"), "frozen list")
+            refuse(format!("{col} = {} - {col}", shown(value)), "frozen list")
         }
-        A::SetElement { key, value, .. } if collection && is_frozen(c) => {
-            refuse(format!("{col}[{key}] = {value}"), "frozen collection")
-        }
+        A::SetElement { key, value, .. } if collection && is_frozen(c) => refuse(
+            format!("{col}[{}] = {}", shown(key), shown(value)),
+            "frozen collection",
+        ),
         _ => Ok(()),
     }
 }

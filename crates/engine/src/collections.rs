@@ -187,12 +187,21 @@ fn path_type(ty: &ColumnType) -> Option<&ColumnType> {
     }
 }
 
+/// Whether two values of type `ty` can compare equal with different bytes (decimal `1.5` and
+/// `1.50`, or a tuple, UDT or frozen collection holding decimals).
+fn has_equal_forms(ty: &ColumnType) -> bool {
+    crate::types::contains(ty, &|t| *t == ColumnType::Decimal)
+}
+
 /// The live elements of a collection of type `ty` at `now`, in the order a reader sees them.
 pub(crate) fn live_elements<'a>(
     ty: &ColumnType,
     c: &'a Complex,
     now: LocalSecs,
 ) -> Vec<&'a Element> {
+    if let Some(t) = path_type(ty).filter(|t| has_equal_forms(t)) {
+        return reconciled_elements(t, c, now);
+    }
     let mut out: Vec<&Element> = c
         .elements
         .iter()
@@ -204,6 +213,59 @@ pub(crate) fn live_elements<'a>(
         }
     }
     out
+}
+
+/// The live elements of a set or map whose keys (of type `key`) can compare equal with other
+/// bytes: Cassandra keys its element cells by the type's order, so `1.5` and `1.50` are one
+/// element, the version that wins reconciliation, with its own bytes (a later `s + {1.50}`
+/// replaces `1.5`, `s - {1.500}` removes it). Here they are stored apart, by bytes, and
+/// reconciled as they are read.
+fn reconciled_elements<'a>(key: &ColumnType, c: &'a Complex, now: LocalSecs) -> Vec<&'a Element> {
+    let mut all: Vec<&Element> = c.elements.iter().collect();
+    all.sort_by(|a, b| crate::types::compare(key, &a.path, &b.path));
+    all.chunk_by(|a, b| crate::types::compare(key, &a.path, &b.path).is_eq())
+        .filter_map(|versions| {
+            versions
+                .iter()
+                .copied()
+                .reduce(|a, b| if b.wins_over(a) { b } else { a })
+        })
+        .filter(|e| e.live_value(now).is_some())
+        .collect()
+}
+
+/// Whether `row` of table `t`, which [`crate::row::Row::is_live`] finds live, still is once
+/// the elements of its sets and maps whose keys have several forms are reconciled (see
+/// [`live_elements`]): a row without a live marker whose only live cells are such elements,
+/// each removed under another form (`s + {2.0}` then `s - {2.00}`), is not.
+pub(crate) fn row_still_live(
+    t: &crate::catalog::TableDef,
+    row: &crate::row::Row,
+    now: LocalSecs,
+    outer: Option<Deletion>,
+) -> bool {
+    let reconciled = |id: u16| {
+        t.columns
+            .iter()
+            .find(|c| c.id == id)
+            .filter(|c| path_type(&c.ty).is_some_and(has_equal_forms))
+    };
+    let needs_check = row
+        .cells
+        .iter()
+        .any(|c| matches!(c.value, CellValue::Complex(_)) && reconciled(c.column).is_some());
+    if !needs_check || row.marker_is_live(now, outer) {
+        return true;
+    }
+    row.cells.iter().any(|cell| {
+        let Some(seen) = row.cell(cell.column, now, outer) else {
+            return false;
+        };
+        match (&seen.value, reconciled(cell.column)) {
+            (CellValue::Complex(x), Some(c)) => !live_elements(&c.ty, x, now).is_empty(),
+            _ => true,
+        }
+    })
 }
 
 /// The collection's value at `now` (`None` when no element is live).
@@ -753,6 +815,62 @@ mod tests {
 
     fn int(v: i32) -> Vec<u8> {
         v.to_be_bytes().to_vec()
+    }
+
+    #[test]
+    fn decimal_keys_of_several_forms_read_as_one_element_the_winning_version() {
+        // 1.5, 1.50 and 1.500: scale, then the unscaled value's bytes.
+        let (a, b, c) = (
+            vec![0, 0, 0, 1, 15],
+            vec![0, 0, 0, 2, 0, 150],
+            vec![0, 0, 0, 3, 5, 220],
+        );
+        let live = |path: &Vec<u8>, ts: i64| Element {
+            path: path.clone(),
+            ts,
+            value: CellValue::Live {
+                value: Vec::new(),
+                expiry: None,
+                label: None,
+            },
+        };
+        let set = ColumnType::Set(Box::new(ColumnType::Decimal));
+        let mut elements = vec![live(&a, 2), live(&b, 1)];
+        elements.sort_by(|x, y| x.path.cmp(&y.path));
+        let mut cx = Complex {
+            kind: CollectionKind::Set,
+            deletion: None,
+            elements,
+        };
+        let paths = |cx: &Complex| -> Vec<Vec<u8>> {
+            live_elements(&set, cx, 0)
+                .iter()
+                .map(|e| e.path.clone())
+                .collect()
+        };
+        assert_eq!(
+            paths(&cx),
+            vec![a.clone()],
+            "the later write, with its bytes"
+        );
+        cx.merge(Complex {
+            kind: CollectionKind::Set,
+            deletion: None,
+            elements: vec![Element {
+                path: c,
+                ts: 3,
+                value: CellValue::Tombstone { local_del: 0 },
+            }],
+        });
+        assert!(paths(&cx).is_empty(), "removed under a third form");
+        // Keys without other forms keep every element.
+        let ints = ColumnType::Set(Box::new(ColumnType::Int));
+        let two = Complex {
+            kind: CollectionKind::Set,
+            deletion: None,
+            elements: vec![live(&int(1), 1), live(&int(2), 1)],
+        };
+        assert_eq!(live_elements(&ints, &two, 0).len(), 2);
     }
 
     #[test]

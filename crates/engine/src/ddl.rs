@@ -944,14 +944,7 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
 
 /// Durations have no order, so Cassandra refuses them anywhere inside a key column's type.
 pub(crate) fn contains_duration(ty: &ColumnType) -> bool {
-    match ty {
-        ColumnType::Duration => true,
-        ColumnType::List(t) | ColumnType::Set(t) | ColumnType::Vector(t, _) => contains_duration(t),
-        ColumnType::Map(k, v) => contains_duration(k) || contains_duration(v),
-        ColumnType::Tuple(ts) => ts.iter().any(contains_duration),
-        ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| contains_duration(t)),
-        _ => false,
-    }
+    crate::types::contains(ty, &|t| *t == ColumnType::Duration)
 }
 
 /// Running a schema statement: its checks, then the new schema, persisted before it is visible.

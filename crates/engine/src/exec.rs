@@ -651,14 +651,18 @@ impl Engine {
         // Entries are visited in key order; an operation failing in several statements of a
         // batch reports the first statement's error.
         let mut first_error = FirstError(None);
+        // The value stored under a key before this write (or batch).
+        let stored_before = |key: &[u8]| -> Result<Option<Vec<u8>>, EngineError> {
+            Ok(match stored.iter().find(|(k, _)| k.as_slice() == key) {
+                Some((_, v)) => v.clone(),
+                None => self.storage.get(key)?,
+            })
+        };
         for (key, entry) in m.entries {
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
                 None => {
-                    let v = match stored.iter().find(|(k, _)| *k == key) {
-                        Some((_, v)) => v.clone(),
-                        None => self.storage.get(&key)?,
-                    };
+                    let v = stored_before(&key)?;
                     if !indexed.is_empty() {
                         originals.insert(key.clone(), v.clone());
                     }
@@ -672,18 +676,29 @@ impl Engine {
                         None => Row::default(),
                     };
                     let ops = std::mem::take(&mut e.ops);
-                    row.merge(e.delta);
-                    // A list operation by index sees the list as a read would: without the
-                    // items a stored partition or range deletion shadows (the row's own
+                    // A list operation that reads the list (`l[i] = v`, `DELETE l[i]`,
+                    // `l = l - [..]`) sees it as Cassandra does: as it was before the write
+                    // (Cassandra reads it before applying any statement of a batch, so not
+                    // what an earlier statement of the same batch wrote or deleted) with the
+                    // earlier operations of its own statement applied (`l = l + [1], l[0] = 5`
+                    // sets the appended item of a null list); and as a read would: without
+                    // the items a stored partition or range deletion shadows (the row's own
                     // cells do not carry those).
+                    let reads = ops.iter().any(CollectionOp::reads_stored_list);
+                    let before = if !reads {
+                        Vec::new()
+                    } else if pending.contains_key(&key) {
+                        match stored_before(&key)? {
+                            Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?.cells,
+                            None => Vec::new(),
+                        }
+                    } else {
+                        row.cells.clone()
+                    };
+                    row.merge(e.delta);
                     let outer = match keys::decode_key(&key) {
-                        Some(d) if ops.iter().any(CollectionOp::reads_list_items) => {
-                            let hk = keys::header_key(&key[..d.prefix_len]);
-                            let stored = match pending.get(&hk) {
-                                Some(v) => v.clone(),
-                                None => self.storage.get(&hk)?,
-                            };
-                            match stored {
+                        Some(d) if reads => {
+                            match stored_before(&keys::header_key(&key[..d.prefix_len]))? {
                                 Some(v) => PartitionHeader::decode(&v)
                                     .map_err(EngineError::corrupt)?
                                     .deletion_for(d.clustering),
@@ -692,9 +707,10 @@ impl Engine {
                         }
                         _ => None,
                     };
+                    let mut seen = StatementView::new(reads.then_some(&before));
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(&mut row.cells, outer) {
+                        if let Err(e) = op.apply_to(seen.of(stmt), &mut row.cells, outer) {
                             first_error.note(stmt, e);
                         }
                     }
@@ -725,10 +741,14 @@ impl Engine {
                         ranges: e.delta.ranges.clone(),
                         statics: Vec::new(),
                     };
+                    // As for a row: static lists are read as they were before the write.
+                    let reads = ops.iter().any(CollectionOp::reads_stored_list);
+                    let before = if reads { h.statics.clone() } else { Vec::new() };
                     h.merge(e.delta);
+                    let mut seen = StatementView::new(reads.then_some(&before));
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(&mut h.statics, None) {
+                        if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, None) {
                             first_error.note(stmt, e);
                         }
                     }
@@ -1088,6 +1108,44 @@ pub(crate) struct CollectionOp {
     sees: Option<Arc<crate::visibility::Authorizations>>,
 }
 
+/// The cells the list operations of one statement on one row read: the row as stored
+/// before the write (or batch) with that statement's earlier element writes added, as
+/// Cassandra's `UpdateParameters` merges a statement's pending changes into the row it read
+/// before the batch.
+struct StatementView<'a> {
+    /// The stored cells; `None`: no operation on the row reads its list.
+    before: Option<&'a Vec<Cell>>,
+    /// The statement the view is of, and what it sees.
+    current: Option<(usize, Vec<Cell>)>,
+}
+
+impl<'a> StatementView<'a> {
+    fn new(before: Option<&'a Vec<Cell>>) -> Self {
+        StatementView {
+            before,
+            current: None,
+        }
+    }
+
+    /// What statement `stmt` sees (its operations come in order, one statement after the
+    /// other); `None` when no operation reads.
+    fn of(&mut self, stmt: usize) -> Option<&mut Vec<Cell>> {
+        let before = self.before?;
+        if self.current.as_ref().is_none_or(|(s, _)| *s != stmt) {
+            self.current = Some((stmt, before.clone()));
+        }
+        self.current.as_mut().map(|(_, cells)| cells)
+    }
+}
+
+/// Merges `cell` into the column-sorted `cells`.
+fn merge_cell(cells: &mut Vec<Cell>, cell: Cell) {
+    match cells.binary_search_by_key(&cell.column, |c| c.column) {
+        Ok(i) => cells[i].merge(cell),
+        Err(i) => cells.insert(i, cell),
+    }
+}
+
 impl CollectionOp {
     /// The operation with its values resolved; `None` when an unset value makes it a no-op.
     /// `when` is the write's timestamp, TTL and time.
@@ -1141,24 +1199,35 @@ impl CollectionOp {
         }))
     }
 
-    /// Whether the operation names list items by index (`l[i] = v`, `DELETE l[i]`): it needs
-    /// the list exactly as a read sees it.
-    fn reads_list_items(&self) -> bool {
+    /// Whether the operation reads the stored list: it names items by index (`l[i] = v`,
+    /// `DELETE l[i]`) or by value (`l = l - [..]`).
+    pub(crate) fn reads_stored_list(&self) -> bool {
         matches!(self.ty, ColumnType::List(_))
-            && matches!(self.op, Assign::SetKey(..) | Assign::DeleteElement(_))
+            && matches!(
+                self.op,
+                Assign::SetKey(..) | Assign::DeleteElement(_) | Assign::Remove(_)
+            )
     }
 
-    /// Applies the operation to a row's (or a partition's static) cells; `outer` is a stored
+    /// Applies the operation to a row's (or a partition's static) cells. A list operation
+    /// that reads the list reads it in `seen`, the cells its statement sees (see
+    /// [`StatementView`]), which the operation's writes are added to; `outer` is a stored
     /// partition or range deletion that covers the row, so elements it shadows are not live.
-    fn apply_to(self, cells: &mut Vec<Cell>, outer: Option<Deletion>) -> Result<(), EngineError> {
+    fn apply_to(
+        self,
+        seen: Option<&mut Vec<Cell>>,
+        cells: &mut Vec<Cell>,
+        outer: Option<Deletion>,
+    ) -> Result<(), EngineError> {
         // Counters take the whole value.
         let Some(kind) = crate::collections::kind_of(&self.ty) else {
             return self.apply_whole(cells);
         };
-        let at = cells.binary_search_by_key(&self.column, |c| c.column);
-        let current = at
-            .ok()
-            .and_then(|i| cells[i].live_elements(kind, self.now.secs))
+        let current = seen
+            .as_deref()
+            .filter(|_| self.reads_stored_list())
+            .and_then(|seen| seen.iter().find(|c| c.column == self.column))
+            .and_then(|c| c.live_elements(kind, self.now.secs))
             .and_then(|mut c| {
                 if let Some(d) = outer {
                     c.elements.retain(|e| !d.shadows(e.ts));
@@ -1189,10 +1258,10 @@ impl CollectionOp {
             ts: delta.max_ts(),
             value: CellValue::Complex(delta),
         };
-        match at {
-            Ok(i) => cells[i].merge(cell),
-            Err(i) => cells.insert(i, cell),
+        if let Some(seen) = seen {
+            merge_cell(seen, cell.clone());
         }
+        merge_cell(cells, cell);
         Ok(())
     }
 

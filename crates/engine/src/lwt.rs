@@ -366,14 +366,14 @@ fn condition_columns(cond: &Condition) -> Vec<usize> {
 }
 
 /// Whether Cassandra's read for `cond` takes the partition's first row: conditions on static
-/// columns alone, or IF EXISTS of the static row.
+/// columns alone, or IF EXISTS / IF NOT EXISTS of the static row.
 fn reads_first_row(t: &TableDef, cond: Option<&Condition>, static_row: bool) -> bool {
     match cond {
         Some(Condition::Columns(cs)) => cs
             .iter()
             .all(|c| t.columns[c.column].kind == ColumnKind::Static),
-        Some(Condition::IfExists) => static_row,
-        _ => false,
+        Some(Condition::IfExists | Condition::IfNotExists) => static_row,
+        None => false,
     }
 }
 

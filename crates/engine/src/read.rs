@@ -358,6 +358,8 @@ pub(crate) struct SelectRun<'a> {
     last_in_part: u64,
     sink: RowSink,
     next_state: Option<PagingState>,
+    /// A read by partition keys: the last partition of the list (see `end_of_page`).
+    last_listed: Option<Vec<u8>>,
     group: Option<Group>,
     /// ORDER BY over an IN on the partition key (never paged): every row kept with its
     /// clustering bytes, merged across partitions and cut to LIMIT at the end. An ANN
@@ -540,6 +542,7 @@ impl<'a> SelectRun<'a> {
                 last_key: Vec::new(),
             },
             next_state: None,
+            last_listed: None,
             group: None,
             merge,
             ann,
@@ -698,6 +701,7 @@ impl<'a> SelectRun<'a> {
     /// Partitions named by their keys (`=` / `IN` on the partition key).
     fn scan_keys(&mut self, sel: &[KeyValues]) -> Result<(), EngineError> {
         let parts = partitions(&self.plan.table, sel, self.vals)?;
+        self.last_listed = parts.last().map(|p| p.prefix.clone());
         let first = match &self.resume_key {
             Some(k) => parts
                 .iter()
@@ -983,7 +987,8 @@ impl<'a> SelectRun<'a> {
                 }
                 let outer = header.deletion_for(&key[row_prefix.len()..]);
                 let live = row.is_live(now.secs, outer)
-                    && (!strict || crate::view::marker_live(&row, now.secs));
+                    && (!strict || crate::view::marker_live(&row, now.secs))
+                    && crate::collections::row_still_live(t, &row, now.secs, outer);
                 // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
                 if self.tally.row(&row, outer, now.secs, live).is_err() {
                     return self.too_many_tombstones();
@@ -1187,6 +1192,39 @@ impl<'a> SelectRun<'a> {
         Ok(())
     }
 
+    /// A page that the read filled exactly, with nothing after it, still carries a paging
+    /// state (the next page is then empty), as Cassandra's pagers give one whenever a page
+    /// is full and they cannot tell the read is over. They can tell when LIMIT is reached,
+    /// and for a read by partition keys when its last partition is done: its last row was
+    /// its only possible one (the table has no clustering columns, or the row is the
+    /// partition's static row alone) or PER PARTITION LIMIT (1 for DISTINCT) is reached.
+    /// A read of a token range is never known to be over.
+    fn end_of_page(&mut self) {
+        let full = self
+            .page
+            .is_some_and(|p| self.sink.rows as u64 == p && p > 0);
+        if !full || self.next_state.is_some() || self.remaining == Some(0) {
+            return;
+        }
+        let last = &self.sink.last_key;
+        let in_last_partition = self
+            .last_listed
+            .as_ref()
+            .is_some_and(|p| last.starts_with(p));
+        let partition_done = self.plan.table.clustering_count() == 0
+            || keys::decode_key(last).is_some_and(|d| d.is_header)
+            || self.plan.distinct
+            || self.ppl.is_some_and(|l| self.last_in_part >= l);
+        if in_last_partition && partition_done {
+            return;
+        }
+        self.next_state = Some(PagingState {
+            last_key: last.clone(),
+            remaining: self.remaining,
+            in_partition: self.last_in_part,
+        });
+    }
+
     fn finish(mut self) -> Result<ResultSet, EngineError> {
         if let Selection::Aggregates(sel) = &self.plan.selection {
             // Without GROUP BY there is one row even when nothing matched.
@@ -1197,6 +1235,7 @@ impl<'a> SelectRun<'a> {
             }
             self.close_group()?;
         }
+        self.end_of_page();
         if let Some(mut m) = self.merge.take() {
             // Ties keep the partitions' order, as Cassandra's merge does.
             if self.plan.reversed {

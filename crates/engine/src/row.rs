@@ -194,6 +194,11 @@ impl Element {
             _ => None,
         }
     }
+
+    /// Whether this version of an element beats `other` in Cassandra's reconciliation.
+    pub(crate) fn wins_over(&self, other: &Element) -> bool {
+        wins(self.ts, &self.value, other.ts, &other.value)
+    }
 }
 
 /// A non-frozen collection's cells: its deletion and its elements sorted by path bytes.
@@ -367,7 +372,7 @@ impl Cell {
     }
 
     /// This cell as a reader sees it under `shadow` at `now`: `None` when nothing is live;
-    /// a collection keeps only its live, unshadowed elements.
+    /// a collection keeps only its unshadowed elements.
     fn visible(
         &self,
         now: LocalSecs,
@@ -386,10 +391,13 @@ impl Cell {
                 } else if shown == c.elements.len() {
                     Some(Cow::Borrowed(self))
                 } else {
+                    // Unshadowed dead elements stay: in a set or map whose keys have several
+                    // forms, one may remove a live element of another form (see
+                    // `collections::live_elements`, which keeps only live ones).
                     let elements: Vec<Element> = c
                         .elements
                         .iter()
-                        .filter(|e| Complex::shows(e, now, shadow))
+                        .filter(|e| !matches!(shadow, Some(d) if d.shadows(e.ts)))
                         .cloned()
                         .collect();
                     let c = Complex {

@@ -1303,8 +1303,9 @@ fn selector_name(e: &E) -> String {
 }
 
 /// A term as Cassandra shows it inside a column name: string literals quoted but not escaped
-/// (`m['it's']`), collections and tuples with their elements shown the same way.
-fn term_name(t: &Term) -> String {
+/// (`m['it's']`), collections and tuples with their elements shown the same way. Cassandra's
+/// messages quote terms so too (see `build::operation::cassandra_text`).
+pub(crate) fn term_name(t: &Term) -> String {
     let join = |items: &[Term]| items.iter().map(term_name).collect::<Vec<_>>().join(", ");
     match t {
         Term::Literal(Literal::String(s)) => format!("'{s}'"),

@@ -52,6 +52,21 @@ fn name(ty: &ColumnType, nested: bool) -> String {
     }
 }
 
+/// Whether `ty` is, or holds at any depth (in a collection, vector, tuple or UDT), a type
+/// `leaf` accepts.
+pub(crate) fn contains(ty: &ColumnType, leaf: &dyn Fn(&ColumnType) -> bool) -> bool {
+    leaf(ty)
+        || match ty {
+            ColumnType::List(t) | ColumnType::Set(t) | ColumnType::Vector(t, _) => {
+                contains(t, leaf)
+            }
+            ColumnType::Map(k, v) => contains(k, leaf) || contains(v, leaf),
+            ColumnType::Tuple(ts) => ts.iter().any(|t| contains(t, leaf)),
+            ColumnType::Udt { fields, .. } => fields.iter().any(|(_, t)| contains(t, leaf)),
+            _ => false,
+        }
+}
+
 /// Orders two serialized values of one type as Cassandra does (for sets, map keys,
 /// filtering); uses the clustering key encoding.
 pub fn compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {

@@ -200,8 +200,9 @@ fn operands(term: &Term) -> (Option<ArithOp>, Vec<&Term>) {
     }
 }
 
-/// Cassandra's text of a term in its messages: `(int)?`, `?`, `:x`, and an operation as the
-/// call it is (`system."_add"((int)?, 1)`).
+/// Cassandra's text of a term in its messages: `(int)?`, `?`, `:x`, an operation as the
+/// call it is (`system."_add"((int)?, 1)`), a text literal between quotes as written
+/// (`'it's'`: Cassandra does not double the quote), collections and tuples of those.
 pub(crate) fn cassandra_text(term: &Term) -> String {
     match term {
         Term::TypeHint { ty, term } => format!("({ty}){}", cassandra_text(term)),
@@ -210,7 +211,7 @@ pub(crate) fn cassandra_text(term: &Term) -> String {
             let args: Vec<String> = args.into_iter().map(cassandra_text).collect();
             format!("system.\"{}\"({})", function_name(op), args.join(", "))
         }
-        other => other.to_string(),
+        other => crate::selection::term_name(other),
     }
 }
 

@@ -137,7 +137,7 @@ impl Engine {
                 continue;
             };
             // Only list operations naming items by index or value read the stored list.
-            let current = if matches!(kind, CollectionKind::List) && reads_stored_list(op) {
+            let current = if matches!(kind, CollectionKind::List) && op.reads_stored_list() {
                 let row = stored.get_or_insert_with(|| self.stored_row(key));
                 row.as_ref()
                     .and_then(|r| r.cells.iter().find(|c| c.column == op.column))
@@ -180,10 +180,6 @@ impl Engine {
         let bytes = self.storage.get(key).ok()??;
         Row::decode(&bytes).ok()
     }
-}
-
-fn reads_stored_list(op: &CollectionOp) -> bool {
-    op.reads_list_items() || matches!(op.op, crate::plan::Assign::Remove(_))
 }
 
 fn cell_size(t: &TableDef, c: &Cell) -> u64 {
