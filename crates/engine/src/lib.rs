@@ -503,6 +503,18 @@ pub struct Engine {
 
 const NODE_KEY: &[u8] = b"\x00node";
 
+/// The directory under the data directory where vector index graphs are saved.
+pub const VECTOR_INDEX_DIR: &str = "vector_indexes";
+
+/// What [`Engine::open_with_options`] takes beside the store.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Where the graphs of SAI vector indexes are saved, one directory per index
+    /// (`<data_dir>/vector_indexes`, [`VECTOR_INDEX_DIR`]), to be loaded at the next
+    /// open instead of rebuilt; `None`: never saved, rebuilt at every open.
+    pub vector_index_dir: Option<std::path::PathBuf>,
+}
+
 impl Engine {
     pub fn open(storage: Arc<dyn Storage>, node: NodeInfo) -> Result<Engine, DbError> {
         // A store without a purge filter: the schema handle is the engine's alone.
@@ -511,8 +523,17 @@ impl Engine {
 
     pub fn open_with_filter(
         storage: Arc<dyn Storage>,
+        node: NodeInfo,
+        filter: FilterHandle,
+    ) -> Result<Engine, DbError> {
+        Self::open_with_options(storage, node, filter, OpenOptions::default())
+    }
+
+    pub fn open_with_options(
+        storage: Arc<dyn Storage>,
         mut node: NodeInfo,
         filter: FilterHandle,
+        options: OpenOptions,
     ) -> Result<Engine, DbError> {
         let mut schema = Schema::default();
         if let Some(bytes) = storage
@@ -592,7 +613,7 @@ impl Engine {
             node,
             auth,
             service_levels,
-            vectors: Default::default(),
+            vectors: index::vector::VectorIndexes::new(options.vector_index_dir),
             live: RwLock::new(None),
             batch_sizes: virtual_tables::BatchSizes::default(),
             batch_size_thresholds: RwLock::new(warnings::BatchSizeThresholds::default()),

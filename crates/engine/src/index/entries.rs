@@ -371,6 +371,7 @@ impl Engine {
     /// Builds every index not yet built, then records them as built. Runs at open, before
     /// any request.
     pub(crate) fn build_indexes(&self) -> Result<(), EngineError> {
+        self.load_vector_indexes()?;
         self.build_vector_indexes()?;
         self.build_pending_indexes(None).map(|_| ())
     }
