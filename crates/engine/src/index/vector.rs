@@ -509,9 +509,10 @@ impl Engine {
             .index
             .retain(|k| seen.contains(k))
             .map_err(|e| EngineError::server(e.to_string()))?;
+        // `upsert` counted each re-indexed row; the removals are counted here.
         graph
             .unsaved
-            .fetch_add(changed + removed as u64, Ordering::Relaxed);
+            .fetch_add(removed as u64, Ordering::Relaxed);
         Ok((changed, removed))
     }
 
