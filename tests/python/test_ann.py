@@ -12,7 +12,7 @@
   and loaded at start instead of rebuilt (the server's log says which): after a clean restart
   as saved, after SIGKILL brought up to date by a scan, so the rows written after the save
   and just before the kill come first for their own vectors and deleted rows never come
-  back; DROP INDEX removes the saved files;
+  back; DROP INDEX removes the saved files; with encryption at rest nothing is saved;
 - the client warning Cassandra 5.0.9 sends on the DDL that validates a vector index.
 """
 
@@ -289,16 +289,23 @@ def check_exact_rows(s, rows, queries, first_key, absent):
     assert recall_at_10(s, rows, queries) >= 0.9
 
 
+def fill_keyspace_a(s):
+    """Keyspace `a` with `big` (load_vectors) on session `s`, recall checked on 5 queries;
+    returns the generator, the rows and the queries."""
+    s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
+    s.set_keyspace("a")
+    rng, rows = load_vectors(s)
+    queries = [rand_vec(rng, DIM) for _ in range(5)]
+    assert recall_at_10(s, rows, queries) >= 0.9
+    return rng, rows, queries
+
+
 def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
     srv = server_factory()
     srv.start()
     saved = os.path.join(srv.data, "vector_indexes")
     with connected(srv) as s:
-        s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
-        s.set_keyspace("a")
-        rng, rows = load_vectors(s)
-        queries = [rand_vec(rng, DIM) for _ in range(5)]
-        assert recall_at_10(s, rows, queries) >= 0.9
+        rng, rows, queries = fill_keyspace_a(s)
         # 3000 changed rows: the background save writes the graph within seconds.
         wait_until("a background save", lambda: any(
             os.path.exists(os.path.join(saved, d, "keys.bin"))
@@ -341,15 +348,46 @@ def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
         assert os.listdir(saved) == []
 
 
-def test_index_rebuilt_after_restart_and_kill(server_factory):
-    srv = server_factory(sync="batch")
+def test_graph_not_saved_with_encryption_at_rest(server_factory):
+    """A saved graph would hold the vectors in clear: with encryption at rest none is saved
+    (a clean stop saves nothing, the next start builds from the table), and graphs saved
+    before encryption was enabled (planted here) are removed at start."""
+    srv = server_factory()
+    key_file = os.path.join(srv.root, "keys")
+    with open(key_file, "w") as f:
+        f.write("1 " + "3c" * 32 + "\n")
+    os.chmod(key_file, 0o600)
+    with open(srv.config, "a") as f:
+        f.write(f"encryption_at_rest:\n  enabled: true\n  key_file: {key_file}\n")
+    saved = os.path.join(srv.data, "vector_indexes")
     srv.start()
     with connected(srv) as s:
         s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
         s.set_keyspace("a")
-        rng, rows = load_vectors(s)
-        queries = [rand_vec(rng, DIM) for _ in range(5)]
-        assert recall_at_10(s, rows, queries) >= 0.9
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v vector<float, 2>)")
+        s.execute("CREATE CUSTOM INDEX ON t (v) USING 'StorageAttachedIndex'")
+        for k in range(1, 21):
+            s.execute("INSERT INTO t (k, v) VALUES (%s, %s)", (k, [float(k), 1.0]))
+    srv.terminate()
+    assert not os.path.exists(saved)
+    os.makedirs(os.path.join(saved, "1"))
+    with open(os.path.join(saved, "1", "keys.bin"), "wb") as f:
+        f.write(b"PGVIDX02 planted")
+    srv.start()
+    log = start_log(srv)
+    assert "vector index graphs are not saved with encryption at rest" in log, log[-3000:]
+    assert "built from the table" in log and "loaded from" not in log
+    assert not os.path.exists(saved)
+    with connected(srv, "a") as s:
+        got = [r.k for r in s.execute("SELECT k FROM t ORDER BY v ANN OF [20.0, 1.0] LIMIT 3")]
+        assert got == [20, 19, 18]
+
+
+def test_index_rebuilt_after_restart_and_kill(server_factory):
+    srv = server_factory(sync="batch")
+    srv.start()
+    with connected(srv) as s:
+        _, rows, queries = fill_keyspace_a(s)
 
     srv.terminate()
     srv.start()

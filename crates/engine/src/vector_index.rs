@@ -382,24 +382,27 @@ impl VectorIndex {
         Ok(())
     }
 
-    /// Whether the index holds exactly `vector` for `primary_key` (by hash): what a scan
-    /// that brings a loaded index up to date with its table asks of every stored row.
-    pub fn holds(&self, primary_key: &[u8], vector: &[f32]) -> bool {
+    /// The label under which the index holds exactly `vector` for `primary_key` (compared by
+    /// hash), or `None`: what a scan that brings a loaded index up to date with its table asks
+    /// of every stored row (and marks the answer, see [`retain`](Self::retain)).
+    pub fn holds(&self, primary_key: &[u8], vector: &[f32]) -> Option<u64> {
         self.read()
             .labels
             .get(primary_key)
-            .is_some_and(|s| s.hash == vector_hash(vector))
+            .filter(|s| s.hash == vector_hash(vector))
+            .map(|s| s.label)
     }
 
-    /// Removes every key `keep` refuses (rows a reconciling scan did not find); returns how
-    /// many went.
-    pub fn retain(&self, keep: impl Fn(&[u8]) -> bool) -> Result<usize, VectorIndexError> {
+    /// Removes every key whose label `keep` refuses (rows a reconciling scan did not find);
+    /// returns how many went. Labels, not keys, so that the caller's record of what it found
+    /// can be one bit per label instead of a copy of every key.
+    pub fn retain(&self, keep: impl Fn(u64) -> bool) -> Result<usize, VectorIndexError> {
         let gone: Vec<Vec<u8>> = self
             .read()
             .labels
-            .keys()
-            .filter(|k| !keep(k))
-            .cloned()
+            .iter()
+            .filter(|(_, s)| !keep(s.label))
+            .map(|(k, _)| k.clone())
             .collect();
         for k in &gone {
             self.remove(k)?;
@@ -1002,9 +1005,10 @@ mod tests {
         let (loaded, covers) = VectorIndex::load(&dir, cfg.clone()).unwrap();
         assert_eq!(covers, 42);
         assert_eq!(loaded.len(), 500);
-        assert!(loaded.holds(&pk(3), &all[3]) && !loaded.holds(&pk(3), &all[4]));
-        assert_eq!(loaded.retain(|k| k != pk(4).as_slice()).unwrap(), 1);
-        assert!(!loaded.holds(&pk(4), &all[4]) && loaded.len() == 499);
+        assert!(loaded.holds(&pk(3), &all[3]).is_some() && loaded.holds(&pk(3), &all[4]).is_none());
+        let four = loaded.holds(&pk(4), &all[4]).expect("saved with row 4");
+        assert_eq!(loaded.retain(|l| l != four).unwrap(), 1);
+        assert!(loaded.holds(&pk(4), &all[4]).is_none() && loaded.len() == 499);
         loaded.upsert(&pk(4), &all[4]).unwrap();
         for q in &all[500..] {
             assert_eq!(index.search(q, 10).unwrap(), loaded.search(q, 10).unwrap());

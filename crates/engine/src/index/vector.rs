@@ -34,7 +34,7 @@ use crate::row::{CellValue, Row};
 use crate::similarity::Similarity;
 use crate::vector_index::{VectorIndex, VectorIndexConfig, VectorIndexError};
 use crate::{keys, Engine, EngineError};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -193,6 +193,16 @@ impl VectorIndexes {
         Ok(())
     }
 
+    /// Makes `index` the graph of index `id` (not yet ready for queries).
+    fn install(&self, id: u32, index: VectorIndex) -> Arc<Graph> {
+        let graph = Arc::new(Graph::new(index));
+        self.graphs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, graph.clone());
+        graph
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<Arc<Graph>> {
         self.graphs
             .read()
@@ -349,32 +359,13 @@ impl Engine {
             }
             let started = Instant::now();
             let index = VectorIndex::new(config).map_err(|e| EngineError::server(e.to_string()))?;
-            let graph = Arc::new(Graph::new(index));
             // Installed before the scan: every write from now on maintains it, and the scan
             // (partition by partition under the stripe locks) adds what was written before.
-            self.vectors
-                .graphs
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(idx.id, graph.clone());
-            let Some(c) = t.column(&idx.column).map(|c| c.id) else {
-                continue;
-            };
-            self.each_partition_locked(t.id, |prefix, _| {
-                let rows = keys::row_key(prefix, &[]);
-                let end = keys::prefix_end(&rows);
-                for item in self.storage.scan(
-                    Bound::Included(rows.as_slice()),
-                    Bound::Excluded(end.as_slice()),
-                    false,
-                ) {
-                    let (key, stored) = item?;
-                    let row = Row::decode(&stored).map_err(EngineError::corrupt)?;
-                    if let Some(v) = live_vector(&row, c) {
-                        self.vectors.upsert(&graph, &key, &v);
-                    }
+            let graph = self.vectors.install(idx.id, index);
+            self.each_stored_vector(&t, &idx, |key, vector| {
+                if let Some(v) = vector {
+                    self.vectors.upsert(&graph, &key, &v);
                 }
-                Ok(())
             })?;
             graph.ready.store(true, Ordering::Release);
             tracing::info!(
@@ -386,6 +377,35 @@ impl Engine {
             );
         }
         Ok(())
+    }
+
+    /// Calls `f` with every row of `t` and its vector in `idx`'s column (`None`: the row has
+    /// none), partition by partition under the partition's stripe lock, so a write is either
+    /// before the visit (seen here) or after it (it maintains the graph itself). The one
+    /// loop behind a graph's build and its catch-up at open.
+    fn each_stored_vector(
+        &self,
+        t: &TableDef,
+        idx: &IndexDef,
+        mut f: impl FnMut(Vec<u8>, Option<Vec<f32>>),
+    ) -> Result<(), EngineError> {
+        let Some(c) = t.column(&idx.column).map(|c| c.id) else {
+            return Ok(());
+        };
+        self.each_partition_locked(t.id, |prefix, _| {
+            let rows = keys::row_key(prefix, &[]);
+            let end = keys::prefix_end(&rows);
+            for item in self.storage.scan(
+                Bound::Included(rows.as_slice()),
+                Bound::Excluded(end.as_slice()),
+                false,
+            ) {
+                let (key, stored) = item?;
+                let row = Row::decode(&stored).map_err(EngineError::corrupt)?;
+                f(key, live_vector(&row, c));
+            }
+            Ok(())
+        })
     }
 
     /// At open, before [`Engine::build_vector_indexes`]: takes up the graphs saved under
@@ -433,12 +453,7 @@ impl Engine {
                     continue;
                 }
             };
-            let graph = Arc::new(Graph::new(index));
-            self.vectors
-                .graphs
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(idx.id, graph.clone());
+            let graph = self.vectors.install(idx.id, index);
             if token.is_some_and(|t| t == covers) {
                 tracing::info!(
                     "vector index {}.{}: graph of {} rows loaded from {} in {:?} (saved at a clean shutdown)",
@@ -473,46 +488,41 @@ impl Engine {
         idx: &IndexDef,
         graph: &Arc<Graph>,
     ) -> Result<(u64, usize), EngineError> {
-        let Some(c) = t.column(&idx.column).map(|c| c.id) else {
-            return Ok((0, 0));
-        };
         let (mut changed, mut removed) = (0u64, 0usize);
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
-        self.each_partition_locked(t.id, |prefix, _| {
-            let rows = keys::row_key(prefix, &[]);
-            let end = keys::prefix_end(&rows);
-            for item in self.storage.scan(
-                Bound::Included(rows.as_slice()),
-                Bound::Excluded(end.as_slice()),
-                false,
-            ) {
-                let (key, stored) = item?;
-                let row = Row::decode(&stored).map_err(EngineError::corrupt)?;
-                match live_vector(&row, c) {
-                    Some(v) => {
-                        if !graph.index.holds(&key, &v) {
-                            self.vectors.upsert(graph, &key, &v);
-                            changed += 1;
-                        }
-                        seen.insert(key);
+        // The labels of the rows found, one bit each: what the graph holds beyond them is
+        // removed after the scan.
+        let mut seen: Vec<u64> = Vec::new();
+        self.each_stored_vector(t, idx, |key, vector| match vector {
+            Some(v) => {
+                let label = graph.index.holds(&key, &v).or_else(|| {
+                    self.vectors.upsert(graph, &key, &v);
+                    changed += 1;
+                    graph.index.holds(&key, &v)
+                });
+                if let Some(l) = label.and_then(|l| usize::try_from(l).ok()) {
+                    if seen.len() <= l / 64 {
+                        seen.resize(l / 64 + 1, 0);
                     }
-                    None => {
-                        if let Ok(true) = graph.index.remove(&key) {
-                            removed += 1;
-                        }
-                    }
+                    seen[l / 64] |= 1 << (l % 64);
                 }
             }
-            Ok(())
+            None => {
+                if let Ok(true) = graph.index.remove(&key) {
+                    removed += 1;
+                }
+            }
         })?;
         removed += graph
             .index
-            .retain(|k| seen.contains(k))
+            .retain(|l| {
+                usize::try_from(l)
+                    .ok()
+                    .and_then(|l| seen.get(l / 64).map(|w| w & (1 << (l % 64)) != 0))
+                    .unwrap_or(false)
+            })
             .map_err(|e| EngineError::server(e.to_string()))?;
         // `upsert` counted each re-indexed row; the removals are counted here.
-        graph
-            .unsaved
-            .fetch_add(removed as u64, Ordering::Relaxed);
+        graph.unsaved.fetch_add(removed as u64, Ordering::Relaxed);
         Ok((changed, removed))
     }
 
@@ -554,6 +564,9 @@ impl Engine {
             .iter()
             .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
+        // A second close (after writes that took the mark) saves again: the graphs it saves
+        // are again all the store's vectors.
+        self.vectors.sealed.store(false, Ordering::Release);
         let r = crate::scalar::random_uuid(0);
         let token = u64::from_be_bytes(r[..8].try_into().unwrap_or_default()).max(1);
         let mut saved = 0;
@@ -760,7 +773,10 @@ mod tests {
         let insert = |e: &Engine, k: i32| {
             let x = (k as f32 * 0.37).sin();
             let y = (k as f32 * 0.11).cos();
-            exec(e, &format!("INSERT INTO t (k, v) VALUES ({k}, [{x}, {y}, 0.1])"));
+            exec(
+                e,
+                &format!("INSERT INTO t (k, v) VALUES ({k}, [{x}, {y}, 0.1])"),
+            );
         };
         let e = open();
         exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
@@ -770,7 +786,11 @@ mod tests {
             insert(&e, k);
         }
         // A background save, then more writes, then no clean shutdown.
-        assert_eq!(e.save_vector_indexes(false).unwrap(), 0, "300 < SAVE_AFTER_CHANGES");
+        assert_eq!(
+            e.save_vector_indexes(false).unwrap(),
+            0,
+            "300 < SAVE_AFTER_CHANGES"
+        );
         assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
         assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 0);
         exec(&e, "INSERT INTO t (k, v) VALUES (1000, [0.5, 0.25, 0.1])");
@@ -784,14 +804,21 @@ mod tests {
         let e = open();
         let g = graph(&e);
         assert_eq!(g.index.len(), 300);
-        assert_eq!(g.unsaved.load(Ordering::Relaxed), 3, "2 re-indexed + 1 removed");
+        assert_eq!(
+            g.unsaved.load(Ordering::Relaxed),
+            3,
+            "2 re-indexed + 1 removed"
+        );
         assert!(g.usable());
         assert_eq!(keys(&e, QUERY)[0], "1000");
         assert_eq!(exact(&e, QUERY), want);
-        assert!(g.index.holds(
-            &g.index.search(&[-9.0, -9.0, -9.0], 1).unwrap()[0].primary_key,
-            &[-9.0, -9.0, -9.0]
-        ));
+        assert!(g
+            .index
+            .holds(
+                &g.index.search(&[-9.0, -9.0, -9.0], 1).unwrap()[0].primary_key,
+                &[-9.0, -9.0, -9.0]
+            )
+            .is_some());
 
         // A clean shutdown: loaded as saved, no scan (nothing re-indexed).
         e.close_vector_indexes().unwrap();
@@ -815,11 +842,33 @@ mod tests {
         assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 1);
         assert!(keys(&e, QUERY)[..2].contains(&"1001".to_string()));
 
+        // Closed, written, closed again: the second close saves again (the first one's seal
+        // does not stop it), so the next open loads as saved, with that write.
+        e.close_vector_indexes().unwrap();
+        exec(&e, "INSERT INTO t (k, v) VALUES (1002, [-7.0, -7.0, -7.0])");
+        e.close_vector_indexes().unwrap();
+        assert!(store.get(CLEAN_KEY).unwrap().is_some());
+        let n = graph(&e).index.len();
+        drop(e);
+        let e = open();
+        let g = graph(&e);
+        assert_eq!((g.index.len(), g.unsaved.load(Ordering::Relaxed)), (n, 0));
+        let hit = &g.index.search(&[-7.0, -7.0, -7.0], 1).unwrap()[0];
+        assert!(g
+            .index
+            .holds(&hit.primary_key, &[-7.0, -7.0, -7.0])
+            .is_some());
+
         // Damaged files: rebuilt from the table (every row counted as unsaved).
         e.close_vector_indexes().unwrap();
         let n = graph(&e).index.len();
         drop(e);
-        let sub = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        let sub = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let keys_file = sub.join("keys.bin");
         let mut raw = std::fs::read(&keys_file).unwrap();
         raw[20] ^= 0xff;
@@ -830,11 +879,25 @@ mod tests {
         assert_eq!(g.unsaved.load(Ordering::Relaxed), n as u64);
         assert_eq!(keys(&e, QUERY)[..2].len(), 2);
 
-        // DROP INDEX takes the files with it.
+        // TRUNCATE takes the old id's files; the fresh id's graph is saved under its own.
         e.save_vector_indexes(true).unwrap();
         assert!(sub.exists());
-        exec(&e, "DROP INDEX t_v_idx");
+        exec(&e, "TRUNCATE t");
         assert!(!sub.exists());
+        insert(&e, 1);
+        assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
+        let saved = || std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(saved(), 1);
+
+        // DROP INDEX takes the files with it, and so does DROP TABLE.
+        exec(&e, "DROP INDEX t_v_idx");
+        assert_eq!(saved(), 0);
+        assert!(e.vectors.all().is_empty());
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai'");
+        assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
+        assert_eq!(saved(), 1);
+        exec(&e, "DROP TABLE t");
+        assert_eq!(saved(), 0);
         assert!(e.vectors.all().is_empty());
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
