@@ -507,12 +507,24 @@ const NODE_KEY: &[u8] = b"\x00node";
 pub const VECTOR_INDEX_DIR: &str = "vector_indexes";
 
 /// What [`Engine::open_with_options`] takes beside the store.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OpenOptions {
     /// Where the graphs of SAI vector indexes are saved, one directory per index
     /// (`<data_dir>/vector_indexes`, [`VECTOR_INDEX_DIR`]), to be loaded at the next
     /// open instead of rebuilt; `None`: never saved, rebuilt at every open.
     pub vector_index_dir: Option<std::path::PathBuf>,
+    /// `vector_index_memory_bytes`: the size above which a graph is freed (ANN queries on its
+    /// index then scan). Given at open because the graphs are loaded or built there.
+    pub vector_index_memory_bytes: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            vector_index_dir: None,
+            vector_index_memory_bytes: index::vector::DEFAULT_MEMORY_BYTES,
+        }
+    }
 }
 
 impl Engine {
@@ -613,7 +625,10 @@ impl Engine {
             node,
             auth,
             service_levels,
-            vectors: index::vector::VectorIndexes::new(options.vector_index_dir),
+            vectors: index::vector::VectorIndexes::new(
+                options.vector_index_dir,
+                options.vector_index_memory_bytes,
+            ),
             live: RwLock::new(None),
             batch_sizes: virtual_tables::BatchSizes::default(),
             batch_size_thresholds: RwLock::new(warnings::BatchSizeThresholds::default()),

@@ -1040,6 +1040,16 @@ mod tests {
         };
         assert_eq!(graphs().len(), 1);
         assert_eq!(VectorIndex::load(&dir, cfg.clone()).unwrap().1, 43);
+        // What a kill -9 in the middle of a save leaves (the new graph file written, the new
+        // key map not yet renamed into place): the last whole save loads, and the next save
+        // removes the stray file.
+        std::fs::write(dir.join("graph-ffff-0.usearch"), b"half a graph").unwrap();
+        std::fs::write(dir.join(format!("{KEYS_FILE}.tmp")), b"PGVIDX02 half").unwrap();
+        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone()).unwrap();
+        assert_eq!((covers, loaded.len()), (43, 500));
+        index.save(&dir, 44).unwrap();
+        assert_eq!(graphs().len(), 1);
+        assert_eq!(VectorIndex::load(&dir, cfg.clone()).unwrap().1, 44);
         // A graph file cut short (or not the one the key map names) is refused.
         let graph = graphs().remove(0);
         let bytes = std::fs::read(&graph).unwrap();

@@ -150,7 +150,11 @@ impl LocalBackend {
             store.clone(),
             node,
             handle,
-            engine::OpenOptions { vector_index_dir },
+            engine::OpenOptions {
+                vector_index_dir,
+                vector_index_memory_bytes: usize::try_from(config.vector_index_memory_bytes)
+                    .unwrap_or(usize::MAX),
+            },
         )
         .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
@@ -165,9 +169,6 @@ impl LocalBackend {
             warn: config.tombstone_warn_threshold,
             fail: config.tombstone_failure_threshold,
         });
-        engine.set_vector_index_memory_bytes(
-            usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
-        );
         let password = config.authenticator == Authenticator::PasswordAuthenticator;
         engine.auth().configure(engine::auth::AuthSettings {
             password_authenticator: password,

@@ -87,7 +87,8 @@ impl Graph {
 /// The graphs of every vector index, by index id, and their settings.
 pub(crate) struct VectorIndexes {
     graphs: RwLock<HashMap<u32, Arc<Graph>>>,
-    memory_limit: AtomicUsize,
+    /// `vector_index_memory_bytes`, fixed at open.
+    memory_limit: usize,
     /// Below this many rows an ANN query reads every candidate row (exact) instead of the graph.
     exact_below: AtomicUsize,
     /// Where graphs are saved, one directory per index id (`<data_dir>/vector_indexes`), or
@@ -120,17 +121,17 @@ const CHECK_EVERY: u64 = 1024;
 
 impl Default for VectorIndexes {
     fn default() -> Self {
-        VectorIndexes::new(None)
+        VectorIndexes::new(None, DEFAULT_MEMORY_BYTES)
     }
 }
 
 impl VectorIndexes {
     /// Graphs saved under `dir` (loaded at open, saved in the background and at a clean
-    /// shutdown), or never persisted with `None`.
-    pub(crate) fn new(dir: Option<PathBuf>) -> Self {
+    /// shutdown), or never persisted with `None`; each freed above `memory_limit` bytes.
+    pub(crate) fn new(dir: Option<PathBuf>, memory_limit: usize) -> Self {
         VectorIndexes {
             graphs: RwLock::new(HashMap::new()),
-            memory_limit: AtomicUsize::new(DEFAULT_MEMORY_BYTES),
+            memory_limit,
             exact_below: AtomicUsize::new(DEFAULT_EXACT_BELOW),
             dir,
             saves: Mutex::new(()),
@@ -234,9 +235,15 @@ impl VectorIndexes {
         }
         if g.since_check.fetch_add(1, Ordering::Relaxed) + 1 >= CHECK_EVERY {
             g.since_check.store(0, Ordering::Relaxed);
-            if g.index.memory_bytes() > self.memory_limit.load(Ordering::Relaxed) {
-                self.over(g);
-            }
+            self.check_budget(g);
+        }
+    }
+
+    /// Frees `g` (ANN queries on its index then scan) if it takes more than the limit:
+    /// every [`CHECK_EVERY`] upserts, and once a graph is loaded or built.
+    fn check_budget(&self, g: &Graph) {
+        if !g.over_budget.load(Ordering::Acquire) && g.index.memory_bytes() > self.memory_limit {
+            self.over(g);
         }
     }
 
@@ -320,26 +327,6 @@ impl Engine {
         }
     }
 
-    /// `vector_index_memory_bytes`: the size above which a graph is freed (ANN queries on
-    /// its index then scan).
-    pub fn set_vector_index_memory_bytes(&self, bytes: usize) {
-        self.vectors.memory_limit.store(bytes, Ordering::Relaxed);
-        // Graphs built at open were built under the default.
-        let graphs: Vec<Arc<Graph>> = self
-            .vectors
-            .graphs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for g in graphs {
-            if g.index.memory_bytes() > bytes {
-                self.vectors.over(&g);
-            }
-        }
-    }
-
     /// Tables with fewer indexed rows than this answer ANN queries by an exact scan.
     pub fn set_vector_exact_below(&self, rows: usize) {
         self.vectors.exact_below.store(rows, Ordering::Relaxed);
@@ -367,6 +354,7 @@ impl Engine {
                     self.vectors.upsert(&graph, &key, &v);
                 }
             })?;
+            self.vectors.check_budget(&graph);
             graph.ready.store(true, Ordering::Release);
             tracing::info!(
                 "vector index {}.{}: graph of {} rows built from the table in {:?}",
@@ -454,6 +442,8 @@ impl Engine {
                 }
             };
             let graph = self.vectors.install(idx.id, index);
+            // Saved under a larger limit: freed before the catch-up would add to it.
+            self.vectors.check_budget(&graph);
             if token.is_some_and(|t| t == covers) {
                 tracing::info!(
                     "vector index {}.{}: graph of {} rows loaded from {} in {:?} (saved at a clean shutdown)",
@@ -746,19 +736,21 @@ mod tests {
         let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
         let dir = std::env::temp_dir().join(format!("pg-vgraphs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let open = || {
+        let open_with = |memory_bytes: usize| {
             let e = Engine::open_with_options(
                 store.clone(),
                 node(),
                 crate::FilterHandle::new(),
                 crate::OpenOptions {
                     vector_index_dir: Some(dir.clone()),
+                    vector_index_memory_bytes: memory_bytes,
                 },
             )
             .unwrap();
             e.set_vector_exact_below(0);
             e
         };
+        let open = || open_with(super::DEFAULT_MEMORY_BYTES);
         let graph = |e: &Engine| {
             let schema = e.schema.get();
             let t = schema.table("ks", "t").unwrap();
@@ -858,6 +850,18 @@ mod tests {
             .index
             .holds(&hit.primary_key, &[-7.0, -7.0, -7.0])
             .is_some());
+
+        // Under a smaller `vector_index_memory_bytes` (the one given at open, not the
+        // default) the loaded graph is freed before it is used: ANN queries scan, exactly.
+        let want = exact(&e, QUERY);
+        drop(e);
+        let small = open_with(1);
+        assert!(!graph(&small).usable() && graph(&small).index.is_empty());
+        assert_eq!(keys(&small, QUERY), want);
+        drop(small);
+        let e = open();
+        assert!(graph(&e).usable());
+        assert_eq!(keys(&e, QUERY), want);
 
         // Damaged files: rebuilt from the table (every row counted as unsaved).
         e.close_vector_indexes().unwrap();
