@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
 /// The graph settings of `idx` when it is an SAI index on a float-vector column. Only a
@@ -95,7 +95,8 @@ pub(crate) struct VectorIndexes {
     /// `None`: not persisted (tests, encryption at rest).
     dir: Option<PathBuf>,
     /// Held by every save and by the removal of a dropped index's files, so that a save
-    /// never writes the files of an index being dropped.
+    /// never writes the files of an index being dropped; held by a clean shutdown over all
+    /// its saves and its mark, so that no background save comes between them.
     saves: Mutex<()>,
     /// A clean shutdown saved every graph and set [`CLEAN_KEY`]: a write of a vector after
     /// it deletes that key in its own batch (`exec::apply`), so the mark never outlives a write
@@ -177,21 +178,36 @@ impl VectorIndexes {
         }
     }
 
-    /// Saves graph `id` with `covers` (under `saves`), unless it was dropped meanwhile.
-    fn save(&self, id: u32, g: &Graph, covers: u64) -> Result<(), VectorIndexError> {
+    /// The background save of graph `id`: skipped once a clean shutdown saved it (it would
+    /// replace that save with one the next open must scan to trust). Whether it was saved.
+    fn save(&self, id: u32, g: &Graph) -> Result<bool, VectorIndexError> {
+        let saves = self.saves.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sealed() {
+            return Ok(false);
+        }
+        self.save_held(&saves, id, g, 0)
+    }
+
+    /// Saves graph `id` with `covers` unless it was dropped meanwhile; the caller holds
+    /// `saves` (a clean shutdown holds it over all its saves, so that no background save
+    /// comes between them). Whether it was saved.
+    fn save_held(
+        &self,
+        _saves: &MutexGuard<'_, ()>,
+        id: u32,
+        g: &Graph,
+        covers: u64,
+    ) -> Result<bool, VectorIndexError> {
         let Some(root) = &self.dir else {
-            return Ok(());
+            return Ok(false);
         };
-        let _saves = self.saves.lock().unwrap_or_else(|p| p.into_inner());
-        // Dropped meanwhile, or a background save after the clean shutdown's (which it
-        // would replace with one the next open must scan to trust).
-        if self.get(id).is_none() || self.sealed() {
-            return Ok(());
+        if self.get(id).is_none() {
+            return Ok(false);
         }
         let changes = g.unsaved.load(Ordering::Acquire);
         g.index.save(&root.join(id.to_string()), covers)?;
         g.unsaved.fetch_sub(changes, Ordering::AcqRel);
-        Ok(())
+        Ok(true)
     }
 
     /// Makes `index` the graph of index `id` (not yet ready for queries).
@@ -532,10 +548,13 @@ impl Engine {
             if !due || !g.usable() {
                 continue;
             }
-            self.vectors
-                .save(id, &g, 0)
-                .map_err(|e| EngineError::server(e.to_string()))?;
-            saved += 1;
+            if self
+                .vectors
+                .save(id, &g)
+                .map_err(|e| EngineError::server(e.to_string()))?
+            {
+                saved += 1;
+            }
         }
         Ok(saved)
     }
@@ -554,6 +573,7 @@ impl Engine {
             .iter()
             .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
+        let saves = self.vectors.saves.lock().unwrap_or_else(|p| p.into_inner());
         // A second close (after writes that took the mark) saves again: the graphs it saves
         // are again all the store's vectors.
         self.vectors.sealed.store(false, Ordering::Release);
@@ -564,11 +584,11 @@ impl Engine {
             if !g.usable() {
                 continue;
             }
-            if let Err(e) = self.vectors.save(id, &g, token) {
-                tracing::warn!("saving vector index graph {id} at shutdown: {e}");
-                continue;
+            match self.vectors.save_held(&saves, id, &g, token) {
+                Ok(true) => saved += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!("saving vector index graph {id} at shutdown: {e}"),
             }
-            saved += 1;
         }
         if saved > 0 {
             let mut b = storage::WriteBatch::new();
