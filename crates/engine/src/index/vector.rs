@@ -420,25 +420,25 @@ impl Engine {
     /// as a rebuild would, at the cost of reading the table but not of building the graph.
     /// Files that cannot be used are removed and the index is rebuilt.
     pub(crate) fn load_vector_indexes(&self) -> Result<(), EngineError> {
-        let Some(root) = self.vectors.dir.clone() else {
-            return Ok(());
-        };
-        let wanted = wanted_graphs(&self.schema.get());
-        self.vectors
-            .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
-        let token = self
-            .storage
-            .get(CLEAN_KEY)?
-            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-            .map(u64::from_be_bytes);
-        if token.is_some() {
+        let mark = self.storage.get(CLEAN_KEY)?;
+        if mark.is_some() {
             // From here on the saved graphs may fall behind the table: the mark goes before
             // any write (the journal replays in order, so no later write survives without
-            // this delete).
+            // this delete), also by an open that saves nothing (no directory), whose writes
+            // the saved graphs would lack just the same.
             let mut b = storage::WriteBatch::new();
             b.delete(CLEAN_KEY.to_vec());
             self.storage.write(b)?;
         }
+        let Some(root) = self.vectors.dir.clone() else {
+            return Ok(());
+        };
+        let token = mark
+            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+            .map(u64::from_be_bytes);
+        let wanted = wanted_graphs(&self.schema.get());
+        self.vectors
+            .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
         for (t, idx, config) in wanted {
             let dir = root.join(idx.id.to_string());
             if !dir.exists() {
@@ -882,6 +882,25 @@ mod tests {
         let e = open();
         assert!(graph(&e).usable());
         assert_eq!(keys(&e, QUERY), want);
+
+        // An open that saves nothing (no directory: encryption at rest) takes the mark too,
+        // so a write it makes is caught up at the next open that loads.
+        e.close_vector_indexes().unwrap();
+        drop(e);
+        let plain = Engine::open(store.clone(), node()).unwrap();
+        assert!(store.get(CLEAN_KEY).unwrap().is_none());
+        exec(
+            &plain,
+            "INSERT INTO t (k, v) VALUES (1003, [-8.0, -8.0, -8.0])",
+        );
+        drop(plain);
+        let e = open();
+        assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 1);
+        let hit = &graph(&e).index.search(&[-8.0, -8.0, -8.0], 1).unwrap()[0];
+        assert!(graph(&e)
+            .index
+            .holds(&hit.primary_key, &[-8.0, -8.0, -8.0])
+            .is_some());
 
         // Damaged files: rebuilt from the table (every row counted as unsaved).
         e.close_vector_indexes().unwrap();
