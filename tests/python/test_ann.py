@@ -8,13 +8,17 @@
 - on a few thousand 64-dimensional vectors (where the graph answers, not a scan) recall@10
   against the brute force stays above a floor, with a fixed seed, and rows deleted after
   the graph was built never come back;
-- after a clean restart and after SIGKILL the index is rebuilt from the table: queries
-  complete and include the rows written just before the kill;
+- the graph is saved (in the background once enough rows changed, and at a clean shutdown)
+  and loaded at start instead of rebuilt (the server's log says which): after a clean restart
+  as saved, after SIGKILL brought up to date by a scan, so the rows written after the save
+  and just before the kill come first for their own vectors and deleted rows never come
+  back; DROP INDEX removes the saved files; with encryption at rest nothing is saved;
 - the client warning Cassandra 5.0.9 sends on the DDL that validates a vector index.
 """
 
 import contextlib
 import math
+import os
 import random
 import time
 
@@ -254,15 +258,136 @@ def connected(srv, keyspace=None):
         cluster.shutdown()
 
 
-def test_index_rebuilt_after_restart_and_kill(server_factory):
-    srv = server_factory(sync="batch")
+def start_log(srv):
+    """What the server logged in its latest start (the log of the running process)."""
+    with open(os.path.join(srv.root, f"peregrine.{srv.starts}.log"), errors="replace") as f:
+        return f.read()
+
+
+def add_exact_rows(s, rows, queries, first_key):
+    """Writes each query as a row of its own (so it must come first for itself), deletes row
+    `first_key - N_ROWS` and moves another far away; returns the keys that must not be in
+    any result near the queries."""
+    ins = s.prepare("INSERT INTO big (k, v) VALUES (?, ?)")
+    for i, query in enumerate(queries):
+        s.execute(ins, (first_key + i, query))
+        rows[first_key + i] = query
+    gone = first_key - N_ROWS
+    s.execute("DELETE FROM big WHERE k = %s", (gone,))
+    rows.pop(gone)
+    far = [50.0] * DIM
+    s.execute("UPDATE big SET v = %s WHERE k = %s", (far, gone + 1))
+    rows[gone + 1] = far
+    return {gone, gone + 1}
+
+
+def check_exact_rows(s, rows, queries, first_key, absent):
+    q = s.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
+    for i, query in enumerate(queries):
+        got = [r.k for r in s.execute(q, (query,))]
+        assert got[0] == first_key + i and not (set(got) & absent), (i, got)
+    assert recall_at_10(s, rows, queries) >= 0.9
+
+
+def fill_keyspace_a(s):
+    """Keyspace `a` with `big` (load_vectors) on session `s`, recall checked on 5 queries;
+    returns the generator, the rows and the queries."""
+    s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
+    s.set_keyspace("a")
+    rng, rows = load_vectors(s)
+    queries = [rand_vec(rng, DIM) for _ in range(5)]
+    assert recall_at_10(s, rows, queries) >= 0.9
+    return rng, rows, queries
+
+
+def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
+    srv = server_factory()
+    srv.start()
+    saved = os.path.join(srv.data, "vector_indexes")
+    with connected(srv) as s:
+        rng, rows, queries = fill_keyspace_a(s)
+        # 3000 changed rows: the background save writes the graph within seconds.
+        wait_until("a background save", lambda: any(
+            os.path.exists(os.path.join(saved, d, "keys.bin"))
+            for d in (os.listdir(saved) if os.path.isdir(saved) else [])), timeout=60)
+        absent = add_exact_rows(s, rows, queries, N_ROWS)
+
+    # SIGKILL after the background save: the saved graph is loaded and the rows written
+    # after it are re-indexed by the start-up scan, not by a rebuild.
+    srv.kill()
+    srv.start()
+    log = start_log(srv)
+    assert "brought up to date with the table" in log, log[-3000:]
+    assert "built from the table" not in log
+    with connected(srv, "a") as s:
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+
+    # A clean stop saves it; the next start loads it as saved, without a scan.
+    srv.terminate()
+    srv.start()
+    log = start_log(srv)
+    assert "graph of 3004 rows loaded from" in log and "(saved at a clean shutdown)" in log, \
+        log[-3000:]
+    assert "brought up to date" not in log and "built from the table" not in log
+    queries2 = [rand_vec(rng, DIM) for _ in range(5)]
+    with connected(srv, "a") as s:
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+        absent |= add_exact_rows(s, rows, queries2, N_ROWS + 100)
+
+    # Written after that load, then SIGKILL: exactly those writes are caught up (5 new rows
+    # and a moved one re-indexed, one deleted row removed), and every one is found.
+    srv.kill()
+    srv.start()
+    log = start_log(srv)
+    assert "(6 rows re-indexed, 1 removed)" in log, log[-3000:]
+    with connected(srv, "a") as s:
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+        check_exact_rows(s, rows, queries2, N_ROWS + 100, absent)
+        # DROP INDEX takes the saved graph with it.
+        s.execute("DROP INDEX big_v_idx")
+        assert os.listdir(saved) == []
+
+
+def test_graph_not_saved_with_encryption_at_rest(server_factory):
+    """A saved graph would hold the vectors in clear: with encryption at rest none is saved
+    (a clean stop saves nothing, the next start builds from the table), and graphs saved
+    before encryption was enabled (planted here) are removed at start."""
+    srv = server_factory()
+    key_file = os.path.join(srv.root, "keys")
+    with open(key_file, "w") as f:
+        f.write("1 " + "3c" * 32 + "\n")
+    os.chmod(key_file, 0o600)
+    with open(srv.config, "a") as f:
+        f.write(f"encryption_at_rest:\n  enabled: true\n  key_file: {key_file}\n")
+    saved = os.path.join(srv.data, "vector_indexes")
     srv.start()
     with connected(srv) as s:
         s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
         s.set_keyspace("a")
-        rng, rows = load_vectors(s)
-        queries = [rand_vec(rng, DIM) for _ in range(5)]
-        assert recall_at_10(s, rows, queries) >= 0.9
+        s.execute("CREATE TABLE t (k int PRIMARY KEY, v vector<float, 2>)")
+        s.execute("CREATE CUSTOM INDEX ON t (v) USING 'StorageAttachedIndex'")
+        for k in range(1, 21):
+            s.execute("INSERT INTO t (k, v) VALUES (%s, %s)", (k, [float(k), 1.0]))
+    srv.terminate()
+    assert not os.path.exists(saved)
+    os.makedirs(os.path.join(saved, "1"))
+    with open(os.path.join(saved, "1", "keys.bin"), "wb") as f:
+        f.write(b"PGVIDX02 planted")
+    srv.start()
+    log = start_log(srv)
+    assert "vector index graphs are not saved with encryption at rest" in log, log[-3000:]
+    assert "built from the table" in log and "loaded from" not in log
+    assert not os.path.exists(saved)
+    with connected(srv, "a") as s:
+        got = [r.k for r in s.execute("SELECT k FROM t ORDER BY v ANN OF [20.0, 1.0] LIMIT 3")]
+        assert got == [20, 19, 18]
+
+
+def test_index_rebuilt_after_restart_and_kill(server_factory):
+    srv = server_factory(sync="batch")
+    srv.start()
+    with connected(srv) as s:
+        _, rows, queries = fill_keyspace_a(s)
 
     srv.terminate()
     srv.start()

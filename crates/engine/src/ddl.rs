@@ -1303,6 +1303,8 @@ impl crate::Engine {
         *self.schema.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.has_indexes.store(has_indexes, Ordering::Release);
         self.schema_generation.fetch_add(1, Ordering::AcqRel);
+        // A dropped vector index's graph and saved files go with it at once.
+        self.forget_dropped_vector_indexes();
         Ok(())
     }
 }

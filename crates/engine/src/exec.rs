@@ -780,6 +780,10 @@ impl Engine {
                 None => batch.delete(k),
             }
         }
+        if !vector_updates.is_empty() && self.vectors.sealed() {
+            // A write after the clean shutdown's save: the saved graphs lack it.
+            batch.delete(crate::index::vector::CLEAN_KEY.to_vec());
+        }
         self.storage.write(batch)?;
         // Still under the stripe locks: graph order matches storage order.
         self.apply_vector_updates(vector_updates);

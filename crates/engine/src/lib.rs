@@ -503,6 +503,30 @@ pub struct Engine {
 
 const NODE_KEY: &[u8] = b"\x00node";
 
+/// The directory under the data directory where vector index graphs are saved.
+pub const VECTOR_INDEX_DIR: &str = "vector_indexes";
+
+/// What [`Engine::open_with_options`] takes beside the store.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Where the graphs of SAI vector indexes are saved, one directory per index
+    /// (`<data_dir>/vector_indexes`, [`VECTOR_INDEX_DIR`]), to be loaded at the next
+    /// open instead of rebuilt; `None`: never saved, rebuilt at every open.
+    pub vector_index_dir: Option<std::path::PathBuf>,
+    /// `vector_index_memory_bytes`: the size above which a graph is freed (ANN queries on its
+    /// index then scan). Given at open because the graphs are loaded or built there.
+    pub vector_index_memory_bytes: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            vector_index_dir: None,
+            vector_index_memory_bytes: index::vector::DEFAULT_MEMORY_BYTES,
+        }
+    }
+}
+
 impl Engine {
     pub fn open(storage: Arc<dyn Storage>, node: NodeInfo) -> Result<Engine, DbError> {
         // A store without a purge filter: the schema handle is the engine's alone.
@@ -511,8 +535,17 @@ impl Engine {
 
     pub fn open_with_filter(
         storage: Arc<dyn Storage>,
+        node: NodeInfo,
+        filter: FilterHandle,
+    ) -> Result<Engine, DbError> {
+        Self::open_with_options(storage, node, filter, OpenOptions::default())
+    }
+
+    pub fn open_with_options(
+        storage: Arc<dyn Storage>,
         mut node: NodeInfo,
         filter: FilterHandle,
+        options: OpenOptions,
     ) -> Result<Engine, DbError> {
         let mut schema = Schema::default();
         if let Some(bytes) = storage
@@ -592,7 +625,10 @@ impl Engine {
             node,
             auth,
             service_levels,
-            vectors: Default::default(),
+            vectors: index::vector::VectorIndexes::new(
+                options.vector_index_dir,
+                options.vector_index_memory_bytes,
+            ),
             live: RwLock::new(None),
             batch_sizes: virtual_tables::BatchSizes::default(),
             batch_size_thresholds: RwLock::new(warnings::BatchSizeThresholds::default()),

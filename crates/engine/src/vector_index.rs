@@ -21,12 +21,14 @@
 //! - Nothing here panics on bad input; every failure is a [`VectorIndexError`].
 //!
 //! # Persistence
-//! [`VectorIndex::save`] writes the graph and the key map to a directory through temporary
-//! files renamed into place, with a checksum over the key map and the index settings, and a
-//! caller-given `covers` sequence number (the last write the snapshot includes).
-//! [`VectorIndex::load`] refuses anything that does not match (settings, checksum, sizes):
-//! the caller then rebuilds from the base table, which is always the source of truth. After a
-//! clean load the caller replays base-table writes newer than `covers`.
+//! [`VectorIndex::save`] writes the graph to a file of its own, then commits by renaming the
+//! key map into place: settings, the caller's `covers` number, the graph file's name, length
+//! and CRC, and every key with its label and a hash of its vector. A crash anywhere leaves the
+//! previous save or the new one, whole. [`VectorIndex::load`] refuses anything that does not
+//! match (settings, checksums, sizes): the caller then rebuilds from the base table, which is
+//! always the source of truth. [`VectorIndex::holds`] (the vector hash) and
+//! [`VectorIndex::retain`] let the caller bring a loaded index up to date with its table
+//! (`index::vector`).
 //!
 //! # Memory
 //! [`VectorIndex::memory_bytes`] is what the graph and the key maps take. `quantization`
@@ -36,7 +38,8 @@
 
 //!
 //! # Wiring (as planned; what was built is `index::vector`, `index::ann` and `read/ann.rs`:
-//! graphs are rebuilt at open rather than saved and loaded, and TTL'd rows are filtered at read)
+//! a saved graph is caught up at open by a scan of its table rather than a replay after
+//! `covers`, and TTL'd rows are filtered at read)
 //! - `CREATE CUSTOM INDEX ... USING 'StorageAttachedIndex'` on column `c`:
 //!   [`VectorIndexConfig::for_column`]`(&c.ty, options, name)` (`Ok(None)`: not a vector, a
 //!   plain SAI index), then [`VectorIndex::new`] and a background build: for every live row
@@ -52,8 +55,9 @@
 //!   write), and return rows in hit order. Over-fetch `k' = 2k` (or loop) when rows are
 //!   dropped. Score selectors (`similarity_cosine(c, q)`) are computed by the function, so
 //!   they are Cassandra's exact floats.
-//! - Restart: [`VectorIndex::load`] with the covers-sequence saved at flush, then replay
-//!   newer writes; on `Unusable`/`Io`, rebuild from the table (never serve a partial index).
+//! - Restart: [`VectorIndex::load`], then trust it only on a clean-shutdown mark, else
+//!   catch it up by a scan; on `Unusable`/`Io`, rebuild from the table (never serve a
+//!   partial index).
 //!
 //! Cassandra 5.0.9's answers the ANN planner must give (read off a running node):
 //! no LIMIT: "Top-K queries must have a limit specified and the limit must be less than the
@@ -232,10 +236,30 @@ pub struct Hit {
     pub score: f32,
 }
 
+#[derive(Clone, Copy)]
+struct Slot {
+    label: u64,
+    /// [`vector_hash`] of the vector the graph holds for the key: what a reconciling scan
+    /// compares a stored row with ([`VectorIndex::holds`]), whatever the quantization.
+    hash: u64,
+}
+
+/// FNV-1a over the vector's bits: stable across builds and versions (a saved key map holds
+/// it), and cheap beside a graph insertion.
+fn vector_hash(v: &[f32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in v {
+        for b in x.to_bits().to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
 struct Inner {
     graph: usearch::Index,
-    /// primary key -> graph label.
-    labels: HashMap<Vec<u8>, u64>,
+    /// primary key -> graph label and the hash of the vector indexed for it.
+    labels: HashMap<Vec<u8>, Slot>,
     /// graph label -> primary key.
     keys: HashMap<u64, Vec<u8>>,
     next_label: u64,
@@ -284,9 +308,8 @@ impl Drop for SearchSlot<'_> {
     }
 }
 
-const GRAPH_FILE: &str = "graph.usearch";
 const KEYS_FILE: &str = "keys.bin";
-const KEYS_MAGIC: &[u8; 8] = b"PGVIDX01";
+const KEYS_MAGIC: &[u8; 8] = b"PGVIDX02";
 
 impl VectorIndex {
     /// An empty index.
@@ -338,8 +361,8 @@ impl VectorIndex {
         self.check(vector)?;
         let mut inner = self.write()?;
         if let Some(old) = inner.labels.remove(primary_key) {
-            inner.graph.remove(old).map_err(lib)?;
-            inner.keys.remove(&old);
+            inner.graph.remove(old.label).map_err(lib)?;
+            inner.keys.remove(&old.label);
         }
         let size = inner.graph.size();
         if size + 1 > inner.graph.capacity() {
@@ -351,9 +374,40 @@ impl VectorIndex {
         let label = inner.next_label;
         inner.graph.add(label, vector).map_err(lib)?;
         inner.next_label += 1;
-        inner.labels.insert(primary_key.to_vec(), label);
+        let hash = vector_hash(vector);
+        inner
+            .labels
+            .insert(primary_key.to_vec(), Slot { label, hash });
         inner.keys.insert(label, primary_key.to_vec());
         Ok(())
+    }
+
+    /// The label under which the index holds exactly `vector` for `primary_key` (compared by
+    /// hash), or `None`: what a scan that brings a loaded index up to date with its table asks
+    /// of every stored row (and marks the answer, see [`retain`](Self::retain)).
+    pub fn holds(&self, primary_key: &[u8], vector: &[f32]) -> Option<u64> {
+        self.read()
+            .labels
+            .get(primary_key)
+            .filter(|s| s.hash == vector_hash(vector))
+            .map(|s| s.label)
+    }
+
+    /// Removes every key whose label `keep` refuses (rows a reconciling scan did not find);
+    /// returns how many went. Labels, not keys, so that the caller's record of what it found
+    /// can be one bit per label instead of a copy of every key.
+    pub fn retain(&self, keep: impl Fn(u64) -> bool) -> Result<usize, VectorIndexError> {
+        let gone: Vec<Vec<u8>> = self
+            .read()
+            .labels
+            .iter()
+            .filter(|(_, s)| !keep(s.label))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &gone {
+            self.remove(k)?;
+        }
+        Ok(gone.len())
     }
 
     /// [`upsert`](Self::upsert) from the column's stored cell: a serialized `vector<float, n>`
@@ -376,7 +430,7 @@ impl VectorIndex {
     /// Forgets the row's vector; false when the row had none.
     pub fn remove(&self, primary_key: &[u8]) -> Result<bool, VectorIndexError> {
         let mut inner = self.write()?;
-        let Some(label) = inner.labels.remove(primary_key) else {
+        let Some(Slot { label, .. }) = inner.labels.remove(primary_key) else {
             return Ok(false);
         };
         inner.graph.remove(label).map_err(lib)?;
@@ -457,44 +511,63 @@ impl VectorIndex {
         inner.graph.memory_usage() + keys
     }
 
-    /// Writes the index to `dir` (created if missing): the graph, then the key map with the
-    /// settings and `covers` (the caller's sequence number of the last write included), each
-    /// through a temporary file renamed into place.
+    /// Writes the index to `dir` (created if missing) so that a crash at any point leaves the
+    /// previous save or this one, whole: the graph goes to a file of its own, fsynced, then the
+    /// key map (settings, `covers`, the graph file's name, length and checksum, and every key
+    /// with its label and vector hash) is renamed into place, which commits the save; older
+    /// graph files are removed after. `covers` is the caller's, returned by
+    /// [`load`](Self::load). The graph is copied to memory under the read lock (writes wait
+    /// only for that copy) and written out after it, so a save needs the graph's size again
+    /// in memory while it runs.
     pub fn save(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| VectorIndexError::Io { path, source }
-        };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
         let inner = self.read();
-        let graph_tmp = dir.join(format!("{GRAPH_FILE}.tmp"));
-        let graph_path = graph_tmp
-            .to_str()
-            .ok_or_else(|| VectorIndexError::Unusable {
-                dir: dir.to_path_buf(),
-                reason: "path is not UTF-8".into(),
-            })?;
-        inner.graph.save(graph_path).map_err(lib)?;
-        let mut body = Vec::new();
-        let fp = self.config.fingerprint();
-        put_bytes(&mut body, fp.as_bytes());
-        body.extend_from_slice(&covers.to_be_bytes());
-        body.extend_from_slice(&inner.next_label.to_be_bytes());
-        body.extend_from_slice(&(inner.keys.len() as u64).to_be_bytes());
-        for (label, pk) in &inner.keys {
-            body.extend_from_slice(&label.to_be_bytes());
-            put_bytes(&mut body, pk);
+        let mut graph = vec![0u8; inner.graph.serialized_length()];
+        inner.graph.save_to_buffer(&mut graph).map_err(lib)?;
+        let mut entries = Vec::new();
+        for (pk, slot) in &inner.labels {
+            entries.extend_from_slice(&slot.label.to_be_bytes());
+            entries.extend_from_slice(&slot.hash.to_be_bytes());
+            put_bytes(&mut entries, pk);
         }
+        let (next_label, count) = (inner.next_label, inner.labels.len() as u64);
         drop(inner);
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("graph-{nanos:016x}-{n}.usearch");
+        let graph_path = dir.join(&name);
+        write_synced(&graph_path, &[&graph])?;
+        let mut body = Vec::new();
+        put_bytes(&mut body, self.config.fingerprint().as_bytes());
+        body.extend_from_slice(&covers.to_be_bytes());
+        put_bytes(&mut body, name.as_bytes());
+        body.extend_from_slice(&(graph.len() as u64).to_be_bytes());
+        body.extend_from_slice(&u64::from(crc32fast::hash(&graph)).to_be_bytes());
+        drop(graph);
+        body.extend_from_slice(&next_label.to_be_bytes());
+        body.extend_from_slice(&count.to_be_bytes());
+        body.extend_from_slice(&entries);
         let keys_tmp = dir.join(format!("{KEYS_FILE}.tmp"));
-        let mut f = std::fs::File::create(&keys_tmp).map_err(io(&keys_tmp))?;
-        f.write_all(KEYS_MAGIC).map_err(io(&keys_tmp))?;
-        f.write_all(&crc32fast::hash(&body).to_be_bytes())
-            .map_err(io(&keys_tmp))?;
-        f.write_all(&body).map_err(io(&keys_tmp))?;
-        f.sync_all().map_err(io(&keys_tmp))?;
-        std::fs::rename(&graph_tmp, dir.join(GRAPH_FILE)).map_err(io(&graph_tmp))?;
-        std::fs::rename(&keys_tmp, dir.join(KEYS_FILE)).map_err(io(&keys_tmp))?;
+        let crc = crc32fast::hash(&body).to_be_bytes();
+        write_synced(&keys_tmp, &[KEYS_MAGIC, &crc, &body])?;
+        let keys_path = dir.join(KEYS_FILE);
+        std::fs::rename(&keys_tmp, &keys_path).map_err(io_error(&keys_tmp))?;
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_error(dir))?;
+        // Graph files of earlier saves (or of a save a crash cut short) are garbage now.
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let file = e.file_name();
+                let file = file.to_string_lossy();
+                if file.starts_with("graph-") && file != name.as_str() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         Ok(())
     }
 
@@ -546,20 +619,33 @@ impl VectorIndex {
         if fp != config.fingerprint().as_bytes() {
             return Err(unusable("saved with other index settings"));
         }
-        let (Some(covers), Some(next_label), Some(count)) = (r.u64(), r.u64(), r.u64()) else {
+        let (Some(covers), Some(name), Some(graph_len), Some(graph_crc)) =
+            (r.u64(), r.bytes(), r.u64(), r.u64())
+        else {
+            return Err(unusable("key map truncated"));
+        };
+        let (Some(next_label), Some(count)) = (r.u64(), r.u64()) else {
             return Err(unusable("key map truncated"));
         };
         let mut labels = HashMap::new();
         let mut keys = HashMap::new();
         for _ in 0..count {
-            let (Some(label), Some(pk)) = (r.u64(), r.bytes()) else {
+            let (Some(label), Some(hash), Some(pk)) = (r.u64(), r.u64(), r.bytes()) else {
                 return Err(unusable("key map truncated"));
             };
-            labels.insert(pk.to_vec(), label);
+            labels.insert(pk.to_vec(), Slot { label, hash });
             keys.insert(label, pk.to_vec());
         }
+        let name = std::str::from_utf8(name)
+            .ok()
+            .filter(|n| n.starts_with("graph-") && !n.contains(['/', '\\']))
+            .ok_or_else(|| unusable("key map names no graph file"))?;
+        let graph_path = dir.join(name);
+        let (len, crc) = file_crc(&graph_path)?;
+        if len != graph_len || u64::from(crc) != graph_crc {
+            return Err(unusable("graph file does not match its key map"));
+        }
         let graph = usearch::Index::new(&config.options()).map_err(lib)?;
-        let graph_path = dir.join(GRAPH_FILE);
         let path = graph_path
             .to_str()
             .ok_or_else(|| unusable("path is not UTF-8"))?;
@@ -575,7 +661,10 @@ impl VectorIndex {
                 .reserve_capacity_and_threads(capacity, SEARCH_THREADS)
                 .map_err(lib)?;
         }
-        if graph.size() != keys.len() || graph.dimensions() != config.dimension {
+        if graph.size() != keys.len()
+            || labels.len() != keys.len()
+            || graph.dimensions() != config.dimension
+        {
             return Err(unusable("graph and key map disagree"));
         }
         let index = VectorIndex {
@@ -590,6 +679,37 @@ impl VectorIndex {
             gate: SearchGate::default(),
         };
         Ok((index, covers))
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> VectorIndexError {
+    let path = path.to_path_buf();
+    move |source| VectorIndexError::Io { path, source }
+}
+
+/// Creates `path` with `parts` and fsyncs it.
+fn write_synced(path: &Path, parts: &[&[u8]]) -> Result<(), VectorIndexError> {
+    let mut f = std::fs::File::create(path).map_err(io_error(path))?;
+    for p in parts {
+        f.write_all(p).map_err(io_error(path))?;
+    }
+    f.sync_all().map_err(io_error(path))
+}
+
+/// The length and CRC-32 of a file, read in chunks.
+fn file_crc(path: &Path) -> Result<(u64, u32), VectorIndexError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(io_error(path))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(io_error(path))?;
+        if n == 0 {
+            return Ok((len, h.finalize()));
+        }
+        h.update(&buf[..n]);
+        len += n as u64;
     }
 }
 
@@ -885,6 +1005,11 @@ mod tests {
         let (loaded, covers) = VectorIndex::load(&dir, cfg.clone()).unwrap();
         assert_eq!(covers, 42);
         assert_eq!(loaded.len(), 500);
+        assert!(loaded.holds(&pk(3), &all[3]).is_some() && loaded.holds(&pk(3), &all[4]).is_none());
+        let four = loaded.holds(&pk(4), &all[4]).expect("saved with row 4");
+        assert_eq!(loaded.retain(|l| l != four).unwrap(), 1);
+        assert!(loaded.holds(&pk(4), &all[4]).is_none() && loaded.len() == 499);
+        loaded.upsert(&pk(4), &all[4]).unwrap();
         for q in &all[500..] {
             assert_eq!(index.search(q, 10).unwrap(), loaded.search(q, 10).unwrap());
         }
@@ -904,6 +1029,36 @@ mod tests {
             VectorIndex::load(&dir, other),
             Err(VectorIndexError::Unusable { .. })
         ));
+        // A second save replaces the first whole: one graph file is left.
+        index.save(&dir, 43).unwrap();
+        let graphs = || -> Vec<PathBuf> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().ends_with(".usearch"))
+                .collect()
+        };
+        assert_eq!(graphs().len(), 1);
+        assert_eq!(VectorIndex::load(&dir, cfg.clone()).unwrap().1, 43);
+        // What a kill -9 in the middle of a save leaves (the new graph file written, the new
+        // key map not yet renamed into place): the last whole save loads, and the next save
+        // removes the stray file.
+        std::fs::write(dir.join("graph-ffff-0.usearch"), b"half a graph").unwrap();
+        std::fs::write(dir.join(format!("{KEYS_FILE}.tmp")), b"PGVIDX02 half").unwrap();
+        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone()).unwrap();
+        assert_eq!((covers, loaded.len()), (43, 500));
+        index.save(&dir, 44).unwrap();
+        assert_eq!(graphs().len(), 1);
+        assert_eq!(VectorIndex::load(&dir, cfg.clone()).unwrap().1, 44);
+        // A graph file cut short (or not the one the key map names) is refused.
+        let graph = graphs().remove(0);
+        let bytes = std::fs::read(&graph).unwrap();
+        std::fs::write(&graph, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(matches!(
+            VectorIndex::load(&dir, cfg.clone()),
+            Err(VectorIndexError::Unusable { .. })
+        ));
+        std::fs::write(&graph, &bytes).unwrap();
         let keys = dir.join(KEYS_FILE);
         let mut raw = std::fs::read(&keys).unwrap();
         let last = raw.len() - 1;

@@ -81,6 +81,7 @@ impl LocalBackend {
             CommitlogSync::Batch => storage::SyncMode::Batch,
             CommitlogSync::Periodic => storage::SyncMode::Periodic(config.commitlog_sync_period),
         };
+        let vector_dir = config.data_dir.join(engine::VECTOR_INDEX_DIR);
         let encryption = match config.encryption_at_rest.key_file() {
             Some(path) => Some(storage::KeySet::load(path)?),
             None => None,
@@ -131,8 +132,31 @@ impl LocalBackend {
             release_version: "5.0.9".into(),
         };
         let store = Arc::new(store);
-        let engine = Engine::open_with_filter(store.clone(), node, handle)
-            .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
+        // Saved graphs hold the vectors in clear, so with encryption at rest they are not
+        // saved (rebuilt at every start), and any saved before it was enabled are removed.
+        let vector_index_dir = if config.encryption_at_rest.key_file().is_some() {
+            if vector_dir.exists() {
+                std::fs::remove_dir_all(&vector_dir)?;
+                tracing::info!(
+                    "removed {}: vector index graphs are not saved with encryption at rest",
+                    vector_dir.display()
+                );
+            }
+            None
+        } else {
+            Some(vector_dir)
+        };
+        let engine = Engine::open_with_options(
+            store.clone(),
+            node,
+            handle,
+            engine::OpenOptions {
+                vector_index_dir,
+                vector_index_memory_bytes: usize::try_from(config.vector_index_memory_bytes)
+                    .unwrap_or(usize::MAX),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("opening the engine: {e}"))?;
         engine.set_materialized_views_enabled(config.materialized_views_enabled);
         engine.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
         engine.set_dynamic_data_masking_enabled(config.dynamic_data_masking_enabled);
@@ -145,9 +169,6 @@ impl LocalBackend {
             warn: config.tombstone_warn_threshold,
             fail: config.tombstone_failure_threshold,
         });
-        engine.set_vector_index_memory_bytes(
-            usize::try_from(config.vector_index_memory_bytes).unwrap_or(usize::MAX),
-        );
         let password = config.authenticator == Authenticator::PasswordAuthenticator;
         engine.auth().configure(engine::auth::AuthSettings {
             password_authenticator: password,
@@ -162,6 +183,8 @@ impl LocalBackend {
         let engine = Arc::new(engine);
         spawn_index_builder(&engine)
             .map_err(|e| anyhow::anyhow!("starting the index build thread: {e}"))?;
+        spawn_vector_index_saver(&engine)
+            .map_err(|e| anyhow::anyhow!("starting the vector index save thread: {e}"))?;
         Ok(LocalBackend {
             scans,
             levels: scheduler::Scheduler::new(
@@ -397,7 +420,14 @@ impl Backend for LocalBackend {
 
     async fn shutdown(&self) {
         let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.sync()).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            // Saved graphs let the next start skip rebuilding vector indexes.
+            if let Err(e) = engine.close_vector_indexes() {
+                tracing::warn!("saving vector index graphs at shutdown: {e}");
+            }
+            engine.sync()
+        })
+        .await;
     }
 
     async fn admin(&self, command: String, args: serde_json::Value) -> server::admin::AdminResult {
@@ -428,6 +458,25 @@ fn spawn_index_builder(engine: &Arc<Engine>) -> std::io::Result<()> {
                 if let Err(e) = engine.finish_index_builds() {
                     tracing::error!("building an index in the background: {e}");
                 }
+            }
+        })?;
+    Ok(())
+}
+
+/// The thread that saves vector index graphs in the background, off the write path, once
+/// enough of their rows changed (`Engine::save_vector_indexes`), so that a restart after a
+/// kill -9 re-indexes only the rows written since. It ends once the engine is gone.
+fn spawn_vector_index_saver(engine: &Arc<Engine>) -> std::io::Result<()> {
+    let engine = Arc::downgrade(engine);
+    std::thread::Builder::new()
+        .name("vector-index-save".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(5));
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            if let Err(e) = engine.save_vector_indexes(false) {
+                tracing::warn!("saving a vector index graph: {e}");
             }
         })?;
     Ok(())

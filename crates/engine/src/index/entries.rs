@@ -359,7 +359,11 @@ impl Engine {
                     .unwrap_or_else(|p| p.into_inner());
                 let mut batch = WriteBatch::new();
                 f(&prefix, &mut batch)?;
-                self.storage.write(batch)?;
+                // A graph's build or catch-up writes nothing: no write (with `commitlog_sync:
+                // batch`, an fsync) per partition.
+                if !batch.is_empty() {
+                    self.storage.write(batch)?;
+                }
             }
             cursor = keys::prefix_end(&prefix);
         }
@@ -371,6 +375,7 @@ impl Engine {
     /// Builds every index not yet built, then records them as built. Runs at open, before
     /// any request.
     pub(crate) fn build_indexes(&self) -> Result<(), EngineError> {
+        self.load_vector_indexes()?;
         self.build_vector_indexes()?;
         self.build_pending_indexes(None).map(|_| ())
     }

@@ -5,18 +5,28 @@
 //! reads first (`read.rs` checks every row it returns against the stored row, and orders by
 //! the score of the stored vector). So a graph is:
 //!
-//! - **built** from the table when the index is created, when the store opens (graphs are
-//!   not persisted: rebuilding is what makes a restart or a kill -9 exact), and when
-//!   TRUNCATE gives the index a fresh id: [`Engine::build_vector_indexes`];
+//! - **built** from the table when the index is created, when TRUNCATE gives the index a
+//!   fresh id, and at open when no usable saved graph exists: [`Engine::build_vector_indexes`];
+//! - **saved** (with a `vector_indexes` directory, `OpenOptions`) under `<dir>/<index id>/`
+//!   in the background once enough rows changed ([`Engine::save_vector_indexes`]) and at a
+//!   clean shutdown ([`Engine::close_vector_indexes`]), and **loaded** at open
+//!   ([`Engine::load_vector_indexes`]). There is no write sequence to replay from: the store
+//!   has none the engine sees. Instead a saved graph is trusted as it is only when the store
+//!   holds [`CLEAN_KEY`] with the token the clean shutdown saved it under (written after the
+//!   save with every stripe lock held, deleted at the next open and by any vector write that
+//!   still comes after it, in that write's batch); any other saved graph is made exact by one
+//!   scan of its table comparing each row's vector with the graph's (by hash), which re-indexes
+//!   only what changed since the save. So a loaded graph never misses a row;
 //! - **kept exact** by every write: `exec::apply` computes the graph changes of the rows it
 //!   rewrites ([`vector_updates`], which also refuses a zero vector under cosine before
 //!   anything is written) and applies them after the batch is written, still under the
 //!   partitions' stripe locks, so graph order matches storage order;
-//! - **dropped** with its index (DROP INDEX, DROP TABLE, TRUNCATE's old id).
+//! - **dropped** with its index and its saved files (DROP INDEX, DROP TABLE, TRUNCATE's old
+//!   id), at the schema change ([`Engine::forget_dropped_vector_indexes`]).
 //!
 //! Memory: a graph that grows past `vector_index_memory_bytes` is freed and marked over
 //! budget; ANN queries on it then scan the rows they may return (exact, slower) until the
-//! next restart rebuilds it (and finds it over budget again if the data still is).
+//! next restart loads or rebuilds it (and finds it over budget again if the data still is).
 
 use super::IndexDef;
 use crate::catalog::{ColumnKind, Schema, TableDef};
@@ -26,8 +36,10 @@ use crate::vector_index::{VectorIndex, VectorIndexConfig, VectorIndexError};
 use crate::{keys, Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
 
 /// The graph settings of `idx` when it is an SAI index on a float-vector column. Only a
 /// regular column has a graph (`has_graph`); ANN queries on a static one scan (exact).
@@ -51,9 +63,21 @@ pub(crate) struct Graph {
     over_budget: AtomicBool,
     /// Upserts since the memory was last measured.
     since_check: AtomicU64,
+    /// Changes (upserts and removals) since the graph was last saved.
+    unsaved: AtomicU64,
 }
 
 impl Graph {
+    fn new(index: VectorIndex) -> Graph {
+        Graph {
+            index,
+            ready: AtomicBool::new(false),
+            over_budget: AtomicBool::new(false),
+            since_check: AtomicU64::new(0),
+            unsaved: AtomicU64::new(0),
+        }
+    }
+
     /// Whether ANN queries may use the graph.
     pub(crate) fn usable(&self) -> bool {
         self.ready.load(Ordering::Acquire) && !self.over_budget.load(Ordering::Acquire)
@@ -63,10 +87,31 @@ impl Graph {
 /// The graphs of every vector index, by index id, and their settings.
 pub(crate) struct VectorIndexes {
     graphs: RwLock<HashMap<u32, Arc<Graph>>>,
-    memory_limit: AtomicUsize,
+    /// `vector_index_memory_bytes`, fixed at open.
+    memory_limit: usize,
     /// Below this many rows an ANN query reads every candidate row (exact) instead of the graph.
     exact_below: AtomicUsize,
+    /// Where graphs are saved, one directory per index id (`<data_dir>/vector_indexes`), or
+    /// `None`: not persisted (tests, encryption at rest).
+    dir: Option<PathBuf>,
+    /// Held by every save and by the removal of a dropped index's files, so that a save
+    /// never writes the files of an index being dropped; held by a clean shutdown over all
+    /// its saves and its mark, so that no background save comes between them.
+    saves: Mutex<()>,
+    /// A clean shutdown saved every graph and set [`CLEAN_KEY`]: a write of a vector after
+    /// it deletes that key in its own batch (`exec::apply`), so the mark never outlives a write
+    /// the saved graphs lack.
+    sealed: AtomicBool,
 }
+
+/// The store's word that the graphs saved with `covers` equal to its value (a random token)
+/// hold every vector in the tables: written by [`Engine::close_vector_indexes`] after the last
+/// save of a clean shutdown, deleted at the next open before anything is served.
+pub(crate) const CLEAN_KEY: &[u8] = b"\x00vector_graphs_clean";
+/// A graph is saved in the background once this many of its rows changed, or an eighth of
+/// them if that is more (each save writes the whole graph: this keeps the cost per write
+/// bounded, and the rows a restart after a kill -9 must re-index few).
+pub const SAVE_AFTER_CHANGES: u64 = 1000;
 
 /// Default of `vector_index_memory_bytes`: 1 GiB over all graphs of one index.
 pub const DEFAULT_MEMORY_BYTES: usize = 1 << 30;
@@ -77,15 +122,104 @@ const CHECK_EVERY: u64 = 1024;
 
 impl Default for VectorIndexes {
     fn default() -> Self {
-        VectorIndexes {
-            graphs: RwLock::new(HashMap::new()),
-            memory_limit: AtomicUsize::new(DEFAULT_MEMORY_BYTES),
-            exact_below: AtomicUsize::new(DEFAULT_EXACT_BELOW),
-        }
+        VectorIndexes::new(None, DEFAULT_MEMORY_BYTES)
     }
 }
 
 impl VectorIndexes {
+    /// Graphs saved under `dir` (loaded at open, saved in the background and at a clean
+    /// shutdown), or never persisted with `None`; each freed above `memory_limit` bytes.
+    pub(crate) fn new(dir: Option<PathBuf>, memory_limit: usize) -> Self {
+        VectorIndexes {
+            graphs: RwLock::new(HashMap::new()),
+            memory_limit,
+            exact_below: AtomicUsize::new(DEFAULT_EXACT_BELOW),
+            dir,
+            saves: Mutex::new(()),
+            sealed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a clean shutdown's save happened ([`CLEAN_KEY`] must go with the next write).
+    pub(crate) fn sealed(&self) -> bool {
+        self.sealed.load(Ordering::Acquire)
+    }
+
+    fn all(&self) -> Vec<(u32, Arc<Graph>)> {
+        self.graphs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, g)| (*id, g.clone()))
+            .collect()
+    }
+
+    /// Forgets the graphs whose ids `keep` refuses, and removes their saved files.
+    fn forget(&self, keep: impl Fn(u32) -> bool) {
+        let _saves = self.saves.lock().unwrap_or_else(|p| p.into_inner());
+        self.graphs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|id, _| keep(*id));
+        let Some(root) = &self.dir else { return };
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let id = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok());
+            if id.is_none_or(|id| !keep(id)) {
+                if let Err(err) = std::fs::remove_dir_all(e.path()) {
+                    tracing::warn!(
+                        "cannot remove the saved vector index {}: {err}",
+                        e.path().display()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The background save of graph `id`: skipped once a clean shutdown saved it (it would
+    /// replace that save with one the next open must scan to trust). Whether it was saved.
+    fn save(&self, id: u32, g: &Graph) -> Result<bool, VectorIndexError> {
+        let saves = self.saves.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sealed() {
+            return Ok(false);
+        }
+        self.save_held(&saves, id, g, 0)
+    }
+
+    /// Saves graph `id` with `covers` unless it was dropped meanwhile; the caller holds
+    /// `saves` (a clean shutdown holds it over all its saves, so that no background save
+    /// comes between them). Whether it was saved.
+    fn save_held(
+        &self,
+        _saves: &MutexGuard<'_, ()>,
+        id: u32,
+        g: &Graph,
+        covers: u64,
+    ) -> Result<bool, VectorIndexError> {
+        let Some(root) = &self.dir else {
+            return Ok(false);
+        };
+        if self.get(id).is_none() {
+            return Ok(false);
+        }
+        let changes = g.unsaved.load(Ordering::Acquire);
+        g.index.save(&root.join(id.to_string()), covers)?;
+        g.unsaved.fetch_sub(changes, Ordering::AcqRel);
+        Ok(true)
+    }
+
+    /// Makes `index` the graph of index `id` (not yet ready for queries).
+    fn install(&self, id: u32, index: VectorIndex) -> Arc<Graph> {
+        let graph = Arc::new(Graph::new(index));
+        self.graphs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, graph.clone());
+        graph
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<Arc<Graph>> {
         self.graphs
             .read()
@@ -103,7 +237,9 @@ impl VectorIndexes {
             return;
         }
         match g.index.upsert(key, v) {
-            Ok(()) => {}
+            Ok(()) => {
+                g.unsaved.fetch_add(1, Ordering::Relaxed);
+            }
             // Refused before the write (`vector_updates`), or stored before the index
             // existed: a vector ANN can never rank (zero under cosine) stays out.
             Err(VectorIndexError::ZeroVector | VectorIndexError::Dimension { .. }) => return,
@@ -115,9 +251,15 @@ impl VectorIndexes {
         }
         if g.since_check.fetch_add(1, Ordering::Relaxed) + 1 >= CHECK_EVERY {
             g.since_check.store(0, Ordering::Relaxed);
-            if g.index.memory_bytes() > self.memory_limit.load(Ordering::Relaxed) {
-                self.over(g);
-            }
+            self.check_budget(g);
+        }
+    }
+
+    /// Frees `g` (ANN queries on its index then scan) if it takes more than the limit:
+    /// every [`CHECK_EVERY`] upserts, and once a graph is loaded or built.
+    fn check_budget(&self, g: &Graph) {
+        if !g.over_budget.load(Ordering::Acquire) && g.index.memory_bytes() > self.memory_limit {
+            self.over(g);
         }
     }
 
@@ -193,28 +335,10 @@ impl Engine {
             match u.vector {
                 Some(v) => self.vectors.upsert(&u.graph, &u.key, &v),
                 None => {
-                    let _ = u.graph.index.remove(&u.key);
+                    if let Ok(true) = u.graph.index.remove(&u.key) {
+                        u.graph.unsaved.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-            }
-        }
-    }
-
-    /// `vector_index_memory_bytes`: the size above which a graph is freed (ANN queries on
-    /// its index then scan).
-    pub fn set_vector_index_memory_bytes(&self, bytes: usize) {
-        self.vectors.memory_limit.store(bytes, Ordering::Relaxed);
-        // Graphs built at open were built under the default.
-        let graphs: Vec<Arc<Graph>> = self
-            .vectors
-            .graphs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for g in graphs {
-            if g.index.memory_bytes() > bytes {
-                self.vectors.over(&g);
             }
         }
     }
@@ -231,50 +355,258 @@ impl Engine {
         let schema = self.schema.get();
         let wanted = wanted_graphs(&schema);
         self.vectors
-            .graphs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|id, _| wanted.iter().any(|(_, i, _)| i.id == *id));
+            .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
         for (t, idx, config) in wanted {
             if self.vectors.get(idx.id).is_some() {
                 continue;
             }
+            let started = Instant::now();
             let index = VectorIndex::new(config).map_err(|e| EngineError::server(e.to_string()))?;
-            let graph = Arc::new(Graph {
-                index,
-                ready: AtomicBool::new(false),
-                over_budget: AtomicBool::new(false),
-                since_check: AtomicU64::new(0),
-            });
             // Installed before the scan: every write from now on maintains it, and the scan
             // (partition by partition under the stripe locks) adds what was written before.
-            self.vectors
-                .graphs
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(idx.id, graph.clone());
-            let Some(c) = t.column(&idx.column).map(|c| c.id) else {
-                continue;
-            };
-            self.each_partition_locked(t.id, |prefix, _| {
-                let rows = keys::row_key(prefix, &[]);
-                let end = keys::prefix_end(&rows);
-                for item in self.storage.scan(
-                    Bound::Included(rows.as_slice()),
-                    Bound::Excluded(end.as_slice()),
-                    false,
-                ) {
-                    let (key, stored) = item?;
-                    let row = Row::decode(&stored).map_err(EngineError::corrupt)?;
-                    if let Some(v) = live_vector(&row, c) {
-                        self.vectors.upsert(&graph, &key, &v);
-                    }
+            let graph = self.vectors.install(idx.id, index);
+            self.each_stored_vector(&t, &idx, |key, vector| {
+                if let Some(v) = vector {
+                    self.vectors.upsert(&graph, &key, &v);
                 }
-                Ok(())
             })?;
+            self.vectors.check_budget(&graph);
+            graph.ready.store(true, Ordering::Release);
+            tracing::info!(
+                "vector index {}.{}: graph of {} rows built from the table in {:?}",
+                t.keyspace,
+                idx.name,
+                graph.index.len(),
+                started.elapsed()
+            );
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every row of `t` and its vector in `idx`'s column (`None`: the row has
+    /// none), partition by partition under the partition's stripe lock, so a write is either
+    /// before the visit (seen here) or after it (it maintains the graph itself). The one
+    /// loop behind a graph's build and its catch-up at open.
+    fn each_stored_vector(
+        &self,
+        t: &TableDef,
+        idx: &IndexDef,
+        mut f: impl FnMut(Vec<u8>, Option<Vec<f32>>),
+    ) -> Result<(), EngineError> {
+        let Some(c) = t.column(&idx.column).map(|c| c.id) else {
+            return Ok(());
+        };
+        self.each_partition_locked(t.id, |prefix, _| {
+            let rows = keys::row_key(prefix, &[]);
+            let end = keys::prefix_end(&rows);
+            for item in self.storage.scan(
+                Bound::Included(rows.as_slice()),
+                Bound::Excluded(end.as_slice()),
+                false,
+            ) {
+                let (key, stored) = item?;
+                let row = Row::decode(&stored).map_err(EngineError::corrupt)?;
+                f(key, live_vector(&row, c));
+            }
+            Ok(())
+        })
+    }
+
+    /// At open, before [`Engine::build_vector_indexes`]: takes up the graphs saved under
+    /// `vector_indexes/<id>`. A graph saved by a clean shutdown whose token the store still
+    /// holds ([`CLEAN_KEY`]) is served as loaded; any other saved graph (a background save,
+    /// then a kill -9) is brought up to date by one scan of its table that re-indexes every row
+    /// whose vector the graph does not hold and removes the keys no row has, so it ends exactly
+    /// as a rebuild would, at the cost of reading the table but not of building the graph.
+    /// Files that cannot be used are removed and the index is rebuilt.
+    pub(crate) fn load_vector_indexes(&self) -> Result<(), EngineError> {
+        let mark = self.storage.get(CLEAN_KEY)?;
+        if mark.is_some() {
+            // From here on the saved graphs may fall behind the table: the mark goes before
+            // any write (the journal replays in order, so no later write survives without
+            // this delete), also by an open that saves nothing (no directory), whose writes
+            // the saved graphs would lack just the same.
+            let mut b = storage::WriteBatch::new();
+            b.delete(CLEAN_KEY.to_vec());
+            self.storage.write(b)?;
+        }
+        let Some(root) = self.vectors.dir.clone() else {
+            return Ok(());
+        };
+        let token = mark
+            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+            .map(u64::from_be_bytes);
+        let wanted = wanted_graphs(&self.schema.get());
+        self.vectors
+            .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
+        for (t, idx, config) in wanted {
+            let dir = root.join(idx.id.to_string());
+            if !dir.exists() {
+                continue;
+            }
+            let started = Instant::now();
+            let (index, covers) = match VectorIndex::load(&dir, config) {
+                Ok(loaded) => loaded,
+                Err(e) => {
+                    tracing::warn!(
+                        "vector index {}.{}: {e}; rebuilding it from the table",
+                        t.keyspace,
+                        idx.name
+                    );
+                    let _ = std::fs::remove_dir_all(&dir);
+                    continue;
+                }
+            };
+            let graph = self.vectors.install(idx.id, index);
+            // Saved under a larger limit: freed before the catch-up would add to it.
+            self.vectors.check_budget(&graph);
+            if token.is_some_and(|t| t == covers) {
+                tracing::info!(
+                    "vector index {}.{}: graph of {} rows loaded from {} in {:?} (saved at a clean shutdown)",
+                    t.keyspace,
+                    idx.name,
+                    graph.index.len(),
+                    dir.display(),
+                    started.elapsed()
+                );
+            } else {
+                let (changed, removed) = self.reconcile(&t, &idx, &graph)?;
+                tracing::info!(
+                    "vector index {}.{}: graph of {} rows loaded from {} and brought up to date with the table in {:?} ({changed} rows re-indexed, {removed} removed)",
+                    t.keyspace,
+                    idx.name,
+                    graph.index.len(),
+                    dir.display(),
+                    started.elapsed()
+                );
+            }
             graph.ready.store(true, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Makes `graph` hold exactly the vectors of `t`'s rows: upserts every row whose vector it
+    /// does not hold, removes rows without one and keys no row has. Returns (re-indexed,
+    /// removed). At open only (no write runs beside it).
+    fn reconcile(
+        &self,
+        t: &TableDef,
+        idx: &IndexDef,
+        graph: &Arc<Graph>,
+    ) -> Result<(u64, usize), EngineError> {
+        let (mut changed, mut removed) = (0u64, 0usize);
+        // The labels of the rows found, one bit each: what the graph holds beyond them is
+        // removed after the scan.
+        let mut seen: Vec<u64> = Vec::new();
+        self.each_stored_vector(t, idx, |key, vector| match vector {
+            Some(v) => {
+                let label = graph.index.holds(&key, &v).or_else(|| {
+                    self.vectors.upsert(graph, &key, &v);
+                    changed += 1;
+                    graph.index.holds(&key, &v)
+                });
+                if let Some(l) = label.and_then(|l| usize::try_from(l).ok()) {
+                    if seen.len() <= l / 64 {
+                        seen.resize(l / 64 + 1, 0);
+                    }
+                    seen[l / 64] |= 1 << (l % 64);
+                }
+            }
+            None => {
+                if let Ok(true) = graph.index.remove(&key) {
+                    removed += 1;
+                }
+            }
+        })?;
+        removed += graph
+            .index
+            .retain(|l| {
+                usize::try_from(l)
+                    .ok()
+                    .and_then(|l| seen.get(l / 64).map(|w| w & (1 << (l % 64)) != 0))
+                    .unwrap_or(false)
+            })
+            .map_err(|e| EngineError::server(e.to_string()))?;
+        // `upsert` counted each re-indexed row; the removals are counted here.
+        graph.unsaved.fetch_add(removed as u64, Ordering::Relaxed);
+        Ok((changed, removed))
+    }
+
+    /// The background save: every graph in use with at least [`SAVE_AFTER_CHANGES`] changed
+    /// rows (or an eighth of its rows, if more) since its last save, or every graph with any
+    /// change when `all`. Returns how many were saved. Writes wait only while each graph is
+    /// copied to memory.
+    pub fn save_vector_indexes(&self, all: bool) -> Result<usize, EngineError> {
+        let mut saved = 0;
+        for (id, g) in self.vectors.all() {
+            let unsaved = g.unsaved.load(Ordering::Relaxed);
+            let due = if all {
+                unsaved > 0
+            } else {
+                unsaved >= SAVE_AFTER_CHANGES.max(g.index.len() as u64 / 8)
+            };
+            if !due || !g.usable() {
+                continue;
+            }
+            if self
+                .vectors
+                .save(id, &g)
+                .map_err(|e| EngineError::server(e.to_string()))?
+            {
+                saved += 1;
+            }
+        }
+        Ok(saved)
+    }
+
+    /// The clean shutdown's save (after the server stopped taking requests): with every
+    /// stripe lock held, so that no write is between its batch and its graph change, saves
+    /// every graph in use under a fresh token, then writes the token as [`CLEAN_KEY`] and
+    /// syncs. The next open then loads those graphs without a scan. A write that still comes
+    /// after this deletes the key in its own batch ([`VectorIndexes::sealed`]).
+    pub fn close_vector_indexes(&self) -> Result<(), EngineError> {
+        if self.vectors.dir.is_none() {
+            return Ok(());
+        }
+        let _stripes: Vec<_> = self
+            .stripes
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let saves = self.vectors.saves.lock().unwrap_or_else(|p| p.into_inner());
+        // A second close (after writes that took the mark) saves again: the graphs it saves
+        // are again all the store's vectors.
+        self.vectors.sealed.store(false, Ordering::Release);
+        let r = crate::scalar::random_uuid(0);
+        let token = u64::from_be_bytes(r[..8].try_into().unwrap_or_default()).max(1);
+        let mut saved = 0;
+        for (id, g) in self.vectors.all() {
+            if !g.usable() {
+                continue;
+            }
+            match self.vectors.save_held(&saves, id, &g, token) {
+                Ok(true) => saved += 1,
+                Ok(false) => {}
+                Err(e) => tracing::warn!("saving vector index graph {id} at shutdown: {e}"),
+            }
+        }
+        if saved > 0 {
+            let mut b = storage::WriteBatch::new();
+            b.put(CLEAN_KEY.to_vec(), token.to_be_bytes().to_vec());
+            self.storage.write(b)?;
+            self.storage.sync()?;
+            self.vectors.sealed.store(true, Ordering::Release);
+            tracing::info!("saved {saved} vector index graph(s) for the next start");
+        }
+        Ok(())
+    }
+
+    /// Forgets the graphs (and removes the saved files) of indexes the schema no longer has:
+    /// after DROP INDEX, DROP TABLE, DROP KEYSPACE.
+    pub(crate) fn forget_dropped_vector_indexes(&self) {
+        let wanted = wanted_graphs(&self.schema.get());
+        self.vectors
+            .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
     }
 }
 
@@ -311,8 +643,10 @@ fn wanted_graphs(schema: &Schema) -> Vec<(Arc<TableDef>, IndexDef, VectorIndexCo
 
 #[cfg(test)]
 mod tests {
+    use super::CLEAN_KEY;
     use crate::tests::{node, q, rows};
     use crate::Engine;
+    use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
     fn keys(e: &Engine, text: &str) -> Vec<String> {
@@ -411,5 +745,204 @@ mod tests {
         exec(&e, "INSERT INTO t (k, v) VALUES (7, [0.5, 0.25, 0.1])");
         assert_eq!(graph.index.len(), 1);
         assert_eq!(keys(&e, QUERY), vec!["7".to_string()]);
+    }
+
+    /// Graphs saved by a clean shutdown load without a scan; saved ones that fell behind
+    /// (writes after the save, then no clean shutdown: a kill -9) are brought up to date by
+    /// one scan; a write after the clean shutdown's save clears the clean mark; damaged files
+    /// are rebuilt from; DROP INDEX removes the files.
+    #[test]
+    fn saved_graphs_load_clean_or_catch_up_and_never_miss_a_row() {
+        let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+        let dir = std::env::temp_dir().join(format!("pg-vgraphs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open_with = |memory_bytes: usize| {
+            let e = Engine::open_with_options(
+                store.clone(),
+                node(),
+                crate::FilterHandle::new(),
+                crate::OpenOptions {
+                    vector_index_dir: Some(dir.clone()),
+                    vector_index_memory_bytes: memory_bytes,
+                },
+            )
+            .unwrap();
+            e.set_vector_exact_below(0);
+            e
+        };
+        let open = || open_with(super::DEFAULT_MEMORY_BYTES);
+        let graph = |e: &Engine| {
+            let schema = e.schema.get();
+            let t = schema.table("ks", "t").unwrap();
+            e.vectors.get(t.indexes[0].id).expect("a graph")
+        };
+        let exact = |e: &Engine, query: &str| {
+            e.set_vector_exact_below(usize::MAX);
+            let r = keys(e, query);
+            e.set_vector_exact_below(0);
+            r
+        };
+        let insert = |e: &Engine, k: i32| {
+            let x = (k as f32 * 0.37).sin();
+            let y = (k as f32 * 0.11).cos();
+            exec(
+                e,
+                &format!("INSERT INTO t (k, v) VALUES ({k}, [{x}, {y}, 0.1])"),
+            );
+        };
+        let e = open();
+        exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        exec(&e, "CREATE TABLE t (k int PRIMARY KEY, v vector<float, 3>)");
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai' WITH OPTIONS = {'similarity_function': 'euclidean'}");
+        for k in 0..300 {
+            insert(&e, k);
+        }
+        // A background save, then more writes, then no clean shutdown.
+        assert_eq!(
+            e.save_vector_indexes(false).unwrap(),
+            0,
+            "300 < SAVE_AFTER_CHANGES"
+        );
+        assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
+        assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 0);
+        exec(&e, "INSERT INTO t (k, v) VALUES (1000, [0.5, 0.25, 0.1])");
+        exec(&e, "UPDATE t SET v = [-9.0, -9.0, -9.0] WHERE k = 1");
+        exec(&e, "DELETE FROM t WHERE k = 2");
+        let want = exact(&e, QUERY);
+        drop(e);
+
+        // Loaded, then one scan re-indexed the two rows written after the save and removed
+        // the deleted one: the graph equals the table.
+        let e = open();
+        let g = graph(&e);
+        assert_eq!(g.index.len(), 300);
+        assert_eq!(
+            g.unsaved.load(Ordering::Relaxed),
+            3,
+            "2 re-indexed + 1 removed"
+        );
+        assert!(g.usable());
+        assert_eq!(keys(&e, QUERY)[0], "1000");
+        assert_eq!(exact(&e, QUERY), want);
+        assert!(g
+            .index
+            .holds(
+                &g.index.search(&[-9.0, -9.0, -9.0], 1).unwrap()[0].primary_key,
+                &[-9.0, -9.0, -9.0]
+            )
+            .is_some());
+
+        // A clean shutdown: loaded as saved, no scan (nothing re-indexed).
+        e.close_vector_indexes().unwrap();
+        assert!(store.get(CLEAN_KEY).unwrap().is_some());
+        drop(e);
+        let e = open();
+        assert!(
+            store.get(CLEAN_KEY).unwrap().is_none(),
+            "the mark holds for one open"
+        );
+        let g = graph(&e);
+        assert_eq!((g.index.len(), g.unsaved.load(Ordering::Relaxed)), (300, 0));
+        assert_eq!(keys(&e, QUERY)[0], "1000");
+
+        // A write after the clean shutdown's save takes the mark with it.
+        e.close_vector_indexes().unwrap();
+        exec(&e, "INSERT INTO t (k, v) VALUES (1001, [0.5, 0.25, 0.1])");
+        assert!(store.get(CLEAN_KEY).unwrap().is_none());
+        drop(e);
+        let e = open();
+        assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 1);
+        assert!(keys(&e, QUERY)[..2].contains(&"1001".to_string()));
+
+        // Closed, written, closed again: the second close saves again (the first one's seal
+        // does not stop it), so the next open loads as saved, with that write.
+        e.close_vector_indexes().unwrap();
+        exec(&e, "INSERT INTO t (k, v) VALUES (1002, [-7.0, -7.0, -7.0])");
+        e.close_vector_indexes().unwrap();
+        assert!(store.get(CLEAN_KEY).unwrap().is_some());
+        let n = graph(&e).index.len();
+        drop(e);
+        let e = open();
+        let g = graph(&e);
+        assert_eq!((g.index.len(), g.unsaved.load(Ordering::Relaxed)), (n, 0));
+        let hit = &g.index.search(&[-7.0, -7.0, -7.0], 1).unwrap()[0];
+        assert!(g
+            .index
+            .holds(&hit.primary_key, &[-7.0, -7.0, -7.0])
+            .is_some());
+
+        // Under a smaller `vector_index_memory_bytes` (the one given at open, not the
+        // default) the loaded graph is freed before it is used: ANN queries scan, exactly.
+        let want = exact(&e, QUERY);
+        drop(e);
+        let small = open_with(1);
+        assert!(!graph(&small).usable() && graph(&small).index.is_empty());
+        assert_eq!(keys(&small, QUERY), want);
+        drop(small);
+        let e = open();
+        assert!(graph(&e).usable());
+        assert_eq!(keys(&e, QUERY), want);
+
+        // An open that saves nothing (no directory: encryption at rest) takes the mark too,
+        // so a write it makes is caught up at the next open that loads.
+        e.close_vector_indexes().unwrap();
+        drop(e);
+        let plain = Engine::open(store.clone(), node()).unwrap();
+        assert!(store.get(CLEAN_KEY).unwrap().is_none());
+        exec(
+            &plain,
+            "INSERT INTO t (k, v) VALUES (1003, [-8.0, -8.0, -8.0])",
+        );
+        drop(plain);
+        let e = open();
+        assert_eq!(graph(&e).unsaved.load(Ordering::Relaxed), 1);
+        let hit = &graph(&e).index.search(&[-8.0, -8.0, -8.0], 1).unwrap()[0];
+        assert!(graph(&e)
+            .index
+            .holds(&hit.primary_key, &[-8.0, -8.0, -8.0])
+            .is_some());
+
+        // Damaged files: rebuilt from the table (every row counted as unsaved).
+        e.close_vector_indexes().unwrap();
+        let n = graph(&e).index.len();
+        drop(e);
+        let sub = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let keys_file = sub.join("keys.bin");
+        let mut raw = std::fs::read(&keys_file).unwrap();
+        raw[20] ^= 0xff;
+        std::fs::write(&keys_file, raw).unwrap();
+        let e = open();
+        let g = graph(&e);
+        assert_eq!(g.index.len(), n);
+        assert_eq!(g.unsaved.load(Ordering::Relaxed), n as u64);
+        assert_eq!(keys(&e, QUERY)[..2].len(), 2);
+
+        // TRUNCATE takes the old id's files; the fresh id's graph is saved under its own.
+        e.save_vector_indexes(true).unwrap();
+        assert!(sub.exists());
+        exec(&e, "TRUNCATE t");
+        assert!(!sub.exists());
+        insert(&e, 1);
+        assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
+        let saved = || std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(saved(), 1);
+
+        // DROP INDEX takes the files with it, and so does DROP TABLE.
+        exec(&e, "DROP INDEX t_v_idx");
+        assert_eq!(saved(), 0);
+        assert!(e.vectors.all().is_empty());
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai'");
+        assert_eq!(e.save_vector_indexes(true).unwrap(), 1);
+        assert_eq!(saved(), 1);
+        exec(&e, "DROP TABLE t");
+        assert_eq!(saved(), 0);
+        assert!(e.vectors.all().is_empty());
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
