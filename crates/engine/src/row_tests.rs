@@ -1,0 +1,360 @@
+//! Row and partition-header encoding: round trips, merges and corrupt input.
+
+use super::*;
+
+fn live(col: u16, ts: i64, v: &[u8]) -> Cell {
+    Cell {
+        column: col,
+        ts,
+        value: CellValue::Live {
+            label: None,
+            value: v.to_vec(),
+            expiry: None,
+        },
+    }
+}
+fn dead(col: u16, ts: i64) -> Cell {
+    Cell {
+        column: col,
+        ts,
+        value: CellValue::Tombstone { local_del: 5 },
+    }
+}
+
+#[test]
+fn higher_timestamp_wins_either_order() {
+    let mut a = Row {
+        cells: vec![live(1, 10, b"new")],
+        ..Row::default()
+    };
+    a.merge(Row {
+        cells: vec![live(1, 5, b"old")],
+        ..Row::default()
+    });
+    assert_eq!(a.cells[0].raw_value(), b"new");
+}
+
+#[test]
+fn tie_tombstone_wins_then_greater_value() {
+    let mut a = Row {
+        cells: vec![live(1, 10, b"zzz")],
+        ..Row::default()
+    };
+    a.merge(Row {
+        cells: vec![dead(1, 10)],
+        ..Row::default()
+    });
+    assert!(a.cell(1, 0, None).is_none());
+    let mut b = Row {
+        cells: vec![live(1, 10, b"b")],
+        ..Row::default()
+    };
+    b.merge(Row {
+        cells: vec![live(1, 10, b"a")],
+        ..Row::default()
+    });
+    assert_eq!(b.cell(1, 0, None).unwrap().raw_value(), b"b");
+}
+
+#[test]
+fn tie_expiring_beats_non_expiring_then_later_expiry_then_value() {
+    let expiring = |v: &[u8], expires_at| Cell {
+        column: 1,
+        ts: 10,
+        value: CellValue::Live {
+            label: None,
+            value: v.to_vec(),
+            expiry: Some(Expiry {
+                ttl: 100,
+                expires_at,
+            }),
+        },
+    };
+    let merged = |first: Cell, second: Cell| {
+        let mut r = Row {
+            cells: vec![first],
+            ..Row::default()
+        };
+        r.merge(Row {
+            cells: vec![second],
+            ..Row::default()
+        });
+        r.cells[0].value.raw_value().to_vec()
+    };
+    // Either order: the expiring cell wins even with the smaller value (Cassandra 5.0.9:
+    // a batch setting a column twice at one timestamp, once USING TTL, keeps the TTL one).
+    assert_eq!(merged(live(1, 10, b"z"), expiring(b"a", 500)), b"a");
+    assert_eq!(merged(expiring(b"a", 500), live(1, 10, b"z")), b"a");
+    // Two expiring cells: the later expiry, then the greater value.
+    assert_eq!(merged(expiring(b"z", 400), expiring(b"a", 500)), b"a");
+    assert_eq!(merged(expiring(b"a", 500), expiring(b"z", 400)), b"a");
+    assert_eq!(merged(expiring(b"a", 500), expiring(b"z", 500)), b"z");
+    // A tombstone still beats an expiring cell.
+    let mut r = Row {
+        cells: vec![expiring(b"a", 500)],
+        ..Row::default()
+    };
+    r.merge(Row {
+        cells: vec![dead(1, 10)],
+        ..Row::default()
+    });
+    assert!(r.cell(1, 0, None).is_none());
+}
+
+#[test]
+fn row_deletion_shadows_older_cells_not_newer() {
+    let mut r = Row {
+        marker: Some(Marker {
+            ts: 5,
+            expiry: None,
+        }),
+        cells: vec![live(1, 5, b"x"), live(2, 20, b"y")],
+        ..Row::default()
+    };
+    r.merge(Row {
+        deletion: Some(Deletion {
+            ts: 10,
+            local_del: 1,
+        }),
+        ..Row::default()
+    });
+    assert!(r.cell(1, 0, None).is_none());
+    assert!(r.cell(2, 0, None).is_some());
+    assert!(r.is_live(0, None));
+    let outer = Some(Deletion {
+        ts: 30,
+        local_del: 1,
+    });
+    assert!(!r.is_live(0, outer));
+}
+
+#[test]
+fn expired_cells_read_as_absent_and_purge() {
+    let mut r = Row {
+        cells: vec![Cell {
+            column: 1,
+            ts: 1,
+            value: CellValue::Live {
+                label: None,
+                value: b"v".to_vec(),
+                expiry: Some(Expiry {
+                    ttl: 10,
+                    expires_at: 100,
+                }),
+            },
+        }],
+        ..Row::default()
+    };
+    assert!(r.cell(1, 99, None).is_some());
+    assert_eq!(r.cells[0].ttl_remaining(95), Some(5));
+    assert!(r.cell(1, 100, None).is_none());
+    assert!(r.purge(150, 50), "tombstone is kept until gc grace passes");
+    assert!(!r.purge(150, 200));
+}
+
+#[test]
+fn encoding_round_trips_and_rejects_garbage() {
+    let r = Row {
+        marker_label: None,
+        clustering: vec![vec![1, 2], vec![]],
+        marker: Some(Marker {
+            ts: 7,
+            expiry: Some(Expiry {
+                ttl: 3,
+                expires_at: 9,
+            }),
+        }),
+        deletion: Some(Deletion {
+            ts: 1,
+            local_del: 2,
+        }),
+        cells: vec![live(1, 10, b"abc"), dead(3, 11)],
+    };
+    let enc = r.encode();
+    assert_eq!(Row::decode(&enc).unwrap(), r);
+    for cut in 0..enc.len() {
+        assert!(Row::decode(&enc[..cut]).is_err());
+    }
+    let h = PartitionHeader {
+        deletion: None,
+        ranges: vec![RangeTombstone {
+            start: vec![1],
+            end: vec![],
+            deletion: Deletion {
+                ts: 4,
+                local_del: 4,
+            },
+        }],
+        statics: vec![live(9, 1, b"s")],
+    };
+    assert_eq!(PartitionHeader::decode(&h.encode()).unwrap(), h);
+}
+
+fn element(path: &[u8], ts: i64, v: &[u8]) -> Element {
+    Element {
+        path: path.to_vec(),
+        ts,
+        value: CellValue::Live {
+            label: None,
+            value: v.to_vec(),
+            expiry: None,
+        },
+    }
+}
+
+fn set_cell(deletion: Option<i64>, elements: Vec<Element>) -> Cell {
+    let c = Complex {
+        kind: CollectionKind::Set,
+        deletion: deletion.map(|ts| Deletion { ts, local_del: 1 }),
+        elements,
+    };
+    Cell {
+        column: 1,
+        ts: c.max_ts(),
+        value: CellValue::Complex(c),
+    }
+}
+
+fn set_of_ints() -> proto::types::ColumnType {
+    proto::types::ColumnType::Set(Box::new(proto::types::ColumnType::Int))
+}
+
+/// The items of the `set<int>` in column 1 as read at `now` under `outer`.
+fn set_items(r: &Row, now: LocalSecs, outer: Option<Deletion>) -> Vec<Vec<u8>> {
+    let v = r
+        .cell(1, now, outer)
+        .and_then(|c| c.value(&set_of_ints(), now).map(|v| v.into_owned()))
+        .unwrap_or_default();
+    crate::exec::decode_list_elements(&v).unwrap_or_default()
+}
+
+/// A row holding an old-format set cell `{1, 2}` written at 10 with TTL: the bytes the
+/// first format wrote (tag 0, the whole value), built by hand so they cannot drift.
+fn old_format_row() -> Vec<u8> {
+    let value = crate::literal::encode_collection(&[vec![0, 0, 0, 1], vec![0, 0, 0, 2]]);
+    let mut b = vec![ROW_V1, 0, 0, 0, 0]; // no clustering, no marker, no deletion
+    b.extend_from_slice(&1u32.to_be_bytes()); // one cell
+    b.extend_from_slice(&1u16.to_be_bytes()); // column 1
+    b.extend_from_slice(&10i64.to_be_bytes());
+    b.push(0); // live
+    b.push(1); // expiring: ttl 100, expires at 200
+    b.extend_from_slice(&100u32.to_be_bytes());
+    b.extend_from_slice(&200u32.to_be_bytes());
+    b.extend_from_slice(&(value.len() as u32).to_be_bytes());
+    b.extend_from_slice(&value);
+    b
+}
+
+#[test]
+fn an_old_format_collection_reads_as_elements_sharing_its_timestamp_and_ttl() {
+    let mut r = Row::decode(&old_format_row()).unwrap();
+    let ty = set_of_ints();
+    let cell = r.cell(1, 150, None).unwrap();
+    let want = crate::literal::encode_collection(&[vec![0, 0, 0, 1], vec![0, 0, 0, 2]]);
+    assert_eq!(cell.value(&ty, 150).as_deref(), Some(want.as_slice()));
+    let els = cell.live_elements(CollectionKind::Set, 150).unwrap();
+    assert_eq!(els.elements.len(), 2);
+    assert!(els
+        .elements
+        .iter()
+        .all(|e| e.ts == 10 && e.expiry().is_some()));
+    // An element written later merges with them one by one.
+    r.merge(Row {
+        cells: vec![set_cell(None, vec![element(&[0, 0, 0, 3], 20, b"")])],
+        ..Row::default()
+    });
+    assert_eq!(set_items(&r, 150, None).len(), 3);
+    // The old elements expire with the old cell's TTL; the new one stays.
+    assert_eq!(set_items(&r, 250, None), vec![vec![0, 0, 0, 3]]);
+    // And it is written back in the new format.
+    assert_eq!(Row::decode(&r.encode()).unwrap(), r);
+}
+
+#[test]
+fn collection_elements_reconcile_one_by_one_under_the_collection_deletion() {
+    // {a@10, b@30}, then an overwrite {c} at 20: deletion at 19 removes a, keeps b.
+    let mut r = Row {
+        cells: vec![set_cell(
+            None,
+            vec![element(b"a", 10, b""), element(b"b", 30, b"")],
+        )],
+        ..Row::default()
+    };
+    r.merge(Row {
+        cells: vec![set_cell(Some(19), vec![element(b"c", 20, b"")])],
+        ..Row::default()
+    });
+    let CellValue::Complex(c) = &r.cells[0].value else {
+        panic!("not a collection")
+    };
+    let paths: Vec<&[u8]> = c.elements.iter().map(|e| e.path.as_slice()).collect();
+    assert_eq!(paths, vec![b"b".as_slice(), b"c"]);
+    assert_eq!(r.cells[0].ts, 30);
+    // An older write of an element loses to the deletion; a tombstone ties and wins.
+    r.merge(Row {
+        cells: vec![set_cell(None, vec![element(b"d", 15, b"")])],
+        ..Row::default()
+    });
+    r.merge(Row {
+        cells: vec![set_cell(
+            None,
+            vec![Element {
+                path: b"b".to_vec(),
+                ts: 30,
+                value: CellValue::Tombstone { local_del: 1 },
+            }],
+        )],
+        ..Row::default()
+    });
+    let CellValue::Complex(c) = &r.cells[0].value else {
+        panic!("not a collection")
+    };
+    assert!(c.elements.iter().all(|e| e.path != b"d"));
+    assert!(matches!(
+        c.elements.iter().find(|e| e.path == b"b").map(|e| &e.value),
+        Some(CellValue::Tombstone { .. })
+    ));
+    // A column tombstone (DELETE s) is a collection deletion.
+    r.merge(Row {
+        cells: vec![dead(1, 20)],
+        ..Row::default()
+    });
+    assert!(
+        r.cell(1, 0, None).is_none(),
+        "c@20 is shadowed by the tombstone at 20"
+    );
+    let enc = r.encode();
+    assert_eq!(Row::decode(&enc).unwrap(), r);
+    for cut in 0..enc.len() {
+        assert!(Row::decode(&enc[..cut]).is_err());
+    }
+    // Purge after gc grace drops element tombstones and the deletion, then the cell.
+    assert!(!r.purge(100, 100));
+}
+
+#[test]
+fn outer_deletions_hide_older_elements_only() {
+    let r = Row {
+        cells: vec![set_cell(
+            None,
+            vec![
+                element(&[0, 0, 0, 1], 10, b""),
+                element(&[0, 0, 0, 2], 30, b""),
+            ],
+        )],
+        ..Row::default()
+    };
+    let outer = Some(Deletion {
+        ts: 20,
+        local_del: 1,
+    });
+    assert_eq!(set_items(&r, 0, outer), vec![vec![0, 0, 0, 2]]);
+    assert!(r.is_live(0, outer));
+    assert!(!r.is_live(
+        0,
+        Some(Deletion {
+            ts: 30,
+            local_del: 1
+        })
+    ));
+}
