@@ -289,7 +289,8 @@ fn len_prefixed(parts: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-fn put_prefixed(out: &mut Vec<u8>, part: &[u8]) {
+/// Appends `part` prefixed by its length as a big-endian u32 (the layout of every part of a key).
+pub(crate) fn put_prefixed(out: &mut Vec<u8>, part: &[u8]) {
     out.extend_from_slice(&(part.len() as u32).to_be_bytes());
     out.extend_from_slice(part);
 }

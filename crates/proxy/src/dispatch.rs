@@ -354,10 +354,7 @@ impl ProxyBackend {
         write_partition_key(&p.values, idx, key.buf())?;
         key.end_partition_key();
         let req = key.buf();
-        let push = |out: &mut Vec<u8>, b: &[u8]| {
-            out.extend_from_slice(&(b.len() as u32).to_be_bytes());
-            out.extend_from_slice(b);
-        };
+        let push = cache::put_prefixed;
         conn.with_role(|role| push(req, role.unwrap_or("").as_bytes()));
         req.push(conn.version().as_u8());
         req.push(u8::from(p.skip_metadata));

@@ -387,10 +387,7 @@ fn write_partition_key(values: &Values, idx: &[usize], out: &mut Vec<u8>) -> Opt
     };
     for &i in idx {
         match v.get(i)? {
-            RawValue::Bytes(b) => {
-                out.extend_from_slice(&(b.len() as u32).to_be_bytes());
-                out.extend_from_slice(b);
-            }
+            RawValue::Bytes(b) => cache::put_prefixed(out, b),
             RawValue::Null | RawValue::Unset => return None,
         }
     }
