@@ -1,20 +1,23 @@
-//! CQL's arithmetic operators (`+ - * / %`, unary minus) over serialized values, as
-//! Cassandra 5.0's `OperationFcts` define them: the result type of two numbers is the wider of
-//! the two (floating point if either is; `float` op `bigint` is `double`, anything op `varint`
-//! or `decimal` is `varint`/`decimal`), integers wrap at their width as Java's do, integer
-//! division by zero fails ("/ by zero") while floating point gives Infinity/NaN, a duration can
-//! be added to or subtracted from a timestamp or a date, and `+` concatenates text.
+//! CQL's arithmetic operators (`+ - * / %`, unary minus) over serialized values, and the
+//! running sums and averages of the `sum`/`avg` aggregates, as Cassandra 5.0's
+//! `OperationFcts` and `AggregateFcts` define them: the result type of two numbers is the
+//! wider of the two (floating point if either is; `float` op `bigint` is `double`, anything op
+//! `varint` or `decimal` is `varint`/`decimal`), fixed-width integers wrap at their width as
+//! Java's do, integer division by zero fails ("/ by zero") while floating point gives
+//! Infinity/NaN, varint is exact (Java's `BigInteger`), decimal is Java's `BigDecimal` as
+//! Cassandra's `DecimalType` uses it (bigdec.rs; a non-decimal operand goes through its double,
+//! so `1.5 * 2` is 3.00), a duration can be added to or subtracted from a timestamp or a date,
+//! and `+` concatenates text.
 //!
 //! Not here: typing of literals (the builder decides what an untyped `1` is), constant folding.
-//!
-//! Varint and decimal are computed in 128 bits (a result beyond that fails rather than being
-//! wrong); decimal division and remainder are not implemented yet (see docs/compatibility.md).
 
+use crate::bigdec::{self, Dec};
 use crate::scalar::{duration_of, format_duration};
 use crate::temporal::add_months;
 use crate::types::cql_type_name;
 use crate::EngineError;
 use cql::ast::ArithOp;
+use num_bigint::{BigInt, Sign};
 use proto::error::DbError;
 use proto::types::ColumnType as T;
 
@@ -100,41 +103,64 @@ fn bad(t: &T) -> EngineError {
 }
 
 /// A number as the operation computes it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Num {
+#[derive(Debug, Clone)]
+enum Num {
+    /// tinyint, smallint, int, bigint, counter
     I(i128),
+    /// float (widened), double
     F(f64),
-    /// unscaled, scale
-    Dec(i128, i32),
+    V(BigInt),
+    D(Dec),
 }
 
-fn twos(b: &[u8]) -> Option<i128> {
-    if b.is_empty() || b.len() > 16 {
-        return None;
-    }
-    let mut v: i128 = if b[0] & 0x80 != 0 { -1 } else { 0 };
-    for x in b {
-        v = (v << 8) | i128::from(*x);
-    }
-    Some(v)
+/// A serialized number of type `t` (None if `t` is not a number or the bytes are bad).
+fn decode(t: &T, b: &[u8]) -> Option<Num> {
+    Some(match t {
+        T::Tinyint => Num::I(i128::from(i8::from_be_bytes(b.try_into().ok()?))),
+        T::Smallint => Num::I(i128::from(i16::from_be_bytes(b.try_into().ok()?))),
+        T::Int => Num::I(i128::from(i32::from_be_bytes(b.try_into().ok()?))),
+        T::Bigint | T::Counter => Num::I(i128::from(i64::from_be_bytes(b.try_into().ok()?))),
+        T::Varint if !b.is_empty() => Num::V(BigInt::from_signed_bytes_be(b)),
+        T::Float => Num::F(f64::from(f32::from_be_bytes(b.try_into().ok()?))),
+        T::Double => Num::F(f64::from_be_bytes(b.try_into().ok()?)),
+        T::Decimal if b.len() > 4 => Num::D(Dec::decode(b)?),
+        _ => return None,
+    })
 }
 
-fn to_twos(v: i128) -> Vec<u8> {
-    let bytes = v.to_be_bytes();
-    let mut start = 0;
-    while start < 15 {
-        let (a, b) = (bytes[start], bytes[start + 1]);
-        if (a == 0 && b & 0x80 == 0) || (a == 0xFF && b & 0x80 != 0) {
-            start += 1;
-        } else {
-            break;
-        }
+fn as_f64(n: &Num) -> f64 {
+    match n {
+        Num::I(i) => *i as f64,
+        Num::F(f) => *f,
+        Num::V(v) => Dec::int(v.clone()).to_f64(),
+        Num::D(d) => d.to_f64(),
     }
-    bytes[start..].to_vec()
+}
+
+/// `DecimalType.toBigDecimal`: a varint exactly, any other number through its double
+/// (`BigDecimal.valueOf(double)`, so an int 3 is 3.0 and `1.5 * 2` is 3.00).
+fn as_dec(n: Num) -> Result<Dec, String> {
+    match n {
+        Num::I(i) => Dec::of_f64(i as f64),
+        Num::F(f) => Dec::of_f64(f),
+        Num::V(v) => Ok(Dec::int(v)),
+        Num::D(d) => Ok(d),
+    }
+}
+
+/// `IntegerType.toBigInteger`: the operands of a varint operation are all integers.
+fn as_big(n: Num) -> BigInt {
+    match n {
+        Num::I(i) => BigInt::from(i),
+        Num::V(v) => v,
+        Num::F(f) => BigInt::from(f as i64),
+        Num::D(d) => BigInt::from(d.to_f64() as i64),
+    }
 }
 
 /// Compensated (Kahan) summation in double, as Cassandra sums and averages `float` and
-/// `double` (0.1 + 0.2 + 0.3 is 0.6 there, not 0.6000000000000001).
+/// `double` (0.1 + 0.2 + 0.3 is 0.6 there, not 0.6000000000000001). Cassandra ends with
+/// `sum + compensation` (textbook Kahan subtracts it): 0.1 + 0.3 is 0.4000000000000001 there.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Kahan {
     sum: f64,
@@ -153,7 +179,7 @@ impl Kahan {
     }
 
     pub(crate) fn total(&self) -> f64 {
-        let t = self.sum - self.compensation;
+        let t = self.sum + self.compensation;
         if t.is_nan() && self.simple.is_infinite() {
             self.simple
         } else {
@@ -162,115 +188,179 @@ impl Kahan {
     }
 }
 
-/// A serialized number of type `t` (None if `t` is not a number or the bytes are bad).
-pub(crate) fn number(t: &T, b: &[u8]) -> Option<Num> {
-    decode(t, b)
+/// A running `sum` (and `collection_sum`) in its argument's type, as Cassandra 5.0's
+/// aggregates keep it: integers wrap at their width, `float` and `double` are summed with
+/// Kahan's compensation in double, `varint` and `decimal` exactly.
+pub(crate) enum Sum {
+    Int(i128),
+    Float(Kahan),
+    Varint(BigInt),
+    Decimal(Dec),
 }
 
-/// `avg` of `n` values of type `ty`: integer types divide their exact sum (truncating, as
-/// Java's long division), floating point types their double sum, decimal its sum rounded
-/// half-even at the sum's scale. Zero when `n` is 0, as Cassandra answers.
-pub(crate) fn average(
-    ty: &T,
-    n: i64,
-    int_sum: i128,
-    float_sum: f64,
-    dec_sum: Option<&[u8]>,
-) -> Vec<u8> {
-    let n128 = i128::from(n.max(1));
-    match ty {
-        T::Tinyint => ((int_sum / n128) as i8).to_be_bytes().to_vec(),
-        T::Smallint => ((int_sum / n128) as i16).to_be_bytes().to_vec(),
-        T::Int => ((int_sum / n128) as i32).to_be_bytes().to_vec(),
-        T::Bigint | T::Counter => ((int_sum / n128) as i64).to_be_bytes().to_vec(),
-        T::Varint => to_twos(int_sum / n128),
-        T::Float => ((float_sum / n.max(1) as f64) as f32)
-            .to_be_bytes()
-            .to_vec(),
-        T::Double => (float_sum / n.max(1) as f64).to_be_bytes().to_vec(),
-        _ => dec_sum.map_or_else(zero_of_decimal, <[u8]>::to_vec),
-    }
-}
-
-fn zero_of_decimal() -> Vec<u8> {
-    vec![0, 0, 0, 0, 0]
-}
-
-/// One step of Cassandra's decimal average (a running mean): `avg + (v - avg) / n`, the
-/// quotient rounded half-even at the difference's scale. Cassandra 5.0.9 answers 1.87 for
-/// the average of 1.25 and 2.5, and so does this.
-pub(crate) fn running_mean(avg: &[u8], v: &[u8], n: i64) -> Result<Vec<u8>, EngineError> {
-    let (Some(Num::Dec(a, as_)), Some(Num::Dec(x, xs))) =
-        (decode(&T::Decimal, avg), decode(&T::Decimal, v))
-    else {
-        return Err(bad(&T::Decimal));
-    };
-    let overflow = || EngineError::invalid("decimal average out of range");
-    let s = as_.max(xs);
-    let (a, x) = (
-        rescale(a, as_, s).ok_or_else(overflow)?,
-        rescale(x, xs, s).ok_or_else(overflow)?,
-    );
-    let diff = x.checked_sub(a).ok_or_else(overflow)?;
-    let n = i128::from(n.max(1));
-    let (q, r) = (diff / n, diff % n);
-    let twice = r.abs() * 2;
-    let q = if twice > n || (twice == n && q % 2 != 0) {
-        q + diff.signum()
-    } else {
-        q
-    };
-    let mut out = s.to_be_bytes().to_vec();
-    out.extend_from_slice(&to_twos(a.checked_add(q).ok_or_else(overflow)?));
-    Ok(out)
-}
-
-fn decode(t: &T, b: &[u8]) -> Option<Num> {
-    Some(match t {
-        T::Tinyint => Num::I(i128::from(i8::from_be_bytes(b.try_into().ok()?))),
-        T::Smallint => Num::I(i128::from(i16::from_be_bytes(b.try_into().ok()?))),
-        T::Int => Num::I(i128::from(i32::from_be_bytes(b.try_into().ok()?))),
-        T::Bigint | T::Counter => Num::I(i128::from(i64::from_be_bytes(b.try_into().ok()?))),
-        T::Varint => Num::I(twos(b)?),
-        T::Float => Num::F(f64::from(f32::from_be_bytes(b.try_into().ok()?))),
-        T::Double => Num::F(f64::from_be_bytes(b.try_into().ok()?)),
-        T::Decimal => {
-            let scale = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
-            Num::Dec(twos(&b[4..])?, scale)
+impl Sum {
+    pub(crate) fn new(ty: &T) -> Sum {
+        match ty {
+            T::Float | T::Double => Sum::Float(Kahan::default()),
+            T::Varint => Sum::Varint(BigInt::from(0)),
+            T::Decimal => Sum::Decimal(Dec::zero(0)),
+            _ => Sum::Int(0),
         }
-        _ => return None,
-    })
-}
-
-/// `BigDecimal.valueOf(double)`: the shortest decimal text of the double.
-fn dec_of_f64(f: f64) -> Option<(i128, i32)> {
-    if !f.is_finite() {
-        return None;
     }
-    let s = crate::scalar::java_double(f);
-    let (u, scale) = crate::scalar::parse_decimal(&s)?;
-    Some((twos(&u.to_twos())?, scale))
-}
 
-fn as_dec(n: Num) -> Option<(i128, i32)> {
-    match n {
-        Num::I(i) => Some((i, 0)),
-        Num::F(f) => dec_of_f64(f),
-        Num::Dec(u, s) => Some((u, s)),
+    pub(crate) fn add(&mut self, ty: &T, v: &[u8]) -> Result<(), EngineError> {
+        match (self, decode(ty, v).ok_or_else(|| bad(ty))?) {
+            (Sum::Int(s), Num::I(x)) => *s = s.wrapping_add(x),
+            (Sum::Float(k), Num::F(x)) => k.add(x),
+            (Sum::Varint(s), Num::V(x)) => *s += x,
+            (Sum::Decimal(s), Num::D(x)) => {
+                *s = s
+                    .add_exact(&x)
+                    .ok_or_else(|| aggregate_failed("sum", ty, &bigdec::too_big()))?;
+            }
+            _ => return Err(bad(ty)),
+        }
+        Ok(())
     }
-}
 
-fn as_f64(n: Num) -> f64 {
-    match n {
-        Num::I(i) => i as f64,
-        Num::F(f) => f,
-        Num::Dec(u, s) => u as f64 / 10f64.powi(s),
+    pub(crate) fn result(&self, ty: &T) -> Vec<u8> {
+        match self {
+            Sum::Int(s) => fixed(ty, *s),
+            Sum::Float(k) => float(ty, k.total()),
+            Sum::Varint(s) => s.to_signed_bytes_be(),
+            Sum::Decimal(s) => s.encode(),
+        }
     }
 }
 
-fn rescale(u: i128, from: i32, to: i32) -> Option<i128> {
-    let d = u32::try_from(to.checked_sub(from)?).ok()?;
-    u.checked_mul(10i128.checked_pow(d)?)
+/// A running `avg` (and `collection_avg`), as Cassandra 5.0's aggregates keep it: integers
+/// as an exact sum divided (truncating) at the end; `float` and `double` as a Kahan sum in
+/// double that turns into a `BigDecimal` sum when it overflows (the average of 1e308, 1e308
+/// and 1e308 is 1e308), divided half even at the sum's scale; `varint` as an exact sum
+/// divided (truncating); `decimal` as a running mean ([`Dec::mean_step`]). Zero when no
+/// value was added.
+pub(crate) enum Mean {
+    Int {
+        n: i64,
+        sum: i128,
+    },
+    Float {
+        n: i64,
+        sum: Kahan,
+        big: Option<Dec>,
+    },
+    Varint {
+        n: i64,
+        sum: BigInt,
+    },
+    Decimal {
+        n: i64,
+        avg: Dec,
+    },
+}
+
+impl Mean {
+    pub(crate) fn new(ty: &T) -> Mean {
+        match ty {
+            T::Float | T::Double => Mean::Float {
+                n: 0,
+                sum: Kahan::default(),
+                big: None,
+            },
+            T::Varint => Mean::Varint {
+                n: 0,
+                sum: BigInt::from(0),
+            },
+            T::Decimal => Mean::Decimal {
+                n: 0,
+                avg: Dec::zero(0),
+            },
+            _ => Mean::Int { n: 0, sum: 0 },
+        }
+    }
+
+    pub(crate) fn add(&mut self, ty: &T, v: &[u8]) -> Result<(), EngineError> {
+        let fail = |why: String| aggregate_failed("avg", ty, &why);
+        match (self, decode(ty, v).ok_or_else(|| bad(ty))?) {
+            (Mean::Int { n, sum }, Num::I(x)) => {
+                *n += 1;
+                *sum += x;
+            }
+            (Mean::Float { n, sum, big }, Num::F(x)) => {
+                *n += 1;
+                match big {
+                    Some(b) => {
+                        *b = b
+                            .add_exact(&Dec::of_f64(x).map_err(fail)?)
+                            .ok_or_else(|| fail(bigdec::too_big()))?
+                    }
+                    None => {
+                        let before = sum.sum;
+                        sum.add(x);
+                        if sum.sum.is_infinite() && !x.is_infinite() {
+                            let (a, b) = (
+                                Dec::of_f64(before).map_err(fail)?,
+                                Dec::of_f64(x).map_err(fail)?,
+                            );
+                            *big = Some(a.add_exact(&b).ok_or_else(|| fail(bigdec::too_big()))?);
+                        }
+                    }
+                }
+            }
+            (Mean::Varint { n, sum }, Num::V(x)) => {
+                *n += 1;
+                *sum += x;
+            }
+            (Mean::Decimal { n, avg }, Num::D(x)) => {
+                *n += 1;
+                *avg = avg.mean_step(&x, *n).map_err(fail)?;
+            }
+            _ => return Err(bad(ty)),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn result(&self, ty: &T) -> Result<Vec<u8>, EngineError> {
+        Ok(match self {
+            Mean::Int { n, sum } => fixed(ty, sum / i128::from((*n).max(1))),
+            Mean::Float { n, sum, big } => float(
+                ty,
+                match big {
+                    Some(b) => b
+                        .div_count(*n)
+                        .map_err(|why| aggregate_failed("avg", ty, &why))?
+                        .to_f64(),
+                    None if *n == 0 => 0.0,
+                    None => sum.total() / *n as f64,
+                },
+            ),
+            Mean::Varint { n, sum } => (sum / BigInt::from((*n).max(1))).to_signed_bytes_be(),
+            Mean::Decimal { avg, .. } => avg.encode(),
+        })
+    }
+}
+
+/// An aggregate that threw (Cassandra reports Java's exception as a server failure).
+fn aggregate_failed(f: &str, ty: &T, why: &str) -> EngineError {
+    EngineError::invalid(format!("{f}({}) failed: {why}", cql_type_name(ty)))
+}
+
+/// An integer in a fixed-width type, wrapped as Java's casts do.
+fn fixed(ty: &T, v: i128) -> Vec<u8> {
+    match ty {
+        T::Tinyint => (v as i8).to_be_bytes().to_vec(),
+        T::Smallint => (v as i16).to_be_bytes().to_vec(),
+        T::Int => (v as i32).to_be_bytes().to_vec(),
+        _ => (v as i64).to_be_bytes().to_vec(),
+    }
+}
+
+fn float(ty: &T, v: f64) -> Vec<u8> {
+    if *ty == T::Float {
+        (v as f32).to_be_bytes().to_vec()
+    } else {
+        v.to_be_bytes().to_vec()
+    }
 }
 
 /// Applies `op` to two non-null values of types `lt` and `rt`, giving a value of type `ty`
@@ -294,10 +384,10 @@ pub fn apply(
     }
     let a = decode(lt, l).ok_or_else(|| bad(lt))?;
     let b = decode(rt, r).ok_or_else(|| bad(rt))?;
-    let overflow = || failed(op, lt, rt, "result out of range");
+    let fail = |why: String| failed(op, lt, rt, &why);
     match ty {
         T::Float | T::Double => {
-            let (x, y) = (as_f64(a), as_f64(b));
+            let (x, y) = (as_f64(&a), as_f64(&b));
             Ok(if *ty == T::Float {
                 float_op(op, x as f32, y as f32).to_be_bytes().to_vec()
             } else {
@@ -305,73 +395,46 @@ pub fn apply(
             })
         }
         T::Decimal => {
-            let (x, xs) = as_dec(a).ok_or_else(overflow)?;
-            let (y, ys) = as_dec(b).ok_or_else(overflow)?;
-            let (u, s) = match op {
-                ArithOp::Add | ArithOp::Sub => {
-                    let s = xs.max(ys);
-                    let (x, y) = (
-                        rescale(x, xs, s).ok_or_else(overflow)?,
-                        rescale(y, ys, s).ok_or_else(overflow)?,
-                    );
-                    let v = if op == ArithOp::Add {
-                        x.checked_add(y)
-                    } else {
-                        x.checked_sub(y)
-                    };
-                    (v.ok_or_else(overflow)?, s)
-                }
-                ArithOp::Mul => (
-                    x.checked_mul(y).ok_or_else(overflow)?,
-                    xs.checked_add(ys).ok_or_else(overflow)?,
-                ),
-                ArithOp::Div | ArithOp::Rem if y == 0 => {
+            let (x, y) = (as_dec(a).map_err(fail)?, as_dec(b).map_err(fail)?);
+            let v = match op {
+                ArithOp::Add => x.add(&y),
+                ArithOp::Sub => x.add(&y.neg()),
+                ArithOp::Mul => x.mul(&y),
+                ArithOp::Div => x.div(&y),
+                ArithOp::Rem => x.rem(&y),
+            };
+            Ok(v.map_err(fail)?.encode())
+        }
+        T::Varint => {
+            let (x, y) = (as_big(a), as_big(b));
+            let zero = y.sign() == Sign::NoSign;
+            let v = match op {
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                ArithOp::Mul => x * y,
+                ArithOp::Div | ArithOp::Rem if zero => {
                     return Err(failed(op, lt, rt, "BigInteger divide by zero"));
                 }
-                ArithOp::Rem => {
-                    // BigDecimal.remainder: the sign of the dividend, the larger scale.
-                    let s = xs.max(ys);
-                    let (x, y) = (
-                        rescale(x, xs, s).ok_or_else(overflow)?,
-                        rescale(y, ys, s).ok_or_else(overflow)?,
-                    );
-                    (x % y, s)
-                }
-                ArithOp::Div => decimal_div(x, xs, y, ys).ok_or_else(overflow)?,
+                ArithOp::Div => x / y,
+                ArithOp::Rem => x % y,
             };
-            let mut out = s.to_be_bytes().to_vec();
-            out.extend_from_slice(&to_twos(u));
-            Ok(out)
+            Ok(v.to_signed_bytes_be())
         }
         _ => {
             let (Num::I(x), Num::I(y)) = (a, b) else {
                 return Err(bad(ty));
             };
-            let zero = || {
-                let why = if *lt == T::Varint || *rt == T::Varint {
-                    "BigInteger divide by zero"
-                } else {
-                    "/ by zero"
-                };
-                failed(op, lt, rt, why)
-            };
             let v = match op {
-                ArithOp::Add => x.checked_add(y),
-                ArithOp::Sub => x.checked_sub(y),
-                ArithOp::Mul => x.checked_mul(y),
-                ArithOp::Div if y == 0 => return Err(zero()),
-                ArithOp::Rem if y == 0 => return Err(zero()),
-                ArithOp::Div => x.checked_div(y),
-                ArithOp::Rem => x.checked_rem(y),
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                ArithOp::Mul => x.wrapping_mul(y),
+                ArithOp::Div | ArithOp::Rem if y == 0 => {
+                    return Err(failed(op, lt, rt, "/ by zero"));
+                }
+                ArithOp::Div => x / y,
+                ArithOp::Rem => x % y,
             };
-            let v = v.ok_or_else(overflow)?;
-            Ok(match ty {
-                T::Tinyint => (v as i8).to_be_bytes().to_vec(),
-                T::Smallint => (v as i16).to_be_bytes().to_vec(),
-                T::Int => (v as i32).to_be_bytes().to_vec(),
-                T::Bigint | T::Counter => (v as i64).to_be_bytes().to_vec(),
-                _ => to_twos(v),
-            })
+            Ok(fixed(ty, v))
         }
     }
 }
@@ -394,99 +457,18 @@ where
     }
 }
 
-fn digits(v: i128) -> u32 {
-    let mut v = v.unsigned_abs();
-    let mut n = 1;
-    while v >= 10 {
-        v /= 10;
-        n += 1;
-    }
-    n
-}
-
-/// `BigDecimal.divide(divisor, MathContext.DECIMAL128)`: the quotient rounded half-even to
-/// 34 significant digits, trailing zeros dropped down to the preferred scale
-/// (dividend scale - divisor scale).
-fn decimal_div(x: i128, xs: i32, y: i128, ys: i32) -> Option<(i128, i32)> {
-    const PRECISION: i32 = 34;
-    let preferred = xs.checked_sub(ys)?;
-    if x == 0 {
-        return Some((0, preferred));
-    }
-    // Scale the dividend so the integer quotient has at least 34 digits (as far as 128 bits
-    // allow), divide, and round the rest half-even.
-    let extra = (PRECISION - digits(x) as i32 + digits(y) as i32 + 1).max(0);
-    let mut k = extra;
-    let mut xx = x;
-    while k > 0 {
-        match xx.checked_mul(10) {
-            Some(v) => {
-                xx = v;
-                k -= 1;
-            }
-            None => break,
-        }
-    }
-    let used = extra - k;
-    let (mut q, r) = (xx / y, xx % y);
-    let mut scale = preferred + used;
-    let exact = r == 0;
-    if !exact {
-        let twice = r.checked_abs()?.checked_mul(2)?;
-        let ya = y.checked_abs()?;
-        let away = twice > ya || (twice == ya && q % 2 != 0);
-        if away {
-            q += if (x < 0) != (y < 0) { -1 } else { 1 };
-        }
-    }
-    // Round to 34 significant digits.
-    while digits(q) as i32 > PRECISION {
-        let (d, m) = (q / 10, q % 10);
-        q = d;
-        if m.abs() > 5 || (m.abs() == 5 && q % 2 != 0) {
-            q += q.signum().max(if m < 0 { -1 } else { 1 });
-        }
-        scale -= 1;
-    }
-    if exact || q % 10 == 0 {
-        while scale > preferred && q % 10 == 0 {
-            q /= 10;
-            scale -= 1;
-        }
-    }
-    Some((q, scale))
-}
-
 /// Orders two decimals by value (`BigDecimal.compareTo`: 1.0 equals 1.00).
 pub(crate) fn compare_decimal(a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering> {
-    let (Num::Dec(x, xs), Num::Dec(y, ys)) = (decode(&T::Decimal, a)?, decode(&T::Decimal, b)?)
-    else {
-        return None;
-    };
-    let s = xs.max(ys);
-    match (rescale(x, xs, s), rescale(y, ys, s)) {
-        (Some(x), Some(y)) => Some(x.cmp(&y)),
-        _ => as_f64(Num::Dec(x, xs)).partial_cmp(&as_f64(Num::Dec(y, ys))),
-    }
+    Some(Dec::decode(a)?.cmp_value(&Dec::decode(b)?))
 }
 
 /// Unary minus of a non-null number (Java's negation: the minimum value stays itself).
 pub fn negate(t: &T, v: &[u8]) -> Result<Vec<u8>, EngineError> {
-    let n = decode(t, v).ok_or_else(|| bad(t))?;
-    Ok(match (t, n) {
-        (T::Tinyint, Num::I(i)) => (i as i8).wrapping_neg().to_be_bytes().to_vec(),
-        (T::Smallint, Num::I(i)) => (i as i16).wrapping_neg().to_be_bytes().to_vec(),
-        (T::Int, Num::I(i)) => (i as i32).wrapping_neg().to_be_bytes().to_vec(),
-        (T::Bigint | T::Counter, Num::I(i)) => (i as i64).wrapping_neg().to_be_bytes().to_vec(),
-        (T::Varint, Num::I(i)) => to_twos(-i),
-        (T::Float, Num::F(f)) => (-(f as f32)).to_be_bytes().to_vec(),
-        (T::Double, Num::F(f)) => (-f).to_be_bytes().to_vec(),
-        (T::Decimal, Num::Dec(u, s)) => {
-            let mut out = s.to_be_bytes().to_vec();
-            out.extend_from_slice(&to_twos(-u));
-            out
-        }
-        _ => return Err(bad(t)),
+    Ok(match decode(t, v).ok_or_else(|| bad(t))? {
+        Num::I(i) => fixed(t, -i),
+        Num::F(f) => float(t, -f),
+        Num::V(v) => (-v).to_signed_bytes_be(),
+        Num::D(d) => d.neg().encode(),
     })
 }
 
@@ -610,6 +592,98 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v, vec![0, 0, 0, 2, 0, 225]);
+    }
+
+    fn varint(s: &str) -> Vec<u8> {
+        s.parse::<BigInt>().unwrap().to_signed_bytes_be()
+    }
+
+    fn decimal(s: &str) -> Vec<u8> {
+        crate::bigdec::dec(s).encode()
+    }
+
+    // Expected values are Cassandra 5.0.9's answers.
+    #[test]
+    fn varints_grow_past_128_bits() {
+        let x = varint("99999999999999999999999");
+        let v = apply(ArithOp::Mul, &T::Varint, &x, &T::Varint, &x, &T::Varint).unwrap();
+        assert_eq!(v, varint("9999999999999999999999800000000000000000000001"));
+        let v = apply(ArithOp::Rem, &T::Varint, &x, &T::Int, &int(-7), &T::Varint).unwrap();
+        assert_eq!(v, varint("4"));
+        let e = apply(ArithOp::Div, &T::Varint, &x, &T::Int, &int(0), &T::Varint).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the operation 'varint / int' failed: BigInteger divide by zero"
+        );
+        let max = varint("340282366920938463463374607431768211455");
+        assert_eq!(
+            negate(&T::Varint, &max).unwrap(),
+            varint("-340282366920938463463374607431768211455")
+        );
+    }
+
+    #[test]
+    fn other_numbers_enter_decimals_through_their_double() {
+        let op = |op, lt: &T, l: &[u8], r: &str| {
+            apply(op, lt, l, &T::Decimal, &decimal(r), &T::Decimal).unwrap()
+        };
+        assert_eq!(op(ArithOp::Mul, &T::Int, &int(3), "1.5"), decimal("4.50"));
+        let big = 123456789012345678i64.to_be_bytes();
+        assert_eq!(
+            op(ArithOp::Mul, &T::Bigint, &big, "1.5"),
+            decimal("185185183518518520")
+        );
+        assert_eq!(
+            op(ArithOp::Add, &T::Double, &0.1f64.to_be_bytes(), "1.25"),
+            decimal("1.35")
+        );
+        let e = apply(
+            ArithOp::Add,
+            &T::Decimal,
+            &decimal("1.5"),
+            &T::Double,
+            &f64::NAN.to_be_bytes(),
+            &T::Decimal,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the operation 'decimal + double' failed: A NaN cannot be converted into a decimal"
+        );
+    }
+
+    #[test]
+    fn sums_and_averages_as_cassandras_aggregates() {
+        let vi = "340282366920938463463374607431768211455";
+        let mut sum = Sum::new(&T::Varint);
+        let mut mean = Mean::new(&T::Varint);
+        for v in [vi, vi, "340282366920938463463374607431768211456"] {
+            sum.add(&T::Varint, &varint(v)).unwrap();
+            mean.add(&T::Varint, &varint(v)).unwrap();
+        }
+        assert_eq!(
+            sum.result(&T::Varint),
+            varint("1020847100762815390390123822295304634366")
+        );
+        assert_eq!(mean.result(&T::Varint).unwrap(), varint(vi));
+        // The double sum overflows: the average is taken over a BigDecimal sum.
+        let mut mean = Mean::new(&T::Double);
+        for v in [1.5, -1e308, -1e308] {
+            mean.add(&T::Double, &f64::to_be_bytes(v)).unwrap();
+        }
+        assert_eq!(mean.result(&T::Double).unwrap(), (-7e307f64).to_be_bytes());
+        // Kahan's sum ends with sum + compensation.
+        let mut sum = Sum::new(&T::Double);
+        for v in [0.1, 0.3] {
+            sum.add(&T::Double, &f64::to_be_bytes(v)).unwrap();
+        }
+        assert_eq!(sum.result(&T::Double), 0.4000000000000001f64.to_be_bytes());
+        let mut mean = Mean::new(&T::Decimal);
+        assert_eq!(mean.result(&T::Decimal).unwrap(), decimal("0"));
+        for v in ["1.25", "2.5", "0.001"] {
+            mean.add(&T::Decimal, &decimal(v)).unwrap();
+        }
+        assert_eq!(mean.result(&T::Decimal).unwrap(), decimal("1.247"));
     }
 
     #[test]

@@ -16,15 +16,10 @@
 //! result has 20 digits more than it keeps; `ln` uses `atanh` series after reducing the
 //! argument by powers of ten and two, `exp` a Taylor series after taking out powers of ten.
 
+pub(crate) use crate::bigdec::Dec;
+use crate::bigdec::{digits, ten_pow};
 use num_bigint::{BigInt, Sign};
 use std::cmp::Ordering;
-
-/// A decimal: `unscaled * 10^-scale`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Dec {
-    pub unscaled: BigInt,
-    pub scale: i32,
-}
 
 /// Digits the result carries beyond what it keeps, so that rounding sees the true digits.
 const GUARD: u32 = 20;
@@ -44,52 +39,11 @@ fn overflow() -> String {
     "java.lang.ArithmeticException: Overflow".into()
 }
 
-fn ten_pow(n: u32) -> BigInt {
-    BigInt::from(10u32).pow(n)
-}
-
-/// Decimal digits of `|v|` (1 for zero).
-fn digits(v: &BigInt) -> u32 {
-    let s = v.magnitude().to_str_radix(10);
-    s.len() as u32
-}
-
 impl Dec {
-    /// From the wire form: a 4-byte scale, then the unscaled value in two's complement.
-    pub(crate) fn decode(b: &[u8]) -> Option<Dec> {
-        let scale = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
-        Some(Dec {
-            unscaled: BigInt::from_signed_bytes_be(&b[4..]),
-            scale,
-        })
-    }
-
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = self.scale.to_be_bytes().to_vec();
-        out.extend(self.unscaled.to_signed_bytes_be());
-        out
-    }
-
-    fn zero(scale: i32) -> Dec {
-        Dec {
-            unscaled: BigInt::from(0),
-            scale,
-        }
-    }
-
-    fn precision(&self) -> u32 {
-        digits(&self.unscaled)
-    }
-
     fn is_one(&self) -> bool {
         self.scale >= 0
             && i64::from(self.precision()) == i64::from(self.scale) + 1
             && self.unscaled == ten_pow(self.scale as u32)
-    }
-
-    /// The power of ten of the leading digit: `precision - 1 - scale` (1.5E+9 has 9).
-    fn adjusted_exponent(&self) -> i64 {
-        i64::from(self.precision()) - 1 - i64::from(self.scale)
     }
 
     /// The value times `10^w`, truncated toward zero.
@@ -108,39 +62,11 @@ impl Dec {
 /// `v` (the value times `10^w`) rounded half up to `p` significant digits, as
 /// `BigDecimal.round(new MathContext(p))`.
 fn round_fixed(v: &BigInt, w: u32, p: u32) -> Dec {
-    round_dec(
-        &Dec {
-            unscaled: v.clone(),
-            scale: w as i32,
-        },
-        p,
-    )
-}
-
-fn round_dec(d: &Dec, p: u32) -> Dec {
-    let n = d.precision();
-    if n <= p {
-        return d.clone();
-    }
-    let drop = n - p;
-    let unit = ten_pow(drop);
-    let (mut q, r) = (
-        d.unscaled.magnitude() / unit.magnitude(),
-        d.unscaled.magnitude() % unit.magnitude(),
-    );
-    if r * 2u32 >= *unit.magnitude() {
-        q += 1u32;
-    }
-    let mut scale = i64::from(d.scale) - i64::from(drop);
-    let mut q = BigInt::from_biguint(d.unscaled.sign(), q);
-    if digits(&q) > p {
-        q /= 10;
-        scale -= 1;
-    }
     Dec {
-        unscaled: q,
-        scale: scale as i32,
+        unscaled: v.clone(),
+        scale: w as i32,
     }
+    .round(p)
 }
 
 /// `atanh(z)` for a fixed-point `z` (|z| < 1/2) at `w` digits: z + z^3/3 + z^5/5 + ...
@@ -300,7 +226,7 @@ pub(crate) fn decimal(f: &str, x: &Dec) -> Result<Dec, String> {
             } else {
                 ln_rounded(x, p + 2)
             };
-            Ok(round_dec(&java_divide(&ln, &ln10_rounded(p + 2), p + 2), p))
+            Ok(java_divide(&ln, &ln10_rounded(p + 2), p + 2).round(p))
         }
     }
 }
@@ -380,18 +306,7 @@ pub(crate) fn varint(f: &str, x: &BigInt) -> Result<BigInt, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dec(s: &str) -> Dec {
-        let (mant, exp) = match s.split_once(['E', 'e']) {
-            Some((m, e)) => (m, e.parse::<i32>().unwrap()),
-            None => (s, 0),
-        };
-        let scale = mant.split_once('.').map_or(0, |(_, f)| f.len() as i32);
-        Dec {
-            unscaled: mant.replace('.', "").parse().unwrap(),
-            scale: scale - exp,
-        }
-    }
+    use crate::bigdec::dec;
 
     /// Java's `BigDecimal.toString` is not needed: compare unscaled and scale.
     fn check(f: &str, x: &str, unscaled: &str, scale: i32) {

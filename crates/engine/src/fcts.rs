@@ -246,31 +246,22 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
     }))
 }
 
-/// Sum or average of a collection's numbers, in the element type (an empty collection
-/// gives 0, as the aggregates do).
+/// Sum or average of a collection's numbers, in the element type, as the `sum` and `avg`
+/// aggregates compute them (an empty collection gives 0, as the aggregates do).
 fn fold_numbers(f: &str, e: &T, items: &[Option<&[u8]>]) -> Result<Option<Vec<u8>>, String> {
-    use crate::arith::{self, Num};
-    let mut total = zero(e);
-    let (mut n, mut int, mut float) = (0i64, 0i128, 0f64);
-    let mut dec = zero(e);
-    for x in items.iter().flatten() {
-        n += 1;
-        total =
-            arith::apply(cql::ast::ArithOp::Add, e, &total, e, x, e).map_err(|e| e.to_string())?;
-        match arith::number(e, x) {
-            Some(Num::I(i)) => int += i,
-            Some(Num::F(v)) => float += v,
-            Some(Num::Dec(..)) => {
-                dec = arith::running_mean(&dec, x, n).map_err(|e| e.to_string())?
-            }
-            None => {}
+    use crate::arith::{Mean, Sum};
+    if f == "collection_sum" {
+        let mut total = Sum::new(e);
+        for x in items.iter().flatten() {
+            total.add(e, x).map_err(|e| e.to_string())?;
         }
+        return Ok(Some(total.result(e)));
     }
-    Ok(Some(if f == "collection_sum" {
-        total
-    } else {
-        arith::average(e, n, int, float, Some(&dec))
-    }))
+    let mut mean = Mean::new(e);
+    for x in items.iter().flatten() {
+        mean.add(e, x).map_err(|e| e.to_string())?;
+    }
+    Ok(Some(mean.result(e).map_err(|e| e.to_string())?))
 }
 
 fn zero(t: &T) -> Vec<u8> {

@@ -24,6 +24,7 @@
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
+//! | `bigdec`, `decmath` | `decimal` as Java's `BigDecimal`: Cassandra's `+ - * / %`, sum and avg steps, ordering; `exp`/`log`/`log10` |
 //! | `literal`, `functions`, `collections`, `types` | values |
 //! | `similarity` | the vector similarity functions, bit-exact with Cassandra's |
 //! | `json`, `json_row` | JSON text of values (`SELECT JSON`, `toJson`, `fromJson`); rows of `INSERT JSON` |
@@ -47,6 +48,7 @@
 
 mod arith;
 pub mod auth;
+mod bigdec;
 mod bigint;
 pub mod build;
 pub mod catalog;

@@ -186,12 +186,8 @@ enum Acc {
     Count(i64),
     Min(Option<Vec<u8>>),
     Max(Option<Vec<u8>>),
-    /// Summed in the argument's type, wrapping as Cassandra's sums do.
-    Sum(Option<Vec<u8>>),
-    /// `float` and `double` sums.
-    FloatSum(arith::Kahan),
-    /// Count, integer sum (exact), float sum, decimal running mean.
-    Avg(i64, i128, arith::Kahan, Option<Vec<u8>>),
+    Sum(arith::Sum),
+    Avg(arith::Mean),
 }
 
 /// The group being folded: its key, its first row's plain values and its aggregates.
@@ -201,17 +197,6 @@ struct Group {
     first_row: Vec<u8>,
     firsts: Vec<Option<Vec<u8>>>,
     accs: Vec<Acc>,
-}
-
-fn zero_of(ty: &ColumnType) -> Vec<u8> {
-    match ty {
-        ColumnType::Tinyint => vec![0],
-        ColumnType::Smallint => vec![0; 2],
-        ColumnType::Int | ColumnType::Float => vec![0; 4],
-        ColumnType::Varint => vec![0],
-        ColumnType::Decimal => vec![0; 5],
-        _ => vec![0; 8],
-    }
 }
 
 impl Group {
@@ -228,15 +213,8 @@ impl Group {
                     AggKind::Count => Acc::Count(0),
                     AggKind::Min => Acc::Min(None),
                     AggKind::Max => Acc::Max(None),
-                    AggKind::Sum
-                        if a.arg.as_ref().is_some_and(|x| {
-                            matches!(x.ty(), ColumnType::Float | ColumnType::Double)
-                        }) =>
-                    {
-                        Acc::FloatSum(arith::Kahan::default())
-                    }
-                    AggKind::Sum => Acc::Sum(None),
-                    AggKind::Avg => Acc::Avg(0, 0, arith::Kahan::default(), None),
+                    AggKind::Sum => Acc::Sum(arith::Sum::new(&arg_type(a))),
+                    AggKind::Avg => Acc::Avg(arith::Mean::new(&arg_type(a))),
                 })
                 .collect(),
         }
@@ -275,56 +253,37 @@ impl Group {
                         *cur = Some(v);
                     }
                 }
-                Acc::Sum(total) => {
-                    let base = total.take().unwrap_or_else(|| zero_of(ty));
-                    *total = Some(arith::apply(cql::ast::ArithOp::Add, ty, &base, ty, &v, ty)?);
-                }
-                Acc::FloatSum(k) => {
-                    if let Some(arith::Num::F(x)) = arith::number(ty, &v) {
-                        k.add(x);
-                    }
-                }
-                Acc::Avg(n, i, f, dec) => {
-                    *n += 1;
-                    match arith::number(ty, &v) {
-                        Some(arith::Num::I(x)) => *i += x,
-                        Some(arith::Num::F(x)) => f.add(x),
-                        Some(arith::Num::Dec(..)) => {
-                            let base = dec.take().unwrap_or_else(|| zero_of(ty));
-                            *dec = Some(arith::running_mean(&base, &v, *n)?);
-                        }
-                        None => {}
-                    }
-                }
+                Acc::Sum(total) => total.add(ty, &v)?,
+                Acc::Avg(mean) => mean.add(ty, &v)?,
             }
         }
         Ok(())
     }
 
     /// The aggregates' results, in their output types.
-    fn results(self, sel: &AggSelection) -> (Values, Values) {
+    fn results(self, sel: &AggSelection) -> Result<(Values, Values), EngineError> {
         let out = self
             .accs
             .into_iter()
             .zip(&sel.aggs)
             .map(|(acc, a)| {
-                let ty = a.arg.as_ref().map(|x| x.ty().clone());
-                match acc {
+                Ok(match acc {
                     Acc::Rows(n) | Acc::Count(n) => Some(n.to_be_bytes().to_vec()),
                     Acc::Min(v) | Acc::Max(v) => v,
-                    Acc::Sum(v) => v.or_else(|| ty.as_ref().map(zero_of)),
-                    Acc::FloatSum(k) => Some(match ty {
-                        Some(ColumnType::Float) => (k.total() as f32).to_be_bytes().to_vec(),
-                        _ => k.total().to_be_bytes().to_vec(),
-                    }),
-                    Acc::Avg(n, i, f, dec) => ty
-                        .as_ref()
-                        .map(|ty| arith::average(ty, n, i, f.total(), dec.as_deref())),
-                }
+                    Acc::Sum(total) => Some(total.result(&arg_type(a))),
+                    Acc::Avg(mean) => Some(mean.result(&arg_type(a))?),
+                })
             })
-            .collect();
-        (out, self.firsts)
+            .collect::<Result<_, EngineError>>()?;
+        Ok((out, self.firsts))
     }
+}
+
+/// The type of an aggregate's argument (`sum` and `avg` always have one).
+fn arg_type(a: &crate::plan::Aggregate) -> ColumnType {
+    a.arg
+        .as_ref()
+        .map_or(ColumnType::Bigint, |x| x.ty().clone())
 }
 
 /// One SELECT execution: the plan with its values bound, the output so far and the scan's
@@ -1168,7 +1127,7 @@ impl<'a> SelectRun<'a> {
             return Ok(());
         };
         let first_row = std::mem::take(&mut g.first_row);
-        let (aggs, firsts) = g.results(sel);
+        let (aggs, firsts) = g.results(sel)?;
         let leaf = |s: &Selector| -> Result<Option<Vec<u8>>, EngineError> {
             Ok(match s {
                 Selector::Agg(i) => aggs.get(*i).cloned().flatten(),
