@@ -282,6 +282,44 @@ fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
 
 /// A constant term serialized for the receiver `name` (a column, or `u.f`, `value(s)`, ...)
 /// of type `ty`, with Cassandra's messages naming it.
+/// The type Cassandra 5.0 gives an operand of an operation whose receiver is a `varint`:
+/// an integer literal its exact type (`int` if it fits, else `bigint`, else `varint`), an
+/// operation over such operands its result type. Int and bigint results are value-compatible
+/// with varint, so Cassandra resolves `2147483647 + 1` to `int + int` and stores
+/// -2147483648 (the operands of other receivers take the receiver's type).
+fn exact_integer_type(t: &Term) -> Option<ColumnType> {
+    let integer = |s: &str| {
+        Some(if s.parse::<i32>().is_ok() {
+            ColumnType::Int
+        } else if s.parse::<i64>().is_ok() {
+            ColumnType::Bigint
+        } else {
+            ColumnType::Varint
+        })
+    };
+    match t {
+        Term::Literal(Literal::Integer(s)) => integer(s),
+        Term::Negate(inner) => match &**inner {
+            Term::Literal(Literal::Integer(s)) => integer(&format!("-{s}")),
+            _ => None,
+        },
+        Term::Operation { op, left, right } => {
+            crate::arith::result_type(*op, &exact_integer_type(left)?, &exact_integer_type(right)?)
+        }
+        _ => None,
+    }
+}
+
+/// An operation, possibly in parentheses or negated.
+fn is_operation(t: &Term) -> bool {
+    match t {
+        Term::Operation { .. } => true,
+        Term::Tuple(v) if v.len() == 1 => is_operation(&v[0]),
+        Term::Negate(inner) => is_operation(inner),
+        _ => false,
+    }
+}
+
 pub fn const_term_for(
     name: &str,
     ty: &ColumnType,
@@ -451,6 +489,14 @@ pub fn const_term_for(
             Term::Literal(Literal::Float(s)) => {
                 literal_for(name, ty, &Literal::Float(format!("-{s}")), now)
             }
+            // Cassandra 5.0 negates an operation for a varint receiver as a bigint: -(2 + 4)
+            // stores the bigint's 8 bytes, -(99999999999999999999999 * 2) is refused.
+            other if *ty == ColumnType::Varint && is_operation(other) => {
+                match const_term_for(name, &ColumnType::Bigint, other, now)? {
+                    Some(v) => Ok(Some(crate::arith::negate(&ColumnType::Bigint, &v)?)),
+                    None => Ok(None),
+                }
+            }
             other => match const_term_for(name, ty, other, now)? {
                 Some(v) if crate::arith::is_numeric(ty) => Ok(Some(crate::arith::negate(ty, &v)?)),
                 Some(_) => Err(EngineError::invalid("Invalid negation")),
@@ -469,6 +515,9 @@ pub fn const_term_for(
                     ty: cql::ast::CqlType::Native(n),
                     ..
                 } => n.clone(),
+                _ if *ty == ColumnType::Varint => {
+                    exact_integer_type(t).unwrap_or(ColumnType::Varint)
+                }
                 _ => ty.clone(),
             };
             let (lt, rt) = (operand_ty(left), operand_ty(right));
@@ -483,7 +532,12 @@ pub fn const_term_for(
                 return Ok(None);
             };
             let v = crate::arith::apply(*op, &lt, &l, &rt, &r, &rty)?;
-            if rty == *ty {
+            // An int or bigint result is value-compatible with a varint receiver, which
+            // Cassandra 5.0 stores as is: 2 + 3 into a varint is the four bytes 00000005.
+            if rty == *ty
+                || (*ty == ColumnType::Varint
+                    && matches!(rty, ColumnType::Int | ColumnType::Bigint))
+            {
                 Ok(Some(v))
             } else {
                 crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
@@ -622,6 +676,40 @@ mod tests {
         // Negative zero is zero (a decimal literal `-0.0` once stored -25.6).
         assert_eq!(varint_from_decimal("-0").unwrap(), vec![0]);
         assert_eq!(decimal_from_text("-0.0").unwrap(), (1, vec![0]));
+    }
+
+    /// Terms of an operation into a varint receiver, as Cassandra 5.0.9 stores them.
+    #[test]
+    fn varint_receivers_type_integer_literals_exactly() {
+        use cql::ast::ArithOp::{Add, Mul};
+        let lit = |s: &str| Term::Literal(Literal::Integer(s.into()));
+        let op = |op, l: Term, r: Term| Term::Operation {
+            op,
+            left: Box::new(l),
+            right: Box::new(r),
+        };
+        let set = |t: &Term| {
+            const_term_for("w", &ColumnType::Varint, t, crate::Now::at_micros(0))
+                .map(Option::unwrap)
+        };
+        // int + int wraps and keeps the int's four bytes.
+        let v = set(&op(Add, lit("2147483647"), lit("1"))).unwrap();
+        assert_eq!(v, (-2147483648i32).to_be_bytes());
+        assert_eq!(
+            set(&op(Add, lit("2"), lit("3"))).unwrap(),
+            5i32.to_be_bytes()
+        );
+        let v = set(&op(Mul, lit("9223372036854775807"), lit("2"))).unwrap();
+        assert_eq!(v, (-2i64).to_be_bytes());
+        // A negated operation is a bigint; a varint literal does not fit one.
+        let v = set(&Term::Negate(Box::new(op(Add, lit("2"), lit("4"))))).unwrap();
+        assert_eq!(v, (-6i64).to_be_bytes());
+        let big = op(Mul, lit("99999999999999999999999"), lit("2"));
+        assert!(set(&Term::Negate(Box::new(big.clone()))).is_err());
+        assert_eq!(
+            set(&big).unwrap(),
+            varint_from_decimal("199999999999999999999998").unwrap()
+        );
     }
 
     #[test]
