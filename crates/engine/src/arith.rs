@@ -208,7 +208,11 @@ impl Sum {
         }
     }
 
+    /// Adds a value; an empty one (blobAsInt(0x)) counts as null, as in Cassandra.
     pub(crate) fn add(&mut self, ty: &T, v: &[u8]) -> Result<(), EngineError> {
+        if v.is_empty() {
+            return Ok(());
+        }
         match (self, decode(ty, v).ok_or_else(|| bad(ty))?) {
             (Sum::Int(s), Num::I(x)) => *s = s.wrapping_add(x),
             (Sum::Float(k), Num::F(x)) => k.add(x),
@@ -279,7 +283,11 @@ impl Mean {
         }
     }
 
+    /// Adds a value; an empty one (blobAsInt(0x)) counts as null, as in Cassandra.
     pub(crate) fn add(&mut self, ty: &T, v: &[u8]) -> Result<(), EngineError> {
+        if v.is_empty() {
+            return Ok(());
+        }
         let fail = |why: String| aggregate_failed("avg", ty, &why);
         match (self, decode(ty, v).ok_or_else(|| bad(ty))?) {
             (Mean::Int { n, sum }, Num::I(x)) => {

@@ -1292,9 +1292,16 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
             else {
                 return Ok(None);
             };
+            // An empty number (blobAsInt(0x)) makes the result null, as in Cassandra; an
+            // empty string is a string.
+            let text = |t: &ColumnType| matches!(t, ColumnType::Varchar | ColumnType::Ascii);
+            if (l.is_empty() && !text(left.ty())) || (r.is_empty() && !text(right.ty())) {
+                return Ok(None);
+            }
             Some(arith::apply(*op, left.ty(), &l, right.ty(), &r, ty)?)
         }
         SelExpr::Negate(inner) => match eval_expr(inner, leaf, now)? {
+            Some(v) if v.is_empty() => None,
             Some(v) => Some(arith::negate(inner.ty(), &v)?),
             None => None,
         },
