@@ -104,7 +104,7 @@ pub(crate) fn elements_of(
         path,
         ts,
         value: CellValue::Live {
-            value,
+            value: value.into(),
             expiry,
             label: label.clone(),
         },
@@ -365,7 +365,7 @@ pub(crate) fn element_writes(
         path,
         ts: o.ts,
         value: CellValue::Live {
-            value,
+            value: value.into(),
             expiry: o.expiry,
             label: o.label.clone(),
         },
@@ -829,7 +829,7 @@ mod tests {
             path: path.clone(),
             ts,
             value: CellValue::Live {
-                value: Vec::new(),
+                value: bytes::Bytes::new(),
                 expiry: None,
                 label: None,
             },

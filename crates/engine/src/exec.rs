@@ -379,7 +379,7 @@ impl Engine {
                             now,
                         )),
                         (None, Some(v)) if !is_no_value(c, &v) => CellValue::Live {
-                            value: v,
+                            value: v.into(),
                             expiry,
                             label: label.clone(),
                         },
@@ -672,7 +672,7 @@ impl Engine {
             match entry {
                 Entry::Row(mut e) => {
                     let mut row = match existing {
-                        Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?,
+                        Some(v) => Row::decode_owned(v).map_err(EngineError::corrupt)?,
                         None => Row::default(),
                     };
                     let ops = std::mem::take(&mut e.ops);
@@ -814,7 +814,7 @@ impl Engine {
             if let Some(o) = originals.as_deref_mut() {
                 o.entry(key.clone()).or_insert_with(|| Some(value.clone()));
             }
-            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
             row.merge(Row {
                 deletion: Some(del),
                 ..Row::default()
@@ -1288,7 +1288,7 @@ impl CollectionOp {
             ts: self.ts,
             value: match new_value {
                 Some(v) => CellValue::Live {
-                    value: v,
+                    value: v.into(),
                     expiry: self.expiry,
                     label: self.label.clone(),
                 },
@@ -1454,7 +1454,7 @@ pub(crate) fn judged_rows<'a>(
         )
         .map(move |item| {
             let (key, value) = item?;
-            let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+            let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
             if let Some(a) = auths {
                 row.hide(a);
             }

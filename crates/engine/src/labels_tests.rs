@@ -472,7 +472,7 @@ fn unlabelled_cells_keep_their_bytes() {
             column: 1,
             ts: 5,
             value: CellValue::Live {
-                value: b"v".to_vec(),
+                value: bytes::Bytes::from_static(b"v"),
                 expiry: None,
                 label: None,
             },

@@ -940,7 +940,7 @@ impl<'a> SelectRun<'a> {
             for item in items {
                 let (key, value) = item?;
                 crate::lane::row_read();
-                let mut row = Row::decode(&value).map_err(EngineError::corrupt)?;
+                let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
                 if let Some(a) = &self.auths {
                     row.hide(a);
                 }

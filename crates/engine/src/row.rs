@@ -25,6 +25,8 @@
 //! (`collections::live_elements`). A stored cell of the old format (the whole collection as
 //! one simple cell) reads as elements sharing that cell's timestamp and TTL.
 
+use bytes::Bytes;
+
 /// Local (server) time in seconds, for TTL expiry and `gc_grace_seconds`.
 pub type LocalSecs = u32;
 
@@ -62,7 +64,9 @@ pub type Label = std::sync::Arc<[u8]>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellValue {
     Live {
-        value: Vec<u8>,
+        /// Shares the buffer of the row it was decoded from: decoding a row allocates once,
+        /// not once per cell.
+        value: Bytes,
         expiry: Option<Expiry>,
         /// The visibility label (only in tables with `visibility` enabled); `None` is visible
         /// to all and keeps the cell's first encoding.
@@ -894,6 +898,8 @@ pub struct CorruptRow(pub usize);
 
 struct Reader<'a> {
     buf: &'a [u8],
+    /// What `buf` is the bytes of: values are slices of it.
+    shared: &'a Bytes,
     pos: usize,
 }
 impl<'a> Reader<'a> {
@@ -923,6 +929,13 @@ impl<'a> Reader<'a> {
     fn bytes(&mut self) -> Result<Vec<u8>, CorruptRow> {
         let n = self.u32()? as usize;
         Ok(self.take(n)?.to_vec())
+    }
+    /// Like `bytes`, as a slice of the shared buffer (no copy).
+    fn shared(&mut self) -> Result<Bytes, CorruptRow> {
+        let n = self.u32()? as usize;
+        let start = self.pos;
+        self.take(n)?;
+        Ok(self.shared.slice(start..self.pos))
     }
     fn deletion(&mut self) -> Result<Option<Deletion>, CorruptRow> {
         Ok(match self.u8()? {
@@ -967,7 +980,7 @@ impl<'a> Reader<'a> {
                     r.pos += 1;
                     let expiry = r.expiry()?;
                     CellValue::Live {
-                        value: r.bytes()?,
+                        value: r.shared()?,
                         expiry,
                         label: None,
                     }
@@ -990,7 +1003,7 @@ impl<'a> Reader<'a> {
             CELL_LIVE => {
                 let expiry = self.expiry()?;
                 CellValue::Live {
-                    value: self.bytes()?,
+                    value: self.shared()?,
                     expiry,
                     label: None,
                 }
@@ -998,7 +1011,7 @@ impl<'a> Reader<'a> {
             CELL_LIVE_LABELLED => {
                 let expiry = self.expiry()?;
                 CellValue::Live {
-                    value: self.bytes()?,
+                    value: self.shared()?,
                     expiry,
                     label: Some(self.bytes()?.into()),
                 }
@@ -1074,8 +1087,22 @@ impl Row {
         w.0
     }
 
+    /// Decodes a stored row from borrowed bytes (copied once into the row's buffer).
     pub fn decode(buf: &[u8]) -> Result<Row, CorruptRow> {
-        let mut r = Reader { buf, pos: 0 };
+        Row::decode_shared(&Bytes::copy_from_slice(buf))
+    }
+
+    /// Decodes a stored row, taking its bytes as the buffer its values share.
+    pub fn decode_owned(buf: Vec<u8>) -> Result<Row, CorruptRow> {
+        Row::decode_shared(&Bytes::from(buf))
+    }
+
+    fn decode_shared(shared: &Bytes) -> Result<Row, CorruptRow> {
+        let mut r = Reader {
+            buf: shared,
+            shared,
+            pos: 0,
+        };
         if r.u8()? != ROW_V1 {
             return Err(CorruptRow(0));
         }
@@ -1124,7 +1151,12 @@ impl PartitionHeader {
     }
 
     pub fn decode(buf: &[u8]) -> Result<PartitionHeader, CorruptRow> {
-        let mut r = Reader { buf, pos: 0 };
+        let shared = Bytes::copy_from_slice(buf);
+        let mut r = Reader {
+            buf: &shared,
+            shared: &shared,
+            pos: 0,
+        };
         if r.u8()? != HEADER_V1 {
             return Err(CorruptRow(0));
         }

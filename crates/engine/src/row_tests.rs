@@ -8,7 +8,7 @@ fn live(col: u16, ts: i64, v: &[u8]) -> Cell {
         ts,
         value: CellValue::Live {
             label: None,
-            value: v.to_vec(),
+            value: bytes::Bytes::copy_from_slice(v),
             expiry: None,
         },
     }
@@ -63,7 +63,7 @@ fn tie_expiring_beats_non_expiring_then_later_expiry_then_value() {
         ts: 10,
         value: CellValue::Live {
             label: None,
-            value: v.to_vec(),
+            value: bytes::Bytes::copy_from_slice(v),
             expiry: Some(Expiry {
                 ttl: 100,
                 expires_at,
@@ -136,7 +136,7 @@ fn expired_cells_read_as_absent_and_purge() {
             ts: 1,
             value: CellValue::Live {
                 label: None,
-                value: b"v".to_vec(),
+                value: bytes::Bytes::from_static(b"v"),
                 expiry: Some(Expiry {
                     ttl: 10,
                     expires_at: 100,
@@ -196,7 +196,7 @@ fn element(path: &[u8], ts: i64, v: &[u8]) -> Element {
         ts,
         value: CellValue::Live {
             label: None,
-            value: v.to_vec(),
+            value: bytes::Bytes::copy_from_slice(v),
             expiry: None,
         },
     }

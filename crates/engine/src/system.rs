@@ -533,7 +533,7 @@ pub fn store_rows(
                         ts: 0,
                         value: CellValue::Live {
                             label: None,
-                            value: v.clone(),
+                            value: v.clone().into(),
                             expiry: None,
                         },
                     });
