@@ -67,8 +67,36 @@ impl PartialOrd for InternalKey {
 // Otherwise queries will not match expected behaviour
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (&self.user_key, other.seqno).cmp(&(&other.user_key, self.seqno))
+        // PATCH (Peregrine, speed): user keys compared by `compare_user_keys` instead of
+        // `ByteView::cmp` (same order). Peregrine's keys share their first bytes (the table's
+        // prefix), so ByteView's 4-byte prefix never decides and every compare of the memtable's
+        // skip list made two `memcmp` calls.
+        compare_user_keys(&self.user_key, &other.user_key).then_with(|| other.seqno.cmp(&self.seqno))
     }
+}
+
+/// PATCH (Peregrine, speed): the lexicographic order of two byte strings, eight bytes at a
+/// time as big-endian words (the first differing word decides, as its first differing byte
+/// would), the rest by the slices' own order.
+#[inline]
+#[doc(hidden)]
+pub fn compare_user_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let (Some(x), Some(y)) = (a.get(i..i + 8), b.get(i..i + 8)) else {
+            break;
+        };
+        let (x, y) = (
+            u64::from_be_bytes(x.try_into().unwrap_or_default()),
+            u64::from_be_bytes(y.try_into().unwrap_or_default()),
+        );
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    a.get(i..).cmp(&b.get(i..))
 }
 
 #[cfg(test)]

@@ -107,6 +107,9 @@ mod hash;
 mod ingestion;
 mod iter_guard;
 mod key;
+// PATCH (Peregrine, speed): exported for crates/storage's test of the memtable key order.
+#[doc(hidden)]
+pub use key::compare_user_keys;
 mod key_range;
 mod manifest;
 mod memtable;
