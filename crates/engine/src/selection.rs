@@ -838,6 +838,17 @@ impl Builder<'_> {
                 let v = const_term(&ty, term, self.now)?;
                 (SelExpr::Const(ty, v), selector_name(&args[0]))
             }
+            // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
+            // reversed type, which toJson() does not take.
+            E::Element { expr, .. } | E::Slice { expr, .. }
+                if matches!(&**expr, E::Column(c)
+                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc)) =>
+            {
+                return Err(EngineError::invalid(format!(
+                    "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
+                    selector_name(&args[0])
+                )));
+            }
             a => {
                 let (sel, n, ty) = self.selector(t, a, agg)?;
                 (as_expr(sel, ty), n)
