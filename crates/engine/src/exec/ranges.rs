@@ -181,8 +181,11 @@ pub(crate) fn validate(ty: &ColumnType, v: &[u8], col: &str) -> Result<(), Engin
 /// (`None` = to the end of the partition).
 pub(crate) type Interval = (Vec<u8>, Option<Vec<u8>>);
 
+/// The exclusive end of the keys starting with `p`; `None` when nothing sorts after them: the
+/// empty prefix, or one of 0xFF bytes only (a DESC empty value encodes as 0xFF, and every key
+/// at or above 0xFF..FF starts with it).
 fn end_of(p: &[u8]) -> Option<Vec<u8>> {
-    if p.is_empty() {
+    if p.iter().all(|b| *b == 0xFF) {
         None
     } else {
         Some(keys::prefix_end(p))
@@ -260,7 +263,10 @@ fn bound_pieces(
         // Logical "greater" runs forward on disk for ASC, backward for DESC.
         let after = is_start != col.desc;
         if after {
-            pieces.push((keys::prefix_end(&pv), end_of(&p)));
+            // Nothing comes after a prefix of 0xFF bytes only.
+            if let Some(start) = end_of(&pv) {
+                pieces.push((start, end_of(&p)));
+            }
         } else {
             pieces.push((p.clone(), Some(pv.clone())));
         }
