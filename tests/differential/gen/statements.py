@@ -431,7 +431,8 @@ class StatementGen:
             return f"toJson({c.name})", "to_json"
         c = rng.choice([c for c in nonstatic if c.type.is_native and c.type.kind not in ("counter", "blob")] or t.pk)
         pks = ", ".join(x.name for x in t.pk)
-        conv = c.name if c.type.kind == "blob" else f"{c.type.kind}AsBlob({c.name})"
+        # No xAsBlob() for a collection key (the fallback when no native column is left).
+        conv = c.name if c.type.kind == "blob" or not c.type.is_native else f"{c.type.kind}AsBlob({c.name})"
         return f"token({pks}), {conv}", "functions"
 
     # ------------------------------------------------------------ invalid
