@@ -278,6 +278,14 @@ fn bound_pieces(
     normalize(pieces)
 }
 
+/// The tuples of a multi-column IN: its literal tuples, or those of the bound list.
+pub(crate) fn tuples_of(tv: &TupleValues, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
+    match tv {
+        TupleValues::List(l) => Ok(l.clone()),
+        TupleValues::Bind { index, arity } => bound_tuples(*index, *arity, vals),
+    }
+}
+
 /// The tuples of `(a, b) IN ?`, read off the bound list as constants.
 pub(crate) fn bound_tuples(
     index: usize,
@@ -356,17 +364,10 @@ pub(crate) fn clustering_ranges(
     }
     let mut prefixes: Vec<Vec<Vec<u8>>> = cartesian(sets);
     if let Some(tv) = &sel.tuples {
-        let bound;
-        let tuples: &[Vec<Src>] = match tv {
-            TupleValues::List(l) => l,
-            TupleValues::Bind { index, arity } => {
-                bound = bound_tuples(*index, *arity, vals)?;
-                &bound
-            }
-        };
+        let tuples = tuples_of(tv, vals)?;
         let mut next = Vec::new();
         for p in &prefixes {
-            for t in tuples {
+            for t in &tuples {
                 let mut q = p.clone();
                 for (s, col) in t.iter().zip(&cols[p.len()..]) {
                     q.push(resolve_key(s, vals, &col.name)?);
