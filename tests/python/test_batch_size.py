@@ -95,6 +95,29 @@ def test_collections_and_deletions_count_as_in_cassandra(s):
     assert warnings(s, batch("", stmts)) == [size_warning("bsize.t, bsize.u", 5502)]
 
 
+@pytest.mark.parametrize("stmts,size", [
+    # Appends and prepends: a cell per item with a 16-byte timeuuid path.
+    (["UPDATE ls SET l = l + ['abc'] WHERE k = 1 AND c = 1",
+      "UPDATE ls SET l = ['de', 'f'] + l WHERE k = 1 AND c = 1"], 5220),
+    # By index: the stored item's path; by value: a tombstone per stored match.
+    (["UPDATE ls SET l[1] = 'xyz' WHERE k = 2 AND c = 1",
+      "UPDATE ls SET l = l - ['ab'] WHERE k = 3 AND c = 1",
+      "DELETE l[0] FROM ls WHERE k = 4 AND c = 1"], 5385),
+    # The same on a static list, read from the partition's static row.
+    (["UPDATE ls SET sl[0] = 'q' WHERE k = 5",
+      "UPDATE ls SET sl = sl - ['cd'] WHERE k = 6",
+      "UPDATE ls SET sl = sl + ['e'] WHERE k = 7"], 5273),
+], ids=["append_prepend", "index_and_value", "static_list"])
+def test_list_operations_count_as_in_cassandra(s, stmts, size):
+    s.execute("CREATE TABLE ls (k int, c int, sl list<text> static, l list<text>, "
+              "PRIMARY KEY (k, c))")
+    for k in range(1, 8):
+        s.execute(f"INSERT INTO ls (k, c, sl, l) VALUES ({k}, 1, ['ab', 'cd'], ['ab', 'cd', 'ab'])")
+    # u k=11, 12: 2 * (70 + 2450) bytes.
+    assert warnings(s, batch("", u_rows([11, 12], 2450) + stmts)) == [
+        size_warning("bsize.ls, bsize.u", size)]
+
+
 def test_warning_order_with_the_unlogged_and_gc_grace_warnings(s):
     many = u_rows(range(12), 600)  # 12 * 670
     assert warnings(s, batch("UNLOGGED ", many)) == [

@@ -460,26 +460,29 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The IF clause of an UPDATE or DELETE. Cassandra prepares it before the assignments and
+    /// the WHERE clause, each condition's column and value before refusing a key column; a
+    /// `USING TIMESTAMP` (`timestamp_set`) is refused first.
     fn if_clause(
         &mut self,
         t: &TableDef,
         c: &Option<ast::IfClause>,
+        timestamp_set: bool,
     ) -> Result<Option<Condition>, EngineError> {
         let conds = match c {
             None => return Ok(None),
             Some(ast::IfClause::Exists) => return Ok(Some(Condition::IfExists)),
             Some(ast::IfClause::Conditions(conds)) => conds,
         };
+        if timestamp_set {
+            return Err(EngineError::invalid(
+                "Cannot provide custom timestamp for conditional updates",
+            ));
+        }
         let mut out = Vec::with_capacity(conds.len());
         for cond in conds {
             let (column, col) = self.column(t, &cond.column)?;
             let col = col.clone();
-            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(EngineError::invalid(format!(
-                    "PRIMARY KEY column '{}' cannot have IF conditions",
-                    col.name
-                )));
-            }
             // What the condition compares: the column, one element of it, or one field.
             let (target, ty, receiver) = match &cond.target {
                 None => (CondTarget::Whole, col.ty.clone(), col.name.clone()),
@@ -563,6 +566,12 @@ impl<'a> Builder<'a> {
                     }
                 }
             };
+            if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column '{}' cannot have IF conditions",
+                    col.name
+                )));
+            }
             out.push(ColumnCondition { column, target, op });
         }
         Ok(Some(Condition::Columns(out)))
@@ -570,7 +579,11 @@ impl<'a> Builder<'a> {
 
     pub fn insert(&mut self, s: &ast::InsertStatement) -> Result<WritePlan, EngineError> {
         let t = self.table(&s.table)?;
-        crate::view::ddl::check_write(&t)?;
+        if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
+            return Err(EngineError::invalid(
+                "INSERT statements are not allowed on counter tables, use UPDATE instead",
+            ));
+        }
         let pairs: Vec<(String, Src)> = match &s.values {
             ast::InsertValues::Values { columns, values } => {
                 if columns.len() != values.len() {
@@ -587,13 +600,23 @@ impl<'a> Builder<'a> {
                 {
                     return Err(EngineError::invalid("The column names contains duplicates"));
                 }
-                let mut out = Vec::with_capacity(columns.len());
-                for (name, term) in columns.iter().zip(values) {
+                // Cassandra resolves the columns and types the other values in column order,
+                // then the key values (its WHERE restrictions).
+                let mut out: Vec<Option<(String, Src)>> = vec![None; columns.len()];
+                let mut keys = Vec::new();
+                for (i, (name, term)) in columns.iter().zip(values).enumerate() {
                     let (_, c) = self.column(&t, name)?;
                     let c = c.clone();
-                    out.push((c.name.clone(), self.term(&t, term, &c.name, &c.ty)?));
+                    if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                        keys.push((i, c));
+                    } else {
+                        out[i] = Some((c.name.clone(), self.term(&t, term, &c.name, &c.ty)?));
+                    }
                 }
-                out
+                for (i, c) in keys {
+                    out[i] = Some((c.name.clone(), self.term(&t, &values[i], &c.name, &c.ty)?));
+                }
+                out.into_iter().flatten().collect()
             }
             ast::InsertValues::Json {
                 json,
@@ -639,11 +662,6 @@ impl<'a> Builder<'a> {
                 missing_pk.join(", ")
             )));
         }
-        if t.columns.iter().any(|c| c.ty == ColumnType::Counter) {
-            return Err(EngineError::invalid(
-                "INSERT statements are not allowed on counter tables, use UPDATE instead",
-            ));
-        }
         let missing_cl: Vec<&str> = t
             .clustering()
             .zip(&cl)
@@ -656,6 +674,7 @@ impl<'a> Builder<'a> {
                 .all(|(i, _)| t.columns[*i].kind == ColumnKind::Static)
             && cl.iter().all(|c| c.is_none());
         if statics_only {
+            crate::view::ddl::check_write(&t)?;
             let (ttl, timestamp) = self.using(&t, &s.using)?;
             let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
             return Ok(WritePlan {
@@ -682,6 +701,7 @@ impl<'a> Builder<'a> {
                 missing_cl.join(", ")
             )));
         }
+        crate::view::ddl::check_write(&t)?;
         let marker = !t.compact
             || crate::compact::insert_marker(&t, |i| assignments.iter().any(|(j, _)| *j == i))?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
@@ -709,6 +729,7 @@ impl<'a> Builder<'a> {
         let t = self.table(&s.table)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
+        let condition = self.if_clause(&t, &s.condition, s.using.timestamp.is_some())?;
         let mut assignments = Vec::new();
         for a in &s.assignments {
             let (i, c) = self.column(&t, a.column())?;
@@ -720,7 +741,6 @@ impl<'a> Builder<'a> {
                 )));
             }
             check_operation(&c, a)?;
-            crate::view::ddl::check_write(&t)?;
             let op = match a {
                 ast::Assignment::Set { value, .. } => {
                     if c.ty == ColumnType::Counter {
@@ -767,7 +787,7 @@ impl<'a> Builder<'a> {
                         ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
                         _ => {
                             return Err(EngineError::invalid(format!(
-                                "Invalid operation ({}[...] = ...) for non collection column {}",
+                                "Invalid operation ({}[{key}] = {value}) for non collection column {}",
                                 c.name, c.name
                             )))
                         }
@@ -785,14 +805,11 @@ impl<'a> Builder<'a> {
             };
             assignments.push((i, op));
         }
-        let (partitions, clustering, _) =
-            self.where_clause(&t, &s.where_clause, false, Clause::Update)?;
-        let PartitionSel::Keys(partition) = partitions else {
-            return Err(EngineError::invalid("Some partition key parts are missing"));
-        };
-        let condition = self.if_clause(&t, &s.condition)?;
         let targets = assignments.iter().map(|a| a.0);
-        statics_only_unrestricted(&t, "UPDATE", targets, condition.as_ref(), &clustering)?;
+        let statics_only = writes_only_statics(&t, targets, condition.as_ref());
+        let (partition, clustering) =
+            self.write_where_clause(&t, &s.where_clause, Clause::Update, statics_only)?;
+        crate::view::ddl::check_write(&t)?;
         let plan = WritePlan {
             table: t,
             partition,
@@ -812,7 +829,6 @@ impl<'a> Builder<'a> {
 
     pub fn delete(&mut self, s: &ast::DeleteStatement) -> Result<WritePlan, EngineError> {
         let t = self.table(&s.table)?;
-        crate::view::ddl::check_write(&t)?;
         let (ttl, timestamp) = self.using(&t, &s.using)?;
         let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         if ttl.is_some() {
@@ -825,6 +841,7 @@ impl<'a> Builder<'a> {
                 "A VISIBILITY is not allowed on DELETE statements: a deletion removes cells whatever their labels",
             ));
         }
+        let condition = self.if_clause(&t, &s.condition, s.using.timestamp.is_some())?;
         let mut columns = Vec::new();
         let mut elements = Vec::new();
         for target in &s.targets {
@@ -878,14 +895,11 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        let (partitions, clustering, _) =
-            self.where_clause(&t, &s.where_clause, false, Clause::Delete)?;
-        let PartitionSel::Keys(partition) = partitions else {
-            return Err(EngineError::invalid("Some partition key parts are missing"));
-        };
-        let condition = self.if_clause(&t, &s.condition)?;
         let targets = columns.iter().copied().chain(elements.iter().map(|e| e.0));
-        statics_only_unrestricted(&t, "DELETE", targets, condition.as_ref(), &clustering)?;
+        let statics_only = writes_only_statics(&t, targets, condition.as_ref());
+        let (partition, clustering) =
+            self.write_where_clause(&t, &s.where_clause, Clause::Delete, statics_only)?;
+        crate::view::ddl::check_write(&t)?;
         if let Some(cond) = &condition {
             // A conditional DELETE names one row, unless it only touches static columns.
             let eq = |k: &KeyValues| matches!(k, KeyValues::Eq(_));
@@ -1151,7 +1165,9 @@ fn json_pairs(
 /// Cassandra's refusal of a second relation on a column its EQ or IN (`had`) restricts.
 fn more_than_one(had: &KeyValues, name: &str) -> EngineError {
     let what = match had {
+        // Cassandra takes an IN of one value as an EQ.
         KeyValues::Eq(_) => "an Equal",
+        KeyValues::In(v) if v.len() == 1 => "an Equal",
         KeyValues::In(_) | KeyValues::InBind(..) => "a IN",
     };
     EngineError::invalid(format!(
@@ -1216,16 +1232,14 @@ fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
         })
 }
 
-/// An UPDATE or DELETE that writes only static columns (`targets`), with no condition on a
-/// regular column, writes the partition's static row: Cassandra refuses a clustering
+/// Whether an UPDATE or DELETE writes only static columns (`targets`), with no condition on
+/// a regular column: it writes the partition's static row, and Cassandra refuses a clustering
 /// restriction on it.
-fn statics_only_unrestricted(
+fn writes_only_statics(
     t: &TableDef,
-    statement: &str,
     mut targets: impl Iterator<Item = usize>,
     condition: Option<&Condition>,
-    clustering: &ClusteringSel,
-) -> Result<(), EngineError> {
+) -> bool {
     let is_static = |i: usize| t.columns[i].kind == ColumnKind::Static;
     let regular_condition = match condition {
         Some(Condition::Columns(cs)) => cs.iter().any(|c| !is_static(c.column)),
@@ -1236,12 +1250,7 @@ fn statics_only_unrestricted(
         any = true;
         is_static(i)
     }) && any;
-    if statics_only && !regular_condition && !clustering.is_unrestricted() {
-        return Err(EngineError::invalid(format!(
-            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
-        )));
-    }
-    Ok(())
+    statics_only && !regular_condition
 }
 
 fn set_once(slot: &mut Option<KeyValues>, kv: KeyValues, name: &str) -> Result<(), EngineError> {

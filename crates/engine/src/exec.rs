@@ -329,6 +329,24 @@ impl Engine {
                 sets.push(vs);
             }
             rows_cl = cartesian(sets);
+            if let Some(tv) = &plan.clustering.tuples {
+                let tuples = tuples_of(tv, vals)?;
+                let mut next: Vec<Vec<Vec<u8>>> = Vec::new();
+                for p in &rows_cl {
+                    for tuple in &tuples {
+                        let mut q = p.clone();
+                        for (src, col) in tuple.iter().zip(&clust_cols[p.len()..]) {
+                            let v = resolve_key(src, vals, &col.name)?;
+                            validate(&col.ty, &v, &col.name)?;
+                            q.push(v);
+                        }
+                        if !next.contains(&q) {
+                            next.push(q);
+                        }
+                    }
+                }
+                rows_cl = next;
+            }
             // Cassandra checks a written clustering's length on plain writes only: a
             // conditional one (LWT) of more than 65,535 bytes is applied.
             if plan.condition.is_none() {
@@ -979,12 +997,18 @@ impl BoundFilter {
 /// table's clustering prefix, which is a row to write there; a DELETE of it is a range).
 fn writes_full_row(plan: &WritePlan) -> bool {
     let t = &plan.table;
-    let prefix_row = t.compact
-        && matches!(plan.kind, WriteKind::Upsert { .. })
-        && crate::compact::is_prefix(t, plan.clustering.eq.len());
-    (plan.clustering.eq.len() == t.clustering_count() || prefix_row)
+    let upsert = matches!(plan.kind, WriteKind::Upsert { .. });
+    let named = plan.clustering.eq.len() + tuple_columns(plan);
+    let prefix_row = t.compact && upsert && crate::compact::is_prefix(t, named);
+    (named == t.clustering_count() || prefix_row)
         && plan.clustering.start.is_none()
         && plan.clustering.end.is_none()
+}
+
+/// The clustering columns a multi-column IN (`(c, d) IN ((1, 2))`) names after the EQ/IN
+/// prefix: when they complete the clustering, the write names whole rows.
+fn tuple_columns(plan: &WritePlan) -> usize {
+    plan.clustering.tuples.as_ref().map_or(0, TupleValues::arity)
 }
 
 /// An INSERT or UPDATE names whole rows, unless it writes only static columns of the

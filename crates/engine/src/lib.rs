@@ -861,6 +861,12 @@ impl Engine {
                     labels::batch_label(&mut b, &mut p, st, batch.using.visibility.as_ref())?;
                     plans.push(p);
                 }
+                // Cassandra checks this once its statements are prepared.
+                if batch.using.ttl.is_some() {
+                    return Err(EngineError::invalid(
+                        "Global TTL on the BATCH statement is not supported.",
+                    ));
+                }
                 let kind = match batch.kind {
                     cql::ast::BatchKind::Logged => BatchKind::Logged,
                     cql::ast::BatchKind::Unlogged => BatchKind::Unlogged,

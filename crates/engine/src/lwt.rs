@@ -111,14 +111,27 @@ impl Engine {
         let pk = (p.pk.clone(), t.pk_count());
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut clustering = Vec::new();
+        let several = || {
+            EngineError::invalid(format!(
+                "IN on the clustering key columns is not supported with conditional {what}"
+            ))
+        };
         for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
             let v = exec::expand(kv, vals, &col.name)?;
             if v.len() > 1 {
-                return Err(EngineError::invalid(format!(
-                    "IN on the clustering key columns is not supported with conditional {what}"
-                )));
+                return Err(several());
             }
             clustering.push(v.into_iter().next().unwrap_or_default());
+        }
+        // A multi-column IN of one tuple names one row, as Cassandra takes it.
+        if let Some(tv) = &plan.clustering.tuples {
+            let tuples = exec::tuples_of(tv, vals)?;
+            let [tuple] = tuples.as_slice() else {
+                return Err(several());
+            };
+            for (src, col) in tuple.iter().zip(&clust_cols[clustering.len()..]) {
+                clustering.push(exec::resolve_key(src, vals, &col.name)?);
+            }
         }
         let mut row = None;
         let mut outer = header.deletion;

@@ -838,6 +838,17 @@ impl Builder<'_> {
                 let v = const_term(&ty, term, self.now)?;
                 (SelExpr::Const(ty, v), selector_name(&args[0]))
             }
+            // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
+            // reversed type, which toJson() does not take.
+            E::Element { expr, .. } | E::Slice { expr, .. }
+                if matches!(&**expr, E::Column(c)
+                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc)) =>
+            {
+                return Err(EngineError::invalid(format!(
+                    "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
+                    selector_name(&args[0])
+                )));
+            }
             a => {
                 let (sel, n, ty) = self.selector(t, a, agg)?;
                 (as_expr(sel, ty), n)
@@ -1306,7 +1317,16 @@ fn selector_name(e: &E) -> String {
 /// (`m['it's']`), collections and tuples with their elements shown the same way. Cassandra's
 /// messages quote terms so too (see `build::operation::cassandra_text`).
 pub(crate) fn term_name(t: &Term) -> String {
-    let join = |items: &[Term]| items.iter().map(term_name).collect::<Vec<_>>().join(", ");
+    term_text(t, false)
+}
+
+/// [`term_name`], with the fields of UDT literals in the order Cassandra prints a term of a
+/// statement (`hash_ordered_udts`): it keeps them in a `java.util.HashMap` keyed by the field
+/// name's bytes, which iterates by bucket (the `ByteBuffer` hash, spread and masked by the
+/// table size), then by insertion. A selection's literal keeps the written order.
+pub(crate) fn term_text(t: &Term, hash_ordered_udts: bool) -> String {
+    let text = |t: &Term| term_text(t, hash_ordered_udts);
+    let join = |items: &[Term]| items.iter().map(text).collect::<Vec<_>>().join(", ");
     match t {
         Term::Literal(Literal::String(s)) => format!("'{s}'"),
         Term::List(items) => format!("[{}]", join(items)),
@@ -1315,14 +1335,29 @@ pub(crate) fn term_name(t: &Term) -> String {
         Term::Map(entries) => {
             let shown: Vec<String> = entries
                 .iter()
-                .map(|(k, v)| format!("{}: {}", term_name(k), term_name(v)))
+                .map(|(k, v)| format!("{}: {}", text(k), text(v)))
                 .collect();
             format!("{{{}}}", shown.join(", "))
         }
         Term::Udt(fields) => {
-            let shown: Vec<String> = fields
+            let mut order: Vec<(usize, usize)> = (0..fields.len()).map(|i| (0, i)).collect();
+            if hash_ordered_udts {
+                let mut capacity = 16usize;
+                while fields.len() * 4 > capacity * 3 {
+                    capacity *= 2;
+                }
+                for (bucket, i) in &mut order {
+                    // ByteBuffer.hashCode: from the last byte to the first, each signed.
+                    let h = fields[*i].0.bytes().rev().fold(1i32, |h, b| {
+                        h.wrapping_mul(31).wrapping_add(i32::from(b as i8))
+                    }) as u32;
+                    *bucket = (h ^ (h >> 16)) as usize & (capacity - 1);
+                }
+                order.sort_unstable();
+            }
+            let shown: Vec<String> = order
                 .iter()
-                .map(|(f, v)| format!("{f}: {}", term_name(v)))
+                .map(|(_, i)| format!("{}: {}", fields[*i].0, text(&fields[*i].1)))
                 .collect();
             format!("{{{}}}", shown.join(", "))
         }

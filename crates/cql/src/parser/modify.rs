@@ -66,15 +66,24 @@ impl Parser<'_> {
     }
 
     pub(super) fn using_clause(&mut self) -> PResult<UsingClause> {
+        self.using_clause_of(false)
+    }
+
+    /// `USING ...`; a DELETE's (`delete`) takes no TTL: Cassandra's grammar expects
+    /// `TIMESTAMP` there.
+    fn using_clause_of(&mut self, delete: bool) -> PResult<UsingClause> {
         let mut u = UsingClause::default();
         if !self.eat_kw("using") {
             return Ok(u);
         }
         loop {
+            if delete && self.at_kw("ttl") {
+                return Err(self.mismatched("K_TIMESTAMP"));
+            }
             if self.eat_kw("ttl") {
-                u.ttl = Some(self.term()?);
+                u.ttl = Some(self.using_value()?);
             } else if self.eat_kw("timestamp") {
-                u.timestamp = Some(self.term()?);
+                u.timestamp = Some(self.using_value()?);
             } else if self.at_visibility() {
                 u.visibility = Some(self.visibility_clause()?);
             } else {
@@ -84,6 +93,20 @@ impl Parser<'_> {
                 return Ok(u);
             }
         }
+    }
+
+    /// A TTL or timestamp: Cassandra's `intValue`, an integer (with its sign) or a bind marker;
+    /// anything else (`'x'`, `1.5`, a function call) is a syntax error.
+    fn using_value(&mut self) -> PResult<Term> {
+        let ok = match self.peek().kind {
+            Tok::Integer | Tok::QMark | Tok::Colon => true,
+            Tok::Minus => self.peek_n(1).kind == Tok::Integer,
+            _ => false,
+        };
+        if !ok {
+            return Err(self.no_viable());
+        }
+        self.term()
     }
 
     pub(super) fn update(&mut self) -> PResult<UpdateStatement> {
@@ -235,7 +258,7 @@ impl Parser<'_> {
         };
         self.expect_kw("from")?;
         let table = self.qualified_name()?;
-        let using = self.using_clause()?;
+        let using = self.using_clause_of(true)?;
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;
         let condition = self.if_clause()?;

@@ -211,7 +211,7 @@ pub(crate) fn cassandra_text(term: &Term) -> String {
             let args: Vec<String> = args.into_iter().map(cassandra_text).collect();
             format!("system.\"{}\"({})", function_name(op), args.join(", "))
         }
-        other => crate::selection::term_name(other),
+        other => crate::selection::term_text(other, true),
     }
 }
 

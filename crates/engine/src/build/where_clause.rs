@@ -26,6 +26,19 @@ struct Restrictions {
     filters: Vec<Filter>,
     /// A multi-column IN: (position of its first column, its tuples).
     multi_in: Option<(usize, TupleValues)>,
+    /// A write's relations on columns outside the primary key, which Cassandra refuses after
+    /// its key checks ("Non PRIMARY KEY columns found in where clause").
+    non_pk: Vec<NonPk>,
+}
+
+/// The relations of an UPDATE or DELETE on one column outside the primary key, kept to name
+/// the column and to merge them as Cassandra does (a second EQ, a bound given twice).
+struct NonPk {
+    column: usize,
+    /// "an Equal" or "a IN" when an EQ or IN relation restricts it.
+    eq: Option<&'static str>,
+    /// Whether a slice gave its start and its end bound.
+    bounds: [bool; 2],
 }
 
 /// The statement a WHERE clause belongs to: writes name their rows, and some of Cassandra's
@@ -46,49 +59,7 @@ impl Builder<'_> {
         stmt: Clause,
     ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
         let for_write = stmt != Clause::Select;
-        let mut r = Restrictions {
-            pk: vec![None; t.pk_count()],
-            pk_bounds: vec![[false; 2]; t.pk_count()],
-            cl: vec![None; t.clustering_count()],
-            slices: Vec::new(),
-            token_start: None,
-            token_end: None,
-            filters: Vec::new(),
-            multi_in: None,
-        };
-        for rel in rels {
-            match rel {
-                Relation::Binary {
-                    op: Operator::Contains | Operator::ContainsKey,
-                    ..
-                }
-                | Relation::Element { .. }
-                    if !for_write =>
-                {
-                    r.filters.push(self.relation_filter(t, rel)?);
-                }
-                Relation::Binary { column, op, value } => {
-                    self.single_column(t, &mut r, column, *op, value, stmt)?
-                }
-                Relation::In { column, values } => {
-                    self.in_relation(t, &mut r, column, values, for_write)?
-                }
-                Relation::Token { columns, op, value } => {
-                    self.token_relation(t, &mut r, columns, *op, value)?
-                }
-                Relation::MultiColumn { columns, op, value } => {
-                    self.multi_column(t, &mut r, columns, *op, value)?
-                }
-                Relation::MultiColumnIn { columns, values } => {
-                    self.multi_column_in(t, &mut r, columns, values)?
-                }
-                other => {
-                    return Err(EngineError::invalid(format!(
-                        "Unsupported restriction: {other:?}"
-                    )))
-                }
-            }
-        }
+        let mut r = self.gather(t, rels, stmt)?;
         if !for_write {
             partial_key_to_filters(t, &mut r);
             if allow_filtering {
@@ -108,6 +79,169 @@ impl Builder<'_> {
         Ok((partitions, sel, filters))
     }
 
+    /// The WHERE clause of an UPDATE or DELETE: the partitions and rows it names. After the
+    /// relations one by one (unknown columns, value types, a CONTAINS), Cassandra 5.0.9
+    /// checks, in this order: a token() relation, missing partition key parts, a partition key
+    /// slice, clustering restrictions on a write of static columns only (`statics_only`), an
+    /// UPDATE's clustering slice and missing clustering keys (a DELETE's gaps instead), and
+    /// last the columns outside the primary key.
+    pub(crate) fn write_where_clause(
+        &mut self,
+        t: &Arc<TableDef>,
+        rels: &[Relation],
+        stmt: Clause,
+        statics_only: bool,
+    ) -> Result<(Vec<KeyValues>, ClusteringSel), EngineError> {
+        let r = self.gather(t, rels, stmt)?;
+        let what = if stmt == Clause::Update { "UPDATE" } else { "DELETE" };
+        let restricted = |i: usize| r.pk[i].is_some() || r.pk_bounds[i].iter().any(|b| *b);
+        let missing: Vec<&str> = t
+            .partition_key()
+            .enumerate()
+            .filter(|(i, _)| !restricted(*i))
+            .map(|(_, c)| c.name.as_str())
+            .collect();
+        if (r.token_start.is_some() || r.token_end.is_some()) && !missing.is_empty() {
+            return Err(EngineError::invalid(format!(
+                "The token function cannot be used in WHERE clauses for {what} statements"
+            )));
+        }
+        if !missing.is_empty() {
+            return Err(EngineError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        if r.pk_bounds.iter().flatten().any(|b| *b) {
+            return Err(EngineError::invalid(format!(
+                "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {what} statements"
+            )));
+        }
+        let PartitionSel::Keys(partition) =
+            partition_selection(t, r.pk, r.token_start, r.token_end, true)?
+        else {
+            return Err(EngineError::invalid("Some partition key parts are missing"));
+        };
+        let mut cl_restricted: Vec<bool> = r.cl.iter().map(Option::is_some).collect();
+        if let Some((first, tuples)) = &r.multi_in {
+            let end = (first + tuples.arity()).min(cl_restricted.len());
+            cl_restricted[*first..end].iter_mut().for_each(|x| *x = true);
+        }
+        let any_clustering = cl_restricted.iter().any(|x| *x) || !r.slices.is_empty();
+        if statics_only && any_clustering {
+            return Err(EngineError::invalid(format!(
+                "Invalid restrictions on clustering columns since the {what} statement modifies only static columns"
+            )));
+        }
+        // A compact table's UPDATE may name a clustering prefix (checked when the row is built).
+        if stmt == Clause::Update && !(t.compact && any_clustering) {
+            if !r.slices.is_empty() {
+                return Err(EngineError::invalid(
+                    "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+                ));
+            }
+            let missing: Vec<&str> = t
+                .clustering()
+                .zip(&cl_restricted)
+                .filter(|(_, r)| !**r)
+                .map(|(c, _)| c.name.as_str())
+                .collect();
+            if !statics_only && !missing.is_empty() {
+                return Err(EngineError::invalid(format!(
+                    "Some clustering keys are missing: {}",
+                    missing.join(", ")
+                )));
+            }
+        }
+        let sel = clustering_selection(t, r.cl, r.slices, r.multi_in)?;
+        if !r.non_pk.is_empty() {
+            // Cassandra names them in the order of their names' bytes, with a space after.
+            let mut names: Vec<&str> = r
+                .non_pk
+                .iter()
+                .map(|n| t.columns[n.column].name.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            return Err(EngineError::invalid(format!(
+                "Non PRIMARY KEY columns found in where clause: {} ",
+                names.join(", ")
+            )));
+        }
+        Ok((partition, sel))
+    }
+
+    /// Each relation of a WHERE clause gathered into [`Restrictions`], with the errors Cassandra
+    /// reports relation by relation.
+    fn gather(
+        &mut self,
+        t: &Arc<TableDef>,
+        rels: &[Relation],
+        stmt: Clause,
+    ) -> Result<Restrictions, EngineError> {
+        let for_write = stmt != Clause::Select;
+        let mut r = Restrictions {
+            pk: vec![None; t.pk_count()],
+            pk_bounds: vec![[false; 2]; t.pk_count()],
+            cl: vec![None; t.clustering_count()],
+            slices: Vec::new(),
+            token_start: None,
+            token_end: None,
+            filters: Vec::new(),
+            multi_in: None,
+            non_pk: Vec::new(),
+        };
+        for rel in rels {
+            match rel {
+                Relation::Binary {
+                    op: op @ (Operator::Contains | Operator::ContainsKey),
+                    ..
+                } if for_write => {
+                    return Err(EngineError::invalid(format!(
+                        "Cannot use {} with {op}",
+                        if stmt == Clause::Update { "UPDATE" } else { "DELETE" }
+                    )))
+                }
+                Relation::Element { .. } if for_write => {
+                    let f = self.relation_filter(t, rel)?;
+                    r.non_pk.push(NonPk {
+                        column: f.column,
+                        eq: None,
+                        bounds: [false; 2],
+                    });
+                }
+                Relation::Binary {
+                    op: Operator::Contains | Operator::ContainsKey,
+                    ..
+                }
+                | Relation::Element { .. } => {
+                    r.filters.push(self.relation_filter(t, rel)?);
+                }
+                Relation::Binary { column, op, value } => {
+                    self.single_column(t, &mut r, column, *op, value, stmt)?
+                }
+                Relation::In { column, values } => {
+                    self.in_relation(t, &mut r, column, values, for_write)?
+                }
+                Relation::Token { columns, op, value } => {
+                    self.token_relation(t, &mut r, columns, *op, value)?
+                }
+                Relation::MultiColumn { columns, op, value } => {
+                    self.multi_column(t, &mut r, columns, *op, value)?
+                }
+                Relation::MultiColumnIn { columns, values } => {
+                    self.multi_column_in(t, &mut r, columns, values)?
+                }
+                Relation::IsNotNull { column } => {
+                    return Err(EngineError::invalid(format!(
+                        "Unsupported restriction: {column} IS NOT NULL"
+                    )))
+                }
+            }
+        }
+        Ok(r)
+    }
+
     /// `c op term` on one column: a key column's EQ or clustering slice, or a filter.
     fn single_column(
         &mut self,
@@ -120,7 +254,9 @@ impl Builder<'_> {
     ) -> Result<(), EngineError> {
         let for_write = stmt != Clause::Select;
         let (idx, c) = self.column(t, column)?;
-        let src = self.term(t, value, &c.name, &c.ty.clone())?;
+        let c = c.clone();
+        multi_cell_restricted(&c, &op.to_string())?;
+        let src = self.term(t, value, &c.name, &c.ty)?;
         match (c.kind, op) {
             (ColumnKind::PartitionKey, Operator::Eq) => {
                 let pos = c.position as usize;
@@ -129,17 +265,16 @@ impl Builder<'_> {
                 }
                 set_once(&mut r.pk[pos], KeyValues::Eq(src), &c.name)?
             }
-            (ColumnKind::PartitionKey, Operator::Neq) if !for_write => {
+            // Cassandra 5.0 filters on no `!=` relation, of any column kind.
+            (_, Operator::Neq) => {
                 return Err(EngineError::invalid(format!(
                     "Unsupported \"!=\" relation: {} != {value}",
                     c.name
                 )))
             }
             // A slice of a partition key column selects no partitions: with ALLOW FILTERING it
-            // filters a scan, as in Cassandra; a write names its partitions.
-            (ColumnKind::PartitionKey, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte)
-                if !for_write =>
-            {
+            // filters a scan, as in Cassandra; a write refuses it after its other key checks.
+            (ColumnKind::PartitionKey, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
                 let pos = c.position as usize;
                 if let Some(had) = &r.pk[pos] {
                     return Err(more_than_one(had, &c.name));
@@ -164,21 +299,44 @@ impl Builder<'_> {
                     }
                 )))
             }
+            // Cassandra merges a column's relations as they come: a slice after an EQ or IN
+            // names the first, an EQ after a slice names both kinds.
             (ColumnKind::Clustering, Operator::Eq) => {
-                set_once(&mut r.cl[c.position as usize], KeyValues::Eq(src), &c.name)?
+                let pos = c.position as usize;
+                if r.slices.iter().any(|(first, _, v)| (*first..first + v.len()).contains(&pos)) {
+                    return Err(both_equality_and_inequality(&c.name));
+                }
+                set_once(&mut r.cl[pos], KeyValues::Eq(src), &c.name)?
             }
             (ColumnKind::Clustering, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
-                r.slices.push((c.position as usize, op, vec![src]))
+                let pos = c.position as usize;
+                if let Some(had) = &r.cl[pos] {
+                    return Err(more_than_one(had, &c.name));
+                }
+                r.slices.push((pos, op, vec![src]))
             }
-            // Cassandra 5.0 filters on no `!=` relation, of any column kind.
-            (_, Operator::Neq) if !for_write => {
+            (ColumnKind::Regular | ColumnKind::Static, Operator::Like) => {
                 return Err(EngineError::invalid(format!(
-                    "Unsupported \"!=\" relation: {} != {value}",
+                    "LIKE restriction is only supported on properly indexed columns. {} LIKE {value} is not valid.",
                     c.name
                 )))
             }
             (_, Operator::Eq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
                 r.filters.push(whole_value_filter(idx, op, src))
+            }
+            (_, Operator::Eq) => {
+                r.non_pk_relation(idx, &c.name, Some("an Equal"))?;
+            }
+            (_, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) => {
+                let end = matches!(op, Operator::Lt | Operator::Lte);
+                let had = r.non_pk_relation(idx, &c.name, None)?;
+                if std::mem::replace(&mut had.bounds[usize::from(end)], true) {
+                    return Err(EngineError::invalid(format!(
+                        "More than one restriction was found for the {} bound on {}",
+                        if end { "end" } else { "start" },
+                        c.name
+                    )));
+                }
             }
             _ => {
                 return Err(EngineError::invalid(format!(
@@ -201,6 +359,7 @@ impl Builder<'_> {
     ) -> Result<(), EngineError> {
         let (idx, c) = self.column(t, column)?;
         let c = c.clone();
+        multi_cell_restricted(&c, "IN")?;
         let kv = match values {
             ast::InValues::Terms(terms) => KeyValues::In(
                 terms
@@ -238,6 +397,12 @@ impl Builder<'_> {
                     target: FilterTarget::InList,
                     analyzer: crate::index::Analyzer::NONE,
                 }),
+                KeyValues::In(ref v) if for_write && v.len() == 1 => {
+                    r.non_pk_relation(idx, &c.name, Some("an Equal"))?;
+                }
+                KeyValues::In(_) | KeyValues::InBind(..) if for_write => {
+                    r.non_pk_relation(idx, &c.name, Some("a IN"))?;
+                }
                 _ => {
                     return Err(EngineError::invalid(format!(
                         "IN predicates on non-primary-key columns ({}) is not yet supported",
@@ -355,7 +520,7 @@ impl Builder<'_> {
                 ))
             }
         };
-        let first = in_key_order(&cols)?;
+        let first = in_key_order(&cols, || format!("{op} {value}"))?;
         match op {
             Operator::Eq => {
                 for (c, s) in cols.iter().zip(srcs) {
@@ -383,7 +548,13 @@ impl Builder<'_> {
         values: &ast::InValues,
     ) -> Result<(), EngineError> {
         let cols = self.multi_columns(t, columns)?;
-        let first = in_key_order(&cols)?;
+        let first = in_key_order(&cols, || match values {
+            ast::InValues::Terms(terms) => {
+                let shown: Vec<String> = terms.iter().map(Term::to_string).collect();
+                format!("IN ({})", shown.join(", "))
+            }
+            ast::InValues::Marker(_) => "IN ?".to_string(),
+        })?;
         let tuples = match values {
             ast::InValues::Terms(tuples) => tuples,
             ast::InValues::Marker(m) => {
@@ -450,18 +621,71 @@ impl Builder<'_> {
     }
 }
 
+impl Restrictions {
+    /// A write's relation on column `column` (named `name`) outside the primary key:
+    /// `eq` names an EQ or IN relation ("an Equal", "a IN"), `None` a slice, whose bound the
+    /// caller sets. Cassandra's errors for a second relation that cannot merge with the first.
+    fn non_pk_relation(
+        &mut self,
+        column: usize,
+        name: &str,
+        eq: Option<&'static str>,
+    ) -> Result<&mut NonPk, EngineError> {
+        let i = match self.non_pk.iter().position(|n| n.column == column) {
+            Some(i) => i,
+            None => {
+                self.non_pk.push(NonPk {
+                    column,
+                    eq: None,
+                    bounds: [false; 2],
+                });
+                self.non_pk.len() - 1
+            }
+        };
+        let had = &mut self.non_pk[i];
+        if let Some(what) = had.eq {
+            return Err(EngineError::invalid(format!(
+                "{name} cannot be restricted by more than one relation if it includes {what}"
+            )));
+        }
+        if eq.is_some() && had.bounds.iter().any(|b| *b) {
+            return Err(both_equality_and_inequality(name));
+        }
+        had.eq = eq;
+        Ok(had)
+    }
+}
+
+/// Cassandra refuses a relation other than CONTAINS / CONTAINS KEY on a non-frozen
+/// collection column (`op` as it names it: `=`, `IN`, ...).
+fn multi_cell_restricted(c: &ColumnDef, op: &str) -> Result<(), EngineError> {
+    let value_column = matches!(c.kind, ColumnKind::Regular | ColumnKind::Static);
+    if value_column && is_collection(&c.ty) && !is_frozen(c) {
+        return Err(EngineError::invalid(format!(
+            "Collection column '{}' ({}) cannot be restricted by a '{op}' relation",
+            c.name,
+            crate::types::cql_type_name(&c.ty)
+        )));
+    }
+    Ok(())
+}
+
 /// The position of the first of a multi-column relation's columns, which must follow each
 /// other in PRIMARY KEY order.
-fn in_key_order(cols: &[ColumnDef]) -> Result<usize, EngineError> {
+/// `rhs` is the relation's operator and right side as Cassandra shows them (`= (1, 2)`).
+fn in_key_order(cols: &[ColumnDef], rhs: impl FnOnce() -> String) -> Result<usize, EngineError> {
     let first = cols[0].position as usize;
     if cols
         .iter()
         .enumerate()
         .any(|(i, c)| c.position as usize != first + i)
     {
-        return Err(EngineError::invalid(
-            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
-        ));
+        let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+        return Err(EngineError::invalid(format!(
+            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: ({}) {}",
+            names.join(", "),
+            rhs()
+        )));
     }
     Ok(first)
 }

@@ -18,7 +18,8 @@
 //!
 //! Cells written twice in the batch count once (the winner of their reconciliation), as
 //! Cassandra merges them; collection operations are sized from the cells they write (a list
-//! removal by value or an operation by index reads the stored list for that, as Cassandra does).
+//! removal by value or an operation by index reads the stored list for that, a static list from
+//! the partition's static row, as Cassandra does).
 
 use super::{partitions, resolve_key, writes_full_row, Bindings, CollectionOp, Entry, Mutations};
 use crate::catalog::TableDef;
@@ -89,14 +90,16 @@ impl Engine {
             let Some(t) = table else { continue };
             size += match entry {
                 Entry::Row(e) => self.row_size(t, key, &e.delta, &e.ops, now),
-                Entry::Header(e) => self.cells_size(t, key, &e.delta.statics, &e.ops, now),
+                Entry::Header(e) => {
+                    self.cells_size(t, (key, Stored::Statics), &e.delta.statics, &e.ops, now)
+                }
             };
         }
         Ok(size)
     }
 
     fn row_size(&self, t: &TableDef, key: &[u8], row: &Row, ops: &[CollectionOp], now: Now) -> u64 {
-        let cells = self.cells_size(t, key, &row.cells, ops, now);
+        let cells = self.cells_size(t, (key, Stored::Row), &row.cells, ops, now);
         if cells == 0 && row.marker.is_none() && row.deletion.is_none() {
             return 0;
         }
@@ -109,11 +112,13 @@ impl Engine {
     }
 
     /// The cells of a row (or of the static row) and the cells its collection operations
-    /// will write, merged as Cassandra merges a batch's cells.
+    /// will write, merged as Cassandra merges a batch's cells. `at` is where the stored cells
+    /// are: a row's key, or a partition header's whose static cells a static list's
+    /// operation by index or value reads.
     fn cells_size(
         &self,
         t: &TableDef,
-        key: &[u8],
+        at: (&[u8], Stored),
         cells: &[Cell],
         ops: &[CollectionOp],
         now: Now,
@@ -124,7 +129,7 @@ impl Engine {
         }
         let mut merged: Vec<Cell> = cells.to_vec();
         let mut counters: Vec<u16> = Vec::new();
-        let mut stored: Option<Option<Row>> = None;
+        let mut stored: Option<Option<Vec<Cell>>> = None;
         for op in ops {
             if op.ty == ColumnType::Counter {
                 // Counter updates of one cell add up into one context.
@@ -138,9 +143,9 @@ impl Engine {
             };
             // Only list operations naming items by index or value read the stored list.
             let current = if matches!(kind, CollectionKind::List) && op.reads_stored_list() {
-                let row = stored.get_or_insert_with(|| self.stored_row(key));
+                let row = stored.get_or_insert_with(|| self.stored_cells(at));
                 row.as_ref()
-                    .and_then(|r| r.cells.iter().find(|c| c.column == op.column))
+                    .and_then(|r| r.iter().find(|c| c.column == op.column))
                     .and_then(|c| c.live_elements(kind, now.secs))
             } else {
                 None
@@ -174,12 +179,24 @@ impl Engine {
         merged.iter().map(size).sum::<u64>() + counters.len() as u64 * (CELL + COUNTER_CONTEXT)
     }
 
-    /// The row stored at `key`, if any (an unreadable one counts as none: the write reports
-    /// it).
-    fn stored_row(&self, key: &[u8]) -> Option<Row> {
+    /// The cells of the row or the static cells of the partition header stored at `at`, if
+    /// any (an unreadable one counts as none: the write reports it).
+    fn stored_cells(&self, (key, what): (&[u8], Stored)) -> Option<Vec<Cell>> {
         let bytes = self.storage.get(key).ok()??;
-        Row::decode(&bytes).ok()
+        match what {
+            Stored::Row => Row::decode(&bytes).ok().map(|r| r.cells),
+            Stored::Statics => crate::row::PartitionHeader::decode(&bytes)
+                .ok()
+                .map(|h| h.statics),
+        }
     }
+}
+
+/// What a mutation's key names in storage: a clustering row, or a partition header.
+#[derive(Clone, Copy)]
+enum Stored {
+    Row,
+    Statics,
 }
 
 fn cell_size(t: &TableDef, c: &Cell) -> u64 {
@@ -399,6 +416,7 @@ mod tests {
             "CREATE TABLE ks.t (k int, c int, c2 int, v text, w text, s text static, l list<int>, \
              m map<int, text>, st set<text>, fl frozen<list<int>>, PRIMARY KEY (k, c, c2))",
             "CREATE TABLE ks.u (k int PRIMARY KEY, v text)",
+            "CREATE TABLE ks.sl (k int, c int, sl list<text> static, PRIMARY KEY (k, c))",
             "CREATE TYPE ks.ut (a int, b text)",
             "CREATE TABLE ks.ud (k int PRIMARY KEY, u ut, fu frozen<ut>)",
             "CREATE TABLE ks.n (k int PRIMARY KEY, c counter, d counter)",
@@ -481,6 +499,10 @@ mod tests {
             "INSERT INTO t (k, c, c2, l) VALUES (9, 1, 1, [1, 2, 1, 3])",
         )
         .unwrap();
+        for k in [1, 2] {
+            let insert = format!("INSERT INTO sl (k, sl) VALUES ({k}, ['ab', 'cd'])");
+            q(&e, Some("ks"), &insert).unwrap();
+        }
         let row = "WHERE k = 5 AND c = 1 AND c2 = 1";
         let stored = "WHERE k = 9 AND c = 1 AND c2 = 1";
         let cases: Vec<(Vec<String>, u64)> = vec![
@@ -540,6 +562,9 @@ mod tests {
             (vec!["UPDATE ud SET u = {a: 1} WHERE k = 5".into()], 88),
             (vec!["UPDATE ud SET u = null WHERE k = 5".into()], 62),
             (vec!["DELETE u.a FROM ud WHERE k = 5".into()], 84),
+            // A static list's operation by index or value reads the stored static row.
+            (vec!["UPDATE sl SET sl[0] = 'q' WHERE k = 1".into()], 78),
+            (vec!["UPDATE sl SET sl = sl - ['cd'] WHERE k = 2".into()], 77),
         ];
         for (stmts, want) in cases {
             let refs: Vec<&str> = stmts.iter().map(String::as_str).collect();

@@ -181,8 +181,11 @@ pub(crate) fn validate(ty: &ColumnType, v: &[u8], col: &str) -> Result<(), Engin
 /// (`None` = to the end of the partition).
 pub(crate) type Interval = (Vec<u8>, Option<Vec<u8>>);
 
+/// The exclusive end of the keys starting with `p`; `None` when nothing sorts after them: the
+/// empty prefix, or one of 0xFF bytes only (a DESC empty value encodes as 0xFF, and every key
+/// at or above 0xFF..FF starts with it).
 fn end_of(p: &[u8]) -> Option<Vec<u8>> {
-    if p.is_empty() {
+    if p.iter().all(|b| *b == 0xFF) {
         None
     } else {
         Some(keys::prefix_end(p))
@@ -260,7 +263,10 @@ fn bound_pieces(
         // Logical "greater" runs forward on disk for ASC, backward for DESC.
         let after = is_start != col.desc;
         if after {
-            pieces.push((keys::prefix_end(&pv), end_of(&p)));
+            // Nothing comes after a prefix of 0xFF bytes only.
+            if let Some(start) = end_of(&pv) {
+                pieces.push((start, end_of(&p)));
+            }
         } else {
             pieces.push((p.clone(), Some(pv.clone())));
         }
@@ -270,6 +276,14 @@ fn bound_pieces(
         pieces.push((p.clone(), end_of(&p)));
     }
     normalize(pieces)
+}
+
+/// The tuples of a multi-column IN: its literal tuples, or those of the bound list.
+pub(crate) fn tuples_of(tv: &TupleValues, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
+    match tv {
+        TupleValues::List(l) => Ok(l.clone()),
+        TupleValues::Bind { index, arity } => bound_tuples(*index, *arity, vals),
+    }
 }
 
 /// The tuples of `(a, b) IN ?`, read off the bound list as constants.
@@ -350,17 +364,10 @@ pub(crate) fn clustering_ranges(
     }
     let mut prefixes: Vec<Vec<Vec<u8>>> = cartesian(sets);
     if let Some(tv) = &sel.tuples {
-        let bound;
-        let tuples: &[Vec<Src>] = match tv {
-            TupleValues::List(l) => l,
-            TupleValues::Bind { index, arity } => {
-                bound = bound_tuples(*index, *arity, vals)?;
-                &bound
-            }
-        };
+        let tuples = tuples_of(tv, vals)?;
         let mut next = Vec::new();
         for p in &prefixes {
-            for t in tuples {
+            for t in &tuples {
                 let mut q = p.clone();
                 for (s, col) in t.iter().zip(&cols[p.len()..]) {
                     q.push(resolve_key(s, vals, &col.name)?);
