@@ -176,6 +176,7 @@ impl VectorIndexConfig {
         IndexOptions {
             dimensions: self.dimension,
             metric: match self.similarity {
+                Similarity::Cosine if self.unit_vectors() => MetricKind::IP,
                 Similarity::Cosine => MetricKind::Cos,
                 Similarity::Euclidean => MetricKind::L2sq,
                 Similarity::DotProduct => MetricKind::IP,
@@ -192,16 +193,36 @@ impl VectorIndexConfig {
         }
     }
 
+    /// Whether the graph holds unit-length copies of the vectors and ranks them by inner
+    /// product: for cosine, which then is the inner product, at a third of the arithmetic
+    /// of USearch's angular metric (it computes both norms at every comparison; measured:
+    /// bench/results/2026-11-29/vector). Not under `I8`, whose quantization has its own
+    /// treatment of cosine.
+    fn unit_vectors(&self) -> bool {
+        self.similarity == Similarity::Cosine && self.quantization != Quantization::I8
+    }
+
     /// The settings as text, saved beside the graph and compared at load.
     fn fingerprint(&self) -> String {
         format!(
-            "dimension={} similarity={:?} connectivity={} expansion_add={} quantization={:?}",
+            "dimension={} similarity={:?} connectivity={} expansion_add={} quantization={:?}{}",
             self.dimension,
             self.similarity,
             self.connectivity,
             self.expansion_add,
-            self.quantization
+            self.quantization,
+            if self.unit_vectors() { " unit=ip" } else { "" }
         )
+    }
+
+    /// `v` as the graph holds it: scaled to unit length under [`unit_vectors`](Self::unit_vectors)
+    /// (never zero there: cosine refuses zero vectors before this).
+    fn graph_form<'v>(&self, v: &'v [f32]) -> std::borrow::Cow<'v, [f32]> {
+        if !self.unit_vectors() {
+            return v.into();
+        }
+        let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+        v.iter().map(|x| (f64::from(*x) / norm) as f32).collect::<Vec<_>>().into()
     }
 }
 
@@ -372,7 +393,10 @@ impl VectorIndex {
                 .map_err(lib)?;
         }
         let label = inner.next_label;
-        inner.graph.add(label, vector).map_err(lib)?;
+        inner
+            .graph
+            .add(label, &self.config.graph_form(vector))
+            .map_err(lib)?;
         inner.next_label += 1;
         let hash = vector_hash(vector);
         inner
@@ -449,7 +473,7 @@ impl VectorIndex {
 
     /// The `k` rows nearest to `query`, best first.
     pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<Hit>, VectorIndexError> {
-        self.search_where(query, k, |_| true)
+        self.search_inner(query, k, None::<fn(&[u8]) -> bool>)
     }
 
     /// The `k` nearest rows among those whose primary key passes `keep` (a partition
@@ -460,6 +484,15 @@ impl VectorIndex {
         k: usize,
         keep: impl Fn(&[u8]) -> bool,
     ) -> Result<Vec<Hit>, VectorIndexError> {
+        self.search_inner(query, k, Some(keep))
+    }
+
+    fn search_inner(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: Option<impl Fn(&[u8]) -> bool>,
+    ) -> Result<Vec<Hit>, VectorIndexError> {
         self.check(query)?;
         let inner = self.read();
         if k == 0 || inner.graph.size() == 0 {
@@ -468,13 +501,17 @@ impl VectorIndex {
         // USearch widens its beam to `k` itself (expansion = max(ef, k)), so nothing here
         // changes the shared settings under the read lock.
         let keys = &inner.keys;
+        let query = self.config.graph_form(query);
         let _slot = self.gate.enter();
-        let m = inner
-            .graph
-            .filtered_search(query, k, |label| {
+        let m = match keep {
+            // Every label in the graph has its key (the two change together, under the
+            // write lock): no filter to call at each node.
+            None => inner.graph.search(&query, k),
+            Some(keep) => inner.graph.filtered_search(&query, k, |label| {
                 keys.get(&label).is_some_and(|pk| keep(pk))
-            })
-            .map_err(lib)?;
+            }),
+        }
+        .map_err(lib)?;
         Ok(m.keys
             .iter()
             .zip(&m.distances)
