@@ -893,6 +893,10 @@ impl Builder<'_> {
         pos: usize,
         prev: &[ColumnType],
     ) -> Result<SelExpr, EngineError> {
+        if let Some(kind) = crate::fcts::collection_param(fname) {
+            let f = fname.to_ascii_lowercase();
+            return Err(EngineError::invalid(cannot_infer(&f, kind, "?")));
+        }
         let candidates = match crate::similarity::bind_type(fname, pos, prev) {
             Some(ty) => vec![ty.map_err(EngineError::invalid)?],
             None => match crate::fcts::param_type(fname, pos, prev) {
@@ -1186,6 +1190,9 @@ fn literal_arg(
             ))),
         };
     }
+    if let Some(kind) = crate::fcts::collection_param(fname) {
+        return collection_literal_arg(fname, kind, term, now);
+    }
     let mut candidates = crate::scalar::param_types(fname, arity, pos);
     if let Some(own) = literal_type(term) {
         if let Some(i) = candidates.iter().position(|c| *c == own) {
@@ -1200,6 +1207,60 @@ fn literal_arg(
     Err(EngineError::invalid(format!(
         "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
     )))
+}
+
+/// A literal argument of a collection function (`collection_sum([1, 2])`), typed as
+/// Cassandra 5.0 types it (`fcts::literal_arg_type`); a literal collection is frozen in the
+/// messages that name its type.
+fn collection_literal_arg(
+    fname: &str,
+    kind: &str,
+    term: &Term,
+    now: crate::Now,
+) -> Result<SelExpr, EngineError> {
+    let f = fname.to_ascii_lowercase();
+    let Some(ty) = crate::fcts::literal_arg_type(term) else {
+        return Err(EngineError::invalid(cannot_infer(&f, kind, term)));
+    };
+    if let Some(Err(m)) = crate::fcts::return_type(fname, &[(ty.clone(), term.to_string())]) {
+        let name = crate::types::cql_type_name(&ty);
+        let m = match ty {
+            ColumnType::List(_) | ColumnType::Set(_) => m.replace(
+                &format!(" of type {name}"),
+                &format!(" of type frozen<{name}>"),
+            ),
+            _ => m,
+        };
+        return Err(EngineError::invalid(m));
+    }
+    Ok(SelExpr::Const(
+        ty.clone(),
+        const_term(&ty, &hex_as_tinyint(term), now)?,
+    ))
+}
+
+/// A one-byte hex literal in a collection typed tinyint (Cassandra's preferred type for
+/// hex) as the integer its byte is: `[0x01, 0xff]` holds 1 and -1.
+fn hex_as_tinyint(term: &Term) -> Term {
+    match term {
+        Term::Literal(Literal::Blob(h)) => match i8::from_str_radix(h, 16)
+            .ok()
+            .or_else(|| u8::from_str_radix(h, 16).ok().map(|b| b as i8))
+        {
+            Some(b) if h.len() == 2 => Term::Literal(Literal::Integer(b.to_string())),
+            _ => term.clone(),
+        },
+        Term::List(items) => Term::List(items.iter().map(hex_as_tinyint).collect()),
+        Term::Set(items) => Term::Set(items.iter().map(hex_as_tinyint).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Cassandra's refusal of an argument whose type it cannot infer.
+fn cannot_infer(f: &str, kind: &str, arg: impl std::fmt::Display) -> String {
+    format!(
+        "Cannot infer type of argument {arg} in call to function system.{f}({kind}): use type casts to disambiguate"
+    )
 }
 
 /// Cassandra names the offending argument by its text in a signature mismatch: "Type error:
