@@ -1233,6 +1233,26 @@ fn collection_literal_arg(
         };
         return Err(EngineError::invalid(m));
     }
+    if let (ColumnType::List(e), Term::List(items)) = (&ty, term) {
+        // A null element stays in the list (a literal list elsewhere refuses it): counted by
+        // collection_count, skipped by the others.
+        if items
+            .iter()
+            .any(|i| matches!(i, Term::Literal(Literal::Null)))
+        {
+            let mut out = (items.len() as i32).to_be_bytes().to_vec();
+            for item in items {
+                match const_term(e, &hex_as_tinyint(item), now)? {
+                    Some(b) => {
+                        out.extend((b.len() as i32).to_be_bytes());
+                        out.extend(b);
+                    }
+                    None => out.extend((-1i32).to_be_bytes()),
+                }
+            }
+            return Ok(SelExpr::Const(ty.clone(), Some(out)));
+        }
+    }
     Ok(SelExpr::Const(
         ty.clone(),
         const_term(&ty, &hex_as_tinyint(term), now)?,
