@@ -119,6 +119,10 @@ pub(crate) fn from_json_not_text(arg: &Term, ty: &ColumnType) -> EngineError {
 /// `null`), `token` of values standing for a partition key, a collection or masking function, or a scalar function. A scalar function failing
 /// on bad stored data yields null (type checking at prepare time ruled out the rest), except
 /// `blobAs<type>` of bytes that are not such a value, which fails the query as in Cassandra.
+/// The internal call that builds a list of its arguments (a literal list holding bind
+/// markers, `collection_sum([1, ?])`); nulls stay in it. Not a CQL identifier.
+pub(crate) const LIST_OF_ARGS: &str = "_list";
+
 pub(crate) fn eval(
     name: &str,
     args: &[TypedValue],
@@ -135,6 +139,19 @@ pub(crate) fn eval(
             let key = crate::token::compose_partition_key(&p);
             crate::token::token(&key).to_be_bytes().to_vec()
         }));
+    }
+    if name == LIST_OF_ARGS {
+        let mut out = (args.len() as i32).to_be_bytes().to_vec();
+        for (_, v) in args {
+            match v {
+                Some(b) => {
+                    out.extend((b.len() as i32).to_be_bytes());
+                    out.extend(b);
+                }
+                None => out.extend((-1i32).to_be_bytes()),
+            }
+        }
+        return Ok(Some(out));
     }
     if crate::fcts::is_known(name) {
         return crate::fcts::call(name, args).map_err(EngineError::invalid);

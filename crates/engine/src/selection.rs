@@ -638,6 +638,12 @@ impl Builder<'_> {
                                 Term::Bind(m) => {
                                     self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
                                 }
+                                Term::List(items)
+                                    if crate::fcts::collection_param(&name.name).is_some()
+                                        && items.iter().any(|i| matches!(i, Term::Bind(_))) =>
+                                {
+                                    self.list_with_binds(t, &name.name, term, items)?
+                                }
                                 _ => literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?,
                             };
                             exprs.push(e);
@@ -913,6 +919,43 @@ impl Builder<'_> {
             return Err(EngineError::invalid("Invalid bind marker"));
         };
         Ok(SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone()))
+    }
+
+    /// A literal list holding bind markers as a collection function's argument
+    /// (`collection_sum([1, ?])`): typed by its other elements as Cassandra 5.0.9 types it,
+    /// each marker an element of that type, built when the row is read.
+    fn list_with_binds(
+        &mut self,
+        t: &TableDef,
+        fname: &str,
+        term: &Term,
+        items: &[Term],
+    ) -> Result<SelExpr, EngineError> {
+        let kind = crate::fcts::collection_param(fname).unwrap_or("collection");
+        let ty = collection_literal_type(fname, kind, term)?;
+        let ColumnType::List(e) = &ty else {
+            return Err(EngineError::invalid("Invalid bind marker"));
+        };
+        let mut args = Vec::with_capacity(items.len());
+        for item in items {
+            args.push(match item {
+                Term::Bind(m) => {
+                    let Src::Bind(i) = self.bind(t, m, "[selection]", e) else {
+                        return Err(EngineError::invalid("Invalid bind marker"));
+                    };
+                    SelExpr::Leaf(Box::new(Selector::Bind(i)), (**e).clone())
+                }
+                other => SelExpr::Const(
+                    (**e).clone(),
+                    const_term(e, &hex_as_tinyint(other), self.now)?,
+                ),
+            });
+        }
+        Ok(SelExpr::Call {
+            name: crate::functions::LIST_OF_ARGS.into(),
+            args,
+            ty,
+        })
     }
 
     /// `count(*)`, `count(x)`, `min`, `max`, `sum`, `avg` of a selection.
@@ -1218,21 +1261,7 @@ fn collection_literal_arg(
     term: &Term,
     now: crate::Now,
 ) -> Result<SelExpr, EngineError> {
-    let f = fname.to_ascii_lowercase();
-    let Some(ty) = crate::fcts::literal_arg_type(term) else {
-        return Err(EngineError::invalid(cannot_infer(&f, kind, term)));
-    };
-    if let Some(Err(m)) = crate::fcts::return_type(fname, &[(ty.clone(), term.to_string())]) {
-        let name = crate::types::cql_type_name(&ty);
-        let m = match ty {
-            ColumnType::List(_) | ColumnType::Set(_) => m.replace(
-                &format!(" of type {name}"),
-                &format!(" of type frozen<{name}>"),
-            ),
-            _ => m,
-        };
-        return Err(EngineError::invalid(m));
-    }
+    let ty = collection_literal_type(fname, kind, term)?;
     if let (ColumnType::List(e), Term::List(items)) = (&ty, term) {
         // A null element stays in the list (a literal list elsewhere refuses it): counted by
         // collection_count, skipped by the others.
@@ -1274,6 +1303,32 @@ fn hex_as_tinyint(term: &Term) -> Term {
         Term::Set(items) => Term::Set(items.iter().map(hex_as_tinyint).collect()),
         other => other.clone(),
     }
+}
+
+/// The type of a literal argument of a collection function, checked against the function
+/// (`fcts::literal_arg_type`); a literal collection is frozen in the messages that name its
+/// type.
+fn collection_literal_type(
+    fname: &str,
+    kind: &str,
+    term: &Term,
+) -> Result<ColumnType, EngineError> {
+    let f = fname.to_ascii_lowercase();
+    let Some(ty) = crate::fcts::literal_arg_type(term) else {
+        return Err(EngineError::invalid(cannot_infer(&f, kind, term)));
+    };
+    if let Some(Err(m)) = crate::fcts::return_type(fname, &[(ty.clone(), term.to_string())]) {
+        let name = crate::types::cql_type_name(&ty);
+        let m = match ty {
+            ColumnType::List(_) | ColumnType::Set(_) => m.replace(
+                &format!(" of type {name}"),
+                &format!(" of type frozen<{name}>"),
+            ),
+            _ => m,
+        };
+        return Err(EngineError::invalid(m));
+    }
+    Ok(ty)
 }
 
 /// Cassandra's refusal of an argument whose type it cannot infer.
