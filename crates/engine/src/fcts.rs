@@ -181,6 +181,71 @@ pub fn literal_arg_type(term: &cql::ast::Term) -> Option<T> {
     }
 }
 
+/// The type Cassandra 5.0 gives a term argument of a collection function in a WHERE clause
+/// or a VALUES/SET term: as [`literal_arg_type`], but a list literal has none there, a map
+/// literal has one (its keys' and its values' compatible types), and a cast to a
+/// collection type is that type.
+pub fn term_arg_type(term: &cql::ast::Term) -> Option<T> {
+    use cql::ast::Term;
+    match term {
+        Term::List(_) | Term::Tuple(_) => None,
+        Term::TypeHint { ty, .. } => cast_type(ty),
+        Term::Map(entries) => {
+            let keys: Vec<Term> = entries.iter().map(|(k, _)| k.clone()).collect();
+            let values: Vec<Term> = entries.iter().map(|(_, v)| v.clone()).collect();
+            Some(T::Map(
+                Box::new(compatible(&keys)?),
+                Box::new(compatible(&values)?),
+            ))
+        }
+        other => literal_arg_type(other),
+    }
+}
+
+/// The type of a cast to a native or (frozen) collection type.
+fn cast_type(ty: &cql::ast::CqlType) -> Option<T> {
+    use cql::ast::CqlType as C;
+    Some(match ty {
+        C::Native(t) => t.clone(),
+        C::Frozen(t) => cast_type(t)?,
+        C::List(e) => T::List(Box::new(cast_type(e)?)),
+        C::Set(e) => T::Set(Box::new(cast_type(e)?)),
+        C::Map(k, v) => T::Map(Box::new(cast_type(k)?), Box::new(cast_type(v)?)),
+        _ => return None,
+    })
+}
+
+/// The argument and return types of collection function `fname` called on literal `term`
+/// whose inferred type is `arg` (`None`: not inferable), with Cassandra's messages (a literal
+/// collection is frozen in them).
+pub fn literal_call_types(
+    fname: &str,
+    term: &cql::ast::Term,
+    arg: Option<T>,
+) -> Result<(T, T), String> {
+    let f = fname.to_ascii_lowercase();
+    let kind = collection_param(fname).unwrap_or("collection");
+    let Some(ty) = arg else {
+        return Err(format!(
+            "Cannot infer type of argument {term} in call to function system.{f}({kind}): use type casts to disambiguate"
+        ));
+    };
+    match return_type(fname, &[(ty.clone(), term.to_string())]) {
+        Some(Ok(ret)) => Ok((ty, ret)),
+        Some(Err(m)) => {
+            let name = cql_type_name(&ty);
+            Err(match ty {
+                T::List(_) | T::Set(_) | T::Map(..) => m.replace(
+                    &format!(" of type {name}"),
+                    &format!(" of type frozen<{name}>"),
+                ),
+                _ => m,
+            })
+        }
+        None => Err(format!("Unknown function {fname} called")),
+    }
+}
+
 /// A float literal's preferred type: double when its double is exactly its value.
 fn float_type(text: &str) -> Option<T> {
     let Ok(d) = text.parse::<f64>() else {

@@ -269,6 +269,21 @@ pub fn call_for(
             check_fits(ty, receiver, "tojson", &ret)?;
             Ok(value)
         }
+        None if crate::fcts::collection_param(name).is_some() => {
+            let f = name.to_ascii_lowercase();
+            let [arg] = args else {
+                let kind = crate::fcts::collection_param(name).unwrap_or("collection");
+                return Err(EngineError::invalid(format!(
+                    "Invalid number of arguments for function system.{f}({kind})"
+                )));
+            };
+            let (arg_ty, ret) =
+                crate::fcts::literal_call_types(name, arg, crate::fcts::term_arg_type(arg))
+                    .map_err(EngineError::invalid)?;
+            check_fits(ty, receiver, name, &ret)?;
+            let value = const_term(&arg_ty, arg, now)?;
+            crate::fcts::call(name, &[(arg_ty, value)]).map_err(EngineError::invalid)
+        }
         None => {
             let typed = scalar_args(name, args, now)?;
             let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
@@ -301,7 +316,12 @@ fn check_fits(
         Some(r) => format!(
             "Type error: cannot assign result of function system.{} (type {}) to {r} (type {})",
             name.to_ascii_lowercase(),
-            crate::types::cql_type_name(ret),
+            // A function's collection result is frozen (map_keys gives a frozen<set<K>>).
+            match ret {
+                ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..) =>
+                    format!("frozen<{}>", crate::types::cql_type_name(ret)),
+                _ => crate::types::cql_type_name(ret),
+            },
             crate::types::cql_type_name(ty)
         ),
         None => format!(

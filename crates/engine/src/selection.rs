@@ -1306,29 +1306,15 @@ fn hex_as_tinyint(term: &Term) -> Term {
 }
 
 /// The type of a literal argument of a collection function, checked against the function
-/// (`fcts::literal_arg_type`); a literal collection is frozen in the messages that name its
-/// type.
+/// (`fcts::literal_call_types`).
 fn collection_literal_type(
     fname: &str,
-    kind: &str,
+    _kind: &str,
     term: &Term,
 ) -> Result<ColumnType, EngineError> {
-    let f = fname.to_ascii_lowercase();
-    let Some(ty) = crate::fcts::literal_arg_type(term) else {
-        return Err(EngineError::invalid(cannot_infer(&f, kind, term)));
-    };
-    if let Some(Err(m)) = crate::fcts::return_type(fname, &[(ty.clone(), term.to_string())]) {
-        let name = crate::types::cql_type_name(&ty);
-        let m = match ty {
-            ColumnType::List(_) | ColumnType::Set(_) => m.replace(
-                &format!(" of type {name}"),
-                &format!(" of type frozen<{name}>"),
-            ),
-            _ => m,
-        };
-        return Err(EngineError::invalid(m));
-    }
-    Ok(ty)
+    crate::fcts::literal_call_types(fname, term, crate::fcts::literal_arg_type(term))
+        .map(|(ty, _)| ty)
+        .map_err(EngineError::invalid)
 }
 
 /// Cassandra's refusal of an argument whose type it cannot infer.
