@@ -407,7 +407,7 @@ impl fmt::Display for Term {
                 write_list(f, args)?;
                 f.write_str(")")
             }
-            Term::TypeHint { ty, term } => write!(f, "({ty}) {term}"),
+            Term::TypeHint { ty, term } => write!(f, "({ty}){term}"),
             Term::Operation { op, left, right } => {
                 write!(f, "{left} {} {right}", op.symbol())
             }

@@ -11,6 +11,10 @@ pub enum ParseErrorKind {
     /// `InvalidRequest` (0x2200) while preparing it, e.g. column and value counts differ in an
     /// INSERT, or a CREATE TABLE without a PRIMARY KEY.
     Invalid,
+    /// Cassandra's parser itself threw (not a recognition error): a `SyntaxError` (0x2000)
+    /// that reads `Failed parsing statement: [<the query>] reason: <exception> <message>`,
+    /// without a position.
+    Failed,
 }
 
 /// A statement that could not be parsed.
@@ -58,9 +62,21 @@ impl ParseError {
         }
     }
 
+    /// Cassandra's report of an exception thrown while parsing `src` (e.g. by `BigDecimal`
+    /// on a float literal): `exception` is the Java class's simple name.
+    pub(crate) fn failed(src: &str, exception: &str, message: &str) -> Self {
+        ParseError {
+            kind: ParseErrorKind::Failed,
+            line: 0,
+            column: 0,
+            at_end: false,
+            message: format!("Failed parsing statement: [{src}] reason: {exception} {message}"),
+        }
+    }
+
     /// True for errors that Cassandra reports as `SyntaxError`.
     pub fn is_syntax(&self) -> bool {
-        self.kind == ParseErrorKind::Syntax
+        matches!(self.kind, ParseErrorKind::Syntax | ParseErrorKind::Failed)
     }
 }
 
@@ -73,7 +89,7 @@ impl fmt::Display for Rendered<'_> {
         match e.kind {
             ParseErrorKind::Syntax if e.at_end => write!(f, "line 0:-1 {}", e.message),
             ParseErrorKind::Syntax => write!(f, "line {}:{} {}", e.line, e.column, e.message),
-            ParseErrorKind::Invalid => f.write_str(&e.message),
+            ParseErrorKind::Invalid | ParseErrorKind::Failed => f.write_str(&e.message),
         }
     }
 }

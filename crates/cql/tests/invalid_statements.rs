@@ -209,3 +209,47 @@ fn script_error_points_at_the_bad_statement() {
     let e = cql::parse_statements("SELECT * FROM t;\nSELECT * FROM u WHERE;").unwrap_err();
     assert_eq!(e.line, 2);
 }
+
+#[test]
+fn float_literals_bigdecimal_refuses_fail_the_parse() {
+    // Cassandra 5.0.9's answers (60_literal_collections.cql): typing a float constant reads it
+    // as a BigDecimal and compares it with its double.
+    let reason = |q: &str| {
+        let e = cql::parse(q).unwrap_err();
+        assert!(e.is_syntax(), "{q}");
+        let prefix = format!("Failed parsing statement: [{q}] reason: NumberFormatException ");
+        e.to_string()
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{e}"))
+            .to_string()
+    };
+    let infinite =
+        "Character I is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.";
+    assert_eq!(reason("SELECT (decimal)1E+10000 FROM t"), infinite);
+    assert_eq!(reason("SELECT (decimal)-1e309 FROM t"), infinite);
+    assert_eq!(
+        reason("SELECT (decimal)1.7976931348623159E308 FROM t"),
+        infinite
+    );
+    assert_eq!(reason("INSERT INTO t (k, v) VALUES (2, [1e400])"), infinite);
+    assert_eq!(
+        reason("SELECT (decimal)1E+12345678901 FROM t"),
+        "Too many nonzero exponent digits."
+    );
+    assert_eq!(
+        reason("SELECT (decimal)1E-2147483649 FROM t"),
+        "Exponent overflow."
+    );
+    assert_eq!(
+        reason("SELECT (decimal)1.5E-2147483647 FROM t"),
+        "Scale out of range."
+    );
+    for ok in [
+        "SELECT (decimal)1.7976931348623158E308 FROM t",
+        "SELECT (decimal)1E-10000 FROM t",
+        "SELECT (decimal)1E+00000000000000000001 FROM t",
+        "SELECT NaN, -Infinity FROM t",
+    ] {
+        assert!(cql::parse(ok).is_ok(), "{ok}");
+    }
+}

@@ -127,6 +127,175 @@ pub fn param_type(name: &str, pos: usize, prev: &[T]) -> Option<T> {
     }
 }
 
+/// How Cassandra 5.0 names the parameter of a collection function in "Cannot infer type of
+/// argument X in call to function system.f(kind)" (`collection_min`/`max` say
+/// `numeric_set_or_list` too); `None` for other functions.
+pub fn collection_param(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "map_keys" | "map_values" => "map",
+        "collection_count" => "collection",
+        "collection_min" | "collection_max" | "collection_sum" | "collection_avg" => {
+            "numeric_set_or_list"
+        }
+        _ => return None,
+    })
+}
+
+/// The type Cassandra 5.0 gives a literal argument of a collection function
+/// (`getCompatibleTypeIfKnown`), `None` when it cannot tell: a constant takes its preferred
+/// type (an integer the smallest of int, bigint, varint; a float double when the double holds
+/// it exactly, else decimal; a string ascii or text; a hex blob tinyint; a version-1 UUID
+/// timeuuid), a cast its type, a list or set literal the one element type that all its known
+/// element types are assignable to (`[1, 100000000000000000000]` is a `list<varint>`,
+/// `[1, 3000000000]` and `[1.5, 2]` have none), a tuple its elements' types. Nulls, bind
+/// markers, empty collections and map literals have none.
+pub fn literal_arg_type(term: &cql::ast::Term) -> Option<T> {
+    use cql::ast::{CqlType, Literal as L, Term};
+    match term {
+        Term::Literal(l) => match l {
+            L::Integer(_) | L::Boolean(_) | L::Duration(_) => crate::selection::literal_type(term),
+            L::Float(f) => float_type(f),
+            L::String(s) if s.is_ascii() => Some(T::Ascii),
+            L::String(_) => Some(T::Varchar),
+            L::Blob(_) => Some(T::Tinyint),
+            L::Uuid(u) => Some(if u.as_bytes().get(14) == Some(&b'1') {
+                T::Timeuuid
+            } else {
+                T::Uuid
+            }),
+            L::Null => None,
+        },
+        Term::TypeHint {
+            ty: CqlType::Native(t),
+            ..
+        } => Some(t.clone()),
+        Term::List(items) => Some(T::List(Box::new(compatible(items)?))),
+        Term::Set(items) => Some(T::Set(Box::new(compatible(items)?))),
+        Term::Tuple(items) if items.len() == 1 => literal_arg_type(&items[0]),
+        Term::Tuple(items) => items
+            .iter()
+            .map(literal_arg_type)
+            .collect::<Option<Vec<T>>>()
+            .map(T::Tuple),
+        _ => None,
+    }
+}
+
+/// The type Cassandra 5.0 gives a term argument of a collection function in a WHERE clause
+/// or a VALUES/SET term: as [`literal_arg_type`], but a list literal has none there, a map
+/// literal has one (its keys' and its values' compatible types), and a cast to a
+/// collection type is that type.
+pub fn term_arg_type(term: &cql::ast::Term) -> Option<T> {
+    use cql::ast::Term;
+    match term {
+        Term::List(_) | Term::Tuple(_) => None,
+        Term::TypeHint { ty, .. } => cast_type(ty),
+        Term::Map(entries) => {
+            let keys: Vec<Term> = entries.iter().map(|(k, _)| k.clone()).collect();
+            let values: Vec<Term> = entries.iter().map(|(_, v)| v.clone()).collect();
+            Some(T::Map(
+                Box::new(compatible(&keys)?),
+                Box::new(compatible(&values)?),
+            ))
+        }
+        other => literal_arg_type(other),
+    }
+}
+
+/// The type of a cast to a native or (frozen) collection type.
+fn cast_type(ty: &cql::ast::CqlType) -> Option<T> {
+    use cql::ast::CqlType as C;
+    Some(match ty {
+        C::Native(t) => t.clone(),
+        C::Frozen(t) => cast_type(t)?,
+        C::List(e) => T::List(Box::new(cast_type(e)?)),
+        C::Set(e) => T::Set(Box::new(cast_type(e)?)),
+        C::Map(k, v) => T::Map(Box::new(cast_type(k)?), Box::new(cast_type(v)?)),
+        _ => return None,
+    })
+}
+
+/// The argument and return types of collection function `fname` called on literal `term`
+/// whose inferred type is `arg` (`None`: not inferable), with Cassandra's messages (a literal
+/// collection is frozen in them).
+pub fn literal_call_types(
+    fname: &str,
+    term: &cql::ast::Term,
+    arg: Option<T>,
+) -> Result<(T, T), String> {
+    let f = fname.to_ascii_lowercase();
+    let kind = collection_param(fname).unwrap_or("collection");
+    let Some(ty) = arg else {
+        return Err(format!(
+            "Cannot infer type of argument {term} in call to function system.{f}({kind}): use type casts to disambiguate"
+        ));
+    };
+    match return_type(fname, &[(ty.clone(), term.to_string())]) {
+        Some(Ok(ret)) => Ok((ty, ret)),
+        Some(Err(m)) => {
+            let name = cql_type_name(&ty);
+            Err(match ty {
+                T::List(_) | T::Set(_) | T::Map(..) => m.replace(
+                    &format!(" of type {name}"),
+                    &format!(" of type frozen<{name}>"),
+                ),
+                _ => m,
+            })
+        }
+        None => Err(format!("Unknown function {fname} called")),
+    }
+}
+
+/// A float literal's preferred type: double when its double is exactly its value.
+fn float_type(text: &str) -> Option<T> {
+    let Ok(d) = text.parse::<f64>() else {
+        return Some(T::Double);
+    };
+    if !d.is_finite() {
+        return Some(T::Double);
+    }
+    let exact = crate::literal::decimal_from_text(text)
+        .and_then(|(scale, unscaled)| {
+            let mut b = scale.to_be_bytes().to_vec();
+            b.extend(unscaled);
+            crate::bigdec::Dec::decode(&b)
+        })
+        .zip(crate::bigdec::Dec::of_f64(d).ok())
+        .is_some_and(|(v, of_double)| v.cmp_value(&of_double).is_eq());
+    Some(if exact { T::Double } else { T::Decimal })
+}
+
+/// The first of `items`' known types that all of them are assignable to (Cassandra's
+/// `AssignmentTestable.getCompatibleTypeIfKnown`).
+fn compatible(items: &[cql::ast::Term]) -> Option<T> {
+    let mut types: Vec<T> = Vec::new();
+    for t in items.iter().filter_map(literal_arg_type) {
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    types
+        .iter()
+        .find(|to| types.iter().all(|from| assignable(from, to)))
+        .cloned()
+}
+
+/// Whether a value of type `from` is assignable to `to` (`AbstractType.testAssignment`: the
+/// same type, or `to` reads `from`'s bytes: a varint any int or bigint, text ascii, a uuid a
+/// timeuuid, bigint and timestamp each other, a blob anything).
+fn assignable(from: &T, to: &T) -> bool {
+    from == to
+        || matches!(
+            (from, to),
+            (T::Int | T::Bigint | T::Timestamp, T::Varint)
+                | (T::Ascii, T::Varchar)
+                | (T::Timeuuid, T::Uuid)
+                | (T::Timestamp, T::Bigint)
+                | (T::Bigint, T::Timestamp)
+                | (_, T::Blob)
+        )
+}
+
 /// Whether `name` is one of these functions.
 pub fn is_known(name: &str) -> bool {
     return_type(name, &[(T::Blob, String::new())]).is_some()
@@ -446,5 +615,51 @@ mod tests {
             Some(Err("Function system.collection_count requires a collection argument, but found argument t of type text".into()))
         );
         assert_eq!(return_type("abs", &[(T::Int, "i".into())]), None);
+    }
+
+    #[test]
+    fn literal_collections_take_cassandras_compatible_type() {
+        // Cassandra 5.0.9's result types (60_literal_collections.cql).
+        let ty = |q: &str| -> Option<T> {
+            let cql::Statement::Select(s) = cql::parse(&format!("SELECT f({q}) FROM t"))
+                .unwrap()
+                .statement
+            else {
+                panic!("{q}")
+            };
+            let cql::ast::Selection::Selectors(sel) = &s.selection else {
+                panic!("{q}")
+            };
+            let cql::ast::SelectorExpr::Function { args, .. } = &sel[0].expr else {
+                panic!("{q}")
+            };
+            let cql::ast::SelectorExpr::Term(t) = &args[0] else {
+                panic!("{q}")
+            };
+            literal_arg_type(t)
+        };
+        let list = |t: T| Some(T::List(Box::new(t)));
+        assert_eq!(ty("[1, 2]"), list(T::Int));
+        assert_eq!(ty("{1, 2}"), Some(T::Set(Box::new(T::Int))));
+        assert_eq!(
+            ty("[100000000000000000000, 1, 3000000000]"),
+            list(T::Varint)
+        );
+        assert_eq!(ty("[1, 3000000000]"), None);
+        assert_eq!(ty("[1.5, 2.5]"), list(T::Double));
+        assert_eq!(ty("[0.1234567890123456789]"), list(T::Decimal));
+        assert_eq!(ty("[1.5, 2]"), None);
+        assert_eq!(ty("['a', 'é']"), list(T::Varchar));
+        assert_eq!(ty("['a']"), list(T::Ascii));
+        assert_eq!(ty("[0x01]"), list(T::Tinyint));
+        assert_eq!(
+            ty("[c0a8d6e4-0000-4000-8000-000000000000, c0a8d6e4-0000-1000-8000-000000000001]"),
+            list(T::Uuid)
+        );
+        assert_eq!(ty("[[1], [2]]"), list(T::List(Box::new(T::Int))));
+        assert_eq!(ty("[1, null]"), list(T::Int));
+        for none in ["[]", "{}", "{1: 2}", "[null]", "null", "?", "[?]"] {
+            assert_eq!(ty(none), None, "{none}");
+        }
     }
 }

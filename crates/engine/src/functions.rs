@@ -119,6 +119,10 @@ pub(crate) fn from_json_not_text(arg: &Term, ty: &ColumnType) -> EngineError {
 /// `null`), `token` of values standing for a partition key, a collection or masking function, or a scalar function. A scalar function failing
 /// on bad stored data yields null (type checking at prepare time ruled out the rest), except
 /// `blobAs<type>` of bytes that are not such a value, which fails the query as in Cassandra.
+/// The internal call that builds a list of its arguments (a literal list holding bind
+/// markers, `collection_sum([1, ?])`); nulls stay in it. Not a CQL identifier.
+pub(crate) const LIST_OF_ARGS: &str = "_list";
+
 pub(crate) fn eval(
     name: &str,
     args: &[TypedValue],
@@ -135,6 +139,19 @@ pub(crate) fn eval(
             let key = crate::token::compose_partition_key(&p);
             crate::token::token(&key).to_be_bytes().to_vec()
         }));
+    }
+    if name == LIST_OF_ARGS {
+        let mut out = (args.len() as i32).to_be_bytes().to_vec();
+        for (_, v) in args {
+            match v {
+                Some(b) => {
+                    out.extend((b.len() as i32).to_be_bytes());
+                    out.extend(b);
+                }
+                None => out.extend((-1i32).to_be_bytes()),
+            }
+        }
+        return Ok(Some(out));
     }
     if crate::fcts::is_known(name) {
         return crate::fcts::call(name, args).map_err(EngineError::invalid);
@@ -252,6 +269,21 @@ pub fn call_for(
             check_fits(ty, receiver, "tojson", &ret)?;
             Ok(value)
         }
+        None if crate::fcts::collection_param(name).is_some() => {
+            let f = name.to_ascii_lowercase();
+            let [arg] = args else {
+                let kind = crate::fcts::collection_param(name).unwrap_or("collection");
+                return Err(EngineError::invalid(format!(
+                    "Invalid number of arguments for function system.{f}({kind})"
+                )));
+            };
+            let (arg_ty, ret) =
+                crate::fcts::literal_call_types(name, arg, crate::fcts::term_arg_type(arg))
+                    .map_err(EngineError::invalid)?;
+            check_fits(ty, receiver, name, &ret)?;
+            let value = const_term(&arg_ty, arg, now)?;
+            crate::fcts::call(name, &[(arg_ty, value)]).map_err(EngineError::invalid)
+        }
         None => {
             let typed = scalar_args(name, args, now)?;
             let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
@@ -284,7 +316,12 @@ fn check_fits(
         Some(r) => format!(
             "Type error: cannot assign result of function system.{} (type {}) to {r} (type {})",
             name.to_ascii_lowercase(),
-            crate::types::cql_type_name(ret),
+            // A function's collection result is frozen (map_keys gives a frozen<set<K>>).
+            match ret {
+                ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..) =>
+                    format!("frozen<{}>", crate::types::cql_type_name(ret)),
+                _ => crate::types::cql_type_name(ret),
+            },
             crate::types::cql_type_name(ty)
         ),
         None => format!(

@@ -1410,7 +1410,7 @@ pub use proto::request::BatchKind;
 
 fn parse_error(e: cql::ParseError) -> DbError {
     match e.kind {
-        cql::ParseErrorKind::Syntax => DbError::syntax(e.to_string()),
+        cql::ParseErrorKind::Syntax | cql::ParseErrorKind::Failed => DbError::syntax(e.to_string()),
         cql::ParseErrorKind::Invalid => DbError::invalid(e.to_string()),
     }
 }

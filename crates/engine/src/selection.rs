@@ -638,6 +638,12 @@ impl Builder<'_> {
                                 Term::Bind(m) => {
                                     self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
                                 }
+                                Term::List(items)
+                                    if crate::fcts::collection_param(&name.name).is_some()
+                                        && items.iter().any(|i| matches!(i, Term::Bind(_))) =>
+                                {
+                                    self.list_with_binds(t, &name.name, term, items)?
+                                }
                                 _ => literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?,
                             };
                             exprs.push(e);
@@ -904,6 +910,10 @@ impl Builder<'_> {
         pos: usize,
         prev: &[ColumnType],
     ) -> Result<SelExpr, EngineError> {
+        if let Some(kind) = crate::fcts::collection_param(fname) {
+            let f = fname.to_ascii_lowercase();
+            return Err(EngineError::invalid(cannot_infer(&f, kind, "?")));
+        }
         let candidates = match crate::similarity::bind_type(fname, pos, prev) {
             Some(ty) => vec![ty.map_err(EngineError::invalid)?],
             None => match crate::fcts::param_type(fname, pos, prev) {
@@ -920,6 +930,43 @@ impl Builder<'_> {
             return Err(EngineError::invalid("Invalid bind marker"));
         };
         Ok(SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone()))
+    }
+
+    /// A literal list holding bind markers as a collection function's argument
+    /// (`collection_sum([1, ?])`): typed by its other elements as Cassandra 5.0.9 types it,
+    /// each marker an element of that type, built when the row is read.
+    fn list_with_binds(
+        &mut self,
+        t: &TableDef,
+        fname: &str,
+        term: &Term,
+        items: &[Term],
+    ) -> Result<SelExpr, EngineError> {
+        let kind = crate::fcts::collection_param(fname).unwrap_or("collection");
+        let ty = collection_literal_type(fname, kind, term)?;
+        let ColumnType::List(e) = &ty else {
+            return Err(EngineError::invalid("Invalid bind marker"));
+        };
+        let mut args = Vec::with_capacity(items.len());
+        for item in items {
+            args.push(match item {
+                Term::Bind(m) => {
+                    let Src::Bind(i) = self.bind(t, m, "[selection]", e) else {
+                        return Err(EngineError::invalid("Invalid bind marker"));
+                    };
+                    SelExpr::Leaf(Box::new(Selector::Bind(i)), (**e).clone())
+                }
+                other => SelExpr::Const(
+                    (**e).clone(),
+                    const_term(e, &hex_as_tinyint(other), self.now)?,
+                ),
+            });
+        }
+        Ok(SelExpr::Call {
+            name: crate::functions::LIST_OF_ARGS.into(),
+            args,
+            ty,
+        })
     }
 
     /// `count(*)`, `count(x)`, `min`, `max`, `sum`, `avg` of a selection.
@@ -1197,6 +1244,9 @@ fn literal_arg(
             ))),
         };
     }
+    if let Some(kind) = crate::fcts::collection_param(fname) {
+        return collection_literal_arg(fname, kind, term, now);
+    }
     let mut candidates = crate::scalar::param_types(fname, arity, pos);
     if let Some(own) = literal_type(term) {
         if let Some(i) = candidates.iter().position(|c| *c == own) {
@@ -1211,6 +1261,78 @@ fn literal_arg(
     Err(EngineError::invalid(format!(
         "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
     )))
+}
+
+/// A literal argument of a collection function (`collection_sum([1, 2])`), typed as
+/// Cassandra 5.0 types it (`fcts::literal_arg_type`); a literal collection is frozen in the
+/// messages that name its type.
+fn collection_literal_arg(
+    fname: &str,
+    kind: &str,
+    term: &Term,
+    now: crate::Now,
+) -> Result<SelExpr, EngineError> {
+    let ty = collection_literal_type(fname, kind, term)?;
+    if let (ColumnType::List(e), Term::List(items)) = (&ty, term) {
+        // A null element stays in the list (a literal list elsewhere refuses it): counted by
+        // collection_count, skipped by the others.
+        if items
+            .iter()
+            .any(|i| matches!(i, Term::Literal(Literal::Null)))
+        {
+            let mut out = (items.len() as i32).to_be_bytes().to_vec();
+            for item in items {
+                match const_term(e, &hex_as_tinyint(item), now)? {
+                    Some(b) => {
+                        out.extend((b.len() as i32).to_be_bytes());
+                        out.extend(b);
+                    }
+                    None => out.extend((-1i32).to_be_bytes()),
+                }
+            }
+            return Ok(SelExpr::Const(ty.clone(), Some(out)));
+        }
+    }
+    Ok(SelExpr::Const(
+        ty.clone(),
+        const_term(&ty, &hex_as_tinyint(term), now)?,
+    ))
+}
+
+/// A one-byte hex literal in a collection typed tinyint (Cassandra's preferred type for
+/// hex) as the integer its byte is: `[0x01, 0xff]` holds 1 and -1.
+fn hex_as_tinyint(term: &Term) -> Term {
+    match term {
+        Term::Literal(Literal::Blob(h)) => match i8::from_str_radix(h, 16)
+            .ok()
+            .or_else(|| u8::from_str_radix(h, 16).ok().map(|b| b as i8))
+        {
+            Some(b) if h.len() == 2 => Term::Literal(Literal::Integer(b.to_string())),
+            _ => term.clone(),
+        },
+        Term::List(items) => Term::List(items.iter().map(hex_as_tinyint).collect()),
+        Term::Set(items) => Term::Set(items.iter().map(hex_as_tinyint).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The type of a literal argument of a collection function, checked against the function
+/// (`fcts::literal_call_types`).
+fn collection_literal_type(
+    fname: &str,
+    _kind: &str,
+    term: &Term,
+) -> Result<ColumnType, EngineError> {
+    crate::fcts::literal_call_types(fname, term, crate::fcts::literal_arg_type(term))
+        .map(|(ty, _)| ty)
+        .map_err(EngineError::invalid)
+}
+
+/// Cassandra's refusal of an argument whose type it cannot infer.
+fn cannot_infer(f: &str, kind: &str, arg: impl std::fmt::Display) -> String {
+    format!(
+        "Cannot infer type of argument {arg} in call to function system.{f}({kind}): use type casts to disambiguate"
+    )
 }
 
 /// Cassandra names the offending argument by its text in a signature mismatch: "Type error:

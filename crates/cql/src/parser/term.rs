@@ -133,7 +133,7 @@ impl Parser<'_> {
             }
             Tok::Float => {
                 self.bump();
-                Ok(Term::Literal(Literal::Float(neg(self.text(t)))))
+                Ok(Term::Literal(self.float_literal(neg(self.text(t)))?))
             }
             Tok::Duration => {
                 self.bump();
@@ -156,6 +156,17 @@ impl Parser<'_> {
         }
     }
 
+    /// A float literal, refused as Cassandra 5.0's parser refuses it: typing the constant
+    /// reads it as a `BigDecimal` and compares it with its double, so a literal `BigDecimal`
+    /// cannot read, or whose double is infinite (`1e400`: `BigDecimal` cannot read the double's
+    /// text `Infinity`), fails the whole statement.
+    fn float_literal(&self, text: String) -> PResult<Literal> {
+        match float_refusal(&text) {
+            Some(m) => Err(ParseError::failed(self.src, "NumberFormatException", m)),
+            None => Ok(Literal::Float(text)),
+        }
+    }
+
     pub(super) fn simple_term(&mut self) -> PResult<Term> {
         let t = self.peek();
         let lit = |l: Literal| Ok(Term::Literal(l));
@@ -170,7 +181,7 @@ impl Parser<'_> {
             }
             Tok::Float => {
                 self.bump();
-                lit(Literal::Float(self.text(t).to_string()))
+                Ok(Term::Literal(self.float_literal(self.text(t).to_string())?))
             }
             Tok::Uuid => {
                 self.bump();
@@ -378,5 +389,42 @@ impl Parser<'_> {
             Tok::QuotedIdent => Ok(CqlType::UserDefined(self.qualified_name()?)),
             _ => Err(self.no_viable()),
         }
+    }
+}
+
+/// Why Java's `new BigDecimal(text)` or `BigDecimal.valueOf(its double)` throws for a float
+/// literal (`NaN` and infinities are never read so).
+fn float_refusal(text: &str) -> Option<&'static str> {
+    let (mant, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (text, ""),
+    };
+    let frac_digits = mant.split_once('.').map_or(0, |(_, f)| f.len() as i64);
+    let (negative, digits) = match exp.as_bytes().first() {
+        Some(b'-') => (true, &exp[1..]),
+        Some(b'+') => (false, &exp[1..]),
+        _ => (false, exp),
+    };
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 10 {
+        return Some("Too many nonzero exponent digits.");
+    }
+    let magnitude: i64 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
+    let exp = if negative { -magnitude } else { magnitude };
+    if i32::try_from(exp).is_err() {
+        return Some("Exponent overflow.");
+    }
+    if i32::try_from(frac_digits - exp).is_err() {
+        return Some("Scale out of range.");
+    }
+    match text.parse::<f64>() {
+        Ok(d) if d.is_infinite() => {
+            Some("Character I is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.")
+        }
+        _ => None,
     }
 }
