@@ -679,6 +679,7 @@ impl<'a> Builder<'a> {
             let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
             return Ok(WritePlan {
                 partition: pk.into_iter().flatten().collect(),
+                token: [None, None],
                 clustering: ClusteringSel::default(),
                 kind: WriteKind::Upsert {
                     marker: false,
@@ -708,6 +709,7 @@ impl<'a> Builder<'a> {
         let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
+            token: [None, None],
             clustering: ClusteringSel {
                 eq: cl.into_iter().flatten().collect(),
                 ..ClusteringSel::default()
@@ -807,12 +809,13 @@ impl<'a> Builder<'a> {
         }
         let targets = assignments.iter().map(|a| a.0);
         let statics_only = writes_only_statics(&t, targets, condition.as_ref());
-        let (partition, clustering) =
+        let (partition, token, clustering) =
             self.write_where_clause(&t, &s.where_clause, Clause::Update, statics_only)?;
         crate::view::ddl::check_write(&t)?;
         let plan = WritePlan {
             table: t,
             partition,
+            token,
             clustering,
             kind: WriteKind::Upsert {
                 marker: false,
@@ -897,7 +900,7 @@ impl<'a> Builder<'a> {
         }
         let targets = columns.iter().copied().chain(elements.iter().map(|e| e.0));
         let statics_only = writes_only_statics(&t, targets, condition.as_ref());
-        let (partition, clustering) =
+        let (partition, token, clustering) =
             self.write_where_clause(&t, &s.where_clause, Clause::Delete, statics_only)?;
         crate::view::ddl::check_write(&t)?;
         if let Some(cond) = &condition {
@@ -944,6 +947,7 @@ impl<'a> Builder<'a> {
         Ok(WritePlan {
             table: t,
             partition,
+            token,
             clustering,
             kind: WriteKind::Delete { columns, elements },
             ttl: None,

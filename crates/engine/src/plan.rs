@@ -477,6 +477,10 @@ pub enum CondOp {
 pub struct WritePlan {
     pub table: Arc<TableDef>,
     pub partition: Vec<KeyValues>,
+    /// An UPDATE's or DELETE's `token(..)` bounds given with the whole partition key: the
+    /// write touches only the named partitions whose token lies within them (Cassandra
+    /// 5.0.9 accepts both and writes nothing for a partition outside).
+    pub token: [Option<TokenBound>; 2],
     pub clustering: ClusteringSel,
     pub kind: WriteKind,
     pub ttl: Option<Src>,

@@ -77,6 +77,7 @@ pub(crate) fn cartesian(sets: Vec<Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
 }
 
 /// A partition to read or write: its serialized key, token and storage prefix.
+#[derive(Clone)]
 pub(crate) struct PartitionRef {
     pub pk: Vec<u8>,
     pub token: i64,
