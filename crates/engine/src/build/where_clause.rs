@@ -640,7 +640,13 @@ impl Builder<'_> {
             }
             out.push(srcs);
         }
-        r.multi_in = Some((first, TupleValues::List(out)));
+        r.multi_in = Some((
+            first,
+            TupleValues::List {
+                tuples: out,
+                arity: cols.len(),
+            },
+        ));
         Ok(())
     }
 

@@ -282,7 +282,7 @@ fn bound_pieces(
 /// The tuples of a multi-column IN: its literal tuples, or those of the bound list.
 pub(crate) fn tuples_of(tv: &TupleValues, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
     match tv {
-        TupleValues::List(l) => Ok(l.clone()),
+        TupleValues::List { tuples, .. } => Ok(tuples.clone()),
         TupleValues::Bind { index, arity } => bound_tuples(*index, *arity, vals),
     }
 }
