@@ -904,27 +904,16 @@ impl<'a> Builder<'a> {
             self.write_where_clause(&t, &s.where_clause, Clause::Delete, statics_only)?;
         crate::view::ddl::check_write(&t)?;
         if let Some(cond) = &condition {
-            // A conditional DELETE names one row, unless it only touches static columns.
+            // A conditional DELETE names one row, unless it only touches static columns. With
+            // every clustering column restricted (EQ, IN, a multi-column IN), Cassandra 5.0.9
+            // takes it and refuses an IN of other than one value when it runs (`lwt`).
             let eq = |k: &KeyValues| matches!(k, KeyValues::Eq(_));
-            let exact = partition.iter().all(eq)
-                && clustering.eq.len() == t.clustering().count()
-                && clustering.eq.iter().all(eq)
-                && clustering.tuples.is_none()
+            let arity = clustering.tuples.as_ref().map_or(0, TupleValues::arity);
+            let complete = clustering.eq.len() + arity == t.clustering().count()
                 && clustering.start.is_none()
                 && clustering.end.is_none();
             let regular = |i: &usize| t.columns[*i].kind != ColumnKind::Static;
-            if !exact {
-                // Cassandra names an IN before the other restriction errors.
-                if !partition.iter().all(eq) {
-                    return Err(EngineError::invalid(
-                        "IN on the partition key is not supported with conditional deletions",
-                    ));
-                }
-                if !clustering.eq.iter().all(eq) {
-                    return Err(EngineError::invalid(
-                        "IN on the clustering key columns is not supported with conditional deletions",
-                    ));
-                }
+            if !complete {
                 let targets: Vec<usize> = columns
                     .iter()
                     .copied()
@@ -941,6 +930,16 @@ impl<'a> Builder<'a> {
                             "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
                         ));
                     }
+                }
+                if !partition.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the partition key is not supported with conditional deletions",
+                    ));
+                }
+                if !clustering.eq.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the clustering key columns is not supported with conditional deletions",
+                    ));
                 }
             }
         }
