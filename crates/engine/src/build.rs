@@ -679,6 +679,7 @@ impl<'a> Builder<'a> {
             let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
             return Ok(WritePlan {
                 partition: pk.into_iter().flatten().collect(),
+                token: [None, None],
                 clustering: ClusteringSel::default(),
                 kind: WriteKind::Upsert {
                     marker: false,
@@ -708,6 +709,7 @@ impl<'a> Builder<'a> {
         let visibility = self.visibility(&t, s.using.visibility.as_ref())?;
         Ok(WritePlan {
             partition: pk.into_iter().flatten().collect(),
+            token: [None, None],
             clustering: ClusteringSel {
                 eq: cl.into_iter().flatten().collect(),
                 ..ClusteringSel::default()
@@ -807,12 +809,13 @@ impl<'a> Builder<'a> {
         }
         let targets = assignments.iter().map(|a| a.0);
         let statics_only = writes_only_statics(&t, targets, condition.as_ref());
-        let (partition, clustering) =
+        let (partition, token, clustering) =
             self.write_where_clause(&t, &s.where_clause, Clause::Update, statics_only)?;
         crate::view::ddl::check_write(&t)?;
         let plan = WritePlan {
             table: t,
             partition,
+            token,
             clustering,
             kind: WriteKind::Upsert {
                 marker: false,
@@ -897,31 +900,20 @@ impl<'a> Builder<'a> {
         }
         let targets = columns.iter().copied().chain(elements.iter().map(|e| e.0));
         let statics_only = writes_only_statics(&t, targets, condition.as_ref());
-        let (partition, clustering) =
+        let (partition, token, clustering) =
             self.write_where_clause(&t, &s.where_clause, Clause::Delete, statics_only)?;
         crate::view::ddl::check_write(&t)?;
         if let Some(cond) = &condition {
-            // A conditional DELETE names one row, unless it only touches static columns.
+            // A conditional DELETE names one row, unless it only touches static columns. With
+            // every clustering column restricted (EQ, IN, a multi-column IN), Cassandra 5.0.9
+            // takes it and refuses an IN of other than one value when it runs (`lwt`).
             let eq = |k: &KeyValues| matches!(k, KeyValues::Eq(_));
-            let exact = partition.iter().all(eq)
-                && clustering.eq.len() == t.clustering().count()
-                && clustering.eq.iter().all(eq)
-                && clustering.tuples.is_none()
+            let arity = clustering.tuples.as_ref().map_or(0, TupleValues::arity);
+            let complete = clustering.eq.len() + arity == t.clustering().count()
                 && clustering.start.is_none()
                 && clustering.end.is_none();
             let regular = |i: &usize| t.columns[*i].kind != ColumnKind::Static;
-            if !exact {
-                // Cassandra names an IN before the other restriction errors.
-                if !partition.iter().all(eq) {
-                    return Err(EngineError::invalid(
-                        "IN on the partition key is not supported with conditional deletions",
-                    ));
-                }
-                if !clustering.eq.iter().all(eq) {
-                    return Err(EngineError::invalid(
-                        "IN on the clustering key columns is not supported with conditional deletions",
-                    ));
-                }
+            if !complete {
                 let targets: Vec<usize> = columns
                     .iter()
                     .copied()
@@ -939,11 +931,22 @@ impl<'a> Builder<'a> {
                         ));
                     }
                 }
+                if !partition.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the partition key is not supported with conditional deletions",
+                    ));
+                }
+                if !clustering.eq.iter().all(eq) {
+                    return Err(EngineError::invalid(
+                        "IN on the clustering key columns is not supported with conditional deletions",
+                    ));
+                }
             }
         }
         Ok(WritePlan {
             table: t,
             partition,
+            token,
             clustering,
             kind: WriteKind::Delete { columns, elements },
             ttl: None,

@@ -216,6 +216,30 @@ impl Engine {
         }
     }
 
+    /// The partitions of `parts` whose token lies within `bounds` (start, end).
+    fn within_token_bounds(
+        &self,
+        t: &TableDef,
+        bounds: &[Option<TokenBound>; 2],
+        parts: &[PartitionRef],
+        vals: &Bindings,
+    ) -> Result<Vec<PartitionRef>, EngineError> {
+        let mut start = None;
+        let mut end = None;
+        for (bound, slot) in bounds.iter().zip([&mut start, &mut end]) {
+            if let Some(b) = bound {
+                *slot = Some((self.token_bound(t, &b.src, vals)?, b.inclusive));
+            }
+        }
+        let after_start = |tk: i64| start.is_none_or(|(s, incl)| tk > s || (incl && tk == s));
+        let before_end = |tk: i64| end.is_none_or(|(e, incl)| tk < e || (incl && tk == e));
+        Ok(parts
+            .iter()
+            .filter(|p| after_start(p.token) && before_end(p.token))
+            .cloned()
+            .collect())
+    }
+
     /// The partition's first live clustering row; with `by_marker`, the first whose marker
     /// is live (a read that fetches no regular column sees no other row). `auths`: the
     /// reader's visibility authorizations in a labelled table (rows cut to what they see).
@@ -309,13 +333,18 @@ impl Engine {
         let label = crate::labels::resolve_label(plan, vals)?;
         let sees = out.sees(t);
         let computed;
-        let parts = match known {
+        let mut parts = match known {
             Some(p) => p,
             None => {
                 computed = partitions(t, &plan.partition, vals)?;
                 &computed
             }
         };
+        let in_range;
+        if plan.token.iter().any(Option::is_some) {
+            in_range = self.within_token_bounds(t, &plan.token, parts, vals)?;
+            parts = &in_range;
+        }
         let full_row = writes_full_row(plan);
         let clust_cols: Vec<_> = t.clustering().collect();
         let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();

@@ -90,9 +90,9 @@ impl Engine {
             )));
         }
         let p = parts.first().ok_or_else(|| {
-            EngineError::invalid(
-                "IN on the partition key is not supported with conditional updates",
-            )
+            EngineError::invalid(format!(
+                "IN on the partition key is not supported with conditional {what}"
+            ))
         })?;
         let mut stored = Vec::with_capacity(2);
         // A table that never had a header has none here either: a header write sets the
@@ -118,7 +118,8 @@ impl Engine {
         };
         for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
             let v = exec::expand(kv, vals, &col.name)?;
-            if v.len() > 1 {
+            // An empty IN names no row: refused as an IN of several values.
+            if v.len() != 1 {
                 return Err(several());
             }
             clustering.push(v.into_iter().next().unwrap_or_default());

@@ -104,8 +104,8 @@ pub struct ClusteringSel {
 /// The tuples of a multi-column IN.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TupleValues {
-    /// `IN ((1, 'a'), (?, ?))`.
-    List(Vec<Vec<Src>>),
+    /// `IN ((1, 'a'), (?, ?))` on `arity` columns (also when the list is empty).
+    List { tuples: Vec<Vec<Src>>, arity: usize },
     /// `IN ?`: one bound list of tuples of `arity` fields.
     Bind { index: usize, arity: usize },
 }
@@ -114,7 +114,7 @@ impl TupleValues {
     /// How many clustering columns each tuple sets.
     pub fn arity(&self) -> usize {
         match self {
-            TupleValues::List(l) => l.first().map_or(0, Vec::len),
+            TupleValues::List { arity, .. } => *arity,
             TupleValues::Bind { arity, .. } => *arity,
         }
     }
@@ -477,6 +477,10 @@ pub enum CondOp {
 pub struct WritePlan {
     pub table: Arc<TableDef>,
     pub partition: Vec<KeyValues>,
+    /// An UPDATE's or DELETE's `token(..)` bounds given with the whole partition key: the
+    /// write touches only the named partitions whose token lies within them (Cassandra
+    /// 5.0.9 accepts both and writes nothing for a partition outside).
+    pub token: [Option<TokenBound>; 2],
     pub clustering: ClusteringSel,
     pub kind: WriteKind,
     pub ttl: Option<Src>,

@@ -322,7 +322,7 @@ fn slices(
     }
     if let Some(tv) = &sel.tuples {
         let tuples: Vec<Vec<Vec<u8>>> = match tv {
-            TupleValues::List(l) => l
+            TupleValues::List { tuples: l, .. } => l
                 .iter()
                 .map(|t| {
                     t.iter()

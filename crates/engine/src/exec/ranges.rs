@@ -77,6 +77,7 @@ pub(crate) fn cartesian(sets: Vec<Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
 }
 
 /// A partition to read or write: its serialized key, token and storage prefix.
+#[derive(Clone)]
 pub(crate) struct PartitionRef {
     pub pk: Vec<u8>,
     pub token: i64,
@@ -281,7 +282,7 @@ fn bound_pieces(
 /// The tuples of a multi-column IN: its literal tuples, or those of the bound list.
 pub(crate) fn tuples_of(tv: &TupleValues, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
     match tv {
-        TupleValues::List(l) => Ok(l.clone()),
+        TupleValues::List { tuples, .. } => Ok(tuples.clone()),
         TupleValues::Bind { index, arity } => bound_tuples(*index, *arity, vals),
     }
 }
