@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 mod operation;
 mod where_clause;
-pub(crate) use operation::{apply as operation_apply, function_name as operation_function_name};
+pub(crate) use operation::{
+    apply as operation_apply, cassandra_text, function_name as operation_function_name,
+};
 pub(crate) use where_clause::Clause;
 
 /// The plan of one statement plus what PREPARE reports about it.
@@ -135,7 +137,10 @@ impl<'a> Builder<'a> {
     ) -> Result<Src, EngineError> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
-            Term::TypeHint { term, .. } => self.term(t, term, name, ty),
+            Term::TypeHint { ty: hint, term } => {
+                crate::literal::check_cast(name, ty, hint, term)?;
+                self.term(t, term, name, ty)
+            }
             Term::FunctionCall { name: f, args }
                 if crate::functions::json_fn(&f.name) == Some(crate::functions::JsonFn::From)
                     && args.iter().any(contains_bind) =>

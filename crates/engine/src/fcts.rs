@@ -203,7 +203,7 @@ pub fn term_arg_type(term: &cql::ast::Term) -> Option<T> {
 }
 
 /// The type of a cast to a native or (frozen) collection type.
-fn cast_type(ty: &cql::ast::CqlType) -> Option<T> {
+pub(crate) fn cast_type(ty: &cql::ast::CqlType) -> Option<T> {
     use cql::ast::CqlType as C;
     Some(match ty {
         C::Native(t) => t.clone(),

@@ -276,8 +276,78 @@ fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
         Term::Literal(l) if !literal_fits(ty, l) => {
             Some(format!("{element} is not of type {}", type_name(ty)))
         }
+        Term::TypeHint { ty: hint, .. }
+            if crate::fcts::cast_type(hint).is_some_and(|c| !receives(ty, &c)) =>
+        {
+            Some(format!("{element} is not of type {}", type_name(ty)))
+        }
         _ => None,
     }
+}
+
+/// Whether a receiver of type `receiver` takes a cast to `cast` (Cassandra's
+/// `isValueCompatibleWith` as its `TypeCast` uses it, checked against 5.0.9 for every pair of
+/// native types): the same type, anything into a blob, ascii into text, a timestamp into a
+/// bigint, a bigint into a time or timestamp, an int into a date, a timeuuid into a uuid, an
+/// int, bigint or timestamp into a varint.
+fn receives(receiver: &ColumnType, cast: &ColumnType) -> bool {
+    use ColumnType as T;
+    receiver == cast
+        || matches!(
+            (receiver, cast),
+            (T::Blob, _)
+                | (T::Varchar, T::Ascii)
+                | (T::Bigint, T::Timestamp)
+                | (T::Time | T::Timestamp, T::Bigint)
+                | (T::Date, T::Int)
+                | (T::Uuid, T::Timeuuid)
+                | (T::Varint, T::Int | T::Bigint | T::Timestamp)
+        )
+}
+
+/// Cassandra's checks of a cast `(hint)inner` given to the receiver `name` of type `ty`: the
+/// term must fit the cast's type ("Cannot cast value 'a' to type int"), and the receiver must
+/// take that type ("Cannot assign value (bigint)1 to v of type int"). The term itself is then
+/// typed by the receiver, as in Cassandra.
+pub(crate) fn check_cast(
+    name: &str,
+    ty: &ColumnType,
+    hint: &cql::ast::CqlType,
+    inner: &Term,
+) -> Result<(), EngineError> {
+    let Some(cast) = crate::fcts::cast_type(hint) else {
+        return Ok(());
+    };
+    let fits = match inner {
+        Term::Literal(Literal::Null) => true,
+        Term::Literal(l) => literal_fits(&cast, l),
+        Term::TypeHint { ty: h, .. } => {
+            crate::fcts::cast_type(h).is_none_or(|c| receives(&cast, &c))
+        }
+        // A call without arguments has one type (`now()` a timeuuid).
+        Term::FunctionCall { name: f, args } if args.is_empty() => {
+            crate::scalar::return_type(&f.name, &[]).map_or(true, |r| receives(&cast, &r))
+        }
+        _ => true,
+    };
+    let text = |t: &Term| match t {
+        Term::Literal(Literal::Null) => "NULL".to_string(),
+        other => crate::build::cassandra_text(other),
+    };
+    if !fits {
+        return Err(EngineError::invalid(format!(
+            "Cannot cast value {} to type {hint}",
+            text(inner)
+        )));
+    }
+    if !receives(ty, &cast) {
+        return Err(EngineError::invalid(format!(
+            "Cannot assign value ({hint}){} to {name} of type {}",
+            text(inner),
+            type_name(ty)
+        )));
+    }
+    Ok(())
 }
 
 /// A constant term serialized for the receiver `name` (a column, or `u.f`, `value(s)`, ...)
@@ -331,7 +401,10 @@ pub fn const_term_for(
     };
     match term {
         Term::Literal(l) => literal_for(name, ty, l, now),
-        Term::TypeHint { term, .. } => const_term_for(name, ty, term, now),
+        Term::TypeHint { ty: hint, term } => {
+            check_cast(name, ty, hint, term)?;
+            const_term_for(name, ty, term, now)
+        }
         Term::List(items) if matches!(ty, ColumnType::Vector(..)) => {
             let ColumnType::Vector(elem, _) = ty else {
                 unreachable_type()
