@@ -9,7 +9,8 @@
 //!   fresh id, and at open when no usable saved graph exists: [`Engine::build_vector_indexes`];
 //! - **saved** (with a `vector_indexes` directory, `OpenOptions`) under `<dir>/<index id>/`
 //!   in the background once enough rows changed ([`Engine::save_vector_indexes`]) and at a
-//!   clean shutdown ([`Engine::close_vector_indexes`]), and **loaded** at open
+//!   clean shutdown ([`Engine::close_vector_indexes`]; a graph whose files already hold it,
+//!   nothing changed since they were loaded or saved, is kept as it is), and **loaded** at open
 //!   ([`Engine::load_vector_indexes`]). There is no write sequence to replay from: the store
 //!   has none the engine sees. Instead a saved graph is trusted as it is only when the store
 //!   holds [`CLEAN_KEY`] with the token the clean shutdown saved it under (written after the
@@ -65,6 +66,10 @@ pub(crate) struct Graph {
     since_check: AtomicU64,
     /// Changes (upserts and removals) since the graph was last saved.
     unsaved: AtomicU64,
+    /// The `covers` of the saved files that hold exactly what this graph held when they were
+    /// written or loaded (`None`: no such files). With `unsaved` at 0 they still hold exactly
+    /// this graph, so a clean shutdown keeps them instead of writing them again.
+    on_disk: Mutex<Option<u64>>,
 }
 
 impl Graph {
@@ -75,7 +80,18 @@ impl Graph {
             over_budget: AtomicBool::new(false),
             since_check: AtomicU64::new(0),
             unsaved: AtomicU64::new(0),
+            on_disk: Mutex::new(None),
         }
+    }
+
+    fn remember_files(&self, covers: Option<u64>) {
+        *self.on_disk.lock().unwrap_or_else(|p| p.into_inner()) = covers;
+    }
+
+    /// The `covers` of saved files that hold exactly this graph now, if there are any.
+    fn unchanged_on_disk(&self) -> Option<u64> {
+        let covers = *self.on_disk.lock().unwrap_or_else(|p| p.into_inner());
+        covers.filter(|_| self.unsaved.load(Ordering::Acquire) == 0)
     }
 
     /// Whether ANN queries may use the graph.
@@ -108,6 +124,55 @@ pub(crate) struct VectorIndexes {
 /// hold every vector in the tables: written by [`Engine::close_vector_indexes`] after the last
 /// save of a clean shutdown, deleted at the next open before anything is served.
 pub(crate) const CLEAN_KEY: &[u8] = b"\x00vector_graphs_clean";
+
+/// The value of [`CLEAN_KEY`]: the token of the graphs the clean shutdown saved, then (id,
+/// covers) of those it kept because their files already held them exactly (8 + 12 bytes each,
+/// big-endian; a mark of 8 bytes, as older versions wrote, keeps none).
+struct CleanMark {
+    token: u64,
+    kept: Vec<(u32, u64)>,
+}
+
+impl CleanMark {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = self.token.to_be_bytes().to_vec();
+        for (id, covers) in &self.kept {
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&covers.to_be_bytes());
+        }
+        out
+    }
+
+    /// `None` for a value of another shape (then no saved graph is trusted as it is).
+    fn decode(v: &[u8]) -> Option<CleanMark> {
+        let (token, rest) = v.split_first_chunk::<8>()?;
+        if rest.len() % 12 != 0 {
+            return None;
+        }
+        let kept = rest
+            .chunks_exact(12)
+            .map(|c| {
+                let (id, covers) = c.split_at(4);
+                Some((
+                    u32::from_be_bytes(id.try_into().ok()?),
+                    u64::from_be_bytes(covers.try_into().ok()?),
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(CleanMark {
+            token: u64::from_be_bytes(*token),
+            kept,
+        })
+    }
+
+    /// The `covers` the saved files of graph `id` must have to be trusted as they are.
+    fn covers_of(&self, id: u32) -> u64 {
+        self.kept
+            .iter()
+            .find(|(k, _)| *k == id)
+            .map_or(self.token, |(_, c)| *c)
+    }
+}
 /// A graph is saved in the background once this many of its rows changed, or an eighth of
 /// them if that is more (each save writes the whole graph: this keeps the cost per write
 /// bounded, and the rows a restart after a kill -9 must re-index few).
@@ -207,6 +272,7 @@ impl VectorIndexes {
         let changes = g.unsaved.load(Ordering::Acquire);
         g.index.save(&root.join(id.to_string()), covers)?;
         g.unsaved.fetch_sub(changes, Ordering::AcqRel);
+        g.remember_files(Some(covers));
         Ok(true)
     }
 
@@ -433,9 +499,7 @@ impl Engine {
         let Some(root) = self.vectors.dir.clone() else {
             return Ok(());
         };
-        let token = mark
-            .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-            .map(u64::from_be_bytes);
+        let mark = mark.as_deref().and_then(CleanMark::decode);
         let wanted = wanted_graphs(&self.schema.get());
         self.vectors
             .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
@@ -458,9 +522,10 @@ impl Engine {
                 }
             };
             let graph = self.vectors.install(idx.id, index);
+            graph.remember_files(Some(covers));
             // Saved under a larger limit: freed before the catch-up would add to it.
             self.vectors.check_budget(&graph);
-            if token.is_some_and(|t| t == covers) {
+            if mark.as_ref().is_some_and(|m| m.covers_of(idx.id) == covers) {
                 tracing::info!(
                     "vector index {}.{}: graph of {} rows loaded from {} in {:?} (saved at a clean shutdown)",
                     t.keyspace,
@@ -579,9 +644,19 @@ impl Engine {
         self.vectors.sealed.store(false, Ordering::Release);
         let r = crate::scalar::random_uuid(0);
         let token = u64::from_be_bytes(r[..8].try_into().unwrap_or_default()).max(1);
+        let mut mark = CleanMark {
+            token,
+            kept: Vec::new(),
+        };
         let mut saved = 0;
         for (id, g) in self.vectors.all() {
             if !g.usable() {
+                continue;
+            }
+            // Files that already hold exactly this graph (nothing changed since they were
+            // loaded or saved) stay as they are, under their own `covers`.
+            if let Some(covers) = g.unchanged_on_disk() {
+                mark.kept.push((id, covers));
                 continue;
             }
             match self.vectors.save_held(&saves, id, &g, token) {
@@ -590,13 +665,16 @@ impl Engine {
                 Err(e) => tracing::warn!("saving vector index graph {id} at shutdown: {e}"),
             }
         }
-        if saved > 0 {
+        if saved + mark.kept.len() > 0 {
             let mut b = storage::WriteBatch::new();
-            b.put(CLEAN_KEY.to_vec(), token.to_be_bytes().to_vec());
+            b.put(CLEAN_KEY.to_vec(), mark.encode());
             self.storage.write(b)?;
             self.storage.sync()?;
             self.vectors.sealed.store(true, Ordering::Release);
-            tracing::info!("saved {saved} vector index graph(s) for the next start");
+            tracing::info!(
+                "saved {saved} vector index graph(s) for the next start, {} kept as saved before",
+                mark.kept.len()
+            );
         }
         Ok(())
     }
@@ -752,6 +830,25 @@ mod tests {
     /// one scan; a write after the clean shutdown's save clears the clean mark; damaged files
     /// are rebuilt from; DROP INDEX removes the files.
     #[test]
+    fn the_clean_mark_names_kept_graphs_and_reads_the_old_form() {
+        let m = super::CleanMark {
+            token: 7,
+            kept: vec![(3, 0), (9, u64::MAX)],
+        };
+        let back = super::CleanMark::decode(&m.encode()).unwrap();
+        assert_eq!((back.token, back.kept.clone()), (7, m.kept.clone()));
+        assert_eq!(
+            (back.covers_of(3), back.covers_of(9), back.covers_of(4)),
+            (0, u64::MAX, 7)
+        );
+        // The 8-byte mark of earlier versions: one token for every graph.
+        let old = super::CleanMark::decode(&5u64.to_be_bytes()).unwrap();
+        assert_eq!((old.covers_of(1), old.kept.len()), (5, 0));
+        assert!(super::CleanMark::decode(&[0; 7]).is_none());
+        assert!(super::CleanMark::decode(&[0; 13]).is_none());
+    }
+
+    #[test]
     fn saved_graphs_load_clean_or_catch_up_and_never_miss_a_row() {
         let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
         let dir = std::env::temp_dir().join(format!("pg-vgraphs-{}", std::process::id()));
@@ -841,6 +938,31 @@ mod tests {
             store.get(CLEAN_KEY).unwrap().is_none(),
             "the mark holds for one open"
         );
+        let g = graph(&e);
+        assert_eq!((g.index.len(), g.unsaved.load(Ordering::Relaxed)), (300, 0));
+        assert_eq!(keys(&e, QUERY)[0], "1000");
+
+        // Closed again with nothing written: the files that hold the graph stay as they are
+        // (none written again), and the next open still trusts them.
+        let saved = {
+            let schema = e.schema.get();
+            dir.join(schema.table("ks", "t").unwrap().indexes[0].id.to_string())
+        };
+        let files = |dir: &std::path::Path| {
+            let mut v: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .map(|f| (f.file_name(), f.metadata().unwrap().modified().unwrap()))
+                .collect();
+            v.sort();
+            v
+        };
+        let before = files(&saved);
+        e.close_vector_indexes().unwrap();
+        assert_eq!(files(&saved), before, "an unchanged graph is not saved again");
+        assert!(store.get(CLEAN_KEY).unwrap().is_some());
+        drop(e);
+        let e = open();
         let g = graph(&e);
         assert_eq!((g.index.len(), g.unsaved.load(Ordering::Relaxed)), (300, 0));
         assert_eq!(keys(&e, QUERY)[0], "1000");
