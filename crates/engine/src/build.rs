@@ -794,9 +794,9 @@ impl<'a> Builder<'a> {
                         ColumnType::List(v) => (ColumnType::Int, (**v).clone()),
                         _ => {
                             return Err(EngineError::invalid(format!(
-                                "Invalid operation ({}[{key}] = {value}) for non collection column {}",
-                                c.name, c.name
-                            )))
+                            "Invalid operation ({}[{key}] = {value}) for non collection column {}",
+                            c.name, c.name
+                        )))
                         }
                     };
                     Assign::SetKey(

@@ -1037,7 +1037,10 @@ fn writes_full_row(plan: &WritePlan) -> bool {
 /// The clustering columns a multi-column IN (`(c, d) IN ((1, 2))`) names after the EQ/IN
 /// prefix: when they complete the clustering, the write names whole rows.
 fn tuple_columns(plan: &WritePlan) -> usize {
-    plan.clustering.tuples.as_ref().map_or(0, TupleValues::arity)
+    plan.clustering
+        .tuples
+        .as_ref()
+        .map_or(0, TupleValues::arity)
 }
 
 /// An INSERT or UPDATE names whole rows, unless it writes only static columns of the

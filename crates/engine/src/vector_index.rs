@@ -221,8 +221,15 @@ impl VectorIndexConfig {
         if !self.unit_vectors() {
             return v.into();
         }
-        let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
-        v.iter().map(|x| (f64::from(*x) / norm) as f32).collect::<Vec<_>>().into()
+        let norm = v
+            .iter()
+            .map(|x| f64::from(*x) * f64::from(*x))
+            .sum::<f64>()
+            .sqrt();
+        v.iter()
+            .map(|x| (f64::from(*x) / norm) as f32)
+            .collect::<Vec<_>>()
+            .into()
     }
 }
 

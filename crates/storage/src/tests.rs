@@ -263,7 +263,11 @@ fn memtable_key_compare_is_the_byte_order() {
     for _ in 0..300 {
         let len = (rng.next() % 26) as usize;
         // Few distinct byte values, so that keys share long prefixes.
-        keys.push((0..len).map(|_| [0u8, 1, 0x7f, 0x80, 0xff][(rng.next() % 5) as usize]).collect());
+        keys.push(
+            (0..len)
+                .map(|_| [0u8, 1, 0x7f, 0x80, 0xff][(rng.next() % 5) as usize])
+                .collect(),
+        );
     }
     for a in &keys {
         for b in &keys {

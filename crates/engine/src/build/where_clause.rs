@@ -99,7 +99,11 @@ impl Builder<'_> {
         statics_only: bool,
     ) -> Result<WriteRows, EngineError> {
         let mut r = self.gather(t, rels, stmt)?;
-        let what = if stmt == Clause::Update { "UPDATE" } else { "DELETE" };
+        let what = if stmt == Clause::Update {
+            "UPDATE"
+        } else {
+            "DELETE"
+        };
         let restricted = |i: usize| r.pk[i].is_some() || r.pk_bounds[i].iter().any(|b| *b);
         let missing: Vec<&str> = t
             .partition_key()
@@ -126,14 +130,15 @@ impl Builder<'_> {
         }
         // With the whole partition key named, a token() relation only filters the partitions.
         let token = [r.token_start.take(), r.token_end.take()];
-        let PartitionSel::Keys(partition) = partition_selection(t, r.pk, None, None, true)?
-        else {
+        let PartitionSel::Keys(partition) = partition_selection(t, r.pk, None, None, true)? else {
             return Err(EngineError::invalid("Some partition key parts are missing"));
         };
         let mut cl_restricted: Vec<bool> = r.cl.iter().map(Option::is_some).collect();
         if let Some((first, tuples)) = &r.multi_in {
             let end = (first + tuples.arity()).min(cl_restricted.len());
-            cl_restricted[*first..end].iter_mut().for_each(|x| *x = true);
+            cl_restricted[*first..end]
+                .iter_mut()
+                .for_each(|x| *x = true);
         }
         let any_clustering = cl_restricted.iter().any(|x| *x) || !r.slices.is_empty();
         if statics_only && any_clustering {
@@ -208,7 +213,11 @@ impl Builder<'_> {
                 } if for_write => {
                     return Err(EngineError::invalid(format!(
                         "Cannot use {} with {op}",
-                        if stmt == Clause::Update { "UPDATE" } else { "DELETE" }
+                        if stmt == Clause::Update {
+                            "UPDATE"
+                        } else {
+                            "DELETE"
+                        }
                     )))
                 }
                 Relation::Element { .. } if for_write => {

@@ -564,7 +564,10 @@ mod tests {
             (vec!["DELETE u.a FROM ud WHERE k = 5".into()], 84),
             // A static list's operation by index or value reads the stored static row.
             (vec!["UPDATE sl SET sl[0] = 'q' WHERE k = 1".into()], 78),
-            (vec!["UPDATE sl SET sl = sl - ['cd'] WHERE k = 2".into()], 77),
+            (
+                vec!["UPDATE sl SET sl = sl - ['cd'] WHERE k = 2".into()],
+                77,
+            ),
         ];
         for (stmts, want) in cases {
             let refs: Vec<&str> = stmts.iter().map(String::as_str).collect();

@@ -959,7 +959,11 @@ mod tests {
         };
         let before = files(&saved);
         e.close_vector_indexes().unwrap();
-        assert_eq!(files(&saved), before, "an unchanged graph is not saved again");
+        assert_eq!(
+            files(&saved),
+            before,
+            "an unchanged graph is not saved again"
+        );
         assert!(store.get(CLEAN_KEY).unwrap().is_some());
         drop(e);
         let e = open();
