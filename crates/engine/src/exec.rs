@@ -736,7 +736,7 @@ impl Engine {
                         Vec::new()
                     } else if pending.contains_key(&key) {
                         match stored_before(&key)? {
-                            Some(v) => Row::decode(&v).map_err(EngineError::corrupt)?.cells,
+                            Some(v) => Row::decode_owned(v).map_err(EngineError::corrupt)?.cells,
                             None => Vec::new(),
                         }
                     } else {

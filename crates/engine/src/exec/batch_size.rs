@@ -184,7 +184,7 @@ impl Engine {
     fn stored_cells(&self, (key, what): (&[u8], Stored)) -> Option<Vec<Cell>> {
         let bytes = self.storage.get(key).ok()??;
         match what {
-            Stored::Row => Row::decode(&bytes).ok().map(|r| r.cells),
+            Stored::Row => Row::decode_owned(bytes).ok().map(|r| r.cells),
             Stored::Statics => crate::row::PartitionHeader::decode(&bytes)
                 .ok()
                 .map(|h| h.statics),

@@ -439,7 +439,9 @@ impl super::SelectRun<'_> {
             .map(<[u8]>::to_vec)
             .collect();
         let clustering = match (d.is_header, self.store.get(key)) {
-            (false, Ok(Some(v))) => Row::decode(&v).map(|r| r.clustering).unwrap_or_default(),
+            (false, Ok(Some(v))) => Row::decode_owned(v)
+                .map(|r| r.clustering)
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         Some(Resume { pk, clustering })
