@@ -25,9 +25,13 @@
 //! - **dropped** with its index and its saved files (DROP INDEX, DROP TABLE, TRUNCATE's old
 //!   id), at the schema change ([`Engine::forget_dropped_vector_indexes`]).
 //!
-//! Memory: a graph that grows past `vector_index_memory_bytes` is freed and marked over
-//! budget; ANN queries on it then scan the rows they may return (exact, slower) until the
-//! next restart loads or rebuilds it (and finds it over budget again if the data still is).
+//! Memory: a graph that grows past `vector_index_memory_bytes` is spilled to disk
+//! ([`VectorIndex::spill`]: saved, then served from its memory-mapped files plus an in-memory
+//! delta of the rows since the last save, which is saved as one more file whenever it takes
+//! the graph over the limit again). Everything above holds unchanged on disk (saves write the
+//! delta, the catch-up re-indexes into it). Without a directory to save to (encryption at rest,
+//! tests), a graph over the limit is freed and marked over budget; ANN queries on it then scan
+//! the rows they may return (exact, slower) until the next restart rebuilds it.
 
 use super::IndexDef;
 use crate::catalog::{ColumnKind, Schema, TableDef};
