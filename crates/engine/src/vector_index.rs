@@ -41,8 +41,9 @@
 //! a row removed or replaced after its segment was saved stays in that segment's graph and is
 //! skipped by the walk (a filtered search on the live labels). On the heap then: the key maps
 //! (about 100 bytes a row), USearch's node table of each segment (16 bytes a row) and the
-//! delta. Segments are not merged: many of them (many saves) cost search time, and dead rows
-//! in them cost disk, until the index is rebuilt (TRUNCATE, a new index, damaged files).
+//! delta. [`VectorIndex::merge_segments`] merges the newest small segments into one (their
+//! live rows, rebuilt in memory); larger ones stay: many of them cost search time, and dead
+//! rows in them cost disk, until the index is rebuilt (TRUNCATE, a new index, damaged files).
 
 //!
 //! # Wiring (as planned; what was built is `index::vector`, `index::ann` and `read/ann.rs`:
@@ -326,6 +327,18 @@ fn key_cost(pk: &[u8]) -> usize {
 }
 
 impl Inner {
+    /// The files of the segments, as a key map names them.
+    fn saved_files(&self) -> Vec<SavedFile> {
+        self.segments
+            .iter()
+            .map(|s| SavedFile {
+                name: s.file.clone(),
+                len: s.len,
+                crc: s.crc,
+            })
+            .collect()
+    }
+
     /// Forgets `label`'s vector: removed from the in-memory graph when it is there; in a
     /// segment it stays, dead (no longer in `keys`, so searches skip it).
     fn drop_label(&mut self, label: u64) -> Result<(), VectorIndexError> {
@@ -681,35 +694,95 @@ impl VectorIndex {
     fn save_on_disk(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
         let mut inner = self.write()?;
         if inner.graph.size() > 0 {
-            let name = graph_file_name();
-            let path = dir.join(&name);
-            let path_str = path.to_str().ok_or_else(|| VectorIndexError::Unusable {
-                dir: dir.to_path_buf(),
-                reason: "path is not UTF-8".into(),
-            })?;
-            inner.graph.save(path_str).map_err(lib)?;
-            std::fs::File::open(&path)
-                .and_then(|f| f.sync_all())
-                .map_err(io_error(&path))?;
-            let (len, crc) = file_crc(&path)?;
-            let file = SavedFile { name, len, crc };
+            let file = write_graph(&inner.graph, dir)?;
             let segment = view_segment(&self.config, dir, file)?;
             inner.segments.push(segment);
             // The delta's heap goes with it.
             inner.graph = usearch::Index::new(&self.config.options()).map_err(lib)?;
         }
-        let files: Vec<SavedFile> = inner
-            .segments
-            .iter()
-            .map(|s| SavedFile {
-                name: s.file.clone(),
-                len: s.len,
-                crc: s.crc,
-            })
-            .collect();
+        let files = inner.saved_files();
         let map = KeyMap::of(&inner);
         drop(inner);
         commit(dir, &self.config, covers, true, &files, &map)
+    }
+
+    /// On disk: merges the newest segments into one while their files together take at most
+    /// `max_bytes` (at least two of them), keeping only their live rows under the same labels,
+    /// so that the small segments that clean shutdowns and saves of small deltas leave do not
+    /// pile up (each costs every search a walk). The merged graph is built in memory from the
+    /// vectors the segments hold (at most `max_bytes` of them, outside the index's lock),
+    /// written and mapped, then swapped in and committed under `covers`. Returns how many
+    /// segments went into it (0: nothing to merge).
+    pub fn merge_segments(
+        &self,
+        dir: &Path,
+        covers: u64,
+        max_bytes: u64,
+    ) -> Result<usize, VectorIndexError> {
+        let (names, rows) = {
+            let inner = self.read();
+            if !inner.on_disk {
+                return Ok(0);
+            }
+            let (mut first, mut total) = (inner.segments.len(), 0);
+            while first > 0 && total + inner.segments[first - 1].len <= max_bytes {
+                first -= 1;
+                total += inner.segments[first].len;
+            }
+            let merged = &inner.segments[first..];
+            if merged.len() < 2 {
+                return Ok(0);
+            }
+            let mut rows: Vec<(u64, Vec<f32>)> = Vec::new();
+            for &label in inner.keys.keys() {
+                if let Some(seg) = merged.iter().find(|s| s.graph.contains(label)) {
+                    // Stored as the graph holds it (unit length under cosine): added as is.
+                    let mut v = vec![0f32; self.config.dimension];
+                    if seg.graph.get(label, &mut v).map_err(lib)? == 1 {
+                        rows.push((label, v));
+                    }
+                }
+            }
+            let names: Vec<String> = merged.iter().map(|s| s.file.clone()).collect();
+            (names, rows)
+        };
+        let graph = usearch::Index::new(&self.config.options()).map_err(lib)?;
+        graph
+            .reserve_capacity_and_threads(rows.len().max(1), SEARCH_THREADS)
+            .map_err(lib)?;
+        for (label, v) in &rows {
+            graph.add(*label, v).map_err(lib)?;
+        }
+        drop(rows);
+        let file = write_graph(&graph, dir)?;
+        drop(graph);
+        let path = dir.join(&file.name);
+        let segment = view_segment(&self.config, dir, file)?;
+        let mut inner = self.write()?;
+        // Saves come after (they append), never between: the merged ones are where they were.
+        let Some(first) = inner.segments.iter().position(|s| s.file == names[0]) else {
+            let _ = std::fs::remove_file(&path);
+            return Ok(0);
+        };
+        let same = inner.segments[first..]
+            .iter()
+            .zip(&names)
+            .all(|(s, n)| &s.file == n)
+            && inner.segments.len() >= first + names.len();
+        if !same {
+            let _ = std::fs::remove_file(&path);
+            return Ok(0);
+        }
+        inner
+            .segments
+            .splice(first..first + names.len(), std::iter::once(segment));
+        let files = inner.saved_files();
+        // Rows indexed since the last save are in no file: the key map leaves them out (a
+        // catch-up after a crash re-indexes them).
+        let map = KeyMap::of_saved(&inner);
+        drop(inner);
+        commit(dir, &self.config, covers, true, &files, &map)?;
+        Ok(names.len())
     }
 
     /// Reads an index saved by [`save`](Self::save) with the same settings, and the `covers`
@@ -848,8 +921,21 @@ struct KeyMap {
 
 impl KeyMap {
     fn of(inner: &Inner) -> KeyMap {
+        Self::of_where(inner, |_| true)
+    }
+
+    /// The keys whose vectors are in saved files (not in the in-memory delta).
+    fn of_saved(inner: &Inner) -> KeyMap {
+        Self::of_where(inner, |label| {
+            !inner.on_disk || !inner.graph.contains(label)
+        })
+    }
+
+    fn of_where(inner: &Inner, keep: impl Fn(u64) -> bool) -> KeyMap {
         let mut entries = Vec::new();
-        for (pk, slot) in &inner.labels {
+        let mut count = 0u64;
+        for (pk, slot) in inner.labels.iter().filter(|(_, s)| keep(s.label)) {
+            count += 1;
             entries.extend_from_slice(&slot.label.to_be_bytes());
             entries.extend_from_slice(&slot.hash.to_be_bytes());
             put_bytes(&mut entries, pk);
@@ -857,9 +943,26 @@ impl KeyMap {
         KeyMap {
             entries,
             next_label: inner.next_label,
-            count: inner.labels.len() as u64,
+            count,
         }
     }
+}
+
+/// Writes `graph` to a fresh file of `dir` (USearch's `save`, straight to the file) and
+/// fsyncs it.
+fn write_graph(graph: &usearch::Index, dir: &Path) -> Result<SavedFile, VectorIndexError> {
+    let name = graph_file_name();
+    let path = dir.join(&name);
+    let path_str = path.to_str().ok_or_else(|| VectorIndexError::Unusable {
+        dir: dir.to_path_buf(),
+        reason: "path is not UTF-8".into(),
+    })?;
+    graph.save(path_str).map_err(lib)?;
+    std::fs::File::open(&path)
+        .and_then(|f| f.sync_all())
+        .map_err(io_error(&path))?;
+    let (len, crc) = file_crc(&path)?;
+    Ok(SavedFile { name, len, crc })
 }
 
 /// A fresh graph file name (never one an earlier save used).
@@ -1383,16 +1486,35 @@ mod tests {
             .search_where(&queries[0], 10, |pk| pk[3] % 2 == 0)
             .unwrap();
         assert!(even.len() == 10 && even.iter().all(|h| h.primary_key[3] % 2 == 0));
-        // Three graph files, the ones the key map names; a damaged one is refused.
-        let graphs: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("graph-"))
-            .map(|e| e.path())
-            .collect();
-        assert_eq!(graphs.len(), 3);
-        let bytes = std::fs::read(&graphs[1]).unwrap();
-        std::fs::write(&graphs[1], &bytes[..bytes.len() / 2]).unwrap();
+        let graphs = || -> Vec<PathBuf> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("graph-"))
+                .map(|e| e.path())
+                .collect()
+        };
+        assert_eq!(graphs().len(), 3);
+        // Merged: nothing when the files take more than allowed, else one segment of the
+        // live rows under their labels, the same answers, and one file left.
+        assert_eq!(loaded.merge_segments(&dir, 8, 1000).unwrap(), 0);
+        loaded.upsert(&pk(n + 1000), &all[0]).unwrap();
+        assert_eq!(loaded.merge_segments(&dir, 8, u64::MAX).unwrap(), 3);
+        assert_eq!((loaded.segment_count(), loaded.in_memory_len()), (1, 1));
+        assert!(loaded.remove(&pk(n + 1000)).unwrap());
+        assert!(check(&loaded) >= 0.95);
+        assert_eq!(graphs().len(), 1);
+        let (merged, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
+        assert_eq!(
+            (covers, merged.segment_count(), merged.len()),
+            (8, 1, n + 200)
+        );
+        assert!(check(&merged) >= 0.95);
+        drop(merged);
+        // A damaged graph file is refused.
+        let graph = graphs().remove(0);
+        let bytes = std::fs::read(&graph).unwrap();
+        std::fs::write(&graph, &bytes[..bytes.len() / 2]).unwrap();
         assert!(matches!(
             VectorIndex::load(&dir, cfg.clone(), usize::MAX),
             Err(VectorIndexError::Unusable { .. })

@@ -288,6 +288,17 @@ impl VectorIndexes {
         } else {
             g.index.save(&dir, covers)?;
         }
+        // On disk, the small files saves leave are merged while together they take at most
+        // half the limit (the merge builds them in memory).
+        let merged = g
+            .index
+            .merge_segments(&dir, covers, (self.memory_limit / 2) as u64)?;
+        if merged > 0 {
+            tracing::info!(
+                "vector index graph {id}: {merged} graph files merged into one ({} left)",
+                g.index.segment_count()
+            );
+        }
         g.unsaved.fetch_sub(changes, Ordering::AcqRel);
         g.remember_files(Some(covers));
         Ok(true)
