@@ -192,6 +192,8 @@ pub const DEFAULT_MEMORY_BYTES: usize = 1 << 30;
 pub const DEFAULT_EXACT_BELOW: usize = 2048;
 /// Memory is measured once per this many upserts.
 const CHECK_EVERY: u64 = 1024;
+/// The most bytes of graph files a merge takes in (it builds their live rows in memory).
+const MERGE_BYTES: usize = 64 << 20;
 /// A graph served from disk saves its delta as a segment once over the limit and holding at
 /// least this many rows.
 pub const MIN_SEGMENT_ROWS: usize = 1000;
@@ -261,7 +263,32 @@ impl VectorIndexes {
         if self.sealed() {
             return Ok(false);
         }
-        self.save_held(&saves, id, g, 0, false)
+        let saved = self.save_held(&saves, id, g, 0, false)?;
+        if saved {
+            self.merge_held(&saves, id, g, 0);
+        }
+        Ok(saved)
+    }
+
+    /// On disk, merges the small graph files saves leave ([`VectorIndex::merge_segments`])
+    /// while together they take at most [`MERGE_BYTES`] or half the limit, whichever is
+    /// less (the merge builds them in memory, and a writer over the limit waits for the save
+    /// lock meanwhile). After background and shutdown saves only, never in a write. A failure
+    /// leaves the files as they were (they still serve), so it is only logged.
+    fn merge_held(&self, _saves: &MutexGuard<'_, ()>, id: u32, g: &Graph, covers: u64) {
+        let Some(root) = &self.dir else { return };
+        let max = MERGE_BYTES.min(self.memory_limit / 2) as u64;
+        match g
+            .index
+            .merge_segments(&root.join(id.to_string()), covers, max)
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "vector index graph {id}: {n} graph files merged into one ({} left)",
+                g.index.segment_count()
+            ),
+            Err(e) => tracing::warn!("vector index graph {id}: merging its graph files: {e}"),
+        }
     }
 
     /// Saves graph `id` with `covers` unless it was dropped meanwhile; the caller holds
@@ -288,17 +315,7 @@ impl VectorIndexes {
         } else {
             g.index.save(&dir, covers)?;
         }
-        // On disk, the small files saves leave are merged while together they take at most
-        // half the limit (the merge builds them in memory).
-        let merged = g
-            .index
-            .merge_segments(&dir, covers, (self.memory_limit / 2) as u64)?;
-        if merged > 0 {
-            tracing::info!(
-                "vector index graph {id}: {merged} graph files merged into one ({} left)",
-                g.index.segment_count()
-            );
-        }
+
         g.unsaved.fetch_sub(changes, Ordering::AcqRel);
         g.remember_files(Some(covers));
         Ok(true)
@@ -727,7 +744,10 @@ impl Engine {
                 continue;
             }
             match self.vectors.save_held(&saves, id, &g, token, false) {
-                Ok(true) => saved += 1,
+                Ok(true) => {
+                    saved += 1;
+                    self.vectors.merge_held(&saves, id, &g, token);
+                }
                 Ok(false) => {}
                 Err(e) => tracing::warn!("saving vector index graph {id} at shutdown: {e}"),
             }
