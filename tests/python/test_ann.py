@@ -13,6 +13,9 @@
   as saved, after SIGKILL brought up to date by a scan, so the rows written after the save
   and just before the kill come first for their own vectors and deleted rows never come
   back; DROP INDEX removes the saved files; with encryption at rest nothing is saved;
+- under a tiny `vector_index_memory_bytes` the graph is served from disk (saved graph files
+  memory-mapped plus an in-memory delta) instead of freed: recall holds, and inserts,
+  deletions, moves, TTL expiry, SIGKILL, a clean restart, TRUNCATE and DROP INDEX stay exact;
 - the client warning Cassandra 5.0.9 sends on the DDL that validates a vector index.
 """
 
@@ -344,6 +347,58 @@ def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
         check_exact_rows(s, rows, queries, N_ROWS, absent)
         check_exact_rows(s, rows, queries2, N_ROWS + 100, absent)
         # DROP INDEX takes the saved graph with it.
+        s.execute("DROP INDEX big_v_idx")
+        assert os.listdir(saved) == []
+
+
+def test_graph_over_the_memory_bound_is_served_from_disk(server_factory):
+    """256 KiB for a graph of 3,000 64-dim vectors (about 1 MiB in memory): the graph is
+    saved and served from its files, and everything the in-memory graph does stays exact."""
+    srv = server_factory()
+    with open(srv.config, "a") as f:
+        f.write("vector_index_memory_bytes: 262144\n")
+    saved = os.path.join(srv.data, "vector_indexes")
+    srv.start()
+    with connected(srv) as s:
+        rng, rows, queries = fill_keyspace_a(s)
+        log = start_log(srv)
+        assert "now served from disk" in log, log[-3000:]
+        absent = add_exact_rows(s, rows, queries, N_ROWS)
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+        # A row in the delta with a TTL: first for its own vector, then gone once expired.
+        near = [x + 1e-3 for x in queries[0]]
+        s.execute("INSERT INTO big (k, v) VALUES (%s, %s) USING TTL 3", (9999, near))
+        q = s.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
+        assert [r.k for r in s.execute(q, (near,))][0] == 9999
+        wait_until("the TTL'd row to expire",
+                   lambda: 9999 not in [r.k for r in s.execute(q, (near,))], timeout=30)
+
+    # SIGKILL: the saved graph files are served again, the writes since caught up.
+    srv.kill()
+    srv.start()
+    log = start_log(srv)
+    assert "graph files on disk" in log and "brought up to date with the table" in log, \
+        log[-3000:]
+    queries2 = [rand_vec(rng, DIM) for _ in range(5)]
+    with connected(srv, "a") as s:
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+        absent |= add_exact_rows(s, rows, queries2, N_ROWS + 100)
+
+    # A clean stop saves the delta as one more file: the next start scans nothing.
+    srv.terminate()
+    srv.start()
+    log = start_log(srv)
+    assert "graph files on disk" in log and "(saved at a clean shutdown)" in log, log[-3000:]
+    with connected(srv, "a") as s:
+        check_exact_rows(s, rows, queries, N_ROWS, absent)
+        check_exact_rows(s, rows, queries2, N_ROWS + 100, absent)
+        s.execute("TRUNCATE big")
+        assert list(s.execute("SELECT k FROM big ORDER BY v ANN OF %s LIMIT 3",
+                              (queries[0],))) == []
+        assert os.listdir(saved) == []
+        s.execute("INSERT INTO big (k, v) VALUES (1, %s)", (queries[0],))
+        assert [r.k for r in s.execute("SELECT k FROM big ORDER BY v ANN OF %s LIMIT 3",
+                                       (queries[0],))] == [1]
         s.execute("DROP INDEX big_v_idx")
         assert os.listdir(saved) == []
 

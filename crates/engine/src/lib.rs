@@ -515,8 +515,9 @@ pub struct OpenOptions {
     /// (`<data_dir>/vector_indexes`, [`VECTOR_INDEX_DIR`]), to be loaded at the next
     /// open instead of rebuilt; `None`: never saved, rebuilt at every open.
     pub vector_index_dir: Option<std::path::PathBuf>,
-    /// `vector_index_memory_bytes`: the size above which a graph is freed (ANN queries on its
-    /// index then scan). Given at open because the graphs are loaded or built there.
+    /// `vector_index_memory_bytes`: the heap size above which a graph is served from its saved
+    /// files (or, with no `vector_index_dir`, freed: ANN queries on its index then scan).
+    /// Given at open because the graphs are loaded or built there.
     pub vector_index_memory_bytes: usize,
 }
 

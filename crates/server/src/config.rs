@@ -155,9 +155,10 @@ pub struct Config {
     /// Standalone mode: memtable size at which it is flushed to an on-disk table. Larger
     /// keeps more overwrites of hot rows in memory. Default 64 MiB.
     pub storage_memtable_bytes: u64,
-    /// Standalone mode: bytes one SAI vector index's in-memory graph may take. A graph that
-    /// grows past it is freed and ANN queries on its index scan the rows instead (exact,
-    /// slower) until a restart finds it small enough. Default 1 GiB.
+    /// Standalone mode: heap bytes one SAI vector index's graph may take. A graph that grows
+    /// past it is saved and served from its files on disk (memory-mapped) with the rows
+    /// written since in memory; without saved graphs (encryption at rest) it is freed and ANN
+    /// queries on its index scan the rows instead (exact, slower). Default 1 GiB.
     pub vector_index_memory_bytes: u64,
     /// Standalone: how long CREATE INDEX builds a new index over existing rows before it
     /// answers and the build goes on in the background. Default `5s`; `0s` answers at once, as

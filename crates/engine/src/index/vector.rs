@@ -25,9 +25,13 @@
 //! - **dropped** with its index and its saved files (DROP INDEX, DROP TABLE, TRUNCATE's old
 //!   id), at the schema change ([`Engine::forget_dropped_vector_indexes`]).
 //!
-//! Memory: a graph that grows past `vector_index_memory_bytes` is freed and marked over
-//! budget; ANN queries on it then scan the rows they may return (exact, slower) until the
-//! next restart loads or rebuilds it (and finds it over budget again if the data still is).
+//! Memory: a graph that grows past `vector_index_memory_bytes` is spilled to disk
+//! ([`VectorIndex::spill`]: saved, then served from its memory-mapped files plus an in-memory
+//! delta of the rows since the last save, which is saved as one more file whenever it takes
+//! the graph over the limit again). Everything above holds unchanged on disk (saves write the
+//! delta, the catch-up re-indexes into it). Without a directory to save to (encryption at rest,
+//! tests), a graph over the limit is freed and marked over budget; ANN queries on it then scan
+//! the rows they may return (exact, slower) until the next restart rebuilds it.
 
 use super::IndexDef;
 use crate::catalog::{ColumnKind, Schema, TableDef};
@@ -57,10 +61,13 @@ pub(crate) fn vector_config(idx: &IndexDef, t: &TableDef) -> Option<VectorIndexC
 
 /// One index's graph.
 pub(crate) struct Graph {
+    /// The index id (the name of its directory of saved files).
+    id: u32,
     pub(crate) index: VectorIndex,
     /// The build over the table's rows finished: until then ANN queries scan.
     ready: AtomicBool,
-    /// Grew past the memory budget: freed, no longer maintained, ANN queries scan.
+    /// Grew past the memory budget with nowhere to spill to (no directory) or failed: freed,
+    /// no longer maintained, ANN queries scan.
     over_budget: AtomicBool,
     /// Upserts since the memory was last measured.
     since_check: AtomicU64,
@@ -73,8 +80,9 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    fn new(index: VectorIndex) -> Graph {
+    fn new(id: u32, index: VectorIndex) -> Graph {
         Graph {
+            id,
             index,
             ready: AtomicBool::new(false),
             over_budget: AtomicBool::new(false),
@@ -182,8 +190,13 @@ pub const SAVE_AFTER_CHANGES: u64 = 1000;
 pub const DEFAULT_MEMORY_BYTES: usize = 1 << 30;
 /// Default row count under which ANN queries are answered by an exact scan.
 pub const DEFAULT_EXACT_BELOW: usize = 2048;
-/// Memory is measured once per this many upserts (measuring walks the key map).
+/// Memory is measured once per this many upserts.
 const CHECK_EVERY: u64 = 1024;
+/// The most bytes of graph files a merge takes in (it builds their live rows in memory).
+const MERGE_BYTES: usize = 64 << 20;
+/// A graph served from disk saves its delta as a segment once over the limit and holding at
+/// least this many rows.
+pub const MIN_SEGMENT_ROWS: usize = 1000;
 
 impl Default for VectorIndexes {
     fn default() -> Self {
@@ -250,7 +263,32 @@ impl VectorIndexes {
         if self.sealed() {
             return Ok(false);
         }
-        self.save_held(&saves, id, g, 0)
+        let saved = self.save_held(&saves, id, g, 0, false)?;
+        if saved {
+            self.merge_held(&saves, id, g, 0);
+        }
+        Ok(saved)
+    }
+
+    /// On disk, merges the small graph files saves leave ([`VectorIndex::merge_segments`])
+    /// while together they take at most [`MERGE_BYTES`] or half the limit, whichever is
+    /// less (the merge builds them in memory, and a writer over the limit waits for the save
+    /// lock meanwhile). After background and shutdown saves only, never in a write. A failure
+    /// leaves the files as they were (they still serve), so it is only logged.
+    fn merge_held(&self, _saves: &MutexGuard<'_, ()>, id: u32, g: &Graph, covers: u64) {
+        let Some(root) = &self.dir else { return };
+        let max = MERGE_BYTES.min(self.memory_limit / 2) as u64;
+        match g
+            .index
+            .merge_segments(&root.join(id.to_string()), covers, max)
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "vector index graph {id}: {n} graph files merged into one ({} left)",
+                g.index.segment_count()
+            ),
+            Err(e) => tracing::warn!("vector index graph {id}: merging its graph files: {e}"),
+        }
     }
 
     /// Saves graph `id` with `covers` unless it was dropped meanwhile; the caller holds
@@ -262,6 +300,7 @@ impl VectorIndexes {
         id: u32,
         g: &Graph,
         covers: u64,
+        spill: bool,
     ) -> Result<bool, VectorIndexError> {
         let Some(root) = &self.dir else {
             return Ok(false);
@@ -270,7 +309,13 @@ impl VectorIndexes {
             return Ok(false);
         }
         let changes = g.unsaved.load(Ordering::Acquire);
-        g.index.save(&root.join(id.to_string()), covers)?;
+        let dir = root.join(id.to_string());
+        if spill {
+            g.index.spill(&dir, covers)?;
+        } else {
+            g.index.save(&dir, covers)?;
+        }
+
         g.unsaved.fetch_sub(changes, Ordering::AcqRel);
         g.remember_files(Some(covers));
         Ok(true)
@@ -278,7 +323,7 @@ impl VectorIndexes {
 
     /// Makes `index` the graph of index `id` (not yet ready for queries).
     fn install(&self, id: u32, index: VectorIndex) -> Arc<Graph> {
-        let graph = Arc::new(Graph::new(index));
+        let graph = Arc::new(Graph::new(id, index));
         self.graphs
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -321,11 +366,45 @@ impl VectorIndexes {
         }
     }
 
-    /// Frees `g` (ANN queries on its index then scan) if it takes more than the limit:
-    /// every [`CHECK_EVERY`] upserts, and once a graph is loaded or built.
+    /// Keeps `g` within the limit, checked every [`CHECK_EVERY`] upserts and once a graph is
+    /// loaded or built: a graph in memory that takes more is spilled (saved and served from
+    /// its files, [`VectorIndex::spill`]); one on disk whose delta (the rows since its last
+    /// save) makes it take more saves the delta as a segment, once the delta has
+    /// [`MIN_SEGMENT_ROWS`] rows (so that key maps alone over a tiny limit do not make a
+    /// segment per check). With nowhere to save (no directory), or if the save fails, the
+    /// graph is freed and ANN queries on its index scan (exact, slower).
     fn check_budget(&self, g: &Graph) {
-        if !g.over_budget.load(Ordering::Acquire) && g.index.memory_bytes() > self.memory_limit {
+        if g.over_budget.load(Ordering::Acquire) || g.index.memory_bytes() <= self.memory_limit {
+            return;
+        }
+        if self.dir.is_none() {
             self.over(g);
+            return;
+        }
+        let on_disk = g.index.is_on_disk();
+        if on_disk && g.index.in_memory_len() < MIN_SEGMENT_ROWS {
+            return;
+        }
+        let saves = self.saves.lock().unwrap_or_else(|p| p.into_inner());
+        let before = g.index.memory_bytes();
+        match self.save_held(&saves, g.id, g, 0, !on_disk) {
+            Ok(_) => {
+                if !on_disk {
+                    tracing::info!(
+                        "vector index graph {}: {before} bytes, over vector_index_memory_bytes ({}): now served from disk ({} bytes in memory)",
+                        g.id,
+                        self.memory_limit,
+                        g.index.memory_bytes()
+                    );
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "vector index graph {}: over vector_index_memory_bytes and cannot be saved ({e}); ANN queries on it scan the table",
+                    g.id
+                );
+                self.over(g);
+            }
         }
     }
 
@@ -509,7 +588,7 @@ impl Engine {
                 continue;
             }
             let started = Instant::now();
-            let (index, covers) = match VectorIndex::load(&dir, config) {
+            let (index, covers) = match VectorIndex::load(&dir, config, self.vectors.memory_limit) {
                 Ok(loaded) => loaded,
                 Err(e) => {
                     tracing::warn!(
@@ -527,21 +606,23 @@ impl Engine {
             self.vectors.check_budget(&graph);
             if mark.as_ref().is_some_and(|m| m.covers_of(idx.id) == covers) {
                 tracing::info!(
-                    "vector index {}.{}: graph of {} rows loaded from {} in {:?} (saved at a clean shutdown)",
+                    "vector index {}.{}: graph of {} rows loaded from {}{} in {:?} (saved at a clean shutdown)",
                     t.keyspace,
                     idx.name,
                     graph.index.len(),
                     dir.display(),
+                    where_served(&graph.index),
                     started.elapsed()
                 );
             } else {
                 let (changed, removed) = self.reconcile(&t, &idx, &graph)?;
                 tracing::info!(
-                    "vector index {}.{}: graph of {} rows loaded from {} and brought up to date with the table in {:?} ({changed} rows re-indexed, {removed} removed)",
+                    "vector index {}.{}: graph of {} rows loaded from {}{} and brought up to date with the table in {:?} ({changed} rows re-indexed, {removed} removed)",
                     t.keyspace,
                     idx.name,
                     graph.index.len(),
                     dir.display(),
+                    where_served(&graph.index),
                     started.elapsed()
                 );
             }
@@ -608,7 +689,10 @@ impl Engine {
             let due = if all {
                 unsaved > 0
             } else {
-                unsaved >= SAVE_AFTER_CHANGES.max(g.index.len() as u64 / 8)
+                // On disk each save adds a segment that every search then walks: fewer,
+                // larger ones (the delta is also saved whenever it passes the memory limit).
+                let share = if g.index.is_on_disk() { 2 } else { 8 };
+                unsaved >= SAVE_AFTER_CHANGES.max(g.index.len() as u64 / share)
             };
             if !due || !g.usable() {
                 continue;
@@ -659,8 +743,11 @@ impl Engine {
                 mark.kept.push((id, covers));
                 continue;
             }
-            match self.vectors.save_held(&saves, id, &g, token) {
-                Ok(true) => saved += 1,
+            match self.vectors.save_held(&saves, id, &g, token, false) {
+                Ok(true) => {
+                    saved += 1;
+                    self.vectors.merge_held(&saves, id, &g, token);
+                }
                 Ok(false) => {}
                 Err(e) => tracing::warn!("saving vector index graph {id} at shutdown: {e}"),
             }
@@ -685,6 +772,19 @@ impl Engine {
         let wanted = wanted_graphs(&self.schema.get());
         self.vectors
             .forget(|id| wanted.iter().any(|(_, i, _)| i.id == id));
+    }
+}
+
+/// How a loaded graph is served, for the start-up log.
+fn where_served(index: &VectorIndex) -> String {
+    if index.is_on_disk() {
+        format!(
+            " (served from {} graph files on disk, {} bytes in memory)",
+            index.segment_count(),
+            index.memory_bytes()
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -739,6 +839,42 @@ mod tests {
     }
 
     const QUERY: &str = "SELECT k FROM t ORDER BY v ANN OF [0.5, 0.25, 0.1] LIMIT 5";
+
+    /// An engine on `store` saving its graphs under `dir`, each bounded by `memory_bytes`,
+    /// whose ANN queries use the graph whatever the table's size.
+    fn open_saving(
+        store: &Arc<dyn storage::Storage>,
+        dir: &std::path::Path,
+        memory_bytes: usize,
+    ) -> Engine {
+        let e = Engine::open_with_options(
+            store.clone(),
+            node(),
+            crate::FilterHandle::new(),
+            crate::OpenOptions {
+                vector_index_dir: Some(dir.to_path_buf()),
+                vector_index_memory_bytes: memory_bytes,
+            },
+        )
+        .unwrap();
+        e.set_vector_exact_below(0);
+        e
+    }
+
+    /// The graph of the one index of `ks.t`.
+    fn graph_of(e: &Engine) -> Arc<super::Graph> {
+        let schema = e.schema.get();
+        let t = schema.table("ks", "t").unwrap();
+        e.vectors.get(t.indexes[0].id).expect("a graph")
+    }
+
+    /// `query`'s keys by an exact scan (the graph bypassed).
+    fn exact_keys(e: &Engine, query: &str) -> Vec<String> {
+        e.set_vector_exact_below(usize::MAX);
+        let r = keys(e, query);
+        e.set_vector_exact_below(0);
+        r
+    }
 
     /// The graph path (forced with `exact_below` 0) re-checks every hit: deleted, overwritten
     /// and expired rows never come back, the search goes deeper when they are dropped, and a
@@ -853,32 +989,9 @@ mod tests {
         let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
         let dir = std::env::temp_dir().join(format!("pg-vgraphs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let open_with = |memory_bytes: usize| {
-            let e = Engine::open_with_options(
-                store.clone(),
-                node(),
-                crate::FilterHandle::new(),
-                crate::OpenOptions {
-                    vector_index_dir: Some(dir.clone()),
-                    vector_index_memory_bytes: memory_bytes,
-                },
-            )
-            .unwrap();
-            e.set_vector_exact_below(0);
-            e
-        };
+        let open_with = |memory_bytes: usize| open_saving(&store, &dir, memory_bytes);
         let open = || open_with(super::DEFAULT_MEMORY_BYTES);
-        let graph = |e: &Engine| {
-            let schema = e.schema.get();
-            let t = schema.table("ks", "t").unwrap();
-            e.vectors.get(t.indexes[0].id).expect("a graph")
-        };
-        let exact = |e: &Engine, query: &str| {
-            e.set_vector_exact_below(usize::MAX);
-            let r = keys(e, query);
-            e.set_vector_exact_below(0);
-            r
-        };
+        let (graph, exact) = (graph_of, exact_keys);
         let insert = |e: &Engine, k: i32| {
             let x = (k as f32 * 0.37).sin();
             let y = (k as f32 * 0.11).cos();
@@ -998,15 +1111,17 @@ mod tests {
             .is_some());
 
         // Under a smaller `vector_index_memory_bytes` (the one given at open, not the
-        // default) the loaded graph is freed before it is used: ANN queries scan, exactly.
+        // default) the saved graph is served from its file, mapped, not loaded; nothing was
+        // saved meanwhile, so the next open under the default loads it into memory again.
         let want = exact(&e, QUERY);
         drop(e);
         let small = open_with(1);
-        assert!(!graph(&small).usable() && graph(&small).index.is_empty());
+        assert!(graph(&small).usable() && graph(&small).index.is_on_disk());
+        assert_eq!(graph(&small).index.in_memory_len(), 0);
         assert_eq!(keys(&small, QUERY), want);
         drop(small);
         let e = open();
-        assert!(graph(&e).usable());
+        assert!(graph(&e).usable() && !graph(&e).index.is_on_disk());
         assert_eq!(keys(&e, QUERY), want);
 
         // An open that saves nothing (no directory: encryption at rest) takes the mark too,
@@ -1068,6 +1183,134 @@ mod tests {
         exec(&e, "DROP TABLE t");
         assert_eq!(saved(), 0);
         assert!(e.vectors.all().is_empty());
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Over `vector_index_memory_bytes` a graph is served from disk (segments mapped, the
+    /// rows since the last save in memory) instead of freed: every write path stays exact
+    /// (new rows found, deleted, moved and expired rows never back), a kill -9 (no clean
+    /// close) is caught up at open, a clean close needs no scan, and TRUNCATE and DROP take
+    /// the files.
+    #[test]
+    fn graph_over_the_memory_limit_is_served_from_disk_exactly() {
+        let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+        let dir = std::env::temp_dir().join(format!("pg-vdisk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = || open_saving(&store, &dir, 64 * 1024);
+        let (graph, exact) = (graph_of, exact_keys);
+        let vec_of = |k: i32| {
+            let x = (k as f32 * 0.37).sin();
+            let y = (k as f32 * 0.11).cos();
+            let z = (k as f32 * 0.07).sin();
+            format!("[{x}, {y}, {z}, 0.1]")
+        };
+        let e = open();
+        exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        exec(&e, "CREATE TABLE t (k int PRIMARY KEY, v vector<float, 4>)");
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai' WITH OPTIONS = {'similarity_function': 'euclidean'}");
+        for k in 0..2100 {
+            exec(
+                &e,
+                &format!("INSERT INTO t (k, v) VALUES ({k}, {})", vec_of(k)),
+            );
+        }
+        let g = graph(&e);
+        assert!(g.usable() && g.index.is_on_disk(), "spilled, not freed");
+        assert!(g.index.segment_count() >= 1);
+        assert!(
+            g.index.in_memory_len() < 1100,
+            "{}",
+            g.index.in_memory_len()
+        );
+        let q = |v: &str| format!("SELECT k FROM t ORDER BY v ANN OF {v} LIMIT 5");
+        // Each row is its own nearest neighbour (graph path), old or new.
+        for k in [0, 500, 1500, 2099] {
+            assert_eq!(keys(&e, &q(&vec_of(k)))[0], k.to_string());
+        }
+        // Rows in segments removed, moved, expired; a new row written with a TTL.
+        exec(&e, "DELETE FROM t WHERE k = 10");
+        exec(&e, "UPDATE t SET v = [9.0, 9.0, 9.0, 9.0] WHERE k = 20");
+        exec(&e, "DELETE v FROM t WHERE k = 30");
+        exec(
+            &e,
+            &format!(
+                "INSERT INTO t (k, v) VALUES (5000, {}) USING TTL 5",
+                vec_of(40)
+            ),
+        );
+        for k in [10, 30] {
+            assert!(
+                !keys(&e, &q(&vec_of(k))).contains(&k.to_string()),
+                "row {k} came back"
+            );
+        }
+        assert!(!keys(&e, &q(&vec_of(20)))[..1].contains(&"20".to_string()));
+        assert_eq!(keys(&e, &q("[9.0, 9.0, 9.0, 9.0]"))[0], "20");
+        assert!(keys(&e, &q(&vec_of(40)))[..2].contains(&"5000".to_string()));
+        let later = crate::tests::at(1010);
+        let opts = crate::QueryOptions {
+            keyspace: Some("ks".into()),
+            ..Default::default()
+        };
+        let out = e
+            .query(
+                &q(&vec_of(40)),
+                crate::Values::Positional(vec![]),
+                &opts,
+                later,
+            )
+            .unwrap();
+        assert!(rows(out).iter().all(|r| r[0] != "5000"), "expired row");
+        let probes: Vec<String> = [3, 10, 20, 30, 777, 2050]
+            .iter()
+            .map(|k| q(&vec_of(*k)))
+            .collect();
+        let want: Vec<_> = probes.iter().map(|p| exact(&e, p)).collect();
+        let got: Vec<_> = probes.iter().map(|p| keys(&e, p)).collect();
+        assert_eq!(got, want);
+
+        // No clean close (a kill -9): the saved segments are loaded, the rows since the last
+        // save re-indexed and the deleted ones dropped by the catch-up scan.
+        drop(e);
+        let e = open();
+        let g = graph(&e);
+        assert!(g.usable() && g.index.is_on_disk());
+        assert_eq!(g.index.len(), 2100 - 2 + 1);
+        let got: Vec<_> = probes.iter().map(|p| keys(&e, p)).collect();
+        assert_eq!(got, want);
+        // A clean close saves the delta as one more segment; the next open scans nothing.
+        e.close_vector_indexes().unwrap();
+        let segments = g.index.segment_count();
+        assert_eq!(g.index.in_memory_len(), 0);
+        drop(e);
+        let e = open();
+        let g = graph(&e);
+        assert_eq!(
+            (g.index.segment_count(), g.unsaved.load(Ordering::Relaxed)),
+            (segments, 0)
+        );
+        let got: Vec<_> = probes.iter().map(|p| keys(&e, p)).collect();
+        assert_eq!(got, want);
+        // The heap it takes: the key maps, the segments' node tables, the delta (empty).
+        assert!(
+            g.index.memory_bytes() < 2100 * 200,
+            "{}",
+            g.index.memory_bytes()
+        );
+
+        // TRUNCATE: the old id's files go, the fresh graph starts in memory.
+        let saved = || std::fs::read_dir(&dir).map_or(0, |d| d.count());
+        assert_eq!(saved(), 1);
+        exec(&e, "TRUNCATE t");
+        assert_eq!(saved(), 0);
+        assert!(keys(&e, &q(&vec_of(1))).is_empty());
+        assert!(!graph(&e).index.is_on_disk());
+        exec(&e, "INSERT INTO t (k, v) VALUES (1, [0.5, 0.25, 0.1, 0.0])");
+        e.close_vector_indexes().unwrap();
+        assert_eq!(saved(), 1);
+        exec(&e, "DROP TABLE t");
+        assert_eq!(saved(), 0);
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
     }
