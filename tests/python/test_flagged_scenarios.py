@@ -72,7 +72,7 @@ def test_generated_views_match_cassandra(cassandra, peregrine):
     gen = os.path.join(HERE, "..", "differential", "generate.py")
     r = subprocess.run(
         [sys.executable, gen, "--a", f"127.0.0.1:{cassandra}", "--b", f"127.0.0.1:{peregrine.port}",
-         "--views", "--seed", "1", "--count", "400"],
+         "--views", "--seed", "1", "--count", "300"],
         capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out

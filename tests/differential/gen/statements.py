@@ -433,7 +433,7 @@ class StatementGen:
                 sel = f"{c.name}[{key}]" if rng.random() < 0.6 else f"{c.name}[{key}..]"
                 # Not wrapped for a clustering column: Cassandra 5.0.9 refuses toJson() of a
                 # DESC clustering column's element or slice ("Cannot infer type of argument").
-                wrap = rng.random() < 0.3 and c.role != "ck"
+                wrap = rng.random() < 0.3 and c.role != "ck" and c.order != "DESC"
                 return (f"toJson({sel})" if wrap else sel), "element_select"
             return f"toJson({c.name})", "to_json"
         c = rng.choice([c for c in nonstatic if c.type.is_native and c.type.kind not in ("counter", "blob")] or t.pk)
@@ -540,6 +540,12 @@ class StatementGen:
         if not created or r > 0.3:
             return None
         v = rng.choice(created)
+        if r < 0.015:
+            # Dropped, and created again later (a build over the base's data).
+            v.created = False
+            return Stmt(f"DROP MATERIALIZED VIEW {v.name}", feature="drop_materialized_view", table=v.name)
+        if r < 0.02:
+            return Stmt(f"TRUNCATE {v.base.name}", feature="truncate_base", table=v.base.name, write=True)
         if r < 0.27:
             # A read of the view: by its key, its partitions, slices, the whole view (small
             # pages), filtering, writetime/ttl of its cells.

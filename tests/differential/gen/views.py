@@ -76,7 +76,9 @@ def draw_view(rng, t, name):
     if vck and rng.random() < 0.3:
         orders = {c.name: rng.choice(["ASC", "DESC"]) for c in vck}
         text += " WITH CLUSTERING ORDER BY (" + ", ".join(f"{n} {o}" for n, o in orders.items()) + ")"
-    cols = ([Column(c.name, c.type, "pk") for c in vpk]
+    # A view partition key column from a DESC base clustering column keeps the reversed type
+    # (marked DESC here; Cassandra refuses toJson() of its elements, as for the base column).
+    cols = ([Column(c.name, c.type, "pk", c.order if c.role == "ck" else "ASC") for c in vpk]
             + [Column(c.name, c.type, "ck", orders[c.name]) for c in vck]
             + [Column(c.name, c.type, "reg") for c in chosen])
     v = Table(name, cols)
