@@ -28,6 +28,7 @@ class Table:
     base: "Table" = None      # for a view: the table it follows
     created: bool = False     # for a view: its CREATE has been drawn (reads may name it)
     create_text: str = ""     # for a view: its CREATE MATERIALIZED VIEW
+    select_all: bool = False  # for a view: SELECT * (it gains the columns added to its base)
 
     def role(self, *roles):
         return [c for c in self.cols if c.role in roles]

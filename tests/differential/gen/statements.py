@@ -12,7 +12,8 @@ Drawing never looks at results, so a seed fixes the statement list.
 import re
 from dataclasses import dataclass, field
 
-from .types import T, bad_literal, draw_value, json_text, literal
+from .schema import Column
+from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
 TTL_TOLERANCE = 5          # seconds; ttl() drifts with the time between the two sides' writes
 TS_BASE = 1_600_000_000_000_000
@@ -546,6 +547,16 @@ class StatementGen:
             return Stmt(f"DROP MATERIALIZED VIEW {v.name}", feature="drop_materialized_view", table=v.name)
         if r < 0.02:
             return Stmt(f"TRUNCATE {v.base.name}", feature="truncate_base", table=v.base.name, write=True)
+        if r < 0.023 and len(v.base.cols) < 12:
+            # A column added to a base: SELECT * views gain it (their rows show it as null
+            # until written), the others do not.
+            b = v.base
+            c = Column(f"a{len(b.cols)}", draw_native(rng), "reg")
+            b.cols.append(c)
+            for x in b.views:
+                if x.select_all:
+                    x.cols.append(Column(c.name, c.type, "reg"))
+            return Stmt(f"ALTER TABLE {b.name} ADD {c.name} {c.type.cql()}", feature="alter_base_add", table=b.name)
         if r < 0.27:
             # A read of the view: by its key, its partitions, slices, the whole view (small
             # pages), filtering, writetime/ttl of its cells.

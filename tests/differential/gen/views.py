@@ -83,6 +83,7 @@ def draw_view(rng, t, name):
             + [Column(c.name, c.type, "reg") for c in chosen])
     v = Table(name, cols)
     v.base = t
+    v.select_all = star
     v.pools = {c.name: t.pools[c.name] for c in keys}
     if len(vpk) == 1:
         # A view row may have an empty partition key (from a base clustering column), but
