@@ -148,10 +148,11 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
                 # connection: wait until the session answers again before going on.
                 out(f"note: client-side failure on {side}: {o.error_text[:200]}\n    {stmt.text[:300]} -- bound {stmt.params}")
                 runner.wait_alive(s)
-        if stmt.feature.startswith("create_materialized_view"):
+        view = re.match(r"CREATE MATERIALIZED VIEW (\w+)", stmt.text)
+        if view:
             for o, s in ((oa, sa), (ob, sb)):
                 if o.error is None:
-                    runner.wait_view_built(s, ks, stmt.table)
+                    runner.wait_view_built(s, ks, view.group(1))
         if verbose:
             out(f"{stmt.feature:24} {stmt.text}" + (f"  -- bound {stmt.params}" if stmt.params else ""))
             out(f"    a: {runner.describe(oa)}\n    b: {runner.describe(ob)}")
