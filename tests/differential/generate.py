@@ -9,6 +9,10 @@
     # replay one seed and print every statement with both answers
     $PY tests/differential/generate.py --a ... --b ... --seed 7 --count 50 -v
 
+    # materialized views (both sides with materialized_views_enabled: true; Cassandra from
+    # `CASSANDRA_MATERIALIZED_VIEWS=1 scripts/cassandra.sh start`, Peregrine from a config file)
+    $PY tests/differential/generate.py --a ... --b ... --views --seed 1 --count 300
+
 From the seed it draws (gen/schema.py) user types and tables over every CQL type: frozen and
 non-frozen lists/sets/maps, nested collections, tuples, UDTs, static columns, compound partition
 keys, clustering columns ASC/DESC, counter tables, plus index / SAI / materialized-view DDL on
@@ -17,6 +21,16 @@ operations, ranges, USING TTL/TIMESTAMP, LWT), BATCH, and SELECTs (full key, par
 IN, ALLOW FILTERING, token ranges, LIMIT, PER PARTITION LIMIT, DISTINCT, count, aggregates,
 writetime/ttl, functions, GROUP BY, JSON, ORDER BY) with literals or bind markers (prepared,
 values bound by the driver) and page sizes 1-5 or 100, plus deliberately invalid statements.
+
+With --views (gen/views.py) it also draws materialized views over most non-counter tables
+(base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on
+a base key column, CLUSTERING ORDER BY; some created in the DDL over empty tables, some later
+in the stream over the data so far), base writes whose values for a view-key column come from
+a small pool (so rows meet under one view key and move between keys), reads of the views as
+of tables (by view key, partitions, slices, IN, whole view with pages of 1-5, writetime/ttl,
+aggregates, filtering), and refusals: invalid view DDL, writes and indexes on a view, DROP of
+a base or a base column (messages compared). A view's differences show the base's writes;
+healing truncates the base.
 
 Each statement runs on A then on B, in a new keyspace `gen_<seed>_<random>` (the same name on
 both servers, dropped at the end), and is compared: success vs error, error code and message
@@ -73,10 +87,10 @@ REPREPARE_PROBE = [
 ]
 
 
-def draw_all(seed, count, n_tables):
+def draw_all(seed, count, n_tables, views=False):
     """The whole deterministic plan: (tables, ddl statements, dml/select statements)."""
     rng = random.Random(seed)
-    udts, tables, ddl = draw_schema(rng, n_tables)
+    udts, tables, ddl = draw_schema(rng, n_tables, views)
     g = StatementGen(rng, tables, udts)
     return tables, ddl, [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)]
 
@@ -118,7 +132,10 @@ def blame_range_delete(sig, features):
 
 def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     tally = runner.Tally()
-    names = {t.name for t in tables}
+    # A view's statements are about its base's data: its writes explain a view's difference,
+    # and healing truncates the base (Cassandra refuses TRUNCATE of a view).
+    base_of = {v.name: t.name for t in tables for v in t.views}
+    names = {t.name for t in tables} | set(base_of)
     broken = {}     # table -> signature of its differing CREATE
     history = {}    # table -> [(feature, text)] of its writes since it was last truncated
 
@@ -131,6 +148,11 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
                 # connection: wait until the session answers again before going on.
                 out(f"note: client-side failure on {side}: {o.error_text[:200]}\n    {stmt.text[:300]} -- bound {stmt.params}")
                 runner.wait_alive(s)
+        view = re.match(r"CREATE MATERIALIZED VIEW (\w+)", stmt.text)
+        if view:
+            for o, s in ((oa, sa), (ob, sb)):
+                if o.error is None:
+                    runner.wait_view_built(s, ks, view.group(1))
         if verbose:
             out(f"{stmt.feature:24} {stmt.text}" + (f"  -- bound {stmt.params}" if stmt.params else ""))
             out(f"    a: {runner.describe(oa)}\n    b: {runner.describe(ob)}")
@@ -138,6 +160,12 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             # ReadFailure: the reference failed internally (Cassandra 5.0.9 does on some GROUP BY
             # with IN and LIMIT); there is no answer to compare with.
             out(f"note: A failed to execute the read (ReadFailure), not compared: {stmt.text[:300]}")
+            return None
+        if oa.error == 0x0000 and "NullPointerException" in oa.error_text and stmt.feature.startswith("view_"):
+            # Cassandra 5.0.9 fails reads of a view that has a partition with an empty key
+            # (from a base clustering value '') with a NullPointerException when it pages
+            # (also internally, under a LIMIT): no answer to compare with.
+            out(f"note: A failed internally (NullPointerException), not compared: {stmt.text[:300]}")
             return None
         why = check_generator(stmt, oa)
         if why:
@@ -150,15 +178,18 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             tally.add_pass(stmt, oa)
             return None
         sig, detail = d
-        touched = runner.tables_of(stmt, names)
+        named = runner.tables_of(stmt, names)
+        touched = sorted({base_of.get(t, t) for t in named})
         if sig.startswith("rows:") or sig.startswith("columns:"):
             for t in touched:
                 detail = detail + [f"earlier write to {t}: {w}" for _, w in history.get(t, [])[-10:]]
             sig = blame_range_delete(sig, [f for t in touched for f, _ in history.get(t, [])])
-        cascade = [broken[t] for t in touched if t in broken]
-        if cascade and stmt.feature not in ("create_index", "create_sai_index", "create_materialized_view"):
+        cascade = [broken[t] for t in named + touched if t in broken]
+        if cascade and not stmt.feature.startswith(("create_index", "create_sai_index", "create_materialized_view")):
             sig = "cascade:" + cascade[0].split(":", 1)[1]
         tally.add_diff(sig, stmt, oa, ob, detail)
+        if stmt.feature.startswith("create_materialized_view"):
+            broken[stmt.table] = sig
         return sig, touched
 
     for d in ddl:
@@ -234,15 +265,17 @@ def main(argv=None):
     ap.add_argument("--known", default=KNOWN, help="known differences file")
     ap.add_argument("--examples", type=int, default=2, help="examples printed per signature (default 2)")
     ap.add_argument("--keep", action="store_true", help="keep the keyspace afterwards")
+    ap.add_argument("--views", action="store_true",
+                    help="draw materialized views (both sides must run with materialized_views_enabled: true)")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="print every statement and both answers")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     # The driver logs failed PREPAREs and server warnings; failures are outcomes here.
     logging.getLogger("cassandra").setLevel(logging.CRITICAL)
     seed = random.SystemRandom().randrange(10**9) if args.seed == "random" else int(args.seed)
-    print(f"seed {seed}, {args.count} statements, {args.tables} tables")
+    print(f"seed {seed}, {args.count} statements, {args.tables} tables" + (", views" if args.views else ""))
 
-    tables, ddl, stmts = draw_all(seed, args.count, args.tables)
+    tables, ddl, stmts = draw_all(seed, args.count, args.tables, args.views)
     known = runner.load_known(args.known) if os.path.exists(args.known) else []
     # A fresh keyspace name per run: a server's prepared statements from an earlier run with
     # another schema must not leak in (the probe above tests that case on purpose).

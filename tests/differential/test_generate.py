@@ -13,13 +13,30 @@ from gen.statements import Stmt  # noqa: E402
 from gen.types import T, literal  # noqa: E402
 
 
-def plan_text(seed, count=300):
-    _, ddl, stmts = generate.draw_all(seed, count, 8)
+def plan_text(seed, count=300, views=False):
+    _, ddl, stmts = generate.draw_all(seed, count, 8, views)
     return [d.text for d in ddl] + [(s.text, repr(s.params), s.expect, s.feature, s.fetch_size) for s in stmts]
 
 
 def test_same_seed_draws_the_same_statements():
     assert plan_text(11) == plan_text(11)
+
+
+def test_views_mode_is_deterministic_and_draws_views_reads_and_refusals():
+    assert plan_text(11, views=True) == plan_text(11, views=True)
+    # Without --views: views only as the refusal of a server with views off.
+    _, ddl, stmts = generate.draw_all(11, 300, 8)
+    assert all(d.expect == "error" for d in ddl if "MATERIALIZED" in d.text)
+    assert not any(s.feature.startswith(("view_", "bad_view")) for s in stmts)
+    features = set()
+    for seed in range(1, 6):
+        _, ddl, stmts = generate.draw_all(seed, 500, 8, True)
+        for d in ddl:
+            features.add(d.feature.split(":")[0] + ":" + d.expect)
+        for s in stmts:
+            features.add(s.feature.split(":")[0].split("_")[0] + ":" + str(s.expect))
+    for want in ["create_materialized_view:ok", "bad_view:error", "view:ok"]:
+        assert want in features, (want, sorted(features))
 
 
 def test_different_seeds_draw_different_statements():

@@ -35,6 +35,9 @@ pub struct ColumnDef {
     pub kind: ColumnKind,
     /// Position among partition key or clustering columns; -1 for the others.
     pub position: i32,
+    /// A clustering column in descending order. On a view's partition key column taken from
+    /// a descending base clustering column: Cassandra keeps that column's reversed type, which
+    /// orders the partitions of an `IN` restriction in descending key order.
     pub desc: bool,
     /// Stable id of the column's cells in stored rows.
     pub id: u16,

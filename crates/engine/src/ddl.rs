@@ -759,7 +759,7 @@ pub fn alter_table(
             at.name.name
         )));
     };
-    crate::view::ddl::check_alter_table(schema, t, &at.action)?;
+    crate::view::ddl::check_alter_table(t)?;
     let mut t = (**t).clone();
     match &at.action {
         ast::AlterTableAction::Add {
@@ -836,11 +836,12 @@ pub fn alter_table(
                 };
                 if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
                     return Err(EngineError::invalid(format!(
-                        "Cannot drop PRIMARY KEY part {name}"
+                        "Cannot drop PRIMARY KEY column {name}"
                     )));
                 }
                 crate::compact::check_drop_column(&t, &c)?;
                 crate::index::ddl::check_drop_column(&t, name)?;
+                crate::view::ddl::check_drop_column(schema, &t, name)?;
                 t.columns.retain(|x| x.name != *name);
                 t.dropped.retain(|d| d.0 != *name);
                 t.dropped

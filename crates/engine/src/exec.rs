@@ -216,6 +216,20 @@ impl Engine {
         }
     }
 
+    /// A token restriction's bound as read: its token and whether it is inclusive; `None`
+    /// (no bound) for the minimum token, as Cassandra reads it: a start at the minimum token
+    /// takes in the keys of the minimum token (an empty view key), an end at it is the end of
+    /// the ring (`token(k) <= -9223372036854775808` reads every partition).
+    pub(crate) fn ring_bound(
+        &self,
+        t: &TableDef,
+        b: &TokenBound,
+        vals: &Bindings,
+    ) -> Result<Option<(i64, bool)>, EngineError> {
+        let tok = self.token_bound(t, &b.src, vals)?;
+        Ok((tok != i64::MIN).then_some((tok, b.inclusive)))
+    }
+
     /// The partitions of `parts` whose token lies within `bounds` (start, end).
     fn within_token_bounds(
         &self,
@@ -228,7 +242,7 @@ impl Engine {
         let mut end = None;
         for (bound, slot) in bounds.iter().zip([&mut start, &mut end]) {
             if let Some(b) = bound {
-                *slot = Some((self.token_bound(t, &b.src, vals)?, b.inclusive));
+                *slot = self.ring_bound(t, b, vals)?;
             }
         }
         let after_start = |tk: i64| start.is_none_or(|(s, incl)| tk > s || (incl && tk == s));

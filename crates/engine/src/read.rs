@@ -549,10 +549,7 @@ impl<'a> SelectRun<'a> {
         end: &Option<TokenBound>,
     ) -> [Option<(i64, bool)>; 2] {
         let t = &self.plan.table;
-        let of = |b: &Option<TokenBound>| {
-            let b = b.as_ref()?;
-            Some((engine.token_bound(t, &b.src, self.vals).ok()?, b.inclusive))
-        };
+        let of = |b: &Option<TokenBound>| engine.ring_bound(t, b.as_ref()?, self.vals).ok()?;
         [of(start), of(end)]
     }
 
@@ -639,20 +636,22 @@ impl<'a> SelectRun<'a> {
         let mut lo = table_start.clone();
         let mut hi = keys::prefix_end(&table_start);
         if let Some(b) = start {
-            let tok = engine.token_bound(t, &b.src, self.vals)?;
-            lo = if b.inclusive {
-                keys::token_prefix(t.id, tok)
-            } else {
-                keys::after_token(t.id, tok)
-            };
+            if let Some((tok, inclusive)) = engine.ring_bound(t, b, self.vals)? {
+                lo = if inclusive {
+                    keys::token_prefix(t.id, tok)
+                } else {
+                    keys::after_token(t.id, tok)
+                };
+            }
         }
         if let Some(b) = end {
-            let tok = engine.token_bound(t, &b.src, self.vals)?;
-            hi = if b.inclusive {
-                keys::after_token(t.id, tok)
-            } else {
-                keys::token_prefix(t.id, tok)
-            };
+            if let Some((tok, inclusive)) = engine.ring_bound(t, b, self.vals)? {
+                hi = if inclusive {
+                    keys::after_token(t.id, tok)
+                } else {
+                    keys::token_prefix(t.id, tok)
+                };
+            }
         }
         Ok((lo, hi))
     }

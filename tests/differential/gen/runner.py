@@ -64,6 +64,23 @@ def wait_alive(session, limit_s=60):
             time.sleep(0.2)
 
 
+def wait_view_built(session, ks, view, limit_s=120):
+    """Polls until `system.built_views` lists the view: Cassandra builds a new view over the
+    base's data in the background after CREATE MATERIALIZED VIEW has answered, and a read
+    before the build has finished misses rows (not a difference to report)."""
+    import time
+    deadline = time.monotonic() + limit_s
+    while True:
+        rows = list(session.execute(
+            "SELECT view_name FROM system.built_views WHERE keyspace_name = %s AND view_name = %s",
+            (ks, view), timeout=30))
+        if rows:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"view {ks}.{view} not built after {limit_s} s")
+        time.sleep(0.1)
+
+
 def differences(stmt, oa, ob):
     """(signature, detail lines) of a difference, or None when both sides agree."""
     directives = {"unordered": stmt.unordered, "nullness": stmt.nullness, "tolerance": stmt.tolerance}

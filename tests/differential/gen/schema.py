@@ -24,6 +24,11 @@ class Table:
     indexed: list = field(default_factory=list)   # columns the DDL puts an index on
     pools: dict = field(default_factory=dict)      # key column name -> the few values drawn for it
     server_ts: bool = False   # some write without USING TIMESTAMP was drawn: writetime() not exact
+    views: list = field(default_factory=list)     # materialized views of this table (Tables)
+    base: "Table" = None      # for a view: the table it follows
+    created: bool = False     # for a view: its CREATE has been drawn (reads may name it)
+    create_text: str = ""     # for a view: its CREATE MATERIALIZED VIEW
+    select_all: bool = False  # for a view: SELECT * (it gains the columns added to its base)
 
     def role(self, *roles):
         return [c for c in self.cols if c.role in roles]
@@ -119,8 +124,10 @@ def create_table(t):
     return text
 
 
-def draw_schema(rng, n_tables):
-    """Returns (udts, tables, ddl statements in execution order)."""
+def draw_schema(rng, n_tables, views=False):
+    """Returns (udts, tables, ddl statements in execution order). With `views` (both sides run
+    with materialized_views_enabled) it also draws views (gen/views.py): each in its base's
+    `views`, created in this DDL or later in the statement stream."""
     udts = draw_udts(rng, rng.randint(1, 3))
     ddl = [Ddl(create_type(u), "ddl_type") for u in udts]
     # Invalid DDL: duration nested in a clustering column ("duration type is not supported for
@@ -134,12 +141,16 @@ def draw_schema(rng, n_tables):
         tables.append(t)
         ddl.append(Ddl(create_table(t), "ddl_table", t.name))
         if kind == "indexed":
-            ddl += index_ddl(rng, t)
+            ddl += index_ddl(rng, t, views)
+    if views:
+        from .views import draw_views, invalid_view_ddl
+        _, _, view_ddl = draw_views(rng, tables)
+        ddl += view_ddl + invalid_view_ddl(rng, tables)
     return udts, tables, ddl
 
 
-def index_ddl(rng, t):
-    """Index and view DDL on table t (Peregrine supports none of it yet)."""
+def index_ddl(rng, t, views=False):
+    """Index DDL on table t, and (views off) a view Cassandra refuses for that."""
     out = []
     natives = [c for c in t.values if c.type.is_native and c.role == "reg" and c.type.kind != "duration"]
     if not natives:
@@ -152,6 +163,8 @@ def index_ddl(rng, t):
         out.append(Ddl(f"CREATE CUSTOM INDEX {t.name}_{sai.name}_sai ON {t.name} ({sai.name}) "
                        f"USING 'StorageAttachedIndex'", "create_sai_index", t.name))
         t.indexed.append(sai.name)
+    if views:
+        return out   # views are drawn by gen/views.py
     keys = " AND ".join(f"{c.name} IS NOT NULL" for c in t.keys + [legacy])
     view_key = ", ".join([f"({legacy.name}, {', '.join(c.name for c in t.pk)})"] + [c.name for c in t.ck])
     # Materialized views are disabled in Cassandra's default configuration: an error on both sides.

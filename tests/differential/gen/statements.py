@@ -12,7 +12,8 @@ Drawing never looks at results, so a seed fixes the statement list.
 import re
 from dataclasses import dataclass, field
 
-from .types import T, bad_literal, draw_value, json_text, literal
+from .schema import Column
+from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
 TTL_TOLERANCE = 5          # seconds; ttl() drifts with the time between the two sides' writes
 TS_BASE = 1_600_000_000_000_000
@@ -126,6 +127,13 @@ class StatementGen:
                     order_types=tuple(x.type.family() for x in t.ck))
         return [write, read]
 
+    def value_for(self, t, c):
+        """A value to write to column c of t: for a regular column a view key may take (it has
+        a pool, views mode only), mostly one of its pool."""
+        if c.role == "reg" and c.name in t.pools and self.rng.random() < 0.85:
+            return self.rng.choice(t.pools[c.name])
+        return self.cell_value(c.type)
+
     def key_value(self, t, c):
         return self.rng.choice(t.pools[c.name])
 
@@ -157,7 +165,7 @@ class StatementGen:
         # Some inserts write their values through fromJson() (its own feature, for signatures).
         via_json = rng.random() < 0.1
         write = term.from_json if via_json else term
-        terms += [write(c.type, self.cell_value(c.type)) for c in vals]
+        terms += [write(c.type, self.value_for(t, c)) for c in vals]
         text = f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join(terms)})"
         if via_json and not lwt:
             return self._stmt(text + self.using(t), term, "from_json", t, write=True)
@@ -174,7 +182,7 @@ class StatementGen:
         if k == "counter":
             return f"{n} = {n} {rng.choice('+-')} {rng.randint(1, 9)}", "counter_update", "ok"
         if not c.type.multicell or rng.random() < 0.3:
-            return f"{n} = {term(c.type, self.cell_value(c.type))}", "update", "ok"
+            return f"{n} = {term(c.type, self.value_for(t, c))}", "update", "ok"
         el = c.type.args
         if k == "list":
             op = rng.choice(["append", "prepend", "remove", "index"])
@@ -426,7 +434,7 @@ class StatementGen:
                 sel = f"{c.name}[{key}]" if rng.random() < 0.6 else f"{c.name}[{key}..]"
                 # Not wrapped for a clustering column: Cassandra 5.0.9 refuses toJson() of a
                 # DESC clustering column's element or slice ("Cannot infer type of argument").
-                wrap = rng.random() < 0.3 and c.role != "ck"
+                wrap = rng.random() < 0.3 and c.role != "ck" and c.order != "DESC"
                 return (f"toJson({sel})" if wrap else sel), "element_select"
             return f"toJson({c.name})", "to_json"
         c = rng.choice([c for c in nonstatic if c.type.is_native and c.type.kind not in ("counter", "blob")] or t.pk)
@@ -517,12 +525,84 @@ class StatementGen:
         expect = "ok" if kind == "index_query" else "error"
         return Stmt(text, term.params if bind else None, expect=expect, feature=kind, table=t.name)
 
+    # ------------------------------------------------------------ views
+
+    def view_statement(self, views):
+        """In views mode (the tables have views): a late CREATE MATERIALIZED VIEW, a read of a
+        view, or a statement Cassandra refuses on a view; None to draw an ordinary statement."""
+        rng = self.rng
+        r = rng.random()
+        late = [v for v in views if not v.created]
+        if late and r < 0.01:
+            v = late[0]
+            v.created = True
+            return Stmt(v.create_text, feature="create_materialized_view_late", table=v.name)
+        created = [v for v in views if v.created]
+        if not created or r > 0.3:
+            return None
+        v = rng.choice(created)
+        if r < 0.015:
+            # Dropped, and created again later (a build over the base's data).
+            v.created = False
+            return Stmt(f"DROP MATERIALIZED VIEW {v.name}", feature="drop_materialized_view", table=v.name)
+        if r < 0.02:
+            return Stmt(f"TRUNCATE {v.base.name}", feature="truncate_base", table=v.base.name, write=True)
+        if r < 0.023 and len(v.base.cols) < 12:
+            # A column added to a base: SELECT * views gain it (their rows show it as null
+            # until written), the others do not.
+            b = v.base
+            c = Column(f"a{len(b.cols)}", draw_native(rng), "reg")
+            b.cols.append(c)
+            for x in b.views:
+                if x.select_all:
+                    x.cols.append(Column(c.name, c.type, "reg"))
+            return Stmt(f"ALTER TABLE {b.name} ADD {c.name} {c.type.cql()}", feature="alter_base_add", table=b.name)
+        if r < 0.27:
+            # A read of the view: by its key, its partitions, slices, the whole view (small
+            # pages), filtering, writetime/ttl of its cells.
+            v.server_ts = v.base.server_ts
+            s = self.select(v, rng.random() < 0.35)
+            s.feature = "view_" + s.feature
+            if s.projection:
+                s.projection = "view_" + s.projection
+            return s
+        return self.invalid_view_statement(v)
+
+    def invalid_view_statement(self, v):
+        """A write to a view, an index on it, or a base change a view forbids."""
+        rng = self.rng
+        b = v.base
+        term = Terms(False)
+        kind = rng.choice(["insert", "update", "delete", "index", "drop_base", "drop_key_column"])
+        if kind == "insert":
+            text = (f"INSERT INTO {v.name} ({', '.join(c.name for c in v.keys)}) "
+                    f"VALUES ({', '.join(term(c.type, self.key_value(v, c)) for c in v.keys)})")
+        elif kind == "update" and v.values:
+            c = v.values[0]
+            text = f"UPDATE {v.name} SET {c.name} = {term(c.type, self.cell_value(c.type))} WHERE {self.where_eq(v, v.keys, term)}"
+        elif kind == "index" and v.values:
+            text = f"CREATE INDEX ON {v.name} ({v.values[0].name})"
+        elif kind == "drop_base":
+            text = f"DROP TABLE {b.name}"
+        elif kind == "drop_key_column" and any(b.col(c.name).role == "reg" for c in v.keys):
+            c = next(c for c in v.keys if b.col(c.name).role == "reg")
+            text = f"ALTER TABLE {b.name} DROP {c.name}"
+        else:
+            kind = "delete"
+            text = f"DELETE FROM {v.name} WHERE {self.where_eq(v, v.pk, term)}"
+        return Stmt(text, expect="error", feature="bad_view:" + kind, table=v.name)
+
     # ------------------------------------------------------------ mix
 
     def draw(self):
         rng = self.rng
         if self.pending:
             return self.pending.pop(0)
+        views = [v for t in self.tables for v in t.views]
+        if views:
+            s = self.view_statement(views)
+            if s is not None:
+                return s
         t = rng.choice(self.tables)
         if rng.random() < 0.02 and any(c.type.multicell and c.type.kind != "udt" for c in t.values):
             first, *self.pending = self.empty_collection(t, rng.random() < 0.35)

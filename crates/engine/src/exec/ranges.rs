@@ -113,8 +113,16 @@ pub(crate) fn partitions(
     let mut sets = Vec::with_capacity(sel.len());
     for (kv, col) in sel.iter().zip(&cols) {
         let mut values = expand(kv, vals, &col.name)?;
-        // Cassandra reads IN partitions in key order, not token order.
-        values.sort_by(|a, b| crate::types::compare(&col.ty, a, b));
+        // Cassandra reads IN partitions in key order, not token order (descending for a
+        // view's key column of a reversed type, see `ColumnDef::desc`).
+        values.sort_by(|a, b| {
+            let o = crate::types::compare(&col.ty, a, b);
+            if col.desc {
+                o.reverse()
+            } else {
+                o
+            }
+        });
         values.dedup();
         for v in &values {
             validate(&col.ty, v, &col.name)?;

@@ -3,7 +3,6 @@
 
 use super::{ViewDef, ViewFilter};
 use crate::catalog::{ColumnKind, Schema, TableDef};
-use crate::types::cql_type_name;
 use crate::{EngineError, Now, SchemaChange, SchemaChangeType};
 use cql::ast::{self, Operator, Relation, Selection, SelectorExpr};
 use std::sync::Arc;
@@ -51,7 +50,8 @@ pub fn create_view(
     if !schema.keyspaces.contains_key(&ks) {
         return Err(invalid(format!("Keyspace '{ks}' doesn't exist")));
     }
-    let Some(base) = schema.table(&ks, base_name) else {
+    // A view is no base table (Cassandra looks the base up among tables only).
+    let Some(base) = schema.table(&ks, base_name).filter(|t| t.view.is_none()) else {
         return Err(invalid(format!("Base table '{base_name}' doesn't exist")));
     };
     match schema.table(&ks, name) {
@@ -71,11 +71,6 @@ pub fn create_view(
     {
         return Err(invalid(
             "Materialized views are not supported on counter tables",
-        ));
-    }
-    if base.view.is_some() {
-        return Err(invalid(
-            "Materialized views cannot be created against other materialized views",
         ));
     }
     if base.options.gc_grace_seconds == 0 {
@@ -183,9 +178,12 @@ pub fn create_view(
             missing.join(", ")
         )));
     }
-    let regular_in_key: Vec<&str> = key
+    // Cassandra keeps the view key's columns in a HashSet and names them in its order.
+    let key_names: Vec<&str> = key.iter().map(|k| k.as_str()).collect();
+    let key_set_order = java_hash_set_order(&key_names);
+    let regular_in_key: Vec<&str> = key_set_order
         .iter()
-        .map(|k| k.as_str())
+        .copied()
         .filter(|k| !base_key.contains(k))
         .collect();
     if regular_in_key.len() > 1 {
@@ -197,9 +195,9 @@ pub fn create_view(
     // WHERE clause.
     let (where_parts, filters) = where_clause(base, &cv.select.where_clause, now)?;
     let restricted: Vec<&String> = where_parts.iter().map(|(c, _)| c).collect();
-    let unrestricted: Vec<&str> = key
+    let unrestricted: Vec<&str> = key_set_order
         .iter()
-        .map(|k| k.as_str())
+        .copied()
         .filter(|k| !restricted.iter().any(|r| r.as_str() == *k))
         .collect();
     if !unrestricted.is_empty() {
@@ -236,6 +234,32 @@ pub fn create_view(
             mask: None,
         });
     }
+    // Without CLUSTERING ORDER BY a view clustering column keeps its base column's order (a
+    // DESC base clustering column stays DESC), as Cassandra's view columns keep their base
+    // type, reversed or not.
+    let mut options = cv.options.clone();
+    if options.clustering_order.is_empty()
+        && cv
+            .clustering_columns
+            .iter()
+            .any(|c| base.column(c).is_some_and(|bc| bc.desc))
+    {
+        options.clustering_order = cv
+            .clustering_columns
+            .iter()
+            .map(|c| {
+                let desc = base.column(c).is_some_and(|bc| bc.desc);
+                (
+                    c.clone(),
+                    if desc {
+                        ast::Order::Desc
+                    } else {
+                        ast::Order::Asc
+                    },
+                )
+            })
+            .collect();
+    }
     let ct = ast::CreateTable {
         name: ast::QualifiedName {
             keyspace: Some(ks.clone()),
@@ -245,7 +269,7 @@ pub fn create_view(
         columns,
         partition_key: cv.partition_key.clone(),
         clustering_columns: cv.clustering_columns.clone(),
-        options: cv.options.clone(),
+        options,
     };
     let Some((mut next, _)) = crate::ddl::create_table(schema, Some(&ks), &ct, now.micros)? else {
         return Ok(None);
@@ -256,6 +280,15 @@ pub fn create_view(
         .get(&key_of)
         .map(|t| (**t).clone())
         .ok_or_else(|| EngineError::server("the view's table was not created"))?;
+    // A partition key column from a descending base clustering column keeps its reversed
+    // type (see `ColumnDef::desc`).
+    for c in vt.columns.iter_mut() {
+        if c.kind == ColumnKind::PartitionKey {
+            c.desc = base
+                .column(&c.name)
+                .is_some_and(|bc| bc.kind == ColumnKind::Clustering && bc.desc);
+        }
+    }
     // Its rows carry the base cells' labels (`rows::view_row`): the option follows the base.
     crate::labels::check_view_option(vt.options.visibility, None)?;
     vt.options.visibility = base.options.visibility;
@@ -274,10 +307,61 @@ pub fn create_view(
     )))
 }
 
-/// A type as Cassandra's type classes print themselves (`...marshal.MapType(...)`), as in
-/// the messages that name a non-frozen collection.
+/// The order a Java `HashSet` of column names (Cassandra's `ColumnIdentifier`s), filled in
+/// the order of `names`, iterates them: by hash bucket, then in insertion order. A name's
+/// hash is `ByteBuffer.hashCode` of its UTF-8 bytes, spread as `HashMap` spreads it; the table
+/// has 16 buckets, doubled while more than three quarters full.
+fn java_hash_set_order<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let mut buckets = 16;
+    while names.len() > buckets * 3 / 4 {
+        buckets *= 2;
+    }
+    let bucket = |name: &str| {
+        let mut h: i32 = 1;
+        for b in name.as_bytes().iter().rev() {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(*b as i8));
+        }
+        let spread = (h as u32) ^ ((h as u32) >> 16);
+        spread as usize & (buckets - 1)
+    };
+    let mut order: Vec<(usize, usize, &str)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (bucket(n), i, *n))
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, _, n)| n).collect()
+}
+
+/// A non-frozen collection type as Cassandra's type classes print themselves
+/// (`...marshal.MapType(...)`), as in the messages that name one. Its frozen collection and
+/// UDT elements are wrapped in `FrozenType(...)`; tuples are not, nor is anything inside a
+/// frozen value or a tuple (checked against 5.0.9).
 fn marshal_name(ty: &proto::types::ColumnType) -> String {
     use proto::types::ColumnType as T;
+    match ty {
+        T::List(e) => format!("{MARSHAL}ListType({})", marshal_inner(e, true)),
+        T::Set(e) => format!("{MARSHAL}SetType({})", marshal_inner(e, true)),
+        T::Map(k, v) => format!(
+            "{MARSHAL}MapType({},{})",
+            marshal_inner(k, true),
+            marshal_inner(v, true)
+        ),
+        other => marshal_inner(other, false),
+    }
+}
+
+/// `ty` printed as an element of a collection; `wrap`: whether a frozen collection or UDT
+/// gets its `FrozenType(...)`.
+fn marshal_inner(ty: &proto::types::ColumnType, wrap: bool) -> String {
+    use proto::types::ColumnType as T;
+    let frozen = |s: String| {
+        if wrap {
+            format!("{MARSHAL}FrozenType({s})")
+        } else {
+            s
+        }
+    };
     let simple = match ty {
         T::Custom(c) => return c.clone(),
         T::Ascii => "AsciiType",
@@ -300,14 +384,41 @@ fn marshal_name(ty: &proto::types::ColumnType) -> String {
         T::Smallint => "ShortType",
         T::Tinyint => "ByteType",
         T::Duration => "DurationType",
-        T::List(e) => return format!("{MARSHAL}ListType({})", marshal_name(e)),
-        T::Set(e) => return format!("{MARSHAL}SetType({})", marshal_name(e)),
+        T::List(e) => return frozen(format!("{MARSHAL}ListType({})", marshal_inner(e, false))),
+        T::Set(e) => return frozen(format!("{MARSHAL}SetType({})", marshal_inner(e, false))),
         T::Map(k, v) => {
-            return format!("{MARSHAL}MapType({},{})", marshal_name(k), marshal_name(v))
+            return frozen(format!(
+                "{MARSHAL}MapType({},{})",
+                marshal_inner(k, false),
+                marshal_inner(v, false)
+            ))
         }
-        T::Vector(e, n) => return format!("{MARSHAL}VectorType({},{n})", marshal_name(e)),
-        // Frozen values never reach the message that uses this.
-        T::Udt { .. } | T::Tuple(_) => return cql_type_name(ty),
+        T::Vector(e, n) => return format!("{MARSHAL}VectorType({},{n})", marshal_inner(e, false)),
+        T::Tuple(es) => {
+            let es: Vec<String> = es.iter().map(|e| marshal_inner(e, false)).collect();
+            return format!("{MARSHAL}TupleType({})", es.join(","));
+        }
+        T::Udt {
+            keyspace,
+            name,
+            fields,
+        } => {
+            let fs: Vec<String> = fields
+                .iter()
+                .map(|(f, t)| {
+                    format!(
+                        "{}:{}",
+                        crate::javafmt::hex(f.as_bytes()),
+                        marshal_inner(t, false)
+                    )
+                })
+                .collect();
+            return frozen(format!(
+                "{MARSHAL}UserType({keyspace},{},{})",
+                crate::javafmt::hex(name.as_bytes()),
+                fs.join(",")
+            ));
+        }
     };
     format!("{MARSHAL}{simple}")
 }
@@ -497,30 +608,26 @@ pub fn check_drop_table(schema: &Schema, t: &TableDef) -> Result<(), EngineError
     Ok(())
 }
 
-/// ALTER TABLE on a view, and dropping or renaming a column of a table with views.
-pub fn check_alter_table(
-    schema: &Schema,
-    t: &TableDef,
-    action: &ast::AlterTableAction,
-) -> Result<(), EngineError> {
+/// ALTER TABLE on a view.
+pub fn check_alter_table(t: &TableDef) -> Result<(), EngineError> {
     if t.view.is_some() {
         return Err(invalid(
             "Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
         ));
     }
+    Ok(())
+}
+
+/// Dropping a column of a table with views is refused. Cassandra checks it last for each
+/// column, after its key-column and dependent-index refusals (`AlterTableStatement`).
+pub fn check_drop_column(schema: &Schema, t: &TableDef, column: &str) -> Result<(), EngineError> {
     if views_of(schema, &t.keyspace, &t.name).next().is_none() {
         return Ok(());
     }
-    match action {
-        ast::AlterTableAction::Drop { columns, .. } => match columns.first() {
-            Some(c) if t.column(c).is_some() => Err(invalid(format!(
-                "Cannot drop column {c} on base table {} with materialized views",
-                t.name
-            ))),
-            _ => Ok(()),
-        },
-        _ => Ok(()),
-    }
+    Err(invalid(format!(
+        "Cannot drop column {column} on base table {} with materialized views",
+        t.name
+    )))
 }
 
 /// After ALTER TABLE on a base, as Cassandra's views follow it: a `SELECT *` view gains
@@ -582,4 +689,17 @@ pub fn check_truncate(t: &TableDef) -> Result<(), EngineError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod hash_order_tests {
+    use super::java_hash_set_order;
+
+    #[test]
+    fn names_come_in_java_hash_set_order() {
+        // Cassandra 5.0.9: "Cannot include more than one non-primary key column in
+        // materialized view primary key (got v1, v0)" for PRIMARY KEY (..., v0, v1).
+        assert_eq!(java_hash_set_order(&["v0", "v1"]), ["v1", "v0"]);
+        assert_eq!(java_hash_set_order(&["v1", "v0"]), ["v1", "v0"]);
+    }
 }
