@@ -788,14 +788,31 @@ impl Engine {
                         ranges: e.delta.ranges.clone(),
                         statics: Vec::new(),
                     };
-                    // As for a row: static lists are read as they were before the write.
+                    // As for a row: static lists are read as they were before the write,
+                    // without the items the stored partition deletion shadows (the header
+                    // keeps static cells older than its deletion until they are purged).
                     let reads = ops.iter().any(CollectionOp::reads_stored_list);
-                    let before = if reads { h.statics.clone() } else { Vec::new() };
+                    let stored_header = if !reads {
+                        None
+                    } else if pending.contains_key(&key) {
+                        match stored_before(&key)? {
+                            Some(v) => {
+                                Some(PartitionHeader::decode(&v).map_err(EngineError::corrupt)?)
+                            }
+                            None => None,
+                        }
+                    } else {
+                        Some(h.clone())
+                    };
+                    let (before, outer) = match stored_header {
+                        Some(s) => (s.statics, s.deletion),
+                        None => (Vec::new(), None),
+                    };
                     h.merge(e.delta);
                     let mut seen = StatementView::new(reads.then_some(&before));
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, None) {
+                        if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, outer) {
                             first_error.note(stmt, e);
                         }
                     }
