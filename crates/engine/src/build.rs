@@ -143,7 +143,7 @@ impl<'a> Builder<'a> {
                 let multi_cell = t
                     .column(name)
                     .is_some_and(|c| crate::exec::multi_cell_kind(c).is_some());
-                crate::literal::check_cast(name, ty, multi_cell, hint, term)?;
+                crate::literal::check_cast(name, ty, Some(multi_cell), hint, term)?;
                 self.term(t, term, name, ty)
             }
             Term::FunctionCall { name: f, args }

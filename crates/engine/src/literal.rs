@@ -323,12 +323,13 @@ fn receives(receiver: &ColumnType, cast: &ColumnType) -> bool {
 /// term must fit the cast's type ("Cannot cast value 'a' to type int"), and the receiver must
 /// take that type ("Cannot assign value (bigint)1 to v of type int"), frozen or not as the
 /// receiver is (`multi_cell`: a non-frozen collection or UDT column; anything else of those
-/// types, an element or field, is frozen). The term itself is then typed by the receiver, as
-/// in Cassandra.
+/// types, an element or field, is frozen; `None` where the receiver's frozenness is not
+/// known, as for a function's argument). The term itself is then typed by the receiver, as in
+/// Cassandra.
 pub(crate) fn check_cast(
     name: &str,
     ty: &ColumnType,
-    multi_cell: bool,
+    multi_cell: Option<bool>,
     hint: &cql::ast::CqlType,
     inner: &Term,
 ) -> Result<(), EngineError> {
@@ -342,14 +343,14 @@ pub(crate) fn check_cast(
         hint,
         C::List(_) | C::Set(_) | C::Map(..) | C::UserDefined(_)
     );
-    let frozen_mismatch =
-        crate::collections::kind_of(ty).is_some() && cast_multi_cell != multi_cell;
+    let frozen_mismatch = crate::collections::kind_of(ty).is_some()
+        && multi_cell.is_some_and(|m| m != cast_multi_cell);
     let refuse = || {
         EngineError::invalid(format!(
             "Cannot assign value ({}){} to {name} of type {}",
             qualified_udt(hint, ty),
             text(inner),
-            crate::types::receiver_type_name(ty, multi_cell)
+            crate::types::receiver_type_name(ty, multi_cell.unwrap_or(true))
         ))
     };
     let Some(cast) = crate::fcts::cast_type(hint) else {
@@ -456,7 +457,7 @@ pub fn const_term_for(
     match term {
         Term::Literal(l) => literal_for(name, ty, l, now),
         Term::TypeHint { ty: hint, term } => {
-            check_cast(name, ty, false, hint, term)?;
+            check_cast(name, ty, None, hint, term)?;
             const_term_for(name, ty, term, now)
         }
         Term::List(items) if matches!(ty, ColumnType::Vector(..)) => {
