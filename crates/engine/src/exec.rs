@@ -758,7 +758,7 @@ impl Engine {
                     for op in ops {
                         let stmt = op.stmt;
                         if let Err(e) = op.apply_to(seen.of(stmt), &mut row.cells, outer) {
-                            first_error.note(stmt, e);
+                            first_error.note(stmt, false, e);
                         }
                     }
                     if let Some(d) = keys::decode_key(&key) {
@@ -813,7 +813,7 @@ impl Engine {
                     for op in ops {
                         let stmt = op.stmt;
                         if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, outer) {
-                            first_error.note(stmt, e);
+                            first_error.note(stmt, true, e);
                         }
                     }
                     pending.insert(key.clone(), Some(h.encode()));
@@ -1386,12 +1386,16 @@ impl CollectionOp {
 }
 
 /// The error of the earliest statement among those whose operations failed.
-struct FirstError(Option<(usize, EngineError)>);
+/// The error a write reports when several of its operations fail: the first statement's
+/// (of a batch), and within a statement a row's before the static row's, as Cassandra applies
+/// a statement's regular operations before its static ones.
+struct FirstError(Option<((usize, bool), EngineError)>);
 
 impl FirstError {
-    fn note(&mut self, stmt: usize, e: EngineError) {
-        if self.0.as_ref().is_none_or(|(s, _)| stmt < *s) {
-            self.0 = Some((stmt, e));
+    fn note(&mut self, stmt: usize, on_statics: bool, e: EngineError) {
+        let rank = (stmt, on_statics);
+        if self.0.as_ref().is_none_or(|(r, _)| rank < *r) {
+            self.0 = Some((rank, e));
         }
     }
 }

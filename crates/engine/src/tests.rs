@@ -545,6 +545,36 @@ fn static_list_index_ignores_items_a_partition_deletion_shadows() {
     assert_eq!(got[0][0], "List([Int(1)])", "{got:?}");
 }
 
+/// A statement whose row list and static list operations both fail reports the row's error,
+/// whichever is written first (generator, seed 72, `message:list_index_set`).
+#[test]
+fn a_rows_list_error_comes_before_the_static_lists() {
+    let e = setup();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int, c int, s list<int> STATIC, l list<int>, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, c, s, l) VALUES (1, 1, [1], [5])",
+    )
+    .unwrap();
+    for stmt in [
+        "UPDATE t SET s[2] = 3, l[1] = 4 WHERE k = 1 AND c = 1",
+        "UPDATE t SET l[1] = 4, s[2] = 3 WHERE k = 1 AND c = 1",
+    ] {
+        let err = q(&e, Some("ks"), stmt).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("List index 1 out of bound, list has size 1"),
+            "{stmt}: {err}"
+        );
+    }
+}
+
 /// Of several failing element operations in one BATCH, the first statement's error is
 /// reported, whatever the order of their partitions (generator, `message:batch`).
 #[test]
