@@ -528,17 +528,15 @@ fn static_list_index_ignores_items_a_partition_deletion_shadows() {
         "UPDATE t USING TIMESTAMP 1 SET s = s + [5, 6] WHERE k = 1",
     )
     .unwrap();
-    for stmt in [
+    let statements = [
         "DELETE s[2] FROM t WHERE k = 1",
         "UPDATE t SET s[2] = 7 WHERE k = 1",
-    ] {
-        let err = q(&e, Some("ks"), stmt).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("List index 2 out of bound, list has size 2"),
-            "{stmt}: {err}"
-        );
-    }
+    ];
+    assert_refused(
+        &e,
+        &statements,
+        "List index 2 out of bound, list has size 2",
+    );
     q(&e, Some("ks"), "DELETE s[1] FROM t WHERE k = 1").unwrap();
     let got = rows(q(&e, Some("ks"), "SELECT s FROM t WHERE k = 1").unwrap());
     assert_eq!(got.len(), 1);
@@ -562,16 +560,22 @@ fn a_rows_list_error_comes_before_the_static_lists() {
         "INSERT INTO t (k, c, s, l) VALUES (1, 1, [1], [5])",
     )
     .unwrap();
-    for stmt in [
+    let statements = [
         "UPDATE t SET s[2] = 3, l[1] = 4 WHERE k = 1 AND c = 1",
         "UPDATE t SET l[1] = 4, s[2] = 3 WHERE k = 1 AND c = 1",
-    ] {
-        let err = q(&e, Some("ks"), stmt).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("List index 1 out of bound, list has size 1"),
-            "{stmt}: {err}"
-        );
+    ];
+    assert_refused(
+        &e,
+        &statements,
+        "List index 1 out of bound, list has size 1",
+    );
+}
+
+/// Asserts each statement (in keyspace `ks`) fails with a message containing `want`.
+fn assert_refused(e: &Engine, statements: &[&str], want: &str) {
+    for stmt in statements {
+        let err = q(e, Some("ks"), stmt).unwrap_err();
+        assert!(err.to_string().contains(want), "{stmt}: {err}");
     }
 }
 
