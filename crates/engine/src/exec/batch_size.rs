@@ -92,8 +92,10 @@ impl Engine {
             let Some(t) = table else { continue };
             size += match entry {
                 Entry::Row(e) => self.row_size(t, key, &e.delta, &e.ops, now),
+                // A partition deletion drops nothing from the update (probed).
                 Entry::Header(e) => {
-                    self.cells_size(t, (key, Stored::Statics), &e.delta.statics, &e.ops, now)
+                    let at = (key.as_slice(), Stored::Statics, None);
+                    self.cells_size(t, at, &e.delta.statics, &e.ops, now)
                 }
             };
         }
@@ -101,7 +103,7 @@ impl Engine {
     }
 
     fn row_size(&self, t: &TableDef, key: &[u8], row: &Row, ops: &[CollectionOp], now: Now) -> u64 {
-        let cells = self.cells_size(t, (key, Stored::Row), &row.cells, ops, now);
+        let cells = self.cells_size(t, (key, Stored::Row, row.deletion), &row.cells, ops, now);
         if cells == 0 && row.marker.is_none() && row.deletion.is_none() {
             return 0;
         }
@@ -116,17 +118,18 @@ impl Engine {
     /// The cells of a row (or of the static row) and the cells its collection operations
     /// will write, merged as Cassandra merges a batch's cells. `at` is where the stored cells
     /// are: a row's key, or a partition header's whose static cells a static list's
-    /// operation by index or value reads.
+    /// operation by index or value reads; and the row's deletion in the batch, which drops the
+    /// collection elements (and collection deletions) it shadows, as Cassandra's merge does.
     fn cells_size(
         &self,
         t: &TableDef,
-        at: (&[u8], Stored),
+        (key, what, row_deletion): (&[u8], Stored, Option<crate::row::Deletion>),
         cells: &[Cell],
         ops: &[CollectionOp],
         now: Now,
     ) -> u64 {
         let size = |c: &Cell| cell_size(t, c);
-        if ops.is_empty() {
+        if ops.is_empty() && row_deletion.is_none() {
             return cells.iter().map(size).sum();
         }
         let mut merged: Vec<Cell> = cells.to_vec();
@@ -145,7 +148,7 @@ impl Engine {
             };
             // Only list operations naming items by index or value read the stored list.
             let current = if matches!(kind, CollectionKind::List) && op.reads_stored_list() {
-                let row = stored.get_or_insert_with(|| self.stored_cells(at));
+                let row = stored.get_or_insert_with(|| self.stored_cells((key, what)));
                 row.as_ref()
                     .and_then(|r| r.iter().find(|c| c.column == op.column))
                     .and_then(|c| c.live_elements(kind, now.secs))
@@ -176,6 +179,16 @@ impl Engine {
             match merged.binary_search_by_key(&op.column, |c| c.column) {
                 Ok(i) => merged[i].merge(cell),
                 Err(i) => merged.insert(i, cell),
+            }
+        }
+        if let Some(d) = row_deletion {
+            for c in &mut merged {
+                if let CellValue::Complex(cx) = &mut c.value {
+                    cx.elements.retain(|e| !d.shadows(e.ts));
+                    if cx.deletion.is_some_and(|x| d.shadows(x.ts)) {
+                        cx.deletion = None;
+                    }
+                }
             }
         }
         merged.iter().map(size).sum::<u64>() + counters.len() as u64 * (CELL + COUNTER_CONTEXT)
@@ -599,6 +612,10 @@ mod tests {
             let insert = format!("INSERT INTO sl (k, sl) VALUES ({k}, ['ab', 'cd'])");
             q(&e, Some("ks"), &insert).unwrap();
         }
+        for k in [10, 11] {
+            let insert = format!("INSERT INTO t (k, c, c2, l) VALUES ({k}, 1, 1, [1, 2, 3])");
+            q(&e, Some("ks"), &insert).unwrap();
+        }
         let row = "WHERE k = 5 AND c = 1 AND c2 = 1";
         let stored = "WHERE k = 9 AND c = 1 AND c2 = 1";
         let cases: Vec<(Vec<String>, u64)> = vec![
@@ -615,6 +632,29 @@ mod tests {
             ),
             (vec![format!("UPDATE t SET st = st - {{'ab'}} {row}")], 92),
             (vec![format!("DELETE l FROM t {row}")], 70),
+            // The row's deletion in the batch drops the elements (and the overwrite's
+            // collection deletion) it shadows; a partition deletion drops nothing.
+            (
+                vec![
+                    "DELETE FROM t WHERE k = 10 AND c = 1 AND c2 = 1".to_string(),
+                    "UPDATE t SET l[1] = 7 WHERE k = 10 AND c = 1 AND c2 = 1".to_string(),
+                ],
+                58,
+            ),
+            (
+                vec![
+                    format!("DELETE FROM t {row}"),
+                    format!("UPDATE t SET l = [4, 5] {row}"),
+                ],
+                58,
+            ),
+            (
+                vec![
+                    "DELETE FROM t WHERE k = 11".to_string(),
+                    "UPDATE t SET l[1] = 7 WHERE k = 11 AND c = 1 AND c2 = 1".to_string(),
+                ],
+                110,
+            ),
             // A removal from a list that is not there writes no row at all.
             (vec![format!("UPDATE t SET l = l - [1] {row}")], 29),
             // ... and from a stored one, a tombstone per matching item.
