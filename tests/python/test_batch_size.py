@@ -95,6 +95,29 @@ def test_collections_and_deletions_count_as_in_cassandra(s):
     assert warnings(s, batch("", stmts)) == [size_warning("bsize.t, bsize.u", 5502)]
 
 
+@pytest.mark.parametrize("stmts,tables,size", [
+    # A later range inside an earlier one adds nothing: 29 + 4 + 20.
+    (["DELETE FROM t WHERE k = 1 AND c > 1 AND c < 5",
+      "DELETE FROM t WHERE k = 1 AND c > 2 AND c < 4"], "bsize.t, bsize.u", 5193),
+    # A later range around two earlier ones adds its three uncovered pieces: 29 + 4 + 5 * 20.
+    (["DELETE FROM t WHERE k = 1 AND c > 2 AND c < 4",
+      "DELETE FROM t WHERE k = 1 AND c > 6 AND c < 8",
+      "DELETE FROM t WHERE k = 1 AND c > 1 AND c < 10"], "bsize.t, bsize.u", 5273),
+    # Bounds naming every clustering column are a range, not a row: 29 + 4 + 3 * 20.
+    (["DELETE FROM t WHERE k = 1 AND c >= 3 AND c <= 3",
+      "DELETE FROM t WHERE k = 1 AND c >= 1 AND c <= 5"], "bsize.t, bsize.u", 5233),
+    # On a descending column the ranges run the other way: 29 + 4 + 24 + 20.
+    (["DELETE FROM dt WHERE k = 1 AND a = 3 AND b > 1",
+      "DELETE FROM dt WHERE k = 1 AND a >= 3"], "bsize.dt, bsize.u", 5217),
+], ids=["inside", "around", "narrow", "descending"])
+def test_overlapping_range_deletions_count_as_in_cassandra(s, stmts, tables, size):
+    s.execute("CREATE TABLE dt (k int, a int, b int, v int, PRIMARY KEY (k, a, b)) "
+              "WITH CLUSTERING ORDER BY (a DESC, b ASC)")
+    # u k=11, 12: 2 * (70 + 2500) bytes.
+    assert warnings(s, batch("", u_rows([11, 12], 2500) + stmts)) == [
+        size_warning(tables, size)]
+
+
 @pytest.mark.parametrize("stmts,size", [
     # Appends and prepends: a cell per item with a 16-byte timeuuid path.
     (["UPDATE ls SET l = l + ['abc'] WHERE k = 1 AND c = 1",

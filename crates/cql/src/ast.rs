@@ -438,6 +438,10 @@ pub enum CqlType {
     Vector(Box<CqlType>, u32),
     /// A user-defined type by name.
     UserDefined(QualifiedName),
+    /// `varchar` in a cast or type hint: the same type as `Native(ColumnType::Varchar)`
+    /// (`text`), kept apart because Cassandra prints a cast's type as written (`(varchar)'a'`)
+    /// and has no `CAST(x AS varchar)`. The parser gives it nowhere else (DDL says `text`).
+    Varchar,
 }
 
 impl CqlType {
@@ -474,6 +478,16 @@ impl CqlType {
         matches!(self, CqlType::Frozen(_))
     }
 
+    /// The scalar native type this is, however it is spelled (`text` or `varchar`).
+    pub fn as_native(&self) -> Option<&ColumnType> {
+        static VARCHAR: ColumnType = ColumnType::Varchar;
+        match self {
+            CqlType::Native(t) => Some(t),
+            CqlType::Varchar => Some(&VARCHAR),
+            _ => None,
+        }
+    }
+
     /// Converts to the protocol type. `udt` resolves user type names (returning the full
     /// [`ColumnType::Udt`]); `frozen` is dropped (the protocol does not carry it). `None` if a
     /// user type does not resolve.
@@ -483,6 +497,7 @@ impl CqlType {
     ) -> Option<ColumnType> {
         Some(match self {
             CqlType::Native(t) => t.clone(),
+            CqlType::Varchar => ColumnType::Varchar,
             CqlType::Custom(c) => ColumnType::Custom(c.clone()),
             CqlType::List(t) => ColumnType::List(Box::new(t.to_column_type(udt)?)),
             CqlType::Set(t) => ColumnType::Set(Box::new(t.to_column_type(udt)?)),
@@ -543,6 +558,7 @@ impl fmt::Display for CqlType {
                 // Not produced by the parser; print something readable anyway.
                 None => write!(f, "{t:?}"),
             },
+            CqlType::Varchar => f.write_str("varchar"),
             CqlType::Custom(c) => f.write_str(&quote_string(c)),
             CqlType::List(t) => write!(f, "list<{t}>"),
             CqlType::Set(t) => write!(f, "set<{t}>"),

@@ -36,6 +36,9 @@ pub(crate) struct Parser<'a> {
     pos: usize,
     depth: u32,
     binds: Vec<Option<String>>,
+    /// Set while parsing the type of a cast or type hint: `varchar` there stays
+    /// [`CqlType::Varchar`](crate::ast::CqlType::Varchar), since Cassandra prints it as written.
+    varchar_as_written: bool,
 }
 
 /// Words that start a literal term rather than name something.
@@ -58,6 +61,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             depth: 0,
             binds: Vec::new(),
+            varchar_as_written: false,
         })
     }
 

@@ -366,6 +366,37 @@ fn functions_and_type_hints() {
     );
 }
 
+/// `varchar` in a cast or type hint is kept as written (Cassandra prints it so, and has no
+/// `CAST(x AS varchar)`); everywhere else it is `text`.
+#[test]
+fn varchar_is_kept_in_casts_and_type_hints_only() {
+    let v = insert_values("INSERT INTO t (a, b) VALUES ((varchar)'a', (list<varchar>)[])");
+    assert_eq!(
+        v[0],
+        Term::TypeHint {
+            ty: CqlType::Varchar,
+            term: Box::new(string("a"))
+        }
+    );
+    assert_eq!(v[1].to_string(), "(list<varchar>)[]");
+    let s = select("SELECT CAST(c AS varchar), CAST(c AS text) FROM t");
+    let Selection::Selectors(sel) = s.selection else {
+        panic!()
+    };
+    let cast = |i: usize| match &sel[i].expr {
+        SelectorExpr::Cast { ty, .. } => ty.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cast(0), CqlType::Varchar);
+    assert_eq!(cast(1), CqlType::Native(ColumnType::Varchar));
+    assert_eq!(
+        cql::parse_type("map<varchar, varchar>")
+            .unwrap()
+            .to_string(),
+        "map<text, text>"
+    );
+}
+
 #[test]
 fn cell_time_functions_of_one_element() {
     let s = select("SELECT writetime(m[1]), maxwritetime(s[?]), ttl(m['k']), writetime(m) FROM t");

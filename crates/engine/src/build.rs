@@ -14,6 +14,7 @@ mod operation;
 mod where_clause;
 pub(crate) use operation::{
     apply as operation_apply, cassandra_text, function_name as operation_function_name,
+    resolve as resolve_operation,
 };
 pub(crate) use where_clause::Clause;
 
@@ -138,7 +139,11 @@ impl<'a> Builder<'a> {
         match term {
             Term::Bind(m) => Ok(self.bind(t, m, name, ty)),
             Term::TypeHint { ty: hint, term } => {
-                crate::literal::check_cast(name, ty, hint, term)?;
+                // Only a column itself can be multi-cell (not `value(m)`, `u.f`, ...).
+                let multi_cell = t
+                    .column(name)
+                    .is_some_and(|c| crate::exec::multi_cell_kind(c).is_some());
+                crate::literal::check_cast(name, ty, Some(multi_cell), hint, term)?;
                 self.term(t, term, name, ty)
             }
             Term::FunctionCall { name: f, args }

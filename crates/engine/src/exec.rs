@@ -772,7 +772,7 @@ impl Engine {
                     for op in ops {
                         let stmt = op.stmt;
                         if let Err(e) = op.apply_to(seen.of(stmt), &mut row.cells, outer) {
-                            first_error.note(stmt, e);
+                            first_error.note(stmt, false, e);
                         }
                     }
                     if let Some(d) = keys::decode_key(&key) {
@@ -802,15 +802,32 @@ impl Engine {
                         ranges: e.delta.ranges.clone(),
                         statics: Vec::new(),
                     };
-                    // As for a row: static lists are read as they were before the write.
+                    // As for a row: static lists are read as they were before the write,
+                    // without the items the stored partition deletion shadows (the header
+                    // keeps static cells older than its deletion until they are purged).
                     let reads = ops.iter().any(CollectionOp::reads_stored_list);
-                    let before = if reads { h.statics.clone() } else { Vec::new() };
+                    let stored_header = if !reads {
+                        None
+                    } else if pending.contains_key(&key) {
+                        match stored_before(&key)? {
+                            Some(v) => {
+                                Some(PartitionHeader::decode(&v).map_err(EngineError::corrupt)?)
+                            }
+                            None => None,
+                        }
+                    } else {
+                        Some(h.clone())
+                    };
+                    let (before, outer) = match stored_header {
+                        Some(s) => (s.statics, s.deletion),
+                        None => (Vec::new(), None),
+                    };
                     h.merge(e.delta);
                     let mut seen = StatementView::new(reads.then_some(&before));
                     for op in ops {
                         let stmt = op.stmt;
-                        if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, None) {
-                            first_error.note(stmt, e);
+                        if let Err(e) = op.apply_to(seen.of(stmt), &mut h.statics, outer) {
+                            first_error.note(stmt, true, e);
                         }
                     }
                     pending.insert(key.clone(), Some(h.encode()));
@@ -1383,12 +1400,16 @@ impl CollectionOp {
 }
 
 /// The error of the earliest statement among those whose operations failed.
-struct FirstError(Option<(usize, EngineError)>);
+/// The error a write reports when several of its operations fail: the first statement's
+/// (of a batch), and within a statement a row's before the static row's, as Cassandra applies
+/// a statement's regular operations before its static ones.
+struct FirstError(Option<((usize, bool), EngineError)>);
 
 impl FirstError {
-    fn note(&mut self, stmt: usize, e: EngineError) {
-        if self.0.as_ref().is_none_or(|(s, _)| stmt < *s) {
-            self.0 = Some((stmt, e));
+    fn note(&mut self, stmt: usize, on_statics: bool, e: EngineError) {
+        let rank = (stmt, on_statics);
+        if self.0.as_ref().is_none_or(|(r, _)| rank < *r) {
+            self.0 = Some((rank, e));
         }
     }
 }

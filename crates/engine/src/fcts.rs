@@ -150,7 +150,7 @@ pub fn collection_param(name: &str) -> Option<&'static str> {
 /// `[1, 3000000000]` and `[1.5, 2]` have none), a tuple its elements' types. Nulls, bind
 /// markers, empty collections and map literals have none.
 pub fn literal_arg_type(term: &cql::ast::Term) -> Option<T> {
-    use cql::ast::{CqlType, Literal as L, Term};
+    use cql::ast::{Literal as L, Term};
     match term {
         Term::Literal(l) => match l {
             L::Integer(_) | L::Boolean(_) | L::Duration(_) => crate::selection::literal_type(term),
@@ -165,10 +165,7 @@ pub fn literal_arg_type(term: &cql::ast::Term) -> Option<T> {
             }),
             L::Null => None,
         },
-        Term::TypeHint {
-            ty: CqlType::Native(t),
-            ..
-        } => Some(t.clone()),
+        Term::TypeHint { ty, .. } => ty.as_native().cloned(),
         Term::List(items) => Some(T::List(Box::new(compatible(items)?))),
         Term::Set(items) => Some(T::Set(Box::new(compatible(items)?))),
         Term::Tuple(items) if items.len() == 1 => literal_arg_type(&items[0]),
@@ -207,6 +204,7 @@ pub(crate) fn cast_type(ty: &cql::ast::CqlType) -> Option<T> {
     use cql::ast::CqlType as C;
     Some(match ty {
         C::Native(t) => t.clone(),
+        C::Varchar => T::Varchar,
         C::Frozen(t) => cast_type(t)?,
         C::List(e) => T::List(Box::new(cast_type(e)?)),
         C::Set(e) => T::Set(Box::new(cast_type(e)?)),

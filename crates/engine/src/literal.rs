@@ -272,14 +272,28 @@ pub fn const_term(
 /// Cassandra's refusal of an element whose literal kind does not fit (`value 'a' is not of
 /// type int`); `None` when it fits or is not a plain literal.
 fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
+    use cql::ast::CqlType as C;
+    // An element is frozen: a multi-cell collection or UDT cast does not fit it.
+    let multi_cell = |hint: &C| {
+        crate::collections::kind_of(ty).is_some()
+            && matches!(
+                hint,
+                C::List(_) | C::Set(_) | C::Map(..) | C::UserDefined(_)
+            )
+    };
+    let misfit = || {
+        Some(format!(
+            "{element} is not of type {}",
+            crate::types::receiver_type_name(ty, false)
+        ))
+    };
     match element {
-        Term::Literal(l) if !literal_fits(ty, l) => {
-            Some(format!("{element} is not of type {}", type_name(ty)))
-        }
+        Term::Literal(l) if !literal_fits(ty, l) => misfit(),
         Term::TypeHint { ty: hint, .. }
-            if crate::fcts::cast_type(hint).is_some_and(|c| !receives(ty, &c)) =>
+            if multi_cell(hint)
+                || crate::fcts::cast_type(hint).is_some_and(|c| !receives(ty, &c)) =>
         {
-            Some(format!("{element} is not of type {}", type_name(ty)))
+            misfit()
         }
         _ => None,
     }
@@ -307,16 +321,45 @@ fn receives(receiver: &ColumnType, cast: &ColumnType) -> bool {
 
 /// Cassandra's checks of a cast `(hint)inner` given to the receiver `name` of type `ty`: the
 /// term must fit the cast's type ("Cannot cast value 'a' to type int"), and the receiver must
-/// take that type ("Cannot assign value (bigint)1 to v of type int"). The term itself is then
-/// typed by the receiver, as in Cassandra.
+/// take that type ("Cannot assign value (bigint)1 to v of type int"), frozen or not as the
+/// receiver is (`multi_cell`: a non-frozen collection or UDT column; anything else of those
+/// types, an element or field, is frozen; `None` where the receiver's frozenness is not
+/// known, as for a function's argument). The term itself is then typed by the receiver, as in
+/// Cassandra.
 pub(crate) fn check_cast(
     name: &str,
     ty: &ColumnType,
+    multi_cell: Option<bool>,
     hint: &cql::ast::CqlType,
     inner: &Term,
 ) -> Result<(), EngineError> {
+    use cql::ast::CqlType as C;
+    let text = |t: &Term| match t {
+        Term::Literal(Literal::Null) => "NULL".to_string(),
+        other => crate::build::cassandra_text(other),
+    };
+    // A collection or UDT cast is multi-cell unless it says frozen (a tuple never is).
+    let cast_multi_cell = matches!(
+        hint,
+        C::List(_) | C::Set(_) | C::Map(..) | C::UserDefined(_)
+    );
+    let frozen_mismatch = crate::collections::kind_of(ty).is_some()
+        && multi_cell.is_some_and(|m| m != cast_multi_cell);
+    let refuse = || {
+        EngineError::invalid(format!(
+            "Cannot assign value ({}){} to {name} of type {}",
+            qualified_udt(hint, ty),
+            text(inner),
+            crate::types::receiver_type_name(ty, multi_cell.unwrap_or(true))
+        ))
+    };
     let Some(cast) = crate::fcts::cast_type(hint) else {
-        return Ok(());
+        return match (hint, ty) {
+            (C::UserDefined(_) | C::Frozen(_), ColumnType::Udt { .. }) if frozen_mismatch => {
+                Err(refuse())
+            }
+            _ => Ok(()),
+        };
     };
     let fits = match inner {
         Term::Literal(Literal::Null) => true,
@@ -330,24 +373,36 @@ pub(crate) fn check_cast(
         }
         _ => true,
     };
-    let text = |t: &Term| match t {
-        Term::Literal(Literal::Null) => "NULL".to_string(),
-        other => crate::build::cassandra_text(other),
-    };
     if !fits {
         return Err(EngineError::invalid(format!(
             "Cannot cast value {} to type {hint}",
             text(inner)
         )));
     }
-    if !receives(ty, &cast) {
-        return Err(EngineError::invalid(format!(
-            "Cannot assign value ({hint}){} to {name} of type {}",
-            text(inner),
-            type_name(ty)
-        )));
+    if !receives(ty, &cast) || frozen_mismatch {
+        return Err(refuse());
     }
     Ok(())
+}
+
+/// A cast's type as Cassandra prints it in "Cannot assign value ...": a user type named
+/// without its keyspace is shown with the receiver's (`(frozen<ks.u>){f: 1}`).
+fn qualified_udt(hint: &cql::ast::CqlType, receiver: &ColumnType) -> String {
+    use cql::ast::CqlType as C;
+    let ColumnType::Udt { keyspace, .. } = receiver else {
+        return hint.to_string();
+    };
+    let qualify = |t: &C| match t {
+        C::UserDefined(n) if n.keyspace.is_none() => C::UserDefined(cql::ast::QualifiedName {
+            keyspace: Some(keyspace.clone()),
+            name: n.name.clone(),
+        }),
+        other => other.clone(),
+    };
+    match hint {
+        C::Frozen(inner) => C::Frozen(Box::new(qualify(inner))).to_string(),
+        other => qualify(other).to_string(),
+    }
 }
 
 /// A constant term serialized for the receiver `name` (a column, or `u.f`, `value(s)`, ...)
@@ -402,7 +457,7 @@ pub fn const_term_for(
     match term {
         Term::Literal(l) => literal_for(name, ty, l, now),
         Term::TypeHint { ty: hint, term } => {
-            check_cast(name, ty, hint, term)?;
+            check_cast(name, ty, None, hint, term)?;
             const_term_for(name, ty, term, now)
         }
         Term::List(items) if matches!(ty, ColumnType::Vector(..)) => {
@@ -555,6 +610,47 @@ pub fn const_term_for(
             }
             Ok(Some(out))
         }
+        Term::Negate(_) | Term::Operation { .. } if casts_an_operand(term) => {
+            // Cassandra resolves the operator function for the receiver before anything
+            // else: `(bigint)1 + 1` has none returning an int, nor `-(bigint)1`.
+            crate::build::resolve_operation(term, Some(ty))?;
+            const_operation_for(name, ty, term, now)
+        }
+        Term::Negate(_) | Term::Operation { .. } => const_operation_for(name, ty, term, now),
+        Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
+            const_term_for(name, ty, &v[0], now)
+        }
+        Term::FunctionCall { name: fname, args } => {
+            crate::functions::call_const(ty, &fname.name, args, now)
+        }
+        other => Err(EngineError::invalid(format!(
+            "Invalid value {} for column of type {}",
+            other,
+            type_name(ty)
+        ))),
+    }
+}
+
+/// Whether an operand of the operation or negation `term`, at any depth of operations, is a
+/// cast (`(bigint)1 + 1`, `-(int)1`).
+fn casts_an_operand(term: &Term) -> bool {
+    match term {
+        Term::Operation { left, right, .. } => casts_an_operand(left) || casts_an_operand(right),
+        Term::Negate(inner) => casts_an_operand(inner),
+        Term::Tuple(v) if v.len() == 1 => casts_an_operand(&v[0]),
+        Term::TypeHint { .. } => true,
+        _ => false,
+    }
+}
+
+/// A constant operation or negation (no bind markers) for the receiver `name` of type `ty`.
+fn const_operation_for(
+    name: &str,
+    ty: &ColumnType,
+    term: &Term,
+    now: crate::Now,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    match term {
         Term::Negate(inner) => match &**inner {
             Term::Literal(Literal::Integer(s)) => {
                 literal_for(name, ty, &Literal::Integer(format!("-{s}")), now)
@@ -576,22 +672,22 @@ pub fn const_term_for(
                 None => Ok(None),
             },
         },
-        Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
-            const_term_for(name, ty, &v[0], now)
-        }
         Term::Operation { op, left, right } => {
             // Untyped operands take the receiver's type (a duration stays a duration), as in
             // `SET d = 1 / 2` (0.5 for a double) or `SET ts = '2020-01-01' + 1d`.
-            let operand_ty = |t: &Term| match t {
-                Term::Literal(Literal::Duration(_)) => ColumnType::Duration,
-                Term::TypeHint {
-                    ty: cql::ast::CqlType::Native(n),
-                    ..
-                } => n.clone(),
-                _ if *ty == ColumnType::Varint => {
-                    exact_integer_type(t).unwrap_or(ColumnType::Varint)
+            let operand_ty = |t: &Term| {
+                let hint = match t {
+                    Term::TypeHint { ty: hint, .. } => hint.as_native(),
+                    _ => None,
+                };
+                match (t, hint) {
+                    (Term::Literal(Literal::Duration(_)), _) => ColumnType::Duration,
+                    (_, Some(h)) => h.clone(),
+                    _ if *ty == ColumnType::Varint => {
+                        exact_integer_type(t).unwrap_or(ColumnType::Varint)
+                    }
+                    _ => ty.clone(),
                 }
-                _ => ty.clone(),
             };
             let (lt, rt) = (operand_ty(left), operand_ty(right));
             let Some(rty) = crate::arith::result_type(*op, &lt, &rt) else {
@@ -616,14 +712,7 @@ pub fn const_term_for(
                 crate::scalar::cast(&rty, ty, Some(&v)).map_err(EngineError::invalid)
             }
         }
-        Term::FunctionCall { name: fname, args } => {
-            crate::functions::call_const(ty, &fname.name, args, now)
-        }
-        other => Err(EngineError::invalid(format!(
-            "Invalid value {} for column of type {}",
-            other,
-            type_name(ty)
-        ))),
+        _ => const_term_for(name, ty, term, now),
     }
 }
 

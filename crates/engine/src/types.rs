@@ -9,6 +9,12 @@ pub fn cql_type_name(ty: &ColumnType) -> String {
     name(ty, false)
 }
 
+/// The type of a receiver as Cassandra names it in messages: a collection or UDT is
+/// `frozen<...>` unless it is a non-frozen (multi-cell) column.
+pub(crate) fn receiver_type_name(ty: &ColumnType, multi_cell: bool) -> String {
+    name(ty, !multi_cell)
+}
+
 fn name(ty: &ColumnType, nested: bool) -> String {
     use ColumnType::*;
     let inner = |t: &ColumnType| name(t, true);

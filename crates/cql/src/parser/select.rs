@@ -293,7 +293,7 @@ impl Parser<'_> {
                                 if !native {
                                     return Err(self.no_viable());
                                 }
-                                let ty = self.cql_type()?;
+                                let ty = self.cql_type_as_written()?;
                                 self.expect(Tok::RParen)?;
                                 return Ok(SelectorExpr::Cast {
                                     expr: Box::new(expr),
@@ -315,7 +315,7 @@ impl Parser<'_> {
             Tok::LParen if self.is_selector_type_hint() => {
                 // `(type) selector` is a cast in Cassandra's grammar.
                 self.bump();
-                let ty = self.cql_type()?;
+                let ty = self.cql_type_as_written()?;
                 self.expect(Tok::RParen)?;
                 let expr = self.selector_postfix()?;
                 Ok(SelectorExpr::Cast {

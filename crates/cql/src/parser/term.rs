@@ -209,7 +209,7 @@ impl Parser<'_> {
             Tok::LParen => {
                 if self.is_type_hint() {
                     self.bump();
-                    let ty = self.cql_type()?;
+                    let ty = self.cql_type_as_written()?;
                     self.expect(Tok::RParen)?;
                     self.enter()?;
                     let inner = self.term_unary();
@@ -328,6 +328,15 @@ impl Parser<'_> {
         r
     }
 
+    /// The type of a cast or type hint: as [`Self::cql_type`], but `varchar` stays
+    /// [`CqlType::Varchar`] (Cassandra's messages print such a type as written).
+    pub(super) fn cql_type_as_written(&mut self) -> PResult<CqlType> {
+        let outer = std::mem::replace(&mut self.varchar_as_written, true);
+        let r = self.cql_type();
+        self.varchar_as_written = outer;
+        r
+    }
+
     pub(super) fn cql_type_inner(&mut self) -> PResult<CqlType> {
         let t = self.peek();
         match t.kind {
@@ -382,6 +391,9 @@ impl Parser<'_> {
                 }
                 if let Some(native) = CqlType::native_from_name(&w) {
                     self.bump();
+                    if self.varchar_as_written && w == "varchar" {
+                        return Ok(CqlType::Varchar);
+                    }
                     return Ok(native);
                 }
                 Ok(CqlType::UserDefined(self.qualified_name()?))

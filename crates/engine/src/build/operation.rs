@@ -13,14 +13,15 @@
 //! `51_hinted_arith.cql`); a nested operation as an argument is resolved against that
 //! parameter's type, and counts as weakly assignable when that fails.
 //!
-//! Not here: operations without markers (folded as constants by `literal`), operations in
-//! selectors (`selection`).
+//! Operations without markers are folded as constants by `literal`, which asks [`resolve`]
+//! only whether Cassandra finds a function for one with a cast among its operands. Not here:
+//! operations in selectors (`selection`).
 
 use super::Builder;
 use crate::catalog::TableDef;
 use crate::plan::Src;
 use crate::EngineError;
-use cql::ast::{ArithOp, CqlType, Literal, Term};
+use cql::ast::{ArithOp, Literal, Term};
 use proto::types::ColumnType as T;
 
 /// One operator function: `_add(int, bigint) -> bigint`, or a negation.
@@ -172,11 +173,10 @@ fn fit(term: &Term, param: &T) -> Fit {
         Term::Literal(l) if crate::literal::literal_fits(param, l) => Fit::Weak,
         Term::Literal(_) => Fit::No,
         Term::Bind(_) => Fit::Weak,
-        Term::TypeHint {
-            ty: CqlType::Native(h),
-            ..
-        } => fit_type(param, h),
-        Term::TypeHint { .. } => Fit::No,
+        Term::TypeHint { ty, .. } => match ty.as_native() {
+            Some(h) => fit_type(param, h),
+            None => Fit::No,
+        },
         Term::Operation { .. } | Term::Negate(_) => match resolve(term, Some(param)) {
             Ok(f) => match fit_type(param, &f.ret) {
                 Fit::No => Fit::No,
@@ -249,7 +249,7 @@ pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineE
                 candidates(None)
                     .iter()
                     .map(|f| format!(
-                        "system._negate : ({}) -> {}",
+                        "system.\"_negate\" : ({}) -> {}",
                         crate::types::cql_type_name(&f.params[0]),
                         crate::types::cql_type_name(&f.ret)
                     ))
