@@ -720,6 +720,9 @@ pub enum SelectorExpr {
         left: Box<SelectorExpr>,
         right: Box<SelectorExpr>,
     },
+    /// `(expr)`: a selector in parentheses, kept because Cassandra names it with them
+    /// (`-(m)`, `(m) + 1`) and cannot type it on its own (`SELECT (m) FROM t` is refused).
+    Parens(Box<SelectorExpr>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1200,7 +1200,8 @@ fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
             E::Cast { expr, .. }
             | E::Field { expr, .. }
             | E::Element { expr, .. }
-            | E::Slice { expr, .. } => columns(expr, out),
+            | E::Slice { expr, .. }
+            | E::Parens(expr) => columns(expr, out),
             E::Operation { left, right, .. } => {
                 columns(left, out);
                 columns(right, out);
