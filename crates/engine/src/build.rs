@@ -1219,7 +1219,8 @@ fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
             | E::Field { expr, .. }
             | E::Element { expr, .. }
             | E::Slice { expr, .. }
-            | E::Parens(expr) => columns(expr, out),
+            | E::Parens(expr)
+            | E::TypeHint { expr, .. } => columns(expr, out),
             E::Operation { left, right, .. } => {
                 columns(left, out);
                 columns(right, out);

@@ -56,6 +56,7 @@ pub(crate) fn contains_aggregate(e: &E) -> bool {
     match e {
         E::Function { args, .. } => args.iter().any(contains_aggregate),
         E::Cast { expr, .. } | E::Field { expr, .. } | E::Parens(expr) => contains_aggregate(expr),
+        E::TypeHint { expr, .. } => contains_aggregate(expr),
         E::Element { expr, .. } | E::Slice { expr, .. } => contains_aggregate(expr),
         E::Operation { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
         _ => false,
@@ -229,7 +230,8 @@ impl Builder<'_> {
             | E::Field { expr, .. }
             | E::Element { expr, .. }
             | E::Slice { expr, .. }
-            | E::Parens(expr) => self.check_columns(t, expr),
+            | E::Parens(expr)
+            | E::TypeHint { expr, .. } => self.check_columns(t, expr),
             E::Operation { left, right, .. } => {
                 self.check_columns(t, left)?;
                 self.check_columns(t, right)
@@ -756,6 +758,19 @@ impl Builder<'_> {
                 }
                 let (sel, name, ty) = self.selector(t, expr, agg)?;
                 (sel, format!("({name})"), ty)
+            }
+            // The selector's value as is, of a type that takes it (Cassandra's
+            // `isValueCompatibleWith`: anything into blob, ascii into text, ...).
+            E::TypeHint { ty, expr } => {
+                let (sel, name, from) = self.selector(t, expr, agg)?;
+                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                let shown = format!("({ty}){name}");
+                if !crate::literal::receives(&to, &from) {
+                    return Err(EngineError::invalid(format!(
+                        "Cannot assign value {shown} to {shown} of type {ty}"
+                    )));
+                }
+                (sel, shown, to)
             }
             E::Term(term) => match term_as_selector(term) {
                 Some(e) => self.selector(t, &e, agg)?,
@@ -1453,6 +1468,7 @@ fn selector_name(e: &E) -> String {
         },
         E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
         E::Parens(expr) => format!("({})", selector_name(expr)),
+        E::TypeHint { ty, expr } => format!("({ty}){}", selector_name(expr)),
         E::Element { expr, key } => format!("{}[{}]", selector_name(expr), term_name(key)),
         E::Slice { expr, from, to } => format!(
             "{}[{}..{}]",

@@ -352,7 +352,8 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
         }
         SelectorExpr::Cast { expr, .. }
         | SelectorExpr::Field { expr, .. }
-        | SelectorExpr::Parens(expr) => deterministic_selector(expr),
+        | SelectorExpr::Parens(expr)
+        | SelectorExpr::TypeHint { expr, .. } => deterministic_selector(expr),
         SelectorExpr::Term(t) => deterministic_term(t),
         SelectorExpr::Element { expr, key } => {
             deterministic_selector(expr) && deterministic_term(key)

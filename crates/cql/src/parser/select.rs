@@ -338,6 +338,12 @@ impl Parser<'_> {
                 let far = self.far;
                 let expr = self.selector_postfix()?;
                 self.far = far;
+                if !matches!(expr, SelectorExpr::Term(_)) {
+                    return Ok(SelectorExpr::TypeHint {
+                        ty,
+                        expr: Box::new(expr),
+                    });
+                }
                 Ok(SelectorExpr::Cast {
                     expr: Box::new(expr),
                     ty,
