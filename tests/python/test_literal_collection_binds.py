@@ -1,4 +1,4 @@
-"""Bind markers in a literal list argument of a collection function, prepared through the
+"""Bind markers in a literal list or set argument of a collection function, prepared through the
 Python driver (the differential runner sends unprepared statements, so these live here).
 Expected answers are Cassandra 5.0.9's: the list takes its type from its other elements
 (60_literal_collections.cql), each marker binds an element of that type, a bound null stays
@@ -27,6 +27,13 @@ def lc(make_cluster, ks):
     ("SELECT collection_max(['a', ?]) FROM lc", ("z",), "z"),
     ("SELECT collection_avg([1.5, ?]) FROM lc", (2.5,), 2.0),
     ("SELECT collection_sum([100000000000000000000, ?]) FROM lc", (1,), 100000000000000000001),
+    # A literal set: the bound elements join it sorted, without duplicates.
+    ("SELECT collection_sum({1, ?}) FROM lc", (2,), 3),
+    ("SELECT collection_sum({1, ?}) FROM lc", (1,), 1),
+    ("SELECT collection_count({1, ?}) FROM lc", (1,), 1),
+    ("SELECT collection_count({1, ?, ?}) FROM lc", (3, 2), 3),
+    ("SELECT collection_min({5, ?}) FROM lc", (3,), 3),
+    ("SELECT collection_max({'a', ?}) FROM lc", ("z",), "z"),
 ])
 def test_a_bound_element_takes_the_lists_type(lc, query, values, expected):
     assert list(lc.execute(lc.prepare(query), values).one()) == [expected]

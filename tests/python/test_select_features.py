@@ -244,3 +244,18 @@ def test_aggregate_warnings_as_cassandra(make_cluster, ks, protocol_version):
                   "SELECT count(v) FROM w WHERE k > 0 ALLOW FILTERING",
                   "SELECT v FROM w"]:
         assert warnings(quiet) is None, quiet
+
+
+
+def test_a_bound_limit_is_checked_with_cassandras_words_for_both_limits(session, ks):
+    # Cassandra checks LIMIT and PER PARTITION LIMIT with one method and one wording.
+    session.execute("CREATE TABLE bl (k int PRIMARY KEY)")
+    for clause in ["LIMIT ?", "PER PARTITION LIMIT ?"]:
+        q = session.prepare(f"SELECT k FROM bl {clause}")
+        for value, message in [
+            (None, "Invalid null value of limit"),
+            (0, "LIMIT must be strictly positive"),
+            (-1, "LIMIT must be strictly positive"),
+        ]:
+            with pytest.raises(InvalidRequest, match=message):
+                session.execute(q, (value,))

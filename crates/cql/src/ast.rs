@@ -736,6 +736,16 @@ pub enum SelectorExpr {
         left: Box<SelectorExpr>,
         right: Box<SelectorExpr>,
     },
+    /// `(expr)`: a selector in parentheses, kept because Cassandra names it with them
+    /// (`-(m)`, `(m) + 1`) and cannot type it on its own (`SELECT (m) FROM t` is refused).
+    Parens(Box<SelectorExpr>),
+    /// `(type) selector` of a selector that is not a literal (`(int)m`): no conversion, the
+    /// selector's value taken as of a type it is value-compatible with (a literal's hint is
+    /// a [`SelectorExpr::Cast`] of a [`SelectorExpr::Term`]).
+    TypeHint {
+        ty: CqlType,
+        expr: Box<SelectorExpr>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

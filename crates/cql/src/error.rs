@@ -50,6 +50,16 @@ impl ParseError {
         }
     }
 
+    /// A lexer's syntax error at byte `offset` of `src`: Cassandra's lexer gives the end of
+    /// the text a position (`line 1:28 mismatched character '<EOF>' expecting '"'`), unlike
+    /// its parser's EOF token (`line 0:-1`).
+    pub(crate) fn lexer_at(src: &str, offset: usize, message: String) -> Self {
+        ParseError {
+            at_end: false,
+            ..Self::syntax_at(src, offset, message)
+        }
+    }
+
     /// An invalid-request error at byte `offset` of `src`.
     pub(crate) fn invalid_at(src: &str, offset: usize, message: String) -> Self {
         let (line, column) = line_col(src, offset);

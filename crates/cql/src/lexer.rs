@@ -139,10 +139,10 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
                 match find(b, i + 2, b"*/") {
                     Some(end) => i = end + 2,
                     None => {
-                        return Err(ParseError::syntax_at(
+                        return Err(ParseError::lexer_at(
                             src,
                             b.len(),
-                            "mismatched character '<EOF>' expecting '*/'".to_string(),
+                            "mismatched character '<EOF>' expecting '*'".to_string(),
                         ))
                     }
                 }
@@ -209,6 +209,16 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
                     (b'%', _) => (Tok::Percent, 1),
                     (b'=', _) => (Tok::Eq, 1),
                     (b'!', Some(b'=')) => (Tok::Neq, 2),
+                    // Cassandra's lexer wants the `=` of `!=` next.
+                    (b'!', _) => {
+                        let next = src[i + 1..].chars().next();
+                        let shown = next.map_or("<EOF>".to_string(), |c| c.to_string());
+                        return Err(ParseError::lexer_at(
+                            src,
+                            i + 1,
+                            format!("mismatched character '{shown}' expecting '='"),
+                        ));
+                    }
                     (b'<', Some(b'=')) => (Tok::Lte, 2),
                     (b'<', _) => (Tok::Lt, 1),
                     (b'>', Some(b'=')) => (Tok::Gte, 2),
@@ -267,7 +277,7 @@ fn quoted_end(src: &str, i: usize, q: u8) -> Result<usize, ParseError> {
     loop {
         match b[j..].iter().position(|&c| c == q) {
             None => {
-                return Err(ParseError::syntax_at(
+                return Err(ParseError::lexer_at(
                     src,
                     b.len(),
                     format!("mismatched character '<EOF>' expecting '{}'", q as char),

@@ -39,6 +39,16 @@ pub(crate) struct Parser<'a> {
     /// Set while parsing the type of a cast or type hint: `varchar` there stays
     /// [`CqlType::Varchar`](crate::ast::CqlType::Varchar), since Cassandra prints it as written.
     varchar_as_written: bool,
+    /// The furthest token Cassandra's parser would have fetched so far, where it looks
+    /// further ahead than this one does (see [`Parser::look_ahead`]).
+    far: usize,
+    /// Token positions where the last complete term began and ended (see
+    /// [`Parser::after_term_error`]).
+    last_term: Option<(usize, usize)>,
+    /// How many selector literals (`SELECT [1, 2]`) the parser is inside: their items are
+    /// terms here but selectors in Cassandra's grammar, so they get a selector's look-ahead
+    /// and not a term's errors.
+    in_selector: u32,
 }
 
 /// Words that start a literal term rather than name something.
@@ -62,6 +72,9 @@ impl<'a> Parser<'a> {
             depth: 0,
             binds: Vec::new(),
             varchar_as_written: false,
+            far: 0,
+            last_term: None,
+            in_selector: 0,
         })
     }
 
@@ -164,6 +177,14 @@ impl<'a> Parser<'a> {
         t.kind == Tok::Ident && self.text(t).eq_ignore_ascii_case(kw)
     }
 
+    /// Whether `t` is one of these (lower-case) keywords.
+    fn is_one_of(&self, t: Token, keywords: &[&str]) -> bool {
+        t.kind == Tok::Ident
+            && keywords
+                .iter()
+                .any(|k| self.text(t).eq_ignore_ascii_case(k))
+    }
+
     fn at_kw(&self, kw: &str) -> bool {
         self.kw_at_n(0, kw)
     }
@@ -219,8 +240,35 @@ impl<'a> Parser<'a> {
         if t.kind == Tok::Eof {
             "<EOF>".to_string()
         } else {
-            truncate(self.text(t), 100).to_string()
+            truncate(&self.antlr_text(t), 100).to_string()
         }
+    }
+
+    /// A token's text as Cassandra's lexer keeps it: a string literal or quoted name without
+    /// its quotes and with doubled quotes undone (`'ab''c'` is `ab'c`); any other token as
+    /// written. Error messages quote this text.
+    fn antlr_text(&self, t: Token) -> String {
+        let s = self.text(t);
+        match t.kind {
+            Tok::Str | Tok::DollarStr => self.string_value(t),
+            Tok::QuotedIdent => s[1..s.len() - 1].replace("\"\"", "\""),
+            _ => s.to_string(),
+        }
+    }
+
+    /// Where a token ends for Cassandra's snippet, which measures a token by its
+    /// [`Self::antlr_text`]: as many characters from its start as that text has, so a string
+    /// literal is cut short (`LIMIT [']...` for `LIMIT 'x'`).
+    fn antlr_end(&self, t: Token) -> usize {
+        let (start, end) = (t.start as usize, t.end as usize);
+        if !matches!(t.kind, Tok::Str | Tok::DollarStr | Tok::QuotedIdent) {
+            return end;
+        }
+        let n = self.antlr_text(t).chars().count();
+        self.src[start..end]
+            .char_indices()
+            .nth(n)
+            .map_or(end, |(i, _)| start + i)
     }
 
     /// ` (SELECT * [FRO]...)`: the statement around the offending token, like Cassandra's
@@ -232,53 +280,70 @@ impl<'a> Parser<'a> {
     /// The snippet with the token at `pos` in brackets, as Cassandra's `ErrorCollector` cuts
     /// it: from 10 tokens before to 2 after, counted in ANTLR's token stream, where each run
     /// of whitespace or comments between two tokens is a (hidden) token too, but never past
-    /// the furthest token the parser has looked at (the current one: ANTLR fetches tokens
-    /// lazily and the snippet stops at the last one fetched); `...` where the statement goes
-    /// on beyond either end; line breaks dropped.
+    /// the furthest token the parser has looked at (the current one, or further where
+    /// Cassandra's parser looks further ahead, see [`Self::look_ahead`]: ANTLR fetches tokens
+    /// lazily and the snippet stops at the last one fetched); no snippet at all when that
+    /// last token is the end of the text (ANTLR's EOF token has no position); `...` where the
+    /// statement goes on beyond either end; line breaks dropped. Tokens are measured by
+    /// [`Self::antlr_end`].
     fn snippet_at(&self, pos: usize) -> String {
         let t = self.toks[pos.min(self.toks.len() - 1)];
         if t.kind == Tok::Eof {
             return String::new();
         }
-        // The stream: (start, end) of every token and of every gap before one, EOF left out.
+        // The stream: (start, end) of every token and of every gap before one; EOF last.
         let mut stream: Vec<(usize, usize)> = Vec::with_capacity(self.toks.len() * 2);
         let mut at = None;
         let mut far = 0;
         let mut prev_end = 0;
+        let far_tok = self.pos.max(self.far);
         for (i, tok) in self.toks.iter().enumerate() {
-            if tok.kind == Tok::Eof {
-                break;
-            }
-            let (start, end) = (tok.start as usize, tok.end as usize);
+            let (start, end) = (tok.start as usize, self.antlr_end(*tok));
             if start > prev_end {
                 stream.push((prev_end, start));
             }
             if i == pos {
                 at = Some(stream.len());
             }
-            if i == self.pos {
+            if i == far_tok.min(self.toks.len() - 1) {
                 far = stream.len();
             }
+            if tok.kind == Tok::Eof {
+                break;
+            }
             stream.push((start, end));
-            prev_end = end;
+            prev_end = tok.end as usize;
         }
         let Some(at) = at else {
             return String::new();
         };
+        let to_index = (at + 2).min(far.max(at));
+        if to_index >= stream.len() {
+            return String::new();
+        }
         let from = stream[at.saturating_sub(10)].0;
-        let to = stream[(at + 2).min(far.max(at)).min(stream.len() - 1)].1;
-        let (start, end) = (t.start as usize, t.end as usize);
+        let to = stream[to_index].1;
+        let (start, end) = (t.start as usize, self.antlr_end(t));
         let before = tail(&self.src[from..start], 200).replace('\n', "");
-        let after = truncate(&self.src[end..to], 100).replace('\n', "");
+        let after = truncate(&self.src[end..to.max(end)], 100).replace('\n', "");
         let head = if from == 0 { "" } else { "..." };
         let more = if to >= self.src.len() { "" } else { "..." };
         format!(
             " ({head}{before}[{}]{after}{more})",
-            self.token_display(t).replace('\n', "")
+            truncate(&self.src[start..end], 100).replace('\n', "")
         )
     }
 
+    /// Records that Cassandra's parser has looked `n` tokens past the current one (its
+    /// prediction of what a selector or term is reads ahead), so a snippet reaches them.
+    fn look_ahead(&mut self, n: usize) {
+        self.far = self.far.max((self.pos + n).min(self.toks.len() - 1));
+    }
+
     fn mismatched(&self, expecting: &str) -> ParseError {
+        if let Some(e) = self.after_term_error() {
+            return e;
+        }
         let t = self.peek();
         ParseError::syntax_at(
             self.src,
@@ -289,6 +354,46 @@ impl<'a> Parser<'a> {
                 self.snippet()
             ),
         )
+    }
+
+    /// Right after a term, Cassandra's parser fails on a token that can follow no term
+    /// anywhere (its decision about how the term goes on has no alternative for it) before
+    /// the statement's rule can expect something: "no viable alternative at input '2'
+    /// (...WHERE k = 1 [2])" where this parser would say "mismatched input '2' expecting
+    /// EOF". A term that is a bare name or `?` is bracketed instead, as the choice of what it
+    /// starts is still open there ("(... VALUES (1, [?] 3...)").
+    fn after_term_error(&self) -> Option<ParseError> {
+        let (start, end) = self.last_term?;
+        if end != self.pos {
+            return None;
+        }
+        let t = self.peek();
+        let may_follow = match t.kind {
+            Tok::Range => true,
+            Tok::Ident => self.is_one_of(
+                t,
+                &[
+                    "and", "if", "where", "using", "apply", "limit", "allow", "group", "order",
+                    "per", "asc", "desc", "insert", "update", "delete", "primary", "from", "set",
+                ],
+            ),
+            k => closes_or_operates(k),
+        };
+        if may_follow {
+            return None;
+        }
+        let first = self.toks[start];
+        let bare = end == start + 1
+            && match first.kind {
+                Tok::QMark | Tok::QuotedIdent => true,
+                Tok::Ident => !is_term_keyword(self.text(first)),
+                _ => false,
+            };
+        Some(if bare {
+            self.no_viable_from(start)
+        } else {
+            self.no_viable()
+        })
     }
 
     fn no_viable(&self) -> ParseError {
@@ -511,6 +616,26 @@ fn tail(s: &str, max: usize) -> &str {
         start += 1;
     }
     &s[start..]
+}
+
+/// A token that ends an expression's list or group (`,`, a closing bracket, `:`, `;`, the
+/// end) or applies an arithmetic operator to it: what may follow any term or selector.
+fn closes_or_operates(k: Tok) -> bool {
+    matches!(
+        k,
+        Tok::Comma
+            | Tok::RParen
+            | Tok::RBracket
+            | Tok::RBrace
+            | Tok::Colon
+            | Tok::Semi
+            | Tok::Eof
+            | Tok::Plus
+            | Tok::Minus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::Percent
+    )
 }
 
 fn add_op(t: &Tok) -> Option<ArithOp> {

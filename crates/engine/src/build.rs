@@ -152,6 +152,24 @@ impl<'a> Builder<'a> {
             {
                 self.json_decoded_bind(t, args, ty)
             }
+            // A collection function cannot type a marker, or a literal holding one, without a
+            // hint (Cassandra prints any marker as `?` there).
+            Term::FunctionCall { name: f, args }
+                if crate::fcts::collection_param(&f.name).is_some()
+                    && args
+                        .iter()
+                        .any(|a| contains_bind(a) && !matches!(a, Term::TypeHint { .. })) =>
+            {
+                let kind = crate::fcts::collection_param(&f.name).unwrap_or("collection");
+                let shown = match args.iter().find(|a| contains_bind(a)) {
+                    Some(Term::Bind(_)) | None => "?".to_string(),
+                    Some(other) => other.to_string(),
+                };
+                Err(EngineError::invalid(format!(
+                    "Cannot infer type of argument {shown} in call to function system.{}({kind}): use type casts to disambiguate",
+                    f.name.to_ascii_lowercase()
+                )))
+            }
             Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
                 self.volatile = true;
                 Ok(Src::Const(crate::functions::call_for(
@@ -1205,7 +1223,9 @@ fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
             E::Cast { expr, .. }
             | E::Field { expr, .. }
             | E::Element { expr, .. }
-            | E::Slice { expr, .. } => columns(expr, out),
+            | E::Slice { expr, .. }
+            | E::Parens(expr)
+            | E::TypeHint { expr, .. } => columns(expr, out),
             E::Operation { left, right, .. } => {
                 columns(left, out);
                 columns(right, out);

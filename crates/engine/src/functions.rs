@@ -123,6 +123,11 @@ pub(crate) fn from_json_not_text(arg: &Term, ty: &ColumnType) -> EngineError {
 /// markers, `collection_sum([1, ?])`); nulls stay in it. Not a CQL identifier.
 pub(crate) const LIST_OF_ARGS: &str = "_list";
 
+/// The internal call that builds a set of its arguments (`collection_sum({1, ?})`): sorted
+/// by the element type, duplicates dropped; a null in it is refused as Cassandra refuses
+/// one bound inside a collection. Not a CQL identifier.
+pub(crate) const SET_OF_ARGS: &str = "_set";
+
 pub(crate) fn eval(
     name: &str,
     args: &[TypedValue],
@@ -139,6 +144,19 @@ pub(crate) fn eval(
             let key = crate::token::compose_partition_key(&p);
             crate::token::token(&key).to_be_bytes().to_vec()
         }));
+    }
+    if name == SET_OF_ARGS {
+        let mut items: Vec<(&ColumnType, &[u8])> = Vec::with_capacity(args.len());
+        for (ty, v) in args {
+            let v = v
+                .as_deref()
+                .ok_or_else(|| EngineError::invalid("null is not supported inside collections"))?;
+            items.push((ty, v));
+        }
+        items.sort_by(|(ty, a), (_, b)| crate::types::compare(ty, a, b));
+        items.dedup_by(|(ty, a), (_, b)| crate::types::compare(ty, a, b).is_eq());
+        let bytes: Vec<Vec<u8>> = items.into_iter().map(|(_, v)| v.to_vec()).collect();
+        return Ok(Some(crate::literal::encode_collection(&bytes)));
     }
     if name == LIST_OF_ARGS {
         let mut out = (args.len() as i32).to_be_bytes().to_vec();
@@ -199,6 +217,18 @@ pub(crate) fn to_json_literal_type(arg: &Term) -> Option<ColumnType> {
     }
 }
 
+/// A hex literal where Cassandra 5.0.9 types it `tinyint` (the argument of `toJson()`, an
+/// element of a literal collection given to a collection function), as the byte it reads:
+/// the first (`toJson(0x0102)` is `1`, `toJson(0xff)` is `-1`). None for any other term and
+/// for the empty `0x` (a NullPointerException in Cassandra; left as the blob it is here).
+pub(crate) fn hex_as_tinyint(arg: &Term) -> Option<Term> {
+    let Term::Literal(Literal::Blob(hex)) = crate::selection::unparen(arg) else {
+        return None;
+    };
+    let first = u8::from_str_radix(hex.get(..2)?, 16).ok()?;
+    Some(Term::Literal(Literal::Integer((first as i8).to_string())))
+}
+
 /// `toJson(arg)` of a constant argument (a term's, not a selector's): typed by its own
 /// literal kind, its type hint or a native function's result. Cassandra cannot type a
 /// collection literal here.
@@ -217,11 +247,17 @@ fn to_json_const(arg: &Term, now: Now) -> Result<TypedValue, EngineError> {
             (ty, v)
         }
         Term::List(_) | Term::Set(_) | Term::Map(_) => return Err(to_json_untyped(arg)),
-        other => {
-            let ty = to_json_literal_type(other).ok_or_else(|| to_json_untyped(arg))?;
-            let v = const_term(&ty, arg, now)?;
-            (ty, v)
-        }
+        other => match hex_as_tinyint(other) {
+            Some(byte) => (
+                ColumnType::Tinyint,
+                const_term(&ColumnType::Tinyint, &byte, now)?,
+            ),
+            None => {
+                let ty = to_json_literal_type(other).ok_or_else(|| to_json_untyped(arg))?;
+                let v = const_term(&ty, arg, now)?;
+                (ty, v)
+            }
+        },
     };
     let json = crate::json::to_json(&ty, v.as_deref());
     Ok((ColumnType::Varchar, Some(json.into_bytes())))

@@ -304,7 +304,7 @@ fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
 /// native types): the same type, anything into a blob, ascii into text, a timestamp into a
 /// bigint, a bigint into a time or timestamp, an int into a date, a timeuuid into a uuid, an
 /// int, bigint or timestamp into a varint.
-fn receives(receiver: &ColumnType, cast: &ColumnType) -> bool {
+pub(crate) fn receives(receiver: &ColumnType, cast: &ColumnType) -> bool {
     use ColumnType as T;
     receiver == cast
         || matches!(

@@ -409,11 +409,11 @@ impl<'a> SelectRun<'a> {
     ) -> Result<Self, EngineError> {
         let t = &plan.table;
         let limit = match &plan.limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?, "LIMIT")?),
+            Some(s) => Some(positive_limit(resolve(s, vals)?)?),
             None => None,
         };
         let ppl = match &plan.per_partition_limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?, "PER PARTITION LIMIT")?),
+            Some(s) => Some(positive_limit(resolve(s, vals)?)?),
             None => None,
         };
         if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
@@ -1246,17 +1246,17 @@ fn group_key(sel: &AggSelection, prefix: &[u8], view: &RowView) -> Result<Vec<u8
     Ok(k)
 }
 
-fn positive_limit(v: Option<Vec<u8>>, what: &str) -> Result<u64, EngineError> {
-    let v = v.ok_or_else(|| EngineError::invalid(format!("Invalid null value of {what}")))?;
+/// A LIMIT or PER PARTITION LIMIT value: Cassandra checks both with one method, whose
+/// messages say "limit" and "LIMIT" for either.
+fn positive_limit(v: Option<Vec<u8>>) -> Result<u64, EngineError> {
+    let v = v.ok_or_else(|| EngineError::invalid("Invalid null value of limit"))?;
     let n = i32::from_be_bytes(
         v.as_slice()
             .try_into()
-            .map_err(|_| EngineError::invalid(format!("Invalid {what} value")))?,
+            .map_err(|_| EngineError::invalid("Invalid limit value"))?,
     );
     if n <= 0 {
-        return Err(EngineError::invalid(format!(
-            "{what} must be strictly positive"
-        )));
+        return Err(EngineError::invalid("LIMIT must be strictly positive"));
     }
     Ok(n as u64)
 }

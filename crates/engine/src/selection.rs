@@ -55,7 +55,8 @@ pub(crate) fn contains_aggregate(e: &E) -> bool {
     }
     match e {
         E::Function { args, .. } => args.iter().any(contains_aggregate),
-        E::Cast { expr, .. } | E::Field { expr, .. } => contains_aggregate(expr),
+        E::Cast { expr, .. } | E::Field { expr, .. } | E::Parens(expr) => contains_aggregate(expr),
+        E::TypeHint { expr, .. } => contains_aggregate(expr),
         E::Element { expr, .. } | E::Slice { expr, .. } => contains_aggregate(expr),
         E::Operation { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
         _ => false,
@@ -164,6 +165,14 @@ impl Builder<'_> {
         for (e, _) in &list {
             self.check_columns(t, e)?;
         }
+        // A selector in parentheses has no type of its own in Cassandra, and nothing around
+        // it gives one at the top of the selection.
+        if let Some((e, _)) = list.iter().find(|(e, _)| matches!(e, E::Parens(_))) {
+            return Err(EngineError::invalid(format!(
+                "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                selector_name(e)
+            )));
+        }
         let aggregate = group_by.is_some() || list.iter().any(|(e, _)| contains_aggregate(e));
         if !aggregate {
             let mut sels = Vec::with_capacity(list.len());
@@ -220,7 +229,9 @@ impl Builder<'_> {
             E::Cast { expr, .. }
             | E::Field { expr, .. }
             | E::Element { expr, .. }
-            | E::Slice { expr, .. } => self.check_columns(t, expr),
+            | E::Slice { expr, .. }
+            | E::Parens(expr)
+            | E::TypeHint { expr, .. } => self.check_columns(t, expr),
             E::Operation { left, right, .. } => {
                 self.check_columns(t, left)?;
                 self.check_columns(t, right)
@@ -638,7 +649,7 @@ impl Builder<'_> {
                                 Term::Bind(m) => {
                                     self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
                                 }
-                                Term::List(items)
+                                Term::List(items) | Term::Set(items)
                                     if crate::fcts::collection_param(&name.name).is_some()
                                         && items.iter().any(|i| matches!(i, Term::Bind(_))) =>
                                 {
@@ -731,6 +742,36 @@ impl Builder<'_> {
                 )
             }
             E::Operation { op, left, right } => self.operation(t, *op, left, right, agg)?,
+            // Typed by what it holds where something gives it a type (an operation, a cast, a
+            // function's parameter); see `untyped_parens` for where nothing does.
+            E::Parens(expr) => {
+                // A number in parentheses takes its literal's own type there (`-(1)` is int).
+                let number = match &**expr {
+                    E::Term(term) if term_as_selector(term).is_none() => {
+                        literal_type(term).filter(arith::is_numeric).map(|ty| (term, ty))
+                    }
+                    _ => None,
+                };
+                if let Some((term, ty)) = number {
+                    let v = const_term(&ty, term, self.now)?;
+                    return Ok((Selector::Const(v), format!("({term})"), ty));
+                }
+                let (sel, name, ty) = self.selector(t, expr, agg)?;
+                (sel, format!("({name})"), ty)
+            }
+            // The selector's value as is, of a type that takes it (Cassandra's
+            // `isValueCompatibleWith`: anything into blob, ascii into text, ...).
+            E::TypeHint { ty, expr } => {
+                let (sel, name, from) = self.selector(t, expr, agg)?;
+                let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                let shown = format!("({ty}){name}");
+                if !crate::literal::receives(&to, &from) {
+                    return Err(EngineError::invalid(format!(
+                        "Cannot assign value {shown} to {shown} of type {ty}"
+                    )));
+                }
+                (sel, shown, to)
+            }
             E::Term(term) => match term_as_selector(term) {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {
@@ -837,7 +878,17 @@ impl Builder<'_> {
             )));
         }
         to_json_arity(args.len())?;
+        let hex = match &args[0] {
+            E::Term(term) => crate::functions::hex_as_tinyint(term),
+            _ => None,
+        };
         let (arg, arg_name) = match &args[0] {
+            _ if hex.is_some() => {
+                let byte = hex.unwrap_or(Term::Literal(Literal::Null));
+                let v = const_term(&ColumnType::Tinyint, &byte, self.now)?;
+                let name = selector_name(&args[0]);
+                (SelExpr::Const(ColumnType::Tinyint, v), name)
+            }
             E::Term(term) if term_as_selector(term).is_none() => {
                 let ty = crate::functions::to_json_literal_type(term)
                     .ok_or_else(|| to_json_untyped(term))?;
@@ -850,6 +901,12 @@ impl Builder<'_> {
                 if matches!(&**expr, E::Column(c)
                     if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc)) =>
             {
+                return Err(EngineError::invalid(format!(
+                    "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
+                    selector_name(&args[0])
+                )));
+            }
+            E::Parens(_) => {
                 return Err(EngineError::invalid(format!(
                     "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
                     selector_name(&args[0])
@@ -944,8 +1001,12 @@ impl Builder<'_> {
     ) -> Result<SelExpr, EngineError> {
         let kind = crate::fcts::collection_param(fname).unwrap_or("collection");
         let ty = collection_literal_type(fname, kind, term)?;
-        let ColumnType::List(e) = &ty else {
+        let (ColumnType::List(e) | ColumnType::Set(e)) = &ty else {
             return Err(EngineError::invalid("Invalid bind marker"));
+        };
+        let call = match ty {
+            ColumnType::Set(_) => crate::functions::SET_OF_ARGS,
+            _ => crate::functions::LIST_OF_ARGS,
         };
         let mut args = Vec::with_capacity(items.len());
         for item in items {
@@ -958,12 +1019,12 @@ impl Builder<'_> {
                 }
                 other => SelExpr::Const(
                     (**e).clone(),
-                    const_term(e, &hex_as_tinyint(other), self.now)?,
+                    const_term(e, &hex_items_as_tinyint(other), self.now)?,
                 ),
             });
         }
         Ok(SelExpr::Call {
-            name: crate::functions::LIST_OF_ARGS.into(),
+            name: call.into(),
             args,
             ty,
         })
@@ -1282,7 +1343,7 @@ fn collection_literal_arg(
         {
             let mut out = (items.len() as i32).to_be_bytes().to_vec();
             for item in items {
-                match const_term(e, &hex_as_tinyint(item), now)? {
+                match const_term(e, &hex_items_as_tinyint(item), now)? {
                     Some(b) => {
                         out.extend((b.len() as i32).to_be_bytes());
                         out.extend(b);
@@ -1295,23 +1356,20 @@ fn collection_literal_arg(
     }
     Ok(SelExpr::Const(
         ty.clone(),
-        const_term(&ty, &hex_as_tinyint(term), now)?,
+        const_term(&ty, &hex_items_as_tinyint(term), now)?,
     ))
 }
 
-/// A one-byte hex literal in a collection typed tinyint (Cassandra's preferred type for
-/// hex) as the integer its byte is: `[0x01, 0xff]` holds 1 and -1.
-fn hex_as_tinyint(term: &Term) -> Term {
+/// The hex literals of a collection typed tinyint (Cassandra's preferred type for hex) as
+/// the integers Cassandra reads from them, their first bytes: `[0x01, 0xff02]` holds 1 and
+/// -1.
+fn hex_items_as_tinyint(term: &Term) -> Term {
     match term {
-        Term::Literal(Literal::Blob(h)) => match i8::from_str_radix(h, 16)
-            .ok()
-            .or_else(|| u8::from_str_radix(h, 16).ok().map(|b| b as i8))
-        {
-            Some(b) if h.len() == 2 => Term::Literal(Literal::Integer(b.to_string())),
-            _ => term.clone(),
-        },
-        Term::List(items) => Term::List(items.iter().map(hex_as_tinyint).collect()),
-        Term::Set(items) => Term::Set(items.iter().map(hex_as_tinyint).collect()),
+        Term::Literal(Literal::Blob(_)) => {
+            crate::functions::hex_as_tinyint(term).unwrap_or_else(|| term.clone())
+        }
+        Term::List(items) => Term::List(items.iter().map(hex_items_as_tinyint).collect()),
+        Term::Set(items) => Term::Set(items.iter().map(hex_items_as_tinyint).collect()),
         other => other.clone(),
     }
 }
@@ -1409,6 +1467,8 @@ fn selector_name(e: &E) -> String {
             None => t.to_string(),
         },
         E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
+        E::Parens(expr) => format!("({})", selector_name(expr)),
+        E::TypeHint { ty, expr } => format!("({ty}){}", selector_name(expr)),
         E::Element { expr, key } => format!("{}[{}]", selector_name(expr), term_name(key)),
         E::Slice { expr, from, to } => format!(
             "{}[{}..{}]",

@@ -350,9 +350,10 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
             !NON_DETERMINISTIC.contains(&name.name.to_ascii_lowercase().as_str())
                 && args.iter().all(deterministic_selector)
         }
-        SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } => {
-            deterministic_selector(expr)
-        }
+        SelectorExpr::Cast { expr, .. }
+        | SelectorExpr::Field { expr, .. }
+        | SelectorExpr::Parens(expr)
+        | SelectorExpr::TypeHint { expr, .. } => deterministic_selector(expr),
         SelectorExpr::Term(t) => deterministic_term(t),
         SelectorExpr::Element { expr, key } => {
             deterministic_selector(expr) && deterministic_term(key)

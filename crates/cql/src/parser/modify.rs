@@ -81,9 +81,9 @@ impl Parser<'_> {
                 return Err(self.mismatched("K_TIMESTAMP"));
             }
             if self.eat_kw("ttl") {
-                u.ttl = Some(self.using_value()?);
+                u.ttl = Some(self.int_value()?);
             } else if self.eat_kw("timestamp") {
-                u.timestamp = Some(self.using_value()?);
+                u.timestamp = Some(self.int_value()?);
             } else if self.at_visibility() {
                 u.visibility = Some(self.visibility_clause()?);
             } else {
@@ -95,18 +95,27 @@ impl Parser<'_> {
         }
     }
 
-    /// A TTL or timestamp: Cassandra's `intValue`, an integer (with its sign) or a bind marker;
-    /// anything else (`'x'`, `1.5`, a function call) is a syntax error.
-    fn using_value(&mut self) -> PResult<Term> {
-        let ok = match self.peek().kind {
+    /// Cassandra's `intValue` (a TTL, a timestamp, LIMIT, PER PARTITION LIMIT): one integer
+    /// token (its sign written against it, as Cassandra's lexer reads `-1`) or a bind marker;
+    /// anything else (`'x'`, `1.5`, `(int) 1`, a function call) is a syntax error there, and an
+    /// operator after the integer (`LIMIT 1 + 1`) is left for the caller to refuse.
+    pub(super) fn int_value(&mut self) -> PResult<Term> {
+        let t = self.peek();
+        let ok = match t.kind {
             Tok::Integer | Tok::QMark | Tok::Colon => true,
-            Tok::Minus => self.peek_n(1).kind == Tok::Integer,
+            Tok::Minus => {
+                let n = self.peek_n(1);
+                n.kind == Tok::Integer && n.start == t.end
+            }
             _ => false,
         };
         if !ok {
             return Err(self.no_viable());
         }
-        self.term()
+        match t.kind {
+            Tok::QMark | Tok::Colon => Ok(Term::Bind(self.bind_marker()?)),
+            _ => self.term_unary(),
+        }
     }
 
     pub(super) fn update(&mut self) -> PResult<UpdateStatement> {

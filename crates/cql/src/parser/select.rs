@@ -6,31 +6,6 @@ use super::*;
 impl Parser<'_> {
     // ---- SELECT ------------------------------------------------------------------------------
 
-    /// After LIMIT Cassandra takes a number or a bind marker only, and names the word where one
-    /// stands: "no viable alternative at input 'x' (SELECT * FROM t LIMIT [x])".
-    fn refuse_name_as_limit(&self) -> PResult<()> {
-        match self.peek().kind {
-            Tok::Ident | Tok::QuotedIdent => Err(self.no_viable()),
-            _ => Ok(()),
-        }
-    }
-
-    /// One selector of the SELECT clause. A bare column followed by a comparison
-    /// (`SELECT k > 1 FROM t`) fails as in Cassandra, whose parser is still choosing what `k`
-    /// starts there: "no viable alternative at input '>' (SELECT [k] >...)".
-    fn select_clause_item(&mut self) -> PResult<Selector> {
-        let start = self.pos;
-        let s = self.selector()?;
-        let compares = matches!(
-            self.peek().kind,
-            Tok::Eq | Tok::Neq | Tok::Lt | Tok::Lte | Tok::Gt | Tok::Gte
-        );
-        if compares && self.pos == start + 1 && matches!(s.expr, SelectorExpr::Column(_)) {
-            return Err(self.no_viable_from(start));
-        }
-        Ok(s)
-    }
-
     /// `JSON` / `DISTINCT` are unreserved: they are modifiers only if a selector follows.
     pub(super) fn select_modifier_applies(&self) -> bool {
         let n = self.peek_n(1);
@@ -57,7 +32,7 @@ impl Parser<'_> {
         let selection = if self.eat(Tok::Star) {
             Selection::Wildcard
         } else {
-            Selection::Selectors(self.comma_list(Self::select_clause_item)?)
+            Selection::Selectors(self.comma_list(Self::selector)?)
         };
         self.expect_kw("from")?;
         let table = self.qualified_name()?;
@@ -82,12 +57,10 @@ impl Parser<'_> {
             self.bump();
             self.expect_kw("partition")?;
             self.expect_kw("limit")?;
-            self.refuse_name_as_limit()?;
-            per_partition_limit = Some(self.term()?);
+            per_partition_limit = Some(self.int_value()?);
         }
         let limit = if self.eat_kw("limit") {
-            self.refuse_name_as_limit()?;
-            Some(self.term()?)
+            Some(self.int_value()?)
         } else {
             None
         };
@@ -149,11 +122,55 @@ impl Parser<'_> {
     }
 
     pub(super) fn selector_postfix(&mut self) -> PResult<SelectorExpr> {
+        let start = self.pos;
         let e = self.selector_primary()?;
+        self.predict_selector_group(start, &e)?;
         let depth = self.depth;
         let r = self.selector_postfix_chain(e);
         self.depth = depth;
         r
+    }
+
+    /// What Cassandra's parser does when it chooses what a selector's first token starts
+    /// (its `selectionGroup` decision, which looks ahead): after a bare name or a `?` it reads
+    /// the next token and fails there unless a selector can go on or end with it ("no viable
+    /// alternative at input '>' (SELECT [k] >...)", also inside calls, operations and
+    /// negations), and reads one token more when it can (`.` must be followed by a field
+    /// name); after a constant it reads two tokens, whatever they are. Those reads show in
+    /// the snippet of a later error (`(SELECT k + 1 [>] 2...)`; none when they reached the
+    /// end of the text).
+    fn predict_selector_group(&mut self, start: usize, e: &SelectorExpr) -> PResult<()> {
+        let first = self.toks[start];
+        let one_token = self.pos == start + 1;
+        let bare = one_token
+            && match e {
+                SelectorExpr::Column(_) => true,
+                SelectorExpr::Term(Term::Bind(_)) => first.kind == Tok::QMark,
+                _ => false,
+            };
+        if bare {
+            let next = self.peek();
+            let goes_on = match next.kind {
+                Tok::LParen | Tok::LBracket | Tok::Dot => true,
+                Tok::Ident => {
+                    self.is_one_of(next, &["from", "as", "limit", "order", "per", "allow"])
+                }
+                k => closes_or_operates(k),
+            };
+            if !goes_on {
+                return Err(self.no_viable_from(start));
+            }
+            if next.kind == Tok::Dot && !self.is_ident_at(1) {
+                self.bump();
+                let err = self.no_viable_from(start);
+                self.pos -= 1;
+                return Err(err);
+            }
+            self.look_ahead(1);
+        } else if matches!(e, SelectorExpr::Term(Term::Literal(_))) && first.kind != Tok::LParen {
+            self.look_ahead(1);
+        }
+        Ok(())
     }
 
     /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level.
@@ -317,7 +334,16 @@ impl Parser<'_> {
                 self.bump();
                 let ty = self.cql_type_as_written()?;
                 self.expect(Tok::RParen)?;
+                // Cassandra parses what a hint applies to without its look-ahead.
+                let far = self.far;
                 let expr = self.selector_postfix()?;
+                self.far = far;
+                if !matches!(expr, SelectorExpr::Term(_)) {
+                    return Ok(SelectorExpr::TypeHint {
+                        ty,
+                        expr: Box::new(expr),
+                    });
+                }
                 Ok(SelectorExpr::Cast {
                     expr: Box::new(expr),
                     ty,
@@ -329,7 +355,7 @@ impl Parser<'_> {
                 self.bump();
                 if let Ok(e) = self.selector_expr() {
                     if self.eat(Tok::RParen) {
-                        return Ok(e);
+                        return Ok(SelectorExpr::Parens(Box::new(e)));
                     }
                 }
                 self.pos = pos;
@@ -350,8 +376,14 @@ impl Parser<'_> {
                 })
             }
             // Operators between terms belong to the selector grammar (`v * 2 + 1`), so only
-            // one operand is read here.
-            _ => Ok(SelectorExpr::Term(self.term_unary()?)),
+            // one operand is read here. Inside it (a literal list, set, map or tuple) the
+            // items are selectors in Cassandra's grammar: see `Parser::in_selector`.
+            _ => {
+                self.in_selector += 1;
+                let r = self.term_unary();
+                self.in_selector -= 1;
+                Ok(SelectorExpr::Term(r?))
+            }
         }
     }
 
@@ -377,7 +409,9 @@ impl Parser<'_> {
             | Tok::Slash
             | Tok::Percent => false,
             Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
-            _ => true,
+            // Something a hint can apply to; otherwise `(k)` is a selector in parentheses
+            // (`(k) > 2` fails after it, as in Cassandra).
+            _ => self.is_term_start(3),
         }
     }
 
@@ -465,6 +499,10 @@ impl Parser<'_> {
             let value = self.term()?;
             return Ok(Relation::Token { columns, op, value });
         }
+        // Cassandra's choice between the relations a column starts reads past the operator
+        // (and past IN to what follows it), so a failure there brackets the column:
+        // "no viable alternative at input '1' (...WHERE [k] IN...)".
+        let start = self.pos;
         let column = self.ident()?;
         if self.eat(Tok::LBracket) {
             let key = self.term()?;
@@ -479,6 +517,9 @@ impl Parser<'_> {
             });
         }
         if self.eat_kw("in") {
+            if !matches!(self.peek().kind, Tok::LParen | Tok::QMark | Tok::Colon) {
+                return Err(self.no_viable_from(start));
+            }
             let values = self.in_values()?;
             return Ok(Relation::In { column, values });
         }
@@ -487,7 +528,9 @@ impl Parser<'_> {
             self.expect_kw("null")?;
             return Ok(Relation::IsNotNull { column });
         }
-        let op = self.relation_op()?;
+        let Ok(op) = self.relation_op() else {
+            return Err(self.no_viable_from(start));
+        };
         let value = self.term()?;
         Ok(Relation::Binary { column, op, value })
     }

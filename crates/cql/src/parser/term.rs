@@ -71,8 +71,16 @@ impl Parser<'_> {
 
     pub(crate) fn term(&mut self) -> PResult<Term> {
         self.enter()?;
+        let start = self.pos;
         let r = self.term_add();
         self.leave();
+        match &r {
+            // A constant item of a selector literal is a selector there: Cassandra's choice
+            // of what it starts reads two tokens on (see `predict_selector_group`).
+            Ok(Term::Literal(_)) if self.in_selector > 0 => self.look_ahead(1),
+            Ok(_) if self.in_selector == 0 => self.last_term = Some((start, self.pos)),
+            _ => {}
+        }
         r
     }
 
