@@ -267,6 +267,14 @@ def start_log(srv):
         return f.read()
 
 
+def restart(srv, stop):
+    """Stops the server with `stop` (`srv.kill` or `srv.terminate`), starts it again and
+    returns what the new start logged."""
+    stop()
+    srv.start()
+    return start_log(srv)
+
+
 def add_exact_rows(s, rows, queries, first_key):
     """Writes each query as a row of its own (so it must come first for itself), deletes row
     `first_key - N_ROWS` and moves another far away; returns the keys that must not be in
@@ -317,18 +325,14 @@ def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
 
     # SIGKILL after the background save: the saved graph is loaded and the rows written
     # after it are re-indexed by the start-up scan, not by a rebuild.
-    srv.kill()
-    srv.start()
-    log = start_log(srv)
+    log = restart(srv, srv.kill)
     assert "brought up to date with the table" in log, log[-3000:]
     assert "built from the table" not in log
     with connected(srv, "a") as s:
         check_exact_rows(s, rows, queries, N_ROWS, absent)
 
     # A clean stop saves it; the next start loads it as saved, without a scan.
-    srv.terminate()
-    srv.start()
-    log = start_log(srv)
+    log = restart(srv, srv.terminate)
     assert "graph of 3004 rows loaded from" in log and "(saved at a clean shutdown)" in log, \
         log[-3000:]
     assert "brought up to date" not in log and "built from the table" not in log
@@ -339,9 +343,7 @@ def test_graph_saved_loaded_and_caught_up_after_kill(server_factory):
 
     # Written after that load, then SIGKILL: exactly those writes are caught up (5 new rows
     # and a moved one re-indexed, one deleted row removed), and every one is found.
-    srv.kill()
-    srv.start()
-    log = start_log(srv)
+    log = restart(srv, srv.kill)
     assert "(6 rows re-indexed, 1 removed)" in log, log[-3000:]
     with connected(srv, "a") as s:
         check_exact_rows(s, rows, queries, N_ROWS, absent)
@@ -374,9 +376,7 @@ def test_graph_over_the_memory_bound_is_served_from_disk(server_factory):
                    lambda: 9999 not in [r.k for r in s.execute(q, (near,))], timeout=30)
 
     # SIGKILL: the saved graph files are served again, the writes since caught up.
-    srv.kill()
-    srv.start()
-    log = start_log(srv)
+    log = restart(srv, srv.kill)
     assert "graph files on disk" in log and "brought up to date with the table" in log, \
         log[-3000:]
     queries2 = [rand_vec(rng, DIM) for _ in range(5)]
@@ -385,9 +385,7 @@ def test_graph_over_the_memory_bound_is_served_from_disk(server_factory):
         absent |= add_exact_rows(s, rows, queries2, N_ROWS + 100)
 
     # A clean stop saves the delta as one more file: the next start scans nothing.
-    srv.terminate()
-    srv.start()
-    log = start_log(srv)
+    log = restart(srv, srv.terminate)
     assert "graph files on disk" in log and "(saved at a clean shutdown)" in log, log[-3000:]
     with connected(srv, "a") as s:
         check_exact_rows(s, rows, queries, N_ROWS, absent)
