@@ -478,6 +478,15 @@ impl CqlType {
         matches!(self, CqlType::Frozen(_))
     }
 
+    /// True for a collection or user type written without `frozen<...>` (one cell per element
+    /// or field when it is a column's type; a tuple is always frozen).
+    pub fn is_multi_cell(&self) -> bool {
+        matches!(
+            self,
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) | CqlType::UserDefined(_)
+        )
+    }
+
     /// The scalar native type this is, however it is spelled (`text` or `varchar`).
     pub fn as_native(&self) -> Option<&ColumnType> {
         static VARCHAR: ColumnType = ColumnType::Varchar;

@@ -23,7 +23,7 @@
 
 use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::EngineError;
-use cql::ast::{CqlType, CreateTable};
+use cql::ast::CreateTable;
 use proto::types::ColumnType;
 
 /// The CQL name of Cassandra's `EmptyType` (the hidden value of a dense table declared
@@ -114,16 +114,10 @@ pub fn check_create(ct: &CreateTable, columns: &mut [ColumnDef]) -> Result<(), E
             .iter()
             .any(|c| c.name == name && matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
     };
-    let multi_cell = |ty: &CqlType| {
-        matches!(
-            ty,
-            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) | CqlType::UserDefined(_)
-        )
-    };
     if ct
         .columns
         .iter()
-        .any(|c| is_other(&c.name) && multi_cell(&c.ty))
+        .any(|c| is_other(&c.name) && c.ty.is_multi_cell())
     {
         return Err(EngineError::invalid(
             "Non-frozen collections and UDTs are not supported with COMPACT STORAGE",

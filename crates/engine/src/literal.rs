@@ -274,13 +274,7 @@ pub fn const_term(
 fn misfit(element: &Term, ty: &ColumnType) -> Option<String> {
     use cql::ast::CqlType as C;
     // An element is frozen: a multi-cell collection or UDT cast does not fit it.
-    let multi_cell = |hint: &C| {
-        crate::collections::kind_of(ty).is_some()
-            && matches!(
-                hint,
-                C::List(_) | C::Set(_) | C::Map(..) | C::UserDefined(_)
-            )
-    };
+    let multi_cell = |hint: &C| crate::collections::kind_of(ty).is_some() && hint.is_multi_cell();
     let misfit = || {
         Some(format!(
             "{element} is not of type {}",
@@ -339,10 +333,7 @@ pub(crate) fn check_cast(
         other => crate::build::cassandra_text(other),
     };
     // A collection or UDT cast is multi-cell unless it says frozen (a tuple never is).
-    let cast_multi_cell = matches!(
-        hint,
-        C::List(_) | C::Set(_) | C::Map(..) | C::UserDefined(_)
-    );
+    let cast_multi_cell = hint.is_multi_cell();
     let frozen_mismatch = crate::collections::kind_of(ty).is_some()
         && multi_cell.is_some_and(|m| m != cast_multi_cell);
     let refuse = || {
