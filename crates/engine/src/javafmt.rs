@@ -9,6 +9,42 @@ use std::net::IpAddr;
 
 use crate::temporal::civil_from_days;
 
+/// The order a `java.util.HashSet` filled with `items` (in their order) iterates them: by
+/// bucket, the item's `hashCode` spread as `HashMap.hash` spreads it and masked by the table
+/// size (16, doubled while more than three quarters full), then by insertion. Cassandra prints
+/// several sets of names in this order (tables in batch warnings, view key columns).
+pub(crate) fn java_hash_set_order<T>(items: Vec<T>, hash_code: impl Fn(&T) -> i32) -> Vec<T> {
+    let mut buckets = 16usize;
+    while items.len() * 4 > buckets * 3 {
+        buckets *= 2;
+    }
+    let bucket = |item: &T| {
+        let h = hash_code(item) as u32;
+        (h ^ (h >> 16)) as usize & (buckets - 1)
+    };
+    let mut ordered: Vec<(usize, usize, T)> = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| (bucket(&item), i, item))
+        .collect();
+    ordered.sort_by_key(|&(b, i, _)| (b, i));
+    ordered.into_iter().map(|(_, _, item)| item).collect()
+}
+
+/// Java's `String.hashCode` (over UTF-16 code units).
+pub(crate) fn string_hash_code(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// Java's `ByteBuffer.hashCode` of `bytes` (signed bytes, last to first, from 1): the hash of
+/// a `ColumnIdentifier`.
+pub(crate) fn byte_buffer_hash_code(bytes: &[u8]) -> i32 {
+    bytes.iter().rev().fold(1i32, |h, b| {
+        h.wrapping_mul(31).wrapping_add(i32::from(*b as i8))
+    })
+}
+
 const DATE_EPOCH: i64 = 1 << 31;
 const MILLIS_PER_DAY: i64 = 86_400_000;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;

@@ -257,24 +257,7 @@ pub(crate) fn batch_size(
 /// `names` in the order a `java.util.HashSet<String>` holding them iterates: by bucket (the
 /// string's hash, spread and masked by the table size), then by insertion.
 fn java_hash_set_order(names: Vec<String>) -> Vec<String> {
-    let mut capacity = 16usize;
-    while names.len() * 4 > capacity * 3 {
-        capacity *= 2;
-    }
-    let bucket = |s: &str| {
-        let h = s
-            .encode_utf16()
-            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
-        let spread = (h ^ ((h as u32) >> 16) as i32) as u32;
-        spread as usize & (capacity - 1)
-    };
-    let mut ordered: Vec<(usize, usize, String)> = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| (bucket(&s), i, s))
-        .collect();
-    ordered.sort();
-    ordered.into_iter().map(|(_, _, s)| s).collect()
+    crate::javafmt::java_hash_set_order(names, |s| crate::javafmt::string_hash_code(s))
 }
 
 #[cfg(test)]

@@ -312,25 +312,9 @@ pub fn create_view(
 /// hash is `ByteBuffer.hashCode` of its UTF-8 bytes, spread as `HashMap` spreads it; the table
 /// has 16 buckets, doubled while more than three quarters full.
 fn java_hash_set_order<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let mut buckets = 16;
-    while names.len() > buckets * 3 / 4 {
-        buckets *= 2;
-    }
-    let bucket = |name: &str| {
-        let mut h: i32 = 1;
-        for b in name.as_bytes().iter().rev() {
-            h = h.wrapping_mul(31).wrapping_add(i32::from(*b as i8));
-        }
-        let spread = (h as u32) ^ ((h as u32) >> 16);
-        spread as usize & (buckets - 1)
-    };
-    let mut order: Vec<(usize, usize, &str)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (bucket(n), i, *n))
-        .collect();
-    order.sort_unstable();
-    order.into_iter().map(|(_, _, n)| n).collect()
+    crate::javafmt::java_hash_set_order(names.to_vec(), |n| {
+        crate::javafmt::byte_buffer_hash_code(n.as_bytes())
+    })
 }
 
 /// A non-frozen collection type as Cassandra's type classes print themselves
