@@ -211,6 +211,10 @@ pub struct Config {
     pub admin_listen: Option<SocketAddr>,
     /// `false` runs no admin endpoint. Default `true`.
     pub admin_enabled: bool,
+    /// `true`: connections are spread over one single-threaded runtime per CPU the process may
+    /// use, each pinned to its CPU, and a connection's requests run to completion on its thread
+    /// (`cores.rs`). `false` (the default): one work-stealing runtime serves them all.
+    pub thread_per_core: bool,
     /// Credentials the admin endpoint requires (HTTP Basic; `nodetool -u USER -pw PASSWORD`).
     /// Default none: loopback clients only.
     pub admin_username: Option<String>,
@@ -369,6 +373,7 @@ impl Default for Config {
             proxy: ProxyConfig::default(),
             admin_listen: None,
             admin_enabled: true,
+            thread_per_core: false,
             admin_username: None,
             admin_password: None,
             audit_logging_options: AuditLogOptions::default(),

@@ -20,6 +20,7 @@
 //! | [`backend`] | the [`Backend`] trait (the seam to the engine / proxy) and [`ConnState`] |
 //! | [`clients`] | the live connections (for `system_views.clients`) |
 //! | `server` | [`run`]: the accept loop, `max_connections`, shutdown with a grace period |
+//! | `cores` | `thread_per_core`: one pinned single-threaded runtime per CPU, connections assigned round robin |
 //! | `conn` | one connection's read loop: framing (through `proto::Deframer`), version negotiation, handshake, dispatch |
 //! | `writer` | the one task per connection that writes: batching, v5 segment packing, events |
 //! | `response` | a `Response` to the bytes of one envelope (in the request task) |
@@ -49,6 +50,7 @@ pub mod backend;
 pub mod clients;
 pub mod config;
 mod conn;
+mod cores;
 pub mod events;
 mod limits;
 pub mod metrics;

@@ -20,6 +20,7 @@ use crate::audit::AuditLog;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::conn::{self, Accepted, Shared};
+use crate::cores::Cores;
 use crate::events::EventBus;
 use crate::limits::Limits;
 use crate::metrics;
@@ -122,6 +123,21 @@ pub async fn run_with_admin<B: Backend>(
     let mut clients = shutdown.child_token();
     let metrics = metrics::global();
     let tracker = TaskTracker::new();
+    let cores = match shared.config.thread_per_core.then(Cores::start).transpose() {
+        Ok(cores) => cores,
+        Err(e) => {
+            tracing::error!(
+                "thread_per_core: cannot start the per-core runtimes: {e}; not serving"
+            );
+            return;
+        }
+    };
+    if let Some(cores) = &cores {
+        tracing::info!(
+            "thread_per_core: connections served on {} pinned runtime threads",
+            cores.len()
+        );
+    }
     let next_id = AtomicU64::new(1);
     let mut backoff = Duration::from_millis(5);
     // Whether the port is closed because the backend failed (rather than by the operator).
@@ -258,7 +274,7 @@ pub async fn run_with_admin<B: Backend>(
             handshake_deadline: Instant::now() + handshake_timeout,
             tls: None,
         };
-        tracker.spawn(async move {
+        let connection = tracker.track_future(async move {
             let deadline = accepted.handshake_deadline;
             let transport = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -284,6 +300,12 @@ pub async fn run_with_admin<B: Backend>(
             drop(permit);
             drop(counted);
         });
+        match &cores {
+            Some(cores) => cores.spawn(connection),
+            None => {
+                tokio::spawn(connection);
+            }
+        }
     }
     drop(listener);
     tracker.close();
