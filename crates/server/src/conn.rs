@@ -15,8 +15,11 @@
 //! oversize, corrupt segment) are answered with a ProtocolError and close the connection, since
 //! nothing after them can be trusted. Before STARTUP only OPTIONS and STARTUP are accepted, as in Cassandra.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -627,7 +630,27 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 return pending.finish(Response::Error(err).into());
             }
             pending.bytes = bytes;
-            tokio::spawn(pending.run(req, flags));
+            let run_here = s.shared.config.thread_per_core;
+            let task = pending.run(req, flags);
+            if run_here {
+                // Thread per core (cores.rs): the request runs to completion on this thread
+                // when it never waits (a point read or write executes inline in the backend),
+                // with no task of its own; one that waits becomes a task on this thread.
+                let mut task = Box::pin(task);
+                let mut cx = Context::from_waker(Waker::noop());
+                // A panic in the backend is kept off the connection's reader, as a task's
+                // would be: dropping the task answers ServerError (`Pending`'s Drop).
+                match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
+                    Ok(Poll::Ready(())) | Err(_) => {}
+                    // The task's first poll registers its own waker (a future re-registers
+                    // on every poll), so the noop one above is never the one woken.
+                    Ok(Poll::Pending) => {
+                        tokio::spawn(task);
+                    }
+                }
+            } else {
+                tokio::spawn(task);
+            }
         }
     }
 }
