@@ -25,18 +25,17 @@
 //! and the report gives the first endpoint's advantage; with `@pid` the server processes' CPU is
 //! measured too, giving operations per server CPU second (per core).
 
+use crate::phase::{self, Outcome};
 use crate::report::{self, utc};
 use crate::runner::{self, ConnectConfig, Endpoint};
-use crate::stats::new_histogram;
 use anyhow::{bail, Context};
-use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `high` values start here, so that they never equal an `id`.
@@ -645,25 +644,6 @@ async fn load(t: &Target, shape: &Shape, a: &IndexedArgs) -> anyhow::Result<Load
 }
 
 /// What one worker saw.
-#[derive(Default)]
-struct Tally {
-    rows: u64,
-    errors: u64,
-    invalid: u64,
-    samples: Vec<String>,
-    /// Write phases: the numbers of the writes that succeeded, and of those that failed.
-    written_ok: Vec<u64>,
-    write_failed: Vec<u64>,
-}
-
-impl Tally {
-    fn sample(&mut self, what: String) {
-        if self.samples.len() < ERROR_SAMPLES {
-            self.samples.push(what);
-        }
-    }
-}
-
 /// One operation of a read phase: its rows, or what went wrong.
 async fn read_op(
     t: &Target,
@@ -727,6 +707,14 @@ async fn read_op(
 }
 
 /// One timed phase against one target.
+/// A phase worker's own state: its random generator, and (write phases) the numbers of the
+/// writes it made that succeeded and that failed.
+struct Worker {
+    rng: SmallRng,
+    written_ok: Vec<u64>,
+    write_failed: Vec<u64>,
+}
+
 async fn phase(
     t: &Arc<Target>,
     kind: PhaseKind,
@@ -735,97 +723,74 @@ async fn phase(
     round: usize,
     seed: u64,
 ) -> PhaseReport {
-    let start = Instant::now();
-    let record_from = start + a.settle;
-    let end = record_from + a.phase;
-    let stop = Arc::new(AtomicBool::new(false));
-    let hist = Arc::new(Mutex::new(new_histogram()));
     let mut rng = SmallRng::seed_from_u64(seed);
     // Writes walk the ids from a random start, so the rows written are known and distinct.
     let first_id = rng.random_range(0..shape.rows);
     let next_write = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for w in 0..a.concurrency.max(1) {
-        let (t, a, shape, hist, stop, next_write) = (
-            t.clone(),
-            a.clone(),
-            *shape,
-            hist.clone(),
-            stop.clone(),
-            next_write.clone(),
-        );
-        let mut rng = SmallRng::seed_from_u64(seed ^ ((w as u64 + 1) << 40));
-        tasks.push(tokio::spawn(async move {
-            let mut tally = Tally::default();
-            while !stop.load(Ordering::Relaxed) {
-                let began = Instant::now();
+    let workers = (0..a.concurrency.max(1))
+        .map(|w| Worker {
+            rng: SmallRng::seed_from_u64(seed ^ ((w as u64 + 1) << 40)),
+            written_ok: Vec::new(),
+            write_failed: Vec::new(),
+        })
+        .collect();
+    let op = {
+        let (t, a, shape, next_write) = (t.clone(), a.clone(), *shape, next_write.clone());
+        move |mut w: Worker| {
+            let (t, a, next_write) = (t.clone(), a.clone(), next_write.clone());
+            async move {
                 let r = if kind == PhaseKind::Write {
                     let n = next_write.fetch_add(1, Ordering::Relaxed);
                     let (id, values) = write_of(&shape, first_id, n);
                     match t.session.execute_unpaged(&t.update, values).await {
                         Ok(_) => {
-                            tally.written_ok.push(n);
+                            w.written_ok.push(n);
                             Ok(0)
                         }
                         Err(e) => {
-                            tally.write_failed.push(n);
+                            w.write_failed.push(n);
                             Err(Failure::Error(format!("updating row {id}: {e}")))
                         }
                     }
                 } else {
-                    read_op(&t, kind, &shape, &a, &mut rng).await
+                    read_op(&t, kind, &shape, &a, &mut w.rng).await
                 };
-                let done = Instant::now();
-                if done < record_from || done > end {
-                    continue;
-                }
-                match r {
-                    Ok(rows) => {
-                        tally.rows += rows;
-                        hist.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .saturating_record((done - began).as_micros().max(1) as u64);
-                    }
-                    Err(Failure::Error(e)) => {
-                        tally.errors += 1;
-                        tally.sample(e);
-                    }
-                    Err(Failure::Invalid(e)) => {
-                        tally.invalid += 1;
-                        tally.sample(format!("invalid: {e}"));
-                    }
-                }
+                let outcome = match r {
+                    Ok(rows) => Outcome::Done { rows, short: false },
+                    Err(Failure::Error(e)) => Outcome::Error(e),
+                    Err(Failure::Invalid(e)) => Outcome::Invalid(e),
+                };
+                (w, outcome)
             }
-            tally
-        }));
-    }
+        }
+    };
+    let phase::Timed {
+        hist: h,
+        tally: total,
+        cpu,
+        states,
+    } = phase::run(&t.endpoint.pids, a.settle, a.phase, workers, op).await;
+    let ops = h.len();
+    let write_check = if kind == PhaseKind::Write {
+        let sent = next_write.load(Ordering::Relaxed);
+        let written_ok: Vec<u64> = states
+            .iter()
+            .flat_map(|w| w.written_ok.iter().copied())
+            .collect();
+        let write_failed: Vec<u64> = states
+            .iter()
+            .flat_map(|w| w.write_failed.iter().copied())
+            .collect();
+        let writes = (written_ok.as_slice(), write_failed.as_slice());
+        Some(check_and_restore(t, shape, a, first_id, sent, writes, seed).await)
+    } else {
+        None
+    };
     let runner::CpuWindow {
         server_cpu_seconds,
         client_cpu_seconds,
         seconds,
-    } = runner::cpu_window(&t.endpoint.pids, record_from, end).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut total = Tally::default();
-    for task in tasks {
-        if let Ok(tally) = task.await {
-            total.rows += tally.rows;
-            total.errors += tally.errors;
-            total.invalid += tally.invalid;
-            for s in tally.samples {
-                total.sample(s);
-            }
-            total.written_ok.extend(tally.written_ok);
-            total.write_failed.extend(tally.write_failed);
-        }
-    }
-    let h: Histogram<u64> = hist.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let ops = h.len();
-    let write_check = if kind == PhaseKind::Write {
-        let sent = next_write.load(Ordering::Relaxed);
-        Some(check_and_restore(t, shape, a, first_id, sent, &total, seed).await)
-    } else {
-        None
-    };
+    } = cpu;
     PhaseReport {
         endpoint: t.endpoint.name.clone(),
         round,
@@ -886,21 +851,20 @@ async fn check_and_restore(
     a: &IndexedArgs,
     first_id: u64,
     sent: u64,
-    tally: &Tally,
+    (written_ok, write_failed): (&[u64], &[u64]),
     seed: u64,
 ) -> WriteCheck {
     let rows = shape.rows;
     let offsets = shadow_offsets(rows, sent);
     // Successful writes that left their row at its shadow values (no later write to it).
-    let shadowed: Vec<u64> = tally
-        .written_ok
+    let shadowed: Vec<u64> = written_ok
         .iter()
         .copied()
         .filter(|n| n + rows >= sent && (n / rows).is_multiple_of(2))
         .map(|n| (first_id + n) % rows)
         .collect();
     let mut restore: Vec<u64> = offsets.map(|o| (first_id + o) % rows).collect();
-    restore.extend(tally.write_failed.iter().map(|n| (first_id + n) % rows));
+    restore.extend(write_failed.iter().map(|n| (first_id + n) % rows));
     restore.sort_unstable();
     restore.dedup();
     let restore = Arc::new(restore);

@@ -31,6 +31,7 @@
 
 pub mod generator;
 pub mod indexed;
+mod phase;
 pub mod report;
 pub mod runner;
 pub mod scan_lane;

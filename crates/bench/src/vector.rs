@@ -24,17 +24,17 @@
 //! With `@pid` on an endpoint the server processes' CPU and resident memory are read from
 //! `/proc`, giving queries per server CPU second (per core).
 
+use crate::phase::{self, Outcome};
 use crate::report::{self, utc};
 use crate::runner::{self, ConnectConfig, Endpoint};
 use crate::stats::new_histogram;
 use anyhow::{bail, Context};
-use hdrhistogram::Histogram;
 use scylla::client::session::Session;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::unprepared::Statement;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -844,22 +844,6 @@ async fn build_index(t: &Target, s: &Setting, a: &VectorArgs) -> anyhow::Result<
 }
 
 /// What one query worker saw.
-#[derive(Default)]
-struct Tally {
-    errors: u64,
-    invalid: u64,
-    short: u64,
-    samples: Vec<String>,
-}
-
-impl Tally {
-    fn sample(&mut self, what: String) {
-        if self.samples.len() < ERROR_SAMPLES {
-            self.samples.push(what);
-        }
-    }
-}
-
 enum Answer {
     /// Rows in the exact k nearest, and whether the answer had all k rows.
     Hits(u16, bool),
@@ -909,11 +893,6 @@ async fn query_phase(
     setting: &str,
     index_from: &'static str,
 ) -> QueryReport {
-    let start = Instant::now();
-    let record_from = start + a.settle;
-    let end = record_from + a.phase;
-    let stop = Arc::new(AtomicBool::new(false));
-    let hist = Arc::new(Mutex::new(new_histogram()));
     let next = Arc::new(AtomicU64::new(0));
     let recall: Arc<Vec<AtomicU16>> = Arc::new(
         (0..queries.len())
@@ -921,72 +900,47 @@ async fn query_phase(
             .collect(),
     );
     let k = a.k;
-    let mut tasks = Vec::new();
-    for _ in 0..a.concurrency.max(1) {
-        let (t, queries, truth, hist, stop, next, recall) = (
+    let op = {
+        let (t, queries, truth, next, recall) = (
             t.clone(),
             queries.clone(),
             truth.clone(),
-            hist.clone(),
-            stop.clone(),
             next.clone(),
             recall.clone(),
         );
-        tasks.push(tokio::spawn(async move {
-            let mut tally = Tally::default();
-            while !stop.load(Ordering::Relaxed) {
-                let i = next.fetch_add(1, Ordering::Relaxed) as usize % queries.len();
-                let began = Instant::now();
-                let answer = ask(&t, &queries[i], &truth[i], rows, k).await;
-                let done = Instant::now();
-                if let Answer::Hits(h, _) = answer {
-                    let _ = recall[i].compare_exchange(
-                        UNANSWERED,
-                        h,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
-                }
-                if done < record_from || done > end {
-                    continue;
-                }
-                match answer {
-                    Answer::Hits(_, full) => {
-                        tally.short += u64::from(!full);
-                        hist.lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .saturating_record((done - began).as_micros().max(1) as u64);
+        move |()| {
+            let (t, queries, truth, recall) =
+                (t.clone(), queries.clone(), truth.clone(), recall.clone());
+            let i = next.fetch_add(1, Ordering::Relaxed) as usize % queries.len();
+            async move {
+                let outcome = match ask(&t, &queries[i], &truth[i], rows, k).await {
+                    Answer::Hits(h, full) => {
+                        // Every answer counts for recall, inside the window or not.
+                        let _ = recall[i].compare_exchange(
+                            UNANSWERED,
+                            h,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                        Outcome::Done {
+                            rows: 0,
+                            short: !full,
+                        }
                     }
-                    Answer::Error(e) => {
-                        tally.errors += 1;
-                        tally.sample(e);
-                    }
-                    Answer::Invalid(e) => {
-                        tally.invalid += 1;
-                        tally.sample(format!("invalid: {e}"));
-                    }
-                }
-            }
-            tally
-        }));
-    }
-    let runner::CpuWindow {
-        server_cpu_seconds,
-        client_cpu_seconds,
-        seconds,
-    } = runner::cpu_window(&t.endpoint.pids, record_from, end).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut total = Tally::default();
-    for task in tasks {
-        if let Ok(tally) = task.await {
-            total.errors += tally.errors;
-            total.invalid += tally.invalid;
-            total.short += tally.short;
-            for s in tally.samples {
-                total.sample(s);
+                    Answer::Error(e) => Outcome::Error(e),
+                    Answer::Invalid(e) => Outcome::Invalid(e),
+                };
+                ((), outcome)
             }
         }
-    }
+    };
+    let workers = vec![(); a.concurrency.max(1)];
+    let phase::Timed {
+        hist: h,
+        tally: mut total,
+        cpu,
+        ..
+    } = phase::run(&t.endpoint.pids, a.settle, a.phase, workers, op).await;
     // Queries the window did not reach (or whose answers failed) are asked now, untimed.
     let mut after = 0;
     for (i, slot) in recall.iter().enumerate() {
@@ -1015,8 +969,12 @@ async fn query_phase(
     } else {
         answered.iter().map(|h| *h as f64 / want).sum::<f64>() / answered.len() as f64
     };
-    let h: Histogram<u64> = hist.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let ops = h.len();
+    let runner::CpuWindow {
+        server_cpu_seconds,
+        client_cpu_seconds,
+        seconds,
+    } = cpu;
     QueryReport {
         endpoint: t.endpoint.name.clone(),
         setting: setting.to_string(),
