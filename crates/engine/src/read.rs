@@ -496,7 +496,9 @@ impl<'a> SelectRun<'a> {
             in_part: 0,
             last_in_part: 0,
             sink: RowSink {
-                data: Vec::with_capacity(256),
+                // Allocated at the first row: the fast path reserves what the row needs at
+                // once (growing a 256-byte start copied it), the slow path reserves 256.
+                data: Vec::new(),
                 rows: 0,
                 last_key: Vec::new(),
             },
@@ -1082,8 +1084,13 @@ impl<'a> SelectRun<'a> {
     fn emit_row(&mut self, selectors: &[Selector], view: &RowView) -> Result<(), EngineError> {
         if !self.plan.json && !selectors.iter().any(|s| matches!(s, Selector::Expr(_))) {
             // One reservation per row instead of the doublings of a growing buffer (a 1 KB
-            // YCSB row grew it three times from its first 256 bytes).
-            let guess = 4 * selectors.len() + view.row.map_or(0, Row::value_bytes);
+            // YCSB row grew it three times from its first 256 bytes): the row's values and its
+            // key's, which a `SELECT *` returns too.
+            let key_bytes: usize = view.pk_parts.iter().map(|p| p.len()).sum::<usize>()
+                + view
+                    .row
+                    .map_or(0, |r| r.clustering.iter().map(Vec::len).sum());
+            let guess = 4 * selectors.len() + view.row.map_or(0, Row::value_bytes) + key_bytes;
             self.sink.data.reserve(guess);
             for s in selectors {
                 self.sink.cell(view.value(s).as_deref());
@@ -1101,6 +1108,7 @@ impl<'a> SelectRun<'a> {
     }
 
     fn write_output(&mut self, vals: &[Option<Vec<u8>>]) {
+        self.sink.data.reserve(256);
         if self.plan.json {
             let cols: Vec<(&str, &ColumnType, Option<&[u8]>)> = self
                 .plan

@@ -6,7 +6,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use proto::frame::{Compression, Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
-use proto::response::{Response, ResponseExtras};
+use proto::response::{Response, ResponseExtras, ResultBody};
 
 use crate::backend::ConnState;
 
@@ -49,7 +49,12 @@ fn encode_with(
     resp: &Response,
     extras: &ResponseExtras,
 ) -> Bytes {
-    let mut out = BytesMut::with_capacity(HEADER_LEN + 120);
+    // Rows are most answers' bulk: room for them up front, not a copy when the buffer grows.
+    let rows = match resp {
+        Response::Result(ResultBody::Rows(r)) => r.data.len(),
+        _ => 0,
+    };
+    let mut out = BytesMut::with_capacity(HEADER_LEN + 120 + rows);
     resp.encode_envelope(version, stream, extras, compression, &mut out);
     out.freeze()
 }
