@@ -161,14 +161,10 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
                     i = end + 2;
                     Tok::DollarStr
                 }
-                None => {
-                    return Err(ParseError::syntax_at(
-                        src,
-                        b.len(),
-                        "mismatched character '<EOF>' expecting '$'".to_string(),
-                    ))
-                }
+                None => return Err(unclosed_dollar_string(src, i + 2)),
             },
+            // Only a `$$` string starts with `$`: Cassandra's lexer wants the second `$`.
+            b'$' => return Err(dollar_mismatch(src, i + 1)),
             b'0'..=b'9' => {
                 let (kind, end) = lex_number(b, i);
                 i = end;
@@ -271,6 +267,35 @@ fn find(b: &[u8], from: usize, pat: &[u8]) -> Option<usize> {
 }
 
 /// End of a quoted token starting at `i` with `q`, where `qq` escapes one `q`.
+/// Cassandra's lexer error for a `$$` string opened before byte `body` and never closed. Its
+/// rule reads the body while two characters are left and they are not `$$`, so it stops at
+/// the last character of the text and then wants `$$` there: a last character other than `$`
+/// is the mismatch (`line 1:20 mismatched character 't' expecting '$'` for
+/// `SELECT $$abc FROM x.t`); after a last `$` (or with no body at all) it is the end of text.
+fn unclosed_dollar_string(src: &str, body: usize) -> ParseError {
+    match src[body..].char_indices().last() {
+        Some((at, c)) if c != '$' => dollar_mismatch(src, body + at),
+        _ => dollar_mismatch(src, src.len()),
+    }
+}
+
+/// `mismatched character 'x' expecting '$'` for the character at byte `at` of `src` (the end
+/// of the text is `<EOF>`), named as ANTLR names a character.
+fn dollar_mismatch(src: &str, at: usize) -> ParseError {
+    let shown = match src[at..].chars().next() {
+        None => "<EOF>".to_string(),
+        Some('\n') => "\\n".to_string(),
+        Some('\r') => "\\r".to_string(),
+        Some('\t') => "\\t".to_string(),
+        Some(c) => c.to_string(),
+    };
+    ParseError::lexer_at(
+        src,
+        at,
+        format!("mismatched character '{shown}' expecting '$'"),
+    )
+}
+
 fn quoted_end(src: &str, i: usize, q: u8) -> Result<usize, ParseError> {
     let b = src.as_bytes();
     let mut j = i + 1;
@@ -558,6 +583,28 @@ mod tests {
         assert!(tokenize("\"open").is_err());
         assert!(tokenize("/* open").is_err());
         assert!(tokenize("$$ open").is_err());
+        // An unclosed `$$` string fails at the last character, as Cassandra's lexer does.
+        let e = |src: &str| tokenize(src).unwrap_err().to_string();
+        assert_eq!(
+            e("SELECT $$abc FROM x.t"),
+            "line 1:20 mismatched character 't' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$ab\nc FROM x.t"),
+            "line 2:9 mismatched character 't' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$abc $"),
+            "line 1:14 mismatched character '<EOF>' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$"),
+            "line 1:9 mismatched character '<EOF>' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $ FROM t"),
+            "line 1:8 mismatched character ' ' expecting '$'"
+        );
         assert!(tokenize("a @ b").is_err());
         assert!(tokenize("é").is_err());
         let e = tokenize("SELECT @").unwrap_err();

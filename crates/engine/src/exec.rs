@@ -230,8 +230,10 @@ impl Engine {
         Ok((tok != i64::MIN).then_some((tok, b.inclusive)))
     }
 
-    /// The partitions of `parts` whose token lies within `bounds` (start, end).
-    fn within_token_bounds(
+    /// The partitions of `parts` whose token lies within `bounds` (start, end), as Cassandra
+    /// filters the partitions a restriction of the whole key names by a token() relation
+    /// beside it ([`token::in_key_token_filter`]).
+    pub(crate) fn within_token_bounds(
         &self,
         t: &TableDef,
         bounds: &[Option<TokenBound>; 2],
@@ -242,14 +244,12 @@ impl Engine {
         let mut end = None;
         for (bound, slot) in bounds.iter().zip([&mut start, &mut end]) {
             if let Some(b) = bound {
-                *slot = self.ring_bound(t, b, vals)?;
+                *slot = Some((self.token_bound(t, &b.src, vals)?, b.inclusive));
             }
         }
-        let after_start = |tk: i64| start.is_none_or(|(s, incl)| tk > s || (incl && tk == s));
-        let before_end = |tk: i64| end.is_none_or(|(e, incl)| tk < e || (incl && tk == e));
         Ok(parts
             .iter()
-            .filter(|p| after_start(p.token) && before_end(p.token))
+            .filter(|p| token::in_key_token_filter(p.token, start, end))
             .cloned()
             .collect())
     }

@@ -803,7 +803,7 @@ impl Engine {
             cql::Statement::Select(s) => {
                 let plan = b.select(s)?;
                 let pk = match &plan.partitions {
-                    plan::PartitionSel::Keys(k) => b.pk_indexes(Some(k)),
+                    plan::PartitionSel::Keys(k, _) => b.pk_indexes(Some(k)),
                     _ => Vec::new(),
                 };
                 if system::is_virtual(&plan.table) {

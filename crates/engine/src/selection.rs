@@ -614,9 +614,7 @@ impl Builder<'_> {
             E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
                 let (inner, iname, ty) = self.selector(t, &args[0], agg)?;
                 if !arith::is_numeric(&ty) {
-                    return Err(EngineError::invalid(format!(
-                        "the '-' operation is not supported on {iname}"
-                    )));
+                    return Err(crate::build::operation::negate_mismatch());
                 }
                 let iname = if precedence(&args[0]) < 3 {
                     format!("({iname})")

@@ -32,7 +32,18 @@ impl Parser<'_> {
         let selection = if self.eat(Tok::Star) {
             Selection::Wildcard
         } else {
-            Selection::Selectors(self.comma_list(Self::selector)?)
+            let mut last = self.pos;
+            let selectors = self.comma_list(|p| {
+                last = p.pos;
+                p.selector()
+            })?;
+            if !self.at_kw("from") {
+                if let Some(e) = self.element_selection_error(last, &selectors[selectors.len() - 1])
+                {
+                    return Err(e);
+                }
+            }
+            Selection::Selectors(selectors)
         };
         self.expect_kw("from")?;
         let table = self.qualified_name()?;
@@ -83,6 +94,34 @@ impl Parser<'_> {
             limit,
             allow_filtering,
         })
+    }
+
+    /// A selection whose last selector is an element or slice selection on a name (`l[1]`,
+    /// `m['a'][2]`, `l[1..2]`), followed by a token that neither goes on nor ends the
+    /// selection: Cassandra's prediction backs out of the selection there and expects FROM
+    /// right after the name ("mismatched input '[' expecting K_FROM (SELECT l[[]1]...)", the
+    /// snippet reaching two tokens past the `[`). `start`: the selector's first token.
+    fn element_selection_error(&self, start: usize, last: &Selector) -> Option<ParseError> {
+        let chain = matches!(
+            last.expr,
+            SelectorExpr::Element { .. } | SelectorExpr::Slice { .. }
+        );
+        let (name, bracket) = (self.toks[start], *self.toks.get(start + 1)?);
+        if last.alias.is_some()
+            || !chain
+            || !matches!(name.kind, Tok::Ident | Tok::QuotedIdent)
+            || bracket.kind != Tok::LBracket
+        {
+            return None;
+        }
+        Some(ParseError::syntax_at(
+            self.src,
+            bracket.start as usize,
+            format!(
+                "mismatched input '[' expecting K_FROM{}",
+                self.snippet_at(start + 1)
+            ),
+        ))
     }
 
     pub(super) fn ordering(&mut self) -> PResult<(String, Order)> {
