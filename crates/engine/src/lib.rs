@@ -1207,7 +1207,7 @@ impl Engine {
             };
             // A mutation is a keyspace and key: at most as many as partitions.
             if partitions.is_some_and(|n| n > 1) && exec::mutation_count(&m, keyspace_of) > 1 {
-                let size = self.batch_data_size(&parts, &m, now)?;
+                let size = self.batch_data_size(&parts, &m, now, ts)?;
                 let limits = *self
                     .batch_size_thresholds
                     .read()
