@@ -754,10 +754,22 @@ impl Builder<'_> {
             E::TypeHint { ty, expr } => {
                 let (sel, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                let shown = format!("({ty}){name}");
-                if !crate::literal::receives(&to, &from) {
+                let shown = format!("({}){name}", qualified_udts(ty, &t.keyspace));
+                // A hinted collection, tuple or UDT is frozen: a non-frozen (multi-cell)
+                // column is no value of it, as in Cassandra.
+                let multi_cell = matches!(&**expr, E::Column(c)
+                    if t.column(c).is_some_and(|c| crate::exec::multi_cell_kind(c).is_some()));
+                if multi_cell || !crate::literal::receives(&to, &from) {
+                    let hinted = match ty {
+                        ast::CqlType::List(_)
+                        | ast::CqlType::Set(_)
+                        | ast::CqlType::Map(..)
+                        | ast::CqlType::Tuple(_)
+                        | ast::CqlType::UserDefined(_) => format!("frozen<{ty}>"),
+                        other => other.to_string(),
+                    };
                     return Err(EngineError::invalid(format!(
-                        "Cannot assign value {shown} to {shown} of type {ty}"
+                        "Cannot assign value {shown} to {shown} of type {hinted}"
                     )));
                 }
                 (sel, shown, to)
@@ -1305,6 +1317,21 @@ fn name_the_argument(message: String, names: &[String]) -> String {
     match pos.and_then(|p| names.get(p)) {
         Some(n) => format!("Type error: {n} cannot be passed as argument {tail}"),
         None => message,
+    }
+}
+
+/// A type hint's type as Cassandra prints it in a selector's name: as written, but a user
+/// type named with its keyspace (`(ks.u)v`, `(frozen<ks.u>)v`).
+fn qualified_udts(ty: &ast::CqlType, keyspace: &str) -> String {
+    use ast::CqlType as C;
+    let q = |t: &C| qualified_udts(t, keyspace);
+    match ty {
+        C::UserDefined(n) if n.keyspace.is_none() => format!("{keyspace}.{}", n.name),
+        C::Frozen(inner) => format!("frozen<{}>", q(inner)),
+        C::List(inner) => format!("list<{}>", q(inner)),
+        C::Set(inner) => format!("set<{}>", q(inner)),
+        C::Map(k, v) => format!("map<{}, {}>", q(k), q(v)),
+        other => other.to_string(),
     }
 }
 

@@ -373,9 +373,12 @@ impl Parser<'_> {
                 self.bump();
                 let ty = self.cql_type_as_written()?;
                 self.expect(Tok::RParen)?;
-                // Cassandra parses what a hint applies to without its look-ahead.
+                // Cassandra parses what a hint applies to without its look-ahead, and without
+                // a field or element selection after it: `(text)m[1]` selects from `(text)m`.
                 let far = self.far;
-                let expr = self.selector_postfix()?;
+                let depth = self.depth;
+                let expr = self.selector_primary()?;
+                self.depth = depth;
                 self.far = far;
                 if !matches!(expr, SelectorExpr::Term(_)) {
                     return Ok(SelectorExpr::TypeHint {
@@ -448,6 +451,15 @@ impl Parser<'_> {
             | Tok::Slash
             | Tok::Percent => false,
             Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
+            // A hint applies to no negation but a negative number's: `(int)-k` is the column
+            // `int` in parentheses, minus k, as in Cassandra.
+            Tok::Minus => {
+                let after = self.peek_n(4);
+                matches!(after.kind, Tok::Integer | Tok::Float | Tok::Duration)
+                    || (after.kind == Tok::Ident
+                        && ["infinity", "nan"]
+                            .contains(&self.text(after).to_ascii_lowercase().as_str()))
+            }
             // Something a hint can apply to; otherwise `(k)` is a selector in parentheses
             // (`(k) > 2` fails after it, as in Cassandra).
             _ => self.is_term_start(3),
