@@ -212,8 +212,14 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level.
+    /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level. A name
+    /// as an element or bound after a column (`l[v]`, not a term) makes Cassandra's
+    /// prediction back out to the column: it fails at the first `[` wanting what follows a
+    /// selector ("mismatched input '[' expecting K_FROM (SELECT l[[]v]...)", `')'` in a
+    /// function's arguments).
     pub(super) fn selector_postfix_chain(&mut self, mut e: SelectorExpr) -> PResult<SelectorExpr> {
+        let chain = self.pos;
+        let on_column = matches!(e, SelectorExpr::Column(_)) && self.at(Tok::LBracket);
         loop {
             if self.at(Tok::Dot) || self.at(Tok::LBracket) {
                 self.enter()?;
@@ -226,6 +232,19 @@ impl Parser<'_> {
                     field,
                 };
             } else if self.eat(Tok::LBracket) {
+                if on_column && self.at_bare_name() {
+                    self.look_ahead(1);
+                    let expecting = if self.in_call > 0 { "')'" } else { "K_FROM" };
+                    let bracket = self.toks[chain];
+                    return Err(ParseError::syntax_at(
+                        self.src,
+                        bracket.start as usize,
+                        format!(
+                            "mismatched input '[' expecting {expecting}{}",
+                            self.snippet_at(chain)
+                        ),
+                    ));
+                }
                 let from = if self.at(Tok::Range) {
                     None
                 } else {
@@ -479,10 +498,24 @@ impl Parser<'_> {
         let args = if self.at(Tok::RParen) {
             Vec::new()
         } else {
-            self.comma_list(Self::selector_expr)?
+            self.in_call += 1;
+            let args = self.comma_list(Self::selector_expr);
+            self.in_call -= 1;
+            args?
         };
         self.expect(Tok::RParen)?;
         Ok(SelectorExpr::Function { name, args })
+    }
+
+    /// Whether the token here is a name that no term can start with: a column's name, not a
+    /// literal word or a function's.
+    fn at_bare_name(&self) -> bool {
+        let t = self.peek();
+        match t.kind {
+            Tok::QuotedIdent => true,
+            Tok::Ident => !is_term_keyword(self.text(t)) && !self.at_n(1, Tok::LParen),
+            _ => false,
+        }
     }
 
     /// `[ks.]f` where `f` may also be `token`.
