@@ -109,7 +109,14 @@ def test_collections_and_deletions_count_as_in_cassandra(s):
     # On a descending column the ranges run the other way: 29 + 4 + 24 + 20.
     (["DELETE FROM dt WHERE k = 1 AND a = 3 AND b > 1",
       "DELETE FROM dt WHERE k = 1 AND a >= 3"], "bsize.dt, bsize.u", 5217),
-], ids=["inside", "around", "narrow", "descending"])
+    # Of different timestamps, a newer range takes what it covers from an older one, which
+    # keeps its pieces outside: an older range around a newer one is three, 29 + 4 + 3 * 20;
+    # a newer one around an older one keeps it all, 29 + 4 + 20.
+    (["DELETE FROM t USING TIMESTAMP 5 WHERE k = 1 AND c >= 2 AND c <= 6",
+      "DELETE FROM t USING TIMESTAMP 10 WHERE k = 1 AND c >= 3 AND c <= 4"], "bsize.t, bsize.u", 5233),
+    (["DELETE FROM t USING TIMESTAMP 10 WHERE k = 1 AND c >= 2 AND c <= 6",
+      "DELETE FROM t USING TIMESTAMP 5 WHERE k = 1 AND c >= 3 AND c <= 4"], "bsize.t, bsize.u", 5193),
+], ids=["inside", "around", "narrow", "descending", "older-around-newer", "newer-around-older"])
 def test_overlapping_range_deletions_count_as_in_cassandra(s, stmts, tables, size):
     s.execute("CREATE TABLE dt (k int, a int, b int, v int, PRIMARY KEY (k, a, b)) "
               "WITH CLUSTERING ORDER BY (a DESC, b ASC)")

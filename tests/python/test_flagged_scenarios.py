@@ -31,7 +31,8 @@ RUN = os.path.join(HERE, "..", "differential", "run.py")
 SETTINGS = ("materialized_views_enabled: true\ndrop_compact_storage_enabled: true\n"
             "dynamic_data_masking_enabled: true\n")
 SCENARIOS = ["32_views.cql", "38_drop_compact_storage.cql", "42_masked_columns.cql",
-             "69_view_clustering_order.cql", "70_view_ddl_messages.cql", "71_view_empty_partition_key.cql"]
+             "69_view_clustering_order.cql", "70_view_ddl_messages.cql", "71_view_empty_partition_key.cql",
+             "75_view_ttl_expiry.cql"]
 
 
 @pytest.fixture(scope="module")

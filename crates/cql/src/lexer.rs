@@ -122,6 +122,24 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
     while i < b.len() {
         let c = b[i];
         let start = i;
+        if c == b'-' {
+            if let Some(len) = negative_word(src, i + 1)? {
+                // `-infinityx` is the literal and then `x`, as Cassandra reads it.
+                let word = i + 1 + len;
+                out.push(Token {
+                    kind: Tok::Minus,
+                    start: i as u32,
+                    end: (i + 1) as u32,
+                });
+                out.push(Token {
+                    kind: Tok::Ident,
+                    start: (i + 1) as u32,
+                    end: word as u32,
+                });
+                i = word;
+                continue;
+            }
+        }
         let kind = match c {
             b' ' | b'\t' | b'\n' | b'\r' => {
                 i += 1;
@@ -161,14 +179,10 @@ pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
                     i = end + 2;
                     Tok::DollarStr
                 }
-                None => {
-                    return Err(ParseError::syntax_at(
-                        src,
-                        b.len(),
-                        "mismatched character '<EOF>' expecting '$'".to_string(),
-                    ))
-                }
+                None => return Err(unclosed_dollar_string(src, i + 2)),
             },
+            // Only a `$$` string starts with `$`: Cassandra's lexer wants the second `$`.
+            b'$' => return Err(dollar_mismatch(src, i + 1)),
             b'0'..=b'9' => {
                 let (kind, end) = lex_number(b, i);
                 i = end;
@@ -271,6 +285,64 @@ fn find(b: &[u8], from: usize, pat: &[u8]) -> Option<usize> {
 }
 
 /// End of a quoted token starting at `i` with `q`, where `qq` escapes one `q`.
+/// Cassandra's lexer error for a `$$` string opened before byte `body` and never closed. Its
+/// rule reads the body while two characters are left and they are not `$$`, so it stops at
+/// the last character of the text and then wants `$$` there: a last character other than `$`
+/// is the mismatch (`line 1:20 mismatched character 't' expecting '$'` for
+/// `SELECT $$abc FROM x.t`); after a last `$` (or with no body at all) it is the end of text.
+fn unclosed_dollar_string(src: &str, body: usize) -> ParseError {
+    match src[body..].char_indices().last() {
+        Some((at, c)) if c != '$' => dollar_mismatch(src, body + at),
+        _ => dollar_mismatch(src, src.len()),
+    }
+}
+
+/// `mismatched character 'x' expecting '$'` for the character at byte `at` of `src`.
+fn dollar_mismatch(src: &str, at: usize) -> ParseError {
+    char_mismatch(src, at, "'$'")
+}
+
+/// Cassandra's lexer reads a `-` right before an `i` or `n` (either case) as the start of
+/// `-Infinity` or `-NaN`, a float literal, and fails at the first character that does not
+/// go on spelling it, wanting either case of the next letter ("mismatched character ' '
+/// expecting set null" for `SELECT -i FROM t`); a whole word is the literal, whatever
+/// follows. `at`: the byte after the `-`. The word's length when it is there; None when no
+/// such word starts.
+fn negative_word(src: &str, at: usize) -> Result<Option<usize>, ParseError> {
+    let b = src.as_bytes();
+    let word: &[u8] = match b.get(at) {
+        Some(b'i' | b'I') => b"infinity",
+        Some(b'n' | b'N') => b"nan",
+        _ => return Ok(None),
+    };
+    let matched = word
+        .iter()
+        .zip(&b[at..])
+        .take_while(|(w, c)| c.eq_ignore_ascii_case(w))
+        .count();
+    if matched < word.len() {
+        return Err(char_mismatch(src, at + matched, "set null"));
+    }
+    Ok(Some(word.len()))
+}
+
+/// `mismatched character 'x' expecting {expecting}` for the character at byte `at` of `src`
+/// (the end of the text is `<EOF>`), named as ANTLR names a character.
+fn char_mismatch(src: &str, at: usize, expecting: &str) -> ParseError {
+    let shown = match src[at..].chars().next() {
+        None => "<EOF>".to_string(),
+        Some('\n') => "\\n".to_string(),
+        Some('\r') => "\\r".to_string(),
+        Some('\t') => "\\t".to_string(),
+        Some(c) => c.to_string(),
+    };
+    ParseError::lexer_at(
+        src,
+        at,
+        format!("mismatched character '{shown}' expecting {expecting}"),
+    )
+}
+
 fn quoted_end(src: &str, i: usize, q: u8) -> Result<usize, ParseError> {
     let b = src.as_bytes();
     let mut j = i + 1;
@@ -558,6 +630,44 @@ mod tests {
         assert!(tokenize("\"open").is_err());
         assert!(tokenize("/* open").is_err());
         assert!(tokenize("$$ open").is_err());
+        // An unclosed `$$` string fails at the last character, as Cassandra's lexer does.
+        let e = |src: &str| tokenize(src).unwrap_err().to_string();
+        assert_eq!(
+            e("SELECT $$abc FROM x.t"),
+            "line 1:20 mismatched character 't' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$ab\nc FROM x.t"),
+            "line 2:9 mismatched character 't' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$abc $"),
+            "line 1:14 mismatched character '<EOF>' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $$"),
+            "line 1:9 mismatched character '<EOF>' expecting '$'"
+        );
+        assert_eq!(
+            e("SELECT $ FROM t"),
+            "line 1:8 mismatched character ' ' expecting '$'"
+        );
+        // A `-` before `i` or `n` must spell `-infinity` or `-nan`, as in Cassandra's lexer.
+        assert_eq!(
+            e("SELECT -i FROM t"),
+            "line 1:9 mismatched character ' ' expecting set null"
+        );
+        assert_eq!(
+            e("SELECT k-NaX FROM t"),
+            "line 1:11 mismatched character 'X' expecting set null"
+        );
+        assert_eq!(
+            e("SELECT -in"),
+            "line 1:10 mismatched character '<EOF>' expecting set null"
+        );
+        assert!(tokenize("SELECT -Infinity, -nan, - i, -1, --i").is_ok());
+        let words: Vec<Tok> = tokenize("-nanx").unwrap().iter().map(|t| t.kind).collect();
+        assert_eq!(words, [Tok::Minus, Tok::Ident, Tok::Ident, Tok::Eof]);
         assert!(tokenize("a @ b").is_err());
         assert!(tokenize("é").is_err());
         let e = tokenize("SELECT @").unwrap_err();

@@ -49,6 +49,10 @@ pub(crate) struct Parser<'a> {
     /// terms here but selectors in Cassandra's grammar, so they get a selector's look-ahead
     /// and not a term's errors.
     in_selector: u32,
+    /// How many argument lists of selector function calls the parser is inside: what
+    /// Cassandra expects after a selector there is `)`, not FROM (see
+    /// `Parser::selector_postfix_chain`).
+    in_call: u32,
 }
 
 /// Words that start a literal term rather than name something.
@@ -75,6 +79,7 @@ impl<'a> Parser<'a> {
             far: 0,
             last_term: None,
             in_selector: 0,
+            in_call: 0,
         })
     }
 

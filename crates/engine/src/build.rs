@@ -10,7 +10,7 @@ use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
 use std::sync::Arc;
 
-mod operation;
+pub(crate) mod operation;
 mod where_clause;
 pub(crate) use operation::{
     apply as operation_apply, cassandra_text, function_name as operation_function_name,
@@ -297,7 +297,7 @@ impl<'a> Builder<'a> {
             match c.kind {
                 ColumnKind::PartitionKey => matches!(
                     &partitions,
-                    PartitionSel::Keys(k) if matches!(k.get(pos), Some(KeyValues::Eq(_)))
+                    PartitionSel::Keys(k, _) if matches!(k.get(pos), Some(KeyValues::Eq(_)))
                 ),
                 ColumnKind::Clustering => {
                     matches!(clustering.eq.get(pos), Some(KeyValues::Eq(_)))
@@ -345,7 +345,7 @@ impl<'a> Builder<'a> {
         }
         let mut reversed = false;
         if !s.order_by.is_empty() {
-            if !matches!(partitions, PartitionSel::Keys(_)) {
+            if !matches!(partitions, PartitionSel::Keys(..)) {
                 return Err(EngineError::invalid(
                     "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
                 ));
@@ -399,7 +399,7 @@ impl<'a> Builder<'a> {
             None => None,
         };
         let order_with_in = !s.order_by.is_empty()
-            && matches!(&partitions, PartitionSel::Keys(k) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
+            && matches!(&partitions, PartitionSel::Keys(k, _) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
         let (json, json_columns) = if s.json {
             let cols = std::mem::replace(
                 &mut output,
@@ -412,7 +412,13 @@ impl<'a> Builder<'a> {
         } else {
             (false, Vec::new())
         };
+        let names_filter = t.clustering_count() > 0
+            && clustering.start.is_none()
+            && clustering.end.is_none()
+            && clustering.eq.len() + clustering.tuples.as_ref().map_or(0, TupleValues::arity)
+                == t.clustering_count();
         Ok(SelectPlan {
+            empty_names_read: names_filter && fetches_statics(&t, &s.selection),
             queried_columns: queried_columns(&t, &s.selection),
             output: wire_columns(&t.keyspace, &t.name, output),
             json,
@@ -1247,19 +1253,41 @@ fn queried_columns(t: &TableDef, selection: &ast::Selection) -> String {
     crate::read::tombstones::queried_columns(t, Some(&names))
 }
 
-fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
+/// The kinds of the columns a selection's selectors name (`None` for a name that is no
+/// column of the table); `None` for `*`.
+fn selected_kinds(t: &TableDef, selection: &ast::Selection) -> Option<Vec<Option<ColumnKind>>> {
     let ast::Selection::Selectors(selectors) = selection else {
-        return false;
+        return None;
     };
     let mut names = Vec::new();
     selectors
         .iter()
         .for_each(|s| selector_columns(&s.expr, &mut names));
     let kind = |name: &str| t.columns.iter().find(|c| c.name == name).map(|c| c.kind);
-    names.iter().any(|n| kind(n) == Some(ColumnKind::Static))
-        && names.iter().all(|n| {
+    Some(names.into_iter().map(kind).collect())
+}
+
+/// Whether a read fetches the table's static columns, as Cassandra 5.0.9 was seen to: `*`, a
+/// selection naming one, or one naming no regular column (measured by a `c IN ()` read of an
+/// empty key, which is refused only when they are fetched).
+fn fetches_statics(t: &TableDef, selection: &ast::Selection) -> bool {
+    if !t.columns.iter().any(|c| c.kind == ColumnKind::Static) {
+        return false;
+    }
+    let Some(kinds) = selected_kinds(t, selection) else {
+        return true;
+    };
+    kinds.contains(&Some(ColumnKind::Static)) || !kinds.contains(&Some(ColumnKind::Regular))
+}
+
+fn selects_only_statics(t: &TableDef, selection: &ast::Selection) -> bool {
+    let Some(kinds) = selected_kinds(t, selection) else {
+        return false;
+    };
+    kinds.contains(&Some(ColumnKind::Static))
+        && kinds.iter().all(|k| {
             matches!(
-                kind(n),
+                k,
                 Some(ColumnKind::Static | ColumnKind::PartitionKey) | None
             )
         })

@@ -18,6 +18,7 @@
 
 pub(crate) use crate::bigdec::Dec;
 use crate::bigdec::{digits, ten_pow};
+use crate::scalar::ScalarError;
 use num_bigint::{BigInt, Sign};
 use std::cmp::Ordering;
 
@@ -35,8 +36,8 @@ const MAX_DIGITS: u32 = 1000;
 /// `exp(2147483647)` has 932 million digits (Cassandra starts writing them and runs out of heap).
 const MAX_VARINT_DIGITS: u32 = 100_000;
 
-fn overflow() -> String {
-    "java.lang.ArithmeticException: Overflow".into()
+fn overflow() -> ScalarError {
+    ScalarError::Arithmetic("java.lang.ArithmeticException: Overflow".into())
 }
 
 impl Dec {
@@ -197,20 +198,20 @@ fn java_divide(a: &Dec, b: &Dec, p: u32) -> Dec {
 }
 
 /// Cassandra's `exp`, `log` or `log10` of a decimal.
-pub(crate) fn decimal(f: &str, x: &Dec) -> Result<Dec, String> {
+pub(crate) fn decimal(f: &str, x: &Dec) -> Result<Dec, ScalarError> {
     let p = x.precision().max(MIN_DIGITS);
     if p > MAX_DIGITS {
-        return Err(format!(
+        return Err(ScalarError::NotComputed(format!(
             "{f}() of a number of more than {MAX_DIGITS} significant digits is not computed"
-        ));
+        )));
     }
     match f {
         "exp" => exp(x, p),
         "log" => {
             if x.unscaled.sign() != Sign::Plus {
-                return Err(
+                return Err(ScalarError::Arithmetic(
                     "java.lang.ArithmeticException: Natural log of number zero or less".into(),
-                );
+                ));
             }
             if x.is_one() {
                 return Ok(Dec::zero(0));
@@ -219,7 +220,9 @@ pub(crate) fn decimal(f: &str, x: &Dec) -> Result<Dec, String> {
         }
         _ => {
             if x.unscaled.sign() != Sign::Plus {
-                return Err("java.lang.ArithmeticException: Log10 of number zero or less".into());
+                return Err(ScalarError::Arithmetic(
+                    "java.lang.ArithmeticException: Log10 of number zero or less".into(),
+                ));
             }
             let ln = if x.is_one() {
                 Dec::zero(0)
@@ -231,7 +234,7 @@ pub(crate) fn decimal(f: &str, x: &Dec) -> Result<Dec, String> {
     }
 }
 
-fn exp(x: &Dec, p: u32) -> Result<Dec, String> {
+fn exp(x: &Dec, p: u32) -> Result<Dec, ScalarError> {
     if x.unscaled.sign() == Sign::NoSign {
         return Ok(Dec {
             unscaled: BigInt::from(1),
@@ -279,7 +282,7 @@ fn exp(x: &Dec, p: u32) -> Result<Dec, String> {
 }
 
 /// Cassandra's `exp`, `log` or `log10` of a varint: the decimal result, truncated.
-pub(crate) fn varint(f: &str, x: &BigInt) -> Result<BigInt, String> {
+pub(crate) fn varint(f: &str, x: &BigInt) -> Result<BigInt, ScalarError> {
     let d = decimal(
         f,
         &Dec {
@@ -288,9 +291,9 @@ pub(crate) fn varint(f: &str, x: &BigInt) -> Result<BigInt, String> {
         },
     )?;
     if i64::from(d.precision()) - i64::from(d.scale) > i64::from(MAX_VARINT_DIGITS) {
-        return Err(format!(
+        return Err(ScalarError::NotComputed(format!(
             "{f}() of a varint with more than {MAX_VARINT_DIGITS} digits is not computed"
-        ));
+        )));
     }
     if d.adjusted_exponent() < 0 {
         // Below one in magnitude (exp(-841431290) has scale 365 million): truncated to zero.
@@ -340,7 +343,7 @@ mod tests {
             -53616571,
         );
         assert_eq!(
-            decimal("exp", &dec("4.9E+9")).unwrap_err(),
+            decimal("exp", &dec("4.9E+9")).unwrap_err().to_string(),
             "java.lang.ArithmeticException: Overflow"
         );
         assert!(decimal("exp", &dec("-4.9E+9")).is_err());
@@ -365,7 +368,9 @@ mod tests {
         );
         assert_eq!(
             decimal("log", &dec("0")).unwrap_err(),
-            "java.lang.ArithmeticException: Natural log of number zero or less"
+            ScalarError::Arithmetic(
+                "java.lang.ArithmeticException: Natural log of number zero or less".into()
+            )
         );
     }
 
@@ -407,7 +412,10 @@ mod tests {
         let big = varint("exp", &v("100000")).unwrap().to_string();
         assert_eq!((big.len(), &big[..8]), (43_430, "28066633"));
         let err = varint("exp", &v("123456789")).unwrap_err();
-        assert!(err.contains("more than 100000 digits"), "{err}");
+        assert!(
+            matches!(&err, ScalarError::NotComputed(m) if m.contains("more than 100000 digits")),
+            "{err}"
+        );
         assert_eq!(varint("exp", &v("-841431290")).unwrap(), v("0"));
     }
 

@@ -174,18 +174,12 @@ pub(crate) fn eval(
     if crate::fcts::is_known(name) {
         return crate::fcts::call(name, args).map_err(EngineError::invalid);
     }
+    use crate::scalar::ScalarError as E;
     match crate::scalar::call_at(name, args, now.micros) {
         Ok(v) => Ok(v),
-        // Cassandra refuses a blob that is not a valid value of the type asked for.
-        Err(m) if m.contains("is not a valid binary representation") => {
-            Err(EngineError::invalid(m))
-        }
-        // Java's ArithmeticException (log of zero, exp overflow) reaches Cassandra's client as
-        // a server error carrying the exception's text.
-        Err(m) if m.starts_with("java.lang.ArithmeticException") => Err(EngineError::server(m)),
-        // Peregrine's bound on big-number work (decmath: too many digits to compute).
-        Err(m) if m.ends_with("is not computed") => Err(EngineError::invalid(m)),
-        Err(_) => Ok(None),
+        Err(E::InvalidValue(m) | E::NotComputed(m)) => Err(EngineError::invalid(m)),
+        Err(E::Arithmetic(m)) => Err(EngineError::server(m)),
+        Err(E::Other(_)) => Ok(None),
     }
 }
 
@@ -243,7 +237,7 @@ fn to_json_const(arg: &Term, now: Now) -> Result<TypedValue, EngineError> {
             let ty =
                 crate::scalar::return_type(&name.name, &types).map_err(EngineError::invalid)?;
             let v = crate::scalar::call_at(&name.name, &typed, now.micros)
-                .map_err(EngineError::invalid)?;
+                .map_err(|e| EngineError::invalid(e.to_string()))?;
             (ty, v)
         }
         Term::List(_) | Term::Set(_) | Term::Map(_) => return Err(to_json_untyped(arg)),
@@ -325,7 +319,8 @@ pub fn call_for(
             let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
             let ret = crate::scalar::return_type(name, &types).map_err(EngineError::invalid)?;
             check_fits(ty, receiver, name, &ret)?;
-            crate::scalar::call_at(name, &typed, now.micros).map_err(EngineError::invalid)
+            crate::scalar::call_at(name, &typed, now.micros)
+                .map_err(|e| EngineError::invalid(e.to_string()))
         }
     }
 }

@@ -17,10 +17,10 @@
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options; `Engine::ddl` runs them and installs the new schema |
 //! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
-//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY) |
+//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY, with `selection::names` for output column names and `selection::elements` for map/set element and slice selection) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
 //! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
-//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it |
+//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it; `exec::collection_op`: collection updates that read the stored value |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
@@ -803,7 +803,7 @@ impl Engine {
             cql::Statement::Select(s) => {
                 let plan = b.select(s)?;
                 let pk = match &plan.partitions {
-                    plan::PartitionSel::Keys(k) => b.pk_indexes(Some(k)),
+                    plan::PartitionSel::Keys(k, _) => b.pk_indexes(Some(k)),
                     _ => Vec::new(),
                 };
                 if system::is_virtual(&plan.table) {
@@ -1207,7 +1207,7 @@ impl Engine {
             };
             // A mutation is a keyspace and key: at most as many as partitions.
             if partitions.is_some_and(|n| n > 1) && exec::mutation_count(&m, keyspace_of) > 1 {
-                let size = self.batch_data_size(&parts, &m, now)?;
+                let size = self.batch_data_size(&parts, &m, now, ts)?;
                 let limits = *self
                     .batch_size_thresholds
                     .read()

@@ -82,8 +82,10 @@ pub enum TokenSrc {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartitionSel {
-    /// One value set per partition key column (cartesian product).
-    Keys(Vec<KeyValues>),
+    /// One value set per partition key column (cartesian product), and the `token(..)`
+    /// bounds given beside them (`k IN (1, 2) AND token(k) > 0`): only the named partitions
+    /// whose token lies within them are read (see `token::in_key_token_filter`).
+    Keys(Vec<KeyValues>, [Option<TokenBound>; 2]),
     Range {
         start: Option<TokenBound>,
         end: Option<TokenBound>,
@@ -404,6 +406,11 @@ pub struct SelectPlan {
     /// What Cassandra's rebuild of the read names after SELECT (`*`, or the static and
     /// regular columns read): the tombstone warning's text (`read::tombstones`).
     pub queried_columns: String,
+    /// Whether a clustering filter that selects nothing (`c IN ()`) still reads the named
+    /// partitions, checking their keys: Cassandra 5.0.9's filter of named rows (every
+    /// clustering column restricted by `=` or `IN`) when the read fetches static columns. An
+    /// empty slice (`c > 2 AND c < 1`) reads nothing whatever is fetched.
+    pub empty_names_read: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -14,8 +14,8 @@
 use crate::arith;
 use crate::catalog::{ColumnKind, TableDef};
 use crate::exec::{
-    clustering_ranges, partitions, passes_filters, resolve, tuple_field, Bindings, BoundFilter,
-    RowSink,
+    clustering_ranges, named_partitions, partitions, passes_filters, resolve, tuple_field,
+    Bindings, BoundFilter, RowSink,
 };
 use crate::keys;
 use crate::plan::*;
@@ -532,7 +532,7 @@ impl<'a> SelectRun<'a> {
                 self.scan_index(engine, scan, start, end)?;
                 self.range_warning(limits);
             }
-            (_, PartitionSel::Keys(sel)) => self.scan_keys(sel)?,
+            (_, PartitionSel::Keys(sel, token)) => self.scan_keys(engine, sel, token)?,
             (None, PartitionSel::Range { start, end }) => {
                 let limits = self.limits();
                 self.range_tokens = self.tokens_of(engine, start, end);
@@ -659,8 +659,23 @@ impl<'a> SelectRun<'a> {
     }
 
     /// Partitions named by their keys (`=` / `IN` on the partition key).
-    fn scan_keys(&mut self, sel: &[KeyValues]) -> Result<(), EngineError> {
-        let parts = partitions(&self.plan.table, sel, self.vals)?;
+    fn scan_keys(
+        &mut self,
+        engine: &Engine,
+        sel: &[KeyValues],
+        token: &[Option<TokenBound>; 2],
+    ) -> Result<(), EngineError> {
+        // A clustering filter that selects nothing (`c > 2 AND c < 1`, `c IN ()`) reads
+        // nothing: Cassandra answers so before it checks the keys (an empty key is refused
+        // only then), unless it fetches static columns by named rows.
+        if self.ranges.is_empty() && !self.plan.empty_names_read {
+            named_partitions(&self.plan.table, sel, self.vals, false)?;
+            return Ok(());
+        }
+        let mut parts = partitions(&self.plan.table, sel, self.vals)?;
+        if token.iter().any(Option::is_some) {
+            parts = engine.within_token_bounds(&self.plan.table, token, &parts, self.vals)?;
+        }
         self.last_listed = parts.last().map(|p| p.prefix.clone());
         let first = match &self.resume_key {
             Some(k) => parts

@@ -16,6 +16,14 @@ use crate::EngineError;
 use cql::ast::{self, ArithOp, Literal, SelectorExpr as E, Term};
 use proto::types::ColumnType;
 
+mod elements;
+mod names;
+
+use elements::element_types;
+pub(crate) use elements::{element, slice};
+pub(crate) use names::term_text;
+use names::{precedence, precedence_of, selector_name};
+
 /// What an aggregate selection collects while its selectors are built.
 #[derive(Default)]
 pub(crate) struct AggCollector {
@@ -81,22 +89,6 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
         Term::Literal(Literal::Uuid(_)) => Some(ColumnType::Uuid),
         Term::Negate(inner) => literal_type(inner).filter(arith::is_numeric),
         _ => None,
-    }
-}
-
-/// Precedence of an operation selector (for parenthesizing names as Cassandra prints them).
-fn precedence(e: &E) -> u8 {
-    if let E::Term(t) = e {
-        if let Term::Operation { op, .. } = unparen(t) {
-            return precedence_of(*op);
-        }
-    }
-    match e {
-        E::Operation { op, .. } => match op {
-            ArithOp::Add | ArithOp::Sub => 1,
-            _ => 2,
-        },
-        _ => 3,
     }
 }
 
@@ -614,9 +606,7 @@ impl Builder<'_> {
             E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
                 let (inner, iname, ty) = self.selector(t, &args[0], agg)?;
                 if !arith::is_numeric(&ty) {
-                    return Err(EngineError::invalid(format!(
-                        "the '-' operation is not supported on {iname}"
-                    )));
+                    return Err(crate::build::operation::negate_mismatch());
                 }
                 let iname = if precedence(&args[0]) < 3 {
                     format!("({iname})")
@@ -764,10 +754,22 @@ impl Builder<'_> {
             E::TypeHint { ty, expr } => {
                 let (sel, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
-                let shown = format!("({ty}){name}");
-                if !crate::literal::receives(&to, &from) {
+                let shown = format!("({}){name}", qualified_udts(ty, &t.keyspace));
+                // A hinted collection, tuple or UDT is frozen: a non-frozen (multi-cell)
+                // column is no value of it, as in Cassandra.
+                let multi_cell = matches!(&**expr, E::Column(c)
+                    if t.column(c).is_some_and(|c| crate::exec::multi_cell_kind(c).is_some()));
+                if multi_cell || !crate::literal::receives(&to, &from) {
+                    let hinted = match ty {
+                        ast::CqlType::List(_)
+                        | ast::CqlType::Set(_)
+                        | ast::CqlType::Map(..)
+                        | ast::CqlType::Tuple(_)
+                        | ast::CqlType::UserDefined(_) => format!("frozen<{ty}>"),
+                        other => other.to_string(),
+                    };
                     return Err(EngineError::invalid(format!(
-                        "Cannot assign value {shown} to {shown} of type {ty}"
+                        "Cannot assign value {shown} to {shown} of type {hinted}"
                     )));
                 }
                 (sel, shown, to)
@@ -1187,97 +1189,6 @@ impl Builder<'_> {
     }
 }
 
-/// The key and element types of an element (`what` = "Element") or slice ("Slice") selection
-/// on a selector named `name` of type `ty`: maps and sets only, as in Cassandra.
-fn element_types(
-    ty: &ColumnType,
-    name: &str,
-    what: &str,
-) -> Result<(ColumnType, ColumnType), EngineError> {
-    match ty {
-        ColumnType::Map(k, v) => Ok(((**k).clone(), (**v).clone())),
-        ColumnType::Set(e) => Ok(((**e).clone(), (**e).clone())),
-        ColumnType::List(_) => Err(EngineError::invalid(format!(
-            "{what} selection is only allowed on sets and maps, but {name} is a list"
-        ))),
-        other => Err(EngineError::invalid(format!(
-            "Invalid {} selection: {name} is of type {} is not a collection",
-            what.to_ascii_lowercase(),
-            crate::types::cql_type_name(other)
-        ))),
-    }
-}
-
-/// The elements of a serialized set (or the keys and values of a map, alternating).
-fn collection_items(raw: &[u8], per_entry: usize) -> Option<Vec<&[u8]>> {
-    let n = i32::from_be_bytes(raw.get(..4)?.try_into().ok()?);
-    let mut at = 4usize;
-    let mut out = Vec::new();
-    for _ in 0..usize::try_from(n).ok()?.saturating_mul(per_entry) {
-        let len =
-            usize::try_from(i32::from_be_bytes(raw.get(at..at + 4)?.try_into().ok()?)).ok()?;
-        at += 4;
-        out.push(raw.get(at..at + len)?);
-        at += len;
-    }
-    Some(out)
-}
-
-fn per_entry(ty: &ColumnType) -> usize {
-    if matches!(ty, ColumnType::Map(..)) {
-        2
-    } else {
-        1
-    }
-}
-
-fn key_type(ty: &ColumnType) -> Option<&ColumnType> {
-    match ty {
-        ColumnType::Map(k, _) | ColumnType::Set(k) => Some(k),
-        _ => None,
-    }
-}
-
-/// `coll[key]` of a serialized map or set: the map's value at `key`, the set's element when
-/// present; null otherwise.
-pub(crate) fn element(ty: &ColumnType, coll: &[u8], key: &[u8]) -> Option<Vec<u8>> {
-    let kty = key_type(ty)?;
-    let n = per_entry(ty);
-    let items = collection_items(coll, n)?;
-    items
-        .chunks(n)
-        .find(|e| crate::types::compare(kty, e[0], key).is_eq())
-        .map(|e| e[n - 1].to_vec())
-}
-
-/// `coll[from..to]` of a serialized map or set (bounds inclusive, None unbounded): the entries
-/// in range; none gives null unless the collection is frozen (then an empty one).
-pub(crate) fn slice(
-    ty: &ColumnType,
-    coll: &[u8],
-    from: Option<&[u8]>,
-    to: Option<&[u8]>,
-    frozen: bool,
-) -> Option<Vec<u8>> {
-    let kty = key_type(ty)?;
-    let n = per_entry(ty);
-    let items = collection_items(coll, n)?;
-    let kept: Vec<&[&[u8]]> = items
-        .chunks(n)
-        .filter(|e| from.is_none_or(|f| crate::types::compare(kty, e[0], f).is_ge()))
-        .filter(|e| to.is_none_or(|t| crate::types::compare(kty, e[0], t).is_le()))
-        .collect();
-    if kept.is_empty() && !frozen {
-        return None;
-    }
-    let mut out = (kept.len() as i32).to_be_bytes().to_vec();
-    for item in kept.iter().flat_map(|e| e.iter()) {
-        out.extend_from_slice(&(item.len() as i32).to_be_bytes());
-        out.extend_from_slice(item);
-    }
-    Some(out)
-}
-
 /// A literal argument of a function: typed by the function's signatures at that position
 /// (its own literal type first), as Cassandra infers it.
 fn literal_arg(
@@ -1409,140 +1320,17 @@ fn name_the_argument(message: String, names: &[String]) -> String {
     }
 }
 
-fn precedence_of(op: ArithOp) -> u8 {
-    match op {
-        ArithOp::Add | ArithOp::Sub => 1,
-        _ => 2,
-    }
-}
-
-/// The column name Cassandra gives a selector, from its text (used for operands, whose
-/// own building happens later).
-fn selector_name(e: &E) -> String {
-    match e {
-        E::Column(c) => c.clone(),
-        E::CountRows => "count".into(),
-        E::WriteTime(c) => format!("writetime({c})"),
-        E::MaxWriteTime(c) => format!("maxwritetime({c})"),
-        E::Ttl(c) => format!("ttl({c})"),
-        E::ElementTime { func, column, key } => format!("{func}({column}[{key}])"),
-        E::SliceTime {
-            func,
-            column,
-            from,
-            to,
-        } => format!(
-            "{func}({column}[{}..{}])",
-            from.as_ref().map(term_name).unwrap_or_default(),
-            to.as_ref().map(term_name).unwrap_or_default()
-        ),
-        E::FieldTime {
-            func,
-            column,
-            fields,
-        } => format!("{func}({column}.{})", fields.join(".")),
-        E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
-            if precedence(&args[0]) < 3 {
-                format!("-({})", selector_name(&args[0]))
-            } else {
-                format!("-{}", selector_name(&args[0]))
-            }
-        }
-        E::Function { name, args } => {
-            if aggregate_kind(e) == Some(AggKind::CountRows) {
-                return "count".into();
-            }
-            let names: Vec<String> = args.iter().map(selector_name).collect();
-            match crate::functions::json_fn(&name.name) {
-                Some(_) => crate::scalar::column_name("tojson", &names),
-                None => crate::scalar::column_name(&name.name, &names),
-            }
-        }
-        E::Cast { expr, ty } => match &**expr {
-            E::Term(t) => format!("({ty}){t}"),
-            inner => format!("cast({} as {ty})", selector_name(inner)),
-        },
-        E::Term(t) => match term_as_selector(t) {
-            Some(e) => selector_name(&e),
-            None => t.to_string(),
-        },
-        E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
-        E::Parens(expr) => format!("({})", selector_name(expr)),
-        E::TypeHint { ty, expr } => format!("({ty}){}", selector_name(expr)),
-        E::Element { expr, key } => format!("{}[{}]", selector_name(expr), term_name(key)),
-        E::Slice { expr, from, to } => format!(
-            "{}[{}..{}]",
-            selector_name(expr),
-            from.as_ref().map(term_name).unwrap_or_default(),
-            to.as_ref().map(term_name).unwrap_or_default()
-        ),
-        E::Operation { op, left, right } => {
-            let p = precedence_of(*op);
-            let l = selector_name(left);
-            let r = selector_name(right);
-            let l = if precedence(left) < p {
-                format!("({l})")
-            } else {
-                l
-            };
-            let r = if precedence(right) <= p && precedence(right) < 3 {
-                format!("({r})")
-            } else {
-                r
-            };
-            format!("{l} {} {r}", op.symbol())
-        }
-    }
-}
-
-/// A term as Cassandra shows it inside a column name: string literals quoted but not escaped
-/// (`m['it's']`), collections and tuples with their elements shown the same way. Cassandra's
-/// messages quote terms so too (see `build::operation::cassandra_text`).
-pub(crate) fn term_name(t: &Term) -> String {
-    term_text(t, false)
-}
-
-/// [`term_name`], with the fields of UDT literals in the order Cassandra prints a term of a
-/// statement (`hash_ordered_udts`): it keeps them in a `java.util.HashMap` keyed by the field
-/// name's bytes, which iterates by bucket (the `ByteBuffer` hash, spread and masked by the
-/// table size), then by insertion. A selection's literal keeps the written order.
-pub(crate) fn term_text(t: &Term, hash_ordered_udts: bool) -> String {
-    let text = |t: &Term| term_text(t, hash_ordered_udts);
-    let join = |items: &[Term]| items.iter().map(text).collect::<Vec<_>>().join(", ");
-    match t {
-        Term::Literal(Literal::String(s)) => format!("'{s}'"),
-        Term::List(items) => format!("[{}]", join(items)),
-        Term::Set(items) => format!("{{{}}}", join(items)),
-        Term::Tuple(items) => format!("({})", join(items)),
-        Term::Map(entries) => {
-            let shown: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| format!("{}: {}", text(k), text(v)))
-                .collect();
-            format!("{{{}}}", shown.join(", "))
-        }
-        Term::Udt(fields) => {
-            let mut order: Vec<(usize, usize)> = (0..fields.len()).map(|i| (0, i)).collect();
-            if hash_ordered_udts {
-                let mut capacity = 16usize;
-                while fields.len() * 4 > capacity * 3 {
-                    capacity *= 2;
-                }
-                for (bucket, i) in &mut order {
-                    // ByteBuffer.hashCode: from the last byte to the first, each signed.
-                    let h = fields[*i].0.bytes().rev().fold(1i32, |h, b| {
-                        h.wrapping_mul(31).wrapping_add(i32::from(b as i8))
-                    }) as u32;
-                    *bucket = (h ^ (h >> 16)) as usize & (capacity - 1);
-                }
-                order.sort_unstable();
-            }
-            let shown: Vec<String> = order
-                .iter()
-                .map(|(_, i)| format!("{}: {}", fields[*i].0, text(&fields[*i].1)))
-                .collect();
-            format!("{{{}}}", shown.join(", "))
-        }
+/// A type hint's type as Cassandra prints it in a selector's name: as written, but a user
+/// type named with its keyspace (`(ks.u)v`, `(frozen<ks.u>)v`).
+fn qualified_udts(ty: &ast::CqlType, keyspace: &str) -> String {
+    use ast::CqlType as C;
+    let q = |t: &C| qualified_udts(t, keyspace);
+    match ty {
+        C::UserDefined(n) if n.keyspace.is_none() => format!("{keyspace}.{}", n.name),
+        C::Frozen(inner) => format!("frozen<{}>", q(inner)),
+        C::List(inner) => format!("list<{}>", q(inner)),
+        C::Set(inner) => format!("set<{}>", q(inner)),
+        C::Map(k, v) => format!("map<{}, {}>", q(k), q(v)),
         other => other.to_string(),
     }
 }

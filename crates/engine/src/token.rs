@@ -95,6 +95,27 @@ pub fn token(partition_key: &[u8]) -> i64 {
     }
 }
 
+/// Whether `token` lies within the token() bounds given beside a restriction of the whole
+/// partition key (`k IN (1, 2) AND token(k) > 0`), as Cassandra 5.0.9's `TokenFilter` keeps
+/// the keys named: each bound a token and whether it is inclusive. The minimum token is a
+/// token like any other here (`token(k) <= -9223372036854775808` keeps no key); equal bounds
+/// keep that token only when both are inclusive; a start after the end wraps around the ring
+/// (`token(k) > 5 AND token(k) < 3` keeps every token but 3..=5), unlike a range read, where
+/// such bounds read nothing.
+pub(crate) fn in_key_token_filter(
+    token: i64,
+    start: Option<(i64, bool)>,
+    end: Option<(i64, bool)>,
+) -> bool {
+    let after = |(s, inclusive): (i64, bool)| token > s || (inclusive && token == s);
+    let before = |(e, inclusive): (i64, bool)| token < e || (inclusive && token == e);
+    match (start, end) {
+        (Some(s), Some(e)) if s.0 == e.0 => s.1 && e.1 && token == s.0,
+        (Some(s), Some(e)) if s.0 > e.0 => after(s) || before(e),
+        (s, e) => s.is_none_or(after) && e.is_none_or(before),
+    }
+}
+
 /// Maps a token to an unsigned value with the same order, for storage keys.
 pub fn token_to_ordered(t: i64) -> u64 {
     (t as u64) ^ (1 << 63)
@@ -139,6 +160,22 @@ pub fn split_partition_key(key: &[u8], n: usize) -> Option<Vec<&[u8]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_token_filter_as_cassandra() {
+        let f = in_key_token_filter;
+        assert!(f(3, Some((0, false)), None));
+        assert!(!f(0, Some((0, false)), None));
+        assert!(f(0, Some((0, true)), Some((0, true))));
+        assert!(!f(0, Some((0, true)), Some((0, false))));
+        // A start after the end wraps around the ring.
+        assert!(f(-7, Some((5, false)), Some((3, false))));
+        assert!(f(9, Some((5, false)), Some((3, false))));
+        assert!(!f(4, Some((5, false)), Some((3, false))));
+        // The minimum token is no special bound here.
+        assert!(!f(-3, None, Some((i64::MIN, true))));
+        assert!(f(-3, Some((i64::MIN, false)), None));
+    }
 
     #[test]
     fn known_cassandra_tokens() {

@@ -78,7 +78,7 @@ impl Compiled {
             return None;
         }
         match &plan.partitions {
-            PartitionSel::Keys(keys) => keys
+            PartitionSel::Keys(keys, _) => keys
                 .iter()
                 .any(|k| matches!(k, KeyValues::In(_) | KeyValues::InBind(..)))
                 .then_some(AGGREGATE_OVER_IN),

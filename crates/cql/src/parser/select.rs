@@ -32,7 +32,18 @@ impl Parser<'_> {
         let selection = if self.eat(Tok::Star) {
             Selection::Wildcard
         } else {
-            Selection::Selectors(self.comma_list(Self::selector)?)
+            let mut last = self.pos;
+            let selectors = self.comma_list(|p| {
+                last = p.pos;
+                p.selector()
+            })?;
+            if !self.at_kw("from") {
+                if let Some(e) = self.element_selection_error(last, &selectors[selectors.len() - 1])
+                {
+                    return Err(e);
+                }
+            }
+            Selection::Selectors(selectors)
         };
         self.expect_kw("from")?;
         let table = self.qualified_name()?;
@@ -83,6 +94,34 @@ impl Parser<'_> {
             limit,
             allow_filtering,
         })
+    }
+
+    /// A selection whose last selector is an element or slice selection on a name (`l[1]`,
+    /// `m['a'][2]`, `l[1..2]`), followed by a token that neither goes on nor ends the
+    /// selection: Cassandra's prediction backs out of the selection there and expects FROM
+    /// right after the name ("mismatched input '[' expecting K_FROM (SELECT l[[]1]...)", the
+    /// snippet reaching two tokens past the `[`). `start`: the selector's first token.
+    fn element_selection_error(&self, start: usize, last: &Selector) -> Option<ParseError> {
+        let chain = matches!(
+            last.expr,
+            SelectorExpr::Element { .. } | SelectorExpr::Slice { .. }
+        );
+        let (name, bracket) = (self.toks[start], *self.toks.get(start + 1)?);
+        if last.alias.is_some()
+            || !chain
+            || !matches!(name.kind, Tok::Ident | Tok::QuotedIdent)
+            || bracket.kind != Tok::LBracket
+        {
+            return None;
+        }
+        Some(ParseError::syntax_at(
+            self.src,
+            bracket.start as usize,
+            format!(
+                "mismatched input '[' expecting K_FROM{}",
+                self.snippet_at(start + 1)
+            ),
+        ))
     }
 
     pub(super) fn ordering(&mut self) -> PResult<(String, Order)> {
@@ -173,8 +212,14 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level.
+    /// `.field`, `[key]`, `[a..b]` after a selector; each counts as a nesting level. A name
+    /// as an element or bound after a column (`l[v]`, not a term) makes Cassandra's
+    /// prediction back out to the column: it fails at the first `[` wanting what follows a
+    /// selector ("mismatched input '[' expecting K_FROM (SELECT l[[]v]...)", `')'` in a
+    /// function's arguments).
     pub(super) fn selector_postfix_chain(&mut self, mut e: SelectorExpr) -> PResult<SelectorExpr> {
+        let chain = self.pos;
+        let on_column = matches!(e, SelectorExpr::Column(_)) && self.at(Tok::LBracket);
         loop {
             if self.at(Tok::Dot) || self.at(Tok::LBracket) {
                 self.enter()?;
@@ -187,6 +232,19 @@ impl Parser<'_> {
                     field,
                 };
             } else if self.eat(Tok::LBracket) {
+                if on_column && self.at_bare_name() {
+                    self.look_ahead(1);
+                    let expecting = if self.in_call > 0 { "')'" } else { "K_FROM" };
+                    let bracket = self.toks[chain];
+                    return Err(ParseError::syntax_at(
+                        self.src,
+                        bracket.start as usize,
+                        format!(
+                            "mismatched input '[' expecting {expecting}{}",
+                            self.snippet_at(chain)
+                        ),
+                    ));
+                }
                 let from = if self.at(Tok::Range) {
                     None
                 } else {
@@ -334,9 +392,12 @@ impl Parser<'_> {
                 self.bump();
                 let ty = self.cql_type_as_written()?;
                 self.expect(Tok::RParen)?;
-                // Cassandra parses what a hint applies to without its look-ahead.
+                // Cassandra parses what a hint applies to without its look-ahead, and without
+                // a field or element selection after it: `(text)m[1]` selects from `(text)m`.
                 let far = self.far;
-                let expr = self.selector_postfix()?;
+                let depth = self.depth;
+                let expr = self.selector_primary()?;
+                self.depth = depth;
                 self.far = far;
                 if !matches!(expr, SelectorExpr::Term(_)) {
                     return Ok(SelectorExpr::TypeHint {
@@ -409,6 +470,15 @@ impl Parser<'_> {
             | Tok::Slash
             | Tok::Percent => false,
             Tok::Ident => !["from", "as"].contains(&self.text(next).to_ascii_lowercase().as_str()),
+            // A hint applies to no negation but a negative number's: `(int)-k` is the column
+            // `int` in parentheses, minus k, as in Cassandra.
+            Tok::Minus => {
+                let after = self.peek_n(4);
+                matches!(after.kind, Tok::Integer | Tok::Float | Tok::Duration)
+                    || (after.kind == Tok::Ident
+                        && ["infinity", "nan"]
+                            .contains(&self.text(after).to_ascii_lowercase().as_str()))
+            }
             // Something a hint can apply to; otherwise `(k)` is a selector in parentheses
             // (`(k) > 2` fails after it, as in Cassandra).
             _ => self.is_term_start(3),
@@ -428,10 +498,24 @@ impl Parser<'_> {
         let args = if self.at(Tok::RParen) {
             Vec::new()
         } else {
-            self.comma_list(Self::selector_expr)?
+            self.in_call += 1;
+            let args = self.comma_list(Self::selector_expr);
+            self.in_call -= 1;
+            args?
         };
         self.expect(Tok::RParen)?;
         Ok(SelectorExpr::Function { name, args })
+    }
+
+    /// Whether the token here is a name that no term can start with: a column's name, not a
+    /// literal word or a function's.
+    fn at_bare_name(&self) -> bool {
+        let t = self.peek();
+        match t.kind {
+            Tok::QuotedIdent => true,
+            Tok::Ident => !is_term_keyword(self.text(t)) && !self.at_n(1, Tok::LParen),
+            _ => false,
+        }
     }
 
     /// `[ks.]f` where `f` may also be `token`.

@@ -71,6 +71,23 @@ const NUMERIC: [T; 9] = [
     T::Counter,
 ];
 
+/// Cassandra's refusal of a negation whose operand no `_negate` signature takes (`-(s)` of a
+/// set, `-t` of a text), listing them all.
+pub(crate) fn negate_mismatch() -> EngineError {
+    EngineError::invalid(format!(
+        "Invalid call to function system._negate, none of its type signatures match (known type signatures: {})",
+        candidates(None)
+            .iter()
+            .map(|f| format!(
+                "system.\"_negate\" : ({}) -> {}",
+                crate::types::cql_type_name(&f.params[0]),
+                crate::types::cql_type_name(&f.ret)
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Every signature of the operator (or of `_negate` when `op` is `None`), in registration
 /// order.
 fn candidates(op: Option<ArithOp>) -> Vec<OpFn> {
@@ -244,18 +261,7 @@ pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineE
     let Some(op) = op else {
         return match compatible.len() {
             1 => Ok(compatible.remove(0)),
-            0 => Err(EngineError::invalid(format!(
-                "Invalid call to function system._negate, none of its type signatures match (known type signatures: {})",
-                candidates(None)
-                    .iter()
-                    .map(|f| format!(
-                        "system.\"_negate\" : ({}) -> {}",
-                        crate::types::cql_type_name(&f.params[0]),
-                        crate::types::cql_type_name(&f.ret)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            0 => Err(negate_mismatch()),
             _ => Err(EngineError::invalid(
                 "Ambiguous negation: use type casts to disambiguate",
             )),

@@ -130,7 +130,8 @@ impl Builder<'_> {
         }
         // With the whole partition key named, a token() relation only filters the partitions.
         let token = [r.token_start.take(), r.token_end.take()];
-        let PartitionSel::Keys(partition) = partition_selection(t, r.pk, None, None, true)? else {
+        let PartitionSel::Keys(partition, _) = partition_selection(t, r.pk, None, None, true)?
+        else {
             return Err(EngineError::invalid("Some partition key parts are missing"));
         };
         let mut cl_restricted: Vec<bool> = r.cl.iter().map(Option::is_some).collect();
@@ -880,12 +881,11 @@ fn partition_selection(
 ) -> Result<PartitionSel, EngineError> {
     let restricted = pk.iter().filter(|p| p.is_some()).count();
     if restricted == pk.len() {
-        if token_start.is_some() || token_end.is_some() {
-            return Err(EngineError::invalid(
-                "Columns \"token\" cannot be restricted by both a normal relation and a token relation",
-            ));
-        }
-        Ok(PartitionSel::Keys(pk.into_iter().flatten().collect()))
+        // With the whole key named, a token() relation only filters the partitions named.
+        Ok(PartitionSel::Keys(
+            pk.into_iter().flatten().collect(),
+            [token_start, token_end],
+        ))
     } else if restricted == 0 {
         if for_write {
             let missing: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();

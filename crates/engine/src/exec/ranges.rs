@@ -84,10 +84,24 @@ pub(crate) struct PartitionRef {
     pub prefix: Vec<u8>,
 }
 
+/// The partitions `sel` names, in Cassandra's order, each key checked as Cassandra's
+/// `validateKey` checks it (not empty, not too long).
 pub(crate) fn partitions(
     table: &TableDef,
     sel: &[KeyValues],
     vals: &Bindings,
+) -> Result<Vec<PartitionRef>, EngineError> {
+    named_partitions(table, sel, vals, true)
+}
+
+/// [`partitions`], with `check_keys` false without the checks of the keys themselves: the
+/// values are bound and their types checked only (Cassandra 5.0.9 answers a read whose
+/// clustering filter selects nothing before it checks its keys).
+pub(crate) fn named_partitions(
+    table: &TableDef,
+    sel: &[KeyValues],
+    vals: &Bindings,
+    check_keys: bool,
 ) -> Result<Vec<PartitionRef>, EngineError> {
     // One partition-key column equal to one value (every point read of a simple key): the
     // same checks as below without the per-column sets and their cartesian product.
@@ -96,9 +110,11 @@ pub(crate) fn partitions(
         if let (Some(col), None) = (cols.next(), cols.next()) {
             let pk = resolve_key(src, vals, &col.name)?;
             validate(&col.ty, &pk, &col.name)?;
-            check_partition_key_length(std::slice::from_ref(&pk))?;
-            if pk.is_empty() {
-                return Err(EngineError::invalid("Key may not be empty"));
+            if check_keys {
+                check_partition_key_length(std::slice::from_ref(&pk))?;
+                if pk.is_empty() {
+                    return Err(EngineError::invalid("Key may not be empty"));
+                }
             }
             let t = token::token(&pk);
             let prefix = keys::partition_prefix(table.id, t, &pk);
@@ -130,8 +146,10 @@ pub(crate) fn partitions(
         sets.push(values);
     }
     let combos = cartesian(sets);
-    for comps in &combos {
-        check_partition_key_length(comps)?;
+    if check_keys {
+        for comps in &combos {
+            check_partition_key_length(comps)?;
+        }
     }
     let out: Vec<PartitionRef> = combos
         .into_iter()
@@ -147,7 +165,7 @@ pub(crate) fn partitions(
             }
         })
         .collect();
-    if cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
+    if check_keys && cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
         return Err(EngineError::invalid("Key may not be empty"));
     }
     Ok(out)

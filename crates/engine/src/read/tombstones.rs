@@ -460,7 +460,7 @@ impl super::SelectRun<'_> {
         let started = ip.limits;
         let limits = started.unwrap_or_else(|| self.limits());
         match self.plan.partitions {
-            PartitionSel::Keys(_) => self.command_warning(pk_parts, limits),
+            PartitionSel::Keys(..) => self.command_warning(pk_parts, limits),
             PartitionSel::Range { .. } => self.range_warning(limits),
         }
         self.tally.reset();

@@ -3,6 +3,7 @@
 
 use proto::types::ColumnType;
 
+use super::ScalarError;
 use crate::bigint::BigInt;
 use crate::num::{encode_decimal, Num};
 
@@ -18,7 +19,7 @@ fn java_round(x: f64) -> i64 {
 
 /// The 5.0 math functions (`MathFcts`): the result has the argument's type; integer types
 /// compute in double and narrow like Java's casts.
-pub(super) fn math(f: &str, ty: &ColumnType, b: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn math(f: &str, ty: &ColumnType, b: &[u8]) -> Result<Vec<u8>, ScalarError> {
     use ColumnType as T;
     let n = Num::decode(ty, b)?;
     let dbl = |x: f64| -> f64 {

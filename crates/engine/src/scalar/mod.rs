@@ -61,6 +61,38 @@ use uuid::timeuuid_bound;
 
 // ---- entry points -------------------------------------------------------------------------
 
+/// Why a native scalar function call gave no value, by cause, so that each is answered as
+/// Cassandra answers it (see `functions::call`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScalarError {
+    /// A value Cassandra refuses the call for (a blob that is not a valid representation of
+    /// the type asked for): Invalid.
+    #[error("{0}")]
+    InvalidValue(String),
+    /// Java's `ArithmeticException` (the log of zero, an exp overflow), which reaches
+    /// Cassandra's client as a server error carrying the exception's text.
+    #[error("{0}")]
+    Arithmetic(String),
+    /// Peregrine's bound on big-number work (a result of too many digits): Invalid.
+    #[error("{0}")]
+    NotComputed(String),
+    /// Anything else: an unknown function, arguments no signature takes, a malformed value.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for ScalarError {
+    fn from(m: String) -> Self {
+        ScalarError::Other(m)
+    }
+}
+
+impl From<&str> for ScalarError {
+    fn from(m: &str) -> Self {
+        ScalarError::Other(m.to_string())
+    }
+}
+
 /// Result type of calling `name` with argument types, or an Invalid-style error message.
 pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String> {
     let f = canonical(name)?;
@@ -74,7 +106,7 @@ pub fn call_at(
     name: &str,
     args: &[(ColumnType, Option<Vec<u8>>)],
     now_micros: i64,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, ScalarError> {
     let f = canonical(name)?;
     let types: Vec<ColumnType> = args.iter().map(|(t, _)| t.clone()).collect();
     let (params, ret) = resolve(&f, &types)?;
@@ -97,7 +129,7 @@ fn execute(
     ret: &ColumnType,
     vals: &[Option<&[u8]>],
     now_micros: i64,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, ScalarError> {
     use ColumnType as T;
     // Functions without arguments.
     match f {
@@ -117,11 +149,11 @@ fn execute(
             return Ok(None);
         };
         if validate_value(ret, b).is_err() {
-            return Err(format!(
+            return Err(ScalarError::InvalidValue(format!(
                 "In call to function system.{f}, value 0x{} is not a valid binary representation for type {}",
                 hex(b),
                 cql_type_name(ret)
-            ));
+            )));
         }
         return Ok(Some(b.to_vec()));
     }
@@ -129,7 +161,7 @@ fn execute(
         return Ok(vals.first().copied().flatten().map(<[u8]>::to_vec));
     }
     if let Some(_to) = f.strip_prefix("castas") {
-        return cast(&params[0], ret, vals.first().copied().flatten());
+        return Ok(cast(&params[0], ret, vals.first().copied().flatten())?);
     }
     // Everything else returns null on a null (or meaningless empty) argument.
     let mut present = Vec::with_capacity(vals.len());
@@ -157,7 +189,7 @@ fn execute(
             };
             math::math(f, t, b0)?
         }
-        _ => return Err(format!("Unknown function '{f}'")),
+        _ => return Err(format!("Unknown function '{f}'").into()),
     };
     Ok(Some(out))
 }

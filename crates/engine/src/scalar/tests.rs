@@ -11,7 +11,7 @@ use ColumnType as T;
 const NOW: i64 = 1_704_067_200_000_000; // 2024-01-01T00:00:00Z in µs
 
 fn run(name: &str, args: Vec<(T, Option<Vec<u8>>)>) -> Result<Option<Vec<u8>>, String> {
-    call_at(name, &args, NOW)
+    call_at(name, &args, NOW).map_err(|e| e.to_string())
 }
 
 fn ok(name: &str, args: Vec<(T, Option<Vec<u8>>)>) -> Vec<u8> {
