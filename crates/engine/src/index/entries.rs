@@ -493,6 +493,10 @@ pub struct IndexBuilds {
     put: AtomicU64,
     /// Entries the last sweep kept (0 before the first).
     kept: AtomicU64,
+    /// While a sweep runs: hashes of the keys written since it started (see
+    /// [`Engine::sweep_index_entries`]). Read and filled under stripe locks.
+    sweeping: std::sync::atomic::AtomicBool,
+    written: Mutex<std::collections::HashSet<u64>>,
 }
 
 /// The fewest stale entries worth a sweep: below it, one costs more than the stale entries
@@ -508,6 +512,8 @@ impl Default for IndexBuilds {
             stale: AtomicU64::new(SWEEP_FLOOR),
             put: AtomicU64::new(0),
             kept: AtomicU64::new(0),
+            sweeping: Default::default(),
+            written: Default::default(),
         }
     }
 }
@@ -520,6 +526,15 @@ impl IndexBuilds {
         }
         if u.stale > 0 {
             self.stale.fetch_add(u.stale, Ordering::Relaxed);
+        }
+    }
+
+    /// Records the keys a write stores while a sweep runs. The caller holds their stripe
+    /// locks.
+    pub(crate) fn note_written<'a>(&self, keys: impl Iterator<Item = &'a Vec<u8>>) {
+        if self.sweeping.load(Ordering::Acquire) {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.extend(keys.map(|k| entry_hash(k)));
         }
     }
 
@@ -565,7 +580,11 @@ fn scan_prefix<'a>(
     prefix: &[u8],
 ) -> impl Iterator<Item = storage::Result<storage::KvPair>> + 'a {
     let end = keys::prefix_end(prefix);
-    store.scan(Bound::Included(prefix), Bound::Excluded(end.as_slice()), false)
+    store.scan(
+        Bound::Included(prefix),
+        Bound::Excluded(end.as_slice()),
+        false,
+    )
 }
 
 fn entry_hash(key: &[u8]) -> u64 {
@@ -579,15 +598,35 @@ impl Engine {
     /// Removes the stale entries of every built index (those no stored row has any more,
     /// which [`maintain`] leaves behind). Per table: one scan of its rows gathers a hash of
     /// every entry they have; one scan of each index then names as suspects the entries
-    /// whose hash is not there; each suspect is removed only if its row, read again under
-    /// the partition's stripe lock, still does not have it (so an entry a concurrent write
-    /// puts back is never lost, and a hash collision only keeps a stale entry).
+    /// whose hash is not there (a hash collision only keeps a stale entry). Under the
+    /// suspects' stripe locks, a suspect whose row no write has touched since the sweep
+    /// started is deleted at once (the row is as the scan saw it), and one whose row was
+    /// written is deleted only if the row, read again, still lacks it: an entry a
+    /// concurrent write puts back is never lost.
     pub fn sweep_index_entries(&self) -> Result<Sweep, EngineError> {
         let b = &self.index_builds;
         let _one_at_a_time = b.running.lock().unwrap_or_else(|p| p.into_inner());
         // Writes from now on count toward the next sweep.
         b.stale.store(0, Ordering::Relaxed);
         b.put.store(0, Ordering::Relaxed);
+        b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        b.sweeping.store(true, Ordering::Release);
+        // A write that read `sweeping` as false before the store above holds its stripe
+        // locks until it has written: taking every lock once waits for it, so the scans
+        // below see it, and every later write is recorded.
+        for stripe in &self.stripes {
+            drop(stripe.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+        let result = self.sweep_tables();
+        b.sweeping.store(false, Ordering::Release);
+        b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let total = result?;
+        b.kept
+            .store(total.entries - total.removed, Ordering::Relaxed);
+        Ok(total)
+    }
+
+    fn sweep_tables(&self) -> Result<Sweep, EngineError> {
         let schema = self.schema.get();
         let mut total = Sweep::default();
         for t in schema.indexed.values() {
@@ -608,8 +647,6 @@ impl Engine {
                 self.sweep_index(t, idx, &want, &mut total)?;
             }
         }
-        b.kept
-            .store(total.entries - total.removed, Ordering::Relaxed);
         Ok(total)
     }
 
@@ -676,16 +713,27 @@ impl Engine {
             .iter()
             .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
             .collect();
+        let written = self
+            .index_builds
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let mut batch = WriteBatch::new();
         let mut removed = 0;
         for (entry, base) in suspects {
-            let stored = self.storage.get(base)?;
-            let has = entries_of(idx, t, base, stored.as_deref());
-            if !has.iter().any(|(k, _)| k == entry) {
+            let stale = if written.contains(&entry_hash(base)) {
+                let stored = self.storage.get(base)?;
+                let has = entries_of(idx, t, base, stored.as_deref());
+                !has.iter().any(|(k, _)| k == entry)
+            } else {
+                true
+            };
+            if stale {
                 batch.delete(entry.clone());
                 removed += 1;
             }
         }
+        drop(written);
         if !batch.is_empty() {
             self.storage.write(batch)?;
         }

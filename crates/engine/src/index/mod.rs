@@ -22,8 +22,8 @@
 //! it), so a stale entry costs a row read, never a wrong row; a range dedups the base keys
 //! its entries name. Growth is bounded by a background sweep (`entries`: the server's
 //! index-build thread runs it once stale entries are about as many as live ones, and once
-//! after start-up), which removes an entry only if its row, read again under the stripe
-//! lock, no longer has it.
+//! after start-up), which removes an entry only if its row no longer has it, judged under the
+//! partition's stripe lock (see `Engine::sweep_index_entries`).
 //!
 //! | module | what it holds |
 //! |---|---|
