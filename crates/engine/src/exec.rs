@@ -849,7 +849,10 @@ impl Engine {
         let mut vector_updates = Vec::new();
         if let (false, Some(schema)) = (indexed.is_empty(), &schema) {
             vector_updates = crate::index::vector::vector_updates(self, &indexed, &pending)?;
-            crate::index::maintain(&indexed, &originals, &pending, &mut batch);
+            let upkeep = crate::index::maintain(&indexed, &originals, &pending, &mut batch);
+            self.index_builds.note_upkeep(upkeep);
+            // Under the stripe locks: a sweep trusts what it scanned of rows not named here.
+            self.index_builds.note_written(pending.keys());
             if !schema.views.is_empty() {
                 let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
                 crate::view::maintain(schema, &indexed, &originals, &pending, &stored, &mut batch);

@@ -442,8 +442,9 @@ impl Backend for LocalBackend {
 }
 
 /// The thread that finishes the index builds CREATE INDEX left to the background (an index on
-/// a table that takes more than a moment to scan). It holds the engine only while it builds,
-/// and ends once the engine is gone.
+/// a table that takes more than a moment to scan), and sweeps the stale index entries writes
+/// leave once they are about as many as live ones (`Engine::sweep_index_entries`). It holds
+/// the engine only while it builds or sweeps, and ends once the engine is gone.
 fn spawn_index_builder(engine: &Arc<Engine>) -> std::io::Result<()> {
     let builds = engine.index_builds();
     let engine = Arc::downgrade(engine);
@@ -457,6 +458,16 @@ fn spawn_index_builder(engine: &Arc<Engine>) -> std::io::Result<()> {
             if wanted {
                 if let Err(e) = engine.finish_index_builds() {
                     tracing::error!("building an index in the background: {e}");
+                }
+            }
+            if builds.sweep_due() {
+                match engine.sweep_index_entries() {
+                    Ok(s) => tracing::debug!(
+                        "index sweep: {} entries read, {} stale removed",
+                        s.entries,
+                        s.removed
+                    ),
+                    Err(e) => tracing::error!("sweeping stale index entries: {e}"),
                 }
             }
         })?;

@@ -8,7 +8,7 @@ use crate::{keys, Engine, EngineError};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use storage::WriteBatch;
@@ -240,14 +240,31 @@ pub(crate) fn entries_of(
         .collect()
 }
 
-/// Adds to `batch` the entry changes of every key a write rewrites: `originals` holds what
-/// was stored before the write, `written` what the write stores (`None`: removed).
+/// What one write did to the indexes: entries it put, and entries of the old values it left
+/// behind (stale, see [`maintain`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Upkeep {
+    pub put: u64,
+    pub stale: u64,
+}
+
+/// Adds to `batch` the entries every key a write rewrites needs: `originals` holds what was
+/// stored before the write, `written` what the write stores (`None`: removed).
+///
+/// Blind, as Cassandra's SAI: an entry the old value had and the new one does not is left in
+/// place (no delete), an entry the old value already had is not written again. A read checks
+/// every candidate against the row (`read::scan_index` applies the indexed relation as a
+/// filter), so a stale entry costs a row read, never a wrong answer; the background sweep
+/// ([`Engine::sweep_index_entries`]) removes stale entries once there are about as many as
+/// live ones (see [`IndexBuilds::note_upkeep`]), which bounds an index to about twice its
+/// live size.
 pub fn maintain(
     tables: &[Arc<TableDef>],
     originals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     written: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     batch: &mut WriteBatch,
-) {
+) -> Upkeep {
+    let mut upkeep = Upkeep::default();
     for (key, new) in written {
         let Some(id) = key
             .get(1..5)
@@ -263,18 +280,19 @@ pub fn maintain(
         for idx in &t.indexes {
             let before = entries_of(idx, t, key, old.as_deref());
             let after = entries_of(idx, t, key, new.as_deref());
-            for (k, _) in &before {
-                if !after.iter().any(|(a, _)| a == k) {
-                    batch.delete(k.clone());
-                }
-            }
+            upkeep.stale += before
+                .iter()
+                .filter(|(k, _)| !after.iter().any(|(a, _)| a == k))
+                .count() as u64;
             for (k, v) in after {
                 if !before.contains(&(k.clone(), v.clone())) {
+                    upkeep.put += 1;
                     batch.put(k, v);
                 }
             }
         }
     }
+    upkeep
 }
 
 /// Writes the entries of `idx` for every row of `t`, one partition at a time under that
@@ -458,17 +476,80 @@ impl Engine {
     }
 }
 
-/// CREATE INDEX's hand-over to the background build: the server runs a thread that waits
-/// here and calls [`Engine::finish_index_builds`].
-#[derive(Default)]
+/// CREATE INDEX's hand-over to the background build, and the count of stale entries that
+/// decides when the background sweep runs: the server runs a thread that waits here and
+/// calls [`Engine::finish_index_builds`] and, when [`IndexBuilds::sweep_due`],
+/// [`Engine::sweep_index_entries`].
 pub struct IndexBuilds {
     wanted: Mutex<bool>,
     wake: Condvar,
     /// Held while a background build runs (one at a time).
     running: Mutex<()>,
+    /// Entries left stale by writes since the last sweep started. Starts at the floor, so
+    /// a sweep runs once after start-up: the stale entries an earlier run left are not
+    /// counted anywhere, and this bounds them.
+    stale: AtomicU64,
+    /// Entries put by writes since the last sweep started.
+    put: AtomicU64,
+    /// Entries the last sweep kept (0 before the first).
+    kept: AtomicU64,
+    /// While a sweep runs: hashes of the keys written since it started (see
+    /// [`Engine::sweep_index_entries`]). Read and filled under stripe locks.
+    sweeping: std::sync::atomic::AtomicBool,
+    written: Mutex<std::collections::HashSet<u64>>,
+}
+
+/// The fewest stale entries worth a sweep: below it, one costs more than the stale entries
+/// it would spare reads.
+const SWEEP_FLOOR: u64 = 100_000;
+
+impl Default for IndexBuilds {
+    fn default() -> Self {
+        IndexBuilds {
+            wanted: Mutex::new(false),
+            wake: Condvar::new(),
+            running: Mutex::new(()),
+            stale: AtomicU64::new(SWEEP_FLOOR),
+            put: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
+            sweeping: Default::default(),
+            written: Default::default(),
+        }
+    }
 }
 
 impl IndexBuilds {
+    /// Counts what one write did to the indexes.
+    pub(crate) fn note_upkeep(&self, u: Upkeep) {
+        if u.put > 0 {
+            self.put.fetch_add(u.put, Ordering::Relaxed);
+        }
+        if u.stale > 0 {
+            self.stale.fetch_add(u.stale, Ordering::Relaxed);
+        }
+    }
+
+    /// Records the keys a write stores while a sweep runs. The caller holds their stripe
+    /// locks.
+    pub(crate) fn note_written<'a>(&self, keys: impl Iterator<Item = &'a Vec<u8>>) {
+        if self.sweeping.load(Ordering::Acquire) {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.extend(keys.map(|k| entry_hash(k)));
+        }
+    }
+
+    /// Whether stale entries have become about as many as live ones (estimated: what the
+    /// last sweep kept, plus entries put since, less entries left stale since), and at
+    /// least [`SWEEP_FLOOR`]. A sweep reads every entry and every indexed row once, so it
+    /// runs about once per live-index-size of stale entries: its cost per stale entry stays
+    /// constant and the index stays within about twice its live size.
+    pub fn sweep_due(&self) -> bool {
+        let stale = self.stale.load(Ordering::Relaxed);
+        let live = (self.kept.load(Ordering::Relaxed) + self.put.load(Ordering::Relaxed))
+            .saturating_sub(stale);
+        stale >= live.max(SWEEP_FLOOR)
+    }
+
     fn request(&self) {
         *self.wanted.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.wake.notify_all();
@@ -486,41 +567,225 @@ impl IndexBuilds {
     }
 }
 
+/// What a sweep of the index entries did: entries it read, and stale ones it removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    pub entries: u64,
+    pub removed: u64,
+}
+
+/// Every key under `prefix`, in order.
+fn scan_prefix<'a>(
+    store: &'a dyn storage::Storage,
+    prefix: &[u8],
+) -> impl Iterator<Item = storage::Result<storage::KvPair>> + 'a {
+    let end = keys::prefix_end(prefix);
+    store.scan(
+        Bound::Included(prefix),
+        Bound::Excluded(end.as_slice()),
+        false,
+    )
+}
+
+fn entry_hash(key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
 impl Engine {
+    /// Removes the stale entries of every built index (those no stored row has any more,
+    /// which [`maintain`] leaves behind). Per table: one scan of its rows gathers a hash of
+    /// every entry they have; one scan of each index then names as suspects the entries
+    /// whose hash is not there (a hash collision only keeps a stale entry). Under the
+    /// suspects' stripe locks, a suspect whose row no write has touched since the sweep
+    /// started is deleted at once (the row is as the scan saw it), and one whose row was
+    /// written is deleted only if the row, read again, still lacks it: an entry a
+    /// concurrent write puts back is never lost.
+    pub fn sweep_index_entries(&self) -> Result<Sweep, EngineError> {
+        let b = &self.index_builds;
+        let _one_at_a_time = b.running.lock().unwrap_or_else(|p| p.into_inner());
+        // Writes from now on count toward the next sweep.
+        b.stale.store(0, Ordering::Relaxed);
+        b.put.store(0, Ordering::Relaxed);
+        b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        b.sweeping.store(true, Ordering::Release);
+        // A write that read `sweeping` as false before the store above holds its stripe
+        // locks until it has written: taking every lock once waits for it, so the scans
+        // below see it, and every later write is recorded.
+        for stripe in &self.stripes {
+            drop(stripe.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+        let result = self.sweep_tables();
+        b.sweeping.store(false, Ordering::Release);
+        b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let total = result?;
+        b.kept
+            .store(total.entries - total.removed, Ordering::Relaxed);
+        Ok(total)
+    }
+
+    fn sweep_tables(&self) -> Result<Sweep, EngineError> {
+        let schema = self.schema.get();
+        let mut total = Sweep::default();
+        for t in schema.indexed.values() {
+            let built: Vec<&IndexDef> = t.indexes.iter().filter(|i| i.built).collect();
+            if built.is_empty() {
+                continue;
+            }
+            let mut want = std::collections::HashSet::new();
+            for item in scan_prefix(self.storage.as_ref(), &keys::table_prefix(t.id)) {
+                let (key, value) = item?;
+                for idx in &built {
+                    for (e, _) in entries_of(idx, t, &key, Some(&value)) {
+                        want.insert(entry_hash(&e));
+                    }
+                }
+            }
+            for idx in built {
+                self.sweep_index(t, idx, &want, &mut total)?;
+            }
+        }
+        Ok(total)
+    }
+
+    fn sweep_index(
+        &self,
+        t: &TableDef,
+        idx: &IndexDef,
+        want: &std::collections::HashSet<u64>,
+        total: &mut Sweep,
+    ) -> Result<(), EngineError> {
+        // Suspects are checked (under their stripe locks) a chunk at a time.
+        const CHUNK: usize = 256;
+        let start = index_prefix(idx.id);
+        let end = keys::prefix_end(&start);
+        let mut cursor = start;
+        loop {
+            let mut suspects = Vec::new();
+            let mut last = None;
+            let mut done = true;
+            for item in self.storage.scan(
+                Bound::Included(cursor.as_slice()),
+                Bound::Excluded(end.as_slice()),
+                false,
+            ) {
+                let (k, v) = item?;
+                total.entries += 1;
+                if !want.contains(&entry_hash(&k)) {
+                    if let Some(base) = super::scan::base_key(t.id, &k, &v) {
+                        suspects.push((k.clone(), base));
+                    }
+                }
+                last = Some(k);
+                if suspects.len() >= CHUNK {
+                    done = false;
+                    break;
+                }
+            }
+            total.removed += self.remove_stale(t, idx, &suspects)?;
+            match last {
+                Some(mut k) if !done => {
+                    k.push(0);
+                    cursor = k;
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Deletes the entries among `suspects` (entry key, base key) that their row does not
+    /// have, read under the stripe locks of those rows.
+    fn remove_stale(
+        &self,
+        t: &TableDef,
+        idx: &IndexDef,
+        suspects: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<u64, EngineError> {
+        if suspects.is_empty() {
+            return Ok(0);
+        }
+        let mut stripes: Vec<usize> = suspects.iter().map(|(_, b)| self.stripe_of(b)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _guards: Vec<_> = stripes
+            .iter()
+            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        let written = self
+            .index_builds
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut batch = WriteBatch::new();
+        let mut removed = 0;
+        for (entry, base) in suspects {
+            let stale = if written.contains(&entry_hash(base)) {
+                let stored = self.storage.get(base)?;
+                let has = entries_of(idx, t, base, stored.as_deref());
+                !has.iter().any(|(k, _)| k == entry)
+            } else {
+                true
+            };
+            if stale {
+                batch.delete(entry.clone());
+                removed += 1;
+            }
+        }
+        drop(written);
+        if !batch.is_empty() {
+            self.storage.write(batch)?;
+        }
+        Ok(removed)
+    }
+
+    /// The entries no stored row has (stale: [`maintain`] leaves them, a sweep removes
+    /// them), one line each.
+    pub fn stale_index_entries(&self) -> Result<Vec<String>, EngineError> {
+        Ok(self
+            .compare_indexes()?
+            .into_iter()
+            .filter(|(missing, _)| !missing)
+            .map(|(_, line)| line)
+            .collect())
+    }
+
     /// Compares every index with what its table's stored data says it should hold; returns
-    /// one line per difference (empty: the indexes agree with the tables).
+    /// one line per entry a stored row has and its index lacks (empty: every indexed read
+    /// finds every row it should). Stale entries are allowed: see
+    /// [`Engine::stale_index_entries`].
     pub fn check_indexes(&self) -> Result<Vec<String>, EngineError> {
+        Ok(self
+            .compare_indexes()?
+            .into_iter()
+            .filter(|(missing, _)| *missing)
+            .map(|(_, line)| line)
+            .collect())
+    }
+
+    /// Every difference between the indexes and the stored rows: `(true, ..)` an entry
+    /// missing, `(false, ..)` a stale one.
+    fn compare_indexes(&self) -> Result<Vec<(bool, String)>, EngineError> {
         let schema = self.schema.get();
         let mut problems = Vec::new();
         for t in schema.indexed.values() {
             for idx in &t.indexes {
                 let mut want = BTreeMap::new();
-                let start = keys::table_prefix(t.id);
-                let end = keys::prefix_end(&start);
-                for item in self.storage.scan(
-                    Bound::Included(start.as_slice()),
-                    Bound::Excluded(end.as_slice()),
-                    false,
-                ) {
+                for item in scan_prefix(self.storage.as_ref(), &keys::table_prefix(t.id)) {
                     let (key, value) = item?;
                     want.extend(entries_of(idx, t, &key, Some(&value)));
                 }
-                let start = index_prefix(idx.id);
-                let end = keys::prefix_end(&start);
                 let mut have = BTreeMap::new();
-                for item in self.storage.scan(
-                    Bound::Included(start.as_slice()),
-                    Bound::Excluded(end.as_slice()),
-                    false,
-                ) {
+                for item in scan_prefix(self.storage.as_ref(), &index_prefix(idx.id)) {
                     let (k, v) = item?;
                     have.insert(k, v);
                 }
                 for k in want.keys().filter(|k| !have.contains_key(*k)) {
-                    problems.push(format!("{}: missing entry {k:02x?}", idx.name));
+                    problems.push((true, format!("{}: missing entry {k:02x?}", idx.name)));
                 }
                 for k in have.keys().filter(|k| !want.contains_key(*k)) {
-                    problems.push(format!("{}: stale entry {k:02x?}", idx.name));
+                    problems.push((false, format!("{}: stale entry {k:02x?}", idx.name)));
                 }
             }
         }

@@ -13,11 +13,17 @@
 //! row's clustering or the header marker). Entries of one value are thus in base-key order —
 //! Cassandra's token order — and a range of values is one contiguous key range.
 //!
-//! Entries are kept exact by the write itself: `apply` already reads every row it rewrites
-//! (under the partition's stripe lock), so [`maintain`] compares the entries of the row
-//! before and after and deletes/puts the difference in the same atomic batch. Reads still
-//! check every candidate against the base row (an entry whose cell has since expired by TTL
-//! is skipped; its expiry also lets compaction drop it).
+//! Entries are written blind, as Cassandra's SAI writes its memtable index: `apply` already
+//! reads every row it rewrites (under the partition's stripe lock), so [`maintain`] puts the
+//! entries the new row has and the old one lacked, in the same atomic batch, and leaves the
+//! old row's other entries in place (stale) instead of deleting them. Reads check every
+//! candidate against the base row (the indexed relation is one of the read's filters; an
+//! entry whose cell has since expired by TTL is skipped, and its expiry lets compaction drop
+//! it), so a stale entry costs a row read, never a wrong row; a range dedups the base keys
+//! its entries name. Growth is bounded by a background sweep (`entries`: the server's
+//! index-build thread runs it once stale entries are about as many as live ones, and once
+//! after start-up), which removes an entry only if its row no longer has it, judged under the
+//! partition's stripe lock (see `Engine::sweep_index_entries`).
 //!
 //! | module | what it holds |
 //! |---|---|
@@ -37,7 +43,7 @@ pub(crate) mod scan;
 pub(crate) mod vector;
 
 pub(crate) use entries::encode_value;
-pub use entries::maintain;
+pub use entries::{maintain, Sweep, Upkeep};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

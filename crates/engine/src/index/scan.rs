@@ -18,7 +18,7 @@ fn value_of(scan: &IndexScan, src: &Src, vals: &Bindings) -> Result<Vec<u8>, Eng
 }
 
 /// The base key an entry points to.
-fn base_key(table_id: u32, key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn base_key(table_id: u32, key: &[u8], value: &[u8]) -> Option<Vec<u8>> {
     let len = u32::from_be_bytes(value.get(4..8)?.try_into().ok()?) as usize;
     let tail = key.get(5 + len..)?;
     let mut k = keys::table_prefix(table_id);

@@ -243,10 +243,22 @@ fn indexed_queries_agree_with_a_full_scan_after_random_writes() {
         run(&e, ddl, secs, None);
     }
     check(&e, secs, &mut rng, 0);
+    let mut saw_stale = false;
     for step in 1..=400 {
         secs += 1;
         run(&e, &random_write(&mut rng), secs, None);
         if step % 5 == 0 {
+            check(&e, secs, &mut rng, step);
+        }
+        if step % 50 == 0 {
+            // Writes leave stale entries (blind); the checks above ran with them in place.
+            saw_stale |= !e.stale_index_entries().unwrap().is_empty();
+            e.sweep_index_entries().unwrap();
+            assert_eq!(
+                e.stale_index_entries().unwrap(),
+                Vec::<String>::new(),
+                "step {step}"
+            );
             check(&e, secs, &mut rng, step);
         }
         if step % 150 == 0 {
@@ -256,12 +268,11 @@ fn indexed_queries_agree_with_a_full_scan_after_random_writes() {
             check(&e, secs, &mut rng, step);
         }
     }
+    assert!(saw_stale, "no write left a stale entry to filter");
 }
 
 #[test]
-fn an_index_query_reads_only_its_candidates() {
-    // Stale entries are removed by the write that replaces a value, so after many overwrites
-    // the index holds one entry per row.
+fn overwrites_leave_stale_entries_until_a_sweep_removes_them() {
     let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
     let e = Engine::open(store.clone(), node()).unwrap();
     run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
@@ -277,11 +288,132 @@ fn an_index_query_reads_only_its_candidates() {
             );
         }
     }
+    // Each row has had 5 values: 5 entries, 4 of them stale, none deleted by the writes.
+    assert_eq!(entry_count(store.as_ref()), 250);
+    let want: Vec<i64> = (0..50).filter(|k| (k + 4) % 7 == 1).collect();
+    let mut got: Vec<i64> = select(&e, "SELECT k FROM t WHERE v = 1", 1)
+        .iter()
+        .filter_map(|r| int(&r[0]).map(i64::from))
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, want);
+    let sweep = e.sweep_index_entries().unwrap();
+    assert_eq!((sweep.entries, sweep.removed), (250, 200));
     assert_eq!(entry_count(store.as_ref()), 50);
     run(&e, "DELETE FROM t WHERE k = 3", 1, None);
+    assert_eq!(e.sweep_index_entries().unwrap().removed, 1);
     run(&e, "TRUNCATE t", 1, None);
     let rows = select(&e, "SELECT k FROM t WHERE v = 1", 1);
     assert!(rows.is_empty());
+}
+
+#[test]
+fn a_sweep_is_due_after_start_up_and_not_right_after_a_sweep() {
+    let e = Engine::open(Arc::new(storage::MemStorage::new()), node()).unwrap();
+    assert!(e.index_builds().sweep_due());
+    e.sweep_index_entries().unwrap();
+    assert!(!e.index_builds().sweep_due());
+}
+
+/// The rows (by `k`) a query returns, sorted.
+fn keys_of(e: &Engine, text: &str, secs: u32) -> Vec<i32> {
+    let mut k: Vec<i32> = select(e, text, secs)
+        .iter()
+        .filter_map(|r| int(&r[0]))
+        .collect();
+    k.sort_unstable();
+    k
+}
+
+#[test]
+fn stale_entries_never_answer_back_and_forth_deletes_old_timestamps_ttls_collections() {
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let mut e = Engine::open(store.clone(), node()).unwrap();
+    run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
+    run(&e, "CREATE TABLE t (k int, c int, v int, n text, s int static, l list<int>, m map<int, int>, PRIMARY KEY (k, c))", 1, None);
+    for ddl in [
+        "CREATE INDEX ON t (v) USING 'sai'",
+        "CREATE INDEX ON t (n) USING 'sai' WITH OPTIONS = {'case_sensitive': 'false'}",
+        "CREATE INDEX ON t (s) USING 'sai'",
+        "CREATE INDEX ON t (l) USING 'sai'",
+        "CREATE INDEX ON t (keys(m)) USING 'sai'",
+        "CREATE INDEX ON t (entries(m))",
+    ] {
+        run(&e, ddl, 1, None);
+    }
+    let writes = [
+        // A -> B -> A on one row; another row stays at B.
+        "INSERT INTO t (k, c, v, n, l, m) VALUES (1, 0, 10, 'Abc', [1, 2], {1: 1}) USING TIMESTAMP 100",
+        "INSERT INTO t (k, c, v, n) VALUES (2, 0, 20, 'xyz') USING TIMESTAMP 100",
+        "UPDATE t USING TIMESTAMP 200 SET v = 20, n = 'Xyz', l = [3], m = {2: 2} WHERE k = 1 AND c = 0",
+        "UPDATE t USING TIMESTAMP 300 SET v = 10, n = 'ABC' WHERE k = 1 AND c = 0",
+        // An older write loses: the row keeps v = 10, its entry for 30 is never live.
+        "UPDATE t USING TIMESTAMP 150 SET v = 30, l = l + [7] WHERE k = 1 AND c = 0",
+        // A row whose value expires, and a row deleted.
+        "INSERT INTO t (k, c, v) VALUES (3, 0, 40) USING TTL 5",
+        "INSERT INTO t (k, c, v, l) VALUES (4, 0, 10, [1]) USING TIMESTAMP 100",
+        "DELETE FROM t USING TIMESTAMP 400 WHERE k = 4 AND c = 0",
+        // A static value changed; a map entry removed and one changed.
+        "UPDATE t SET s = 1 WHERE k = 5",
+        "INSERT INTO t (k, c, v) VALUES (5, 0, 50)",
+        "UPDATE t SET s = 2 WHERE k = 5",
+        "UPDATE t SET m = m + {3: 3, 4: 4} WHERE k = 6 AND c = 0",
+        "UPDATE t SET m = m - {3} WHERE k = 6 AND c = 0",
+        "UPDATE t SET m[4] = 5 WHERE k = 6 AND c = 0",
+    ];
+    for w in writes {
+        run(&e, w, 1, None);
+    }
+    let cases: [(&str, Vec<i32>); 16] = [
+        ("v = 10", vec![1]),
+        ("v = 20", vec![2]),
+        ("v = 30", vec![]),
+        ("v = 40", vec![3]),
+        ("v >= 10 AND v <= 30", vec![1, 2]),
+        ("v > 0", vec![1, 2, 3, 5]),
+        ("n = 'abc'", vec![1]),
+        ("n = 'xyz'", vec![2]),
+        ("s = 1", vec![]),
+        ("s = 2", vec![5]),
+        ("l CONTAINS 1", vec![]),
+        ("l CONTAINS 3", vec![1]),
+        ("l CONTAINS 7", vec![]),
+        ("m CONTAINS KEY 3", vec![]),
+        ("m[4] = 4", vec![]),
+        ("m[4] = 5", vec![6]),
+    ];
+    let verify = |e: &Engine, secs: u32, when: &str| {
+        for (cond, want) in &cases {
+            let want: Vec<i32> = want
+                .iter()
+                .copied()
+                .filter(|k| *k != 3 || secs < 6)
+                .collect();
+            let text = format!("SELECT k FROM t WHERE {cond}");
+            assert_eq!(keys_of(e, &text, secs), want, "{when}: {text}");
+            let limited = format!("{text} LIMIT 1");
+            let one = keys_of(e, &limited, secs);
+            assert_eq!(one.len(), want.len().min(1), "{when}: {limited}");
+            assert!(one.iter().all(|k| want.contains(k)), "{when}: {limited}");
+        }
+    };
+    verify(&e, 1, "before the sweep");
+    assert!(!e.stale_index_entries().unwrap().is_empty());
+    drop(e);
+    e = Engine::open(store.clone(), node()).unwrap();
+    verify(&e, 1, "after a restart");
+    verify(&e, 10, "after the TTL");
+    e.sweep_index_entries().unwrap();
+    assert_eq!(e.stale_index_entries().unwrap(), Vec::<String>::new());
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
+    verify(&e, 1, "after the sweep");
+    // B -> A again after the sweep: the entry the sweep removed is put back.
+    run(&e, "UPDATE t SET v = 20 WHERE k = 1 AND c = 0", 2, None);
+    run(&e, "UPDATE t SET v = 10 WHERE k = 1 AND c = 0", 3, None);
+    drop(e);
+    e = Engine::open(store, node()).unwrap();
+    verify(&e, 4, "after a restart and the sweep");
+    assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
 }
 
 /// Keyspace `ks` and table `t (k, c, v)` with 30 rows, v = k % 3.
@@ -352,7 +484,7 @@ fn a_build_cut_short_by_a_crash_is_redone_at_open() {
 }
 
 #[test]
-fn concurrent_writers_and_a_concurrent_build_leave_the_index_exact() {
+fn concurrent_writers_a_concurrent_build_and_sweeps_leave_no_entry_missing() {
     let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
     let e = Arc::new(Engine::open(store, node()).unwrap());
     run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
@@ -383,11 +515,28 @@ fn concurrent_writers_and_a_concurrent_build_leave_the_index_exact() {
             })
         })
         .collect();
-    // Built while the writers run.
+    // Built while the writers run, and swept while they run (a sweep must never delete an
+    // entry a writer has just put back).
     run(&e, "CREATE INDEX ON t (v)", 1, None);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (e, done) = (e.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut removed = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                removed += e.sweep_index_entries().unwrap().removed;
+            }
+            removed
+        })
+    };
     for w in writers {
         w.join().unwrap();
     }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sweeper.join().unwrap() > 0,
+        "the sweeps ran against no stale entry"
+    );
     assert_eq!(e.check_indexes().unwrap(), Vec::<String>::new());
     let all = select(&e, "SELECT k, c, v FROM t", 1);
     for x in 0..4 {
