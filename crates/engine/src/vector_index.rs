@@ -14,8 +14,9 @@
 //! - Every label in the graph maps to exactly one primary key and back (`keys`/`labels`);
 //!   a removed key's label is removed from the graph before the maps forget it.
 //! - Scores are Cassandra's similarity scores (higher is closer), computed from the graph's
-//!   distance; they may differ from `similarity_*` in the last bits (SIMD summation order).
-//!   A caller that must print Cassandra's exact score recomputes it with
+//!   distance; they may differ from `similarity_*` in the last bits (SIMD summation order),
+//!   or by up to about 0.001 under `I8` (see [`VectorIndexConfig::candidates`]). A caller
+//!   that must rank or print Cassandra's exact score recomputes it with
 //!   [`crate::similarity::Similarity::score`] on the row's stored vector.
 //! - Cosine refuses all-zero vectors (they have no direction), on insert and on search.
 //! - Nothing here panics on bad input; every failure is a [`VectorIndexError`].
@@ -183,15 +184,15 @@ impl VectorIndexConfig {
                 _ => {}
             }
         }
-        // Under cosine the graph holds unit vectors (every component within [-1, 1]), which
-        // half-precision floats keep to about three digits: enough to choose the candidates,
-        // whose rows are scored from their stored vectors anyway. Measured on the bench's
-        // 20,000 real 384-dim embeddings (bench/results/2026-11-29/vector, ef 128): the same
-        // recall@10 (0.9966) at 1.12x the queries per server CPU second, and half the graph's
-        // memory. Not for the other similarities: their vectors are not scaled, and a
-        // component beyond f16's 65,504 would become infinite.
+        // Under cosine the graph holds each vector as signed bytes scaled to its own largest
+        // component ([`quantize_i8`]): a quarter of f32's bytes, and USearch's i8 angular kernel
+        // (integer dot products, VNNI) instead of converting half-precision floats at every
+        // comparison, which was 46% of an ANN query's server CPU. The rows' stored vectors
+        // re-rank the candidates exactly ([`candidates`](Self::candidates)). Measured on the
+        // bench's 20,000 real 384-dim embeddings (bench/results/2026-11-29/vector-i8). Not for
+        // the other similarities: their vectors' scale counts.
         if config.similarity == Similarity::Cosine {
-            config.quantization = Quantization::F16;
+            config.quantization = Quantization::I8;
         }
         Ok(Some(config))
     }
@@ -217,11 +218,39 @@ impl VectorIndexConfig {
         }
     }
 
+    /// How many of the graph's nearest rows to ask for so that an exact re-rank (by the rows'
+    /// stored vectors) of those within [`rerank_margin`](Self::rerank_margin) of the `k`-th
+    /// finds the `k` nearest: `2k` for an `I8` graph, whose scores are off by up to about
+    /// 0.001 (so the true 10th can be its 11th or 12th), else `k`. On the bench's 20,000
+    /// embeddings, brute force over the bytes: recall@10 0.9958 from the top 10 alone, 1.0
+    /// from the top 20 re-ranked (bench/results/2026-11-29/vector-i8).
+    pub fn candidates(&self, k: usize) -> usize {
+        if self.own_i8() {
+            k.saturating_mul(2)
+        } else {
+            k
+        }
+    }
+
+    /// How far below the `k`-th candidate's graph score (Cassandra's score units, higher is
+    /// closer) a candidate can be and still be among the `k` nearest by its exact score: 0
+    /// unless the graph is `I8`. 0.003 is three times the largest error of the `I8` scores
+    /// measured on the bench's 20,000 embeddings and 1,000 queries (0.0010; 0.0002 on
+    /// average), so a query reads about 11.4 rows for LIMIT 10 rather than 20.
+    pub fn rerank_margin(&self) -> f32 {
+        if self.own_i8() {
+            0.003
+        } else {
+            0.0
+        }
+    }
+
     /// Whether the graph holds unit-length copies of the vectors and ranks them by inner
     /// product: for cosine, which then is the inner product, at a third of the arithmetic
     /// of USearch's angular metric (it computes both norms at every comparison; measured:
-    /// bench/results/2026-11-29/vector). Not under `I8`, whose quantization has its own
-    /// treatment of cosine.
+    /// bench/results/2026-11-29/vector). Not under `I8`: [`quantize_i8`] scales each vector
+    /// itself, and the graph ranks by cosine (its i8 kernel computes the norms in the same
+    /// integer pass).
     fn unit_vectors(&self) -> bool {
         self.similarity == Similarity::Cosine && self.quantization != Quantization::I8
     }
@@ -236,24 +265,114 @@ impl VectorIndexConfig {
             self.expansion_add,
             self.quantization,
             if self.unit_vectors() { " unit=ip" } else { "" }
-        )
+        ) + if self.own_i8() { " i8=max127" } else { "" }
+    }
+
+    /// Whether the graph holds the vectors as signed bytes quantized here ([`quantize_i8`]):
+    /// `I8` under cosine, which does not see each vector's scale.
+    fn own_i8(&self) -> bool {
+        self.quantization == Quantization::I8 && self.similarity == Similarity::Cosine
     }
 
     /// `v` as the graph holds it: scaled to unit length under [`unit_vectors`](Self::unit_vectors)
-    /// (never zero there: cosine refuses zero vectors before this).
-    fn graph_form<'v>(&self, v: &'v [f32]) -> std::borrow::Cow<'v, [f32]> {
+    /// (never zero there: cosine refuses zero vectors before this); under `I8` with cosine,
+    /// quantized here ([`quantize_i8`]).
+    fn graph_form<'v>(&self, v: &'v [f32]) -> GraphVector<'v> {
+        if self.own_i8() {
+            return GraphVector::I8(quantize_i8(v));
+        }
         if !self.unit_vectors() {
-            return v.into();
+            return GraphVector::F32(v.into());
         }
         let norm = v
             .iter()
             .map(|x| f64::from(*x) * f64::from(*x))
             .sum::<f64>()
             .sqrt();
-        v.iter()
-            .map(|x| (f64::from(*x) / norm) as f32)
-            .collect::<Vec<_>>()
-            .into()
+        GraphVector::F32(
+            v.iter()
+                .map(|x| (f64::from(*x) / norm) as f32)
+                .collect::<Vec<_>>()
+                .into(),
+        )
+    }
+}
+
+/// `v` as signed bytes for a cosine graph, scaled so that its largest component is 127 and
+/// rounded. Cosine does not see the scale, so each vector gets its own, and all 255 levels
+/// go to the vector's own range. USearch's cast (which a float vector added to an `I8` graph
+/// goes through) divides by the vector's length instead and truncates: a unit 384-dim
+/// embedding's components (about 0.05 on average, 0.2 at most) then use about a fifth of the
+/// range, and its rankings lose recall (0.951 against 0.988 for `F16` at ef 64 on the bench's
+/// embeddings, bench/results/2026-11-29/vector). Non-finite components become 0 (no panic).
+fn quantize_i8(v: &[f32]) -> Vec<i8> {
+    let max = v
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0f64, |m, x| m.max(f64::from(x.abs())));
+    let scale = if max > 0.0 { 127.0 / max } else { 0.0 };
+    v.iter()
+        .map(|x| match x.is_finite() {
+            // Within [-127, 127] by the choice of scale; `as` saturates anyway.
+            true => (f64::from(*x) * scale).round() as i8,
+            false => 0,
+        })
+        .collect()
+}
+
+/// A vector as the graph holds it (the graph is told its scalar type by the slice's type).
+enum GraphVector<'v> {
+    F32(std::borrow::Cow<'v, [f32]>),
+    I8(Vec<i8>),
+}
+
+impl GraphVector<'_> {
+    fn add(&self, graph: &usearch::Index, label: u64) -> Result<(), VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.add(label, v),
+            GraphVector::I8(v) => graph.add(label, v),
+        }
+        .map_err(lib)
+    }
+
+    fn search(
+        &self,
+        graph: &usearch::Index,
+        k: usize,
+    ) -> Result<usearch::ffi::Matches, VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.search(v, k),
+            GraphVector::I8(v) => graph.search(v, k),
+        }
+        .map_err(lib)
+    }
+
+    fn filtered_search(
+        &self,
+        graph: &usearch::Index,
+        k: usize,
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<usearch::ffi::Matches, VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.filtered_search(v, k, keep),
+            GraphVector::I8(v) => graph.filtered_search(v, k, keep),
+        }
+        .map_err(lib)
+    }
+
+    /// The vector `graph` holds for `label`, in the graph's own form (`None`: not there).
+    fn of(
+        config: &VectorIndexConfig,
+        graph: &usearch::Index,
+        label: u64,
+    ) -> Result<Option<GraphVector<'static>>, VectorIndexError> {
+        Ok(if config.own_i8() {
+            let mut v = vec![0i8; config.dimension];
+            (graph.get(label, &mut v).map_err(lib)? == 1).then_some(GraphVector::I8(v))
+        } else {
+            let mut v = vec![0f32; config.dimension];
+            (graph.get(label, &mut v).map_err(lib)? == 1).then(|| GraphVector::F32(v.into()))
+        })
     }
 }
 
@@ -455,10 +574,7 @@ impl VectorIndex {
                 .map_err(lib)?;
         }
         let label = inner.next_label;
-        inner
-            .graph
-            .add(label, &self.config.graph_form(vector))
-            .map_err(lib)?;
+        self.config.graph_form(vector).add(&inner.graph, label)?;
         inner.next_label += 1;
         let hash = vector_hash(vector);
         inner
@@ -578,16 +694,15 @@ impl VectorIndex {
         let mut found: Vec<(f32, u64)> = Vec::new();
         if inner.graph.size() > 0 {
             let m = match &keep {
-                None => inner.graph.search(&query, k),
-                Some(_) => inner.graph.filtered_search(&query, k, live),
-            }
-            .map_err(lib)?;
+                None => query.search(&inner.graph, k)?,
+                Some(_) => query.filtered_search(&inner.graph, k, live)?,
+            };
             found.extend(m.distances.iter().copied().zip(m.keys.iter().copied()));
         }
         for seg in &inner.segments {
             // A segment holds the rows removed or replaced since its save too: its walk skips
             // them (and whatever `keep` refuses).
-            let m = seg.graph.filtered_search(&query, k, live).map_err(lib)?;
+            let m = query.filtered_search(&seg.graph, k, live)?;
             found.extend(m.distances.iter().copied().zip(m.keys.iter().copied()));
         }
         if !inner.segments.is_empty() {
@@ -732,6 +847,64 @@ mod tests {
         }
     }
 
+    /// Signed bytes scaled per vector: the largest component becomes ±127 and the rest are
+    /// rounded at that scale; non-finite components become 0.
+    #[test]
+    fn i8_quantization_uses_the_whole_range() {
+        assert_eq!(quantize_i8(&[0.25, -0.5, 0.125]), vec![64, -127, 32]);
+        assert_eq!(
+            quantize_i8(&[f32::NAN, 2.0, f32::INFINITY, -1.0]),
+            vec![0, 127, 0, -64]
+        );
+        assert_eq!(quantize_i8(&[0.0; 3]), vec![0; 3]);
+    }
+
+    /// An `I8` cosine graph's `candidates(10)` nearest rows, re-ranked by their exact scores
+    /// (what the read path does with the rows' stored vectors), hold the true top 10 (here
+    /// 1.0 against 0.976 for the graph's own top 10).
+    #[test]
+    fn i8_cosine_candidates_reranked_exactly_keep_recall() {
+        let (n, nq, dim) = (3000, 50, 96);
+        let all = data(n, nq, dim, 0x1808);
+        let (base, queries) = all.split_at(n);
+        let mut config = VectorIndexConfig::new(dim, Similarity::Cosine);
+        config.quantization = Quantization::I8;
+        let want = config.candidates(10);
+        assert!(want > 10);
+        let index = VectorIndex::new(config).unwrap();
+        for (i, v) in base.iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        let (mut raw, mut reranked) = (0, 0);
+        for q in queries {
+            let truth = brute_force(Similarity::Cosine, base, q, 10);
+            let got = index.search(q, want).unwrap();
+            assert_eq!(got.len(), want);
+            raw += got[..10]
+                .iter()
+                .filter(|h| truth.contains(&h.primary_key))
+                .count();
+            let mut exact: Vec<(f32, Vec<u8>)> = got
+                .into_iter()
+                .map(|h| {
+                    let i = u32::from_be_bytes(h.primary_key[..].try_into().unwrap()) as usize;
+                    (Similarity::Cosine.score(q, &base[i]), h.primary_key)
+                })
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            reranked += exact[..10]
+                .iter()
+                .filter(|(_, pk)| truth.contains(pk))
+                .count();
+        }
+        let recall = |hits: usize| hits as f64 / (10 * queries.len()) as f64;
+        let (raw, reranked) = (recall(raw), recall(reranked));
+        assert!(
+            reranked >= 0.98 && reranked >= raw,
+            "recall@10 {raw} -> {reranked}"
+        );
+    }
+
     /// Many more concurrent searches than USearch has search contexts: each waits for one
     /// instead of failing with "Reserve capacity ahead of searches".
     #[test]
@@ -801,7 +974,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((c.dimension, c.similarity), (3, Similarity::Cosine));
-        assert_eq!(c.quantization, Quantization::F16);
+        assert_eq!(c.quantization, Quantization::I8);
         let opts = [
             ("similarity_function", "dot_product"),
             ("optimize_for", "Recall"),

@@ -3,7 +3,7 @@
 //! format and the graph files it names (see the parent module's "Persistence" and "Memory").
 
 use super::{
-    key_cost, lib, Inner, SearchGate, Segment, Slot, VectorIndex, VectorIndexConfig,
+    key_cost, lib, GraphVector, Inner, SearchGate, Segment, Slot, VectorIndex, VectorIndexConfig,
     VectorIndexError, SEARCH_THREADS,
 };
 use std::collections::HashMap;
@@ -115,12 +115,12 @@ impl VectorIndex {
             if merged.len() < 2 {
                 return Ok(0);
             }
-            let mut rows: Vec<(u64, Vec<f32>)> = Vec::new();
+            let mut rows = Vec::new();
             for &label in inner.keys.keys() {
                 if let Some(seg) = merged.iter().find(|s| s.graph.contains(label)) {
-                    // Stored as the graph holds it (unit length under cosine): added as is.
-                    let mut v = vec![0f32; self.config.dimension];
-                    if seg.graph.get(label, &mut v).map_err(lib)? == 1 {
+                    // Read and added in the graph's own form (unit length under cosine, the
+                    // signed bytes under `I8`), so nothing is quantized twice.
+                    if let Some(v) = GraphVector::of(&self.config, &seg.graph, label)? {
                         rows.push((label, v));
                     }
                 }
@@ -133,7 +133,7 @@ impl VectorIndex {
             .reserve_capacity_and_threads(rows.len().max(1), SEARCH_THREADS)
             .map_err(lib)?;
         for (label, v) in &rows {
-            graph.add(*label, v).map_err(lib)?;
+            v.add(&graph, *label)?;
         }
         drop(rows);
         let file = write_graph(&graph, dir)?;
@@ -497,6 +497,7 @@ mod tests {
     use super::*;
     use crate::similarity::Similarity;
     use crate::vector_index::tests::{data, pk};
+    use crate::vector_index::{quantize_i8, Quantization};
     use std::path::PathBuf;
 
     /// An index spilled to disk answers as it did, then keeps taking writes in its delta:
@@ -660,6 +661,45 @@ mod tests {
         // Cleared (TRUNCATE): back in memory, empty.
         loaded.clear().unwrap();
         assert!(!loaded.is_on_disk() && loaded.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An `I8` graph's segments merge in their own form: the merged graph holds each row's
+    /// bytes exactly as they were quantized at insert (not turned back into floats and
+    /// quantized again), and a reload serves them.
+    #[test]
+    fn i8_segments_merge_without_requantizing() {
+        let dir = std::env::temp_dir().join(format!("pg-vidx-i8-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let dim = 24;
+        let all = data(400, 0, dim, 0x18);
+        let mut cfg = VectorIndexConfig::new(dim, Similarity::Cosine);
+        cfg.quantization = Quantization::I8;
+        let index = VectorIndex::new(cfg.clone()).unwrap();
+        for (i, v) in all[..200].iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        index.spill(&dir, 0).unwrap();
+        for (i, v) in all.iter().enumerate().skip(200) {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        index.save(&dir, 0).unwrap();
+        assert_eq!(index.segment_count(), 2);
+        assert_eq!(index.merge_segments(&dir, 5, u64::MAX).unwrap(), 2);
+        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
+        assert_eq!((covers, loaded.segment_count(), loaded.len()), (5, 1, 400));
+        for ix in [&index, &loaded] {
+            let inner = ix.read();
+            assert_eq!(inner.segments.len(), 1);
+            for (i, v) in all.iter().enumerate() {
+                let label = inner.labels[&pk(i)].label;
+                let held = GraphVector::of(&cfg, &inner.segments[0].graph, label).unwrap();
+                assert!(
+                    matches!(held, Some(GraphVector::I8(b)) if b == quantize_i8(v)),
+                    "row {i}"
+                );
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
