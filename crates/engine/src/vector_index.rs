@@ -14,14 +14,16 @@
 //! - Every label in the graph maps to exactly one primary key and back (`keys`/`labels`);
 //!   a removed key's label is removed from the graph before the maps forget it.
 //! - Scores are Cassandra's similarity scores (higher is closer), computed from the graph's
-//!   distance; they may differ from `similarity_*` in the last bits (SIMD summation order).
-//!   A caller that must print Cassandra's exact score recomputes it with
+//!   distance; they may differ from `similarity_*` in the last bits (SIMD summation order),
+//!   or by up to about 0.001 under `I8` (see [`VectorIndexConfig::candidates`]). A caller
+//!   that must rank or print Cassandra's exact score recomputes it with
 //!   [`crate::similarity::Similarity::score`] on the row's stored vector.
 //! - Cosine refuses all-zero vectors (they have no direction), on insert and on search.
 //! - Nothing here panics on bad input; every failure is a [`VectorIndexError`].
 //!
 //! # Persistence
-//! [`VectorIndex::save`] writes the graph to a file of its own, then commits by renaming the
+//! (In the `persist` submodule, with [`VectorIndex::spill`], [`VectorIndex::merge_segments`]
+//! and the key map's format.) [`VectorIndex::save`] writes the graph to a file of its own, then commits by renaming the
 //! key map into place: settings, the caller's `covers` number, the graph file's name, length
 //! and CRC, and every key with its label and a hash of its vector. A crash anywhere leaves the
 //! previous save or the new one, whole. [`VectorIndex::load`] refuses anything that does not
@@ -83,10 +85,11 @@
 //! vector into a cosine index is a WriteFailure there (an internal error); here
 //! [`VectorIndexError::ZeroVector`].
 
+mod persist;
+
 use crate::similarity::Similarity;
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::RwLock;
 use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 
@@ -181,15 +184,15 @@ impl VectorIndexConfig {
                 _ => {}
             }
         }
-        // Under cosine the graph holds unit vectors (every component within [-1, 1]), which
-        // half-precision floats keep to about three digits: enough to choose the candidates,
-        // whose rows are scored from their stored vectors anyway. Measured on the bench's
-        // 20,000 real 384-dim embeddings (bench/results/2026-11-29/vector, ef 128): the same
-        // recall@10 (0.9966) at 1.12x the queries per server CPU second, and half the graph's
-        // memory. Not for the other similarities: their vectors are not scaled, and a
-        // component beyond f16's 65,504 would become infinite.
+        // Under cosine the graph holds each vector as signed bytes scaled to its own largest
+        // component ([`quantize_i8`]): a quarter of f32's bytes, and USearch's i8 angular kernel
+        // (integer dot products, VNNI) instead of converting half-precision floats at every
+        // comparison, which was 46% of an ANN query's server CPU. The rows' stored vectors
+        // re-rank the candidates exactly ([`candidates`](Self::candidates)). Measured on the
+        // bench's 20,000 real 384-dim embeddings (bench/results/2026-11-29/vector-i8). Not for
+        // the other similarities: their vectors' scale counts.
         if config.similarity == Similarity::Cosine {
-            config.quantization = Quantization::F16;
+            config.quantization = Quantization::I8;
         }
         Ok(Some(config))
     }
@@ -215,11 +218,39 @@ impl VectorIndexConfig {
         }
     }
 
+    /// How many of the graph's nearest rows to ask for so that an exact re-rank (by the rows'
+    /// stored vectors) of those within [`rerank_margin`](Self::rerank_margin) of the `k`-th
+    /// finds the `k` nearest: `2k` for an `I8` graph, whose scores are off by up to about
+    /// 0.001 (so the true 10th can be its 11th or 12th), else `k`. On the bench's 20,000
+    /// embeddings, brute force over the bytes: recall@10 0.9958 from the top 10 alone, 1.0
+    /// from the top 20 re-ranked (bench/results/2026-11-29/vector-i8).
+    pub fn candidates(&self, k: usize) -> usize {
+        if self.own_i8() {
+            k.saturating_mul(2)
+        } else {
+            k
+        }
+    }
+
+    /// How far below the `k`-th candidate's graph score (Cassandra's score units, higher is
+    /// closer) a candidate can be and still be among the `k` nearest by its exact score: 0
+    /// unless the graph is `I8`. 0.003 is three times the largest error of the `I8` scores
+    /// measured on the bench's 20,000 embeddings and 1,000 queries (0.0010; 0.0002 on
+    /// average), so a query reads about 11.4 rows for LIMIT 10 rather than 20.
+    pub fn rerank_margin(&self) -> f32 {
+        if self.own_i8() {
+            0.003
+        } else {
+            0.0
+        }
+    }
+
     /// Whether the graph holds unit-length copies of the vectors and ranks them by inner
     /// product: for cosine, which then is the inner product, at a third of the arithmetic
     /// of USearch's angular metric (it computes both norms at every comparison; measured:
-    /// bench/results/2026-11-29/vector). Not under `I8`, whose quantization has its own
-    /// treatment of cosine.
+    /// bench/results/2026-11-29/vector). Not under `I8`: [`quantize_i8`] scales each vector
+    /// itself, and the graph ranks by cosine (its i8 kernel computes the norms in the same
+    /// integer pass).
     fn unit_vectors(&self) -> bool {
         self.similarity == Similarity::Cosine && self.quantization != Quantization::I8
     }
@@ -234,24 +265,114 @@ impl VectorIndexConfig {
             self.expansion_add,
             self.quantization,
             if self.unit_vectors() { " unit=ip" } else { "" }
-        )
+        ) + if self.own_i8() { " i8=max127" } else { "" }
+    }
+
+    /// Whether the graph holds the vectors as signed bytes quantized here ([`quantize_i8`]):
+    /// `I8` under cosine, which does not see each vector's scale.
+    fn own_i8(&self) -> bool {
+        self.quantization == Quantization::I8 && self.similarity == Similarity::Cosine
     }
 
     /// `v` as the graph holds it: scaled to unit length under [`unit_vectors`](Self::unit_vectors)
-    /// (never zero there: cosine refuses zero vectors before this).
-    fn graph_form<'v>(&self, v: &'v [f32]) -> std::borrow::Cow<'v, [f32]> {
+    /// (never zero there: cosine refuses zero vectors before this); under `I8` with cosine,
+    /// quantized here ([`quantize_i8`]).
+    fn graph_form<'v>(&self, v: &'v [f32]) -> GraphVector<'v> {
+        if self.own_i8() {
+            return GraphVector::I8(quantize_i8(v));
+        }
         if !self.unit_vectors() {
-            return v.into();
+            return GraphVector::F32(v.into());
         }
         let norm = v
             .iter()
             .map(|x| f64::from(*x) * f64::from(*x))
             .sum::<f64>()
             .sqrt();
-        v.iter()
-            .map(|x| (f64::from(*x) / norm) as f32)
-            .collect::<Vec<_>>()
-            .into()
+        GraphVector::F32(
+            v.iter()
+                .map(|x| (f64::from(*x) / norm) as f32)
+                .collect::<Vec<_>>()
+                .into(),
+        )
+    }
+}
+
+/// `v` as signed bytes for a cosine graph, scaled so that its largest component is 127 and
+/// rounded. Cosine does not see the scale, so each vector gets its own, and all 255 levels
+/// go to the vector's own range. USearch's cast (which a float vector added to an `I8` graph
+/// goes through) divides by the vector's length instead and truncates: a unit 384-dim
+/// embedding's components (about 0.05 on average, 0.2 at most) then use about a fifth of the
+/// range, and its rankings lose recall (0.951 against 0.988 for `F16` at ef 64 on the bench's
+/// embeddings, bench/results/2026-11-29/vector). Non-finite components become 0 (no panic).
+fn quantize_i8(v: &[f32]) -> Vec<i8> {
+    let max = v
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0f64, |m, x| m.max(f64::from(x.abs())));
+    let scale = if max > 0.0 { 127.0 / max } else { 0.0 };
+    v.iter()
+        .map(|x| match x.is_finite() {
+            // Within [-127, 127] by the choice of scale; `as` saturates anyway.
+            true => (f64::from(*x) * scale).round() as i8,
+            false => 0,
+        })
+        .collect()
+}
+
+/// A vector as the graph holds it (the graph is told its scalar type by the slice's type).
+enum GraphVector<'v> {
+    F32(std::borrow::Cow<'v, [f32]>),
+    I8(Vec<i8>),
+}
+
+impl GraphVector<'_> {
+    fn add(&self, graph: &usearch::Index, label: u64) -> Result<(), VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.add(label, v),
+            GraphVector::I8(v) => graph.add(label, v),
+        }
+        .map_err(lib)
+    }
+
+    fn search(
+        &self,
+        graph: &usearch::Index,
+        k: usize,
+    ) -> Result<usearch::ffi::Matches, VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.search(v, k),
+            GraphVector::I8(v) => graph.search(v, k),
+        }
+        .map_err(lib)
+    }
+
+    fn filtered_search(
+        &self,
+        graph: &usearch::Index,
+        k: usize,
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<usearch::ffi::Matches, VectorIndexError> {
+        match self {
+            GraphVector::F32(v) => graph.filtered_search(v, k, keep),
+            GraphVector::I8(v) => graph.filtered_search(v, k, keep),
+        }
+        .map_err(lib)
+    }
+
+    /// The vector `graph` holds for `label`, in the graph's own form (`None`: not there).
+    fn of(
+        config: &VectorIndexConfig,
+        graph: &usearch::Index,
+        label: u64,
+    ) -> Result<Option<GraphVector<'static>>, VectorIndexError> {
+        Ok(if config.own_i8() {
+            let mut v = vec![0i8; config.dimension];
+            (graph.get(label, &mut v).map_err(lib)? == 1).then_some(GraphVector::I8(v))
+        } else {
+            let mut v = vec![0f32; config.dimension];
+            (graph.get(label, &mut v).map_err(lib)? == 1).then(|| GraphVector::F32(v.into()))
+        })
     }
 }
 
@@ -340,18 +461,6 @@ fn key_cost(pk: &[u8]) -> usize {
 }
 
 impl Inner {
-    /// The files of the segments, as a key map names them.
-    fn saved_files(&self) -> Vec<SavedFile> {
-        self.segments
-            .iter()
-            .map(|s| SavedFile {
-                name: s.file.clone(),
-                len: s.len,
-                crc: s.crc,
-            })
-            .collect()
-    }
-
     /// Forgets `label`'s vector: removed from the in-memory graph when it is there; in a
     /// segment it stays, dead (no longer in `keys`, so searches skip it).
     fn drop_label(&mut self, label: u64) -> Result<(), VectorIndexError> {
@@ -405,11 +514,6 @@ impl Drop for SearchSlot<'_> {
         self.0.freed.notify_one();
     }
 }
-
-const KEYS_FILE: &str = "keys.bin";
-/// `PGVIDX03`: the key map names a list of graph files and whether they are served from
-/// disk (`PGVIDX02` named one graph file; such a save is rebuilt from the table).
-const KEYS_MAGIC: &[u8; 8] = b"PGVIDX03";
 
 impl VectorIndex {
     /// An empty index.
@@ -470,10 +574,7 @@ impl VectorIndex {
                 .map_err(lib)?;
         }
         let label = inner.next_label;
-        inner
-            .graph
-            .add(label, &self.config.graph_form(vector))
-            .map_err(lib)?;
+        self.config.graph_form(vector).add(&inner.graph, label)?;
         inner.next_label += 1;
         let hash = vector_hash(vector);
         inner
@@ -593,16 +694,15 @@ impl VectorIndex {
         let mut found: Vec<(f32, u64)> = Vec::new();
         if inner.graph.size() > 0 {
             let m = match &keep {
-                None => inner.graph.search(&query, k),
-                Some(_) => inner.graph.filtered_search(&query, k, live),
-            }
-            .map_err(lib)?;
+                None => query.search(&inner.graph, k)?,
+                Some(_) => query.filtered_search(&inner.graph, k, live)?,
+            };
             found.extend(m.distances.iter().copied().zip(m.keys.iter().copied()));
         }
         for seg in &inner.segments {
             // A segment holds the rows removed or replaced since its save too: its walk skips
             // them (and whatever `keep` refuses).
-            let m = seg.graph.filtered_search(&query, k, live).map_err(lib)?;
+            let m = query.filtered_search(&seg.graph, k, live)?;
             found.extend(m.distances.iter().copied().zip(m.keys.iter().copied()));
         }
         if !inner.segments.is_empty() {
@@ -661,466 +761,6 @@ impl VectorIndex {
     pub fn in_memory_len(&self) -> usize {
         self.read().graph.size()
     }
-
-    /// From now on serves the index from saved files under `dir`: saves it (the in-memory
-    /// graph becomes the first segment, memory-mapped, and its heap is freed), and every later
-    /// [`save`](Self::save) writes the rows indexed since as a segment of their own. Only the
-    /// key maps and the rows since the last save stay on the heap.
-    pub fn spill(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
-        self.write()?.on_disk = true;
-        self.save(dir, covers)
-    }
-
-    /// Writes the index to `dir` (created if missing) so that a crash at any point leaves the
-    /// previous save or this one, whole: the graph goes to a file of its own, fsynced, then the
-    /// key map (settings, `covers`, the graph files' names, lengths and checksums, and every
-    /// key with its label and vector hash) is renamed into place, which commits the save;
-    /// graph files it does not name are removed after. `covers` is the caller's, returned by
-    /// [`load`](Self::load).
-    ///
-    /// In memory, the graph is copied to memory under the read lock (writes wait only for
-    /// that copy) and written out after it, so a save needs the graph's size again in memory
-    /// while it runs. On disk ([`spill`](Self::spill)), the rows indexed since the last save
-    /// are written as one more segment, under the write lock (writes and searches wait for
-    /// that file), and served mapped from then on; earlier segments are not rewritten.
-    pub fn save(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
-        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-        if self.read().on_disk {
-            return self.save_on_disk(dir, covers);
-        }
-        let inner = self.read();
-        let mut graph = vec![0u8; inner.graph.serialized_length()];
-        inner.graph.save_to_buffer(&mut graph).map_err(lib)?;
-        let map = KeyMap::of(&inner);
-        drop(inner);
-        let name = graph_file_name();
-        write_synced(&dir.join(&name), &[&graph])?;
-        let file = SavedFile {
-            len: graph.len() as u64,
-            crc: crc32fast::hash(&graph),
-            name,
-        };
-        drop(graph);
-        commit(dir, &self.config, covers, false, &[file], &map)
-    }
-
-    fn save_on_disk(&self, dir: &Path, covers: u64) -> Result<(), VectorIndexError> {
-        let mut inner = self.write()?;
-        if inner.graph.size() > 0 {
-            let file = write_graph(&inner.graph, dir)?;
-            let segment = view_segment(&self.config, dir, file)?;
-            inner.segments.push(segment);
-            // The delta's heap goes with it.
-            inner.graph = usearch::Index::new(&self.config.options()).map_err(lib)?;
-        }
-        let files = inner.saved_files();
-        let map = KeyMap::of(&inner);
-        drop(inner);
-        commit(dir, &self.config, covers, true, &files, &map)
-    }
-
-    /// On disk: merges the newest segments into one while their files together take at most
-    /// `max_bytes` (at least two of them), keeping only their live rows under the same labels,
-    /// so that the small segments that clean shutdowns and saves of small deltas leave do not
-    /// pile up (each costs every search a walk). The merged graph is built in memory from the
-    /// vectors the segments hold (at most `max_bytes` of them, outside the index's lock),
-    /// written and mapped, then swapped in and committed under `covers`. Returns how many
-    /// segments went into it (0: nothing to merge).
-    pub fn merge_segments(
-        &self,
-        dir: &Path,
-        covers: u64,
-        max_bytes: u64,
-    ) -> Result<usize, VectorIndexError> {
-        let (names, rows) = {
-            let inner = self.read();
-            if !inner.on_disk {
-                return Ok(0);
-            }
-            let (mut first, mut total) = (inner.segments.len(), 0);
-            while first > 0 && total + inner.segments[first - 1].len <= max_bytes {
-                first -= 1;
-                total += inner.segments[first].len;
-            }
-            let merged = &inner.segments[first..];
-            if merged.len() < 2 {
-                return Ok(0);
-            }
-            let mut rows: Vec<(u64, Vec<f32>)> = Vec::new();
-            for &label in inner.keys.keys() {
-                if let Some(seg) = merged.iter().find(|s| s.graph.contains(label)) {
-                    // Stored as the graph holds it (unit length under cosine): added as is.
-                    let mut v = vec![0f32; self.config.dimension];
-                    if seg.graph.get(label, &mut v).map_err(lib)? == 1 {
-                        rows.push((label, v));
-                    }
-                }
-            }
-            let names: Vec<String> = merged.iter().map(|s| s.file.clone()).collect();
-            (names, rows)
-        };
-        let graph = usearch::Index::new(&self.config.options()).map_err(lib)?;
-        graph
-            .reserve_capacity_and_threads(rows.len().max(1), SEARCH_THREADS)
-            .map_err(lib)?;
-        for (label, v) in &rows {
-            graph.add(*label, v).map_err(lib)?;
-        }
-        drop(rows);
-        let file = write_graph(&graph, dir)?;
-        drop(graph);
-        let path = dir.join(&file.name);
-        let segment = view_segment(&self.config, dir, file)?;
-        let mut inner = self.write()?;
-        // Saves come after (they append), never between: the merged ones are where they were.
-        let Some(first) = inner.segments.iter().position(|s| s.file == names[0]) else {
-            let _ = std::fs::remove_file(&path);
-            return Ok(0);
-        };
-        let same = inner.segments[first..]
-            .iter()
-            .zip(&names)
-            .all(|(s, n)| &s.file == n)
-            && inner.segments.len() >= first + names.len();
-        if !same {
-            let _ = std::fs::remove_file(&path);
-            return Ok(0);
-        }
-        inner
-            .segments
-            .splice(first..first + names.len(), std::iter::once(segment));
-        let files = inner.saved_files();
-        // Rows indexed since the last save are in no file: the key map leaves them out (a
-        // catch-up after a crash re-indexes them).
-        let map = KeyMap::of_saved(&inner);
-        drop(inner);
-        commit(dir, &self.config, covers, true, &files, &map)?;
-        Ok(names.len())
-    }
-
-    /// Reads an index saved by [`save`](Self::save) with the same settings, and the `covers`
-    /// number it was saved with. Any mismatch or damage is [`VectorIndexError::Unusable`]:
-    /// rebuild from the table then. An index saved on disk, or whose graph file is larger
-    /// than `memory_limit` bytes, is served from its files (as after [`spill`](Self::spill));
-    /// any other is loaded into memory.
-    pub fn load(
-        dir: &Path,
-        config: VectorIndexConfig,
-        memory_limit: usize,
-    ) -> Result<(VectorIndex, u64), VectorIndexError> {
-        let unusable = |reason: &str| VectorIndexError::Unusable {
-            dir: dir.to_path_buf(),
-            reason: reason.to_string(),
-        };
-        let keys_path = dir.join(KEYS_FILE);
-        let raw = std::fs::read(&keys_path).map_err(|source| VectorIndexError::Io {
-            path: keys_path.clone(),
-            source,
-        })?;
-        let (Some(magic), Some(crc)) = (raw.get(..8), raw.get(8..12)) else {
-            return Err(unusable("key map truncated"));
-        };
-        if magic != KEYS_MAGIC {
-            return Err(unusable("key map has an unknown format"));
-        }
-        let body = &raw[12..];
-        if crc32fast::hash(body).to_be_bytes() != crc {
-            return Err(unusable("key map checksum mismatch"));
-        }
-        let mut r = Cursor { b: body, pos: 0 };
-        let fp = r.bytes().ok_or_else(|| unusable("key map truncated"))?;
-        if fp != config.fingerprint().as_bytes() {
-            return Err(unusable("saved with other index settings"));
-        }
-        let (Some(covers), Some(on_disk), Some(nfiles)) = (r.u64(), r.take(1), r.u64()) else {
-            return Err(unusable("key map truncated"));
-        };
-        let mut files = Vec::new();
-        for _ in 0..nfiles {
-            let (Some(name), Some(len), Some(crc)) = (r.bytes(), r.u64(), r.u64()) else {
-                return Err(unusable("key map truncated"));
-            };
-            let name = std::str::from_utf8(name)
-                .ok()
-                .filter(|n| n.starts_with("graph-") && !n.contains(['/', '\\']))
-                .ok_or_else(|| unusable("key map names no graph file"))?;
-            let (got_len, got_crc) = file_crc(&dir.join(name))?;
-            if got_len != len || u64::from(got_crc) != crc {
-                return Err(unusable("graph file does not match its key map"));
-            }
-            files.push(SavedFile {
-                name: name.to_string(),
-                len,
-                crc: got_crc,
-            });
-        }
-        let (Some(next_label), Some(count)) = (r.u64(), r.u64()) else {
-            return Err(unusable("key map truncated"));
-        };
-        let mut labels = HashMap::new();
-        let mut keys = HashMap::new();
-        let mut key_bytes = 0;
-        for _ in 0..count {
-            let (Some(label), Some(hash), Some(pk)) = (r.u64(), r.u64(), r.bytes()) else {
-                return Err(unusable("key map truncated"));
-            };
-            labels.insert(pk.to_vec(), Slot { label, hash });
-            keys.insert(label, pk.to_vec());
-            key_bytes += key_cost(pk);
-        }
-        if labels.len() != keys.len() {
-            return Err(unusable("key map repeats a key or a label"));
-        }
-        let total: u64 = files.iter().map(|f| f.len).sum();
-        let on_disk = on_disk != [0] || files.len() != 1 || total > memory_limit as u64;
-        let graph = usearch::Index::new(&config.options()).map_err(lib)?;
-        let mut segments = Vec::new();
-        if on_disk {
-            for f in files {
-                segments.push(view_segment(&config, dir, f)?);
-            }
-        } else {
-            let path = dir.join(&files[0].name);
-            let path = path.to_str().ok_or_else(|| unusable("path is not UTF-8"))?;
-            graph
-                .load(path)
-                .map_err(|e| unusable(&format!("graph unreadable: {e}")))?;
-            let capacity = graph.capacity().max(graph.size());
-            graph
-                .reserve_capacity_and_threads(capacity, SEARCH_THREADS)
-                .map_err(lib)?;
-            if graph.size() != keys.len() || graph.dimensions() != config.dimension {
-                return Err(unusable("graph and key map disagree"));
-            }
-        }
-        // Every live key's vector is in a graph (a segment also holds dead ones).
-        if on_disk
-            && !keys
-                .keys()
-                .all(|l| segments.iter().any(|s| s.graph.contains(*l)))
-        {
-            return Err(unusable("graph files and key map disagree"));
-        }
-        let index = VectorIndex {
-            config,
-            inner: RwLock::new(Inner {
-                graph,
-                segments,
-                on_disk,
-                labels,
-                keys,
-                next_label,
-                key_bytes,
-            }),
-            gate: SearchGate::default(),
-        };
-        Ok((index, covers))
-    }
-}
-
-/// A graph file a key map names.
-struct SavedFile {
-    name: String,
-    len: u64,
-    crc: u32,
-}
-
-/// The key map as a save writes it: every key with its label and vector hash.
-struct KeyMap {
-    entries: Vec<u8>,
-    next_label: u64,
-    count: u64,
-}
-
-impl KeyMap {
-    fn of(inner: &Inner) -> KeyMap {
-        Self::of_where(inner, |_| true)
-    }
-
-    /// The keys whose vectors are in saved files (not in the in-memory delta).
-    fn of_saved(inner: &Inner) -> KeyMap {
-        Self::of_where(inner, |label| {
-            !inner.on_disk || !inner.graph.contains(label)
-        })
-    }
-
-    fn of_where(inner: &Inner, keep: impl Fn(u64) -> bool) -> KeyMap {
-        let mut entries = Vec::new();
-        let mut count = 0u64;
-        for (pk, slot) in inner.labels.iter().filter(|(_, s)| keep(s.label)) {
-            count += 1;
-            entries.extend_from_slice(&slot.label.to_be_bytes());
-            entries.extend_from_slice(&slot.hash.to_be_bytes());
-            put_bytes(&mut entries, pk);
-        }
-        KeyMap {
-            entries,
-            next_label: inner.next_label,
-            count,
-        }
-    }
-}
-
-/// Writes `graph` to a fresh file of `dir` (USearch's `save`, straight to the file) and
-/// fsyncs it.
-fn write_graph(graph: &usearch::Index, dir: &Path) -> Result<SavedFile, VectorIndexError> {
-    let name = graph_file_name();
-    let path = dir.join(&name);
-    let path_str = path.to_str().ok_or_else(|| VectorIndexError::Unusable {
-        dir: dir.to_path_buf(),
-        reason: "path is not UTF-8".into(),
-    })?;
-    graph.save(path_str).map_err(lib)?;
-    std::fs::File::open(&path)
-        .and_then(|f| f.sync_all())
-        .map_err(io_error(&path))?;
-    let (len, crc) = file_crc(&path)?;
-    Ok(SavedFile { name, len, crc })
-}
-
-/// A fresh graph file name (never one an earlier save used).
-fn graph_file_name() -> String {
-    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("graph-{nanos:016x}-{n}.usearch")
-}
-
-/// Writes the key map naming `files` and renames it into place (the commit of a save), then
-/// removes the graph files it does not name (earlier saves', or a save a crash cut short).
-fn commit(
-    dir: &Path,
-    config: &VectorIndexConfig,
-    covers: u64,
-    on_disk: bool,
-    files: &[SavedFile],
-    map: &KeyMap,
-) -> Result<(), VectorIndexError> {
-    let mut body = Vec::new();
-    put_bytes(&mut body, config.fingerprint().as_bytes());
-    body.extend_from_slice(&covers.to_be_bytes());
-    body.push(u8::from(on_disk));
-    body.extend_from_slice(&(files.len() as u64).to_be_bytes());
-    for f in files {
-        put_bytes(&mut body, f.name.as_bytes());
-        body.extend_from_slice(&f.len.to_be_bytes());
-        body.extend_from_slice(&u64::from(f.crc).to_be_bytes());
-    }
-    body.extend_from_slice(&map.next_label.to_be_bytes());
-    body.extend_from_slice(&map.count.to_be_bytes());
-    body.extend_from_slice(&map.entries);
-    let keys_tmp = dir.join(format!("{KEYS_FILE}.tmp"));
-    let crc = crc32fast::hash(&body).to_be_bytes();
-    write_synced(&keys_tmp, &[KEYS_MAGIC, &crc, &body])?;
-    let keys_path = dir.join(KEYS_FILE);
-    std::fs::rename(&keys_tmp, &keys_path).map_err(io_error(&keys_tmp))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))?;
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let file = e.file_name();
-            let file = file.to_string_lossy();
-            if file.starts_with("graph-") && !files.iter().any(|f| f.name == file) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Maps the saved graph `file` of `dir` as a segment (USearch's `view`), with a search
-/// context for each of [`SEARCH_THREADS`].
-fn view_segment(
-    config: &VectorIndexConfig,
-    dir: &Path,
-    file: SavedFile,
-) -> Result<Segment, VectorIndexError> {
-    let unusable = |reason: String| VectorIndexError::Unusable {
-        dir: dir.to_path_buf(),
-        reason,
-    };
-    let path = dir.join(&file.name);
-    let path = path
-        .to_str()
-        .ok_or_else(|| unusable("path is not UTF-8".into()))?;
-    let graph = usearch::Index::new(&config.options()).map_err(lib)?;
-    // The view keeps the thread count reserved before it.
-    graph
-        .reserve_capacity_and_threads(0, SEARCH_THREADS)
-        .map_err(lib)?;
-    graph
-        .view(path)
-        .map_err(|e| unusable(format!("graph unreadable: {e}")))?;
-    if graph.dimensions() != config.dimension {
-        return Err(unusable("graph and key map disagree".into()));
-    }
-    Ok(Segment {
-        file: file.name,
-        len: file.len,
-        crc: file.crc,
-        graph,
-    })
-}
-
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> VectorIndexError {
-    let path = path.to_path_buf();
-    move |source| VectorIndexError::Io { path, source }
-}
-
-/// Creates `path` with `parts` and fsyncs it.
-fn write_synced(path: &Path, parts: &[&[u8]]) -> Result<(), VectorIndexError> {
-    let mut f = std::fs::File::create(path).map_err(io_error(path))?;
-    for p in parts {
-        f.write_all(p).map_err(io_error(path))?;
-    }
-    f.sync_all().map_err(io_error(path))
-}
-
-/// The length and CRC-32 of a file, read in chunks.
-fn file_crc(path: &Path) -> Result<(u64, u32), VectorIndexError> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(io_error(path))?;
-    let mut h = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut len = 0u64;
-    loop {
-        let n = f.read(&mut buf).map_err(io_error(path))?;
-        if n == 0 {
-            return Ok((len, h.finalize()));
-        }
-        h.update(&buf[..n]);
-        len += n as u64;
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
-    out.extend_from_slice(b);
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
-        self.pos += n;
-        Some(s)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = u32::from_be_bytes(self.take(4)?.try_into().ok()?);
-        self.take(n as usize)
-    }
 }
 
 #[cfg(test)]
@@ -1147,7 +787,7 @@ mod tests {
 
     /// Clustered vectors (not uniform: real embeddings cluster), the first `n` the data and
     /// the rest queries.
-    fn data(n: usize, queries: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    pub(super) fn data(n: usize, queries: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut r = Rng(seed);
         let centers: Vec<Vec<f32>> = (0..20)
             .map(|_| (0..dim).map(|_| r.gauss()).collect())
@@ -1160,7 +800,7 @@ mod tests {
             .collect()
     }
 
-    fn pk(i: usize) -> Vec<u8> {
+    pub(super) fn pk(i: usize) -> Vec<u8> {
         (i as u32).to_be_bytes().to_vec()
     }
 
@@ -1205,6 +845,64 @@ mod tests {
             let recall = hits as f64 / (10 * queries.len()) as f64;
             assert!(recall >= 0.95, "{f:?}: recall@10 {recall}");
         }
+    }
+
+    /// Signed bytes scaled per vector: the largest component becomes ±127 and the rest are
+    /// rounded at that scale; non-finite components become 0.
+    #[test]
+    fn i8_quantization_uses_the_whole_range() {
+        assert_eq!(quantize_i8(&[0.25, -0.5, 0.125]), vec![64, -127, 32]);
+        assert_eq!(
+            quantize_i8(&[f32::NAN, 2.0, f32::INFINITY, -1.0]),
+            vec![0, 127, 0, -64]
+        );
+        assert_eq!(quantize_i8(&[0.0; 3]), vec![0; 3]);
+    }
+
+    /// An `I8` cosine graph's `candidates(10)` nearest rows, re-ranked by their exact scores
+    /// (what the read path does with the rows' stored vectors), hold the true top 10 (here
+    /// 1.0 against 0.976 for the graph's own top 10).
+    #[test]
+    fn i8_cosine_candidates_reranked_exactly_keep_recall() {
+        let (n, nq, dim) = (3000, 50, 96);
+        let all = data(n, nq, dim, 0x1808);
+        let (base, queries) = all.split_at(n);
+        let mut config = VectorIndexConfig::new(dim, Similarity::Cosine);
+        config.quantization = Quantization::I8;
+        let want = config.candidates(10);
+        assert!(want > 10);
+        let index = VectorIndex::new(config).unwrap();
+        for (i, v) in base.iter().enumerate() {
+            index.upsert(&pk(i), v).unwrap();
+        }
+        let (mut raw, mut reranked) = (0, 0);
+        for q in queries {
+            let truth = brute_force(Similarity::Cosine, base, q, 10);
+            let got = index.search(q, want).unwrap();
+            assert_eq!(got.len(), want);
+            raw += got[..10]
+                .iter()
+                .filter(|h| truth.contains(&h.primary_key))
+                .count();
+            let mut exact: Vec<(f32, Vec<u8>)> = got
+                .into_iter()
+                .map(|h| {
+                    let i = u32::from_be_bytes(h.primary_key[..].try_into().unwrap()) as usize;
+                    (Similarity::Cosine.score(q, &base[i]), h.primary_key)
+                })
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            reranked += exact[..10]
+                .iter()
+                .filter(|(_, pk)| truth.contains(pk))
+                .count();
+        }
+        let recall = |hits: usize| hits as f64 / (10 * queries.len()) as f64;
+        let (raw, reranked) = (recall(raw), recall(reranked));
+        assert!(
+            reranked >= 0.98 && reranked >= raw,
+            "recall@10 {raw} -> {reranked}"
+        );
     }
 
     /// Many more concurrent searches than USearch has search contexts: each waits for one
@@ -1276,7 +974,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((c.dimension, c.similarity), (3, Similarity::Cosine));
-        assert_eq!(c.quantization, Quantization::F16);
+        assert_eq!(c.quantization, Quantization::I8);
         let opts = [
             ("similarity_function", "dot_product"),
             ("optimize_for", "Recall"),
@@ -1374,253 +1072,5 @@ mod tests {
             })
         ));
         assert!(index.search(&[1.0, 2.0], 0).unwrap().is_empty());
-    }
-
-    /// An index spilled to disk answers as it did, then keeps taking writes in its delta:
-    /// new rows are found, removed and replaced ones never come back from the segments, each
-    /// save adds a segment and empties the delta, the heap shrinks, and a load (kill -9 or
-    /// not) serves the same segments.
-    #[test]
-    fn spilled_index_serves_from_segments_plus_delta_exactly() {
-        let dir = std::env::temp_dir().join(format!("pg-vidx-disk-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let (n, dim) = (3000, 32);
-        let all = data(n + 600, 40, dim, 0xd15c);
-        let cfg = VectorIndexConfig::new(dim, Similarity::Cosine);
-        let index = VectorIndex::new(cfg.clone()).unwrap();
-        for (i, v) in all[..n].iter().enumerate() {
-            index.upsert(&pk(i), v).unwrap();
-        }
-        let queries = &all[n + 600..];
-        let before: Vec<_> = queries
-            .iter()
-            .map(|q| index.search(q, 10).unwrap())
-            .collect();
-        let heap_before = index.memory_bytes();
-        index.spill(&dir, 0).unwrap();
-        assert!(index.is_on_disk());
-        assert_eq!((index.segment_count(), index.in_memory_len()), (1, 0));
-        let heap_after = index.memory_bytes();
-        assert!(
-            heap_after * 4 < heap_before,
-            "heap {heap_before} -> {heap_after}"
-        );
-        let after: Vec<_> = queries
-            .iter()
-            .map(|q| index.search(q, 10).unwrap())
-            .collect();
-        assert_eq!(before, after, "the mapped graph is the graph");
-
-        // Writes after the spill: 600 new rows, in two saves; rows 0..200 removed, 200..400
-        // moved to the new rows' vectors (so they compete with them).
-        let mut base: Vec<Option<Vec<f32>>> = all[..n].iter().cloned().map(Some).collect();
-        for (i, v) in all[n..n + 300].iter().enumerate() {
-            index.upsert(&pk(n + i), v).unwrap();
-            base.push(Some(v.clone()));
-        }
-        index.save(&dir, 0).unwrap();
-        assert_eq!((index.segment_count(), index.in_memory_len()), (2, 0));
-        for (i, slot) in base.iter_mut().enumerate().take(200) {
-            assert!(index.remove(&pk(i)).unwrap());
-            *slot = None;
-        }
-        for i in 200..400 {
-            let v = all[n + 300 + i - 200].clone();
-            index.upsert(&pk(i), &v).unwrap();
-            base[i] = Some(v);
-        }
-        for (i, v) in all[n + 500..n + 600].iter().enumerate() {
-            index.upsert(&pk(n + 300 + i), v).unwrap();
-            base.push(Some(v.clone()));
-        }
-        assert_eq!(index.len(), n + 400 - 200);
-        assert_eq!(index.in_memory_len(), 300);
-        let check = |index: &VectorIndex| {
-            let mut hits = 0;
-            for q in queries {
-                let mut scored: Vec<(f32, usize)> = base
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| Some((Similarity::Cosine.score(q, v.as_ref()?), i)))
-                    .collect();
-                scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-                let truth: Vec<Vec<u8>> = scored[..10].iter().map(|(_, i)| pk(*i)).collect();
-                let got = index.search(q, 10).unwrap();
-                assert_eq!(got.len(), 10);
-                assert!(got.windows(2).all(|w| w[0].score >= w[1].score));
-                for h in &got {
-                    let i = u32::from_be_bytes(h.primary_key[..].try_into().unwrap()) as usize;
-                    let v = base[i].as_ref().expect("a removed row came back");
-                    assert!(
-                        (h.score - Similarity::Cosine.score(q, v)).abs() < 1e-4,
-                        "row {i} ranked by a vector it no longer has"
-                    );
-                }
-                hits += got
-                    .iter()
-                    .filter(|h| truth.contains(&h.primary_key))
-                    .count();
-            }
-            // Each moved or new row is its own nearest neighbour.
-            for i in [200, 399, n, n + 299, n + 300, n + 399] {
-                let v = base[i].as_ref().unwrap();
-                assert_eq!(index.search(v, 1).unwrap()[0].primary_key, pk(i), "row {i}");
-            }
-            hits as f64 / (10 * queries.len()) as f64
-        };
-        let recall = check(&index);
-        assert!(recall >= 0.95, "recall@10 {recall}");
-        // Loaded from the last save (as after a kill -9): the delta's 300 rows are not in it
-        // (the caller's catch-up re-indexes them); the removals made before it are.
-        let (loaded, _) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
-        assert!(loaded.is_on_disk() && loaded.segment_count() == 2);
-        assert_eq!(loaded.len(), n + 300);
-        index.save(&dir, 7).unwrap();
-        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
-        assert_eq!(
-            (covers, loaded.segment_count(), loaded.len()),
-            (7, 3, n + 200)
-        );
-        assert!(check(&loaded) >= 0.95);
-        // Concurrent searches on the mapped segments, more than USearch's contexts.
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..2 * SEARCH_THREADS)
-                .map(|t| {
-                    let (loaded, q) = (&loaded, &queries[t % queries.len()]);
-                    s.spawn(move || {
-                        (0..5).all(|_| loaded.search(q, 10).is_ok_and(|h| h.len() == 10))
-                    })
-                })
-                .collect();
-            for h in handles {
-                assert!(h.join().unwrap());
-            }
-        });
-        // Filtered searches apply to every segment.
-        let even = loaded
-            .search_where(&queries[0], 10, |pk| pk[3] % 2 == 0)
-            .unwrap();
-        assert!(even.len() == 10 && even.iter().all(|h| h.primary_key[3] % 2 == 0));
-        let graphs = || -> Vec<PathBuf> {
-            std::fs::read_dir(&dir)
-                .unwrap()
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("graph-"))
-                .map(|e| e.path())
-                .collect()
-        };
-        assert_eq!(graphs().len(), 3);
-        // Merged: nothing when the files take more than allowed, else one segment of the
-        // live rows under their labels, the same answers, and one file left.
-        assert_eq!(loaded.merge_segments(&dir, 8, 1000).unwrap(), 0);
-        loaded.upsert(&pk(n + 1000), &all[0]).unwrap();
-        assert_eq!(loaded.merge_segments(&dir, 8, u64::MAX).unwrap(), 3);
-        assert_eq!((loaded.segment_count(), loaded.in_memory_len()), (1, 1));
-        assert!(loaded.remove(&pk(n + 1000)).unwrap());
-        assert!(check(&loaded) >= 0.95);
-        assert_eq!(graphs().len(), 1);
-        let (merged, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
-        assert_eq!(
-            (covers, merged.segment_count(), merged.len()),
-            (8, 1, n + 200)
-        );
-        assert!(check(&merged) >= 0.95);
-        drop(merged);
-        // A damaged graph file is refused.
-        let graph = graphs().remove(0);
-        let bytes = std::fs::read(&graph).unwrap();
-        std::fs::write(&graph, &bytes[..bytes.len() / 2]).unwrap();
-        assert!(matches!(
-            VectorIndex::load(&dir, cfg.clone(), usize::MAX),
-            Err(VectorIndexError::Unusable { .. })
-        ));
-        // Cleared (TRUNCATE): back in memory, empty.
-        loaded.clear().unwrap();
-        assert!(!loaded.is_on_disk() && loaded.is_empty());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn save_load_and_view_round_trip_and_damage_is_refused() {
-        let dir = std::env::temp_dir().join(format!("pg-vidx-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let cfg = VectorIndexConfig::new(8, Similarity::DotProduct);
-        let index = VectorIndex::new(cfg.clone()).unwrap();
-        let all = data(500, 5, 8, 7);
-        for (i, v) in all[..500].iter().enumerate() {
-            index.upsert(&pk(i), v).unwrap();
-        }
-        index.save(&dir, 42).unwrap();
-        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
-        assert_eq!(covers, 42);
-        assert_eq!(loaded.len(), 500);
-        assert!(loaded.holds(&pk(3), &all[3]).is_some() && loaded.holds(&pk(3), &all[4]).is_none());
-        let four = loaded.holds(&pk(4), &all[4]).expect("saved with row 4");
-        assert_eq!(loaded.retain(|l| l != four).unwrap(), 1);
-        assert!(loaded.holds(&pk(4), &all[4]).is_none() && loaded.len() == 499);
-        loaded.upsert(&pk(4), &all[4]).unwrap();
-        for q in &all[500..] {
-            assert_eq!(index.search(q, 10).unwrap(), loaded.search(q, 10).unwrap());
-        }
-        loaded.upsert(&pk(1000), &all[0]).unwrap();
-        // Loaded under a smaller memory limit than its file: served from it, mapped.
-        let (view, _) = VectorIndex::load(&dir, cfg.clone(), 1000).unwrap();
-        assert!(view.is_on_disk() && view.segment_count() == 1 && view.in_memory_len() == 0);
-        assert_eq!(
-            view.search(&all[501], 3).unwrap(),
-            index.search(&all[501], 3).unwrap()
-        );
-        drop(view);
-        let other = VectorIndexConfig::new(8, Similarity::Cosine);
-        assert!(matches!(
-            VectorIndex::load(&dir, other, usize::MAX),
-            Err(VectorIndexError::Unusable { .. })
-        ));
-        // A second save replaces the first whole: one graph file is left.
-        index.save(&dir, 43).unwrap();
-        let graphs = || -> Vec<PathBuf> {
-            std::fs::read_dir(&dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.to_string_lossy().ends_with(".usearch"))
-                .collect()
-        };
-        assert_eq!(graphs().len(), 1);
-        assert_eq!(
-            VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap().1,
-            43
-        );
-        // What a kill -9 in the middle of a save leaves (the new graph file written, the new
-        // key map not yet renamed into place): the last whole save loads, and the next save
-        // removes the stray file.
-        std::fs::write(dir.join("graph-ffff-0.usearch"), b"half a graph").unwrap();
-        std::fs::write(dir.join(format!("{KEYS_FILE}.tmp")), b"PGVIDX03 half").unwrap();
-        let (loaded, covers) = VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap();
-        assert_eq!((covers, loaded.len()), (43, 500));
-        index.save(&dir, 44).unwrap();
-        assert_eq!(graphs().len(), 1);
-        assert_eq!(
-            VectorIndex::load(&dir, cfg.clone(), usize::MAX).unwrap().1,
-            44
-        );
-        // A graph file cut short (or not the one the key map names) is refused.
-        let graph = graphs().remove(0);
-        let bytes = std::fs::read(&graph).unwrap();
-        std::fs::write(&graph, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(matches!(
-            VectorIndex::load(&dir, cfg.clone(), usize::MAX),
-            Err(VectorIndexError::Unusable { .. })
-        ));
-        std::fs::write(&graph, &bytes).unwrap();
-        let keys = dir.join(KEYS_FILE);
-        let mut raw = std::fs::read(&keys).unwrap();
-        let last = raw.len() - 1;
-        raw[last] ^= 1;
-        std::fs::write(&keys, &raw).unwrap();
-        assert!(matches!(
-            VectorIndex::load(&dir, cfg, usize::MAX),
-            Err(VectorIndexError::Unusable { .. })
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

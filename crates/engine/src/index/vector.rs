@@ -876,6 +876,33 @@ mod tests {
         r
     }
 
+    /// A cosine graph holds its vectors as bytes, whose rounding can order two rows closer
+    /// than a byte step the wrong way round: the read asks it for twice LIMIT candidates and
+    /// ranks those by their stored vectors, so the answer is the exact one.
+    #[test]
+    fn cosine_graph_candidates_are_ranked_by_their_stored_vectors() {
+        let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+        let e = Engine::open(store, node()).unwrap();
+        e.set_vector_exact_below(0);
+        exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        exec(&e, "CREATE TABLE t (k int PRIMARY KEY, v vector<float, 3>)");
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai'");
+        for k in 10..60 {
+            let x = k as f32 * 0.1;
+            exec(
+                &e,
+                &format!("INSERT INTO t (k, v) VALUES ({k}, [-1.0, {x}, 1.0])"),
+            );
+        }
+        // Row 1 is 0.0049 rad from the query, row 2 0.0040; in the graph row 1 is [127, 0, 0]
+        // (exactly the query's direction) and row 2 [127, 1, 0].
+        exec(&e, "INSERT INTO t (k, v) VALUES (1, [1.0, 0.0035, 0.0035])");
+        exec(&e, "INSERT INTO t (k, v) VALUES (2, [1.0, 0.004, 0.0])");
+        let query = "SELECT k FROM t ORDER BY v ANN OF [1.0, 0.0, 0.0] LIMIT 1";
+        assert_eq!(exact_keys(&e, query), ["2"]);
+        assert_eq!(keys(&e, query), ["2"]);
+    }
+
     /// The graph path (forced with `exact_below` 0) re-checks every hit: deleted, overwritten
     /// and expired rows never come back, the search goes deeper when they are dropped, and a
     /// reopened engine rebuilds the graph from the table.

@@ -7,7 +7,12 @@
 //! the whole table below `exact_below` rows: exact, like Cassandra on small data), or, for an
 //! unrestricted query on a larger table, the graph's nearest rows: each hit is read from
 //! storage and checked (live, TTL, vector present) like any row, and when checks drop rows
-//! the graph is asked for twice as many until `k` rows pass or it is exhausted.
+//! the graph is asked for twice as many until `k` rows pass or it is exhausted. A quantized
+//! graph's scores are approximate: it is asked for more candidates than `k`
+//! ([`candidates`](crate::vector_index::VectorIndexConfig::candidates)) and only those
+//! within its [`rerank_margin`](crate::vector_index::VectorIndexConfig::rerank_margin) of
+//! the `k`-th are read (the others only when checks dropped rows); the stored vectors' exact
+//! scores then pick the `k`.
 
 use super::{RowView, SelectRun};
 use crate::index::ann::{limit_too_large, MAX_ANN_LIMIT, NO_LIMIT_MSG};
@@ -117,7 +122,9 @@ impl SelectRun<'_> {
         }
         let k = usize::try_from(ann.limit).unwrap_or(usize::MAX);
         let query = ann.query.clone();
-        let mut want = k.max(1);
+        let config = graph.index.config();
+        let margin = config.rerank_margin();
+        let mut want = config.candidates(k.max(1)).min(total);
         loop {
             let hits = graph
                 .index
@@ -126,7 +133,18 @@ impl SelectRun<'_> {
             if let Some(m) = self.merge.as_mut() {
                 m.rows.clear();
             }
-            for h in &hits {
+            // The hits come best first by the graph's score; under a quantized graph only
+            // those within the margin of the k-th can be among the k nearest by their stored
+            // vectors. The rest are read only when checks dropped rows.
+            let close = hits.get(k.max(1) - 1).map_or(hits.len(), |kth| {
+                hits.iter()
+                    .take_while(|h| h.score >= kth.score - margin)
+                    .count()
+            });
+            for (i, h) in hits.iter().enumerate() {
+                if i == close && self.merge.as_ref().map_or(0, |m| m.rows.len()) >= k {
+                    break;
+                }
                 let Some(d) = keys::decode_key(&h.primary_key) else {
                     continue;
                 };
