@@ -8,6 +8,7 @@ Needs the peregrine binary (as test_durability.py); skipped without one.
 """
 
 import os
+import time
 
 import pytest
 from cassandra.cluster import Cluster
@@ -28,6 +29,19 @@ def server(tmp_path):
     s.kill()
 
 
+def wait_for_cores(server, timeout=30):
+    """The core threads start once the accept loop runs, just after the port opens: waits for
+    the line that says they serve."""
+    log = os.path.join(server.root, "peregrine.1.log")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(log, errors="replace") as f:
+            if "thread_per_core: connections served on" in f.read():
+                return
+        time.sleep(0.05)
+    pytest.fail(f"no 'thread_per_core: connections served on' line in {timeout}s")
+
+
 def core_threads(pid):
     names = []
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -38,6 +52,7 @@ def core_threads(pid):
 
 def test_drivers_work_on_per_core_runtimes(server):
     cpus = len(os.sched_getaffinity(server.proc.pid))
+    wait_for_cores(server)
     assert len(core_threads(server.proc.pid)) == cpus
     clusters = [Cluster(["127.0.0.1"], port=server.port) for _ in range(3)]
     try:
@@ -87,5 +102,4 @@ def test_sigterm_with_open_connections_exits_cleanly(server):
     finally:
         cluster.shutdown()
     with open(os.path.join(server.root, "peregrine.1.log"), errors="replace") as f:
-        log = f.read()
-    assert "thread_per_core: connections served on" in log
+        assert "thread_per_core: connections served on" in f.read()
