@@ -13,7 +13,8 @@
 //! has its own blocking pool for `spawn_blocking`.
 //!
 //! # Invariants
-//! - A connection is assigned round robin at accept time and never moves.
+//! - A connection is assigned round robin at accept time and never moves; its socket is
+//!   registered with its core's reactor.
 //! - Dropping [`Cores`] stops the runtimes: tasks still on them are dropped (the server drops
 //!   it only after the shutdown grace period).
 
@@ -21,8 +22,10 @@ use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use tokio::net::TcpStream;
 use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
+use tokio_util::task::TaskTracker;
 
 /// The per-core runtimes; connections are handed to them with [`Cores::spawn`].
 pub(crate) struct Cores {
@@ -83,13 +86,37 @@ impl Cores {
         self.handles.len()
     }
 
-    /// Runs `connection` on the next runtime, round robin.
-    pub(crate) fn spawn<F>(&self, connection: F)
+    /// Serves the accepted `socket` with `serve` on the next runtime, round robin, as a task
+    /// `tracker` counts from now on. The socket moves to that runtime's reactor (accepted by
+    /// the accept loop, it was registered with that loop's runtime), so its readiness wakes
+    /// the core's thread alone instead of passing through the accept loop's runtime.
+    pub(crate) fn serve<F, Fut>(&self, socket: TcpStream, tracker: &TaskTracker, serve: F)
+    where
+        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("thread_per_core: a connection dropped: {e}");
+                return;
+            }
+        };
+        self.spawn(tracker.track_future(async move {
+            match TcpStream::from_std(socket) {
+                Ok(s) => serve(s).await,
+                Err(e) => tracing::warn!("thread_per_core: a connection dropped: {e}"),
+            }
+        }));
+    }
+
+    /// Runs `task` on the next runtime, round robin.
+    fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
-        self.handles[i].spawn(connection);
+        self.handles[i].spawn(task);
     }
 }
 

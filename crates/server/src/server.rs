@@ -274,30 +274,7 @@ pub async fn run_with_admin<B: Backend>(
             handshake_deadline: Instant::now() + handshake_timeout,
             tls: None,
         };
-        // Under thread_per_core the socket moves to the reactor of the core runtime that
-        // serves it (accepted here, it is the accept loop's), so its readiness wakes that
-        // thread alone instead of passing through this runtime's.
-        let socket = match &cores {
-            None => Handoff::Here(socket),
-            Some(_) => match socket.into_std() {
-                Ok(s) => Handoff::Moved(s),
-                Err(e) => {
-                    tracing::warn!("connection {id} from {addr} dropped: {e}");
-                    continue;
-                }
-            },
-        };
-        let connection = tracker.track_future(async move {
-            let socket = match socket {
-                Handoff::Here(s) => s,
-                Handoff::Moved(s) => match TcpStream::from_std(s) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!("connection {id} from {addr} dropped: {e}");
-                        return;
-                    }
-                },
-            };
+        let serve = move |socket: TcpStream| async move {
             let deadline = accepted.handshake_deadline;
             let transport = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -322,11 +299,11 @@ pub async fn run_with_admin<B: Backend>(
             }
             drop(permit);
             drop(counted);
-        });
+        };
         match &cores {
-            Some(cores) => cores.spawn(connection),
+            Some(cores) => cores.serve(socket, &tracker, serve),
             None => {
-                tokio::spawn(connection);
+                tokio::spawn(tracker.track_future(serve(socket)));
             }
         }
     }
@@ -345,14 +322,6 @@ pub async fn run_with_admin<B: Backend>(
     shared.backend.shutdown().await;
     // Every entry queued so far reaches the file before the process exits.
     let _ = tokio::task::spawn_blocking(move || audit.disable()).await;
-}
-
-/// An accepted socket on its way to the task that serves it.
-enum Handoff {
-    /// Registered with this runtime's reactor, served on this runtime.
-    Here(TcpStream),
-    /// Out of any reactor, to be registered by the per-core runtime that serves it.
-    Moved(std::net::TcpStream),
 }
 
 /// How often the accept loop asks the backend whether it can serve ([`Backend::unavailable`]).
