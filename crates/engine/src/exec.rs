@@ -175,8 +175,9 @@ pub(crate) fn tuple_field(v: &[u8], pos: usize) -> Option<&[u8]> {
 pub(crate) struct RowSink {
     pub data: Vec<u8>,
     pub rows: usize,
-    /// Storage key of the last row emitted (for the paging state).
-    pub last_key: Vec<u8>,
+    /// Storage key of the last row emitted (for the paging state). Inline up to 64 bytes:
+    /// most keys fit, and a one-row read then allocates nothing for a state it never needs.
+    pub last_key: smallvec::SmallVec<[u8; 64]>,
 }
 
 impl RowSink {

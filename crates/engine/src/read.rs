@@ -22,6 +22,7 @@ use crate::plan::*;
 use crate::row::{Cell, Deletion, PartitionHeader, Row};
 use crate::token;
 use crate::{Engine, EngineError, Now, ResultSet};
+use bytes::Bytes;
 use proto::types::ColumnType;
 use std::borrow::Cow;
 use std::ops::Bound;
@@ -76,6 +77,14 @@ enum Flow {
     NextPartition,
     /// LIMIT reached or page full.
     Stop,
+}
+
+/// What became of one stored row (`SelectRun::visit_row`).
+enum Visit {
+    /// Not live, or filtered out.
+    Skipped,
+    /// Accepted (or the tombstone limit stopped the read): how to go on.
+    Accepted(Flow),
 }
 
 /// One row (or a partition's static-only row) as selectors see it.
@@ -500,7 +509,7 @@ impl<'a> SelectRun<'a> {
                 // once (growing a 256-byte start copied it), the slow path reserves 256.
                 data: Vec::new(),
                 rows: 0,
-                last_key: Vec::new(),
+                last_key: smallvec::SmallVec::new(),
             },
             next_state: None,
             last_listed: None,
@@ -893,7 +902,37 @@ impl<'a> SelectRun<'a> {
         }
         let row_prefix = keys::row_key(prefix, &[]);
         let mut matched_any = false;
-        for (a, b) in self.partition_ranges(&row_prefix) {
+        let strict = crate::view::strict_liveness(t);
+        // A point read (one interval of one fully specified row, or of a table without
+        // clustering columns) is one lookup, its value shared rather than copied, without
+        // the bounds a range needs.
+        let one_row = buffered.is_none()
+            && resume_key.is_none()
+            && self.point_read
+            && self.only_rows.is_none()
+            && matches!(self.ranges.as_slice(), [(s, e)] if e.as_ref().is_none_or(|e| e > s));
+        if one_row {
+            let clustering = &self.ranges[0].0;
+            let key = if clustering.is_empty() {
+                Cow::Borrowed(row_prefix.as_slice())
+            } else {
+                Cow::Owned(keys::row_key(prefix, clustering))
+            };
+            if let Some(value) = store.get_shared(&key)? {
+                match self.visit_row(&base, strict, &key, value, prefix)? {
+                    Visit::Skipped => {}
+                    Visit::Accepted(Flow::Go) => matched_any = true,
+                    Visit::Accepted(Flow::NextPartition) => return Ok(Flow::Go),
+                    Visit::Accepted(Flow::Stop) => return Ok(Flow::Stop),
+                }
+            }
+        }
+        let ranges = if one_row {
+            Vec::new()
+        } else {
+            self.partition_ranges(&row_prefix)
+        };
+        for (a, b) in ranges {
             let (mut lo, mut hi) = (Bound::Included(a.as_slice()), Bound::Excluded(b.as_slice()));
             if let Some(rk) = &resume_key {
                 if plan.reversed {
@@ -952,37 +991,13 @@ impl<'a> SelectRun<'a> {
                 } else {
                     store.scan(lo, hi, plan.reversed)
                 };
-            let strict = crate::view::strict_liveness(t);
             for item in items {
                 let (key, value) = item?;
-                crate::lane::row_read();
-                let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
-                if let Some(a) = &self.auths {
-                    row.hide(a);
-                }
-                let outer = header.deletion_for(&key[row_prefix.len()..]);
-                let live = row.is_live(now.secs, outer)
-                    && (!strict || crate::view::marker_live(&row, now.secs))
-                    && crate::collections::row_still_live(t, &row, now.secs, outer);
-                // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
-                if self.tally.row(&row, outer, now.secs, live).is_err() {
-                    return self.too_many_tombstones();
-                }
-                if !live
-                    || !passes_filters(t, &self.filters, &pk_parts, Some(&row), &header, outer, now)
-                {
-                    continue;
-                }
-                matched_any = true;
-                let view = RowView {
-                    row: Some(&row),
-                    outer,
-                    ..base
-                };
-                match self.accept(&view, &key, prefix)? {
-                    Flow::Go => {}
-                    Flow::NextPartition => return Ok(Flow::Go),
-                    Flow::Stop => return Ok(Flow::Stop),
+                match self.visit_row(&base, strict, &key, Bytes::from(value), prefix)? {
+                    Visit::Skipped => {}
+                    Visit::Accepted(Flow::Go) => matched_any = true,
+                    Visit::Accepted(Flow::NextPartition) => return Ok(Flow::Go),
+                    Visit::Accepted(Flow::Stop) => return Ok(Flow::Stop),
                 }
             }
         }
@@ -1016,7 +1031,7 @@ impl<'a> SelectRun<'a> {
         if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
             self.tally.rewind();
             self.next_state = Some(PagingState {
-                last_key: self.sink.last_key.clone(),
+                last_key: self.sink.last_key.to_vec(),
                 remaining: self.remaining,
                 in_partition: self.last_in_part,
             });
@@ -1030,6 +1045,53 @@ impl<'a> SelectRun<'a> {
     }
 
     /// One live, filtered row stored under `key` in the partition `prefix`.
+    /// One stored row of the partition `base` describes, stored under `key`: decoded (its
+    /// cells share `value`), cut to what the reader may see, counted for the tombstone
+    /// limits and, if live and past the filters, accepted.
+    fn visit_row(
+        &mut self,
+        base: &RowView,
+        strict: bool,
+        key: &[u8],
+        value: Bytes,
+        prefix: &[u8],
+    ) -> Result<Visit, EngineError> {
+        let (t, now) = (base.t, self.now);
+        crate::lane::row_read();
+        let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
+        if let Some(a) = &self.auths {
+            row.hide(a);
+        }
+        // The row prefix is the partition prefix and one byte (`keys::row_key`).
+        let outer = base.header.deletion_for(&key[prefix.len() + 1..]);
+        let live = row.is_live(now.secs, outer)
+            && (!strict || crate::view::marker_live(&row, now.secs))
+            && crate::collections::row_still_live(t, &row, now.secs, outer);
+        // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
+        if self.tally.row(&row, outer, now.secs, live).is_err() {
+            return self.too_many_tombstones().map(Visit::Accepted);
+        }
+        if !live
+            || !passes_filters(
+                t,
+                &self.filters,
+                base.pk_parts,
+                Some(&row),
+                base.header,
+                outer,
+                now,
+            )
+        {
+            return Ok(Visit::Skipped);
+        }
+        let view = RowView {
+            row: Some(&row),
+            outer,
+            ..*base
+        };
+        self.accept(&view, key, prefix).map(Visit::Accepted)
+    }
+
     fn accept(&mut self, view: &RowView, key: &[u8], prefix: &[u8]) -> Result<Flow, EngineError> {
         let plan = self.plan;
         let sel = match &plan.selection {
@@ -1200,7 +1262,7 @@ impl<'a> SelectRun<'a> {
             return;
         }
         self.next_state = Some(PagingState {
-            last_key: last.clone(),
+            last_key: last.to_vec(),
             remaining: self.remaining,
             in_partition: self.last_in_part,
         });

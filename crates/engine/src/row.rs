@@ -1097,7 +1097,8 @@ impl Row {
         Row::decode_shared(&Bytes::from(buf))
     }
 
-    fn decode_shared(shared: &Bytes) -> Result<Row, CorruptRow> {
+    /// Decodes a row whose cells share `shared` instead of copying out of it.
+    pub fn decode_shared(shared: &Bytes) -> Result<Row, CorruptRow> {
         let mut r = Reader {
             buf: shared,
             shared,

@@ -136,12 +136,16 @@ pub fn compose_partition_key(components: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// The components of a partition key, inline for up to four (a read splits its key once per
+/// partition; most keys have one component).
+pub type KeyParts<'a> = smallvec::SmallVec<[&'a [u8]; 4]>;
+
 /// Splits a compound partition key back into its components.
-pub fn split_partition_key(key: &[u8], n: usize) -> Option<Vec<&[u8]>> {
+pub fn split_partition_key(key: &[u8], n: usize) -> Option<KeyParts<'_>> {
     if n == 1 {
-        return Some(vec![key]);
+        return Some(smallvec::smallvec![key]);
     }
-    let mut out = Vec::with_capacity(n);
+    let mut out = KeyParts::with_capacity(n);
     let mut rest = key;
     for _ in 0..n {
         if rest.len() < 2 {
@@ -191,7 +195,7 @@ mod tests {
         let k = compose_partition_key(&[b"ab", &[1, 2, 3]]);
         assert_eq!(k, vec![0, 2, b'a', b'b', 0, 0, 3, 1, 2, 3, 0]);
         let parts = split_partition_key(&k, 2).unwrap();
-        assert_eq!(parts, vec![&b"ab"[..], &[1, 2, 3][..]]);
+        assert_eq!(parts[..], [&b"ab"[..], &[1, 2, 3][..]]);
         assert!(split_partition_key(&k[..5], 2).is_none());
     }
 

@@ -684,17 +684,31 @@ impl LocalBackend {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
                     (r, plan)
                 };
-                let work = async {
-                    if let Some(rate) = rate {
-                        self.scans.run(self.engine.clone(), rate, run).await
-                    } else {
-                        self.run(level, heavy, run).await
-                    }
-                };
-                let (r, plan) = scheduler::within(limit, started, kind, x.params.consistency, work)
+                let (r, plan) = if rate.is_none() && level.is_none() && !heavy {
+                    // Nothing to wait for (no scan lane, service level or blocking work): the
+                    // plan runs here. This future then holds no scheduler state: the awaits
+                    // below are boxed, since every request's future is built and moved whole
+                    // a few times, so its size is paid by each point read.
+                    run(&self.engine)
+                } else {
+                    let work = async {
+                        if let Some(rate) = rate {
+                            self.scans.run(self.engine.clone(), rate, run).await
+                        } else {
+                            self.run(level, heavy, run).await
+                        }
+                    };
+                    Box::pin(scheduler::within(
+                        limit,
+                        started,
+                        kind,
+                        x.params.consistency,
+                        work,
+                    ))
                     .await
                     // A task that died hands no plan back: its error is the answer.
-                    .unwrap_or_else(|e| (Err(e), prep.snapshot()));
+                    .unwrap_or_else(|e| (Err(e), prep.snapshot()))
+                };
                 observe_prepared(&prep, &plan, ks.as_deref(), started);
                 let raised = run_warnings(&r);
                 let mut resp = outcome(r, skip);
@@ -751,9 +765,16 @@ impl LocalBackend {
                 let work = self.run(level, self.sync_writes, move |e| {
                     e.batch(kind, items, &opts, now)
                 });
-                let r = scheduler::within(limit, started, timed, b.consistency, work)
-                    .await
-                    .and_then(|x| x);
+                // Boxed, as the scheduler's wait in EXECUTE (see there).
+                let r = Box::pin(scheduler::within(
+                    limit,
+                    started,
+                    timed,
+                    b.consistency,
+                    work,
+                ))
+                .await
+                .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
                 let raised = run_warnings(&r);
                 with_warning(outcome(r, false), None, raised)

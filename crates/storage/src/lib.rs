@@ -144,6 +144,10 @@ pub enum SyncMode {
 /// The ordered byte map the engine runs on.
 pub trait Storage: Send + Sync + 'static {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// [`Storage::get`] without copying the value where the store can share its buffer.
+    fn get_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>> {
+        Ok(self.get(key)?.map(bytes::Bytes::from))
+    }
     /// Applies the batch atomically.
     fn write(&self, batch: WriteBatch) -> Result<()>;
     /// Items with keys in the range, in key order (descending when `reverse`).
@@ -574,6 +578,19 @@ impl Storage for LsmStorage {
                     self.shared.read_failed(open, &e);
                     Err(StorageError::from(e))
                 }
+            }
+        })
+    }
+
+    fn get_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>> {
+        if key.len() >= SPILL_AT {
+            return Ok(self.get(key)?.map(bytes::Bytes::from));
+        }
+        self.shared.with_open(|open| match open.data.get(key) {
+            Ok(v) => Ok(v.map(bytes::Bytes::from_owner)),
+            Err(e) => {
+                self.shared.read_failed(open, &e);
+                Err(StorageError::from(e))
             }
         })
     }

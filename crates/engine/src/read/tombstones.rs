@@ -479,7 +479,7 @@ impl super::SelectRun<'_> {
         if self.page.is_some_and(|p| self.sink.rows as u64 >= p) {
             self.tally.rewind();
             self.next_state = Some(PagingState {
-                last_key: self.sink.last_key.clone(),
+                last_key: self.sink.last_key.to_vec(),
                 remaining: self.remaining,
                 in_partition: self.last_in_part,
             });

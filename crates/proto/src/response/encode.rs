@@ -406,33 +406,13 @@ impl Response {
         compression: Option<Compression>,
         out: &mut BytesMut,
     ) {
-        let mut fl = 0u8;
-        let header_at = out.len();
-        let mut body = if compression.is_some() && version < ProtocolVersion::V5 {
-            BytesMut::new()
-        } else {
-            // Placeholder header; the length is patched below.
-            frame::encode_header(version, 0, stream, self.opcode(), 0, out);
-            out.split_off(out.len())
-        };
-        if let Some(id) = extras.tracing_id {
-            fl |= flags::TRACING;
-            body.put_slice(&id);
-        }
-        if !extras.warnings.is_empty() && version >= ProtocolVersion::V4 {
-            fl |= flags::WARNING;
-            wire::put_string_list(&mut body, &extras.warnings);
-        }
-        if !extras.custom_payload.is_empty() && version >= ProtocolVersion::V4 {
-            fl |= flags::CUSTOM_PAYLOAD;
-            wire::put_bytes_map(&mut body, &extras.custom_payload);
-        }
-        self.encode_body(version, &mut body);
         match compression {
             Some(c) if version < ProtocolVersion::V5 => {
+                let mut body = BytesMut::new();
+                let flags = self.encode_extras_and_body(version, extras, &mut body);
                 let env = Envelope {
                     version,
-                    flags: fl,
+                    flags,
                     stream,
                     opcode: self.opcode(),
                     body: body.freeze(),
@@ -440,11 +420,42 @@ impl Response {
                 frame::encode_envelope(&env, Some(c), out);
             }
             _ => {
-                let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
-                out.unsplit(body);
-                out[header_at + 1] = fl;
+                // The body is written in place after a placeholder header (no second buffer
+                // to join: splitting `out` would make it shared, an allocation per answer);
+                // the flags and length are patched in after.
+                let header_at = out.len();
+                frame::encode_header(version, 0, stream, self.opcode(), 0, out);
+                let body_at = out.len();
+                let flags = self.encode_extras_and_body(version, extras, out);
+                let len = u32::try_from(out.len() - body_at).unwrap_or(u32::MAX);
+                out[header_at + 1] = flags;
                 out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
             }
         }
+    }
+
+    /// Appends the envelope body: the extras its flags announce, then the message. Returns
+    /// the flags.
+    fn encode_extras_and_body(
+        &self,
+        version: ProtocolVersion,
+        extras: &ResponseExtras,
+        body: &mut BytesMut,
+    ) -> u8 {
+        let mut fl = 0u8;
+        if let Some(id) = extras.tracing_id {
+            fl |= flags::TRACING;
+            body.put_slice(&id);
+        }
+        if !extras.warnings.is_empty() && version >= ProtocolVersion::V4 {
+            fl |= flags::WARNING;
+            wire::put_string_list(body, &extras.warnings);
+        }
+        if !extras.custom_payload.is_empty() && version >= ProtocolVersion::V4 {
+            fl |= flags::CUSTOM_PAYLOAD;
+            wire::put_bytes_map(body, &extras.custom_payload);
+        }
+        self.encode_body(version, body);
+        fl
     }
 }
