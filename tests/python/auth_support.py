@@ -1,7 +1,9 @@
 """A Peregrine started with authentication on, for the auth tests (they need their own config,
 so they cannot use the shared endpoint of tests/conftest.py)."""
 
+import atexit
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -24,6 +26,12 @@ AUTH_CONFIG = (
 )
 
 
+# The servers' directories, removed when the test run ends (a server restarts on its own
+# directory, so no single test knows when it is done with it).
+_ROOTS = []
+atexit.register(lambda: [shutil.rmtree(r, ignore_errors=True) for r in _ROOTS])
+
+
 class AuthServer:
     """One Peregrine with PasswordAuthenticator + CassandraAuthorizer, restartable on the same
     port and data directory."""
@@ -34,6 +42,7 @@ class AuthServer:
             pytest.fail("no peregrine binary: build it (cargo build) or set PEREGRINE_BIN")
         self.binary = binary
         self.root = tempfile.mkdtemp(prefix="peregrine-auth-")
+        _ROOTS.append(self.root)
         self.port = _free_port()
         self.config = os.path.join(self.root, "peregrine.yaml")
         with open(self.config, "w") as f:
