@@ -16,9 +16,11 @@ use crate::EngineError;
 use cql::ast::{self, ArithOp, Literal, SelectorExpr as E, Term};
 use proto::types::ColumnType;
 
+mod collections;
 mod elements;
 mod names;
 
+pub(crate) use collections::collect;
 use elements::element_types;
 pub(crate) use elements::{element, slice};
 pub(crate) use names::term_text;
@@ -67,6 +69,7 @@ pub(crate) fn contains_aggregate(e: &E) -> bool {
         E::TypeHint { expr, .. } => contains_aggregate(expr),
         E::Element { expr, .. } | E::Slice { expr, .. } => contains_aggregate(expr),
         E::Operation { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::Collection(c) => c.items().into_iter().any(contains_aggregate),
         _ => false,
     }
 }
@@ -228,6 +231,10 @@ impl Builder<'_> {
                 self.check_columns(t, left)?;
                 self.check_columns(t, right)
             }
+            E::Collection(c) => c
+                .items()
+                .into_iter()
+                .try_for_each(|a| self.check_columns(t, a)),
             E::CountRows | E::Term(_) => Ok(()),
         }
     }
@@ -752,14 +759,23 @@ impl Builder<'_> {
             // The selector's value as is, of a type that takes it (Cassandra's
             // `isValueCompatibleWith`: anything into blob, ascii into text, ...).
             E::TypeHint { ty, expr } => {
-                let (sel, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                let ((sel, name, from), fits) = match &**expr {
+                    E::Collection(c) => self.collection_selector(t, expr, c, Some(&to), agg)?,
+                    _ => (self.selector(t, expr, agg)?, true),
+                };
                 let shown = format!("({}){name}", qualified_udts(ty, &t.keyspace));
                 // A hinted collection, tuple or UDT is frozen: a non-frozen (multi-cell)
                 // column is no value of it, as in Cassandra.
                 let multi_cell = matches!(&**expr, E::Column(c)
                     if t.column(c).is_some_and(|c| crate::exec::multi_cell_kind(c).is_some()));
-                if multi_cell || !crate::literal::receives(&to, &from) {
+                // A collection of selectors is checked item by item (`fits`); it takes the
+                // hint's type whatever its first item's.
+                let fits = match &**expr {
+                    E::Collection(_) => fits,
+                    _ => crate::literal::receives(&to, &from),
+                };
+                if multi_cell || !fits {
                     let hinted = match ty {
                         ast::CqlType::List(_)
                         | ast::CqlType::Set(_)
@@ -772,8 +788,18 @@ impl Builder<'_> {
                         "Cannot assign value {shown} to {shown} of type {hinted}"
                     )));
                 }
+                let sel = match (sel, &**expr) {
+                    (Selector::Expr(SelExpr::Collect { items, .. }), E::Collection(_)) => {
+                        Selector::Expr(SelExpr::Collect {
+                            items,
+                            ty: to.clone(),
+                        })
+                    }
+                    (sel, _) => sel,
+                };
                 (sel, shown, to)
             }
+            E::Collection(c) => self.collection_selector(t, e, c, None, agg)?.0,
             E::Term(term) => match term_as_selector(term) {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {
