@@ -112,6 +112,25 @@ fn term_as_selector(t: &Term) -> Option<E> {
     })
 }
 
+/// A literal list, set, map or tuple with a bind marker among its items, as the selector
+/// collection of its items.
+fn collection_of_markers(t: &Term) -> Option<ast::SelectorCollection> {
+    use ast::SelectorCollection as C;
+    let items = |v: &[Term]| v.iter().map(|i| E::Term(i.clone())).collect::<Vec<_>>();
+    let marker = |i: &Term| matches!(i, Term::Bind(_));
+    Some(match t {
+        Term::List(v) if v.iter().any(marker) => C::List(items(v)),
+        Term::Set(v) if v.iter().any(marker) => C::Set(items(v)),
+        Term::Tuple(v) if v.len() > 1 && v.iter().any(marker) => C::Tuple(items(v)),
+        Term::Map(v) if v.iter().any(|(k, x)| marker(k) || marker(x)) => C::Map(
+            v.iter()
+                .map(|(k, x)| (E::Term(k.clone()), E::Term(x.clone())))
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
 /// `(term)`: a parenthesized term parses as a one-element tuple.
 pub(crate) fn unparen(t: &Term) -> &Term {
     match t {
@@ -588,6 +607,22 @@ impl Builder<'_> {
                         return Err(EngineError::invalid("Invalid bind marker"));
                     };
                     return Ok((Selector::Bind(i), format!("({ty})?"), to));
+                }
+                // A literal collection or tuple holding markers (`(list<int>)[1, ?]`) is a
+                // selector of its items, each marker one of the element type, as in Cassandra.
+                if let Some(c) = collection_of_markers(term) {
+                    let e = E::Collection(c.clone());
+                    let ((sel, _, _), _) = self.collection_selector(t, &e, &c, Some(&to), agg)?;
+                    let sel = match sel {
+                        Selector::Expr(SelExpr::Collect { items, .. }) => {
+                            Selector::Expr(SelExpr::Collect {
+                                items,
+                                ty: to.clone(),
+                            })
+                        }
+                        other => other,
+                    };
+                    return Ok((sel, format!("({ty}){term}"), to));
                 }
                 let v = const_term(&to, term, self.now)?;
                 (Selector::Const(v), format!("({ty}){term}"), to)
