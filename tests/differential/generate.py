@@ -36,7 +36,10 @@ Each statement runs on A then on B, in a new keyspace `gen_<seed>_<random>` (the
 both servers, dropped at the end), and is compared: success vs error, error code and message
 text, column names and types, rows in order (IN over partitions: as a multiset), writetime()
 exactly when every write to the table carried USING TIMESTAMP (else null/not-null), ttl() within
-5 s. After a difference on a write or read, the table is truncated on both sides so one
+5 s. Now and then (from a random stream of its own, so the other statements stay what the seed
+gave before) it draws an expiry episode: 1-3 writes with USING TTL 1 or 2, then a wait until the
+wall clock is past the latest of their expiries plus a margin (both servers read this machine's
+clock; no sleep-and-hope), then a read of the table, so expired cells and rows are compared. After a difference on a write or read, the table is truncated on both sides so one
 divergence does not colour the rest; row differences are printed with the table's earlier
 writes, to find the one that diverged.
 
@@ -91,7 +94,7 @@ def draw_all(seed, count, n_tables, views=False):
     """The whole deterministic plan: (tables, ddl statements, dml/select statements)."""
     rng = random.Random(seed)
     udts, tables, ddl = draw_schema(rng, n_tables, views)
-    g = StatementGen(rng, tables, udts)
+    g = StatementGen(rng, tables, udts, seed)
     return tables, ddl, [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)]
 
 
@@ -139,9 +142,19 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     broken = {}     # table -> signature of its differing CREATE
     history = {}    # table -> [(feature, text)] of its writes since it was last truncated
 
+    expired_by = [0.0]   # wall time by which every expiring write so far has expired on both sides
+
     def one(stmt):
+        if stmt.wait_expiry:
+            runner.wait_until(expired_by[0])
+            return None
         oa = runner.execute(sa, stmt, ks)
         ob = runner.execute(sb, stmt, ks)
+        if stmt.expires:
+            # Both writes have been applied by now: each expires at most `expires` seconds
+            # after it (Cassandra counts whole seconds from its write, so earlier), on this
+            # machine's clock, which both servers read.
+            expired_by[0] = max(expired_by[0], time.time() + stmt.expires + runner.EXPIRY_MARGIN_S)
         for side, o, s in (("a", oa, sa), ("b", ob, sb)):
             if str(o.error).startswith("client:") or o.error == 0x000A:
                 # The driver failed (e.g. could not decode a result) and may have dropped the

@@ -23,6 +23,7 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @pages 3             run the statement with page size 3 and compare its pages too: the rows
                           in each and whether it says more pages follow (a paging state)
   -- @messages            compare the error message too, not only the code
+  -- @warnings            compare the client warnings of a success too (e.g. a BATCH's size)
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
                           reference refuses them (materialized_views_enabled off), the whole
@@ -93,7 +94,7 @@ def parse_scenario(path):
                 name, arg = m.group(1), m.group(2).strip()
                 if name == "sleep":
                     sleep += float(arg)
-                elif name in ("error", "unordered", "messages"):
+                elif name in ("error", "unordered", "messages", "warnings"):
                     pending[name] = True
                 elif name == "file-messages":
                     file_wide["messages"] = True
@@ -187,6 +188,7 @@ class Outcome:
     columns: list = None          # [(name, cql type)]
     rows: list = None             # list of tuples of normalized values
     pages: list = None            # with @pages: [(rows in the page, more pages follow)]
+    warnings: list = None         # the server's client warnings
 
 
 def _error_code(e):
@@ -265,7 +267,8 @@ def execute(session, text, ks, fetch_size, pages=False):
     names = rs.column_names or []
     types = [t.cql_parameterized_type() for t in (rs.column_types or [])]
     rows = [tuple(norm_value(v, ks) for v in row) for row in got]
-    return Outcome(columns=list(zip(names, types)), rows=rows, pages=seen)
+    warnings = [w.replace(ks, "$KS") for w in (rs.response_future.warnings or [])]
+    return Outcome(columns=list(zip(names, types)), rows=rows, pages=seen, warnings=warnings)
 
 
 def _close(a, b, tol):
@@ -294,6 +297,8 @@ def compare(stmt, oa, ob):
             diffs += ["error message differs:", f"  a: {_message(oa.error_text)[:300]}",
                       f"  b: {_message(ob.error_text)[:300]}"]
         return diffs
+    if stmt.directives.get("warnings") and oa.warnings != ob.warnings:
+        diffs.append(f"warnings differ:\n  a: {oa.warnings}\n  b: {ob.warnings}")
     if oa.columns != ob.columns:
         diffs.append(f"columns differ:\n  a: {oa.columns}\n  b: {ob.columns}")
         return diffs

@@ -39,6 +39,41 @@ def test_views_mode_is_deterministic_and_draws_views_reads_and_refusals():
         assert want in features, (want, sorted(features))
 
 
+def test_expiring_writes_come_in_episodes_that_end_with_a_wait_then_a_read():
+    episodes = 0
+    for seed in range(1, 11):
+        _, _, stmts = generate.draw_all(seed, 1000, 8)
+        for i, s in enumerate(stmts):
+            if s.wait_expiry:
+                episodes += 1
+                # Right before the wait: the episode's writes and nothing else, each with a
+                # short TTL and its own timestamp, none reading what it changes.
+                j = i
+                while j > 0 and stmts[j - 1].expires:
+                    j -= 1
+                    w = stmts[j]
+                    assert w.table == s.table and w.feature.startswith("expiring_"), w.text
+                    assert re.search(r" USING TTL [12] AND TIMESTAMP \d+ ", w.text + " "), w.text
+                    assert w.feature[len("expiring_"):] not in ("list_index_set", "list_remove")
+                assert j < i, "a wait without expiring writes before it"
+                assert not stmts[j - 1].expires
+                after = stmts[i + 1]
+                assert after.text == f"SELECT * FROM {s.table}" and after.feature == "select_after_expiry"
+        assert all(s.wait_expiry or not s.expires or s.feature.startswith("expiring_") for s in stmts)
+    assert episodes >= 10, episodes
+
+
+def test_expiry_episodes_leave_the_other_statements_as_the_seed_drew_them(monkeypatch):
+    from gen import statements
+    features = lambda: [s.feature for s in generate.draw_all(3, 500, 8)[2]]
+    with_episodes = features()
+    monkeypatch.setattr(statements, "EXPIRY_EPISODE", 0.0)
+    without = features()
+    assert any(f == "select_after_expiry" for f in with_episodes)
+    kept = [f for f in with_episodes if not f.startswith("expiring_") and f not in ("wait_expiry", "select_after_expiry")]
+    assert kept == without[:len(kept)]
+
+
 def test_different_seeds_draw_different_statements():
     assert plan_text(11) != plan_text(12)
 

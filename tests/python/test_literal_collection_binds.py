@@ -34,6 +34,14 @@ def lc(make_cluster, ks):
     ("SELECT collection_count({1, ?, ?}) FROM lc", (3, 2), 3),
     ("SELECT collection_min({5, ?}) FROM lc", (3,), 3),
     ("SELECT collection_max({'a', ?}) FROM lc", ("z",), "z"),
+    # Under a type hint each marker binds an element of the hinted type, a null one kept in a
+    # list (Cassandra 5.0.9 builds it as a selector of its items).
+    ("SELECT collection_count((list<int>)[1, ?]) FROM lc", (5,), 2),
+    ("SELECT collection_count((list<int>)[1, ?]) FROM lc", (None,), 2),
+    ("SELECT (list<int>)[1, ?] FROM lc", (5,), [1, 5]),
+    ("SELECT collection_max((set<text>){'a', ?}) FROM lc", ("b",), "b"),
+    ("SELECT (tuple<int, text>)(1, ?) FROM lc", ("a",), (1, "a")),
+    ("SELECT (map<int, text>){1: ?} FROM lc", ("a",), {1: "a"}),
 ])
 def test_a_bound_element_takes_the_lists_type(lc, query, values, expected):
     assert list(lc.execute(lc.prepare(query), values).one()) == [expected]
@@ -50,6 +58,12 @@ def test_a_list_without_one_type_is_refused(lc, query, arg):
     f = "collection_max" if "max" in query else "collection_sum"
     assert (f"Cannot infer type of argument {arg} in call to function system.{f}"
             "(numeric_set_or_list): use type casts to disambiguate") in str(e.value)
+
+
+def test_a_hinted_literal_binds_markers_of_its_element_type(lc):
+    p = lc.prepare("SELECT collection_count((list<int>)[1, ?]) FROM lc")
+    assert [(c.name, c.type.typename) for c in p.column_metadata] == [("[selection]", "int")]
+    assert [c[2] for c in p.result_metadata] == ["system.collection_count((list<int>)[1, ?])"]
 
 
 def test_a_list_bound_as_a_whole_is_refused(lc):

@@ -755,6 +755,30 @@ pub enum SelectorExpr {
         ty: CqlType,
         expr: Box<SelectorExpr>,
     },
+    /// `[a, b]`, `{a, b}`, `{k: v}` or `(a, b)` whose items are not all terms (`[v, 3]`): built
+    /// per row from its items' values (one of terms only is a [`SelectorExpr::Term`]).
+    Collection(SelectorCollection),
+}
+
+/// The items of a [`SelectorExpr::Collection`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectorCollection {
+    List(Vec<SelectorExpr>),
+    Set(Vec<SelectorExpr>),
+    Map(Vec<(SelectorExpr, SelectorExpr)>),
+    Tuple(Vec<SelectorExpr>),
+}
+
+impl SelectorCollection {
+    /// Every item, a map's keys and values alternating.
+    pub fn items(&self) -> Vec<&SelectorExpr> {
+        match self {
+            SelectorCollection::List(v)
+            | SelectorCollection::Set(v)
+            | SelectorCollection::Tuple(v) => v.iter().collect(),
+            SelectorCollection::Map(v) => v.iter().flat_map(|(k, v)| [k, v]).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -211,6 +211,20 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// In a list `item (',' item?)*` (Cassandra's column and field definitions): eats the
+    /// commas after an item, items left out between them included, and tells whether another
+    /// item starts there. When none does, the caller ends the list and expects its `)`.
+    fn next_list_item(&mut self, starts_item: impl Fn(&Self) -> bool) -> bool {
+        let mut comma = false;
+        while self.eat(Tok::Comma) {
+            comma = true;
+            if starts_item(self) {
+                return true;
+            }
+        }
+        comma && starts_item(self)
+    }
+
     /// Parses `item (',' item)*`.
     fn comma_list<T>(&mut self, mut item: impl FnMut(&mut Self) -> PResult<T>) -> PResult<Vec<T>> {
         let mut v = vec![item(self)?];
@@ -437,7 +451,13 @@ impl<'a> Parser<'a> {
     fn is_ident_at(&self, n: usize) -> bool {
         let t = self.peek_n(n);
         match t.kind {
-            Tok::Ident => !is_reserved(self.text(t)),
+            // `true` and `false` are not keywords but Cassandra's BOOLEAN token, never a name.
+            Tok::Ident => {
+                let word = self.text(t);
+                !is_reserved(word)
+                    && !word.eq_ignore_ascii_case("true")
+                    && !word.eq_ignore_ascii_case("false")
+            }
             Tok::QuotedIdent => t.end - t.start > 2,
             _ => false,
         }

@@ -331,11 +331,26 @@ impl<'a> Builder<'a> {
                     "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
                 ));
             }
-            if let Selection::Rows(sels) = &selection {
-                let pks_selected = t.partition_key().all(|c| {
-                    sels.iter()
-                        .any(|s| matches!(s, Selector::Column(i) if t.columns[*i].name == c.name))
-                });
+            if let (Selection::Rows(_), ast::Selection::Selectors(list)) =
+                (&selection, &s.selection)
+            {
+                // Every column a selector reads, as Cassandra's `Selection.getColumns()`
+                // (`[k, 1]`, `abs(k)` and `writetime(v)` read k and v).
+                let mut read = Vec::new();
+                for x in list {
+                    selector_columns(&x.expr, &mut read);
+                }
+                for name in &read {
+                    if let Some(c) = t.column(name) {
+                        if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                            return Err(EngineError::invalid(format!(
+                                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                                c.name
+                            )));
+                        }
+                    }
+                }
+                let pks_selected = t.partition_key().all(|c| read.contains(&c.name.as_str()));
                 if !pks_selected {
                     return Err(EngineError::invalid(
                         "SELECT DISTINCT queries must request all the partition key columns",
@@ -1236,6 +1251,7 @@ fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
                 columns(left, out);
                 columns(right, out);
             }
+            E::Collection(c) => c.items().into_iter().for_each(|a| columns(a, out)),
             E::CountRows | E::Term(_) => {}
         }
     }

@@ -408,6 +408,10 @@ fn mask_expr(t: &TableDef, e: &SelExpr) -> SelExpr {
             to: to.as_ref().map(|x| b(x)),
             frozen: *frozen,
         },
+        SelExpr::Collect { items, ty } => SelExpr::Collect {
+            items: items.iter().map(|a| mask_expr(t, a)).collect(),
+            ty: ty.clone(),
+        },
     }
 }
 

@@ -301,6 +301,13 @@ pub enum SelExpr {
         to: Option<Box<SelExpr>>,
         frozen: bool,
     },
+    /// `[a, b]`, `{a, b}`, `{k: v}`, `(a, b)` of selectors (`[v, 3]`), of type `ty` (a list,
+    /// set, map or tuple; a map's keys and values alternate in `items`): the items' values as
+    /// they are, a set's and a map's sorted by key without duplicates.
+    Collect {
+        items: Vec<SelExpr>,
+        ty: ColumnType,
+    },
 }
 
 impl SelExpr {
@@ -312,6 +319,7 @@ impl SelExpr {
             SelExpr::Op { ty, .. } => ty,
             SelExpr::Negate(inner) => inner.ty(),
             SelExpr::Element { ty, .. } | SelExpr::Field { ty, .. } => ty,
+            SelExpr::Collect { ty, .. } => ty,
             SelExpr::Slice { coll, .. } => coll.ty(),
         }
     }

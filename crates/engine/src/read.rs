@@ -1415,6 +1415,13 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
                 None => None,
             }
         }
+        SelExpr::Collect { items, ty } => {
+            let vals = items
+                .iter()
+                .map(|a| eval_expr(a, leaf, now))
+                .collect::<Result<Vec<_>, EngineError>>()?;
+            Some(crate::selection::collect(ty, vals))
+        }
     })
 }
 

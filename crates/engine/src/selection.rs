@@ -16,9 +16,11 @@ use crate::EngineError;
 use cql::ast::{self, ArithOp, Literal, SelectorExpr as E, Term};
 use proto::types::ColumnType;
 
+mod collections;
 mod elements;
 mod names;
 
+pub(crate) use collections::collect;
 use elements::element_types;
 pub(crate) use elements::{element, slice};
 pub(crate) use names::term_text;
@@ -67,6 +69,7 @@ pub(crate) fn contains_aggregate(e: &E) -> bool {
         E::TypeHint { expr, .. } => contains_aggregate(expr),
         E::Element { expr, .. } | E::Slice { expr, .. } => contains_aggregate(expr),
         E::Operation { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::Collection(c) => c.items().into_iter().any(contains_aggregate),
         _ => false,
     }
 }
@@ -105,6 +108,25 @@ fn term_as_selector(t: &Term) -> Option<E> {
             name: name.clone(),
             args: args.iter().map(|a| E::Term(a.clone())).collect(),
         },
+        _ => return None,
+    })
+}
+
+/// A literal list, set, map or tuple with a bind marker among its items, as the selector
+/// collection of its items.
+fn collection_of_markers(t: &Term) -> Option<ast::SelectorCollection> {
+    use ast::SelectorCollection as C;
+    let items = |v: &[Term]| v.iter().map(|i| E::Term(i.clone())).collect::<Vec<_>>();
+    let marker = |i: &Term| matches!(i, Term::Bind(_));
+    Some(match t {
+        Term::List(v) if v.iter().any(marker) => C::List(items(v)),
+        Term::Set(v) if v.iter().any(marker) => C::Set(items(v)),
+        Term::Tuple(v) if v.len() > 1 && v.iter().any(marker) => C::Tuple(items(v)),
+        Term::Map(v) if v.iter().any(|(k, x)| marker(k) || marker(x)) => C::Map(
+            v.iter()
+                .map(|(k, x)| (E::Term(k.clone()), E::Term(x.clone())))
+                .collect(),
+        ),
         _ => return None,
     })
 }
@@ -228,6 +250,10 @@ impl Builder<'_> {
                 self.check_columns(t, left)?;
                 self.check_columns(t, right)
             }
+            E::Collection(c) => c
+                .items()
+                .into_iter()
+                .try_for_each(|a| self.check_columns(t, a)),
             E::CountRows | E::Term(_) => Ok(()),
         }
     }
@@ -582,6 +608,22 @@ impl Builder<'_> {
                     };
                     return Ok((Selector::Bind(i), format!("({ty})?"), to));
                 }
+                // A literal collection or tuple holding markers (`(list<int>)[1, ?]`) is a
+                // selector of its items, each marker one of the element type, as in Cassandra.
+                if let Some(c) = collection_of_markers(term) {
+                    let e = E::Collection(c.clone());
+                    let ((sel, _, _), _) = self.collection_selector(t, &e, &c, Some(&to), agg)?;
+                    let sel = match sel {
+                        Selector::Expr(SelExpr::Collect { items, .. }) => {
+                            Selector::Expr(SelExpr::Collect {
+                                items,
+                                ty: to.clone(),
+                            })
+                        }
+                        other => other,
+                    };
+                    return Ok((sel, format!("({ty}){term}"), to));
+                }
                 let v = const_term(&to, term, self.now)?;
                 (Selector::Const(v), format!("({ty}){term}"), to)
             }
@@ -752,14 +794,23 @@ impl Builder<'_> {
             // The selector's value as is, of a type that takes it (Cassandra's
             // `isValueCompatibleWith`: anything into blob, ascii into text, ...).
             E::TypeHint { ty, expr } => {
-                let (sel, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
+                let ((sel, name, from), fits) = match &**expr {
+                    E::Collection(c) => self.collection_selector(t, expr, c, Some(&to), agg)?,
+                    _ => (self.selector(t, expr, agg)?, true),
+                };
                 let shown = format!("({}){name}", qualified_udts(ty, &t.keyspace));
                 // A hinted collection, tuple or UDT is frozen: a non-frozen (multi-cell)
                 // column is no value of it, as in Cassandra.
                 let multi_cell = matches!(&**expr, E::Column(c)
                     if t.column(c).is_some_and(|c| crate::exec::multi_cell_kind(c).is_some()));
-                if multi_cell || !crate::literal::receives(&to, &from) {
+                // A collection of selectors is checked item by item (`fits`); it takes the
+                // hint's type whatever its first item's.
+                let fits = match &**expr {
+                    E::Collection(_) => fits,
+                    _ => crate::literal::receives(&to, &from),
+                };
+                if multi_cell || !fits {
                     let hinted = match ty {
                         ast::CqlType::List(_)
                         | ast::CqlType::Set(_)
@@ -772,8 +823,18 @@ impl Builder<'_> {
                         "Cannot assign value {shown} to {shown} of type {hinted}"
                     )));
                 }
+                let sel = match (sel, &**expr) {
+                    (Selector::Expr(SelExpr::Collect { items, .. }), E::Collection(_)) => {
+                        Selector::Expr(SelExpr::Collect {
+                            items,
+                            ty: to.clone(),
+                        })
+                    }
+                    (sel, _) => sel,
+                };
                 (sel, shown, to)
             }
+            E::Collection(c) => self.collection_selector(t, e, c, None, agg)?.0,
             E::Term(term) => match term_as_selector(term) {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {

@@ -364,6 +364,7 @@ fn deterministic_selector(e: &SelectorExpr) -> bool {
         SelectorExpr::Operation { left, right, .. } => {
             deterministic_selector(left) && deterministic_selector(right)
         }
+        SelectorExpr::Collection(c) => c.items().into_iter().all(deterministic_selector),
     }
 }
 

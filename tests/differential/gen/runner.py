@@ -50,6 +50,19 @@ def execute(session, stmt, ks):
     return run.Outcome(columns=list(zip(names, types)), rows=rows)
 
 
+# What an expiring write's expiry is waited for beyond its TTL, counted from when both sides
+# had answered it: the servers' clocks are this machine's, read at millisecond precision or
+# coarser.
+EXPIRY_MARGIN_S = 0.3
+
+
+def wait_until(wall_time):
+    """Returns once the wall clock reads `wall_time` or later."""
+    import time
+    while (left := wall_time - time.time()) > 0:
+        time.sleep(left)
+
+
 def wait_alive(session, limit_s=60):
     """Polls until the session answers a trivial query (the driver reconnects on its own)."""
     import time

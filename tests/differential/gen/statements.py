@@ -9,6 +9,7 @@ tolerance, page size).
 Drawing never looks at results, so a seed fixes the statement list.
 """
 
+import random
 import re
 from dataclasses import dataclass, field
 
@@ -17,6 +18,14 @@ from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
 TTL_TOLERANCE = 5          # seconds; ttl() drifts with the time between the two sides' writes
 TS_BASE = 1_600_000_000_000_000
+# Expiring writes: the chance that a draw starts an episode of writes with USING TTL 1 or 2, then
+# a wait until they have expired on both sides, then a read of the table. Drawn from a random
+# stream of their own, so the rest of a seed's statements stay what they were. About 8 in
+# CI's 1,500 statements, each waiting 1-2.3 s.
+EXPIRY_EPISODE = 0.005
+# Read-before-write operations: their outcome would depend on whether an earlier cell of the
+# episode has expired yet, which an episode must not leave to the clock.
+READS_BEFORE_WRITE = {"list_index_set", "list_remove", "delete_list_index"}
 
 
 @dataclass
@@ -35,6 +44,8 @@ class Stmt:
     pk_types: tuple = ()      # type families of the partition key columns (they decide the token)
     counter_table: bool = False
     projection: str = ""      # the selection's own feature (writetime, count ...), if any
+    expires: int = 0          # the TTL (seconds) of an expiring write: it must expire before a wait
+    wait_expiry: bool = False  # not a statement: wait until every expiring write so far has expired
 
 
 class Terms:
@@ -83,12 +94,14 @@ def bind_safe(t, v, top=True):
 
 
 class StatementGen:
-    def __init__(self, rng, tables, udts):
+    def __init__(self, rng, tables, udts, seed=0):
         self.rng = rng
         self.tables = tables
         self.udts = udts
         self.ts = TS_BASE
         self.pending = []   # statements drawn as a group, handed out one by one
+        self.expiry_rng = random.Random(f"expiry-{seed}")
+        self.short_ttl = None   # while drawing an expiring write: its TTL
 
     # ------------------------------------------------------------ helpers
 
@@ -141,6 +154,8 @@ class StatementGen:
         return " AND ".join(f"{c.name} = {term(c.type, self.key_value(t, c))}" for c in cols)
 
     def using(self, t, ttl_ok=True, allow_server_ts=True):
+        if self.short_ttl:
+            return f" USING TTL {self.short_ttl} AND TIMESTAMP {self.next_ts()}"
         parts = []
         if ttl_ok and self.rng.random() < 0.25:
             parts.append(f"TTL {self.rng.choice([3600, 86400, 100000])}")
@@ -592,9 +607,40 @@ class StatementGen:
             text = f"DELETE FROM {v.name} WHERE {self.where_eq(v, v.pk, term)}"
         return Stmt(text, expect="error", feature="bad_view:" + kind, table=v.name)
 
+    def expiry_episode(self):
+        """1-3 writes with USING TTL 1 or 2 to one table, a wait until they have expired on
+        both sides (the runner waits for the clock, see `Stmt.wait_expiry`), then a read of
+        the table. No read between them, and no write that reads what it changes, so nothing
+        depends on when within the second a cell expires. Drawn from `expiry_rng` alone."""
+        main, self.rng = self.rng, self.expiry_rng
+        try:
+            pool = [t for t in self.tables if not t.counter and not t.views]
+            if not pool:
+                return []
+            t = self.rng.choice(pool)
+            writes, n = [], self.rng.randint(1, 3)
+            for _ in range(10 * n):
+                if len(writes) == n:
+                    break
+                self.short_ttl = self.rng.choice([1, 1, 2])
+                s = self.rng.choice([self.insert, self.update])(t, self.rng.random() < 0.35)
+                s.expires, self.short_ttl = self.short_ttl, None
+                if s.feature not in READS_BEFORE_WRITE and s.expect == "ok":
+                    s.feature = "expiring_" + s.feature
+                    writes.append(s)
+            wait = Stmt("", feature="wait_expiry", table=t.name, wait_expiry=True)
+            read = Stmt(f"SELECT * FROM {t.name}", feature="select_after_expiry", table=t.name,
+                        order_types=tuple(x.type.family() for x in t.ck),
+                        pk_types=tuple(x.type.family() for x in t.pk))
+            return writes + [wait, read]
+        finally:
+            self.rng, self.short_ttl = main, None
+
     # ------------------------------------------------------------ mix
 
     def draw(self):
+        if self.expiry_rng.random() < EXPIRY_EPISODE and not self.pending:
+            self.pending = self.expiry_episode()
         rng = self.rng
         if self.pending:
             return self.pending.pop(0)

@@ -256,7 +256,9 @@ impl Parser<'_> {
 
     pub(super) fn delete(&mut self) -> PResult<DeleteStatement> {
         self.expect_kw("delete")?;
-        let targets = if self.at_kw("from") {
+        // The selection is optional (`(deleteSelection)? K_FROM`): a word that cannot start
+        // one is where FROM was expected.
+        let targets = if self.at_kw("from") || !self.is_ident_at(0) {
             Vec::new()
         } else {
             self.comma_list(|p| {

@@ -26,10 +26,17 @@ impl Parser<'_> {
             let if_not_exists = self.if_not_exists()?;
             let name = self.qualified_name()?;
             self.expect(Tok::LParen)?;
-            let fields = self.comma_list(|p| {
-                let f = p.ident()?;
-                Ok((f, p.cql_type()?))
-            })?;
+            // Cassandra's `'(' typeColumns (',' typeColumns?)* ')'`: a field may be left
+            // out after a comma, so a word that cannot start one ends the list there and
+            // fails as "mismatched input 'nan' expecting ')'".
+            let mut fields = Vec::new();
+            loop {
+                let f = self.ident()?;
+                fields.push((f, self.cql_type()?));
+                if !self.next_list_item(|p| p.is_ident_at(0)) {
+                    break;
+                }
+            }
             self.expect(Tok::RParen)?;
             return Ok(Statement::CreateType(CreateType {
                 name,
@@ -127,7 +134,10 @@ impl Parser<'_> {
                     mask,
                 });
             }
-            if !self.eat(Tok::Comma) || self.at(Tok::RParen) {
+            // Cassandra's `'(' cfamColumns (',' cfamColumns?)* ')'`: a definition may be left
+            // out after a comma, so a word that can start none ends the list there and fails
+            // as "mismatched input 'nan' expecting ')'".
+            if !self.next_list_item(|p| p.is_ident_at(0) || p.at_kw("primary")) {
                 break;
             }
         }
@@ -271,10 +281,12 @@ impl Parser<'_> {
         let custom = self.eat_kw("custom");
         self.expect_kw("index")?;
         let if_not_exists = self.if_not_exists()?;
-        let name = if self.at_kw("on") {
-            None
-        } else {
+        // The name is optional (`(idxName)? K_ON`): a word that cannot be one is where ON
+        // was expected.
+        let name = if self.is_ident_at(0) && !self.at_kw("on") {
             Some(self.ident()?)
+        } else {
+            None
         };
         self.expect_kw("on")?;
         let table = self.qualified_name()?;
@@ -450,7 +462,19 @@ impl Parser<'_> {
             self.pos += 3;
             return Ok(AlterTableAction::DropCompactStorage);
         }
-        if self.eat_kw("drop") {
+        if self.at_kw("drop") {
+            // Cassandra chooses between its two DROP alternatives (this and DROP COMPACT
+            // STORAGE) on the word after DROP, so a word that fits neither fails there with
+            // DROP bracketed.
+            let drop = self.pos;
+            self.bump();
+            if !(self.at_kw("if") || self.at(Tok::LParen) || self.is_ident_at(0)) {
+                return Err(self.no_viable_from(drop));
+            }
+            if self.at_kw("if") && !self.kw_at_n(1, "exists") {
+                self.bump();
+                return Err(self.mismatched("K_EXISTS"));
+            }
             let if_exists = self.if_exists()?;
             let columns = if self.eat(Tok::LParen) {
                 let v = self.comma_list(Self::ident)?;

@@ -7,10 +7,30 @@ impl Parser<'_> {
     // ---- SELECT ------------------------------------------------------------------------------
 
     /// `JSON` / `DISTINCT` are unreserved: they are modifiers only if a selector follows.
-    pub(super) fn select_modifier_applies(&self) -> bool {
+    pub(super) fn select_modifier_applies(&mut self) -> bool {
         let n = self.peek_n(1);
         match n.kind {
-            Tok::Comma | Tok::LParen | Tok::Dot | Tok::LBracket | Tok::Eof => false,
+            // Cassandra's `(K_JSON selectClause)=>`: a modifier when a selection follows, so
+            // `json[k]` is JSON of the list `[k]`, `json(k)` of `(k)`, and `json[1..2]` a
+            // slice of a column `json`.
+            Tok::LBracket | Tok::LParen => {
+                let (pos, depth, binds, far, last_term) = (
+                    self.pos,
+                    self.depth,
+                    self.binds.len(),
+                    self.far,
+                    self.last_term,
+                );
+                self.bump();
+                let parses = self.comma_list(Self::selector).is_ok();
+                self.pos = pos;
+                self.depth = depth;
+                self.binds.truncate(binds);
+                self.far = far;
+                self.last_term = last_term;
+                parses
+            }
+            Tok::Comma | Tok::Dot | Tok::Eof => false,
             Tok::Ident => {
                 let w = self.text(n);
                 !(w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("as"))
@@ -410,7 +430,8 @@ impl Parser<'_> {
                     ty,
                 })
             }
-            // `(selector)`: parentheses around an expression; otherwise a tuple term.
+            // `(selector)`: parentheses around an expression; otherwise a tuple term, or a
+            // tuple of selectors.
             Tok::LParen => {
                 let (pos, depth, binds) = (self.pos, self.depth, self.binds.len());
                 self.bump();
@@ -422,7 +443,7 @@ impl Parser<'_> {
                 self.pos = pos;
                 self.depth = depth;
                 self.binds.truncate(binds);
-                Ok(SelectorExpr::Term(self.term_unary()?))
+                self.term_or_selector_collection()
             }
             // `-selector`: Cassandra's unary minus, the function `_negate` (a minus before a
             // number literal stays part of the literal).
@@ -439,6 +460,7 @@ impl Parser<'_> {
             // Operators between terms belong to the selector grammar (`v * 2 + 1`), so only
             // one operand is read here. Inside it (a literal list, set, map or tuple) the
             // items are selectors in Cassandra's grammar: see `Parser::in_selector`.
+            Tok::LBracket | Tok::LBrace => self.term_or_selector_collection(),
             _ => {
                 self.in_selector += 1;
                 let r = self.term_unary();
@@ -446,6 +468,76 @@ impl Parser<'_> {
                 Ok(SelectorExpr::Term(r?))
             }
         }
+    }
+
+    /// A literal list, set, map or tuple in selector position: a term when its items all
+    /// are, else (`[v, 3]`) a collection of selectors, as Cassandra's grammar reads its items
+    /// as selectors. When neither reads, the term's error.
+    fn term_or_selector_collection(&mut self) -> PResult<SelectorExpr> {
+        let (pos, depth, binds, far) = (self.pos, self.depth, self.binds.len(), self.far);
+        self.in_selector += 1;
+        let term = self.term_unary();
+        self.in_selector -= 1;
+        let err = match term {
+            Ok(t) => return Ok(SelectorExpr::Term(t)),
+            Err(e) => e,
+        };
+        let (err_pos, err_depth, err_far) = (self.pos, self.depth, self.far);
+        self.pos = pos;
+        self.depth = depth;
+        self.binds.truncate(binds);
+        self.far = far;
+        match self.selector_collection() {
+            Ok(c) => Ok(SelectorExpr::Collection(c)),
+            // The error of the reading that got further (`[v, ]` fails at `]` as selectors,
+            // at `,` as a term); the term's when both stop at one token.
+            Err(e) if self.pos > err_pos => Err(e),
+            Err(_) => {
+                self.pos = err_pos;
+                self.depth = err_depth;
+                self.far = err_far;
+                Err(err)
+            }
+        }
+    }
+
+    /// `[s, ...]`, `{s, ...}`, `{k: v, ...}` or `(s, s, ...)` of selectors.
+    fn selector_collection(&mut self) -> PResult<SelectorCollection> {
+        self.enter()?;
+        let r = self.selector_collection_items();
+        self.leave();
+        r
+    }
+
+    fn selector_collection_items(&mut self) -> PResult<SelectorCollection> {
+        let open = self.bump().kind;
+        let close = match open {
+            Tok::LBracket => Tok::RBracket,
+            Tok::LBrace => Tok::RBrace,
+            _ => Tok::RParen,
+        };
+        let first = self.selector_expr()?;
+        let c = if open == Tok::LBrace && self.eat(Tok::Colon) {
+            let mut pairs = vec![(first, self.selector_expr()?)];
+            while self.eat(Tok::Comma) {
+                let k = self.selector_expr()?;
+                self.expect(Tok::Colon)?;
+                pairs.push((k, self.selector_expr()?));
+            }
+            SelectorCollection::Map(pairs)
+        } else {
+            let mut items = vec![first];
+            while self.eat(Tok::Comma) {
+                items.push(self.selector_expr()?);
+            }
+            match open {
+                Tok::LBracket => SelectorCollection::List(items),
+                Tok::LBrace => SelectorCollection::Set(items),
+                _ => SelectorCollection::Tuple(items),
+            }
+        };
+        self.expect(close)?;
+        Ok(c)
     }
 
     /// Whether the `(` here opens a type hint (`(int) 1`, `(list<int>) x`) rather than a

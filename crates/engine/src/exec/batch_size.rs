@@ -18,9 +18,9 @@
 //!   what it covers from a later one of its timestamp or older, which adds only its uncovered
 //!   pieces, so a repeat adds nothing and a range around an earlier one counts as two or more;
 //!   a newer range takes what it covers from an older one, which keeps its pieces outside).
-//!   Not matched: a multi-column slice over clustering columns of mixed order (`(c, d) > (1,
-//!   2)` with `c ASC, d DESC`) is one range here; Cassandra splits it into one range per run
-//!   of columns of one order (there, two: 40 bytes where this counts 20).
+//!   A multi-column slice over clustering columns of mixed order (`(c, d) > (1, 2)` with
+//!   `c ASC, d DESC`) is split as Cassandra splits it, where the order changes (there, two
+//!   ranges: 40 bytes).
 //!
 //! Cells written twice in the batch count once (the winner of their reconciliation), as
 //! Cassandra merges them; collection operations are sized from the cells they write (a list
@@ -489,30 +489,114 @@ fn slices(
     let mut out = Vec::with_capacity(prefixes.len());
     for prefix in prefixes {
         let n = prefix.len();
-        let bound =
-            |b: &Option<crate::plan::SliceBound>| -> Result<(Vec<Vec<u8>>, bool), EngineError> {
-                let mut values = prefix.clone();
-                let mut inclusive = true;
-                if let Some(b) = b {
-                    for (s, col) in b.values.iter().zip(&cols[n..]) {
-                        values.push(resolve_key(s, vals, &col.name)?);
-                    }
-                    inclusive = b.inclusive;
-                }
-                Ok((values, inclusive))
-            };
-        let (start, start_incl) = bound(&sel.start)?;
-        let (end, end_incl) = bound(&sel.end)?;
-        // A slice of descending columns runs the other way in clustering order: its upper
-        // value bound is the range's start.
-        let sliced = start.len().max(end.len());
-        if sliced > n && cols[n..sliced].iter().all(|c| c.desc) {
-            out.push((end, end_incl, start, start_incl));
-        } else {
-            out.push((start, start_incl, end, end_incl));
-        }
+        let bound = |b: &Option<crate::plan::SliceBound>| -> Result<_, EngineError> {
+            let Some(b) = b else { return Ok(None) };
+            let values = b
+                .values
+                .iter()
+                .zip(&cols[n..])
+                .map(|(s, col)| resolve_key(s, vals, &col.name))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some((values, b.inclusive)))
+        };
+        let (lo, hi) = (bound(&sel.start)?, bound(&sel.end)?);
+        let sliced = n + [&lo, &hi]
+            .iter()
+            .flat_map(|b| b.iter())
+            .map(|b| b.0.len())
+            .max()
+            .unwrap_or(0);
+        let desc: Vec<bool> = cols[n..sliced].iter().map(|c| c.desc).collect();
+        ordered_pieces(&mut out, prefix, &desc, as_ref(&lo), as_ref(&hi));
     }
     Ok(out)
+}
+
+/// A slice bound's values (after the prefix) and whether it is inclusive.
+type ValueBound<'a> = Option<(&'a [Vec<u8>], bool)>;
+
+fn as_ref(b: &Option<(Vec<Vec<u8>>, bool)>) -> ValueBound<'_> {
+    b.as_ref().map(|(v, incl)| (v.as_slice(), *incl))
+}
+
+/// A bound's values on a run of columns, its values after the run, and whether it is
+/// inclusive.
+type RunBound<'a> = Option<(&'a [Vec<u8>], &'a [Vec<u8>], bool)>;
+
+/// A bound's values on the first `run` columns, the rest, and whether it is inclusive.
+fn split_bound(b: ValueBound<'_>, run: usize) -> RunBound<'_> {
+    b.map(|(v, incl)| {
+        let (here, rest) = v.split_at(run.min(v.len()));
+        (here, rest, incl)
+    })
+}
+
+/// The ranges, in clustering order, of the rows under `prefix` whose next columns (of the
+/// orders `desc`) lie between `lo` and `hi` by value, compared as a tuple. Within a run of
+/// columns of one order the tuple order is the clustering order (reversed for descending
+/// ones), so a run is one range; where the order changes Cassandra splits the slice (its
+/// `MultiColumnRestriction.SliceRestriction.appendBoundTo`): the rows equal to a bound on the
+/// run, whose next columns are bounded by the rest of that bound, make ranges of their own.
+/// Measured on 5.0.9 with `c ASC, d DESC`: `(c, d) > (1, 2)` is `[(1), (1, 2))` and
+/// `((1), top]`; `(c, d) > (1, 2) AND (c, d) < (3, 4)` adds `((1), (3))` and `((3, 4), (3)]`.
+fn ordered_pieces(
+    out: &mut Vec<Slice>,
+    prefix: Vec<Vec<u8>>,
+    desc: &[bool],
+    lo: ValueBound,
+    hi: ValueBound,
+) {
+    let run = desc
+        .iter()
+        .position(|d| *d != desc[0])
+        .unwrap_or(desc.len())
+        .max(1);
+    let (lo, hi) = (split_bound(lo, run), split_bound(hi, run));
+    let with = |values: &[Vec<u8>]| {
+        let mut p = prefix.clone();
+        p.extend(values.iter().cloned());
+        p
+    };
+    // Both bounds equal on this run: only rows equal to them here, bounded further on.
+    if let (Some((l, l_rest, l_incl)), Some((h, h_rest, h_incl))) = (lo, hi) {
+        if l == h && !l_rest.is_empty() && !h_rest.is_empty() {
+            let rest = &desc[run..];
+            ordered_pieces(
+                out,
+                with(l),
+                rest,
+                Some((l_rest, l_incl)),
+                Some((h_rest, h_incl)),
+            );
+            return;
+        }
+    }
+    // Rows between the bounds on this run, each bound taking rows equal to it on the run
+    // when it ends here and is inclusive.
+    let (start, start_incl) = match lo {
+        Some((l, rest, incl)) => (with(l), rest.is_empty() && incl),
+        None => (prefix.clone(), true),
+    };
+    let (end, end_incl) = match hi {
+        Some((h, rest, incl)) => (with(h), rest.is_empty() && incl),
+        None => (prefix.clone(), true),
+    };
+    if desc.first() == Some(&true) {
+        out.push((end, end_incl, start, start_incl));
+    } else {
+        out.push((start, start_incl, end, end_incl));
+    }
+    // Rows equal to a bound on this run, bounded by the rest of it.
+    if let Some((l, rest, incl)) = lo {
+        if !rest.is_empty() {
+            ordered_pieces(out, with(l), &desc[run..], Some((rest, incl)), None);
+        }
+    }
+    if let Some((h, rest, incl)) = hi {
+        if !rest.is_empty() {
+            ordered_pieces(out, with(h), &desc[run..], None, Some((rest, incl)));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -562,6 +646,10 @@ mod tests {
             "CREATE TABLE ks.ud (k int PRIMARY KEY, u ut, fu frozen<ut>)",
             "CREATE TABLE ks.n (k int PRIMARY KEY, c counter, d counter)",
             "CREATE TABLE ks.dt (k int PRIMARY KEY, v text) WITH default_time_to_live = 100",
+            "CREATE TABLE ks.mx (k int, c int, d int, e int, PRIMARY KEY (k, c, d, e)) \
+             WITH CLUSTERING ORDER BY (c ASC, d DESC, e ASC)",
+            "CREATE TABLE ks.my (k int, c int, d int, e int, PRIMARY KEY (k, c, d, e)) \
+             WITH CLUSTERING ORDER BY (c DESC, d ASC, e DESC)",
         ] {
             q(&e, None, s).unwrap();
         }
@@ -904,6 +992,46 @@ mod tests {
                     "DELETE FROM d WHERE k = 5 AND a >= 3",
                 ],
                 77,
+            ),
+            // A multi-column slice over columns of mixed order: a range per piece where the
+            // order changes (probed on 5.0.9).
+            (&["DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2)"], 73),
+            (&["DELETE FROM mx WHERE k = 5 AND (c, d) >= (1, 2)"], 73),
+            (&["DELETE FROM mx WHERE k = 5 AND (c, d) < (1, 2)"], 73),
+            (&["DELETE FROM mx WHERE k = 5 AND (c, d, e) > (1, 2, 3)"], 105),
+            (
+                &["DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2) AND (c, d) < (3, 4)"],
+                101,
+            ),
+            (
+                &["DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2) AND (c, d) < (1, 5)"],
+                61,
+            ),
+            (
+                &["DELETE FROM mx WHERE k = 5 AND (c, d, e) >= (1, 2, 3) AND (c, d, e) < (1, 2, 9)"],
+                69,
+            ),
+            (
+                &["DELETE FROM mx WHERE k = 5 AND (c, d, e) > (1, 2, 3) AND (c, d, e) < (4, 5, 6)"],
+                165,
+            ),
+            (&["DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2) AND (c) < (3)"], 77),
+            (&["DELETE FROM mx WHERE k = 5 AND c = 1 AND (d, e) > (2, 3)"], 89),
+            (
+                &["DELETE FROM mx WHERE k = 5 AND c = 1 AND (d, e) > (2, 3) AND (d, e) < (5, 6)"],
+                125,
+            ),
+            (&["DELETE FROM my WHERE k = 5 AND (c, d) > (1, 2)"], 73),
+            (
+                &["DELETE FROM my WHERE k = 5 AND (c, d, e) > (1, 2, 3) AND (c, d, e) <= (4, 5, 6)"],
+                165,
+            ),
+            (
+                &[
+                    "DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2)",
+                    "DELETE FROM mx WHERE k = 5 AND (c, d) > (1, 2)",
+                ],
+                73,
             ),
             // Bounds that name every clustering column still make a range.
             (

@@ -3,7 +3,7 @@
 
 use super::{aggregate_kind, term_as_selector, unparen};
 use crate::plan::AggKind;
-use cql::ast::{ArithOp, Literal, SelectorExpr as E, Term};
+use cql::ast::{ArithOp, Literal, SelectorCollection, SelectorExpr as E, Term};
 
 /// Precedence of an operation selector (for parenthesizing names as Cassandra prints them).
 pub(super) fn precedence(e: &E) -> u8 {
@@ -88,6 +88,21 @@ pub(super) fn selector_name(e: &E) -> String {
             from.as_ref().map(term_name).unwrap_or_default(),
             to.as_ref().map(term_name).unwrap_or_default()
         ),
+        E::Collection(c) => {
+            let names = |v: &[E]| v.iter().map(selector_name).collect::<Vec<_>>().join(", ");
+            match c {
+                SelectorCollection::List(v) => format!("[{}]", names(v)),
+                SelectorCollection::Set(v) => format!("{{{}}}", names(v)),
+                SelectorCollection::Tuple(v) => format!("({})", names(v)),
+                SelectorCollection::Map(v) => format!(
+                    "{{{}}}",
+                    v.iter()
+                        .map(|(k, v)| format!("{}: {}", selector_name(k), selector_name(v)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
         E::Operation { op, left, right } => {
             let p = precedence_of(*op);
             let l = selector_name(left);
