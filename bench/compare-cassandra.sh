@@ -97,13 +97,19 @@ trap cleanup EXIT INT TERM
 
 log "starting Cassandra 5.0.9 on $CASSANDRA_PORT pinned to CPU $SERVER_CPU (heap $CASSANDRA_HEAP)"
 # Children inherit the affinity; pin every thread again in case it was already running.
-taskset -c "$SERVER_CPU" scripts/cassandra.sh start --port "$CASSANDRA_PORT" >&2
+# A run that loads starts both servers on empty data directories: data that earlier runs
+# left (dropped keyspaces still on disk until compaction) would change flush and compaction
+# work, and so the figures.
+clean=()
+[[ "$SKIP_LOAD" != 1 ]] && clean=(--clean)
+taskset -c "$SERVER_CPU" scripts/cassandra.sh start --port "$CASSANDRA_PORT" "${clean[@]}" >&2
 CASSANDRA_STARTED=1
 CASSANDRA_DIR_USED="${CASSANDRA_DIR:-$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT}"
 CASSANDRA_PID="$(cat "$CASSANDRA_DIR_USED/cassandra.pid")"
 taskset -a -cp "$SERVER_CPU" "$CASSANDRA_PID" >/dev/null
 
 port_open "$PEREGRINE_PORT" && die "port $PEREGRINE_PORT is already in use"
+[[ "$SKIP_LOAD" != 1 ]] && rm -rf "$PEREGRINE_DATA"
 mkdir -p "$PEREGRINE_DATA"
 log "starting peregrine on $PEREGRINE_PORT pinned to CPU $SERVER_CPU (data $PEREGRINE_DATA)"
 taskset -c "$SERVER_CPU" "$PEREGRINE_BIN" serve \
