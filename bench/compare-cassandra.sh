@@ -10,7 +10,8 @@
 #      (`peregrine serve --listen 127.0.0.1:$PEREGRINE_PORT --data-dir …`), both pinned to
 #      core $SERVER_CPU with taskset; the bench client is pinned to core $CLIENT_CPU;
 #   3. loads the same data into both: YCSB usertable ($RECORDS × 10 × 100 B) and the
-#      cassandra-stress style table ($STRESS_RECORDS × one 4 KB value);
+#      cassandra-stress style table ($STRESS_RECORDS × one 4 KB value), on empty data
+#      directories, then waits until Cassandra has finished compacting what it loaded;
 #   4. runs YCSB A, B, C, F, D, E (YCSB's recommended order: D and E insert) and the 4 KB
 #      100:0 read and 80:20 mixed cases with `peregrine bench compare`, which alternates the
 #      two servers for $ROUNDS rounds each and reports medians and the gain column;
@@ -22,6 +23,7 @@
 #   ROUNDS=3 CONCURRENCY=64 CONNECTIONS=2 PEREGRINE_PORT=9042 CASSANDRA_PORT=9142
 #   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G (passed to scripts/cassandra.sh)
 #   OUT=bench/results/<date> KEEP=0 WORKLOADS="a b c f d e" SKIP_LOAD=0
+#   SETTLE_MAX=900 (seconds to wait, after the loads, for Cassandra's compactions to finish)
 #   BENCH="target/release/peregrine bench" (any command line that takes the bench subcommands)
 #   PEREGRINE_BIN=target/release/peregrine  SKIP_BUILD=0 (1: use the binaries as they are)
 set -euo pipefail
@@ -44,6 +46,7 @@ export CASSANDRA_HEAP="${CASSANDRA_HEAP:-1G}"
 WORKLOADS="${WORKLOADS:-a b c f d e}"
 KEEP="${KEEP:-0}"
 SKIP_LOAD="${SKIP_LOAD:-0}"
+SETTLE_MAX="${SETTLE_MAX:-900}"
 DATE="$(date -u +%Y-%m-%d)"
 OUT="${OUT:-$ROOT/bench/results/$DATE}"
 PEREGRINE_DATA="${PEREGRINE_DATA:-$HOME/.cache/peregrine/compare-peregrine-data}"
@@ -152,6 +155,24 @@ if [[ "$SKIP_LOAD" != 1 ]]; then
             --label "$name" --concurrency 256 --out "$OUT" --name "load-stress4k-$name" --quiet >/dev/null
     done
 fi
+
+# Cassandra compacts what it just loaded, on the same pinned core: rounds that overlap it
+# measure the compaction too (session 21: its YCSB C rounds rose 6.7k -> 19k -> 28k reads per
+# CPU s with 15 s warm-ups). Wait until no compaction has run for 10 s (its
+# system_views.sstable_tasks), at most SETTLE_MAX seconds.
+log "waiting for Cassandra's compactions to finish (at most ${SETTLE_MAX}s)"
+"${PEREGRINE_VENV:-$HOME/.cache/peregrine/venv}/bin/python" - "$CASSANDRA_PORT" "$SETTLE_MAX" <<'PYEOF' >&2
+import sys, time
+from cassandra.cluster import Cluster
+port, limit = int(sys.argv[1]), float(sys.argv[2])
+session = Cluster(["127.0.0.1"], port=port).connect()
+start = quiet_since = time.time()
+while time.time() - quiet_since < 10 and time.time() - start < limit:
+    if list(session.execute("SELECT kind FROM system_views.sstable_tasks")):
+        quiet_since = time.time()
+    time.sleep(1)
+print(f"[compare] Cassandra settled after {time.time() - start:.0f} s")
+PYEOF
 
 # ------------------------------------------------------------------ 4. runs
 summary="$OUT/summary.txt"
