@@ -157,9 +157,10 @@ if [[ "$SKIP_LOAD" != 1 ]]; then
 fi
 
 # Cassandra compacts what it just loaded, on the same pinned core: rounds that overlap it
-# measure the compaction too (session 21: its YCSB C rounds rose 6.7k -> 19k -> 28k reads per
-# CPU s with 15 s warm-ups). Wait until no compaction has run for 10 s (its
-# system_views.sstable_tasks), at most SETTLE_MAX seconds.
+# would measure the compaction too. Wait until no compaction has run for 10 s (its
+# system_views.sstable_tasks), at most SETTLE_MAX seconds. (This does not end the climb of its
+# rounds seen in session 21, 7.3k -> 19.4k -> 24.3k YCSB C reads per CPU s after a 15 s
+# settle: that is its JIT warming up; see bench/results/2026-11-29/compare-quiet-s21-settled.)
 log "waiting for Cassandra's compactions to finish (at most ${SETTLE_MAX}s)"
 "${PEREGRINE_VENV:-$HOME/.cache/peregrine/venv}/bin/python" - "$CASSANDRA_PORT" "$SETTLE_MAX" <<'PYEOF' >&2
 import sys, time

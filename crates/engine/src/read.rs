@@ -83,8 +83,11 @@ enum Flow {
 enum Visit {
     /// Not live, or filtered out.
     Skipped,
-    /// Accepted (or the tombstone limit stopped the read): how to go on.
-    Accepted(Flow),
+    /// Accepted; the partition's next rows are read.
+    Matched,
+    /// The partition is done (PER PARTITION LIMIT, LIMIT, a full page, the tombstone limit):
+    /// what `SelectRun::partition` answers.
+    Done(Flow),
 }
 
 /// One row (or a partition's static-only row) as selectors see it.
@@ -921,9 +924,8 @@ impl<'a> SelectRun<'a> {
             if let Some(value) = store.get_shared(&key)? {
                 match self.visit_row(&base, strict, &key, value, prefix)? {
                     Visit::Skipped => {}
-                    Visit::Accepted(Flow::Go) => matched_any = true,
-                    Visit::Accepted(Flow::NextPartition) => return Ok(Flow::Go),
-                    Visit::Accepted(Flow::Stop) => return Ok(Flow::Stop),
+                    Visit::Matched => matched_any = true,
+                    Visit::Done(flow) => return Ok(flow),
                 }
             }
         }
@@ -995,9 +997,8 @@ impl<'a> SelectRun<'a> {
                 let (key, value) = item?;
                 match self.visit_row(&base, strict, &key, Bytes::from(value), prefix)? {
                     Visit::Skipped => {}
-                    Visit::Accepted(Flow::Go) => matched_any = true,
-                    Visit::Accepted(Flow::NextPartition) => return Ok(Flow::Go),
-                    Visit::Accepted(Flow::Stop) => return Ok(Flow::Stop),
+                    Visit::Matched => matched_any = true,
+                    Visit::Done(flow) => return Ok(flow),
                 }
             }
         }
@@ -1044,7 +1045,6 @@ impl<'a> SelectRun<'a> {
         Flow::Go
     }
 
-    /// One live, filtered row stored under `key` in the partition `prefix`.
     /// One stored row of the partition `base` describes, stored under `key`: decoded (its
     /// cells share `value`), cut to what the reader may see, counted for the tombstone
     /// limits and, if live and past the filters, accepted.
@@ -1069,7 +1069,7 @@ impl<'a> SelectRun<'a> {
             && crate::collections::row_still_live(t, &row, now.secs, outer);
         // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
         if self.tally.row(&row, outer, now.secs, live).is_err() {
-            return self.too_many_tombstones().map(Visit::Accepted);
+            return self.too_many_tombstones().map(Visit::Done);
         }
         if !live
             || !passes_filters(
@@ -1089,9 +1089,15 @@ impl<'a> SelectRun<'a> {
             outer,
             ..*base
         };
-        self.accept(&view, key, prefix).map(Visit::Accepted)
+        Ok(match self.accept(&view, key, prefix)? {
+            Flow::Go => Visit::Matched,
+            // The partition is done; the read goes on with the next one.
+            Flow::NextPartition => Visit::Done(Flow::Go),
+            Flow::Stop => Visit::Done(Flow::Stop),
+        })
     }
 
+    /// One live, filtered row stored under `key` in the partition `prefix`.
     fn accept(&mut self, view: &RowView, key: &[u8], prefix: &[u8]) -> Result<Flow, EngineError> {
         let plan = self.plan;
         let sel = match &plan.selection {

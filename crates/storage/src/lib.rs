@@ -404,6 +404,15 @@ impl LsmStorage {
             *slot = Some((stop, handle));
         }
     }
+
+    /// The value stored under a key of the data keyspace (not a spilled long key); a failed
+    /// read is reported to the failure policy before it is returned.
+    fn data_get(&self, open: &Arc<Open>, key: &[u8]) -> Result<Option<fjall::UserValue>> {
+        open.data.get(key).map_err(|e| {
+            self.shared.read_failed(open, &e);
+            StorageError::from(e)
+        })
+    }
 }
 
 impl Shared {
@@ -572,13 +581,7 @@ impl Storage for LsmStorage {
                 let bucket = open.bucket(&key[..SPILL_AT])?;
                 return Ok(bucket.get(&key[SPILL_AT..]).map(<[u8]>::to_vec));
             }
-            match open.data.get(key) {
-                Ok(v) => Ok(v.map(|v| v.to_vec())),
-                Err(e) => {
-                    self.shared.read_failed(open, &e);
-                    Err(StorageError::from(e))
-                }
-            }
+            Ok(self.data_get(open, key)?.map(|v| v.to_vec()))
         })
     }
 
@@ -586,13 +589,8 @@ impl Storage for LsmStorage {
         if key.len() >= SPILL_AT {
             return Ok(self.get(key)?.map(bytes::Bytes::from));
         }
-        self.shared.with_open(|open| match open.data.get(key) {
-            Ok(v) => Ok(v.map(bytes::Bytes::from_owner)),
-            Err(e) => {
-                self.shared.read_failed(open, &e);
-                Err(StorageError::from(e))
-            }
-        })
+        self.shared
+            .with_open(|open| Ok(self.data_get(open, key)?.map(bytes::Bytes::from_owner)))
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {

@@ -213,8 +213,7 @@ pub(crate) fn collect(ty: &ColumnType, vals: Vec<Option<Vec<u8>>>) -> Vec<u8> {
             let mut items: Vec<Vec<u8>> = vals.into_iter().flatten().collect();
             items.sort_by(|a, b| crate::types::compare(elem, a, b));
             items.dedup_by(|a, b| crate::types::compare(elem, a, b).is_eq());
-            out.extend_from_slice(&(items.len() as i32).to_be_bytes());
-            items.into_iter().for_each(|v| push(&mut out, &Some(v)));
+            return crate::literal::encode_collection(&items);
         }
         ColumnType::Map(kt, _) => {
             let mut pairs: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(vals.len() / 2);
