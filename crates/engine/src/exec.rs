@@ -723,7 +723,35 @@ impl Engine {
                 None => self.storage.get(key)?,
             })
         };
+        // Blind writes: a row entry that only sets and deletes cells (no operation reading
+        // what is stored: counters, collection operations, list indexes) of a table without
+        // indexes or views is stored as a partial row, without reading the row; the storage
+        // merges it onto the row's older versions wherever the row is read (`row::RowMerge`).
+        let blind = indexed.is_empty() && self.storage.merges();
         for (key, entry) in m.entries {
+            let entry = match entry {
+                Entry::Row(e)
+                    if blind
+                        && e.ops.is_empty()
+                        && !pending.contains_key(&key)
+                        && !stored.iter().any(|(k, _)| *k == key) =>
+                {
+                    let mut row = e.delta;
+                    if let Some(del) = keys::decode_key(&key).and_then(|d| {
+                        deleted
+                            .get(&key[..d.prefix_len])?
+                            .deletion_for(d.clustering)
+                    }) {
+                        row.merge(Row {
+                            deletion: Some(del),
+                            ..Row::default()
+                        });
+                    }
+                    pending.insert(key, Some(row.encode_partial()));
+                    continue;
+                }
+                entry => entry,
+            };
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
                 None => {

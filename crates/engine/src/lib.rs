@@ -428,12 +428,23 @@ impl CompactionFilter for PurgeFilter {
         let Ok(mut r) = row::Row::decode(value) else {
             return Decision::Keep;
         };
+        // A partial row (a blind write) may still lie above older versions of its row that
+        // this compaction does not hold: its tombstones must stay to shadow them, and so must
+        // the value itself (the storage folds it into them, or completes it where nothing is
+        // older). Expired cells may still become tombstones.
+        let partial = row::is_partial(value);
         let before = r.clone();
-        if !r.purge(now, gc_before) {
-            return Decision::Drop;
+        if !r.purge(now, if partial { 0 } else { gc_before }) {
+            return if partial {
+                Decision::Keep
+            } else {
+                Decision::Drop
+            };
         }
         if r == before {
             Decision::Keep
+        } else if partial {
+            Decision::Replace(r.encode_partial())
         } else {
             Decision::Replace(r.encode())
         }

@@ -788,6 +788,14 @@ impl PartitionHeader {
 
 const ROW_V1: u8 = 1;
 const HEADER_V1: u8 = 2;
+/// A row written blind (`Row::encode_partial`): ROW_V1's layout, holding only what one write
+/// changed; the storage completes it with the row's older versions (`RowMerge`).
+const ROW_PARTIAL: u8 = 3;
+
+/// Whether a stored row value is partial (written blind, see [`Row::encode_partial`]).
+pub(crate) fn is_partial(value: &[u8]) -> bool {
+    value.first() == Some(&ROW_PARTIAL)
+}
 
 // A cell's tag. Simple cells keep the first format's tags and layout; a non-frozen collection
 // (tag 2) is its kind, its deletion and its elements (path, timestamp, then a simple value).
@@ -1061,8 +1069,19 @@ impl Row {
     }
 
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_as(ROW_V1)
+    }
+
+    /// The row as a partial value: what one write changes, stored without reading the row (a
+    /// blind write). Reads, flushes and compactions merge it onto the row's older versions
+    /// ([`RowMerge`]), exactly as [`Row::merge`] would have merged it before the write.
+    pub fn encode_partial(&self) -> Vec<u8> {
+        self.encode_as(ROW_PARTIAL)
+    }
+
+    fn encode_as(&self, format: u8) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(64 + self.cells.len() * 24));
-        w.u8(ROW_V1);
+        w.u8(format);
         w.u16(self.clustering.len() as u16);
         for c in &self.clustering {
             w.bytes(c);
@@ -1104,7 +1123,7 @@ impl Row {
             shared,
             pos: 0,
         };
-        if r.u8()? != ROW_V1 {
+        if !matches!(r.u8()?, ROW_V1 | ROW_PARTIAL) {
             return Err(CorruptRow(0));
         }
         let n = r.u16()? as usize;
@@ -1186,3 +1205,38 @@ impl PartitionHeader {
 #[cfg(test)]
 #[path = "row_tests.rs"]
 mod tests;
+
+/// Completes blind-written rows ([`Row::encode_partial`]) for the storage ([`storage::Merge`]):
+/// a partial row merged onto an older version of its key is [`Row::merge`] of the two, the
+/// merge every write did on the stored row before blind writes. Only row keys (`0x01 ...`)
+/// hold partial values; partition headers and index entries never do.
+pub struct RowMerge;
+
+impl storage::Merge for RowMerge {
+    fn is_partial(&self, key: &[u8], value: &[u8]) -> bool {
+        key.first() == Some(&crate::keys::DATA_PREFIX) && is_partial(value)
+    }
+
+    fn merge(&self, _key: &[u8], newer: &[u8], older: &[u8]) -> Vec<u8> {
+        // A damaged version stays the merge's result, so that reads report it rather than a
+        // row silently missing what it held.
+        let Ok(newer_row) = Row::decode(newer) else {
+            return newer.to_vec();
+        };
+        let Ok(mut row) = Row::decode(older) else {
+            return older.to_vec();
+        };
+        row.merge(newer_row);
+        if is_partial(older) {
+            row.encode_partial()
+        } else {
+            row.encode()
+        }
+    }
+
+    fn complete(&self, _key: &[u8], partial: &[u8]) -> Vec<u8> {
+        let mut v = partial.to_vec();
+        v[0] = ROW_V1;
+        v
+    }
+}

@@ -16,7 +16,9 @@ pub(crate) fn node() -> NodeInfo {
 }
 
 pub(crate) fn engine() -> Engine {
-    Engine::open(Arc::new(storage::MemStorage::new()), node()).unwrap()
+    // Merging, as the server's store: updates write blind.
+    let store = storage::MemStorage::with_merge(Arc::new(crate::row::RowMerge));
+    Engine::open(Arc::new(store), node()).unwrap()
 }
 
 pub(crate) fn at(secs: u32) -> Now {
@@ -283,7 +285,10 @@ fn paging_walks_every_row_once() {
 #[test]
 fn purged_partition_deletion_resurrects_nothing() {
     let (filter, handle) = purge_filter(Now::system);
-    let store = Arc::new(storage::MemStorage::with_filter(filter));
+    let store = Arc::new(storage::MemStorage::with_filter_and_merge(
+        filter,
+        Arc::new(crate::row::RowMerge),
+    ));
     let e = Engine::open_with_filter(store, node(), handle).unwrap();
     q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
     q(
@@ -626,4 +631,108 @@ fn a_partitions_keys_share_the_stripe_of_its_prefix() {
         let (held, _g) = e.lock_partitions([prefix.as_slice()]);
         assert_eq!(held, vec![s]);
     }
+}
+
+/// A merging store that counts point reads.
+struct CountingStore {
+    inner: storage::MemStorage,
+    gets: std::sync::atomic::AtomicUsize,
+}
+
+impl storage::Storage for CountingStore {
+    fn get(&self, key: &[u8]) -> storage::Result<Option<Vec<u8>>> {
+        self.gets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(key)
+    }
+    fn write(&self, batch: storage::WriteBatch) -> storage::Result<()> {
+        self.inner.write(batch)
+    }
+    fn scan<'a>(
+        &'a self,
+        start: std::ops::Bound<&[u8]>,
+        end: std::ops::Bound<&[u8]>,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = storage::Result<storage::KvPair>> + 'a> {
+        self.inner.scan(start, end, reverse)
+    }
+    fn sync(&self) -> storage::Result<()> {
+        self.inner.sync()
+    }
+    fn compact(&self) -> storage::Result<()> {
+        self.inner.compact()
+    }
+    fn merges(&self) -> bool {
+        self.inner.merges()
+    }
+}
+
+/// An UPDATE or INSERT that only sets cells reads nothing (a blind write), and what it leaves
+/// reads as the merge of every write; a collection operation still reads the row (it needs
+/// it), and so does any write to an indexed table.
+#[test]
+fn plain_writes_read_nothing_and_merge_on_read() {
+    let store = Arc::new(CountingStore {
+        inner: storage::MemStorage::with_merge(Arc::new(crate::row::RowMerge)),
+        gets: Default::default(),
+    });
+    let e = Engine::open(store.clone(), node()).unwrap();
+    q(&e, None, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE t (k int, c int, a int, b text, l list<int>, PRIMARY KEY (k, c))",
+    )
+    .unwrap();
+    let gets = || store.gets.load(std::sync::atomic::Ordering::Relaxed);
+    let before = gets();
+    q(
+        &e,
+        Some("ks"),
+        "INSERT INTO t (k, c, a) VALUES (1, 1, 10) USING TIMESTAMP 10",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "UPDATE t USING TIMESTAMP 20 SET b = 'x' WHERE k = 1 AND c = 1",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "UPDATE t USING TIMESTAMP 5 SET a = 99 WHERE k = 1 AND c = 1",
+    )
+    .unwrap();
+    q(
+        &e,
+        Some("ks"),
+        "DELETE b FROM t USING TIMESTAMP 15 WHERE k = 1 AND c = 1",
+    )
+    .unwrap();
+    assert_eq!(gets(), before, "plain writes read the row");
+    let got = rows(
+        q(
+            &e,
+            Some("ks"),
+            "SELECT a, b, writetime(a) FROM t WHERE k = 1 AND c = 1",
+        )
+        .unwrap(),
+    );
+    // a = 10 at 10 (the UPDATE at 5 lost), b = 'x' at 20 (the DELETE at 15 lost).
+    assert_eq!(
+        got,
+        vec![vec!["10".to_string(), "x".to_string(), "10".to_string()]]
+    );
+    let before = gets();
+    q(
+        &e,
+        Some("ks"),
+        "UPDATE t SET l[0] = 1 WHERE k = 1 AND c = 1",
+    )
+    .unwrap_err();
+    assert!(gets() > before, "a list index operation reads the list");
+    q(&e, Some("ks"), "CREATE INDEX ON t (a)").unwrap();
+    let before = gets();
+    q(&e, Some("ks"), "UPDATE t SET a = 11 WHERE k = 1 AND c = 1").unwrap();
+    assert!(gets() > before, "a write to an indexed table reads the row");
 }

@@ -91,6 +91,7 @@ impl LocalBackend {
             storage::Options {
                 sync,
                 filter: Some(filter),
+                merge: Some(Arc::new(engine::row::RowMerge)),
                 cache_bytes: config.storage_cache_bytes,
                 memtable_bytes: config.storage_memtable_bytes,
                 failure_policy: match config.disk_failure_policy {

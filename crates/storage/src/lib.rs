@@ -112,6 +112,39 @@ impl WriteBatch {
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
+
+    /// One op per key: a later op on a key already in the batch replaces it, a later partial
+    /// value is merged onto it (completed when it is a deletion). The LSM tree gives every op of
+    /// a batch the same sequence number, so two versions of a key in one batch would not
+    /// stack; a batch with no partial value, or with distinct keys (the engine's), is left as
+    /// it is.
+    fn coalesce(&mut self, merge: &dyn Merge) {
+        if self.ops.len() < 2
+            || !self
+                .ops
+                .iter()
+                .any(|(k, v)| v.as_deref().is_some_and(|v| merge.is_partial(k, v)))
+        {
+            return;
+        }
+        let mut at: std::collections::HashMap<Vec<u8>, usize> = Default::default();
+        let mut out: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(self.ops.len());
+        for (k, v) in self.ops.drain(..) {
+            let Some(&i) = at.get(&k) else {
+                at.insert(k.clone(), out.len());
+                out.push((k, v));
+                continue;
+            };
+            out[i].1 = match v {
+                Some(v) if merge.is_partial(&k, &v) => Some(match &out[i].1 {
+                    Some(older) => merge.merge(&k, &v, older),
+                    None => merge.complete(&k, &v),
+                }),
+                v => v,
+            };
+        }
+        self.ops = out;
+    }
 }
 
 /// What a compaction filter decides for one stored item.
@@ -130,6 +163,22 @@ pub enum Decision {
 /// time a tombstone may be dropped without risk of resurrecting shadowed data.
 pub trait CompactionFilter: Send + Sync + std::panic::RefUnwindSafe + 'static {
     fn filter(&self, key: &[u8], value: &[u8], last_level: bool) -> Decision;
+}
+
+/// Completes partial values: a write may store only what it changes under a key (a blind
+/// write, [`Merge::is_partial`]), completed with the key's older versions wherever a value is
+/// read, and folded into them by flushes and compactions (lsm-tree's `MergeOperator`, added by
+/// the vendored patch). Reads (`get`, `scan`) return completed values only.
+///
+/// `merge` must be associative (compactions fold whatever versions they hold); the merge of a
+/// partial value onto a complete one is complete, onto a partial one partial.
+pub trait Merge: Send + Sync + std::panic::RefUnwindSafe + 'static {
+    /// Whether `value`, written under `key`, needs the older versions of `key`.
+    fn is_partial(&self, key: &[u8], value: &[u8]) -> bool;
+    /// `newer` (partial) merged onto `older` (partial or not).
+    fn merge(&self, key: &[u8], newer: &[u8], older: &[u8]) -> Vec<u8>;
+    /// The complete value a partial one stands for when nothing older exists.
+    fn complete(&self, key: &[u8], partial: &[u8]) -> Vec<u8>;
 }
 
 /// When writes are made durable.
@@ -161,6 +210,10 @@ pub trait Storage: Send + Sync + 'static {
     fn sync(&self) -> Result<()>;
     /// Forces compaction of everything written so far (tests and `nodetool compact`-like use).
     fn compact(&self) -> Result<()>;
+    /// Whether partial values are completed ([`Merge`]): only then may a writer store one.
+    fn merges(&self) -> bool {
+        false
+    }
 }
 
 /// Options for opening an [`LsmStorage`].
@@ -172,6 +225,8 @@ pub struct Options {
     /// keys in memory (fewer tables, less compaction) at the cost of memory and recovery time.
     pub memtable_bytes: u64,
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// Completes partial values (blind writes); without it every value is complete.
+    pub merge: Option<Arc<dyn Merge>>,
     /// What to do with a write-ahead journal damaged before its end (see `journal.rs`).
     pub journal_recovery: JournalRecovery,
     /// What to do when a table file fails (`disk_failure_policy`).
@@ -192,6 +247,7 @@ impl Default for Options {
             cache_bytes: 256 * 1024 * 1024,
             memtable_bytes: 64 * 1024 * 1024,
             filter: None,
+            merge: None,
             journal_recovery: JournalRecovery::Refuse,
             failure_policy: FailurePolicy::Stop,
             commit_failure_policy: CommitFailurePolicy::Stop,
@@ -227,6 +283,12 @@ impl Open {
                 Arc::new(FilterFactory(filter));
             builder = builder.with_compaction_filter_factories(Arc::new(move |name: &str| {
                 (name == DATA_KEYSPACE).then(|| factory.clone())
+            }));
+        }
+        if let Some(merge) = options.merge.clone() {
+            let op: Arc<dyn lsm_tree::MergeOperator> = Arc::new(MergeOperator(merge));
+            builder = builder.with_merge_operators(Arc::new(move |name: &str| {
+                (name == DATA_KEYSPACE).then(|| op.clone())
             }));
         }
         let db = builder.open()?;
@@ -491,6 +553,7 @@ impl Open {
         batch: WriteBatch,
         sync: SyncMode,
         buckets: &Mutex<()>,
+        merge: Option<&dyn Merge>,
     ) -> std::result::Result<(), WriteError> {
         let durability = match sync {
             SyncMode::Batch => Some(fjall::PersistMode::SyncData),
@@ -530,6 +593,15 @@ impl Open {
                 );
             }
             if let Some(bucket) = touched.get_mut(prefix) {
+                // A bucket holds complete values only: a partial one is completed here, with
+                // the entry it replaces (read under the bucket lock).
+                let v = match (v, merge) {
+                    (Some(v), Some(m)) if m.is_partial(&k, &v) => Some(match bucket.get(suffix) {
+                        Some(older) => m.merge(&k, &v, older),
+                        None => m.complete(&k, &v),
+                    }),
+                    (v, _) => v,
+                };
                 bucket.set(suffix, v);
             }
         }
@@ -599,7 +671,12 @@ impl Storage for LsmStorage {
                 // Next to an fsync, one relaxed add costs nothing measurable.
                 self.shared.journal_syncs.fetch_add(1, Ordering::Relaxed);
             }
-            match open.write(batch, self.shared.options.sync, &self.shared.buckets) {
+            let merge = self.shared.options.merge.as_deref();
+            let mut batch = batch;
+            if let Some(m) = merge {
+                batch.coalesce(m);
+            }
+            match open.write(batch, self.shared.options.sync, &self.shared.buckets, merge) {
                 Ok(()) => Ok(()),
                 Err(WriteError::Read(e)) => Err(e),
                 Err(WriteError::Fjall(e)) => Err(self.shared.failed(open, &e)),
@@ -664,6 +741,25 @@ impl Storage for LsmStorage {
         // rotated-out key is needed by no file at all.
         open.db.rewrite_meta_keyspace()?;
         Ok(())
+    }
+
+    fn merges(&self) -> bool {
+        self.shared.options.merge.is_some()
+    }
+}
+
+/// [`Merge`] as lsm-tree's merge operator.
+struct MergeOperator(Arc<dyn Merge>);
+
+impl lsm_tree::MergeOperator for MergeOperator {
+    fn is_partial(&self, key: &[u8], value: &[u8]) -> bool {
+        self.0.is_partial(key, value)
+    }
+    fn merge(&self, key: &[u8], newer: &[u8], older: &[u8]) -> lsm_tree::UserValue {
+        self.0.merge(key, newer, older).into()
+    }
+    fn complete(&self, key: &[u8], partial: &[u8]) -> lsm_tree::UserValue {
+        self.0.complete(key, partial).into()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The in-memory reference model: a `BTreeMap` behind a lock. Slow and obviously right.
 
-use crate::{CompactionFilter, Decision, KvPair, Result, Storage, WriteBatch};
+use crate::{CompactionFilter, Decision, KvPair, Merge, Result, Storage, WriteBatch};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
@@ -9,6 +9,8 @@ use std::sync::{Arc, RwLock};
 pub struct MemStorage {
     map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
     filter: Option<Arc<dyn CompactionFilter>>,
+    /// Partial values are completed as they are written (the map holds complete ones only).
+    merge: Option<Arc<dyn Merge>>,
 }
 
 impl MemStorage {
@@ -19,6 +21,22 @@ impl MemStorage {
         MemStorage {
             map: RwLock::default(),
             filter: Some(filter),
+            merge: None,
+        }
+    }
+    /// A store that completes partial values, as an engine's `LsmStorage` does.
+    pub fn with_merge(merge: Arc<dyn Merge>) -> Self {
+        MemStorage {
+            merge: Some(merge),
+            ..Self::default()
+        }
+    }
+    /// A store that also completes partial values, as an engine's `LsmStorage` does.
+    pub fn with_filter_and_merge(filter: Arc<dyn CompactionFilter>, merge: Arc<dyn Merge>) -> Self {
+        MemStorage {
+            map: RwLock::default(),
+            filter: Some(filter),
+            merge: Some(merge),
         }
     }
 }
@@ -32,6 +50,13 @@ impl Storage for MemStorage {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
         for (k, v) in batch.ops {
+            let v = match (v, &self.merge) {
+                (Some(v), Some(m)) if m.is_partial(&k, &v) => Some(match map.get(&k) {
+                    Some(older) => m.merge(&k, &v, older),
+                    None => m.complete(&k, &v),
+                }),
+                (v, _) => v,
+            };
             match v {
                 Some(v) => map.insert(k, v),
                 None => map.remove(&k),
@@ -70,6 +95,10 @@ impl Storage for MemStorage {
 
     fn sync(&self) -> Result<()> {
         Ok(())
+    }
+
+    fn merges(&self) -> bool {
+        self.merge.is_some()
     }
 
     fn compact(&self) -> Result<()> {

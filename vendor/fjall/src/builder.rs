@@ -193,4 +193,11 @@ impl<O: Openable> Builder<O> {
         self.inner.compaction_filter_factory_assigner = Some(f);
         self
     }
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Installs a merge operator (`lsm_tree::MergeOperator`) on the keyspaces `f` names.
+    pub fn with_merge_operators(mut self, f: crate::db_config::MergeOperatorAssigner) -> Self {
+        self.inner.merge_operator_assigner = Some(f);
+        self
+    }
 }

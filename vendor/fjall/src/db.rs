@@ -525,6 +525,15 @@ impl Database {
             {
                 opts = opts.with_compaction_filter_factory(f);
             }
+            // PATCH (Peregrine, blind writes; see vendor/README.md)
+            if let Some(f) = self
+                .config
+                .merge_operator_assigner
+                .as_ref()
+                .and_then(|f| f(&name))
+            {
+                opts.merge_operator = Some(f);
+            }
 
             let handle = Keyspace::create_new(keyspace_id, self, name.clone(), opts)?;
 

@@ -12,6 +12,11 @@ use std::{
 pub type CompactionFilterAssigner =
     Arc<dyn Fn(&str) -> Option<Arc<dyn lsm_tree::compaction::filter::Factory>> + Send + Sync>;
 
+// PATCH (Peregrine, blind writes; see vendor/README.md)
+/// Picks the merge operator of a keyspace by its name (`None`: no merge operator).
+pub type MergeOperatorAssigner =
+    Arc<dyn Fn(&str) -> Option<Arc<dyn lsm_tree::MergeOperator>> + Send + Sync>;
+
 /// Global database configuration
 #[derive(Clone)]
 pub struct Config {
@@ -48,6 +53,9 @@ pub struct Config {
     // pub(crate) journal_recovery_mode: RecoveryMode,
     //
     pub(crate) compaction_filter_factory_assigner: Option<CompactionFilterAssigner>,
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    pub(crate) merge_operator_assigner: Option<MergeOperatorAssigner>,
 }
 
 const DEFAULT_CPU_CORES: usize = 4;
@@ -90,6 +98,8 @@ impl Config {
             cache: Arc::new(Cache::with_capacity_bytes(/* 32 MiB */ 32 * 1_024 * 1_024)),
 
             compaction_filter_factory_assigner: None,
+
+            merge_operator_assigner: None,
         }
     }
 }

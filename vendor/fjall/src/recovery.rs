@@ -84,6 +84,15 @@ pub fn recover_keyspaces(db: &Database, meta_keyspace: &MetaKeyspace) -> crate::
         {
             recovered_config = recovered_config.with_compaction_filter_factory(f);
         }
+        // PATCH (Peregrine, blind writes; see vendor/README.md)
+        if let Some(f) = db
+            .config
+            .merge_operator_assigner
+            .as_ref()
+            .and_then(|f| f(&keyspace_name))
+        {
+            recovered_config.merge_operator = Some(f);
+        }
 
         let base_config = lsm_tree::Config::new(
             path,

@@ -102,7 +102,9 @@ pub trait AbstractTree {
                 .map(|mt| mt.iter().map(Ok))
                 .collect::<Vec<_>>(),
         );
-        let stream = CompactionStream::new(merger, seqno_threshold);
+        // PATCH (Peregrine, blind writes; see vendor/README.md)
+        let stream = CompactionStream::new(merger, seqno_threshold)
+            .with_merge(self.tree_config().merge_operator.clone());
 
         drop(version_history);
 

@@ -98,6 +98,10 @@ mod double_ended_peekable;
 // PATCH (Peregrine, encryption at rest; see vendor/README.md)
 pub mod encryption;
 
+// PATCH (Peregrine, blind writes; see vendor/README.md)
+mod merge_operator;
+pub use merge_operator::MergeOperator;
+
 mod error;
 
 #[doc(hidden)]

@@ -3,13 +3,18 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::double_ended_peekable::{DoubleEndedPeekable, DoubleEndedPeekableExt};
-use crate::{InternalValue, UserKey};
+use crate::merge_operator::merge_onto;
+use crate::{InternalValue, MergeOperator, UserKey};
+use std::sync::Arc;
 
 /// Consumes a stream of KVs and emits a new stream according to MVCC and tombstone rules
 ///
 /// This iterator is used for read operations.
 pub struct MvccStream<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> {
     inner: DoubleEndedPeekable<crate::Result<InternalValue>, I>,
+    // PATCH (Peregrine, blind writes; see vendor/README.md): completes partial values with
+    // the older versions of their key instead of skipping those.
+    merge: Option<Arc<dyn MergeOperator>>,
 }
 
 impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> MvccStream<I> {
@@ -18,7 +23,54 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> MvccStream<I> 
     pub fn new(iter: I) -> Self {
         Self {
             inner: iter.double_ended_peekable(),
+            merge: None,
         }
+    }
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Completes partial values with `merge` (`merge_operator.rs`).
+    #[must_use]
+    pub fn with_merge(mut self, merge: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.merge = merge;
+        self
+    }
+
+    /// The operator, if `head` is a partial value it must complete.
+    fn merge_for(&self, head: &InternalValue) -> Option<Arc<dyn MergeOperator>> {
+        let op = self.merge.as_ref()?;
+        (!head.is_tombstone() && op.is_partial(&head.key.user_key, &head.value))
+            .then(|| op.clone())
+    }
+
+    /// Completes the partial `head` with the older versions of its key that follow it.
+    fn fold_forward(&mut self, op: &dyn MergeOperator, head: &mut InternalValue) -> crate::Result<()> {
+        let key = head.key.user_key.clone();
+        loop {
+            let Some(next) = self.inner.next_if(|kv| match kv {
+                Ok(kv) => kv.key.user_key == key,
+                Err(_) => true,
+            }) else {
+                head.value = op.complete(&key, &head.value);
+                return Ok(());
+            };
+            if merge_onto(op, &key, &mut head.value, &next?) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `newest` completed with `older` (the versions below it, oldest first) if it is partial.
+    fn finish_back(&self, mut newest: InternalValue, older: &[InternalValue]) -> InternalValue {
+        if let Some(op) = self.merge_for(&newest) {
+            let key = newest.key.user_key.clone();
+            for o in older.iter().rev() {
+                if merge_onto(&*op, &key, &mut newest.value, o) {
+                    return newest;
+                }
+            }
+            newest.value = op.complete(&key, &newest.value);
+        }
+        newest
     }
 
     // Drains all entries for the given user key from the front of the iterator.
@@ -43,7 +95,11 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> Iterator for M
     type Item = crate::Result<InternalValue>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let head = fail_iter!(self.inner.next()?);
+        let mut head = fail_iter!(self.inner.next()?);
+
+        if let Some(op) = self.merge_for(&head) {
+            fail_iter!(self.fold_forward(&*op, &mut head));
+        }
 
         // As long as items are the same key, ignore them
         fail_iter!(self.drain_key_min(&head.key.user_key));
@@ -56,6 +112,9 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> DoubleEndedIte
     for MvccStream<I>
 {
     fn next_back(&mut self) -> Option<Self::Item> {
+        // The older versions of the key returned (oldest first), kept only to complete a
+        // partial value.
+        let mut older = Vec::new();
         loop {
             let tail = fail_iter!(self.inner.next_back()?);
 
@@ -73,12 +132,15 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> DoubleEndedIte
                         .expect_err("should be error")));
                 }
                 None => {
-                    return Some(Ok(tail));
+                    return Some(Ok(self.finish_back(tail, &older)));
                 }
             };
 
             if prev.key.user_key < tail.key.user_key {
-                return Some(Ok(tail));
+                return Some(Ok(self.finish_back(tail, &older)));
+            }
+            if self.merge.is_some() {
+                older.push(tail);
             }
         }
     }

@@ -68,6 +68,8 @@ pub fn prefix_to_range(prefix: &[u8]) -> (Bound<UserKey>, Bound<UserKey>) {
 pub struct IterState {
     pub(crate) version: SuperVersion,
     pub(crate) ephemeral: Option<(Arc<Memtable>, SeqNo)>,
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    pub(crate) merge: Option<Arc<dyn crate::MergeOperator>>,
 }
 
 type BoxedMerge<'a> = Box<dyn DoubleEndedIterator<Item = crate::Result<InternalValue>> + Send + 'a>;
@@ -225,7 +227,7 @@ impl TreeIter {
             }
 
             let merged = Merger::new(iters);
-            let iter = MvccStream::new(merged);
+            let iter = MvccStream::new(merged).with_merge(lock.merge.clone());
 
             Box::new(iter.filter(|x| match x {
                 Ok(value) => !value.key.is_tombstone(),

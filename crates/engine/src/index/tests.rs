@@ -649,7 +649,10 @@ fn entry_count(store: &dyn storage::Storage) -> usize {
 #[test]
 fn compaction_drops_entries_of_dropped_indexes_and_truncated_tables() {
     let (filter, handle) = crate::purge_filter(crate::Now::system);
-    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::with_filter(filter));
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::with_filter_and_merge(
+        filter,
+        Arc::new(crate::row::RowMerge),
+    ));
     let e = Engine::open_with_filter(store.clone(), node(), handle).unwrap();
     run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
     run(

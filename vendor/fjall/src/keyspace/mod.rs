@@ -56,6 +56,8 @@ pub fn apply_to_base_config(
         .filter_block_partitioning_policy(our_config.filter_block_partitioning_policy.clone())
         .filter_policy(our_config.filter_policy.clone())
         .with_compaction_filter_factory(our_config.compaction_filter_factory.clone())
+        // PATCH (Peregrine, blind writes; see vendor/README.md)
+        .with_merge_operator(our_config.merge_operator.clone())
 }
 
 pub struct KeyspaceInner {

@@ -79,6 +79,9 @@ pub struct CreateOptions {
     pub kv_separation_opts: Option<KvSeparationOptions>,
 
     pub(crate) compaction_filter_factory: Option<Arc<dyn CompactionFilterFactory>>,
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    pub(crate) merge_operator: Option<Arc<dyn lsm_tree::MergeOperator>>,
 }
 
 impl Default for CreateOptions {
@@ -127,6 +130,8 @@ impl Default for CreateOptions {
             kv_separation_opts: None,
 
             compaction_filter_factory: None,
+
+            merge_operator: None,
         }
     }
 }
@@ -373,6 +378,8 @@ impl CreateOptions {
             kv_separation_opts: blob_opts.transpose()?,
 
             compaction_filter_factory: None,
+
+            merge_operator: None,
         })
     }
 

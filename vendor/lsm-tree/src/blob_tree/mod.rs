@@ -219,7 +219,7 @@ impl AbstractTree for BlobTree {
         let range = prefix_to_range(prefix.as_ref());
 
         Box::new(
-            crate::Tree::create_internal_range(super_version.clone(), &range, seqno, index).map(
+            crate::Tree::create_internal_range(super_version.clone(), &range, seqno, index, None).map(
                 move |kv| {
                     IterGuardImpl::Blob(Guard {
                         tree: tree.clone(),
@@ -241,7 +241,7 @@ impl AbstractTree for BlobTree {
         let tree = self.clone();
 
         Box::new(
-            crate::Tree::create_internal_range(super_version.clone(), &range, seqno, index).map(
+            crate::Tree::create_internal_range(super_version.clone(), &range, seqno, index, None).map(
                 move |kv| {
                     IterGuardImpl::Blob(Guard {
                         tree: tree.clone(),

@@ -2,8 +2,10 @@
 // This source code is licensed under both the Apache 2.0 and MIT License
 // (found in the LICENSE-* files in the repository)
 
-use crate::{InternalValue, SeqNo, UserKey, UserValue, ValueType};
+use crate::merge_operator::merge_onto;
+use crate::{InternalValue, MergeOperator, SeqNo, UserKey, UserValue, ValueType};
 use std::iter::Peekable;
+use std::sync::Arc;
 
 type Item = crate::Result<InternalValue>;
 
@@ -62,6 +64,10 @@ pub struct CompactionStream<'a, I: Iterator<Item = Item>, F: StreamFilter = NoFi
     evict_tombstones: bool,
 
     zero_seqnos: bool,
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md): folds partial values into the
+    // older versions of their key (`merge_operator.rs`).
+    merge: Option<Arc<dyn MergeOperator>>,
 }
 
 impl<I: Iterator<Item = Item>> CompactionStream<'_, I, NoFilter> {
@@ -77,6 +83,7 @@ impl<I: Iterator<Item = Item>> CompactionStream<'_, I, NoFilter> {
             filter: NoFilter,
             evict_tombstones: false,
             zero_seqnos: false,
+            merge: None,
         }
     }
 }
@@ -91,6 +98,45 @@ impl<'a, I: Iterator<Item = Item>, F: StreamFilter + 'a> CompactionStream<'a, I,
             filter,
             evict_tombstones: self.evict_tombstones,
             zero_seqnos: self.zero_seqnos,
+            merge: self.merge,
+        }
+    }
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Folds partial values with `merge` (`merge_operator.rs`).
+    #[must_use]
+    pub fn with_merge(mut self, merge: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.merge = merge;
+        self
+    }
+
+    /// Folds the partial `head` into the older versions of its key that follow it in the
+    /// stream, consuming them, down to a base. A partial value with no base in the stream is
+    /// complete only when the output is the last level (nothing older lies below it, the same
+    /// reasoning that lets tombstones go there); elsewhere it stays partial.
+    ///
+    /// Folding ignores the MVCC watermark: the versions folded are gone for a snapshot read
+    /// between them (Peregrine opens none on trees with a merge operator; an iterator keeps
+    /// the tables it started on).
+    fn fold(&mut self, op: &dyn MergeOperator, head: &mut InternalValue) -> crate::Result<()> {
+        let key = head.key.user_key.clone();
+        loop {
+            let Some(next) = self.inner.next_if(|kv| match kv {
+                Ok(kv) => kv.key.user_key == key,
+                Err(_) => true,
+            }) else {
+                if self.evict_tombstones {
+                    head.value = op.complete(&key, &head.value);
+                }
+                return Ok(());
+            };
+            let older = next?;
+            if let Some(watcher) = &mut self.dropped_callback {
+                watcher.on_dropped(&older);
+            }
+            if merge_onto(op, &key, &mut head.value, &older) {
+                return Ok(());
+            }
         }
     }
 
@@ -145,6 +191,12 @@ impl<'a, I: Iterator<Item = Item>, F: StreamFilter + 'a> Iterator for Compaction
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let mut head = fail_iter!(self.inner.next()?);
+
+            if let Some(op) = self.merge.clone() {
+                if !head.is_tombstone() && op.is_partial(&head.key.user_key, &head.value) {
+                    fail_iter!(self.fold(&*op, &mut head));
+                }
+            }
 
             if !head.is_tombstone() {
                 match fail_iter!(self.filter.filter_item(&head)) {

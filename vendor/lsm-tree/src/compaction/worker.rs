@@ -406,7 +406,9 @@ fn merge_tables(
 
     merge_iter = merge_iter
         .evict_tombstones(is_last_level)
-        .zero_seqnos(false);
+        .zero_seqnos(false)
+        // PATCH (Peregrine, blind writes; see vendor/README.md)
+        .with_merge(opts.config.merge_operator.clone());
 
     let blobs_folder = opts.config.path.join(BLOBS_FOLDER);
 

@@ -229,6 +229,10 @@ pub struct Config {
     /// Compaction filter factory
     pub compaction_filter_factory: Option<Arc<dyn Factory>>,
 
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Completes partial values with older versions (`merge_operator.rs`)
+    pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
+
     #[doc(hidden)]
     pub kv_separation_opts: Option<KvSeparationOptions>,
 
@@ -290,6 +294,8 @@ impl Default for Config {
             )),
 
             compaction_filter_factory: None,
+
+            merge_operator: None,
 
             expect_point_read_hits: false,
 
@@ -464,6 +470,14 @@ impl Config {
     #[must_use]
     pub fn with_compaction_filter_factory(mut self, factory: Option<Arc<dyn Factory>>) -> Self {
         self.compaction_filter_factory = factory;
+        self
+    }
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Installs a merge operator (`merge_operator.rs`).
+    #[must_use]
+    pub fn with_merge_operator(mut self, op: Option<Arc<dyn crate::MergeOperator>>) -> Self {
+        self.merge_operator = op;
         self
     }
 

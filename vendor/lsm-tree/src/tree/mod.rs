@@ -162,7 +162,34 @@ impl AbstractTree for Tree {
             .expect("lock is poisoned")
             .get_version_for_snapshot(seqno);
 
-        Self::get_internal_entry_from_version(&super_version, key, seqno)
+        let found = Self::get_internal_entry_from_version(&super_version, key, seqno)?;
+
+        // PATCH (Peregrine, blind writes; see vendor/README.md): a partial value is completed
+        // with the versions below it, each looked up as a read at its own seqno would.
+        let Some(op) = &self.config.merge_operator else {
+            return Ok(found);
+        };
+        let Some(mut entry) = found else {
+            return Ok(None);
+        };
+        if !op.is_partial(key, &entry.value) {
+            return Ok(Some(entry));
+        }
+        let mut below = entry.key.seqno;
+        loop {
+            match Self::get_internal_entry_from_version(&super_version, key, below)? {
+                None => {
+                    entry.value = op.complete(key, &entry.value);
+                    return Ok(Some(entry));
+                }
+                Some(older) => {
+                    below = older.key.seqno;
+                    if crate::merge_operator::merge_onto(&**op, key, &mut entry.value, &older) {
+                        return Ok(Some(entry));
+                    }
+                }
+            }
+        }
     }
 
     fn current_version(&self) -> Version {
@@ -680,6 +707,8 @@ impl Tree {
         range: &'a R,
         seqno: SeqNo,
         ephemeral: Option<(Arc<Memtable>, SeqNo)>,
+        // PATCH (Peregrine, blind writes; see vendor/README.md)
+        merge: Option<Arc<dyn crate::MergeOperator>>,
     ) -> impl DoubleEndedIterator<Item = crate::Result<InternalValue>> + 'static {
         use crate::range::{IterState, TreeIter};
         use std::ops::Bound::{self, Excluded, Included, Unbounded};
@@ -698,7 +727,13 @@ impl Tree {
 
         let bounds: (Bound<UserKey>, Bound<UserKey>) = (lo, hi);
 
-        let iter_state = { IterState { version, ephemeral } };
+        let iter_state = {
+            IterState {
+                version,
+                ephemeral,
+                merge,
+            }
+        };
 
         TreeIter::create_range(iter_state, bounds, seqno)
     }
@@ -888,10 +923,13 @@ impl Tree {
             .expect("lock is poisoned")
             .get_version_for_snapshot(seqno);
 
-        Self::create_internal_range(super_version, range, seqno, ephemeral).map(|item| match item {
-            Ok(kv) => Ok((kv.key.user_key, kv.value)),
-            Err(e) => Err(e),
-        })
+        let merge = self.config.merge_operator.clone();
+        Self::create_internal_range(super_version, range, seqno, ephemeral, merge).map(
+            |item| match item {
+                Ok(kv) => Ok((kv.key.user_key, kv.value)),
+                Err(e) => Err(e),
+            },
+        )
     }
 
     #[doc(hidden)]

@@ -1,0 +1,48 @@
+// PATCH (Peregrine, blind writes): new file.
+//
+// Partial values ("merge operands"): a write may store only what it changes under a key; the
+// versions below it complete it when the key is read, flushed or compacted. lsm-tree 3.1 has no
+// merge operator, so reads stopped at the newest version and every update had to read the
+// whole value first and write it back whole.
+
+use crate::{InternalValue, UserValue};
+
+/// Completes partial values with the older versions of their key.
+///
+/// A value is partial when [`MergeOperator::is_partial`] says so; every other value (and a
+/// tombstone) is a base that hides all older versions, as without an operator. The tree calls
+/// the operator wherever it picks the visible version of a key: point reads, range reads (both
+/// directions), flushes and compactions.
+///
+/// The merge must be associative: merging `a` onto the merge of `b` onto `c` equals merging
+/// the merge of `a` onto `b` onto `c`, since compactions fold whatever versions they happen to
+/// hold. A merge of a partial value onto a base is a base; onto a partial value it stays partial.
+pub trait MergeOperator: Send + Sync + std::panic::RefUnwindSafe + 'static {
+    /// Whether `value`, stored under `key`, needs the older versions of `key` to be complete.
+    fn is_partial(&self, key: &[u8], value: &[u8]) -> bool;
+
+    /// `newer` (partial) merged onto `older` (partial or not).
+    fn merge(&self, key: &[u8], newer: &[u8], older: &[u8]) -> UserValue;
+
+    /// The base a partial value stands for when nothing older exists (below it is a tombstone,
+    /// or nothing at all).
+    fn complete(&self, key: &[u8], partial: &[u8]) -> UserValue;
+}
+
+/// Merges the partial value `acc` onto `older`, the next older version of its key. Returns
+/// whether `acc` is now complete (`older` was a base: a value that is not partial, or a
+/// tombstone), so that no older version matters any more.
+pub(crate) fn merge_onto(
+    op: &dyn MergeOperator,
+    key: &[u8],
+    acc: &mut UserValue,
+    older: &InternalValue,
+) -> bool {
+    if older.key.is_tombstone() {
+        *acc = op.complete(key, acc);
+        return true;
+    }
+    let base = !op.is_partial(key, &older.value);
+    *acc = op.merge(key, acc, &older.value);
+    base
+}
