@@ -63,7 +63,12 @@ fn generated_statements_never_panic_on_the_model_store() {
 fn generated_statements_never_panic_on_the_lsm_store() {
     let dir = std::env::temp_dir().join(format!("peregrine-gen-statements-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let store = storage::LsmStorage::open(&dir, storage::Options::default()).unwrap();
+    // Merging, as the server's store (updates write blind).
+    let options = storage::Options {
+        merge: Some(Arc::new(engine::row::RowMerge)),
+        ..storage::Options::default()
+    };
+    let store = storage::LsmStorage::open(&dir, options).unwrap();
     let engine = Engine::open(Arc::new(store), node()).unwrap();
     no_panics(engine, 0x5EED_0010, 3000);
     let _ = std::fs::remove_dir_all(&dir);
