@@ -553,43 +553,9 @@ fn concurrent_writers_a_concurrent_build_and_sweeps_leave_no_entry_missing() {
     }
 }
 
-/// Storage that counts what reads touch: point reads plus items a scan yields.
-struct Counting {
-    inner: storage::MemStorage,
-    touched: std::sync::atomic::AtomicUsize,
-}
-
-impl storage::Storage for Counting {
-    fn get(&self, key: &[u8]) -> storage::Result<Option<Vec<u8>>> {
-        self.touched
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inner.get(key)
-    }
-    fn write(&self, batch: storage::WriteBatch) -> storage::Result<()> {
-        self.inner.write(batch)
-    }
-    fn scan<'a>(
-        &'a self,
-        start: std::ops::Bound<&[u8]>,
-        end: std::ops::Bound<&[u8]>,
-        reverse: bool,
-    ) -> Box<dyn Iterator<Item = storage::Result<storage::KvPair>> + 'a> {
-        Box::new(self.inner.scan(start, end, reverse).inspect(|_| {
-            self.touched
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }))
-    }
-    fn sync(&self) -> storage::Result<()> {
-        self.inner.sync()
-    }
-    fn compact(&self) -> storage::Result<()> {
-        self.inner.compact()
-    }
-}
-
 /// What one query touches in a table of `rows` rows where it matches 10.
 fn touched_by_queries(rows: i64) -> Vec<usize> {
-    let store = Arc::new(Counting {
+    let store = Arc::new(crate::tests::CountingStore {
         inner: storage::MemStorage::new(),
         touched: Default::default(),
     });
