@@ -168,7 +168,9 @@ pub trait CompactionFilter: Send + Sync + std::panic::RefUnwindSafe + 'static {
 /// Completes partial values: a write may store only what it changes under a key (a blind
 /// write, [`Merge::is_partial`]), completed with the key's older versions wherever a value is
 /// read, and folded into them by flushes and compactions (lsm-tree's `MergeOperator`, added by
-/// the vendored patch). Reads (`get`, `scan`) return completed values only.
+/// the vendored patch). Reads (`get`, `scan`) return completed values, except that a partial
+/// value nothing older completes is returned as written (without [`Merge::complete`], a copy):
+/// it is to be read as the complete value it stands for.
 ///
 /// `merge` must be associative (compactions fold whatever versions they hold); the merge of a
 /// partial value onto a complete one is complete, onto a partial one partial.

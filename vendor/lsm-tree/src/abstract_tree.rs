@@ -102,9 +102,16 @@ pub trait AbstractTree {
                 .map(|mt| mt.iter().map(Ok))
                 .collect::<Vec<_>>(),
         );
-        // PATCH (Peregrine, blind writes; see vendor/README.md)
-        let stream = CompactionStream::new(merger, seqno_threshold)
+        // PATCH (Peregrine, blind writes; see vendor/README.md): older versions of what the
+        // sealed memtables hold can only be in the tables.
+        let mut stream = CompactionStream::new(merger, seqno_threshold)
             .with_merge(self.tree_config().merge_operator.clone());
+        if self.tree_config().merge_operator.is_some() {
+            let version = latest.version.clone();
+            stream = stream.with_held_elsewhere(Box::new(move |key| {
+                crate::merge_operator::held_elsewhere(&version, key, &[])
+            }));
+        }
 
         drop(version_history);
 

@@ -5,7 +5,8 @@
 // merge operator, so reads stopped at the newest version and every update had to read the
 // whole value first and write it back whole.
 
-use crate::{InternalValue, UserValue};
+use crate::version::Version;
+use crate::{InternalValue, SeqNo, TableId, UserValue};
 
 /// Completes partial values with the older versions of their key.
 ///
@@ -25,7 +26,8 @@ pub trait MergeOperator: Send + Sync + std::panic::RefUnwindSafe + 'static {
     fn merge(&self, key: &[u8], newer: &[u8], older: &[u8]) -> UserValue;
 
     /// The base a partial value stands for when nothing older exists (below it is a tombstone,
-    /// or nothing at all).
+    /// or nothing at all). Flushes, compactions and inserts store this; reads (`get`, ranges)
+    /// return a partial value nothing older completes as it is, to be read as this.
     fn complete(&self, key: &[u8], partial: &[u8]) -> UserValue;
 }
 
@@ -45,4 +47,18 @@ pub(crate) fn merge_onto(
     let base = !op.is_partial(key, &older.value);
     *acc = op.merge(key, acc, &older.value);
     base
+}
+
+/// Whether a table of `version` other than those in `except` may hold a version of `key`
+/// (its Bloom filter lets it through and it holds one, or reading it fails). A flush or
+/// compaction completes a partial value no other table may complete instead: a row inserted
+/// blind reads as one version from its first flush on, without a lookup in every level.
+pub(crate) fn held_elsewhere(version: &Version, key: &[u8], except: &[TableId]) -> bool {
+    let hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
+    version
+        .iter_levels()
+        .flat_map(|lvl| lvl.iter())
+        .filter_map(|run| run.get_for_key(key))
+        .filter(|t| !except.contains(&t.metadata.id))
+        .any(|t| !matches!(t.get(key, SeqNo::MAX, hash), Ok(None)))
 }

@@ -50,7 +50,7 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> MvccStream<I> 
                 Ok(kv) => kv.key.user_key == key,
                 Err(_) => true,
             }) else {
-                head.value = op.complete(&key, &head.value);
+                // Nothing older: the folded value is returned as it is (see `finish_back`).
                 return Ok(());
             };
             if merge_onto(op, &key, &mut head.value, &next?) {
@@ -68,7 +68,8 @@ impl<I: DoubleEndedIterator<Item = crate::Result<InternalValue>>> MvccStream<I> 
                     return newest;
                 }
             }
-            newest.value = op.complete(&key, &newest.value);
+            // Nothing older: a read takes the folded value as the complete one it stands for,
+            // without `MergeOperator::complete` (a copy); nothing reads it back into a store.
         }
         newest
     }

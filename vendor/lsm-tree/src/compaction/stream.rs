@@ -68,6 +68,9 @@ pub struct CompactionStream<'a, I: Iterator<Item = Item>, F: StreamFilter = NoFi
     // PATCH (Peregrine, blind writes; see vendor/README.md): folds partial values into the
     // older versions of their key (`merge_operator.rs`).
     merge: Option<Arc<dyn MergeOperator>>,
+
+    /// Whether a version of a key may lie outside this stream (in a table it does not read).
+    held_elsewhere: Option<Box<dyn Fn(&[u8]) -> bool + 'a>>,
 }
 
 impl<I: Iterator<Item = Item>> CompactionStream<'_, I, NoFilter> {
@@ -84,6 +87,7 @@ impl<I: Iterator<Item = Item>> CompactionStream<'_, I, NoFilter> {
             evict_tombstones: false,
             zero_seqnos: false,
             merge: None,
+            held_elsewhere: None,
         }
     }
 }
@@ -99,7 +103,16 @@ impl<'a, I: Iterator<Item = Item>, F: StreamFilter + 'a> CompactionStream<'a, I,
             evict_tombstones: self.evict_tombstones,
             zero_seqnos: self.zero_seqnos,
             merge: self.merge,
+            held_elsewhere: self.held_elsewhere,
         }
+    }
+
+    /// Completes a partial value with nothing older in the stream when `held_elsewhere` says
+    /// no other table may hold its key.
+    #[must_use]
+    pub fn with_held_elsewhere(mut self, f: Box<dyn Fn(&[u8]) -> bool + 'a>) -> Self {
+        self.held_elsewhere = Some(f);
+        self
     }
 
     // PATCH (Peregrine, blind writes; see vendor/README.md)
@@ -112,8 +125,9 @@ impl<'a, I: Iterator<Item = Item>, F: StreamFilter + 'a> CompactionStream<'a, I,
 
     /// Folds the partial `head` into the older versions of its key that follow it in the
     /// stream, consuming them, down to a base. A partial value with no base in the stream is
-    /// complete only when the output is the last level (nothing older lies below it, the same
-    /// reasoning that lets tombstones go there); elsewhere it stays partial.
+    /// complete when the output is the last level (nothing older lies below it, the same
+    /// reasoning that lets tombstones go there) or no table outside the stream may hold its
+    /// key (`held_elsewhere`); otherwise it stays partial.
     ///
     /// Folding ignores the MVCC watermark: the versions folded are gone for a snapshot read
     /// between them (Peregrine opens none on trees with a merge operator; an iterator keeps
@@ -125,7 +139,7 @@ impl<'a, I: Iterator<Item = Item>, F: StreamFilter + 'a> CompactionStream<'a, I,
                 Ok(kv) => kv.key.user_key == key,
                 Err(_) => true,
             }) else {
-                if self.evict_tombstones {
+                if self.evict_tombstones || self.held_elsewhere.as_ref().is_some_and(|f| !f(&key)) {
                     head.value = op.complete(&key, &head.value);
                 }
                 return Ok(());

@@ -409,6 +409,13 @@ fn merge_tables(
         .zero_seqnos(false)
         // PATCH (Peregrine, blind writes; see vendor/README.md)
         .with_merge(opts.config.merge_operator.clone());
+    if opts.config.merge_operator.is_some() {
+        let version = current_super_version.version.clone();
+        let inputs = payload.table_ids.iter().copied().collect::<Vec<_>>();
+        merge_iter = merge_iter.with_held_elsewhere(Box::new(move |key| {
+            crate::merge_operator::held_elsewhere(&version, key, &inputs)
+        }));
+    }
 
     let blobs_folder = opts.config.path.join(BLOBS_FOLDER);
 

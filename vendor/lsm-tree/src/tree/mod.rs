@@ -162,34 +162,13 @@ impl AbstractTree for Tree {
             .expect("lock is poisoned")
             .get_version_for_snapshot(seqno);
 
-        let found = Self::get_internal_entry_from_version(&super_version, key, seqno)?;
-
-        // PATCH (Peregrine, blind writes; see vendor/README.md): a partial value is completed
-        // with the versions below it, each looked up as a read at its own seqno would.
-        let Some(op) = &self.config.merge_operator else {
-            return Ok(found);
-        };
-        let Some(mut entry) = found else {
-            return Ok(None);
-        };
-        if !op.is_partial(key, &entry.value) {
-            return Ok(Some(entry));
-        }
-        let mut below = entry.key.seqno;
-        loop {
-            match Self::get_internal_entry_from_version(&super_version, key, below)? {
-                None => {
-                    entry.value = op.complete(key, &entry.value);
-                    return Ok(Some(entry));
-                }
-                Some(older) => {
-                    below = older.key.seqno;
-                    if crate::merge_operator::merge_onto(&**op, key, &mut entry.value, &older) {
-                        return Ok(Some(entry));
-                    }
-                }
-            }
-        }
+        Self::get_merged(
+            &super_version,
+            key,
+            seqno,
+            self.config.merge_operator.as_deref(),
+            false,
+        )
     }
 
     fn current_version(&self) -> Version {
@@ -738,6 +717,77 @@ impl Tree {
         TreeIter::create_range(iter_state, bounds, seqno)
     }
 
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// [`Tree::get_internal_entry_from_version`], with a partial value completed by the
+    /// versions below it. Each source (the active memtable, the sealed ones, each table) is
+    /// asked once, newest first, for its newest version visible at `seqno`: a source whose
+    /// newest version is partial holds no older one (a memtable merges a partial value onto
+    /// the version it holds as it is inserted, see [`Tree::append_entry`]; a flush or
+    /// compaction folds a partial value into every older version it writes), so the fold
+    /// costs one lookup per source, however often the key was updated.
+    ///
+    /// A partial value nothing older completes is returned as folded, without
+    /// [`crate::MergeOperator::complete`] (a copy of the value) unless `complete`: a read
+    /// takes it as the complete value it stands for; only a value stored again needs it.
+    fn get_merged(
+        super_version: &SuperVersion,
+        key: &[u8],
+        seqno: SeqNo,
+        merge: Option<&dyn crate::MergeOperator>,
+        complete: bool,
+    ) -> crate::Result<Option<InternalValue>> {
+        let Some(op) = merge else {
+            return Self::get_internal_entry_from_version(super_version, key, seqno);
+        };
+        // The partial value folded so far; `Some(answer)` once a base ends the walk.
+        let mut acc: Option<InternalValue> = None;
+        let mut visit = |item: InternalValue| -> Option<Option<InternalValue>> {
+            match &mut acc {
+                None if item.is_tombstone() => Some(None),
+                None if !op.is_partial(key, &item.value) => Some(Some(item)),
+                None => {
+                    acc = Some(item);
+                    None
+                }
+                Some(partial) => crate::merge_operator::merge_onto(op, key, &mut partial.value, &item)
+                    .then(|| acc.take()),
+            }
+        };
+        if let Some(item) = super_version.active_memtable.get(key, seqno) {
+            if let Some(answer) = visit(item) {
+                return Ok(answer);
+            }
+        }
+        for mt in super_version.sealed_memtables.iter().rev() {
+            if let Some(item) = mt.get(key, seqno) {
+                if let Some(answer) = visit(item) {
+                    return Ok(answer);
+                }
+            }
+        }
+        let mut key_hash = None;
+        for table in super_version
+            .version
+            .iter_levels()
+            .flat_map(|lvl| lvl.iter())
+            .filter_map(|run| run.get_for_key(key))
+        {
+            let hash = *key_hash
+                .get_or_insert_with(|| crate::table::filter::standard_bloom::Builder::get_hash(key));
+            if let Some(item) = table.get(key, seqno, hash)? {
+                if let Some(answer) = visit(item) {
+                    return Ok(answer);
+                }
+            }
+        }
+        Ok(acc.map(|mut partial| {
+            if complete {
+                partial.value = op.complete(key, &partial.value);
+            }
+            partial
+        }))
+    }
+
     pub(crate) fn get_internal_entry_from_version(
         super_version: &SuperVersion,
         key: &[u8],
@@ -952,12 +1002,45 @@ impl Tree {
     #[must_use]
     pub fn append_entry(&self, value: InternalValue) -> (u64, u64) {
         #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
-        self.version_history
-            .read()
-            .expect("lock is poisoned")
-            .latest_version()
-            .active_memtable
-            .insert(value)
+        let history = self.version_history.read().expect("lock is poisoned");
+        let version = history.latest_version();
+        let active = &version.active_memtable;
+
+        // PATCH (Peregrine, blind writes; see vendor/README.md): a partial value is merged,
+        // as it is inserted, onto the version of its key the active memtable already holds
+        // (as Cassandra's memtable merges a row's updates), so a memtable holds at most one
+        // partial version of a key, its oldest: merged onto a complete version (or a
+        // tombstone) the value is complete; merged onto that partial one, it is completed
+        // with a read of the key (a point read, whose chain of partial versions is bounded
+        // by the number of memtables and tables). A key updated 1,000 times since the last
+        // flush so reads as one version, not a chain of 1,000 to fold. Inserts are
+        // serialized (fjall inserts under its journal lock), so the version merged onto is
+        // the newest; the read, when one is needed, happens under that lock too.
+        let mut value = value;
+        if let Some(op) = self.config.merge_operator.as_deref() {
+            let key = &value.key.user_key;
+            if value.key.value_type == ValueType::Value && op.is_partial(key, &value.value) {
+                let below = match active.get(key, SeqNo::MAX) {
+                    Some(prev) if prev.is_tombstone() => None,
+                    Some(prev) if op.is_partial(key, &prev.value) => {
+                        match Self::get_merged(&version, key, SeqNo::MAX, Some(op), true) {
+                            Ok(full) => full.map(|v| v.value),
+                            // The read failed: inserted as it came, reads fold it (and
+                            // report the failure).
+                            Err(_) => return active.insert(value),
+                        }
+                    }
+                    Some(prev) => Some(prev.value),
+                    None => return active.insert(value),
+                };
+                value.value = match below {
+                    Some(older) => op.merge(key, &value.value, &older),
+                    None => op.complete(key, &value.value),
+                };
+            }
+        }
+
+        active.insert(value)
     }
 
     /// Recovers previous state, by loading the level manifest, tables and blob files.
