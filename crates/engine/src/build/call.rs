@@ -73,7 +73,12 @@ fn unassignable(name: &str, ret: &T, receiver: Option<&str>, ty: &T) -> EngineEr
     EngineError::invalid(match receiver {
         Some(r) => format!(
             "Type error: cannot assign result of function system.{name} (type {}) to {r} (type {})",
-            crate::types::cql_type_name(ret),
+            // A function's collection result is frozen (map_keys gives a frozen<set<K>>).
+            match ret {
+                T::List(_) | T::Set(_) | T::Map(..) =>
+                    format!("frozen<{}>", crate::types::cql_type_name(ret)),
+                _ => crate::types::cql_type_name(ret),
+            },
             crate::types::cql_type_name(ty)
         ),
         None => format!(
@@ -95,8 +100,10 @@ pub(crate) fn const_call(
     now: crate::Now,
 ) -> Option<Result<Option<Vec<u8>>, EngineError>> {
     let f = FunctionName::new(name);
-    if !matches!(target(None, &f, args), Target::Sigs(..)) {
-        return None;
+    match target(None, &f, args, Some(ty)) {
+        Target::Sigs(..) => {}
+        Target::Refused(e) => return Some(Err(e)),
+        Target::Other => return None,
     }
     let run = || {
         let Some(p) = pick(None, &f, args, Some(ty))? else {
@@ -116,7 +123,7 @@ pub(crate) fn const_call(
     Some(run())
 }
 
-fn target(t: Option<&TableDef>, f: &FunctionName, args: &[Term]) -> Target {
+fn target(t: Option<&TableDef>, f: &FunctionName, args: &[Term], receiver: Option<&T>) -> Target {
     let written = match &f.keyspace {
         Some(ks) => format!("{ks}.{}", f.name),
         None => f.name.clone(),
@@ -170,7 +177,9 @@ fn target(t: Option<&TableDef>, f: &FunctionName, args: &[Term]) -> Target {
                 "Cannot infer type of argument ? in call to function system.{name}({params}): use type casts to disambiguate"
             )));
         }
-        return Target::Other;
+    }
+    if crate::fcts::collection_param(name).is_some() || MASKS.contains(&name) {
+        return factory(name, args, receiver);
     }
     match crate::scalar::signatures_of(name) {
         Some(sigs) if !sigs.is_empty() => Target::Sigs(name.into(), sigs),
@@ -178,6 +187,64 @@ fn target(t: Option<&TableDef>, f: &FunctionName, args: &[Term]) -> Target {
             Target::Other
         }
         _ => unknown(),
+    }
+}
+
+/// The masking functions, whose signature is built from their arguments.
+const MASKS: [&str; 6] = [
+    "mask_null",
+    "mask_default",
+    "mask_hash",
+    "mask_replace",
+    "mask_inner",
+    "mask_outer",
+];
+
+/// The one signature Cassandra builds for a collection or masking function (its
+/// `FunctionFactory`) from the first argument's type: a hint's, a constant's, or, for a bare
+/// marker where the function infers it (`mask_replace`, `mask_inner`, `mask_outer`), the
+/// receiver's. A bare marker elsewhere is refused before this (`Builder::term`).
+fn factory(name: &str, args: &[Term], receiver: Option<&T>) -> Target {
+    let text_like = |r: Option<&T>| match r {
+        Some(T::Ascii) => T::Ascii,
+        _ => T::Varchar,
+    };
+    let first = match args.first() {
+        Some(Term::TypeHint { ty, term }) if matches!(**term, Term::Bind(_)) => {
+            crate::fcts::cast_type(ty)
+        }
+        Some(Term::Bind(_)) => match name {
+            "mask_replace" => receiver.cloned(),
+            "mask_inner" | "mask_outer" => Some(text_like(receiver)),
+            _ => None,
+        },
+        Some(other) if !super::contains_bind(other) => crate::fcts::term_arg_type(other),
+        _ => None,
+    };
+    let Some(first) = first else {
+        return Target::Other;
+    };
+    let params = match (name, args.len()) {
+        ("mask_inner" | "mask_outer", 3) => vec![first, T::Int, T::Int],
+        ("mask_inner" | "mask_outer", 4) => vec![first, T::Int, T::Int, T::Varchar],
+        ("mask_inner" | "mask_outer", _) => {
+            return Target::Refused(EngineError::invalid(format!(
+                "Invalid number of arguments for function system.{name}([text|varchar|ascii], int, int, [text])"
+            )))
+        }
+        ("mask_replace", 2) => vec![first.clone(), first],
+        ("mask_hash", 2) => vec![first, T::Varchar],
+        _ => vec![first],
+    };
+    let named: Vec<(T, String)> = params
+        .iter()
+        .zip(args)
+        .map(|(ty, a)| (ty.clone(), super::cassandra_text(a)))
+        .collect();
+    match crate::fcts::return_type(name, &named) {
+        Some(Ok(ret)) => Target::Sigs(name.into(), vec![(params, ret)]),
+        Some(Err(m)) => Target::Refused(EngineError::invalid(m)),
+        None => Target::Other,
     }
 }
 
@@ -191,10 +258,12 @@ fn fit_arg(t: Option<&TableDef>, term: &Term, param: &T) -> Fit {
             Ok(Some(_)) => Fit::No,
             _ => Fit::Weak,
         },
-        Term::TypeHint { ty, term } if matches!(**term, Term::Bind(_)) => match ty.as_native() {
-            Some(h) => fit_type(param, h),
-            None => Fit::No,
-        },
+        Term::TypeHint { ty, term } if matches!(**term, Term::Bind(_)) => {
+            match crate::fcts::cast_type(ty) {
+                Some(h) => fit_type(param, &h),
+                None => Fit::No,
+            }
+        }
         other => fit(other, param),
     }
 }
@@ -207,7 +276,7 @@ fn pick(
     args: &[Term],
     receiver: Option<&T>,
 ) -> Result<Option<Picked>, EngineError> {
-    let (name, sigs) = match target(t, f, args) {
+    let (name, sigs) = match target(t, f, args, receiver) {
         Target::Sigs(name, sigs) => (name, sigs),
         Target::Refused(e) => return Err(e),
         Target::Other => return Ok(None),
@@ -296,7 +365,16 @@ impl Builder<'_> {
         }
         let mut srcs = Vec::with_capacity(args.len());
         for (i, (arg, param)) in args.iter().zip(&p.params).enumerate() {
-            srcs.push(self.term(t, arg, &format!("arg{i}(system.{})", p.name), param)?);
+            let name = format!("arg{i}(system.{})", p.name);
+            srcs.push(match arg {
+                // A hinted marker already fits its parameter (a collection hint too, which
+                // a parameter takes as is, frozen or not).
+                Term::TypeHint { term, .. } => match &**term {
+                    Term::Bind(m) => self.bind(t, m, &name, param),
+                    _ => self.term(t, arg, &name, param)?,
+                },
+                _ => self.term(t, arg, &name, param)?,
+            });
         }
         Ok(Some(Src::Op(Box::new(OpSrc {
             op: Callee::Native(p.name),
@@ -374,6 +452,20 @@ mod tests {
             picked("toTimestamp((date) ?)", T::Timestamp),
             Ok((vec![T::Date], T::Timestamp))
         );
+        // Collection and masking functions: a signature built from the hint, or from the
+        // receiver where the function infers its argument's type.
+        assert_eq!(
+            picked("collection_count((list<int>) ?)", T::Int),
+            Ok((vec![T::List(Box::new(T::Int))], T::Int))
+        );
+        assert_eq!(
+            picked("mask_inner(?, 1, 2)", T::Varchar),
+            Ok((vec![T::Varchar, T::Int, T::Int], T::Varchar))
+        );
+        assert_eq!(
+            picked("mask_replace(?, ?)", T::Int),
+            Ok((vec![T::Int, T::Int], T::Int))
+        );
         // A nested call fits by its result.
         assert_eq!(
             picked("toUnixTimestamp(minTimeuuid(?))", T::Bigint),
@@ -403,6 +495,9 @@ mod tests {
             "Cannot infer type of argument ? in call to function system.tojson(any): use type casts to disambiguate"
         ));
         assert!(err("mask_hash(?)", T::Blob).contains("system.mask_hash(any, [text])"));
+        assert!(err("mask_inner(?)", T::Varchar).contains(
+            "Invalid number of arguments for function system.mask_inner([text|varchar|ascii], int, int, [text])"
+        ));
     }
 
     #[test]
