@@ -172,7 +172,10 @@ impl<'a> Builder<'a> {
                     f.name.to_ascii_lowercase()
                 )))
             }
-            Term::FunctionCall { name: f, args } if args.iter().any(contains_bind) => {
+            // `token(1)` too: its signature comes from the table's partition key.
+            Term::FunctionCall { name: f, args }
+                if args.iter().any(contains_bind) || f.name == "token" =>
+            {
                 match self.call_src(t, f, args, name, ty)? {
                     Some(src) => Ok(src),
                     None => self.term_with_binds(t, term, name, ty),

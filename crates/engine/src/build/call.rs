@@ -99,7 +99,11 @@ pub(crate) fn const_call(
     args: &[Term],
     now: crate::Now,
 ) -> Option<Result<Option<Vec<u8>>, EngineError>> {
-    let f = FunctionName::new(name);
+    let mut f = FunctionName::new(name);
+    if name.starts_with("cast_as_") {
+        // `CAST(t AS type)` calls the native function by its qualified name.
+        f.keyspace = Some("system".into());
+    }
     match target(None, &f, args, Some(ty)) {
         Target::Sigs(..) => {}
         Target::Refused(e) => return Some(Err(e)),
@@ -140,6 +144,15 @@ fn target(t: Option<&TableDef>, f: &FunctionName, args: &[Term], receiver: Optio
     let name = f.name.as_str();
     if name.chars().any(|c| c.is_ascii_uppercase()) {
         return unknown();
+    }
+    // count has one signature, count(blob), whose argument is checked first.
+    if let ("count", [arg]) = (name, args) {
+        if !matches!(arg, Term::Bind(_)) && fit(arg, &T::Blob) == Fit::No {
+            return Target::Refused(EngineError::invalid(format!(
+                "Type error: {} cannot be passed as argument 0 of function system.count of type blob",
+                super::cassandra_text(arg)
+            )));
+        }
     }
     if matches!(name, "count" | "min" | "max" | "sum" | "avg") {
         return Target::Refused(EngineError::invalid(
