@@ -9,8 +9,11 @@
 //! overloaded one (`abs`, `toDate`, `floor`), the signatures whose result the receiver takes,
 //! the first whose arguments all fit exactly, else the only one they are assignable to, else
 //! "Ambiguous call" (a bare marker fits every parameter weakly) or "none of its type
-//! signatures match". Then the result must fit the receiver. Probed on 5.0.9 (scenario
-//! `78_function_binds.cql`, `tests/python/test_function_binds.py`).
+//! signatures match". Then the result must fit the receiver. The collection and masking
+//! functions have one signature built from their first argument (a hint's type, a constant's,
+//! or the receiver's where the function infers it: [`factory`]); `CAST(t AS int)` is the
+//! overloaded `system.cast_as_int`. Probed on 5.0.9 (scenario `78_function_binds.cql`,
+//! `tests/python/test_function_binds.py`).
 //!
 //! Calls without markers are resolved the same way and evaluated at once ([`const_call`]).
 
