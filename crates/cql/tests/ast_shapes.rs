@@ -1038,3 +1038,20 @@ fn column_masks() {
     ));
     assert!(cql::parse("CREATE TABLE t (k int PRIMARY KEY, v int MASKED mask_null())").is_err());
 }
+
+/// `CAST(t AS type)` in a term is the call of the native `system.cast_as_<type>`, as in
+/// Cassandra's grammar (its name as the type is written).
+#[test]
+fn cast_in_a_term_is_a_native_call() {
+    let v = insert_values("INSERT INTO t (a, b) VALUES (CAST(1.5 AS int), cast(? as text))");
+    let Term::FunctionCall { name, args } = &v[0] else {
+        panic!("{:?}", v[0])
+    };
+    assert_eq!(name.keyspace.as_deref(), Some("system"));
+    assert_eq!(name.name, "cast_as_int");
+    assert_eq!(args.len(), 1);
+    let Term::FunctionCall { name, .. } = &v[1] else {
+        panic!("{:?}", v[1])
+    };
+    assert_eq!(name.name, "cast_as_text");
+}

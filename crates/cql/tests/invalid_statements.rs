@@ -131,6 +131,17 @@ fn messages_look_like_cassandra() {
         e.to_string(),
         "line 1:40 no viable alternative at input ')' (... ts) VALUES (80, [abc]))"
     );
+    // writetime, maxwritetime and ttl are keywords, no function name, in a term.
+    let e = cql::parse("UPDATE pk.t SET v = writetime(v) WHERE k = 1").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:29 no viable alternative at input '(' (...pk.t SET v = [writetime](...)"
+    );
+    let e = cql::parse("UPDATE pk.t SET v = ttl(v) WHERE k = 1").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:23 no viable alternative at input '(' (...pk.t SET v = [ttl](...)"
+    );
     // A token no term can be followed by fails right after the term.
     let e = cql::parse("SELECT * FROM t WHERE k = 1 x").unwrap_err();
     assert_eq!(

@@ -10,10 +10,12 @@ use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
 use std::sync::Arc;
 
+mod call;
 pub(crate) mod operation;
 mod where_clause;
+pub(crate) use call::const_call;
 pub(crate) use operation::{
-    apply as operation_apply, cassandra_text, function_name as operation_function_name,
+    apply as operation_apply, callee_name as operation_function_name, cassandra_text,
     resolve as resolve_operation,
 };
 pub(crate) use where_clause::Clause;
@@ -170,7 +172,16 @@ impl<'a> Builder<'a> {
                     f.name.to_ascii_lowercase()
                 )))
             }
-            Term::FunctionCall { name: f, args } if !args.iter().any(contains_bind) => {
+            // `token(1)` too: its signature comes from the table's partition key.
+            Term::FunctionCall { name: f, args }
+                if args.iter().any(contains_bind) || f.name == "token" =>
+            {
+                match self.call_src(t, f, args, name, ty)? {
+                    Some(src) => Ok(src),
+                    None => self.term_with_binds(t, term, name, ty),
+                }
+            }
+            Term::FunctionCall { name: f, args } => {
                 self.volatile = true;
                 Ok(Src::Const(crate::functions::call_for(
                     ty,

@@ -315,6 +315,9 @@ pub fn call_for(
             crate::fcts::call(name, &[(arg_ty, value)]).map_err(EngineError::invalid)
         }
         None => {
+            if let Some(done) = crate::build::const_call(ty, receiver, name, args, now) {
+                return done;
+            }
             let typed = scalar_args(name, args, now)?;
             let types: Vec<ColumnType> = typed.iter().map(|(t, _)| t.clone()).collect();
             let ret = crate::scalar::return_type(name, &types).map_err(EngineError::invalid)?;

@@ -22,8 +22,9 @@ pub enum Src {
     /// A vector literal with bind markers among its elements (`[1.0, ?, ?]`): each element
     /// resolved, none may be null or unset, then serialized as a vector of this element type.
     Elements(ColumnType, Vec<Src>),
-    /// An operator function over bind markers (`(int) ? + 1`, `-(int) ?`), picked as Cassandra
-    /// picks it (`build::operation`); boxed, being rare and large.
+    /// A function over bind markers: an operator (`(int) ? + 1`, `-(int) ?`) or a native
+    /// function (`abs(?)`), picked as Cassandra picks it (`build::operation`, `build::call`);
+    /// boxed, being rare and large.
     Op(Box<OpSrc>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
@@ -39,11 +40,21 @@ pub enum Src {
     },
 }
 
-/// An operator function's call: the arguments, of types `params`, give a `ret`, stored in a
-/// receiver of type `out`; `op` is `None` for a negation.
+/// A function called over bind markers in a term: an operator, a negation, or a native
+/// function (`abs(?)`, `textAsBlob(?)`, `token(?)`) by the name Cassandra gives it (the
+/// lower-cased name as written, `blob_as_int` or `blobasint`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Callee {
+    Negate,
+    Arith(cql::ast::ArithOp),
+    Native(&'static str),
+}
+
+/// A function's call over bind markers: the arguments, of types `params`, give a `ret`,
+/// stored in a receiver of type `out`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSrc {
-    pub op: Option<cql::ast::ArithOp>,
+    pub op: Callee,
     pub params: Vec<ColumnType>,
     pub ret: ColumnType,
     pub out: ColumnType,

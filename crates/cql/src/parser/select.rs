@@ -376,20 +376,7 @@ impl Parser<'_> {
                             "cast" => {
                                 self.pos += 2;
                                 let expr = self.selector_expr()?;
-                                self.expect_kw("as")?;
-                                // CAST takes a native type only (not vector<..>, frozen<..>, a UDT).
-                                let t = self.peek();
-                                let native = t.kind == Tok::Ident
-                                    && !self.at_n(1, Tok::Lt)
-                                    && CqlType::native_from_name(
-                                        &self.text(t).to_ascii_lowercase(),
-                                    )
-                                    .is_some();
-                                if !native {
-                                    return Err(self.no_viable());
-                                }
-                                let ty = self.cql_type_as_written()?;
-                                self.expect(Tok::RParen)?;
+                                let ty = self.cast_target()?;
                                 return Ok(SelectorExpr::Cast {
                                     expr: Box::new(expr),
                                     ty,

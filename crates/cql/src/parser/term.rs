@@ -253,6 +253,31 @@ impl Parser<'_> {
                         return Ok(Term::Literal(l));
                     }
                 }
+                if t.kind == Tok::Ident && self.at_n(1, Tok::LParen) {
+                    let w = self.text(t).to_ascii_lowercase();
+                    // `writetime`, `maxwritetime` and `ttl` are keywords, no function name:
+                    // Cassandra's term rule fails at the `(` after one.
+                    if matches!(w.as_str(), "writetime" | "maxwritetime" | "ttl") {
+                        let start = self.pos;
+                        self.bump();
+                        let e = self.no_viable_from(start);
+                        self.pos = start;
+                        return Err(e);
+                    }
+                    // `CAST(t AS type)` is a call of the native `system.cast_as_<type>`.
+                    if w == "cast" {
+                        self.pos += 2;
+                        let arg = self.term()?;
+                        let ty = self.cast_target()?;
+                        return Ok(Term::FunctionCall {
+                            name: FunctionName {
+                                keyspace: Some("system".into()),
+                                name: format!("cast_as_{ty}"),
+                            },
+                            args: vec![arg],
+                        });
+                    }
+                }
                 if self.at_n(1, Tok::LParen)
                     || (self.at_n(1, Tok::Dot) && self.at_n(3, Tok::LParen))
                 {
@@ -334,6 +359,22 @@ impl Parser<'_> {
         let r = self.cql_type_inner();
         self.leave();
         r
+    }
+
+    /// `AS type)` closing a `CAST(x AS type)`: a native type only (not vector<..>,
+    /// frozen<..>, a UDT).
+    pub(super) fn cast_target(&mut self) -> PResult<CqlType> {
+        self.expect_kw("as")?;
+        let t = self.peek();
+        let native = t.kind == Tok::Ident
+            && !self.at_n(1, Tok::Lt)
+            && CqlType::native_from_name(&self.text(t).to_ascii_lowercase()).is_some();
+        if !native {
+            return Err(self.no_viable());
+        }
+        let ty = self.cql_type_as_written()?;
+        self.expect(Tok::RParen)?;
+        Ok(ty)
     }
 
     /// The type of a cast or type hint: as [`Self::cql_type`], but `varchar` stays

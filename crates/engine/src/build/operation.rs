@@ -19,7 +19,7 @@
 
 use super::Builder;
 use crate::catalog::TableDef;
-use crate::plan::Src;
+use crate::plan::{Callee, Src};
 use crate::EngineError;
 use cql::ast::{ArithOp, Literal, Term};
 use proto::types::ColumnType as T;
@@ -39,6 +39,16 @@ impl OpFn {
     }
 }
 
+/// The name of the function a term's call over bind markers calls, as Cassandra names it
+/// in "Invalid unset value for argument in call to function ...".
+pub(crate) fn callee_name(callee: Callee) -> &'static str {
+    match callee {
+        Callee::Negate => function_name(None),
+        Callee::Arith(op) => function_name(Some(op)),
+        Callee::Native(name) => name,
+    }
+}
+
 /// The native function an operator calls (`None`: negation).
 pub(crate) fn function_name(op: Option<ArithOp>) -> &'static str {
     match op {
@@ -52,7 +62,7 @@ pub(crate) fn function_name(op: Option<ArithOp>) -> &'static str {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fit {
+pub(super) enum Fit {
     Exact,
     Weak,
     No,
@@ -154,7 +164,7 @@ fn takes(receiver: &T, ty: &T) -> bool {
     crate::scalar::accepts(receiver, ty)
 }
 
-fn fit_type(receiver: &T, ty: &T) -> Fit {
+pub(super) fn fit_type(receiver: &T, ty: &T) -> Fit {
     if receiver == ty {
         Fit::Exact
     } else if takes(receiver, ty) {
@@ -184,7 +194,7 @@ fn preferred(l: &Literal) -> Option<T> {
 }
 
 /// How well `term` fits a parameter of type `param` (Cassandra's `testAssignment`).
-fn fit(term: &Term, param: &T) -> Fit {
+pub(super) fn fit(term: &Term, param: &T) -> Fit {
     match term {
         Term::Literal(l) if preferred(l).as_ref() == Some(param) => Fit::Exact,
         Term::Literal(l) if crate::literal::literal_fits(param, l) => Fit::Weak,
@@ -206,6 +216,20 @@ fn fit(term: &Term, param: &T) -> Fit {
         Term::Tuple(v) if v.len() == 1 => fit(&v[0], param),
         _ => Fit::Weak,
     }
+}
+
+/// How a call's arguments fit its parameters together (Cassandra's `matchArguments`): exact
+/// when every one is, not at all as soon as one does not (the rest are not looked at).
+pub(super) fn fit_all(fits: impl Iterator<Item = Fit>) -> Fit {
+    let mut all = Fit::Exact;
+    for f in fits {
+        match f {
+            Fit::No => return Fit::No,
+            Fit::Weak => all = Fit::Weak,
+            Fit::Exact => {}
+        }
+    }
+    all
 }
 
 /// The operands of an operation or negation.
@@ -241,17 +265,11 @@ pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineE
         if receiver.is_some_and(|r| !takes(r, &f.ret)) {
             continue;
         }
-        let mut all = Fit::Exact;
-        for (arg, param) in args.iter().zip(&f.params) {
-            match fit(arg, param) {
-                Fit::No => {
-                    all = Fit::No;
-                    break;
-                }
-                Fit::Weak => all = Fit::Weak,
-                Fit::Exact => {}
-            }
-        }
+        let all = fit_all(
+            args.iter()
+                .zip(&f.params)
+                .map(|(arg, param)| fit(arg, param)),
+        );
         match all {
             Fit::Exact => return Ok(f),
             Fit::Weak => compatible.push(f),
@@ -316,7 +334,10 @@ impl Builder<'_> {
             srcs.push(src);
         }
         Ok(Src::Op(Box::new(crate::plan::OpSrc {
-            op: f.op,
+            op: match f.op {
+                None => Callee::Negate,
+                Some(op) => Callee::Arith(op),
+            },
             params: f.params,
             ret: f.ret,
             out: ty.clone(),
@@ -332,15 +353,21 @@ fn unparen(t: &Term) -> &Term {
     }
 }
 
-/// Runs a resolved operator function on its arguments' values (null if any is null), giving
-/// a value of the receiver's type `out`.
+/// Runs a resolved function on its arguments' values, giving a value of the receiver's type
+/// `out`: an operator gives null if any argument is null; a native function as `call`
+/// says.
 pub(crate) fn apply(
-    op: Option<ArithOp>,
+    callee: Callee,
     params: &[T],
     ret: &T,
     out: &T,
     args: &[Option<Vec<u8>>],
 ) -> Result<Option<Vec<u8>>, EngineError> {
+    let op = match callee {
+        Callee::Native(name) => return super::call::apply(name, params, args),
+        Callee::Negate => None,
+        Callee::Arith(op) => Some(op),
+    };
     if args.iter().any(Option::is_none) {
         return Ok(None);
     }
@@ -480,7 +507,7 @@ mod tests {
         // int + int wraps.
         assert_eq!(
             apply(
-                Some(ArithOp::Add),
+                Callee::Arith(ArithOp::Add),
                 &[T::Int, T::Int],
                 &T::Int,
                 &T::Int,
@@ -492,7 +519,7 @@ mod tests {
         // Null in, null out.
         assert_eq!(
             apply(
-                Some(ArithOp::Add),
+                Callee::Arith(ArithOp::Add),
                 &[T::Int, T::Int],
                 &T::Int,
                 &T::Int,
@@ -504,7 +531,7 @@ mod tests {
         // An int result into a varint receiver takes the varint's own encoding.
         assert_eq!(
             apply(
-                Some(ArithOp::Mul),
+                Callee::Arith(ArithOp::Mul),
                 &[T::Int, T::Int],
                 &T::Int,
                 &T::Varint,
@@ -514,7 +541,7 @@ mod tests {
             Some(vec![6])
         );
         assert_eq!(
-            apply(None, &[T::Int], &T::Int, &T::Int, &[int(5)]).unwrap(),
+            apply(Callee::Negate, &[T::Int], &T::Int, &T::Int, &[int(5)]).unwrap(),
             int(-5)
         );
     }

@@ -499,13 +499,15 @@ impl Builder<'_> {
             Term::FunctionCall { name, args } if name.name.eq_ignore_ascii_case("token") => {
                 let cols: Vec<ColumnDef> = t.partition_key().cloned().collect();
                 if args.len() != cols.len() {
-                    return Err(EngineError::invalid(
-                        "Invalid number of arguments in call to function system.token",
-                    ));
+                    return Err(EngineError::invalid(format!(
+                        "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                        cols.len(),
+                        args.len()
+                    )));
                 }
                 let mut srcs = Vec::new();
-                for (a, c) in args.iter().zip(&cols) {
-                    srcs.push(self.term(t, a, &c.name, &c.ty)?);
+                for (i, (a, c)) in args.iter().zip(&cols).enumerate() {
+                    srcs.push(self.term(t, a, &format!("arg{i}(system.token)"), &c.ty)?);
                 }
                 TokenSrc::KeyOf(srcs)
             }

@@ -48,7 +48,9 @@ use proto::types::ColumnType;
 use proto::value::validate_value;
 
 pub use cast::{cast, cast_allowed, cast_column_name, cast_error, cast_source};
-pub(crate) use signature::{accepts, ambiguous_call, is_known, param_types};
+pub(crate) use signature::{
+    accepts, ambiguous_call, is_known, param_types, sig_text, signatures_of, Sig,
+};
 pub(crate) use time::duration_of;
 pub(crate) use uuid::{random_uuid, timeuuid_now};
 

@@ -61,7 +61,7 @@ const NUMERIC: [ColumnType; 9] = [
     ColumnType::Varint,
 ];
 
-pub(super) type Sig = (Vec<ColumnType>, ColumnType);
+pub(crate) type Sig = (Vec<ColumnType>, ColumnType);
 
 pub(super) fn signatures(f: &str) -> Vec<Sig> {
     use ColumnType as T;
@@ -144,6 +144,12 @@ pub(crate) fn accepts(param: &ColumnType, arg: &ColumnType) -> bool {
         )
 }
 
+/// Every signature of the native function `name` (any case, or a 5.0 alias), in
+/// registration order; None for a name this module does not know.
+pub(crate) fn signatures_of(name: &str) -> Option<Vec<Sig>> {
+    canonical(name).ok().map(|f| signatures(&f))
+}
+
 /// Whether `name` is a native function of this module.
 pub(crate) fn is_known(name: &str) -> bool {
     canonical(name).is_ok_and(|f| !signatures(&f).is_empty())
@@ -180,7 +186,7 @@ pub(crate) fn ambiguous_call(name: &str, arity: usize) -> String {
     )
 }
 
-pub(super) fn sig_text(f: &str, (ps, r): &Sig) -> String {
+pub(crate) fn sig_text(f: &str, (ps, r): &Sig) -> String {
     let ps: Vec<String> = ps.iter().map(cql_type_name).collect();
     format!("system.{f} : ({}) -> {}", ps.join(", "), cql_type_name(r))
 }
