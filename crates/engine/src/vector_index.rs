@@ -314,10 +314,31 @@ fn quantize_i8(v: &[f32]) -> Vec<i8> {
     v.iter()
         .map(|x| match x.is_finite() {
             // Within [-127, 127] by the choice of scale; `as` saturates anyway.
-            true => (f64::from(*x) * scale).round() as i8,
+            true => round_to_i8(f64::from(*x) * scale),
             false => 0,
         })
         .collect()
+}
+
+/// `y.round() as i8` (half away from zero, saturating, NaN to 0) without the call to libm's
+/// `round` that x86-64's baseline instruction set needs for it: that call was 0.7% of an
+/// index build's instructions and 1% of an ANN query's (bench/results/2026-11-29/vector-profile).
+/// `y - trunc(y)` is exact below 2^52, so the halfway test is too.
+fn round_to_i8(y: f64) -> i8 {
+    // Far outside i8 (or NaN): the saturating cast, as `round` then `as` would give.
+    if y.is_nan() || y.abs() >= 4096.0 {
+        return y as i8;
+    }
+    let t = y as i64;
+    let f = y - t as f64;
+    let r = if f >= 0.5 {
+        t + 1
+    } else if f <= -0.5 {
+        t - 1
+    } else {
+        t
+    };
+    r.clamp(i64::from(i8::MIN), i64::from(i8::MAX)) as i8
 }
 
 /// A vector as the graph holds it (the graph is told its scalar type by the slice's type).
@@ -849,6 +870,162 @@ mod tests {
 
     /// Signed bytes scaled per vector: the largest component becomes ±127 and the rest are
     /// rounded at that scale; non-finite components become 0.
+    /// This thread's CPU seconds (user + system), from /proc.
+    fn thread_cpu_seconds() -> f64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or("");
+        let f: Vec<f64> = after
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0.0))
+            .collect();
+        (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+    }
+
+    fn read_fvecs(path: &str, limit: usize) -> Vec<Vec<f32>> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() && out.len() < limit {
+            let dim = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            out.push(
+                bytes[at + 4..at + 4 + 4 * dim]
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
+            );
+            at += 4 + 4 * dim;
+        }
+        out
+    }
+
+    /// The graph settings against recall and CPU on the bench's real embeddings, with the
+    /// server's candidate count and exact re-rank (`read/ann.rs`): the experiment behind the
+    /// defaults (bench/results/2026-11-29/vector-profile). Not run by default (minutes):
+    /// `PEREGRINE_VECTORS=~/.cache/peregrine/vectors-100k ROWS=100000 SETTINGS=16:128,16:96
+    /// cargo test -p engine --release graph_settings_on_real_embeddings -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn graph_settings_on_real_embeddings() {
+        let dir = std::env::var("PEREGRINE_VECTORS").expect("PEREGRINE_VECTORS");
+        let rows: usize = std::env::var("ROWS").map_or(20_000, |r| r.parse().unwrap());
+        let base = read_fvecs(&format!("{dir}/base.fvecs"), rows);
+        let queries = read_fvecs(&format!("{dir}/query.fvecs"), 1000);
+        let dim = base[0].len();
+        // Exact neighbours by brute force (eight lanes, so that the sum vectorises).
+        let dot = |a: &[f32], b: &[f32]| {
+            let mut acc = [0f32; 8];
+            for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+                for j in 0..8 {
+                    acc[j] += x[j] * y[j];
+                }
+            }
+            acc.iter().sum::<f32>()
+        };
+        let norms: Vec<f32> = base.iter().map(|v| dot(v, v).sqrt()).collect();
+        let truth: Vec<Vec<u64>> = queries
+            .iter()
+            .map(|q| {
+                let mut all: Vec<(f32, u64)> = base
+                    .iter()
+                    .zip(&norms)
+                    .enumerate()
+                    .map(|(i, (v, n))| (dot(q, v) / n, i as u64))
+                    .collect();
+                all.select_nth_unstable_by(9, |a, b| b.0.total_cmp(&a.0));
+                all[..10].iter().map(|(_, i)| *i).collect()
+            })
+            .collect();
+        let settings = std::env::var("SETTINGS").unwrap_or_else(|_| "16:128".into());
+        for setting in settings.split(',') {
+            let (m, ef) = setting.split_once(':').unwrap();
+            let mut config = VectorIndexConfig::for_column(
+                &proto::types::ColumnType::Vector(
+                    Box::new(proto::types::ColumnType::Float),
+                    dim as u32,
+                ),
+                [],
+                None,
+            )
+            .unwrap()
+            .unwrap();
+            config.connectivity = m.parse().unwrap();
+            config.expansion_add = ef.parse().unwrap();
+            let index = VectorIndex::new(config.clone()).unwrap();
+            let cpu = thread_cpu_seconds();
+            for (i, v) in base.iter().enumerate() {
+                index.upsert(&pk(i), v).unwrap();
+            }
+            let build = thread_cpu_seconds() - cpu;
+            let cpu = thread_cpu_seconds();
+            let mut hits = 0;
+            for (q, truth) in queries.iter().zip(&truth) {
+                let found = index.search(q, config.candidates(10)).unwrap();
+                let kth = found[9].score - config.rerank_margin();
+                let mut exact: Vec<(f32, usize)> = found
+                    .iter()
+                    .take_while(|h| h.score >= kth)
+                    .map(|h| {
+                        let i = u32::from_be_bytes(h.primary_key[..].try_into().unwrap());
+                        (Similarity::Cosine.score(q, &base[i as usize]), i as usize)
+                    })
+                    .collect();
+                exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+                hits += exact[..10]
+                    .iter()
+                    .filter(|(_, i)| truth.contains(&(*i as u64)))
+                    .count();
+            }
+            let search = thread_cpu_seconds() - cpu;
+            println!(
+                "M {m} ef_construction {ef}: {rows} rows built in {build:.1} CPU s, recall@10 {:.4}, {:.0} searches per CPU s",
+                hits as f64 / (10 * queries.len()) as f64,
+                queries.len() as f64 / search
+            );
+        }
+    }
+
+    #[test]
+    fn i8_rounding_rounds_half_away_from_zero() {
+        let mut r = Rng(0x9e37_79b9);
+        let mut ys = vec![
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            126.5,
+            -126.5,
+            127.49999999999999,
+            127.5,
+            -127.5,
+            128.0,
+            -129.0,
+            0.49999999999999994,
+            -0.49999999999999994,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            0.0,
+            -0.0,
+            4095.5,
+            4096.5,
+            -4096.5,
+        ];
+        ys.extend((0..200_000).map(|i| {
+            let u = (r.next() >> 11) as f64 / (1u64 << 53) as f64;
+            // Mostly in the graph's range, some halfway points and some far outside it.
+            match i % 4 {
+                0 => (u * 300.0).round() / 2.0 - 75.0,
+                _ => u * 280.0 - 140.0,
+            }
+        }));
+        for y in ys {
+            assert_eq!(round_to_i8(y), y.round() as i8, "{y:e}");
+        }
+    }
+
     #[test]
     fn i8_quantization_uses_the_whole_range() {
         assert_eq!(quantize_i8(&[0.25, -0.5, 0.125]), vec![64, -127, 32]);
