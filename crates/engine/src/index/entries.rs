@@ -306,6 +306,13 @@ pub(crate) fn build(
     idx: &IndexDef,
     until: Option<Instant>,
 ) -> Result<bool, EngineError> {
+    // A vector index has no entries (`entries_of`): its graph is built by
+    // `build_vector_indexes`, before this runs. Scanning the table again for nothing was a
+    // second pass over every partition after each CREATE INDEX of a vector index
+    // (bench/results/2026-11-29/vector-profile).
+    if super::vector::vector_config(idx, t).is_some() {
+        return Ok(true);
+    }
     engine.each_partition_locked_until(t.id, until, |prefix, batch| {
         let pend = keys::prefix_end(prefix);
         for item in engine.storage.scan(
