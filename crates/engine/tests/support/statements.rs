@@ -13,6 +13,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use proto::DbError;
+
 use engine::{
     BatchItem, BatchKind, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions, Values,
 };
@@ -736,7 +738,20 @@ pub fn run<C: Choices>(
     engine: &Engine,
     choices: &mut C,
     count: usize,
+    on_statement: impl FnMut(&str),
+) -> Tally {
+    run_on(&[engine], choices, count, on_statement, |_, _| {})
+}
+
+/// [`run`] on several engines: each drawn statement (with the same options, values and `now`)
+/// runs on every engine in turn, and `on_results` sees the statement and what each answered.
+/// The tally counts the first engine's answers.
+pub fn run_on<C: Choices>(
+    engines: &[&Engine],
+    choices: &mut C,
+    count: usize,
     mut on_statement: impl FnMut(&str),
+    mut on_results: impl FnMut(&str, &[Result<Outcome, DbError>]),
 ) -> Tally {
     let mut tally = Tally::default();
     let mut last_paging: Option<Vec<u8>> = None;
@@ -763,26 +778,13 @@ pub fn run<C: Choices>(
             role: None,
             ..QueryOptions::default()
         };
-        let result = match how {
-            0 => engine
-                .prepare(&text, Some("ks"), now(step))
-                .and_then(|p| engine.execute(&p.id, Values::Positional(binds), &opts, now(step))),
-            1 if text.starts_with("INSERT")
-                || text.starts_with("UPDATE")
-                || text.starts_with("DELETE") =>
-            {
-                let items = vec![
-                    BatchItem::Query(text.clone(), binds.into_iter().map(Some).collect()),
-                    BatchItem::Query("INSERT INTO ks.a (k, v) VALUES (1, 'batch')".into(), vec![]),
-                ];
-                let kind = if text.contains("cnt") {
-                    BatchKind::Counter
-                } else {
-                    BatchKind::Logged
-                };
-                engine.batch(kind, items, &opts, now(step))
-            }
-            _ => engine.query(&text, Values::Positional(binds), &opts, now(step)),
+        let results: Vec<_> = engines
+            .iter()
+            .map(|engine| run_one(engine, &text, binds.clone(), how, &opts, now(step)))
+            .collect();
+        on_results(&text, &results);
+        let Some(result) = results.into_iter().next() else {
+            break;
         };
         match result {
             Ok(Outcome::Rows(rs)) => {
@@ -801,6 +803,39 @@ pub fn run<C: Choices>(
         }
     }
     tally
+}
+
+/// One statement run as [`run`] draws it: `how` 0 prepared, 1 (a write) in a BATCH, else a
+/// QUERY.
+fn run_one(
+    engine: &Engine,
+    text: &str,
+    binds: Vec<BoundValue>,
+    how: usize,
+    opts: &QueryOptions,
+    now: Now,
+) -> Result<Outcome, DbError> {
+    match how {
+        0 => engine
+            .prepare(text, Some("ks"), now)
+            .and_then(|p| engine.execute(&p.id, Values::Positional(binds), opts, now)),
+        1 if text.starts_with("INSERT")
+            || text.starts_with("UPDATE")
+            || text.starts_with("DELETE") =>
+        {
+            let items = vec![
+                BatchItem::Query(text.to_string(), binds.into_iter().map(Some).collect()),
+                BatchItem::Query("INSERT INTO ks.a (k, v) VALUES (1, 'batch')".into(), vec![]),
+            ];
+            let kind = if text.contains("cnt") {
+                BatchKind::Counter
+            } else {
+                BatchKind::Logged
+            };
+            engine.batch(kind, items, opts, now)
+        }
+        _ => engine.query(text, Values::Positional(binds), opts, now),
+    }
 }
 
 /// The schema of [`SCHEMA`] created on `engine`.
