@@ -6,7 +6,7 @@
 // whole value first and write it back whole.
 
 use crate::version::Version;
-use crate::{InternalValue, SeqNo, TableId, UserValue};
+use crate::{InternalValue, TableId, UserValue};
 
 /// Completes partial values with the older versions of their key.
 ///
@@ -49,9 +49,10 @@ pub(crate) fn merge_onto(
     base
 }
 
-/// Whether a table of `version` other than those in `except` may hold a version of `key`
-/// (its Bloom filter lets it through and it holds one, or reading it fails). A flush or
-/// compaction completes a partial value no other table may complete instead: a row inserted
+/// Whether a table of `version` other than those in `except` may hold a version of `key`: its
+/// key range and Bloom filter let the key through (or reading the filter fails). No data block
+/// is read (a flush asking for every key it writes would read one per key that exists). A flush
+/// or compaction completes a partial value no other table may complete instead: a row inserted
 /// blind reads as one version from its first flush on, without a lookup in every level.
 pub(crate) fn held_elsewhere(version: &Version, key: &[u8], except: &[TableId]) -> bool {
     let hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
@@ -60,5 +61,5 @@ pub(crate) fn held_elsewhere(version: &Version, key: &[u8], except: &[TableId]) 
         .flat_map(|lvl| lvl.iter())
         .filter_map(|run| run.get_for_key(key))
         .filter(|t| !except.contains(&t.metadata.id))
-        .any(|t| !matches!(t.get(key, SeqNo::MAX, hash), Ok(None)))
+        .any(|t| t.filter_may_contain(key, hash).unwrap_or(true))
 }

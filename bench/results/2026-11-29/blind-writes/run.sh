@@ -45,12 +45,12 @@ client() { taskset -c "$CLIENT_CPUS" "$NEW" bench compare "$@" "${common[@]}"; }
 uptime >"$OUT/uptime-before.txt"
 for case in $CASES; do
     case "$case" in
-        update) client --preset stress-update --records "$RECORDS_UPD" --load \
+        update) client --preset stress-update --records "$RECORDS_UPD" --load --drop \
                     --name stress-update >"$OUT/stress-update.stdout" ;;
         a) client --workload a --records "$RECORDS" --load --name ycsb-a >"$OUT/ycsb-a.stdout" ;;
         f) client --workload f --records "$RECORDS" --name ycsb-f >"$OUT/ycsb-f.stdout" ;;
         4k-mixed) client --preset stress-mixed --ratio 80:20 --payload 4096 --records "$RECORDS_4K" \
-                    --load --name 4k-mixed-80-20 >"$OUT/4k-mixed-80-20.stdout" ;;
+                    --load --drop --name 4k-mixed-80-20 >"$OUT/4k-mixed-80-20.stdout" ;;
         *) echo "unknown case $case" >&2; exit 1 ;;
     esac
 done

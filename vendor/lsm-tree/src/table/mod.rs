@@ -226,23 +226,14 @@ impl Table {
         self.metadata.file_size
     }
 
-    pub fn get(
+    // PATCH (Peregrine, blind writes; see vendor/README.md): the filter block lookup of
+    // `get`, shared with `filter_may_contain`.
+    fn filter_block_for(
         &self,
         key: &[u8],
         seqno: SeqNo,
-        key_hash: u64,
-    ) -> crate::Result<Option<InternalValue>> {
-        #[cfg(feature = "metrics")]
-        use std::sync::atomic::Ordering::Relaxed;
-
-        // Translate seqno to "our" seqno
-        let seqno = seqno.saturating_sub(self.global_seqno());
-
-        if self.metadata.seqnos.0 >= seqno {
-            return Ok(None);
-        }
-
-        let filter_block = if let Some(block) = &self.pinned_filter_block {
+    ) -> crate::Result<Option<Cow<'_, FilterBlock>>> {
+        Ok(if let Some(block) = &self.pinned_filter_block {
             Some(Cow::Borrowed(block))
         } else if let Some(filter_idx) = &self.pinned_filter_index {
             let mut iter = filter_idx.iter();
@@ -275,7 +266,36 @@ impl Table {
             Some(Cow::Owned(block))
         } else {
             None
-        };
+        })
+    }
+
+    // PATCH (Peregrine, blind writes; see vendor/README.md)
+    /// Whether the table's filter lets `key` through (true without a filter): no block of
+    /// data is read, so a key the table holds answers true, as a false positive does.
+    pub(crate) fn filter_may_contain(&self, key: &[u8], key_hash: u64) -> crate::Result<bool> {
+        match self.filter_block_for(key, SeqNo::MAX)? {
+            Some(filter_block) => filter_block.maybe_contains_hash(key_hash),
+            None => Ok(true),
+        }
+    }
+
+    pub fn get(
+        &self,
+        key: &[u8],
+        seqno: SeqNo,
+        key_hash: u64,
+    ) -> crate::Result<Option<InternalValue>> {
+        #[cfg(feature = "metrics")]
+        use std::sync::atomic::Ordering::Relaxed;
+
+        // Translate seqno to "our" seqno
+        let seqno = seqno.saturating_sub(self.global_seqno());
+
+        if self.metadata.seqnos.0 >= seqno {
+            return Ok(None);
+        }
+
+        let filter_block = self.filter_block_for(key, seqno)?;
 
         if let Some(filter_block) = &filter_block {
             if !filter_block.maybe_contains_hash(key_hash)? {
