@@ -2,10 +2,32 @@ use super::*;
 use crate::long_keys::SPILL_AT;
 use std::ops::Bound::*;
 
-pub(crate) fn tmpdir(name: &str) -> std::path::PathBuf {
+/// A test's scratch directory, removed when the test ends (passing or not).
+pub(crate) struct TmpDir(std::path::PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = std::path::PathBuf;
+    fn deref(&self) -> &std::path::PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TmpDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn tmpdir(name: &str) -> TmpDir {
     let p = std::env::temp_dir().join(format!("peregrine-storage-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&p);
-    p
+    TmpDir(p)
 }
 
 /// A tiny deterministic PRNG so the model test needs no extra dependency.
