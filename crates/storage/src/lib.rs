@@ -135,13 +135,7 @@ impl WriteBatch {
                 out.push((k, v));
                 continue;
             };
-            out[i].1 = match v {
-                Some(v) if merge.is_partial(&k, &v) => Some(match &out[i].1 {
-                    Some(older) => merge.merge(&k, &v, older),
-                    None => merge.complete(&k, &v),
-                }),
-                v => v,
-            };
+            out[i].1 = written_onto(Some(merge), &k, v, out[i].1.as_deref());
         }
         self.ops = out;
     }
@@ -181,6 +175,23 @@ pub trait Merge: Send + Sync + std::panic::RefUnwindSafe + 'static {
     fn merge(&self, key: &[u8], newer: &[u8], older: &[u8]) -> Vec<u8>;
     /// The complete value a partial one stands for when nothing older exists.
     fn complete(&self, key: &[u8], partial: &[u8]) -> Vec<u8>;
+}
+
+/// The value a write leaves under `key` where `older` is stored: a partial value merged onto
+/// `older` (completed when nothing is stored), any other value (or a deletion) as it is.
+fn written_onto(
+    merge: Option<&dyn Merge>,
+    key: &[u8],
+    value: Option<Vec<u8>>,
+    older: Option<&[u8]>,
+) -> Option<Vec<u8>> {
+    match (value, merge) {
+        (Some(v), Some(m)) if m.is_partial(key, &v) => Some(match older {
+            Some(older) => m.merge(key, &v, older),
+            None => m.complete(key, &v),
+        }),
+        (v, _) => v,
+    }
 }
 
 /// When writes are made durable.
@@ -597,13 +608,7 @@ impl Open {
             if let Some(bucket) = touched.get_mut(prefix) {
                 // A bucket holds complete values only: a partial one is completed here, with
                 // the entry it replaces (read under the bucket lock).
-                let v = match (v, merge) {
-                    (Some(v), Some(m)) if m.is_partial(&k, &v) => Some(match bucket.get(suffix) {
-                        Some(older) => m.merge(&k, &v, older),
-                        None => m.complete(&k, &v),
-                    }),
-                    (v, _) => v,
-                };
+                let v = written_onto(merge, &k, v, bucket.get(suffix));
                 bucket.set(suffix, v);
             }
         }

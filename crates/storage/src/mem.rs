@@ -50,13 +50,8 @@ impl Storage for MemStorage {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
         for (k, v) in batch.ops {
-            let v = match (v, &self.merge) {
-                (Some(v), Some(m)) if m.is_partial(&k, &v) => Some(match map.get(&k) {
-                    Some(older) => m.merge(&k, &v, older),
-                    None => m.complete(&k, &v),
-                }),
-                (v, _) => v,
-            };
+            let v =
+                crate::written_onto(self.merge.as_deref(), &k, v, map.get(&k).map(Vec::as_slice));
             match v {
                 Some(v) => map.insert(k, v),
                 None => map.remove(&k),
