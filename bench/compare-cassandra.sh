@@ -62,8 +62,6 @@ ncpu="$(nproc)"
 (( SERVER_CPU < ncpu && CLIENT_CPU < ncpu )) || die "need CPUs $SERVER_CPU and $CLIENT_CPU; this machine has $ncpu"
 [[ "$SERVER_CPU" != "$CLIENT_CPU" ]] || log "warning: servers and client share CPU $SERVER_CPU"
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 
@@ -77,55 +75,9 @@ fi
 [[ -x "$PEREGRINE_BIN" ]] || die "$PEREGRINE_BIN missing (build with cargo build --release -p peregrine)"
 
 # ------------------------------------------------------------------ 2. servers
-PEREGRINE_PID=""
-CASSANDRA_STARTED=0
-cleanup() {
-    local rc=$?
-    if [[ "$KEEP" == 1 ]]; then
-        log "KEEP=1: leaving servers running (peregrine pid ${PEREGRINE_PID:-none}, cassandra port $CASSANDRA_PORT)"
-        exit "$rc"
-    fi
-    if [[ -n "$PEREGRINE_PID" ]] && kill -0 "$PEREGRINE_PID" 2>/dev/null; then
-        log "stopping peregrine (pid $PEREGRINE_PID)"
-        kill -TERM "$PEREGRINE_PID" 2>/dev/null || true
-        for _ in $(seq 1 60); do kill -0 "$PEREGRINE_PID" 2>/dev/null || break; sleep 0.5; done
-        kill -0 "$PEREGRINE_PID" 2>/dev/null && kill -KILL "$PEREGRINE_PID" 2>/dev/null || true
-    fi
-    if [[ "$CASSANDRA_STARTED" == 1 ]]; then
-        scripts/cassandra.sh stop --port "$CASSANDRA_PORT" >&2 || true
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT INT TERM
-
-log "starting Cassandra 5.0.9 on $CASSANDRA_PORT pinned to CPU $SERVER_CPU (heap $CASSANDRA_HEAP)"
-# Children inherit the affinity; pin every thread again in case it was already running.
-# A run that loads starts both servers on empty data directories: data that earlier runs
-# left (dropped keyspaces still on disk until compaction) would change flush and compaction
-# work, and so the figures.
-clean=()
-[[ "$SKIP_LOAD" != 1 ]] && clean=(--clean)
-taskset -c "$SERVER_CPU" scripts/cassandra.sh start --port "$CASSANDRA_PORT" "${clean[@]}" >&2
-CASSANDRA_STARTED=1
-CASSANDRA_DIR_USED="${CASSANDRA_DIR:-$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT}"
-CASSANDRA_PID="$(cat "$CASSANDRA_DIR_USED/cassandra.pid")"
-taskset -a -cp "$SERVER_CPU" "$CASSANDRA_PID" >/dev/null
-
-port_open "$PEREGRINE_PORT" && die "port $PEREGRINE_PORT is already in use"
-[[ "$SKIP_LOAD" != 1 ]] && rm -rf "$PEREGRINE_DATA"
-mkdir -p "$PEREGRINE_DATA"
-log "starting peregrine on $PEREGRINE_PORT pinned to CPU $SERVER_CPU (data $PEREGRINE_DATA)"
-taskset -c "$SERVER_CPU" "$PEREGRINE_BIN" serve \
-    --listen "127.0.0.1:$PEREGRINE_PORT" --data-dir "$PEREGRINE_DATA" \
-    >"$OUT/peregrine-server.log" 2>&1 &
-PEREGRINE_PID=$!
-for i in $(seq 1 120); do
-    port_open "$PEREGRINE_PORT" && break
-    kill -0 "$PEREGRINE_PID" 2>/dev/null || { tail -20 "$OUT/peregrine-server.log" >&2; die "peregrine exited during start"; }
-    sleep 0.5
-    (( i == 120 )) && die "peregrine did not listen on $PEREGRINE_PORT within 60 s"
-done
-taskset -a -cp "$SERVER_CPU" "$PEREGRINE_PID" >/dev/null
+# shellcheck source=bench/servers.sh
+source "$ROOT/bench/servers.sh"
+start_servers "$([[ "$SKIP_LOAD" != 1 ]] && echo 1 || echo 0)"
 
 {
     echo "date_utc: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -157,23 +109,11 @@ if [[ "$SKIP_LOAD" != 1 ]]; then
 fi
 
 # Cassandra compacts what it just loaded, on the same pinned core: rounds that overlap it
-# would measure the compaction too. Wait until no compaction has run for 10 s (its
-# system_views.sstable_tasks), at most SETTLE_MAX seconds. (This does not end the climb of its
-# rounds seen in session 21, 7.3k -> 19.4k -> 24.3k YCSB C reads per CPU s after a 15 s
-# settle: that is its JIT warming up; see bench/results/2026-11-29/compare-quiet-s21-settled.)
+# would measure the compaction too. (Waiting does not end the climb of its rounds seen in
+# session 21, 7.3k -> 19.4k -> 24.3k YCSB C reads per CPU s after a 15 s settle: that is its
+# JIT warming up; see bench/results/2026-11-29/compare-quiet-s21-settled.)
 log "waiting for Cassandra's compactions to finish (at most ${SETTLE_MAX}s)"
-"${PEREGRINE_VENV:-$HOME/.cache/peregrine/venv}/bin/python" - "$CASSANDRA_PORT" "$SETTLE_MAX" <<'PYEOF' >&2
-import sys, time
-from cassandra.cluster import Cluster
-port, limit = int(sys.argv[1]), float(sys.argv[2])
-session = Cluster(["127.0.0.1"], port=port).connect()
-start = quiet_since = time.time()
-while time.time() - quiet_since < 10 and time.time() - start < limit:
-    if list(session.execute("SELECT kind FROM system_views.sstable_tasks")):
-        quiet_since = time.time()
-    time.sleep(1)
-print(f"[compare] Cassandra settled after {time.time() - start:.0f} s")
-PYEOF
+settle_cassandra "$SETTLE_MAX"
 
 # ------------------------------------------------------------------ 4. runs
 summary="$OUT/summary.txt"

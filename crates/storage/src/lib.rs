@@ -272,6 +272,10 @@ impl Default for Options {
 
 const DATA_KEYSPACE: &str = "data";
 
+/// How often the store drops the table versions no read needs any more (see
+/// `LsmStorage::start_ticker`): tables a compaction replaced leave the disk this long after it.
+const VERSION_COLLECTION: Duration = Duration::from_secs(5);
+
 /// The open fjall database and its data keyspace; replaced as a whole when the store recovers.
 struct Open {
     db: fjall::Database,
@@ -375,7 +379,7 @@ struct Shared {
 /// The fjall-backed store.
 pub struct LsmStorage {
     shared: Arc<Shared>,
-    syncer: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    ticker: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
 }
 
 impl LsmStorage {
@@ -433,11 +437,12 @@ impl LsmStorage {
                 journal_syncs: AtomicU64::new(0),
                 last_sync_point: AtomicU64::new(u64::MAX),
             }),
-            syncer: RwLock::new(None),
+            ticker: RwLock::new(None),
         };
-        if let SyncMode::Periodic(period) = sync {
-            storage.start_syncer(period);
-        }
+        storage.start_ticker(match sync {
+            SyncMode::Periodic(period) => Some(period),
+            SyncMode::Batch => None,
+        });
         Ok(storage)
     }
 
@@ -452,30 +457,41 @@ impl LsmStorage {
         reason(&self.shared.down)
     }
 
-    fn start_syncer(&self, period: Duration) {
+    /// Starts the store's background thread: it syncs the journal every `sync` period
+    /// (`periodic` mode) and drops table versions no read needs any more every
+    /// [`VERSION_COLLECTION`] (`fjall::Database::collect_versions`; fjall drops them only when
+    /// a memtable rotates, so the files of tables compacted after the last rotation stayed
+    /// on disk while the store was idle).
+    fn start_ticker(&self, sync: Option<Duration>) {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = self.shared.clone();
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
-            .name("storage-sync".into())
+            .name("storage-tick".into())
             .spawn(move || {
-                let tick = Duration::from_millis(50).min(period);
-                let mut waited = Duration::ZERO;
+                let tick = Duration::from_millis(50).min(sync.unwrap_or(VERSION_COLLECTION));
+                let (mut since_sync, mut since_collection) = (Duration::ZERO, Duration::ZERO);
                 while !stop2.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
-                    waited += tick;
-                    if waited >= period {
-                        waited = Duration::ZERO;
-                        if let Ok(open) = shared.current() {
-                            if let Err(e) = shared.sync_journal(&open) {
-                                let _ = shared.failed(&open, &e);
-                            }
+                    since_sync += tick;
+                    since_collection += tick;
+                    let Ok(open) = shared.current() else { continue };
+                    if sync.is_some_and(|period| since_sync >= period) {
+                        since_sync = Duration::ZERO;
+                        if let Err(e) = shared.sync_journal(&open) {
+                            let _ = shared.failed(&open, &e);
+                        }
+                    }
+                    if since_collection >= VERSION_COLLECTION {
+                        since_collection = Duration::ZERO;
+                        if let Err(e) = open.db.collect_versions() {
+                            tracing::warn!("dropping unused table versions failed: {e}");
                         }
                     }
                 }
             })
             .ok();
-        if let (Some(handle), Ok(mut slot)) = (handle, self.syncer.write()) {
+        if let (Some(handle), Ok(mut slot)) = (handle, self.ticker.write()) {
             *slot = Some((stop, handle));
         }
     }
@@ -641,7 +657,7 @@ enum WriteError {
 
 impl Drop for LsmStorage {
     fn drop(&mut self) {
-        if let Ok(mut slot) = self.syncer.write() {
+        if let Ok(mut slot) = self.ticker.write() {
             if let Some((stop, handle)) = slot.take() {
                 stop.store(true, Ordering::Relaxed);
                 let _ = handle.join();

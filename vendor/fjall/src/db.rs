@@ -603,6 +603,48 @@ impl Database {
         self.supervisor.snapshot_tracker.get()
     }
 
+    // PATCH (Peregrine; see vendor/README.md, "Version collection")
+    /// Drops the versions of each keyspace's table set that no read can ask for any more,
+    /// and with them the files of the tables compactions replaced. fjall drops them only when
+    /// a memtable is rotated, so tables compacted after the last rotation stayed on disk while
+    /// the store was idle (1.8 GB of files for 1.16 GB of live tables after a 1M-row load).
+    /// A sequence number is taken and published first, under the journal lock as an empty
+    /// batch would: a read asks for the newest version below its sequence number, so the
+    /// newest version must lie below the watermark for the ones before it to go. Returns
+    /// whether there was anything to drop (nothing is taken or written otherwise).
+    pub fn collect_versions(&self) -> crate::Result<bool> {
+        #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
+        let keyspaces: Vec<_> = self
+            .supervisor
+            .keyspaces
+            .read()
+            .expect("lock is poisoned")
+            .values()
+            .cloned()
+            .collect();
+        if keyspaces
+            .iter()
+            .all(|k| k.tree.get_version_history_lock().free_list_len() == 0)
+        {
+            return Ok(false);
+        }
+        {
+            let _journal = self.supervisor.journal.get_writer()?;
+            let seqno = self.supervisor.seqno.next();
+            self.supervisor.snapshot_tracker.publish(seqno);
+        }
+        self.supervisor.snapshot_tracker.pullup();
+        self.supervisor.snapshot_tracker.gc();
+        let watermark = self.supervisor.snapshot_tracker.get_seqno_safe_to_gc();
+        for keyspace in keyspaces {
+            keyspace
+                .tree
+                .get_version_history_lock()
+                .maintenance(keyspace.path(), watermark)?;
+        }
+        Ok(true)
+    }
+
     fn check_version<P: AsRef<Path>>(path: P) -> crate::Result<()> {
         let bytes = std::fs::read(path.as_ref().join(VERSION_MARKER))?;
 

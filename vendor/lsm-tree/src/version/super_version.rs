@@ -174,24 +174,20 @@ impl SuperVersions {
                 .expect("should always find a SuperVersion");
         }
 
-        let version = self
-            .0
+        // PATCH (Peregrine, version collection; see vendor/README.md): a read that took its
+        // sequence number just before a version collection (`fjall::Database::collect_versions`,
+        // or the one at a memtable rotation) may find every version below it dropped; it reads
+        // the oldest one left, whose tables hold the same data (compactions and flushes only
+        // move it, and the read skips items at or above its sequence number), instead of
+        // panicking.
+        #[expect(clippy::expect_used, reason = "SuperVersion is expected to exist")]
+        self.0
             .iter()
             .rev()
             .find(|version| version.seqno < seqno)
-            .cloned();
-
-        if version.is_none() {
-            log::error!("Failed to find a SuperVersion for snapshot with seqno={seqno}");
-            log::error!("SuperVersions:");
-
-            for version in self.0.iter().rev() {
-                log::error!("-> {}, seqno={}", version.version.id(), version.seqno);
-            }
-        }
-
-        #[expect(clippy::expect_used, reason = "SuperVersion is expected to exist")]
-        version.expect("should always find a SuperVersion")
+            .or_else(|| self.0.front())
+            .cloned()
+            .expect("should always have a SuperVersion")
     }
 }
 
