@@ -28,7 +28,13 @@ cassandra_started=0
 work="$(mktemp -d)"
 
 steps_run=0
-step() { steps_run=$((steps_run + 1)); echo; echo "=== $* ==="; }
+# Each step's name and start (bash's SECONDS), for the time table at the end: CI must stay
+# well under its limit, and this says which step to shorten.
+step_names=() step_started=()
+step() {
+    steps_run=$((steps_run + 1)); step_names+=("$*"); step_started+=("$SECONDS")
+    echo; echo "=== $* ==="
+}
 # A client suite `tests/<dir>/run.sh PORT` as one step, named `what`.
 suite() { local what="$1" dir="$2" port="$3"; step "$what"; "tests/$dir/run.sh" "$port" || failed+=("$what"); }
 
@@ -132,6 +138,11 @@ if [[ "$cassandra_started" == 1 ]]; then
 fi
 
 echo
+echo "time per step (s):"
+for i in "${!step_names[@]}"; do
+    printf '%6d  %s\n' $(( ${step_started[$((i + 1))]:-$SECONDS} - step_started[i] )) "${step_names[i]}"
+done
+printf '%6d  total\n' "$SECONDS"
 total_steps=$((steps_run))
 echo "test-all: $((total_steps - ${#failed[@]})) passed, ${#failed[@]} failed"
 if [[ ${#failed[@]} -gt 0 ]]; then
