@@ -478,13 +478,13 @@ fn unlabelled_cells_keep_their_bytes() {
             },
         }],
     };
-    // The format as it was before labels: version, clustering, marker, deletion, cells.
+    // No byte for labels: the compact format's version and base timestamp, clustering
+    // (count, length, value), marker (tag, timestamp delta, no expiry), no deletion, cells
+    // (count; column, timestamp delta, live tag, no expiry, length, value).
     let golden: Vec<u8> = [
-        &[1u8, 0, 1, 0, 0, 0, 1, b'c', 1][..],
+        &[4u8][..],
         &5i64.to_be_bytes(),
-        &[0, 0, 0, 0, 0, 1, 0, 1],
-        &5i64.to_be_bytes(),
-        &[0, 0, 0, 0, 0, 1, b'v'],
+        &[1, 1, b'c', 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, b'v'],
     ]
     .concat();
     assert_eq!(plain.encode(), golden);
