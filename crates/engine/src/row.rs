@@ -959,7 +959,20 @@ impl<'a> Reader<'a> {
             base: None,
         }
     }
+    /// A LEB128 varint; most (timestamp deltas, column ids, short lengths) are one byte,
+    /// read inline.
+    #[inline]
     fn varint(&mut self) -> Result<u64, CorruptRow> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.long_varint(),
+        }
+    }
+    #[cold]
+    fn long_varint(&mut self) -> Result<u64, CorruptRow> {
         let at = self.pos;
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -972,6 +985,7 @@ impl<'a> Reader<'a> {
         Err(CorruptRow(at))
     }
     /// See [`Writer::len`].
+    #[inline]
     fn len(&mut self, width: usize) -> Result<usize, CorruptRow> {
         match (self.base, width) {
             (Some(_), _) => {
@@ -982,6 +996,7 @@ impl<'a> Reader<'a> {
             (None, _) => Ok(self.u32()? as usize),
         }
     }
+    #[inline]
     fn ts(&mut self) -> Result<i64, CorruptRow> {
         match self.base {
             Some(base) => {
@@ -1019,6 +1034,7 @@ impl<'a> Reader<'a> {
         Ok(self.take(n)?.to_vec())
     }
     /// Like `bytes`, as a slice of the shared buffer (no copy).
+    #[inline]
     fn shared(&mut self) -> Result<Bytes, CorruptRow> {
         let n = self.len(4)?;
         let start = self.pos;
