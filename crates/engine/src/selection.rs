@@ -622,10 +622,10 @@ impl Builder<'_> {
                         }
                         other => other,
                     };
-                    return Ok((sel, format!("({ty}){term}"), to));
+                    return Ok((sel, format!("({ty}){}", names::term_name(term)), to));
                 }
                 let v = const_term(&to, term, self.now)?;
-                (Selector::Const(v), format!("({ty}){term}"), to)
+                (Selector::Const(v), format!("({ty}){}", names::term_name(term)), to)
             }
             E::Cast { expr, ty } => {
                 let (inner, name, from) = self.selector(t, expr, agg)?;
@@ -839,7 +839,8 @@ impl Builder<'_> {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {
                     return Err(EngineError::invalid(format!(
-                        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+                        "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                        names::term_name(term)
                     )))
                 }
             },
@@ -1292,7 +1293,8 @@ fn literal_arg(
         }
     }
     Err(EngineError::invalid(format!(
-        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+        "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+        names::term_name(term)
     )))
 }
 
