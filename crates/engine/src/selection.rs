@@ -632,9 +632,23 @@ impl Builder<'_> {
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
                 // A value-compatible source (a timestamp cast as through bigint) is converted
                 // as that type: its bytes are a valid value of it.
-                let source = crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
-                    .map_err(EngineError::invalid)?;
-                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
+                // A DESC clustering column's type is Cassandra's ReversedType of its own: a
+                // cast to that own type is no identity there but a call of `cast_as_<type>`,
+                // which numbers have (named `cast(c as int)`) and text, ascii and timestamp
+                // have not (refused).
+                let reversed = matches!(&**expr, E::Column(c)
+                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc));
+                let source = if reversed {
+                    crate::scalar::cast_source_reversed(&name, &from, &to, &ty.to_string())
+                } else {
+                    crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
+                }
+                .map_err(EngineError::invalid)?;
+                let col_name = if reversed {
+                    format!("cast({name} as {})", crate::types::cql_type_name(&to))
+                } else {
+                    crate::scalar::cast_column_name(&name, &from, &to)
+                };
                 (
                     Selector::Expr(SelExpr::Cast {
                         inner: Box::new(as_expr(inner, from)),
