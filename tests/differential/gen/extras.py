@@ -161,8 +161,11 @@ class Extras:
         if rng.random() < 0.3:
             sel = f"toJson({sel})"
         elif rng.random() < 0.3:
-            sel = f"writetime({c.name}.{f})" if c.type.multicell else f"{c.name}.{f} AS ff"
-        return self._select(t, f"{t.keys[-1].name}, {sel}", "udt_field_select")
+            sel = f"writetime({c.name}.{f}) AS wt" if c.type.multicell else f"{c.name}.{f} AS ff"
+        s = self._select(t, f"{t.keys[-1].name}, {sel}", "udt_field_select")
+        if t.server_ts:
+            s.nullness.add("wt")   # a write without USING TIMESTAMP: its time is the server's
+        return s
 
     def select_json_cols(self, t):
         rng = self.rng
