@@ -163,7 +163,7 @@ class Extras:
         elif rng.random() < 0.3:
             sel = f"writetime({c.name}.{f}) AS wt" if c.type.multicell else f"{c.name}.{f} AS ff"
         s = self._select(t, f"{t.keys[-1].name}, {sel}", "udt_field_select")
-        if t.server_ts:
+        if t.server_ts and sel.endswith(" AS wt"):
             s.nullness.add("wt")   # a write without USING TIMESTAMP: its time is the server's
         return s
 
