@@ -97,6 +97,13 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
 
 /// A term in selector position, as a selector (operations, negations and calls of terms are
 /// built like those of selectors).
+/// Whether `e` is a DESC clustering column: Cassandra types it as a ReversedType of its own,
+/// which casts, collection functions and toJson() of its elements treat as another type.
+fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
+    matches!(e, E::Column(c)
+        if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc))
+}
+
 fn term_as_selector(t: &Term) -> Option<E> {
     Some(match unparen(t) {
         Term::Operation { op, left, right } => E::Operation {
@@ -636,8 +643,7 @@ impl Builder<'_> {
                 // cast to that own type is no identity there but a call of `cast_as_<type>`,
                 // which numbers have (named `cast(c as int)`) and text, ascii and timestamp
                 // have not (refused).
-                let reversed = matches!(&**expr, E::Column(c)
-                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc));
+                let reversed = is_desc_clustering(t, expr);
                 let source = if reversed {
                     crate::scalar::cast_source_reversed(&name, &from, &to, &ty.to_string())
                 } else {
@@ -715,7 +721,15 @@ impl Builder<'_> {
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
                 let named: Vec<(ColumnType, String)> =
                     types.iter().cloned().zip(names.iter().cloned()).collect();
-                let ty = match crate::fcts::return_type(&name.name, &named) {
+                // A DESC clustering column is no collection to Cassandra (a ReversedType).
+                let refused = match args.first() {
+                    Some(a @ E::Column(c)) if is_desc_clustering(t, a) => {
+                        let declared = &self.column(t, c)?.1.cql_type;
+                        crate::fcts::reversed_refusal(&name.name, c, declared)
+                    }
+                    _ => None,
+                };
+                let ty = match refused.map(Err).or_else(|| crate::fcts::return_type(&name.name, &named)) {
                     Some(r) => r,
                     None => crate::scalar::return_type(&name.name, &types)
                         .map_err(|m| name_the_argument(m, &names)),
@@ -976,8 +990,7 @@ impl Builder<'_> {
             // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
             // reversed type, which toJson() does not take.
             E::Element { expr, .. } | E::Slice { expr, .. }
-                if matches!(&**expr, E::Column(c)
-                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc)) =>
+                if is_desc_clustering(t, expr) =>
             {
                 return Err(EngineError::invalid(format!(
                     "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
