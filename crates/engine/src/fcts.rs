@@ -138,12 +138,19 @@ fn collection_need(f: &str) -> Option<&'static str> {
 
 /// The refusal of a collection function given a DESC clustering column: Cassandra types it as
 /// a ReversedType, which is no collection type, whatever its base (`map_values(ck)` of a DESC
-/// `frozen<map<..>>` is refused, its type named as declared); `None` for other functions.
-pub fn reversed_refusal(name: &str, arg: &str, declared: &str) -> Option<String> {
+/// `frozen<map<..>>` is refused, its frozen type named); `None` for other functions.
+pub fn reversed_refusal(name: &str, arg: &str, ty: &T) -> Option<String> {
     let f = name.to_ascii_lowercase();
     let what = collection_need(&f)?;
+    // A clustering collection or UDT is frozen, nested types too (`cql_type_name`).
+    let shown = match ty {
+        T::List(_) | T::Set(_) | T::Map(..) | T::Udt { .. } => {
+            format!("frozen<{}>", cql_type_name(ty))
+        }
+        _ => cql_type_name(ty),
+    };
     Some(format!(
-        "Function system.{f} requires {what}, but found argument {arg} of type {declared}"
+        "Function system.{f} requires {what}, but found argument {arg} of type {shown}"
     ))
 }
 

@@ -722,10 +722,9 @@ impl Builder<'_> {
                 let named: Vec<(ColumnType, String)> =
                     types.iter().cloned().zip(names.iter().cloned()).collect();
                 // A DESC clustering column is no collection to Cassandra (a ReversedType).
-                let refused = match args.first() {
-                    Some(a @ E::Column(c)) if is_desc_clustering(t, a) => {
-                        let declared = &self.column(t, c)?.1.cql_type;
-                        crate::fcts::reversed_refusal(&name.name, c, declared)
+                let refused = match (args.first(), types.first()) {
+                    (Some(a @ E::Column(c)), Some(ty)) if is_desc_clustering(t, a) => {
+                        crate::fcts::reversed_refusal(&name.name, c, ty)
                     }
                     _ => None,
                 };
