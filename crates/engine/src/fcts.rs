@@ -58,28 +58,22 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
                 match &args[0].0 {
                     T::Map(k, v) if f == "map_keys" => Ok(T::Set(k.clone())),
                     T::Map(_, v) => Ok(T::List(v.clone())),
-                    _ => Err(need("a map argument")),
+                    _ => Err(need(collection_need(&f).unwrap_or_default())),
                 }
             }
             "collection_count" => {
                 arity(1, 1)?;
                 match &args[0].0 {
                     T::List(_) | T::Set(_) | T::Map(..) => Ok(T::Int),
-                    _ => Err(need("a collection argument")),
+                    _ => Err(need(collection_need(&f).unwrap_or_default())),
                 }
             }
-            "collection_min" | "collection_max" => {
+            "collection_min" | "collection_max" | "collection_sum" | "collection_avg" => {
                 arity(1, 1)?;
                 element(&args[0].0)
+                    .filter(|e| f.ends_with("min") || f.ends_with("max") || crate::arith::is_numeric(e))
                     .cloned()
-                    .ok_or_else(|| need("a set or list argument"))
-            }
-            "collection_sum" | "collection_avg" => {
-                arity(1, 1)?;
-                element(&args[0].0)
-                    .filter(|e| crate::arith::is_numeric(e))
-                    .cloned()
-                    .ok_or_else(|| need("a numeric set/list argument"))
+                    .ok_or_else(|| need(collection_need(&f).unwrap_or_default()))
             }
             "mask_null" | "mask_default" => {
                 arity(1, 1)?;
@@ -130,6 +124,36 @@ pub fn param_type(name: &str, pos: usize, prev: &[T]) -> Option<T> {
 /// How Cassandra 5.0 names the parameter of a collection function in "Cannot infer type of
 /// argument X in call to function system.f(kind)" (`collection_min`/`max` say
 /// `numeric_set_or_list` too); `None` for other functions.
+/// What a collection function requires of its argument, in its refusal ("Function
+/// system.map_keys requires a map argument, but found ...").
+fn collection_need(f: &str) -> Option<&'static str> {
+    Some(match f {
+        "map_keys" | "map_values" => "a map argument",
+        "collection_count" => "a collection argument",
+        "collection_min" | "collection_max" => "a set or list argument",
+        "collection_sum" | "collection_avg" => "a numeric set/list argument",
+        _ => return None,
+    })
+}
+
+/// The refusal of a collection function given a DESC clustering column: Cassandra types it as
+/// a ReversedType, which is no collection type, whatever its base (`map_values(ck)` of a DESC
+/// `frozen<map<..>>` is refused, its frozen type named); `None` for other functions.
+pub fn reversed_refusal(name: &str, arg: &str, ty: &T) -> Option<String> {
+    let f = name.to_ascii_lowercase();
+    let what = collection_need(&f)?;
+    // A clustering collection or UDT is frozen, nested types too (`cql_type_name`).
+    let shown = match ty {
+        T::List(_) | T::Set(_) | T::Map(..) | T::Udt { .. } => {
+            format!("frozen<{}>", cql_type_name(ty))
+        }
+        _ => cql_type_name(ty),
+    };
+    Some(format!(
+        "Function system.{f} requires {what}, but found argument {arg} of type {shown}"
+    ))
+}
+
 pub fn collection_param(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
         "map_keys" | "map_values" => "map",

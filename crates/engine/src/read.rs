@@ -161,8 +161,15 @@ impl<'r> RowView<'r> {
             } => self.field_time(*func, *column, fields).map(Cow::Owned),
             Selector::Token => Some(Cow::Owned(self.tok.to_be_bytes().to_vec())),
             Selector::Field(idx, pos) => {
-                let ty = &self.t.columns[*idx].ty;
-                match crate::row::value_of(self.cell(*idx)?, ty, secs)? {
+                let c = &self.t.columns[*idx];
+                // A key column's UDT is in the key, not in a cell.
+                let whole = match c.kind {
+                    ColumnKind::PartitionKey | ColumnKind::Clustering => {
+                        self.value(&Selector::Column(*idx))?
+                    }
+                    _ => crate::row::value_of(self.cell(*idx)?, &c.ty, secs)?,
+                };
+                match whole {
                     Cow::Borrowed(v) => tuple_field(v, *pos).map(Cow::Borrowed),
                     Cow::Owned(v) => tuple_field(&v, *pos).map(|f| Cow::Owned(f.to_vec())),
                 }

@@ -97,6 +97,13 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
 
 /// A term in selector position, as a selector (operations, negations and calls of terms are
 /// built like those of selectors).
+/// Whether `e` is a DESC clustering column: Cassandra types it as a ReversedType of its own,
+/// which casts, collection functions and toJson() of its elements treat as another type.
+fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
+    matches!(e, E::Column(c)
+        if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc))
+}
+
 fn term_as_selector(t: &Term) -> Option<E> {
     Some(match unparen(t) {
         Term::Operation { op, left, right } => E::Operation {
@@ -622,19 +629,32 @@ impl Builder<'_> {
                         }
                         other => other,
                     };
-                    return Ok((sel, format!("({ty}){term}"), to));
+                    return Ok((sel, format!("({ty}){}", names::term_name(term)), to));
                 }
                 let v = const_term(&to, term, self.now)?;
-                (Selector::Const(v), format!("({ty}){term}"), to)
+                (Selector::Const(v), format!("({ty}){}", names::term_name(term)), to)
             }
             E::Cast { expr, ty } => {
                 let (inner, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
                 // A value-compatible source (a timestamp cast as through bigint) is converted
                 // as that type: its bytes are a valid value of it.
-                let source = crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
-                    .map_err(EngineError::invalid)?;
-                let col_name = crate::scalar::cast_column_name(&name, &from, &to);
+                // A DESC clustering column's type is Cassandra's ReversedType of its own: a
+                // cast to that own type is no identity there but a call of `cast_as_<type>`,
+                // which numbers have (named `cast(c as int)`) and text, ascii and timestamp
+                // have not (refused).
+                let reversed = is_desc_clustering(t, expr);
+                let source = if reversed {
+                    crate::scalar::cast_source_reversed(&name, &from, &to, &ty.to_string())
+                } else {
+                    crate::scalar::cast_source(&name, &from, &to, &ty.to_string())
+                }
+                .map_err(EngineError::invalid)?;
+                let col_name = if reversed {
+                    format!("cast({name} as {})", crate::types::cql_type_name(&to))
+                } else {
+                    crate::scalar::cast_column_name(&name, &from, &to)
+                };
                 (
                     Selector::Expr(SelExpr::Cast {
                         inner: Box::new(as_expr(inner, from)),
@@ -701,7 +721,14 @@ impl Builder<'_> {
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
                 let named: Vec<(ColumnType, String)> =
                     types.iter().cloned().zip(names.iter().cloned()).collect();
-                let ty = match crate::fcts::return_type(&name.name, &named) {
+                // A DESC clustering column is no collection to Cassandra (a ReversedType).
+                let refused = match (args.first(), types.first()) {
+                    (Some(a @ E::Column(c)), Some(ty)) if is_desc_clustering(t, a) => {
+                        crate::fcts::reversed_refusal(&name.name, c, ty)
+                    }
+                    _ => None,
+                };
+                let ty = match refused.map(Err).or_else(|| crate::fcts::return_type(&name.name, &named)) {
                     Some(r) => r,
                     None => crate::scalar::return_type(&name.name, &types)
                         .map_err(|m| name_the_argument(m, &names)),
@@ -839,7 +866,8 @@ impl Builder<'_> {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {
                     return Err(EngineError::invalid(format!(
-                        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+                        "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                        names::term_name(term)
                     )))
                 }
             },
@@ -961,8 +989,7 @@ impl Builder<'_> {
             // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
             // reversed type, which toJson() does not take.
             E::Element { expr, .. } | E::Slice { expr, .. }
-                if matches!(&**expr, E::Column(c)
-                    if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc)) =>
+                if is_desc_clustering(t, expr) =>
             {
                 return Err(EngineError::invalid(format!(
                     "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
@@ -1292,7 +1319,8 @@ fn literal_arg(
         }
     }
     Err(EngineError::invalid(format!(
-        "Cannot infer type for term {term} in selection clause (try using a cast to force a type)"
+        "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+        names::term_name(term)
     )))
 }
 

@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from .extras import Extras
 from .schema import Column
 from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
@@ -102,6 +103,7 @@ class StatementGen:
         self.pending = []   # statements drawn as a group, handed out one by one
         self.expiry_rng = random.Random(f"expiry-{seed}")
         self.short_ttl = None   # while drawing an expiring write: its TTL
+        self.extras = Extras(self, seed)   # issue 9/10 forms, from a random stream of their own
 
     # ------------------------------------------------------------ helpers
 
@@ -644,6 +646,9 @@ class StatementGen:
         rng = self.rng
         if self.pending:
             return self.pending.pop(0)
+        extra = self.extras.maybe_draw()
+        if extra is not None:
+            return extra
         views = [v for t in self.tables for v in t.views]
         if views:
             s = self.view_statement(views)

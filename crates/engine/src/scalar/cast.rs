@@ -99,6 +99,12 @@ pub fn cast_source(
     if cast_allowed(from, to) {
         return Ok(from.clone());
     }
+    cast_call(arg_name, from, to)
+}
+
+/// The `cast_as_<to>` signature an argument of type `from` is value-compatible with, as
+/// Cassandra's function resolution picks it: the only one, else ambiguous, else refused.
+fn cast_call(arg_name: &str, from: &ColumnType, to: &ColumnType) -> Result<ColumnType, String> {
     let f = format!("cast_as_{}", cql_type_name(to));
     let sigs = signatures(&format!("castas{}", cql_type_name(to)));
     let compat: Vec<&Sig> = sigs
@@ -115,6 +121,33 @@ pub fn cast_source(
                 known.join(", ")
             ))
         }
+    }
+}
+
+/// [`cast_source`] of a DESC clustering column. Its type is Cassandra's `ReversedType` of its
+/// own, so a cast to that own type is no identity there but a call of `cast_as_<type>` with a
+/// signature the column's values are compatible with: an int's pass as a varint's (`CAST(c AS
+/// int)` of a DESC int column is `cast(c as int)`, its value unchanged); text, ascii, timestamp
+/// and most others have none (refused).
+pub fn cast_source_reversed(
+    arg_name: &str,
+    from: &ColumnType,
+    to: &ColumnType,
+    written: &str,
+) -> Result<ColumnType, String> {
+    if from != to {
+        return cast_source(arg_name, from, to, written);
+    }
+    if written.eq_ignore_ascii_case("varchar") {
+        return Err(format!("{arg_name} cannot be cast to varchar"));
+    }
+    // Several signatures may take the values (a bigint's: timestamp and varint); 5.0.9 resolves
+    // it all the same (seen), and each gives the value back unchanged.
+    let sigs = signatures(&format!("castas{}", cql_type_name(to)));
+    if sigs.iter().any(|(ps, _)| accepts(&ps[0], from)) {
+        Ok(from.clone())
+    } else {
+        Err(cast_error(arg_name, to))
     }
 }
 

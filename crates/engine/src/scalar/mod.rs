@@ -47,7 +47,9 @@ use crate::types::cql_type_name;
 use proto::types::ColumnType;
 use proto::value::validate_value;
 
-pub use cast::{cast, cast_allowed, cast_column_name, cast_error, cast_source};
+pub use cast::{
+    cast, cast_allowed, cast_column_name, cast_error, cast_source, cast_source_reversed,
+};
 pub(crate) use signature::{
     accepts, ambiguous_call, is_known, param_types, sig_text, signatures_of, Sig,
 };

@@ -71,12 +71,12 @@ pub(super) fn selector_name(e: &E) -> String {
             }
         }
         E::Cast { expr, ty } => match &**expr {
-            E::Term(t) => format!("({ty}){t}"),
+            E::Term(t) => format!("({ty}){}", term_name(t)),
             inner => format!("cast({} as {ty})", selector_name(inner)),
         },
         E::Term(t) => match term_as_selector(t) {
             Some(e) => selector_name(&e),
-            None => t.to_string(),
+            None => term_name(t),
         },
         E::Field { expr, field } => format!("{}.{field}", selector_name(expr)),
         E::Parens(expr) => format!("({})", selector_name(expr)),
@@ -170,6 +170,12 @@ pub(crate) fn term_text(t: &Term, hash_ordered_udts: bool) -> String {
                 .collect();
             format!("{{{}}}", shown.join(", "))
         }
-        other => other.to_string(),
+        Term::FunctionCall { name, args } => format!("{name}({})", join(args)),
+        Term::TypeHint { ty, term } => format!("({ty}){}", text(term)),
+        Term::Operation { op, left, right } => {
+            format!("{} {} {}", text(left), op.symbol(), text(right))
+        }
+        Term::Negate(t) => format!("-{}", text(t)),
+        Term::Literal(_) | Term::Bind(_) => t.to_string(),
     }
 }

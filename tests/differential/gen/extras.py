@@ -1,0 +1,305 @@
+"""Statements of issues 9 and 10 that the main draw does not make: arithmetic and casts in the
+selection, math, blob-conversion and collection functions, literal selectors, UDT field
+selection, SELECT JSON of a selection, INSERT JSON with DEFAULT NULL / UNSET, GROUP BY with
+aggregates other than count, multi-column clustering relations, and conditional writes on
+collection elements, UDT fields, IN, !=, CONTAINS and CONTAINS KEY.
+
+They are drawn from a random stream of their own (`Extras.rng`, seeded from the seed), so the
+main stream's statements stay what the seed drew before; the extras only take some of the
+statement count. Their outcome often depends on the data (a cast of a null, a division by a
+zero column, a condition on an element of a null map), so most are drawn with expect=None:
+the reference's answer is compared, whatever it is.
+"""
+
+import random
+
+from .types import T, draw_value, json_text, literal
+
+# The chance that a draw is an extra (from the extras' own stream).
+EXTRA_CHANCE = 0.08
+
+INTEGERS = ("tinyint", "smallint", "int", "bigint", "varint")
+NUMBERS = INTEGERS + ("float", "double", "decimal")
+# Types CAST accepts as a source, by target (Cassandra 5.0's CastFcts): numbers to each other
+# and to text; timestamps/dates/timeuuids among themselves and to text.
+CASTS = {
+    "number": ["tinyint", "smallint", "int", "bigint", "varint", "float", "double", "decimal", "text", "ascii"],
+    "timestamp": ["date", "text"],
+    "date": ["timestamp", "text"],
+    "timeuuid": ["timestamp", "date", "text"],
+    "other": ["text"],
+}
+
+
+class Extras:
+    def __init__(self, gen, seed):
+        self.gen = gen
+        self.rng = random.Random(f"extras-{seed}")
+
+    def maybe_draw(self):
+        """An extra statement, or None (then the main stream draws as before)."""
+        if self.rng.random() >= EXTRA_CHANCE:
+            return None
+        g = self.gen
+        main, g.rng = g.rng, self.rng
+        try:
+            t = self.rng.choice([t for t in g.tables if not t.counter] or g.tables)
+            kind = self.rng.choice(["arith", "arith", "cast", "cast", "math", "blob_fn", "collection_fn",
+                                    "literal_select", "udt_field", "select_json_cols", "insert_json",
+                                    "group_by_agg", "multi_column", "lwt_condition", "lwt_condition"])
+            s = getattr(self, kind)(t)
+            if s is None:
+                return None
+            if not s.feature:
+                s.feature = kind
+            return s
+        finally:
+            g.rng = main
+
+    # ------------------------------------------------------------ selections
+
+    def _select(self, t, sel, feature, bind=None, where_full=None):
+        """SELECT sel FROM t over a partition (or the whole key), with its comparison fields."""
+        g, rng = self.gen, self.rng
+        from .statements import Stmt, Terms
+        term = Terms(rng.random() < 0.35 if bind is None else bind)
+        full = rng.random() < 0.4 if where_full is None else where_full
+        where = g.where_eq(t, t.keys if full else t.pk, term)
+        s = Stmt(f"SELECT {sel} FROM {t.name} WHERE {where}", term.params if term.bind else None,
+                 expect=None, feature=feature, table=t.name,
+                 order_types=tuple(c.type.family() for c in t.ck), pk_types=tuple(c.type.family() for c in t.pk),
+                 projection=feature)
+        s.fetch_size = rng.choice([2, 100])
+        return s
+
+    def _numbers(self, t):
+        return [c for c in t.cols if c.type.kind in NUMBERS]
+
+    def arith(self, t):
+        rng = self.rng
+        nums = self._numbers(t)
+        if not nums:
+            return None
+        a = rng.choice(nums)
+        op = rng.choice(["+", "-", "*", "/", "%"])
+        r = rng.random()
+        if r < 0.4:
+            other = rng.choice(nums).name
+        elif r < 0.8:
+            other = str(rng.choice([1, 2, 3, 0, -1] if a.type.kind in INTEGERS else [1, 2, 0.5, 0, -1.5]))
+        else:
+            other = f"({rng.choice(['int', 'bigint', 'double', 'decimal', 'varint'])}) {rng.choice([1, 2, -3, 0])}"
+        expr = f"{a.name} {op} {other}" if rng.random() < 0.7 else f"{other} {op} {a.name}"
+        if rng.random() < 0.2:
+            expr = f"-{a.name}" if rng.random() < 0.5 else f"{expr} * 2 + 1"
+        alias = " AS x" if rng.random() < 0.3 else ""
+        return self._select(t, f"{t.keys[-1].name}, {expr}{alias}", "arith")
+
+    def cast(self, t):
+        rng = self.rng
+        c = rng.choice([c for c in t.cols if c.type.is_native] or t.cols)
+        if not c.type.is_native:
+            return None
+        k = c.type.kind
+        fam = "number" if k in NUMBERS else (k if k in CASTS else "other")
+        target = rng.choice(CASTS[fam] + ["text"])
+        return self._select(t, f"{t.keys[-1].name}, CAST({c.name} AS {target})", "cast")
+
+    def math(self, t):
+        nums = self._numbers(t)
+        if nums:
+            c, fn = self.rng.choice(nums), self.rng.choice(["abs", "exp", "log", "log10", "round"])
+            return self._select(t, f"{fn}({c.name})", "math_fn")
+        return None
+
+    def blob_fn(self, t):
+        rng = self.rng
+        # Not timeuuid: Cassandra types blobAsTimeuuid() with its custom LegacyTimeUUIDType, a
+        # documented difference (docs/compatibility.md).
+        skip = ("blob", "varchar", "timeuuid")
+        c = rng.choice([c for c in t.cols if c.type.is_native and c.type.kind not in skip] or t.cols)
+        if not c.type.is_native or c.type.kind in skip:
+            return None
+        k = c.type.kind
+        if rng.random() < 0.5:
+            return self._select(t, f"blobAs{k.capitalize()}({k}AsBlob({c.name}))", "blob_fn")
+        # A blob conversion of a literal term, checked for its length by the reference.
+        lit = literal(c.type, draw_value(rng, c.type))
+        return self._select(t, f"{k}AsBlob(({k}) {lit})", "blob_fn")
+
+    def collection_fn(self, t):
+        rng = self.rng
+        cols = [c for c in t.cols if c.type.kind in ("list", "set", "map")]
+        if not cols:
+            return None
+        c = rng.choice(cols)
+        fns = ["collection_count"]
+        if c.type.kind == "map":
+            fns += ["map_keys", "map_values"]
+        else:
+            el = c.type.args[0].kind
+            if el in NUMBERS or el in ("text", "ascii", "timestamp", "date", "uuid", "timeuuid"):
+                fns += ["collection_min", "collection_max"]
+            if el in NUMBERS:
+                fns += ["collection_sum", "collection_avg"]
+        return self._select(t, f"{rng.choice(fns)}({c.name})", "collection_fn")
+
+    def literal_select(self, t):
+        rng = self.rng
+        lits = rng.sample(["1", "'a'", "(bigint) 2", "[1, 2]", "{'k': 1}", "(int) 1 + 2", "0x0102", "(text) 'x'",
+                           "true", "1.5"], 2)
+        return self._select(t, f"{t.keys[-1].name}, " + ", ".join(lits), "literal_select")
+
+    def udt_field(self, t):
+        rng = self.rng
+        cols = [c for c in t.cols if c.type.kind == "udt"]
+        if not cols:
+            return None
+        c = rng.choice(cols)
+        f = rng.choice(c.type.args)[0]
+        sel = f"{c.name}.{f}"
+        if rng.random() < 0.3:
+            sel = f"toJson({sel})"
+        elif rng.random() < 0.3:
+            sel = f"writetime({c.name}.{f}) AS wt" if c.type.multicell else f"{c.name}.{f} AS ff"
+        s = self._select(t, f"{t.keys[-1].name}, {sel}", "udt_field_select")
+        if t.server_ts and sel.endswith(" AS wt"):
+            s.nullness.add("wt")   # a write without USING TIMESTAMP: its time is the server's
+        return s
+
+    def select_json_cols(self, t):
+        rng = self.rng
+        cols = rng.sample(t.cols, min(len(t.cols), rng.randint(1, 3)))
+        parts = []
+        for c in cols:
+            r = rng.random()
+            if r < 0.2 and c.role not in ("pk", "ck") and c.type.kind != "counter" and not t.server_ts:
+                # writetime() exactly: every write to the table so far carried USING TIMESTAMP.
+                parts.append(f"writetime({c.name}) AS w" if not c.type.multicell else f"toJson({c.name}) AS j")
+            elif r < 0.4:
+                parts.append(f"{c.name} AS \"Al{len(parts)}\"")
+            else:
+                parts.append(c.name)
+        return self._select(t, "JSON " + ", ".join(parts), "select_json_selection")
+
+    def group_by_agg(self, t):
+        rng = self.rng
+        if not t.ck:
+            return None
+        nums = [c for c in t.cols if c.type.kind in NUMBERS and c.role == "reg"]
+        aggs = ["count(*)"] + [f"{rng.choice(['max', 'min', 'sum', 'avg'])}({c.name})" for c in nums[:2]]
+        groups = t.pk + t.ck[:rng.randint(0, len(t.ck))]
+        s = self._select(t, f"{groups[-1].name}, " + ", ".join(aggs), "group_by_aggregate", where_full=False)
+        s.text += " GROUP BY " + ", ".join(c.name for c in groups)
+        if rng.random() < 0.3:
+            s.text += f" LIMIT {rng.randint(1, 3)}"
+        s.fetch_size = 5000
+        return s
+
+    def multi_column(self, t):
+        rng = self.rng
+        if len(t.ck) < 2:
+            return None
+        from .statements import Stmt, Terms
+        g = self.gen
+        term = Terms(rng.random() < 0.35)
+        where = g.where_eq(t, t.pk, term)
+        cols = t.ck[:rng.randint(2, len(t.ck))]
+        names = "(" + ", ".join(c.name for c in cols) + ")"
+        if rng.random() < 0.3:
+            tuples = ["(" + ", ".join(term(c.type, g.key_value(t, c)) for c in cols) + ")" for _ in range(2)]
+            rel = f"{names} IN ({', '.join(tuples)})"
+        else:
+            tup = "(" + ", ".join(term(c.type, g.key_value(t, c)) for c in cols) + ")"
+            rel = f"{names} {rng.choice(['>', '>=', '<', '<=', '='])} {tup}"
+        return Stmt(f"SELECT * FROM {t.name} WHERE {where} AND {rel}", term.params if term.bind else None,
+                    expect=None, feature="multi_column_relation", table=t.name,
+                    order_types=tuple(c.type.family() for c in t.ck), pk_types=tuple(c.type.family() for c in t.pk))
+
+    # ------------------------------------------------------------ writes
+
+    def insert_json(self, t):
+        rng, g = self.rng, self.gen
+        from .statements import Stmt
+        obj = []
+        for c in t.keys:
+            j = json_text(c.type, g.key_value(t, c))
+            if j is None:
+                return None
+            obj.append(f'"{c.name}": {j}')
+        for c in t.values:
+            if rng.random() < 0.5:
+                j = json_text(c.type, g.value_for(t, c))
+                if j is not None:
+                    obj.append(f'"{c.name}": {j}')
+        doc = "{" + ", ".join(obj) + "}"
+        default = rng.choice(["", " DEFAULT NULL", " DEFAULT UNSET"])
+        if rng.random() < 0.35:
+            text = f"INSERT INTO {t.name} JSON ?{default}{g.using(t)}"
+            params = [doc]
+        else:
+            text = f"INSERT INTO {t.name} JSON '{doc.replace(chr(39), chr(39) * 2)}'{default}{g.using(t)}"
+            params = None
+        return Stmt(text, params, expect=None, feature="insert_json", table=t.name, write=True)
+
+    def lwt_condition(self, t):
+        """UPDATE ... IF <a condition on an element, a field, IN, !=, CONTAINS ...>."""
+        rng, g = self.rng, self.gen
+        from .statements import Stmt, Terms
+        term = Terms(rng.random() < 0.35)
+        regs = [c for c in t.values if c.role == "reg"] or t.values
+        target = rng.choice(regs)
+        if target.type.multicell and target.type.kind != "udt":
+            sets = f"{target.name} = {target.name} + {term(target.type, g.cell_value(target.type))}"
+        elif target.type.multicell:
+            f, ft = rng.choice(target.type.args)
+            sets = f"{target.name}.{f} = {term(ft, draw_value(rng, ft))}"
+        else:
+            sets = f"{target.name} = {term(target.type, g.value_for(t, target))}"
+        where = g.where_eq(t, t.keys, term)
+        c = rng.choice(regs)
+        k = c.type.kind
+        n = c.name
+        if k == "map" and rng.random() < 0.7:
+            key = term(c.type.args[0], draw_value(rng, c.type.args[0], True))
+            r = rng.random()
+            if r < 0.3 and c.type.multicell:
+                cond = f"{n} CONTAINS KEY {key}"
+            elif r < 0.5 and c.type.multicell:
+                cond = f"{n} CONTAINS {term(c.type.args[1], draw_value(rng, c.type.args[1]))}"
+            else:
+                vt = c.type.args[1]
+                op = rng.choice(["=", "!="] + ([">", "<="] if vt.kind in NUMBERS else []))
+                cond = f"{n}[{key}] {op} {term(vt, draw_value(rng, vt))}"
+        elif k == "list" and rng.random() < 0.7:
+            et = c.type.args[0]
+            if rng.random() < 0.4 and c.type.multicell:
+                cond = f"{n} CONTAINS {term(et, draw_value(rng, et))}"
+            else:
+                op = rng.choice(["=", "!="] + ([">", "<="] if et.kind in NUMBERS else []))
+                cond = f"{n}[{rng.randint(0, 2)}] {op} {term(et, draw_value(rng, et))}"
+        elif k == "set" and c.type.multicell and rng.random() < 0.7:
+            cond = f"{n} CONTAINS {term(c.type.args[0], draw_value(rng, c.type.args[0], True))}"
+        elif k == "udt" and rng.random() < 0.8:
+            f, ft = rng.choice(c.type.args)
+            op = rng.choice(["=", "!="] + ([">", "<"] if ft.kind in NUMBERS else []))
+            cond = f"{n}.{f} {op} {term(ft, draw_value(rng, ft))}"
+        elif c.type.kind != "counter":
+            r = rng.random()
+            if r < 0.4:
+                vals = ", ".join(term(c.type, g.value_for(t, c)) for _ in range(rng.randint(1, 3)))
+                cond = f"{n} IN ({vals})"
+            elif r < 0.6:
+                cond = f"{n} != {term(c.type, g.value_for(t, c))}"
+            elif r < 0.8:
+                cond = f"{n} = null"
+            else:
+                cond = f"{n} != null"
+        else:
+            return None
+        if rng.random() < 0.2:
+            cond += f" AND {n} != null"
+        t.server_ts = True
+        text = f"UPDATE {t.name} SET {sets} WHERE {where} IF {cond}"
+        return Stmt(text, term.params if term.bind else None, expect=None, feature="lwt_condition",
+                    table=t.name, write=True)
