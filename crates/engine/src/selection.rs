@@ -95,8 +95,6 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
     }
 }
 
-/// A term in selector position, as a selector (operations, negations and calls of terms are
-/// built like those of selectors).
 /// Whether `e` is a DESC clustering column: Cassandra types it as a ReversedType of its own,
 /// which casts, collection functions and toJson() of its elements treat as another type.
 fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
@@ -104,6 +102,8 @@ fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
         if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc))
 }
 
+/// A term in selector position, as a selector (operations, negations and calls of terms are
+/// built like those of selectors).
 fn term_as_selector(t: &Term) -> Option<E> {
     Some(match unparen(t) {
         Term::Operation { op, left, right } => E::Operation {
