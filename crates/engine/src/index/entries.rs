@@ -152,6 +152,33 @@ fn row_expiry(marker: Option<crate::row::Marker>, cells: &[Cell]) -> Option<u32>
         .reduce(longer)
 }
 
+/// A stored row or partition header, decoded once for the entries of every index of its
+/// table ([`entries_in`]).
+pub(crate) enum Stored {
+    Row(Row),
+    Header(PartitionHeader),
+}
+
+impl Stored {
+    /// `stored`, the value under `base_key` (a row or a partition header), decoded; `None`
+    /// when it is absent or does not decode (it then has no entries).
+    pub(crate) fn decode(d: &keys::DecodedKey<'_>, stored: Option<&[u8]>) -> Option<Stored> {
+        let stored = stored?;
+        if d.is_header {
+            PartitionHeader::decode(stored).ok().map(Stored::Header)
+        } else {
+            Row::decode(stored).ok().map(Stored::Row)
+        }
+    }
+
+    fn cells(&self) -> &[Cell] {
+        match self {
+            Stored::Row(r) => &r.cells,
+            Stored::Header(h) => &h.statics,
+        }
+    }
+}
+
 /// The entries `idx` has for the value stored under `base_key` (a row or a partition
 /// header of `t`); none for a value that holds nothing `idx` indexes.
 pub(crate) fn entries_of(
@@ -160,9 +187,24 @@ pub(crate) fn entries_of(
     base_key: &[u8],
     stored: Option<&[u8]>,
 ) -> Vec<Entry> {
-    let (Some(stored), Some(d), Some(c)) =
-        (stored, keys::decode_key(base_key), t.column(&idx.column))
-    else {
+    let Some(d) = keys::decode_key(base_key) else {
+        return Vec::new();
+    };
+    match Stored::decode(&d, stored) {
+        Some(s) => entries_in(idx, t, base_key, &d, &s),
+        None => Vec::new(),
+    }
+}
+
+/// [`entries_of`] for a value already decoded (`d` is `base_key` decoded).
+pub(crate) fn entries_in(
+    idx: &IndexDef,
+    t: &TableDef,
+    base_key: &[u8],
+    d: &keys::DecodedKey<'_>,
+    stored: &Stored,
+) -> Vec<Entry> {
+    let Some(c) = t.column(&idx.column) else {
         return Vec::new();
     };
     // A vector index keeps a graph in memory (`index::vector`), no entries.
@@ -173,13 +215,7 @@ pub(crate) fn entries_of(
     // The indexed values (encoded) and when they expire.
     let found: Vec<(Vec<u8>, u32)> = match (c.kind, d.is_header) {
         (ColumnKind::Regular, false) | (ColumnKind::Static, true) => {
-            let cells = if d.is_header {
-                PartitionHeader::decode(stored).map(|h| h.statics)
-            } else {
-                Row::decode(stored).map(|r| r.cells)
-            };
-            let Ok(cells) = cells else { return Vec::new() };
-            let Some(cell) = cells.iter().find(|x| x.column == c.id) else {
+            let Some(cell) = stored.cells().iter().find(|x| x.column == c.id) else {
                 return Vec::new();
             };
             match (&cell.value, expiry_of(cell)) {
@@ -201,23 +237,18 @@ pub(crate) fn entries_of(
             }
         }
         (ColumnKind::Clustering, false) | (ColumnKind::PartitionKey, _) => {
-            let expiry = if d.is_header {
-                PartitionHeader::decode(stored)
-                    .ok()
-                    .and_then(|h| row_expiry(None, &h.statics))
-            } else {
-                Row::decode(stored)
-                    .ok()
-                    .and_then(|r| row_expiry(r.marker, &r.cells))
+            let expiry = match stored {
+                Stored::Header(h) => row_expiry(None, &h.statics),
+                Stored::Row(r) => row_expiry(r.marker, &r.cells),
             };
             let Some(exp) = expiry else { return Vec::new() };
-            let value = if c.kind == ColumnKind::PartitionKey {
-                crate::token::split_partition_key(&d.pk, t.pk_count())
-                    .and_then(|p| p.get(c.position as usize).map(|x| x.to_vec()))
-            } else {
-                Row::decode(stored)
-                    .ok()
-                    .and_then(|r| r.clustering.get(c.position as usize).cloned())
+            let value = match stored {
+                _ if c.kind == ColumnKind::PartitionKey => {
+                    crate::token::split_partition_key(&d.pk, t.pk_count())
+                        .and_then(|p| p.get(c.position as usize).map(|x| x.to_vec()))
+                }
+                Stored::Row(r) => r.clustering.get(c.position as usize).cloned(),
+                Stored::Header(_) => None,
             };
             let Some(value) = value else {
                 return Vec::new();
@@ -334,7 +365,14 @@ pub fn maintain(
 /// never expiring, and estimates the entries it leaves stale.
 fn blind_upkeep(t: &TableDef, key: &[u8], partial: &[u8], batch: &mut WriteBatch) -> Upkeep {
     let mut upkeep = Upkeep::default();
-    let Ok(row) = Row::decode(partial) else {
+    let Some(d) = keys::decode_key(key) else {
+        return upkeep;
+    };
+    // Decoded once for every index (a decode copies the value).
+    let Some(stored) = Stored::decode(&d, Some(partial)) else {
+        return upkeep;
+    };
+    let Stored::Row(row) = &stored else {
         return upkeep;
     };
     for idx in &t.indexes {
@@ -347,7 +385,7 @@ fn blind_upkeep(t: &TableDef, key: &[u8], partial: &[u8], batch: &mut WriteBatch
         if !touched {
             continue;
         }
-        let after = entries_of(idx, t, key, Some(partial));
+        let after = entries_in(idx, t, key, &d, &stored);
         upkeep.stale += (after.len() as u64).max(1);
         for (k, mut v) in after {
             v[..4].copy_from_slice(&0u32.to_be_bytes());
