@@ -730,22 +730,41 @@ impl Engine {
             })
         };
         // Blind writes: a row entry that only sets and deletes cells (no operation reading
-        // what is stored: counters, collection operations, list indexes) of a table without
-        // indexes or views is stored as a partial row, without reading the row; the storage
-        // merges it onto the row's older versions wherever the row is read (`row::RowMerge`).
-        // Not a write of every regular column: the stored row is then replaced cell for cell,
-        // so one read now spares each later read (until a flush) a merge with the version it
-        // replaces; 4 KB whole-row overwrites (80:20) ran at 0.7-0.8x the reading write blind
-        // (bench/results/2026-11-29/blind-writes).
-        let blind = indexed.is_empty() && self.storage.merges();
+        // what is stored: counters, collection operations, list indexes) is stored as a
+        // partial row, without reading the row; the storage merges it onto the row's older
+        // versions wherever the row is read (`row::RowMerge`). Not a write of every regular
+        // column: the stored row is then replaced cell for cell, so one read now spares each
+        // later read (until a flush) a merge with the version it replaces; 4 KB whole-row
+        // overwrites (80:20) ran at 0.7-0.8x the reading write blind
+        // (bench/results/2026-11-29/blind-writes). A table with indexes writes blind too
+        // (`index::writes_blind`: `index::maintain` puts the entries of the values written
+        // and leaves those of the values replaced stale, as it does for a row it read), one
+        // with views or vector indexes reads (their upkeep needs the row as it was).
+        let merges = self.storage.merges();
+        let blind = |key: &[u8], row: &Row| {
+            merges
+                && match key.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+                    None => false,
+                    Some(id) => {
+                        let id = u32::from_be_bytes(id);
+                        match (indexed.iter().find(|t| t.id == id), &schema) {
+                            (None, _) => true,
+                            (Some(t), Some(s)) => {
+                                !s.views.contains_key(&id) && crate::index::writes_blind(t, row)
+                            }
+                            (Some(_), None) => false,
+                        }
+                    }
+                }
+        };
         for (key, entry) in m.entries {
             let entry = match entry {
                 Entry::Row(e)
-                    if blind
-                        && !e.whole_row
+                    if !e.whole_row
                         && e.ops.is_empty()
                         && !pending.contains_key(&key)
-                        && !stored.iter().any(|(k, _)| *k == key) =>
+                        && !stored.iter().any(|(k, _)| *k == key)
+                        && blind(&key, &e.delta) =>
                 {
                     let mut row = e.delta;
                     if let Some(del) = keys::decode_key(&key).and_then(|d| {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use engine::Engine;
 use storage::Storage;
 use support::statements::{self, node, Seeded};
+use support::stores::merging_lsm;
 
 /// Whether a statement's answer may differ between two engines for reasons of its own
 /// (functions drawing random or clock values).
@@ -21,21 +22,10 @@ fn nondeterministic(text: &str) -> bool {
 #[test]
 fn blind_writes_answer_as_reading_writes_do() {
     for seed in [0xB11D_0001u64, 0xB11D_0002, 0xB11D_0003] {
-        let dir = std::env::temp_dir().join(format!(
+        let (_dir, lsm) = merging_lsm(std::env::temp_dir().join(format!(
             "peregrine-blind-writes-{}-{seed:x}",
             std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let lsm = Arc::new(
-            storage::LsmStorage::open(
-                &dir,
-                storage::Options {
-                    merge: Some(Arc::new(engine::row::RowMerge)),
-                    ..storage::Options::default()
-                },
-            )
-            .unwrap(),
-        );
+        )));
         assert!(lsm.merges());
         let blind = Engine::open(lsm.clone(), node()).unwrap();
         let reading = Engine::open(Arc::new(storage::MemStorage::new()), node()).unwrap();
@@ -68,8 +58,5 @@ fn blind_writes_answer_as_reading_writes_do() {
             },
         );
         assert!(compared > 1000, "only {compared} answers compared");
-        drop(blind);
-        drop(lsm);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

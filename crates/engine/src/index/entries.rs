@@ -152,6 +152,33 @@ fn row_expiry(marker: Option<crate::row::Marker>, cells: &[Cell]) -> Option<u32>
         .reduce(longer)
 }
 
+/// A stored row or partition header, decoded once for the entries of every index of its
+/// table ([`entries_in`]).
+pub(crate) enum Stored {
+    Row(Row),
+    Header(PartitionHeader),
+}
+
+impl Stored {
+    /// `stored`, the value under `base_key` (a row or a partition header), decoded; `None`
+    /// when it is absent or does not decode (it then has no entries).
+    pub(crate) fn decode(d: &keys::DecodedKey<'_>, stored: Option<&[u8]>) -> Option<Stored> {
+        let stored = stored?;
+        if d.is_header {
+            PartitionHeader::decode(stored).ok().map(Stored::Header)
+        } else {
+            Row::decode(stored).ok().map(Stored::Row)
+        }
+    }
+
+    fn cells(&self) -> &[Cell] {
+        match self {
+            Stored::Row(r) => &r.cells,
+            Stored::Header(h) => &h.statics,
+        }
+    }
+}
+
 /// The entries `idx` has for the value stored under `base_key` (a row or a partition
 /// header of `t`); none for a value that holds nothing `idx` indexes.
 pub(crate) fn entries_of(
@@ -160,9 +187,24 @@ pub(crate) fn entries_of(
     base_key: &[u8],
     stored: Option<&[u8]>,
 ) -> Vec<Entry> {
-    let (Some(stored), Some(d), Some(c)) =
-        (stored, keys::decode_key(base_key), t.column(&idx.column))
-    else {
+    let Some(d) = keys::decode_key(base_key) else {
+        return Vec::new();
+    };
+    match Stored::decode(&d, stored) {
+        Some(s) => entries_in(idx, t, base_key, &d, &s),
+        None => Vec::new(),
+    }
+}
+
+/// [`entries_of`] for a value already decoded (`d` is `base_key` decoded).
+pub(crate) fn entries_in(
+    idx: &IndexDef,
+    t: &TableDef,
+    base_key: &[u8],
+    d: &keys::DecodedKey<'_>,
+    stored: &Stored,
+) -> Vec<Entry> {
+    let Some(c) = t.column(&idx.column) else {
         return Vec::new();
     };
     // A vector index keeps a graph in memory (`index::vector`), no entries.
@@ -173,13 +215,7 @@ pub(crate) fn entries_of(
     // The indexed values (encoded) and when they expire.
     let found: Vec<(Vec<u8>, u32)> = match (c.kind, d.is_header) {
         (ColumnKind::Regular, false) | (ColumnKind::Static, true) => {
-            let cells = if d.is_header {
-                PartitionHeader::decode(stored).map(|h| h.statics)
-            } else {
-                Row::decode(stored).map(|r| r.cells)
-            };
-            let Ok(cells) = cells else { return Vec::new() };
-            let Some(cell) = cells.iter().find(|x| x.column == c.id) else {
+            let Some(cell) = stored.cells().iter().find(|x| x.column == c.id) else {
                 return Vec::new();
             };
             match (&cell.value, expiry_of(cell)) {
@@ -201,23 +237,18 @@ pub(crate) fn entries_of(
             }
         }
         (ColumnKind::Clustering, false) | (ColumnKind::PartitionKey, _) => {
-            let expiry = if d.is_header {
-                PartitionHeader::decode(stored)
-                    .ok()
-                    .and_then(|h| row_expiry(None, &h.statics))
-            } else {
-                Row::decode(stored)
-                    .ok()
-                    .and_then(|r| row_expiry(r.marker, &r.cells))
+            let expiry = match stored {
+                Stored::Header(h) => row_expiry(None, &h.statics),
+                Stored::Row(r) => row_expiry(r.marker, &r.cells),
             };
             let Some(exp) = expiry else { return Vec::new() };
-            let value = if c.kind == ColumnKind::PartitionKey {
-                crate::token::split_partition_key(&d.pk, t.pk_count())
-                    .and_then(|p| p.get(c.position as usize).map(|x| x.to_vec()))
-            } else {
-                Row::decode(stored)
-                    .ok()
-                    .and_then(|r| r.clustering.get(c.position as usize).cloned())
+            let value = match stored {
+                _ if c.kind == ColumnKind::PartitionKey => {
+                    crate::token::split_partition_key(&d.pk, t.pk_count())
+                        .and_then(|p| p.get(c.position as usize).map(|x| x.to_vec()))
+                }
+                Stored::Row(r) => r.clustering.get(c.position as usize).cloned(),
+                Stored::Header(_) => None,
             };
             let Some(value) = value else {
                 return Vec::new();
@@ -240,8 +271,29 @@ pub(crate) fn entries_of(
         .collect()
 }
 
+/// Whether a write of the cells of `row` (a row of `t`, which has indexes) may be stored
+/// blind, as a partial row ([`Row::encode_partial`]) whose entries [`maintain`] derives from
+/// the partial alone. Not with a vector index (its graph update needs the row as it was), nor
+/// when the write changes a field of a non-frozen UDT that an index holds whole: the entry is
+/// the whole value, which only the row read tells (CREATE INDEX refuses such an index, as
+/// Cassandra does, but [`entries_of`] would index one).
+pub(crate) fn writes_blind(t: &TableDef, row: &Row) -> bool {
+    t.indexes.iter().all(|idx| {
+        if super::vector::vector_config(idx, t).is_some() {
+            return false;
+        }
+        let Some(c) = t.column(&idx.column) else {
+            return true;
+        };
+        !row.cells.iter().any(|cell| {
+            cell.column == c.id
+                && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
+        })
+    })
+}
+
 /// What one write did to the indexes: entries it put, and entries of the old values it left
-/// behind (stale, see [`maintain`]).
+/// behind (stale, see [`maintain`]; for a blind write, an estimate).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Upkeep {
     pub put: u64,
@@ -249,7 +301,8 @@ pub struct Upkeep {
 }
 
 /// Adds to `batch` the entries every key a write rewrites needs: `originals` holds what was
-/// stored before the write, `written` what the write stores (`None`: removed).
+/// stored before the write, `written` what the write stores (`None`: removed; a partial row,
+/// [`Row::encode_partial`]: the cells a blind write stores without reading the row).
 ///
 /// Blind, as Cassandra's SAI: an entry the old value had and the new one does not is left in
 /// place (no delete), an entry the old value already had is not written again. A read checks
@@ -258,6 +311,15 @@ pub struct Upkeep {
 /// ([`Engine::sweep_index_entries`]) removes stale entries once there are about as many as
 /// live ones (see [`IndexBuilds::note_upkeep`]), which bounds an index to about twice its
 /// live size.
+///
+/// A partial row (the row was not read) gets the entries of every value it writes, each
+/// never expiring: the write's cell may lose to a stored one of the same value with a later
+/// expiry (an older write with a longer TTL, or a row kept live by its marker for a key
+/// column's index), whose entry would otherwise be overwritten by a shorter-lived one and
+/// dropped by compaction while its row still has the value. A stale entry that never expires
+/// is filtered at read like any other and removed by the sweep. What the partial replaces is
+/// unknown, so each index it touches counts as leaving as many stale entries as it puts (at
+/// least one): an over-estimate for new rows, which only makes sweeps come sooner.
 pub fn maintain(
     tables: &[Arc<TableDef>],
     originals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -276,6 +338,10 @@ pub fn maintain(
         let Some(t) = tables.iter().find(|t| t.id == id) else {
             continue;
         };
+        if let Some(partial) = new.as_deref().filter(|v| crate::row::is_partial(v)) {
+            upkeep = upkeep + blind_upkeep(t, key, partial, batch);
+            continue;
+        }
         let old = originals.get(key).cloned().flatten();
         for idx in &t.indexes {
             let before = entries_of(idx, t, key, old.as_deref());
@@ -293,6 +359,51 @@ pub fn maintain(
         }
     }
     upkeep
+}
+
+/// [`maintain`] for a partial row (a blind write): puts the entries of the values it writes,
+/// never expiring, and estimates the entries it leaves stale.
+fn blind_upkeep(t: &TableDef, key: &[u8], partial: &[u8], batch: &mut WriteBatch) -> Upkeep {
+    let mut upkeep = Upkeep::default();
+    let Some(d) = keys::decode_key(key) else {
+        return upkeep;
+    };
+    // Decoded once for every index (a decode copies the value).
+    let Some(stored) = Stored::decode(&d, Some(partial)) else {
+        return upkeep;
+    };
+    let Stored::Row(row) = &stored else {
+        return upkeep;
+    };
+    for idx in &t.indexes {
+        let Some(c) = t.column(&idx.column) else {
+            continue;
+        };
+        let touched = row.deletion.is_some()
+            || matches!(c.kind, ColumnKind::Clustering | ColumnKind::PartitionKey)
+            || row.cells.iter().any(|x| x.column == c.id);
+        if !touched {
+            continue;
+        }
+        let after = entries_in(idx, t, key, &d, &stored);
+        upkeep.stale += (after.len() as u64).max(1);
+        for (k, mut v) in after {
+            v[..4].copy_from_slice(&0u32.to_be_bytes());
+            upkeep.put += 1;
+            batch.put(k, v);
+        }
+    }
+    upkeep
+}
+
+impl std::ops::Add for Upkeep {
+    type Output = Upkeep;
+    fn add(self, o: Upkeep) -> Upkeep {
+        Upkeep {
+            put: self.put + o.put,
+            stale: self.stale + o.stale,
+        }
+    }
 }
 
 /// Writes the entries of `idx` for every row of `t`, one partition at a time under that

@@ -13,10 +13,12 @@
 //! row's clustering or the header marker). Entries of one value are thus in base-key order —
 //! Cassandra's token order — and a range of values is one contiguous key range.
 //!
-//! Entries are written blind, as Cassandra's SAI writes its memtable index: `apply` already
-//! reads every row it rewrites (under the partition's stripe lock), so [`maintain`] puts the
-//! entries the new row has and the old one lacked, in the same atomic batch, and leaves the
-//! old row's other entries in place (stale) instead of deleting them. Reads check every
+//! Entries are written blind, as Cassandra's SAI writes its memtable index: for a row `apply`
+//! reads (under the partition's stripe lock), [`maintain`] puts the entries the new row has
+//! and the old one lacked, in the same atomic batch, and leaves the old row's other entries in
+//! place (stale) instead of deleting them; for a row written blind (a partial row: cells set
+//! or deleted, stored without reading the row, see `exec.rs`), it puts the entries of the
+//! values written, never expiring, and whatever they replace is left stale. Reads check every
 //! candidate against the base row (the indexed relation is one of the read's filters; an
 //! entry whose cell has since expired by TTL is skipped, and its expiry lets compaction drop
 //! it), so a stale entry costs a row read, never a wrong row; a range dedups the base keys
@@ -43,6 +45,7 @@ pub(crate) mod scan;
 pub(crate) mod vector;
 
 pub(crate) use entries::encode_value;
+pub(crate) use entries::writes_blind;
 pub use entries::{maintain, Sweep, Upkeep};
 
 use serde::{Deserialize, Serialize};

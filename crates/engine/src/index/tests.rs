@@ -219,9 +219,25 @@ fn check(e: &Engine, secs: u32, rng: &mut Rng, step: usize) {
     }
 }
 
+/// A store whose writes read their rows, and one that merges partial rows (the server's: row
+/// writes that only set cells are blind, `exec.rs`).
+fn reading_and_merging_stores() -> [Arc<dyn storage::Storage>; 2] {
+    [
+        Arc::new(storage::MemStorage::new()),
+        Arc::new(storage::MemStorage::with_merge(Arc::new(
+            crate::row::RowMerge,
+        ))),
+    ]
+}
+
 #[test]
 fn indexed_queries_agree_with_a_full_scan_after_random_writes() {
-    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    for store in reading_and_merging_stores() {
+        queries_agree_with_a_full_scan_after_random_writes(store);
+    }
+}
+
+fn queries_agree_with_a_full_scan_after_random_writes(store: Arc<dyn storage::Storage>) {
     let mut e = Engine::open(store.clone(), node()).unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut secs = 1_000;
@@ -485,7 +501,12 @@ fn a_build_cut_short_by_a_crash_is_redone_at_open() {
 
 #[test]
 fn concurrent_writers_a_concurrent_build_and_sweeps_leave_no_entry_missing() {
-    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    for store in reading_and_merging_stores() {
+        concurrent_writers_build_and_sweeps(store);
+    }
+}
+
+fn concurrent_writers_build_and_sweeps(store: Arc<dyn storage::Storage>) {
     let e = Arc::new(Engine::open(store, node()).unwrap());
     run(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", 1, None);
     run(

@@ -1,1 +1,2 @@
 pub mod statements;
+pub mod stores;
