@@ -22,6 +22,7 @@
 #   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G OUT=bench/results/<UTC date>/disk
 #   SETTLE_MAX=900 PEREGRINE_BIN=target/release/peregrine BENCH="$PEREGRINE_BIN bench"
 #   PEREGRINE_ADMIN_PORT=PEREGRINE_PORT+1000 (its admin endpoint, for `nodetool flush`)
+#   SERVERS="peregrine cassandra" (the servers measured, in order; both are started either way)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -104,8 +105,12 @@ disk() {
 
 client() { taskset -c "$CLIENT_CPU" $BENCH "$@"; }
 : >"$OUT/phases.txt"
-for ep in "peregrine $PEREGRINE_PORT $PEREGRINE_PID" "cassandra $CASSANDRA_PORT $CASSANDRA_PID"; do
-    read -r name port pid <<<"$ep"
+for name in ${SERVERS:-peregrine cassandra}; do
+    case "$name" in
+        peregrine) port=$PEREGRINE_PORT pid=$PEREGRINE_PID ;;
+        cassandra) port=$CASSANDRA_PORT pid=$CASSANDRA_PID ;;
+        *) die "unknown server $name in SERVERS" ;;
+    esac
     w0=$(written "$pid")
     log "$name: loading $RECORDS records"
     client load --workload a --records "$RECORDS" --drop --hosts "127.0.0.1:$port" --label "$name" \
