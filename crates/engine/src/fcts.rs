@@ -71,7 +71,9 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
             "collection_min" | "collection_max" | "collection_sum" | "collection_avg" => {
                 arity(1, 1)?;
                 element(&args[0].0)
-                    .filter(|e| f.ends_with("min") || f.ends_with("max") || crate::arith::is_numeric(e))
+                    .filter(|e| {
+                        f.ends_with("min") || f.ends_with("max") || crate::arith::is_numeric(e)
+                    })
                     .cloned()
                     .ok_or_else(|| need(collection_need(&f).unwrap_or_default()))
             }

@@ -236,7 +236,10 @@ fn set_items(r: &Row, now: LocalSecs, outer: Option<Deletion>) -> Vec<Vec<u8>> {
 fn compact_format_round_trips_extreme_values_and_is_smaller() {
     let mut set = set_cell(
         Some(i64::MIN + 1),
-        vec![element(b"p", 12_345_678_901_234, b"v"), element(&[9; 130], -1, b"")],
+        vec![
+            element(b"p", 12_345_678_901_234, b"v"),
+            element(&[9; 130], -1, b""),
+        ],
     );
     set.column = 70;
     let r = Row {
@@ -250,7 +253,12 @@ fn compact_format_round_trips_extreme_values_and_is_smaller() {
             ts: i64::MAX,
             local_del: u32::MAX,
         }),
-        cells: vec![live(1, -5, b"x"), live(300, 0, &[1; 300]), set, dead(u16::MAX, i64::MAX)],
+        cells: vec![
+            live(1, -5, b"x"),
+            live(300, 0, &[1; 300]),
+            set,
+            dead(u16::MAX, i64::MAX),
+        ],
     };
     let enc = r.encode();
     assert_eq!(enc[0], ROW_V2);

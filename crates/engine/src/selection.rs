@@ -988,9 +988,7 @@ impl Builder<'_> {
             }
             // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
             // reversed type, which toJson() does not take.
-            E::Element { expr, .. } | E::Slice { expr, .. }
-                if is_desc_clustering(t, expr) =>
-            {
+            E::Element { expr, .. } | E::Slice { expr, .. } if is_desc_clustering(t, expr) => {
                 return Err(EngineError::invalid(format!(
                     "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
                     selector_name(&args[0])

@@ -447,6 +447,34 @@ fn tables_compacted_away_leave_the_disk_while_idle() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(s.get(&7u32.to_be_bytes()).unwrap(), Some(3u32.to_be_bytes().repeat(64)));
+    assert_eq!(
+        s.get(&7u32.to_be_bytes()).unwrap(),
+        Some(3u32.to_be_bytes().repeat(64))
+    );
 }
 
+/// A batch holding a partial value becomes one op per key: a repeated key's later partial
+/// value merged onto its earlier op (small batches and large ones, which take another path);
+/// a batch of distinct keys stays as it was, in order.
+#[test]
+fn coalescing_leaves_one_op_per_key() {
+    for size in [3usize, 40] {
+        let mut distinct = WriteBatch::new();
+        for i in 0..size {
+            distinct.put(vec![b'k', i as u8], b"px".to_vec());
+        }
+        let before = distinct.ops.clone();
+        distinct.coalesce(&Concat);
+        assert_eq!(distinct.ops, before);
+
+        let mut repeated = WriteBatch::new();
+        repeated.put(b"a".to_vec(), b"c1".to_vec());
+        for i in 0..size {
+            repeated.put(vec![b'k', i as u8], b"px".to_vec());
+        }
+        repeated.put(b"a".to_vec(), b"p2".to_vec());
+        repeated.coalesce(&Concat);
+        assert_eq!(repeated.ops.len(), size + 1);
+        assert_eq!(repeated.ops[0], (b"a".to_vec(), Some(b"c12".to_vec())));
+    }
+}
