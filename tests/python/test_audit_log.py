@@ -68,8 +68,13 @@ class AuditServer(Server):
         return out
 
     def entries(self):
-        with open(os.path.join(self.audit_dir, "audit.log")) as f:
-            lines = f.read().splitlines()
+        """The current file's entries; none while it does not exist (before the first entry,
+        and for an instant when a roll has renamed it and not yet made the next one)."""
+        try:
+            with open(os.path.join(self.audit_dir, "audit.log")) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
         out = []
         for line in lines:
             m = LINE.match(line)
