@@ -35,8 +35,17 @@ step() {
     steps_run=$((steps_run + 1)); step_names+=("$*"); step_started+=("$SECONDS")
     echo; echo "=== $* ==="
 }
+# `checked NAME CMD...`: runs CMD with its output also kept in the step's log; a failure adds
+# NAME to the failed steps and its log's last lines to the end of the run (CI keeps only the end).
+failed_logs=()
+checked() {
+    local name="$1"; shift
+    local log="$work/step-$steps_run.log"
+    "$@" 2>&1 | tee "$log"
+    if [[ ${PIPESTATUS[0]} != 0 ]]; then failed+=("$name"); failed_logs+=("$name|$log"); fi
+}
 # A client suite `tests/<dir>/run.sh PORT` as one step, named `what`.
-suite() { local what="$1" dir="$2" port="$3"; step "$what"; "tests/$dir/run.sh" "$port" || failed+=("$what"); }
+suite() { local what="$1" dir="$2" port="$3"; step "$what"; checked "$what" "tests/$dir/run.sh" "$port"; }
 
 proxy_pid=""
 cleanup() {
@@ -59,10 +68,10 @@ if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
     step "cargo build --bin peregrine"
     cargo build --bin peregrine || { echo "build failed"; exit 1; }
     step "cargo test --workspace"
-    cargo test --workspace || failed+=("cargo test")
+    checked "cargo test" cargo test --workspace
     if [[ "${SKIP_FUZZ:-0}" != 1 ]]; then
         step "fuzz targets (${FUZZ_SECONDS:-20} s each)"
-        scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || failed+=("fuzz")
+        checked "fuzz" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
     fi
 fi
 [[ -x "$BIN" ]] || { echo "no peregrine binary at $BIN"; exit 1; }
@@ -93,11 +102,12 @@ export CQL_HOST=127.0.0.1 CQL_PORT="$PEREGRINE_PORT" CQL_KIND=peregrine PEREGRIN
 # test_migrate.py also copies onto a two-node Cassandra cluster it starts (about a minute).
 export MIGRATE_CLUSTER=1
 step "pytest tests/python against peregrine on $PEREGRINE_PORT"
-"$PY" -m pytest tests/python tests/differential/test_differential.py tests/differential/test_generate.py -k "not test_scenario" -q || failed+=("tests/python")
+checked "tests/python" "$PY" -m pytest tests/python tests/differential/test_differential.py \
+    tests/differential/test_generate.py -k "not test_scenario" -q
 
 step "bench: a short YCSB run against peregrine (crates/bench/tests)"
-PEREGRINE_BENCH_HOSTS="127.0.0.1:$PEREGRINE_PORT" cargo test -p bench --test workload_against_server \
-    || failed+=("bench integration")
+PEREGRINE_BENCH_HOSTS="127.0.0.1:$PEREGRINE_PORT" \
+    checked "bench integration" cargo test -p bench --test workload_against_server
 
 suite "Rust scylla driver against peregrine" rust-driver "$PEREGRINE_PORT"
 suite "Java driver against peregrine" java-driver "$PEREGRINE_PORT"
@@ -108,14 +118,15 @@ suite "YCSB 0.17.0 (Java driver 3.0.0) against peregrine" ycsb "$PEREGRINE_PORT"
 
 if [[ "$cassandra_started" == 1 ]]; then
     step "differential: Cassandra (a) vs peregrine (b)"
-    "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
-        || failed+=("differential")
+    checked "differential" \
+        "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT"
 
     # Random schemas and statements from a fixed seed (deterministic), compared with Cassandra;
     # longer random runs offline: tests/differential/generate.py --seed random --count 5000.
     step "generated differential (seed 1, 1500 statements): Cassandra (a) vs peregrine (b)"
-    "$PY" tests/differential/generate.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
-        --seed 1 --count 1500 || failed+=("generated differential")
+    checked "generated differential" \
+        "$PY" tests/differential/generate.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PEREGRINE_PORT" \
+        --seed 1 --count 1500
 
     step "differential through the proxy: Cassandra (a) vs peregrine --upstream Cassandra (b)"
     PROXY_PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -126,8 +137,8 @@ if [[ "$cassandra_started" == 1 ]]; then
         (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break
         sleep 0.1
     done
-    "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PROXY_PORT" \
-        || failed+=("differential through the proxy")
+    checked "differential through the proxy" \
+        "$PY" tests/differential/run.py --a "127.0.0.1:$CASSANDRA_PORT" --b "127.0.0.1:$PROXY_PORT"
 
     suite "Java driver through the proxy (peregrine --upstream Cassandra)" java-driver "$PROXY_PORT"
     suite "Go driver (gocql) through the proxy (peregrine --upstream Cassandra)" go-driver "$PROXY_PORT"
@@ -147,6 +158,9 @@ total_steps=$((steps_run))
 echo "test-all: $((total_steps - ${#failed[@]})) passed, ${#failed[@]} failed"
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "FAILED: ${failed[*]}"
+    for entry in "${failed_logs[@]}"; do
+        echo "--- ${entry%%|*}: last lines"; tail -n 40 "${entry#*|}" | cut -c1-400
+    done
     echo "peregrine log: last lines"; tail -n 20 "$work/peregrine.log"
     exit 1
 fi

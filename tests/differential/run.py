@@ -405,6 +405,8 @@ class Report:
     scenario_problems: int = 0
     lines: list = field(default_factory=list)
     known_hit: set = field(default_factory=set)
+    # One line per failed statement, repeated after the totals: a CI log shows only its end.
+    failures: list = field(default_factory=list)
 
 
 def _views_enabled(session, ks):
@@ -489,9 +491,11 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
             if st.directives.get("error") and oa.error is None:
                 report.scenario_problems += 1
                 out(f"SCENARIO {where}: marked @error but succeeded on a: {st.text}")
+                report.failures.append(f"SCENARIO {where}: marked @error but succeeded on a")
             elif not st.directives.get("error") and oa.error is not None:
                 report.scenario_problems += 1
                 out(f"SCENARIO {where}: failed on a without @error: {st.text}\n  {oa.error_text[:300]}")
+                report.failures.append(f"SCENARIO {where}: failed on a without @error")
             diffs = compare(st, oa, ob)
             key = (name, normalize_stmt(st.text))
             if not diffs:
@@ -510,6 +514,7 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
             else:
                 report.failed += 1
                 out(f"MISMATCH {where}: {st.text}")
+                report.failures.append(f"MISMATCH {where}: {normalize_stmt(st.text)[:160]} | {diffs[0][:200]!r}")
                 for d in diffs:
                     out("    " + d.replace("\n", "\n    "))
     finally:
@@ -575,6 +580,8 @@ def main(argv=None):
             print(f"note: known difference no longer differs (remove it?): {key[0]} :: {key[1]}")
     if report.scenario_problems:
         print(f"{report.scenario_problems} scenario problem(s): statements whose outcome on a contradicts their @error marking")
+    for line in report.failures[:40]:
+        print(line)
     print(f"differential: {report.passed} passed, {report.failed + report.scenario_problems} failed, {report.known} skipped")
     return 0 if report.failed == 0 and report.scenario_problems == 0 else 1
 
