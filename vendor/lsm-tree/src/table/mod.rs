@@ -176,7 +176,10 @@ impl Table {
     #[must_use]
     pub fn pinned_block_index_size(&self) -> usize {
         match &*self.block_index {
-            BlockIndexImpl::Full(full_block_index) => full_block_index.inner().inner.size(),
+            // PATCH (Peregrine, read path): with the head words made beside the block.
+            BlockIndexImpl::Full(full_block_index) => {
+                full_block_index.inner().inner.size() + full_block_index.head_words_size()
+            }
             BlockIndexImpl::VolatileFull(_) => 0,
             BlockIndexImpl::TwoLevel(two_level_block_index) => {
                 two_level_block_index.top_level_index.inner.size()

@@ -211,6 +211,21 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
     where
         F: Fn(&[u8], SeqNo) -> bool,
     {
+        self.partition_point_2_within(pred, 0, usize::MAX)
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md): `partition_point_2` over the restart
+    // heads `lo..hi` only, for a caller that knows the predicate holds before `lo` and fails
+    // from `hi` on (`HeadWords::range`); `0..usize::MAX` searches them all.
+    fn partition_point_2_within<F>(
+        &self,
+        pred: F,
+        lo: usize,
+        hi: usize,
+    ) -> Option<(/* offset */ usize, /* idx */ usize)>
+    where
+        F: Fn(&[u8], SeqNo) -> bool,
+    {
         // `partition_point_2` mirrors `partition_point` but keeps the *next* restart entry instead
         // of the previous one. This variant is used exclusively by reverse scans (`seek_upper`)
         // that want the first restart whose head key exceeds the predicate. Returning the raw
@@ -223,12 +238,12 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
             "binary index should never be empty",
         );
 
-        let mut left: usize = 0;
-        let mut right = binary_index.len();
-
-        if right == 0 {
+        if binary_index.len() == 0 {
             return None;
         }
+
+        let mut right = hi.min(binary_index.len());
+        let mut left: usize = lo.min(right);
 
         while left < right {
             let mid = usize::midpoint(left, right);
@@ -255,6 +270,42 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
         Some((offset, left))
     }
 
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// The restart heads' shared prefix and next eight bytes (`HeadWords`), for `seek_within`.
+    #[must_use]
+    pub fn head_words(&self) -> HeadWords {
+        let binary_index = self.get_binary_index_reader();
+        let count = binary_index.len();
+        if count == 0 {
+            return HeadWords::default();
+        }
+        let first = self.get_key_at(binary_index.get(0)).0;
+        let last = self.get_key_at(binary_index.get(count - 1)).0;
+        let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let words = (0..count)
+            .map(|i| HeadWords::word(self.get_key_at(binary_index.get(i)).0, shared))
+            .collect();
+        HeadWords {
+            prefix: first.get(..shared).unwrap_or_default().into(),
+            words,
+        }
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// `seek(pred, true)` for `pred` ordering by key as `needle` does (true below it, false
+    /// above it), with the binary search first narrowed by `words`, this block's
+    /// `head_words`: a comparison of integers instead of the parse of a restart key per step.
+    pub fn seek_within(
+        &mut self,
+        pred: impl Fn(&[u8], SeqNo) -> bool,
+        needle: &[u8],
+        words: &HeadWords,
+    ) -> bool {
+        let (lo, hi) = words.range(needle);
+        let result = self.partition_point_2_within(&pred, lo, hi);
+        self.finish_seek_2(&pred, result)
+    }
+
     pub fn set_lo_offset(&mut self, offset: usize) {
         self.lo_scanner.offset = offset;
     }
@@ -270,12 +321,33 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
             self.partition_point(&pred)
         };
 
+        if second_partition {
+            return self.finish_seek_2(&pred, result);
+        }
+
         // Binary index lookup
         let Some((offset, _)) = result else {
             return false;
         };
 
-        if second_partition && self.restart_interval == 1 && {
+        self.lo_scanner.offset = offset;
+
+        true
+    }
+
+    // PATCH (Peregrine, read path): the end of `seek` for `second_partition`, shared with
+    // `seek_within` (moved here unchanged).
+    fn finish_seek_2(
+        &mut self,
+        pred: impl Fn(&[u8], SeqNo) -> bool,
+        result: Option<(usize, usize)>,
+    ) -> bool {
+        // Binary index lookup
+        let Some((offset, _)) = result else {
+            return false;
+        };
+
+        if self.restart_interval == 1 && {
             let (key, seqno) = self.get_key_at(offset);
             pred(key, seqno)
         } {
@@ -508,5 +580,52 @@ impl<Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> DoubleEndedIterator
         self.fill_stack();
 
         self.consume_stack_top()
+    }
+}
+
+// PATCH (Peregrine, read path; see vendor/README.md)
+/// A block's restart heads as integers: the prefix every head shares, and for each head the
+/// eight bytes after it, big-endian, zero-padded. Heads are sorted, so their words are too
+/// (not strictly: heads equal in those bytes, or differing only past them or in padding,
+/// share a word), and a key's word places it between the heads of smaller and larger words.
+#[derive(Default)]
+pub struct HeadWords {
+    prefix: Box<[u8]>,
+    words: Box<[u64]>,
+}
+
+impl HeadWords {
+    fn word(key: &[u8], from: usize) -> u64 {
+        let mut bytes = [0u8; 8];
+        let rest = key.get(from..).unwrap_or_default();
+        let n = rest.len().min(8);
+        bytes[..n].copy_from_slice(&rest[..n]);
+        u64::from_be_bytes(bytes)
+    }
+
+    /// Bytes held.
+    #[must_use]
+    pub fn size(&self) -> usize {
+        self.prefix.len() + self.words.len() * std::mem::size_of::<u64>()
+    }
+
+    /// The heads `lo..hi` a binary search for `needle` must still look at: every head before
+    /// `lo` is below `needle`, every head from `hi` on is above it.
+    #[must_use]
+    pub fn range(&self, needle: &[u8]) -> (usize, usize) {
+        let count = self.words.len();
+        let shared = self.prefix.len();
+        let common = needle.len().min(shared);
+        match needle.get(..common).cmp(&self.prefix.get(..common)) {
+            std::cmp::Ordering::Less => return (0, 0),
+            std::cmp::Ordering::Greater => return (count, count),
+            // A proper prefix of the shared prefix is below every head.
+            std::cmp::Ordering::Equal if needle.len() < shared => return (0, 0),
+            std::cmp::Ordering::Equal => {}
+        }
+        let word = Self::word(needle, shared);
+        let lo = self.words.partition_point(|&w| w < word);
+        let hi = lo + self.words.get(lo..).unwrap_or_default().partition_point(|&w| w <= word);
+        (lo, hi)
     }
 }

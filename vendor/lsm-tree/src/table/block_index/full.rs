@@ -3,17 +3,26 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::table::block_index::{iter::OwnedIndexBlockIter, BlockIndexIter};
-use crate::table::{IndexBlock, KeyedBlockHandle};
+use crate::table::{block::decoder::HeadWords, IndexBlock, KeyedBlockHandle};
 use crate::SeqNo;
 
 /// Index that translates item keys to data block handles
 ///
 /// The index is fully loaded into memory.
-pub struct FullBlockIndex(IndexBlock);
+// PATCH (Peregrine, read path; see vendor/README.md): with the block's `HeadWords`, made
+// once when the table opens, so that a point read's seek compares integers for most of its
+// binary search instead of parsing a restart key per step (~3,000 instructions a seek).
+pub struct FullBlockIndex(IndexBlock, HeadWords);
 
 impl FullBlockIndex {
     pub fn new(block: IndexBlock) -> Self {
-        Self(block)
+        let words = block.iter().head_words();
+        Self(block, words)
+    }
+
+    /// Bytes the head words take beside the block.
+    pub fn head_words_size(&self) -> usize {
+        self.1.size()
     }
 
     pub fn inner(&self) -> &IndexBlock {
@@ -22,7 +31,7 @@ impl FullBlockIndex {
 
     pub fn forward_reader(&self, needle: &[u8], seqno: SeqNo) -> Option<Iter> {
         let mut it = self.iter();
-        if it.seek_lower(needle, seqno) {
+        if it.0.seek_lower_within(needle, seqno, &self.1) {
             Some(it)
         } else {
             None

@@ -3,7 +3,11 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::{
-    table::{block::ParsedItem, index_block::Iter as IndexBlockIter, IndexBlock, KeyedBlockHandle},
+    table::{
+        block::{decoder::HeadWords, ParsedItem},
+        index_block::Iter as IndexBlockIter,
+        IndexBlock, KeyedBlockHandle,
+    },
     SeqNo,
 };
 use self_cell::self_cell;
@@ -20,6 +24,11 @@ self_cell!(
 impl OwnedIndexBlockIter {
     pub fn seek_lower(&mut self, needle: &[u8], seqno: SeqNo) -> bool {
         self.with_dependent_mut(|_, m| m.seek(needle, seqno))
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    pub fn seek_lower_within(&mut self, needle: &[u8], seqno: SeqNo, words: &HeadWords) -> bool {
+        self.with_dependent_mut(|_, m| m.seek_within(needle, seqno, words))
     }
 
     pub fn seek_upper(&mut self, needle: &[u8], seqno: SeqNo) -> bool {

@@ -4,7 +4,11 @@
 
 use crate::{
     double_ended_peekable::{DoubleEndedPeekable, DoubleEndedPeekableExt},
-    table::{block::Decoder, index_block::IndexBlockParsedItem, KeyedBlockHandle},
+    table::{
+        block::{decoder::HeadWords, Decoder},
+        index_block::IndexBlockParsedItem,
+        KeyedBlockHandle,
+    },
     SeqNo,
 };
 
@@ -30,6 +34,27 @@ impl<'a> Iter<'a> {
                 std::cmp::Ordering::Equal => s >= seqno,
             },
             true,
+        )
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// The block's `HeadWords`.
+    #[must_use]
+    pub fn head_words(mut self) -> HeadWords {
+        self.decoder.inner_mut().head_words()
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// `seek`, narrowed first by the block's `HeadWords`.
+    pub fn seek_within(&mut self, needle: &[u8], seqno: SeqNo, words: &HeadWords) -> bool {
+        self.decoder.inner_mut().seek_within(
+            |end_key, s| match end_key.cmp(needle) {
+                std::cmp::Ordering::Greater => false,
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => s >= seqno,
+            },
+            needle,
+            words,
         )
     }
 
