@@ -503,13 +503,61 @@ pub(crate) fn holds(
         Condition::IfNotExists => !exists,
         Condition::IfExists => exists,
         Condition::Columns(conds) => {
-            for c in conds {
+            for c in cassandra_order(t, conds, vals)? {
                 if !column_condition_holds(t, c, vals, current, now)? {
                     return Ok(false);
                 }
             }
             true
         }
+    })
+}
+
+/// The conditions in the order Cassandra 5.0.9 tries them, which decides whether a refused
+/// one (`IF v > null`) is reached after one that does not hold: the static columns' first,
+/// then those of the row in the iteration order of its `HashMultimap` keyed by (column
+/// name, map key or list index): a Java `HashMap` of 16 buckets, doubled past 3/4 full,
+/// read bucket by bucket, conditions of one bucket in the statement's order (Cassandra's
+/// order among conditions of one key is its objects' identity hashes: not reproducible).
+fn cassandra_order<'c>(
+    t: &TableDef,
+    conds: &'c [ColumnCondition],
+    vals: &Bindings,
+) -> Result<Vec<&'c ColumnCondition>, EngineError> {
+    let mut keyed = Vec::with_capacity(conds.len());
+    for c in conds {
+        let element = match &c.target {
+            CondTarget::Element(key) => resolve(key, vals)?,
+            _ => None,
+        };
+        let name_hash = java_bytes_hash(t.columns[c.column].name.as_bytes());
+        let element_hash = element.as_deref().map_or(0, java_bytes_hash);
+        // Guava's Pair hash: Arrays.hashCode([left, right]).
+        let h = 31i32
+            .wrapping_mul(31i32.wrapping_add(name_hash))
+            .wrapping_add(element_hash);
+        let is_static = t.columns[c.column].kind == ColumnKind::Static;
+        keyed.push((!is_static, h, c));
+    }
+    let mut distinct: Vec<(bool, i32)> = keyed.iter().map(|(r, h, _)| (*r, *h)).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut buckets = 16u32;
+    while distinct.len() as u32 > buckets / 4 * 3 {
+        buckets *= 2;
+    }
+    let bucket = |h: i32| {
+        let h = h as u32;
+        (h ^ (h >> 16)) & (buckets - 1)
+    };
+    keyed.sort_by_key(|(regular, h, _)| (*regular, bucket(*h)));
+    Ok(keyed.into_iter().map(|(_, _, c)| c).collect())
+}
+
+/// Java's `ByteBuffer.hashCode` of `bytes`: 31 times, from the last byte to the first.
+fn java_bytes_hash(bytes: &[u8]) -> i32 {
+    bytes.iter().rev().fold(1i32, |h, &b| {
+        h.wrapping_mul(31).wrapping_add(b as i8 as i32)
     })
 }
 
@@ -522,10 +570,13 @@ fn column_condition_holds(
 ) -> Result<bool, EngineError> {
     let col = &t.columns[cond.column];
     let whole = current.value(col, now);
+    // Whether the values compare as keys of the map (an element of a map: see `map_key_order`).
+    let mut as_map_key = false;
     let (have, ty) = match &cond.target {
         CondTarget::Whole => (whole, col.ty.clone()),
         CondTarget::Element(key) => {
             let key = resolve(key, vals)?;
+            as_map_key = matches!(col.ty, ColumnType::Map(..));
             element(&col.ty, whole.as_deref(), key.as_deref())
         }
         CondTarget::Field(i) => match &col.ty {
@@ -542,19 +593,30 @@ fn column_condition_holds(
             other => (None, other.clone()),
         },
     };
+    let order = |a: &[u8], b: &[u8]| {
+        if as_map_key {
+            map_key_order(&ty, a, b)
+        } else {
+            types::compare(&ty, a, b)
+        }
+    };
     Ok(match &cond.op {
         CondOp::Compare(op, want) => {
-            compare(*op, &ty, have.as_deref(), resolve(want, vals)?.as_deref())
+            let want = resolve(want, vals)?;
+            if matches!(cond.target, CondTarget::Whole) {
+                refuse_empty_collection_order(col, *op, want.as_deref())?;
+            }
+            compare(*op, &order, have.as_deref(), want.as_deref())?
         }
         CondOp::In(list) => {
             let mut any = false;
             for want in list {
                 any |= compare(
                     FilterOp::Eq,
-                    &ty,
+                    &order,
                     have.as_deref(),
                     resolve(want, vals)?.as_deref(),
-                );
+                )?;
             }
             any
         }
@@ -564,12 +626,17 @@ fn column_condition_holds(
                 .as_deref()
                 .and_then(decode_list_elements)
                 .unwrap_or_default();
-            items
-                .iter()
-                .any(|want| compare(FilterOp::Eq, &ty, have.as_deref(), Some(want)))
+            let mut any = false;
+            for want in &items {
+                any |= compare(FilterOp::Eq, &order, have.as_deref(), Some(want))?;
+            }
+            any
         }
         CondOp::Contains(want) => {
             let want = resolve(want, vals)?;
+            if want.is_none() {
+                return Err(null_comparison("CONTAINS"));
+            }
             match (&ty, have.as_deref(), want.as_deref()) {
                 (ColumnType::List(e) | ColumnType::Set(e), Some(h), Some(w)) => {
                     decode_list_elements(h)
@@ -586,6 +653,9 @@ fn column_condition_holds(
         }
         CondOp::ContainsKey(want) => {
             let want = resolve(want, vals)?;
+            if want.is_none() {
+                return Err(null_comparison("CONTAINS KEY"));
+            }
             match (&ty, have.as_deref(), want.as_deref()) {
                 (ColumnType::Map(k, _), Some(h), Some(w)) => crate::collections::map_entries(h)
                     .unwrap_or_default()
@@ -614,7 +684,7 @@ fn element(
             };
             (v, (**e).clone())
         }
-        ColumnType::Map(k, v) => {
+        ColumnType::Map(k, _) => {
             let found = match (whole.and_then(crate::collections::map_entries), key) {
                 (Some(entries), Some(key)) => entries
                     .into_iter()
@@ -622,18 +692,99 @@ fn element(
                     .map(|(_, v)| v),
                 _ => None,
             };
-            (found, (**v).clone())
+            // The key type, not the value type: see `map_key_order`.
+            (found, (**k).clone())
         }
         other => (None, other.clone()),
     }
 }
 
-/// `have op want` as Cassandra's conditions compare: `=` and `!=` treat two nulls as equal;
-/// an ordering with a null on either side does not hold.
-fn compare(op: FilterOp, ty: &ColumnType, have: Option<&[u8]>, want: Option<&[u8]>) -> bool {
-    match (have, want) {
-        (Some(a), Some(b)) => op.holds(types::compare(ty, a, b)),
-        (None, None) => matches!(op, FilterOp::Eq),
-        _ => matches!(op, FilterOp::Ne),
+/// `have op want` as Cassandra's conditions compare (`ColumnCondition.Bound.compareWithOperator`):
+/// `=` and `!=` treat two nulls as equal; an ordering against a null condition value is refused
+/// ("Invalid comparison with null for operator \">\""), whether or not the row has a value;
+/// an ordering of a null cell against a value does not hold.
+fn compare(
+    op: FilterOp,
+    order: &dyn Fn(&[u8], &[u8]) -> Ordering,
+    have: Option<&[u8]>,
+    want: Option<&[u8]>,
+) -> Result<bool, EngineError> {
+    Ok(match (have, want) {
+        (Some(a), Some(b)) => op.holds(order(a, b)),
+        (_, None) => match ordering_symbol(op) {
+            Some(symbol) => return Err(null_comparison(symbol)),
+            None => matches!((op, have), (FilterOp::Eq, None) | (FilterOp::Ne, Some(_))),
+        },
+        (None, Some(_)) => matches!(op, FilterOp::Ne),
+    })
+}
+
+/// The operator of an ordering as Cassandra names it in messages; None for `=` and `!=`.
+fn ordering_symbol(op: FilterOp) -> Option<&'static str> {
+    match op {
+        FilterOp::Eq | FilterOp::Ne => None,
+        FilterOp::Lt => Some("<"),
+        FilterOp::Le => Some("<="),
+        FilterOp::Gt => Some(">"),
+        FilterOp::Ge => Some(">="),
+    }
+}
+
+/// Cassandra's refusal of a condition ordering against null (`IF v > null`, `CONTAINS null`).
+fn null_comparison(operator: &str) -> EngineError {
+    EngineError::invalid(format!(
+        "Invalid comparison with null for operator \"{operator}\""
+    ))
+}
+
+/// An ordering (`<`, `<=`, `>`, `>=`) of a whole non-frozen collection against an empty one
+/// is refused as Cassandra 5.0.9 refuses it ("Invalid comparison with an empty list for
+/// operator \">\""); `=`, `!=` and a frozen collection take it.
+fn refuse_empty_collection_order(
+    col: &ColumnDef,
+    op: FilterOp,
+    want: Option<&[u8]>,
+) -> Result<(), EngineError> {
+    let Some(symbol) = ordering_symbol(op) else {
+        return Ok(());
+    };
+    let kind = match (&col.ty, exec::multi_cell_kind(col)) {
+        (_, None) => return Ok(()),
+        (ColumnType::List(_), _) => "list",
+        (ColumnType::Set(_), _) => "set",
+        (ColumnType::Map(..), _) => "map",
+        _ => return Ok(()),
+    };
+    if want.is_some_and(|w| w == 0i32.to_be_bytes()) {
+        return Err(EngineError::invalid(format!(
+            "Invalid comparison with an empty {kind} for operator \"{symbol}\""
+        )));
+    }
+    Ok(())
+}
+
+/// How Cassandra 5.0.9 orders the value of a map element against a condition's value
+/// (`IF m[k] > v`, `=`, `!=`, `IN` too): with the map's *key* type, as its
+/// `ColumnCondition.ElementAccessBound` passes `getKeysType()` to the comparison (lists use
+/// their element type). So a `map<boolean, double>` element equals any value that is not
+/// zero in its first byte, a `map<text, double>` one orders doubles by their bytes. The key
+/// types' comparators as Cassandra's read foreign bytes: a boolean by whether its first byte
+/// is zero, a tinyint by its first byte, a uuid of other than 16 bytes equal to another such
+/// (and below a 16-byte one); integers, timestamps and times by a signed first byte then the
+/// rest unsigned, as the key encoding orders them. Where Cassandra's comparator fails on
+/// foreign bytes (a decimal, float or collection key type: a server error there) the values
+/// are ordered as keys of that type as far as they read so (docs/compatibility.md).
+fn map_key_order(key_ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
+    let empty_first = a.is_empty().cmp(&b.is_empty()).reverse();
+    if a.is_empty() || b.is_empty() {
+        return empty_first;
+    }
+    match key_ty {
+        ColumnType::Boolean => (a[0] != 0).cmp(&(b[0] != 0)),
+        ColumnType::Tinyint => (a[0] as i8).cmp(&(b[0] as i8)),
+        ColumnType::Uuid | ColumnType::Timeuuid if a.len() != 16 || b.len() != 16 => {
+            (a.len() == 16).cmp(&(b.len() == 16))
+        }
+        _ => types::compare(key_ty, a, b),
     }
 }

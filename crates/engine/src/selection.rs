@@ -862,7 +862,7 @@ impl Builder<'_> {
                 (sel, shown, to)
             }
             E::Collection(c) => self.collection_selector(t, e, c, None, agg)?.0,
-            E::Term(term) => match term_as_selector(term) {
+            E::Term(term) => match term_as_selector(term).or_else(|| collections::typed_literal(term)) {
                 Some(e) => self.selector(t, &e, agg)?,
                 None => {
                     return Err(EngineError::invalid(format!(

@@ -626,3 +626,13 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn timeuuid_millis_before_1970_round_toward_zero() {
+    // b4dbe4c8-fec8-1019-...: 1605-12-21 18:20:39.8990536; Cassandra 5.0.9 reads .900.
+    let u = unhex("b4dbe4c8fec81019bc2cf88f101fdb4e");
+    assert_eq!(timeuuid_millis(&u).unwrap(), -11_487_591_560_100);
+    // After 1970 toward zero is the floor.
+    let v = unhex("0000000100001eb08000000000000000");
+    assert_eq!(timeuuid_millis(&v).unwrap(), 93_615_298_443_206);
+}

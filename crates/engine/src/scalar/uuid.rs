@@ -20,9 +20,12 @@ fn uuid_time(b: &[u8]) -> Result<i64, String> {
     Ok(t as i64)
 }
 
-/// `TimeUUID.unixTimestamp`: the 100 ns count floored to milliseconds, moved to the Unix epoch.
+/// `TimeUUID.unixTimestamp`: the 100 ns count cut to microseconds, moved to the Unix epoch, then
+/// cut to milliseconds toward zero (Java's division), so a time before 1970 rounds up:
+/// 1605-12-21 18:20:39.8999 reads .900, as Cassandra 5.0.9 reads it (seed 63, `CAST(pk0 AS
+/// timestamp)`).
 pub(crate) fn timeuuid_millis(b: &[u8]) -> Result<i64, String> {
-    Ok(uuid_time(b)? / 10_000 - UUID_EPOCH_OFFSET / 10_000)
+    Ok((uuid_time(b)? / 10 - UUID_EPOCH_OFFSET / 10) / 1000)
 }
 
 fn uuid_from_time(t: i64, lsb: u64) -> [u8; 16] {

@@ -3,7 +3,8 @@
 //! `WithSet`, `WithMapOrUdt` and tuple selectables do:
 //!
 //! * a list or set takes the type of its first item whose own type is known (a column, a
-//!   function, a hinted item: not a literal, a bind marker or a selector in parentheses), a
+//!   function, a type-hinted literal or marker: not a bare literal, a bind marker or a selector
+//!   in parentheses), a
 //!   tuple the types of its items when all are known, a map never one of its own; otherwise
 //!   the type something around it expects (a type hint), else "Cannot infer type for term";
 //! * the other items are read as of the element type (`[w, 3]` of a text `w` fails as a
@@ -26,10 +27,30 @@ fn item_fits(t: &TableDef, item: &E, want: &ColumnType, ty: &ColumnType) -> bool
     !multi_cell && crate::literal::receives(want, ty)
 }
 
+/// A literal term whose type Cassandra knows, as the selector it is: a type-hinted literal
+/// (`(text) 'a'`, of the hint's type, as its `TypeCast` reports), and a literal list or set
+/// with such an item (`[(int) 1, 2]` is a list<int>, `[(text) 'a', 1]` fails on the 1) or a
+/// tuple of them all (`((int) 1, (text) 'x')`), at any depth.
+pub(super) fn typed_literal(term: &Term) -> Option<E> {
+    use SelectorCollection as C;
+    let typed = |t: &Term| term_as_selector(t).is_some() || typed_literal(t).is_some();
+    let items = |v: &[Term]| v.iter().map(|i| E::Term(i.clone())).collect::<Vec<_>>();
+    Some(match term {
+        Term::TypeHint { ty, term } => E::Cast {
+            expr: Box::new(E::Term((**term).clone())),
+            ty: ty.clone(),
+        },
+        Term::List(v) if v.iter().any(typed) => E::Collection(C::List(items(v))),
+        Term::Set(v) if v.iter().any(typed) => E::Collection(C::Set(items(v))),
+        Term::Tuple(v) if v.len() > 1 && v.iter().all(typed) => E::Collection(C::Tuple(items(v))),
+        _ => return None,
+    })
+}
+
 /// Whether Cassandra knows `e`'s type without anything around it (`getExactTypeIfKnown`).
 fn has_own_type(e: &E) -> bool {
     match e {
-        E::Term(term) => term_as_selector(term).is_some(),
+        E::Term(term) => term_as_selector(term).is_some() || typed_literal(term).is_some(),
         E::Parens(_) => false,
         E::Collection(SelectorCollection::List(v) | SelectorCollection::Set(v)) => {
             v.iter().any(has_own_type)
@@ -166,21 +187,25 @@ impl Builder<'_> {
     ) -> Result<(SelExpr, bool), EngineError> {
         const RECEIVER: &str = "[selection]";
         match (item, want) {
-            (E::Term(term), Some(ty)) if term_as_selector(term).is_none() => Ok((
-                match term {
-                    Term::Bind(m) => {
-                        let Src::Bind(i) = self.bind(t, m, RECEIVER, ty) else {
-                            return Err(EngineError::invalid("Invalid bind marker"));
-                        };
-                        SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone())
-                    }
-                    other => SelExpr::Const(
-                        ty.clone(),
-                        crate::literal::const_term_for(RECEIVER, ty, other, self.now)?,
-                    ),
-                },
-                true,
-            )),
+            (E::Term(term), Some(ty))
+                if term_as_selector(term).is_none() && typed_literal(term).is_none() =>
+            {
+                Ok((
+                    match term {
+                        Term::Bind(m) => {
+                            let Src::Bind(i) = self.bind(t, m, RECEIVER, ty) else {
+                                return Err(EngineError::invalid("Invalid bind marker"));
+                            };
+                            SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone())
+                        }
+                        other => SelExpr::Const(
+                            ty.clone(),
+                            crate::literal::const_term_for(RECEIVER, ty, other, self.now)?,
+                        ),
+                    },
+                    true,
+                ))
+            }
             (E::Collection(c), _) => {
                 let ((sel, _, ty), fits) = self.collection_selector(t, item, c, want, agg)?;
                 Ok((as_expr(sel, ty), fits))
