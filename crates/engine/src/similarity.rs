@@ -142,7 +142,54 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         na += x * x;
         nb += y * y;
     }
+    cosine_of(dot, na, nb)
+}
+
+/// Cosine from the dot product and both sums of squares, the division in f64 as jvector does.
+fn cosine_of(dot: f32, na: f32, nb: f32) -> f32 {
     (f64::from(dot) / (f64::from(na) * f64::from(nb)).sqrt()) as f32
+}
+
+/// One query vector scored against many stored ones (an ANN query's re-rank): the same bits
+/// as [`Similarity::score`]`(stored, query)`, but under cosine the query's sum of squares is
+/// summed once rather than per candidate (each vector's sum is its own sequential f32 sum,
+/// so hoisting it changes no bit), and the stored vector is read from its serialized bytes
+/// without being copied out.
+pub struct QueryScorer {
+    similarity: Similarity,
+    query: Vec<f32>,
+    /// `Σ q²` in [`cosine`]'s order.
+    query_squares: f32,
+}
+
+impl QueryScorer {
+    pub fn new(similarity: Similarity, query: Vec<f32>) -> QueryScorer {
+        let query_squares = query.iter().fold(0f32, |s, y| s + y * y);
+        QueryScorer {
+            similarity,
+            query,
+            query_squares,
+        }
+    }
+
+    pub fn query(&self) -> &[f32] {
+        &self.query
+    }
+
+    /// The score of a serialized `vector<float, n>` against the query (`None`: the bytes are
+    /// not a float vector).
+    pub fn score_serialized(&self, raw: &[u8]) -> Option<f32> {
+        if self.similarity != Similarity::Cosine || raw.len() != 4 * self.query.len() {
+            return Some(self.similarity.score(&floats(raw)?, &self.query));
+        }
+        let (mut dot, mut na) = (0f32, 0f32);
+        for (c, y) in raw.chunks_exact(4).zip(&self.query) {
+            let x = f32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            dot += x * y;
+            na += x * x;
+        }
+        Some((1.0 + cosine_of(dot, na, self.query_squares)) / 2.0)
+    }
 }
 
 /// The floats of a serialized `vector<float, n>` (`None` if the bytes are not one).
@@ -294,6 +341,42 @@ mod tests {
                 "{len}"
             );
         }
+    }
+
+    #[test]
+    fn query_scorer_gives_the_bits_of_score() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        for f in [
+            Similarity::Cosine,
+            Similarity::Euclidean,
+            Similarity::DotProduct,
+        ] {
+            for len in [1, 3, 8, 33, 384] {
+                let q: Vec<f32> = (0..len).map(|_| next()).collect();
+                let scorer = QueryScorer::new(f, q.clone());
+                for _ in 0..50 {
+                    let v: Vec<f32> = (0..len).map(|_| next() * 3.0).collect();
+                    let raw: Vec<u8> = v.iter().flat_map(|x| x.to_be_bytes()).collect();
+                    let got = scorer.score_serialized(&raw).unwrap();
+                    assert_eq!(got.to_bits(), f.score(&v, &q).to_bits(), "{f:?} {len}");
+                }
+            }
+        }
+        let scorer = QueryScorer::new(Similarity::Cosine, vec![1.0, 2.0]);
+        assert_eq!(scorer.score_serialized(&[0; 5]), None);
+        // A stored vector of another length (not one of the column's) scores as before.
+        let raw: Vec<u8> = [3f32, 4.0, 5.0].iter().flat_map(|x| x.to_be_bytes()).collect();
+        assert_eq!(
+            scorer.score_serialized(&raw),
+            Some(Similarity::Cosine.score(&[3.0, 4.0, 5.0], &[1.0, 2.0]))
+        );
+        assert!(scorer.score_serialized(&[0; 8]).unwrap().is_nan());
     }
 
     #[test]

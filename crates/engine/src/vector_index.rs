@@ -98,6 +98,8 @@ use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 pub enum Quantization {
     F32,
     F16,
+    /// bfloat16: f32's exponent with 8 bits of mantissa.
+    BF16,
     I8,
 }
 
@@ -209,6 +211,7 @@ impl VectorIndexConfig {
             quantization: match self.quantization {
                 Quantization::F32 => ScalarKind::F32,
                 Quantization::F16 => ScalarKind::F16,
+                Quantization::BF16 => ScalarKind::BF16,
                 Quantization::I8 => ScalarKind::I8,
             },
             connectivity: self.connectivity,

@@ -18,14 +18,14 @@ use super::{RowView, SelectRun};
 use crate::index::ann::{limit_too_large, MAX_ANN_LIMIT, NO_LIMIT_MSG};
 use crate::keys;
 use crate::plan::{AnnPlan, PartitionSel};
-use crate::similarity::Similarity;
+use crate::similarity::{QueryScorer, Similarity};
 use crate::{Engine, EngineError};
 
 /// An ANN ordering with its values bound.
 pub(super) struct AnnRun {
     column: usize,
-    query: Vec<f32>,
-    similarity: Similarity,
+    /// The query vector, and its exact scoring of each candidate's stored vector.
+    scorer: QueryScorer,
     index_id: u32,
     pub(super) limit: u64,
 }
@@ -55,8 +55,7 @@ impl AnnRun {
         }
         Ok(AnnRun {
             column: plan.column,
-            query,
-            similarity: plan.similarity,
+            scorer: QueryScorer::new(plan.similarity, query),
             index_id: plan.index_id,
             limit,
         })
@@ -66,8 +65,9 @@ impl AnnRun {
     /// for a row without a vector (an index holds only rows with one).
     pub(super) fn sort_key(&self, view: &RowView, key: &[u8]) -> Option<Vec<u8>> {
         let cell = view.cell(self.column)?;
-        let v = crate::similarity::floats(cell.live_value(view.now.secs)?)?;
-        let score = self.similarity.score(&v, &self.query);
+        let score = self
+            .scorer
+            .score_serialized(cell.live_value(view.now.secs)?)?;
         if score.is_nan() {
             return None;
         }
@@ -121,7 +121,7 @@ impl SelectRun<'_> {
             return Ok(false);
         }
         let k = usize::try_from(ann.limit).unwrap_or(usize::MAX);
-        let query = ann.query.clone();
+        let query = ann.scorer.query().to_vec();
         let config = graph.index.config();
         let margin = config.rerank_margin();
         let mut want = config.candidates(k.max(1)).min(total);
