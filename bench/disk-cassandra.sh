@@ -22,7 +22,11 @@
 #   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G OUT=bench/results/<UTC date>/disk
 #   SETTLE_MAX=900 PEREGRINE_BIN=target/release/peregrine BENCH="$PEREGRINE_BIN bench"
 #   PEREGRINE_ADMIN_PORT=PEREGRINE_PORT+1000 (its admin endpoint, for `nodetool flush`)
-#   SERVERS="peregrine cassandra" (the servers measured, in order; both are started either way)
+#   SERVERS="peregrine cassandra" (the servers measured, in order; Cassandra is started only
+#   when measured) PEREGRINE_CONFIG=<a config file for Peregrine> (unset: its defaults)
+# For Peregrine, the bytes its flushes and compactions wrote (table files, from its /metrics)
+# and its tables per level after settling go to $OUT/peregrine-bytes.txt: the rest of what it
+# wrote is its journal (and a few KB of manifests).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,6 +47,8 @@ PEREGRINE_DATA="${PEREGRINE_DATA:-$HOME/.cache/peregrine/disk-peregrine-data}"
 PEREGRINE_BIN="${PEREGRINE_BIN:-$ROOT/target/release/peregrine}"
 BENCH="${BENCH:-$PEREGRINE_BIN bench}"
 PEREGRINE_ARGS="--admin-listen 127.0.0.1:$PEREGRINE_ADMIN_PORT"
+[[ -n "${PEREGRINE_CONFIG:-}" ]] && PEREGRINE_ARGS+=" --config $PEREGRINE_CONFIG"
+[[ " ${SERVERS:-peregrine cassandra} " == *" cassandra "* ]] || START_CASSANDRA=0
 JAVA17="${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 CASSANDRA_LIB="${PEREGRINE_CASSANDRA_HOME:-$HOME/.cache/peregrine/cassandra-5.0.9}/lib"
 
@@ -92,6 +98,17 @@ settle() {
 
 written() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
 
+# peregrine_bytes PHASE: Peregrine's flushed and compacted table bytes so far, and its tables
+# per level, from its /metrics, as one line of $OUT/peregrine-bytes.txt.
+peregrine_bytes() {
+    curl -sf "http://127.0.0.1:$PEREGRINE_ADMIN_PORT/metrics" | awk -v phase="$1" '
+        /^peregrine_storage_flushed_bytes_total / { f = $2 }
+        /^peregrine_storage_compacted_bytes_total / { c = $2 }
+        /^peregrine_storage_tables\{/ { t = t " " $2 }
+        END { printf "%s flushed %.0f compacted %.0f tables_per_level%s\n", phase, f, c, t }' \
+        >>"$OUT/peregrine-bytes.txt"
+}
+
 # disk NAME: "<table bytes> <log bytes>" of the server's files.
 disk() {
     if [[ "$1" == cassandra ]]; then
@@ -105,6 +122,7 @@ disk() {
 
 client() { taskset -c "$CLIENT_CPU" $BENCH "$@"; }
 : >"$OUT/phases.txt"
+: >"$OUT/peregrine-bytes.txt"
 for name in ${SERVERS:-peregrine cassandra}; do
     case "$name" in
         peregrine) port=$PEREGRINE_PORT pid=$PEREGRINE_PID ;;
@@ -118,27 +136,20 @@ for name in ${SERVERS:-peregrine cassandra}; do
     settle "$name"
     w1=$(written "$pid")
     echo "$name load $((w1 - w0)) $(disk "$name") $OUT/load-$name.json" >>"$OUT/phases.txt"
+    [[ "$name" == peregrine ]] && peregrine_bytes load
     log "$name: $UPDATE_OPS YCSB A operations"
     client run --workload a --records "$RECORDS" --operations "$UPDATE_OPS" --hosts "127.0.0.1:$port" \
         --label "$name" --concurrency 64 --connections 2 --out "$OUT" --name "updates-$name" --quiet >/dev/null
     settle "$name"
     w2=$(written "$pid")
     echo "$name updates $((w2 - w1)) $(disk "$name") $OUT/updates-$name.json" >>"$OUT/phases.txt"
+    [[ "$name" == peregrine ]] && peregrine_bytes updates
 done
 
-python3 - "$OUT/phases.txt" <<'PYEOF' | tee "$OUT/disk.txt"
+python3 - "$OUT/phases.txt" "$ROOT/bench" <<'PYEOF' | tee "$OUT/disk.txt"
 import json, sys
-KEY = 24  # bytes of a YCSB key ("user" and up to 20 digits)
-def acknowledged(report):
-    w, total = report["workload"], 0
-    for op in report["ops"]:
-        done = op["count"] - op["errors"] - op["timeouts"]
-        if op["op"] == "insert":
-            total += done * (w["field_count"] * w["field_length"] + KEY)
-        elif op["op"] in ("update", "read-modify-write"):
-            fields = w["field_count"] if w["write_all_fields"] else 1
-            total += done * (fields * w["field_length"] + KEY)
-    return total
+sys.path.insert(0, sys.argv[2])
+from disk_split import acknowledged
 mb = lambda b: f"{b / 1e6:,.1f} MB"
 print("| server | phase | tables on disk | log on disk | written to disk | acknowledged | write amplification |")
 print("|---|---|---|---|---|---|---|")

@@ -3,6 +3,7 @@
 # Cassandra's compactions. Expects ROOT, OUT, SERVER_CPU, CASSANDRA_PORT, PEREGRINE_PORT,
 # PEREGRINE_BIN, PEREGRINE_DATA, KEEP and a `log` / `die` pair; sets PEREGRINE_PID,
 # CASSANDRA_PID and CASSANDRA_DIR_USED. PEREGRINE_ARGS: extra `peregrine serve` arguments.
+# START_CASSANDRA=0: Peregrine alone.
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -33,13 +34,15 @@ start_servers() {
     local clean=()
     [[ "$1" == 1 ]] && clean=(--clean)
     trap cleanup EXIT INT TERM
-    log "starting Cassandra 5.0.9 on $CASSANDRA_PORT pinned to CPU $SERVER_CPU (heap $CASSANDRA_HEAP)"
-    taskset -c "$SERVER_CPU" "$ROOT/scripts/cassandra.sh" start --port "$CASSANDRA_PORT" "${clean[@]}" >&2
-    CASSANDRA_STARTED=1
-    CASSANDRA_DIR_USED="${CASSANDRA_DIR:-$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT}"
-    CASSANDRA_PID="$(cat "$CASSANDRA_DIR_USED/cassandra.pid")"
-    # Children inherit the affinity; pin every thread again in case it was already running.
-    taskset -a -cp "$SERVER_CPU" "$CASSANDRA_PID" >/dev/null
+    if [[ "${START_CASSANDRA:-1}" == 1 ]]; then
+        log "starting Cassandra 5.0.9 on $CASSANDRA_PORT pinned to CPU $SERVER_CPU (heap $CASSANDRA_HEAP)"
+        taskset -c "$SERVER_CPU" "$ROOT/scripts/cassandra.sh" start --port "$CASSANDRA_PORT" "${clean[@]}" >&2
+        CASSANDRA_STARTED=1
+        CASSANDRA_DIR_USED="${CASSANDRA_DIR:-$HOME/.cache/peregrine/cassandra-run-$CASSANDRA_PORT}"
+        CASSANDRA_PID="$(cat "$CASSANDRA_DIR_USED/cassandra.pid")"
+        # Children inherit the affinity; pin every thread again in case it was already running.
+        taskset -a -cp "$SERVER_CPU" "$CASSANDRA_PID" >/dev/null
+    fi
 
     port_open "$PEREGRINE_PORT" && die "port $PEREGRINE_PORT is already in use"
     [[ "$1" == 1 ]] && rm -rf "$PEREGRINE_DATA"

@@ -349,7 +349,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 16] = [
+        let single: [(&str, &str, &str, f64); 18] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -433,6 +433,18 @@ impl LocalBackend {
                 C,
                 "Time spent compacting.",
                 s.compaction_seconds,
+            ),
+            (
+                "peregrine_storage_flushed_bytes_total",
+                C,
+                "Bytes of table files memtable flushes wrote.",
+                s.flushed_bytes as f64,
+            ),
+            (
+                "peregrine_storage_compacted_bytes_total",
+                C,
+                "Bytes of table files compactions wrote.",
+                s.compacted_bytes as f64,
             ),
             (
                 "peregrine_storage_block_cache_hits_total",

@@ -94,6 +94,12 @@ impl LocalBackend {
                 merge: Some(Arc::new(engine::row::RowMerge)),
                 cache_bytes: config.storage_cache_bytes,
                 memtable_bytes: config.storage_memtable_bytes,
+                compaction: storage::Compaction {
+                    l0_threshold: config.storage_compaction_l0_threshold,
+                    level_ratio: config.storage_compaction_level_ratio as f32,
+                    table_bytes: config.storage_compaction_table_bytes,
+                },
+                memtable_partial_rows: config.storage_memtable_partial_rows,
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
                     DiskFailurePolicy::Die => storage::FailurePolicy::Die,

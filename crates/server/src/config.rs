@@ -155,6 +155,19 @@ pub struct Config {
     /// Standalone mode: memtable size at which it is flushed to an on-disk table. Larger
     /// keeps more overwrites of hot rows in memory. Default 64 MiB.
     pub storage_memtable_bytes: u64,
+    /// Standalone mode: the storage's leveled compaction merges L0 into the next level when
+    /// L0 holds this many tables (2..=64). Default 4.
+    pub storage_compaction_l0_threshold: u8,
+    /// Standalone mode: size ratio between one level and the next below L0 (2..=100).
+    /// Default 10.
+    pub storage_compaction_level_ratio: u32,
+    /// Standalone mode: size at which compactions cut table files; the first level below L0
+    /// holds `storage_compaction_l0_threshold` of them. Default 64 MiB.
+    pub storage_compaction_table_bytes: u64,
+    /// Standalone mode: a blind write onto a row the memtable already holds partially stays
+    /// partial (the two merged) instead of being completed with a read of the row. Default
+    /// false.
+    pub storage_memtable_partial_rows: bool,
     /// Standalone mode: heap bytes one SAI vector index's graph may take. A graph that grows
     /// past it is saved and served from its files on disk (memory-mapped) with the rows
     /// written since in memory; without saved graphs (encryption at rest) it is freed and ANN
@@ -358,6 +371,10 @@ impl Default for Config {
             tombstone_failure_threshold: 100_000,
             storage_cache_bytes: 1024 * 1024 * 1024,
             storage_memtable_bytes: 64 * 1024 * 1024,
+            storage_compaction_l0_threshold: 4,
+            storage_compaction_level_ratio: 10,
+            storage_compaction_table_bytes: 64 * 1024 * 1024,
+            storage_memtable_partial_rows: false,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
             index_build_wait: Duration::from_secs(5),
             scan_threads: 2,
@@ -644,6 +661,26 @@ impl Config {
             problems.push(format!(
                 "`storage_memtable_bytes` is {} but must be between 1 MiB and 64 GiB",
                 self.storage_memtable_bytes
+            ));
+        }
+        if !(2..=64).contains(&self.storage_compaction_l0_threshold) {
+            problems.push(format!(
+                "`storage_compaction_l0_threshold` is {} but must be between 2 and 64",
+                self.storage_compaction_l0_threshold
+            ));
+        }
+        if !(2..=100).contains(&self.storage_compaction_level_ratio) {
+            problems.push(format!(
+                "`storage_compaction_level_ratio` is {} but must be between 2 and 100",
+                self.storage_compaction_level_ratio
+            ));
+        }
+        if self.storage_compaction_table_bytes < MIB
+            || self.storage_compaction_table_bytes > 4 * 1024 * MIB
+        {
+            problems.push(format!(
+                "`storage_compaction_table_bytes` is {} but must be between 1 MiB and 4 GiB",
+                self.storage_compaction_table_bytes
             ));
         }
         if self.authenticator == Authenticator::AllowAllAuthenticator

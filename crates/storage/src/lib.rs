@@ -176,6 +176,8 @@ pub trait CompactionFilter: Send + Sync + std::panic::RefUnwindSafe + 'static {
 ///
 /// `merge` must be associative (compactions fold whatever versions they hold); the merge of a
 /// partial value onto a complete one is complete, onto a partial one partial.
+/// With [`Options::memtable_partial_rows`] it must also be idempotent: merging a version onto
+/// one that already holds it changes nothing (a scan meets both).
 pub trait Merge: Send + Sync + std::panic::RefUnwindSafe + 'static {
     /// Whether `value`, written under `key`, needs the older versions of `key`.
     fn is_partial(&self, key: &[u8], value: &[u8]) -> bool;
@@ -259,6 +261,44 @@ pub struct Options {
     /// Encryption at rest (`encryption.rs`): the keys that seal table blocks and journal items,
     /// or `None` to write in clear. The cipher is process-wide (one key set per process).
     pub encryption: Option<KeySet>,
+    /// The leveled compaction's shape (applied on every open).
+    pub compaction: Compaction,
+    /// Whether a partial value written onto the memtable's partial version of its key stays
+    /// partial (the two merged) instead of being completed with a read of the key: flushes
+    /// then write the cells updated, not whole rows, for keys updated more than once between
+    /// flushes (see `vendor/README.md`, blind writes).
+    pub memtable_partial_rows: bool,
+}
+
+/// fjall's leveled compaction, as the store opens it: a compaction from L0 is due at
+/// `l0_threshold` tables, tables are cut at `table_bytes`, the first non-empty level below L0
+/// may hold `l0_threshold × table_bytes` and each next one `level_ratio` times more.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compaction {
+    pub l0_threshold: u8,
+    pub level_ratio: f32,
+    pub table_bytes: u64,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            l0_threshold: 4,
+            level_ratio: 10.0,
+            table_bytes: 64 << 20,
+        }
+    }
+}
+
+impl Compaction {
+    fn strategy(&self) -> Arc<dyn lsm_tree::compaction::CompactionStrategy + Send + Sync> {
+        Arc::new(
+            fjall::compaction::Leveled::default()
+                .with_l0_threshold(self.l0_threshold)
+                .with_level_ratio_policy(vec![self.level_ratio])
+                .with_table_target_size(self.table_bytes),
+        )
+    }
 }
 
 impl Default for Options {
@@ -274,6 +314,8 @@ impl Default for Options {
             commit_failure_policy: CommitFailurePolicy::Stop,
             data_file_check: DataFileCheck::Full,
             encryption: None,
+            compaction: Compaction::default(),
+            memtable_partial_rows: false,
         }
     }
 }
@@ -311,11 +353,16 @@ impl Open {
             }));
         }
         if let Some(merge) = options.merge.clone() {
-            let op: Arc<dyn lsm_tree::MergeOperator> = Arc::new(MergeOperator(merge));
+            let op: Arc<dyn lsm_tree::MergeOperator> =
+                Arc::new(MergeOperator(merge, options.memtable_partial_rows));
             builder = builder.with_merge_operators(Arc::new(move |name: &str| {
                 (name == DATA_KEYSPACE).then(|| op.clone())
             }));
         }
+        let strategy = options.compaction.strategy();
+        builder = builder.with_compaction_strategies(Arc::new(move |name: &str| {
+            (name == DATA_KEYSPACE).then(|| strategy.clone())
+        }));
         let db = builder.open()?;
         let memtable = options.memtable_bytes;
         // Every level's block index pinned in memory (fjall pins L0 and L1 only): the larger
@@ -787,7 +834,9 @@ impl Storage for LsmStorage {
 }
 
 /// [`Merge`] as lsm-tree's merge operator.
-struct MergeOperator(Arc<dyn Merge>);
+/// The store's merge, and whether the memtable keeps partial rows partial
+/// ([`Options::memtable_partial_rows`]).
+struct MergeOperator(Arc<dyn Merge>, bool);
 
 impl lsm_tree::MergeOperator for MergeOperator {
     fn is_partial(&self, key: &[u8], value: &[u8]) -> bool {
@@ -798,6 +847,9 @@ impl lsm_tree::MergeOperator for MergeOperator {
     }
     fn complete(&self, key: &[u8], partial: &[u8]) -> lsm_tree::UserValue {
         self.0.complete(key, partial).into()
+    }
+    fn memtable_keeps_partial(&self) -> bool {
+        self.1
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use fjall::{AbstractTree, Readable};
 
-use crate::{LsmStorage, Open, Result, StorageError};
+use crate::{Compaction, LsmStorage, Open, Result, StorageError};
 
 /// A snapshot of the store's gauges and counters (see `docs/operations.md` for their meaning).
 #[derive(Debug, Clone, Default)]
@@ -47,6 +47,10 @@ pub struct StorageStats {
     pub block_cache_misses: u64,
     /// Approximate number of stored items (keys).
     pub approximate_items: u64,
+    /// Bytes of table files flushes wrote since the store was opened.
+    pub flushed_bytes: u64,
+    /// Bytes of table files compactions wrote since the store was opened.
+    pub compacted_bytes: u64,
 }
 
 /// One snapshot directory under `<data_dir>/snapshots`.
@@ -61,44 +65,40 @@ pub struct SnapshotInfo {
 /// The directory snapshots live in.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
 
-/// fjall's leveled compaction, at the defaults the store opens it with: a compaction from L0 is
-/// due at 4 tables, tables are cut at 64 MiB, the first non-empty level below L0 may hold
-/// 4 × 64 MiB and each next one 10 times more.
-const L0_THRESHOLD: usize = 4;
-const TABLE_TARGET: u64 = 64 << 20;
-const LEVEL_RATIO: u64 = 10;
-
 /// An estimate of the compactions still to run and the bytes they have to rewrite (what
-/// `nodetool compactionstats` calls pending tasks; Cassandra's is an estimate too): for L0 at
-/// 4 tables or more, one per 4 tables and all its bytes; per level over its target size, one
-/// per 64 MiB over it and the bytes over it (levels counted from the first non-empty one below
-/// L0, as fjall's strategy does).
-pub(crate) fn pending_compactions(tree: &fjall::AnyTree) -> (usize, u64) {
+/// `nodetool compactionstats` calls pending tasks; Cassandra's is an estimate too), for the
+/// store's leveled compaction ([`Compaction`]): for L0 at its threshold or more, one per
+/// threshold's worth of tables and all its bytes; per level over its target size, one per table
+/// size over it and the bytes over it (levels counted from the first non-empty one below L0,
+/// as fjall's strategy does).
+pub(crate) fn pending_compactions(tree: &fjall::AnyTree, shape: &Compaction) -> (usize, u64) {
     use fjall::AbstractTree;
     let version = tree.current_version();
     let sizes: Vec<(usize, u64)> = version
         .iter_levels()
         .map(|l| (l.iter().map(|run| run.len()).sum(), l.size()))
         .collect();
-    estimate_pending(&sizes)
+    estimate_pending(&sizes, shape)
 }
 
 /// [`pending_compactions`] of levels given as (tables, bytes), L0 first.
-fn estimate_pending(sizes: &[(usize, u64)]) -> (usize, u64) {
+fn estimate_pending(sizes: &[(usize, u64)], shape: &Compaction) -> (usize, u64) {
+    let l0 = usize::from(shape.l0_threshold.max(1));
     let (mut tasks, mut bytes) = match sizes.first() {
-        Some(&(tables, size)) if tables >= L0_THRESHOLD => (tables / L0_THRESHOLD, size),
+        Some(&(tables, size)) if tables >= l0 => (tables / l0, size),
         _ => (0, 0),
     };
     let Some(first) = (1..sizes.len()).find(|&i| sizes[i].1 > 0) else {
         return (tasks, bytes);
     };
-    let mut target = TABLE_TARGET * L0_THRESHOLD as u64;
+    let table = shape.table_bytes.max(1);
+    let mut target = table * l0 as u64;
     for (_, size) in &sizes[first..] {
         if *size > target {
-            tasks += (size - target).div_ceil(TABLE_TARGET) as usize;
+            tasks += (size - target).div_ceil(table) as usize;
             bytes += size - target;
         }
-        target = target.saturating_mul(LEVEL_RATIO);
+        target = (target as f64 * f64::from(shape.level_ratio)) as u64;
     }
     (tasks, bytes)
 }
@@ -112,7 +112,7 @@ impl LsmStorage {
             .map(|i| tree.level_table_count(i).unwrap_or(0))
             .collect::<Vec<_>>();
         let m = tree.metrics();
-        let pending = pending_compactions(tree);
+        let pending = pending_compactions(tree, &self.shared.options.compaction);
         let hits = m.block_load_cached_count() as u64;
         let misses = m.block_load_io_count() as u64;
         Ok(StorageStats {
@@ -134,6 +134,8 @@ impl LsmStorage {
             block_cache_hits: hits,
             block_cache_misses: misses,
             approximate_items: open.data.approximate_len() as u64,
+            flushed_bytes: m.flushed_bytes(),
+            compacted_bytes: m.compacted_bytes(),
         })
     }
 
@@ -338,22 +340,41 @@ mod tests {
 
 #[cfg(test)]
 mod pending_tests {
-    use super::{estimate_pending, TABLE_TARGET};
+    use super::estimate_pending;
+    use crate::Compaction;
 
     #[test]
     fn pending_compactions_follow_the_leveled_targets() {
         let mib = 1u64 << 20;
-        assert_eq!(estimate_pending(&[(0, 0); 7]), (0, 0));
+        let d = Compaction::default();
+        assert_eq!(estimate_pending(&[(0, 0); 7], &d), (0, 0));
         // L0 at 3 tables: nothing due; at 9: two merges of all of it.
-        assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)]), (0, 0));
-        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)]), (2, 90 * mib));
+        assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)], &d), (0, 0));
+        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)], &d), (2, 90 * mib));
         // The first non-empty level below L0 holds 256 MiB: 300 MiB is one table over.
         let mut levels = vec![(0, 0); 7];
         levels[3] = (5, 300 * mib);
-        assert_eq!(estimate_pending(&levels), (1, 44 * mib));
+        assert_eq!(estimate_pending(&levels, &d), (1, 44 * mib));
         // The next level may hold 2,560 MiB: 2,700 MiB is 140 MiB, three tables, over.
         levels[4] = (40, 2_700 * mib);
-        assert_eq!(estimate_pending(&levels), (1 + 3, 184 * mib));
-        assert_eq!(TABLE_TARGET, 64 * mib);
+        assert_eq!(estimate_pending(&levels, &d), (1 + 3, 184 * mib));
+    }
+
+    #[test]
+    fn pending_compactions_follow_the_configured_shape() {
+        let mib = 1u64 << 20;
+        let shape = Compaction {
+            l0_threshold: 8,
+            level_ratio: 4.0,
+            table_bytes: 32 * mib,
+        };
+        // L0 at 7 tables: nothing due; at 17: two merges.
+        assert_eq!(estimate_pending(&[(7, 70 * mib), (0, 0)], &shape), (0, 0));
+        assert_eq!(estimate_pending(&[(17, 170 * mib), (0, 0)], &shape), (2, 170 * mib));
+        // The first level below L0 holds 8 × 32 MiB, the next 4 times more (1,024 MiB).
+        let mut levels = vec![(0, 0); 7];
+        levels[1] = (9, 288 * mib);
+        levels[2] = (40, 1_100 * mib);
+        assert_eq!(estimate_pending(&levels, &shape), (1 + 3, 32 * mib + 76 * mib));
     }
 }

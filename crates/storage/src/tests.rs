@@ -334,6 +334,29 @@ fn completed(items: Vec<KvPair>) -> Vec<KvPair> {
         .collect()
 }
 
+/// A [`Merge`] for tests that, as the engine's row merge, may meet a version twice: a value is
+/// its kind (`p` partial, `c` complete) and a set of payload bytes (sorted, once each); a merge
+/// takes the union, so merging a version onto one that already holds it changes nothing.
+struct Union;
+impl Merge for Union {
+    fn is_partial(&self, _key: &[u8], value: &[u8]) -> bool {
+        value.first() == Some(&b'p')
+    }
+    fn merge(&self, _key: &[u8], newer: &[u8], older: &[u8]) -> Vec<u8> {
+        let mut set: Vec<u8> = older[1..].iter().chain(&newer[1..]).copied().collect();
+        set.sort_unstable();
+        set.dedup();
+        let mut v = vec![older[0]];
+        v.extend(set);
+        v
+    }
+    fn complete(&self, _key: &[u8], partial: &[u8]) -> Vec<u8> {
+        let mut v = partial.to_vec();
+        v[0] = b'c';
+        v
+    }
+}
+
 /// Partial values (blind writes) read, scanned both ways, flushed, compacted and reopened give
 /// exactly what a store completing each one as it is written gives: random batches of
 /// complete values, partial ones and deletions over a few short and long keys, with memtable
@@ -341,14 +364,28 @@ fn completed(items: Vec<KvPair>) -> Vec<KvPair> {
 /// reopenings in between.
 #[test]
 fn partial_values_match_a_model_completing_them_on_write() {
-    let dir = tmpdir("merge-model");
+    partial_values_match_the_model(Arc::new(Concat), false, "merge-model");
+}
+
+/// The same with `memtable_partial_rows`: a partial value written onto the memtable's partial
+/// version of its key is merged with it and stays partial (the older version stays in the
+/// memtable below it, so scans meet it twice: the merge must be idempotent, as the engine's
+/// row merge is and [`Union`] is).
+#[test]
+fn partial_values_kept_partial_in_the_memtable_match_the_model() {
+    partial_values_match_the_model(Arc::new(Union), true, "merge-model-partial");
+}
+
+fn partial_values_match_the_model(merge: Arc<dyn Merge>, partial_rows: bool, name: &str) {
+    let dir = tmpdir(name);
     let options = || Options {
-        merge: Some(Arc::new(Concat) as Arc<dyn Merge>),
+        merge: Some(merge.clone()),
+        memtable_partial_rows: partial_rows,
         ..Options::default()
     };
     let mut lsm = LsmStorage::open(&dir, options()).unwrap();
     assert!(lsm.merges());
-    let mem = MemStorage::with_filter_and_merge(Arc::new(DropOdd), Arc::new(Concat));
+    let mem = MemStorage::with_filter_and_merge(Arc::new(DropOdd), merge.clone());
     let key_of = |n: u64| {
         let mut k = vec![b'k', (n % 6) as u8];
         if n.is_multiple_of(7) {

@@ -200,4 +200,16 @@ impl<O: Openable> Builder<O> {
         self.inner.merge_operator_assigner = Some(f);
         self
     }
+
+    // PATCH (Peregrine, write amplification; see vendor/README.md)
+    /// Sets the compaction strategy of the keyspaces `f` names, when they are created and
+    /// each time they are recovered (fjall otherwise recovers the one a keyspace was created
+    /// with).
+    pub fn with_compaction_strategies(
+        mut self,
+        f: crate::db_config::CompactionStrategyAssigner,
+    ) -> Self {
+        self.inner.compaction_strategy_assigner = Some(f);
+        self
+    }
 }

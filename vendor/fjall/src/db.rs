@@ -534,6 +534,15 @@ impl Database {
             {
                 opts.merge_operator = Some(f);
             }
+            // PATCH (Peregrine, write amplification; see vendor/README.md)
+            if let Some(strategy) = self
+                .config
+                .compaction_strategy_assigner
+                .as_ref()
+                .and_then(|f| f(&name))
+            {
+                opts.compaction_strategy = strategy;
+            }
 
             let handle = Keyspace::create_new(keyspace_id, self, name.clone(), opts)?;
 

@@ -17,6 +17,15 @@ pub type CompactionFilterAssigner =
 pub type MergeOperatorAssigner =
     Arc<dyn Fn(&str) -> Option<Arc<dyn lsm_tree::MergeOperator>> + Send + Sync>;
 
+// PATCH (Peregrine, write amplification; see vendor/README.md)
+/// Picks the compaction strategy of a keyspace by its name, on creation and on every
+/// recovery (`None`: the one the keyspace was created with).
+pub type CompactionStrategyAssigner = Arc<
+    dyn Fn(&str) -> Option<Arc<dyn lsm_tree::compaction::CompactionStrategy + Send + Sync>>
+        + Send
+        + Sync,
+>;
+
 /// Global database configuration
 #[derive(Clone)]
 pub struct Config {
@@ -56,6 +65,9 @@ pub struct Config {
 
     // PATCH (Peregrine, blind writes; see vendor/README.md)
     pub(crate) merge_operator_assigner: Option<MergeOperatorAssigner>,
+
+    // PATCH (Peregrine, write amplification; see vendor/README.md)
+    pub(crate) compaction_strategy_assigner: Option<CompactionStrategyAssigner>,
 }
 
 const DEFAULT_CPU_CORES: usize = 4;
@@ -100,6 +112,7 @@ impl Config {
             compaction_filter_factory_assigner: None,
 
             merge_operator_assigner: None,
+            compaction_strategy_assigner: None,
         }
     }
 }

@@ -93,6 +93,15 @@ pub fn recover_keyspaces(db: &Database, meta_keyspace: &MetaKeyspace) -> crate::
         {
             recovered_config.merge_operator = Some(f);
         }
+        // PATCH (Peregrine, write amplification; see vendor/README.md)
+        if let Some(strategy) = db
+            .config
+            .compaction_strategy_assigner
+            .as_ref()
+            .and_then(|f| f(&keyspace_name))
+        {
+            recovered_config.compaction_strategy = strategy;
+        }
 
         let base_config = lsm_tree::Config::new(
             path,

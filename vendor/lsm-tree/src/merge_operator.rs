@@ -29,6 +29,15 @@ pub trait MergeOperator: Send + Sync + std::panic::RefUnwindSafe + 'static {
     /// or nothing at all). Flushes, compactions and inserts store this; reads (`get`, ranges)
     /// return a partial value nothing older completes as it is, to be read as this.
     fn complete(&self, key: &[u8], partial: &[u8]) -> UserValue;
+
+    // PATCH (Peregrine, write amplification; see vendor/README.md)
+    /// Whether a partial value inserted onto the active memtable's partial version of its key
+    /// is merged onto it and stays partial (`Tree::append_entry`), instead of being completed
+    /// with a read of the key. The merged value holds every cell of the one below it, so a
+    /// read still stops at a source's newest version.
+    fn memtable_keeps_partial(&self) -> bool {
+        false
+    }
 }
 
 /// Merges the partial value `acc` onto `older`, the next older version of its key. Returns

@@ -48,6 +48,13 @@ pub struct Metrics {
 
     /// Number of filter block bytes that were requested from OS or disk
     pub(crate) filter_block_io_requested: AtomicU64,
+
+    // PATCH (Peregrine, write amplification; see vendor/README.md)
+    /// Bytes of the table files flushes wrote
+    pub(crate) flushed_bytes: AtomicU64,
+
+    /// Bytes of the table files compactions wrote
+    pub(crate) compacted_bytes: AtomicU64,
 }
 
 #[expect(
@@ -55,6 +62,17 @@ pub struct Metrics {
     reason = "metrics can accept precision loss"
 )]
 impl Metrics {
+    // PATCH (Peregrine, write amplification; see vendor/README.md)
+    /// Bytes of the table files flushes wrote (since the tree was opened).
+    pub fn flushed_bytes(&self) -> u64 {
+        self.flushed_bytes.load(Relaxed)
+    }
+
+    /// Bytes of the table files compactions wrote (since the tree was opened).
+    pub fn compacted_bytes(&self) -> u64 {
+        self.compacted_bytes.load(Relaxed)
+    }
+
     /// Returns the cache hit rate for file descriptors in percent (0.0 - 1.0).
     pub fn table_file_cache_hit_rate(&self) -> f64 {
         let uncached = self.table_file_opened_uncached.load(Relaxed) as f64;

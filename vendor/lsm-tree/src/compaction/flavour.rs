@@ -366,6 +366,15 @@ impl StandardCompaction {
                     opts.metrics.clone(),
                 )
             })
+            // PATCH (Peregrine, write amplification; see vendor/README.md)
+            .inspect(|table| {
+                #[cfg(feature = "metrics")]
+                if let Ok(table) = table {
+                    opts.metrics
+                        .compacted_bytes
+                        .fetch_add(table.file_size(), std::sync::atomic::Ordering::Relaxed);
+                }
+            })
             .collect::<crate::Result<Vec<_>>>()
     }
 }

@@ -433,6 +433,13 @@ impl AbstractTree for Tree {
             })
             .collect::<crate::Result<Vec<_>>>()?;
 
+        // PATCH (Peregrine, write amplification; see vendor/README.md)
+        #[cfg(feature = "metrics")]
+        self.metrics.flushed_bytes.fetch_add(
+            tables.iter().map(Table::file_size).sum::<u64>(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+
         Ok(Some((tables, None)))
     }
 
@@ -1022,6 +1029,13 @@ impl Tree {
             if value.key.value_type == ValueType::Value && op.is_partial(key, &value.value) {
                 let below = match active.get(key, SeqNo::MAX) {
                     Some(prev) if prev.is_tombstone() => None,
+                    // PATCH (Peregrine, write amplification): kept partial, the merge of
+                    // the two holds every cell of the older one (reads of the memtable see
+                    // its newest version only), and a flush writes the cells updated.
+                    Some(prev) if op.is_partial(key, &prev.value) && op.memtable_keeps_partial() => {
+                        value.value = op.merge(key, &value.value, &prev.value);
+                        return active.insert(value);
+                    }
                     Some(prev) if op.is_partial(key, &prev.value) => {
                         match Self::get_merged(&version, key, SeqNo::MAX, Some(op), true) {
                             Ok(full) => full.map(|v| v.value),
