@@ -371,7 +371,10 @@ mod tests {
         let scorer = QueryScorer::new(Similarity::Cosine, vec![1.0, 2.0]);
         assert_eq!(scorer.score_serialized(&[0; 5]), None);
         // A stored vector of another length (not one of the column's) scores as before.
-        let raw: Vec<u8> = [3f32, 4.0, 5.0].iter().flat_map(|x| x.to_be_bytes()).collect();
+        let raw: Vec<u8> = [3f32, 4.0, 5.0]
+            .iter()
+            .flat_map(|x| x.to_be_bytes())
+            .collect();
         assert_eq!(
             scorer.score_serialized(&raw),
             Some(Similarity::Cosine.score(&[3.0, 4.0, 5.0], &[1.0, 2.0]))

@@ -350,7 +350,10 @@ mod pending_tests {
         assert_eq!(estimate_pending(&[(0, 0); 7], &d), (0, 0));
         // L0 at 3 tables: nothing due; at 9: two merges of all of it.
         assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)], &d), (0, 0));
-        assert_eq!(estimate_pending(&[(9, 90 * mib), (0, 0)], &d), (2, 90 * mib));
+        assert_eq!(
+            estimate_pending(&[(9, 90 * mib), (0, 0)], &d),
+            (2, 90 * mib)
+        );
         // The first non-empty level below L0 holds 256 MiB: 300 MiB is one table over.
         let mut levels = vec![(0, 0); 7];
         levels[3] = (5, 300 * mib);
@@ -370,11 +373,17 @@ mod pending_tests {
         };
         // L0 at 7 tables: nothing due; at 17: two merges.
         assert_eq!(estimate_pending(&[(7, 70 * mib), (0, 0)], &shape), (0, 0));
-        assert_eq!(estimate_pending(&[(17, 170 * mib), (0, 0)], &shape), (2, 170 * mib));
+        assert_eq!(
+            estimate_pending(&[(17, 170 * mib), (0, 0)], &shape),
+            (2, 170 * mib)
+        );
         // The first level below L0 holds 8 × 32 MiB, the next 4 times more (1,024 MiB).
         let mut levels = vec![(0, 0); 7];
         levels[1] = (9, 288 * mib);
         levels[2] = (40, 1_100 * mib);
-        assert_eq!(estimate_pending(&levels, &shape), (1 + 3, 32 * mib + 76 * mib));
+        assert_eq!(
+            estimate_pending(&levels, &shape),
+            (1 + 3, 32 * mib + 76 * mib)
+        );
     }
 }
