@@ -365,11 +365,12 @@ impl Open {
         }));
         let db = builder.open()?;
         let memtable = options.memtable_bytes;
-        // Every level's block index pinned in memory (fjall pins L0 and L1 only): the larger
-        // levels hold most rows, and a pinned index seeks by its head words (vendor/README.md)
-        // where an unpinned one fetches its block from the cache and parses a restart key per
-        // step. About 1% of a level's bytes; levels from L3 on are partitioned (two-level), so
-        // only their top index is pinned. A store keeps the options it was created with.
+        // Every level's block index pinned in memory (fjall pins L0 and L1 only): a pinned
+        // index seeks by its head words (vendor/README.md) where an unpinned one fetches its
+        // block from the cache and parses a restart key per step. About 1% of a level's bytes.
+        // Tables compacted into L3 and below get partitioned (two-level) indexes, which only
+        // pin their top block and seek as before (bench/results/2026-11-30/index-seek). A store
+        // keeps the options it was created with.
         let data = db.keyspace(DATA_KEYSPACE, move || {
             fjall::KeyspaceCreateOptions::default()
                 .max_memtable_size(memtable)
