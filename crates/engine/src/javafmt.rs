@@ -14,21 +14,31 @@ use crate::temporal::civil_from_days;
 /// size (16, doubled while more than three quarters full), then by insertion. Cassandra prints
 /// several sets of names in this order (tables in batch warnings, view key columns).
 pub(crate) fn java_hash_set_order<T>(items: Vec<T>, hash_code: impl Fn(&T) -> i32) -> Vec<T> {
-    let mut buckets = 16usize;
-    while items.len() * 4 > buckets * 3 {
-        buckets *= 2;
-    }
-    let bucket = |item: &T| {
-        let h = hash_code(item) as u32;
-        (h ^ (h >> 16)) as usize & (buckets - 1)
-    };
+    let buckets = java_hash_buckets(items.len());
     let mut ordered: Vec<(usize, usize, T)> = items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| (bucket(&item), i, item))
+        .map(|(i, item)| (java_hash_bucket(hash_code(&item), buckets), i, item))
         .collect();
     ordered.sort_by_key(|&(b, i, _)| (b, i));
     ordered.into_iter().map(|(_, _, item)| item).collect()
+}
+
+/// The buckets of a `java.util.HashMap` holding `entries` keys: 16, doubled while more than
+/// three quarters full.
+pub(crate) fn java_hash_buckets(entries: usize) -> usize {
+    let mut buckets = 16usize;
+    while entries * 4 > buckets * 3 {
+        buckets *= 2;
+    }
+    buckets
+}
+
+/// The bucket of a key of `hash_code` in a `HashMap` of `buckets`: the hash spread as
+/// `HashMap.hash` spreads it, masked by the table size.
+pub(crate) fn java_hash_bucket(hash_code: i32, buckets: usize) -> usize {
+    let h = hash_code as u32;
+    (h ^ (h >> 16)) as usize & (buckets - 1)
 }
 
 /// Java's `String.hashCode` (over UTF-16 code units).

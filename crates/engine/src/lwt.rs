@@ -9,6 +9,7 @@
 
 use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::exec::{self, decode_list_elements, resolve};
+use crate::javafmt::{byte_buffer_hash_code, java_hash_bucket, java_hash_buckets};
 use crate::plan::{
     wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
 };
@@ -530,8 +531,8 @@ fn cassandra_order<'c>(
             CondTarget::Element(key) => resolve(key, vals)?,
             _ => None,
         };
-        let name_hash = java_bytes_hash(t.columns[c.column].name.as_bytes());
-        let element_hash = element.as_deref().map_or(0, java_bytes_hash);
+        let name_hash = byte_buffer_hash_code(t.columns[c.column].name.as_bytes());
+        let element_hash = element.as_deref().map_or(0, byte_buffer_hash_code);
         // Guava's Pair hash: Arrays.hashCode([left, right]).
         let h = 31i32
             .wrapping_mul(31i32.wrapping_add(name_hash))
@@ -542,23 +543,9 @@ fn cassandra_order<'c>(
     let mut distinct: Vec<(bool, i32)> = keyed.iter().map(|(r, h, _)| (*r, *h)).collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let mut buckets = 16u32;
-    while distinct.len() as u32 > buckets / 4 * 3 {
-        buckets *= 2;
-    }
-    let bucket = |h: i32| {
-        let h = h as u32;
-        (h ^ (h >> 16)) & (buckets - 1)
-    };
-    keyed.sort_by_key(|(regular, h, _)| (*regular, bucket(*h)));
+    let buckets = java_hash_buckets(distinct.len());
+    keyed.sort_by_key(|(regular, h, _)| (*regular, java_hash_bucket(*h, buckets)));
     Ok(keyed.into_iter().map(|(_, _, c)| c).collect())
-}
-
-/// Java's `ByteBuffer.hashCode` of `bytes`: 31 times, from the last byte to the first.
-fn java_bytes_hash(bytes: &[u8]) -> i32 {
-    bytes.iter().rev().fold(1i32, |h, &b| {
-        h.wrapping_mul(31).wrapping_add(b as i8 as i32)
-    })
 }
 
 fn column_condition_holds(
@@ -721,13 +708,7 @@ fn compare(
 
 /// The operator of an ordering as Cassandra names it in messages; None for `=` and `!=`.
 fn ordering_symbol(op: FilterOp) -> Option<&'static str> {
-    match op {
-        FilterOp::Eq | FilterOp::Ne => None,
-        FilterOp::Lt => Some("<"),
-        FilterOp::Le => Some("<="),
-        FilterOp::Gt => Some(">"),
-        FilterOp::Ge => Some(">="),
-    }
+    (!matches!(op, FilterOp::Eq | FilterOp::Ne)).then(|| op.symbol())
 }
 
 /// Cassandra's refusal of a condition ordering against null (`IF v > null`, `CONTAINS null`).

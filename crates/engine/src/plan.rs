@@ -162,6 +162,18 @@ impl FilterOp {
             FilterOp::Ge => ord != Less,
         }
     }
+
+    /// The operator as CQL writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            FilterOp::Eq => "=",
+            FilterOp::Ne => "!=",
+            FilterOp::Lt => "<",
+            FilterOp::Le => "<=",
+            FilterOp::Gt => ">",
+            FilterOp::Ge => ">=",
+        }
+    }
 }
 
 /// A predicate on a non-key column (`ALLOW FILTERING`), or the check of an indexed read.

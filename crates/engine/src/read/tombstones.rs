@@ -676,14 +676,7 @@ fn clustering_clauses(
 fn filter_clause(t: &TableDef, f: &Filter, vals: &Bindings) -> Option<String> {
     let c = t.columns.get(f.column)?;
     let n = cql::quote_identifier(&c.name);
-    let op = match f.op {
-        FilterOp::Eq => "=",
-        FilterOp::Ne => "!=",
-        FilterOp::Lt => "<",
-        FilterOp::Le => "<=",
-        FilterOp::Gt => ">",
-        FilterOp::Ge => ">=",
-    };
+    let op = f.op.symbol();
     let elem_ty = |ty: &proto::types::ColumnType, key: bool| -> proto::types::ColumnType {
         use proto::types::ColumnType as T;
         match ty {
