@@ -16,7 +16,7 @@ pub struct FullBlockIndex(IndexBlock, HeadWords);
 
 impl FullBlockIndex {
     pub fn new(block: IndexBlock) -> Self {
-        let words = block.iter().head_words();
+        let words = block.head_words();
         Self(block, words)
     }
 

@@ -27,41 +27,34 @@ impl<'a> Iter<'a> {
     }
 
     pub fn seek(&mut self, needle: &[u8], seqno: SeqNo) -> bool {
-        self.decoder.inner_mut().seek(
-            |end_key, s| match end_key.cmp(needle) {
-                std::cmp::Ordering::Greater => false,
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Equal => s >= seqno,
-            },
-            true,
-        )
-    }
-
-    // PATCH (Peregrine, read path; see vendor/README.md)
-    /// The block's `HeadWords`.
-    #[must_use]
-    pub fn head_words(mut self) -> HeadWords {
-        self.decoder.inner_mut().head_words()
+        self.decoder
+            .inner_mut()
+            .seek(before_block_of(needle, seqno), true)
     }
 
     // PATCH (Peregrine, read path; see vendor/README.md)
     /// `seek`, narrowed first by the block's `HeadWords`.
     pub fn seek_within(&mut self, needle: &[u8], seqno: SeqNo, words: &HeadWords) -> bool {
-        self.decoder.inner_mut().seek_within(
-            |end_key, s| match end_key.cmp(needle) {
-                std::cmp::Ordering::Greater => false,
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Equal => s >= seqno,
-            },
-            needle,
-            words,
-        )
+        self.decoder
+            .inner_mut()
+            .seek_within(before_block_of(needle, seqno), needle, words)
     }
 
     pub fn seek_upper(&mut self, needle: &[u8], _seqno: SeqNo) -> bool {
         self.decoder
             .inner_mut()
             .seek_upper(|end_key, _s| end_key <= needle, true)
+    }
+}
+
+// PATCH (Peregrine, read path): the predicate of `seek` (moved out unchanged), shared with
+// `seek_within`: whether an entry's end key (and seqno) comes before the block `needle` at
+// `seqno` is in.
+fn before_block_of(needle: &[u8], seqno: SeqNo) -> impl Fn(&[u8], SeqNo) -> bool + '_ {
+    move |end_key, s| match end_key.cmp(needle) {
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal => s >= seqno,
     }
 }
 

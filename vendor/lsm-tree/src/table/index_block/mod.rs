@@ -15,7 +15,7 @@ use super::{
 use crate::Slice;
 use crate::{
     table::{
-        block::{Decoder, ParsedItem},
+        block::{decoder::HeadWords, Decoder, ParsedItem},
         util::{compare_prefixed_slice, SliceIndexes},
     },
     SeqNo,
@@ -84,6 +84,13 @@ impl IndexBlock {
     #[expect(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         Trailer::new(&self.inner).item_count()
+    }
+
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// The block's `HeadWords` (a pinned full index keeps them beside it).
+    #[must_use]
+    pub fn head_words(&self) -> HeadWords {
+        Decoder::<KeyedBlockHandle, IndexBlockParsedItem>::new(&self.inner).head_words()
     }
 
     #[must_use]
