@@ -109,6 +109,7 @@ impl LocalBackend {
             "memtable_bytes": s.memtable_bytes,
             "block_cache_bytes": s.block_cache_bytes,
             "block_cache_capacity_bytes": s.block_cache_capacity_bytes,
+            "pinned_bytes": s.pinned_bytes,
             "block_cache_hits": s.block_cache_hits,
             "block_cache_requests": s.block_cache_hits + s.block_cache_misses,
             "storage_down": self.store.down(),
@@ -349,7 +350,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 18] = [
+        let single: [(&str, &str, &str, f64); 19] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -415,6 +416,12 @@ impl LocalBackend {
                 G,
                 "Block cache capacity.",
                 s.block_cache_capacity_bytes as f64,
+            ),
+            (
+                "peregrine_storage_pinned_bytes",
+                G,
+                "Bytes of block indexes and Bloom filters held in memory beside the block cache.",
+                s.pinned_bytes as f64,
             ),
             (
                 "peregrine_storage_journal_syncs_total",

@@ -659,6 +659,13 @@ fn format_output(command: &str, args: &Value, v: &Value) -> String {
                 lines.push(("Data Center", dc.into()));
                 lines.push(("Rack", s(&v["rack"])));
             }
+            if let Some(b) = v["pinned_bytes"].as_u64() {
+                // Cassandra's line counts its Bloom filters and index summaries, as ours does.
+                lines.push((
+                    "Off Heap Memory (MB)",
+                    format!("{:.2}", b as f64 / (1 << 20) as f64),
+                ));
+            }
             if v["mode"] == "standalone" {
                 let hits = u(&v["block_cache_hits"]);
                 let req = u(&v["block_cache_requests"]);

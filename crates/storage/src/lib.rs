@@ -365,16 +365,22 @@ impl Open {
         }));
         let db = builder.open()?;
         let memtable = options.memtable_bytes;
-        // Every level's block index pinned in memory (fjall pins L0 and L1 only): a pinned
-        // index seeks by its head words (vendor/README.md) where an unpinned one fetches its
-        // block from the cache and parses a restart key per step. About 1% of a level's bytes.
-        // Tables compacted into L3 and below get partitioned (two-level) indexes, which only
-        // pin their top block and seek as before (bench/results/2026-11-30/index-seek). A store
+        // Every level's block index and Bloom filter whole and pinned in memory (fjall pins
+        // indexes of L0 and L1 and filters of L0 only, and partitions both from L3 on, where a
+        // settled store keeps its tables). A pinned whole index seeks by its head words
+        // (vendor/README.md) where an unpinned or partitioned one fetches blocks from the cache
+        // and parses a restart key per step; a pinned filter needs no cache lookup. The cost is
+        // memory outside the block cache: about 1% of the data for indexes, 10 bits a key for
+        // filters, as Cassandra keeps its filters (bench/results/2026-11-30/index-seek). A store
         // keeps the options it was created with.
         let data = db.keyspace(DATA_KEYSPACE, move || {
+            use fjall::config::{PartitioningPolicy, PinningPolicy};
             fjall::KeyspaceCreateOptions::default()
                 .max_memtable_size(memtable)
-                .index_block_pinning_policy(fjall::config::PinningPolicy::all(true))
+                .index_block_pinning_policy(PinningPolicy::all(true))
+                .index_block_partitioning_policy(PartitioningPolicy::all(false))
+                .filter_block_pinning_policy(PinningPolicy::all(true))
+                .filter_block_partitioning_policy(PartitioningPolicy::all(false))
         })?;
         sync_directories(path)
             .map_err(|e| StorageError::Io(format!("cannot sync {}: {e}", path.display())))?;

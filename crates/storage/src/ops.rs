@@ -47,6 +47,8 @@ pub struct StorageStats {
     pub block_cache_misses: u64,
     /// Approximate number of stored items (keys).
     pub approximate_items: u64,
+    /// Bytes of block indexes and Bloom filters pinned in memory, beside the block cache.
+    pub pinned_bytes: u64,
     /// Bytes of table files flushes wrote since the store was opened.
     pub flushed_bytes: u64,
     /// Bytes of table files compactions wrote since the store was opened.
@@ -134,6 +136,7 @@ impl LsmStorage {
             block_cache_hits: hits,
             block_cache_misses: misses,
             approximate_items: open.data.approximate_len() as u64,
+            pinned_bytes: (tree.pinned_block_index_size() + tree.pinned_filter_size()) as u64,
             flushed_bytes: m.flushed_bytes(),
             compacted_bytes: m.compacted_bytes(),
         })

@@ -581,4 +581,17 @@ fn point_reads_through_narrowed_index_seeks_match_a_model() {
     check("three tables");
     s.compact().unwrap();
     check("after a major compaction");
+    // The last level's tables keep their whole index and Bloom filter pinned: at least the
+    // filter's 10 bits a key (fjall's default partitions both there and pins neither).
+    let stats = s.stats().unwrap();
+    assert!(
+        stats.tables_per_level[..6].iter().all(|&n| n == 0),
+        "{stats:?}"
+    );
+    assert!(
+        stats.pinned_bytes >= stats.approximate_items * 10 / 8,
+        "{} pinned bytes for {} keys",
+        stats.pinned_bytes,
+        stats.approximate_items
+    );
 }

@@ -152,18 +152,28 @@ pub(crate) async fn serve<B: Backend>(
             }
         };
         let admin = admin.clone();
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(http::READ_TIMEOUT, connection(socket, peer, admin)).await;
-        });
+        tokio::spawn(connection(
+            socket,
+            http::READ_TIMEOUT,
+            move |req| async move { admin.respond(peer, req).await },
+        ));
     }
 }
 
-async fn connection<B: Backend>(mut socket: TcpStream, peer: SocketAddr, admin: Arc<Admin<B>>) {
-    let response = match http::read_request(&mut socket).await {
-        Ok(req) => admin.respond(peer, req).await,
-        Err(resp) => resp,
+/// One request and its answer. The client gets `timeout` to send its request and again to take
+/// the answer; the command runs as long as it needs (a flush or a major compaction of a large
+/// store takes minutes, and `nodetool` waits an hour), so the answer is never lost to a timer.
+async fn connection<F, R>(mut socket: TcpStream, timeout: std::time::Duration, respond: F)
+where
+    F: FnOnce(HttpRequest) -> R,
+    R: std::future::Future<Output = HttpResponse>,
+{
+    let response = match tokio::time::timeout(timeout, http::read_request(&mut socket)).await {
+        Err(_) => return,
+        Ok(Ok(req)) => respond(req).await,
+        Ok(Err(resp)) => resp,
     };
-    http::write_response(&mut socket, &response).await;
+    let _ = tokio::time::timeout(timeout, http::write_response(&mut socket, &response)).await;
 }
 
 impl<B: Backend> Admin<B> {
@@ -396,6 +406,38 @@ fn audit_options(mut o: AuditLogOptions, args: &Value) -> Result<AuditLogOptions
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command slower than the request timeout still answers (it used to run under the
+    /// timer, which dropped the connection: `nodetool flush` of a large store printed "not an
+    /// admin endpoint").
+    #[tokio::test]
+    async fn a_command_slower_than_the_request_timeout_still_answers() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timeout = std::time::Duration::from_millis(50);
+        let served = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            connection(socket, timeout, |req| async move {
+                tokio::time::sleep(timeout * 4).await;
+                HttpResponse::json(200, json!({ "path": req.path }))
+            })
+            .await;
+        });
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"POST /nodetool/flush HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        served.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:?}");
+        assert!(
+            answer.ends_with(r#"{"path":"/nodetool/flush"}"#),
+            "{answer:?}"
+        );
+    }
 
     #[test]
     fn errors_carry_their_status() {

@@ -1,0 +1,30 @@
+#!/bin/bash
+# YCSB C reads under callgrind on a settled store: load natively, flush and major-compact
+# (every table in the last level), restart under valgrind, warm, measure. NAME BIN PORT RECORDS OPS
+set -u
+name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 OUT=/tmp/lead/cgc
+admin=$((port + 1))
+d="/tmp/lead/cgc/data-$name"; rm -rf "$d"; mkdir -p "$d"
+"$bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --data-dir "$d/data" >"$OUT/$name.native.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
+"$bin" bench load --workload c --records "$RECORDS" --hosts "127.0.0.1:$port" --concurrency 32 --out "$d" --name load --quiet >/dev/null 2>&1
+"$bin" nodetool -h 127.0.0.1 -p "$admin" flush >"$OUT/$name.nodetool" 2>&1
+"$bin" nodetool -h 127.0.0.1 -p "$admin" compact >>"$OUT/$name.nodetool" 2>&1
+curl -s "http://127.0.0.1:$admin/metrics" > "$OUT/$name.metrics-settled"
+kill "$pid"; wait "$pid"
+ls -la "$d"/data/keyspaces/*/tables 2>/dev/null > "$OUT/$name.tables"
+valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
+    --callgrind-out-file="$OUT/$name.cg" "$bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
+    --data-dir "$d/data" >"$OUT/$name.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
+"$bin" bench run --workload c --records "$RECORDS" --operations 100000 --concurrency 32 --hosts "127.0.0.1:$port" --out "$d" --name warm --quiet >/dev/null 2>&1
+callgrind_control -z "$pid" >/dev/null
+"$bin" bench run --workload c --records "$RECORDS" --operations "$OPS" --concurrency 32 --hosts "127.0.0.1:$port" --out "$d" --name run --quiet >/dev/null 2>&1
+callgrind_control -d measured "$pid" >/dev/null
+curl -s "http://127.0.0.1:$admin/metrics" > "$OUT/$name.metrics-run"
+kill "$pid"; wait "$pid"
+du -sh "$d" > "$OUT/$name.du"
+rm -rf "$d"
+echo done
