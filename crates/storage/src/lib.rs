@@ -283,7 +283,7 @@ pub struct Compaction {
 impl Default for Compaction {
     fn default() -> Self {
         Compaction {
-            l0_threshold: 4,
+            l0_threshold: 8,
             level_ratio: 10.0,
             table_bytes: 64 << 20,
         }
