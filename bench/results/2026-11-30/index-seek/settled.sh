@@ -2,9 +2,9 @@
 # YCSB C reads under callgrind on a settled store: load natively, flush and major-compact
 # (every table in the last level), restart under valgrind, warm, measure. NAME BIN PORT RECORDS OPS
 set -u
-name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 OUT=/tmp/lead/cgc
+name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 OUT=${OUT:-$PWD}
 admin=$((port + 1))
-d="/tmp/lead/cgc/data-$name"; rm -rf "$d"; mkdir -p "$d"
+d="$OUT/data-$name"; rm -rf "$d"; mkdir -p "$d"
 "$bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --data-dir "$d/data" >"$OUT/$name.native.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done

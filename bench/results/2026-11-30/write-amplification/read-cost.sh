@@ -2,9 +2,9 @@
 # Read cost of storage settings after updates: load and run workload A natively with CONFIG,
 # restart under valgrind with it, then measure YCSB C reads and A ops. NAME BIN PORT RECORDS OPS CONFIG
 set -u
-name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 conf=$6 OUT=/tmp/lead/cgc
+name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 conf=$6 OUT=${OUT:-$PWD}
 admin=$((port + 1))
-d="/tmp/lead/cgc/data-$name"; rm -rf "$d"; mkdir -p "$d"
+d="$OUT/data-$name"; rm -rf "$d"; mkdir -p "$d"
 serve() { exec "$@" serve --config "$conf" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --data-dir "$d/data"; }
 wait_port() { for _ in $(seq 1 1200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return; sleep 0.2; done; }
 b() { "$bin" bench "$1" --workload "$2" --records "$RECORDS" ${3:+--operations $3} --concurrency 32 --hosts "127.0.0.1:$port" --out "$d" --name "$4" --quiet >/dev/null 2>&1; }
