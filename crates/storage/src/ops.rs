@@ -349,7 +349,12 @@ mod pending_tests {
     #[test]
     fn pending_compactions_follow_the_leveled_targets() {
         let mib = 1u64 << 20;
-        let d = Compaction::default();
+        // fjall's own shape (the store's default L0 threshold is 8, tested below).
+        let d = Compaction {
+            l0_threshold: 4,
+            level_ratio: 10.0,
+            table_bytes: 64 * mib,
+        };
         assert_eq!(estimate_pending(&[(0, 0); 7], &d), (0, 0));
         // L0 at 3 tables: nothing due; at 9: two merges of all of it.
         assert_eq!(estimate_pending(&[(3, 30 * mib), (0, 0)], &d), (0, 0));
