@@ -324,7 +324,12 @@ class Extras:
             # A key value written as `(v - 1) + 1`-like arithmetic, the rest as drawn.
             c = rng.choice(key_ints)
             v = g.key_value(t, c)
-            expr = rng.choice([f"{v - 1} + 1", f"{v + 2} - 2", f"{v} * 1", f"{v} / 1", f"-({-v})"])
+            forms = [f"{v - 1} + 1", f"{v + 2} - 2", f"{v} * 1", f"{v} / 1"]
+            if c.type.kind != "varint":
+                # A negation for a varint receiver types as Cassandra's overloads do, not
+                # matched yet (docs/compatibility.md, "Queries").
+                forms.append(f"-({-v})")
+            expr = rng.choice(forms)
             before = t.pk if c.role == "ck" else []
             if c.role == "ck":
                 before = before + t.ck[:t.ck.index(c)]
