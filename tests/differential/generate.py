@@ -25,8 +25,10 @@ From a random stream of its own (gen/extras.py; the other statements stay what t
 about 8% of the statements are forms of issues 9/10 the rest does not draw: arithmetic, casts,
 math/blob/collection functions and literal terms in the selection, UDT field selection, SELECT
 JSON of a selection, INSERT JSON with DEFAULT NULL/UNSET, GROUP BY with max/min/sum/avg,
-multi-column clustering relations, and conditional UPDATEs on elements, fields, IN, !=,
-CONTAINS and CONTAINS KEY.
+multi-column clustering relations (literal tuples, one marker per tuple, `IN ?`, a null field
+now and then, and DELETEs by them), ORDER BY over an IN on the partition key (unpaged, rows
+compared in order), arithmetic in WHERE and SET terms, and conditional UPDATEs on elements,
+fields, IN, !=, CONTAINS and CONTAINS KEY.
 
 With --views (gen/views.py) it also draws materialized views over most non-counter tables
 (base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on

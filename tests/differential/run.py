@@ -22,6 +22,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @sleep 2.5           (alone) sleep before the next statement, on both sides
   -- @pages 3             run the statement with page size 3 and compare its pages too: the rows
                           in each and whether it says more pages follow (a paging state)
+  -- @unpaged             run the statement without paging (ORDER BY over IN partitions,
+                          which Cassandra refuses to page)
   -- @messages            compare the error message too, not only the code
   -- @warnings            compare the client warnings of a success too (e.g. a BATCH's size)
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
@@ -94,7 +96,7 @@ def parse_scenario(path):
                 name, arg = m.group(1), m.group(2).strip()
                 if name == "sleep":
                     sleep += float(arg)
-                elif name in ("error", "unordered", "messages", "warnings"):
+                elif name in ("error", "unordered", "messages", "warnings", "unpaged"):
                     pending[name] = True
                 elif name == "file-messages":
                     file_wide["messages"] = True
@@ -482,7 +484,7 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
         for st in stmts:
             if st.sleep:
                 time.sleep(st.sleep)
-            page = st.directives.get("pages", fetch_size)
+            page = None if st.directives.get("unpaged") else st.directives.get("pages", fetch_size)
             paged = "pages" in st.directives
             oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, page, paged)
             ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, page, paged)

@@ -163,6 +163,20 @@ def test_multi_column_relations_with_one_bind_marker(make_cluster, session, ks, 
     assert [tuple(r) for r in s.execute(desc, ([(0, "y"), (2, "x")],))] == [(2, "x"), (0, "y")]
     with pytest.raises(InvalidRequest, match="Invalid null value for IN restriction"):
         s.execute(in_, (None,))
+    with pytest.raises(InvalidRequest, match=r"Invalid null value in condition for columns: \[a, b\]"):
+        s.execute(in_, ([(0, None)],))
+    # One marker per tuple; a null in an IN of one tuple is refused as in its EQ.
+    each = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) IN (?, ?)")
+    assert [(m.name, m.type.cql_parameterized_type()) for m in each.column_metadata] == [
+        ("(a,b)", "frozen<tuple<int, varchar>>"), ("(a,b)", "frozen<tuple<int, varchar>>")]
+    assert [tuple(r) for r in s.execute(each, ((2, "x"), (0, "y")))] == [(0, "y"), (2, "x")]
+    with pytest.raises(InvalidRequest, match=r"Invalid null value in condition for columns: \[a, b\]"):
+        s.execute(each, ((2, "x"), (0, None)))
+    one = s.prepare("SELECT a, b FROM mc WHERE k = 1 AND (a, b) IN (?)")
+    with pytest.raises(InvalidRequest, match="^Error from server: code=2200 .* message=\"Invalid null value for column b\""):
+        s.execute(one, ((0, None),))
+    with pytest.raises(InvalidRequest, match="message=\"Invalid null value for column b\""):
+        s.execute(eq, ((0, None),))
 
 
 def test_order_by_with_in_merges_partitions(session, ks):

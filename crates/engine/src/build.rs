@@ -351,6 +351,11 @@ impl<'a> Builder<'a> {
                 for x in list {
                     selector_columns(&x.expr, &mut read);
                 }
+                // Rows of several partitions sorted by ORDER BY carry its columns in the
+                // selection, so Cassandra checks them too ("(not c1)").
+                if names_partitions_by_in(&partitions) {
+                    read.extend(s.order_by.iter().map(|(name, _)| name.as_str()));
+                }
                 for name in &read {
                     if let Some(c) = t.column(name) {
                         if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
@@ -370,6 +375,7 @@ impl<'a> Builder<'a> {
             }
         }
         let mut reversed = false;
+        let mut order_components = 0;
         if !s.order_by.is_empty() {
             if !matches!(partitions, PartitionSel::Keys(..)) {
                 return Err(EngineError::invalid(
@@ -415,6 +421,7 @@ impl<'a> Builder<'a> {
                 rev = Some(r);
             }
             reversed = rev.unwrap_or(false);
+            order_components = next;
         }
         let limit = match &s.limit {
             Some(l) => Some(self.term(&t, l, "[limit]", &ColumnType::Int)?),
@@ -424,8 +431,7 @@ impl<'a> Builder<'a> {
             Some(l) => Some(self.term(&t, l, "[per_partition_limit]", &ColumnType::Int)?),
             None => None,
         };
-        let order_with_in = !s.order_by.is_empty()
-            && matches!(&partitions, PartitionSel::Keys(k, _) if k.iter().any(|v| !matches!(v, KeyValues::Eq(_))));
+        let order_with_in = !s.order_by.is_empty() && names_partitions_by_in(&partitions);
         let (json, json_columns) = if s.json {
             let cols = std::mem::replace(
                 &mut output,
@@ -450,6 +456,7 @@ impl<'a> Builder<'a> {
             json,
             json_columns,
             order_with_in,
+            order_components,
             table: t,
             partitions,
             clustering,
@@ -1242,6 +1249,18 @@ fn more_than_one(had: &KeyValues, name: &str) -> EngineError {
 /// (Cassandra's `Selection.containsOnlyStaticColumns`): such a SELECT reads the static row, so
 /// Cassandra refuses a clustering restriction beside it. `*` reads every column.
 /// The columns a selector expression names.
+/// Whether the partition key is restricted by an IN (Cassandra's `keyIsInRelation`), which
+/// makes ORDER BY sort rows of several partitions. `k IN (1)` is not one: Cassandra reads an
+/// IN of one literal as an EQ (`IN ?` stays an IN whatever it is bound to).
+fn names_partitions_by_in(partitions: &PartitionSel) -> bool {
+    matches!(partitions, PartitionSel::Keys(k, _)
+    if k.iter().any(|v| match v {
+        KeyValues::Eq(_) => false,
+        KeyValues::In(list) => list.len() != 1,
+        KeyValues::InBind(..) => true,
+    }))
+}
+
 fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
     columns(e, out);
     fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {

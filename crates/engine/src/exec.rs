@@ -146,6 +146,10 @@ pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, Eng
         Src::Field(i, f) => Ok(
             resolve(&Src::Bind(*i), vals)?.and_then(|t| tuple_field(&t, *f).map(<[u8]>::to_vec))
         ),
+        Src::NotNull(inner, message) => match resolve(inner, vals)? {
+            Some(v) => Ok(Some(v)),
+            None => Err(EngineError::invalid(message.clone())),
+        },
     }
 }
 

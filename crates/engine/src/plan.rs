@@ -28,6 +28,9 @@ pub enum Src {
     Op(Box<OpSrc>),
     /// A field of the n-th bound value, a tuple: `(a, b) > ?`.
     Field(usize, usize),
+    /// A value that may not be null, with the message Cassandra refuses a null with there
+    /// (a multi-column relation's: "Invalid null value for column c2").
+    NotNull(Box<Src>, String),
     /// `fromJson(?)`: the JSON text bound to the source, decoded for a receiver of this type.
     FromJson(Box<Src>, ColumnType),
     /// `INSERT ... JSON ?`: column `pos` of the JSON row bound to marker `bind`; a column the
@@ -119,8 +122,13 @@ pub struct ClusteringSel {
 pub enum TupleValues {
     /// `IN ((1, 'a'), (?, ?))` on `arity` columns (also when the list is empty).
     List { tuples: Vec<Vec<Src>>, arity: usize },
-    /// `IN ?`: one bound list of tuples of `arity` fields.
-    Bind { index: usize, arity: usize },
+    /// `IN ?`: one bound list of tuples of `arity` fields; a null field is refused with
+    /// `null_message`.
+    Bind {
+        index: usize,
+        arity: usize,
+        null_message: String,
+    },
 }
 
 impl TupleValues {
@@ -425,6 +433,11 @@ pub struct SelectPlan {
     pub reversed: bool,
     /// ORDER BY with IN on the partition key cannot be paged (Cassandra refuses it).
     pub order_with_in: bool,
+    /// The clustering columns the rows of an `order_with_in` read are sorted by: those up
+    /// to the last ORDER BY column. As in Cassandra, rows equal on them keep the order the
+    /// partitions were read in (`IN (1, 2) ORDER BY c1` gives every row of partition 1
+    /// with `c1 = 0` before those of partition 2, whatever the columns after c1).
+    pub order_components: usize,
     /// `SELECT JSON`: one `[json]` column built from `json_columns`.
     pub json: bool,
     pub json_columns: Vec<OutputColumn>,

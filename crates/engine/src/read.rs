@@ -1122,10 +1122,12 @@ impl<'a> SelectRun<'a> {
                 }
                 let start = self.sink.data.len();
                 self.emit_row(selectors, view)?;
-                if let Some(m) = self.merge.as_mut() {
+                if self.merge.is_some() {
                     let row = self.sink.data.split_off(start);
-                    let sort = ann_key.unwrap_or_else(|| key[prefix.len()..].to_vec());
-                    m.rows.push((sort, row));
+                    let sort = ann_key.unwrap_or_else(|| self.order_key(view));
+                    if let Some(m) = self.merge.as_mut() {
+                        m.rows.push((sort, row));
+                    }
                     self.keep_top();
                 }
                 self.consumed(key);
@@ -1145,7 +1147,9 @@ impl<'a> SelectRun<'a> {
                 return Ok(flow);
             }
             let mut g = Group::new(gkey, sel);
-            g.first_row = key[prefix.len()..].to_vec();
+            if self.merge.is_some() {
+                g.first_row = self.order_key(view);
+            }
             g.firsts = sel
                 .firsts
                 .iter()
@@ -1215,6 +1219,27 @@ impl<'a> SelectRun<'a> {
             }
         }
         self.sink.rows += 1;
+    }
+
+    /// What an ORDER BY over IN partitions sorts a row by: its values of the clustering
+    /// columns up to the last ORDER BY column, in their clustering order (a partition's
+    /// static-only row has none and sorts first).
+    fn order_key(&self, view: &RowView) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Some(row) = view.row else {
+            return out;
+        };
+        for pos in 0..self.plan.order_components {
+            let column = self
+                .plan
+                .table
+                .clustering()
+                .find(|c| c.position as usize == pos);
+            if let (Some(c), Some(v)) = (column, row.clustering.get(pos)) {
+                keys::encode_component(&mut out, &c.ty, v, c.desc);
+            }
+        }
+        out
     }
 
     /// Emits the open group's row, if a group is open.

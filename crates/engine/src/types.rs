@@ -81,9 +81,61 @@ pub fn compare(ty: &ColumnType, a: &[u8], b: &[u8]) -> Ordering {
             return o;
         }
     }
+    let (a, b) = (java_nan(ty, a), java_nan(ty, b));
     let mut ea = Vec::with_capacity(a.len() + 4);
     let mut eb = Vec::with_capacity(b.len() + 4);
     crate::keys::encode_component(&mut ea, ty, a, false);
     crate::keys::encode_component(&mut eb, ty, b, false);
     ea.cmp(&eb)
+}
+
+/// A float or double NaN as Java's `Double.compare` / `Float.compare` (Cassandra's
+/// DoubleType and FloatType) sees it: every NaN the canonical positive one, equal to each
+/// other and above +Infinity. Byte order would put a NaN with its sign bit set (what
+/// `1.5 % 0` and `0.0 / 0` give, in Cassandra as here) below every number, so `d <= 1`
+/// would take it.
+fn java_nan<'v>(ty: &ColumnType, v: &'v [u8]) -> &'v [u8] {
+    const DOUBLE_NAN: [u8; 8] = [0x7f, 0xf8, 0, 0, 0, 0, 0, 0];
+    const FLOAT_NAN: [u8; 4] = [0x7f, 0xc0, 0, 0];
+    match (ty, v.len()) {
+        (ColumnType::Double, 8) if v.try_into().is_ok_and(|b| f64::from_be_bytes(b).is_nan()) => {
+            &DOUBLE_NAN
+        }
+        (ColumnType::Float, 4) if v.try_into().is_ok_and(|b| f32::from_be_bytes(b).is_nan()) => {
+            &FLOAT_NAN
+        }
+        _ => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_nan_compares_equal_and_above_infinity_as_in_java() {
+        let d = ColumnType::Double;
+        let negative_nan = [0xff, 0xf8, 0, 0, 0, 0, 0, 0];
+        let nan = f64::NAN.to_be_bytes();
+        let inf = f64::INFINITY.to_be_bytes();
+        let one = 1.0f64.to_be_bytes();
+        assert_eq!(compare(&d, &negative_nan, &nan), Ordering::Equal);
+        assert_eq!(compare(&d, &negative_nan, &inf), Ordering::Greater);
+        assert_eq!(compare(&d, &one, &negative_nan), Ordering::Less);
+        let f = ColumnType::Float;
+        let negative_nan = [0xff, 0xc0, 0, 0];
+        assert_eq!(
+            compare(&f, &negative_nan, &f32::NAN.to_be_bytes()),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare(&f, &1.0f32.to_be_bytes(), &negative_nan),
+            Ordering::Less
+        );
+        // -0.0 stays below 0.0, as Double.compare has it.
+        assert_eq!(
+            compare(&d, &(-0.0f64).to_be_bytes(), &0.0f64.to_be_bytes()),
+            Ordering::Less
+        );
+    }
 }

@@ -168,7 +168,7 @@ def rows_class(stmt, oa, ob):
         return "limited_order:clustering_" + odd[0]
     if len(oa.rows) != len(ob.rows):
         # ":paged" when the answer spans several pages: rows lost or repeated at page boundaries.
-        paged = ":paged" if max(len(oa.rows), len(ob.rows)) > stmt.fetch_size else ""
+        paged = ":paged" if stmt.fetch_size and max(len(oa.rows), len(ob.rows)) > stmt.fetch_size else ""
         return "row_count:" + stmt.feature + paged
     if stmt.feature == "select_json":
         return _json_class(oa, ob)

@@ -642,7 +642,7 @@ impl Parser<'_> {
                 let columns = self.comma_list(Self::ident)?;
                 self.expect(Tok::RParen)?;
                 if self.eat_kw("in") {
-                    let values = self.in_values()?;
+                    let values = self.multi_in_values()?;
                     return Ok(Relation::MultiColumnIn { columns, values });
                 }
                 let op = self.comparison_op()?;
@@ -725,6 +725,38 @@ impl Parser<'_> {
         };
         self.bump();
         Ok(op)
+    }
+
+    /// The values of a multi-column IN: `()`, `?`, tuple literals `((1, 2), (3, 4))` or one
+    /// marker per tuple `(?, ?)`. As in Cassandra's grammar the first item decides which,
+    /// and a mix is a syntax error ("mismatched input '?' expecting '('" after a literal,
+    /// "no viable alternative at input '('" after a marker, "no viable alternative at
+    /// input '1'" for a first item that is neither).
+    fn multi_in_values(&mut self) -> PResult<InValues> {
+        if !self.at(Tok::LParen) || self.peek_n(1).kind == Tok::RParen {
+            return self.in_values();
+        }
+        let open = self.pos;
+        self.bump();
+        let markers = matches!(self.peek().kind, Tok::QMark | Tok::Colon);
+        if !markers && !self.at(Tok::LParen) {
+            return Err(self.no_viable_from(open));
+        }
+        let mut items = Vec::new();
+        loop {
+            if markers {
+                items.push(Term::Bind(self.bind_marker()?));
+            } else if self.at(Tok::LParen) {
+                items.push(self.term()?);
+            } else {
+                return Err(self.mismatched("'('"));
+            }
+            if !self.eat(Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(Tok::RParen)?;
+        Ok(InValues::Terms(items))
     }
 
     pub(super) fn in_values(&mut self) -> PResult<InValues> {

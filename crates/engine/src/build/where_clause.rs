@@ -558,41 +558,17 @@ impl Builder<'_> {
         value: &Term,
     ) -> Result<(), EngineError> {
         let cols = self.multi_columns(t, columns)?;
-        let srcs: Vec<Src> = match value {
-            Term::Tuple(items) => {
-                if items.len() != cols.len() {
-                    return Err(EngineError::invalid(format!(
-                        "Expected {} elements in value tuple, but got {}",
-                        cols.len(),
-                        items.len()
-                    )));
-                }
-                let mut srcs = Vec::with_capacity(items.len());
-                for (i, c) in items.iter().zip(&cols) {
-                    srcs.push(self.term(t, i, &c.name, &c.ty)?);
-                }
-                srcs
-            }
-            Term::Bind(m) => {
-                // One marker for the whole tuple: each column reads its field.
-                let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
-                let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
-                let name = format!("({})", names.join(","));
-                let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
-                    return Err(EngineError::invalid("Invalid bind marker"));
-                };
-                (0..cols.len()).map(|f| Src::Field(index, f)).collect()
-            }
-            _ => {
-                return Err(EngineError::invalid(
-                    "Multi-column relations need a tuple of values or one bind marker",
-                ))
-            }
-        };
+        let srcs = self.tuple_srcs(
+            t,
+            &cols,
+            value,
+            "Multi-column relations need a tuple of values or one bind marker",
+        )?;
         let first = in_key_order(&cols, || format!("{op} {value}"))?;
         match op {
             Operator::Eq => {
                 for (c, s) in cols.iter().zip(srcs) {
+                    let s = not_null_for_column(s, c);
                     set_once(&mut r.cl[c.position as usize], KeyValues::Eq(s), &c.name)?;
                 }
             }
@@ -626,13 +602,19 @@ impl Builder<'_> {
             ast::InValues::Marker(_) => "IN ?".to_string(),
         })?;
         check_no_eq_before(r, &cols)?;
+        let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+        // Cassandra's messages for a null: an IN of one tuple is its EQ ("Invalid null value
+        // for column c2"), a longer one or a marker names every column.
+        let null_message = format!(
+            "Invalid null value in condition for columns: [{}]",
+            names.join(", ")
+        );
         let tuples = match values {
             ast::InValues::Terms(tuples) => tuples,
             ast::InValues::Marker(m) => {
                 let ty = ColumnType::List(Box::new(ColumnType::Tuple(
                     cols.iter().map(|c| c.ty.clone()).collect(),
                 )));
-                let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
                 let name = format!("in({})", names.join(","));
                 let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
                     return Err(EngineError::invalid("Invalid bind marker"));
@@ -642,30 +624,29 @@ impl Builder<'_> {
                     TupleValues::Bind {
                         index,
                         arity: cols.len(),
+                        null_message,
                     },
                 ));
                 return Ok(());
             }
         };
+        let one = tuples.len() == 1;
         let mut out = Vec::new();
         for tuple in tuples {
-            let Term::Tuple(items) = tuple else {
-                return Err(EngineError::invalid(
-                    "Expected a tuple of values in multi-column IN",
-                ));
-            };
-            if items.len() != cols.len() {
-                return Err(EngineError::invalid(format!(
-                    "Expected {} elements in value tuple, but got {}",
-                    cols.len(),
-                    items.len()
-                )));
-            }
-            let mut srcs = Vec::new();
-            for (i, c) in items.iter().zip(&cols) {
-                srcs.push(self.term(t, i, &c.name, &c.ty)?);
-            }
-            out.push(srcs);
+            let srcs = self.tuple_srcs(
+                t,
+                &cols,
+                tuple,
+                "Expected a tuple of values in multi-column IN",
+            )?;
+            let checked = srcs.into_iter().zip(&cols).map(|(s, c)| {
+                if one {
+                    not_null_for_column(s, c)
+                } else {
+                    Src::NotNull(Box::new(s), null_message.clone())
+                }
+            });
+            out.push(checked.collect());
         }
         r.multi_in = Some((
             first,
@@ -675,6 +656,44 @@ impl Builder<'_> {
             },
         ));
         Ok(())
+    }
+
+    /// The values a tuple literal (`(1, ?)`) or one marker for the whole tuple gives the
+    /// columns of a multi-column relation, each column reading its field of the marker's
+    /// value; anything else is refused with `other`.
+    fn tuple_srcs(
+        &mut self,
+        t: &Arc<TableDef>,
+        cols: &[ColumnDef],
+        value: &Term,
+        other: &str,
+    ) -> Result<Vec<Src>, EngineError> {
+        match value {
+            Term::Tuple(items) => {
+                if items.len() != cols.len() {
+                    return Err(EngineError::invalid(format!(
+                        "Expected {} elements in value tuple, but got {}",
+                        cols.len(),
+                        items.len()
+                    )));
+                }
+                let mut srcs = Vec::with_capacity(items.len());
+                for (i, c) in items.iter().zip(cols) {
+                    srcs.push(self.term(t, i, &c.name, &c.ty)?);
+                }
+                Ok(srcs)
+            }
+            Term::Bind(m) => {
+                let ty = ColumnType::Tuple(cols.iter().map(|c| c.ty.clone()).collect());
+                let names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+                let name = format!("({})", names.join(","));
+                let Src::Bind(index) = self.bind(t, m, &name, &ty) else {
+                    return Err(EngineError::invalid("Invalid bind marker"));
+                };
+                Ok((0..cols.len()).map(|f| Src::Field(index, f)).collect())
+            }
+            _ => Err(EngineError::invalid(other)),
+        }
     }
 
     /// The columns of a multi-column relation, each of which must be a clustering column.
@@ -996,4 +1015,14 @@ fn clustering_selection(
         *slot = Some(b);
     }
     Ok(sel)
+}
+
+/// A value of a multi-column EQ (or of an IN of one tuple), refused when null with
+/// Cassandra's message for it ("Invalid null value for column c2", where a single-column
+/// relation says "... in condition for column c2").
+fn not_null_for_column(s: Src, c: &ColumnDef) -> Src {
+    Src::NotNull(
+        Box::new(s),
+        format!("Invalid null value for column {}", c.name),
+    )
 }

@@ -465,7 +465,11 @@ fn slices(
                         .collect()
                 })
                 .collect::<Result<_, _>>()?,
-            TupleValues::Bind { index, arity } => super::bound_tuples(*index, *arity, vals)?
+            TupleValues::Bind {
+                index,
+                arity,
+                null_message,
+            } => super::bound_tuples(*index, *arity, null_message, vals)?
                 .iter()
                 .map(|t| {
                     t.iter()

@@ -309,14 +309,20 @@ fn bound_pieces(
 pub(crate) fn tuples_of(tv: &TupleValues, vals: &Bindings) -> Result<Vec<Vec<Src>>, EngineError> {
     match tv {
         TupleValues::List { tuples, .. } => Ok(tuples.clone()),
-        TupleValues::Bind { index, arity } => bound_tuples(*index, *arity, vals),
+        TupleValues::Bind {
+            index,
+            arity,
+            null_message,
+        } => bound_tuples(*index, *arity, null_message, vals),
     }
 }
 
-/// The tuples of `(a, b) IN ?`, read off the bound list as constants.
+/// The tuples of `(a, b) IN ?`, read off the bound list as constants; a null field is
+/// refused with `null_message`.
 pub(crate) fn bound_tuples(
     index: usize,
     arity: usize,
+    null_message: &str,
     vals: &Bindings,
 ) -> Result<Vec<Vec<Src>>, EngineError> {
     let list = resolve(&Src::Bind(index), vals)?
@@ -341,11 +347,13 @@ pub(crate) fn bound_tuples(
         let len = usize::try_from(len).map_err(|_| bad())?;
         let tuple = list.get(at..at + len).ok_or_else(bad)?;
         at += len;
-        out.push(
-            (0..arity)
-                .map(|f| Src::Const(tuple_field(tuple, f).map(<[u8]>::to_vec)))
-                .collect(),
-        );
+        let fields = (0..arity)
+            .map(|f| match tuple_field(tuple, f) {
+                Some(v) => Ok(Src::Const(Some(v.to_vec()))),
+                None => Err(EngineError::invalid(null_message)),
+            })
+            .collect::<Result<_, _>>()?;
+        out.push(fields);
     }
     Ok(out)
 }
