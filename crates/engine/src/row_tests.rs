@@ -418,3 +418,99 @@ fn outer_deletions_hide_older_elements_only() {
         })
     ));
 }
+
+/// `RowMerge`'s fast path (`merge_simple`, rows of simple cells merged in their bytes) gives
+/// the bytes the merge through `Row` gives, on random pairs of rows and partial rows with
+/// timestamp ties, TTLs, tombstones and markers; rows with what only `Row::merge` handles
+/// (a deletion, a label, a collection) take that path.
+#[test]
+fn merging_simple_rows_in_place_matches_merging_decoded_rows() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let row = |next: &mut dyn FnMut(u64) -> u64| {
+        let ts = |t: u64| 1_700_000_000_000_000 + t as i64 - 2;
+        let expiry = |next: &mut dyn FnMut(u64) -> u64| {
+            (next(3) == 0).then(|| Expiry {
+                ttl: 100,
+                expires_at: 1_000 + next(2) as u32,
+            })
+        };
+        let mut r = Row::default();
+        if next(3) == 0 {
+            r.clustering = vec![vec![next(2) as u8; 3]];
+        }
+        if next(2) == 0 {
+            r.marker = Some(Marker {
+                ts: ts(next(4)),
+                expiry: expiry(next),
+            });
+        }
+        for column in 0..6u16 {
+            if next(2) == 0 {
+                continue;
+            }
+            let t = ts(next(4));
+            r.cells.push(match next(4) {
+                0 => Cell {
+                    column,
+                    ts: t,
+                    value: CellValue::Tombstone {
+                        local_del: next(2) as u32,
+                    },
+                },
+                _ => Cell {
+                    column,
+                    ts: t,
+                    value: CellValue::Live {
+                        value: bytes::Bytes::from(vec![b'a' + next(2) as u8; next(3) as usize]),
+                        expiry: expiry(next),
+                        label: None,
+                    },
+                },
+            });
+        }
+        // One row in eight holds what the fast path leaves to `Row::merge`.
+        match next(24) {
+            0 => {
+                r.deletion = Some(Deletion {
+                    ts: ts(1),
+                    local_del: 7,
+                })
+            }
+            1 => {
+                let mut set = set_cell(None, vec![element(b"p", ts(2), b"v")]);
+                set.column = 9;
+                r.cells.push(set);
+            }
+            2 => {
+                if let Some(c) = r.cells.first_mut() {
+                    if let CellValue::Live { label, .. } = &mut c.value {
+                        *label = Some(b"secret".to_vec().into());
+                    }
+                }
+            }
+            _ => {}
+        }
+        r
+    };
+    let (mut fast, mut slow) = (0, 0);
+    for _ in 0..20_000 {
+        let newer = row(&mut next).encode_partial();
+        let older = match next(2) {
+            0 => row(&mut next).encode(),
+            _ => row(&mut next).encode_partial(),
+        };
+        let merged = storage::Merge::merge(&RowMerge, b"", &newer, &older);
+        assert_eq!(merged, merge_rows(&newer, &older));
+        match merge_simple(&newer, &older) {
+            Some(_) => fast += 1,
+            None => slow += 1,
+        }
+    }
+    assert!(fast > 14_000 && slow > 2_000, "fast {fast}, slow {slow}");
+}
