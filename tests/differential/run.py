@@ -26,6 +26,9 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
                           which Cassandra refuses to page)
   -- @messages            compare the error message too, not only the code
   -- @warnings            compare the client warnings of a success too (e.g. a BATCH's size)
+  -- @binds 0x0a0b, null  prepare the statement and bind these raw bytes to its markers in
+                          order (no client-side encoding: values a driver would not send,
+                          e.g. a timeuuid of another version, a time outside the day)
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
                           reference refuses them (materialized_views_enabled off), the whole
@@ -104,6 +107,9 @@ def parse_scenario(path):
                     file_wide[name] = True
                 elif name == "pages":
                     pending["pages"] = int(arg)
+                elif name == "binds":
+                    pending["binds"] = [None if b.strip().lower() == "null" else bytes.fromhex(b.strip()[2:])
+                                        for b in arg.split(",")]
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -244,14 +250,19 @@ def norm_value(v, ks):
     return f"{type(v).__name__}:{v}"
 
 
-def execute(session, text, ks, fetch_size, pages=False):
+def execute(session, text, ks, fetch_size, pages=False, binds=None):
     """Runs `text`, fetching every page; with `pages`, records each page's row count and
-    whether more pages follow."""
+    whether more pages follow; with `binds`, prepared, with these raw values bound."""
     from cassandra.query import SimpleStatement
     from cassandra.query import tuple_factory
     session.row_factory = tuple_factory
-    stmt = SimpleStatement(text, fetch_size=fetch_size)
     try:
+        if binds is None:
+            stmt = SimpleStatement(text, fetch_size=fetch_size)
+        else:
+            stmt = session.prepare(text).bind([None] * len(binds))
+            stmt.values = list(binds)
+            stmt.fetch_size = fetch_size
         rs = session.execute(stmt, timeout=30)
         seen = None
         if pages:
@@ -486,8 +497,9 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
                 time.sleep(st.sleep)
             page = None if st.directives.get("unpaged") else st.directives.get("pages", fetch_size)
             paged = "pages" in st.directives
-            oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, page, paged)
-            ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, page, paged)
+            binds = st.directives.get("binds")
+            oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, page, paged, binds)
+            ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, page, paged, binds)
             where = f"{name}:{st.line}"
             # The scenario's own expectations, checked on the reference side.
             if st.directives.get("error") and oa.error is None:

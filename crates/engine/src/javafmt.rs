@@ -57,7 +57,6 @@ pub(crate) fn byte_buffer_hash_code(bytes: &[u8]) -> i32 {
 
 const DATE_EPOCH: i64 = 1 << 31;
 const MILLIS_PER_DAY: i64 = 86_400_000;
-const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 // ---- text formatting (toCQLLiteralNoQuote / toString) ------------------------------------
 
@@ -212,16 +211,38 @@ pub(crate) fn format_timestamp(ms: i64, sep: char) -> String {
     )
 }
 
-/// `HH:mm:ss.nnnnnnnnn` (TimeSerializer.toString).
+/// `HH:mm:ss.nnnnnnnnn` (TimeSerializer.toString). A bound time need not lie within the day
+/// (5.0.9 stores any 8 bytes): each field is then Java's truncated remainder, the hours
+/// taken modulo 24 and a negative field printed after its padding zeros, as 5.0.9 prints
+/// -1 ("00:00:00.00000000-1") and 2^63-1 ("23:47:16.854775807").
 pub(crate) fn format_time(nanos: i64) -> String {
-    let n = nanos.rem_euclid(NANOS_PER_DAY);
-    format!(
-        "{:02}:{:02}:{:02}.{:09}",
-        n / 3_600_000_000_000,
-        n / 60_000_000_000 % 60,
-        n / 1_000_000_000 % 60,
-        n % 1_000_000_000
-    )
+    fn field(out: &mut String, x: i64, digits: u32) {
+        // leftPadZeros: a zero for each power of ten (below 10^digits) above the value.
+        for i in 1..digits {
+            if x < 10i64.pow(i) {
+                out.push('0');
+            }
+        }
+        out.push_str(&x.to_string());
+    }
+    let mut v = nanos;
+    let mut parts = [0i64; 6];
+    for (part, unit) in parts.iter_mut().zip([1000, 1000, 1000, 60, 60, 24]) {
+        *part = v % unit;
+        v = (v - *part) / unit;
+    }
+    let [nano, micro, milli, seconds, minutes, hours] = parts;
+    let mut out = String::with_capacity(18);
+    field(&mut out, hours, 2);
+    out.push(':');
+    field(&mut out, minutes, 2);
+    out.push(':');
+    field(&mut out, seconds, 2);
+    out.push('.');
+    field(&mut out, milli, 3);
+    field(&mut out, micro, 3);
+    field(&mut out, nano, 3);
+    out
 }
 
 /// `Duration.toString()`: `1y1mo2d10h5m`, `12us`, `-3d`.
@@ -330,5 +351,22 @@ fn other_name(v: &Value) -> &'static str {
         Value::Map(_) => "map",
         Value::Tuple(_) => "tuple",
         _ => "user type",
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::format_time;
+
+    #[test]
+    fn times_print_as_cassandra_prints_them_inside_and_outside_the_day() {
+        assert_eq!(format_time(0), "00:00:00.000000000");
+        assert_eq!(format_time(86_399_999_999_999), "23:59:59.999999999");
+        assert_eq!(format_time(3_723_004_005_006), "01:02:03.004005006");
+        // Read off 5.0.9 (`CAST(tm AS text)` and `SELECT JSON` of values bound as raw bytes).
+        assert_eq!(format_time(-1), "00:00:00.00000000-1");
+        assert_eq!(format_time(86_400_000_000_000), "00:00:00.000000000");
+        assert_eq!(format_time(i64::MAX), "23:47:16.854775807");
+        assert_eq!(format_time(i64::MIN), "0-23:0-47:0-16.00-85400-77500-808");
     }
 }

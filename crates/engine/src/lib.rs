@@ -1208,6 +1208,7 @@ impl Engine {
         // partitions.
         let partitions = (!conditional).then(|| m.partitions());
         let mut client_warnings = Vec::new();
+        let mut multi = false;
         if !conditional {
             if kind == BatchKind::Logged {
                 client_warnings.extend(warnings::logged_batch_low_gc_grace(&parts));
@@ -1219,7 +1220,8 @@ impl Engine {
                     .map(|(p, _)| p.table.keyspace.as_str())
             };
             // A mutation is a keyspace and key: at most as many as partitions.
-            if partitions.is_some_and(|n| n > 1) && exec::mutation_count(&m, keyspace_of) > 1 {
+            multi = partitions.is_some_and(|n| n > 1) && exec::mutation_count(&m, keyspace_of) > 1;
+            if multi {
                 let size = self.batch_data_size(&parts, &m, now, ts)?;
                 let limits = *self
                     .batch_size_thresholds
@@ -1231,7 +1233,20 @@ impl Engine {
                 client_warnings.extend(warnings::unlogged_batch(&parts, &m));
             }
         }
-        self.apply_holding(m, &held, &stored)?;
+        self.apply_holding(m, &held, &stored).map_err(|mut e| {
+            // Cassandra runs a batch of one mutation as that mutation (a failure says
+            // SIMPLE); of several, as a batch of its kind.
+            if let EngineError::Db(proto::DbError::WriteFailure { write_type, .. }) = &mut e {
+                if multi {
+                    *write_type = match kind {
+                        BatchKind::Logged => proto::error::WriteType::Batch,
+                        BatchKind::Unlogged => proto::error::WriteType::UnloggedBatch,
+                        BatchKind::Counter => proto::error::WriteType::Counter,
+                    };
+                }
+            }
+            e
+        })?;
         if conditional {
             return Ok(applied_result(&parts[0].0.table, true));
         }

@@ -118,14 +118,17 @@ fn literal_for(
                 .and_then(|v| u32::try_from(v).ok())
                 .ok_or_else(|| bad(ty, "integer"))?,
         ),
-        (Literal::String(s), T::Time) => Value::Time(temporal::parse_time(s).ok_or_else(|| {
-            EngineError::invalid(if is_long_text(s) {
-                format!("Unable to make long (for time) from: '{s}'")
-            } else {
-                format!("(TimeType) Unable to coerce '{s}' to a formatted time (long)")
-            })
-        })?),
-        (Literal::Integer(s), T::Time) => Value::Time(s.parse().map_err(|_| bad(ty, "integer"))?),
+        // An integer is read as its text (TimeType.fromString), so -1 or a count past the
+        // day is refused as 5.0.9 refuses it ("Unable to make long (for time) from: '-1'").
+        (Literal::String(s) | Literal::Integer(s), T::Time) => {
+            Value::Time(temporal::parse_time(s).ok_or_else(|| {
+                EngineError::invalid(if is_long_text(s) {
+                    format!("Unable to make long (for time) from: '{s}'")
+                } else {
+                    format!("(TimeType) Unable to coerce '{s}' to a formatted time (long)")
+                })
+            })?)
+        }
         (Literal::String(s), T::Inet) => Value::Inet(s.parse::<IpAddr>().map_err(|_| {
             EngineError::invalid(format!("Unable to make inet address from '{s}'"))
         })?),

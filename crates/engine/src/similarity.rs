@@ -176,19 +176,28 @@ impl QueryScorer {
         &self.query
     }
 
-    /// The score of a serialized `vector<float, n>` against the query (`None`: the bytes are
-    /// not a float vector).
+    /// The score of a serialized `vector<float, n>` against the query, for ranking the rows
+    /// of an ANN query: `None` when the bytes are not a float vector, or are one no vector
+    /// index holds (a NaN, infinite or beyond-1e17 component: stored before the index
+    /// existed, which Cassandra's build skips, so the row is never among its ANN results). A
+    /// zero vector under cosine scores NaN (the caller drops it likewise).
     pub fn score_serialized(&self, raw: &[u8]) -> Option<f32> {
+        let bounded = |x: f32| x.abs() <= crate::vector_index::MAX_COMPONENT;
         if self.similarity != Similarity::Cosine || raw.len() != 4 * self.query.len() {
-            return Some(self.similarity.score(&floats(raw)?, &self.query));
+            let v = floats(raw)?;
+            return v
+                .iter()
+                .all(|x| bounded(*x))
+                .then(|| self.similarity.score(&v, &self.query));
         }
-        let (mut dot, mut na) = (0f32, 0f32);
+        let (mut dot, mut na, mut ok) = (0f32, 0f32, true);
         for (c, y) in raw.chunks_exact(4).zip(&self.query) {
             let x = f32::from_be_bytes([c[0], c[1], c[2], c[3]]);
             dot += x * y;
             na += x * x;
+            ok &= bounded(x);
         }
-        Some((1.0 + cosine_of(dot, na, self.query_squares)) / 2.0)
+        ok.then(|| (1.0 + cosine_of(dot, na, self.query_squares)) / 2.0)
     }
 }
 

@@ -18,7 +18,8 @@
 //!   or by up to about 0.001 under `I8` (see [`VectorIndexConfig::candidates`]). A caller
 //!   that must rank or print Cassandra's exact score recomputes it with
 //!   [`crate::similarity::Similarity::score`] on the row's stored vector.
-//! - Cosine refuses all-zero vectors (they have no direction), on insert and on search.
+//! - Only vectors that pass [`check_indexable`] enter the graph or search it: finite
+//!   components within ±1e17, and under cosine not all zero (no direction).
 //! - Nothing here panics on bad input; every failure is a [`VectorIndexError`].
 //!
 //! # Persistence
@@ -81,9 +82,11 @@
 //! "Top-K queries do not support per-partition limits"; aggregates: "Top-K queries can not be
 //! run with aggregation"; a second SAI index on the column: "Cannot create more than one
 //! storage-attached index on the same column: v"; unknown option: ConfigurationException
-//! "Properties specified [source_model] are not understood by StorageAttachedIndex". A zero
-//! vector into a cosine index is a WriteFailure there (an internal error); here
-//! [`VectorIndexError::ZeroVector`].
+//! "Properties specified [source_model] are not understood by StorageAttachedIndex". A vector
+//! an index cannot hold ([`check_indexable`]: a NaN or infinite component, one beyond ±1e17,
+//! all zeros under cosine) written to an indexed column, or asked as an ANN query, fails there
+//! with WriteFailure / ReadFailure (its replica refuses it); `index::vector` and `read/ann.rs`
+//! answer the same.
 
 mod persist;
 
@@ -400,13 +403,42 @@ impl GraphVector<'_> {
     }
 }
 
+/// The largest component magnitude an index takes (Cassandra's `MAX_FLOAT32_COMPONENT`).
+pub const MAX_COMPONENT: f32 = 1e17;
+
+/// Whether an index can hold `v` or be searched with it, with Cassandra 5.0.9's reason when
+/// not (`OnHeapGraph.validateIndexable`, which its replicas run on every indexed write and
+/// ANN query): the first component that is NaN or infinite, or beyond ±[`MAX_COMPONENT`]; then,
+/// under cosine, all components zero. One pass over `v` when it is fine.
+pub fn check_indexable(similarity: Similarity, v: &[f32]) -> Result<(), VectorIndexError> {
+    // False for NaN and the infinities too.
+    if !v.iter().all(|x| x.abs() <= MAX_COMPONENT) {
+        for (index, &value) in v.iter().enumerate() {
+            if !value.is_finite() {
+                return Err(VectorIndexError::NonFinite { index, value });
+            }
+            if value.abs() > MAX_COMPONENT {
+                return Err(VectorIndexError::OutOfBounds { index, value });
+            }
+        }
+    }
+    if similarity == Similarity::Cosine && v.iter().all(|x| *x == 0.0) {
+        return Err(VectorIndexError::ZeroVector);
+    }
+    Ok(())
+}
+
 /// Why an index operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum VectorIndexError {
     #[error("Invalid vector dimension: expected {expected} but got {got}")]
     Dimension { expected: usize, got: usize },
-    #[error("Zero and near-zero vectors cannot be indexed or queried with cosine similarity")]
+    #[error("Zero vectors cannot be indexed or queried with cosine similarity")]
     ZeroVector,
+    #[error("non-finite value at vector[{index}]={}", crate::javafmt::java_float(*value))]
+    NonFinite { index: usize, value: f32 },
+    #[error("Out-of-bounds value at vector[{index}]={}", crate::javafmt::java_float(*value))]
+    OutOfBounds { index: usize, value: f32 },
     #[error("Vector index library error: {0}")]
     Library(String),
     #[error("Vector index files in {dir} cannot be used ({reason}); rebuild from the table")]
@@ -577,10 +609,7 @@ impl VectorIndex {
                 got: v.len(),
             });
         }
-        if self.config.similarity == Similarity::Cosine && v.iter().all(|x| *x == 0.0) {
-            return Err(VectorIndexError::ZeroVector);
-        }
-        Ok(())
+        check_indexable(self.config.similarity, v)
     }
 
     /// Indexes `vector` for the row `primary_key`, replacing the row's previous vector.
@@ -1130,6 +1159,28 @@ mod tests {
             index.upsert(b"z", &[0.0, 0.0]),
             Err(VectorIndexError::ZeroVector)
         ));
+        // Cassandra 5.0.9's reasons as its log prints them (Java's float text), first bad
+        // component first.
+        for (v, why) in [
+            ([f32::NAN, 1.0], "non-finite value at vector[0]=NaN"),
+            (
+                [1.0, f32::NEG_INFINITY],
+                "non-finite value at vector[1]=-Infinity",
+            ),
+            ([3e38, f32::NAN], "Out-of-bounds value at vector[0]=3.0E38"),
+            (
+                [1.0, -1.01e17],
+                "Out-of-bounds value at vector[1]=-1.01000004E17",
+            ),
+        ] {
+            assert_eq!(index.upsert(b"z", &v).unwrap_err().to_string(), why);
+            assert_eq!(index.search(&v, 1).unwrap_err().to_string(), why);
+        }
+        // 1e17 itself is in bounds; zero is refused only under cosine.
+        assert!(index.upsert(b"z", &[1e17, -1e17]).is_ok());
+        assert!(check_indexable(Similarity::Euclidean, &[0.0, 0.0]).is_ok());
+        assert!(check_indexable(Similarity::DotProduct, &[f32::INFINITY, 0.0]).is_err());
+        assert!(index.remove(b"z").unwrap());
         assert!(matches!(
             index.search(&[1.0, 2.0, 3.0], 1),
             Err(VectorIndexError::Dimension {

@@ -20,9 +20,6 @@ fn inv(msg: String) -> DbError {
     DbError::invalid(msg)
 }
 
-/// Nanoseconds in a day: the exclusive upper bound of `time`.
-const NANOS_PER_DAY: i64 = 86_400_000_000_000;
-
 // ---- vint (duration) ----------------------------------------------------------------------
 
 fn read_unsigned_vint(b: &[u8], pos: &mut usize) -> Option<u64> {
@@ -199,17 +196,9 @@ fn validate_at(ty: &ColumnType, b: &[u8], depth: usize) -> Result<(), DbError> {
         ColumnType::Smallint => fixed(b, 2, false, "Expected 2 bytes for a smallint"),
         ColumnType::Tinyint => fixed(b, 1, false, "Expected 1 byte for a tinyint"),
         ColumnType::Date => fixed(b, 4, false, "Expected 4 byte long for date"),
-        ColumnType::Time => {
-            fixed(b, 8, false, "Expected 8 byte long for time")?;
-            let t = i64::from_be_bytes(b.try_into().unwrap_or([0; 8]));
-            if !(0..NANOS_PER_DAY).contains(&t) {
-                return Err(inv(format!(
-                    "Time value must be between 0 and {} nanoseconds ({t})",
-                    NANOS_PER_DAY - 1
-                )));
-            }
-            Ok(())
-        }
+        // Any 8 bytes: 5.0.9 takes a bound time outside the day (-1, 2^63-1) and stores it;
+        // only its literals are checked for the range.
+        ColumnType::Time => fixed(b, 8, false, "Expected 8 byte long for time"),
         ColumnType::Decimal => {
             if b.is_empty() || b.len() >= 4 {
                 Ok(())
@@ -220,8 +209,13 @@ fn validate_at(ty: &ColumnType, b: &[u8], depth: usize) -> Result<(), DbError> {
         ColumnType::Uuid => fixed(b, 16, true, "UUID should be 16 or 0 bytes"),
         ColumnType::Timeuuid => {
             fixed(b, 16, true, "UUID should be 16 or 0 bytes")?;
+            // 5.0.9 checks the version nibble (byte 6) but names the first byte's high
+            // nibble in its message: `ab0e8400-e29b-41d4-...` answers "0xa".
             if b.len() == 16 && (b[6] >> 4) != 1 {
-                return Err(inv("Invalid version for TimeUUID type.".into()));
+                return Err(inv(format!(
+                    "Invalid version for TimeUUID type: 0x{:x}",
+                    b[0] >> 4
+                )));
             }
             Ok(())
         }
@@ -286,21 +280,41 @@ fn validate_at(ty: &ColumnType, b: &[u8], depth: usize) -> Result<(), DbError> {
             if b.is_empty() {
                 return Err(inv("Invalid empty vector value".into()));
             }
+            // Cassandra 5.0.9's order: a value too short for its elements first, then each
+            // element in turn, then bytes left over after the last one (a bad timeuuid in a
+            // vector one byte too long answers its version, not the extra byte).
             if let Some(size) = t.fixed_len() {
-                fixed_vector_len(t, *n, size, b)?;
+                let need = size.saturating_mul(*n as usize);
+                if need > b.len() {
+                    return Err(vector_short(t, *n));
+                }
                 // Packed elements of their type's exact size: for most types that is the
                 // whole check, and a 384-float vector (an ANN query, an embedding insert)
                 // skips 384 element checks that cannot fail (~25 k instructions).
-                if length_is_validity(t) {
-                    return Ok(());
+                if !length_is_validity(t) {
+                    for x in b[..need].chunks_exact(size) {
+                        validate_at(t, x, depth + 1)?;
+                    }
                 }
-                for x in b.chunks_exact(size) {
-                    validate_at(t, x, depth + 1)?;
+                if need < b.len() {
+                    return Err(vector_extra(t, *n, b.len() - need));
                 }
                 return Ok(());
             }
-            for x in vector_elements(t, *n, b)? {
+            // Elements behind their lengths, each checked as it is read (5.0.9: a 1-byte
+            // `time` element answers "Expected 8 byte long for time (1)" even when the value
+            // also ends too early or too late).
+            let mut pos = 0;
+            for _ in 0..*n {
+                let x = read_unsigned_vint(b, &mut pos)
+                    .and_then(|l| usize::try_from(l).ok())
+                    .and_then(|len| b.get(pos..pos.checked_add(len)?))
+                    .ok_or_else(|| vector_short(t, *n))?;
+                pos += x.len();
                 validate_at(t, x, depth + 1)?;
+            }
+            if pos != b.len() {
+                return Err(vector_extra(t, *n, b.len() - pos));
             }
             Ok(())
         }
@@ -756,7 +770,7 @@ mod tests {
         rt(T::Inet, Value::Inet("10.0.0.1".parse().unwrap()));
         rt(T::Inet, Value::Inet("::1".parse().unwrap()));
         rt(T::Date, Value::Date(1 << 31));
-        rt(T::Time, Value::Time(NANOS_PER_DAY - 1));
+        rt(T::Time, Value::Time(86_400_000_000_000 - 1));
         rt(T::Smallint, Value::Smallint(-300));
         rt(T::Tinyint, Value::Tinyint(-3));
         for (m, d, n) in [
@@ -886,9 +900,46 @@ mod tests {
         two[22] = 0x10;
         assert!(validate_value(&timeuuids, &two).is_ok());
         two[22] = 0x40;
+        two[16] = 0xab;
         assert_eq!(
             validate_value(&timeuuids, &two).unwrap_err().to_string(),
-            "Invalid version for TimeUUID type."
+            "Invalid version for TimeUUID type: 0xa"
+        );
+        // The element before the extra byte; too short before the element.
+        let mut long = two.to_vec();
+        long.push(0);
+        assert_eq!(
+            validate_value(&timeuuids, &long).unwrap_err().to_string(),
+            "Invalid version for TimeUUID type: 0xa"
+        );
+        assert_eq!(
+            validate_value(&timeuuids, &two[..31])
+                .unwrap_err()
+                .to_string(),
+            "Not enough bytes to read a vector<timeuuid, 2>"
+        );
+        // time has no fixed length in a vector: each element is read behind its length and
+        // checked before the value's end is.
+        let times = T::Vector(Box::new(T::Time), 2);
+        for b in [&[1u8, 0][..], &[1, 0, 8], &[1, 0, 1, 0, 0, 0]] {
+            assert_eq!(
+                validate_value(&times, b).unwrap_err().to_string(),
+                "Expected 8 byte long for time (1)",
+                "{b:?}"
+            );
+        }
+        let mut ok = vec![8u8];
+        ok.extend_from_slice(&(-1i64).to_be_bytes());
+        assert_eq!(
+            validate_value(&times, &ok).unwrap_err().to_string(),
+            "Not enough bytes to read a vector<time, 2>"
+        );
+        ok.extend_from_within(..);
+        assert!(validate_value(&times, &ok).is_ok());
+        ok.push(0);
+        assert_eq!(
+            validate_value(&times, &ok).unwrap_err().to_string(),
+            "Unexpected 1 extraneous bytes after vector<time, 2> value"
         );
         let nested = T::Vector(Box::new(T::Vector(Box::new(T::Timeuuid), 1)), 2);
         assert!(validate_value(&nested, &two).is_err());
@@ -951,7 +1002,10 @@ mod tests {
             "Expected 2 bytes for a smallint (0)"
         );
         assert!(validate_value(&ColumnType::Timeuuid, &[0u8; 16]).is_err());
-        assert!(validate_value(&ColumnType::Time, &(-1i64).to_be_bytes()).is_err());
+        // Outside the day, as 5.0.9 takes it bound.
+        assert!(validate_value(&ColumnType::Time, &(-1i64).to_be_bytes()).is_ok());
+        assert!(validate_value(&ColumnType::Time, &i64::MAX.to_be_bytes()).is_ok());
+        assert!(validate_value(&ColumnType::Time, &[0; 7]).is_err());
         assert!(
             validate_value(&ColumnType::Duration, &[2, 3, 6]).is_err(),
             "mixed signs"

@@ -186,28 +186,68 @@ impl Analyzer {
 
 /// Cassandra 5.0.9's answer to a query that needs an index still being built: ReadFailure
 /// from this node, reason INDEX_NOT_AVAILABLE (0x0006) for SAI and UNKNOWN (0x0000) for a
-/// legacy index. The consistency here is a placeholder: the server puts the request's in.
+/// legacy index.
 pub(crate) fn not_available(node: &crate::NodeInfo, sai: bool) -> crate::EngineError {
-    let (reason, code) = if sai {
-        ("INDEX_NOT_AVAILABLE", 0x0006)
+    if sai {
+        read_failure(node.rpc_address, "INDEX_NOT_AVAILABLE", 0x0006)
     } else {
-        ("UNKNOWN", 0x0000)
-    };
+        read_failure(node.rpc_address, "UNKNOWN", 0x0000)
+    }
+}
+
+/// Cassandra 5.0.9's answer to an ANN query whose vector no index can be searched with
+/// (`vector_index::check_indexable`): ReadFailure from this node, reason UNKNOWN.
+pub(crate) fn unindexable_read(node: &crate::NodeInfo) -> crate::EngineError {
+    read_failure(node.rpc_address, "UNKNOWN", 0x0000)
+}
+
+/// A ReadFailure of one replica, this node, with Cassandra's message and `RequestFailureReason`
+/// (`reason`, `code`). The consistency here is a placeholder: the server puts the request's in.
+pub(crate) fn read_failure(node: std::net::IpAddr, reason: &str, code: u16) -> crate::EngineError {
+    let (message, reasons) = one_failure(node, reason, code);
     crate::EngineError::Db(proto::DbError::ReadFailure {
-        message: format!(
-            "Operation failed - received 0 responses and 1 failures: {reason} from /{}:7000",
-            node.rpc_address
-        ),
+        message,
         consistency: proto::request::Consistency::LocalOne,
         received: 0,
         block_for: 1,
         num_failures: 1,
-        reasons: vec![proto::error::FailureReason {
-            endpoint: node.rpc_address,
-            code,
-        }],
+        reasons,
         data_present: false,
     })
+}
+
+/// Cassandra 5.0.9's answer to a write of a vector its index refuses
+/// (`vector_index::check_indexable`): WriteFailure from this node, reason UNKNOWN, write type
+/// SIMPLE (a batch of several partitions puts its own in). The consistency is a placeholder
+/// the server replaces with the request's.
+pub(crate) fn unindexable_write(node: std::net::IpAddr) -> crate::EngineError {
+    let (message, reasons) = one_failure(node, "UNKNOWN", 0x0000);
+    crate::EngineError::Db(proto::DbError::WriteFailure {
+        write_type: proto::error::WriteType::Simple,
+        message,
+        reasons,
+        num_failures: 1,
+        block_for: 1,
+        received: 0,
+        consistency: proto::request::Consistency::LocalOne,
+    })
+}
+
+/// The message and failure map of a request that one replica, this node, failed.
+fn one_failure(
+    node: std::net::IpAddr,
+    reason: &str,
+    code: u16,
+) -> (String, Vec<proto::error::FailureReason>) {
+    (
+        format!(
+            "Operation failed - received 0 responses and 1 failures: {reason} from /{node}:7000"
+        ),
+        vec![proto::error::FailureReason {
+            endpoint: node,
+            code,
+        }],
+    )
 }
 
 /// `0x02 index_id`: the start of an index's entries.

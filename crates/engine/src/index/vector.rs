@@ -36,8 +36,7 @@
 use super::IndexDef;
 use crate::catalog::{ColumnKind, Schema, TableDef};
 use crate::row::{CellValue, Row};
-use crate::similarity::Similarity;
-use crate::vector_index::{VectorIndex, VectorIndexConfig, VectorIndexError};
+use crate::vector_index::{check_indexable, VectorIndex, VectorIndexConfig, VectorIndexError};
 use crate::{keys, Engine, EngineError};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -352,8 +351,14 @@ impl VectorIndexes {
                 g.unsaved.fetch_add(1, Ordering::Relaxed);
             }
             // Refused before the write (`vector_updates`), or stored before the index
-            // existed: a vector ANN can never rank (zero under cosine) stays out.
-            Err(VectorIndexError::ZeroVector | VectorIndexError::Dimension { .. }) => return,
+            // existed: a vector the index cannot hold stays out, as Cassandra's build over
+            // existing rows skips it (and its ANN queries never return the row).
+            Err(
+                VectorIndexError::ZeroVector
+                | VectorIndexError::NonFinite { .. }
+                | VectorIndexError::OutOfBounds { .. }
+                | VectorIndexError::Dimension { .. },
+            ) => return,
             // The graph would miss the row: stop using it rather than answer without it.
             Err(_) => {
                 self.over(g);
@@ -422,8 +427,10 @@ pub(crate) struct VectorUpdate {
 }
 
 /// The graph changes of the rows a write stores (`written`: key -> new stored value), for
-/// the tables among `tables` with vector indexes. A zero vector under cosine is refused here,
-/// before anything is written, with the index's error (Cassandra fails such a write too).
+/// the tables among `tables` with vector indexes. A vector the index cannot hold
+/// ([`check_indexable`]) fails the whole write here, before anything is written, with
+/// Cassandra 5.0.9's answer: WriteFailure from this node, reason UNKNOWN (its replica throws
+/// while indexing the row); the reason goes to the log, as there.
 pub(crate) fn vector_updates(
     engine: &Engine,
     tables: &[Arc<TableDef>],
@@ -454,13 +461,18 @@ pub(crate) fn vector_updates(
                     Some(v) => live_vector(&Row::decode(v).map_err(EngineError::corrupt)?, c.id),
                     None => None,
                 };
-                if let Some(v) = &vector {
-                    if config.similarity == Similarity::Cosine && v.iter().all(|x| *x == 0.0) {
-                        return Err(EngineError::invalid(format!(
-                            "Zero and near-zero vectors cannot be indexed or queried with cosine similarity (column {})",
-                            c.name
-                        )));
-                    }
+                if let Some(Err(why)) = vector
+                    .as_deref()
+                    .map(|v| check_indexable(config.similarity, v))
+                {
+                    tracing::warn!(
+                        "write to {}.{} refused: {why} (vector index {}, column {})",
+                        t.keyspace,
+                        t.name,
+                        idx.name,
+                        c.name
+                    );
+                    return Err(super::unindexable_write(engine.node().rpc_address));
                 }
                 out.push(VectorUpdate {
                     graph: graph.clone(),
@@ -901,6 +913,77 @@ mod tests {
         let query = "SELECT k FROM t ORDER BY v ANN OF [1.0, 0.0, 0.0] LIMIT 1";
         assert_eq!(exact_keys(&e, query), ["2"]);
         assert_eq!(keys(&e, query), ["2"]);
+    }
+
+    /// A vector no index can hold fails its write as Cassandra 5.0.9 fails it (WriteFailure,
+    /// reason UNKNOWN; SIMPLE for one mutation, BATCH / UNLOGGED_BATCH for several, as
+    /// 5.0.9's write types read through the Python driver) and writes nothing of the batch;
+    /// such a query fails with ReadFailure; rows stored before the index with such vectors
+    /// are never ANN results, by the graph or by the exact scan.
+    #[test]
+    fn unindexable_vectors_fail_writes_and_queries_and_are_never_results() {
+        use proto::error::{DbError, WriteType};
+        let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+        let e = Engine::open(store, node()).unwrap();
+        exec(&e, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+        exec(&e, "CREATE TABLE t (k int PRIMARY KEY, v vector<float, 3>)");
+        for (k, v) in [
+            (1, "[1, 0, 0]"),
+            (2, "[NaN, 1, 0]"),
+            (3, "[0, 0, 0]"),
+            (4, "[1, Infinity, 0]"),
+            (5, "[2e17, 1, 0]"),
+            (6, "[1, 1, 0]"),
+        ] {
+            exec(&e, &format!("INSERT INTO t (k, v) VALUES ({k}, {v})"));
+        }
+        exec(&e, "CREATE CUSTOM INDEX ON t (v) USING 'sai'");
+        let write_type = |text: &str| match q(&e, Some("ks"), text) {
+            Err(DbError::WriteFailure {
+                write_type,
+                num_failures: 1,
+                reasons,
+                ..
+            }) if reasons[0].code == 0 => write_type,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            write_type("INSERT INTO t (k, v) VALUES (7, [NaN, 0, 1])"),
+            WriteType::Simple
+        );
+        assert_eq!(
+            write_type("UPDATE t SET v = [0, 0, 0] WHERE k = 1"),
+            WriteType::Simple
+        );
+        assert_eq!(
+            write_type("BEGIN BATCH INSERT INTO t (k, v) VALUES (8, [1, 2, 3]); INSERT INTO t (k, v) VALUES (9, [1, -1e18, 3]); APPLY BATCH"),
+            WriteType::Batch
+        );
+        assert_eq!(
+            write_type("BEGIN UNLOGGED BATCH INSERT INTO t (k, v) VALUES (8, [1, 2, 3]); INSERT INTO t (k, v) VALUES (9, [1, -Infinity, 3]); APPLY BATCH"),
+            WriteType::UnloggedBatch
+        );
+        assert!(keys(&e, "SELECT k FROM t WHERE k IN (7, 8, 9)").is_empty());
+        assert_eq!(
+            keys(&e, "SELECT v FROM t WHERE k = 1"),
+            ["Vector([Float(1.0), Float(0.0), Float(0.0)])"]
+        );
+        let query = "SELECT k FROM t ORDER BY v ANN OF [1, 0.5, 0] LIMIT 10";
+        for exact_below in [usize::MAX, 0] {
+            e.set_vector_exact_below(exact_below);
+            assert_eq!(keys(&e, query), ["6", "1"], "exact_below {exact_below}");
+            for bad in ["[NaN, 0, 0]", "[0, 0, 0]", "[1, 1e18, 0]"] {
+                let text = format!("SELECT k FROM t ORDER BY v ANN OF {bad} LIMIT 3");
+                assert!(
+                    matches!(
+                        q(&e, Some("ks"), &text),
+                        Err(DbError::ReadFailure { reasons, .. }) if reasons[0].code == 0
+                    ),
+                    "{text}"
+                );
+            }
+        }
+        assert_eq!(graph_of(&e).index.len(), 2);
     }
 
     /// The graph path (forced with `exact_below` 0) re-checks every hit: deleted, overwritten

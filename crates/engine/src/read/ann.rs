@@ -18,7 +18,8 @@ use super::{RowView, SelectRun};
 use crate::index::ann::{limit_too_large, MAX_ANN_LIMIT, NO_LIMIT_MSG};
 use crate::keys;
 use crate::plan::{AnnPlan, PartitionSel};
-use crate::similarity::{QueryScorer, Similarity};
+use crate::similarity::QueryScorer;
+use crate::vector_index::{check_indexable, VectorIndexError};
 use crate::{Engine, EngineError};
 
 /// An ANN ordering with its values bound.
@@ -28,6 +29,9 @@ pub(super) struct AnnRun {
     scorer: QueryScorer,
     index_id: u32,
     pub(super) limit: u64,
+    /// Why no index can be searched with the query vector, if none can: the query fails
+    /// when it runs ([`SelectRun::run_ann_graph`]).
+    unindexable: Option<VectorIndexError>,
 }
 
 impl AnnRun {
@@ -48,12 +52,8 @@ impl AnnRun {
         let query = crate::similarity::floats(&raw).ok_or_else(|| {
             EngineError::invalid(format!("Invalid vector value for column {name}"))
         })?;
-        if plan.similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
-            return Err(EngineError::invalid(
-                "Zero and near-zero vectors cannot be indexed or queried with cosine similarity",
-            ));
-        }
         Ok(AnnRun {
+            unindexable: check_indexable(plan.similarity, &query).err(),
             column: plan.column,
             scorer: QueryScorer::new(plan.similarity, query),
             index_id: plan.index_id,
@@ -104,6 +104,18 @@ impl SelectRun<'_> {
         let Some(ann) = &self.ann else {
             return Ok(false);
         };
+        // Cassandra 5.0.9 checks the query vector as its index is searched and answers
+        // ReadFailure (reason UNKNOWN) when the check throws; the reason goes to the log.
+        // Every ANN query here, restricted or not: 5.0.9 skips the check only where a
+        // restricted query is answered from memtable rows alone (docs/compatibility.md).
+        if let Some(why) = &ann.unindexable {
+            tracing::warn!(
+                "ANN query on {}.{} refused: {why}",
+                self.plan.table.keyspace,
+                self.plan.table.name
+            );
+            return Err(crate::index::unindexable_read(engine.node()));
+        }
         let unrestricted = matches!(
             self.plan.partitions,
             PartitionSel::Range {

@@ -304,23 +304,9 @@ impl StaticRow<'_> {
 }
 
 /// Cassandra 5.0.9's answer to a read past `tombstone_failure_threshold`: ReadFailure from
-/// this node with reason READ_TOO_MANY_TOMBSTONES (0x0001). The consistency is a placeholder
-/// the server replaces with the request's.
+/// this node with reason READ_TOO_MANY_TOMBSTONES (0x0001).
 pub(crate) fn read_failure(node: std::net::IpAddr) -> EngineError {
-    EngineError::Db(proto::DbError::ReadFailure {
-        message: format!(
-            "Operation failed - received 0 responses and 1 failures: READ_TOO_MANY_TOMBSTONES from /{node}:7000"
-        ),
-        consistency: proto::request::Consistency::LocalOne,
-        received: 0,
-        block_for: 1,
-        num_failures: 1,
-        reasons: vec![proto::error::FailureReason {
-            endpoint: node,
-            code: 0x0001,
-        }],
-        data_present: false,
-    })
+    crate::index::read_failure(node, "READ_TOO_MANY_TOMBSTONES", 0x0001)
 }
 
 /// An aggregate read as Cassandra reads it: in internal pages of the page size asked for
