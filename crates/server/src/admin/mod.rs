@@ -416,19 +416,18 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let timeout = std::time::Duration::from_millis(50);
-        let served = tokio::spawn(async move {
-            let (socket, _) = listener.accept().await.unwrap();
-            connection(socket, timeout, |req| async move {
-                tokio::time::sleep(timeout * 4).await;
-                HttpResponse::json(200, json!({ "path": req.path }))
-            })
-            .await;
-        });
+        // The request is in the server's socket before it starts reading, so only the
+        // command can outlast the timeout, however slowly this test is scheduled.
         let mut client = TcpStream::connect(addr).await.unwrap();
         client
             .write_all(b"POST /nodetool/flush HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
             .await
             .unwrap();
+        let (socket, _) = listener.accept().await.unwrap();
+        let served = tokio::spawn(connection(socket, timeout, move |req| async move {
+            tokio::time::sleep(timeout * 4).await;
+            HttpResponse::json(200, json!({ "path": req.path }))
+        }));
         let mut answer = String::new();
         client.read_to_string(&mut answer).await.unwrap();
         served.await.unwrap();
