@@ -26,8 +26,6 @@
 //! one simple cell) reads as elements sharing that cell's timestamp and TTL.
 
 use bytes::Bytes;
-use smallvec::SmallVec;
-use std::cmp::Ordering;
 
 /// Local (server) time in seconds, for TTL expiry and `gc_grace_seconds`.
 pub type LocalSecs = u32;
@@ -863,6 +861,35 @@ impl Writer {
             base: None,
         }
     }
+    /// A row in ROW_V2's layout, up to its clustering: the format byte (ROW_V2 or
+    /// ROW_PARTIAL_V2) and the base its timestamps are written against.
+    fn row(format: u8, base: i64, capacity: usize) -> Writer {
+        let mut w = Writer {
+            out: Vec::with_capacity(capacity),
+            base: Some(base),
+        };
+        w.u8(format);
+        w.out.extend_from_slice(&base.to_be_bytes());
+        w
+    }
+    /// A row's liveness marker, and its visibility label after it.
+    fn marker(&mut self, marker: Option<Marker>, label: Option<&[u8]>) {
+        match marker {
+            Some(m) => {
+                self.u8(if label.is_some() {
+                    MARKER_LABELLED
+                } else {
+                    MARKER
+                });
+                self.ts(m.ts);
+                self.expiry(m.expiry);
+                if let Some(l) = label {
+                    self.bytes(l);
+                }
+            }
+            None => self.u8(MARKER_NONE),
+        }
+    }
     fn u8(&mut self, v: u8) {
         self.out.push(v)
     }
@@ -1214,31 +1241,13 @@ impl Row {
             .or_else(|| self.cells.first().map(|c| c.ts))
             .or_else(|| self.deletion.map(|d| d.ts))
             .unwrap_or(0);
-        let mut w = Writer {
-            out: Vec::with_capacity(24 + self.value_bytes() + self.cells.len() * 8),
-            base: Some(base),
-        };
-        w.u8(format);
-        w.out.extend_from_slice(&base.to_be_bytes());
+        let capacity = 24 + self.value_bytes() + self.cells.len() * 8;
+        let mut w = Writer::row(format, base, capacity);
         w.len(self.clustering.len(), 2);
         for c in &self.clustering {
             w.bytes(c);
         }
-        match self.marker {
-            Some(m) => {
-                w.u8(if self.marker_label.is_some() {
-                    MARKER_LABELLED
-                } else {
-                    MARKER
-                });
-                w.ts(m.ts);
-                w.expiry(m.expiry);
-                if let Some(l) = &self.marker_label {
-                    w.bytes(l);
-                }
-            }
-            None => w.u8(MARKER_NONE),
-        }
+        w.marker(self.marker, self.marker_label.as_deref());
         w.deletion(self.deletion);
         w.cells(&self.cells);
         w.out
@@ -1334,6 +1343,9 @@ impl PartitionHeader {
     }
 }
 
+mod in_place;
+use in_place::merge_simple;
+
 #[cfg(test)]
 #[path = "row_tests.rs"]
 mod tests;
@@ -1380,180 +1392,4 @@ fn merge_rows(newer: &[u8], older: &[u8]) -> Vec<u8> {
     } else {
         row.encode()
     }
-}
-
-/// A simple, unlabelled cell of a ROW_V2 row, read in place: what reconciliation compares,
-/// and its bytes after the timestamp, which do not depend on the row's base timestamp.
-struct RawCell<'a> {
-    column: u16,
-    ts: i64,
-    rank: Rank<'a>,
-    tail: &'a [u8],
-}
-
-/// A ROW_V2 row (or partial row) with no deletion, no visibility label and no collection
-/// cell, read in place: `RowMerge`'s fast path.
-struct RawRow<'a> {
-    partial: bool,
-    /// Its clustering, count first, as encoded.
-    clustering: &'a [u8],
-    marker: Option<Marker>,
-    /// Where its cells start (after their count) and how many there are.
-    cells: Reader<'a>,
-    count: usize,
-}
-
-impl<'a> RawRow<'a> {
-    /// `None` when the row is of another kind (or damaged): `Row::decode` reads it.
-    fn read(buf: &'a [u8], empty: &'a Bytes) -> Option<RawRow<'a>> {
-        let partial = match buf.first() {
-            Some(&ROW_V2) => false,
-            Some(&ROW_PARTIAL_V2) => true,
-            _ => return None,
-        };
-        let mut r = Reader {
-            buf,
-            // Never read from: `RawRow` borrows `buf`'s bytes.
-            shared: empty,
-            pos: 1,
-            base: None,
-        };
-        r.base = Some(r.i64().ok()?);
-        let start = r.pos;
-        for _ in 0..r.len(2).ok()? {
-            let n = r.len(4).ok()?;
-            r.take(n).ok()?;
-        }
-        let clustering = &buf[start..r.pos];
-        let marker = match r.u8().ok()? {
-            MARKER_NONE => None,
-            MARKER => Some(Marker {
-                ts: r.ts().ok()?,
-                expiry: r.expiry().ok()?,
-            }),
-            _ => return None,
-        };
-        if r.deletion().ok()?.is_some() {
-            return None;
-        }
-        let count = r.len(4).ok()?;
-        Some(RawRow {
-            partial,
-            clustering,
-            marker,
-            cells: r,
-            count,
-        })
-    }
-
-    /// The next cell (`Some(None)` past the last); `None` when it is not a simple unlabelled
-    /// cell, or damaged.
-    fn next_cell(&mut self) -> Option<Option<RawCell<'a>>> {
-        if self.count == 0 {
-            return Some(None);
-        }
-        self.count -= 1;
-        let r = &mut self.cells;
-        let column = u16::try_from(r.len(2).ok()?).ok()?;
-        let ts = r.ts().ok()?;
-        let start = r.pos;
-        let rank = match r.u8().ok()? {
-            CELL_LIVE => {
-                let expiry = r.expiry().ok()?;
-                let n = r.len(4).ok()?;
-                Rank {
-                    dead: false,
-                    local_del: expiry.map_or(u32::MAX, |e| e.expires_at),
-                    value: r.take(n).ok()?,
-                    label: None,
-                }
-            }
-            CELL_TOMBSTONE => Rank {
-                dead: true,
-                local_del: r.u32().ok()?,
-                value: &[],
-                label: None,
-            },
-            _ => return None,
-        };
-        Some(Some(RawCell {
-            column,
-            ts,
-            rank,
-            tail: &r.buf[start..r.pos],
-        }))
-    }
-}
-
-/// [`Row::merge`] of `newer` onto `older`, encoded as `RowMerge::merge` encodes it (the same
-/// bytes), without decoding either row into a [`Row`]: the case of every blind write of
-/// simple columns onto a stored row (an indexed UPDATE's row, 4,563 instructions through
-/// `Row` at 100k rows, bench/results/2026-11-30/indexed-writes). `None` when either row
-/// holds what only [`Row::merge`] handles (a deletion, a label, a collection cell, an older
-/// format, damage).
-fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
-    let empty = Bytes::new();
-    let mut new = RawRow::read(newer, &empty)?;
-    let mut old = RawRow::read(older, &empty)?;
-    let clustering = match old.clustering {
-        [0] => new.clustering,
-        c => c,
-    };
-    let marker = match (old.marker, new.marker) {
-        (Some(a), Some(b)) if !marker_wins(b, a) => Some(a),
-        (a, None) => a,
-        (_, b) => b,
-    };
-    // The merged cells in column order; of two versions of one, the older unless the newer
-    // wins (as `Cell::merge`).
-    let mut cells: SmallVec<[RawCell; 16]> = SmallVec::new();
-    let (mut a, mut b) = (old.next_cell()?, new.next_cell()?);
-    loop {
-        let order = match (&a, &b) {
-            (None, None) => break,
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(x), Some(y)) => x.column.cmp(&y.column),
-        };
-        let x = match order {
-            Ordering::Greater => None,
-            _ => std::mem::replace(&mut a, old.next_cell()?),
-        };
-        let y = match order {
-            Ordering::Less => None,
-            _ => std::mem::replace(&mut b, new.next_cell()?),
-        };
-        cells.push(match (x, y) {
-            (Some(x), Some(y)) if ranked_wins(y.ts, y.rank, x.ts, x.rank) => y,
-            (Some(c), _) | (None, Some(c)) => c,
-            (None, None) => break,
-        });
-    }
-    let base = marker
-        .map(|m| m.ts)
-        .or_else(|| cells.first().map(|c| c.ts))
-        .unwrap_or(0);
-    let mut w = Writer {
-        out: Vec::with_capacity(newer.len() + older.len()),
-        base: Some(base),
-    };
-    w.u8(if old.partial { ROW_PARTIAL_V2 } else { ROW_V2 });
-    w.out.extend_from_slice(&base.to_be_bytes());
-    w.out.extend_from_slice(clustering);
-    match marker {
-        Some(m) => {
-            w.u8(MARKER);
-            w.ts(m.ts);
-            w.expiry(m.expiry);
-        }
-        None => w.u8(MARKER_NONE),
-    }
-    w.deletion(None);
-    w.len(cells.len(), 4);
-    for c in &cells {
-        w.len(c.column as usize, 2);
-        w.ts(c.ts);
-        w.out.extend_from_slice(c.tail);
-    }
-    Some(w.out)
 }
