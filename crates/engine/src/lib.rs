@@ -13,7 +13,8 @@
 //! |---|---|
 //! | `token` | Murmur3Partitioner tokens, compound partition keys |
 //! | `keys` | storage key layout, byte-comparable clustering encoding |
-//! | `row` | stored rows and partition headers, reconciliation, purge |
+//! | `row` | stored rows and partition headers, reconciliation, purge; `row::in_place`: the storage's merge of two rows of simple cells in their bytes |
+//! | `purge` | the compaction filter (`PurgeFilter`): what compactions drop or rewrite, by the schema it shares with the engine |
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options; `Engine::ddl` runs them and installs the new schema |
 //! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
@@ -73,6 +74,7 @@ mod lwt;
 pub mod masking;
 mod num;
 pub mod plan;
+mod purge;
 mod read;
 pub mod returning;
 pub mod row;
@@ -98,11 +100,13 @@ use plan::{wire_columns, BindSpec, OutputColumn};
 use proto::error::DbError;
 use proto::response::ColumnSpec;
 use proto::types::ColumnType;
+use purge::SchemaCell;
+pub use purge::{purge_filter, FilterHandle, PurgeFilter};
 pub use read::tombstones::TombstoneThresholds;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use storage::{CompactionFilter, Decision, Storage};
+use storage::Storage;
 pub use system::NodeInfo;
 
 /// The current time, passed in so the engine stays deterministic under test.
@@ -371,106 +375,6 @@ pub struct QueryOptions {
 pub enum BatchItem {
     Query(String, Vec<Option<BoundValue>>),
     Prepared([u8; 16], Vec<Option<BoundValue>>),
-}
-
-/// The schema shared with the compaction filter.
-struct SchemaCell(RwLock<Arc<Schema>>);
-
-impl SchemaCell {
-    fn get(&self) -> Arc<Schema> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
-
-/// Purges expired cells and old tombstones, and data of dropped or truncated tables.
-pub struct PurgeFilter {
-    schema: Arc<SchemaCell>,
-    /// What time it is for expiry and gc grace: compaction runs with no request to bring a
-    /// clock, so whoever opens the store gives one (the wall clock in the server).
-    clock: fn() -> Now,
-}
-
-impl CompactionFilter for PurgeFilter {
-    fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
-        if key.first() == Some(&index::INDEX_PREFIX) {
-            let keep = index::keep_entry(&self.schema.get(), key, value, (self.clock)().secs);
-            return if keep { Decision::Keep } else { Decision::Drop };
-        }
-        let Some(d) = keys::decode_key(key) else {
-            return Decision::Keep;
-        };
-        let schema = self.schema.get();
-        let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
-        let Some(t) = schema.tables.values().find(|t| t.id == id) else {
-            // Ids below the counter that no table holds belong to dropped/truncated tables.
-            return if id < schema.next_table_id {
-                Decision::Drop
-            } else {
-                Decision::Keep
-            };
-        };
-        let now = (self.clock)().secs;
-        let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
-        if d.is_header {
-            let Ok(mut h) = row::PartitionHeader::decode(value) else {
-                return Decision::Keep;
-            };
-            let before = h.clone();
-            if !h.purge(now, gc_before) {
-                return Decision::Drop;
-            }
-            return if h == before {
-                Decision::Keep
-            } else {
-                Decision::Replace(h.encode())
-            };
-        }
-        let Ok(mut r) = row::Row::decode(value) else {
-            return Decision::Keep;
-        };
-        // A partial row (a blind write) may still lie above older versions of its row that
-        // this compaction does not hold: its tombstones must stay to shadow them, and so must
-        // the value itself (the storage folds it into them, or completes it where nothing is
-        // older). Expired cells may still become tombstones.
-        let partial = row::is_partial(value);
-        let before = r.clone();
-        if !r.purge(now, if partial { 0 } else { gc_before }) {
-            return if partial {
-                Decision::Keep
-            } else {
-                Decision::Drop
-            };
-        }
-        if r == before {
-            Decision::Keep
-        } else if partial {
-            Decision::Replace(r.encode_partial())
-        } else {
-            Decision::Replace(r.encode())
-        }
-    }
-}
-
-/// Creates the compaction filter for a store that an [`Engine`] will open, purging by
-/// `clock`; pass the returned handle to [`Engine::open_with_filter`].
-pub fn purge_filter(clock: fn() -> Now) -> (Arc<PurgeFilter>, FilterHandle) {
-    let handle = FilterHandle::new();
-    let filter = PurgeFilter {
-        schema: handle.0.clone(),
-        clock,
-    };
-    (Arc::new(filter), handle)
-}
-
-/// The engine's side of a [`PurgeFilter`]: the schema the filter purges by.
-pub struct FilterHandle(Arc<SchemaCell>);
-
-impl FilterHandle {
-    fn new() -> Self {
-        FilterHandle(Arc::new(SchemaCell(RwLock::new(Arc::new(
-            Schema::default(),
-        )))))
-    }
 }
 
 pub struct Engine {
