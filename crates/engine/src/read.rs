@@ -19,7 +19,7 @@ use crate::exec::{
 };
 use crate::keys;
 use crate::plan::*;
-use crate::row::{Cell, Deletion, PartitionHeader, Row};
+use crate::row::{Cell, Deletion, PartitionHeader, PlainRow, Row};
 use crate::token;
 use crate::{Engine, EngineError, Now, ResultSet};
 use bytes::Bytes;
@@ -88,6 +88,18 @@ enum Visit {
     /// The partition is done (PER PARTITION LIMIT, LIMIT, a full page, the tombstone limit):
     /// what `SelectRun::partition` answers.
     Done(Flow),
+}
+
+impl Visit {
+    /// What an accepted row's flow makes of the partition.
+    fn after(flow: Flow) -> Visit {
+        match flow {
+            Flow::Go => Visit::Matched,
+            // The partition is done; the read goes on with the next one.
+            Flow::NextPartition => Visit::Done(Flow::Go),
+            Flow::Stop => Visit::Done(Flow::Stop),
+        }
+    }
 }
 
 /// One row (or a partition's static-only row) as selectors see it.
@@ -318,6 +330,9 @@ pub(crate) struct SelectRun<'a> {
     ranges: Vec<crate::exec::Interval>,
     /// Every partition read is of one fully specified row (or none): a point read.
     point_read: bool,
+    /// The selection is of key and regular columns only, with no filter, JSON, ORDER BY
+    /// merge or ANN: a row of simple live cells is read in place ([`PlainRow`]).
+    plain: bool,
     /// The table may hold partition headers (see `headers.rs`): without, none is looked up.
     headers: bool,
     page: Option<u64>,
@@ -468,7 +483,7 @@ impl<'a> SelectRun<'a> {
         } else {
             state.as_ref().and_then(|s| s.remaining).or(limit)
         };
-        let filters = plan
+        let filters: Vec<BoundFilter> = plan
             .filters
             .iter()
             .map(|f| {
@@ -496,6 +511,13 @@ impl<'a> SelectRun<'a> {
                     && c.end.is_none()
                     && c.eq.len() + c.tuples.as_ref().map_or(0, TupleValues::arity) == ncl));
         let resumed_from = state.as_ref().map(|s| s.last_key.clone());
+        let plain = !plan.json
+            && filters.is_empty()
+            && merge.is_none()
+            && ann.is_none()
+            && matches!(&plan.selection, Selection::Rows(sel) if sel.iter().all(|s| matches!(s,
+                Selector::Column(i) if matches!(t.columns[*i].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Clustering | ColumnKind::Regular))));
         Ok(SelectRun {
             store,
             plan,
@@ -505,6 +527,7 @@ impl<'a> SelectRun<'a> {
             only_rows: None,
             ranges,
             point_read,
+            plain,
             headers: true,
             page,
             asked_page: page_size.filter(|p| *p > 0).map(|p| p as u64),
@@ -1065,12 +1088,20 @@ impl<'a> SelectRun<'a> {
     ) -> Result<Visit, EngineError> {
         let (t, now) = (base.t, self.now);
         crate::lane::row_read();
+        // The row prefix is the partition prefix and one byte (`keys::row_key`).
+        let outer = base.header.deletion_for(&key[prefix.len() + 1..]);
+        if self.plain && outer.is_none() && !strict && self.auths.is_none() {
+            if let Some(row) = PlainRow::read(&value, now.secs) {
+                // Live, with no tombstone to count; no filter to pass.
+                self.tally.live_row();
+                let flow = self.accept_plain(&row, base.pk_parts, key)?;
+                return Ok(Visit::after(flow));
+            }
+        }
         let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
         if let Some(a) = &self.auths {
             row.hide(a);
         }
-        // The row prefix is the partition prefix and one byte (`keys::row_key`).
-        let outer = base.header.deletion_for(&key[prefix.len() + 1..]);
         let live = row.is_live(now.secs, outer)
             && (!strict || crate::view::marker_live(&row, now.secs))
             && crate::collections::row_still_live(t, &row, now.secs, outer);
@@ -1096,12 +1127,48 @@ impl<'a> SelectRun<'a> {
             outer,
             ..*base
         };
-        Ok(match self.accept(&view, key, prefix)? {
-            Flow::Go => Visit::Matched,
-            // The partition is done; the read goes on with the next one.
-            Flow::NextPartition => Visit::Done(Flow::Go),
-            Flow::Stop => Visit::Done(Flow::Stop),
-        })
+        Ok(Visit::after(self.accept(&view, key, prefix)?))
+    }
+
+    /// [`SelectRun::accept`] of a row read in place, for a plain selection (`plain`).
+    fn accept_plain(
+        &mut self,
+        row: &PlainRow,
+        pk_parts: &[&[u8]],
+        key: &[u8],
+    ) -> Result<Flow, EngineError> {
+        let Selection::Rows(selectors) = &self.plan.selection else {
+            return Err(EngineError::server(
+                "a plain read of an aggregate selection",
+            ));
+        };
+        let flow = self.admit();
+        if flow != Flow::Go {
+            return Ok(flow);
+        }
+        let t = &*self.plan.table;
+        let key_bytes: usize = pk_parts.iter().map(|p| p.len()).sum();
+        let sink = &mut self.sink;
+        sink.data
+            .reserve(4 * selectors.len() + row.value_bytes() + key_bytes);
+        for s in selectors {
+            let v = match s {
+                Selector::Column(idx) => {
+                    let c = &t.columns[*idx];
+                    match c.kind {
+                        ColumnKind::PartitionKey => pk_parts.get(c.position as usize).copied(),
+                        ColumnKind::Clustering => row.clustering(c.position as usize),
+                        ColumnKind::Regular => row.value(c.id),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            sink.cell(v);
+        }
+        sink.rows += 1;
+        self.consumed(key);
+        Ok(self.after_row())
     }
 
     /// One live, filtered row stored under `key` in the partition `prefix`.
@@ -1131,11 +1198,7 @@ impl<'a> SelectRun<'a> {
                     self.keep_top();
                 }
                 self.consumed(key);
-                return Ok(if self.remaining == Some(0) {
-                    Flow::Stop
-                } else {
-                    Flow::Go
-                });
+                return Ok(self.after_row());
             }
             Selection::Aggregates(sel) => sel,
         };
@@ -1165,6 +1228,15 @@ impl<'a> SelectRun<'a> {
             self.internal_page_row(view.pk_parts, view.row.map(|r| r.clustering.as_slice()));
         }
         Ok(Flow::Go)
+    }
+
+    /// What the scan does after an output row: it stops once LIMIT is reached.
+    fn after_row(&self) -> Flow {
+        if self.remaining == Some(0) {
+            Flow::Stop
+        } else {
+            Flow::Go
+        }
     }
 
     /// Records the row stored under `key` as the last one read (a next page starts after it).

@@ -1345,6 +1345,7 @@ impl PartitionHeader {
 
 mod in_place;
 use in_place::merge_simple;
+pub(crate) use in_place::PlainRow;
 
 #[cfg(test)]
 #[path = "row_tests.rs"]

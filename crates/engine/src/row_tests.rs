@@ -419,91 +419,99 @@ fn outer_deletions_hide_older_elements_only() {
     ));
 }
 
+/// A xorshift generator from `seed`: each call draws a number below its argument.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
+/// A random row of up to six cells (column ids 0-5, and 9 for a set) for the in-place
+/// readers' tests: timestamp ties, TTLs expiring at 1,000 or 1,001, tombstones and markers;
+/// one row in eight holds what only `Row` handles (a deletion, a label, a collection).
+fn random_row(next: &mut dyn FnMut(u64) -> u64) -> Row {
+    let ts = |t: u64| 1_700_000_000_000_000 + t as i64 - 2;
+    let expiry = |next: &mut dyn FnMut(u64) -> u64| {
+        (next(3) == 0).then(|| Expiry {
+            ttl: 100,
+            expires_at: 1_000 + next(2) as u32,
+        })
+    };
+    let mut r = Row::default();
+    if next(3) == 0 {
+        r.clustering = vec![vec![next(2) as u8; 3]];
+    }
+    if next(2) == 0 {
+        r.marker = Some(Marker {
+            ts: ts(next(4)),
+            expiry: expiry(next),
+        });
+    }
+    for column in 0..6u16 {
+        if next(2) == 0 {
+            continue;
+        }
+        let t = ts(next(4));
+        r.cells.push(match next(4) {
+            0 => Cell {
+                column,
+                ts: t,
+                value: CellValue::Tombstone {
+                    local_del: next(2) as u32,
+                },
+            },
+            _ => Cell {
+                column,
+                ts: t,
+                value: CellValue::Live {
+                    value: bytes::Bytes::from(vec![b'a' + next(2) as u8; next(3) as usize]),
+                    expiry: expiry(next),
+                    label: None,
+                },
+            },
+        });
+    }
+    // One row in eight holds what the fast path leaves to `Row::merge`.
+    match next(24) {
+        0 => {
+            r.deletion = Some(Deletion {
+                ts: ts(1),
+                local_del: 7,
+            })
+        }
+        1 => {
+            let mut set = set_cell(None, vec![element(b"p", ts(2), b"v")]);
+            set.column = 9;
+            r.cells.push(set);
+        }
+        2 => {
+            if let Some(c) = r.cells.first_mut() {
+                if let CellValue::Live { label, .. } = &mut c.value {
+                    *label = Some(b"secret".to_vec().into());
+                }
+            }
+        }
+        _ => {}
+    }
+    r
+}
+
 /// `RowMerge`'s fast path (`merge_simple`, rows of simple cells merged in their bytes) gives
 /// the bytes the merge through `Row` gives, on random pairs of rows and partial rows with
 /// timestamp ties, TTLs, tombstones and markers; rows with what only `Row::merge` handles
 /// (a deletion, a label, a collection) take that path.
 #[test]
 fn merging_simple_rows_in_place_matches_merging_decoded_rows() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
-    let row = |next: &mut dyn FnMut(u64) -> u64| {
-        let ts = |t: u64| 1_700_000_000_000_000 + t as i64 - 2;
-        let expiry = |next: &mut dyn FnMut(u64) -> u64| {
-            (next(3) == 0).then(|| Expiry {
-                ttl: 100,
-                expires_at: 1_000 + next(2) as u32,
-            })
-        };
-        let mut r = Row::default();
-        if next(3) == 0 {
-            r.clustering = vec![vec![next(2) as u8; 3]];
-        }
-        if next(2) == 0 {
-            r.marker = Some(Marker {
-                ts: ts(next(4)),
-                expiry: expiry(next),
-            });
-        }
-        for column in 0..6u16 {
-            if next(2) == 0 {
-                continue;
-            }
-            let t = ts(next(4));
-            r.cells.push(match next(4) {
-                0 => Cell {
-                    column,
-                    ts: t,
-                    value: CellValue::Tombstone {
-                        local_del: next(2) as u32,
-                    },
-                },
-                _ => Cell {
-                    column,
-                    ts: t,
-                    value: CellValue::Live {
-                        value: bytes::Bytes::from(vec![b'a' + next(2) as u8; next(3) as usize]),
-                        expiry: expiry(next),
-                        label: None,
-                    },
-                },
-            });
-        }
-        // One row in eight holds what the fast path leaves to `Row::merge`.
-        match next(24) {
-            0 => {
-                r.deletion = Some(Deletion {
-                    ts: ts(1),
-                    local_del: 7,
-                })
-            }
-            1 => {
-                let mut set = set_cell(None, vec![element(b"p", ts(2), b"v")]);
-                set.column = 9;
-                r.cells.push(set);
-            }
-            2 => {
-                if let Some(c) = r.cells.first_mut() {
-                    if let CellValue::Live { label, .. } = &mut c.value {
-                        *label = Some(b"secret".to_vec().into());
-                    }
-                }
-            }
-            _ => {}
-        }
-        r
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let (mut fast, mut slow) = (0, 0);
     for _ in 0..20_000 {
-        let newer = row(&mut next).encode_partial();
+        let newer = random_row(&mut next).encode_partial();
         let older = match next(2) {
-            0 => row(&mut next).encode(),
-            _ => row(&mut next).encode_partial(),
+            0 => random_row(&mut next).encode(),
+            _ => random_row(&mut next).encode_partial(),
         };
         let merged = storage::Merge::merge(&RowMerge, b"", &newer, &older);
         assert_eq!(merged, merge_rows(&newer, &older));
@@ -513,4 +521,58 @@ fn merging_simple_rows_in_place_matches_merging_decoded_rows() {
         }
     }
     assert!(fast > 14_000 && slow > 2_000, "fast {fast}, slow {slow}");
+}
+
+/// A plain read's in-place row (`PlainRow`) gives the values, clustering and liveness the
+/// decoded `Row` gives, and is refused (the read decodes instead) for exactly the rows that
+/// hold a deletion, a label, a collection, a tombstone or a value expired at the read's time,
+/// or nothing live.
+#[test]
+fn plain_rows_read_in_place_match_decoded_rows() {
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    let (mut plain, mut decoded) = (0, 0);
+    for i in 0..20_000 {
+        let row = random_row(&mut next);
+        let bytes = match i % 2 {
+            0 => row.encode(),
+            _ => row.encode_partial(),
+        };
+        let shared = bytes::Bytes::from(bytes.clone());
+        let row = Row::decode_shared(&shared).unwrap();
+        let now = 999 + next(3) as u32;
+        let simple = row.deletion.is_none()
+            && row.marker_label.is_none()
+            && row.cells.iter().all(|c| {
+                matches!(&c.value, CellValue::Live { label: None, .. })
+                    && c.live_value(now).is_some()
+            });
+        let expected = simple && row.is_live(now, None);
+        let read = PlainRow::read(&bytes, now);
+        match read {
+            Some(p) => {
+                plain += 1;
+                assert!(expected, "{row:?} at {now}");
+                for column in 0..10u16 {
+                    let want = row.value(column, &proto::types::ColumnType::Blob, now, None);
+                    assert_eq!(p.value(column), want.as_deref(), "{row:?} column {column}");
+                }
+                for (i, c) in row.clustering.iter().enumerate() {
+                    assert_eq!(p.clustering(i), Some(c.as_slice()));
+                }
+                assert_eq!(p.clustering(row.clustering.len()), None);
+                assert_eq!(
+                    p.value_bytes(),
+                    row.value_bytes() + row.clustering.iter().map(Vec::len).sum::<usize>()
+                );
+            }
+            None => {
+                decoded += 1;
+                assert!(!expected, "{row:?} at {now}");
+            }
+        };
+    }
+    assert!(
+        plain > 4_000 && decoded > 4_000,
+        "plain {plain}, decoded {decoded}"
+    );
 }

@@ -189,6 +189,13 @@ impl Tally {
         Ok(())
     }
 
+    /// A live row with no dead cell and no deletion (`row::PlainRow`): what [`Tally::row`]
+    /// counts of it.
+    #[inline]
+    pub(crate) fn live_row(&mut self) {
+        self.now.live += 1;
+    }
+
     /// The partition's static row, read with every partition.
     pub(crate) fn statics(
         &mut self,

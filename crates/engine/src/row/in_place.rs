@@ -1,5 +1,6 @@
-//! `RowMerge`'s fast path: two rows of simple cells merged in their stored bytes, without
-//! decoding either into a [`Row`] (the same bytes as [`Row::merge`] then encoding).
+//! Rows of simple cells read in their stored bytes, without decoding them into a [`Row`]:
+//! `RowMerge`'s fast path (two rows merged into the same bytes as [`Row::merge`] then
+//! encoding), and a plain read's ([`PlainRow`]: a live row's values as slices of its bytes).
 
 use super::*;
 use smallvec::SmallVec;
@@ -168,4 +169,70 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
         w.out.extend_from_slice(c.tail);
     }
     Some(w.out)
+}
+
+/// A live row whose every cell is a simple, unlabelled value live at the read's time, with
+/// no deletion of its own, read in place: what a plain `SELECT` of key and regular columns
+/// needs of it (`read.rs`), without the [`Row`] a decode builds (a vector of cells, each a
+/// reference-counted slice of the row's buffer, dropped after the read).
+pub(crate) struct PlainRow<'a> {
+    clustering: SmallVec<[&'a [u8]; 4]>,
+    /// Column id and value of each cell, in column order (as stored).
+    cells: SmallVec<[(u16, &'a [u8]); 16]>,
+    value_bytes: usize,
+}
+
+impl<'a> PlainRow<'a> {
+    /// `None` when the stored row is of any other kind, holds a tombstone or a value expired
+    /// at `now`, or has neither a live cell nor a live marker: [`Row::decode_shared`] reads
+    /// those (and reports damage).
+    pub(crate) fn read(buf: &'a [u8], now: LocalSecs) -> Option<PlainRow<'a>> {
+        // The readers below borrow `buf`; their shared buffer is never read.
+        static EMPTY: Bytes = Bytes::new();
+        let mut raw = RawRow::read(buf, &EMPTY)?;
+        let mut clustering = SmallVec::new();
+        let mut r = Reader {
+            buf: raw.clustering,
+            shared: &EMPTY,
+            pos: 0,
+            base: Some(0),
+        };
+        for _ in 0..r.len(2).ok()? {
+            let n = r.len(4).ok()?;
+            clustering.push(r.take(n).ok()?);
+        }
+        let mut cells = SmallVec::new();
+        let mut value_bytes = 0;
+        while let Some(c) = raw.next_cell()? {
+            if c.rank.dead || c.rank.local_del <= now {
+                return None;
+            }
+            value_bytes += c.rank.value.len();
+            cells.push((c.column, c.rank.value));
+        }
+        if cells.is_empty() && !raw.marker.is_some_and(|m| m.is_live(now)) {
+            return None;
+        }
+        Some(PlainRow {
+            clustering,
+            cells,
+            value_bytes,
+        })
+    }
+
+    /// The value of clustering column `position`.
+    pub(crate) fn clustering(&self, position: usize) -> Option<&'a [u8]> {
+        self.clustering.get(position).copied()
+    }
+
+    /// The value of the cell of `column`.
+    pub(crate) fn value(&self, column: u16) -> Option<&'a [u8]> {
+        let i = self.cells.binary_search_by_key(&column, |c| c.0).ok()?;
+        Some(self.cells[i].1)
+    }
+
+    /// The bytes of its values and clustering (a size hint for a result buffer).
+    pub(crate) fn value_bytes(&self) -> usize {
+        self.value_bytes + self.clustering.iter().map(|c| c.len()).sum::<usize>()
+    }
 }
