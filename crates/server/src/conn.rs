@@ -198,7 +198,10 @@ impl<B: Backend> Reader<B> {
                         {
                             return Ending::Quiet;
                         }
-                        if let Err(ending) = self.on_envelope(env) {
+                        // The last request read so far runs on this reader when it never
+                        // waits (`dispatch`): nothing else of this connection's is there to
+                        // go on with meanwhile.
+                        if let Err(ending) = self.on_envelope(env, buf.is_empty()) {
                             return ending;
                         }
                     }
@@ -438,7 +441,8 @@ impl<B: Backend> Reader<B> {
         self.tx.frame(frame);
     }
 
-    fn on_envelope(&mut self, env: Envelope) -> Result<(), Ending> {
+    /// One envelope read; `last`: no more bytes of this connection's are buffered.
+    fn on_envelope(&mut self, env: Envelope, last: bool) -> Result<(), Ending> {
         let session = match &self.state {
             State::Established(s) => Some(s.clone()),
             State::Unstarted => None,
@@ -460,7 +464,7 @@ impl<B: Backend> Reader<B> {
                 ))),
             ),
             (Some(s), Opcode::Register) => self.register(&s, env),
-            (Some(s), _) => dispatch(s, env, self.read_at),
+            (Some(s), _) => dispatch(s, env, self.read_at, last),
         }
         Ok(())
     }
@@ -549,9 +553,10 @@ impl<B: Backend> Reader<B> {
     }
 }
 
-/// Hands one request, read at `read_at`, to the backend (in its own task unless the backend
-/// answers it on the spot).
-fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instant) {
+/// Hands one request, read at `read_at`, to the backend: answered on the spot, run to
+/// completion here when it never waits (thread per core, or `last`: no other request of the
+/// connection is buffered behind it), else in a task of its own.
+fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instant, last: bool) {
     let stream = env.stream;
     match session.in_flight.acquire(stream) {
         Ok(()) => {}
@@ -630,12 +635,16 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 return pending.finish(Response::Error(err).into());
             }
             pending.bytes = bytes;
-            let run_here = s.shared.config.thread_per_core;
+            // Thread per core (cores.rs): every request runs on its connection's thread. On the
+            // work-stealing runtime, requests buffered behind this one run as tasks, which other
+            // workers may take; the last one read runs here, where its task would most likely
+            // run anyway (tokio keeps a task spawned by a task on the same worker).
+            let run_here = s.shared.config.thread_per_core || last;
             let task = pending.run(req, flags);
             if run_here {
-                // Thread per core (cores.rs): the request runs to completion on this thread
-                // when it never waits (a point read or write executes inline in the backend),
-                // with no task of its own; one that waits becomes a task on this thread.
+                // The request runs to completion on this thread when it never waits (a point
+                // read or write executes inline in the backend), with no task of its own; one
+                // that waits becomes a task.
                 let mut task = Box::pin(task);
                 let mut cx = Context::from_waker(Waker::noop());
                 // A panic in the backend is kept off the connection's reader, as a task's
