@@ -11,6 +11,10 @@ use crossbeam_skiplist::SkipMap;
 use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
+// PATCH (Peregrine, speed; see vendor/README.md): a filter of the keys inserted.
+mod filter;
+use filter::KeyFilter;
+
 pub use crate::tree::inner::MemtableId;
 
 /// The memtable serves as an intermediary, ephemeral, sorted storage for new items
@@ -35,6 +39,10 @@ pub struct Memtable {
     pub(crate) highest_seqno: AtomicU64,
 
     pub(crate) requested_rotation: AtomicBool,
+
+    // PATCH (Peregrine, speed): the user keys inserted, so a point read of a key not here
+    // skips the skip list (`get_hashed`).
+    filter: KeyFilter,
 }
 
 impl Memtable {
@@ -64,6 +72,7 @@ impl Memtable {
             approximate_size: AtomicU64::default(),
             highest_seqno: AtomicU64::default(),
             requested_rotation: AtomicBool::default(),
+            filter: KeyFilter::new(),
         }
     }
 
@@ -91,7 +100,14 @@ impl Memtable {
     /// The item with the highest seqno will be returned, if `seqno` is None.
     #[doc(hidden)]
     pub fn get(&self, key: &[u8], seqno: SeqNo) -> Option<InternalValue> {
-        if seqno == 0 {
+        self.get_hashed(key, seqno, crate::hash::hash64(key))
+    }
+
+    // PATCH (Peregrine, speed): [`Memtable::get`] of a key whose `crate::hash::hash64` is
+    // `hash`, answered by the key filter when the key was never inserted.
+    #[doc(hidden)]
+    pub fn get_hashed(&self, key: &[u8], seqno: SeqNo, hash: u64) -> Option<InternalValue> {
+        if seqno == 0 || !self.filter.may_contain(hash) {
             return None;
         }
 
@@ -157,6 +173,8 @@ impl Memtable {
             .approximate_size
             .fetch_add(item_size, std::sync::atomic::Ordering::AcqRel);
 
+        // PATCH (Peregrine, speed): the key's bits are set before the skip list holds it.
+        self.filter.insert(crate::hash::hash64(&item.key.user_key));
         let key = InternalKey::new(item.key.user_key, item.key.seqno, item.key.value_type);
         self.items.insert(key, item.value);
 

@@ -760,27 +760,27 @@ impl Tree {
                     .then(|| acc.take()),
             }
         };
-        if let Some(item) = super_version.active_memtable.get(key, seqno) {
+        // PATCH (Peregrine, speed): one hash of the key for the memtables' key filters and
+        // the tables' Bloom filters.
+        let hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
+        if let Some(item) = super_version.active_memtable.get_hashed(key, seqno, hash) {
             if let Some(answer) = visit(item) {
                 return Ok(answer);
             }
         }
         for mt in super_version.sealed_memtables.iter().rev() {
-            if let Some(item) = mt.get(key, seqno) {
+            if let Some(item) = mt.get_hashed(key, seqno, hash) {
                 if let Some(answer) = visit(item) {
                     return Ok(answer);
                 }
             }
         }
-        let mut key_hash = None;
         for table in super_version
             .version
             .iter_levels()
             .flat_map(|lvl| lvl.iter())
             .filter_map(|run| run.get_for_key(key))
         {
-            let hash = *key_hash
-                .get_or_insert_with(|| crate::table::filter::standard_bloom::Builder::get_hash(key));
             if let Some(item) = table.get(key, seqno, hash)? {
                 if let Some(answer) = visit(item) {
                     return Ok(answer);
