@@ -282,11 +282,12 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
         let first = self.get_key_at(binary_index.get(0)).0;
         let last = self.get_key_at(binary_index.get(count - 1)).0;
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
-        let words = (0..count)
+        let words: Box<[u64]> = (0..count)
             .map(|i| HeadWords::word(self.get_key_at(binary_index.get(i)).0, shared))
             .collect();
         HeadWords {
             prefix: first.get(..shared).unwrap_or_default().into(),
+            top: words.iter().step_by(HeadWords::STRIDE).copied().collect(),
             words,
         }
     }
@@ -588,13 +589,34 @@ impl<Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> DoubleEndedIterator
 /// eight bytes after it, big-endian, zero-padded. Heads are sorted, so their words are too
 /// (not strictly: heads equal in those bytes, or differing only past them or in padding,
 /// share a word), and a key's word places it between the heads of smaller and larger words.
+///
+/// A search goes through `top`, every `STRIDE`th word (a sixteenth of them, which stays in
+/// the CPU's caches), then through the `STRIDE` words between two of those (two cache lines):
+/// a binary search of `words` itself missed the cache at most of its steps in a large table
+/// (`HeadWords::range` was 10-12% of a YCSB C read's CPU time, bench/results/2026-11-30/read-path-s26).
 #[derive(Default)]
 pub struct HeadWords {
     prefix: Box<[u8]>,
     words: Box<[u64]>,
+    top: Box<[u64]>,
 }
 
 impl HeadWords {
+    const STRIDE: usize = 16;
+
+    /// The first index whose word `below` does not hold (`words` is sorted, so `below` holds
+    /// for a prefix of it): `words.partition_point(below)` in two steps (see the type's doc).
+    fn partition_point(&self, below: impl Fn(u64) -> bool) -> usize {
+        let t = self.top.partition_point(|&w| below(w));
+        if t == 0 {
+            return 0;
+        }
+        // `below` holds for word (t - 1) * STRIDE and not for word t * STRIDE (if any).
+        let start = (t - 1) * Self::STRIDE + 1;
+        let end = (t * Self::STRIDE).min(self.words.len());
+        start + self.words.get(start..end).unwrap_or_default().partition_point(|&w| below(w))
+    }
+
     fn word(key: &[u8], from: usize) -> u64 {
         let mut bytes = [0u8; 8];
         let rest = key.get(from..).unwrap_or_default();
@@ -606,7 +628,7 @@ impl HeadWords {
     /// Bytes held.
     #[must_use]
     pub fn size(&self) -> usize {
-        self.prefix.len() + self.words.len() * std::mem::size_of::<u64>()
+        self.prefix.len() + (self.words.len() + self.top.len()) * std::mem::size_of::<u64>()
     }
 
     /// The heads `lo..hi` a binary search for `needle` must still look at: every head before
@@ -624,8 +646,8 @@ impl HeadWords {
             std::cmp::Ordering::Equal => {}
         }
         let word = Self::word(needle, shared);
-        let lo = self.words.partition_point(|&w| w < word);
-        let hi = lo + self.words.get(lo..).unwrap_or_default().partition_point(|&w| w <= word);
+        let lo = self.partition_point(|w| w < word);
+        let hi = self.partition_point(|w| w <= word);
         (lo, hi)
     }
 }
