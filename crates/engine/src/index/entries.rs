@@ -18,9 +18,23 @@ use storage::WriteBatch;
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 
 fn entry_value(expires_at: u32, value_len: usize) -> Vec<u8> {
-    let mut v = expires_at.to_be_bytes().to_vec();
+    let mut v = Vec::with_capacity(8);
+    v.extend_from_slice(&expires_at.to_be_bytes());
     v.extend_from_slice(&(value_len as u32).to_be_bytes());
     v
+}
+
+/// The entry of one indexed value of the row whose key ends in `tail`: the key `0x02
+/// index_id` `value` `tail`, where `encode` appends the encoded value to the key it is given
+/// (written in place: no buffer of its own), and the value ([`entry_value`]).
+fn entry(id: u32, tail: &[u8], expires_at: u32, encode: impl FnOnce(&mut Vec<u8>)) -> Entry {
+    let mut k = Vec::with_capacity(5 + 16 + tail.len());
+    k.push(super::INDEX_PREFIX);
+    k.extend_from_slice(&id.to_be_bytes());
+    encode(&mut k);
+    let value_len = k.len() - 5;
+    k.extend_from_slice(tail);
+    (k, entry_value(expires_at, value_len))
 }
 
 fn is_text(ty: &ColumnType) -> bool {
@@ -207,13 +221,14 @@ pub(crate) fn entries_in(
     let Some(c) = t.column(&idx.column) else {
         return Vec::new();
     };
-    // A vector index keeps a graph in memory (`index::vector`), no entries.
-    if super::vector::vector_config(idx, t).is_some() {
+    // A vector index keeps a graph in memory (`index::vector`), no entries. (Only a vector
+    // column has one: the type is looked at first, the options only then.)
+    if matches!(c.ty, ColumnType::Vector(..)) && super::vector::vector_config(idx, t).is_some() {
         return Vec::new();
     }
     let tail = &base_key[5..];
-    // The indexed values (encoded) and when they expire.
-    let found: Vec<(Vec<u8>, u32)> = match (c.kind, d.is_header) {
+    let one = |(v, exp): (Vec<u8>, u32)| entry(idx.id, tail, exp, |k| k.extend_from_slice(&v));
+    match (c.kind, d.is_header) {
         (ColumnKind::Regular, false) | (ColumnKind::Static, true) => {
             let Some(cell) = stored.cells().iter().find(|x| x.column == c.id) else {
                 return Vec::new();
@@ -225,15 +240,24 @@ pub(crate) fn entries_in(
                         .map(|v| encoded_values(idx, &c.ty, &v))
                         .unwrap_or_default()
                         .into_iter()
-                        .map(|v| (v, exp))
+                        .map(|v| one((v, exp)))
                         .collect()
                 }
-                (CellValue::Complex(x), _) => element_values(idx, &c.ty, x),
+                (CellValue::Complex(x), _) => {
+                    element_values(idx, &c.ty, x).into_iter().map(one).collect()
+                }
+                // The common case, one value of a column that is not a collection: encoded
+                // straight into its entry's key.
+                (CellValue::Live { value, .. }, Some(exp)) if idx.target == Target::Simple => {
+                    vec![entry(idx.id, tail, exp, |k| {
+                        encode_value(k, &c.ty, value, analyzer_for(idx, &c.ty))
+                    })]
+                }
                 (CellValue::Live { value, .. }, Some(exp)) => encoded_values(idx, &c.ty, value)
                     .into_iter()
-                    .map(|v| (v, exp))
+                    .map(|v| one((v, exp)))
                     .collect(),
-                _ => return Vec::new(),
+                _ => Vec::new(),
             }
         }
         (ColumnKind::Clustering, false) | (ColumnKind::PartitionKey, _) => {
@@ -255,20 +279,21 @@ pub(crate) fn entries_in(
             };
             encoded_values(idx, &c.ty, &value)
                 .into_iter()
-                .map(|v| (v, exp))
+                .map(|v| one((v, exp)))
                 .collect()
         }
-        _ => return Vec::new(),
-    };
-    found
-        .into_iter()
-        .map(|(v, exp)| {
-            let mut k = index_prefix(idx.id);
-            k.extend_from_slice(&v);
-            k.extend_from_slice(tail);
-            (k, entry_value(exp, v.len()))
-        })
-        .collect()
+        _ => Vec::new(),
+    }
+}
+
+/// The analyzer `idx` applies to values of type `ty`: its own for text, none otherwise
+/// ([`encode_value`] applies one to text only; reading the options costs three map lookups).
+fn analyzer_for(idx: &IndexDef, ty: &ColumnType) -> Analyzer {
+    if is_text(ty) {
+        idx.analyzer()
+    } else {
+        Analyzer::NONE
+    }
 }
 
 /// Whether a write of the cells of `row` (a row of `t`, which has indexes) may be stored
@@ -614,7 +639,7 @@ pub struct IndexBuilds {
     /// While a sweep runs: hashes of the keys written since it started (see
     /// [`Engine::sweep_index_entries`]). Read and filled under stripe locks.
     sweeping: std::sync::atomic::AtomicBool,
-    written: Mutex<std::collections::HashSet<u64>>,
+    written: Mutex<HashSet>,
 }
 
 /// The fewest stale entries worth a sweep: below it, one costs more than the stale entries
@@ -705,12 +730,16 @@ fn scan_prefix<'a>(
     )
 }
 
+/// A 64-bit hash of a key, for the sweep's sets: foldhash with a fixed seed, several times
+/// faster than SipHash on these ~40-byte keys (a sweep hashes every entry twice and every
+/// key written while it runs). A collision only keeps a stale entry or re-reads a row.
 fn entry_hash(key: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(key)
 }
+
+/// A set of [`entry_hash`]es.
+type HashSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
 
 impl Engine {
     /// Removes the stale entries of every built index (those no stored row has any more,
@@ -752,11 +781,18 @@ impl Engine {
             if built.is_empty() {
                 continue;
             }
-            let mut want = std::collections::HashSet::new();
+            let mut want = HashSet::default();
             for item in scan_prefix(self.storage.as_ref(), &keys::table_prefix(t.id)) {
                 let (key, value) = item?;
+                // Decoded once for every index (`entries_of` per index decoded it each time).
+                let Some(d) = keys::decode_key(&key) else {
+                    continue;
+                };
+                let Some(stored) = Stored::decode(&d, Some(&value)) else {
+                    continue;
+                };
                 for idx in &built {
-                    for (e, _) in entries_of(idx, t, &key, Some(&value)) {
+                    for (e, _) in entries_in(idx, t, &key, &d, &stored) {
                         want.insert(entry_hash(&e));
                     }
                 }
@@ -772,7 +808,7 @@ impl Engine {
         &self,
         t: &TableDef,
         idx: &IndexDef,
-        want: &std::collections::HashSet<u64>,
+        want: &HashSet,
         total: &mut Sweep,
     ) -> Result<(), EngineError> {
         // Suspects are checked (under their stripe locks) a chunk at a time.
