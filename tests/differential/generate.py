@@ -101,7 +101,7 @@ REPREPARE_PROBE = [
 def draw_all(seed, count, n_tables, views=False):
     """The whole deterministic plan: (tables, ddl statements, dml/select statements)."""
     rng = random.Random(seed)
-    udts, tables, ddl = draw_schema(rng, n_tables, views)
+    udts, tables, ddl = draw_schema(rng, n_tables, views, random.Random(f"indexes-{seed}"))
     g = StatementGen(rng, tables, udts, seed)
     return tables, ddl, [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)]
 
