@@ -230,7 +230,8 @@ class IndexReads:
         from .statements import Stmt, Terms
         term = Terms(rng.random() < 0.35)
         ixs = rng.sample(t.indexes, min(len(t.indexes), rng.randint(1, 2)))
-        ixs = [ix for ix in ixs if t.col(ix.column).role not in ("pk", "ck")]
+        # One assignment per column (two indexes of one map would set it twice).
+        ixs = list({ix.column: ix for ix in ixs if t.col(ix.column).role not in ("pk", "ck")}.values())
         keys = t.keys if not all(t.col(ix.column).role == "static" for ix in ixs) or not ixs else t.pk
         r = rng.random()
         if ttl and not ixs:

@@ -355,6 +355,16 @@ impl Builder<'_> {
                 if let Some(had) = &r.cl[pos] {
                     return Err(more_than_one(had, &c.name));
                 }
+                // A second start (or end) bound, refused as it is merged, even where ALLOW
+                // FILTERING makes the slice a filter.
+                let end = |o: &Operator| matches!(o, Operator::Lt | Operator::Lte);
+                if r.slices.iter().any(|(p, o, v)| *p == pos && v.len() == 1 && end(o) == end(&op)) {
+                    return Err(EngineError::invalid(format!(
+                        "More than one restriction was found for the {} bound on {}",
+                        if end(&op) { "end" } else { "start" },
+                        c.name
+                    )));
+                }
                 r.slices.push((pos, op, vec![src]))
             }
             (ColumnKind::Regular | ColumnKind::Static, Operator::Like) => {

@@ -266,12 +266,16 @@ impl Builder<'_> {
             .iter()
             .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
             .collect();
-        // The relation the index lookup answers: an equality first, else a range.
+        // The relation the index lookup answers: an equality first, else a range; SAI first
+        // among those.
         let primary = (0..rels.len())
             .filter(|i| served[*i].is_some())
-            .min_by_key(|i| match &rels[*i] {
-                Relation::Binary { op, .. } if is_range(*op) => 1,
-                _ => 0,
+            .min_by_key(|i| {
+                let range = match &rels[*i] {
+                    Relation::Binary { op, .. } if is_range(*op) => 1,
+                    _ => 0,
+                };
+                (range, !served[*i].is_some_and(|x| x.is_sai()))
             });
         let Some(primary) = primary else {
             // An index on a key column the query names whole still makes Cassandra filter
@@ -310,9 +314,32 @@ impl Builder<'_> {
         let pidx = served[primary]
             .cloned()
             .ok_or_else(|| EngineError::server("index"))?;
-        // Relations served without filtering: the primary, and with SAI every SAI relation.
+        // Relations served without filtering: the primary, and with SAI every SAI relation and
+        // every other element relation on a collection one of those restricts: Cassandra 5.0.9
+        // merges a column's CONTAINS, CONTAINS KEY and `m[k] =` into one restriction, which an
+        // index supports when it supports any part of it (`m CONTAINS 1 AND m CONTAINS KEY 2`
+        // with SAI on values(m) alone needs no ALLOW FILTERING; every part is still checked).
+        let sai_served = |i: usize| served[i].is_some_and(|x| x.is_sai());
+        let element = |r: &Relation| {
+            matches!(
+                r,
+                Relation::Element { .. }
+                    | Relation::Binary {
+                        op: Operator::Contains | Operator::ContainsKey,
+                        ..
+                    }
+            )
+        };
         let free: Vec<bool> = (0..rels.len())
-            .map(|i| i == primary || (pidx.is_sai() && served[i].is_some_and(|x| x.is_sai())))
+            .map(|i| {
+                let with_sai_part = element(&rels[i])
+                    && (0..rels.len()).any(|j| {
+                        sai_served(j)
+                            && element(&rels[j])
+                            && relation_column(&rels[j]) == relation_column(&rels[i])
+                    });
+                i == primary || (pidx.is_sai() && (sai_served(i) || with_sai_part))
+            })
             .collect();
         let pk_in = rels
             .iter()
@@ -496,36 +523,49 @@ fn clustering_gapped(t: &TableDef, rels: &[Relation]) -> bool {
         || at[..restricted.saturating_sub(1)].contains(&Some(false))
 }
 
-/// Cassandra's refusals of several relations on one non-key column: an equality with
-/// anything else, two lower or two upper bounds.
+/// Cassandra's refusals of several relations on one clustering or non-key column, as it
+/// merges them in the order written (`SingleColumnRestriction.mergeWith`): anything after an
+/// EQ or IN names that one ("... if it includes an Equal" / "a IN"), an EQ or IN after a range
+/// names both kinds, and a second start or end bound is refused.
 fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
-    for c in t
-        .columns
-        .iter()
-        .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
-    {
-        let ops: Vec<Operator> = rels
-            .iter()
-            .filter_map(|r| match r {
-                Relation::Binary { column, op, .. } if *column == c.name => Some(*op),
-                _ => None,
-            })
-            .filter(|op| *op == Operator::Eq || is_range(*op))
-            .collect();
-        let count = |f: &dyn Fn(Operator) -> bool| ops.iter().filter(|o| f(**o)).count();
+    for c in t.columns.iter().filter(|c| {
+        matches!(
+            c.kind,
+            ColumnKind::Regular | ColumnKind::Static | ColumnKind::Clustering
+        )
+    }) {
         let name = &c.name;
-        if ops.contains(&Operator::Eq) && ops.len() > 1 {
-            return Err(EngineError::invalid(format!(
-                "{name} cannot be restricted by more than one relation if it includes an Equal"
-            )));
-        }
-        for (bound, ends) in [
-            ("start", [Operator::Gt, Operator::Gte]),
-            ("end", [Operator::Lt, Operator::Lte]),
-        ] {
-            if count(&|o| ends.contains(&o)) > 1 {
+        // What the merged relations so far are: an EQ or IN (its word), or a range's bounds.
+        let mut eq: Option<&str> = None;
+        let mut bounds = [false; 2];
+        for r in rels {
+            let (op, is_in) = match r {
+                Relation::Binary { column, op, .. } if *column == c.name => (*op, false),
+                Relation::In { column, .. } if *column == c.name => (Operator::Eq, true),
+                _ => continue,
+            };
+            if op != Operator::Eq && !is_range(op) {
+                continue;
+            }
+            if let Some(what) = eq {
                 return Err(EngineError::invalid(format!(
-                    "More than one restriction was found for the {bound} bound on {name}"
+                    "{name} cannot be restricted by more than one relation if it includes {what}"
+                )));
+            }
+            if op == Operator::Eq {
+                if bounds.iter().any(|b| *b) {
+                    return Err(EngineError::invalid(format!(
+                        "Column \"{name}\" cannot be restricted by both an equality and an inequality relation"
+                    )));
+                }
+                eq = Some(if is_in { "a IN" } else { "an Equal" });
+                continue;
+            }
+            let end = matches!(op, Operator::Lt | Operator::Lte);
+            if std::mem::replace(&mut bounds[usize::from(end)], true) {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {name}",
+                    if end { "end" } else { "start" }
                 )));
             }
         }
