@@ -575,7 +575,13 @@ pub fn describe_type(u: &crate::catalog::UdtDef) -> String {
     let fields: Vec<String> = u
         .fields
         .iter()
-        .map(|(f, t)| format!("    {} {}", quote(f), t))
+        .map(|(f, t)| {
+            let shown = match cql::parse_type(t) {
+                Ok(parsed) if t.contains("tuple<") => frozen_tuples(parsed, false).to_string(),
+                _ => t.clone(),
+            };
+            format!("    {} {}", quote(f), shown)
+        })
         .collect();
     format!(
         "CREATE TYPE {}.{} (\n{}\n);",
@@ -758,6 +764,29 @@ fn describe_order(t: &TableDef) -> Vec<&ColumnDef> {
         }
     });
     cols
+}
+
+/// A declared type with its tuples frozen, and the collections inside a tuple, as Cassandra
+/// prints a user type's fields (`tuple<int, list<int>>` is `frozen<tuple<int,
+/// frozen<list<int>>>>`).
+fn frozen_tuples(t: cql::ast::CqlType, in_tuple: bool) -> cql::ast::CqlType {
+    use cql::ast::CqlType as C;
+    let frozen = |t: C| match t {
+        C::Frozen(_) => t,
+        other => C::Frozen(Box::new(other)),
+    };
+    let inner = |t: Box<C>| Box::new(frozen_tuples(*t, in_tuple));
+    let collection = |t: C| if in_tuple { frozen(t) } else { t };
+    match t {
+        C::Tuple(ts) => frozen(C::Tuple(
+            ts.into_iter().map(|x| frozen_tuples(x, true)).collect(),
+        )),
+        C::Frozen(x) => frozen(frozen_tuples(*x, in_tuple)),
+        C::List(e) => collection(C::List(inner(e))),
+        C::Set(e) => collection(C::Set(inner(e))),
+        C::Map(k, v) => collection(C::Map(inner(k), inner(v))),
+        other => other,
+    }
 }
 
 /// A column's type as `system_schema.columns` and DESCRIBE show it. Tuples are always frozen
