@@ -30,6 +30,15 @@ now and then, and DELETEs by them), ORDER BY over an IN on the partition key (un
 compared in order), arithmetic in WHERE and SET terms, and conditional UPDATEs on elements,
 fields, IN, !=, CONTAINS and CONTAINS KEY.
 
+From another stream of its own (gen/indexed.py, about 3% of the statements) it draws indexed
+reads over the indexes gen/schema.py's `more_indexes` adds to about half the tables (SAI and
+legacy; regular, static, clustering and partition key columns; values/keys/entries/full of
+collections): SAI ranges, =, CONTAINS, CONTAINS KEY, m[k] = v, several with AND, with the
+partition key, a clustering slice, token(), an unindexed filter, LIMIT, PER PARTITION LIMIT,
+small pages, DISTINCT, count(*); refusals on indexes; writes of indexed values and elements;
+episodes of expiring index writes, the wait, then indexed reads; and DESCRIBE TABLE / INDEX /
+TYPE / MATERIALIZED VIEW of the drawn objects.
+
 With --views (gen/views.py) it also draws materialized views over most non-counter tables
 (base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on
 a base key column, CLUSTERING ORDER BY; some created in the DDL over empty tables, some later
@@ -101,7 +110,7 @@ REPREPARE_PROBE = [
 def draw_all(seed, count, n_tables, views=False):
     """The whole deterministic plan: (tables, ddl statements, dml/select statements)."""
     rng = random.Random(seed)
-    udts, tables, ddl = draw_schema(rng, n_tables, views)
+    udts, tables, ddl = draw_schema(rng, n_tables, views, random.Random(f"indexes-{seed}"))
     g = StatementGen(rng, tables, udts, seed)
     return tables, ddl, [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)]
 

@@ -58,7 +58,11 @@ def test_expiring_writes_come_in_episodes_that_end_with_a_wait_then_a_read():
                 assert j < i, "a wait without expiring writes before it"
                 assert not stmts[j - 1].expires
                 after = stmts[i + 1]
-                assert after.text == f"SELECT * FROM {s.table}" and after.feature == "select_after_expiry"
+                if after.feature.startswith("after_expiry:"):
+                    # gen/indexed.py's episodes end with indexed reads of the table.
+                    assert after.table == s.table and " WHERE " in after.text, after.text
+                else:
+                    assert after.text == f"SELECT * FROM {s.table}" and after.feature == "select_after_expiry"
         assert all(s.wait_expiry or not s.expires or s.feature.startswith("expiring_") for s in stmts)
     assert episodes >= 10, episodes
 
@@ -72,6 +76,47 @@ def test_expiry_episodes_leave_the_other_statements_as_the_seed_drew_them(monkey
     assert any(f == "select_after_expiry" for f in with_episodes)
     kept = [f for f in with_episodes if not f.startswith("expiring_") and f not in ("wait_expiry", "select_after_expiry")]
     assert kept == without[:len(kept)]
+
+
+def _indexed_family(feature):
+    return (feature.startswith(("index_", "describe_", "after_expiry:", "expiring_index_write"))
+            and feature != "index_query")
+
+
+def test_indexed_reads_leave_the_other_statements_as_the_seed_drew_them(monkeypatch):
+    from gen import indexed
+    def features():
+        # Without the expiry episodes too: they start at a draw's position, not the stream's.
+        return [s.feature for s in generate.draw_all(3, 500, 8)[2]
+                if not _indexed_family(s.feature) and not s.wait_expiry
+                and not s.feature.startswith("expiring_") and s.feature != "select_after_expiry"]
+    with_family = features()
+    monkeypatch.setattr(indexed, "INDEX_CHANCE", 0.0)
+    without = features()
+    assert with_family == without[:len(with_family)]
+
+
+def test_indexed_reads_draw_every_index_kind_and_shape():
+    targets, shapes = set(), set()
+    for seed in range(1, 31):
+        tables, _, _ = generate.draw_all(seed, 0, 8)
+        for t in tables:
+            targets.update((ix.target, ix.sai) for ix in t.indexes)
+    for seed in range(1, 11):
+        _, _, stmts = generate.draw_all(seed, 1500, 8)
+        shapes.update(s.feature.split(":")[0] for s in stmts if _indexed_family(s.feature))
+        shapes.update("after_expiry" for s in stmts if s.feature.startswith("after_expiry:"))
+        # An indexed read names the values an index holds: its bound values match its markers.
+        for s in stmts:
+            if _indexed_family(s.feature) and s.params is not None:
+                assert s.text.count("?") == len(s.params), s.text
+    for target in ["simple", "values", "keys", "entries", "full"]:
+        assert (target, True) in targets and (target, False) in targets, (target, sorted(targets))
+    for want in ["index_range", "index_eq", "index_contains", "index_contains_key", "index_entry",
+                 "index_full", "index_and", "index_with_partition", "index_with_slice", "index_token",
+                 "index_filtering", "index_refusal", "index_write", "describe_table", "describe_index",
+                 "describe_type", "after_expiry"]:
+        assert want in shapes, (want, sorted(shapes))
 
 
 def test_different_seeds_draw_different_statements():

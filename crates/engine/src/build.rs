@@ -18,7 +18,7 @@ pub(crate) use operation::{
     apply as operation_apply, callee_name as operation_function_name, cassandra_text,
     resolve as resolve_operation,
 };
-pub(crate) use where_clause::Clause;
+pub(crate) use where_clause::{clustering_merge_order, Clause};
 
 /// The plan of one statement plus what PREPARE reports about it.
 #[derive(Debug, Clone)]
@@ -56,6 +56,7 @@ pub(crate) struct Builder<'a> {
     pub now: crate::Now,
 }
 
+pub(crate) const DISTINCT_WHERE_MSG: &str = "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.";
 pub(crate) const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
 impl<'a> Builder<'a> {
@@ -338,9 +339,7 @@ impl<'a> Builder<'a> {
                 )
             });
             if !clustering.is_unrestricted() || non_static_filter {
-                return Err(EngineError::invalid(
-                    "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
-                ));
+                return Err(EngineError::invalid(DISTINCT_WHERE_MSG));
             }
             if let (Selection::Rows(_), ast::Selection::Selectors(list)) =
                 (&selection, &s.selection)

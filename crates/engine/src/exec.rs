@@ -1085,7 +1085,12 @@ impl BoundFilter {
             return false;
         };
         let cmp = |t: &ColumnType, a: &[u8]| -> std::cmp::Ordering {
-            if !self.analyzer.is_none() && matches!(t, ColumnType::Varchar | ColumnType::Ascii) {
+            if !self.analyzer.is_none()
+                && matches!(
+                    t,
+                    ColumnType::Varchar | ColumnType::Ascii | ColumnType::Inet
+                )
+            {
                 let (a, b) = (self.analyzer.apply(a), self.analyzer.apply(want));
                 crate::types::compare(t, &a, &b)
             } else {
@@ -1093,6 +1098,12 @@ impl BoundFilter {
             }
         };
         match (&self.target, ty) {
+            // SAI's inet lookup is in IPv4-mapped order; Cassandra 5.0.9 then checks each
+            // row in the type's own (byte) order, so both must hold: `v < '2001:db8::8' AND
+            // v > '::1'` keeps 10.0.0.2 and drops 127.0.0.1.
+            (BoundTarget::Whole, _) if self.analyzer.ipv4_mapped => {
+                self.op.holds(cmp(ty, have)) && self.op.holds(crate::types::compare(ty, have, want))
+            }
             (BoundTarget::Whole, _) => self.op.holds(cmp(ty, have)),
             (BoundTarget::Contains, ColumnType::List(e) | ColumnType::Set(e)) => {
                 decode_list_elements(have)

@@ -290,6 +290,15 @@ pub(crate) fn format_uuid(u: &[u8]) -> String {
 
 /// Java's `InetAddress.getHostAddress()`: IPv6 as eight unabbreviated hex groups
 /// (`0:0:0:0:0:0:0:1`); an IPv4-mapped IPv6 address is the IPv4 address.
+/// An inet literal read as Java's `InetAddress.getByName` reads it: an IPv4-mapped IPv6
+/// address (`::ffff:1.2.3.4`) is the IPv4 address, stored in 4 bytes.
+pub(crate) fn parse_inet(s: &str) -> Option<IpAddr> {
+    match s.parse::<IpAddr>().ok()? {
+        IpAddr::V6(a) => Some(a.to_ipv4_mapped().map_or(IpAddr::V6(a), IpAddr::V4)),
+        v4 => Some(v4),
+    }
+}
+
 pub(crate) fn format_inet(ip: &IpAddr) -> String {
     match ip {
         IpAddr::V4(a) => a.to_string(),

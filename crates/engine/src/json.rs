@@ -376,10 +376,10 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
             if s.is_empty() {
                 return Ok(vec![]);
             }
-            match s.parse::<IpAddr>() {
-                Ok(IpAddr::V4(a)) => a.octets().to_vec(),
-                Ok(IpAddr::V6(a)) => a.octets().to_vec(),
-                Err(_) => return Err(format!("Unable to make inet address from '{s}'")),
+            match crate::javafmt::parse_inet(s) {
+                Some(IpAddr::V4(a)) => a.octets().to_vec(),
+                Some(IpAddr::V6(a)) => a.octets().to_vec(),
+                None => return Err(format!("Unable to make inet address from '{s}'")),
             }
         }
         T::Timestamp => match (s, v.as_i64()) {

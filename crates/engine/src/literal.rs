@@ -5,7 +5,6 @@ use crate::temporal;
 use crate::EngineError;
 use cql::ast::{Literal, Term};
 use proto::types::{ColumnType, Value};
-use std::net::IpAddr;
 
 fn bad(ty: &ColumnType, what: &str) -> EngineError {
     EngineError::invalid(format!(
@@ -129,9 +128,11 @@ fn literal_for(
                 })
             })?)
         }
-        (Literal::String(s), T::Inet) => Value::Inet(s.parse::<IpAddr>().map_err(|_| {
-            EngineError::invalid(format!("Unable to make inet address from '{s}'"))
-        })?),
+        (Literal::String(s), T::Inet) => {
+            Value::Inet(crate::javafmt::parse_inet(s).ok_or_else(|| {
+                EngineError::invalid(format!("Unable to make inet address from '{s}'"))
+            })?)
+        }
         (Literal::Integer(s), T::Duration) => {
             return Err(EngineError::invalid(format!(
                 "Unable to convert '{s}' to a duration"

@@ -575,7 +575,13 @@ pub fn describe_type(u: &crate::catalog::UdtDef) -> String {
     let fields: Vec<String> = u
         .fields
         .iter()
-        .map(|(f, t)| format!("    {} {}", quote(f), t))
+        .map(|(f, t)| {
+            let shown = match cql::parse_type(t) {
+                Ok(parsed) if t.contains("tuple<") => frozen_tuples(parsed, false).to_string(),
+                _ => t.clone(),
+            };
+            format!("    {} {}", quote(f), shown)
+        })
         .collect();
     format!(
         "CREATE TYPE {}.{} (\n{}\n);",
@@ -760,6 +766,29 @@ fn describe_order(t: &TableDef) -> Vec<&ColumnDef> {
     cols
 }
 
+/// A declared type with its tuples frozen, and the collections inside a tuple, as Cassandra
+/// prints a user type's fields (`tuple<int, list<int>>` is `frozen<tuple<int,
+/// frozen<list<int>>>>`).
+fn frozen_tuples(t: cql::ast::CqlType, in_tuple: bool) -> cql::ast::CqlType {
+    use cql::ast::CqlType as C;
+    let frozen = |t: C| match t {
+        C::Frozen(_) => t,
+        other => C::Frozen(Box::new(other)),
+    };
+    let inner = |t: Box<C>| Box::new(frozen_tuples(*t, in_tuple));
+    let collection = |t: C| if in_tuple { frozen(t) } else { t };
+    match t {
+        C::Tuple(ts) => frozen(C::Tuple(
+            ts.into_iter().map(|x| frozen_tuples(x, true)).collect(),
+        )),
+        C::Frozen(x) => frozen(frozen_tuples(*x, in_tuple)),
+        C::List(e) => collection(C::List(inner(e))),
+        C::Set(e) => collection(C::Set(inner(e))),
+        C::Map(k, v) => collection(C::Map(inner(k), inner(v))),
+        other => other,
+    }
+}
+
 /// A column's type as `system_schema.columns` and DESCRIBE show it. Tuples are always frozen
 /// in Cassandra, which prints them (and what they hold) so whatever the declaration said:
 /// `tuple<int, list<int>>` is `frozen<tuple<int, frozen<list<int>>>>`. Other types print as
@@ -851,6 +880,16 @@ pub fn describe(
     use cql::ast::DescribeTarget as D;
     let user_ks =
         |ks: &&Arc<KeyspaceDef>| !crate::ddl::SYSTEM_KEYSPACES.contains(&ks.name.as_str());
+    let table_rows = |t: &TableDef| -> DescribeRows {
+        let mut rows = vec![[
+            t.keyspace.clone(),
+            "table".into(),
+            t.name.clone(),
+            describe_table(t),
+        ]];
+        rows.extend(index_rows(schema, t));
+        rows
+    };
     let ks_rows = |ks: &KeyspaceDef, only: bool| -> DescribeRows {
         let mut rows = vec![[
             ks.name.clone(),
@@ -874,13 +913,7 @@ pub fn describe(
             for t in schema.tables_of(&ks.name).filter(|t| {
                 (!is_virtual(t) || is_virtual_keyspace(&t.keyspace)) && t.view.is_none()
             }) {
-                rows.push([
-                    ks.name.clone(),
-                    "table".into(),
-                    t.name.clone(),
-                    describe_table(t),
-                ]);
-                rows.extend(index_rows(schema, t));
+                rows.extend(table_rows(t));
             }
         }
         rows
@@ -893,7 +926,9 @@ pub fn describe(
             .cloned()
             .ok_or_else(|| EngineError::invalid(format!("'{name}' not found in keyspaces")))
     };
-    let find_table = |name: &cql::ast::QualifiedName| -> Result<Arc<TableDef>, EngineError> {
+    // Every DESCRIBE of one element checks its keyspace first (Cassandra's
+    // `DescribeStatement.Element`), then looks the element up by its kind.
+    let find_ks_of = |name: &cql::ast::QualifiedName| -> Result<String, EngineError> {
         let ks =
             name.keyspace.as_deref().or(current_ks).ok_or_else(|| {
                 EngineError::invalid("No keyspace specified and no current keyspace")
@@ -903,10 +938,26 @@ pub fn describe(
                 "'{ks}' not found in keyspaces"
             )));
         }
-        schema.table(ks, &name.name).cloned().ok_or_else(|| {
-            EngineError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
-        })
+        Ok(ks.to_string())
     };
+    // A table, not a view (`KeyspaceMetadata.getTableNullable`).
+    let base_table =
+        |ks: &str, name: &str| schema.table(ks, name).filter(|t| t.view.is_none()).cloned();
+    let index_row = |ks: &str, name: &str| {
+        schema
+            .tables_of(ks)
+            .flat_map(|t| t.indexes.iter().map(move |i| (t, i)))
+            .find(|(_, i)| i.name == name)
+            .map(|(t, i)| {
+                [
+                    ks.to_string(),
+                    "index".into(),
+                    i.name.clone(),
+                    describe_index(t, i),
+                ]
+            })
+    };
+    let view = |ks: &str, name: &str| schema.table(ks, name).filter(|t| t.view.is_some()).cloned();
     Ok(match d {
         D::Keyspaces => schema
             .keyspaces
@@ -940,34 +991,24 @@ pub fn describe(
             rows
         }
         D::Table(name) => {
-            let t = find_table(name)?;
-            let mut rows = vec![[
-                t.keyspace.clone(),
-                "table".into(),
-                t.name.clone(),
-                describe_table(&t),
-            ]];
-            rows.extend(index_rows(schema, &t));
-            rows
+            let ks = find_ks_of(name)?;
+            let t = base_table(&ks, &name.name).ok_or_else(|| {
+                EngineError::invalid(format!(
+                    "Table '{}' not found in keyspace '{ks}'",
+                    name.name
+                ))
+            })?;
+            table_rows(&t)
         }
         D::Index(name) => {
-            let ks = name.keyspace.as_deref().or(current_ks).unwrap_or("");
-            let found = schema
-                .tables_of(ks)
-                .flat_map(|t| t.indexes.iter().map(move |i| (t, i)))
-                .find(|(_, i)| i.name == name.name);
-            let Some((t, i)) = found else {
-                return Err(EngineError::invalid(format!(
+            let ks = find_ks_of(name)?;
+            let row = index_row(&ks, &name.name).ok_or_else(|| {
+                EngineError::invalid(format!(
                     "Table for existing index '{}' not found in '{ks}'",
                     name.name
-                )));
-            };
-            vec![[
-                ks.to_string(),
-                "index".into(),
-                i.name.clone(),
-                describe_index(t, i),
-            ]]
+                ))
+            })?;
+            vec![row]
         }
         D::Schema { full } => {
             let mut rows = Vec::new();
@@ -977,20 +1018,33 @@ pub fn describe(
             rows
         }
         D::Name(name) => {
+            // A keyspace, a table, an index or a view, in that order (as cqlsh's help says).
             if name.keyspace.is_none() {
                 if let Some(ks) = schema.keyspaces.get(&name.name) {
                     return Ok(ks_rows(ks, false));
                 }
             }
-            let t = find_table(name)?;
-            let mut rows = vec![[
-                t.keyspace.clone(),
-                "table".into(),
-                t.name.clone(),
-                describe_table(&t),
-            ]];
-            rows.extend(index_rows(schema, &t));
-            rows
+            let named = cql::ast::QualifiedName {
+                keyspace: name
+                    .keyspace
+                    .clone()
+                    .or(current_ks.map(str::to_string))
+                    .or(Some(name.name.clone())),
+                name: name.name.clone(),
+            };
+            let ks = find_ks_of(&named)?;
+            if let Some(t) = base_table(&ks, &name.name) {
+                table_rows(&t)
+            } else if let Some(row) = index_row(&ks, &name.name) {
+                vec![row]
+            } else if let Some(v) = view(&ks, &name.name) {
+                vec![view_row(&v)]
+            } else {
+                return Err(EngineError::invalid(format!(
+                    "'{}' not found in keyspace '{ks}'",
+                    name.name
+                )));
+            }
         }
         D::Cluster => vec![[
             "Peregrine Cluster".into(),
@@ -1012,10 +1066,10 @@ pub fn describe(
             })
             .collect(),
         D::Type(name) => {
-            let ks = name.keyspace.as_deref().or(current_ks).unwrap_or("");
+            let ks = find_ks_of(name)?;
             let u = schema
                 .types
-                .get(&(ks.to_string(), name.name.clone()))
+                .get(&(ks.clone(), name.name.clone()))
                 .ok_or_else(|| {
                     EngineError::invalid(format!(
                         "User defined type '{}' not found in '{ks}'",
@@ -1030,14 +1084,14 @@ pub fn describe(
             ]]
         }
         D::MaterializedView(name) => {
-            let t = find_table(name)?;
-            if t.view.is_none() {
-                return Err(EngineError::invalid(format!(
-                    "'{}' not found in keyspace '{}'",
-                    name.name, t.keyspace
-                )));
-            }
-            vec![view_row(&t)]
+            let ks = find_ks_of(name)?;
+            let v = view(&ks, &name.name).ok_or_else(|| {
+                EngineError::invalid(format!(
+                    "Materialized view '{}' not found in '{ks}'",
+                    name.name
+                ))
+            })?;
+            vec![view_row(&v)]
         }
         D::Functions | D::Aggregates => Vec::new(),
         other => {

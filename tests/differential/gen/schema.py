@@ -22,6 +22,8 @@ class Table:
     cols: list
     counter: bool = False
     indexed: list = field(default_factory=list)   # columns the DDL puts an index on
+    indexes: list = field(default_factory=list)   # every index of the table (Index), for gen/indexed.py
+    extra_cols: list = field(default_factory=list)  # columns only gen/indexed.py writes (ALTER TABLE ADD)
     pools: dict = field(default_factory=dict)      # key column name -> the few values drawn for it
     server_ts: bool = False   # some write without USING TIMESTAMP was drawn: writetime() not exact
     views: list = field(default_factory=list)     # materialized views of this table (Tables)
@@ -51,7 +53,20 @@ class Table:
         return self.role("static", "reg")
 
     def col(self, name):
-        return next(c for c in self.cols if c.name == name)
+        return next(c for c in self.cols + self.extra_cols if c.name == name)
+
+
+@dataclass
+class Index:
+    name: str
+    column: str
+    target: str               # "simple", "values", "keys", "entries", "full"
+    sai: bool
+    pool: list = field(default_factory=list)   # values a query names: of the column, element, key
+    vpool: list = field(default_factory=list)  # entries(): the map values a query names
+
+    def on(self):
+        return self.column if self.target == "simple" else f"{self.target}({self.column})"
 
 
 @dataclass
@@ -124,10 +139,12 @@ def create_table(t):
     return text
 
 
-def draw_schema(rng, n_tables, views=False):
+def draw_schema(rng, n_tables, views=False, index_rng=None):
     """Returns (udts, tables, ddl statements in execution order). With `views` (both sides run
     with materialized_views_enabled) it also draws views (gen/views.py): each in its base's
-    `views`, created in this DDL or later in the statement stream."""
+    `views`, created in this DDL or later in the statement stream. With `index_rng` it also
+    draws, from that stream alone (so the rest stays what the seed gave), more indexes
+    (`more_indexes`) for gen/indexed.py's queries."""
     udts = draw_udts(rng, rng.randint(1, 3))
     ddl = [Ddl(create_type(u), "ddl_type") for u in udts]
     # Invalid DDL: duration nested in a clustering column ("duration type is not supported for
@@ -142,6 +159,8 @@ def draw_schema(rng, n_tables, views=False):
         ddl.append(Ddl(create_table(t), "ddl_table", t.name))
         if kind == "indexed":
             ddl += index_ddl(rng, t, views)
+        if index_rng is not None and kind != "counter":
+            ddl += more_indexes(index_rng, t)
     if views:
         from .views import draw_views, invalid_view_ddl
         _, _, view_ddl = draw_views(rng, tables)
@@ -159,10 +178,12 @@ def index_ddl(rng, t, views=False):
     sai = next((c for c in reversed(natives) if c.type.kind != "blob"), legacy)   # SAI: "Unsupported type: blob"
     out.append(Ddl(f"CREATE INDEX {t.name}_{legacy.name}_idx ON {t.name} ({legacy.name})", "create_index", t.name))
     t.indexed.append(legacy.name)
+    t.indexes.append(Index(f"{t.name}_{legacy.name}_idx", legacy.name, "simple", False))
     if sai is not legacy:
         out.append(Ddl(f"CREATE CUSTOM INDEX {t.name}_{sai.name}_sai ON {t.name} ({sai.name}) "
                        f"USING 'StorageAttachedIndex'", "create_sai_index", t.name))
         t.indexed.append(sai.name)
+        t.indexes.append(Index(f"{t.name}_{sai.name}_sai", sai.name, "simple", True))
     if views:
         return out   # views are drawn by gen/views.py
     keys = " AND ".join(f"{c.name} IS NOT NULL" for c in t.keys + [legacy])
@@ -171,3 +192,90 @@ def index_ddl(rng, t, views=False):
     out.append(Ddl(f"CREATE MATERIALIZED VIEW {t.name}_mv AS SELECT * FROM {t.name} WHERE {keys} "
                    f"PRIMARY KEY ({view_key})", "create_materialized_view", t.name, expect="error"))
     return out
+
+
+# Element types an index on a collection is drawn for (SAI: "Unsupported type: blob"; no
+# durations, which are not comparable).
+def _indexable_native(t, sai):
+    return t.is_native and t.kind not in ("duration", "counter") and not (sai and t.kind == "blob")
+
+
+def more_indexes(rng, t):
+    """1-3 more indexes on table t, about half the tables: SAI or legacy on regular, static,
+    clustering and (compound) partition key columns, values()/keys()/entries() of non-frozen
+    collections, full() of frozen ones. Each gets a pool of a few values its queries name
+    (gen/indexed.py). Drawn from `rng` alone."""
+    if rng.random() < 0.45:
+        return []
+    out = []
+    if rng.random() < 0.4:
+        # A collection of native values added for the indexes alone (the other statements do
+        # not know it, so the seed's other statements stay as they were): tables draw few.
+        key = T(rng.choice(["int", "text", "bigint", "timestamp", "inet", "double", "uuid"]))
+        kind = rng.choice(["map", "map", "set", "list"])
+        ty = T(kind, (key, T(rng.choice(["int", "text", "date", "boolean"]))) if kind == "map" else (key,))
+        c = Column("ix_" + kind[0], ty, "reg")
+        t.extra_cols.append(c)
+        out.append(Ddl(f"ALTER TABLE {t.name} ADD {c.name} {ty.cql()}", "ddl_alter_add", t.name))
+    taken = {(i.column, i.target) for i in t.indexes} | {(c, "simple") for c in t.indexed}
+    cands = []
+    for c in t.cols + t.extra_cols:
+        ty, k = c.type, c.type.kind
+        if "duration" in ty.cql():
+            continue   # "Secondary indexes are not supported on collections containing durations"
+        if c.role == "pk" and len(t.pk) == 1:
+            continue   # SAI refuses the only partition key column; legacy serves nothing there
+        if ty.is_native:
+            cands.append((c, "simple"))
+        elif k in ("list", "set") and ty.multicell and ty.args[0].is_native:
+            cands.append((c, "values"))
+        elif k == "map" and ty.multicell and ty.args[0].is_native and ty.args[1].is_native:
+            cands += [(c, "keys"), (c, "values"), (c, "entries")]
+        elif k in ("list", "set", "map") and ty.frozen and all(a.is_native for a in ty.args):
+            cands.append((c, "full"))
+    cands = [(c, tg) for c, tg in cands if (c.name, tg) not in taken]
+    # Regular columns most, then collections; keys now and then.
+    weights = [0.5 if c.role in ("pk", "ck") else 4.0 if c in t.extra_cols else 3.0 if c.type.kind == "map"
+               else 2.0 if tg != "simple" else 1.5 for c, tg in cands]
+    used = set()
+    for _ in range(rng.randint(1, 3)):
+        if not cands:
+            break
+        c, target = rng.choices(cands, weights)[0]
+        i = cands.index((c, target))
+        del cands[i], weights[i]
+        # One index per column, except the several targets of one map.
+        if c.name in used and target == "simple":
+            continue
+        elem = {"simple": c.type, "full": c.type, "keys": c.type.args[0] if c.type.args else None,
+                "values": c.type.args[-1] if c.type.args else None,
+                "entries": c.type.args[0] if c.type.args else None}[target]
+        types = [elem] + ([c.type.args[1]] if target == "entries" else [])
+        sai = rng.random() < 0.65 and all(_indexable_native(x, True) or target == "full" for x in types) \
+            and not (target == "full" and any(a.kind in ("blob", "duration") for a in c.type.args))
+        if not sai and not all(_indexable_native(x, False) or target == "full" for x in types):
+            continue
+        if c.type.is_native and not _indexable_native(c.type, sai):
+            continue
+        used.add(c.name)
+        name = f"{t.name}_{c.name}_{target}_{'sai' if sai else 'ix'}"
+        ix = Index(name, c.name, target, sai)
+        ix.pool = _pool(rng, elem, target != "values" or c.type.kind != "list")
+        if target == "entries":
+            ix.vpool = _pool(rng, c.type.args[1], False)
+        t.indexes.append(ix)
+        using = " USING 'sai'" if sai else ""
+        out.append(Ddl(f"CREATE INDEX {name} ON {t.name} ({ix.on()}){using}",
+                       "create_sai_index" if sai else "create_index", t.name))
+    return out
+
+
+def _pool(rng, ty, hashable):
+    pool = []
+    for _ in range(8):
+        v = draw_value(rng, ty, hashable=True)
+        if v not in pool and not _has_null(v):
+            pool.append(v)
+        if len(pool) == 3:
+            break
+    return pool

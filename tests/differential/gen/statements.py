@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .extras import Extras
+from .indexed import IndexReads
 from .schema import Column
 from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
@@ -104,6 +105,7 @@ class StatementGen:
         self.expiry_rng = random.Random(f"expiry-{seed}")
         self.short_ttl = None   # while drawing an expiring write: its TTL
         self.extras = Extras(self, seed)   # issue 9/10 forms, from a random stream of their own
+        self.indexed = IndexReads(self, seed)   # indexed reads and DESCRIBE, likewise
 
     # ------------------------------------------------------------ helpers
 
@@ -467,6 +469,7 @@ class StatementGen:
         rng = self.rng
         term = Terms(bind)
         key = lambda: self.where_eq(t, t.keys, term)   # noqa: E731 - drawn only where used, in text order
+        expect = "error"
         c = rng.choice(t.values)
         reg = [x for x in t.values if x.role == "reg"]
         natives = [x for x in t.values if x.type.is_native and x.type.kind not in ("counter", "text", "varchar", "ascii", "blob")]
@@ -498,6 +501,8 @@ class StatementGen:
             text = f"SELECT * FROM {t.name} WHERE {x.name} = {term(x.type, draw_value(rng, x.type))}"
             if x.name in t.indexed:
                 kind = "index_query"   # valid on the reference: the column is indexed
+            elif any(i.column == x.name for i in t.indexes):
+                expect = None          # an index gen/schema.py's more_indexes drew may serve it
         elif kind == "set_primary_key":
             k = t.keys[-1]
             text = f"UPDATE {t.name} SET {k.name} = {term(k.type, self.key_value(t, k))} WHERE {key()}"
@@ -534,12 +539,14 @@ class StatementGen:
         elif kind == "pk_slice" and t.pk[0].type.is_native:
             x = t.pk[0]
             text = f"SELECT * FROM {t.name} WHERE {x.name} > {term(x.type, self.key_value(t, x))}"
+            if any(i.column == x.name for i in t.indexes):
+                expect = None          # an SAI index on a partition key column may serve it
         elif kind == "empty_partition_key" and len(t.pk) == 1 and t.pk[0].type.kind in ("text", "varchar", "ascii", "blob"):
             empty = "''" if t.pk[0].type.kind != "blob" else "0x"
             text = f"SELECT * FROM {t.name} WHERE {t.pk[0].name} = {empty}"
         else:
             text, kind, term = f"SELECT * FROM {t.name} WHERE {t.keys[0].name} = ", "syntax", Terms(False)
-        expect = "ok" if kind == "index_query" else "error"
+        expect = "ok" if kind == "index_query" else expect
         return Stmt(text, term.params if bind else None, expect=expect, feature=kind, table=t.name)
 
     # ------------------------------------------------------------ views
@@ -646,6 +653,11 @@ class StatementGen:
         rng = self.rng
         if self.pending:
             return self.pending.pop(0)
+        # Before the extras, as the expiry episodes: a draw of these leaves the sequence of
+        # the other statements (extras and main stream) what the seed drew without them.
+        extra = self.indexed.maybe_draw()
+        if extra is not None:
+            return extra
         extra = self.extras.maybe_draw()
         if extra is not None:
             return extra

@@ -66,7 +66,18 @@ impl Builder<'_> {
     ) -> Result<(PartitionSel, ClusteringSel, Vec<Filter>), EngineError> {
         let for_write = stmt != Clause::Select;
         let mut r = self.gather(t, rels, stmt)?;
+        // Cassandra's virtual tables filter without ALLOW FILTERING.
+        let implicit = crate::system::is_virtual_keyspace(&t.keyspace);
+        if !for_write && !allow_filtering {
+            clustering_merge_order(t, rels, &|_| false)?;
+        }
         if !for_write {
+            let named = r.pk.iter().filter(|p| p.is_some()).count();
+            // A partial partition key needs filtering, and Cassandra says so before it looks
+            // at the clustering restrictions (`k1 = 1 AND c2 = 1` with c1 free).
+            if named > 0 && named < r.pk.len() && !allow_filtering && !implicit {
+                return Err(EngineError::invalid(FILTERING_MSG));
+            }
             partial_key_to_filters(t, &mut r);
             if allow_filtering {
                 gapped_clustering_to_filters(t, &mut r);
@@ -77,8 +88,6 @@ impl Builder<'_> {
         let filters = r.filters;
         let needs_filtering = !filters.is_empty()
             || (matches!(partitions, PartitionSel::Range { .. }) && !sel.is_unrestricted());
-        // Cassandra's virtual tables filter without ALLOW FILTERING.
-        let implicit = crate::system::is_virtual_keyspace(&t.keyspace);
         if needs_filtering && !allow_filtering && !implicit && !for_write {
             return Err(EngineError::invalid(FILTERING_MSG));
         }
@@ -99,6 +108,7 @@ impl Builder<'_> {
         statics_only: bool,
     ) -> Result<WriteRows, EngineError> {
         let mut r = self.gather(t, rels, stmt)?;
+        clustering_merge_order(t, rels, &|_| false)?;
         let what = if stmt == Clause::Update {
             "UPDATE"
         } else {
@@ -344,6 +354,16 @@ impl Builder<'_> {
                 let pos = c.position as usize;
                 if let Some(had) = &r.cl[pos] {
                     return Err(more_than_one(had, &c.name));
+                }
+                // A second start (or end) bound, refused as it is merged, even where ALLOW
+                // FILTERING makes the slice a filter.
+                let end = |o: &Operator| matches!(o, Operator::Lt | Operator::Lte);
+                if r.slices.iter().any(|(p, o, v)| *p == pos && v.len() == 1 && end(o) == end(&op)) {
+                    return Err(EngineError::invalid(format!(
+                        "More than one restriction was found for the {} bound on {}",
+                        if end(&op) { "end" } else { "start" },
+                        c.name
+                    )));
                 }
                 r.slices.push((pos, op, vec![src]))
             }
@@ -811,6 +831,56 @@ fn whole_value_filter(column: usize, op: Operator, value: Src) -> Filter {
     }
 }
 
+/// Cassandra's checks as it adds a statement's single-column clustering relations one by one,
+/// in the order written (a SELECT's only without ALLOW FILTERING) (`ClusteringColumnRestrictions.mergeWith`): a
+/// relation on a column after one a range restricts, or a range on a column before the last
+/// restricted one, is refused naming those two columns. The gaps the merged relations leave
+/// are refused later (`clustering_selection`). A relation an index supports (`supported`) is
+/// merged unchecked.
+pub(crate) fn clustering_merge_order(
+    t: &TableDef,
+    rels: &[Relation],
+    supported: &dyn Fn(&Relation) -> bool,
+) -> Result<(), EngineError> {
+    let clust: Vec<&ColumnDef> = t.clustering().collect();
+    // Position -> whether a range restricts it, for the relations merged so far.
+    let mut merged: std::collections::BTreeMap<usize, bool> = Default::default();
+    for rel in rels {
+        let (column, slice) = match rel {
+            Relation::Binary { column, op, .. } => (
+                column,
+                matches!(
+                    op,
+                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+                ),
+            ),
+            Relation::In { column, .. } => (column, false),
+            _ => continue,
+        };
+        let Some(pos) = clust.iter().position(|c| c.name == *column) else {
+            continue;
+        };
+        if let Some((&last, &last_slice)) = merged.iter().next_back().filter(|_| !supported(rel)) {
+            if last_slice && pos > last {
+                return Err(EngineError::invalid(format!(
+                    "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+                    clust[pos].name, clust[last].name
+                )));
+            }
+            if slice && pos < last {
+                let next = merged.range(pos + 1..).next().map_or(last, |(p, _)| *p);
+                return Err(EngineError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
+                    clust[next].name, clust[pos].name
+                )));
+            }
+        }
+        let entry = merged.entry(pos).or_insert(false);
+        *entry |= slice;
+    }
+    Ok(())
+}
+
 /// Cassandra's refusal of an EQ or IN on a column a slice already restricts.
 fn both_equality_and_inequality(column: &str) -> EngineError {
     EngineError::invalid(format!(
@@ -951,7 +1021,9 @@ fn clustering_selection(
         match r {
             Some(kv) if !prefix_done => sel.eq.push(kv),
             Some(_) => {
-                let prev = &clust_cols[i - 1].name;
+                // Cassandra names the first free column after the EQ/IN prefix (or the
+                // range on it), not the one right before this column.
+                let prev = &clust_cols[sel.eq.len()].name;
                 if slices.iter().any(|s| s.0 == sel.eq.len()) {
                     return Err(EngineError::invalid(format!(
                         "Clustering column \"{}\" cannot be restricted (preceding column \"{}\" is restricted by a non-EQ relation)",
@@ -990,7 +1062,7 @@ fn clustering_selection(
             return Err(EngineError::invalid(format!(
                 "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
                 c.name,
-                clust_cols[pos - 1].name
+                clust_cols[sel.eq.len()].name
             )));
         }
         let b = SliceBound {

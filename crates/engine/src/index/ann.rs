@@ -112,9 +112,7 @@ impl Builder<'_> {
             ));
         }
         if s.distinct {
-            return Err(EngineError::invalid(
-                "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
-            ));
+            return Err(EngineError::invalid(crate::build::DISTINCT_WHERE_MSG));
         }
         match &s.limit {
             None => return Err(EngineError::invalid(NO_LIMIT_MSG)),

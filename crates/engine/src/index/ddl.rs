@@ -254,10 +254,21 @@ pub fn create_index(
             c.name
         )));
     }
-    if c.ty == ColumnType::Duration {
-        return Err(EngineError::invalid(
-            "Secondary indexes are not supported on duration columns",
-        ));
+    if crate::ddl::contains_duration(&c.ty) {
+        // Cassandra 5.0's CreateIndexStatement, by the kind of the column's type.
+        let kind = match c.ty {
+            ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..) => "collections",
+            ColumnType::Tuple(_) => "tuples",
+            ColumnType::Udt { .. } => "UDTs",
+            _ => {
+                return Err(EngineError::invalid(
+                    "Secondary indexes are not supported on duration columns",
+                ))
+            }
+        };
+        return Err(EngineError::invalid(format!(
+            "Secondary indexes are not supported on {kind} containing durations"
+        )));
     }
     if matches!(c.ty, ColumnType::Udt { .. }) && !c.cql_type.starts_with("frozen<") {
         return Err(EngineError::invalid(format!(

@@ -20,7 +20,7 @@ use cql::ast::{self, Operator, Relation};
 use proto::types::ColumnType;
 use std::sync::Arc;
 
-const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+use crate::build::{DISTINCT_WHERE_MSG, FILTERING_MSG};
 
 /// The WHERE clause of an indexed SELECT, resolved.
 pub(crate) struct IndexedWhere {
@@ -198,6 +198,11 @@ impl Builder<'_> {
         }
         let rels = &s.where_clause;
         check_one_column_relations(t, rels)?;
+        if !s.allow_filtering {
+            // Cassandra merges the clustering relations as it reads them, before it decides
+            // anything about indexes.
+            crate::build::clustering_merge_order(t, rels, &|r| served_by(t, r).is_some())?;
+        }
         for r in rels {
             if let Relation::Binary {
                 column,
@@ -231,19 +236,75 @@ impl Builder<'_> {
         {
             return Ok(None);
         }
+        // So does a read of partitions named by an IN with nothing outside the primary key
+        // and a clustering restriction that needs no filtering: Cassandra 5.0 uses an index
+        // only where a relation needs one, so an indexed clustering column restricted as a
+        // prefix (`k IN (1, 2) AND c = 1`) is no index query.
+        let pk_named = t.partition_key().all(|c| {
+            rels.iter().any(|r| match r {
+                Relation::Binary {
+                    column,
+                    op: Operator::Eq,
+                    ..
+                }
+                | Relation::In { column, .. } => *column == c.name,
+                _ => false,
+            })
+        });
+        let non_key = |r: &Relation| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+        };
+        if pk_named
+            && !rels.iter().any(non_key)
+            && self.where_clause(t, rels, false, Clause::Select).is_ok()
+        {
+            return Ok(None);
+        }
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
             .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
             .collect();
-        // The relation the index lookup answers: an equality first, else a range.
+        // The relation the index lookup answers: an equality first, else a range; SAI first
+        // among those.
         let primary = (0..rels.len())
             .filter(|i| served[*i].is_some())
-            .min_by_key(|i| match &rels[*i] {
-                Relation::Binary { op, .. } if is_range(*op) => 1,
-                _ => 0,
+            .min_by_key(|i| {
+                let range = match &rels[*i] {
+                    Relation::Binary { op, .. } if is_range(*op) => 1,
+                    _ => 0,
+                };
+                (range, !served[*i].is_some_and(|x| x.is_sai()))
             });
         let Some(primary) = primary else {
+            // An index on a key column the query names whole still makes Cassandra filter
+            // (not refuse) a clustering column after a free one.
+            let queriable = rels.iter().any(|r| served_by(t, r).is_some());
+            if queriable
+                && !s.allow_filtering
+                && self.where_clause(t, rels, false, Clause::Select).is_err()
+                && self.where_clause(t, rels, true, Clause::Select).is_ok()
+            {
+                return Err(EngineError::invalid(FILTERING_MSG));
+            }
             return Ok(None);
+        };
+        // With an index to query, Cassandra checks a DISTINCT's restrictions before it asks
+        // for ALLOW FILTERING (its `validateDistinctSelection` comes before
+        // `checkNeedsFiltering`): a relation on a regular or clustering column is refused for
+        // the DISTINCT first.
+        let distinct_rows = s.distinct
+            && rels.iter().any(|r| {
+                relation_column(r)
+                    .and_then(|c| t.column(c))
+                    .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Clustering))
+            });
+        let refine = |e: EngineError| match &e {
+            EngineError::Db(db) if distinct_rows && db.message() == FILTERING_MSG => {
+                EngineError::invalid(DISTINCT_WHERE_MSG)
+            }
+            _ => e,
         };
         if !s.order_by.is_empty() {
             return Err(EngineError::invalid(
@@ -253,9 +314,32 @@ impl Builder<'_> {
         let pidx = served[primary]
             .cloned()
             .ok_or_else(|| EngineError::server("index"))?;
-        // Relations served without filtering: the primary, and with SAI every SAI relation.
+        // Relations served without filtering: the primary, and with SAI every SAI relation and
+        // every other element relation on a collection one of those restricts: Cassandra 5.0.9
+        // merges a column's CONTAINS, CONTAINS KEY and `m[k] =` into one restriction, which an
+        // index supports when it supports any part of it (`m CONTAINS 1 AND m CONTAINS KEY 2`
+        // with SAI on values(m) alone needs no ALLOW FILTERING; every part is still checked).
+        let sai_served = |i: usize| served[i].is_some_and(|x| x.is_sai());
+        let element = |r: &Relation| {
+            matches!(
+                r,
+                Relation::Element { .. }
+                    | Relation::Binary {
+                        op: Operator::Contains | Operator::ContainsKey,
+                        ..
+                    }
+            )
+        };
         let free: Vec<bool> = (0..rels.len())
-            .map(|i| i == primary || (pidx.is_sai() && served[i].is_some_and(|x| x.is_sai())))
+            .map(|i| {
+                let with_sai_part = element(&rels[i])
+                    && (0..rels.len()).any(|j| {
+                        sai_served(j)
+                            && element(&rels[j])
+                            && relation_column(&rels[j]) == relation_column(&rels[i])
+                    });
+                i == primary || (pidx.is_sai() && (sai_served(i) || with_sai_part))
+            })
             .collect();
         let pk_in = rels
             .iter()
@@ -267,23 +351,51 @@ impl Builder<'_> {
         }
         let mut rest = Vec::new();
         let mut filters = Vec::new();
+        let gapped = clustering_gapped(t, rels);
+        let clustering_col = |r: &Relation| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| c.kind == ColumnKind::Clustering)
+        };
         for (i, r) in rels.iter().enumerate() {
-            if free[i] {
+            if gapped && !free[i] && clustering_col(r) {
+                // The clustering restrictions, taken together, are no slice: Cassandra then
+                // filters on each of them (`k = 1 AND c1 = 1 AND c3 = 1` with c3 indexed and
+                // c2 free), which needs ALLOW FILTERING even for the prefix.
+                if !s.allow_filtering {
+                    return Err(refine(EngineError::invalid(FILTERING_MSG)));
+                }
+                filters.push(self.relation_filter(t, r)?);
+            } else if free[i] {
                 let mut f = self.relation_filter(t, r)?;
                 f.analyzer = served[i].map_or(crate::index::Analyzer::NONE, |x| x.analyzer());
+                f.analyzer.ipv4_mapped = served[i].is_some_and(|x| x.is_sai())
+                    && t.columns[f.column].ty == ColumnType::Inet;
                 filters.push(f);
             } else if !pk_full && pk_col(r) {
                 // A part of the partition key, without the rest of it: checked per row.
                 if !s.allow_filtering {
-                    return Err(EngineError::invalid(FILTERING_MSG));
+                    return Err(refine(EngineError::invalid(FILTERING_MSG)));
                 }
                 filters.push(self.relation_filter(t, r)?);
             } else {
                 rest.push(r.clone());
             }
         }
+        // With an index to query, Cassandra filters on what its slices cannot serve (a
+        // clustering column after a free one) rather than refusing it: such a query needs
+        // ALLOW FILTERING, not a complete clustering prefix.
         let (partitions, clustering, more) =
-            self.where_clause(t, &rest, s.allow_filtering, Clause::Select)?;
+            match self.where_clause(t, &rest, s.allow_filtering, Clause::Select) {
+                Ok(w) => w,
+                Err(_)
+                    if !s.allow_filtering
+                        && self.where_clause(t, &rest, true, Clause::Select).is_ok() =>
+                {
+                    return Err(refine(EngineError::invalid(FILTERING_MSG)))
+                }
+                Err(e) => return Err(refine(e)),
+            };
         filters.extend(more);
         let index = if pk_full {
             None
@@ -347,6 +459,12 @@ impl Builder<'_> {
                         _ => {}
                     }
                 }
+                if idx.is_sai() && c.ty == ColumnType::Inet {
+                    // Entries keep the stored bytes, in another order than SAI's (see
+                    // `Analyzer::ipv4_mapped`): read them all, the filter decides.
+                    start = None;
+                    end = None;
+                }
                 IndexLookup::Range { start, end }
             }
             _ => {
@@ -372,36 +490,82 @@ impl Builder<'_> {
     }
 }
 
-/// Cassandra's refusals of several relations on one non-key column: an equality with
-/// anything else, two lower or two upper bounds.
-fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
-    for c in t
+/// Whether the single-column clustering restrictions of `rels`, all together, are no slice:
+/// a restricted column after a free one, or a column restricted after a range. Multi-column
+/// relations keep their own rules (`false`).
+fn clustering_gapped(t: &TableDef, rels: &[Relation]) -> bool {
+    let n = t
         .columns
         .iter()
-        .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
-    {
-        let ops: Vec<Operator> = rels
-            .iter()
-            .filter_map(|r| match r {
-                Relation::Binary { column, op, .. } if *column == c.name => Some(*op),
-                _ => None,
-            })
-            .filter(|op| *op == Operator::Eq || is_range(*op))
-            .collect();
-        let count = |f: &dyn Fn(Operator) -> bool| ops.iter().filter(|o| f(**o)).count();
-        let name = &c.name;
-        if ops.contains(&Operator::Eq) && ops.len() > 1 {
-            return Err(EngineError::invalid(format!(
-                "{name} cannot be restricted by more than one relation if it includes an Equal"
-            )));
+        .filter(|c| c.kind == ColumnKind::Clustering)
+        .count();
+    // Per clustering position: None free, Some(true) EQ or IN, Some(false) a range.
+    let mut at: Vec<Option<bool>> = vec![None; n];
+    for r in rels {
+        let (column, eq) = match r {
+            Relation::Binary { column, op, .. } if *op == Operator::Eq || is_range(*op) => {
+                (column, *op == Operator::Eq)
+            }
+            Relation::In { column, .. } => (column, true),
+            Relation::MultiColumn { .. } | Relation::MultiColumnIn { .. } => return false,
+            _ => continue,
+        };
+        if let Some(c) = t
+            .column(column)
+            .filter(|c| c.kind == ColumnKind::Clustering)
+        {
+            let slot = &mut at[c.position as usize];
+            *slot = Some(slot.unwrap_or(true) && eq);
         }
-        for (bound, ends) in [
-            ("start", [Operator::Gt, Operator::Gte]),
-            ("end", [Operator::Lt, Operator::Lte]),
-        ] {
-            if count(&|o| ends.contains(&o)) > 1 {
+    }
+    let restricted = at.iter().take_while(|x| x.is_some()).count();
+    at[restricted..].iter().any(Option::is_some)
+        || at[..restricted.saturating_sub(1)].contains(&Some(false))
+}
+
+/// Cassandra's refusals of several relations on one clustering or non-key column, as it
+/// merges them in the order written (`SingleColumnRestriction.mergeWith`): anything after an
+/// EQ or IN names that one ("... if it includes an Equal" / "a IN"), an EQ or IN after a range
+/// names both kinds, and a second start or end bound is refused.
+fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
+    for c in t.columns.iter().filter(|c| {
+        matches!(
+            c.kind,
+            ColumnKind::Regular | ColumnKind::Static | ColumnKind::Clustering
+        )
+    }) {
+        let name = &c.name;
+        // What the merged relations so far are: an EQ or IN (its word), or a range's bounds.
+        let mut eq: Option<&str> = None;
+        let mut bounds = [false; 2];
+        for r in rels {
+            let (op, is_in) = match r {
+                Relation::Binary { column, op, .. } if *column == c.name => (*op, false),
+                Relation::In { column, .. } if *column == c.name => (Operator::Eq, true),
+                _ => continue,
+            };
+            if op != Operator::Eq && !is_range(op) {
+                continue;
+            }
+            if let Some(what) = eq {
                 return Err(EngineError::invalid(format!(
-                    "More than one restriction was found for the {bound} bound on {name}"
+                    "{name} cannot be restricted by more than one relation if it includes {what}"
+                )));
+            }
+            if op == Operator::Eq {
+                if bounds.iter().any(|b| *b) {
+                    return Err(EngineError::invalid(format!(
+                        "Column \"{name}\" cannot be restricted by both an equality and an inequality relation"
+                    )));
+                }
+                eq = Some(if is_in { "a IN" } else { "an Equal" });
+                continue;
+            }
+            let end = matches!(op, Operator::Lt | Operator::Lte);
+            if std::mem::replace(&mut bounds[usize::from(end)], true) {
+                return Err(EngineError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {name}",
+                    if end { "end" } else { "start" }
                 )));
             }
         }
