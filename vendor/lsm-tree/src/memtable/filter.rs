@@ -2,9 +2,9 @@
 
 //! A memtable's key filter: a blocked Bloom filter of the user keys inserted, so that a point
 //! read of a key the memtable does not hold skips the skip list's search (in a memtable of
-//! tens of thousands of keys, a chain of cache misses: 18% of a YCSB C read's CPU time after
-//! a load, `perf` in bench/results/2026-11-30/memtable-filter). As RocksDB's
-//! `memtable_whole_key_filtering`.
+//! tens of thousands of keys, a chain of cache misses: 10.8% of the server's CPU samples in
+//! YCSB C after a 200k-row load on a quiet machine, `perf` in
+//! bench/results/2026-11-30/read-path-s26). As RocksDB's `memtable_whole_key_filtering`.
 //!
 //! Fixed size (1 MiB, 2^23 bits in 512-bit blocks), whatever the memtable holds: a 64 MiB
 //! memtable of 300-byte rows (220k keys) gets about 38 bits a key. Past a few million keys it

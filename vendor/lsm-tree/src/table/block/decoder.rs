@@ -593,7 +593,8 @@ impl<Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> DoubleEndedIterator
 /// A search goes through `top`, every `STRIDE`th word (a sixteenth of them, which stays in
 /// the CPU's caches), then through the `STRIDE` words between two of those (two cache lines):
 /// a binary search of `words` itself missed the cache at most of its steps in a large table
-/// (`HeadWords::range` was 10-12% of a YCSB C read's CPU time, bench/results/2026-11-30/read-path-s26).
+/// (`HeadWords::range` was 3.5% of the server's CPU samples in YCSB C on a quiet machine, 10%
+/// on a loaded one; under 1% after: bench/results/2026-11-30/read-path-s26).
 #[derive(Default)]
 pub struct HeadWords {
     prefix: Box<[u8]>,
