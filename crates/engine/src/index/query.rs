@@ -523,51 +523,56 @@ fn clustering_gapped(t: &TableDef, rels: &[Relation]) -> bool {
         || at[..restricted.saturating_sub(1)].contains(&Some(false))
 }
 
-/// Cassandra's refusals of several relations on one clustering or non-key column, as it
-/// merges them in the order written (`SingleColumnRestriction.mergeWith`): anything after an
+/// Cassandra's refusals of several relations on one column (of any kind), as it merges them
+/// in the order written (`SingleColumnRestriction.mergeWith`): anything after an
 /// EQ or IN names that one ("... if it includes an Equal" / "a IN"), an EQ or IN after a range
 /// names both kinds, and a second start or end bound is refused.
 fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
-    for c in t.columns.iter().filter(|c| {
-        matches!(
-            c.kind,
-            ColumnKind::Regular | ColumnKind::Static | ColumnKind::Clustering
-        )
-    }) {
-        let name = &c.name;
-        // What the merged relations so far are: an EQ or IN (its word), or a range's bounds.
-        let mut eq: Option<&str> = None;
-        let mut bounds = [false; 2];
-        for r in rels {
-            let (op, is_in) = match r {
-                Relation::Binary { column, op, .. } if *column == c.name => (*op, false),
-                Relation::In { column, .. } if *column == c.name => (Operator::Eq, true),
-                _ => continue,
-            };
-            if op != Operator::Eq && !is_range(op) {
-                continue;
+    // Per column, what the relations merged so far are: an EQ or IN (its word), or a range's
+    // bounds. Cassandra merges them in the order written, key columns included, and refuses
+    // at the first relation that does not merge.
+    let mut merged: Vec<(&str, Option<&str>, [bool; 2])> = Vec::new();
+    for r in rels {
+        let (column, op, is_in) = match r {
+            Relation::Binary { column, op, .. } => (column, *op, false),
+            Relation::In { column, .. } => (column, Operator::Eq, true),
+            _ => continue,
+        };
+        let Some(c) = t.column(column) else {
+            continue;
+        };
+        if op != Operator::Eq && !is_range(op) {
+            continue;
+        }
+        let name = c.name.as_str();
+        let i = match merged.iter().position(|m| m.0 == name) {
+            Some(i) => i,
+            None => {
+                merged.push((name, None, [false; 2]));
+                merged.len() - 1
             }
-            if let Some(what) = eq {
+        };
+        let (_, eq, bounds) = &mut merged[i];
+        if let Some(what) = eq {
+            return Err(EngineError::invalid(format!(
+                "{name} cannot be restricted by more than one relation if it includes {what}"
+            )));
+        }
+        if op == Operator::Eq {
+            if bounds.iter().any(|b| *b) {
                 return Err(EngineError::invalid(format!(
-                    "{name} cannot be restricted by more than one relation if it includes {what}"
+                    "Column \"{name}\" cannot be restricted by both an equality and an inequality relation"
                 )));
             }
-            if op == Operator::Eq {
-                if bounds.iter().any(|b| *b) {
-                    return Err(EngineError::invalid(format!(
-                        "Column \"{name}\" cannot be restricted by both an equality and an inequality relation"
-                    )));
-                }
-                eq = Some(if is_in { "a IN" } else { "an Equal" });
-                continue;
-            }
-            let end = matches!(op, Operator::Lt | Operator::Lte);
-            if std::mem::replace(&mut bounds[usize::from(end)], true) {
-                return Err(EngineError::invalid(format!(
-                    "More than one restriction was found for the {} bound on {name}",
-                    if end { "end" } else { "start" }
-                )));
-            }
+            *eq = Some(if is_in { "a IN" } else { "an Equal" });
+            continue;
+        }
+        let end = matches!(op, Operator::Lt | Operator::Lte);
+        if std::mem::replace(&mut bounds[usize::from(end)], true) {
+            return Err(EngineError::invalid(format!(
+                "More than one restriction was found for the {} bound on {name}",
+                if end { "end" } else { "start" }
+            )));
         }
     }
     Ok(())
