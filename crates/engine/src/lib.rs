@@ -13,13 +13,13 @@
 //! |---|---|
 //! | `token` | Murmur3Partitioner tokens, compound partition keys |
 //! | `keys` | storage key layout, byte-comparable clustering encoding |
-//! | `row` | stored rows and partition headers, reconciliation, purge; `row::in_place`: the storage's merge of two rows of simple cells in their bytes |
+//! | `row` | stored rows and partition headers, reconciliation, purge; `row::in_place`: rows of simple cells read in their bytes (the storage's merge of two, a plain read's `PlainRow`) |
 //! | `purge` | the compaction filter (`PurgeFilter`): what compactions drop or rewrite, by the schema it shares with the engine |
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options; `Engine::ddl` runs them and installs the new schema |
 //! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY, with `selection::names` for output column names and `selection::elements` for map/set element and slice selection) |
-//! | `read` | a SELECT run over storage: partitions, slices, filters, paging, groups |
+//! | `read` | a SELECT run over storage: partitions, slices, filters, paging; `read::group`: a group's aggregates folded |
 //! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
 //! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it; `exec::collection_op`: collection updates that read the stored value |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
