@@ -24,6 +24,9 @@
 #   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G (passed to scripts/cassandra.sh)
 #   OUT=bench/results/<date> KEEP=0 WORKLOADS="a b c f d e" SKIP_LOAD=0
 #   SETTLE_MAX=900 (seconds to wait, after the loads, for Cassandra's compactions to finish)
+#   PREWARM=0 (e.g. 180s: after settling, run YCSB C against each server, untimed, this long,
+#   so Cassandra's JIT has compiled its read path before the first round; session 21 saw its
+#   reads per CPU second still climbing after three 65 s rounds)
 #   BENCH="target/release/peregrine bench" (any command line that takes the bench subcommands)
 #   PEREGRINE_BIN=target/release/peregrine  SKIP_BUILD=0 (1: use the binaries as they are)
 set -euo pipefail
@@ -47,6 +50,7 @@ WORKLOADS="${WORKLOADS:-a b c f d e}"
 KEEP="${KEEP:-0}"
 SKIP_LOAD="${SKIP_LOAD:-0}"
 SETTLE_MAX="${SETTLE_MAX:-900}"
+PREWARM="${PREWARM:-0}"
 DATE="$(date -u +%Y-%m-%d)"
 OUT="${OUT:-$ROOT/bench/results/$DATE}"
 PEREGRINE_DATA="${PEREGRINE_DATA:-$HOME/.cache/peregrine/compare-peregrine-data}"
@@ -86,7 +90,7 @@ start_servers "$([[ "$SKIP_LOAD" != 1 ]] && echo 1 || echo 0)"
     echo "cassandra: 5.0.9, port $CASSANDRA_PORT, heap $CASSANDRA_HEAP, Java 17, assertions off (-da)"
     echo "pinning: servers on CPU $SERVER_CPU, bench client on CPU $CLIENT_CPU (taskset)"
     echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-    echo "parameters: RECORDS=$RECORDS STRESS_RECORDS=$STRESS_RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY CONNECTIONS=$CONNECTIONS"
+    echo "parameters: RECORDS=$RECORDS STRESS_RECORDS=$STRESS_RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS PREWARM=$PREWARM CONCURRENCY=$CONCURRENCY CONNECTIONS=$CONNECTIONS"
 } >"$OUT/environment.txt"
 cat "$OUT/environment.txt" >&2
 
@@ -114,6 +118,15 @@ fi
 # JIT warming up; see bench/results/2026-11-29/compare-quiet-s21-settled.)
 log "waiting for Cassandra's compactions to finish (at most ${SETTLE_MAX}s)"
 settle_cassandra "$SETTLE_MAX"
+
+if [[ "$PREWARM" != 0 ]]; then
+    for ep in "cassandra 127.0.0.1:$CASSANDRA_PORT" "peregrine 127.0.0.1:$PEREGRINE_PORT"; do
+        read -r name host <<<"$ep"
+        log "pre-warming $name: YCSB C for $PREWARM, untimed"
+        client run --workload c --records "$RECORDS" --duration "$PREWARM" --hosts "$host" \
+            --label "$name" "${COMMON[@]}" --name "prewarm-$name" --quiet >/dev/null
+    done
+fi
 
 # ------------------------------------------------------------------ 4. runs
 summary="$OUT/summary.txt"
