@@ -2,7 +2,11 @@
 // This source code is licensed under both the Apache 2.0 and MIT License
 // (found in the LICENSE-* files in the repository)
 
-use crate::table::{filter::standard_bloom::StandardBloomFilterReader, Block};
+use crate::file::MAGIC_BYTES;
+use crate::table::{
+    filter::{standard_bloom::StandardBloomFilterReader, FilterType},
+    Block,
+};
 
 #[derive(Clone)]
 pub struct FilterBlock(Block);
@@ -14,7 +18,13 @@ impl FilterBlock {
     }
 
     pub fn maybe_contains_hash(&self, hash: u64) -> crate::Result<bool> {
-        Ok(StandardBloomFilterReader::new(&self.0.data)?.contains_hash(hash))
+        // PATCH (Peregrine, speed): new tables' filters are blocked (`blocked.rs`); those
+        // written before are standard. The type byte follows the magic bytes in both.
+        let data = &self.0.data;
+        if data.get(MAGIC_BYTES.len()) == Some(&u8::from(FilterType::BlockedBloom)) {
+            return super::blocked::contains_hash(data, hash);
+        }
+        Ok(StandardBloomFilterReader::new(data)?.contains_hash(hash))
     }
 
     /// Returns the block size in bytes.
