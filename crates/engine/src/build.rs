@@ -196,8 +196,14 @@ impl<'a> Builder<'a> {
                 if contains_call(term) {
                     self.volatile = true;
                 }
+                // Cassandra types a DESC clustering column as a reversed type, which changes
+                // which operator function an operation for it finds.
+                let reversed = t.column(name).is_some_and(|c| c.desc);
                 if matches!(term, Term::Operation { .. } | Term::Negate(_)) && contains_bind(term) {
-                    return self.operation_src(t, term, ty);
+                    return self.operation_src(t, term, ty, reversed);
+                }
+                if reversed {
+                    operation::refuse_reversed_tie(term, ty)?;
                 }
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
