@@ -273,9 +273,26 @@ impl Builder<'_> {
         {
             return Ok(None);
         }
+        // Nor, with the whole partition key, an index on a clustering column whose
+        // restrictions need no filtering (`k = .. AND c = 'b' AND l CONTAINS 1.5` reads the
+        // index on l alone: generator seed 67).
+        let is_ck = |r: &Relation| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| c.kind == ColumnKind::Clustering)
+        };
+        let key_rels: Vec<Relation> = rels.iter().filter(|r| !non_key(r)).cloned().collect();
+        let plain_clustering = pk_full
+            && key_rels.len() < rels.len()
+            && self
+                .where_clause(t, &key_rels, false, Clause::Select)
+                .is_ok();
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
-            .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
+            .map(|r| {
+                served_by(t, r)
+                    .filter(|_| !((pk_full && pk_col(r)) || (plain_clustering && is_ck(r))))
+            })
             .collect();
         // The relation the index lookup answers: an equality first, else a range; SAI first
         // among those.
