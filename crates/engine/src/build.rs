@@ -56,6 +56,16 @@ pub(crate) struct Builder<'a> {
     pub now: crate::Now,
 }
 
+/// Cassandra's first refusal of a DISTINCT restricted on clustering columns: a PER PARTITION
+/// LIMIT is checked before the restrictions.
+fn distinct_refusal(s: &ast::SelectStatement) -> EngineError {
+    EngineError::invalid(if s.per_partition_limit.is_some() {
+        "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries"
+    } else {
+        DISTINCT_WHERE_MSG
+    })
+}
+
 pub(crate) const DISTINCT_WHERE_MSG: &str = "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.";
 pub(crate) const FILTERING_MSG: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
 
@@ -196,8 +206,14 @@ impl<'a> Builder<'a> {
                 if contains_call(term) {
                     self.volatile = true;
                 }
+                // Cassandra types a DESC clustering column as a reversed type, which changes
+                // which operator function an operation for it finds.
+                let reversed = t.column(name).is_some_and(|c| c.desc);
                 if matches!(term, Term::Operation { .. } | Term::Negate(_)) && contains_bind(term) {
-                    return self.operation_src(t, term, ty);
+                    return self.operation_src(t, term, ty, reversed);
+                }
+                if reversed {
+                    operation::refuse_reversed_tie(term, ty)?;
                 }
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
@@ -291,6 +307,27 @@ impl<'a> Builder<'a> {
 
     // ----------------------------------------------------------------------------- SELECT
 
+    /// Whether Cassandra refuses the DISTINCT `s` before the ALLOW FILTERING that `e` asks
+    /// for: its restrictions are built first (a partial partition key or a relation on a
+    /// regular or static column asks for ALLOW FILTERING there), then a DISTINCT is checked,
+    /// and only then whether a scan of partitions restricted on clustering columns (`c1 > 0`,
+    /// `token(k) > 0 AND c1 = 0`) needs filtering.
+    fn distinct_refused_first(
+        &mut self,
+        t: &Arc<TableDef>,
+        s: &ast::SelectStatement,
+        e: &EngineError,
+    ) -> bool {
+        if !matches!(e, EngineError::Db(db) if db.message() == FILTERING_MSG) {
+            return false;
+        }
+        matches!(
+            self.where_clause(t, &s.where_clause, true, Clause::Select),
+            Ok((PartitionSel::Range { .. }, clustering, filters))
+                if filters.is_empty() && !clustering.is_unrestricted()
+        )
+    }
+
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
         self.refuse_vector_relations(&t, &s.where_clause)?;
@@ -299,7 +336,13 @@ impl<'a> Builder<'a> {
             Some(w) => (w.partitions, w.clustering, w.filters, w.index),
             None => {
                 let (p, c, f) =
-                    self.where_clause(&t, &s.where_clause, s.allow_filtering, Clause::Select)?;
+                    match self.where_clause(&t, &s.where_clause, s.allow_filtering, Clause::Select)
+                    {
+                        Err(e) if s.distinct && self.distinct_refused_first(&t, s, &e) => {
+                            return Err(distinct_refusal(s));
+                        }
+                        other => other?,
+                    };
                 (p, c, f, None)
             }
         };
@@ -332,6 +375,9 @@ impl<'a> Builder<'a> {
             ));
         }
         if s.distinct {
+            if s.per_partition_limit.is_some() {
+                return Err(distinct_refusal(s));
+            }
             let non_static_filter = filters.iter().any(|f| {
                 !matches!(
                     t.columns[f.column].kind,

@@ -139,8 +139,10 @@ pub(crate) fn elements_of(
     out
 }
 
-/// `c = value` on a non-frozen collection: a collection deletion just before `ts` plus the
-/// new elements, or (null or empty) a deletion at `ts`.
+/// `c = value` on a non-frozen collection or UDT: a collection deletion just before `ts`
+/// plus the new elements, also for a null or empty value (Cassandra's
+/// `setComplexDeletionTimeForOverwrite`), so elements written at `ts` itself, by the same
+/// statement's batch or with the same USING TIMESTAMP, stay. Only `DELETE c` deletes at `ts`.
 pub(crate) fn overwrite(
     kind: CollectionKind,
     value: Option<&[u8]>,
@@ -164,15 +166,10 @@ pub(crate) fn overwrite(
         }
         None => Vec::new(),
     };
-    let deletion_ts = if elements.is_empty() {
-        ts
-    } else {
-        ts.saturating_sub(1)
-    };
     Complex {
         kind,
         deletion: Some(Deletion {
-            ts: deletion_ts,
+            ts: ts.saturating_sub(1),
             local_del: now.secs,
         }),
         elements,

@@ -199,7 +199,8 @@ impl Builder<'_> {
             let mut sels = Vec::with_capacity(list.len());
             for (e, alias) in &list {
                 let (sel, name, ty) = self.selector(t, e, None)?;
-                if s.distinct {
+                // A PER PARTITION LIMIT is refused first (`select` does).
+                if s.distinct && s.per_partition_limit.is_none() {
                     check_distinct_column(t, &sel)?;
                 }
                 sels.push(sel);

@@ -259,6 +259,32 @@ pub(crate) fn cassandra_text(term: &Term) -> String {
 /// The operator function `term` (an operation or negation) calls for a receiver of type
 /// `receiver`, with Cassandra's messages when there is none or several.
 pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineError> {
+    pick(term, receiver, false)
+}
+
+/// Refuses, as Cassandra 5.0.9 does, an operation of constants (`s = 5 - 2`) whose receiver
+/// it types as a `ReversedType` (a DESC clustering column, or a view's partition key column
+/// taken from one) when its function is found only by the last tie-break: no signature's
+/// parameters equal a reversed type, so what the tie-break would pick is "Ambiguous" (for a
+/// DESC smallint; a DESC int takes `int - int`, an exact match of the literals). Anything
+/// else is left to the constant path, which folds the operation as for an ASC column.
+pub(crate) fn refuse_reversed_tie(term: &Term, receiver: &T) -> Result<(), EngineError> {
+    let term = unparen(term);
+    if !matches!(term, Term::Operation { .. }) {
+        return Ok(());
+    }
+    match (
+        pick(term, Some(receiver), true),
+        pick(term, Some(receiver), false),
+    ) {
+        (Err(e), Ok(_)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// [`resolve`]; `reversed`: the receiver's type is Cassandra's `ReversedType` of `receiver`,
+/// which the tie-break by the receiver's type never matches.
+fn pick(term: &Term, receiver: Option<&T>, reversed: bool) -> Result<OpFn, EngineError> {
     let (op, args) = operands(term);
     let mut compatible = Vec::new();
     for f in candidates(op) {
@@ -297,7 +323,7 @@ pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineE
         1 => Ok(compatible.remove(0)),
         _ => {
             let bare = args.iter().any(|a| matches!(a, Term::Bind(_)));
-            if let (Some(r), false) = (receiver, bare) {
+            if let (Some(r), false) = (receiver, bare || reversed) {
                 if let Some(f) = compatible.iter().find(|f| f.params.iter().all(|p| p == r)) {
                     return Ok(f.clone());
                 }
@@ -313,21 +339,23 @@ pub(crate) fn resolve(term: &Term, receiver: Option<&T>) -> Result<OpFn, EngineE
 
 impl Builder<'_> {
     /// An operation or negation with bind markers among its operands, for a receiver of type
-    /// `ty`: computed at execution in the type of the function Cassandra picks.
+    /// `ty` (`reversed`: a DESC clustering column, see [`refuse_reversed_tie`]): computed at
+    /// execution in the type of the function Cassandra picks.
     pub(crate) fn operation_src(
         &mut self,
         t: &TableDef,
         term: &Term,
         ty: &T,
+        reversed: bool,
     ) -> Result<Src, EngineError> {
-        let f = resolve(term, Some(ty))?;
+        let f = pick(term, Some(ty), reversed)?;
         let (_, args) = operands(term);
         let mut srcs = Vec::with_capacity(args.len());
         for (i, (arg, param)) in args.iter().zip(&f.params).enumerate() {
             let name = format!("arg{i}(system.{})", f.name());
             let src = match arg {
                 Term::Operation { .. } | Term::Negate(_) if super::contains_bind(arg) => {
-                    self.operation_src(t, arg, param)?
+                    self.operation_src(t, arg, param, false)?
                 }
                 _ => self.term(t, arg, &name, param)?,
             };
@@ -499,6 +527,28 @@ mod tests {
                 "-"
             ))
         );
+    }
+
+    #[test]
+    fn a_reversed_receiver_has_no_tie_break() {
+        let ambiguous = "Ambiguous '-' operation with args 5 and 2: use type hint to disambiguate, example '(int) ?'";
+        let refused =
+            |text: &str, ty: T| refuse_reversed_tie(&term(text), &ty).map_err(|e| e.to_string());
+        assert!(refused("5 - 2", T::Smallint)
+            .unwrap_err()
+            .ends_with(ambiguous));
+        assert!(refused("(5 - 2)", T::Bigint)
+            .unwrap_err()
+            .ends_with(ambiguous));
+        // An exact match (two int literals for an int) or the only compatible signature
+        // needs no tie-break.
+        assert_eq!(refused("5 - 2", T::Int), Ok(()));
+        assert_eq!(refused("5 - 2", T::Tinyint), Ok(()));
+        assert_eq!(refused("1.5 - 1", T::Double), Ok(()));
+        assert_eq!(refused("-(5 - 2)", T::Smallint), Ok(()));
+        // With a hinted marker, the operation over markers is refused the same way.
+        assert!(pick(&term("(smallint) ? - 2"), Some(&T::Smallint), true).is_err());
+        assert!(pick(&term("(smallint) ? - 2"), Some(&T::Smallint), false).is_ok());
     }
 
     #[test]

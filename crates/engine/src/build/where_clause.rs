@@ -367,7 +367,9 @@ impl Builder<'_> {
                 }
                 r.slices.push((pos, op, vec![src]))
             }
-            (ColumnKind::Regular | ColumnKind::Static, Operator::Like) => {
+            // Of every column kind, also a clustering column with an index on it (which
+            // serves no LIKE) and in a write.
+            (_, Operator::Like) => {
                 return Err(EngineError::invalid(format!(
                     "LIKE restriction is only supported on properly indexed columns. {} LIKE {value} is not valid.",
                     c.name

@@ -22,6 +22,9 @@ use std::sync::Arc;
 
 use crate::build::{DISTINCT_WHERE_MSG, FILTERING_MSG};
 
+const ORDER_BY_INDEX_MSG: &str =
+    "ORDER BY with 2ndary indexes is not supported, except for ANN queries.";
+
 /// The WHERE clause of an indexed SELECT, resolved.
 pub(crate) struct IndexedWhere {
     pub partitions: PartitionSel,
@@ -234,6 +237,14 @@ impl Builder<'_> {
                 .where_clause(t, rels, s.allow_filtering, Clause::Select)
                 .is_ok()
         {
+            // One that filters with ALLOW FILTERING still counts as reading through an index
+            // any relation can use, which refuses an ORDER BY (see below).
+            if !s.order_by.is_empty()
+                && rels.iter().any(|r| served_by(t, r).is_some())
+                && self.where_clause(t, rels, false, Clause::Select).is_err()
+            {
+                return Err(EngineError::invalid(ORDER_BY_INDEX_MSG));
+            }
             return Ok(None);
         }
         // So does a read of partitions named by an IN with nothing outside the primary key
@@ -262,9 +273,26 @@ impl Builder<'_> {
         {
             return Ok(None);
         }
+        // Nor, with the whole partition key, an index on a clustering column whose
+        // restrictions need no filtering (`k = .. AND c = 'b' AND l CONTAINS 1.5` reads the
+        // index on l alone: generator seed 67).
+        let is_ck = |r: &Relation| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| c.kind == ColumnKind::Clustering)
+        };
+        let key_rels: Vec<Relation> = rels.iter().filter(|r| !non_key(r)).cloned().collect();
+        let plain_clustering = pk_full
+            && key_rels.len() < rels.len()
+            && self
+                .where_clause(t, &key_rels, false, Clause::Select)
+                .is_ok();
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
-            .map(|r| served_by(t, r).filter(|_| !(pk_full && pk_col(r))))
+            .map(|r| {
+                served_by(t, r)
+                    .filter(|_| !((pk_full && pk_col(r)) || (plain_clustering && is_ck(r))))
+            })
             .collect();
         // The relation the index lookup answers: an equality first, else a range; SAI first
         // among those.
@@ -280,13 +308,20 @@ impl Builder<'_> {
         let Some(primary) = primary else {
             // An index on a key column the query names whole still makes Cassandra filter
             // (not refuse) a clustering column after a free one.
+            // Cassandra then reads through that index, so an ORDER BY is refused first, even
+            // with ALLOW FILTERING (generator seed 66: `k1 = .. AND k2 = 'Q' AND c2 > 1.5
+            // ORDER BY c1 DESC`, an index on k2, none serving c2's slice).
             let queriable = rels.iter().any(|r| served_by(t, r).is_some());
             if queriable
-                && !s.allow_filtering
                 && self.where_clause(t, rels, false, Clause::Select).is_err()
                 && self.where_clause(t, rels, true, Clause::Select).is_ok()
             {
-                return Err(EngineError::invalid(FILTERING_MSG));
+                if !s.order_by.is_empty() {
+                    return Err(EngineError::invalid(ORDER_BY_INDEX_MSG));
+                }
+                if !s.allow_filtering {
+                    return Err(EngineError::invalid(FILTERING_MSG));
+                }
             }
             return Ok(None);
         };
@@ -307,9 +342,7 @@ impl Builder<'_> {
             _ => e,
         };
         if !s.order_by.is_empty() {
-            return Err(EngineError::invalid(
-                "ORDER BY with 2ndary indexes is not supported, except for ANN queries.",
-            ));
+            return Err(EngineError::invalid(ORDER_BY_INDEX_MSG));
         }
         let pidx = served[primary]
             .cloned()
