@@ -26,62 +26,95 @@ pub struct PurgeFilter {
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
-        if key.first() == Some(&index::INDEX_PREFIX) {
-            let keep = index::keep_entry(&self.schema.get(), key, value, (self.clock)().secs);
-            return if keep { Decision::Keep } else { Decision::Drop };
-        }
-        let Some(d) = keys::decode_key(key) else {
-            return Decision::Keep;
-        };
-        let schema = self.schema.get();
-        let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
-        let Some(t) = schema.tables.values().find(|t| t.id == id) else {
-            // Ids below the counter that no table holds belong to dropped/truncated tables.
-            return if id < schema.next_table_id {
-                Decision::Drop
-            } else {
-                Decision::Keep
-            };
-        };
-        let now = (self.clock)().secs;
-        let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
-        if d.is_header {
-            let Ok(mut h) = row::PartitionHeader::decode(value) else {
-                return Decision::Keep;
-            };
-            let before = h.clone();
-            if !h.purge(now, gc_before) {
-                return Decision::Drop;
-            }
-            return if h == before {
-                Decision::Keep
-            } else {
-                Decision::Replace(h.encode())
-            };
-        }
-        let Ok(mut r) = row::Row::decode(value) else {
-            return Decision::Keep;
-        };
-        // A partial row (a blind write) may still lie above older versions of its row that
-        // this compaction does not hold: its tombstones must stay to shadow them, and so must
-        // the value itself (the storage folds it into them, or completes it where nothing is
-        // older). Expired cells may still become tombstones.
-        let partial = row::is_partial(value);
-        let before = r.clone();
-        if !r.purge(now, if partial { 0 } else { gc_before }) {
-            return if partial {
-                Decision::Keep
-            } else {
-                Decision::Drop
-            };
-        }
-        if r == before {
-            Decision::Keep
-        } else if partial {
-            Decision::Replace(r.encode_partial())
+        purge(&self.schema.get(), (self.clock)().secs, key, value)
+    }
+
+    /// The schema and the time, read once for the compaction: for every item they cost a
+    /// lock and a reference count shared with the request threads, and a clock read.
+    fn for_compaction(&self) -> Option<Arc<dyn CompactionFilter>> {
+        Some(Arc::new(PurgeRun {
+            schema: self.schema.get(),
+            now: (self.clock)().secs,
+        }))
+    }
+}
+
+/// A [`PurgeFilter`] for one compaction: the schema and the time as it started. An older
+/// schema keeps more (a table or index dropped since is purged by the next compaction; one
+/// created since has an id at or past its `next_table_id`, which is kept), and so does an
+/// earlier time (fewer cells expired, fewer tombstones past gc grace).
+struct PurgeRun {
+    schema: Arc<Schema>,
+    now: u32,
+}
+
+impl CompactionFilter for PurgeRun {
+    fn filter(&self, key: &[u8], value: &[u8], _last_level: bool) -> Decision {
+        purge(&self.schema, self.now, key, value)
+    }
+}
+
+/// What a compaction does with one stored item at `now` (seconds) by `schema`.
+fn purge(schema: &Schema, now: u32, key: &[u8], value: &[u8]) -> Decision {
+    if key.first() == Some(&index::INDEX_PREFIX) {
+        let keep = index::keep_entry(schema, key, value, now);
+        return if keep { Decision::Keep } else { Decision::Drop };
+    }
+    let Some(d) = keys::decode_key(key) else {
+        return Decision::Keep;
+    };
+    let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
+    let Some(t) = schema.tables.values().find(|t| t.id == id) else {
+        // Ids below the counter that no table holds belong to dropped/truncated tables.
+        return if id < schema.next_table_id {
+            Decision::Drop
         } else {
-            Decision::Replace(r.encode())
+            Decision::Keep
+        };
+    };
+    let gc_before = now.saturating_sub(t.options.gc_grace_seconds.max(0) as u32);
+    if d.is_header {
+        let Ok(mut h) = row::PartitionHeader::decode(value) else {
+            return Decision::Keep;
+        };
+        let before = h.clone();
+        if !h.purge(now, gc_before) {
+            return Decision::Drop;
         }
+        return if h == before {
+            Decision::Keep
+        } else {
+            Decision::Replace(h.encode())
+        };
+    }
+    // A partial row (a blind write) may still lie above older versions of its row that
+    // this compaction does not hold: its tombstones must stay to shadow them, and so must
+    // the value itself (the storage folds it into them, or completes it where nothing is
+    // older). Expired cells may still become tombstones.
+    let partial = row::is_partial(value);
+    let gc_before = if partial { 0 } else { gc_before };
+    // Most rows a compaction rewrites hold nothing to purge: read in place, they are kept
+    // without the decode, clone and comparison below.
+    if row::purge_keeps_as_is(value, now, gc_before) {
+        return Decision::Keep;
+    }
+    let Ok(mut r) = row::Row::decode(value) else {
+        return Decision::Keep;
+    };
+    let before = r.clone();
+    if !r.purge(now, gc_before) {
+        return if partial {
+            Decision::Keep
+        } else {
+            Decision::Drop
+        };
+    }
+    if r == before {
+        Decision::Keep
+    } else if partial {
+        Decision::Replace(r.encode_partial())
+    } else {
+        Decision::Replace(r.encode())
     }
 }
 

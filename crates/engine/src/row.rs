@@ -1345,7 +1345,7 @@ impl PartitionHeader {
 
 mod in_place;
 use in_place::merge_simple;
-pub(crate) use in_place::PlainRow;
+pub(crate) use in_place::{purge_keeps_as_is, PlainRow};
 
 #[cfg(test)]
 #[path = "row_tests.rs"]

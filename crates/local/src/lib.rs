@@ -100,6 +100,7 @@ impl LocalBackend {
                     table_bytes: config.storage_compaction_table_bytes,
                 },
                 memtable_partial_rows: config.storage_memtable_partial_rows,
+                worker_threads: None,
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
                     DiskFailurePolicy::Die => storage::FailurePolicy::Die,

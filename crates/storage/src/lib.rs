@@ -41,8 +41,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use arc_swap::ArcSwapOption;
+use std::sync::mpsc::{RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod datafiles;
 pub mod encryption;
@@ -165,6 +166,15 @@ pub enum Decision {
 /// time a tombstone may be dropped without risk of resurrecting shadowed data.
 pub trait CompactionFilter: Send + Sync + std::panic::RefUnwindSafe + 'static {
     fn filter(&self, key: &[u8], value: &[u8], last_level: bool) -> Decision;
+
+    /// The filter one compaction runs with, asked once as it starts (`make_filter`);
+    /// `None`: this one. A filter that reads shared state for every item (a schema behind a
+    /// lock the request threads take too, the clock) reads it once here instead: a
+    /// compaction filters every item it rewrites. What it reads then must be safe to use for
+    /// the whole compaction (an older schema or time may only keep more).
+    fn for_compaction(&self) -> Option<Arc<dyn CompactionFilter>> {
+        None
+    }
 }
 
 /// Completes partial values: a write may store only what it changes under a key (a blind
@@ -243,6 +253,10 @@ pub trait Storage: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Options {
     pub sync: SyncMode,
+    /// fjall's background threads (flushes and compactions); `None`: one per core, at most
+    /// four (fjall's default). With two or more, one of them takes flushes only, so a flush
+    /// never waits behind a compaction (vendor/README.md, compaction hand-off).
+    pub worker_threads: Option<usize>,
     pub cache_bytes: u64,
     /// Size at which the memtable is flushed to a table. Larger absorbs more overwrites of hot
     /// keys in memory (fewer tables, less compaction) at the cost of memory and recovery time.
@@ -305,6 +319,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             sync: SyncMode::Periodic(Duration::from_secs(10)),
+            worker_threads: None,
             cache_bytes: 256 * 1024 * 1024,
             memtable_bytes: 64 * 1024 * 1024,
             filter: None,
@@ -345,6 +360,9 @@ impl Open {
         let mut builder = fjall::Database::builder(path)
             .cache_size(options.cache_bytes)
             .max_write_buffer_size(Some(options.memtable_bytes.saturating_mul(2)));
+        if let Some(n) = options.worker_threads {
+            builder = builder.worker_threads(n.max(1));
+        }
         if let Some(filter) = options.filter.clone() {
             let factory: Arc<dyn fjall::compaction::filter::Factory> =
                 Arc::new(FilterFactory(filter));
@@ -448,7 +466,9 @@ struct Shared {
 /// The fjall-backed store.
 pub struct LsmStorage {
     shared: Arc<Shared>,
-    ticker: RwLock<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// The background thread (`start_ticker`) and the channel whose sending end, dropped,
+    /// stops it.
+    ticker: RwLock<Option<(Sender<()>, JoinHandle<()>)>>,
 }
 
 impl LsmStorage {
@@ -530,29 +550,42 @@ impl LsmStorage {
     /// (`periodic` mode) and drops table versions no read needs any more every
     /// [`VERSION_COLLECTION`] (`fjall::Database::collect_versions`; fjall drops them only when
     /// a memtable rotates, so the files of tables compacted after the last rotation stayed
-    /// on disk while the store was idle).
+    /// on disk while the store was idle). It sleeps until the next of the two is due, or until
+    /// the store drops the channel's sending end (closing): an idle store's thread wakes once
+    /// per period, where a fixed 50 ms tick woke it 20 times a second.
     fn start_ticker(&self, sync: Option<Duration>) {
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let shared = self.shared.clone();
-        let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("storage-tick".into())
             .spawn(move || {
-                let tick = Duration::from_millis(50).min(sync.unwrap_or(VERSION_COLLECTION));
-                let (mut since_sync, mut since_collection) = (Duration::ZERO, Duration::ZERO);
-                while !stop2.load(Ordering::Relaxed) {
-                    std::thread::sleep(tick);
-                    since_sync += tick;
-                    since_collection += tick;
+                let started = Instant::now();
+                let mut next_sync = sync.map(|period| started + period);
+                let mut next_collection = started + VERSION_COLLECTION;
+                loop {
+                    let due = next_sync.map_or(next_collection, |at| at.min(next_collection));
+                    let wait = due.saturating_duration_since(Instant::now());
+                    if stopped.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                        return;
+                    }
+                    // Both rescheduled before anything can fail, so a store that is down
+                    // waits a period again instead of looping.
+                    let now = Instant::now();
+                    let sync_due = next_sync.is_some_and(|at| now >= at);
+                    if sync_due {
+                        next_sync = sync.map(|period| now + period);
+                    }
+                    let collection_due = now >= next_collection;
+                    if collection_due {
+                        next_collection = now + VERSION_COLLECTION;
+                    }
                     let Ok(open) = shared.current() else { continue };
-                    if sync.is_some_and(|period| since_sync >= period) {
-                        since_sync = Duration::ZERO;
+                    if sync_due {
                         if let Err(e) = shared.sync_journal(&open) {
                             let _ = shared.failed(&open, &e);
                         }
                     }
-                    if since_collection >= VERSION_COLLECTION {
-                        since_collection = Duration::ZERO;
+                    if collection_due {
                         if let Err(e) = open.db.collect_versions() {
                             tracing::warn!("dropping unused table versions failed: {e}");
                         }
@@ -728,7 +761,7 @@ impl Drop for LsmStorage {
     fn drop(&mut self) {
         if let Ok(mut slot) = self.ticker.write() {
             if let Some((stop, handle)) = slot.take() {
-                stop.store(true, Ordering::Relaxed);
+                drop(stop);
                 let _ = handle.join();
             }
         }
@@ -870,7 +903,9 @@ impl fjall::compaction::filter::Factory for FilterFactory {
         &self,
         _ctx: &fjall::compaction::filter::Context,
     ) -> Box<dyn fjall::compaction::filter::CompactionFilter> {
-        Box::new(FilterRun(self.0.clone()))
+        Box::new(FilterRun(
+            self.0.for_compaction().unwrap_or_else(|| self.0.clone()),
+        ))
     }
 }
 

@@ -71,13 +71,13 @@ impl Drop for DatabaseInner {
             .load(std::sync::atomic::Ordering::Relaxed)
             > 0
         {
-            let _ = self.worker_pool.rx.drain().count();
-            let _ = self.worker_pool.sender.try_send(WorkerMessage::Close);
+            self.worker_pool.drain();
+            self.worker_pool.sender.try_close();
             std::thread::sleep(std::time::Duration::from_micros(10));
         }
 
         // Drain again after threads are closed
-        let _ = self.worker_pool.rx.drain().count();
+        self.worker_pool.drain();
 
         // IMPORTANT: Break cyclic Arcs
         self.supervisor.flush_manager.clear();
@@ -756,7 +756,7 @@ impl Database {
         // Construct (empty) database, then fill back with keyspace data
         let inner = DatabaseInner {
             supervisor,
-            worker_pool: WorkerPool::prepare(),
+            worker_pool: WorkerPool::prepare(config.worker_threads),
             keyspace_id_counter: SequenceNumberCounter::new(1),
             meta_keyspace: meta_keyspace.clone(),
             config,
@@ -1031,7 +1031,7 @@ impl Database {
 
         let inner = DatabaseInner {
             supervisor,
-            worker_pool: WorkerPool::prepare(),
+            worker_pool: WorkerPool::prepare(config.worker_threads),
             keyspace_id_counter: SequenceNumberCounter::new(1),
             meta_keyspace,
             config,

@@ -41,21 +41,89 @@ impl std::fmt::Debug for WorkerMessage {
 
 type WorkerHandle = JoinHandle<Result<(), crate::Error>>;
 
+// PATCH (Peregrine, compaction hand-off; see vendor/README.md): two queues. Upstream had one,
+// and worker 0, which keeps itself for flushes, handed every `Compact` message it took back to
+// it; while the other workers were busy compacting, the message came straight back and it
+// bounced it again without pause: a thread spinning for as long as a compaction ran (14% of
+// the server's CPU in an indexed-write phase at 1M rows). With a queue of its own, worker 0
+// blocks until a flush (or rotation) is queued, and compactions wait for the others.
+
+/// Where a [`WorkerMessage`] goes: `Compact` to the compaction queue, anything else to the
+/// flush queue. With one worker (or none) both are the same channel.
+#[derive(Clone)]
+pub struct WorkerSender {
+    flushes: flume::Sender<WorkerMessage>,
+    compactions: flume::Sender<WorkerMessage>,
+}
+
+impl WorkerSender {
+    fn queue_of(&self, message: &WorkerMessage) -> &flume::Sender<WorkerMessage> {
+        match message {
+            WorkerMessage::Compact(_) => &self.compactions,
+            WorkerMessage::Flush | WorkerMessage::Close | WorkerMessage::RotateMemtable(..) => {
+                &self.flushes
+            }
+        }
+    }
+
+    pub fn send(&self, message: WorkerMessage) -> Result<(), flume::SendError<WorkerMessage>> {
+        self.queue_of(&message).send(message)
+    }
+
+    pub fn try_send(
+        &self,
+        message: WorkerMessage,
+    ) -> Result<(), flume::TrySendError<WorkerMessage>> {
+        self.queue_of(&message).try_send(message)
+    }
+
+    /// Asks a worker on each queue to close (without waiting for room).
+    pub(crate) fn try_close(&self) {
+        let _ = self.flushes.try_send(WorkerMessage::Close);
+        let _ = self.compactions.try_send(WorkerMessage::Close);
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.flushes.is_empty() && self.compactions.is_empty()
+    }
+}
+
 pub struct WorkerPool {
     thread_handles: Mutex<Vec<WorkerHandle>>,
+    /// Flushes, memtable rotations and `Close`: worker 0 takes only these when there are
+    /// two workers or more.
     pub(crate) rx: flume::Receiver<WorkerMessage>,
-    pub(crate) sender: flume::Sender<WorkerMessage>,
+    /// Compactions and `Close`, for the other workers; the same channel as `rx` with one
+    /// worker (or none).
+    pub(crate) compact_rx: flume::Receiver<WorkerMessage>,
+    pub(crate) sender: WorkerSender,
 }
 
 impl WorkerPool {
-    pub fn prepare() -> Self {
-        let (sender, rx) = flume::bounded(1_000);
+    pub fn prepare(pool_size: usize) -> Self {
+        let (flushes, rx) = flume::bounded(1_000);
+        let (compactions, compact_rx) = if pool_size > 1 {
+            flume::bounded(1_000)
+        } else {
+            (flushes.clone(), rx.clone())
+        };
 
         Self {
             thread_handles: Mutex::default(),
             rx,
-            sender,
+            compact_rx,
+            sender: WorkerSender {
+                flushes,
+                compactions,
+            },
         }
+    }
+
+    /// Empties both queues (the database is closing).
+    pub(crate) fn drain(&self) {
+        let _ = self.rx.drain().count();
+        let _ = self.compact_rx.drain().count();
     }
 
     pub fn start(
@@ -74,10 +142,13 @@ impl WorkerPool {
                 .spawn({
                     log::trace!("Starting fjall worker thread #{i}");
 
+                    // Worker 0 takes flushes only (when others compact); the others
+                    // take compactions only, and a single worker takes both.
+                    let rx = if i == 0 { &self.rx } else { &self.compact_rx };
                     let worker_state = WorkerState {
                         pool_size,
                         worker_id: i,
-                        rx: self.rx.clone(),
+                        rx: rx.clone(),
                         supervisor: supervisor.clone(),
                         stats: stats.clone(),
                         sender: self.sender.clone(),
@@ -162,7 +233,7 @@ struct WorkerState {
     worker_id: usize,
     supervisor: Supervisor,
     rx: flume::Receiver<WorkerMessage>,
-    sender: flume::Sender<WorkerMessage>,
+    sender: WorkerSender,
     stats: Arc<Stats>,
 }
 
@@ -248,20 +319,6 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
                 .maintenance()?;
         }
         WorkerMessage::Compact(keyspace) => {
-            // NOTE: Let one worker prioritize flushing if there are pending flushes
-            if ctx.pool_size > 1 && ctx.worker_id == 0 {
-                ctx.sender.try_send(WorkerMessage::Compact(keyspace)).ok();
-                // PATCH (Peregrine, compaction hand-off; see vendor/README.md): while the
-                // other workers are busy compacting, the message handed on comes straight
-                // back to this worker, which bounced it without pause: a thread spinning on
-                // the channel for as long as a compaction ran (14% of the server's CPU in
-                // an indexed-write phase at 1M rows). A millisecond between hand-offs bounds
-                // the bounces to 1,000/s and delays a flush this worker then takes by at
-                // most that; no message is dropped.
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                return Ok(false);
-            }
-
             run_compaction(&keyspace, &ctx.supervisor.snapshot_tracker, &ctx.stats)?;
         }
     }

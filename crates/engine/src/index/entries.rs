@@ -337,7 +337,8 @@ pub struct Upkeep {
 /// live ones (see [`IndexBuilds::note_upkeep`]), which bounds an index to about twice its
 /// live size.
 ///
-/// A partial row (the row was not read) gets the entries of every value it writes, each
+/// A partial row (the row was not read) is skipped here: its writer calls [`blind_upkeep`]
+/// with the row before encoding it. It gets the entries of every value it writes, each
 /// never expiring: the write's cell may lose to a stored one of the same value with a later
 /// expiry (an older write with a longer TTL, or a row kept live by its marker for a key
 /// column's index), whose entry would otherwise be overwritten by a shorter-lived one and
@@ -363,8 +364,8 @@ pub fn maintain(
         let Some(t) = tables.iter().find(|t| t.id == id) else {
             continue;
         };
-        if let Some(partial) = new.as_deref().filter(|v| crate::row::is_partial(v)) {
-            upkeep = upkeep + blind_upkeep(t, key, partial, batch);
+        if new.as_deref().is_some_and(crate::row::is_partial) {
+            // Its entries were put when it was written ([`blind_upkeep`]).
             continue;
         }
         let old = originals.get(key).cloned().flatten();
@@ -386,17 +387,20 @@ pub fn maintain(
     upkeep
 }
 
-/// [`maintain`] for a partial row (a blind write): puts the entries of the values it writes,
-/// never expiring, and estimates the entries it leaves stale.
-fn blind_upkeep(t: &TableDef, key: &[u8], partial: &[u8], batch: &mut WriteBatch) -> Upkeep {
+/// [`maintain`] for a blind write: `row` is what the write stores under `key` as a partial
+/// row ([`Row::encode_partial`]), given by the writer before it is encoded (decoding the
+/// partial again cost ~1,300 instructions per indexed UPDATE). Puts the entries of the values
+/// it writes, never expiring, and estimates the entries it leaves stale. [`maintain`] skips
+/// partial rows: the writer calls this for each.
+pub fn blind_upkeep(t: &TableDef, key: &[u8], row: Row, batch: &mut WriteBatch) -> Upkeep {
     let mut upkeep = Upkeep::default();
     let Some(d) = keys::decode_key(key) else {
         return upkeep;
     };
-    // Decoded once for every index (a decode copies the value).
-    let Some(stored) = Stored::decode(&d, Some(partial)) else {
+    if d.is_header {
         return upkeep;
-    };
+    }
+    let stored = Stored::Row(row);
     let Stored::Row(row) = &stored else {
         return upkeep;
     };

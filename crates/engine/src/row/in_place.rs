@@ -236,3 +236,44 @@ impl<'a> PlainRow<'a> {
         self.value_bytes + self.clustering.iter().map(|c| c.len()).sum::<usize>()
     }
 }
+
+/// Whether [`Row::purge`] at `now` with `gc_before` leaves this stored row (or partial row)
+/// as it is and keeps it: a row [`RawRow`] reads whose cells are live and unexpired or
+/// tombstones not yet past `gc_before`, whose marker does not go, and that holds a marker or
+/// a cell. `false` when the purge may change it, or for a row of another kind (the caller
+/// then decodes it): the compaction filter's fast path (`purge.rs`), as most rows a
+/// compaction rewrites are left as they are, without a decode, a clone and a comparison.
+pub(crate) fn purge_keeps_as_is(buf: &[u8], now: LocalSecs, gc_before: LocalSecs) -> bool {
+    static EMPTY: Bytes = Bytes::new();
+    let Some(mut raw) = RawRow::read(buf, &EMPTY) else {
+        return false;
+    };
+    // `Row::purge` drops a marker expired before `gc_before`.
+    if raw
+        .marker
+        .and_then(|m| m.expiry)
+        .is_some_and(|e| e.expires_at <= now && e.expires_at < gc_before)
+    {
+        return false;
+    }
+    let mut holds = raw.marker.is_some();
+    loop {
+        match raw.next_cell() {
+            None => return false,
+            Some(None) => return holds,
+            Some(Some(c)) => {
+                // A live cell's `local_del` is its expiry (`u32::MAX`: none); an expired one
+                // becomes a tombstone, a tombstone past `gc_before` goes.
+                let as_is = if c.rank.dead {
+                    c.rank.local_del >= gc_before
+                } else {
+                    c.rank.local_del > now
+                };
+                if !as_is {
+                    return false;
+                }
+                holds = true;
+            }
+        }
+    }
+}

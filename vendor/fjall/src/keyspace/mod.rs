@@ -18,7 +18,7 @@ use crate::{
     poison::PoisonSignal,
     stats::Stats,
     supervisor::Supervisor,
-    worker_pool::WorkerMessage,
+    worker_pool::{WorkerMessage, WorkerSender},
     Database, Guard, Iter,
 };
 use lsm_tree::{AbstractTree, AnyTree, SeqNo, UserKey, UserValue};
@@ -88,7 +88,7 @@ pub struct KeyspaceInner {
     /// Database-level stats
     pub(crate) stats: Arc<Stats>,
 
-    pub(crate) worker_messager: flume::Sender<WorkerMessage>,
+    pub(crate) worker_messager: WorkerSender,
 
     #[expect(unused)]
     lock_file: LockedFileGuard,
