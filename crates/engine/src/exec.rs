@@ -710,8 +710,7 @@ impl Engine {
             Some(schema) => m
                 .entries
                 .keys()
-                .filter_map(|k| k.get(1..5))
-                .filter_map(|b| schema.indexed.get(&u32::from_be_bytes(b.try_into().ok()?)))
+                .filter_map(|k| schema.indexed.get(&keys::table_id(k)?))
                 .cloned()
                 .collect::<Vec<_>>(),
         };
@@ -749,18 +748,15 @@ impl Engine {
         let merges = self.storage.merges();
         let blind = |key: &[u8], row: &Row| {
             merges
-                && match key.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+                && match keys::table_id(key) {
                     None => false,
-                    Some(id) => {
-                        let id = u32::from_be_bytes(id);
-                        match (indexed.iter().find(|t| t.id == id), &schema) {
-                            (None, _) => true,
-                            (Some(t), Some(s)) => {
-                                !s.views.contains_key(&id) && crate::index::writes_blind(t, row)
-                            }
-                            (Some(_), None) => false,
+                    Some(id) => match (indexed.iter().find(|t| t.id == id), &schema) {
+                        (None, _) => true,
+                        (Some(t), Some(s)) => {
+                            !s.views.contains_key(&id) && crate::index::writes_blind(t, row)
                         }
-                    }
+                        (Some(_), None) => false,
+                    },
                 }
         };
         for (key, entry) in m.entries {
@@ -786,10 +782,8 @@ impl Engine {
                     let partial = row.encode_partial();
                     // Its index entries from the row itself (`index::maintain` skips partial
                     // rows): decoding the partial again cost ~1,300 instructions an UPDATE.
-                    if let Some(t) = key
-                        .get(1..5)
-                        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                        .and_then(|id| indexed.iter().find(|t| t.id == u32::from_be_bytes(id)))
+                    if let Some(t) =
+                        keys::table_id(&key).and_then(|id| indexed.iter().find(|t| t.id == id))
                     {
                         blind_upkeep =
                             blind_upkeep + crate::index::blind_upkeep(t, &key, row, &mut batch);
@@ -867,8 +861,8 @@ impl Engine {
                     pending.insert(key.clone(), Some(row.encode()));
                 }
                 Entry::Header(mut e) => {
-                    if let Some(id) = key.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
-                        self.headers.note_write(u32::from_be_bytes(id), &mut batch);
+                    if let Some(id) = keys::table_id(&key) {
+                        self.headers.note_write(id, &mut batch);
                     }
                     let mut h = match existing {
                         Some(v) => PartitionHeader::decode(&v).map_err(EngineError::corrupt)?,

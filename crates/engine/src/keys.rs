@@ -122,11 +122,15 @@ pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
     }
 }
 
+/// The id of the table a storage key (row, header or partition prefix) is under.
+pub fn table_id(key: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(key.get(1..5)?.try_into().ok()?))
+}
+
 /// The table id of a partition prefix ([`partition_prefix`]) and what names its partition
 /// whatever the table: the token and the escaped key (equal exactly when the keys are).
 pub fn partition_identity(prefix: &[u8]) -> Option<(u32, &[u8])> {
-    let id = u32::from_be_bytes(prefix.get(1..5)?.try_into().ok()?);
-    Some((id, prefix.get(5..)?))
+    Some((table_id(prefix)?, prefix.get(5..)?))
 }
 
 /// What a storage key under a table is: (token, pk bytes, is_header, clustering tail).

@@ -354,11 +354,7 @@ pub fn maintain(
 ) -> Upkeep {
     let mut upkeep = Upkeep::default();
     for (key, new) in written {
-        let Some(id) = key
-            .get(1..5)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_be_bytes)
-        else {
+        let Some(id) = keys::table_id(key) else {
             continue;
         };
         let Some(t) = tables.iter().find(|t| t.id == id) else {

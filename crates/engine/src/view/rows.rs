@@ -275,11 +275,7 @@ pub fn maintain(
     let now = BEFORE_EXPIRY;
     let mut stored_headers: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     for (key, new) in written {
-        let Some(id) = key
-            .get(1..5)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_be_bytes)
-        else {
+        let Some(id) = keys::table_id(key) else {
             continue;
         };
         let Some(views) = schema.views.get(&id) else {
