@@ -350,7 +350,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 19] = [
+        let single: [(&str, &str, &str, f64); 20] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -434,6 +434,12 @@ impl LocalBackend {
                 C,
                 "Compactions finished.",
                 s.compactions_completed as f64,
+            ),
+            (
+                "peregrine_storage_idle_compactions_total",
+                C,
+                "Idle compactions: L0 merged into the level below after a period without writes.",
+                s.idle_compactions as f64,
             ),
             (
                 "peregrine_storage_compaction_seconds_total",

@@ -100,6 +100,10 @@ impl LocalBackend {
                     table_bytes: config.storage_compaction_table_bytes,
                 },
                 memtable_partial_rows: config.storage_memtable_partial_rows,
+                idle_compaction: match config.storage_idle_compaction_seconds {
+                    0 => None,
+                    seconds => Some(std::time::Duration::from_secs(seconds.into())),
+                },
                 worker_threads: None,
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,

@@ -165,6 +165,10 @@ pub struct Config {
     /// Standalone mode: size at which compactions cut table files; the first level below L0
     /// holds `storage_compaction_l0_threshold` of them. Default 64 MiB.
     pub storage_compaction_table_bytes: u64,
+    /// Standalone mode: after this many seconds without a write, the storage merges the
+    /// tables left in L0 (fewer than `storage_compaction_l0_threshold`, two or more) into the
+    /// level below, so reads probe one table instead of several. 0: never. Default 5.
+    pub storage_idle_compaction_seconds: u32,
     /// Standalone mode: a blind write onto a row the memtable already holds partially stays
     /// partial (the two merged) instead of being completed with a read of the row. Default
     /// false.
@@ -375,6 +379,7 @@ impl Default for Config {
             storage_compaction_l0_threshold: 8,
             storage_compaction_level_ratio: 10,
             storage_compaction_table_bytes: 64 * 1024 * 1024,
+            storage_idle_compaction_seconds: 5,
             storage_memtable_partial_rows: false,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
             index_build_wait: Duration::from_secs(5),
@@ -682,6 +687,12 @@ impl Config {
             problems.push(format!(
                 "`storage_compaction_table_bytes` is {} but must be between 1 MiB and 4 GiB",
                 self.storage_compaction_table_bytes
+            ));
+        }
+        if self.storage_idle_compaction_seconds > 86_400 {
+            problems.push(format!(
+                "`storage_idle_compaction_seconds` is {} but must be between 0 and 86400",
+                self.storage_idle_compaction_seconds
             ));
         }
         if self.authenticator == Authenticator::AllowAllAuthenticator

@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 mod datafiles;
 pub mod encryption;
 mod failure;
+mod idle;
 mod journal;
 mod long_keys;
 mod mem;
@@ -282,6 +283,9 @@ pub struct Options {
     /// then write the cells updated, not whole rows, for keys updated more than once between
     /// flushes (see `vendor/README.md`, blind writes).
     pub memtable_partial_rows: bool,
+    /// After how long without a write the store merges the tables left in L0 into the level
+    /// below (`idle.rs`); `None`: never.
+    pub idle_compaction: Option<Duration>,
 }
 
 /// fjall's leveled compaction, as the store opens it: a compaction from L0 is due at
@@ -331,6 +335,7 @@ impl Default for Options {
             encryption: None,
             compaction: Compaction::default(),
             memtable_partial_rows: false,
+            idle_compaction: Some(IDLE_AFTER),
         }
     }
 }
@@ -340,6 +345,9 @@ const DATA_KEYSPACE: &str = "data";
 /// How often the store drops the table versions no read needs any more (see
 /// `LsmStorage::start_ticker`): tables a compaction replaced leave the disk this long after it.
 const VERSION_COLLECTION: Duration = Duration::from_secs(5);
+
+/// The default [`Options::idle_compaction`]: a period this long with no write makes a store idle.
+const IDLE_AFTER: Duration = Duration::from_secs(5);
 
 /// The open fjall database and its data keyspace; replaced as a whole when the store recovers.
 struct Open {
@@ -461,6 +469,10 @@ struct Shared {
     /// with only that sync point written since writes none, so an idle store's journal does
     /// not grow.
     last_sync_point: AtomicU64,
+    /// The idle compaction's thread (`idle.rs`), joined when the store closes.
+    idle_compaction: Mutex<Option<JoinHandle<()>>>,
+    /// Idle compactions done.
+    idle_compactions: AtomicU64,
 }
 
 /// The fjall-backed store.
@@ -525,6 +537,8 @@ impl LsmStorage {
                 buckets: Mutex::new(()),
                 journal_syncs: AtomicU64::new(0),
                 last_sync_point: AtomicU64::new(u64::MAX),
+                idle_compaction: Mutex::new(None),
+                idle_compactions: AtomicU64::new(0),
             }),
             ticker: RwLock::new(None),
         };
@@ -550,7 +564,8 @@ impl LsmStorage {
     /// (`periodic` mode) and drops table versions no read needs any more every
     /// [`VERSION_COLLECTION`] (`fjall::Database::collect_versions`; fjall drops them only when
     /// a memtable rotates, so the files of tables compacted after the last rotation stayed
-    /// on disk while the store was idle). It sleeps until the next of the two is due, or until
+    /// on disk while the store was idle), and, after an [`Options::idle_compaction`] period with
+    /// no write, merges the tables left in L0 (`idle.rs`). It sleeps until the next task is due, or until
     /// the store drops the channel's sending end (closing): an idle store's thread wakes once
     /// per period, where a fixed 50 ms tick woke it 20 times a second.
     fn start_ticker(&self, sync: Option<Duration>) {
@@ -562,13 +577,19 @@ impl LsmStorage {
                 let started = Instant::now();
                 let mut next_sync = sync.map(|period| started + period);
                 let mut next_collection = started + VERSION_COLLECTION;
+                let idle_after = shared.options.idle_compaction;
+                let mut next_idle_check = idle_after.map(|period| started + period);
+                let mut writes = idle::IdleWatch::default();
                 loop {
-                    let due = next_sync.map_or(next_collection, |at| at.min(next_collection));
+                    let due = [next_sync, next_idle_check]
+                        .into_iter()
+                        .flatten()
+                        .fold(next_collection, Instant::min);
                     let wait = due.saturating_duration_since(Instant::now());
                     if stopped.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
                         return;
                     }
-                    // Both rescheduled before anything can fail, so a store that is down
+                    // All rescheduled before anything can fail, so a store that is down
                     // waits a period again instead of looping.
                     let now = Instant::now();
                     let sync_due = next_sync.is_some_and(|at| now >= at);
@@ -578,6 +599,10 @@ impl LsmStorage {
                     let collection_due = now >= next_collection;
                     if collection_due {
                         next_collection = now + VERSION_COLLECTION;
+                    }
+                    let idle_check_due = next_idle_check.is_some_and(|at| now >= at);
+                    if idle_check_due {
+                        next_idle_check = idle_after.map(|period| now + period);
                     }
                     let Ok(open) = shared.current() else { continue };
                     if sync_due {
@@ -589,6 +614,9 @@ impl LsmStorage {
                         if let Err(e) = open.db.collect_versions() {
                             tracing::warn!("dropping unused table versions failed: {e}");
                         }
+                    }
+                    if idle_check_due && writes.idle_since_last(open.db.seqno()) {
+                        shared.maybe_compact_idle(&open);
                     }
                 }
             })
@@ -764,6 +792,10 @@ impl Drop for LsmStorage {
                 drop(stop);
                 let _ = handle.join();
             }
+        }
+        let idle = self.shared.idle_compaction.lock().map(|mut h| h.take());
+        if let Ok(Some(handle)) = idle {
+            let _ = handle.join();
         }
         if let Some(open) = self.shared.open.load_full() {
             let _ = open.db.persist(fjall::PersistMode::SyncAll);

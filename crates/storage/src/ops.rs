@@ -31,6 +31,9 @@ pub struct StorageStats {
     pub active_compactions: usize,
     /// Compactions finished since the process started.
     pub compactions_completed: usize,
+    /// Idle compactions (L0 merged down after a period without writes, `idle.rs`) since the
+    /// store was opened.
+    pub idle_compactions: u64,
     /// Time spent compacting since the process started, in seconds.
     pub compaction_seconds: f64,
     /// Memtable flushes queued.
@@ -127,6 +130,7 @@ impl LsmStorage {
             journal_syncs: self.shared.journal_syncs.load(Ordering::Relaxed),
             active_compactions: open.db.active_compactions(),
             compactions_completed: open.db.compactions_completed(),
+            idle_compactions: self.shared.idle_compactions.load(Ordering::Relaxed),
             compaction_seconds: open.db.time_compacting().as_secs_f64(),
             pending_flushes: open.db.outstanding_flushes(),
             pending_compactions: pending.0,

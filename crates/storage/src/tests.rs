@@ -634,3 +634,49 @@ fn table_filters_find_every_key_and_skip_most_absent_ones() {
         "{passed} of {queries} absent keys passed the filter"
     );
 }
+
+/// A store that takes no write for an `idle_compaction` period merges the tables a burst of
+/// writes left in L0, below the leveled strategy's threshold, into the level below (with it
+/// off, or while writes keep coming, they stay in L0), and every key keeps its newest value.
+#[test]
+fn an_idle_store_merges_its_l0_tables() {
+    let dir = tmpdir("idle-l0");
+    let lsm = LsmStorage::open(
+        &dir,
+        Options {
+            idle_compaction: Some(Duration::from_millis(200)),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let key = |k: u32| format!("key{k:05}").into_bytes();
+    let value = |round: u32, k: u32| format!("round{round}-{k}").into_bytes();
+    for round in 0..4 {
+        let mut batch = WriteBatch::new();
+        for k in (round * 100)..2_000 {
+            batch.put(key(k), value(round, k));
+        }
+        lsm.write(batch).unwrap();
+        lsm.flush().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stats = loop {
+        let stats = lsm.stats().unwrap();
+        if stats.idle_compactions >= 1 && stats.tables_per_level[0] == 0 {
+            break stats;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no idle compaction within 60 s: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        stats.tables_per_level.iter().sum::<usize>() >= 1,
+        "{stats:?}"
+    );
+    for k in 0..2_000 {
+        let newest = (k / 100).min(3);
+        assert_eq!(lsm.get(&key(k)).unwrap(), Some(value(newest, k)), "key {k}");
+    }
+}

@@ -884,6 +884,26 @@ impl Keyspace {
         Ok(())
     }
 
+    // PATCH (Peregrine, idle compaction)
+    /// Runs one compaction that `strategy` chooses, blocking the caller until it is done (as
+    /// [`Keyspace::major_compact`], with any strategy: Peregrine's store runs
+    /// `lsm_tree::compaction::IdleL0` when it has gone idle).
+    ///
+    /// # Errors
+    ///
+    /// Will return `Err` if an IO error occurs.
+    #[doc(hidden)]
+    pub fn compact_with(
+        &self,
+        strategy: Arc<dyn lsm_tree::compaction::CompactionStrategy>,
+    ) -> crate::Result<()> {
+        self.tree.compact(
+            strategy,
+            self.supervisor.snapshot_tracker.get_seqno_safe_to_gc(),
+        )?;
+        Ok(())
+    }
+
     /// Inserts a key-value pair into the keyspace.
     ///
     /// Keys may be up to 65536 bytes long, values up to 2^32 bytes.

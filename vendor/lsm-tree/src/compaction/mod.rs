@@ -5,6 +5,8 @@
 //! Contains compaction strategies
 
 pub(crate) mod fifo;
+// PATCH (Peregrine, idle compaction)
+pub(crate) mod idle;
 pub(crate) mod leveled;
 // pub(crate) mod maintenance;
 pub(crate) mod drop_range;
@@ -19,6 +21,8 @@ pub(crate) mod stream;
 pub(crate) mod worker;
 
 pub use fifo::Strategy as Fifo;
+// PATCH (Peregrine, idle compaction)
+pub use idle::Strategy as IdleL0;
 pub use filter::{CompactionFilter, Factory, ItemAccessor, Verdict};
 pub use leveled::Strategy as Leveled;
 // pub use tiered::Strategy as SizeTiered;
