@@ -350,7 +350,7 @@ impl LocalBackend {
         }
         const G: &str = "gauge";
         const C: &str = "counter";
-        let single: [(&str, &str, &str, f64); 20] = [
+        let single: [(&str, &str, &str, f64); 22] = [
             (
                 "peregrine_storage_memtable_bytes",
                 G,
@@ -434,6 +434,18 @@ impl LocalBackend {
                 C,
                 "Compactions finished.",
                 s.compactions_completed as f64,
+            ),
+            (
+                "peregrine_storage_filter_queries_total",
+                C,
+                "Table Bloom filter probes by point reads.",
+                s.filter_queries as f64,
+            ),
+            (
+                "peregrine_storage_filter_skips_total",
+                C,
+                "Table Bloom filter probes that ruled the table out (no block read).",
+                s.filter_skips as f64,
             ),
             (
                 "peregrine_storage_idle_compactions_total",

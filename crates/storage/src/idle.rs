@@ -54,21 +54,25 @@ impl Shared {
             .ok();
     }
 
-    /// Flushes the memtable and merges L0 into the level below (`IdleL0`). A strategy that finds
-    /// L0 busy (a compaction already merging it) does nothing: the next idle period tries again.
+    /// Flushes the memtable and merges L0 into the level below (`IdleL0`), counted when L0 shrank.
+    /// A strategy that finds L0 busy (a compaction already merging it, often the one the flush
+    /// started) does nothing: the next idle period looks again.
     fn compact_idle(self: &Arc<Self>, open: &Arc<Open>) {
         let compaction = &self.options.compaction;
         let strategy = Arc::new(lsm_tree::compaction::IdleL0 {
             base_size: compaction.table_bytes * u64::from(compaction.l0_threshold),
             target_size: compaction.table_bytes,
         });
-        let done = open
-            .data
-            .rotate_memtable_and_wait()
-            .and_then(|()| open.data.compact_with(strategy));
+        let done = open.data.rotate_memtable_and_wait().and_then(|()| {
+            let before = open.data.l0_table_count();
+            open.data.compact_with(strategy)?;
+            Ok(open.data.l0_table_count() < before)
+        });
         match done {
-            Ok(()) => {
-                self.idle_compactions.fetch_add(1, Ordering::Relaxed);
+            Ok(merged) => {
+                if merged {
+                    self.idle_compactions.fetch_add(1, Ordering::Relaxed);
+                }
             }
             Err(e) => {
                 tracing::warn!("compacting the idle store's L0 failed: {e}");

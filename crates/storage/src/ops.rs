@@ -52,6 +52,10 @@ pub struct StorageStats {
     pub approximate_items: u64,
     /// Bytes of block indexes and Bloom filters pinned in memory, beside the block cache.
     pub pinned_bytes: u64,
+    /// Table Bloom filter probes by point reads, and those that ruled the table out (no block
+    /// read), since the store was opened.
+    pub filter_queries: u64,
+    pub filter_skips: u64,
     /// Bytes of table files flushes wrote since the store was opened.
     pub flushed_bytes: u64,
     /// Bytes of table files compactions wrote since the store was opened.
@@ -141,6 +145,8 @@ impl LsmStorage {
             block_cache_misses: misses,
             approximate_items: open.data.approximate_len() as u64,
             pinned_bytes: (tree.pinned_block_index_size() + tree.pinned_filter_size()) as u64,
+            filter_queries: m.filter_queries() as u64,
+            filter_skips: m.io_skipped_by_filter() as u64,
             flushed_bytes: m.flushed_bytes(),
             compacted_bytes: m.compacted_bytes(),
         })

@@ -15,7 +15,10 @@ for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && br
 case "${MODE:-fresh}" in
 settled) "$bin" nodetool -h 127.0.0.1 -p "$admin" flush >/dev/null && "$bin" nodetool -h 127.0.0.1 -p "$admin" compact >/dev/null ;;
 idle) for _ in $(seq 1 600); do
-        curl -s "http://127.0.0.1:$admin/metrics" | grep -q '^peregrine_storage_idle_compactions_total [1-9]' && break; sleep 1
+        m=$(curl -s "http://127.0.0.1:$admin/metrics")
+        grep -q '^peregrine_storage_idle_compactions_total [1-9]' <<<"$m" && grep -q '^peregrine_storage_tables{level="0"} [01]$' <<<"$m" &&
+            grep -q '^peregrine_storage_compactions_active 0' <<<"$m" && break
+        sleep 1
       done ;;
 esac
 curl -s "http://127.0.0.1:$admin/metrics" | grep -E "^peregrine_storage_tables" > "$OUT/$name.tables"
