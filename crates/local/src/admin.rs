@@ -438,13 +438,13 @@ impl LocalBackend {
             (
                 "peregrine_storage_filter_queries_total",
                 C,
-                "Table Bloom filter probes by point reads.",
+                "Point reads' probes of tables that do not hold the key.",
                 s.filter_queries as f64,
             ),
             (
                 "peregrine_storage_filter_skips_total",
                 C,
-                "Table Bloom filter probes that ruled the table out (no block read).",
+                "Of those, probes the table's Bloom filter ruled out (the rest read a block for nothing).",
                 s.filter_skips as f64,
             ),
             (

@@ -52,8 +52,9 @@ pub struct StorageStats {
     pub approximate_items: u64,
     /// Bytes of block indexes and Bloom filters pinned in memory, beside the block cache.
     pub pinned_bytes: u64,
-    /// Table Bloom filter probes by point reads, and those that ruled the table out (no block
-    /// read), since the store was opened.
+    /// Point reads' probes of tables that do not hold the key (lsm-tree counts no probe that
+    /// finds it), and those the table's Bloom filter ruled out; the rest are false positives
+    /// (a block read for nothing). Since the store was opened.
     pub filter_queries: u64,
     pub filter_skips: u64,
     /// Bytes of table files flushes wrote since the store was opened.
