@@ -6,7 +6,7 @@
 #   1. peak: a closed-loop run (PEAK_DURATION, CONCURRENCY in flight) gives ops/s;
 #   2. open loop: FRACTION (default 0.8) of that peak as `--target-rate` for DURATION, latency
 #      measured from each operation's intended start (no coordinated omission), IN_FLIGHT slots.
-# The server's own EXECUTE histogram (`peregrine_request_duration_seconds`, /metrics) is read
+# The server's own `execute` histogram (`peregrine_request_duration_seconds`, /metrics) is read
 # before and after each open-loop run: the share of requests answered within 1 ms, 2.5 ms and
 # 10 ms server-side (its bucket bounds), beside the client's percentiles and max.
 #
@@ -69,13 +69,13 @@ import re, sys
 def buckets(path):
     out = {}
     for line in open(path):
-        m = re.match(r'peregrine_request_duration_seconds_bucket\{opcode="EXECUTE",le="([^"]+)"\} (\S+)', line)
+        m = re.match(r'peregrine_request_duration_seconds_bucket\{opcode="execute",le="([^"]+)"\} (\S+)', line)
         if m:
             out[m.group(1)] = float(m.group(2))
     return out
 a, b = buckets(sys.argv[1]), buckets(sys.argv[2])
 total = b["+Inf"] - a["+Inf"]
-print(f"server-side EXECUTE requests: {int(total)}")
+print(f"server-side execute requests: {int(total)}")
 for le in ("0.0005", "0.001", "0.0025", "0.005", "0.01"):
     n = b[le] - a[le]
     print(f"  within {float(le) * 1000:g} ms: {n / total * 100:.4f}% ({int(total - n)} over)")
