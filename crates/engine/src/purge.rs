@@ -60,10 +60,9 @@ fn purge(schema: &Schema, now: u32, key: &[u8], value: &[u8]) -> Decision {
         let keep = index::keep_entry(schema, key, value, now);
         return if keep { Decision::Keep } else { Decision::Drop };
     }
-    let Some(d) = keys::decode_key(key) else {
+    let (Some(d), Some(id)) = (keys::decode_key(key), keys::table_id(key)) else {
         return Decision::Keep;
     };
-    let id = u32::from_be_bytes([key[1], key[2], key[3], key[4]]);
     let Some(t) = schema.tables.values().find(|t| t.id == id) else {
         // Ids below the counter that no table holds belong to dropped/truncated tables.
         return if id < schema.next_table_id {

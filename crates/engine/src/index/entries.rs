@@ -396,20 +396,21 @@ pub fn blind_upkeep(t: &TableDef, key: &[u8], row: Row, batch: &mut WriteBatch) 
     if d.is_header {
         return upkeep;
     }
+    // The indexes whose column the write touches, found on the row before it is wrapped as
+    // the stored value `entries_in` reads.
+    let touched: Vec<&IndexDef> = t
+        .indexes
+        .iter()
+        .filter(|idx| {
+            t.column(&idx.column).is_some_and(|c| {
+                row.deletion.is_some()
+                    || matches!(c.kind, ColumnKind::Clustering | ColumnKind::PartitionKey)
+                    || row.cells.iter().any(|x| x.column == c.id)
+            })
+        })
+        .collect();
     let stored = Stored::Row(row);
-    let Stored::Row(row) = &stored else {
-        return upkeep;
-    };
-    for idx in &t.indexes {
-        let Some(c) = t.column(&idx.column) else {
-            continue;
-        };
-        let touched = row.deletion.is_some()
-            || matches!(c.kind, ColumnKind::Clustering | ColumnKind::PartitionKey)
-            || row.cells.iter().any(|x| x.column == c.id);
-        if !touched {
-            continue;
-        }
+    for idx in touched {
         let after = entries_in(idx, t, key, &d, &stored);
         upkeep.stale += (after.len() as u64).max(1);
         for (k, mut v) in after {
