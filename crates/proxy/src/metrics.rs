@@ -1,7 +1,7 @@
 //! Proxy counters and the upstream latency histogram, shown as the virtual table
 //! `system_views.peregrine_cache` (columns `name text, value bigint`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -76,7 +76,8 @@ pub struct Metrics {
     /// Every upstream round trip, all nodes together.
     latency: Latency,
     /// The round trips of each upstream node (at most [`MAX_NODES`] of them).
-    per_node: RwLock<HashMap<SocketAddr, Arc<Latency>>>,
+    /// FxHash: SipHash of the address was ~230 instructions of every upstream round trip.
+    per_node: RwLock<FxHashMap<SocketAddr, Arc<Latency>>>,
 }
 
 impl Metrics {
