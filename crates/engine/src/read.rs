@@ -941,6 +941,15 @@ impl<'a> SelectRun<'a> {
 
     /// The gate of every new output row (for a grouped selection, of every new group): LIMIT,
     /// PER PARTITION LIMIT and the page size. A full page records where the next one resumes.
+    /// How many more rows this page may hold after the one being written (its LIMIT and page
+    /// size; unbounded: `u64::MAX`), for the result buffer's reservation.
+    fn rows_wanted_after_this(&self) -> u64 {
+        let page = self
+            .page
+            .map_or(u64::MAX, |p| p.saturating_sub(self.sink.rows as u64 + 1));
+        self.remaining.unwrap_or(u64::MAX).min(page)
+    }
+
     fn admit(&mut self) -> Flow {
         if self.remaining == Some(0) {
             return Flow::Stop;
@@ -1041,9 +1050,9 @@ impl<'a> SelectRun<'a> {
         }
         let t = &*self.plan.table;
         let key_bytes: usize = pk_parts.iter().map(|p| p.len()).sum();
+        let more = self.rows_wanted_after_this();
         let sink = &mut self.sink;
-        sink.data
-            .reserve(4 * selectors.len() + row.value_bytes() + key_bytes);
+        sink.reserve_row(4 * selectors.len() + row.value_bytes() + key_bytes, more);
         for s in selectors {
             let v = match s {
                 Selector::Column(idx) => {
@@ -1150,7 +1159,8 @@ impl<'a> SelectRun<'a> {
                     .row
                     .map_or(0, |r| r.clustering.iter().map(Vec::len).sum());
             let guess = 4 * selectors.len() + view.row.map_or(0, Row::value_bytes) + key_bytes;
-            self.sink.data.reserve(guess);
+            let more = self.rows_wanted_after_this();
+            self.sink.reserve_row(guess, more);
             for s in selectors {
                 self.sink.cell(view.value(s).as_deref());
             }
