@@ -30,8 +30,8 @@ for p in $PORT $((PORT + 1)); do
     for _ in $(seq 1 600); do (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
 done
 { date -u +%FT%TZ; uptime; top -b -n 1 -w 160 | head -20; } >"$OUT/$NAME-machine.txt"
-"${cpin[@]}" "$AFTER" bench indexed --endpoint "after=127.0.0.1:$PORT@$P1" \
-    --endpoint "before=127.0.0.1:$((PORT + 1))@$P2" \
+"${cpin[@]}" "$AFTER" bench indexed --endpoint "${FIRST_LABEL:-after}=127.0.0.1:$PORT@$P1" \
+    --endpoint "${SECOND_LABEL:-before}=127.0.0.1:$((PORT + 1))@$P2" \
     --rows "$ROWS" --phases "$PHASES" --phase "$PHASE" --rounds "$ROUNDS" \
     --server-note "$note" --out "$OUT" --name "$NAME" "$@" 2>"$OUT/$NAME.log"
 { date -u +%FT%TZ; uptime; top -b -n 1 -w 160 | head -20; } >>"$OUT/$NAME-machine.txt"

@@ -8,12 +8,16 @@ use crate::{
     ValueType,
 };
 use crossbeam_skiplist::SkipMap;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 // PATCH (Peregrine, speed; see vendor/README.md): a filter of the keys inserted.
 mod filter;
 use filter::KeyFilter;
+
+// PATCH (Peregrine, speed; see vendor/README.md): the skip list's keys carry their first bytes.
+mod key;
+pub use key::MemtableKey;
 
 pub use crate::tree::inner::MemtableId;
 
@@ -25,8 +29,10 @@ pub struct Memtable {
     pub id: MemtableId,
 
     /// The actual content, stored in a lock-free skiplist.
+    // PATCH (Peregrine, speed): keyed by `MemtableKey` (the internal key and its first 16
+    // bytes, held in the node) instead of `InternalKey`; same order.
     #[doc(hidden)]
-    pub items: SkipMap<InternalKey, UserValue>,
+    pub items: SkipMap<MemtableKey, UserValue>,
 
     /// Approximate active memtable size.
     ///
@@ -79,7 +85,7 @@ impl Memtable {
     /// Creates an iterator over all items.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = InternalValue> + '_ {
         self.items.iter().map(|entry| InternalValue {
-            key: entry.key().clone(),
+            key: entry.key().key.clone(),
             value: entry.value().clone(),
         })
     }
@@ -89,8 +95,11 @@ impl Memtable {
         &'a self,
         range: R,
     ) -> impl DoubleEndedIterator<Item = InternalValue> + 'a {
-        self.items.range(range).map(|entry| InternalValue {
-            key: entry.key().clone(),
+        // PATCH (Peregrine, speed): the bounds as skip-list keys.
+        let bound = |b: Bound<&InternalKey>| b.map(|k| MemtableKey::new(k.clone()));
+        let bounds = (bound(range.start_bound()), bound(range.end_bound()));
+        self.items.range(bounds).map(|entry| InternalValue {
+            key: entry.key().key.clone(),
             value: entry.value().clone(),
         })
     }
@@ -127,15 +136,15 @@ impl Memtable {
         // abcdef -> 6
         // abcdef -> 5
         //
-        let lower_bound = InternalKey::new(key, seqno - 1, ValueType::Value);
+        let lower_bound = MemtableKey::new(InternalKey::new(key, seqno - 1, ValueType::Value));
 
         let mut iter = self
             .items
             .range(lower_bound..)
-            .take_while(|entry| &*entry.key().user_key == key);
+            .take_while(|entry| &*entry.key().key.user_key == key);
 
         iter.next().map(|entry| InternalValue {
-            key: entry.key().clone(),
+            key: entry.key().key.clone(),
             value: entry.value().clone(),
         })
     }
@@ -176,7 +185,7 @@ impl Memtable {
         // PATCH (Peregrine, speed): the key's bits are set before the skip list holds it.
         self.filter.insert(crate::hash::hash64(&item.key.user_key));
         let key = InternalKey::new(item.key.user_key, item.key.seqno, item.key.value_type);
-        self.items.insert(key, item.value);
+        self.items.insert(MemtableKey::new(key), item.value);
 
         self.highest_seqno
             .fetch_max(item.key.seqno, std::sync::atomic::Ordering::AcqRel);

@@ -1,0 +1,73 @@
+// PATCH (Peregrine, speed; see vendor/README.md): not in upstream lsm-tree.
+
+//! The memtable skip list's key: an [`InternalKey`] and the first 16 bytes of its user key,
+//! zero-padded, as two big-endian words held in the skip-list node itself.
+//!
+//! A skip-list walk compares the key it looks for with one node per step, and in a memtable
+//! larger than the cache each step is a cache miss for the node and, for a user key longer
+//! than `ByteView`'s 20 inline bytes, a second one for the key's bytes on the heap
+//! (`SkipList::search_position` was 28-30% of the server's samples in `peregrine bench
+//! indexed`'s UPDATE phase at 1M rows, bench/results/2026-11-30/indexed-writes-s27). The
+//! `ByteView`'s own 4-byte prefix does not decide between Peregrine's keys (their first five
+//! bytes name the kind and the table or index); their next bytes are a token or an indexed
+//! value and then a token, so the first 16 bytes almost always decide and the key's bytes
+//! are read only when those are equal.
+//!
+//! The order is [`InternalKey`]'s: zero-padded heads compare as the keys' bytes do wherever
+//! they differ (the first differing byte within both keys decides both; a key that is a proper
+//! prefix of the other has the smaller padded head or an equal one), and equal heads fall back
+//! to the whole key.
+
+use crate::key::InternalKey;
+
+/// Bytes of the user key held in the node.
+const HEAD: usize = 16;
+
+/// `repr(C)`, the head last: crossbeam's node is the value, this key, its reference count and
+/// its tower of links, so the head is next to the links a walk reads from the same node.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub struct MemtableKey {
+    pub key: InternalKey,
+    /// The user key's first [`HEAD`] bytes, zero-padded, as big-endian words.
+    head: [u64; 2],
+}
+
+impl MemtableKey {
+    pub fn new(key: InternalKey) -> Self {
+        let mut bytes = [0u8; HEAD];
+        let n = key.user_key.len().min(HEAD);
+        if let (Some(to), Some(from)) = (bytes.get_mut(..n), key.user_key.get(..n)) {
+            to.copy_from_slice(from);
+        }
+        let (a, b) = bytes.split_at(HEAD / 2);
+        let word = |w: &[u8]| u64::from_be_bytes(w.try_into().unwrap_or_default());
+        Self {
+            head: [word(a), word(b)],
+            key,
+        }
+    }
+}
+
+impl PartialEq for MemtableKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.head == other.head && self.key == other.key
+    }
+}
+
+impl Eq for MemtableKey {}
+
+impl PartialOrd for MemtableKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MemtableKey {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.head
+            .cmp(&other.head)
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
