@@ -38,6 +38,9 @@ pub struct StorageStats {
     pub compaction_seconds: f64,
     /// Memtable flushes queued.
     pub pending_flushes: usize,
+    /// Messages waiting for fjall's background workers (flushes, memtable rotations,
+    /// compactions).
+    pub queued_worker_messages: usize,
     /// Compactions still to run and the bytes they rewrite, estimated from the levels' sizes
     /// ([`pending_compactions`]).
     pub pending_compactions: usize,
@@ -138,6 +141,7 @@ impl LsmStorage {
             idle_compactions: self.shared.idle_compactions.load(Ordering::Relaxed),
             compaction_seconds: open.db.time_compacting().as_secs_f64(),
             pending_flushes: open.db.outstanding_flushes(),
+            queued_worker_messages: open.db.queued_worker_messages(),
             pending_compactions: pending.0,
             pending_compaction_bytes: pending.1,
             block_cache_capacity_bytes: open.db.cache_capacity(),

@@ -6,60 +6,15 @@
 //! of every thread of the process by name (`/proc/self/task`): another test's store would
 //! add its own workers.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use storage::{
-    Compaction, CompactionFilter, Decision, LsmStorage, Options, Storage, StorageStats, WriteBatch,
-};
+use storage::{Compaction, LsmStorage, Options, Storage, StorageStats, WriteBatch};
 
-/// A compaction filter that, once armed, holds the first compaction that asks it about a key
-/// until the test opens it: a compaction that runs as long as the test wants.
-#[derive(Default)]
-struct Gate {
-    armed: AtomicBool,
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    holding: bool,
-    open: bool,
-}
-
-impl CompactionFilter for Gate {
-    fn filter(&self, _key: &[u8], _value: &[u8], _last_level: bool) -> Decision {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            let mut state = self.state.lock().unwrap();
-            state.holding = true;
-            self.changed.notify_all();
-            while !state.open {
-                state = self.changed.wait(state).unwrap();
-            }
-        }
-        Decision::Keep
-    }
-}
-
-impl Gate {
-    /// Whether a compaction is held (waiting at most `within` for one).
-    fn holding_within(&self, within: Duration) -> bool {
-        let state = self.state.lock().unwrap();
-        let (state, _) = self
-            .changed
-            .wait_timeout_while(state, within, |s| !s.holding)
-            .unwrap();
-        state.holding
-    }
-
-    fn open(&self) {
-        self.state.lock().unwrap().open = true;
-        self.changed.notify_all();
-    }
-}
+mod support;
+use support::Gate;
 
 /// CPU time (ns, `schedstat`) and voluntary context switches (`status`: each a sleep that
 /// ended) of the process's threads named `name`, summed.

@@ -217,6 +217,14 @@ impl Database {
         self.supervisor.flush_manager.len()
     }
 
+    // PATCH (Peregrine, compaction hand-off)
+    /// Messages waiting in the background workers' queues (flushes, rotations, compactions).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn queued_worker_messages(&self) -> usize {
+        self.worker_pool.sender.queued()
+    }
+
     /// Returns the time all compactions took until now.
     ///
     /// # Experimental

@@ -83,6 +83,15 @@ impl WorkerSender {
         let _ = self.compactions.try_send(WorkerMessage::Close);
     }
 
+    /// Messages waiting in both queues (once when they are one channel).
+    pub(crate) fn queued(&self) -> usize {
+        if self.flushes.same_channel(&self.compactions) {
+            self.flushes.len()
+        } else {
+            self.flushes.len() + self.compactions.len()
+        }
+    }
+
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.flushes.is_empty() && self.compactions.is_empty()
@@ -251,7 +260,17 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
         WorkerMessage::RotateMemtable(keyspace, memtable_id) => {
             log::trace!("acquiring journal lock");
             let journal_writer = keyspace.supervisor.journal.get_writer()?;
-            keyspace.inner_rotate_memtable(journal_writer, memtable_id)?;
+            let rotated = keyspace.inner_rotate_memtable(journal_writer, memtable_id);
+            // PATCH (Peregrine, compaction hand-off): the ask is answered, rotated or not (a
+            // failed rotation leaves the memtable active and over its size): a later write may
+            // ask again (`Keyspace::request_rotation`).
+            let _ = keyspace.rotation_requested.compare_exchange(
+                memtable_id,
+                u64::MAX,
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            );
+            rotated?;
         }
         WorkerMessage::Flush => {
             let Some(task) = ctx.supervisor.flush_manager.dequeue() else {

@@ -90,6 +90,14 @@ pub struct KeyspaceInner {
 
     pub(crate) worker_messager: WorkerSender,
 
+    // PATCH (Peregrine, compaction hand-off; see vendor/README.md)
+    /// The memtable whose rotation was last requested (`u64::MAX`: none): every write that
+    /// finds the active memtable over its size asks, and only the first ask per memtable is
+    /// queued. Upstream queued one per write; with the flush queue drained by worker 0 alone,
+    /// a flood of up to the queue's capacity stale asks left worker 0, rotating, blocked on
+    /// queueing the flush into its own full queue: a deadlock that stopped flushes and writes.
+    pub(crate) rotation_requested: std::sync::atomic::AtomicU64,
+
     #[expect(unused)]
     lock_file: LockedFileGuard,
 }
@@ -318,6 +326,7 @@ impl Keyspace {
             supervisor: db.supervisor.clone(),
             worker_messager: db.worker_pool.sender.clone(),
             is_deleted: AtomicBool::default(),
+            rotation_requested: std::sync::atomic::AtomicU64::new(u64::MAX),
             is_poisoned: db.is_poisoned.clone(),
             lock_file: db.lock_file.clone(),
             stats: db.stats.clone(),
@@ -360,6 +369,7 @@ impl Keyspace {
             config,
             tree,
             is_deleted: AtomicBool::default(),
+            rotation_requested: std::sync::atomic::AtomicU64::new(u64::MAX),
             is_poisoned: db.is_poisoned.clone(),
             stats: db.stats.clone(),
             lock_file: db.lock_file.clone(),
@@ -826,13 +836,23 @@ impl Keyspace {
         let lock = self.tree.get_version_history_lock();
         let latest_version = lock.latest_version();
         let active_memtable = &latest_version.active_memtable;
+        let id = active_memtable.id();
 
-        self.worker_messager
-            .try_send(WorkerMessage::RotateMemtable(
-                self.clone(),
-                active_memtable.id(),
-            ))
-            .ok();
+        // PATCH (Peregrine, compaction hand-off): one ask per memtable (`rotation_requested`).
+        use std::sync::atomic::Ordering::AcqRel;
+        if self.rotation_requested.swap(id, AcqRel) == id {
+            return;
+        }
+        if self
+            .worker_messager
+            .try_send(WorkerMessage::RotateMemtable(self.clone(), id))
+            .is_err()
+        {
+            // Not queued (the queue is full): a later write asks again.
+            let _ = self
+                .rotation_requested
+                .compare_exchange(id, u64::MAX, AcqRel, std::sync::atomic::Ordering::Acquire);
+        }
     }
 
     pub(crate) fn check_memtable_rotate(&self, size: u64) {
