@@ -11,7 +11,7 @@
 //! Every relation an index serves is also kept as a filter, so each candidate row is checked
 //! against the base row: the index only narrows which rows are read.
 
-use super::{entries::value_types, IndexDef, Target};
+use super::{entries::value_types, IndexDef, InetOrder, Target};
 use crate::build::{filter_op, Builder, Clause};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::plan::*;
@@ -382,6 +382,14 @@ impl Builder<'_> {
                 "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
             ));
         }
+        // Whether Cassandra's row filter runs after the index: it does when a regular or static
+        // column is restricted, and then checks partition key relations too (in the type's
+        // order, see `InetOrder`).
+        let row_filtered = rels.iter().any(|r| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+        });
         let mut rest = Vec::new();
         let mut filters = Vec::new();
         let gapped = clustering_gapped(t, rels);
@@ -402,8 +410,15 @@ impl Builder<'_> {
             } else if free[i] {
                 let mut f = self.relation_filter(t, r)?;
                 f.analyzer = served[i].map_or(crate::index::Analyzer::NONE, |x| x.analyzer());
-                f.analyzer.ipv4_mapped = served[i].is_some_and(|x| x.is_sai())
-                    && t.columns[f.column].ty == ColumnType::Inet;
+                if served[i].is_some_and(|x| x.is_sai())
+                    && t.columns[f.column].ty == ColumnType::Inet
+                {
+                    f.analyzer.inet = if pk_col(r) && !row_filtered {
+                        InetOrder::Mapped
+                    } else {
+                        InetOrder::MappedAndBytes
+                    };
+                }
                 filters.push(f);
             } else if !pk_full && pk_col(r) {
                 // A part of the partition key, without the rest of it: checked per row.
@@ -494,7 +509,7 @@ impl Builder<'_> {
                 }
                 if idx.is_sai() && c.ty == ColumnType::Inet {
                     // Entries keep the stored bytes, in another order than SAI's (see
-                    // `Analyzer::ipv4_mapped`): read them all, the filter decides.
+                    // `InetOrder`): read them all, the filter decides.
                     start = None;
                     end = None;
                 }
