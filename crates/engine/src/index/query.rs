@@ -282,11 +282,29 @@ impl Builder<'_> {
                 .is_some_and(|c| c.kind == ColumnKind::Clustering)
         };
         let key_rels: Vec<Relation> = rels.iter().filter(|r| !non_key(r)).cloned().collect();
-        let plain_clustering = pk_full
+        // Likewise with the partition key restricted by token() alone, unless an index serves
+        // a clustering restriction (5.0.9's `processPartitionKeyRestrictions` then leaves the
+        // index to the other relations, and a clustering prefix is read as a slice: `ck0 <=
+        // '' AND l CONTAINS 1 AND token(k) <= 0` needs no ALLOW FILTERING, without the token
+        // it does; generator seed 87).
+        let token_only =
+            !rels.iter().any(pk_col) && rels.iter().any(|r| matches!(r, Relation::Token { .. }));
+        let ck_indexed = |r: &Relation| match r {
+            // An index on any of its columns may serve a multi-column relation.
+            Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
+                columns
+                    .iter()
+                    .any(|c| t.indexes.iter().any(|i| i.column == *c))
+            }
+            r => is_ck(r) && served_by(t, r).is_some(),
+        };
+        let token_slice = token_only && !rels.iter().any(ck_indexed) && !clustering_gapped(t, rels);
+        let plain_clustering = (pk_full
             && key_rels.len() < rels.len()
             && self
                 .where_clause(t, &key_rels, false, Clause::Select)
-                .is_ok();
+                .is_ok())
+            || token_slice;
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
             .map(|r| {
@@ -433,8 +451,11 @@ impl Builder<'_> {
         // With an index to query, Cassandra filters on what its slices cannot serve (a
         // clustering column after a free one) rather than refusing it: such a query needs
         // ALLOW FILTERING, not a complete clustering prefix.
+        // The token range and clustering slice of a `token_slice` read need no ALLOW
+        // FILTERING; a relation on an unindexed regular column still does.
+        let key_slice = token_slice && !rest.iter().any(non_key);
         let (partitions, clustering, more) =
-            match self.where_clause(t, &rest, s.allow_filtering, Clause::Select) {
+            match self.where_clause(t, &rest, s.allow_filtering || key_slice, Clause::Select) {
                 Ok(w) => w,
                 Err(_)
                     if !s.allow_filtering
