@@ -497,6 +497,7 @@ impl<'a> Builder<'a> {
         Ok(SelectPlan {
             empty_names_read: names_filter && fetches_statics(&t, &s.selection),
             queried_columns: queried_columns(&t, &s.selection),
+            queried: queried_ids(&t, &s.selection, &filters),
             output: wire_columns(&t.keyspace, &t.name, output),
             json,
             json_columns,
@@ -1334,19 +1335,11 @@ fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
 
 /// `SELECT <this> FROM` in Cassandra's rebuild of a read (the tombstone warning's text).
 fn queried_columns(t: &TableDef, selection: &ast::Selection) -> String {
-    let ast::Selection::Selectors(selectors) = selection else {
-        return crate::read::tombstones::queried_columns(t, None);
-    };
-    let mut names = Vec::new();
-    selectors
-        .iter()
-        .for_each(|s| selector_columns(&s.expr, &mut names));
-    crate::read::tombstones::queried_columns(t, Some(&names))
+    crate::read::tombstones::queried_columns(t, selected_names(selection).as_deref())
 }
 
-/// The kinds of the columns a selection's selectors name (`None` for a name that is no
-/// column of the table); `None` for `*`.
-fn selected_kinds(t: &TableDef, selection: &ast::Selection) -> Option<Vec<Option<ColumnKind>>> {
+/// The names of the columns a selection's selectors name (each time named); `None` for `*`.
+fn selected_names(selection: &ast::Selection) -> Option<Vec<&str>> {
     let ast::Selection::Selectors(selectors) = selection else {
         return None;
     };
@@ -1354,6 +1347,30 @@ fn selected_kinds(t: &TableDef, selection: &ast::Selection) -> Option<Vec<Option
     selectors
         .iter()
         .for_each(|s| selector_columns(&s.expr, &mut names));
+    Some(names)
+}
+
+/// The ids of the regular and static columns a read names, in its selection or its filters
+/// (Cassandra's `ColumnFilter` queried columns); `None` when that is all of them: `*`, or a
+/// selection and filters naming none (only key columns, `count(*)`).
+fn queried_ids(t: &TableDef, selection: &ast::Selection, filters: &[Filter]) -> Option<Arc<[u16]>> {
+    let names = selected_names(selection)?;
+    let named = |i: usize| {
+        let c = &t.columns[i];
+        names.contains(&c.name.as_str()) || filters.iter().any(|f| f.column == i)
+    };
+    let ids: Vec<u16> = (0..t.columns.len())
+        .filter(|&i| matches!(t.columns[i].kind, ColumnKind::Regular | ColumnKind::Static))
+        .filter(|&i| named(i))
+        .map(|i| t.columns[i].id)
+        .collect();
+    (!ids.is_empty()).then(|| ids.into())
+}
+
+/// The kinds of the columns a selection's selectors name (`None` for a name that is no
+/// column of the table); `None` for `*`.
+fn selected_kinds(t: &TableDef, selection: &ast::Selection) -> Option<Vec<Option<ColumnKind>>> {
+    let names = selected_names(selection)?;
     let kind = |name: &str| t.columns.iter().find(|c| c.name == name).map(|c| c.kind);
     Some(names.into_iter().map(kind).collect())
 }

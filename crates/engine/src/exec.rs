@@ -1124,7 +1124,9 @@ impl BoundFilter {
             // SAI's inet lookup is in IPv4-mapped order; Cassandra 5.0.9 then checks each
             // row in the type's own (byte) order, so both must hold: `v < '2001:db8::8' AND
             // v > '::1'` keeps 10.0.0.2 and drops 127.0.0.1.
-            (BoundTarget::Whole, _) if self.analyzer.ipv4_mapped => {
+            (BoundTarget::Whole, _)
+                if self.analyzer.inet == crate::index::InetOrder::MappedAndBytes =>
+            {
                 self.op.holds(cmp(ty, have)) && self.op.holds(crate::types::compare(ty, have, want))
             }
             (BoundTarget::Whole, _) => self.op.holds(cmp(ty, have)),

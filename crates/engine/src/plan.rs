@@ -450,6 +450,10 @@ pub struct SelectPlan {
     /// What Cassandra's rebuild of the read names after SELECT (`*`, or the static and
     /// regular columns read): the tombstone warning's text (`read::tombstones`).
     pub queried_columns: String,
+    /// The ids of the regular and static columns the read names (selected or filtered on),
+    /// `None` for all of them (`*`, or a selection naming none): a row alive only through
+    /// cells of other columns older than its marker is not returned (`Row::is_live_for`).
+    pub queried: Option<Arc<[u16]>>,
     /// Whether a clustering filter that selects nothing (`c IN ()`) still reads the named
     /// partitions, checking their keys: Cassandra 5.0.9's filter of named rows (every
     /// clustering column restricted by `=` or `IN`) when the read fetches static columns. An

@@ -1004,8 +1004,10 @@ impl<'a> SelectRun<'a> {
         if let Some(a) = &self.auths {
             row.hide(a);
         }
-        let live = row.is_live(now.secs, outer)
-            && (!strict || crate::view::marker_live(&row, now.secs))
+        let queried = self.plan.queried.as_deref();
+        let live = row.is_live_for(now.secs, outer, |id| {
+            queried.is_none_or(|q| q.contains(&id))
+        }) && (!strict || crate::view::marker_live(&row, now.secs))
             && crate::collections::row_still_live(t, &row, now.secs, outer);
         // Cassandra's tombstone count: a pass over the decoded cells, no allocation.
         if self.tally.row(&row, outer, now.secs, live).is_err() {

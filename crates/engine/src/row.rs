@@ -586,14 +586,35 @@ impl Row {
     /// Whether the row is live at `now` once `outer` deletions (partition/range) apply:
     /// a live marker or any live cell.
     pub fn is_live(&self, now: LocalSecs, outer: Option<Deletion>) -> bool {
+        self.is_live_for(now, outer, |_| true)
+    }
+
+    /// [`Row::is_live`] as a read that names only the columns `queried` accepts sees it
+    /// (Cassandra's `BTreeRow.filter`, CASSANDRA-10657): a cell of a column the read fetches
+    /// but does not name counts only when written no earlier than the row's marker, even an
+    /// expired marker. So a row whose newer INSERT has expired, kept alive by an older cell
+    /// alone, is found by `SELECT *` and not by a SELECT of another regular column.
+    pub fn is_live_for(
+        &self,
+        now: LocalSecs,
+        outer: Option<Deletion>,
+        queried: impl Fn(u16) -> bool,
+    ) -> bool {
         if self.marker_is_live(now, outer) {
             return true;
         }
         let shadow = Deletion::merge(self.deletion, outer);
         let ok = |ts: i64| !matches!(shadow, Some(d) if d.shadows(ts));
-        self.cells.iter().any(|c| match &c.value {
-            CellValue::Complex(x) => x.elements.iter().any(|e| Complex::shows(e, now, shadow)),
-            v => v.live_at(now).is_some() && ok(c.ts),
+        let marker_ts = self.marker.map(|m| m.ts).filter(|ts| ok(*ts));
+        self.cells.iter().any(|c| {
+            let counts = |ts: i64| queried(c.column) || marker_ts.is_none_or(|m| ts >= m);
+            match &c.value {
+                CellValue::Complex(x) => x
+                    .elements
+                    .iter()
+                    .any(|e| counts(e.ts) && Complex::shows(e, now, shadow)),
+                v => counts(c.ts) && v.live_at(now).is_some() && ok(c.ts),
+            }
         })
     }
 

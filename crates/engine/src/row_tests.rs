@@ -571,8 +571,8 @@ fn purging_rows_read_in_place_matches_purging_decoded_rows() {
 
 /// A plain read's in-place row (`PlainRow`) gives the values, clustering and liveness the
 /// decoded `Row` gives, and is refused (the read decodes instead) for exactly the rows that
-/// hold a deletion, a label, a collection, a tombstone or a value expired at the read's time,
-/// or nothing live.
+/// hold a deletion, a label, a collection, a tombstone, a value or marker expired at the read's
+/// time, or nothing live.
 #[test]
 fn plain_rows_read_in_place_match_decoded_rows() {
     let mut next = xorshift(0x2545_f491_4f6c_dd1d);
@@ -588,6 +588,7 @@ fn plain_rows_read_in_place_match_decoded_rows() {
         let now = 999 + next(3) as u32;
         let simple = row.deletion.is_none()
             && row.marker_label.is_none()
+            && row.marker.is_none_or(|m| m.is_live(now))
             && row.cells.iter().all(|c| {
                 matches!(&c.value, CellValue::Live { label: None, .. })
                     && c.live_value(now).is_some()
@@ -621,4 +622,59 @@ fn plain_rows_read_in_place_match_decoded_rows() {
         plain > 4_000 && decoded > 4_000,
         "plain {plain}, decoded {decoded}"
     );
+}
+
+/// A read naming some columns skips the cells of the others older than the row's marker, even
+/// an expired one (Cassandra's `BTreeRow.filter`): such cells alone do not keep the row.
+#[test]
+fn cells_older_than_the_marker_count_only_for_the_columns_read() {
+    let cell = |column: u16, ts: i64| Cell {
+        column,
+        ts,
+        value: CellValue::Live {
+            value: bytes::Bytes::from_static(b"v"),
+            expiry: None,
+            label: None,
+        },
+    };
+    let expired = Marker {
+        ts: 20,
+        expiry: Some(Expiry {
+            ttl: 1,
+            expires_at: 100,
+        }),
+    };
+    let row = Row {
+        clustering: vec![vec![1]],
+        marker: Some(expired),
+        cells: vec![cell(1, 10)],
+        ..Row::default()
+    };
+    assert!(row.is_live(200, None));
+    assert!(row.is_live_for(200, None, |c| c == 1));
+    assert!(!row.is_live_for(200, None, |c| c == 2));
+    // Before the expiry the marker keeps the row.
+    assert!(row.is_live_for(50, None, |c| c == 2));
+    // A cell as new as the marker counts.
+    let same = Row {
+        cells: vec![cell(1, 20)],
+        ..row.clone()
+    };
+    assert!(same.is_live_for(200, None, |c| c == 2));
+    // A marker a range deletion shadows skips nothing.
+    let outer = Some(Deletion {
+        ts: 25,
+        local_del: 0,
+    });
+    let newer = Row {
+        cells: vec![cell(1, 30)],
+        ..row.clone()
+    };
+    assert!(newer.is_live_for(200, outer, |c| c == 2));
+    // Without a marker every live cell counts.
+    let unmarked = Row {
+        marker: None,
+        ..row
+    };
+    assert!(unmarked.is_live_for(200, None, |c| c == 2));
 }

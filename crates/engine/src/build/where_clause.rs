@@ -73,9 +73,11 @@ impl Builder<'_> {
         }
         if !for_write {
             let named = r.pk.iter().filter(|p| p.is_some()).count();
-            // A partial partition key needs filtering, and Cassandra says so before it looks
-            // at the clustering restrictions (`k1 = 1 AND c2 = 1` with c1 free).
-            if named > 0 && named < r.pk.len() && !allow_filtering && !implicit {
+            let sliced = r.pk_bounds.iter().flatten().any(|b| *b);
+            // A partial partition key or a slice on a part of it needs filtering, and
+            // Cassandra says so before it looks at the clustering restrictions (`k1 = 1 AND
+            // c2 = 1` with c1 free, `k1 < 1 AND c2 = 1`: generator seed 88).
+            if ((named > 0 && named < r.pk.len()) || sliced) && !allow_filtering && !implicit {
                 return Err(EngineError::invalid(FILTERING_MSG));
             }
             partial_key_to_filters(t, &mut r);

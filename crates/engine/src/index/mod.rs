@@ -136,7 +136,7 @@ impl IndexDef {
             lower: on("case_sensitive", "false"),
             nfc: on("normalize", "true"),
             ascii: on("ascii", "true"),
-            ipv4_mapped: false,
+            inet: InetOrder::Bytes,
         }
     }
 }
@@ -149,12 +149,26 @@ pub struct Analyzer {
     pub lower: bool,
     pub nfc: bool,
     pub ascii: bool,
-    /// SAI orders and matches inet values as IPv6 addresses, an IPv4 address as its
-    /// IPv4-mapped form (`::ffff:a.b.c.d`): `v > '2001:db8::7'` finds no IPv4 address (and a
-    /// row must also pass the type's own order, see `exec.rs`). Only a query's check of an
-    /// SAI relation on an inet column sets it (index entries keep the stored bytes; such a
+    /// The order inet values are compared in (only a query's check of an SAI relation on an
+    /// inet column sets another than `Bytes`; index entries keep the stored bytes, so such a
     /// range reads the whole index).
-    pub ipv4_mapped: bool,
+    pub inet: InetOrder,
+}
+
+/// How an SAI relation on an inet column orders values. SAI orders and matches them as IPv6
+/// addresses, an IPv4 address as its IPv4-mapped form (`::ffff:a.b.c.d`): `v > '2001:db8::7'`
+/// finds no IPv4 address. Cassandra 5.0.9 then checks the rows it found against its row
+/// filter in the type's own (byte) order, except a partition key relation when the query
+/// restricts no regular or static column (that filter is then left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InetOrder {
+    /// The type's own order: the stored bytes.
+    #[default]
+    Bytes,
+    /// IPv4-mapped order, and the row must also hold in byte order.
+    MappedAndBytes,
+    /// IPv4-mapped order alone.
+    Mapped,
 }
 
 impl Analyzer {
@@ -163,7 +177,7 @@ impl Analyzer {
         lower: false,
         nfc: false,
         ascii: false,
-        ipv4_mapped: false,
+        inet: InetOrder::Bytes,
     };
 
     pub fn is_none(self) -> bool {
@@ -171,10 +185,10 @@ impl Analyzer {
     }
 
     /// The analyzed form of a text value (values that are not UTF-8 are left as they are), or
-    /// with `ipv4_mapped` of an inet value.
+    /// in IPv4-mapped order of an inet value.
     pub fn apply(self, v: &[u8]) -> std::borrow::Cow<'_, [u8]> {
         use unicode_normalization::UnicodeNormalization;
-        if self.ipv4_mapped {
+        if self.inet != InetOrder::Bytes {
             return match <[u8; 4]>::try_from(v) {
                 Ok(a) => std::borrow::Cow::Owned(
                     std::net::Ipv4Addr::from(a)
@@ -326,7 +340,7 @@ mod analyzer_tests {
             lower: true,
             nfc: true,
             ascii: true,
-            ipv4_mapped: false,
+            inet: super::InetOrder::Bytes,
         };
         assert_eq!(run(Analyzer::NONE, "CAFÉ"), "CAFÉ");
         assert_eq!(run(all, "STRAßE"), "strasse");

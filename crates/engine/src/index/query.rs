@@ -11,7 +11,7 @@
 //! Every relation an index serves is also kept as a filter, so each candidate row is checked
 //! against the base row: the index only narrows which rows are read.
 
-use super::{entries::value_types, IndexDef, Target};
+use super::{entries::value_types, IndexDef, InetOrder, Target};
 use crate::build::{filter_op, Builder, Clause};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::plan::*;
@@ -282,11 +282,29 @@ impl Builder<'_> {
                 .is_some_and(|c| c.kind == ColumnKind::Clustering)
         };
         let key_rels: Vec<Relation> = rels.iter().filter(|r| !non_key(r)).cloned().collect();
-        let plain_clustering = pk_full
+        // Likewise with the partition key restricted by token() alone, unless an index serves
+        // a clustering restriction (5.0.9's `processPartitionKeyRestrictions` then leaves the
+        // index to the other relations, and a clustering prefix is read as a slice: `ck0 <=
+        // '' AND l CONTAINS 1 AND token(k) <= 0` needs no ALLOW FILTERING, without the token
+        // it does; generator seed 87).
+        let token_only =
+            !rels.iter().any(pk_col) && rels.iter().any(|r| matches!(r, Relation::Token { .. }));
+        let ck_indexed = |r: &Relation| match r {
+            // An index on any of its columns may serve a multi-column relation.
+            Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
+                columns
+                    .iter()
+                    .any(|c| t.indexes.iter().any(|i| i.column == *c))
+            }
+            r => is_ck(r) && served_by(t, r).is_some(),
+        };
+        let token_slice = token_only && !rels.iter().any(ck_indexed) && !clustering_gapped(t, rels);
+        let plain_clustering = (pk_full
             && key_rels.len() < rels.len()
             && self
                 .where_clause(t, &key_rels, false, Clause::Select)
-                .is_ok();
+                .is_ok())
+            || token_slice;
         let served: Vec<Option<&IndexDef>> = rels
             .iter()
             .map(|r| {
@@ -382,6 +400,14 @@ impl Builder<'_> {
                 "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
             ));
         }
+        // Whether Cassandra's row filter runs after the index: it does when a regular or static
+        // column is restricted, and then checks partition key relations too (in the type's
+        // order, see `InetOrder`).
+        let row_filtered = rels.iter().any(|r| {
+            relation_column(r)
+                .and_then(|c| t.column(c))
+                .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+        });
         let mut rest = Vec::new();
         let mut filters = Vec::new();
         let gapped = clustering_gapped(t, rels);
@@ -402,8 +428,15 @@ impl Builder<'_> {
             } else if free[i] {
                 let mut f = self.relation_filter(t, r)?;
                 f.analyzer = served[i].map_or(crate::index::Analyzer::NONE, |x| x.analyzer());
-                f.analyzer.ipv4_mapped = served[i].is_some_and(|x| x.is_sai())
-                    && t.columns[f.column].ty == ColumnType::Inet;
+                if served[i].is_some_and(|x| x.is_sai())
+                    && t.columns[f.column].ty == ColumnType::Inet
+                {
+                    f.analyzer.inet = if pk_col(r) && !row_filtered {
+                        InetOrder::Mapped
+                    } else {
+                        InetOrder::MappedAndBytes
+                    };
+                }
                 filters.push(f);
             } else if !pk_full && pk_col(r) {
                 // A part of the partition key, without the rest of it: checked per row.
@@ -418,8 +451,11 @@ impl Builder<'_> {
         // With an index to query, Cassandra filters on what its slices cannot serve (a
         // clustering column after a free one) rather than refusing it: such a query needs
         // ALLOW FILTERING, not a complete clustering prefix.
+        // The token range and clustering slice of a `token_slice` read need no ALLOW
+        // FILTERING; a relation on an unindexed regular column still does.
+        let key_slice = token_slice && !rest.iter().any(non_key);
         let (partitions, clustering, more) =
-            match self.where_clause(t, &rest, s.allow_filtering, Clause::Select) {
+            match self.where_clause(t, &rest, s.allow_filtering || key_slice, Clause::Select) {
                 Ok(w) => w,
                 Err(_)
                     if !s.allow_filtering
@@ -494,7 +530,7 @@ impl Builder<'_> {
                 }
                 if idx.is_sai() && c.ty == ColumnType::Inet {
                     // Entries keep the stored bytes, in another order than SAI's (see
-                    // `Analyzer::ipv4_mapped`): read them all, the filter decides.
+                    // `InetOrder`): read them all, the filter decides.
                     start = None;
                     end = None;
                 }

@@ -210,7 +210,10 @@ impl<'a> PlainRow<'a> {
             value_bytes += c.rank.value.len();
             cells.push((c.column, c.rank.value));
         }
-        if cells.is_empty() && !raw.marker.is_some_and(|m| m.is_live(now)) {
+        // An expired marker may hide older cells from a read that does not name their columns
+        // (`Row::is_live_for`): the decoded row decides.
+        if raw.marker.is_some_and(|m| !m.is_live(now)) || (cells.is_empty() && raw.marker.is_none())
+        {
             return None;
         }
         Some(PlainRow {
