@@ -259,11 +259,16 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
         }
         WorkerMessage::RotateMemtable(keyspace, memtable_id) => {
             log::trace!("acquiring journal lock");
-            let journal_writer = keyspace.supervisor.journal.get_writer()?;
-            let rotated = keyspace.inner_rotate_memtable(journal_writer, memtable_id);
+            let rotated = keyspace
+                .supervisor
+                .journal
+                .get_writer()
+                .and_then(|journal_writer| {
+                    keyspace.inner_rotate_memtable(journal_writer, memtable_id)
+                });
             // PATCH (Peregrine, compaction hand-off): the ask is answered, rotated or not (a
-            // failed rotation leaves the memtable active and over its size): a later write may
-            // ask again (`Keyspace::request_rotation`).
+            // failed rotation, or a journal lock not taken, leaves the memtable active and over
+            // its size): a later write may ask again (`Keyspace::request_rotation`).
             let _ = keyspace.rotation_requested.compare_exchange(
                 memtable_id,
                 u64::MAX,
