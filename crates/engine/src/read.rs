@@ -939,8 +939,6 @@ impl<'a> SelectRun<'a> {
         Ok(Flow::Go)
     }
 
-    /// The gate of every new output row (for a grouped selection, of every new group): LIMIT,
-    /// PER PARTITION LIMIT and the page size. A full page records where the next one resumes.
     /// How many more rows this page may hold after the one being written (its LIMIT and page
     /// size; unbounded: `u64::MAX`), for the result buffer's reservation.
     fn rows_wanted_after_this(&self) -> u64 {
@@ -950,6 +948,8 @@ impl<'a> SelectRun<'a> {
         self.remaining.unwrap_or(u64::MAX).min(page)
     }
 
+    /// The gate of every new output row (for a grouped selection, of every new group): LIMIT,
+    /// PER PARTITION LIMIT and the page size. A full page records where the next one resumes.
     fn admit(&mut self) -> Flow {
         if self.remaining == Some(0) {
             return Flow::Stop;

@@ -58,11 +58,7 @@ impl Shared {
     /// A strategy that finds L0 busy (a compaction already merging it, often the one the flush
     /// started) does nothing: the next idle period looks again.
     fn compact_idle(self: &Arc<Self>, open: &Arc<Open>) {
-        let compaction = &self.options.compaction;
-        let strategy = Arc::new(lsm_tree::compaction::IdleL0 {
-            base_size: compaction.table_bytes * u64::from(compaction.l0_threshold),
-            target_size: compaction.table_bytes,
-        });
+        let strategy = self.options.compaction.idle_strategy();
         let done = open.data.rotate_memtable_and_wait().and_then(|()| {
             let before = open.data.l0_table_count();
             open.data.compact_with(strategy)?;

@@ -317,6 +317,15 @@ impl Compaction {
                 .with_table_target_size(self.table_bytes),
         )
     }
+
+    /// The idle compaction's strategy (`idle.rs`): L0 merged into the level below, never into
+    /// one over the leveled strategy's first-level size (`l0_threshold × table_bytes`).
+    fn idle_strategy(&self) -> Arc<dyn lsm_tree::compaction::CompactionStrategy> {
+        Arc::new(lsm_tree::compaction::IdleL0 {
+            base_size: self.table_bytes * u64::from(self.l0_threshold),
+            target_size: self.table_bytes,
+        })
+    }
 }
 
 impl Default for Options {

@@ -300,8 +300,8 @@ fn memtable_key_compare_is_the_byte_order() {
 
 /// A memtable key for [`memtable_holds_concurrent_inserts_in_key_order`]: few distinct bytes (so
 /// keys share long prefixes and differ at every position, inside the 16 bytes the skip list's
-/// nodes hold and past them), lengths 1-40 (an empty key is refused), and sometimes trailing zeros (a key and the same
-/// key with zeros appended have equal zero-padded first bytes).
+/// nodes hold and past them), lengths 1-40 (an empty key is refused), and sometimes trailing
+/// zeros (a key and the same key with zeros appended have equal zero-padded first bytes).
 fn memtable_test_key(rng: &mut Rng) -> Vec<u8> {
     let len = 1 + (rng.next() % 40) as usize;
     let mut k: Vec<u8> = (0..len)
