@@ -219,6 +219,12 @@ def load_vectors(session, seed=1234):
     return rng, rows
 
 
+# Recall is measured on 20 queries of their own: the graph is built by concurrent inserts, so it
+# differs from run to run: on 5 queries recall@10 swung between 0.88 and 0.94 (0.88 failed a CI
+# run); on these 20 it stayed within 0.975-0.99 over 10 builds (debug server, concurrency 64).
+PROBES = (lambda rng: [rand_vec(rng, DIM) for _ in range(20)])(random.Random(4321))
+
+
 def recall_at_10(session, rows, queries):
     q = session.prepare("SELECT k FROM big ORDER BY v ANN OF ? LIMIT 10")
     hits = 0
@@ -302,17 +308,17 @@ def check_exact_rows(s, rows, queries, first_key, absent):
     for i, query in enumerate(queries):
         got = [r.k for r in s.execute(q, (query,))]
         assert got[0] == first_key + i and not (set(got) & absent), (i, got)
-    assert recall_at_10(s, rows, queries) >= 0.9
+    assert recall_at_10(s, rows, PROBES) >= 0.9
 
 
 def fill_keyspace_a(s):
-    """Keyspace `a` with `big` (load_vectors) on session `s`, recall checked on 5 queries;
-    returns the generator, the rows and the queries."""
+    """Keyspace `a` with `big` (load_vectors) on session `s`, recall checked on PROBES; returns
+    the generator, the rows and 5 queries (for add_exact_rows)."""
     s.execute(f"CREATE KEYSPACE a WITH replication = {KS_REPLICATION}")
     s.set_keyspace("a")
     rng, rows = load_vectors(s)
     queries = [rand_vec(rng, DIM) for _ in range(5)]
-    assert recall_at_10(s, rows, queries) >= 0.9
+    assert recall_at_10(s, rows, PROBES) >= 0.9
     return rng, rows, queries
 
 
@@ -450,7 +456,7 @@ def test_index_rebuilt_after_restart_and_kill(server_factory):
     srv.terminate()
     srv.start()
     with connected(srv, "a") as s:
-        assert recall_at_10(s, rows, queries) >= 0.9
+        assert recall_at_10(s, rows, PROBES) >= 0.9
         # Written just before the kill: each is exactly one query, so it must come first.
         ins = s.prepare("INSERT INTO big (k, v) VALUES (?, ?)")
         for i, query in enumerate(queries):
@@ -466,4 +472,4 @@ def test_index_rebuilt_after_restart_and_kill(server_factory):
         for i, query in enumerate(queries):
             got = [r.k for r in s.execute(q, (query,))]
             assert got[0] == N_ROWS + i and 0 not in got
-        assert recall_at_10(s, rows, queries) >= 0.9
+        assert recall_at_10(s, rows, PROBES) >= 0.9
