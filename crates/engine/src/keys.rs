@@ -21,12 +21,15 @@ use proto::types::ColumnType;
 pub const DATA_PREFIX: u8 = 0x01;
 
 pub fn escape_into(out: &mut Vec<u8>, b: &[u8]) {
-    for &x in b {
-        out.push(x);
-        if x == 0 {
-            out.push(0xFF);
-        }
+    // The runs between zero bytes are copied whole (a push per byte was ~15 instructions a
+    // byte on every point read's key); each zero becomes 0x00 0xFF.
+    let mut rest = b;
+    while let Some(i) = rest.iter().position(|&x| x == 0) {
+        out.extend_from_slice(&rest[..=i]);
+        out.push(0xFF);
+        rest = &rest[i + 1..];
     }
+    out.extend_from_slice(rest);
     out.extend_from_slice(&[0, 0]);
 }
 
@@ -494,6 +497,27 @@ mod tests {
         ];
         for w in vals.windows(2) {
             assert!(enc(&ty, &w[0], false) < enc(&ty, &w[1], false));
+        }
+    }
+
+    #[test]
+    fn escape_doubles_every_zero_and_ends_with_two() {
+        let cases: [(&[u8], &[u8]); 6] = [
+            (b"", &[0, 0]),
+            (b"ab", b"ab\0\0"),
+            (&[0], &[0, 0xFF, 0, 0]),
+            (&[0, 0, 7], &[0, 0xFF, 0, 0xFF, 7, 0, 0]),
+            (&[7, 0], &[7, 0, 0xFF, 0, 0]),
+            (
+                &[1, 0, 2, 0, 0, 3],
+                &[1, 0, 0xFF, 2, 0, 0xFF, 0, 0xFF, 3, 0, 0],
+            ),
+        ];
+        for (raw, escaped) in cases {
+            let mut out = vec![9];
+            escape_into(&mut out, raw);
+            assert_eq!(&out[1..], escaped, "{raw:?}");
+            assert_eq!(unescape(&out[1..]), Some((raw.to_vec(), escaped.len())));
         }
     }
 
