@@ -33,9 +33,65 @@ impl Weighter<CacheKey, Item> for BlockWeighter {
     fn weight(&self, _: &CacheKey, item: &Item) -> u64 {
         use Item::{Blob, Block};
 
+        // PATCH (Peregrine, memory budget; see vendor/README.md): a block is charged what its
+        // allocation takes, not its length: the block's bytes live in one heap allocation (a
+        // `ByteView`: an 8-byte reference count, then the bytes), rounded up by the allocator to its
+        // size class. Charging the length undercounted each block by that rounding (up to a
+        // quarter: a 4.2 KB block takes 5 KiB).
         match item {
-            Block(b) => (Header::serialized_len() as u64) + u64::from(b.header.uncompressed_length),
-            Blob(b) => b.len() as u64,
+            Block(b) => {
+                (Header::serialized_len() as u64)
+                    + allocation_size(8 + u64::from(b.header.uncompressed_length))
+            }
+            Blob(b) => allocation_size(8 + b.len() as u64),
+        }
+    }
+}
+
+/// The bytes a heap allocation of `n` bytes takes: `n` rounded up to the size class of
+/// mimalloc 3 (the binary's global allocator; `mi_bin` in its `page-queue.c`): whole words up
+/// to 64 bytes, then four classes per doubling (80, 96, 112, 128, 160, ..., 4096, 5120, 6144,
+/// 7168, 8192, 10240, ...) up to 512 KiB; above that, whole 4 KiB pages.
+fn allocation_size(n: u64) -> u64 {
+    let words = n.div_ceil(8).max(1);
+    if words <= 8 {
+        return words * 8;
+    }
+    if n > 512 << 10 {
+        return n.div_ceil(4096) * 4096;
+    }
+    let w = words - 1;
+    let b = 63 - u64::from(w.leading_zeros());
+    let top = w >> (b - 2);
+    ((top + 1) << (b - 2)) * 8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allocation_size;
+
+    #[test]
+    fn allocation_sizes_are_mimalloc_size_classes() {
+        for (n, class) in [
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (24, 24),
+            (64, 64),
+            (65, 80),
+            (80, 80),
+            (81, 96),
+            (129, 160),
+            (4096, 4096),
+            (4097, 5120),
+            (4424, 5120),
+            (5121, 6144),
+            (8192, 8192),
+            (8193, 10240),
+            (512 << 10, 512 << 10),
+            ((512 << 10) + 1, (512 << 10) + 4096),
+        ] {
+            assert_eq!(allocation_size(n), class, "{n}");
         }
     }
 }

@@ -285,6 +285,8 @@ mod tests {
             InternalValue::from_components(*b"a", b"abc", 1, ValueType::Value),
             iter.next().unwrap()?,
         );
+        // PATCH (Peregrine): the stream holds the callback until dropped (it reports on drop).
+        drop(iter);
 
         assert_eq!(
             {

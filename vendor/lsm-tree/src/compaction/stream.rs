@@ -356,6 +356,8 @@ mod tests {
             iter.next().unwrap()?,
         );
         iter_closed!(iter);
+        // PATCH (Peregrine): the stream holds the callback until dropped.
+        drop(iter);
 
         assert_eq!(
             [
