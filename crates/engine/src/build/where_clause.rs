@@ -306,8 +306,9 @@ impl Builder<'_> {
             // Cassandra 5.0 filters on no `!=` relation, of any column kind.
             (_, Operator::Neq) => {
                 return Err(EngineError::invalid(format!(
-                    "Unsupported \"!=\" relation: {} != {value}",
-                    c.name
+                    "Unsupported \"!=\" relation: {} != {}",
+                    c.name,
+                    cassandra_text(value)
                 )))
             }
             // A slice of a partition key column selects no partitions: with ALLOW FILTERING it
@@ -888,7 +889,8 @@ pub(crate) fn clustering_merge_order(
 /// Cassandra's refusal of `column LIKE value`: no index of 5.0's serves a LIKE.
 pub(crate) fn like_unindexed(column: &str, value: &ast::Term) -> EngineError {
     EngineError::invalid(format!(
-        "LIKE restriction is only supported on properly indexed columns. {column} LIKE {value} is not valid."
+        "LIKE restriction is only supported on properly indexed columns. {column} LIKE {} is not valid.",
+        cassandra_text(value)
     ))
 }
 

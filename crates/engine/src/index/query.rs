@@ -213,7 +213,8 @@ impl Builder<'_> {
             {
                 if t.indexes.iter().any(|i| i.is_sai() && i.column == *column) {
                     return Err(EngineError::invalid(format!(
-                        "Unsupported \"!=\" relation: {column} != {value}"
+                        "Unsupported \"!=\" relation: {column} != {}",
+                        crate::build::cassandra_text(value)
                     )));
                 }
             }

@@ -448,7 +448,8 @@ fn where_clause(
                     Operator::Gte => ">=",
                     Operator::Neq => {
                         return Err(invalid(format!(
-                            "Unsupported \"!=\" relation: {c} != {value}"
+                            "Unsupported \"!=\" relation: {c} != {}",
+                            crate::build::cassandra_text(value)
                         )))
                     }
                     other => {
