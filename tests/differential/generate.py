@@ -150,6 +150,83 @@ def blame_range_delete(sig, features):
     return sig
 
 
+# Statements after which Cassandra 5.0.9 flushes a table's memtable to an SSTable (each seen
+# against a 5.0.9 node, with the expired-marker read below): a DROP TABLE or DROP MATERIALIZED
+# VIEW flushes every table holding unflushed writes (it recycles the commit log segments,
+# CommitLog.forceRecycleAllSegments); a schema change of one table (ALTER TABLE, CREATE or
+# DROP INDEX on it, CREATE MATERIALIZED VIEW over it) flushes that table. TRUNCATE, a view's
+# ALTER and other tables' schema changes do not.
+_FLUSH_ALL = re.compile(r"\s*DROP\s+(?:TABLE|MATERIALIZED\s+VIEW)\b", re.I)
+_FLUSH_ONE = re.compile(r"\s*(?:ALTER\s+TABLE\s+(\w+)|CREATE\s+(?:CUSTOM\s+)?INDEX\b.*?\bON\s+(\w+)"
+                        r"|CREATE\s+MATERIALIZED\s+VIEW\b.*?\bFROM\s+(\w+))", re.I | re.S)
+
+
+class FlushBoundaries:
+    """Which tables Cassandra has flushed between their writes and a later expiring write.
+
+    5.0.9 skips the cells of unselected columns older than a row's marker, even an expired
+    one, per memtable and per SSTable before it merges them (BTreeRow.filter, CASSANDRA-10657),
+    so a row whose only live cells are older than an expired marker is not read while both
+    sit in one memtable, and is read once a flush has put them in different SSTables. Peregrine
+    answers as 5.0.9 before a flush (docs/compatibility.md, "Expiring writes"; scenario 103).
+    The generator knows the statements after which 5.0.9 flushes (`_FLUSH_ALL`/`_FLUSH_ONE`),
+    so it names that difference precisely: `rows:flushed_expired_marker:F` (see `blame`)."""
+
+    def __init__(self):
+        self.flushed = set()   # tables with writes that 5.0.9 has flushed since their TRUNCATE
+        self.split = set()     # ... and an expiring write after that flush
+        self.dirty = set()     # tables with writes since their last flush or TRUNCATE
+
+    def after(self, stmt, oa, tables):
+        """Notes statement `stmt` (A's outcome `oa`) on the base tables it names (`tables`)."""
+        if oa.error is not None:
+            return
+        m = re.match(r"\s*TRUNCATE\s+(?:TABLE\s+)?(\w+)", stmt.text, re.I)
+        if m:
+            self.truncated([m.group(1)])
+            return
+        if _FLUSH_ALL.match(stmt.text):
+            self.flushed |= self.dirty
+            self.dirty = set()
+            return
+        m = _FLUSH_ONE.match(stmt.text)
+        if m:
+            t = next(g for g in m.groups() if g)
+            if t in self.dirty:
+                self.flushed.add(t)
+                self.dirty.discard(t)
+            return
+        if stmt.write:
+            self.dirty |= set(tables)
+            if stmt.expires:
+                self.split |= self.flushed & set(tables)
+
+    def truncated(self, tables):
+        for t in tables:
+            for s in (self.flushed, self.split, self.dirty):
+                s.discard(t)
+
+    def blame(self, sig, stmt, oa, ob, table, key_columns):
+        """`rows:flushed_expired_marker:F` for a read of base table `table` after such a split
+        where A answers B's rows and more, each extra one with every selected non-key value null
+        (its expired marker's cells, or a static column the expiring write wrote); else `sig`."""
+        if not sig.startswith("rows:") or table not in self.split:
+            return sig
+        non_key = [i for i, (name, _) in enumerate(oa.columns) if name not in key_columns]
+        if not non_key:
+            return sig
+        # Rows as compared (writetime() may be compared as null / not null), A's with its own.
+        extra = list(zip(runner._comparable(stmt, oa), oa.rows))
+        for r in runner._comparable(stmt, ob):
+            i = next((i for i, (c, _) in enumerate(extra) if c == r), None)
+            if i is None:
+                return sig
+            del extra[i]
+        if not extra or any(raw[i] is not None for _, raw in extra for i in non_key):
+            return sig
+        return "rows:flushed_expired_marker:" + sig.split(":", 1)[1]
+
+
 def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     tally = runner.Tally()
     # A view's statements are about its base's data: its writes explain a view's difference,
@@ -158,6 +235,8 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
     names = {t.name for t in tables} | set(base_of)
     broken = {}     # table -> signature of its differing CREATE
     history = {}    # table -> [(feature, text)] of its writes since it was last truncated
+    flushes = FlushBoundaries()
+    key_columns = {t.name: {c.name for c in t.pk + t.ck} for t in tables}
 
     expired_by = [0.0]   # wall time by which every expiring write so far has expired on both sides
 
@@ -186,6 +265,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
         if verbose:
             out(f"{stmt.feature:24} {stmt.text}" + (f"  -- bound {stmt.params}" if stmt.params else ""))
             out(f"    a: {runner.describe(oa)}\n    b: {runner.describe(ob)}")
+        flushes.after(stmt, oa, sorted({base_of.get(t, t) for t in runner.tables_of(stmt, names)}))
         if oa.error == 0x1300:
             # ReadFailure: the reference failed internally (Cassandra 5.0.9 does on some GROUP BY
             # with IN and LIMIT); there is no answer to compare with.
@@ -214,6 +294,8 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             for t in touched:
                 detail = detail + [f"earlier write to {t}: {w}" for _, w in history.get(t, [])[-10:]]
             sig = blame_range_delete(sig, [f for t in touched for f, _ in history.get(t, [])])
+            if len(named) == 1 and named[0] in key_columns:
+                sig = flushes.blame(sig, stmt, oa, ob, named[0], key_columns[named[0]])
         cascade = [broken[t] for t in named + touched if t in broken]
         if cascade and not stmt.feature.startswith(("create_index", "create_sai_index", "create_materialized_view")):
             sig = "cascade:" + cascade[0].split(":", 1)[1]
@@ -237,6 +319,7 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
             # Heal: one divergence should not make every later statement on the table differ.
             for t in res[1]:
                 history.pop(t, None)
+                flushes.truncated([t])
                 for s in (sa, sb):
                     try:
                         s.execute(f"TRUNCATE {t}", timeout=60)

@@ -168,6 +168,67 @@ def test_signatures():
     assert runner.differences(s, null, empty)[0] == "rows:empty_collection_vs_null"
 
 
+def test_a_limit_with_another_row_count_is_no_clustering_order_class():
+    s = Stmt("SELECT * FROM t WHERE v <= '::1' LIMIT 3 ALLOW FILTERING", feature="allow_filtering:inet",
+             order_types=("set",))
+    one = run.Outcome(columns=[("v", "inet")], rows=[("::1",)])
+    three = run.Outcome(columns=[("v", "inet")], rows=[("::1",), ("10.0.0.2",), ("::2",)])
+    other = run.Outcome(columns=[("v", "inet")], rows=[("::2",)])
+    assert runner.differences(s, one, three)[0] == "rows:row_count:allow_filtering:inet"
+    assert runner.differences(s, one, other)[0] == "rows:limited_order:clustering_set"
+
+
+def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int"))):
+    s = Stmt("SELECT k, v0 FROM t", feature="select")
+    a = run.Outcome(columns=list(cols), rows=a_rows)
+    b = run.Outcome(columns=list(cols), rows=b_rows)
+    return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"})
+
+
+def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
+    ok = run.Outcome(columns=[], rows=[])
+    old_write = Stmt("INSERT INTO t (k, v1) VALUES (1, 1) USING TIMESTAMP 1000", write=True)
+    expiring = Stmt("INSERT INTO t (k, v0) VALUES (1, 2) USING TTL 1 AND TIMESTAMP 2000", write=True, expires=1)
+
+    def episode(*between):
+        f = generate.FlushBoundaries()
+        f.after(old_write, ok, ["t"])
+        for text in between:
+            f.after(Stmt(text), ok, [])
+        f.after(expiring, ok, ["t"])
+        return f
+
+    flushed = "rows:flushed_expired_marker:row_count:select"
+    for text in ["DROP TABLE other", "DROP MATERIALIZED VIEW other_mv", "ALTER TABLE t ADD z int",
+                 "CREATE INDEX ON t (v1)", "CREATE CUSTOM INDEX i ON t (v1) USING 'sai'",
+                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v1 FROM t WHERE k IS NOT NULL PRIMARY KEY (k)"]:
+        assert _flush_read(episode(text), [(1, None)], []) == flushed, text
+    # No flush of t between the writes: the difference keeps its class.
+    for between in [(), ("ALTER TABLE other ADD z int",), ("CREATE INDEX ON other (v)",),
+                    ("DROP TABLE other", "TRUNCATE t")]:
+        assert _flush_read(episode(*between), [(1, None)], []) == "rows:row_count:select", between
+    f = episode("DROP TABLE other")
+    # Only rows A has beyond B's, each with its selected non-key values null.
+    assert _flush_read(f, [(1, 5)], []) == "rows:row_count:select"
+    assert _flush_read(f, [], [(1, None)]) == "rows:row_count:select"
+    assert _flush_read(f, [(1, None), (2, 3)], [(2, 3)]) == flushed
+    assert _flush_read(f, [(1, None), (2, 3)], [(2, 4)]) == "rows:row_count:select"
+    assert _flush_read(f, [(1,)], [], cols=[("k", "int")]) == "rows:row_count:select"
+    # A writetime() compared as null / not null: the extra row's is still null.
+    s = Stmt("SELECT k, writetime(v0) AS w FROM t", feature="writetime", nullness={"w"})
+    a = run.Outcome(columns=[("k", "int"), ("w", "bigint")], rows=[(1, None), (2, 7)])
+    b = run.Outcome(columns=[("k", "int"), ("w", "bigint")], rows=[(2, 8)])
+    assert f.blame("rows:writetime", s, a, b, "t", {"k"}) == "rows:flushed_expired_marker:writetime"
+    b = run.Outcome(columns=[("k", "int"), ("w", "bigint")], rows=[(2, None)])
+    assert f.blame("rows:writetime", s, a, b, "t", {"k"}) == "rows:writetime"
+    # A statement A refused flushes nothing.
+    f = generate.FlushBoundaries()
+    f.after(old_write, ok, ["t"])
+    f.after(Stmt("DROP TABLE other"), run.Outcome(error=0x2200, error_text="no"), [])
+    f.after(expiring, ok, ["t"])
+    assert _flush_read(f, [(1, None)], []) == "rows:row_count:select"
+
+
 def test_known_file_parses_and_matches():
     known = runner.load_known(generate.KNOWN)
     assert known, "generated_known.txt is empty"

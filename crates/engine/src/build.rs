@@ -18,7 +18,7 @@ pub(crate) use operation::{
     apply as operation_apply, callee_name as operation_function_name, cassandra_text,
     resolve as resolve_operation,
 };
-pub(crate) use where_clause::{clustering_merge_order, Clause};
+pub(crate) use where_clause::{clustering_merge_order, like_unindexed, Clause};
 
 /// The plan of one statement plus what PREPARE reports about it.
 #[derive(Debug, Clone)]

@@ -607,11 +607,14 @@ pub fn const_term_for(
         }
         Term::Negate(_) | Term::Operation { .. } if casts_an_operand(term) => {
             // Cassandra resolves the operator function for the receiver before anything
-            // else: `(bigint)1 + 1` has none returning an int, nor `-(bigint)1`.
-            crate::build::resolve_operation(term, Some(ty))?;
-            const_operation_for(name, ty, term, now)
+            // else: `(bigint)1 + 1` has none returning an int, nor `-(bigint)1`. Its
+            // parameters type the operands: `(decimal) 1 - 3` is `_substract(decimal, int)`,
+            // whose int 3 becomes the decimal 3.0 (`DecimalType.toBigDecimal` goes through
+            // the double), so -2.0 (generator seed 172).
+            let f = crate::build::resolve_operation(term, Some(ty))?;
+            const_operation_for(name, ty, term, now, Some(&f.params))
         }
-        Term::Negate(_) | Term::Operation { .. } => const_operation_for(name, ty, term, now),
+        Term::Negate(_) | Term::Operation { .. } => const_operation_for(name, ty, term, now, None),
         Term::Tuple(v) if v.len() == 1 && !matches!(ty, ColumnType::Tuple(_)) => {
             const_term_for(name, ty, &v[0], now)
         }
@@ -638,12 +641,14 @@ fn casts_an_operand(term: &Term) -> bool {
     }
 }
 
-/// A constant operation or negation (no bind markers) for the receiver `name` of type `ty`.
+/// A constant operation or negation (no bind markers) for the receiver `name` of type `ty`;
+/// `params`: the operand types of the operator function resolved for it, when known.
 fn const_operation_for(
     name: &str,
     ty: &ColumnType,
     term: &Term,
     now: crate::Now,
+    params: Option<&[ColumnType]>,
 ) -> Result<Option<Vec<u8>>, EngineError> {
     match term {
         Term::Negate(inner) => match &**inner {
@@ -684,7 +689,10 @@ fn const_operation_for(
                     _ => ty.clone(),
                 }
             };
-            let (lt, rt) = (operand_ty(left), operand_ty(right));
+            let (lt, rt) = match params {
+                Some([l, r]) => (l.clone(), r.clone()),
+                _ => (operand_ty(left), operand_ty(right)),
+            };
             let Some(rty) = crate::arith::result_type(*op, &lt, &rt) else {
                 return Err(EngineError::invalid(format!(
                     "the '{}' operation is not supported between {left} and {right}",

@@ -138,7 +138,7 @@ def rows_class(stmt, oa, ob):
     counter                   a counter table's rows differ (values or which rows exist)
     empty_collection_vs_null  one side has an empty collection where the other has null
     value:TYPE                same row count; the first differing cell is of CQL type TYPE
-    limited_order:clustering_T  a LIMIT kept other rows of a table clustered by a typed-order type T
+    limited_order:clustering_T  a LIMIT kept other rows (as many) of a table clustered by a typed-order type T
     row_count:F[:paged]       different numbers of rows (":paged": the answer spans pages)
     F                         statements whose result is the feature itself (count, writetime, LWT ...)
     """
@@ -163,8 +163,10 @@ def rows_class(stmt, oa, ob):
     if stmt.feature.split(":")[0] not in GENERIC | {"slice", "allow_filtering"}:
         return stmt.feature
     odd = [f for f in stmt.order_types if f in TYPED_ORDER]
-    if odd and " LIMIT " in stmt.text:
-        # A LIMIT / PER PARTITION LIMIT keeps the first rows: another clustering order, other rows.
+    if odd and " LIMIT " in stmt.text and len(oa.rows) == len(ob.rows):
+        # A LIMIT / PER PARTITION LIMIT keeps the first rows: another clustering order, other
+        # rows, as many (a different count is not the order's doing: --seed 132's SAI inet
+        # range under a LIMIT, on a table clustered by a set, is row_count:allow_filtering:inet).
         return "limited_order:clustering_" + odd[0]
     if len(oa.rows) != len(ob.rows):
         # ":paged" when the answer spans several pages: rows lost or repeated at page boundaries.

@@ -288,6 +288,13 @@ impl Builder<'_> {
         let c = c.clone();
         multi_cell_restricted(&c, &op.to_string())?;
         let src = self.term(t, value, &c.name, &c.ty)?;
+        // Cassandra refuses a LIKE as it meets the relation, before merging it with the
+        // column's other relations and before the partition key's own checks: of every column
+        // kind (also a key or a clustering column with an index on it, which serves no LIKE),
+        // and in a write.
+        if op == Operator::Like {
+            return Err(like_unindexed(&c.name, value));
+        }
         match (c.kind, op) {
             (ColumnKind::PartitionKey, Operator::Eq) => {
                 let pos = c.position as usize;
@@ -299,8 +306,9 @@ impl Builder<'_> {
             // Cassandra 5.0 filters on no `!=` relation, of any column kind.
             (_, Operator::Neq) => {
                 return Err(EngineError::invalid(format!(
-                    "Unsupported \"!=\" relation: {} != {value}",
-                    c.name
+                    "Unsupported \"!=\" relation: {} != {}",
+                    c.name,
+                    cassandra_text(value)
                 )))
             }
             // A slice of a partition key column selects no partitions: with ALLOW FILTERING it
@@ -368,14 +376,6 @@ impl Builder<'_> {
                     )));
                 }
                 r.slices.push((pos, op, vec![src]))
-            }
-            // Of every column kind, also a clustering column with an index on it (which
-            // serves no LIKE) and in a write.
-            (_, Operator::Like) => {
-                return Err(EngineError::invalid(format!(
-                    "LIKE restriction is only supported on properly indexed columns. {} LIKE {value} is not valid.",
-                    c.name
-                )))
             }
             (_, Operator::Eq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte) if !for_write => {
                 r.filters.push(whole_value_filter(idx, op, src))
@@ -886,6 +886,14 @@ pub(crate) fn clustering_merge_order(
 }
 
 /// Cassandra's refusal of an EQ or IN on a column a slice already restricts.
+/// Cassandra's refusal of `column LIKE value`: no index of 5.0's serves a LIKE.
+pub(crate) fn like_unindexed(column: &str, value: &ast::Term) -> EngineError {
+    EngineError::invalid(format!(
+        "LIKE restriction is only supported on properly indexed columns. {column} LIKE {} is not valid.",
+        cassandra_text(value)
+    ))
+}
+
 fn both_equality_and_inequality(column: &str) -> EngineError {
     EngineError::invalid(format!(
         "Column \"{column}\" cannot be restricted by both an equality and an inequality relation"

@@ -133,7 +133,8 @@ fn element_values(idx: &IndexDef, ty: &ColumnType, c: &crate::row::Complex) -> V
         encode_value(&mut out, t, x, ci);
         out
     };
-    c.elements
+    let mut values = c
+        .elements
         .iter()
         .filter_map(|e| {
             let CellValue::Live { value, expiry, .. } = &e.value else {
@@ -153,7 +154,21 @@ fn element_values(idx: &IndexDef, ty: &ColumnType, c: &crate::row::Complex) -> V
             };
             Some((v, expiry.map_or(0, |x| x.expires_at)))
         })
-        .collect()
+        .collect::<Vec<_>>();
+    // A list or a map may hold one value several times, each element with its own expiry
+    // (`v = v + [0] USING TTL 1` over a longer-lived 0): the value's one entry lives as long
+    // as the longest-lived of them, or a write would put the shorter expiry over the entry
+    // and the value would stop answering while the collection still holds it (generator
+    // seed 146).
+    values.sort_by(|a, b| a.0.cmp(&b.0));
+    values.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 = longer(kept.1, later.1);
+        }
+        same
+    });
+    values
 }
 
 /// When a row with this content stops existing by TTL (0: never); `None` if it holds

@@ -127,9 +127,7 @@ impl Builder<'_> {
         let c = c.clone();
         let name = &c.name;
         if op == Operator::Like {
-            return Err(EngineError::invalid(format!(
-                "LIKE restriction is only supported on properly indexed columns. {name} LIKE {value} is not valid."
-            )));
+            return Err(crate::build::like_unindexed(name, value));
         }
         if let Some(key) = key {
             let ColumnType::Map(kt, vt) = &c.ty else {
@@ -215,7 +213,8 @@ impl Builder<'_> {
             {
                 if t.indexes.iter().any(|i| i.is_sai() && i.column == *column) {
                     return Err(EngineError::invalid(format!(
-                        "Unsupported \"!=\" relation: {column} != {value}"
+                        "Unsupported \"!=\" relation: {column} != {}",
+                        crate::build::cassandra_text(value)
                     )));
                 }
             }
@@ -595,7 +594,8 @@ fn clustering_gapped(t: &TableDef, rels: &[Relation]) -> bool {
 /// Cassandra's refusals of several relations on one column (of any kind), as it merges them
 /// in the order written (`SingleColumnRestriction.mergeWith`): anything after an
 /// EQ or IN names that one ("... if it includes an Equal" / "a IN"), an EQ or IN after a range
-/// names both kinds, and a second start or end bound is refused.
+/// names both kinds, and a second start or end bound is refused. A LIKE is refused where it
+/// stands among them.
 fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), EngineError> {
     // Per column, what the relations merged so far are: an EQ or IN (its word), or a range's
     // bounds. Cassandra merges them in the order written, key columns included, and refuses
@@ -603,6 +603,16 @@ fn check_one_column_relations(t: &TableDef, rels: &[Relation]) -> Result<(), Eng
     let mut merged: Vec<(&str, Option<&str>, [bool; 2])> = Vec::new();
     for r in rels {
         let (column, op, is_in) = match r {
+            // A LIKE is refused as it is met (no index serves one), after the merges of the
+            // relations before it and before every later check (generator --views seed 32).
+            Relation::Binary {
+                column,
+                op: Operator::Like,
+                value,
+            } => match t.column(column) {
+                Some(c) => return Err(crate::build::like_unindexed(&c.name, value)),
+                None => continue,
+            },
             Relation::Binary { column, op, .. } => (column, *op, false),
             Relation::In { column, .. } => (column, Operator::Eq, true),
             _ => continue,

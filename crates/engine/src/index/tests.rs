@@ -743,3 +743,39 @@ fn entries_are_stored_in_their_documented_format() {
     want.sort();
     assert_eq!(all(crate::index::INDEX_PREFIX), want);
 }
+
+#[test]
+fn a_value_a_collection_holds_twice_answers_while_its_longer_lived_element_lives() {
+    // Generator seed 146: `l = l + [5, 0] USING TTL 1` over a list holding 0 for longer put
+    // the shorter expiry over the entry of 0, and `l CONTAINS 0` lost the row once it passed.
+    let store: Arc<dyn storage::Storage> = Arc::new(storage::MemStorage::new());
+    let e = Engine::open(store, node()).unwrap();
+    for ddl in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE t (k int, c int, l list<int>, m map<int, int>, PRIMARY KEY (k, c))",
+        "CREATE INDEX ON t (values(l)) USING 'sai'",
+        "CREATE INDEX ON t (values(m))",
+    ] {
+        run(&e, ddl, 1, None);
+    }
+    for w in [
+        "UPDATE t USING TTL 100 SET l = [0], m = {1: 0} WHERE k = 0 AND c = 0",
+        "UPDATE t USING TTL 1 SET l = l + [5, 0], m = m + {2: 0} WHERE k = 0 AND c = 0",
+        "UPDATE t SET l = [7] WHERE k = 1 AND c = 0",
+        "UPDATE t USING TTL 1 SET l = l + [7] WHERE k = 1 AND c = 0",
+    ] {
+        run(&e, w, 1, None);
+    }
+    for (secs, cond, want) in [
+        (1, "l CONTAINS 5", vec![0]),
+        (5, "l CONTAINS 5", vec![]),
+        (5, "l CONTAINS 0", vec![0]),
+        (5, "m CONTAINS 0", vec![0]),
+        (5, "l CONTAINS 7", vec![1]),
+        (200, "l CONTAINS 0", vec![]),
+        (200, "l CONTAINS 7", vec![1]),
+    ] {
+        let text = format!("SELECT k FROM t WHERE {cond}");
+        assert_eq!(keys_of(&e, &text, secs), want, "at {secs} s: {text}");
+    }
+}

@@ -448,7 +448,8 @@ fn where_clause(
                     Operator::Gte => ">=",
                     Operator::Neq => {
                         return Err(invalid(format!(
-                            "Unsupported \"!=\" relation: {c} != {value}"
+                            "Unsupported \"!=\" relation: {c} != {}",
+                            crate::build::cassandra_text(value)
                         )))
                     }
                     other => {
@@ -459,7 +460,10 @@ fn where_clause(
                 };
                 let v = crate::literal::const_term_for(c, &col.ty, value, now)?
                     .ok_or_else(|| invalid(format!("Invalid null value for column {c}")))?;
-                restricted.push((c.clone(), format!("{op} {value}")));
+                // As Cassandra writes a term of a statement: text literals unescaped, UDT
+                // literals' fields in its HashMap order.
+                let text = crate::selection::term_text(value, true);
+                restricted.push((c.clone(), format!("{op} {text}")));
                 filters.push(ViewFilter {
                     column: c.clone(),
                     op: op.into(),
@@ -477,7 +481,10 @@ fn where_clause(
                         values.push(v);
                     }
                 }
-                let list: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+                let list: Vec<String> = terms
+                    .iter()
+                    .map(|t| crate::selection::term_text(t, true))
+                    .collect();
                 restricted.push((c.clone(), format!("IN ({})", list.join(", "))));
                 filters.push(ViewFilter {
                     column: c.clone(),
