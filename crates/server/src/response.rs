@@ -9,6 +9,7 @@ use proto::frame::{Compression, Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BI
 use proto::response::{Response, ResponseExtras, ResultBody};
 
 use crate::backend::ConnState;
+use crate::writer::SEND_AS_IS;
 
 /// Encodes `resp` for an established connection (its version and compression).
 pub(crate) fn encode_response(conn: &ConnState, stream: i16, resp: &Response) -> Bytes {
@@ -57,6 +58,31 @@ fn encode_with(
     let mut out = BytesMut::with_capacity(HEADER_LEN + 120 + rows);
     resp.encode_envelope(version, stream, extras, compression, &mut out);
     out.freeze()
+}
+
+/// `resp` as the head of its envelope and its body's bulk (the row data), to be sent one after
+/// the other, when the bulk is large enough to be worth not copying
+/// ([`crate::writer::SEND_AS_IS`]) and the connection does not compress v3/v4 bodies.
+pub(crate) fn encode_split(
+    conn: &ConnState,
+    stream: i16,
+    resp: &Response,
+    extras: &ResponseExtras,
+) -> Option<(Bytes, Bytes)> {
+    let version = conn.version();
+    let bulk = match resp {
+        Response::Result(ResultBody::Rows(r)) => r.data.len(),
+        Response::Result(ResultBody::Encoded(b)) => b.len(),
+        _ => 0,
+    };
+    if bulk < SEND_AS_IS || (conn.compression().is_some() && version < ProtocolVersion::V5) {
+        return None;
+    }
+    let mut head = BytesMut::with_capacity(HEADER_LEN + 120);
+    let bulk = resp
+        .encode_envelope_head(version, stream, extras, &mut head)?
+        .clone();
+    Some((head.freeze(), bulk))
 }
 
 /// The header of a response envelope of `body_len` bytes, no flags (for a body sent as is).

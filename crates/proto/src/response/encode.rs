@@ -340,6 +340,15 @@ impl Response {
 
     /// Appends the response body.
     pub fn encode_body(&self, version: ProtocolVersion, out: &mut BytesMut) {
+        if let Some(bulk) = self.encode_body_head(version, out) {
+            out.put_slice(bulk);
+        }
+    }
+
+    /// Appends the response body up to its bulk (a Rows result's row data, an already
+    /// encoded result), which it returns instead of copying: the body is what was appended
+    /// followed by the returned bytes.
+    pub fn encode_body_head(&self, version: ProtocolVersion, out: &mut BytesMut) -> Option<&Bytes> {
         match self {
             Response::Error(e) => encode_error(e, version, out),
             Response::Ready => {}
@@ -348,13 +357,12 @@ impl Response {
             Response::Result(r) => match r {
                 ResultBody::Void => out.put_i32(RESULT_VOID),
                 ResultBody::Rows(rows) => {
-                    out.reserve(rows.data.len() + 64);
                     out.put_i32(RESULT_ROWS);
                     rows.metadata.encode(version, out);
                     out.put_i32(rows.rows_count);
-                    out.put_slice(&rows.data);
+                    return Some(&rows.data);
                 }
-                ResultBody::Encoded(body) => out.put_slice(body),
+                ResultBody::Encoded(body) => return Some(body),
                 ResultBody::SetKeyspace(ks) => {
                     out.put_i32(RESULT_SET_KEYSPACE);
                     wire::put_string(out, ks);
@@ -393,6 +401,7 @@ impl Response {
                 wire::put_bytes(out, t.as_deref())
             }
         }
+        None
     }
 
     /// Writes a whole response envelope (header, tracing id / warnings, body) into `out`,
@@ -420,18 +429,36 @@ impl Response {
                 frame::encode_envelope(&env, Some(c), out);
             }
             _ => {
-                // The body is written in place after a placeholder header (no second buffer
-                // to join: splitting `out` would make it shared, an allocation per answer);
-                // the flags and length are patched in after.
-                let header_at = out.len();
-                frame::encode_header(version, 0, stream, self.opcode(), 0, out);
-                let body_at = out.len();
-                let flags = self.encode_extras_and_body(version, extras, out);
-                let len = u32::try_from(out.len() - body_at).unwrap_or(u32::MAX);
-                out[header_at + 1] = flags;
-                out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
+                if let Some(bulk) = self.encode_envelope_head(version, stream, extras, out) {
+                    out.put_slice(bulk);
+                }
             }
         }
+    }
+
+    /// Writes an uncompressed response envelope into `out` up to its body's bulk (see
+    /// [`Response::encode_body_head`]), which it returns instead of copying: the envelope is
+    /// what was appended followed by the returned bytes, which a writer can send as they are
+    /// (the length in the header counts them).
+    pub fn encode_envelope_head(
+        &self,
+        version: ProtocolVersion,
+        stream: i16,
+        extras: &ResponseExtras,
+        out: &mut BytesMut,
+    ) -> Option<&Bytes> {
+        // The body is written in place after a placeholder header (no second buffer to join:
+        // splitting `out` would make it shared, an allocation per answer); the flags and
+        // length are patched in after.
+        let header_at = out.len();
+        frame::encode_header(version, 0, stream, self.opcode(), 0, out);
+        let body_at = out.len();
+        let (flags, bulk) = self.encode_extras_and_body_head(version, extras, out);
+        let body_len = out.len() - body_at + bulk.map_or(0, Bytes::len);
+        let len = u32::try_from(body_len).unwrap_or(u32::MAX);
+        out[header_at + 1] = flags;
+        out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
+        bulk
     }
 
     /// Appends the envelope body: the extras its flags announce, then the message. Returns
@@ -442,6 +469,20 @@ impl Response {
         extras: &ResponseExtras,
         body: &mut BytesMut,
     ) -> u8 {
+        let (flags, bulk) = self.encode_extras_and_body_head(version, extras, body);
+        if let Some(bulk) = bulk {
+            body.put_slice(bulk);
+        }
+        flags
+    }
+
+    /// [`Response::encode_extras_and_body`] up to the body's bulk, which it returns.
+    fn encode_extras_and_body_head(
+        &self,
+        version: ProtocolVersion,
+        extras: &ResponseExtras,
+        body: &mut BytesMut,
+    ) -> (u8, Option<&Bytes>) {
         let mut fl = 0u8;
         if let Some(id) = extras.tracing_id {
             fl |= flags::TRACING;
@@ -455,7 +496,6 @@ impl Response {
             fl |= flags::CUSTOM_PAYLOAD;
             wire::put_bytes_map(body, &extras.custom_payload);
         }
-        self.encode_body(version, body);
-        fl
+        (fl, self.encode_body_head(version, body))
     }
 }
