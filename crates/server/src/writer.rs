@@ -7,8 +7,11 @@
 //! writer catches up, so the backlog is bounded by that plus the answers of the requests that
 //! were already running. The writer drains everything queued before each write,
 //! so under load many responses go out in one syscall; in v5 it also packs them into as few
-//! segments as possible. Events for registered connections come from the broadcast bus and are
-//! encoded here, in the connection's version.
+//! segments as possible. Small answers are copied into the batch buffer; a large body
+//! ([`SEND_AS_IS`], a scan's rows) is not: it stays where it was encoded and the batch is
+//! written with vectored writes around it (in v5 the segments are built around it). Events
+//! for registered connections come from the broadcast bus and are encoded here, in the
+//! connection's version.
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
