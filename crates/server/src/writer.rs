@@ -149,7 +149,7 @@ impl OutTx {
         self.backlog
             .bytes
             .fetch_add(head.len() + bulk.len(), Ordering::AcqRel);
-        let _ = self.tx.send(Out::Parts(head, bulk));
+        let _ = self.tx.send(Out::Parts(Box::new((head, bulk))));
     }
 
     /// Queues a control message.
@@ -214,8 +214,8 @@ pub(crate) enum Out {
     /// One envelope as header and body, framed like `Frame`.
     Envelope([u8; HEADER_LEN], Bytes),
     /// One envelope as its head (header, extras, the body's start) and the rest of its body,
-    /// framed like `Frame`.
-    Parts(Bytes, Bytes),
+    /// framed like `Frame` (boxed: the common messages stay small).
+    Parts(Box<(Bytes, Bytes)>),
     /// From now on wrap envelopes in v5 segments (sent right after READY/AUTHENTICATE in v5).
     StartSegments { compressed: bool },
     /// The connection registered for (more) event kinds; `events` is the bus subscription,
@@ -282,7 +282,12 @@ impl Batch {
     }
 
     fn push_frame(&mut self, frame: &[u8]) {
-        self.push_parts(frame, &Bytes::new());
+        match self.segments {
+            // The point-read path: one small envelope, copied.
+            None => self.out.extend_from_slice(frame),
+            Some(false) => self.push_segmented(frame, &Bytes::new()),
+            Some(true) => self.push_compressed(frame, &[]),
+        }
     }
 
     /// Appends the envelope `head` followed by `tail`.
@@ -497,7 +502,8 @@ fn handle(msg: Out, batch: &mut Batch, sub: &mut Option<Subscription>) {
             batch.frame_bytes += HEADER_LEN + body.len();
             batch.push_parts(&header, &body);
         }
-        Out::Parts(head, bulk) => {
+        Out::Parts(parts) => {
+            let (head, bulk) = *parts;
             batch.frame_bytes += head.len() + bulk.len();
             batch.push_parts(&head, &bulk);
         }

@@ -1,29 +1,35 @@
 #!/usr/bin/env python3
-"""Per-operation costs from two callgrind files: total and the top functions by self cost.
-Usage: table.py EVENT OPS before.cg after.cg [N]  (EVENT: Ir, D1mr, D1mw, ...)."""
-import re, subprocess, sys
+"""Per-operation self costs of two callgrind files, by function (the lead's own.py, from
+/tmp/lead/cgsim): the total and the functions that cost most in either.
+Usage: table.py BEFORE.cg AFTER.cg OPS COLUMN [N]
+COLUMN: 1 Ir, 2 Dr, 3 Dw, 4 I1mr, 5 D1mr, 6 D1mw, 7 ILmr, 8 DLmr, 9 DLmw."""
+import collections
+import re
+import sys
 
-def costs(path, event):
-    out = subprocess.run(["callgrind_annotate", f"--show={event}", "--threshold=100", "--inclusive=no", path],
-                         capture_output=True, text=True, check=True).stdout
-    total, funcs = None, {}
-    for line in out.splitlines():
-        m = re.match(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)$", line)
-        if not m:
-            continue
-        n = int(m.group(1).replace(",", ""))
-        what = m.group(2)
-        if "PROGRAM TOTALS" in what:
-            total = n
-        elif ":" in what:
-            name = what.split(":", 1)[1].split(" [")[0].strip()
-            funcs[name] = funcs.get(name, 0) + n
-    return total, funcs
 
-event, ops, a, b = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-top = int(sys.argv[5]) if len(sys.argv) > 5 else 15
-ta, fa = costs(a, event)
-tb, fb = costs(b, event)
-print(f"{'total':>12} {ta/ops:12.1f} {tb/ops:12.1f}  {100*(tb-ta)/ta:+.1f}%")
-for name in sorted(set(fa) | set(fb), key=lambda n: -max(fa.get(n, 0), fb.get(n, 0)))[:top]:
-    print(f"{'':>12} {fa.get(name,0)/ops:12.1f} {fb.get(name,0)/ops:12.1f}  {name[:110]}")
+def own(path, idx):
+    c = collections.Counter()
+    fn, after = None, False
+    for line in open(path):
+        if line.startswith("fn="):
+            fn = re.sub(r"::h[0-9a-f]{16}$", "", line[3:].strip())
+        elif line.startswith("calls="):
+            after = True  # the next cost line is the call's inclusive cost, not this function's
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            if after:
+                after = False
+            elif fn is not None:
+                p = line.split()
+                if len(p) > idx:
+                    c[fn] += int(p[idx])
+    return c
+
+
+a, b = own(sys.argv[1], int(sys.argv[4])), own(sys.argv[2], int(sys.argv[4]))
+ops = int(sys.argv[3])
+top = int(sys.argv[5]) if len(sys.argv) > 5 else 25
+ta, tb = sum(a.values()), sum(b.values())
+print(f"total {ta / ops:.1f} {tb / ops:.1f} ({100 * (tb - ta) / ta:+.1f}%)")
+for k in sorted(set(a) | set(b), key=lambda k: -max(a[k], b[k]))[:top]:
+    print(f"{a[k] / ops:10.2f} {b[k] / ops:10.2f}  {k[:110]}")

@@ -29,6 +29,15 @@ fn write_col_specs(
     }
 }
 
+/// A body's bulk: returned to be sent apart (`split`), or appended.
+fn put_bulk<'a>(out: &mut BytesMut, bulk: &'a Bytes, split: bool) -> Option<&'a Bytes> {
+    if split {
+        return Some(bulk);
+    }
+    out.put_slice(bulk);
+    None
+}
+
 pub(super) fn count_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -340,15 +349,23 @@ impl Response {
 
     /// Appends the response body.
     pub fn encode_body(&self, version: ProtocolVersion, out: &mut BytesMut) {
-        if let Some(bulk) = self.encode_body_head(version, out) {
-            out.put_slice(bulk);
-        }
+        self.write_body(version, out, false);
     }
 
     /// Appends the response body up to its bulk (a Rows result's row data, an already
     /// encoded result), which it returns instead of copying: the body is what was appended
     /// followed by the returned bytes.
     pub fn encode_body_head(&self, version: ProtocolVersion, out: &mut BytesMut) -> Option<&Bytes> {
+        self.write_body(version, out, true)
+    }
+
+    /// The body, its bulk returned (`split`) or appended.
+    fn write_body(
+        &self,
+        version: ProtocolVersion,
+        out: &mut BytesMut,
+        split: bool,
+    ) -> Option<&Bytes> {
         match self {
             Response::Error(e) => encode_error(e, version, out),
             Response::Ready => {}
@@ -360,9 +377,9 @@ impl Response {
                     out.put_i32(RESULT_ROWS);
                     rows.metadata.encode(version, out);
                     out.put_i32(rows.rows_count);
-                    return Some(&rows.data);
+                    return put_bulk(out, &rows.data, split);
                 }
-                ResultBody::Encoded(body) => return Some(body),
+                ResultBody::Encoded(body) => return put_bulk(out, body, split),
                 ResultBody::SetKeyspace(ks) => {
                     out.put_i32(RESULT_SET_KEYSPACE);
                     wire::put_string(out, ks);
@@ -429,9 +446,7 @@ impl Response {
                 frame::encode_envelope(&env, Some(c), out);
             }
             _ => {
-                if let Some(bulk) = self.encode_envelope_head(version, stream, extras, out) {
-                    out.put_slice(bulk);
-                }
+                self.write_envelope(version, stream, extras, out, false);
             }
         }
     }
@@ -447,13 +462,25 @@ impl Response {
         extras: &ResponseExtras,
         out: &mut BytesMut,
     ) -> Option<&Bytes> {
+        self.write_envelope(version, stream, extras, out, true)
+    }
+
+    /// The uncompressed envelope, its body's bulk returned (`split`) or appended.
+    fn write_envelope(
+        &self,
+        version: ProtocolVersion,
+        stream: i16,
+        extras: &ResponseExtras,
+        out: &mut BytesMut,
+        split: bool,
+    ) -> Option<&Bytes> {
         // The body is written in place after a placeholder header (no second buffer to join:
         // splitting `out` would make it shared, an allocation per answer); the flags and
         // length are patched in after.
         let header_at = out.len();
         frame::encode_header(version, 0, stream, self.opcode(), 0, out);
         let body_at = out.len();
-        let (flags, bulk) = self.encode_extras_and_body_head(version, extras, out);
+        let (flags, bulk) = self.write_extras_and_body(version, extras, out, split);
         let body_len = out.len() - body_at + bulk.map_or(0, Bytes::len);
         let len = u32::try_from(body_len).unwrap_or(u32::MAX);
         out[header_at + 1] = flags;
@@ -469,19 +496,16 @@ impl Response {
         extras: &ResponseExtras,
         body: &mut BytesMut,
     ) -> u8 {
-        let (flags, bulk) = self.encode_extras_and_body_head(version, extras, body);
-        if let Some(bulk) = bulk {
-            body.put_slice(bulk);
-        }
-        flags
+        self.write_extras_and_body(version, extras, body, false).0
     }
 
-    /// [`Response::encode_extras_and_body`] up to the body's bulk, which it returns.
-    fn encode_extras_and_body_head(
+    /// [`Response::encode_extras_and_body`], the body's bulk returned (`split`) or appended.
+    fn write_extras_and_body(
         &self,
         version: ProtocolVersion,
         extras: &ResponseExtras,
         body: &mut BytesMut,
+        split: bool,
     ) -> (u8, Option<&Bytes>) {
         let mut fl = 0u8;
         if let Some(id) = extras.tracing_id {
@@ -496,6 +520,6 @@ impl Response {
             fl |= flags::CUSTOM_PAYLOAD;
             wire::put_bytes_map(body, &extras.custom_payload);
         }
-        (fl, self.encode_body_head(version, body))
+        (fl, self.write_body(version, body, split))
     }
 }
