@@ -29,15 +29,6 @@ fn write_col_specs(
     }
 }
 
-/// A body's bulk: returned to be sent apart (`split`), or appended.
-fn put_bulk<'a>(out: &mut BytesMut, bulk: &'a Bytes, split: bool) -> Option<&'a Bytes> {
-    if split {
-        return Some(bulk);
-    }
-    out.put_slice(bulk);
-    None
-}
-
 pub(super) fn count_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -349,23 +340,6 @@ impl Response {
 
     /// Appends the response body.
     pub fn encode_body(&self, version: ProtocolVersion, out: &mut BytesMut) {
-        self.write_body(version, out, false);
-    }
-
-    /// Appends the response body up to its bulk (a Rows result's row data, an already
-    /// encoded result), which it returns instead of copying: the body is what was appended
-    /// followed by the returned bytes.
-    pub fn encode_body_head(&self, version: ProtocolVersion, out: &mut BytesMut) -> Option<&Bytes> {
-        self.write_body(version, out, true)
-    }
-
-    /// The body, its bulk returned (`split`) or appended.
-    fn write_body(
-        &self,
-        version: ProtocolVersion,
-        out: &mut BytesMut,
-        split: bool,
-    ) -> Option<&Bytes> {
         match self {
             Response::Error(e) => encode_error(e, version, out),
             Response::Ready => {}
@@ -374,12 +348,13 @@ impl Response {
             Response::Result(r) => match r {
                 ResultBody::Void => out.put_i32(RESULT_VOID),
                 ResultBody::Rows(rows) => {
+                    out.reserve(rows.data.len() + 64);
                     out.put_i32(RESULT_ROWS);
                     rows.metadata.encode(version, out);
                     out.put_i32(rows.rows_count);
-                    return put_bulk(out, &rows.data, split);
+                    out.put_slice(&rows.data);
                 }
-                ResultBody::Encoded(body) => return put_bulk(out, body, split),
+                ResultBody::Encoded(body) => out.put_slice(body),
                 ResultBody::SetKeyspace(ks) => {
                     out.put_i32(RESULT_SET_KEYSPACE);
                     wire::put_string(out, ks);
@@ -418,7 +393,6 @@ impl Response {
                 wire::put_bytes(out, t.as_deref())
             }
         }
-        None
     }
 
     /// Writes a whole response envelope (header, tracing id / warnings, body) into `out`,
@@ -446,15 +420,28 @@ impl Response {
                 frame::encode_envelope(&env, Some(c), out);
             }
             _ => {
-                self.write_envelope(version, stream, extras, out, false);
+                // The body is written in place after a placeholder header (no second buffer
+                // to join: splitting `out` would make it shared, an allocation per answer);
+                // the flags and length are patched in after.
+                let header_at = out.len();
+                frame::encode_header(version, 0, stream, self.opcode(), 0, out);
+                let body_at = out.len();
+                let flags = self.encode_extras_and_body(version, extras, out);
+                let len = u32::try_from(out.len() - body_at).unwrap_or(u32::MAX);
+                out[header_at + 1] = flags;
+                out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
             }
         }
     }
 
-    /// Writes an uncompressed response envelope into `out` up to its body's bulk (see
-    /// [`Response::encode_body_head`]), which it returns instead of copying: the envelope is
-    /// what was appended followed by the returned bytes, which a writer can send as they are
-    /// (the length in the header counts them).
+    /// Writes an uncompressed response envelope into `out` up to its body's bulk (a Rows
+    /// result's row data, an already encoded result), which it returns instead of copying:
+    /// the envelope is what was appended followed by the returned bytes, which a writer can
+    /// send as they are (the length in the header counts them). Other responses are written
+    /// whole (`None`).
+    ///
+    /// Kept apart from [`Response::encode_envelope`], which every point answer takes: that
+    /// path pays nothing for this one.
     pub fn encode_envelope_head(
         &self,
         version: ProtocolVersion,
@@ -462,30 +449,27 @@ impl Response {
         extras: &ResponseExtras,
         out: &mut BytesMut,
     ) -> Option<&Bytes> {
-        self.write_envelope(version, stream, extras, out, true)
-    }
-
-    /// The uncompressed envelope, its body's bulk returned (`split`) or appended.
-    fn write_envelope(
-        &self,
-        version: ProtocolVersion,
-        stream: i16,
-        extras: &ResponseExtras,
-        out: &mut BytesMut,
-        split: bool,
-    ) -> Option<&Bytes> {
-        // The body is written in place after a placeholder header (no second buffer to join:
-        // splitting `out` would make it shared, an allocation per answer); the flags and
-        // length are patched in after.
+        let bulk = match self {
+            Response::Result(ResultBody::Rows(rows)) => &rows.data,
+            Response::Result(ResultBody::Encoded(body)) => body,
+            _ => {
+                self.encode_envelope(version, stream, extras, None, out);
+                return None;
+            }
+        };
         let header_at = out.len();
         frame::encode_header(version, 0, stream, self.opcode(), 0, out);
         let body_at = out.len();
-        let (flags, bulk) = self.write_extras_and_body(version, extras, out, split);
-        let body_len = out.len() - body_at + bulk.map_or(0, Bytes::len);
-        let len = u32::try_from(body_len).unwrap_or(u32::MAX);
+        let flags = self.encode_extras(version, extras, out);
+        if let Response::Result(ResultBody::Rows(rows)) = self {
+            out.put_i32(RESULT_ROWS);
+            rows.metadata.encode(version, out);
+            out.put_i32(rows.rows_count);
+        }
+        let len = u32::try_from(out.len() - body_at + bulk.len()).unwrap_or(u32::MAX);
         out[header_at + 1] = flags;
         out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
-        bulk
+        Some(bulk)
     }
 
     /// Appends the envelope body: the extras its flags announce, then the message. Returns
@@ -496,17 +480,18 @@ impl Response {
         extras: &ResponseExtras,
         body: &mut BytesMut,
     ) -> u8 {
-        self.write_extras_and_body(version, extras, body, false).0
+        let fl = self.encode_extras(version, extras, body);
+        self.encode_body(version, body);
+        fl
     }
 
-    /// [`Response::encode_extras_and_body`], the body's bulk returned (`split`) or appended.
-    fn write_extras_and_body(
+    /// Appends the extras `extras` asks for (those `version` has); returns their flags.
+    fn encode_extras(
         &self,
         version: ProtocolVersion,
         extras: &ResponseExtras,
         body: &mut BytesMut,
-        split: bool,
-    ) -> (u8, Option<&Bytes>) {
+    ) -> u8 {
         let mut fl = 0u8;
         if let Some(id) = extras.tracing_id {
             fl |= flags::TRACING;
@@ -520,6 +505,6 @@ impl Response {
             fl |= flags::CUSTOM_PAYLOAD;
             wire::put_bytes_map(body, &extras.custom_payload);
         }
-        (fl, self.write_body(version, body, split))
+        fl
     }
 }
