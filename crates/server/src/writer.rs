@@ -135,7 +135,8 @@ impl OutTx {
     }
 
     /// Queues one envelope given as its header and a body shared with whoever else holds it
-    /// (a cached result): the body is copied once, into the write buffer.
+    /// (a cached result): the body is copied once, into the write buffer, or not at all if
+    /// large ([`SEND_AS_IS`]).
     pub(crate) fn envelope(&self, header: [u8; HEADER_LEN], body: Bytes) {
         self.backlog
             .bytes
