@@ -18,6 +18,7 @@ import time
 
 import pytest
 from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.query import SimpleStatement
 
 from auth_support import AuthServer
 from conftest import _free_port, _port_open
@@ -204,6 +205,32 @@ def test_server_only_tls_serves_a_verified_client_and_refuses_plain_ones(pki, se
         raw.sendall(options_frame())
         assert closed_by_server(raw)
     assert roundtrip(s.port, client_context(pki["ca"].pem)) == "over tls"
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_a_large_scan_over_tls_returns_every_row(pki, server, version):
+    # Pages of several hundred KB: their row data goes out through the TLS stream's vectored
+    # write, not copied into the write buffer (server::writer::SEND_AS_IS).
+    keystore, _, _ = pki["server"]
+    s = server(tls_yaml(keystore))
+    cluster = Cluster(["127.0.0.1"], port=s.port, ssl_context=client_context(pki["ca"].pem),
+                      protocol_version=version, connect_timeout=10)
+    try:
+        session = cluster.connect()
+        session.execute("CREATE KEYSPACE IF NOT EXISTS tls WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE IF NOT EXISTS tls.wide (k int, c int, v blob, PRIMARY KEY (k, c))")
+        value = lambda c: bytes((c * 13 + j) % 256 for j in range(1000 + 997 * (c % 50)))
+        ins = session.prepare("INSERT INTO tls.wide (k, c, v) VALUES (0, ?, ?)")
+        for c in range(200):
+            session.execute(ins, (c, value(c)))
+        for fetch_size in (7, 1000):
+            st = SimpleStatement("SELECT c, v FROM tls.wide WHERE k = 0", fetch_size=fetch_size)
+            rows = [(r.c, r.v) for r in session.execute(st)]
+            assert [c for c, _ in rows] == list(range(200))
+            assert all(v == value(c) for c, v in rows)
+    finally:
+        cluster.shutdown()
 
 
 def test_a_client_that_trusts_another_ca_refuses_the_server(pki, server):

@@ -49,10 +49,50 @@ pub fn crc24(bytes: &[u8]) -> u32 {
 
 /// Cassandra's payload CRC32: standard CRC32 primed with FA 2D 55 CA.
 pub fn crc32(payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&CRC32_PRIMER);
+    let mut h = PayloadCrc::new();
     h.update(payload);
-    h.finalize()
+    h.finish()
+}
+
+/// [`crc32`] of a payload fed in pieces, in order.
+#[derive(Clone)]
+pub struct PayloadCrc(crc32fast::Hasher);
+
+impl PayloadCrc {
+    pub fn new() -> Self {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&CRC32_PRIMER);
+        PayloadCrc(h)
+    }
+
+    pub fn update(&mut self, piece: &[u8]) {
+        self.0.update(piece);
+    }
+
+    pub fn finish(self) -> u32 {
+        self.0.finalize()
+    }
+}
+
+impl Default for PayloadCrc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The 6-byte header of an uncompressed segment whose payload is `len` bytes
+/// (at most [`MAX_PAYLOAD`]).
+pub fn uncompressed_header(len: usize, self_contained: bool) -> [u8; 6] {
+    debug_assert!(len <= MAX_PAYLOAD);
+    let mut fields = len as u32;
+    if self_contained {
+        fields |= 1 << 17;
+    }
+    let mut h = [0u8; 6];
+    h[..3].copy_from_slice(&fields.to_le_bytes()[..3]);
+    let crc = crc24(&h[..3]);
+    h[3..].copy_from_slice(&crc.to_le_bytes()[..3]);
+    h
 }
 
 /// One decoded segment. `payload` is uncompressed.
@@ -158,15 +198,8 @@ fn encode_one(chunk: &[u8], self_contained: bool, compressed: bool, out: &mut By
         out.put_slice(payload);
         out.put_u32_le(crc32(payload));
     } else {
-        let mut fields = chunk.len() as u64;
-        if self_contained {
-            fields |= 1 << 17;
-        }
         out.reserve(10 + chunk.len());
-        let start = out.len();
-        put_le(out, fields, 3);
-        let crc = crc24(&out[start..start + 3]);
-        put_le(out, u64::from(crc), 3);
+        out.put_slice(&uncompressed_header(chunk.len(), self_contained));
         out.put_slice(chunk);
         out.put_u32_le(crc32(chunk));
     }

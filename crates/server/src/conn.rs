@@ -39,7 +39,7 @@ use crate::events::{EventBus, EventKinds};
 use crate::limits::{Address, Admitted, Limits};
 use crate::metrics;
 use crate::response::{
-    encode, encode_response, encode_response_with, envelope_header, legacy_error,
+    encode, encode_answer, encode_response, envelope_header, legacy_error, Encoded,
 };
 use crate::streams::{InFlight, Refused};
 use crate::writer::{self, Out, OutTx};
@@ -772,11 +772,19 @@ impl<B: Backend> Pending<B> {
             m.bytes_sent_total.add((header.len() + body.len()) as u64);
             s.tx.envelope(header, body.clone());
         } else {
-            let frame = encode_response_with(&s.conn, self.stream, resp, extras);
+            let encoded = encode_answer(&s.conn, self.stream, resp, extras);
             // Free the id before the client can see the response and reuse it.
             s.in_flight.release(self.stream);
-            m.bytes_sent_total.add(frame.len() as u64);
-            s.tx.frame(frame);
+            match encoded {
+                Encoded::Whole(frame) => {
+                    m.bytes_sent_total.add(frame.len() as u64);
+                    s.tx.frame(frame);
+                }
+                Encoded::Split(head, bulk) => {
+                    m.bytes_sent_total.add((head.len() + bulk.len()) as u64);
+                    s.tx.parts(head, bulk);
+                }
+            }
         }
         // The answer now counts in the backlog; the running request's share goes.
         if std::mem::take(&mut self.running) {

@@ -9,20 +9,48 @@ use proto::frame::{Compression, Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BI
 use proto::response::{Response, ResponseExtras, ResultBody};
 
 use crate::backend::ConnState;
+use crate::writer::SEND_AS_IS;
 
 /// Encodes `resp` for an established connection (its version and compression).
 pub(crate) fn encode_response(conn: &ConnState, stream: i16, resp: &Response) -> Bytes {
     encode(conn.version(), conn.compression(), stream, resp)
 }
 
-/// [`encode_response`] with a tracing session id and warnings in front of the body.
-pub(crate) fn encode_response_with(
+/// An answer encoded for the writer.
+pub(crate) enum Encoded {
+    /// The whole envelope.
+    Whole(Bytes),
+    /// The envelope's head and its body's bulk (the row data), to be sent one after the other:
+    /// a bulk large enough to be worth not copying ([`SEND_AS_IS`]) on a connection that does
+    /// not compress v3/v4 bodies.
+    Split(Bytes, Bytes),
+}
+
+/// [`encode_response`] with a tracing session id and warnings in front of the body, and a large
+/// body's bulk left apart.
+pub(crate) fn encode_answer(
     conn: &ConnState,
     stream: i16,
     resp: &Response,
     extras: &ResponseExtras,
-) -> Bytes {
-    encode_with(conn.version(), conn.compression(), stream, resp, extras)
+) -> Encoded {
+    let (version, compression) = (conn.version(), conn.compression());
+    let bulk = match resp {
+        Response::Result(ResultBody::Rows(r)) => r.data.len(),
+        Response::Result(ResultBody::Encoded(b)) => b.len(),
+        _ => 0,
+    };
+    if bulk >= SEND_AS_IS && (compression.is_none() || version >= ProtocolVersion::V5) {
+        let mut head = BytesMut::with_capacity(HEADER_LEN + 120);
+        return match resp.encode_envelope_head(version, stream, extras, &mut head) {
+            Some(bulk) => Encoded::Split(head.freeze(), bulk.clone()),
+            None => Encoded::Whole(head.freeze()),
+        };
+    }
+    // Rows are most answers' bulk: room for them up front, not a copy when the buffer grows.
+    let mut out = BytesMut::with_capacity(HEADER_LEN + 120 + bulk);
+    resp.encode_envelope(version, stream, extras, compression, &mut out);
+    Encoded::Whole(out.freeze())
 }
 
 /// Encodes `resp` as one envelope. `compression` applies to v3/v4 bodies only (v5 compresses

@@ -7,17 +7,22 @@
 //! writer catches up, so the backlog is bounded by that plus the answers of the requests that
 //! were already running. The writer drains everything queued before each write,
 //! so under load many responses go out in one syscall; in v5 it also packs them into as few
-//! segments as possible. Events for registered connections come from the broadcast bus and are
-//! encoded here, in the connection's version.
+//! segments as possible. Small answers are copied into the batch buffer; a large body
+//! ([`SEND_AS_IS`], a scan's rows) is not: it stays where it was encoded and the batch is
+//! written with vectored writes around it (in v5 the segments are built around it). Events
+//! for registered connections come from the broadcast bus and are encoded here, in the
+//! connection's version.
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use std::io::IoSlice;
+
+use bytes::{BufMut, Bytes, BytesMut};
 use proto::frame::HEADER_LEN;
 use proto::response::{Event, Response};
-use proto::segment::{encode_segments, MAX_PAYLOAD};
+use proto::segment::{encode_segments, uncompressed_header, PayloadCrc, MAX_PAYLOAD};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, Notify};
 use tokio_util::sync::CancellationToken;
@@ -130,12 +135,22 @@ impl OutTx {
     }
 
     /// Queues one envelope given as its header and a body shared with whoever else holds it
-    /// (a cached result): the body is copied once, into the write buffer.
+    /// (a cached result): the body is copied once, into the write buffer, or not at all if
+    /// large ([`SEND_AS_IS`]).
     pub(crate) fn envelope(&self, header: [u8; HEADER_LEN], body: Bytes) {
         self.backlog
             .bytes
             .fetch_add(HEADER_LEN + body.len(), Ordering::AcqRel);
         let _ = self.tx.send(Out::Envelope(header, body));
+    }
+
+    /// Queues one envelope given as its head and the bulk of its body, which is written from
+    /// where it is if large ([`SEND_AS_IS`]).
+    pub(crate) fn parts(&self, head: Bytes, bulk: Bytes) {
+        self.backlog
+            .bytes
+            .fetch_add(head.len() + bulk.len(), Ordering::AcqRel);
+        let _ = self.tx.send(Out::Parts(Box::new((head, bulk))));
     }
 
     /// Queues a control message.
@@ -199,6 +214,9 @@ pub(crate) enum Out {
     Frame(Bytes),
     /// One envelope as header and body, framed like `Frame`.
     Envelope([u8; HEADER_LEN], Bytes),
+    /// One envelope as its head (header, extras, the body's start) and the rest of its body,
+    /// framed like `Frame` (boxed: the common messages stay small).
+    Parts(Box<(Bytes, Bytes)>),
     /// From now on wrap envelopes in v5 segments (sent right after READY/AUTHENTICATE in v5).
     StartSegments { compressed: bool },
     /// The connection registered for (more) event kinds; `events` is the bus subscription,
@@ -221,28 +239,131 @@ struct Subscription {
     conn: Arc<ConnState>,
 }
 
-/// Encodes queued output into one buffer per write.
+/// Bodies at least this big are written from where they are (the encoded result's own
+/// buffer), not copied into the batch: the write is vectored over the batch buffer and them.
+/// Smaller ones are copied, so many small answers still go out as one buffer.
+pub(crate) const SEND_AS_IS: usize = 8 * 1024;
+
+/// Queued output encoded for one write: `out`, with the large bodies of `bulks` spliced in
+/// (each at its offset into `out`).
 struct Batch {
     out: BytesMut,
-    /// v5 after the switch: `Some(compressed)`; envelopes collect in `payload` first.
+    /// Large bodies, each sent after `out[..at]` (and after any earlier bulk), not copied.
+    bulks: Vec<(usize, Bytes)>,
+    bulk_bytes: usize,
+    /// v5 after the switch: `Some(compressed)`.
     segments: Option<bool>,
+    /// Compressed v5: envelopes collect here, to be compressed segment by segment.
     payload: BytesMut,
-    /// Bytes of `Out::Frame`s taken into this batch (for the backlog count).
+    /// Uncompressed v5: the self-contained segment being filled in place in `out`.
+    open: Option<OpenSegment>,
+    /// Bytes of frames taken into this batch (for the backlog count).
     frame_bytes: usize,
 }
 
+/// An uncompressed v5 segment written in place: a header placeholder at `header_at` in `out`,
+/// then its payload (in `out` and bulks), whose length and CRC are kept as it grows.
+struct OpenSegment {
+    header_at: usize,
+    len: usize,
+    crc: PayloadCrc,
+}
+
 impl Batch {
+    fn new() -> Self {
+        Batch {
+            out: BytesMut::with_capacity(64 * 1024),
+            bulks: Vec::new(),
+            bulk_bytes: 0,
+            segments: None,
+            payload: BytesMut::new(),
+            open: None,
+            frame_bytes: 0,
+        }
+    }
+
     fn push_frame(&mut self, frame: &[u8]) {
-        self.push_parts(frame, &[]);
+        match self.segments {
+            // The point-read path: one small envelope, copied.
+            None => self.out.extend_from_slice(frame),
+            Some(false) => self.push_segmented(frame, &Bytes::new()),
+            Some(true) => self.push_compressed(frame, &[]),
+        }
     }
 
     /// Appends the envelope `head` followed by `tail`.
-    fn push_parts(&mut self, head: &[u8], tail: &[u8]) {
-        let Some(compressed) = self.segments else {
-            self.out.extend_from_slice(head);
-            self.out.extend_from_slice(tail);
+    fn push_parts(&mut self, head: &[u8], tail: &Bytes) {
+        match self.segments {
+            None => {
+                self.out.extend_from_slice(head);
+                self.put(tail);
+            }
+            Some(false) => self.push_segmented(head, tail),
+            Some(true) => self.push_compressed(head, tail),
+        }
+    }
+
+    /// Appends `bytes` to the output: copied, or as a bulk if large.
+    fn put(&mut self, bytes: &Bytes) {
+        if bytes.len() >= SEND_AS_IS {
+            self.bulk_bytes += bytes.len();
+            self.bulks.push((self.out.len(), bytes.clone()));
+        } else {
+            self.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// Uncompressed v5: the envelope joins the open self-contained segment (opening one, or
+    /// sealing the open one first when it would not fit), or, larger than one segment, goes
+    /// out as its own run of non-self-contained segments. Payload is never copied twice: the
+    /// segments are built in `out` around it.
+    fn push_segmented(&mut self, head: &[u8], tail: &Bytes) {
+        let len = head.len() + tail.len();
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|s| s.len + len > MAX_PAYLOAD)
+        {
+            self.seal();
+        }
+        if len > MAX_PAYLOAD {
+            // Cut head ++ tail into chunks of MAX_PAYLOAD, each its own segment.
+            let mut head = head;
+            let mut tail = tail.clone();
+            while !head.is_empty() || !tail.is_empty() {
+                let from_head = head.len().min(MAX_PAYLOAD);
+                let from_tail = tail.len().min(MAX_PAYLOAD - from_head);
+                let piece = tail.split_to(from_tail);
+                self.out
+                    .extend_from_slice(&uncompressed_header(from_head + from_tail, false));
+                let mut crc = PayloadCrc::new();
+                crc.update(&head[..from_head]);
+                crc.update(&piece);
+                self.out.extend_from_slice(&head[..from_head]);
+                head = &head[from_head..];
+                self.put(&piece);
+                self.out.put_u32_le(crc.finish());
+            }
             return;
-        };
+        }
+        let seg = self.open.get_or_insert_with(|| {
+            let header_at = self.out.len();
+            self.out.extend_from_slice(&[0; 6]);
+            OpenSegment {
+                header_at,
+                len: 0,
+                crc: PayloadCrc::new(),
+            }
+        });
+        seg.len += len;
+        seg.crc.update(head);
+        seg.crc.update(tail);
+        self.out.extend_from_slice(head);
+        self.put(tail);
+    }
+
+    /// Compressed v5: envelopes collect in `payload`, compressed when a segment is sealed.
+    fn push_compressed(&mut self, head: &[u8], tail: &[u8]) {
         let len = head.len() + tail.len();
         if !self.payload.is_empty() && self.payload.len() + len > MAX_PAYLOAD {
             self.seal();
@@ -252,23 +373,62 @@ impl Batch {
             let mut whole = BytesMut::with_capacity(len);
             whole.extend_from_slice(head);
             whole.extend_from_slice(tail);
-            encode_segments(&whole, compressed, &mut self.out);
+            encode_segments(&whole, true, &mut self.out);
         } else {
             self.payload.extend_from_slice(head);
             self.payload.extend_from_slice(tail);
         }
     }
 
-    /// Wraps the envelopes collected so far in one self-contained segment.
+    /// Ends the self-contained segment being filled, if any.
     fn seal(&mut self) {
-        if let (Some(compressed), false) = (self.segments, self.payload.is_empty()) {
-            encode_segments(&self.payload, compressed, &mut self.out);
+        if let Some(seg) = self.open.take() {
+            let at = seg.header_at;
+            self.out[at..at + 6].copy_from_slice(&uncompressed_header(seg.len, true));
+            self.out.put_u32_le(seg.crc.finish());
+        }
+        if !self.payload.is_empty() {
+            encode_segments(&self.payload, true, &mut self.out);
             self.payload.clear();
         }
     }
 
     fn pending(&self) -> usize {
-        self.out.len() + self.payload.len()
+        self.out.len() + self.bulk_bytes + self.payload.len()
+    }
+
+    /// Writes the sealed batch: `out` with its bulks spliced in.
+    async fn write_to<W: AsyncWrite + Unpin>(&mut self, socket: &mut W) -> std::io::Result<()> {
+        debug_assert!(self.open.is_none() && self.payload.is_empty());
+        if self.bulks.is_empty() {
+            socket.write_all(&self.out).await?;
+        } else {
+            let mut slices = Vec::with_capacity(2 * self.bulks.len() + 1);
+            let mut at = 0;
+            for (end, bulk) in &self.bulks {
+                slices.push(IoSlice::new(&self.out[at..*end]));
+                slices.push(IoSlice::new(bulk));
+                at = *end;
+            }
+            slices.push(IoSlice::new(&self.out[at..]));
+            slices.retain(|s| !s.is_empty());
+            let mut unwritten = &mut slices[..];
+            while !unwritten.is_empty() {
+                let n = socket.write_vectored(unwritten).await?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                IoSlice::advance_slices(&mut unwritten, n);
+            }
+            self.bulks.clear();
+            self.bulk_bytes = 0;
+        }
+        self.out.clear();
+        // Do not keep a huge buffer alive after one large response.
+        if self.out.capacity() > 4 * BATCH_BYTES {
+            self.out = BytesMut::with_capacity(64 * 1024);
+        }
+        Ok(())
     }
 }
 
@@ -283,12 +443,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
     let OutRx { mut rx, backlog } = out;
     let _guard = closed.drop_guard();
     let _closes = CloseOnDrop(backlog.clone());
-    let mut batch = Batch {
-        out: BytesMut::with_capacity(64 * 1024),
-        segments: None,
-        payload: BytesMut::new(),
-        frame_bytes: 0,
-    };
+    let mut batch = Batch::new();
     let mut sub: Option<Subscription> = None;
     loop {
         let next = tokio::select! {
@@ -313,21 +468,16 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             drain(&mut rx, &mut batch, &mut sub);
         }
         batch.seal();
-        if !batch.out.is_empty() {
-            if let Err(e) = socket.write_all(&batch.out).await {
+        if batch.pending() > 0 {
+            if let Err(e) = batch.write_to(&mut socket).await {
                 tracing::debug!("connection write failed: {e}");
                 return;
             }
             backlog.sub(std::mem::take(&mut batch.frame_bytes));
-            batch.out.clear();
-            // Do not keep a huge buffer alive after one large response.
-            if batch.out.capacity() > 4 * BATCH_BYTES {
-                batch.out = BytesMut::with_capacity(64 * 1024);
-            }
         }
     }
     batch.seal();
-    if !batch.out.is_empty() && socket.write_all(&batch.out).await.is_err() {
+    if batch.pending() > 0 && batch.write_to(&mut socket).await.is_err() {
         return;
     }
     let _ = socket.shutdown().await;
@@ -352,6 +502,11 @@ fn handle(msg: Out, batch: &mut Batch, sub: &mut Option<Subscription>) {
         Out::Envelope(header, body) => {
             batch.frame_bytes += HEADER_LEN + body.len();
             batch.push_parts(&header, &body);
+        }
+        Out::Parts(parts) => {
+            let (head, bulk) = *parts;
+            batch.frame_bytes += head.len() + bulk.len();
+            batch.push_parts(&head, &bulk);
         }
         Out::StartSegments { compressed } => {
             batch.seal();
@@ -385,5 +540,227 @@ async fn next_event(sub: &mut Option<Subscription>) -> Option<(Event, Arc<ConnSt
             }
             Err(broadcast::error::RecvError::Closed) => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll};
+
+    use proto::frame::{decode_envelope, encode_header, Opcode, ProtocolVersion};
+    use proto::segment::{decode_segment, EnvelopeAssembler};
+
+    use super::*;
+
+    /// A socket that keeps what it is given, taking at most `per_call` bytes a write (so
+    /// writes end mid-buffer and mid-slice), vectored or not.
+    struct Sink {
+        got: Arc<Mutex<Vec<u8>>>,
+        per_call: usize,
+        vectored: bool,
+    }
+
+    impl AsyncWrite for Sink {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let n = buf.len().min(self.per_call);
+            self.got.lock().unwrap().extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            if !self.vectored {
+                let first = bufs
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &b[..]);
+                return self.poll_write(cx, first);
+            }
+            let mut left = self.per_call;
+            let mut got = self.got.lock().unwrap();
+            for b in bufs {
+                let n = b.len().min(left);
+                got.extend_from_slice(&b[..n]);
+                left -= n;
+            }
+            Poll::Ready(Ok(self.per_call - left))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Envelope `i`: a RESULT on stream `i` whose body is `len` bytes of a pattern of `i`.
+    fn envelope(version: ProtocolVersion, i: usize, len: usize) -> (BytesMut, Bytes) {
+        let mut header = BytesMut::new();
+        encode_header(version, 0, i as i16, Opcode::Result, len, &mut header);
+        let body: Vec<u8> = (0..len).map(|j| (i * 31 + j * 7 + j / 251) as u8).collect();
+        (header, Bytes::from(body))
+    }
+
+    const SIZES: [usize; 12] = [
+        0,
+        10,
+        1000,
+        SEND_AS_IS - 1,
+        SEND_AS_IS,
+        20_000,
+        60_000,
+        70_000,
+        MAX_PAYLOAD - 9,
+        MAX_PAYLOAD - 8,
+        130_000,
+        300_000,
+    ];
+
+    /// Sends every size of [`SIZES`] three times over, each time as one frame, as header and
+    /// body, and as head (header plus a few body bytes) and bulk; returns the bytes written and
+    /// what each envelope should be.
+    async fn write_all_kinds(
+        version: ProtocolVersion,
+        segments: Option<bool>,
+        per_call: usize,
+        vectored: bool,
+    ) -> (Vec<u8>, Vec<(i16, Bytes)>) {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = Sink {
+            got: got.clone(),
+            per_call,
+            vectored,
+        };
+        let (tx, rx) = channel(1 << 30);
+        let backlog = tx.backlog.clone();
+        if let Some(compressed) = segments {
+            tx.control(Out::StartSegments { compressed });
+        }
+        let mut expected = Vec::new();
+        for (i, len) in SIZES.iter().cycle().take(3 * SIZES.len()).enumerate() {
+            let (header, body) = envelope(version, i, *len);
+            match i % 3 {
+                0 => {
+                    let mut whole = header;
+                    whole.extend_from_slice(&body);
+                    tx.frame(whole.freeze());
+                }
+                1 => tx.envelope(header[..].try_into().unwrap(), body.clone()),
+                _ => {
+                    let cut = body.len().min(5);
+                    let mut head = header;
+                    head.extend_from_slice(&body[..cut]);
+                    tx.parts(head.freeze(), body.slice(cut..));
+                }
+            }
+            expected.push((i as i16, body));
+        }
+        drop(tx);
+        run(sink, rx, CancellationToken::new()).await;
+        // Every byte counted was released, exactly.
+        assert_eq!(backlog.bytes.load(Ordering::Acquire), 0);
+        let got = std::mem::take(&mut *got.lock().unwrap());
+        (got, expected)
+    }
+
+    fn decode_plain(bytes: &[u8]) -> Vec<(i16, Bytes)> {
+        let mut buf = BytesMut::from(bytes);
+        let mut envs = Vec::new();
+        while let Some(env) = decode_envelope(&mut buf, 1 << 30, None).unwrap() {
+            envs.push((env.stream, env.body));
+        }
+        assert!(buf.is_empty(), "{} bytes left over", buf.len());
+        envs
+    }
+
+    fn decode_segments(bytes: &[u8], compressed: bool) -> Vec<(i16, Bytes)> {
+        let mut buf = BytesMut::from(bytes);
+        let mut assembler = EnvelopeAssembler::new(1 << 30);
+        let mut envs = Vec::new();
+        while let Some(seg) = decode_segment(&mut buf, compressed).unwrap() {
+            assert!(seg.payload.len() <= MAX_PAYLOAD);
+            assembler.push(seg, &mut envs).unwrap();
+        }
+        assert!(buf.is_empty(), "{} bytes left over", buf.len());
+        assert!(!assembler.in_progress());
+        envs.into_iter().map(|e| (e.stream, e.body)).collect()
+    }
+
+    #[tokio::test]
+    async fn every_envelope_arrives_whole_and_in_order_in_v3_and_v4() {
+        for version in [ProtocolVersion::V3, ProtocolVersion::V4] {
+            for (per_call, vectored) in [(usize::MAX, true), (4099, true), (4099, false)] {
+                let (got, expected) = write_all_kinds(version, None, per_call, vectored).await;
+                assert!(
+                    decode_plain(&got) == expected,
+                    "{version:?} {per_call} {vectored}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn every_envelope_arrives_whole_and_in_order_in_v5_segments() {
+        for compressed in [false, true] {
+            for (per_call, vectored) in [(usize::MAX, true), (4099, true), (4099, false)] {
+                let (got, expected) =
+                    write_all_kinds(ProtocolVersion::V5, Some(compressed), per_call, vectored)
+                        .await;
+                let envs = decode_segments(&got, compressed);
+                assert!(envs == expected, "{compressed} {per_call} {vectored}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_does_not_read_holds_the_backlog_until_it_does() {
+        let (socket, mut peer) = tokio::io::duplex(16 * 1024);
+        let (tx, rx) = channel(256 * 1024);
+        let backlog = tx.backlog.clone();
+        let writer = tokio::spawn(run(socket, rx, CancellationToken::new()));
+        let mut expected = Vec::new();
+        for i in 0..10 {
+            let (header, body) = envelope(ProtocolVersion::V4, i, 60_000);
+            tx.parts(header.freeze(), body.clone());
+            expected.push((i as i16, body));
+        }
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        // 600 KB queued, at most 16 KiB of it taken by the peer: over the 256 KiB bound.
+        assert!(tx.backlogged());
+        let waiting = {
+            let tx = tx.clone();
+            tokio::spawn(async move { tx.room().await })
+        };
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished());
+        drop(tx);
+        let mut got = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut peer, &mut got)
+            .await
+            .unwrap();
+        waiting.await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(backlog.bytes.load(Ordering::Acquire), 0);
+        assert!(decode_plain(&got) == expected);
     }
 }

@@ -434,9 +434,59 @@ impl Response {
         }
     }
 
+    /// Writes an uncompressed response envelope into `out` up to its body's bulk (a Rows
+    /// result's row data, an already encoded result), which it returns instead of copying:
+    /// the envelope is what was appended followed by the returned bytes, which a writer can
+    /// send as they are (the length in the header counts them). Other responses are written
+    /// whole (`None`).
+    ///
+    /// Kept apart from [`Response::encode_envelope`], which every point answer takes: that
+    /// path pays nothing for this one.
+    pub fn encode_envelope_head(
+        &self,
+        version: ProtocolVersion,
+        stream: i16,
+        extras: &ResponseExtras,
+        out: &mut BytesMut,
+    ) -> Option<&Bytes> {
+        let bulk = match self {
+            Response::Result(ResultBody::Rows(rows)) => &rows.data,
+            Response::Result(ResultBody::Encoded(body)) => body,
+            _ => {
+                self.encode_envelope(version, stream, extras, None, out);
+                return None;
+            }
+        };
+        let header_at = out.len();
+        frame::encode_header(version, 0, stream, self.opcode(), 0, out);
+        let body_at = out.len();
+        let flags = self.encode_extras(version, extras, out);
+        if let Response::Result(ResultBody::Rows(rows)) = self {
+            out.put_i32(RESULT_ROWS);
+            rows.metadata.encode(version, out);
+            out.put_i32(rows.rows_count);
+        }
+        let len = u32::try_from(out.len() - body_at + bulk.len()).unwrap_or(u32::MAX);
+        out[header_at + 1] = flags;
+        out[header_at + 5..header_at + 9].copy_from_slice(&len.to_be_bytes());
+        Some(bulk)
+    }
+
     /// Appends the envelope body: the extras its flags announce, then the message. Returns
     /// the flags.
     fn encode_extras_and_body(
+        &self,
+        version: ProtocolVersion,
+        extras: &ResponseExtras,
+        body: &mut BytesMut,
+    ) -> u8 {
+        let fl = self.encode_extras(version, extras, body);
+        self.encode_body(version, body);
+        fl
+    }
+
+    /// Appends the extras `extras` asks for (those `version` has); returns their flags.
+    fn encode_extras(
         &self,
         version: ProtocolVersion,
         extras: &ResponseExtras,
@@ -455,7 +505,6 @@ impl Response {
             fl |= flags::CUSTOM_PAYLOAD;
             wire::put_bytes_map(body, &extras.custom_payload);
         }
-        self.encode_body(version, body);
         fl
     }
 }

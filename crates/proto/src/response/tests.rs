@@ -545,3 +545,38 @@ fn a_lazy_decode_keeps_only_rows_encoded() {
         assert!(Rows::decode_result(v, body.freeze()).is_err());
     }
 }
+
+#[test]
+fn an_envelope_head_and_its_bulk_are_the_whole_envelope() {
+    let mut encoded = BytesMut::new();
+    Response::Result(ResultBody::Rows(sample_rows(true)))
+        .encode_body(ProtocolVersion::V4, &mut encoded);
+    let cases = [
+        (Response::Result(ResultBody::Rows(sample_rows(false))), true),
+        (Response::Result(ResultBody::Rows(sample_rows(true))), true),
+        (
+            Response::Result(ResultBody::Encoded(encoded.freeze())),
+            true,
+        ),
+        (Response::Result(ResultBody::Void), false),
+        (Response::Error(DbError::invalid("no")), false),
+    ];
+    let extras = ResponseExtras {
+        tracing_id: Some([9; 16]),
+        warnings: vec!["w".into()],
+        custom_payload: vec![("k".into(), Some(Bytes::from_static(b"v")))],
+    };
+    for v in VERSIONS {
+        for (resp, has_bulk) in &cases {
+            for extras in [ResponseExtras::default(), extras.clone()] {
+                let mut whole = BytesMut::from(&b"before"[..]);
+                resp.encode_envelope(v, 3, &extras, None, &mut whole);
+                let mut head = BytesMut::from(&b"before"[..]);
+                let bulk = resp.encode_envelope_head(v, 3, &extras, &mut head);
+                assert_eq!(bulk.is_some(), *has_bulk, "{resp:?}");
+                head.extend_from_slice(bulk.map_or(&[][..], |b| &b[..]));
+                assert_eq!(head, whole, "{v:?} {resp:?}");
+            }
+        }
+    }
+}
