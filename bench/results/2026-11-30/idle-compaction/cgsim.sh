@@ -2,7 +2,8 @@
 # YCSB C reads under callgrind with its cache simulator. MODE=fresh: the store as a load leaves it (L0 tables
 # and a memtable); MODE=settled: flushed and major-compacted; MODE=idle: left idle until the server's
 # idle compaction ran. WORKLOAD (default c), WARM operations (default 100000), CONFIG (a YAML file
-# for both servers, optional). Load natively, stop, restart under valgrind, warm, measure.
+# for both servers, optional), PIN (a CPU: the server under valgrind gets only it, so its runtime has one
+# worker). Load natively, stop, restart under valgrind, warm, measure.
 # NAME BIN PORT RECORDS OPS
 set -u
 name=$1 bin=$2 port=$3 RECORDS=$4 OPS=$5 OUT=${OUT:-$PWD}
@@ -23,7 +24,7 @@ idle) for _ in $(seq 1 600); do
 esac
 curl -s "http://127.0.0.1:$admin/metrics" | grep -E "^peregrine_storage_tables" > "$OUT/$name.tables"
 kill "$pid"; wait "$pid"
-valgrind --tool=callgrind --cache-sim=yes --compress-strings=no --compress-pos=no \
+${PIN:+taskset -c $PIN} valgrind --tool=callgrind --cache-sim=yes --compress-strings=no --compress-pos=no \
     --callgrind-out-file="$OUT/$name.cg" "$bin" serve ${CONFIG:+--config "$CONFIG"} --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
     --data-dir "$d/data" >"$OUT/$name.log" 2>&1 &
 pid=$!
