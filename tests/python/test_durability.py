@@ -67,7 +67,7 @@ KS_REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 class Server:
     """One peregrine on a fixed port and data dir, started and stopped many times."""
 
-    def __init__(self, binary, root, sync="periodic", extra_config="", open_files=None, cpus=None):
+    def __init__(self, binary, root, sync="periodic", extra_config="", open_files=None):
         self.binary = binary
         self.root = root
         self.data = os.path.join(root, "data")
@@ -80,8 +80,6 @@ class Server:
         self.starts = 0
         # A hard limit on the process's open files (RLIMIT_NOFILE), or None.
         self.open_files = open_files
-        # The CPUs the process may run on (its affinity mask), or None for all.
-        self.cpus = cpus
 
     def start(self):
         assert self.proc is None
@@ -105,8 +103,6 @@ class Server:
             time.sleep(0.05)
 
     def _limits(self):
-        if self.cpus is not None:
-            os.sched_setaffinity(0, self.cpus)
         if self.open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 

@@ -4,10 +4,6 @@ once, prepared statements, paging through a scan (blocking work from a per-core 
 conditional write, a schema change event reaching the other sessions; and the server stops
 cleanly on SIGTERM with connections open on its core threads.
 
-The same holds for the default runtime given one CPU (its affinity mask): it then has one
-worker, and runs every request that never waits on its connection's reader, as thread per
-core does, instead of in a task.
-
 Needs the peregrine binary (as test_durability.py); skipped without one.
 """
 
@@ -22,39 +18,28 @@ from cassandra.query import SimpleStatement
 from test_durability import KS_REPLICATION, Server, _find_peregrine
 
 
-# What the server logs once it serves in each mode.
-SERVING = {
-    "thread_per_core": "thread_per_core: connections served on",
-    "one_cpu": "one runtime worker: requests run on their connection's reader",
-}
-
-
-@pytest.fixture(params=["thread_per_core", "one_cpu"])
-def server(request, tmp_path):
+@pytest.fixture
+def server(tmp_path):
     binary = _find_peregrine()
     if binary is None:
         pytest.skip("needs the peregrine binary")
-    if request.param == "thread_per_core":
-        s = Server(binary, str(tmp_path), extra_config="thread_per_core: true\n")
-    else:
-        s = Server(binary, str(tmp_path), cpus={min(os.sched_getaffinity(0))})
-    s.mode = request.param
+    s = Server(binary, str(tmp_path), extra_config="thread_per_core: true\n")
     s.start()
     yield s
     s.kill()
 
 
 def wait_for_cores(server, timeout=30):
-    """The core threads start (or the one-worker mode is chosen) once the accept loop runs,
-    just after the port opens: waits for the line that says so."""
+    """The core threads start once the accept loop runs, just after the port opens: waits for
+    the line that says they serve."""
     log = os.path.join(server.root, "peregrine.1.log")
     deadline = time.time() + timeout
     while time.time() < deadline:
         with open(log, errors="replace") as f:
-            if SERVING[server.mode] in f.read():
+            if "thread_per_core: connections served on" in f.read():
                 return
         time.sleep(0.05)
-    pytest.fail(f"no '{SERVING[server.mode]}' line in {timeout}s")
+    pytest.fail(f"no 'thread_per_core: connections served on' line in {timeout}s")
 
 
 def core_threads(pid):
@@ -68,10 +53,7 @@ def core_threads(pid):
 def test_drivers_work_on_per_core_runtimes(server):
     cpus = len(os.sched_getaffinity(server.proc.pid))
     wait_for_cores(server)
-    if server.mode == "thread_per_core":
-        assert len(core_threads(server.proc.pid)) == cpus
-    else:
-        assert cpus == 1 and core_threads(server.proc.pid) == []
+    assert len(core_threads(server.proc.pid)) == cpus
     clusters = [Cluster(["127.0.0.1"], port=server.port) for _ in range(3)]
     try:
         sessions = [c.connect() for c in clusters]
@@ -120,4 +102,4 @@ def test_sigterm_with_open_connections_exits_cleanly(server):
     finally:
         cluster.shutdown()
     with open(os.path.join(server.root, "peregrine.1.log"), errors="replace") as f:
-        assert SERVING[server.mode] in f.read()
+        assert "thread_per_core: connections served on" in f.read()

@@ -56,9 +56,6 @@ pub const CQL_VERSION: &str = "3.4.7";
 /// What every connection shares.
 pub(crate) struct Shared<B> {
     pub(crate) config: Config,
-    /// Every request that never waits runs to completion on its connection's reader, not in a
-    /// task: with thread per core, or when the runtime has a single worker.
-    pub(crate) inline_requests: bool,
     pub(crate) backend: Arc<B>,
     pub(crate) events: EventBus,
     pub(crate) limits: Arc<Limits>,
@@ -638,13 +635,11 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 return pending.finish(Response::Error(err).into());
             }
             pending.bytes = bytes;
-            // Thread per core (cores.rs) or a runtime of one worker: every request runs on its
-            // connection's thread (a task would cost an allocation and a trip through the run
-            // queue, ~1,000 instructions, for nothing). On a work-stealing runtime of several
-            // workers, requests buffered behind this one run as tasks, which other workers may
-            // take; the last one read runs here, where its task would most likely run anyway
-            // (tokio keeps a task spawned by a task on the same worker).
-            let run_here = s.shared.inline_requests || last;
+            // Thread per core (cores.rs): every request runs on its connection's thread. On the
+            // work-stealing runtime, requests buffered behind this one run as tasks, which other
+            // workers may take; the last one read runs here, where its task would most likely
+            // run anyway (tokio keeps a task spawned by a task on the same worker).
+            let run_here = s.shared.config.thread_per_core || last;
             let task = pending.run(req, flags);
             if run_here {
                 // The request runs to completion on this thread when it never waits (a point

@@ -90,16 +90,7 @@ pub async fn run_with_admin<B: Backend>(
     let limits = Limits::new(&config);
     let host = listener.local_addr().unwrap_or(config.listen);
     let audit = AuditLog::new(&config.audit_logging_options, host);
-    // With one worker (a server given one CPU: tokio sizes its pool by the affinity mask) no
-    // other thread could take a spawned request, so requests run on their reader, as with
-    // thread per core.
-    let inline_requests =
-        config.thread_per_core || tokio::runtime::Handle::current().metrics().num_workers() == 1;
-    if inline_requests && !config.thread_per_core {
-        tracing::info!("one runtime worker: requests run on their connection's reader");
-    }
     let shared = Arc::new(Shared {
-        inline_requests,
         config,
         backend,
         events,
