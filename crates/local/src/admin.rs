@@ -420,7 +420,7 @@ impl LocalBackend {
             (
                 "peregrine_storage_pinned_bytes",
                 G,
-                "Bytes of block indexes and Bloom filters held in memory beside the block cache.",
+                "Bytes of block indexes and Bloom filters pinned in memory, charged to the block cache capacity.",
                 s.pinned_bytes as f64,
             ),
             (

@@ -53,7 +53,9 @@ pub struct StorageStats {
     pub block_cache_misses: u64,
     /// Approximate number of stored items (keys).
     pub approximate_items: u64,
-    /// Bytes of block indexes and Bloom filters pinned in memory, beside the block cache.
+    /// Heap bytes of the block indexes and Bloom filters pinned in memory (every table still
+    /// held, of every keyspace), charged to the block cache: blocks and these together stay
+    /// within `block_cache_capacity_bytes` (vendored lsm-tree, `Cache::charge_pinned`).
     pub pinned_bytes: u64,
     /// Point reads' probes of tables that do not hold the key (lsm-tree counts no probe that
     /// finds it), and those the table's Bloom filter ruled out; the rest are false positives
@@ -149,7 +151,7 @@ impl LsmStorage {
             block_cache_hits: hits,
             block_cache_misses: misses,
             approximate_items: open.data.approximate_len() as u64,
-            pinned_bytes: (tree.pinned_block_index_size() + tree.pinned_filter_size()) as u64,
+            pinned_bytes: open.db.cache_pinned_size(),
             filter_queries: m.filter_queries() as u64,
             filter_skips: m.io_skipped_by_filter() as u64,
             flushed_bytes: m.flushed_bytes(),

@@ -607,6 +607,73 @@ fn tables_compacted_away_leave_the_disk_while_idle() {
     );
 }
 
+/// The tables' pinned block indexes and Bloom filters are charged to the block cache (vendored
+/// lsm-tree, `Cache::charge_pinned`): with the cache full, cached blocks and pinned metadata
+/// together stay within the configured size, and a table's charge is returned when it goes.
+#[test]
+fn pinned_indexes_and_filters_are_charged_to_the_block_cache() {
+    let dir = tmpdir("pinned-charge");
+    let cache = 2 << 20;
+    let s = LsmStorage::open(
+        &dir,
+        Options {
+            cache_bytes: cache,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let keys = 80_000u32;
+    // Four tables of ~2.3 MB each: the blocks are 4x the cache.
+    for part in 0..4 {
+        let mut b = WriteBatch::new();
+        for i in (part..keys).step_by(4) {
+            b.put(i.to_be_bytes().to_vec(), vec![i as u8; 100]);
+        }
+        s.write(b).unwrap();
+        s.flush().unwrap();
+    }
+    for i in 0..keys {
+        assert_eq!(s.get(&i.to_be_bytes()).unwrap(), Some(vec![i as u8; 100]));
+    }
+    let stats = s.stats().unwrap();
+    // 10 bits a key of filters alone.
+    assert!(stats.pinned_bytes >= u64::from(keys) * 10 / 8, "{stats:?}");
+    assert!(
+        stats.block_cache_bytes + stats.pinned_bytes <= cache,
+        "{} bytes of blocks and {} pinned in a {cache}-byte cache",
+        stats.block_cache_bytes,
+        stats.pinned_bytes
+    );
+    // The cache still fills what is left.
+    assert!(
+        stats.block_cache_bytes >= (cache - stats.pinned_bytes) * 9 / 10,
+        "{stats:?}"
+    );
+    // Every key deleted and compacted away: one table is left (the store's sync point), and
+    // its charge alone once the store's background work has dropped the replaced tables.
+    let mut b = WriteBatch::new();
+    for i in 0..keys {
+        b.delete(i.to_be_bytes().to_vec());
+    }
+    s.write(b).unwrap();
+    s.flush().unwrap();
+    s.compact().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let stats = s.stats().unwrap();
+        if table_files(&dir) == 1 && stats.pinned_bytes < 1024 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} table files and {} pinned bytes left after 60 s: {stats:?}",
+            table_files(&dir),
+            stats.pinned_bytes
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A batch holding a partial value becomes one op per key: a repeated key's later partial
 /// value merged onto its earlier op (small batches and large ones, which take another path);
 /// a batch of distinct keys stays as it was, in order.

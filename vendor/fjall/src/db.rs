@@ -423,6 +423,14 @@ impl Database {
         self.config.cache.size()
     }
 
+    // PATCH (Peregrine, memory budget; see vendor/README.md): the pinned block indexes and
+    // filters charged to the block cache.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn cache_pinned_size(&self) -> u64 {
+        self.config.cache.pinned_size()
+    }
+
     /// Opens a database in the given directory.
     ///
     /// # Errors

@@ -2,7 +2,6 @@
 // This source code is licensed under both the Apache 2.0 and MIT License
 // (found in the LICENSE-* files in the repository)
 
-use crate::table::block::Header;
 use crate::table::{Block, BlockOffset};
 use crate::{GlobalTableId, UserValue};
 use quick_cache::sync::Cache as QuickCache;
@@ -38,21 +37,23 @@ impl Weighter<CacheKey, Item> for BlockWeighter {
         // `ByteView`: an 8-byte reference count, then the bytes), rounded up by the allocator to its
         // size class. Charging the length undercounted each block by that rounding (up to a
         // quarter: a 4.2 KB block takes 5 KiB).
-        match item {
-            Block(b) => {
-                (Header::serialized_len() as u64)
-                    + allocation_size(8 + u64::from(b.header.uncompressed_length))
+        // The entry itself (key, item, the slab's two links) is charged too.
+        ENTRY_BYTES
+            + match item {
+                Block(b) => allocation_size(8 + u64::from(b.header.uncompressed_length)),
+                Blob(b) => allocation_size(8 + b.len() as u64),
             }
-            Blob(b) => allocation_size(8 + b.len() as u64),
-        }
     }
 }
+
+/// An entry's own bytes in the cache's slab: its key, its item and the slab's two links.
+const ENTRY_BYTES: u64 = (std::mem::size_of::<CacheKey>() + std::mem::size_of::<Item>() + 8) as u64;
 
 /// The bytes a heap allocation of `n` bytes takes: `n` rounded up to the size class of
 /// mimalloc 3 (the binary's global allocator; `mi_bin` in its `page-queue.c`): whole words up
 /// to 64 bytes, then four classes per doubling (80, 96, 112, 128, 160, ..., 4096, 5120, 6144,
 /// 7168, 8192, 10240, ...) up to 512 KiB; above that, whole 4 KiB pages.
-fn allocation_size(n: u64) -> u64 {
+pub(crate) fn allocation_size(n: u64) -> u64 {
     let words = n.div_ceil(8).max(1);
     if words <= 8 {
         return words * 8;
@@ -68,7 +69,27 @@ fn allocation_size(n: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::allocation_size;
+    use super::{allocation_size, Cache};
+
+    #[test]
+    fn pinned_bytes_shrink_the_block_capacity_down_to_a_quarter() {
+        let cache = Cache::with_capacity_bytes(1 << 30);
+        let near = |want: u64| {
+            let got = cache.block_capacity();
+            assert!(got.abs_diff(want) < 1024, "block capacity {got}, want {want}");
+        };
+        near(1 << 30);
+        cache.charge_pinned(100 << 20);
+        near((1 << 30) - (100 << 20));
+        cache.charge_pinned(900 << 20);
+        assert_eq!(cache.pinned_size(), 1000 << 20);
+        near(1 << 28);
+        cache.release_pinned(900 << 20);
+        near((1 << 30) - (100 << 20));
+        cache.release_pinned(100 << 20);
+        near(1 << 30);
+        assert_eq!(cache.pinned_size(), 0);
+    }
 
     #[test]
     fn allocation_sizes_are_mimalloc_size_classes() {
@@ -127,7 +148,18 @@ pub struct Cache {
 
     /// Capacity in bytes
     capacity: u64,
+
+    // PATCH (Peregrine, memory budget; see vendor/README.md): the bytes of the tables' pinned
+    // block indexes and filters, which live outside the cache but are charged to its capacity
+    // (`charge_pinned`), so that the cache and the pinned metadata together stay within the
+    // configured size. The lock also orders the resizes.
+    pinned: std::sync::Mutex<u64>,
 }
+
+/// However much is pinned, the cache keeps at least this share of its capacity for blocks (a
+/// quarter): a store whose indexes and filters outgrow the budget still caches blocks, and the
+/// pinned bytes beyond it are logged.
+const MIN_BLOCK_SHARE_DIVISOR: u64 = 4;
 
 impl Cache {
     /// Creates a new block cache with roughly `n` bytes of capacity.
@@ -153,7 +185,54 @@ impl Cache {
         Self {
             data: quick_cache,
             capacity: bytes,
+            pinned: std::sync::Mutex::new(0),
         }
+    }
+
+    /// Charges `bytes` held outside the cache (a table's pinned index and filter) to the cache's
+    /// capacity: the blocks it holds are evicted down to the capacity left.
+    pub fn charge_pinned(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.repin(|pinned| pinned.saturating_add(bytes));
+    }
+
+    /// Returns what `charge_pinned` charged, when the table holding it is dropped.
+    pub fn release_pinned(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.repin(|pinned| pinned.saturating_sub(bytes));
+    }
+
+    fn repin(&self, change: impl FnOnce(u64) -> u64) {
+        let mut pinned = self.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let floor = self.capacity / MIN_BLOCK_SHARE_DIVISOR;
+        let was_over = self.capacity.saturating_sub(*pinned) < floor;
+        *pinned = change(*pinned);
+        let blocks = self.capacity.saturating_sub(*pinned);
+        if blocks < floor && !was_over {
+            log::warn!(
+                "pinned block indexes and filters take {} of the {}-byte block cache: the cache \
+                 keeps {floor} bytes for blocks, and memory exceeds its size by the rest",
+                *pinned,
+                self.capacity,
+            );
+        }
+        self.data.set_capacity(blocks.max(floor));
+    }
+
+    /// Returns the bytes of pinned indexes and filters charged to the cache.
+    #[must_use]
+    pub fn pinned_size(&self) -> u64 {
+        *self.pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Returns the capacity left for blocks after the pinned charge.
+    #[must_use]
+    pub fn block_capacity(&self) -> u64 {
+        self.data.capacity()
     }
 
     /// Returns the amount of cached bytes.

@@ -62,6 +62,10 @@ pub struct Inner {
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Arc<Metrics>,
 
+    // PATCH (Peregrine, memory budget; see vendor/README.md): what this table's pinned index and
+    // filter were charged to the block cache (`Cache::charge_pinned`), returned on drop.
+    pub(crate) pinned_charge: u64,
+
     /// Cached sum of referenced blob file bytes for this table.
     /// Lazily computed on first access to avoid repeated I/O in compaction decisions.
     pub(crate) cached_blob_bytes: OnceLock<u64>,
@@ -78,6 +82,7 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         let global_id = self.global_id();
+        self.cache.release_pinned(self.pinned_charge);
 
         if self.is_deleted.load(std::sync::atomic::Ordering::Acquire) {
             log::trace!("Cleanup deleted table {global_id:?} at {:?}", self.path);

@@ -596,7 +596,17 @@ impl Table {
             file_path.display(),
         );
 
+        // PATCH (Peregrine, memory budget; see vendor/README.md): the pinned index and filter
+        // are charged to the block cache as the heap allocations they take.
+        let pinned_charge = pinned_allocation(
+            &block_index,
+            pinned_filter_index.as_ref(),
+            pinned_filter_block.as_ref(),
+        );
+        cache.charge_pinned(pinned_charge);
+
         Ok(Self(Arc::new(Inner {
+            pinned_charge,
             path: file_path,
             tree_id,
 
@@ -676,4 +686,25 @@ impl Table {
 
         //  self.metadata.tombstone_count as f32 / self.metadata.key_count as f32
     }
+}
+
+// PATCH (Peregrine, memory budget; see vendor/README.md): the heap bytes a table's pinned block
+// index (its block and head words) and filter take, as the block cache charges its blocks.
+fn pinned_allocation(
+    block_index: &BlockIndexImpl,
+    filter_index: Option<&IndexBlock>,
+    filter: Option<&FilterBlock>,
+) -> u64 {
+    use crate::cache::allocation_size;
+    let block = |len: usize| allocation_size(8 + len as u64);
+    let index = match block_index {
+        BlockIndexImpl::Full(full) => {
+            block(full.inner().inner.size()) + allocation_size(full.head_words_size() as u64)
+        }
+        BlockIndexImpl::VolatileFull(_) => 0,
+        BlockIndexImpl::TwoLevel(two_level) => block(two_level.top_level_index.inner.size()),
+    };
+    index
+        + filter_index.map_or(0, |f| block(f.inner.size()))
+        + filter.map_or(0, |f| block(f.size()))
 }
