@@ -15,7 +15,15 @@
 #      b-uniform:30000 ...") gives the rates instead, to compare with another run's data set
 #      (the in-memory case as its own smaller data set at the same rates).
 # The server's RSS is sampled every second from its start to its end (`rss-<cache>.tsv`), and
-# the maximum of each phase is reported beside the budgets it is configured with.
+# the maximum of each phase is reported beside the budgets it is configured with, as are the
+# bytes the server read from the device in each phase (`/proc/<pid>/io` read_bytes).
+#
+# Data on the device: the 10 GB store fits this machine's page cache, so by default block-cache
+# misses are served from memory. MEMORY_LIMIT=<bytes> runs the server in a cgroup (v1 memory
+# controller, `/sys/fs/cgroup/memory`) limited to that many bytes, which count its page cache
+# too, after dropping the page cache (needs root): the data the cache misses is then read
+# from the device. The limit is also a hard check of the RSS budget (the kernel kills a server
+# that outgrows it: the run then stops with "server died").
 #
 # Usage: BIN=target/release/peregrine OUT=bench/results/<date>/larger-than-memory \
 #        RECORDS=5000000 SMALL_CACHE=536870912 BIG_CACHE=8589934592 bench/larger-than-memory.sh
@@ -63,7 +71,15 @@ start() {
 storage_cache_bytes: $cache
 storage_memtable_bytes: $MEMTABLE
 EOF
-    taskset -c "$SERVER_CPUS" "$BIN" serve --config "$OUT/$name.yaml" --listen "127.0.0.1:$PORT" \
+    local cg=
+    if [ -n "${MEMORY_LIMIT:-}" ]; then
+        cg=/sys/fs/cgroup/memory/peregrine-ltm-$PORT
+        mkdir -p "$cg" && echo "$MEMORY_LIMIT" >"$cg/memory.limit_in_bytes" || exit 1
+        sync && echo 3 >/proc/sys/vm/drop_caches || exit 1
+    fi
+    # The shell joins the cgroup (when there is one) and becomes the server.
+    sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
+        taskset -c "$SERVER_CPUS" "$BIN" serve --config "$OUT/$name.yaml" --listen "127.0.0.1:$PORT" \
         --admin-listen "127.0.0.1:$admin" --data-dir "$d/data" >"$OUT/server-$name.log" 2>&1 &
     pid=$!
     (while kill -0 "$pid" 2>/dev/null; do
@@ -75,7 +91,10 @@ EOF
     echo "server did not start" >&2
     exit 1
 }
-phase() { echo "$(date +%s) $*" >>"$OUT/phases.tsv"; }
+phase() {
+    kill -0 "$pid" 2>/dev/null || { echo "server died" >&2; exit 1; }
+    echo "$(date +%s) $* $(awk '/^read_bytes/ {print $2}' "/proc/$pid/io")" >>"$OUT/phases.tsv"
+}
 bench() { taskset -c "$CLIENT_CPUS" "$BIN" bench "$@" --records "$RECORDS" --hosts "127.0.0.1:$PORT" --out "$d" --quiet; }
 metrics() { curl -s "http://127.0.0.1:$admin/metrics"; }
 ticks() { awk '{print $14+$15}' "/proc/$pid/stat"; }
@@ -86,6 +105,15 @@ settle() {
             grep -q '^peregrine_storage_tables{level="0"} [01]$' <<<"$m" && return
         sleep 1
     done
+}
+# The second of a run with the slowest operation (the bench's JSON timeline): a stall shows there.
+worst() {
+    python3 - "$d/$1.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["timeline"]
+w = max(t, key=lambda s: s["max_ms"])
+print("worst second: %d of %d, max %s ms, p99 %s ms, %d ops" % (w["second"], len(t), w["max_ms"], w["p99_ms"], w["total"]))
+PY
 }
 field() { awk -v f="$2" '$1 == "overall" {gsub(",", "", $f); print $f}' "$1"; }
 
@@ -118,6 +146,7 @@ for cache in $CACHES; do
             bench run --workload "$w" --distribution "$dist" --duration "$DURATION" --concurrency "$CONCURRENCY" \
                 --name "closed-$case" >"$OUT/closed-$case-$cache.txt" 2>&1
             echo "server CPU ticks: $(($(ticks) - t0))" >>"$OUT/closed-$case-$cache.txt"
+            worst "closed-$case" >>"$OUT/closed-$case-$cache.txt"
             if [ "$first" = 1 ] && [ -z "${rates[$case]:-}" ]; then
                 rates[$case]=$(python3 -c "print(int(float('$(field "$OUT/closed-$case-$cache.txt" 4)') * $RATE_FRACTION))")
             fi
@@ -127,6 +156,7 @@ for cache in $CACHES; do
             bench run --workload "$w" --distribution "$dist" --duration "$DURATION" --concurrency "$IN_FLIGHT" \
                 --target-rate "${rates[$case]}" --name "open-$case" >"$OUT/open-$case-$cache.txt" 2>&1
             echo "server CPU ticks: $(($(ticks) - t0))" >>"$OUT/open-$case-$cache.txt"
+            worst "open-$case" >>"$OUT/open-$case-$cache.txt"
             metrics >"$OUT/open-$case-$cache.after"
         done
     done
@@ -166,16 +196,21 @@ for kind in ("closed", "open"):
                 o = overall(p)
                 ticks = [l.split()[-1] for l in open(p) if l.startswith("server CPU ticks")]
                 extra = f"  server CPU {int(ticks[0]) / 100:.1f} s" if ticks else ""
+                extra += "".join(f"  ({l.strip()})" for l in open(p) if l.startswith("worst second"))
                 if kind == "open" and os.path.exists(p[:-4] + ".after"):
                     a, b = buckets(p[:-4] + ".before"), buckets(p[:-4] + ".after")
                     n = b["+Inf"] - a["+Inf"]
                     extra += "  server-side within " + ", ".join(
                         f"{float(le) * 1000:g} ms {(b[le] - a[le]) / n * 100:.3f}%" for le in ("0.001", "0.0025", "0.01"))
                 print(f"  {case:16} cache {int(cache) / 2**30:6.2f} GiB  {' '.join(o) if o else '(no overall line)'}{extra}")
-phases = [(int(l.split()[0]), " ".join(l.split()[1:])) for l in open(os.path.join(out, "phases.tsv"))]
-print("\nserver RSS, max per phase (MiB), against the cache + 2 memtables")
-for i, (t0, name) in enumerate(phases):
+# Each line: time, the phase's name, the bytes the server had read from the device by then.
+phases = [(int(l.split()[0]), " ".join(l.split()[1:-1]), int(l.split()[-1])) for l in open(os.path.join(out, "phases.tsv"))]
+print("\nserver RSS, max per phase (MiB), against the cache + 2 memtables; MiB read from the device in the phase")
+for i, (t0, name, read0) in enumerate(phases):
     t1 = phases[i + 1][0] if i + 1 < len(phases) else 1 << 62
+    server = lambda n: n.split()[0] if n.startswith("cache-") else "load"
+    same = i + 1 < len(phases) and server(phases[i + 1][1]) == server(name)
+    read = f"  read {(phases[i + 1][2] - read0) / 2**20:8.0f} MiB" if same else ""
     # A phase belongs to the server that ran it: the load's or one cache's.
     cache = name.split()[0] if name.startswith("cache-") else "load"
     p = os.path.join(out, f"rss-{cache}.tsv")
@@ -183,6 +218,6 @@ for i, (t0, name) in enumerate(phases):
         vals = [int(v) for t, *r in (l.split() for l in open(p)) if r and t0 <= int(t) < t1 for v in r]
         if vals:
             budget = (int(cache.split("-")[1]) if cache != "load" else int(caches[0])) + 2 * memtable
-            print(f"  {name:36} max {max(vals) / 1024:8.0f} MiB  budget {budget / 2**20:8.0f} MiB  ({max(vals) * 1024 / budget * 100:.0f}%)")
+            print(f"  {name:36} max {max(vals) / 1024:8.0f} MiB  budget {budget / 2**20:8.0f} MiB  ({max(vals) * 1024 / budget * 100:.0f}%){read}")
 EOF
 cat "$OUT/summary.txt"

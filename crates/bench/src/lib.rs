@@ -125,6 +125,9 @@ pub enum DistributionArg {
     Latest,
     /// Uniform.
     Uniform,
+    /// Every key in turn (YCSB's `sequential`): `--operations` equal to `--records` reads each
+    /// key once (a cold pass).
+    Sequential,
 }
 
 /// Workload and load-shape options shared by every subcommand.
@@ -381,6 +384,7 @@ pub fn build_spec(w: &WorkloadArgs, load: bool) -> anyhow::Result<WorkloadSpec> 
             DistributionArg::Zipfian => Distribution::Zipfian,
             DistributionArg::Latest => Distribution::Latest,
             DistributionArg::Uniform => Distribution::Uniform,
+            DistributionArg::Sequential => Distribution::Sequential,
         };
     }
     if spec.records == 0 {

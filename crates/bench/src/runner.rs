@@ -333,6 +333,8 @@ struct Shared {
     last_key: AtomicU64,
     /// Operations claimed so far (for `--operations`).
     claimed: AtomicU64,
+    /// The next key of the sequential distribution, shared by the workers.
+    sequence: Arc<AtomicU64>,
     stop: AtomicBool,
     validator: Option<Validator>,
 }
@@ -649,7 +651,7 @@ async fn worker(ctx: WorkerCtx) {
     let spec = &shared.spec;
     let mut rng = SmallRng::seed_from_u64(ctx.seed.wrapping_add(ctx.id as u64 * 0x9E37_79B9));
     let chooser = OpChooser::new(spec);
-    let mut keys = KeyChooser::new(spec);
+    let mut keys = KeyChooser::new(spec, &shared.sequence);
     let mut inflight = FuturesUnordered::new();
     let mut next_intended = ctx.start;
     let mut cur_second = 0u64;
@@ -901,6 +903,7 @@ pub async fn run(
         inserts: Mutex::new(counter),
         last_key: AtomicU64::new(last),
         claimed: AtomicU64::new(0),
+        sequence: Arc::default(),
         stop: AtomicBool::new(false),
         validator: shape.validate.then(Validator::new),
     });

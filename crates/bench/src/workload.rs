@@ -6,6 +6,8 @@
 use crate::generator::{build_key_name, AckCounter, ScrambledZipfian, SkewedLatest};
 use rand::Rng;
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The kinds of operation the bench issues. The order is the report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -60,6 +62,9 @@ pub enum Distribution {
     Latest,
     /// Every existing key equally likely.
     Uniform,
+    /// Every existing key in turn, wrapping (YCSB's `sequential`): a run of `records`
+    /// operations touches each key once, across all workers (a cold pass over the data).
+    Sequential,
 }
 
 /// The full description of what a run does; serialised into the JSON report.
@@ -216,11 +221,14 @@ pub enum KeyChooser {
     Latest(SkewedLatest),
     /// Uniform over `0..=last`.
     Uniform,
+    /// The next number of a counter shared by every worker's chooser, modulo `last + 1`.
+    Sequential(Arc<AtomicU64>),
 }
 
 impl KeyChooser {
-    /// The chooser for `spec`.
-    pub fn new(spec: &WorkloadSpec) -> Self {
+    /// The chooser for `spec`; `sequence` is the counter every worker's sequential chooser
+    /// shares (unused by the other distributions).
+    pub fn new(spec: &WorkloadSpec, sequence: &Arc<AtomicU64>) -> Self {
         match spec.distribution {
             Distribution::Zipfian => KeyChooser::Zipfian(ScrambledZipfian::new(
                 0,
@@ -228,6 +236,7 @@ impl KeyChooser {
             )),
             Distribution::Latest => KeyChooser::Latest(SkewedLatest::new(spec.records.max(1) - 1)),
             Distribution::Uniform => KeyChooser::Uniform,
+            Distribution::Sequential => KeyChooser::Sequential(sequence.clone()),
         }
     }
 
@@ -247,6 +256,7 @@ impl KeyChooser {
             }
             KeyChooser::Latest(l) => l.next(rng, last),
             KeyChooser::Uniform => rng.random_range(0..=last),
+            KeyChooser::Sequential(next) => next.fetch_add(1, Ordering::Relaxed) % (last + 1),
         }
     }
 }
@@ -377,13 +387,30 @@ mod tests {
     fn zipfian_key_chooser_never_returns_uninserted_keys() {
         let mut spec = WorkloadSpec::ycsb('e', 1000).unwrap();
         spec.expected_new_keys = 1000;
-        let mut chooser = KeyChooser::new(&spec);
+        let mut chooser = KeyChooser::new(&spec, &Arc::default());
         let mut rng = SmallRng::seed_from_u64(5);
         for _ in 0..10_000 {
             assert!(chooser.next(&mut rng, 999) <= 999);
         }
         // Once the inserts exist they get chosen too.
         assert!((0..10_000).any(|_| chooser.next(&mut rng, 1999) > 999));
+    }
+
+    #[test]
+    fn sequential_choosers_share_one_pass_over_every_key() {
+        let mut spec = WorkloadSpec::ycsb('c', 1000).unwrap();
+        spec.distribution = Distribution::Sequential;
+        let sequence = Arc::default();
+        let mut workers = [
+            KeyChooser::new(&spec, &sequence),
+            KeyChooser::new(&spec, &sequence),
+        ];
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut seen = vec![0u32; 1000];
+        for i in 0..3000 {
+            seen[workers[i % 2].next(&mut rng, 999) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| n == 3), "each key three times in three passes");
     }
 
     #[test]
