@@ -410,7 +410,10 @@ mod tests {
         for i in 0..3000 {
             seen[workers[i % 2].next(&mut rng, 999) as usize] += 1;
         }
-        assert!(seen.iter().all(|&n| n == 3), "each key three times in three passes");
+        assert!(
+            seen.iter().all(|&n| n == 3),
+            "each key three times in three passes"
+        );
     }
 
     #[test]

@@ -171,11 +171,44 @@ pub enum Statement {
     /// `GRANT/REVOKE AUTHORIZATIONS` and `LIST AUTHORIZATIONS`: a Peregrine extension
     /// (docs/visibility.md).
     Authorizations(AuthorizationsStatement),
-    /// A statement recognised but not supported by this parser (functions, aggregates,
-    /// materialized views, triggers); the executor answers it with a clear error. `what`
-    /// names it, e.g. `"CREATE FUNCTION"`.
-    Unsupported {
-        what: String,
+    /// User-defined functions, aggregates and triggers: statements about code Peregrine does
+    /// not run. The executor answers them as Cassandra 5.0 does with its default
+    /// configuration, where no such object exists.
+    UserCode(UserCodeStatement),
+}
+
+/// `CREATE/DROP FUNCTION`, `CREATE/DROP AGGREGATE`, `CREATE/DROP TRIGGER`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserCodeStatement {
+    /// `CREATE [OR REPLACE] FUNCTION [IF NOT EXISTS] name ...`: the rest of the statement (its
+    /// arguments, body and language) is not modelled.
+    CreateFunction { name: FunctionName },
+    /// `CREATE [OR REPLACE] AGGREGATE [IF NOT EXISTS] name (types) SFUNC f STYPE type ...`
+    /// (the final function and initial condition are not modelled).
+    CreateAggregate {
+        name: FunctionName,
+        args: Vec<CqlType>,
+        state_function: String,
+        state_type: CqlType,
+    },
+    /// `DROP FUNCTION` (or `DROP AGGREGATE`) `[IF EXISTS] name [(types)]`.
+    Drop {
+        aggregate: bool,
+        name: FunctionName,
+        if_exists: bool,
+        args: Option<Vec<CqlType>>,
+    },
+    /// `CREATE TRIGGER [IF NOT EXISTS] name ON table USING 'class'`.
+    CreateTrigger {
+        name: String,
+        table: QualifiedName,
+        class: String,
+    },
+    /// `DROP TRIGGER [IF EXISTS] name ON table`.
+    DropTrigger {
+        name: String,
+        table: QualifiedName,
+        if_exists: bool,
     },
 }
 

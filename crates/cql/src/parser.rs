@@ -595,13 +595,10 @@ impl<'a> Parser<'a> {
     }
 
     /// Consumes the rest of a statement this parser does not model.
-    fn unsupported(&mut self, what: &str) -> PResult<Statement> {
+    fn skip_rest(&mut self) {
         while !self.at(Tok::Semi) && !self.at(Tok::Eof) {
             self.bump();
         }
-        Ok(Statement::Unsupported {
-            what: what.to_string(),
-        })
     }
 }
 

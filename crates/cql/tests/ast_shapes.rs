@@ -960,12 +960,59 @@ fn roles_and_permissions() {
 }
 
 #[test]
-fn unsupported_statements_are_named() {
+fn user_code_statements_keep_what_their_answers_name() {
+    use cql::ast::UserCodeStatement as U;
+    let name = |ks: Option<&str>, n: &str| QualifiedName {
+        keyspace: ks.map(str::to_string),
+        name: n.into(),
+    };
+    let int = CqlType::Native(ColumnType::Int);
     assert_eq!(
         parse("CREATE OR REPLACE FUNCTION f(a int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS $$ return a; $$;").statement,
-        Statement::Unsupported {
-            what: "CREATE FUNCTION".into()
-        }
+        Statement::UserCode(U::CreateFunction { name: name(None, "f") })
+    );
+    assert_eq!(
+        parse("CREATE AGGREGATE IF NOT EXISTS ks.ag (int, varchar) SFUNC \"F\" STYPE frozen<addr> FINALFUNC g INITCOND (1, 2)").statement,
+        Statement::UserCode(U::CreateAggregate {
+            name: name(Some("ks"), "ag"),
+            args: vec![int.clone(), CqlType::Varchar],
+            state_function: "F".into(),
+            state_type: CqlType::Frozen(Box::new(CqlType::UserDefined(name(None, "addr")))),
+        })
+    );
+    assert_eq!(
+        parse("DROP AGGREGATE IF EXISTS ks.ag()").statement,
+        Statement::UserCode(U::Drop {
+            aggregate: true,
+            name: name(Some("ks"), "ag"),
+            if_exists: true,
+            args: Some(vec![]),
+        })
+    );
+    assert_eq!(
+        parse("DROP FUNCTION f").statement,
+        Statement::UserCode(U::Drop {
+            aggregate: false,
+            name: name(None, "f"),
+            if_exists: false,
+            args: None,
+        })
+    );
+    assert_eq!(
+        parse("CREATE TRIGGER IF NOT EXISTS \"Tr\" ON ks.t USING 'org.example.T'").statement,
+        Statement::UserCode(U::CreateTrigger {
+            name: "Tr".into(),
+            table: name(Some("ks"), "t"),
+            class: "org.example.T".into(),
+        })
+    );
+    assert_eq!(
+        parse("DROP TRIGGER IF EXISTS tr ON t").statement,
+        Statement::UserCode(U::DropTrigger {
+            name: "tr".into(),
+            table: name(None, "t"),
+            if_exists: true,
+        })
     );
 }
 

@@ -1169,6 +1169,13 @@ impl crate::Engine {
             S::CreateIndex(ci) => {
                 let k = table_ks(&ci.table)?;
                 guard_system(&k)?;
+                // Cassandra 5.0 ships SASI disabled (`sasi_indexes_enabled: false`); Peregrine
+                // has no SASI, and answers as the default configuration does.
+                if ci.custom_class.as_deref() == Some("org.apache.cassandra.index.sasi.SASIIndex") {
+                    return Err(EngineError::invalid(
+                        "SASI indexes are disabled. Enable in cassandra.yaml to use.",
+                    ));
+                }
                 index::ddl::create_index(&schema, &k, ci)?
             }
             S::CreateView(cv) => {
@@ -1189,10 +1196,9 @@ impl crate::Engine {
             S::DropIndex { name, if_exists } => {
                 index::ddl::drop_index(&schema, ks, name, *if_exists)?
             }
-            S::Unsupported { what } => {
-                return Err(EngineError::invalid(format!(
-                    "{what} is not supported by Peregrine yet"
-                )))
+            S::UserCode(u) => {
+                crate::user_code::answer(&schema, ks, u)?;
+                return Ok(Outcome::Void);
             }
             other => {
                 return Err(EngineError::invalid(format!(

@@ -86,6 +86,7 @@ pub mod system;
 mod temporal;
 pub mod token;
 pub mod types;
+mod user_code;
 pub mod vector_index;
 pub mod view;
 pub mod virtual_tables;

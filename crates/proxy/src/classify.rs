@@ -181,8 +181,8 @@ pub fn classify(text: &str, keyspace: Option<&str>) -> Class {
         | Statement::Authorizations(_)
         | Statement::Describe(_)
         | Statement::ServiceLevel(_) => Class::Other,
-        // Functions, views, triggers: may change what reads return.
-        Statement::Unsupported { .. } => Class::Unknown,
+        // Functions, aggregates, triggers: may change what reads return.
+        Statement::UserCode(_) => Class::Unknown,
     }
 }
 

@@ -76,17 +76,47 @@ impl Parser<'_> {
         if self.at_kw("or") && self.kw_at_n(1, "replace") {
             self.pos += 2;
         }
-        if self.at_kw("function") {
-            return self.unsupported("CREATE FUNCTION");
+        if self.eat_kw("function") {
+            self.if_not_exists()?;
+            let name = self.qualified_name()?;
+            // The arguments, body and language are not modelled: no function is ever made.
+            self.skip_rest();
+            return Ok(Statement::UserCode(UserCodeStatement::CreateFunction {
+                name,
+            }));
         }
-        if self.at_kw("aggregate") {
-            return self.unsupported("CREATE AGGREGATE");
+        if self.eat_kw("aggregate") {
+            self.if_not_exists()?;
+            let name = self.qualified_name()?;
+            let args = self.function_arg_types()?;
+            self.expect_kw("sfunc")?;
+            let state_function = self.ident()?;
+            self.expect_kw("stype")?;
+            let state_type = self.cql_type_as_written()?;
+            // FINALFUNC and INITCOND are not modelled: no aggregate is ever made.
+            self.skip_rest();
+            return Ok(Statement::UserCode(UserCodeStatement::CreateAggregate {
+                name,
+                args,
+                state_function,
+                state_type,
+            }));
         }
         if self.at_kw("materialized") {
             return self.create_view();
         }
-        if self.at_kw("trigger") {
-            return self.unsupported("CREATE TRIGGER");
+        if self.eat_kw("trigger") {
+            self.if_not_exists()?;
+            let name = self.ident()?;
+            self.expect_kw("on")?;
+            let table = self.qualified_name()?;
+            self.expect_kw("using")?;
+            let class = self.string_literal()?;
+            return Ok(Statement::UserCode(UserCodeStatement::CreateTrigger {
+                name,
+                table,
+                class,
+            }));
         }
         Err(self.no_viable())
     }
@@ -599,18 +629,48 @@ impl Parser<'_> {
                 is_user,
             });
         }
-        if self.at_kw("function") {
-            return self.unsupported("DROP FUNCTION");
-        }
-        if self.at_kw("aggregate") {
-            return self.unsupported("DROP AGGREGATE");
+        let aggregate = self.at_kw("aggregate");
+        if aggregate || self.at_kw("function") {
+            self.bump();
+            let if_exists = self.if_exists()?;
+            let name = self.qualified_name()?;
+            let args = if self.at(Tok::LParen) {
+                Some(self.function_arg_types()?)
+            } else {
+                None
+            };
+            return Ok(Statement::UserCode(UserCodeStatement::Drop {
+                aggregate,
+                name,
+                if_exists,
+                args,
+            }));
         }
         if self.at_kw("materialized") {
             return self.drop_view();
         }
-        if self.at_kw("trigger") {
-            return self.unsupported("DROP TRIGGER");
+        if self.eat_kw("trigger") {
+            let if_exists = self.if_exists()?;
+            let name = self.ident()?;
+            self.expect_kw("on")?;
+            let table = self.qualified_name()?;
+            return Ok(Statement::UserCode(UserCodeStatement::DropTrigger {
+                name,
+                table,
+                if_exists,
+            }));
         }
         Err(self.no_viable())
+    }
+
+    /// `(type, ...)`: a function's or aggregate's argument types, as written.
+    fn function_arg_types(&mut self) -> PResult<Vec<CqlType>> {
+        self.expect(Tok::LParen)?;
+        if self.eat(Tok::RParen) {
+            return Ok(Vec::new());
+        }
+        let types = self.comma_list(Self::cql_type_as_written)?;
+        self.expect(Tok::RParen)?;
+        Ok(types)
     }
 }
