@@ -225,20 +225,20 @@ thread_local! {
 }
 
 /// Whether `plan` reads one row (or none) of one partition named by the one column of its
-/// key, every clustering column bound by `=`: the shape of `SelectRun::point`.
-fn is_point(plan: &SelectPlan) -> bool {
+/// key, every one of the table's `ncl` clustering columns bound by `=`: the shape of
+/// `SelectRun::point`.
+fn is_point(plan: &SelectPlan, ncl: usize) -> bool {
     #[cfg(test)]
     if POINT_PATH_OFF.get() {
         return false;
     }
-    let t = &plan.table;
     let c = &plan.clustering;
+    // `Keys` holds one restriction per partition key column: one `=` names a one-column key.
     matches!(&plan.partitions, PartitionSel::Keys(sel, [None, None]) if matches!(sel.as_slice(), [KeyValues::Eq(_)]))
-        && t.pk_count() == 1
         && c.tuples.is_none()
         && c.start.is_none()
         && c.end.is_none()
-        && c.eq.len() == t.clustering_count()
+        && c.eq.len() == ncl
         && c.eq.iter().all(|kv| matches!(kv, KeyValues::Eq(_)))
         && plan.index.is_none()
         && plan.ann.is_none()
@@ -444,20 +444,22 @@ impl<'a> SelectRun<'a> {
                 Ok(b)
             })
             .collect::<Result<_, EngineError>>()?;
-        let point = state.is_none() && filters.is_empty() && merge.is_none() && is_point(plan);
+        let ncl = t.clustering_count();
+        let point = state.is_none() && filters.is_empty() && merge.is_none() && is_point(plan, ncl);
         let ranges = if point {
             // The values are bound by `point`; their errors come here, before the key's, as
             // `clustering_ranges` raises them.
-            for (kv, col) in plan.clustering.eq.iter().zip(t.clustering()) {
-                if let KeyValues::Eq(src) = kv {
-                    resolve_key_ref(src, vals, &col.name)?;
+            if ncl > 0 {
+                for (kv, col) in plan.clustering.eq.iter().zip(t.clustering()) {
+                    if let KeyValues::Eq(src) = kv {
+                        resolve_key_ref(src, vals, &col.name)?;
+                    }
                 }
             }
             Vec::new()
         } else {
             clustering_ranges(t, &plan.clustering, vals, true)?
         };
-        let ncl = t.clustering_count();
         let c = &plan.clustering;
         let point_read = !plan.distinct
             && (ncl == 0
