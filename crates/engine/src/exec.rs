@@ -55,6 +55,23 @@ impl std::ops::Deref for Bindings<'_> {
 /// request carried it.
 pub use proto::request::RawValue as BoundValue;
 
+/// [`resolve`] without a copy where the value is there to borrow: a bound value (the request's
+/// bytes) or a literal; other terms are computed.
+pub(crate) fn resolve_ref<'a>(
+    src: &'a Src,
+    vals: &'a Bindings,
+) -> Result<Option<std::borrow::Cow<'a, [u8]>>, EngineError> {
+    use std::borrow::Cow;
+    match src {
+        Src::Const(v) => Ok(v.as_deref().map(Cow::Borrowed)),
+        Src::Bind(i) => match vals.get(*i) {
+            Some(Some(BoundValue::Bytes(b))) => Ok(Some(Cow::Borrowed(&b[..]))),
+            _ => resolve(src, vals).map(|v| v.map(Cow::Owned)),
+        },
+        _ => resolve(src, vals).map(|v| v.map(Cow::Owned)),
+    }
+}
+
 pub(crate) fn resolve(src: &Src, vals: &Bindings) -> Result<Option<Vec<u8>>, EngineError> {
     match src {
         Src::Const(v) => Ok(v.clone()),
@@ -182,6 +199,10 @@ pub(crate) struct RowSink {
     /// Storage key of the last row emitted (for the paging state). Inline up to 64 bytes:
     /// most keys fit, and a one-row read then allocates nothing for a state it never needs.
     pub last_key: smallvec::SmallVec<[u8; 64]>,
+    /// Bytes to leave free in front of the rows (`ResultSet::head_room`), put there by the
+    /// first reservation ([`RowSink::reserve`]); `placed` once they are.
+    pub head_room: usize,
+    pub placed: bool,
 }
 
 /// The most a result buffer is grown by at its second row ([`RowSink::reserve_row`]).
@@ -197,7 +218,18 @@ impl RowSink {
         let want = (bytes as u64)
             .saturating_mul(rows)
             .min(ROWS_RESERVE_MAX.max(bytes as u64));
-        self.data.reserve(want as usize);
+        self.reserve(want as usize);
+    }
+
+    /// Room for `bytes` more; the first time, after the head room (`head_room`).
+    pub fn reserve(&mut self, bytes: usize) {
+        if self.head_room > 0 && !self.placed && self.data.is_empty() {
+            self.data.reserve(self.head_room + bytes);
+            self.data.resize(self.head_room, 0);
+            self.placed = true;
+        } else {
+            self.data.reserve(bytes);
+        }
     }
 
     pub fn cell(&mut self, v: Option<&[u8]>) {

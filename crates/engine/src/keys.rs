@@ -66,11 +66,16 @@ pub fn table_prefix(table_id: u32) -> Vec<u8> {
 /// `0x01 table token esc(pk)` — shared by the header and every row of the partition.
 pub fn partition_prefix(table_id: u32, token: i64, pk: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(16 + pk.len() + 4);
-    k.push(DATA_PREFIX);
-    k.extend_from_slice(&table_id.to_be_bytes());
-    k.extend_from_slice(&token_to_ordered(token).to_be_bytes());
-    escape_into(&mut k, pk);
+    partition_prefix_into(&mut k, table_id, token, pk);
     k
+}
+
+/// Appends [`partition_prefix`] to `out` (a buffer a caller reuses).
+pub fn partition_prefix_into(out: &mut Vec<u8>, table_id: u32, token: i64, pk: &[u8]) {
+    out.push(DATA_PREFIX);
+    out.extend_from_slice(&table_id.to_be_bytes());
+    out.extend_from_slice(&token_to_ordered(token).to_be_bytes());
+    escape_into(out, pk);
 }
 
 /// The first key at or after `token` in the table.

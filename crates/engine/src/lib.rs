@@ -198,7 +198,12 @@ pub struct ResultSet {
     /// Each column with its keyspace and table, as a ROWS result's metadata names them.
     pub columns: Arc<[ColumnSpec]>,
     pub rows: usize,
+    /// The rows, after `head_room` bytes left free for the caller.
     pub data: Vec<u8>,
+    /// Bytes at the front of `data` that are not rows: room the caller asked for
+    /// ([`QueryOptions::result_head_room`]) to write the response's head in, in front of the
+    /// rows, instead of copying them behind it. 0 unless asked for and the read took it.
+    pub head_room: usize,
     pub paging_state: Option<Vec<u8>>,
     /// Client warnings the read raised (the tombstone warning, `read::tombstones`); empty
     /// (no allocation) for nearly every result.
@@ -370,6 +375,9 @@ pub struct QueryOptions {
     /// The visibility authorizations the request asks to read with (its custom payload's
     /// `peregrine-authorizations`): a subset of its role's, never more (`labels.rs`).
     pub authorizations: Option<visibility::Authorizations>,
+    /// Bytes a point read (`read::SelectRun::point`) leaves free at the front of its result's
+    /// rows ([`ResultSet::head_room`]), for the server to write the response's head in.
+    pub result_head_room: usize,
 }
 
 /// One statement of a BATCH.
@@ -1197,6 +1205,7 @@ impl Engine {
                     opts.paging_state.as_deref(),
                     now,
                     auths,
+                    opts.result_head_room,
                 )?;
                 Ok(Outcome::Rows(rs))
             }
@@ -1286,6 +1295,7 @@ impl Engine {
                     ),
                     rows: rows.len(),
                     data,
+                    head_room: 0,
                     paging_state: None,
                     warnings: Vec::new(),
                 }))
@@ -1324,6 +1334,7 @@ fn applied_result(t: &TableDef, applied: bool) -> Outcome {
     let mut data = 1i32.to_be_bytes().to_vec();
     data.push(applied as u8);
     Outcome::Rows(ResultSet {
+        head_room: 0,
         columns: wire_columns(
             &t.keyspace,
             &t.name,

@@ -47,6 +47,7 @@ impl ListRows {
             ),
             rows: self.count,
             data: self.data,
+            head_room: 0,
             paging_state: None,
             warnings: Vec::new(),
         })

@@ -482,6 +482,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         columns: wire_columns(&t.keyspace, &t.name, columns),
         rows: count,
         data,
+        head_room: 0,
         paging_state: None,
         warnings: Vec::new(),
     })

@@ -14,8 +14,8 @@
 use crate::arith;
 use crate::catalog::{ColumnKind, TableDef};
 use crate::exec::{
-    clustering_ranges, named_partitions, partitions, passes_filters, resolve, tuple_field,
-    Bindings, BoundFilter, RowSink,
+    clustering_ranges, named_partitions, partitions, passes_filters, resolve, resolve_key_ref,
+    single_partition_key, tuple_field, Bindings, BoundFilter, RowSink,
 };
 use crate::keys;
 use crate::plan::*;
@@ -210,6 +210,42 @@ impl<'r> RowView<'r> {
     }
 }
 
+thread_local! {
+    /// The storage key a point read (`SelectRun::point`) builds, kept with its allocation for
+    /// the thread's next one.
+    static POINT_KEY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the point read's own path off, to compare it with the general one.
+    pub(crate) static POINT_PATH_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Point reads that took their own path, for tests to see it was taken.
+    pub(crate) static POINT_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `plan` reads one row (or none) of one partition named by the one column of its
+/// key, every one of the table's `ncl` clustering columns bound by `=`: the shape of
+/// `SelectRun::point`.
+fn is_point(plan: &SelectPlan, ncl: usize) -> bool {
+    #[cfg(test)]
+    if POINT_PATH_OFF.get() {
+        return false;
+    }
+    let c = &plan.clustering;
+    // `Keys` holds one restriction per partition key column: one `=` names a one-column key.
+    matches!(&plan.partitions, PartitionSel::Keys(sel, [None, None]) if matches!(sel.as_slice(), [KeyValues::Eq(_)]))
+        && c.tuples.is_none()
+        && c.start.is_none()
+        && c.end.is_none()
+        && c.eq.len() == ncl
+        && c.eq.iter().all(|kv| matches!(kv, KeyValues::Eq(_)))
+        && plan.index.is_none()
+        && plan.ann.is_none()
+        && !plan.distinct
+        && matches!(plan.selection, Selection::Rows(_))
+}
+
 /// One SELECT execution: the plan with its values bound, the output so far and the scan's
 /// position.
 pub(crate) struct SelectRun<'a> {
@@ -223,6 +259,14 @@ pub(crate) struct SelectRun<'a> {
     ranges: Vec<crate::exec::Interval>,
     /// Every partition read is of one fully specified row (or none): a point read.
     point_read: bool,
+    /// The point read of one partition by the one column of its key, every clustering column
+    /// (if any) bound by `=`, with no token bound, filter, index, aggregate, DISTINCT, ANN or
+    /// paging state: [`SelectRun::point`] builds its storage key once, in a buffer the thread
+    /// keeps, instead of the lists of partitions and clustering intervals (`ranges` is left
+    /// empty).
+    point: bool,
+    /// Only one partition is read (`point`): every row consumed is in the last one listed.
+    one_partition: bool,
     /// The selection is of key and regular columns only, with no filter, JSON, ORDER BY
     /// merge or ANN: a row of simple live cells is read in place ([`PlainRow`]).
     plain: bool,
@@ -295,11 +339,12 @@ impl Engine {
         paging_state: Option<&[u8]>,
         now: Now,
     ) -> Result<ResultSet, EngineError> {
-        self.run_select_as(store, plan, vals, page_size, paging_state, now, None)
+        self.run_select_as(store, plan, vals, page_size, paging_state, now, None, 0)
     }
 
     /// [`Engine::run_select`] for a reader with visibility authorizations `auths` (`None`:
-    /// the table has no labels).
+    /// the table has no labels); a point read leaves `head_room` bytes in front of its rows
+    /// ([`crate::ResultSet::head_room`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_select_as(
         &self,
@@ -310,9 +355,13 @@ impl Engine {
         paging_state: Option<&[u8]>,
         now: Now,
         auths: Option<crate::visibility::Authorizations>,
+        head_room: usize,
     ) -> Result<ResultSet, EngineError> {
         let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
         run.auths = auths;
+        if run.point {
+            run.sink.head_room = head_room;
+        }
         // Only the engine's own store is tracked (not a virtual table's rows).
         let own = std::ptr::addr_eq(
             store as *const dyn storage::Storage,
@@ -395,8 +444,22 @@ impl<'a> SelectRun<'a> {
                 Ok(b)
             })
             .collect::<Result<_, EngineError>>()?;
-        let ranges = clustering_ranges(t, &plan.clustering, vals, true)?;
         let ncl = t.clustering_count();
+        let point = state.is_none() && filters.is_empty() && merge.is_none() && is_point(plan, ncl);
+        let ranges = if point {
+            // The values are bound by `point`; their errors come here, before the key's, as
+            // `clustering_ranges` raises them.
+            if ncl > 0 {
+                for (kv, col) in plan.clustering.eq.iter().zip(t.clustering()) {
+                    if let KeyValues::Eq(src) = kv {
+                        resolve_key_ref(src, vals, &col.name)?;
+                    }
+                }
+            }
+            Vec::new()
+        } else {
+            clustering_ranges(t, &plan.clustering, vals, true)?
+        };
         let c = &plan.clustering;
         let point_read = !plan.distinct
             && (ncl == 0
@@ -420,6 +483,8 @@ impl<'a> SelectRun<'a> {
             only_rows: None,
             ranges,
             point_read,
+            point,
+            one_partition: false,
             plain,
             headers: true,
             page,
@@ -436,6 +501,8 @@ impl<'a> SelectRun<'a> {
                 data: Vec::new(),
                 rows: 0,
                 last_key: smallvec::SmallVec::new(),
+                head_room: 0,
+                placed: false,
             },
             next_state: None,
             last_listed: None,
@@ -467,6 +534,7 @@ impl<'a> SelectRun<'a> {
                 self.scan_index(engine, scan, start, end)?;
                 self.range_warning(limits);
             }
+            (_, PartitionSel::Keys(sel, _)) if self.point => self.point(sel)?,
             (_, PartitionSel::Keys(sel, token)) => self.scan_keys(engine, sel, token)?,
             (None, PartitionSel::Range { start, end }) => {
                 let limits = self.limits();
@@ -556,7 +624,7 @@ impl<'a> SelectRun<'a> {
 
     fn index_partition(&mut self, c: Candidates) -> Result<Flow, EngineError> {
         self.only_rows = c.rows;
-        let flow = self.partition(&c.prefix, &c.pk, c.token, None);
+        let flow = self.partition(&c.prefix, &c.pk, c.token, None, None);
         self.only_rows = None;
         flow
     }
@@ -623,12 +691,46 @@ impl<'a> SelectRun<'a> {
             // Each partition is a command of its own, with its own count and warning.
             self.tally.reset();
             let limits = self.limits();
-            let flow = self.partition(&p.prefix, &p.pk, p.token, None)?;
+            let flow = self.partition(&p.prefix, &p.pk, p.token, None, None)?;
             self.partition_warning(&p.pk, limits);
             if flow == Flow::Stop {
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// The one partition and row of a point read (`point`): the partition key is bound and
+    /// checked as [`partitions`] checks it, and the row's storage key (the partition prefix,
+    /// then the clustering) is built in place once; the partition is visited as
+    /// [`SelectRun::scan_keys`] visits each of its own.
+    fn point(&mut self, sel: &[KeyValues]) -> Result<(), EngineError> {
+        let (t, vals) = (&*self.plan.table, self.vals);
+        let (Some(col), [KeyValues::Eq(src)]) = (t.partition_key().next(), sel) else {
+            return Err(EngineError::server("a point read of no single partition"));
+        };
+        let pk = single_partition_key(col, src, vals, true)?;
+        let tok = token::token(&pk);
+        let mut key = POINT_KEY.take();
+        key.clear();
+        keys::partition_prefix_into(&mut key, t.id, tok, &pk);
+        let prefix_len = key.len();
+        key.push(1);
+        for (kv, c) in self.plan.clustering.eq.iter().zip(t.clustering()) {
+            if let KeyValues::Eq(src) = kv {
+                let v = resolve_key_ref(src, vals, &c.name)?;
+                keys::encode_component(&mut key, &c.ty, &v, c.desc);
+            }
+        }
+        #[cfg(test)]
+        POINT_READS.set(POINT_READS.get() + 1);
+        self.one_partition = true;
+        self.tally.reset();
+        let limits = self.limits();
+        let visited = self.partition(&key[..prefix_len], &pk, tok, None, Some(&key));
+        POINT_KEY.set(key);
+        visited?;
+        self.partition_warning(&pk, limits);
         Ok(())
     }
 
@@ -677,14 +779,14 @@ impl<'a> SelectRun<'a> {
                     // Too large to hold: visit it from storage, resume after it.
                     let (p, pk, tok) = current.take().unwrap_or_default();
                     drop(iter);
-                    if self.partition(&p, &pk, tok, None)? == Flow::Stop {
+                    if self.partition(&p, &pk, tok, None, None)? == Flow::Stop {
                         break 'scan;
                     }
                     cursor = keys::prefix_end(&p);
                     continue 'scan;
                 }
                 if let Some((p, pk, tok)) = current.take() {
-                    if self.partition(&p, &pk, tok, Some(&buf))? == Flow::Stop {
+                    if self.partition(&p, &pk, tok, Some(&buf), None)? == Flow::Stop {
                         break 'scan;
                     }
                     buf.clear();
@@ -754,13 +856,15 @@ impl<'a> SelectRun<'a> {
     }
 
     /// Visits one partition's live rows. `buffered`: the partition's items already read by a
-    /// range scan (header first if there is one), so no storage read is needed.
+    /// range scan (header first if there is one), so no storage read is needed. `point_key`:
+    /// the storage key of the one row a point read (`point`) reads.
     fn partition(
         &mut self,
         prefix: &[u8],
         pk: &[u8],
         tok: i64,
         buffered: Option<&[storage::KvPair]>,
+        point_key: Option<&[u8]>,
     ) -> Result<Flow, EngineError> {
         let store = self.store;
         let plan = self.plan;
@@ -771,7 +875,12 @@ impl<'a> SelectRun<'a> {
                 .first()
                 .filter(|(k, _)| k.len() == prefix.len() + 1 && k.last() == Some(&0))
                 .map(|(_, v)| v.clone()),
-            None if self.headers => store.get(&keys::header_key(prefix))?,
+            None if self.headers => {
+                // On the stack: a key of a few dozen bytes, read on every point read.
+                let mut k = smallvec::SmallVec::<[u8; 128]>::from_slice(prefix);
+                k.push(0);
+                store.get(&k)?
+            }
             None => None,
         };
         let mut header = match stored_header {
@@ -826,23 +935,21 @@ impl<'a> SelectRun<'a> {
             }
             return self.accept(&base, &keys::header_key(prefix), prefix);
         }
-        let row_prefix = keys::row_key(prefix, &[]);
         let mut matched_any = false;
         let strict = crate::view::strict_liveness(t);
         // A point read (one interval of one fully specified row, or of a table without
         // clustering columns) is one lookup, its value shared rather than copied, without
         // the bounds a range needs.
-        let one_row = buffered.is_none()
-            && resume_key.is_none()
-            && self.point_read
-            && self.only_rows.is_none()
-            && matches!(self.ranges.as_slice(), [(s, e)] if e.as_ref().is_none_or(|e| e > s));
+        let one_row = point_key.is_some()
+            || buffered.is_none()
+                && resume_key.is_none()
+                && self.point_read
+                && self.only_rows.is_none()
+                && matches!(self.ranges.as_slice(), [(s, e)] if e.as_ref().is_none_or(|e| e > s));
         if one_row {
-            let clustering = &self.ranges[0].0;
-            let key = if clustering.is_empty() {
-                Cow::Borrowed(row_prefix.as_slice())
-            } else {
-                Cow::Owned(keys::row_key(prefix, clustering))
+            let key = match point_key {
+                Some(k) => Cow::Borrowed(k),
+                None => Cow::Owned(keys::row_key(prefix, &self.ranges[0].0)),
             };
             if let Some(value) = store.get_shared(&key)? {
                 match self.visit_row(&base, strict, &key, value, prefix)? {
@@ -852,6 +959,11 @@ impl<'a> SelectRun<'a> {
                 }
             }
         }
+        let row_prefix = if one_row {
+            Vec::new()
+        } else {
+            keys::row_key(prefix, &[])
+        };
         let ranges = if one_row {
             Vec::new()
         } else {
@@ -1179,7 +1291,7 @@ impl<'a> SelectRun<'a> {
     }
 
     fn write_output(&mut self, vals: &[Option<Vec<u8>>]) {
-        self.sink.data.reserve(256);
+        self.sink.reserve(256);
         if self.plan.json {
             let cols: Vec<(&str, &ColumnType, Option<&[u8]>)> = self
                 .plan
@@ -1265,10 +1377,11 @@ impl<'a> SelectRun<'a> {
             return;
         }
         let last = &self.sink.last_key;
-        let in_last_partition = self
-            .last_listed
-            .as_ref()
-            .is_some_and(|p| last.starts_with(p));
+        let in_last_partition = self.one_partition
+            || self
+                .last_listed
+                .as_ref()
+                .is_some_and(|p| last.starts_with(p));
         let partition_done = self.plan.table.clustering_count() == 0
             || keys::decode_key(last).is_some_and(|d| d.is_header)
             || self.plan.distinct
@@ -1306,10 +1419,16 @@ impl<'a> SelectRun<'a> {
             }
             self.sink.rows = m.rows.len();
             self.sink.data = m.rows.into_iter().flat_map(|(_, r)| r).collect();
+            self.sink.placed = false;
         }
         Ok(ResultSet {
             columns: self.plan.output.clone(),
             rows: self.sink.rows,
+            head_room: if self.sink.placed {
+                self.sink.head_room
+            } else {
+                0
+            },
             data: self.sink.data,
             paging_state: self.next_state.map(|s| s.encode()),
             warnings: self.warnings,
@@ -1443,3 +1562,7 @@ fn eval_expr(e: &SelExpr, leaf: &Leaf, now: Now) -> Result<Option<Vec<u8>>, Engi
 #[cfg(test)]
 #[path = "read_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "read/point_tests.rs"]
+mod point_tests;

@@ -131,7 +131,7 @@ fn with_applied(rs: ResultSet, applied: bool) -> ResultSet {
     columns.extend(rs.columns.iter().cloned());
     let width = rs.columns.len();
     let mut data = Vec::with_capacity(rs.data.len() + 5 * rs.rows.max(1));
-    let mut at = 0;
+    let mut at = rs.head_room;
     for _ in 0..rs.rows {
         data.extend_from_slice(&1i32.to_be_bytes());
         data.push(applied as u8);
@@ -153,6 +153,7 @@ fn with_applied(rs: ResultSet, applied: bool) -> ResultSet {
         columns: columns.into(),
         rows: rs.rows.max(1),
         data,
+        head_room: 0,
         paging_state: None,
         warnings: Vec::new(),
     }

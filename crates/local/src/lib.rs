@@ -41,9 +41,10 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use engine::{BatchItem, BoundValue, Engine, NodeInfo, Now, Outcome, QueryOptions};
 use proto::error::DbError;
+use proto::frame::ProtocolVersion;
 use proto::request::{self, QueryParams, Request};
 use proto::response::{
     ColumnSpec, Prepared, PreparedMetadata, Response, ResultBody, Rows, RowsMetadata, SchemaChange,
@@ -268,6 +269,7 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
         paging_state: p.paging_state.as_ref().map(|b| b.to_vec()),
         timestamp: p.default_timestamp,
         authorizations: None,
+        result_head_room: 0,
     }
 }
 
@@ -296,24 +298,67 @@ fn requested_authorizations(
 
 /// Column specs of a result. When the client skips metadata only the count is sent, so the
 /// names are left empty rather than copied for every response.
-fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool) -> Response {
+fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool, version: ProtocolVersion) -> Response {
     match o {
         Err(e) => Response::Error(e),
         Ok(Outcome::Void | Outcome::VoidWithWarnings(_)) => Response::Result(ResultBody::Void),
         Ok(Outcome::SetKeyspace(ks)) => Response::Result(ResultBody::SetKeyspace(ks)),
-        Ok(Outcome::Rows(rs)) => Response::Result(ResultBody::Rows(Rows {
-            metadata: RowsMetadata {
-                // With `no_metadata` only their count is sent.
-                columns: rs.columns,
-                paging_state: rs.paging_state.map(Bytes::from),
-                no_metadata: skip_metadata,
-                new_metadata_id: None,
-            },
-            rows_count: rs.rows as i32,
-            data: Bytes::from(rs.data),
-        })),
+        Ok(Outcome::Rows(rs)) => rows_response(rs, skip_metadata, None, version),
         Ok(Outcome::SchemaChange(c)) => Response::Result(ResultBody::SchemaChange(c)),
     }
+}
+
+/// What a point read leaves free in front of its rows (`QueryOptions::result_head_room`): room
+/// for a RESULT head with the metadata of a few dozen columns.
+const RESULT_HEAD_ROOM: usize = 512;
+
+thread_local! {
+    /// Where [`rows_response`] encodes a RESULT head before it goes in front of the rows, kept
+    /// with its allocation for the thread's next one.
+    static HEAD: std::cell::RefCell<bytes::BytesMut> = std::cell::RefCell::new(bytes::BytesMut::new());
+}
+
+/// The RESULT of `rs` for protocol `version`: the metadata skipped if asked
+/// (`skip_metadata`) unless it changed (v5 `new_metadata_id`). Rows read with head room in
+/// front ([`ResultSet::head_room`]) get the result's head written there, when it fits, and
+/// go out as the body they now are (`ResultBody::Encoded`): neither copied into a new
+/// buffer behind the head nor encoded again.
+fn rows_response(
+    rs: engine::ResultSet,
+    skip_metadata: bool,
+    new_metadata_id: Option<Bytes>,
+    version: ProtocolVersion,
+) -> Response {
+    let metadata = RowsMetadata {
+        // With `no_metadata` only their count is sent.
+        no_metadata: skip_metadata && new_metadata_id.is_none(),
+        columns: rs.columns,
+        paging_state: rs.paging_state.map(Bytes::from),
+        new_metadata_id,
+    };
+    let rows_count = i32::try_from(rs.rows).unwrap_or(i32::MAX);
+    let (mut data, room) = (rs.data, rs.head_room);
+    if room > 0 {
+        let placed = HEAD.with_borrow_mut(|head| {
+            head.clear();
+            metadata.encode_rows_head(version, rows_count, head);
+            let start = room.checked_sub(head.len())?;
+            data[start..room].copy_from_slice(head);
+            Some(start)
+        });
+        if let Some(start) = placed {
+            let mut body = Bytes::from(data);
+            body.advance(start);
+            return Response::Result(ResultBody::Encoded(body));
+        }
+    }
+    let mut data = Bytes::from(std::mem::take(&mut data));
+    data.advance(room);
+    Response::Result(ResultBody::Rows(Rows {
+        metadata,
+        rows_count,
+        data,
+    }))
 }
 
 fn prepared_response(p: &engine::Prepared, v5: bool) -> Response {
@@ -604,7 +649,7 @@ impl LocalBackend {
             Err(e) => {
                 let r = Err(e);
                 self.observe_query(&r, started);
-                return outcome(r, false).into();
+                return outcome(r, false, conn.version()).into();
             }
         };
         let warning = planned.warning();
@@ -631,7 +676,7 @@ impl LocalBackend {
             .and_then(|x| x);
         self.observe_query(&r, started);
         let raised = run_warnings(&r);
-        with_warning(outcome(r, false), warning, raised)
+        with_warning(outcome(r, false, conn.version()), warning, raised)
     }
 
     /// Runs a request of a connection logged in as `role` (`None`: logins are off);
@@ -667,6 +712,7 @@ impl LocalBackend {
                 };
                 let mut opts = options(conn, &x.params, role);
                 opts.authorizations = auths;
+                opts.result_head_room = RESULT_HEAD_ROOM;
                 let skip = x.params.skip_metadata;
                 let vals = x.params.values;
                 let now = Now::system();
@@ -723,16 +769,18 @@ impl LocalBackend {
                 };
                 observe_prepared(&prep, &plan, ks.as_deref(), started);
                 let raised = run_warnings(&r);
-                let mut resp = outcome(r, skip);
-                // v5: tell the client when its cached result metadata is stale.
-                if let (true, Response::Result(ResultBody::Rows(rows))) = (v5, &mut resp) {
-                    let current = plan.result_metadata_id();
-                    if x.result_metadata_id.as_deref() != Some(&current[..]) {
-                        // The result's own columns are the plan's current ones.
-                        rows.metadata.no_metadata = false;
-                        rows.metadata.new_metadata_id = Some(Bytes::copy_from_slice(&current));
+                let resp = match r {
+                    Ok(Outcome::Rows(rs)) => {
+                        // v5: tell the client when its cached result metadata is stale (the
+                        // result's own columns are the plan's current ones).
+                        let stale = v5
+                            .then(|| plan.result_metadata_id())
+                            .filter(|current| x.result_metadata_id.as_deref() != Some(&current[..]))
+                            .map(|current| Bytes::copy_from_slice(&current));
+                        rows_response(rs, skip, stale, conn.version())
                     }
-                }
+                    r => outcome(r, skip, conn.version()),
+                };
                 with_warning(resp, plan.warning(), raised)
             }
             Request::Batch(b) => {
@@ -746,6 +794,7 @@ impl LocalBackend {
                     timestamp: b.default_timestamp,
                     role,
                     authorizations: auths,
+                    result_head_room: 0,
                 };
                 let mut items = Vec::with_capacity(b.statements.len());
                 for s in b.statements {
@@ -789,7 +838,7 @@ impl LocalBackend {
                 .and_then(|x| x);
                 metrics::global().operation(Op::Batch, None, started.elapsed());
                 let raised = run_warnings(&r);
-                with_warning(outcome(r, false), None, raised)
+                with_warning(outcome(r, false, conn.version()), None, raised)
             }
             Request::AuthResponse(_) => Response::Error(DbError::protocol(
                 "Unexpected AUTH_RESPONSE: authentication is not enabled",
@@ -819,8 +868,12 @@ fn timed(is_select: bool) -> scheduler::Timed {
 /// nothing) carry no plan warning.
 fn with_warning(response: Response, warning: Option<&'static str>, raised: Vec<String>) -> Reply {
     let mut reply = Reply::from(response);
-    if let (Some(w), Response::Result(ResultBody::Rows(_) | ResultBody::SchemaChange(_))) =
-        (warning, &reply.response)
+    if let (
+        Some(w),
+        Response::Result(
+            ResultBody::Rows(_) | ResultBody::Encoded(_) | ResultBody::SchemaChange(_),
+        ),
+    ) = (warning, &reply.response)
     {
         reply.extras.warnings.push(w.into());
     }
@@ -918,5 +971,78 @@ fn bind_all(v: request::Values) -> Vec<Option<BoundValue>> {
         request::Values::Positional(v) => v.into_iter().map(Some).collect(),
         // Batches carry no names for values (spec section 4.1.7).
         request::Values::Named(v) => v.into_iter().map(|(_, x)| Some(x)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use proto::types::ColumnType;
+
+    fn columns(n: usize, name_len: usize) -> Arc<[ColumnSpec]> {
+        (0..n)
+            .map(|i| ColumnSpec {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                name: format!("{i:0name_len$}"),
+                ty: if i % 2 == 0 {
+                    ColumnType::Varchar
+                } else {
+                    ColumnType::List(Box::new(ColumnType::Smallint))
+                },
+            })
+            .collect()
+    }
+
+    fn body(resp: &Response, version: ProtocolVersion) -> BytesMut {
+        let mut out = BytesMut::new();
+        resp.encode_body(version, &mut out);
+        out
+    }
+
+    /// A result read with head room answers the body the same result read without it
+    /// answers, whatever its metadata (skipped or not, changed, a paging state, too large
+    /// for the room) and protocol version.
+    #[test]
+    fn rows_in_place_encode_the_bytes_of_rows() {
+        let rows: Vec<u8> = [&3i32.to_be_bytes()[..], b"abc", &(-1i32).to_be_bytes()].concat();
+        let mut in_place = 0;
+        for version in [
+            ProtocolVersion::V3,
+            ProtocolVersion::V4,
+            ProtocolVersion::V5,
+        ] {
+            for (n, name_len) in [(2, 1), (11, 6), (40, 20)] {
+                for skip in [false, true] {
+                    for paging in [None, Some(vec![1u8; 40])] {
+                        for new_id in [None, Some(Bytes::from_static(&[7; 16]))] {
+                            let rs = |room: usize| engine::ResultSet {
+                                columns: columns(n, name_len),
+                                rows: 1,
+                                data: [vec![0; room], rows.clone()].concat(),
+                                head_room: room,
+                                paging_state: paging.clone(),
+                                warnings: Vec::new(),
+                            };
+                            let plain = rows_response(rs(0), skip, new_id.clone(), version);
+                            assert!(matches!(plain, Response::Result(ResultBody::Rows(_))));
+                            let placed =
+                                rows_response(rs(RESULT_HEAD_ROOM), skip, new_id.clone(), version);
+                            if matches!(placed, Response::Result(ResultBody::Encoded(_))) {
+                                in_place += 1;
+                            }
+                            assert_eq!(
+                                body(&placed, version),
+                                body(&plain, version),
+                                "{version:?} {n} columns, skip {skip}, {paging:?}, {new_id:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // All but the 40 long names with metadata fit the room.
+        assert!(in_place >= 48, "{in_place} written in place");
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use local::LocalBackend;
 use proto::error::DbError;
-use proto::frame::{decode_envelope, encode_envelope, Envelope, ProtocolVersion};
+use proto::frame::{decode_envelope, encode_envelope, Envelope, Opcode, ProtocolVersion};
 use proto::request::{
     Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
     Request, Values,
@@ -83,13 +83,18 @@ impl Db {
     }
 
     /// Sends `req` on the connection, as the front end does after STARTUP; records a USE's
-    /// keyspace in the connection as the front end does before it answers.
+    /// keyspace in the connection as the front end does before it answers. A RESULT body
+    /// the backend encoded itself (a point read's rows) is decoded, as a client reads it.
     async fn send(&self, req: Request) -> Response {
-        let resp = self
+        let mut resp = self
             .backend
             .handle(&self.conn, req, RequestFlags::default())
             .await
             .response;
+        if let Response::Result(ResultBody::Encoded(body)) = resp {
+            resp = Response::decode(self.conn.version(), Opcode::Result, body)
+                .expect("an encoded result decodes");
+        }
         if let Response::Result(ResultBody::SetKeyspace(ks)) = &resp {
             self.conn.set_keyspace(ks);
         }

@@ -326,7 +326,7 @@ pub fn encode_header(
     stream: i16,
     opcode: Opcode,
     body_len: usize,
-    out: &mut BytesMut,
+    out: &mut impl BufMut,
 ) {
     let mut v = version.as_u8();
     if opcode.is_response() {

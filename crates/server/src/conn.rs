@@ -741,15 +741,15 @@ impl<B: Backend> Pending<B> {
         if let Some(audit) = self.audit.take() {
             audit.finish(&self.session.conn, &resp);
         }
-        self.answer(&resp, &extras);
+        self.answer(resp, &extras);
     }
 
-    fn answer(&mut self, resp: &Response, extras: &ResponseExtras) {
+    fn answer(&mut self, resp: Response, extras: &ResponseExtras) {
         self.answered = true;
         let m = metrics::global();
         m.streams_in_flight.add(-1);
         m.request(self.opcode, self.started.elapsed());
-        if let Response::Error(e) = resp {
+        if let Response::Error(e) = &resp {
             m.error(e.code());
         }
         let s = &*self.session;
@@ -761,23 +761,28 @@ impl<B: Backend> Pending<B> {
         let plain = (s.conn.compression().is_none() || s.conn.version() >= ProtocolVersion::V5)
             && extras.tracing_id.is_none()
             && extras.warnings.is_empty();
-        if let (Response::Result(ResultBody::Encoded(body)), true) = (resp, plain) {
-            let header = envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
-            s.in_flight.release(self.stream);
-            m.bytes_sent_total.add((header.len() + body.len()) as u64);
-            s.tx.envelope(header, body.clone());
-        } else {
-            let encoded = encode_answer(&s.conn, self.stream, resp, extras);
-            // Free the id before the client can see the response and reuse it.
-            s.in_flight.release(self.stream);
-            match encoded {
-                Encoded::Whole(frame) => {
-                    m.bytes_sent_total.add(frame.len() as u64);
-                    s.tx.frame(frame);
-                }
-                Encoded::Split(head, bulk) => {
-                    m.bytes_sent_total.add((head.len() + bulk.len()) as u64);
-                    s.tx.parts(head, bulk);
+        match resp {
+            Response::Result(ResultBody::Encoded(body)) if plain => {
+                let header =
+                    envelope_header(s.conn.version(), self.stream, Opcode::Result, body.len());
+                s.in_flight.release(self.stream);
+                m.bytes_sent_total.add((header.len() + body.len()) as u64);
+                // Moved, not cloned: a clone of a body made from a `Vec` allocates its share.
+                s.tx.envelope(header, body);
+            }
+            resp => {
+                let encoded = encode_answer(&s.conn, self.stream, &resp, extras);
+                // Free the id before the client can see the response and reuse it.
+                s.in_flight.release(self.stream);
+                match encoded {
+                    Encoded::Whole(frame) => {
+                        m.bytes_sent_total.add(frame.len() as u64);
+                        s.tx.frame(frame);
+                    }
+                    Encoded::Split(head, bulk) => {
+                        m.bytes_sent_total.add((head.len() + bulk.len()) as u64);
+                        s.tx.parts(head, bulk);
+                    }
                 }
             }
         }
@@ -797,7 +802,7 @@ impl<B: Backend> Drop for Pending<B> {
                 self.session.conn.id()
             );
             self.answer(
-                &Response::Error(DbError::server(
+                Response::Error(DbError::server(
                     "Internal error: the request handler failed",
                 )),
                 &ResponseExtras::default(),

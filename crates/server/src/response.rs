@@ -94,10 +94,9 @@ pub(crate) fn envelope_header(
     opcode: Opcode,
     body_len: usize,
 ) -> [u8; HEADER_LEN] {
-    let mut out = BytesMut::with_capacity(HEADER_LEN);
-    proto::frame::encode_header(version, 0, stream, opcode, body_len, &mut out);
+    // Written in place: a buffer to copy it from was an allocation per answer.
     let mut header = [0u8; HEADER_LEN];
-    header.copy_from_slice(&out[..HEADER_LEN]);
+    proto::frame::encode_header(version, 0, stream, opcode, body_len, &mut &mut header[..]);
     header
 }
 

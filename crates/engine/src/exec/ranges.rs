@@ -2,16 +2,26 @@
 //! and hashed to tokens; IN lists as their cartesian product) and the clustering intervals
 //! (equalities, slices and multi-column tuple bounds, intersected and normalised).
 
-use super::{resolve, tuple_field, Bindings};
+use super::{resolve, resolve_ref, tuple_field, Bindings};
 use crate::catalog::TableDef;
 use crate::keys;
 use crate::plan::*;
 use crate::token;
 use crate::EngineError;
 use proto::types::ColumnType;
+use std::borrow::Cow;
 
 pub(crate) fn resolve_key(src: &Src, vals: &Bindings, col: &str) -> Result<Vec<u8>, EngineError> {
-    match resolve(src, vals) {
+    resolve_key_ref(src, vals, col).map(Cow::into_owned)
+}
+
+/// [`resolve_key`], borrowing the value where it can ([`resolve_ref`]).
+pub(crate) fn resolve_key_ref<'a>(
+    src: &'a Src,
+    vals: &'a Bindings,
+    col: &str,
+) -> Result<Cow<'a, [u8]>, EngineError> {
+    match resolve_ref(src, vals) {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(EngineError::invalid(format!(
             "Invalid null value in condition for column {col}"
@@ -108,14 +118,7 @@ pub(crate) fn named_partitions(
     if let [KeyValues::Eq(src)] = sel {
         let mut cols = table.partition_key();
         if let (Some(col), None) = (cols.next(), cols.next()) {
-            let pk = resolve_key(src, vals, &col.name)?;
-            validate(&col.ty, &pk, &col.name)?;
-            if check_keys {
-                check_partition_key_length(std::slice::from_ref(&pk))?;
-                if pk.is_empty() {
-                    return Err(EngineError::invalid("Key may not be empty"));
-                }
-            }
+            let pk = single_partition_key(col, src, vals, check_keys)?.into_owned();
             let t = token::token(&pk);
             let prefix = keys::partition_prefix(table.id, t, &pk);
             return Ok(vec![PartitionRef {
@@ -169,6 +172,26 @@ pub(crate) fn named_partitions(
         return Err(EngineError::invalid("Key may not be empty"));
     }
     Ok(out)
+}
+
+/// The key of the partition a table whose partition key is the one column `col` names by
+/// `col = src`: bound (borrowed where it can be, [`resolve_ref`]), its type checked and, with
+/// `check_keys`, its length and emptiness, as [`named_partitions`] checks every key.
+pub(crate) fn single_partition_key<'a>(
+    col: &crate::catalog::ColumnDef,
+    src: &'a Src,
+    vals: &'a Bindings,
+    check_keys: bool,
+) -> Result<Cow<'a, [u8]>, EngineError> {
+    let pk = resolve_key_ref(src, vals, &col.name)?;
+    validate(&col.ty, &pk, &col.name)?;
+    if check_keys {
+        key_length_at_most_max(pk.len())?;
+        if pk.is_empty() {
+            return Err(EngineError::invalid("Key may not be empty"));
+        }
+    }
+    Ok(pk)
 }
 
 /// Cassandra's limit on a key (measured on 5.0.9): the values of a written row's clustering

@@ -161,7 +161,8 @@ impl SelectRun<'_> {
                     continue;
                 };
                 self.only_rows = Some(vec![d.clustering.to_vec()]);
-                let flow = self.partition(&h.primary_key[..d.prefix_len], &d.pk, d.token, None);
+                let flow =
+                    self.partition(&h.primary_key[..d.prefix_len], &d.pk, d.token, None, None);
                 self.only_rows = None;
                 flow?;
             }

@@ -34,6 +34,14 @@ pub(super) fn count_i32(n: usize) -> i32 {
 }
 
 impl RowsMetadata {
+    /// A Rows result's body up to its rows: the result kind, this metadata and `rows_count`
+    /// (the rows' cells follow, as they are).
+    pub fn encode_rows_head(&self, version: ProtocolVersion, rows_count: i32, out: &mut BytesMut) {
+        out.put_i32(RESULT_ROWS);
+        self.encode(version, out);
+        out.put_i32(rows_count);
+    }
+
     pub fn encode(&self, version: ProtocolVersion, out: &mut BytesMut) {
         use rows_flags::*;
         let global = if self.no_metadata {
@@ -349,9 +357,8 @@ impl Response {
                 ResultBody::Void => out.put_i32(RESULT_VOID),
                 ResultBody::Rows(rows) => {
                     out.reserve(rows.data.len() + 64);
-                    out.put_i32(RESULT_ROWS);
-                    rows.metadata.encode(version, out);
-                    out.put_i32(rows.rows_count);
+                    rows.metadata
+                        .encode_rows_head(version, rows.rows_count, out);
                     out.put_slice(&rows.data);
                 }
                 ResultBody::Encoded(body) => out.put_slice(body),
@@ -462,9 +469,8 @@ impl Response {
         let body_at = out.len();
         let flags = self.encode_extras(version, extras, out);
         if let Response::Result(ResultBody::Rows(rows)) = self {
-            out.put_i32(RESULT_ROWS);
-            rows.metadata.encode(version, out);
-            out.put_i32(rows.rows_count);
+            rows.metadata
+                .encode_rows_head(version, rows.rows_count, out);
         }
         let len = u32::try_from(out.len() - body_at + bulk.len()).unwrap_or(u32::MAX);
         out[header_at + 1] = flags;
