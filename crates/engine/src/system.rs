@@ -1093,11 +1093,21 @@ pub fn describe(
             })?;
             vec![view_row(&v)]
         }
+        // Peregrine holds no user-defined function or aggregate (`user_code.rs`).
         D::Functions | D::Aggregates => Vec::new(),
-        other => {
+        D::Function(name) => {
+            let ks = find_ks_of(name)?;
             return Err(EngineError::invalid(format!(
-                "DESCRIBE {other:?} is not supported yet"
-            )))
+                "User defined function '{}' not found in '{ks}'",
+                name.name
+            )));
+        }
+        D::Aggregate(name) => {
+            let ks = find_ks_of(name)?;
+            return Err(EngineError::invalid(format!(
+                "User defined aggregate '{}' not found in '{ks}'",
+                name.name
+            )));
         }
     })
 }
@@ -1110,6 +1120,12 @@ pub fn describe_columns(d: &cql::ast::DescribeTarget) -> Vec<(&'static str, Colu
             ("partitioner", ColumnType::Varchar),
             ("snitch", ColumnType::Varchar),
             ("dc", ColumnType::Varchar),
+        ],
+        // A listing names its elements without their statements, as Cassandra 5.0.9's does.
+        D::Keyspaces | D::Tables | D::Types | D::Functions | D::Aggregates => vec![
+            ("keyspace_name", ColumnType::Varchar),
+            ("type", ColumnType::Varchar),
+            ("name", ColumnType::Varchar),
         ],
         _ => vec![
             ("keyspace_name", ColumnType::Varchar),
