@@ -70,6 +70,114 @@ impl Current {
     }
 }
 
+/// The clustering values of the row a conditional write names, and whether it names the
+/// partition's static row instead (a write of static columns alone); refused, as Cassandra
+/// refuses it, when an IN on the clustering columns names several rows (or none).
+fn conditioned_row(plan: &WritePlan, vals: &Bindings) -> Result<(Vec<Vec<u8>>, bool), EngineError> {
+    let t = &plan.table;
+    let what = match plan.kind {
+        crate::plan::WriteKind::Delete { .. } => "deletions",
+        _ => "updates",
+    };
+    let clust_cols: Vec<_> = t.clustering().collect();
+    let mut clustering = Vec::new();
+    let several = || {
+        EngineError::invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {what}"
+        ))
+    };
+    for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+        let v = exec::expand(kv, vals, &col.name)?;
+        // An empty IN names no row: refused as an IN of several values.
+        if v.len() != 1 {
+            return Err(several());
+        }
+        clustering.push(v.into_iter().next().unwrap_or_default());
+    }
+    // A multi-column IN of one tuple names one row, as Cassandra takes it.
+    if let Some(tv) = &plan.clustering.tuples {
+        let tuples = exec::tuples_of(tv, vals)?;
+        let [tuple] = tuples.as_slice() else {
+            return Err(several());
+        };
+        for (src, col) in tuple.iter().zip(&clust_cols[clustering.len()..]) {
+            clustering.push(exec::resolve_key(src, vals, &col.name)?);
+        }
+    }
+    // A static compact table's rows are its partitions' static cells, and a dense one's
+    // clustering prefix names a row of its own (see `compact`).
+    let static_row = if t.compact {
+        clust_cols.is_empty()
+    } else {
+        clustering.len() < clust_cols.len()
+    };
+    Ok((clustering, static_row))
+}
+
+/// What the conditions of a BATCH ask of one row of their partition, as Cassandra's CAS
+/// request keys them (CQL3CasRequest).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RowAsk {
+    Exists,
+    NotExists,
+    Columns,
+}
+
+/// The rows the conditions of a BATCH name so far (`None`: the static row), each with what
+/// they ask of it.
+#[derive(Default)]
+pub(crate) struct BatchRows(Vec<(Option<Vec<Vec<u8>>>, RowAsk)>);
+
+impl BatchRows {
+    /// Adds the rows one statement of a conditional BATCH names, in the batch's order, as
+    /// Cassandra 5.0.9 does before it reads anything: any statement's IN on the clustering
+    /// columns is refused; IF [NOT] EXISTS asks of the row the statement writes (the static
+    /// row for a write of static columns alone), conditions on regular columns of that row,
+    /// conditions on static columns of the static row; a row asked two different things is
+    /// refused with Cassandra's message (which names IF NOT EXISTS when conditions follow an
+    /// IF EXISTS).
+    pub(crate) fn add(&mut self, plan: &WritePlan, vals: &Bindings) -> Result<(), EngineError> {
+        let (clustering, static_row) = conditioned_row(plan, vals)?;
+        let row = (!static_row).then_some(clustering);
+        let t = &plan.table;
+        let asks: Vec<(Option<Vec<Vec<u8>>>, RowAsk)> = match &plan.condition {
+            None => Vec::new(),
+            Some(Condition::IfExists) => vec![(row, RowAsk::Exists)],
+            Some(Condition::IfNotExists) => vec![(row, RowAsk::NotExists)],
+            Some(Condition::Columns(cs)) => {
+                let is_static =
+                    |c: &ColumnCondition| t.columns[c.column].kind == ColumnKind::Static;
+                let mut asks = Vec::new();
+                if cs.iter().any(|c| !is_static(c)) {
+                    asks.push((row, RowAsk::Columns));
+                }
+                if cs.iter().any(is_static) {
+                    asks.push((None, RowAsk::Columns));
+                }
+                asks
+            }
+        };
+        for (row, ask) in asks {
+            let Some((_, before)) = self.0.iter().find(|(r, _)| *r == row) else {
+                self.0.push((row, ask));
+                continue;
+            };
+            let message = match (*before, ask) {
+                (a, b) if a == b => continue,
+                (RowAsk::Columns, RowAsk::Exists) => {
+                    "Cannot mix IF conditions and IF EXISTS for the same row"
+                }
+                (RowAsk::Columns, _) | (_, RowAsk::Columns) => {
+                    "Cannot mix IF conditions and IF NOT EXISTS for the same row"
+                }
+                _ => "Cannot mix IF EXISTS and IF NOT EXISTS conditions for the same row",
+            };
+            return Err(EngineError::invalid(message));
+        }
+        Ok(())
+    }
+}
+
 impl Engine {
     /// Reads what the conditions of `plan` are checked against, in `parts` (the write's
     /// partitions; the caller holds their locks).
@@ -110,40 +218,9 @@ impl Engine {
         };
         stored.push((hk, h));
         let pk = (p.pk.clone(), t.pk_count());
-        let clust_cols: Vec<_> = t.clustering().collect();
-        let mut clustering = Vec::new();
-        let several = || {
-            EngineError::invalid(format!(
-                "IN on the clustering key columns is not supported with conditional {what}"
-            ))
-        };
-        for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
-            let v = exec::expand(kv, vals, &col.name)?;
-            // An empty IN names no row: refused as an IN of several values.
-            if v.len() != 1 {
-                return Err(several());
-            }
-            clustering.push(v.into_iter().next().unwrap_or_default());
-        }
-        // A multi-column IN of one tuple names one row, as Cassandra takes it.
-        if let Some(tv) = &plan.clustering.tuples {
-            let tuples = exec::tuples_of(tv, vals)?;
-            let [tuple] = tuples.as_slice() else {
-                return Err(several());
-            };
-            for (src, col) in tuple.iter().zip(&clust_cols[clustering.len()..]) {
-                clustering.push(exec::resolve_key(src, vals, &col.name)?);
-            }
-        }
+        let (clustering, static_row) = conditioned_row(plan, vals)?;
         let mut row = None;
         let mut outer = header.deletion;
-        // A static compact table's rows are its partitions' static cells, and a dense one's
-        // clustering prefix names a row of its own (see `compact`).
-        let static_row = if t.compact {
-            clust_cols.is_empty()
-        } else {
-            clustering.len() < clust_cols.len()
-        };
         if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);
@@ -205,7 +282,7 @@ impl Engine {
         let current = self.read_current(plan, &parts, values, now)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
-            let mut m = Mutations::default();
+            let mut m = Mutations::default().conditional();
             self.mutations_in(plan, Some(&parts), values, now, None, &mut m)?;
             self.apply_holding(m, &stripes, &current.stored)?;
         }
