@@ -185,6 +185,27 @@ def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int"))):
     return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"})
 
 
+def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_types():
+    forms = set()
+    for seed in range(1, 21):
+        tables, _, stmts = generate.draw_all(seed, 1500, 8)
+        cols = {t.name: {c.name: c for c in t.cols} for t in tables}
+        for s in stmts:
+            if s.feature != "collection_slice":
+                continue
+            sel = s.text.split(" FROM ")[0]
+            for name, inside in re.findall(r"(\w+)\[([^\]]*)\]", sel):
+                c = cols[s.table][name]
+                assert c.type.kind in ("map", "set") and c.type.args[0].is_native, s.text
+                assert c.role not in ("pk", "ck"), s.text
+                lo, dots, hi = inside.partition("..")
+                forms.add("element" if not dots else ("both" if lo and hi else ("upper" if hi else "lower")))
+            forms |= {f for f in ("toJson(", "writetime(", "JSON ", " AS e", "?") if f in sel}
+            forms |= {"frozen" for name in re.findall(r"(\w+)\[", sel) if not cols[s.table][name].type.multicell}
+    assert forms == {"element", "both", "upper", "lower", "toJson(", "writetime(", "JSON ", " AS e", "?",
+                     "frozen"}, forms
+
+
 def test_a_count_over_an_inet_filter_is_named_for_the_sai_inet_class():
     # Seed 197: count(v0) over `v1 <= ?` (SAI on v1), pages of 3: 5.0.9 counts 1, B 9.
     _, _, stmts = generate.draw_all(197, 1500, 8)
@@ -228,6 +249,11 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     tok = [("system.token(k)", "bigint"), ("v0", "int")]
     assert _flush_read(f, [(-5, None), (7, 3)], [(7, 3)], cols=tok) == flushed
     assert _flush_read(f, [(-5, 1), (7, 3)], [(7, 3)], cols=tok) == "rows:row_count:select"
+    # toJson() of a null is the text 'null'.
+    js = [("k", "int"), ("system.tojson(v0)", "text")]
+    assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed
+    assert _flush_read(f, [(1, "4"), (2, "3")], [(2, "3")], cols=js) == "rows:row_count:select"
+    assert _flush_read(f, [(1, "null")], [], cols=[("k", "int"), ("v0", "text")]) == "rows:row_count:select"
     # Under a (PER PARTITION) LIMIT A's extra rows take the places of as many of B's.
     limited = Stmt("SELECT token(k), v0 FROM t PER PARTITION LIMIT 1", feature="functions")
     for a_rows, b_rows, want in [([(-5, None), (7, 3)], [(-5, 2), (7, 3)], flushed),

@@ -49,7 +49,8 @@ class Extras:
             kind = self.rng.choice(["arith", "arith", "cast", "cast", "math", "blob_fn", "collection_fn",
                                     "literal_select", "udt_field", "select_json_cols", "insert_json",
                                     "group_by_agg", "multi_column", "lwt_condition", "lwt_condition",
-                                    "order_by_in", "order_by_in", "multi_column_markers", "arith_term"])
+                                    "order_by_in", "order_by_in", "multi_column_markers", "arith_term",
+                                    "collection_slice", "collection_slice"])
             s = getattr(self, kind)(t)
             if s is None:
                 return None
@@ -146,6 +147,51 @@ class Extras:
             if el in NUMBERS:
                 fns += ["collection_sum", "collection_avg"]
         return self._select(t, f"{rng.choice(fns)}({c.name})", "collection_fn")
+
+    def collection_slice(self, t):
+        """Element and slice selections of sets and maps, frozen or not (`m['a'..'b']`, `s[..3]`,
+        `fm[k]`, bounds as markers at times), several in one selection, with an alias, inside
+        toJson() or SELECT JSON, and writetime() of an element."""
+        rng = self.rng
+        # Not keyed by a UDT (Cassandra names a UDT literal's fields in its hash order) nor on a
+        # key column (toJson() of a DESC clustering column's element is refused by 5.0.9).
+        cols = [c for c in t.values if c.type.kind in ("map", "set") and c.type.args[0].is_native]
+        if not cols:
+            return None
+        from .statements import Terms
+        term = Terms(rng.random() < 0.3)
+        parts, wt = [], []
+        for i in range(rng.randint(1, 3)):
+            c = rng.choice(cols)
+            kt = c.type.args[0]
+
+            def key():
+                return term(kt, draw_value(rng, kt, True))
+            form = rng.choices(["element", "both", "upper", "lower"], weights=[30, 25, 20, 25])[0]
+            if form == "element":
+                sel = f"{c.name}[{key()}]"
+            else:
+                lo = key() if form != "upper" else ""
+                sel = f"{c.name}[{lo}..{key() if form != 'lower' else ''}]"
+            r = rng.random()
+            if r < 0.15:
+                sel = f"toJson({sel})"
+            elif r < 0.25 and c.type.multicell and form == "element":
+                # writetime() of one element: exactly when every write so far carried USING
+                # TIMESTAMP, else as null / not null.
+                sel = f"writetime({sel}) AS wt{i}"
+                wt.append(f"wt{i}")
+            if rng.random() < 0.25 and not sel.startswith("writetime("):
+                sel += f" AS e{i}"
+            parts.append(sel)
+        json = not wt and rng.random() < 0.15
+        s = self._select(t, ("JSON " if json else f"{t.keys[-1].name}, ") + ", ".join(parts), "collection_slice",
+                         bind=term.bind)
+        if term.bind:
+            s.params = term.params + (s.params or [])
+        if t.server_ts:
+            s.nullness.update(wt)
+        return s
 
     def literal_select(self, t):
         rng = self.rng
