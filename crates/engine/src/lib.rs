@@ -1084,7 +1084,11 @@ impl Engine {
                 }
             }
             if !all_hold {
-                let writes_statics = parts.iter().any(|(p, _)| lwt::touches_statics(p));
+                // Cassandra reads the static row for the conditional statements' static
+                // writes alone (BatchStatement's updatesStaticRow).
+                let writes_statics = parts
+                    .iter()
+                    .any(|(p, _)| p.condition.is_some() && lwt::touches_statics(p));
                 return Ok(lwt::batch_not_applied(
                     &parts[0].0.table,
                     &checked,

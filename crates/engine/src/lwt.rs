@@ -325,8 +325,8 @@ impl Engine {
 /// The answer to a conditional BATCH that was not applied: one row per conditional statement
 /// with the primary key and every column the batch's conditions name, as Cassandra shows it;
 /// with an IF EXISTS or IF NOT EXISTS among them, every column (Cassandra then reads whole
-/// rows), the static ones null unless a statement of the batch (`writes_statics`) or a
-/// condition touches a static column.
+/// rows), the static ones null unless a conditional statement of the batch writes one
+/// (`writes_statics`) or a condition names one.
 pub(crate) fn batch_not_applied(
     t: &TableDef,
     checked: &[(&Condition, Current)],
@@ -393,15 +393,16 @@ pub(crate) fn batch_not_applied(
         std::cmp::Ordering::Equal
     });
     if rows.is_empty() {
-        // The static row, or else the partition's first row, read when every condition of
-        // the batch is on static columns alone (one row condition makes Cassandra read the
-        // named rows instead).
+        // The static row, when the read takes it (a condition names a static column or a
+        // conditional statement writes one), or else the partition's first row, read when
+        // every condition of the batch is on static columns alone (one row condition makes
+        // Cassandra read the named rows instead).
         let first_row_read = checked
             .iter()
             .all(|(cond, c)| reads_first_row(t, Some(cond), c.static_row));
         if let Some((_, current)) = checked
             .iter()
-            .find(|(_, c)| statics_named && c.header.has_live_statics(now.secs))
+            .find(|(_, c)| (statics_named || writes_statics) && c.header.has_live_statics(now.secs))
             .or_else(|| {
                 checked
                     .iter()
