@@ -27,8 +27,12 @@ math/blob/collection functions and literal terms in the selection, UDT field sel
 JSON of a selection, INSERT JSON with DEFAULT NULL/UNSET, GROUP BY with max/min/sum/avg,
 multi-column clustering relations (literal tuples, one marker per tuple, `IN ?`, a null field
 now and then, and DELETEs by them), ORDER BY over an IN on the partition key (unpaged, rows
-compared in order), arithmetic in WHERE and SET terms, and conditional UPDATEs on elements,
-fields, IN, !=, CONTAINS and CONTAINS KEY.
+compared in order), arithmetic in WHERE and SET terms, conditional UPDATEs on elements,
+fields, IN, !=, CONTAINS and CONTAINS KEY, element and slice selections of sets and maps
+(`m['a'..'b']`, `s[..3]`, frozen or not, in toJson() and SELECT JSON, writetime() of an
+element), and conditional BATCHes on one partition (IF EXISTS / NOT EXISTS / conditions on
+regular and static columns over one or two rows, partition deletions beside writes, and the
+refused forms: a batch timestamp, a second table, a row asked two things).
 
 From another stream of its own (gen/indexed.py, about 3% of the statements) it draws indexed
 reads over the indexes gen/schema.py's `more_indexes` adds to about half the tables (SAI and

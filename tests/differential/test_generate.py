@@ -206,6 +206,43 @@ def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_type
                      "frozen"}, forms
 
 
+def test_conditional_batches_keep_to_one_partition_and_draw_every_form():
+    forms = set()
+    for seed in range(1, 21):
+        _, _, stmts = generate.draw_all(seed, 1500, 8)
+        for s in stmts:
+            if s.feature != "lwt_batch":
+                continue
+            body = s.text.split(" BATCH", 1)[1]
+            assert " IF " in body and s.text.endswith("; APPLY BATCH"), s.text
+            tables = set(re.findall(r"(?:UPDATE|INTO|FROM) (\w+)", body))
+            forms.add("tables:%d" % len(tables))
+            assert s.table in tables, s.text
+            for f in (" IF EXISTS", " IF NOT EXISTS", " = null", " != null", "DELETE FROM", "INSERT INTO",
+                      "USING TIMESTAMP", "UNLOGGED", "?"):
+                if f in s.text:
+                    forms.add(f)
+    assert forms == {"tables:1", "tables:2", " IF EXISTS", " IF NOT EXISTS", " = null", " != null",
+                     "DELETE FROM", "INSERT INTO", "USING TIMESTAMP", "UNLOGGED", "?"}, forms
+
+
+def test_arithmetic_into_an_indexed_varint_column_is_a_varint_operation():
+    drawn = 0
+    for seed in range(1, 61):
+        tables, _, stmts = generate.draw_all(seed, 1500, 8)
+        by_name = {t.name: t for t in tables}
+        for s in stmts:
+            m = re.match(r"UPDATE (\w+) SET (\w+) = (.*) WHERE", s.text)
+            if s.feature != "arith_term" or not m:
+                continue
+            t = by_name[m.group(1)]
+            c = next(c for c in t.cols if c.name == m.group(2))
+            if c.type.kind == "varint" and any(i.column == c.name for i in t.indexes):
+                drawn += 1
+                assert m.group(3).startswith("(varint) "), s.text
+    assert drawn > 0
+
+
 def test_a_count_over_an_inet_filter_is_named_for_the_sai_inet_class():
     # Seed 197: count(v0) over `v1 <= ?` (SAI on v1), pages of 3: 5.0.9 counts 1, B 9.
     _, _, stmts = generate.draw_all(197, 1500, 8)
