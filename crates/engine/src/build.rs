@@ -603,10 +603,17 @@ impl<'a> Builder<'a> {
                     let (key_ty, key_name, elem) = match &col.ty {
                         ColumnType::List(e) => (ColumnType::Int, format!("idx({})", col.name), e),
                         ColumnType::Map(k, v) => ((**k).clone(), format!("key({})", col.name), v),
-                        other => {
+                        // Cassandra 5.0.9 names a set as such and anything else by what
+                        // it is not (ColumnCondition.Raw.prepare).
+                        ColumnType::Set(_) => {
                             return Err(EngineError::invalid(format!(
-                                "Invalid element access syntax for {} column {}",
-                                crate::types::cql_type_name(other),
+                                "Invalid element access syntax for set column {}",
+                                col.name
+                            )))
+                        }
+                        _ => {
+                            return Err(EngineError::invalid(format!(
+                                "Invalid element access syntax for non-collection column {}",
                                 col.name
                             )))
                         }
@@ -625,7 +632,7 @@ impl<'a> Builder<'a> {
                     };
                     let Some(i) = fields.iter().position(|(n, _)| n == f) else {
                         return Err(EngineError::invalid(format!(
-                            "UDT column {} does not have a field named {f}",
+                            "Unknown field {f} for column {}",
                             col.name
                         )));
                     };

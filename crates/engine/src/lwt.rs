@@ -114,6 +114,47 @@ fn conditioned_row(plan: &WritePlan, vals: &Bindings) -> Result<(Vec<Vec<u8>>, b
     Ok((clustering, static_row))
 }
 
+/// Cassandra 5.0.9's checks of the elements its conditions name, made as it binds them,
+/// before it reads (ColumnCondition.bindElement), in the statement's order: a null map key or
+/// list index, and a negative index of a non-frozen list (a frozen list's is refused when its
+/// value is read, see `element`).
+fn check_bound_elements(
+    t: &TableDef,
+    cond: Option<&Condition>,
+    vals: &Bindings,
+) -> Result<(), EngineError> {
+    let Some(Condition::Columns(conds)) = cond else {
+        return Ok(());
+    };
+    for c in conds {
+        let CondTarget::Element(key) = &c.target else {
+            continue;
+        };
+        let col = &t.columns[c.column];
+        let is_map = matches!(col.ty, ColumnType::Map(..));
+        let Some(key) = resolve(key, vals)? else {
+            return Err(EngineError::invalid(format!(
+                "Invalid null value for {} element access",
+                if is_map { "map" } else { "list" }
+            )));
+        };
+        if !is_map && exec::multi_cell_kind(col).is_some() {
+            negative_index(&key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a negative list index as Cassandra does.
+fn negative_index(key: &[u8]) -> Result<(), EngineError> {
+    match <[u8; 4]>::try_from(key).map(i32::from_be_bytes) {
+        Ok(i) if i < 0 => Err(EngineError::invalid(format!(
+            "Invalid negative list index {i}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// What the conditions of a BATCH ask of one row of their partition, as Cassandra's CAS
 /// request keys them (CQL3CasRequest).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,7 +215,7 @@ impl BatchRows {
             };
             return Err(EngineError::invalid(message));
         }
-        Ok(())
+        check_bound_elements(t, plan.condition.as_ref(), vals)
     }
 }
 
@@ -280,6 +321,7 @@ impl Engine {
         let parts = exec::partitions(&plan.table, &plan.partition, values)?;
         let (stripes, _g) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let current = self.read_current(plan, &parts, values, now)?;
+        check_bound_elements(&plan.table, Some(cond), values)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
             let mut m = Mutations::default().conditional();
@@ -642,6 +684,10 @@ fn column_condition_holds(
         CondTarget::Element(key) => {
             let key = resolve(key, vals)?;
             as_map_key = matches!(col.ty, ColumnType::Map(..));
+            // A frozen list's negative index is refused once there is a value to index.
+            if let (ColumnType::List(_), Some(_), Some(k)) = (&col.ty, &whole, &key) {
+                negative_index(k)?;
+            }
             element(&col.ty, whole.as_deref(), key.as_deref())
         }
         CondTarget::Field(i) => match &col.ty {
