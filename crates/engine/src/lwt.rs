@@ -344,6 +344,7 @@ impl Engine {
                 columns: shown,
                 current: &current,
                 row_only,
+                first_row: true,
             }],
             now,
         ))
@@ -418,6 +419,7 @@ pub(crate) fn batch_not_applied(
                 columns: columns.clone(),
                 current,
                 row_only,
+                first_row: true,
             });
         }
     }
@@ -455,6 +457,7 @@ pub(crate) fn batch_not_applied(
                 columns,
                 current,
                 row_only: false,
+                first_row: first_row_read,
             });
         }
     }
@@ -555,6 +558,9 @@ struct Shown<'a> {
     current: &'a Current,
     /// Static columns show as null (IF NOT EXISTS reads the row alone).
     row_only: bool,
+    /// Without the named row, the key shown is that of the partition's first row, when the
+    /// read took it (see `Current::first_row`); else null.
+    first_row: bool,
 }
 
 /// The RESULT rows: `[applied]` and the shown columns of each row.
@@ -586,6 +592,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
                 ColumnKind::Clustering if current.row.is_none() => current
                     .first_row
                     .as_ref()
+                    .filter(|_| shown.first_row)
                     .and_then(|r| r.clustering.get(c.position as usize).cloned()),
                 _ => current.value(c, now),
             };
