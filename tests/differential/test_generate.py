@@ -201,6 +201,7 @@ def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_type
                 lo, dots, hi = inside.partition("..")
                 forms.add("element" if not dots else ("both" if lo and hi else ("upper" if hi else "lower")))
             forms |= {f for f in ("toJson(", "writetime(", "JSON ", " AS e", "?") if f in sel}
+            assert not re.search(r"writetime\(\w+\[\?", sel), s.text
             forms |= {"frozen" for name in re.findall(r"(\w+)\[", sel) if not cols[s.table][name].type.multicell}
     assert forms == {"element", "both", "upper", "lower", "toJson(", "writetime(", "JSON ", " AS e", "?",
                      "frozen"}, forms

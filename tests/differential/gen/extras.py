@@ -176,9 +176,10 @@ class Extras:
             r = rng.random()
             if r < 0.15:
                 sel = f"toJson({sel})"
-            elif r < 0.25 and c.type.multicell and form == "element":
+            elif r < 0.25 and c.type.multicell and form == "element" and "?" not in sel:
                 # writetime() of one element: exactly when every write so far carried USING
-                # TIMESTAMP, else as null / not null.
+                # TIMESTAMP, else as null / not null. Not of `m[?]`: 5.0.9 fails it with a
+                # server error (ClassCastException of Constants$Marker; --views seed 107).
                 sel = f"writetime({sel}) AS wt{i}"
                 wt.append(f"wt{i}")
             if rng.random() < 0.25 and not sel.startswith("writetime("):
