@@ -275,8 +275,9 @@ impl Engine {
             }
             stored.push((rk, v));
         }
-        let first_row = if row.is_none() && reads_first_row(t, plan.condition.as_ref(), static_row)
-        {
+        // (Also beside a live named row: a BATCH whose conditions are all on static columns
+        // shows the first row, see `batch_not_applied`.)
+        let first_row = if reads_first_row(t, plan.condition.as_ref(), static_row) {
             // Cassandra's read fetches regular columns only for a write of them; without them
             // a row shows only by its marker.
             let by_marker = !writes_regulars(plan);
@@ -344,7 +345,7 @@ impl Engine {
                 columns: shown,
                 current: &current,
                 row_only,
-                first_row: true,
+                row: RowShown::Named,
             }],
             now,
         ))
@@ -419,7 +420,7 @@ pub(crate) fn batch_not_applied(
                 columns: columns.clone(),
                 current,
                 row_only,
-                first_row: true,
+                row: RowShown::Named,
             });
         }
     }
@@ -457,7 +458,11 @@ pub(crate) fn batch_not_applied(
                 columns,
                 current,
                 row_only: false,
-                first_row: first_row_read,
+                row: if first_row_read {
+                    RowShown::First
+                } else {
+                    RowShown::Static
+                },
             });
         }
     }
@@ -558,9 +563,20 @@ struct Shown<'a> {
     current: &'a Current,
     /// Static columns show as null (IF NOT EXISTS reads the row alone).
     row_only: bool,
-    /// Without the named row, the key shown is that of the partition's first row, when the
-    /// read took it (see `Current::first_row`); else null.
-    first_row: bool,
+    /// Which row of the partition Cassandra's read gave.
+    row: RowShown,
+}
+
+/// The row a not-applied answer shows the key and regular columns of.
+#[derive(Clone, Copy, PartialEq)]
+enum RowShown {
+    /// The row the statement names; without it, the partition's first row that a
+    /// statics-only condition read, if any (its key only: its regular columns were not read).
+    Named,
+    /// The partition's first row (its key only).
+    First,
+    /// The static row alone: key and regular columns null.
+    Static,
 }
 
 /// The RESULT rows: `[applied]` and the shown columns of each row.
@@ -585,15 +601,20 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         let current = shown.current;
         for i in &shown.columns {
             let c = &t.columns[*i];
-            // Without the named row, the key shown is the first row's a statics-only
-            // condition read, if any (its regular columns were not read: null).
-            let v = match c.kind {
-                ColumnKind::Static if shown.row_only => None,
-                ColumnKind::Clustering if current.row.is_none() => current
+            let first_row_key = || {
+                current
                     .first_row
                     .as_ref()
-                    .filter(|_| shown.first_row)
-                    .and_then(|r| r.clustering.get(c.position as usize).cloned()),
+                    .and_then(|r| r.clustering.get(c.position as usize).cloned())
+            };
+            let v = match (c.kind, shown.row) {
+                (ColumnKind::Static, _) if shown.row_only => None,
+                (ColumnKind::Clustering, RowShown::Named) if current.row.is_none() => {
+                    first_row_key()
+                }
+                (ColumnKind::Clustering, RowShown::First) => first_row_key(),
+                (ColumnKind::Regular, RowShown::First)
+                | (ColumnKind::Clustering | ColumnKind::Regular, RowShown::Static) => None,
                 _ => current.value(c, now),
             };
             match v {
