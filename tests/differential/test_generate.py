@@ -185,6 +185,75 @@ def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int"))):
     return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"})
 
 
+def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_types():
+    forms = set()
+    for seed in range(1, 21):
+        tables, _, stmts = generate.draw_all(seed, 1500, 8)
+        cols = {t.name: {c.name: c for c in t.cols} for t in tables}
+        for s in stmts:
+            if s.feature != "collection_slice":
+                continue
+            sel = s.text.split(" FROM ")[0]
+            for name, inside in re.findall(r"(\w+)\[([^\]]*)\]", sel):
+                c = cols[s.table][name]
+                assert c.type.kind in ("map", "set") and c.type.args[0].is_native, s.text
+                assert c.role not in ("pk", "ck"), s.text
+                lo, dots, hi = inside.partition("..")
+                forms.add("element" if not dots else ("both" if lo and hi else ("upper" if hi else "lower")))
+            forms |= {f for f in ("toJson(", "writetime(", "JSON ", " AS e", "?") if f in sel}
+            assert not re.search(r"writetime\(\w+\[\?", sel), s.text
+            forms |= {"frozen" for name in re.findall(r"(\w+)\[", sel) if not cols[s.table][name].type.multicell}
+    assert forms == {"element", "both", "upper", "lower", "toJson(", "writetime(", "JSON ", " AS e", "?",
+                     "frozen"}, forms
+
+
+def test_conditional_batches_keep_to_one_partition_and_draw_every_form():
+    forms = set()
+    for seed in range(1, 21):
+        _, _, stmts = generate.draw_all(seed, 1500, 8)
+        for s in stmts:
+            if s.feature != "lwt_batch":
+                continue
+            body = s.text.split(" BATCH", 1)[1]
+            assert " IF " in body and s.text.endswith("; APPLY BATCH"), s.text
+            tables = set(re.findall(r"(?:UPDATE|INTO|FROM) (\w+)", body))
+            forms.add("tables:%d" % len(tables))
+            assert s.table in tables, s.text
+            for f in (" IF EXISTS", " IF NOT EXISTS", " = null", " != null", "DELETE FROM", "INSERT INTO",
+                      "USING TIMESTAMP", "UNLOGGED", "?"):
+                if f in s.text:
+                    forms.add(f)
+    assert forms == {"tables:1", "tables:2", " IF EXISTS", " IF NOT EXISTS", " = null", " != null",
+                     "DELETE FROM", "INSERT INTO", "USING TIMESTAMP", "UNLOGGED", "?"}, forms
+
+
+def test_arithmetic_into_an_indexed_varint_column_is_a_varint_operation():
+    drawn = 0
+    for seed in range(1, 61):
+        tables, _, stmts = generate.draw_all(seed, 1500, 8)
+        by_name = {t.name: t for t in tables}
+        for s in stmts:
+            m = re.match(r"UPDATE (\w+) SET (\w+) = (.*) WHERE", s.text)
+            if s.feature != "arith_term" or not m:
+                continue
+            t = by_name[m.group(1)]
+            c = next(c for c in t.cols if c.name == m.group(2))
+            if c.type.kind == "varint" and any(i.column == c.name for i in t.indexes):
+                drawn += 1
+                assert m.group(3).startswith("(varint) "), s.text
+    assert drawn > 0
+
+
+def test_a_count_over_an_inet_filter_is_named_for_the_sai_inet_class():
+    # Seed 197: count(v0) over `v1 <= ?` (SAI on v1), pages of 3: 5.0.9 counts 1, B 9.
+    _, _, stmts = generate.draw_all(197, 1500, 8)
+    s = next(s for s in stmts if s.text.startswith("SELECT count(v0) FROM t5 WHERE v1 <= ?"))
+    assert s.feature == "aggregate:allow_filtering:inet"
+    known = runner.load_known(generate.KNOWN)
+    for sig in ["rows:aggregate:allow_filtering:inet", "rows:count:allow_filtering:inet"]:
+        assert runner.match_known(known, sig), sig
+
+
 def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     ok = run.Outcome(columns=[], rows=[])
     old_write = Stmt("INSERT INTO t (k, v1) VALUES (1, 1) USING TIMESTAMP 1000", write=True)
@@ -214,6 +283,23 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     assert _flush_read(f, [(1, None), (2, 3)], [(2, 3)]) == flushed
     assert _flush_read(f, [(1, None), (2, 3)], [(2, 4)]) == "rows:row_count:select"
     assert _flush_read(f, [(1,)], [], cols=[("k", "int")]) == "rows:row_count:select"
+    # token() of the key is a key value: the extra row's selected non-key values are null.
+    tok = [("system.token(k)", "bigint"), ("v0", "int")]
+    assert _flush_read(f, [(-5, None), (7, 3)], [(7, 3)], cols=tok) == flushed
+    assert _flush_read(f, [(-5, 1), (7, 3)], [(7, 3)], cols=tok) == "rows:row_count:select"
+    # toJson() of a null is the text 'null'.
+    js = [("k", "int"), ("system.tojson(v0)", "text")]
+    assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed
+    assert _flush_read(f, [(1, "4"), (2, "3")], [(2, "3")], cols=js) == "rows:row_count:select"
+    assert _flush_read(f, [(1, "null")], [], cols=[("k", "int"), ("v0", "text")]) == "rows:row_count:select"
+    # Under a (PER PARTITION) LIMIT A's extra rows take the places of as many of B's.
+    limited = Stmt("SELECT token(k), v0 FROM t PER PARTITION LIMIT 1", feature="functions")
+    for a_rows, b_rows, want in [([(-5, None), (7, 3)], [(-5, 2), (7, 3)], flushed),
+                                 ([(-5, None), (7, 3)], [(-5, 2), (7, 4)], "rows:row_count:select"),
+                                 ([(-5, 1), (7, 3)], [(-5, 2), (7, 3)], "rows:row_count:select")]:
+        a, b = run.Outcome(columns=tok, rows=a_rows), run.Outcome(columns=tok, rows=b_rows)
+        assert f.blame("rows:row_count:select", limited, a, b, "t", {"k"}) == want, (a_rows, b_rows)
+    assert _flush_read(f, [(-5, None), (7, 3)], [(-5, 2), (7, 3)], cols=tok) == "rows:row_count:select"
     # A writetime() compared as null / not null: the extra row's is still null.
     s = Stmt("SELECT k, writetime(v0) AS w FROM t", feature="writetime", nullness={"w"})
     a = run.Outcome(columns=[("k", "int"), ("w", "bigint")], rows=[(1, None), (2, 7)])
@@ -227,6 +313,23 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     f.after(Stmt("DROP TABLE other"), run.Outcome(error=0x2200, error_text="no"), [])
     f.after(expiring, ok, ["t"])
     assert _flush_read(f, [(1, None)], []) == "rows:row_count:select"
+
+
+def test_no_condition_on_an_element_of_a_map_keyed_by_a_non_native_type():
+    # Cassandra 5.0.9 fails `IF m[k] ...` with a server error (IndexOutOfBoundsException) when m
+    # is keyed by a frozen collection, tuple or UDT and holds elements (--views seed 71).
+    drawn = {"native": 0, "other": 0}
+    for seed in range(1, 41):
+        tables, _, stmts = generate.draw_all(seed, 1500, 8)
+        cols = {t.name: {c.name: c.type for c in t.cols} for t in tables}
+        for s in stmts:
+            if s.feature != "lwt_condition":
+                continue
+            for name in re.findall(r"(\w+)\[", s.text.split(" IF ", 1)[1]):
+                ty = cols[s.table][name]
+                if ty.kind == "map":
+                    drawn["native" if ty.args[0].is_native else "other"] += 1
+    assert drawn["native"] > 0 and drawn["other"] == 0, drawn
 
 
 def test_known_file_parses_and_matches():

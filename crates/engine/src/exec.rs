@@ -578,6 +578,10 @@ impl Engine {
                     ts,
                     local_del: now.secs,
                 };
+                let outer_del = Deletion {
+                    ts: if out.conditional { ts - 1 } else { ts },
+                    ..del
+                };
                 for p in parts {
                     if !elements.is_empty() {
                         self.delete_elements(
@@ -590,7 +594,7 @@ impl Engine {
                     if columns.is_empty() {
                         if plan.clustering.is_unrestricted() {
                             out.header(&p.prefix).delta.merge(PartitionHeader {
-                                deletion: Some(del),
+                                deletion: Some(outer_del),
                                 ..PartitionHeader::default()
                             });
                         } else if full_row {
@@ -609,7 +613,7 @@ impl Engine {
                                     ranges: vec![RangeTombstone {
                                         start,
                                         end: end.unwrap_or_default(),
-                                        deletion: del,
+                                        deletion: outer_del,
                                     }],
                                     ..PartitionHeader::default()
                                 });
@@ -1342,9 +1346,23 @@ pub(crate) struct Mutations {
     /// The authorizations the writing request reads with, for its collection updates on
     /// labelled tables (none set: it sees only unlabelled items).
     writer: Option<Arc<crate::visibility::Authorizations>>,
+    /// The mutations of a conditional write: Cassandra's Paxos commit puts its partition and
+    /// range deletions one microsecond before the write's timestamp
+    /// (PartitionUpdate.updateAllTimestamp), so they do not shadow a conditional BATCH's own
+    /// writes. A row deletion moves too, but only after the batch's writes to the same row
+    /// have been merged with it (and shadowed) at the write's timestamp: it stays there.
+    conditional: bool,
 }
 
 impl Mutations {
+    /// These mutations as those of a conditional write (see `conditional`).
+    pub(crate) fn conditional(self) -> Mutations {
+        Mutations {
+            conditional: true,
+            ..self
+        }
+    }
+
     /// Mutations of a request whose collection updates on labelled tables see the stored
     /// collections with `writer` (see [`Engine::writer_authorizations`]).
     pub(crate) fn seen_by(writer: Option<Arc<crate::visibility::Authorizations>>) -> Mutations {

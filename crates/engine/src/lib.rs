@@ -765,12 +765,15 @@ impl Engine {
             }
             cql::Statement::Batch(batch) => {
                 let mut plans = Vec::new();
+                // Whether each statement has a USING TIMESTAMP of its own.
+                let mut own_timestamps = Vec::new();
                 for st in &batch.statements {
                     let mut p = match st {
                         cql::ast::ModificationStatement::Insert(s) => b.insert(s)?,
                         cql::ast::ModificationStatement::Update(s) => b.update(s)?,
                         cql::ast::ModificationStatement::Delete(s) => b.delete(s)?,
                     };
+                    own_timestamps.push(p.timestamp.is_some());
                     if p.timestamp.is_none() {
                         if let Some(ts) = &batch.using.timestamp {
                             p.timestamp = Some(b.term(
@@ -780,20 +783,11 @@ impl Engine {
                                 &ColumnType::Bigint,
                             )?);
                         }
-                    } else if batch.using.timestamp.is_some() {
-                        return Err(EngineError::invalid(
-                            "Timestamp must be set either on BATCH or individual statements",
-                        ));
                     }
                     labels::batch_label(&mut b, &mut p, st, batch.using.visibility.as_ref())?;
                     plans.push(p);
                 }
-                // Cassandra checks this once its statements are prepared.
-                if batch.using.ttl.is_some() {
-                    return Err(EngineError::invalid(
-                        "Global TTL on the BATCH statement is not supported.",
-                    ));
-                }
+                build::validate_batch(&batch.using, batch.kind, &plans, &own_timestamps)?;
                 let kind = match batch.kind {
                     cql::ast::BatchKind::Logged => BatchKind::Logged,
                     cql::ast::BatchKind::Unlogged => BatchKind::Unlogged,
@@ -1046,9 +1040,10 @@ impl Engine {
         for (p, v) in &parts {
             self.check_label_write(p, v, opts)?;
         }
-        if counters > 0 && kind == BatchKind::Logged {
+        // In Cassandra 5.0.9's order (BatchStatement.validate).
+        if kind == BatchKind::Counter && counters < parts.len() {
             return Err(EngineError::invalid(
-                "Cannot include a counter statement in a logged batch",
+                "Cannot include non-counter statement in a counter batch",
             ));
         }
         if counters > 0 && counters < parts.len() {
@@ -1056,9 +1051,9 @@ impl Engine {
                 "Counter and non-counter mutations cannot exist in the same batch",
             ));
         }
-        if kind == BatchKind::Counter && counters < parts.len() {
+        if counters > 0 && kind == BatchKind::Logged {
             return Err(EngineError::invalid(
-                "Cannot include non-counter statement in a counter batch",
+                "Cannot include a counter statement in a logged batch",
             ));
         }
         let ts = opts.timestamp.unwrap_or_else(|| self.next_timestamp(now));
@@ -1072,6 +1067,7 @@ impl Engine {
         // Each statement's partition, computed once for the check, the reads and the write.
         let mut known = Vec::new();
         if conditional {
+            let mut rows = lwt::BatchRows::default();
             for (p, v) in &parts {
                 let of = exec::partitions(&p.table, &p.partition, v)?;
                 if of.len() != 1
@@ -1084,6 +1080,7 @@ impl Engine {
                     ));
                 }
                 known.push(of);
+                rows.add(p, v)?;
             }
             (held, _guards) = self.lock_partitions(known.first().map(|k| k[0].prefix.as_slice()));
             let mut checked = Vec::new();
@@ -1096,7 +1093,11 @@ impl Engine {
                 }
             }
             if !all_hold {
-                let writes_statics = parts.iter().any(|(p, _)| lwt::touches_statics(p));
+                // Cassandra reads the static row for the conditional statements' static
+                // writes alone (BatchStatement's updatesStaticRow).
+                let writes_statics = parts
+                    .iter()
+                    .any(|(p, _)| p.condition.is_some() && lwt::touches_statics(p));
                 return Ok(lwt::batch_not_applied(
                     &parts[0].0.table,
                     &checked,
@@ -1110,6 +1111,9 @@ impl Engine {
         }
         let mut m =
             Mutations::seen_by(self.writer_authorizations(parts.iter().map(|(p, _)| *p), opts)?);
+        if conditional {
+            m = m.conditional();
+        }
         for (i, (p, v)) in parts.iter().enumerate() {
             let of = known.get(i).map(Vec::as_slice);
             self.mutations_in(p, of, v, now, Some(ts), &mut m)?;

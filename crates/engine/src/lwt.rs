@@ -70,6 +70,155 @@ impl Current {
     }
 }
 
+/// The clustering values of the row a conditional write names, and whether it names the
+/// partition's static row instead (a write of static columns alone); refused, as Cassandra
+/// refuses it, when an IN on the clustering columns names several rows (or none).
+fn conditioned_row(plan: &WritePlan, vals: &Bindings) -> Result<(Vec<Vec<u8>>, bool), EngineError> {
+    let t = &plan.table;
+    let what = match plan.kind {
+        crate::plan::WriteKind::Delete { .. } => "deletions",
+        _ => "updates",
+    };
+    let clust_cols: Vec<_> = t.clustering().collect();
+    let mut clustering = Vec::new();
+    let several = || {
+        EngineError::invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {what}"
+        ))
+    };
+    for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+        let v = exec::expand(kv, vals, &col.name)?;
+        // An empty IN names no row: refused as an IN of several values.
+        if v.len() != 1 {
+            return Err(several());
+        }
+        clustering.push(v.into_iter().next().unwrap_or_default());
+    }
+    // A multi-column IN of one tuple names one row, as Cassandra takes it.
+    if let Some(tv) = &plan.clustering.tuples {
+        let tuples = exec::tuples_of(tv, vals)?;
+        let [tuple] = tuples.as_slice() else {
+            return Err(several());
+        };
+        for (src, col) in tuple.iter().zip(&clust_cols[clustering.len()..]) {
+            clustering.push(exec::resolve_key(src, vals, &col.name)?);
+        }
+    }
+    // A static compact table's rows are its partitions' static cells, and a dense one's
+    // clustering prefix names a row of its own (see `compact`).
+    let static_row = if t.compact {
+        clust_cols.is_empty()
+    } else {
+        clustering.len() < clust_cols.len()
+    };
+    Ok((clustering, static_row))
+}
+
+/// Cassandra 5.0.9's checks of the elements its conditions name, made as it binds them,
+/// before it reads (ColumnCondition.bindElement), in the statement's order: a null map key or
+/// list index, and a negative index of a non-frozen list (a frozen list's is refused when its
+/// value is read, see `element`).
+fn check_bound_elements(
+    t: &TableDef,
+    cond: Option<&Condition>,
+    vals: &Bindings,
+) -> Result<(), EngineError> {
+    let Some(Condition::Columns(conds)) = cond else {
+        return Ok(());
+    };
+    for c in conds {
+        let CondTarget::Element(key) = &c.target else {
+            continue;
+        };
+        let col = &t.columns[c.column];
+        let is_map = matches!(col.ty, ColumnType::Map(..));
+        let Some(key) = resolve(key, vals)? else {
+            return Err(EngineError::invalid(format!(
+                "Invalid null value for {} element access",
+                if is_map { "map" } else { "list" }
+            )));
+        };
+        if !is_map && exec::multi_cell_kind(col).is_some() {
+            negative_index(&key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a negative list index as Cassandra does.
+fn negative_index(key: &[u8]) -> Result<(), EngineError> {
+    match <[u8; 4]>::try_from(key).map(i32::from_be_bytes) {
+        Ok(i) if i < 0 => Err(EngineError::invalid(format!(
+            "Invalid negative list index {i}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// What the conditions of a BATCH ask of one row of their partition, as Cassandra's CAS
+/// request keys them (CQL3CasRequest).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RowAsk {
+    Exists,
+    NotExists,
+    Columns,
+}
+
+/// The rows the conditions of a BATCH name so far (`None`: the static row), each with what
+/// they ask of it.
+#[derive(Default)]
+pub(crate) struct BatchRows(Vec<(Option<Vec<Vec<u8>>>, RowAsk)>);
+
+impl BatchRows {
+    /// Adds the rows one statement of a conditional BATCH names, in the batch's order, as
+    /// Cassandra 5.0.9 does before it reads anything: any statement's IN on the clustering
+    /// columns is refused; IF [NOT] EXISTS asks of the row the statement writes (the static
+    /// row for a write of static columns alone), conditions on regular columns of that row,
+    /// conditions on static columns of the static row; a row asked two different things is
+    /// refused with Cassandra's message (which names IF NOT EXISTS when conditions follow an
+    /// IF EXISTS).
+    pub(crate) fn add(&mut self, plan: &WritePlan, vals: &Bindings) -> Result<(), EngineError> {
+        let (clustering, static_row) = conditioned_row(plan, vals)?;
+        let row = (!static_row).then_some(clustering);
+        let t = &plan.table;
+        let asks: Vec<(Option<Vec<Vec<u8>>>, RowAsk)> = match &plan.condition {
+            None => Vec::new(),
+            Some(Condition::IfExists) => vec![(row, RowAsk::Exists)],
+            Some(Condition::IfNotExists) => vec![(row, RowAsk::NotExists)],
+            Some(Condition::Columns(cs)) => {
+                let is_static =
+                    |c: &ColumnCondition| t.columns[c.column].kind == ColumnKind::Static;
+                let mut asks = Vec::new();
+                if cs.iter().any(|c| !is_static(c)) {
+                    asks.push((row, RowAsk::Columns));
+                }
+                if cs.iter().any(is_static) {
+                    asks.push((None, RowAsk::Columns));
+                }
+                asks
+            }
+        };
+        for (row, ask) in asks {
+            let Some((_, before)) = self.0.iter().find(|(r, _)| *r == row) else {
+                self.0.push((row, ask));
+                continue;
+            };
+            let message = match (*before, ask) {
+                (a, b) if a == b => continue,
+                (RowAsk::Columns, RowAsk::Exists) => {
+                    "Cannot mix IF conditions and IF EXISTS for the same row"
+                }
+                (RowAsk::Columns, _) | (_, RowAsk::Columns) => {
+                    "Cannot mix IF conditions and IF NOT EXISTS for the same row"
+                }
+                _ => "Cannot mix IF EXISTS and IF NOT EXISTS conditions for the same row",
+            };
+            return Err(EngineError::invalid(message));
+        }
+        check_bound_elements(t, plan.condition.as_ref(), vals)
+    }
+}
+
 impl Engine {
     /// Reads what the conditions of `plan` are checked against, in `parts` (the write's
     /// partitions; the caller holds their locks).
@@ -110,40 +259,9 @@ impl Engine {
         };
         stored.push((hk, h));
         let pk = (p.pk.clone(), t.pk_count());
-        let clust_cols: Vec<_> = t.clustering().collect();
-        let mut clustering = Vec::new();
-        let several = || {
-            EngineError::invalid(format!(
-                "IN on the clustering key columns is not supported with conditional {what}"
-            ))
-        };
-        for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
-            let v = exec::expand(kv, vals, &col.name)?;
-            // An empty IN names no row: refused as an IN of several values.
-            if v.len() != 1 {
-                return Err(several());
-            }
-            clustering.push(v.into_iter().next().unwrap_or_default());
-        }
-        // A multi-column IN of one tuple names one row, as Cassandra takes it.
-        if let Some(tv) = &plan.clustering.tuples {
-            let tuples = exec::tuples_of(tv, vals)?;
-            let [tuple] = tuples.as_slice() else {
-                return Err(several());
-            };
-            for (src, col) in tuple.iter().zip(&clust_cols[clustering.len()..]) {
-                clustering.push(exec::resolve_key(src, vals, &col.name)?);
-            }
-        }
+        let (clustering, static_row) = conditioned_row(plan, vals)?;
         let mut row = None;
         let mut outer = header.deletion;
-        // A static compact table's rows are its partitions' static cells, and a dense one's
-        // clustering prefix names a row of its own (see `compact`).
-        let static_row = if t.compact {
-            clust_cols.is_empty()
-        } else {
-            clustering.len() < clust_cols.len()
-        };
         if !static_row {
             let enc = exec::encode_clustering(t, &clustering);
             outer = header.deletion_for(&enc);
@@ -157,8 +275,9 @@ impl Engine {
             }
             stored.push((rk, v));
         }
-        let first_row = if row.is_none() && reads_first_row(t, plan.condition.as_ref(), static_row)
-        {
+        // (Also beside a live named row: a BATCH whose conditions are all on static columns
+        // shows the first row, see `batch_not_applied`.)
+        let first_row = if reads_first_row(t, plan.condition.as_ref(), static_row) {
             // Cassandra's read fetches regular columns only for a write of them; without them
             // a row shows only by its marker.
             let by_marker = !writes_regulars(plan);
@@ -203,9 +322,10 @@ impl Engine {
         let parts = exec::partitions(&plan.table, &plan.partition, values)?;
         let (stripes, _g) = self.lock_partitions(parts.iter().map(|p| p.prefix.as_slice()));
         let current = self.read_current(plan, &parts, values, now)?;
+        check_bound_elements(&plan.table, Some(cond), values)?;
         let applied = holds(&plan.table, cond, values, &current, now)?;
         if applied {
-            let mut m = Mutations::default();
+            let mut m = Mutations::default().conditional();
             self.mutations_in(plan, Some(&parts), values, now, None, &mut m)?;
             self.apply_holding(m, &stripes, &current.stored)?;
         }
@@ -225,6 +345,7 @@ impl Engine {
                 columns: shown,
                 current: &current,
                 row_only,
+                row: RowShown::Named,
             }],
             now,
         ))
@@ -248,8 +369,8 @@ impl Engine {
 /// The answer to a conditional BATCH that was not applied: one row per conditional statement
 /// with the primary key and every column the batch's conditions name, as Cassandra shows it;
 /// with an IF EXISTS or IF NOT EXISTS among them, every column (Cassandra then reads whole
-/// rows), the static ones null unless a statement of the batch (`writes_statics`) or a
-/// condition touches a static column.
+/// rows), the static ones null unless a conditional statement of the batch writes one
+/// (`writes_statics`) or a condition names one.
 pub(crate) fn batch_not_applied(
     t: &TableDef,
     checked: &[(&Condition, Current)],
@@ -299,6 +420,7 @@ pub(crate) fn batch_not_applied(
                 columns: columns.clone(),
                 current,
                 row_only,
+                row: RowShown::Named,
             });
         }
     }
@@ -316,15 +438,16 @@ pub(crate) fn batch_not_applied(
         std::cmp::Ordering::Equal
     });
     if rows.is_empty() {
-        // The static row, or else the partition's first row, read when every condition of
-        // the batch is on static columns alone (one row condition makes Cassandra read the
-        // named rows instead).
+        // The static row, when the read takes it (a condition names a static column or a
+        // conditional statement writes one), or else the partition's first row, read when
+        // every condition of the batch is on static columns alone (one row condition makes
+        // Cassandra read the named rows instead).
         let first_row_read = checked
             .iter()
             .all(|(cond, c)| reads_first_row(t, Some(cond), c.static_row));
         if let Some((_, current)) = checked
             .iter()
-            .find(|(_, c)| statics_named && c.header.has_live_statics(now.secs))
+            .find(|(_, c)| (statics_named || writes_statics) && c.header.has_live_statics(now.secs))
             .or_else(|| {
                 checked
                     .iter()
@@ -335,6 +458,11 @@ pub(crate) fn batch_not_applied(
                 columns,
                 current,
                 row_only: false,
+                row: if first_row_read {
+                    RowShown::First
+                } else {
+                    RowShown::Static
+                },
             });
         }
     }
@@ -435,6 +563,20 @@ struct Shown<'a> {
     current: &'a Current,
     /// Static columns show as null (IF NOT EXISTS reads the row alone).
     row_only: bool,
+    /// Which row of the partition Cassandra's read gave.
+    row: RowShown,
+}
+
+/// The row a not-applied answer shows the key and regular columns of.
+#[derive(Clone, Copy, PartialEq)]
+enum RowShown {
+    /// The row the statement names; without it, the partition's first row that a
+    /// statics-only condition read, if any (its key only: its regular columns were not read).
+    Named,
+    /// The partition's first row (its key only).
+    First,
+    /// The static row alone: key and regular columns null.
+    Static,
 }
 
 /// The RESULT rows: `[applied]` and the shown columns of each row.
@@ -459,14 +601,20 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
         let current = shown.current;
         for i in &shown.columns {
             let c = &t.columns[*i];
-            // Without the named row, the key shown is the first row's a statics-only
-            // condition read, if any (its regular columns were not read: null).
-            let v = match c.kind {
-                ColumnKind::Static if shown.row_only => None,
-                ColumnKind::Clustering if current.row.is_none() => current
+            let first_row_key = || {
+                current
                     .first_row
                     .as_ref()
-                    .and_then(|r| r.clustering.get(c.position as usize).cloned()),
+                    .and_then(|r| r.clustering.get(c.position as usize).cloned())
+            };
+            let v = match (c.kind, shown.row) {
+                (ColumnKind::Static, _) if shown.row_only => None,
+                (ColumnKind::Clustering, RowShown::Named) if current.row.is_none() => {
+                    first_row_key()
+                }
+                (ColumnKind::Clustering, RowShown::First) => first_row_key(),
+                (ColumnKind::Regular, RowShown::First)
+                | (ColumnKind::Clustering | ColumnKind::Regular, RowShown::Static) => None,
                 _ => current.value(c, now),
             };
             match v {
@@ -565,6 +713,10 @@ fn column_condition_holds(
         CondTarget::Element(key) => {
             let key = resolve(key, vals)?;
             as_map_key = matches!(col.ty, ColumnType::Map(..));
+            // A frozen list's negative index is refused once there is a value to index.
+            if let (ColumnType::List(_), Some(_), Some(k)) = (&col.ty, &whole, &key) {
+                negative_index(k)?;
+            }
             element(&col.ty, whole.as_deref(), key.as_deref())
         }
         CondTarget::Field(i) => match &col.ty {

@@ -3,8 +3,8 @@ selection, math, blob-conversion and collection functions, literal selectors, UD
 selection, SELECT JSON of a selection, INSERT JSON with DEFAULT NULL / UNSET, GROUP BY with
 aggregates other than count, multi-column clustering relations (with literal tuples, or one
 marker per tuple), ORDER BY over an IN on the partition key (unpaged), arithmetic in WHERE and
-SET terms, and conditional writes on collection elements, UDT fields, IN, !=, CONTAINS and
-CONTAINS KEY.
+SET terms, conditional writes on collection elements, UDT fields, IN, !=, CONTAINS and
+CONTAINS KEY, element and slice selections of sets and maps, and conditional BATCHes.
 
 They are drawn from a random stream of their own (`Extras.rng`, seeded from the seed), so the
 main stream's statements stay what the seed drew before; the extras only take some of the
@@ -49,7 +49,8 @@ class Extras:
             kind = self.rng.choice(["arith", "arith", "cast", "cast", "math", "blob_fn", "collection_fn",
                                     "literal_select", "udt_field", "select_json_cols", "insert_json",
                                     "group_by_agg", "multi_column", "lwt_condition", "lwt_condition",
-                                    "order_by_in", "order_by_in", "multi_column_markers", "arith_term"])
+                                    "order_by_in", "order_by_in", "multi_column_markers", "arith_term",
+                                    "collection_slice", "collection_slice", "lwt_batch", "lwt_batch"])
             s = getattr(self, kind)(t)
             if s is None:
                 return None
@@ -146,6 +147,52 @@ class Extras:
             if el in NUMBERS:
                 fns += ["collection_sum", "collection_avg"]
         return self._select(t, f"{rng.choice(fns)}({c.name})", "collection_fn")
+
+    def collection_slice(self, t):
+        """Element and slice selections of sets and maps, frozen or not (`m['a'..'b']`, `s[..3]`,
+        `fm[k]`, bounds as markers at times), several in one selection, with an alias, inside
+        toJson() or SELECT JSON, and writetime() of an element."""
+        rng = self.rng
+        # Not keyed by a UDT (Cassandra names a UDT literal's fields in its hash order) nor on a
+        # key column (toJson() of a DESC clustering column's element is refused by 5.0.9).
+        cols = [c for c in t.values if c.type.kind in ("map", "set") and c.type.args[0].is_native]
+        if not cols:
+            return None
+        from .statements import Terms
+        term = Terms(rng.random() < 0.3)
+        parts, wt = [], []
+        for i in range(rng.randint(1, 3)):
+            c = rng.choice(cols)
+            kt = c.type.args[0]
+
+            def key():
+                return term(kt, draw_value(rng, kt, True))
+            form = rng.choices(["element", "both", "upper", "lower"], weights=[30, 25, 20, 25])[0]
+            if form == "element":
+                sel = f"{c.name}[{key()}]"
+            else:
+                lo = key() if form != "upper" else ""
+                sel = f"{c.name}[{lo}..{key() if form != 'lower' else ''}]"
+            r = rng.random()
+            if r < 0.15:
+                sel = f"toJson({sel})"
+            elif r < 0.25 and c.type.multicell and form == "element" and "?" not in sel:
+                # writetime() of one element: exactly when every write so far carried USING
+                # TIMESTAMP, else as null / not null. Not of `m[?]`: 5.0.9 fails it with a
+                # server error (ClassCastException of Constants$Marker; --views seed 107).
+                sel = f"writetime({sel}) AS wt{i}"
+                wt.append(f"wt{i}")
+            if rng.random() < 0.25 and not sel.startswith("writetime("):
+                sel += f" AS e{i}"
+            parts.append(sel)
+        json = not wt and rng.random() < 0.15
+        s = self._select(t, ("JSON " if json else f"{t.keys[-1].name}, ") + ", ".join(parts), "collection_slice",
+                         bind=term.bind)
+        if term.bind:
+            s.params = term.params + (s.params or [])
+        if t.server_ts:
+            s.nullness.update(wt)
+        return s
 
     def literal_select(self, t):
         rng = self.rng
@@ -348,6 +395,10 @@ class Extras:
         expr = f"{a} {op} {b}"
         if rng.random() < 0.2:
             expr = f"({rng.choice(['int', 'bigint', 'varint', 'double', 'decimal'])}) {a} {op} {b}"
+        if c.type.kind == "varint" and any(i.column == c.name for i in t.indexes):
+            # An int operation stores its 4 bytes in a varint column, which 5.0.9's indexes key
+            # by those bytes (`v = 0` misses it; seed 228): not matched (docs/compatibility.md).
+            expr = f"(varint) {a} {op} {b}"
         t.server_ts = True
         return Stmt(f"UPDATE {t.name} SET {c.name} = {expr} WHERE {g.where_eq(t, t.keys, term)}", None, expect=None,
                     feature="arith_term", table=t.name, write=True)
@@ -378,6 +429,76 @@ class Extras:
             params = None
         return Stmt(text, params, expect=None, feature="insert_json", table=t.name, write=True)
 
+    def lwt_batch(self, t):
+        """A conditional BATCH on one partition: two or three INSERTs, UPDATEs and DELETEs of one
+        or two of its rows (or its static row, or the whole partition), with IF EXISTS, IF NOT
+        EXISTS, IF conditions on regular and static columns or none, now and then a batch
+        timestamp or a second table (both refused)."""
+        rng, g = self.rng, self.gen
+        if t.counter or t.indexed:
+            return None
+        from .statements import Stmt, Terms
+        term = Terms(rng.random() < 0.3)
+        regs = [c for c in t.values if c.role == "reg" and not c.type.multicell]
+        statics = [c for c in t.values if c.role == "static" and not c.type.multicell]
+        if not regs:
+            return None
+        pk = {c.name: g.key_value(t, c) for c in t.pk}
+        rows = [{c.name: g.key_value(t, c) for c in t.ck} for _ in range(2)]
+
+        def where(row):
+            keys = [(c, pk[c.name]) for c in t.pk] + [(c, row[c.name]) for c in t.ck if row is not None]
+            return " AND ".join(f"{c.name} = {term(c.type, v)}" for c, v in keys)
+
+        def condition():
+            r = rng.random()
+            if r < 0.25:
+                return " IF EXISTS"
+            if r < 0.45 and statics:
+                c = rng.choice(statics)
+                return f" IF {c.name} = {term(c.type, g.value_for(t, c))}" if rng.random() < 0.7 else f" IF {c.name} = null"
+            if r < 0.8:
+                c = rng.choice(regs)
+                if rng.random() < 0.3:
+                    return f" IF {c.name} != null"
+                return f" IF {c.name} = {term(c.type, g.value_for(t, c))}"
+            return ""
+        parts = []
+        for _ in range(rng.randint(2, 3)):
+            row = rng.choice(rows)
+            form = rng.choice(["update", "update", "insert", "delete", "static", "partition"])
+            if form == "static" and statics:
+                c = rng.choice(statics)
+                text = f"UPDATE {t.name} SET {c.name} = {term(c.type, g.value_for(t, c))} WHERE {where(None)}"
+                parts.append(text + rng.choice(["", " IF EXISTS", f" IF {c.name} = null"]))
+            elif form == "insert":
+                c = rng.choice(regs)
+                names = [x.name for x in t.keys] + [c.name]
+                vals = [term(x.type, pk[x.name] if x.role == "pk" else row[x.name]) for x in t.keys]
+                vals.append(term(c.type, g.value_for(t, c)))
+                ine = " IF NOT EXISTS" if rng.random() < 0.6 else ""
+                parts.append(f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join(vals)}){ine}")
+            elif form == "delete":
+                cols = rng.choice(["", rng.choice(regs).name + " "])
+                parts.append(f"DELETE {cols}FROM {t.name} WHERE {where(row)}" + condition())
+            elif form == "partition" and t.ck:
+                parts.append(f"DELETE FROM {t.name} WHERE {where(None)}")
+            else:
+                c = rng.choice(regs)
+                text = f"UPDATE {t.name} SET {c.name} = {term(c.type, g.value_for(t, c))} WHERE {where(row)}"
+                parts.append(text + condition())
+        if not any(" IF " in p for p in parts):
+            return None
+        using = " USING TIMESTAMP 5" if rng.random() < 0.05 else ""
+        if rng.random() < 0.05:
+            other = rng.choice(self.gen.tables)
+            if other is not t and not other.counter:
+                parts.append(f"DELETE FROM {other.name} WHERE {g.where_eq(other, other.pk, term)}")
+        t.server_ts = True
+        text = f"BEGIN {rng.choice(['', 'UNLOGGED '])}BATCH{using} " + "; ".join(parts) + "; APPLY BATCH"
+        return Stmt(text, term.params if term.bind else None, expect=None, feature="lwt_batch",
+                    table=t.name, write=True)
+
     def lwt_condition(self, t):
         """UPDATE ... IF <a condition on an element, a field, IN, !=, CONTAINS ...>."""
         rng, g = self.rng, self.gen
@@ -403,6 +524,11 @@ class Extras:
                 cond = f"{n} CONTAINS KEY {key}"
             elif r < 0.5 and c.type.multicell:
                 cond = f"{n} CONTAINS {term(c.type.args[1], draw_value(rng, c.type.args[1]))}"
+            elif not c.type.args[0].is_native:
+                # Cassandra 5.0.9 fails a condition on an element of a map keyed by a frozen
+                # collection, tuple or UDT, when the map holds elements, with a server error
+                # (IndexOutOfBoundsException; --views seed 71): no answer to compare with.
+                cond = f"{n} CONTAINS KEY {key}" if c.type.multicell else f"{n} != null"
             else:
                 vt = c.type.args[1]
                 op = rng.choice(["=", "!="] + ([">", "<="] if vt.kind in NUMBERS else []))

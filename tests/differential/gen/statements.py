@@ -395,6 +395,10 @@ class StatementGen:
         paged = [m for m in modifiers if m.endswith("_paged")]
         typed = [restriction] if ":" in restriction else []
         feature = (paged + ([f2] if f2 else []) + typed + modifiers + [restriction])[0]
+        if f2 in ("count", "aggregate") and restriction == "allow_filtering:inet":
+            # A count over an inet range is counted page by page: the SAI inet class when the
+            # column has an SAI index (seed 197, pages of 3; docs/compatibility.md).
+            feature = f"{f2}:{restriction}"
         s.text, s.params, s.feature, s.projection = text, term.params if bind else None, feature, f2 or ""
         return s
 

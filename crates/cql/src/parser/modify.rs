@@ -233,6 +233,11 @@ impl Parser<'_> {
     pub(super) fn condition(&mut self) -> PResult<Condition> {
         let column = self.ident()?;
         let target = self.element_or_field()?;
+        // Cassandra's grammar takes CONTAINS on a whole column only (`IF m[1] CONTAINS 'a'`
+        // is a syntax error at the CONTAINS).
+        if target.is_some() && self.at_kw("contains") {
+            return Err(self.no_viable());
+        }
         let op = if self.eat_kw("in") {
             ConditionOp::In(self.in_values()?)
         } else {
