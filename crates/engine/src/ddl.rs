@@ -303,6 +303,18 @@ pub fn apply_table_properties(
     Ok(())
 }
 
+/// The keyspace `name` is in: its own, or the session's (`ks_default`), else Cassandra's error.
+pub(crate) fn keyspace_of(
+    name: &ast::QualifiedName,
+    ks_default: Option<&str>,
+) -> Result<String, EngineError> {
+    name.keyspace
+        .as_deref()
+        .or(ks_default)
+        .map(str::to_string)
+        .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+}
+
 /// The protocol type of a CQL type, with user types resolved in `schema`.
 pub fn resolve_type(schema: &Schema, ks: &str, ty: &CqlType) -> Result<ColumnType, EngineError> {
     resolve_depth(schema, ks, ty, 0)
@@ -568,13 +580,7 @@ pub fn create_table(
     ct: &ast::CreateTable,
     now_micros: i64,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
-    let ks = ct
-        .name
-        .keyspace
-        .as_deref()
-        .or(ks_default)
-        .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?
-        .to_string();
+    let ks = keyspace_of(&ct.name, ks_default)?;
     if !schema.keyspaces.contains_key(&ks) {
         return Err(EngineError::invalid(format!(
             "Keyspace '{ks}' doesn't exist"
@@ -747,7 +753,7 @@ pub fn alter_table(
     now_micros: i64,
     drop_compact_storage_enabled: bool,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
-    let ks = at.name.keyspace.as_deref().or(ks_default).ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))?.to_string();
+    let ks = keyspace_of(&at.name, ks_default)?;
     // An unknown keyspace is an unknown table here, as in Cassandra ("Table 'ks.t' doesn't
     // exist", and nothing with IF EXISTS).
     let Some(t) = schema.table(&ks, &at.name.name) else {
@@ -1007,12 +1013,7 @@ impl crate::Engine {
             }
             Ok(())
         };
-        let table_ks = |q: &cql::ast::QualifiedName| -> Result<String, EngineError> {
-            q.keyspace
-                .clone()
-                .or_else(|| ks.map(|s| s.to_string()))
-                .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
-        };
+        let table_ks = |q: &cql::ast::QualifiedName| keyspace_of(q, ks);
         let result: Option<(Schema, SchemaChange)> = match st {
             S::CreateKeyspace(ck) => {
                 if SYSTEM_KEYSPACES.contains(&ck.name.as_str()) {

@@ -12,7 +12,7 @@
 use cql::ast::{CqlType, QualifiedName, UserCodeStatement};
 
 use crate::catalog::Schema;
-use crate::ddl::resolve_type;
+use crate::ddl::{keyspace_of, resolve_type};
 use crate::EngineError;
 
 /// The keyspaces whose functions and triggers Cassandra refuses to change: its local system
@@ -121,16 +121,7 @@ pub(crate) fn answer(
 
 /// The keyspace of `name` (or the session's), which must not be a local system keyspace.
 fn guarded_keyspace(name: &QualifiedName, ks_default: Option<&str>) -> Result<String, EngineError> {
-    let ks = name
-        .keyspace
-        .as_deref()
-        .or(ks_default)
-        .ok_or_else(|| {
-            EngineError::invalid(
-                "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
-            )
-        })?
-        .to_string();
+    let ks = keyspace_of(name, ks_default)?;
     if LOCAL_SYSTEM_KEYSPACES.contains(&ks.as_str()) {
         return Err(EngineError::invalid(format!(
             "System keyspace '{ks}' is not user-modifiable"
