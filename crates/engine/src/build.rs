@@ -88,11 +88,9 @@ impl<'a> Builder<'a> {
     pub fn table(&self, name: &ast::QualifiedName) -> Result<Arc<TableDef>, EngineError> {
         let ks = match &name.keyspace {
             Some(k) => k.as_str(),
-            None => self.keyspace.ok_or_else(|| {
-                EngineError::invalid(
-                    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
-                )
-            })?,
+            None => self
+                .keyspace
+                .ok_or_else(|| EngineError::invalid(crate::ddl::NO_KEYSPACE))?,
         };
         if let Some(t) = self.schema.table(ks, &name.name) {
             return Ok(t.clone());

@@ -303,6 +303,10 @@ pub fn apply_table_properties(
     Ok(())
 }
 
+/// Cassandra's answer to a name without a keyspace in a session without one.
+pub(crate) const NO_KEYSPACE: &str =
+    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename";
+
 /// The keyspace `name` is in: its own, or the session's (`ks_default`), else Cassandra's error.
 pub(crate) fn keyspace_of(
     name: &ast::QualifiedName,
@@ -312,7 +316,7 @@ pub(crate) fn keyspace_of(
         .as_deref()
         .or(ks_default)
         .map(str::to_string)
-        .ok_or_else(|| EngineError::invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+        .ok_or_else(|| EngineError::invalid(NO_KEYSPACE))
 }
 
 /// The protocol type of a CQL type, with user types resolved in `schema`.

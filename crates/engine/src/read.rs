@@ -449,11 +449,9 @@ impl<'a> SelectRun<'a> {
         let ranges = if point {
             // The values are bound by `point`; their errors come here, before the key's, as
             // `clustering_ranges` raises them.
-            if ncl > 0 {
-                for (kv, col) in plan.clustering.eq.iter().zip(t.clustering()) {
-                    if let KeyValues::Eq(src) = kv {
-                        resolve_key_ref(src, vals, &col.name)?;
-                    }
+            for (kv, col) in plan.clustering.eq.iter().zip(t.clustering()) {
+                if let KeyValues::Eq(src) = kv {
+                    resolve_key_ref(src, vals, &col.name)?;
                 }
             }
             Vec::new()

@@ -5,6 +5,7 @@
 //! statements name a keyspace or table. Role and permission statements are checked where
 //! they run (`roles.rs`), since their rules mix with their validation.
 
+use crate::ddl::NO_KEYSPACE;
 use cql::ast::{ModificationStatement, QualifiedName, Statement};
 use proto::error::DbError;
 
@@ -22,9 +23,6 @@ const LOCAL_SYSTEM_KEYSPACES: &[&str] = &[
 /// System keyspaces a user may alter (replication) but not otherwise change.
 const REPLICATED_SYSTEM_KEYSPACES: &[&str] =
     &["system_auth", "system_distributed", "system_traces"];
-
-const NO_KEYSPACE: &str =
-    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename";
 
 /// Tables every logged-in role may read: drivers and tools read them at connect.
 fn always_readable(ks: &str, t: &str) -> bool {

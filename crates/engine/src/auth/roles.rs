@@ -554,11 +554,11 @@ fn resource_of(r: &ast::Resource, keyspace: Option<&str>) -> Result<Resource, Db
         A::Keyspace(ks) => Resource::Keyspace(ks.clone()),
         A::AllTables(ks) => Resource::AllTablesIn(ks.clone()),
         A::Table(q) => {
-            let ks = q.keyspace.as_deref().or(keyspace).ok_or_else(|| {
-                DbError::invalid(
-                    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
-                )
-            })?;
+            let ks = q
+                .keyspace
+                .as_deref()
+                .or(keyspace)
+                .ok_or_else(|| DbError::invalid(crate::ddl::NO_KEYSPACE))?;
             Resource::Table(ks.to_string(), q.name.clone())
         }
         A::AllRoles => Resource::AllRoles,

@@ -342,9 +342,7 @@ pub fn drop_index(
     if_exists: bool,
 ) -> Result<Option<(Schema, SchemaChange)>, EngineError> {
     let Some(ks) = name.keyspace.as_deref().or(ks) else {
-        return Err(EngineError::invalid(
-            "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
-        ));
+        return Err(EngineError::invalid(crate::ddl::NO_KEYSPACE));
     };
     let Some((t, _)) = indexes_of(schema, ks).find(|(_, i)| i.name == name.name) else {
         if if_exists {

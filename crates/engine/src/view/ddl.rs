@@ -3,6 +3,7 @@
 
 use super::{ViewDef, ViewFilter};
 use crate::catalog::{ColumnKind, Schema, TableDef};
+use crate::ddl::NO_KEYSPACE;
 use crate::{EngineError, Now, SchemaChange, SchemaChangeType};
 use cql::ast::{self, Operator, Relation, Selection, SelectorExpr};
 use std::sync::Arc;
@@ -12,9 +13,6 @@ type DdlResult = Result<Option<(Schema, SchemaChange)>, EngineError>;
 fn invalid(msg: impl Into<String>) -> EngineError {
     EngineError::invalid(msg.into())
 }
-
-const NO_KEYSPACE: &str =
-    "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename";
 
 /// The views of base table `base` in keyspace `ks`.
 pub fn views_of<'a>(
