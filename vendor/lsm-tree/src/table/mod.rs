@@ -338,6 +338,30 @@ impl Table {
     // TODO: we would need to return something like ValueType + Value
     // TODO: so the caller can decide whether to return the value or not
     fn point_read(&self, key: &[u8], seqno: SeqNo) -> crate::Result<Option<InternalValue>> {
+        // PATCH (Peregrine, read path; see vendor/README.md): a full index (pinned in memory)
+        // is searched in place: its entries are read where they lie in the block, with no
+        // self-referencing iterator (an allocation and a clone of the block per read) and no
+        // handle materialised (its end key copied or shared) for each block visited.
+        if let BlockIndexImpl::Full(index) = &*self.block_index {
+            let block = index.inner();
+            let mut entries = block.iter();
+            if !entries.seek_within(key, seqno, index.head_words()) {
+                return Ok(None);
+            }
+            for entry in entries {
+                let handle = BlockHandle::new(entry.offset, entry.size);
+                if let Some(mut item) = self.load_data_block(&handle)?.point_read(key, seqno) {
+                    item.key.seqno += self.global_seqno();
+                    return Ok(Some(item));
+                }
+                // The block's last key is past ours: the next block cannot hold it.
+                if entry.compare_key(key, &block.inner.data) == std::cmp::Ordering::Greater {
+                    return Ok(None);
+                }
+            }
+            return Ok(None);
+        }
+
         let Some(iter) = self.block_index.forward_reader(key, seqno) else {
             return Ok(None);
         };

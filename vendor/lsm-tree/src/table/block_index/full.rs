@@ -29,6 +29,12 @@ impl FullBlockIndex {
         &self.0
     }
 
+    // PATCH (Peregrine, read path; see vendor/README.md)
+    /// The head words `forward_reader` narrows its seek with.
+    pub fn head_words(&self) -> &HeadWords {
+        &self.1
+    }
+
     pub fn forward_reader(&self, needle: &[u8], seqno: SeqNo) -> Option<Iter> {
         let mut it = self.iter();
         if it.0.seek_lower_within(needle, seqno, &self.1) {
