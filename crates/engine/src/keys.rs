@@ -22,9 +22,9 @@ pub const DATA_PREFIX: u8 = 0x01;
 
 pub fn escape_into(out: &mut Vec<u8>, b: &[u8]) {
     // The runs between zero bytes are copied whole (a push per byte was ~15 instructions a
-    // byte on every point read's key); each zero becomes 0x00 0xFF.
+    // byte on every point read's key), found by `memchr`; each zero becomes 0x00 0xFF.
     let mut rest = b;
-    while let Some(i) = rest.iter().position(|&x| x == 0) {
+    while let Some(i) = memchr::memchr(0, rest) {
         out.extend_from_slice(&rest[..=i]);
         out.push(0xFF);
         rest = &rest[i + 1..];
@@ -33,27 +33,24 @@ pub fn escape_into(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&[0, 0]);
 }
 
-/// Reverses [`escape_into`]; returns the bytes and how much input they took.
+/// Reverses [`escape_into`]; returns the bytes and how much input they took. `None` when
+/// the bytes end before the terminator or a zero is followed by anything but 0xFF or 0.
 pub fn unescape(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    // The runs between zero bytes are copied whole (a scan decodes every row's key).
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i + 1 < b.len() + 1 {
-        let x = *b.get(i)?;
-        if x == 0 {
-            match *b.get(i + 1)? {
-                0xFF => {
-                    out.push(0);
-                    i += 2;
-                }
-                0 => return Some((out, i + 2)),
-                _ => return None,
+    loop {
+        let zero = i + memchr::memchr(0, &b[i..])?;
+        out.extend_from_slice(&b[i..zero]);
+        match *b.get(zero + 1)? {
+            0xFF => {
+                out.push(0);
+                i = zero + 2;
             }
-        } else {
-            out.push(x);
-            i += 1;
+            0 => return Some((out, zero + 2)),
+            _ => return None,
         }
     }
-    None
 }
 
 pub fn table_prefix(table_id: u32) -> Vec<u8> {
@@ -523,6 +520,14 @@ mod tests {
             escape_into(&mut out, raw);
             assert_eq!(&out[1..], escaped, "{raw:?}");
             assert_eq!(unescape(&out[1..]), Some((raw.to_vec(), escaped.len())));
+            // What follows the terminator is not read.
+            let mut longer = out[1..].to_vec();
+            longer.extend_from_slice(&[5, 0, 0]);
+            assert_eq!(unescape(&longer), Some((raw.to_vec(), escaped.len())));
+        }
+        // Damaged: no terminator, a zero at the end, a zero followed by another byte.
+        for bad in [&b"ab"[..], &[1, 0], &[1, 0, 7, 0, 0], &[]] {
+            assert_eq!(unescape(bad), None, "{bad:?}");
         }
     }
 

@@ -1165,6 +1165,7 @@ impl<'a> SelectRun<'a> {
         let more = self.rows_wanted_after_this();
         let sink = &mut self.sink;
         sink.reserve_row(4 * selectors.len() + row.value_bytes() + key_bytes, more);
+        let mut next_cell = 0;
         for s in selectors {
             let v = match s {
                 Selector::Column(idx) => {
@@ -1172,7 +1173,7 @@ impl<'a> SelectRun<'a> {
                     match c.kind {
                         ColumnKind::PartitionKey => pk_parts.get(c.position as usize).copied(),
                         ColumnKind::Clustering => row.clustering(c.position as usize),
-                        ColumnKind::Regular => row.value(c.id),
+                        ColumnKind::Regular => row.value(c.id, &mut next_cell),
                         _ => None,
                     }
                 }

@@ -599,9 +599,23 @@ fn plain_rows_read_in_place_match_decoded_rows() {
             Some(p) => {
                 plain += 1;
                 assert!(expected, "{row:?} at {now}");
-                for column in 0..10u16 {
-                    let want = row.value(column, &proto::types::ColumnType::Blob, now, None);
-                    assert_eq!(p.value(column), want.as_deref(), "{row:?} column {column}");
+                // Columns asked in stored order (the cursor's case), in reverse, and each
+                // twice in a row (`SELECT a, a`), each with its own cursor.
+                let orders = [
+                    (0..10u16).collect::<Vec<_>>(),
+                    (0..10u16).rev().collect(),
+                    (0..10u16).flat_map(|c| [c, c]).collect(),
+                ];
+                for order in orders {
+                    let mut cursor = 0;
+                    for column in order {
+                        let want = row.value(column, &proto::types::ColumnType::Blob, now, None);
+                        assert_eq!(
+                            p.value(column, &mut cursor),
+                            want.as_deref(),
+                            "{row:?} column {column}"
+                        );
+                    }
                 }
                 for (i, c) in row.clustering.iter().enumerate() {
                     assert_eq!(p.clustering(i), Some(c.as_slice()));
