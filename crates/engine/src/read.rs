@@ -1103,7 +1103,8 @@ impl<'a> SelectRun<'a> {
         // The row prefix is the partition prefix and one byte (`keys::row_key`).
         let outer = base.header.deletion_for(&key[prefix.len() + 1..]);
         if self.plain && outer.is_none() && !strict && self.auths.is_none() {
-            if let Some(row) = PlainRow::read(&value, now.secs) {
+            let mut row = PlainRow::default();
+            if row.read(&value, now.secs) {
                 // Live, with no tombstone to count; no filter to pass.
                 self.tally.live_row();
                 let flow = self.accept_plain(&row, base.pk_parts, key)?;

@@ -594,9 +594,9 @@ fn plain_rows_read_in_place_match_decoded_rows() {
                     && c.live_value(now).is_some()
             });
         let expected = simple && row.is_live(now, None);
-        let read = PlainRow::read(&bytes, now);
-        match read {
-            Some(p) => {
+        let mut p = PlainRow::default();
+        match p.read(&bytes, now) {
+            true => {
                 plain += 1;
                 assert!(expected, "{row:?} at {now}");
                 // Columns asked in stored order (the cursor's case), in reverse, and each
@@ -626,7 +626,7 @@ fn plain_rows_read_in_place_match_decoded_rows() {
                     row.value_bytes() + row.clustering.iter().map(Vec::len).sum::<usize>()
                 );
             }
-            None => {
+            false => {
                 decoded += 1;
                 assert!(!expected, "{row:?} at {now}");
             }

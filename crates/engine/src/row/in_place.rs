@@ -175,6 +175,7 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
 /// no deletion of its own, read in place: what a plain `SELECT` of key and regular columns
 /// needs of it (`read.rs`), without the [`Row`] a decode builds (a vector of cells, each a
 /// reference-counted slice of the row's buffer, dropped after the read).
+#[derive(Default)]
 pub(crate) struct PlainRow<'a> {
     clustering: SmallVec<[&'a [u8]; 4]>,
     /// Column id and value of each cell, in column order (as stored).
@@ -183,14 +184,22 @@ pub(crate) struct PlainRow<'a> {
 }
 
 impl<'a> PlainRow<'a> {
-    /// `None` when the stored row is of any other kind, holds a tombstone or a value expired
+    /// Reads the row stored in `buf` into this one, in place (a row of sixteen cells is a few
+    /// hundred bytes: built where it is used, it is not copied out of a constructor).
+    /// `false` when the stored row is of any other kind, holds a tombstone or a value expired
     /// at `now`, or has neither a live cell nor a live marker: [`Row::decode_shared`] reads
     /// those (and reports damage).
-    pub(crate) fn read(buf: &'a [u8], now: LocalSecs) -> Option<PlainRow<'a>> {
+    pub(crate) fn read(&mut self, buf: &'a [u8], now: LocalSecs) -> bool {
+        self.clustering.clear();
+        self.cells.clear();
+        self.value_bytes = 0;
+        self.read_cells(buf, now).is_some()
+    }
+
+    fn read_cells(&mut self, buf: &'a [u8], now: LocalSecs) -> Option<()> {
         // The readers below borrow `buf`; their shared buffer is never read.
         static EMPTY: Bytes = Bytes::new();
         let mut raw = RawRow::read(buf, &EMPTY)?;
-        let mut clustering = SmallVec::new();
         let mut r = Reader {
             buf: raw.clustering,
             shared: &EMPTY,
@@ -199,28 +208,20 @@ impl<'a> PlainRow<'a> {
         };
         for _ in 0..r.len(2).ok()? {
             let n = r.len(4).ok()?;
-            clustering.push(r.take(n).ok()?);
+            self.clustering.push(r.take(n).ok()?);
         }
-        let mut cells = SmallVec::new();
-        let mut value_bytes = 0;
         while let Some(c) = raw.next_cell()? {
             if c.rank.dead || c.rank.local_del <= now {
                 return None;
             }
-            value_bytes += c.rank.value.len();
-            cells.push((c.column, c.rank.value));
+            self.value_bytes += c.rank.value.len();
+            self.cells.push((c.column, c.rank.value));
         }
         // An expired marker may hide older cells from a read that does not name their columns
         // (`Row::is_live_for`): the decoded row decides.
-        if raw.marker.is_some_and(|m| !m.is_live(now)) || (cells.is_empty() && raw.marker.is_none())
-        {
-            return None;
-        }
-        Some(PlainRow {
-            clustering,
-            cells,
-            value_bytes,
-        })
+        let live = raw.marker.is_some_and(|m| m.is_live(now))
+            || (raw.marker.is_none() && !self.cells.is_empty());
+        live.then_some(())
     }
 
     /// The value of clustering column `position`.
