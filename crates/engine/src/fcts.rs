@@ -43,6 +43,9 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
         )
     };
     let arity = |lo: usize, hi: usize| -> Result<(), String> {
+        if let Some(m) = mask_arity_refusal(&f, args.len()) {
+            return Err(m);
+        }
         if args.len() < lo || args.len() > hi {
             return Err(format!(
                 "Invalid number of arguments for function system.{f}: {} given",
@@ -109,6 +112,59 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
     match r {
         Err(e) if e.is_empty() => None,
         other => Some(other),
+    }
+}
+
+/// A masking function's parameters as its `FunctionFactory` declares them: the fewest and
+/// most arguments it takes and how its refusals print them (`None` for another function).
+pub fn mask_signature(name: &str) -> Option<(usize, usize, &'static str)> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "mask_null" | "mask_default" => (1, 1, "(any)"),
+        "mask_replace" => (2, 2, "(any, any)"),
+        "mask_inner" | "mask_outer" => (3, 4, "([text|varchar|ascii], int, int, [text])"),
+        "mask_hash" => (1, 2, "(any, [text])"),
+        _ => return None,
+    })
+}
+
+/// Cassandra's refusal of a masking function called with `n` arguments, checked before any
+/// argument is typed; `None` when `n` fits or `name` is no masking function.
+pub fn mask_arity_refusal(name: &str, n: usize) -> Option<String> {
+    let (lo, hi, params) = mask_signature(name)?;
+    (n < lo || n > hi).then(|| {
+        format!(
+            "Invalid number of arguments for function system.{}{params}",
+            name.to_ascii_lowercase()
+        )
+    })
+}
+
+/// Cassandra's refusal of argument `pos` of a masking function where the parameter has a
+/// fixed type (`FunctionParameter.fixed`: the masked text of `mask_inner`/`mask_outer`, their
+/// bounds and padding, `mask_hash`'s algorithm) and the argument's type `ty` does not fit it:
+/// a bound takes an int alone (not a smallint or a bigint), a text parameter text or ascii.
+/// `arg` is the argument as written, `shown` its type as the message prints it.
+pub fn mask_arg_refusal(name: &str, pos: usize, arg: &str, ty: &T, shown: &str) -> Option<String> {
+    let f = name.to_ascii_lowercase();
+    let (param, fits) = match (f.as_str(), pos) {
+        ("mask_inner" | "mask_outer", 0) => ("[text|varchar|ascii]", is_text(ty)),
+        ("mask_inner" | "mask_outer", 1 | 2) => ("int", *ty == T::Int),
+        ("mask_inner" | "mask_outer", 3) | ("mask_hash", 1) => ("text", is_text(ty)),
+        _ => return None,
+    };
+    (!fits).then(|| {
+        format!(
+            "Function system.{f} requires an argument of type {param}, but found argument {arg} of type {shown}"
+        )
+    })
+}
+
+/// A literal's type as Cassandra's messages print it: a collection literal is frozen (a
+/// tuple's name says so already).
+pub fn shown_literal_type(ty: &T) -> String {
+    match ty {
+        T::List(_) | T::Set(_) | T::Map(..) => format!("frozen<{}>", cql_type_name(ty)),
+        _ => cql_type_name(ty),
     }
 }
 

@@ -218,11 +218,24 @@ fn java_class(v: &Json) -> &'static str {
     }
 }
 
-/// `parsed.toString()` in Java: strings bare, doubles like `Double.toString`.
+/// `parsed.toString()` in Java: strings bare, doubles like `Double.toString`, a list as
+/// `[a, b]` and a map as `{k=v, k2=v2}` (`AbstractCollection` / `AbstractMap`; an object's
+/// keys in their sorted order here, in the text's order there).
 fn java_text(v: &Json) -> String {
     match v {
         Json::String(s) => s.clone(),
         Json::Number(n) if n.is_f64() => java_double(n.as_f64().unwrap_or(f64::NAN)),
+        Json::Array(items) => {
+            let items: Vec<String> = items.iter().map(java_text).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Json::Object(m) => {
+            let entries: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", java_text(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
         other => other.to_string(),
     }
 }
@@ -240,6 +253,20 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
     if depth > MAX_DEPTH {
         return Err("JSON value nested too deeply".into());
     }
+    // A collection, tuple, UDT or vector value may come as a JSON string holding it
+    // (`"[1, 2]"`), which Cassandra decodes first (`JsonUtils.decodeJson`).
+    let nested;
+    let v = match (ty, v.as_str()) {
+        (
+            T::List(_) | T::Set(_) | T::Map(..) | T::Tuple(_) | T::Udt { .. } | T::Vector(..),
+            Some(text),
+        ) => {
+            nested = serde_json::from_str::<Json>(text)
+                .map_err(|e| format!("Error decoding JSON string: {e}"))?;
+            &nested
+        }
+        _ => v,
+    };
     let s = v.as_str();
     Ok(match ty {
         T::Ascii => {
@@ -512,16 +539,6 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
             out
         }
         T::Vector(e, n) => {
-            // VectorType.fromJSONObject: a JSON string holding the list is decoded first.
-            let decoded;
-            let v = match v.as_str() {
-                Some(text) => {
-                    decoded = serde_json::from_str::<Json>(text)
-                        .map_err(|_| format!("Could not decode JSON string '{text}'"))?;
-                    &decoded
-                }
-                None => v,
-            };
             let items = v.as_array().ok_or_else(|| expected("a list", v))?;
             if items.len() != *n as usize {
                 let shown: Vec<String> = items.iter().map(java_text).collect();

@@ -691,11 +691,25 @@ impl Builder<'_> {
                         "aggregate functions cannot be used as arguments of aggregate functions",
                     ));
                 }
+                // A masking function counts its arguments, then types and checks them one by
+                // one (Cassandra's FunctionFactory), before reading any literal.
+                if let Some(m) = crate::fcts::mask_arity_refusal(&name.name, args.len()) {
+                    return Err(EngineError::invalid(m));
+                }
                 let mut exprs = Vec::with_capacity(args.len());
                 let mut names = Vec::with_capacity(args.len());
                 for (pos, a) in args.iter().enumerate() {
                     if let E::Term(term) = a {
                         if term_as_selector(term).is_none() {
+                            if let Some(ty) = crate::fcts::literal_arg_type(term) {
+                                let shown = crate::fcts::shown_literal_type(&ty);
+                                let arg = selector_name(a);
+                                if let Some(m) =
+                                    crate::fcts::mask_arg_refusal(&name.name, pos, &arg, &ty, &shown)
+                                {
+                                    return Err(EngineError::invalid(m));
+                                }
+                            }
                             let prev: Vec<ColumnType> =
                                 exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
                             let e = match term {
@@ -716,6 +730,13 @@ impl Builder<'_> {
                         }
                     }
                     let (sel, n, ty) = self.selector(t, a, agg.as_deref_mut())?;
+                    let shown = match a {
+                        E::Column(c) => self.column(t, c)?.1.cql_type.clone(),
+                        _ => crate::types::cql_type_name(&ty),
+                    };
+                    if let Some(m) = crate::fcts::mask_arg_refusal(&name.name, pos, &n, &ty, &shown) {
+                        return Err(EngineError::invalid(m));
+                    }
                     exprs.push(as_expr(sel, ty));
                     names.push(n);
                 }

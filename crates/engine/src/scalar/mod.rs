@@ -184,7 +184,15 @@ fn execute(
             let ms = i64_of(b0)?;
             timeuuid_bound(ms, f == "maxtimeuuid").to_vec()
         }
-        "floor" => time::floor(arg0, &present)?,
+        // A time before the floor's starting time is refused (InvalidRequest) as the call
+        // runs; the other floor errors are about the arguments' types and units.
+        "floor" => time::floor(arg0, &present).map_err(|m| {
+            if m == time::BEFORE_START {
+                ScalarError::InvalidValue(m)
+            } else {
+                ScalarError::from(m)
+            }
+        })?,
         "abs" | "exp" | "log" | "log10" | "round" => {
             let t = if *arg0 == T::Counter {
                 &T::Bigint

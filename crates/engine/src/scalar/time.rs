@@ -98,9 +98,14 @@ pub(super) fn floor(arg0: &ColumnType, vals: &[&[u8]]) -> Result<Vec<u8>, String
     }
 }
 
+/// Cassandra's refusal of a floor() of a time before its starting time (the epoch unless
+/// given).
+pub(super) const BEFORE_START: &str =
+    "The floor function starting time is greater than the provided time";
+
 fn floor_timestamp(t: i64, months: i32, days: i32, nanos: i64, start: i64) -> Result<i64, String> {
     if start > t {
-        return Err("The floor function starting time is greater than the provided time".into());
+        return Err(BEFORE_START.into());
     }
     let dur_ms = i64::from(days)
         .saturating_mul(MILLIS_PER_DAY)
