@@ -218,6 +218,17 @@ fn java_class(v: &Json) -> &'static str {
     }
 }
 
+/// The package-qualified name of [`java_class`] (Jackson's lists and maps are `java.util`
+/// classes, a big integer `java.math`).
+fn java_qualified_class(v: &Json) -> String {
+    let package = match java_class(v) {
+        "ArrayList" | "LinkedHashMap" => "java.util",
+        "BigInteger" => "java.math",
+        _ => "java.lang",
+    };
+    format!("{package}.{}", java_class(v))
+}
+
 /// `parsed.toString()` in Java: strings bare, doubles like `Double.toString`, a list as
 /// `[a, b]` and a map as `{k=v, k2=v2}` (`AbstractCollection` / `AbstractMap`; an object's
 /// keys in their sorted order here, in the text's order there).
@@ -368,7 +379,13 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
         },
         T::Blob | T::Custom(_) => {
             let inner = match s {
-                None => "expected a JSON string".to_string(),
+                // BytesType casts the parsed value to a String: Java's ClassCastException.
+                None => {
+                    let class = java_qualified_class(v);
+                    format!(
+                        "class {class} cannot be cast to class java.lang.String ({class} and java.lang.String are in module java.base of loader 'bootstrap')"
+                    )
+                }
                 Some(s) => match s.strip_prefix("0x") {
                     None => format!("String representation of blob is missing 0x prefix: {s}"),
                     Some(h) => match unhex(h) {
@@ -419,7 +436,9 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                     .to_be_bytes()
                     .to_vec()
             }
-            (None, Some(ms)) => ms.to_be_bytes().to_vec(),
+            // Jackson reads a number that fits an int as an Integer, which TimestampType
+            // refuses: only a Long is taken as milliseconds.
+            (None, Some(ms)) if java_class(v) == "Long" => ms.to_be_bytes().to_vec(),
             _ => {
                 return Err(expected(
                     "a long or a datestring representation of a timestamp value",

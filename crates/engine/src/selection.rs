@@ -740,6 +740,13 @@ impl Builder<'_> {
                     exprs.push(as_expr(sel, ty));
                     names.push(n);
                 }
+                for (pos, e) in exprs.iter().enumerate() {
+                    if let SelExpr::Const(_, Some(v)) = e {
+                        if let Some(m) = crate::fcts::mask_constant_refusal(&name.name, pos, v) {
+                            return Err(EngineError::invalid(m));
+                        }
+                    }
+                }
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
                 let named: Vec<(ColumnType, String)> =
                     types.iter().cloned().zip(names.iter().cloned()).collect();

@@ -184,15 +184,10 @@ fn execute(
             let ms = i64_of(b0)?;
             timeuuid_bound(ms, f == "maxtimeuuid").to_vec()
         }
-        // A time before the floor's starting time is refused (InvalidRequest) as the call
-        // runs; the other floor errors are about the arguments' types and units.
-        "floor" => time::floor(arg0, &present).map_err(|m| {
-            if m == time::BEFORE_START {
-                ScalarError::InvalidValue(m)
-            } else {
-                ScalarError::from(m)
-            }
-        })?,
+        // Cassandra refuses (InvalidRequest) a floor it cannot compute as the call runs: a
+        // time before the starting time, a duration too fine for a date or too long for a
+        // time, a negative one.
+        "floor" => time::floor(arg0, &present).map_err(ScalarError::InvalidValue)?,
         "abs" | "exp" | "log" | "log10" | "round" => {
             let t = if *arg0 == T::Counter {
                 &T::Bigint

@@ -84,7 +84,7 @@ pub(super) fn floor(arg0: &ColumnType, vals: &[&[u8]]) -> Result<Vec<u8>, String
         }
         _ => {
             if nanos % NANOS_PER_MILLI != 0 {
-                return Err(format!("The floor on timestamp values cannot be computed for the {dur} duration as precision is below 1 millisecond"));
+                return Err(format!("The floor cannot be computed for the {dur} duration as precision is below 1 millisecond"));
             }
             let t = millis_of(arg0, vals[0])?;
             let start = match vals.get(2) {
@@ -98,14 +98,9 @@ pub(super) fn floor(arg0: &ColumnType, vals: &[&[u8]]) -> Result<Vec<u8>, String
     }
 }
 
-/// Cassandra's refusal of a floor() of a time before its starting time (the epoch unless
-/// given).
-pub(super) const BEFORE_START: &str =
-    "The floor function starting time is greater than the provided time";
-
 fn floor_timestamp(t: i64, months: i32, days: i32, nanos: i64, start: i64) -> Result<i64, String> {
     if start > t {
-        return Err(BEFORE_START.into());
+        return Err("The floor function starting time is greater than the provided time".into());
     }
     let dur_ms = i64::from(days)
         .saturating_mul(MILLIS_PER_DAY)
