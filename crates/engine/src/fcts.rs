@@ -456,6 +456,12 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
                 return Err(m);
             }
             let pad = pad_text.and_then(|s| s.chars().next()).unwrap_or('*');
+            // An ascii result encodes a character it cannot hold as '?' (Java's US_ASCII).
+            let pad = if *ty == T::Ascii && !pad.is_ascii() {
+                '?'
+            } else {
+                pad
+            };
             let text = std::str::from_utf8(v).map_err(|_| "Invalid UTF-8")?;
             let chars: Vec<char> = text.chars().collect();
             let len = chars.len();

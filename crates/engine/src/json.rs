@@ -534,16 +534,16 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                 .ok_or_else(|| expected("a list representation of a tuple", v))?;
             if items.len() > ts.len() {
                 return Err(format!(
-                    "Tuple contains extra items (expected {}, got {})",
+                    "Tuple contains extra items (expected {}): {}",
                     ts.len(),
-                    items.len()
+                    java_text(v)
                 ));
             }
             if items.len() < ts.len() {
                 return Err(format!(
-                    "Tuple is missing items (expected {}, got {})",
+                    "Tuple is missing items (expected {}): {}",
                     ts.len(),
-                    items.len()
+                    java_text(v)
                 ));
             }
             let mut out = Vec::new();
