@@ -409,7 +409,13 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
             if s.is_empty() {
                 return Ok(vec![]);
             }
-            let u = parse_uuid(s).ok_or_else(|| format!("Unable to make UUID from '{s}'"))?;
+            let u = parse_uuid(s).ok_or_else(|| {
+                if *ty == T::Uuid {
+                    format!("Unable to make UUID from '{s}'")
+                } else {
+                    format!("Unknown timeuuid representation: {s}")
+                }
+            })?;
             if *ty == T::Timeuuid && u[6] >> 4 != 1 {
                 return Err("TimeUUID supports only version 1 UUIDs".into());
             }
@@ -432,7 +438,7 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                     return Ok(vec![]);
                 }
                 parse_timestamp(s, now)
-                    .ok_or_else(|| format!("Unable to coerce '{s}' to a formatted date (long)"))?
+                    .ok_or_else(|| format!("Unable to parse a date/time from '{s}'"))?
                     .to_be_bytes()
                     .to_vec()
             }
@@ -456,7 +462,9 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
         T::Time => {
             let s = s.ok_or_else(|| expected("a string representation of a time value", v))?;
             parse_time(s)
-                .ok_or_else(|| format!("Unable to coerce '{s}' to a formatted time (long)"))?
+                .ok_or_else(|| {
+                    format!("(TimeType) Unable to coerce '{s}' to a formatted time (long)")
+                })?
                 .to_be_bytes()
                 .to_vec()
         }

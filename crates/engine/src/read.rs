@@ -1409,7 +1409,7 @@ impl<'a> SelectRun<'a> {
                 g.firsts = sel
                     .firsts
                     .iter()
-                    .map(|s| over_nulls(s, self.now))
+                    .map(|s| over_nulls(s, self.vals, self.now))
                     .collect::<Result<_, _>>()?;
                 self.group = Some(g);
             }
@@ -1490,11 +1490,18 @@ fn positive_limit(v: Option<Vec<u8>>) -> Result<u64, EngineError> {
 }
 
 /// A plain selector's value over a row whose every column is null (an aggregate query that
-/// matched no row): a function call still runs, over nulls.
-fn over_nulls(s: &Selector, now: Now) -> Result<Option<Vec<u8>>, EngineError> {
+/// matched no row): constants and bound values keep theirs, a function call still runs.
+fn over_nulls(s: &Selector, vals: &Bindings, now: Now) -> Result<Option<Vec<u8>>, EngineError> {
+    let leaf = |s: &Selector| -> Result<Option<Vec<u8>>, EngineError> {
+        Ok(match s {
+            Selector::Const(v) => v.clone(),
+            Selector::Bind(i) => resolve(&Src::Bind(*i), vals).ok().flatten(),
+            _ => None,
+        })
+    };
     match s {
-        Selector::Expr(e) => eval_expr(e, &|_| Ok(None), now),
-        _ => Ok(None),
+        Selector::Expr(e) => eval_expr(e, &leaf, now),
+        other => leaf(other),
     }
 }
 

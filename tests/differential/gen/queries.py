@@ -63,6 +63,16 @@ class QueryForms:
                 weights=[34, 6, 14, 6, 14, 18, 8])[0]
             if t.counter and kind in ("from_json", "from_json_refusal"):
                 kind = "group_by"
+            views = [v for b in g.tables for v in b.views if v.created]
+            if views and kind in ("group_by", "to_json", "masking") and self.rng.random() < 0.3:
+                # --views: a view read as a table (its key, its partitions, small pages).
+                t = self.rng.choice(views)
+                s = getattr(self, kind)(t)
+                if s is not None:
+                    s.feature = "view_" + s.feature
+                    if s.projection:
+                        s.projection = "view_" + s.projection
+                return s
             return getattr(self, kind)(t)
         finally:
             g.rng = main
@@ -335,6 +345,10 @@ class QueryForms:
             choices += ["[1]", '"[2]"', '{"nosuch": 1}' if k == "udt" else "5"]
         elif k == "tuple":
             choices += ["[1, 2, 3, 4, 5]", '"7"', "{}"]
+        elif k == "duration":
+            # Not a string that is no duration: 5.0.9 refuses it as Invalid, not as the
+            # function's failure (docs/compatibility.md).
+            choices += ["5", "[1]", "true"]
         else:
             choices += ["5", '"not valid"', "[1]", "true"]
         return self.rng.choice(choices)
