@@ -95,11 +95,11 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
     }
 }
 
-/// Whether `e` is a DESC clustering column: Cassandra types it as a ReversedType of its own,
-/// which casts, collection functions and toJson() of its elements treat as another type.
+/// Whether `e` is a DESC clustering column, or a view's partition key column taken from one
+/// (`desc` marks both): Cassandra types it as a ReversedType of its own, which casts,
+/// collection functions and toJson() of its elements treat as another type.
 fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
-    matches!(e, E::Column(c)
-        if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc))
+    matches!(e, E::Column(c) if t.columns.iter().any(|x| x.name == *c && x.desc))
 }
 
 /// A term in selector position, as a selector (operations, negations and calls of terms are
