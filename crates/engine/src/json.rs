@@ -438,7 +438,14 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                     return Ok(vec![]);
                 }
                 parse_timestamp(s, now)
-                    .ok_or_else(|| format!("Unable to parse a date/time from '{s}'"))?
+                    .ok_or_else(|| {
+                        let digits = s.strip_prefix('-').unwrap_or(s);
+                        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                            format!("Unable to make long (for date) from: '{s}'")
+                        } else {
+                            format!("Unable to parse a date/time from '{s}'")
+                        }
+                    })?
                     .to_be_bytes()
                     .to_vec()
             }
@@ -1051,9 +1058,10 @@ mod tests {
         assert!(fj(&T::Time, "123456")
             .unwrap_err()
             .starts_with("Expected a string representation of a time value"));
+        // As 5.0.9 words it (TimeType.fromString's prefix).
         assert!(fj(&T::Time, "\"xyz\"")
             .unwrap_err()
-            .starts_with("Unable to coerce 'xyz' to a formatted time"));
+            .starts_with("(TimeType) Unable to coerce 'xyz' to a formatted time"));
         assert_eq!(
             fj(&T::Timestamp, "123123123123").unwrap().unwrap(),
             123_123_123_123i64.to_be_bytes()
@@ -1082,9 +1090,15 @@ mod tests {
             fj(&T::Timestamp, "123.456").unwrap_err(),
             "Expected a long or a datestring representation of a timestamp value, but got a Double: 123.456"
         );
-        assert!(fj(&T::Timestamp, "\"abcd\"")
-            .unwrap_err()
-            .starts_with("Unable to coerce 'abcd' to a formatted date"));
+        // As 5.0.9 words it (TimestampType.fromString's wrapper).
+        assert_eq!(
+            fj(&T::Timestamp, "\"abcd\"").unwrap_err(),
+            "Unable to parse a date/time from 'abcd'"
+        );
+        assert_eq!(
+            fj(&T::Timestamp, "\"99999999999999999999\"").unwrap_err(),
+            "Unable to make long (for date) from: '99999999999999999999'"
+        );
         assert_eq!(
             rt(&T::Timeuuid, "\"6BDDC89A-5644-11E4-97FC-56847AFE9799\""),
             format!("\"{UUID}\"")
