@@ -43,6 +43,17 @@ small pages, DISTINCT, count(*); refusals on indexes; writes of indexed values a
 episodes of expiring index writes, the wait, then indexed reads; and DESCRIBE TABLE / INDEX /
 TYPE / MATERIALIZED VIEW of the drawn objects.
 
+From a third stream of its own (gen/queries.py, about 6% of the statements) it draws GROUP BY
+over the partition key and clustering prefixes (columns restricted by = left out at times, the
+last one through floor() when it is a time) with aggregates of every type, plain columns and
+toJson() of aggregates, over one partition, a slice, an IN, a token range, a filter or the whole
+table, with ORDER BY, DISTINCT, LIMIT and PER PARTITION LIMIT, in pages of 1-5 rows (features
+`grouped_<modifiers>:<shape>`), and the GROUP BY forms Cassandra refuses; fromJson() as a term
+in INSERT VALUES, UPDATE SET and WHERE relations (a collection as a JSON string holding its JSON
+at times) and its refusals; toJson() of columns, aggregates, casts, arithmetic, token() and
+functions in selectors; the masking functions over every type they accept, and with arguments
+of the wrong type or number.
+
 With --views (gen/views.py) it also draws materialized views over most non-counter tables
 (base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on
 a base key column, CLUSTERING ORDER BY; some created in the DDL over empty tables, some later

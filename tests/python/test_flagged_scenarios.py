@@ -32,7 +32,7 @@ SETTINGS = ("materialized_views_enabled: true\ndrop_compact_storage_enabled: tru
             "dynamic_data_masking_enabled: true\n")
 SCENARIOS = ["32_views.cql", "38_drop_compact_storage.cql", "42_masked_columns.cql",
              "69_view_clustering_order.cql", "70_view_ddl_messages.cql", "71_view_empty_partition_key.cql",
-             "75_view_ttl_expiry.cql"]
+             "75_view_ttl_expiry.cql", "116_view_reversed_key_casts.cql"]
 
 
 @pytest.fixture(scope="module")

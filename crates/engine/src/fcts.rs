@@ -8,8 +8,9 @@
 //! are typed here rather than in `scalar`'s fixed signature table; `natives` asks this module
 //! first. Outputs and messages were read off Cassandra 5.0.9.
 //!
-//! `mask_hash` knows SHA-256 (its default) only; other `MessageDigest` names answer
-//! "Hash algorithm not found".
+//! `mask_hash` computes the SHA-2 family (SHA-256 its default); the other `MessageDigest`
+//! names (MD5, SHA-1, SHA3-*) are accepted when prepared and answer "Hash algorithm not
+//! found" when computed.
 
 use crate::types::cql_type_name;
 use proto::types::ColumnType as T;
@@ -43,6 +44,9 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
         )
     };
     let arity = |lo: usize, hi: usize| -> Result<(), String> {
+        if let Some(m) = mask_arity_refusal(&f, args.len()) {
+            return Err(m);
+        }
         if args.len() < lo || args.len() > hi {
             return Err(format!(
                 "Invalid number of arguments for function system.{f}: {} given",
@@ -109,6 +113,59 @@ pub fn return_type(name: &str, args: &[(T, String)]) -> Option<Result<T, String>
     match r {
         Err(e) if e.is_empty() => None,
         other => Some(other),
+    }
+}
+
+/// A masking function's parameters as its `FunctionFactory` declares them: the fewest and
+/// most arguments it takes and how its refusals print them (`None` for another function).
+pub fn mask_signature(name: &str) -> Option<(usize, usize, &'static str)> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "mask_null" | "mask_default" => (1, 1, "(any)"),
+        "mask_replace" => (2, 2, "(any, any)"),
+        "mask_inner" | "mask_outer" => (3, 4, "([text|varchar|ascii], int, int, [text])"),
+        "mask_hash" => (1, 2, "(any, [text])"),
+        _ => return None,
+    })
+}
+
+/// Cassandra's refusal of a masking function called with `n` arguments, checked before any
+/// argument is typed; `None` when `n` fits or `name` is no masking function.
+pub fn mask_arity_refusal(name: &str, n: usize) -> Option<String> {
+    let (lo, hi, params) = mask_signature(name)?;
+    (n < lo || n > hi).then(|| {
+        format!(
+            "Invalid number of arguments for function system.{}{params}",
+            name.to_ascii_lowercase()
+        )
+    })
+}
+
+/// Cassandra's refusal of argument `pos` of a masking function where the parameter has a
+/// fixed type (`FunctionParameter.fixed`: the masked text of `mask_inner`/`mask_outer`, their
+/// bounds and padding, `mask_hash`'s algorithm) and the argument's type `ty` does not fit it:
+/// a bound takes an int alone (not a smallint or a bigint), a text parameter text or ascii.
+/// `arg` is the argument as written, `shown` its type as the message prints it.
+pub fn mask_arg_refusal(name: &str, pos: usize, arg: &str, ty: &T, shown: &str) -> Option<String> {
+    let f = name.to_ascii_lowercase();
+    let (param, fits) = match (f.as_str(), pos) {
+        ("mask_inner" | "mask_outer", 0) => ("[text|varchar|ascii]", is_text(ty)),
+        ("mask_inner" | "mask_outer", 1 | 2) => ("int", *ty == T::Int),
+        ("mask_inner" | "mask_outer", 3) | ("mask_hash", 1) => ("text", is_text(ty)),
+        _ => return None,
+    };
+    (!fits).then(|| {
+        format!(
+            "Function system.{f} requires an argument of type {param}, but found argument {arg} of type {shown}"
+        )
+    })
+}
+
+/// A literal's type as Cassandra's messages print it: a collection literal is frozen (a
+/// tuple's name says so already).
+pub fn shown_literal_type(ty: &T) -> String {
+    match ty {
+        T::List(_) | T::Set(_) | T::Map(..) => format!("frozen<{}>", cql_type_name(ty)),
+        _ => cql_type_name(ty),
     }
 }
 
@@ -395,16 +452,16 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
                 .get(3)
                 .and_then(|a| a.1.as_deref())
                 .and_then(|b| std::str::from_utf8(b).ok());
-            if let Some(p) = pad_text {
-                // Java counts UTF-16 units.
-                let units = p.encode_utf16().count();
-                if units != 1 {
-                    return Err(format!(
-                        "The padding argument for function system.{f} should be single-character, but '{p}' has {units} characters."
-                    ));
-                }
+            if let Some(m) = pad_text.and_then(|p| bad_padding(&f, p)) {
+                return Err(m);
             }
             let pad = pad_text.and_then(|s| s.chars().next()).unwrap_or('*');
+            // An ascii result encodes a character it cannot hold as '?' (Java's US_ASCII).
+            let pad = if *ty == T::Ascii && !pad.is_ascii() {
+                '?'
+            } else {
+                pad
+            };
             let text = std::str::from_utf8(v).map_err(|_| "Invalid UTF-8")?;
             let chars: Vec<char> = text.chars().collect();
             let len = chars.len();
@@ -430,10 +487,12 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
                 .and_then(|a| a.1.as_deref())
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_else(|| "SHA-256".into());
-            if !algo.eq_ignore_ascii_case("SHA-256") {
-                return Err(format!("Hash algorithm not found: {algo}"));
+            // A null name is the default; a name Java knows that is not computed here is
+            // refused as unknown (docs/compatibility.md).
+            match digest_of(&algo) {
+                Some(Some(digest)) => digest(v),
+                _ => return Err(format!("Hash algorithm not found: {algo}")),
             }
-            sha256(v).to_vec()
         }
         _ => return Err(format!("Unknown function {name}")),
     }))
@@ -476,12 +535,31 @@ fn default_of(t: &T) -> Vec<u8> {
         T::Blob => Vec::new(),
         T::Date => (1u32 << 31).to_be_bytes().to_vec(),
         T::Time | T::Timestamp | T::Bigint | T::Counter | T::Double => vec![0; 8],
-        T::Uuid | T::Timeuuid => vec![0; 16],
+        T::Uuid => vec![0; 16],
+        // The smallest version-1 UUID Cassandra makes (time 0, clock and node 0x80 bytes).
+        T::Timeuuid => vec![
+            0x13, 0x81, 0x40, 0x00, 0x1d, 0xd2, 0x11, 0xb2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+            0x80, 0x80,
+        ],
         T::Inet => vec![0; 4],
         T::Duration => vec![0; 3],
         T::List(_) | T::Set(_) | T::Map(..) => vec![0; 4],
+        // Each field or component its own default.
+        T::Tuple(parts) => fields_default(parts.iter()),
+        T::Udt { fields, .. } => fields_default(fields.iter().map(|(_, t)| t)),
         other => zero(other),
     }
+}
+
+/// A tuple's or UDT's value whose every component is its type's `mask_default`.
+fn fields_default<'a>(types: impl Iterator<Item = &'a T>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in types {
+        let v = default_of(t);
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        out.extend_from_slice(&v);
+    }
+    out
 }
 
 /// The elements of a serialized list/set (or keys and values of a map, alternating).
@@ -514,75 +592,51 @@ fn encode(items: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// SHA-256 (FIPS 180-4).
-fn sha256(data: &[u8]) -> [u8; 32] {
-    const K: [u32; 64] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2,
-    ];
-    let mut h: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-        0x5be0cd19,
-    ];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
+/// Cassandra's refusal of a `mask_inner`/`mask_outer` padding that is not one character
+/// (Java counts UTF-16 units), checked when prepared for a constant and when computed.
+fn bad_padding(f: &str, pad: &str) -> Option<String> {
+    let units = pad.encode_utf16().count();
+    (units != 1).then(|| {
+        format!(
+            "The padding argument for function system.{f} should be single-character, but '{pad}' has {units} characters."
+        )
+    })
+}
+
+/// Cassandra's refusal of a masking function's constant argument at `pos`, checked when the
+/// call is prepared: an algorithm no `MessageDigest` knows (an empty name too), a padding
+/// that is not one character. `None` for a null or a fitting one.
+pub fn mask_constant_refusal(name: &str, pos: usize, value: &[u8]) -> Option<String> {
+    let f = name.to_ascii_lowercase();
+    let text = std::str::from_utf8(value).ok()?;
+    match (f.as_str(), pos) {
+        ("mask_hash", 1) => digest_of(text)
+            .is_none()
+            .then(|| format!("Hash algorithm not found: {text}")),
+        ("mask_inner" | "mask_outer", 3) => bad_padding(&f, text),
+        _ => None,
     }
-    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for block in msg.chunks(64) {
-        let mut w = [0u32; 64];
-        for (i, c) in block.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-        }
-        for i in 16..64 {
-            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
-            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16]
-                .wrapping_add(s0)
-                .wrapping_add(w[i - 7])
-                .wrapping_add(s1);
-        }
-        let mut v = h;
-        for i in 0..64 {
-            let s1 = v[4].rotate_right(6) ^ v[4].rotate_right(11) ^ v[4].rotate_right(25);
-            let ch = (v[4] & v[5]) ^ (!v[4] & v[6]);
-            let t1 = v[7]
-                .wrapping_add(s1)
-                .wrapping_add(ch)
-                .wrapping_add(K[i])
-                .wrapping_add(w[i]);
-            let s0 = v[0].rotate_right(2) ^ v[0].rotate_right(13) ^ v[0].rotate_right(22);
-            let maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-            let t2 = s0.wrapping_add(maj);
-            v = [
-                t1.wrapping_add(t2),
-                v[0],
-                v[1],
-                v[2],
-                v[3].wrapping_add(t1),
-                v[4],
-                v[5],
-                v[6],
-            ];
-        }
-        for (a, b) in h.iter_mut().zip(v) {
-            *a = a.wrapping_add(b);
-        }
-    }
-    let mut out = [0u8; 32];
-    for (i, x) in h.iter().enumerate() {
-        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
-    }
-    out
+}
+
+/// A `mask_hash` digest.
+type HashFn = fn(&[u8]) -> Vec<u8>;
+
+/// Java's `MessageDigest` names (and the SUN provider's aliases) for `mask_hash`, matched
+/// without case, each with the digest computed here (`None`: a name Java knows that
+/// Peregrine does not compute: MD2, MD5, SHA-1, SHA3-*).
+fn digest_of(algorithm: &str) -> Option<Option<HashFn>> {
+    use sha2::Digest;
+    Some(match algorithm.to_ascii_uppercase().as_str() {
+        "SHA-224" | "SHA224" => Some(|d| sha2::Sha224::digest(d).to_vec()),
+        "SHA-256" | "SHA256" => Some(|d| sha2::Sha256::digest(d).to_vec()),
+        "SHA-384" | "SHA384" => Some(|d| sha2::Sha384::digest(d).to_vec()),
+        "SHA-512" | "SHA512" => Some(|d| sha2::Sha512::digest(d).to_vec()),
+        "SHA-512/224" | "SHA512/224" => Some(|d| sha2::Sha512_224::digest(d).to_vec()),
+        "SHA-512/256" | "SHA512/256" => Some(|d| sha2::Sha512_256::digest(d).to_vec()),
+        "MD2" | "MD5" | "SHA-1" | "SHA1" | "SHA" | "SHA3-224" | "SHA3-256" | "SHA3-384"
+        | "SHA3-512" => None,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -592,6 +646,7 @@ mod tests {
     #[test]
     fn sha256_matches_the_standard_vectors() {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let sha256 = digest_of("sha-256").flatten().unwrap();
         assert_eq!(
             hex(&sha256(b"abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

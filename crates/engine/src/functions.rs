@@ -111,7 +111,7 @@ pub(crate) fn from_json_arity(n: usize) -> Result<(), EngineError> {
 pub(crate) fn from_json_not_text(arg: &Term, ty: &ColumnType) -> EngineError {
     EngineError::invalid(format!(
         "Function system.fromjson requires an argument of type text, but found argument {arg} of type {}",
-        crate::types::cql_type_name(ty)
+        crate::fcts::shown_literal_type(ty)
     ))
 }
 
@@ -261,9 +261,22 @@ fn to_json_const(arg: &Term, now: Now) -> Result<TypedValue, EngineError> {
 fn from_json_const(ty: &ColumnType, args: &[Term], now: Now) -> Result<TypedValue, EngineError> {
     from_json_arity(args.len())?;
     let arg = &args[0];
-    let text = const_term(&ColumnType::Varchar, arg, now).map_err(|_| {
-        let found = crate::selection::literal_type(arg).unwrap_or(ColumnType::Varchar);
-        from_json_not_text(arg, &found)
+    let text = const_term(&ColumnType::Varchar, arg, now).map_err(|_| match arg {
+        // Cassandra's list literal refuses a text receiver first; a tuple literal answers
+        // the type check of its elements.
+        Term::List(_) => {
+            EngineError::invalid("Unexpected receiver type 'text'; only list and vector are expected")
+        }
+        Term::Tuple(items) if items.len() > 1 => EngineError::invalid(format!(
+            "Type error: {arg} cannot be passed as argument 0 of function system.fromjson of type text"
+        )),
+        _ => {
+            let found = match arg {
+                Term::Map(_) => crate::fcts::term_arg_type(arg),
+                _ => crate::fcts::literal_arg_type(arg),
+            };
+            from_json_not_text(arg, found.as_ref().unwrap_or(&ColumnType::Varchar))
+        }
     })?;
     let v = match text {
         Some(t) => from_json_arg(ty, &t, now)?,

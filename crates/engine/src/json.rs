@@ -218,11 +218,35 @@ fn java_class(v: &Json) -> &'static str {
     }
 }
 
-/// `parsed.toString()` in Java: strings bare, doubles like `Double.toString`.
+/// The package-qualified name of [`java_class`] (Jackson's lists and maps are `java.util`
+/// classes, a big integer `java.math`).
+fn java_qualified_class(v: &Json) -> String {
+    let package = match java_class(v) {
+        "ArrayList" | "LinkedHashMap" => "java.util",
+        "BigInteger" => "java.math",
+        _ => "java.lang",
+    };
+    format!("{package}.{}", java_class(v))
+}
+
+/// `parsed.toString()` in Java: strings bare, doubles like `Double.toString`, a list as
+/// `[a, b]` and a map as `{k=v, k2=v2}` (`AbstractCollection` / `AbstractMap`; an object's
+/// keys in their sorted order here, in the text's order there).
 fn java_text(v: &Json) -> String {
     match v {
         Json::String(s) => s.clone(),
         Json::Number(n) if n.is_f64() => java_double(n.as_f64().unwrap_or(f64::NAN)),
+        Json::Array(items) => {
+            let items: Vec<String> = items.iter().map(java_text).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Json::Object(m) => {
+            let entries: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", java_text(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
         other => other.to_string(),
     }
 }
@@ -240,6 +264,20 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
     if depth > MAX_DEPTH {
         return Err("JSON value nested too deeply".into());
     }
+    // A collection, tuple, UDT or vector value may come as a JSON string holding it
+    // (`"[1, 2]"`), which Cassandra decodes first (`JsonUtils.decodeJson`).
+    let nested;
+    let v = match (ty, v.as_str()) {
+        (
+            T::List(_) | T::Set(_) | T::Map(..) | T::Tuple(_) | T::Udt { .. } | T::Vector(..),
+            Some(text),
+        ) => {
+            nested = serde_json::from_str::<Json>(text)
+                .map_err(|e| format!("Error decoding JSON string: {e}"))?;
+            &nested
+        }
+        _ => v,
+    };
     let s = v.as_str();
     Ok(match ty {
         T::Ascii => {
@@ -341,7 +379,13 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
         },
         T::Blob | T::Custom(_) => {
             let inner = match s {
-                None => "expected a JSON string".to_string(),
+                // BytesType casts the parsed value to a String: Java's ClassCastException.
+                None => {
+                    let class = java_qualified_class(v);
+                    format!(
+                        "class {class} cannot be cast to class java.lang.String ({class} and java.lang.String are in module java.base of loader 'bootstrap')"
+                    )
+                }
                 Some(s) => match s.strip_prefix("0x") {
                     None => format!("String representation of blob is missing 0x prefix: {s}"),
                     Some(h) => match unhex(h) {
@@ -365,7 +409,13 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
             if s.is_empty() {
                 return Ok(vec![]);
             }
-            let u = parse_uuid(s).ok_or_else(|| format!("Unable to make UUID from '{s}'"))?;
+            let u = parse_uuid(s).ok_or_else(|| {
+                if *ty == T::Uuid {
+                    format!("Unable to make UUID from '{s}'")
+                } else {
+                    format!("Unknown timeuuid representation: {s}")
+                }
+            })?;
             if *ty == T::Timeuuid && u[6] >> 4 != 1 {
                 return Err("TimeUUID supports only version 1 UUIDs".into());
             }
@@ -388,11 +438,20 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                     return Ok(vec![]);
                 }
                 parse_timestamp(s, now)
-                    .ok_or_else(|| format!("Unable to coerce '{s}' to a formatted date (long)"))?
+                    .ok_or_else(|| {
+                        let digits = s.strip_prefix('-').unwrap_or(s);
+                        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                            format!("Unable to make long (for date) from: '{s}'")
+                        } else {
+                            format!("Unable to parse a date/time from '{s}'")
+                        }
+                    })?
                     .to_be_bytes()
                     .to_vec()
             }
-            (None, Some(ms)) => ms.to_be_bytes().to_vec(),
+            // Jackson reads a number that fits an int as an Integer, which TimestampType
+            // refuses: only a Long is taken as milliseconds.
+            (None, Some(ms)) if java_class(v) == "Long" => ms.to_be_bytes().to_vec(),
             _ => {
                 return Err(expected(
                     "a long or a datestring representation of a timestamp value",
@@ -410,7 +469,9 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
         T::Time => {
             let s = s.ok_or_else(|| expected("a string representation of a time value", v))?;
             parse_time(s)
-                .ok_or_else(|| format!("Unable to coerce '{s}' to a formatted time (long)"))?
+                .ok_or_else(|| {
+                    format!("(TimeType) Unable to coerce '{s}' to a formatted time (long)")
+                })?
                 .to_be_bytes()
                 .to_vec()
         }
@@ -488,16 +549,16 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
                 .ok_or_else(|| expected("a list representation of a tuple", v))?;
             if items.len() > ts.len() {
                 return Err(format!(
-                    "Tuple contains extra items (expected {}, got {})",
+                    "Tuple contains extra items (expected {}): {}",
                     ts.len(),
-                    items.len()
+                    java_text(v)
                 ));
             }
             if items.len() < ts.len() {
                 return Err(format!(
-                    "Tuple is missing items (expected {}, got {})",
+                    "Tuple is missing items (expected {}): {}",
                     ts.len(),
-                    items.len()
+                    java_text(v)
                 ));
             }
             let mut out = Vec::new();
@@ -512,16 +573,6 @@ fn convert(ty: &ColumnType, v: &Json, depth: usize, now: Now) -> Result<Vec<u8>,
             out
         }
         T::Vector(e, n) => {
-            // VectorType.fromJSONObject: a JSON string holding the list is decoded first.
-            let decoded;
-            let v = match v.as_str() {
-                Some(text) => {
-                    decoded = serde_json::from_str::<Json>(text)
-                        .map_err(|_| format!("Could not decode JSON string '{text}'"))?;
-                    &decoded
-                }
-                None => v,
-            };
             let items = v.as_array().ok_or_else(|| expected("a list", v))?;
             if items.len() != *n as usize {
                 let shown: Vec<String> = items.iter().map(java_text).collect();
@@ -1007,9 +1058,10 @@ mod tests {
         assert!(fj(&T::Time, "123456")
             .unwrap_err()
             .starts_with("Expected a string representation of a time value"));
+        // As 5.0.9 words it (TimeType.fromString's prefix).
         assert!(fj(&T::Time, "\"xyz\"")
             .unwrap_err()
-            .starts_with("Unable to coerce 'xyz' to a formatted time"));
+            .starts_with("(TimeType) Unable to coerce 'xyz' to a formatted time"));
         assert_eq!(
             fj(&T::Timestamp, "123123123123").unwrap().unwrap(),
             123_123_123_123i64.to_be_bytes()
@@ -1038,9 +1090,15 @@ mod tests {
             fj(&T::Timestamp, "123.456").unwrap_err(),
             "Expected a long or a datestring representation of a timestamp value, but got a Double: 123.456"
         );
-        assert!(fj(&T::Timestamp, "\"abcd\"")
-            .unwrap_err()
-            .starts_with("Unable to coerce 'abcd' to a formatted date"));
+        // As 5.0.9 words it (TimestampType.fromString's wrapper).
+        assert_eq!(
+            fj(&T::Timestamp, "\"abcd\"").unwrap_err(),
+            "Unable to parse a date/time from 'abcd'"
+        );
+        assert_eq!(
+            fj(&T::Timestamp, "\"99999999999999999999\"").unwrap_err(),
+            "Unable to make long (for date) from: '99999999999999999999'"
+        );
         assert_eq!(
             rt(&T::Timeuuid, "\"6BDDC89A-5644-11E4-97FC-56847AFE9799\""),
             format!("\"{UUID}\"")

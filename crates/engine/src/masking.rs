@@ -57,18 +57,12 @@ fn raw_text(m: &ast::ColumnMask) -> String {
 /// The types of the arguments after the first that `f` takes on a column of type `col`, for
 /// `n` given arguments, or Cassandra's message when `n` does not fit `f`'s signature.
 fn partial_types(f: &str, col: &T, n: usize) -> Result<Vec<T>, String> {
-    let sig = match f {
-        "mask_null" | "mask_default" => (0, 0, "(any)"),
-        "mask_replace" => (1, 1, "(any, any)"),
-        "mask_inner" | "mask_outer" => (2, 3, "([text|varchar|ascii], int, int, [text])"),
-        "mask_hash" => (0, 1, "(any, [text])"),
-        _ => return Err(format!("Unknown masking function system.{f}")),
-    };
-    if n < sig.0 || n > sig.1 {
-        return Err(format!(
-            "Invalid number of arguments for function system.{f}{}",
-            sig.2
-        ));
+    if crate::fcts::mask_signature(f).is_none() {
+        return Err(format!("Unknown masking function system.{f}"));
+    }
+    // The column is the function's first argument.
+    if let Some(m) = crate::fcts::mask_arity_refusal(f, n + 1) {
+        return Err(m);
     }
     Ok(match f {
         "mask_replace" => vec![col.clone()],

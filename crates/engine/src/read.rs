@@ -1218,7 +1218,10 @@ impl<'a> SelectRun<'a> {
             }
             Selection::Aggregates(sel) => sel,
         };
-        let gkey = group_key(sel, prefix, view)?;
+        // Cassandra groups on the replica: a GROUP BY function that fails there (floor() of
+        // a time before its starting time) fails the read (ReadFailure, reason UNKNOWN).
+        let gkey = group_key(sel, prefix, view)
+            .map_err(|_| crate::index::read_failure(self.node, "UNKNOWN", 0x0000))?;
         if self.group.as_ref().is_none_or(|g| g.key != gkey) {
             self.close_group()?;
             let flow = self.admit();
@@ -1401,7 +1404,13 @@ impl<'a> SelectRun<'a> {
             // Without GROUP BY there is one row even when nothing matched.
             if sel.group_by.is_none() && self.group.is_none() {
                 let mut g = Group::new(Vec::new(), sel);
-                g.firsts = vec![None; sel.firsts.len()];
+                // Cassandra still computes each plain selector, over null inputs: toJson() of
+                // a column answers 'null', mask_default() its mask.
+                g.firsts = sel
+                    .firsts
+                    .iter()
+                    .map(|s| over_nulls(s, self.vals, self.now))
+                    .collect::<Result<_, _>>()?;
                 self.group = Some(g);
             }
             self.close_group()?;
@@ -1478,6 +1487,22 @@ fn positive_limit(v: Option<Vec<u8>>) -> Result<u64, EngineError> {
         return Err(EngineError::invalid("LIMIT must be strictly positive"));
     }
     Ok(n as u64)
+}
+
+/// A plain selector's value over a row whose every column is null (an aggregate query that
+/// matched no row): constants and bound values keep theirs, a function call still runs.
+fn over_nulls(s: &Selector, vals: &Bindings, now: Now) -> Result<Option<Vec<u8>>, EngineError> {
+    let leaf = |s: &Selector| -> Result<Option<Vec<u8>>, EngineError> {
+        Ok(match s {
+            Selector::Const(v) => v.clone(),
+            Selector::Bind(i) => resolve(&Src::Bind(*i), vals).ok().flatten(),
+            _ => None,
+        })
+    };
+    match s {
+        Selector::Expr(e) => eval_expr(e, &leaf, now),
+        other => leaf(other),
+    }
 }
 
 type Leaf<'l> = dyn Fn(&Selector) -> Result<Option<Vec<u8>>, EngineError> + 'l;

@@ -95,11 +95,11 @@ pub(crate) fn literal_type(t: &Term) -> Option<ColumnType> {
     }
 }
 
-/// Whether `e` is a DESC clustering column: Cassandra types it as a ReversedType of its own,
-/// which casts, collection functions and toJson() of its elements treat as another type.
+/// Whether `e` is a DESC clustering column, or a view's partition key column taken from one
+/// (`desc` marks both): Cassandra types it as a ReversedType of its own, which casts,
+/// collection functions and toJson() of its elements treat as another type.
 fn is_desc_clustering(t: &TableDef, e: &E) -> bool {
-    matches!(e, E::Column(c)
-        if t.columns.iter().any(|x| x.name == *c && x.kind == ColumnKind::Clustering && x.desc))
+    matches!(e, E::Column(c) if t.columns.iter().any(|x| x.name == *c && x.desc))
 }
 
 /// A term in selector position, as a selector (operations, negations and calls of terms are
@@ -691,11 +691,25 @@ impl Builder<'_> {
                         "aggregate functions cannot be used as arguments of aggregate functions",
                     ));
                 }
+                // A masking function counts its arguments, then types and checks them one by
+                // one (Cassandra's FunctionFactory), before reading any literal.
+                if let Some(m) = crate::fcts::mask_arity_refusal(&name.name, args.len()) {
+                    return Err(EngineError::invalid(m));
+                }
                 let mut exprs = Vec::with_capacity(args.len());
                 let mut names = Vec::with_capacity(args.len());
                 for (pos, a) in args.iter().enumerate() {
                     if let E::Term(term) = a {
                         if term_as_selector(term).is_none() {
+                            if let Some(ty) = crate::fcts::literal_arg_type(term) {
+                                let shown = crate::fcts::shown_literal_type(&ty);
+                                let arg = selector_name(a);
+                                if let Some(m) =
+                                    crate::fcts::mask_arg_refusal(&name.name, pos, &arg, &ty, &shown)
+                                {
+                                    return Err(EngineError::invalid(m));
+                                }
+                            }
                             let prev: Vec<ColumnType> =
                                 exprs.iter().map(|e: &SelExpr| e.ty().clone()).collect();
                             let e = match term {
@@ -716,8 +730,22 @@ impl Builder<'_> {
                         }
                     }
                     let (sel, n, ty) = self.selector(t, a, agg.as_deref_mut())?;
+                    let shown = match a {
+                        E::Column(c) => self.column(t, c)?.1.cql_type.clone(),
+                        _ => crate::types::cql_type_name(&ty),
+                    };
+                    if let Some(m) = crate::fcts::mask_arg_refusal(&name.name, pos, &n, &ty, &shown) {
+                        return Err(EngineError::invalid(m));
+                    }
                     exprs.push(as_expr(sel, ty));
                     names.push(n);
+                }
+                for (pos, e) in exprs.iter().enumerate() {
+                    if let SelExpr::Const(_, Some(v)) = e {
+                        if let Some(m) = crate::fcts::mask_constant_refusal(&name.name, pos, v) {
+                            return Err(EngineError::invalid(m));
+                        }
+                    }
                 }
                 let types: Vec<ColumnType> = exprs.iter().map(|e| e.ty().clone()).collect();
                 let named: Vec<(ColumnType, String)> =

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .extras import Extras
 from .indexed import IndexReads
+from .queries import QueryForms
 from .schema import Column
 from .types import T, bad_literal, draw_native, draw_value, json_text, literal
 
@@ -106,6 +107,7 @@ class StatementGen:
         self.short_ttl = None   # while drawing an expiring write: its TTL
         self.extras = Extras(self, seed)   # issue 9/10 forms, from a random stream of their own
         self.indexed = IndexReads(self, seed)   # indexed reads and DESCRIBE, likewise
+        self.queries = QueryForms(self, seed)   # GROUP BY, fromJson/toJson, masking, likewise
 
     # ------------------------------------------------------------ helpers
 
@@ -660,6 +662,9 @@ class StatementGen:
         # Before the extras, as the expiry episodes: a draw of these leaves the sequence of
         # the other statements (extras and main stream) what the seed drew without them.
         extra = self.indexed.maybe_draw()
+        if extra is not None:
+            return extra
+        extra = self.queries.maybe_draw()
         if extra is not None:
             return extra
         extra = self.extras.maybe_draw()

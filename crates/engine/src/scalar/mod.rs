@@ -184,7 +184,10 @@ fn execute(
             let ms = i64_of(b0)?;
             timeuuid_bound(ms, f == "maxtimeuuid").to_vec()
         }
-        "floor" => time::floor(arg0, &present)?,
+        // Cassandra refuses (InvalidRequest) a floor it cannot compute as the call runs: a
+        // time before the starting time, a duration too fine for a date or too long for a
+        // time, a negative one.
+        "floor" => time::floor(arg0, &present).map_err(ScalarError::InvalidValue)?,
         "abs" | "exp" | "log" | "log10" | "round" => {
             let t = if *arg0 == T::Counter {
                 &T::Bigint

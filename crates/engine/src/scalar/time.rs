@@ -84,7 +84,7 @@ pub(super) fn floor(arg0: &ColumnType, vals: &[&[u8]]) -> Result<Vec<u8>, String
         }
         _ => {
             if nanos % NANOS_PER_MILLI != 0 {
-                return Err(format!("The floor on timestamp values cannot be computed for the {dur} duration as precision is below 1 millisecond"));
+                return Err(format!("The floor cannot be computed for the {dur} duration as precision is below 1 millisecond"));
             }
             let t = millis_of(arg0, vals[0])?;
             let start = match vals.get(2) {
