@@ -7,7 +7,12 @@
 //!
 //! A [`Pool`] holds `upstream_connections` connections per upstream node for one
 //! (role, protocol version, keyspace): each connection ran `USE ks` once at open, so requests
-//! never switch a shared connection's keyspace. A dead connection is replaced in the
+//! never switch a shared connection's keyspace. A client connection's requests go upstream on
+//! one of them (its own, by the client connection's number), so requests a client sent together
+//! leave together, in one write as the client's driver would send them to Cassandra itself;
+//! dealt out round robin, a client's batch went out in smaller writes, which Cassandra reads,
+//! dispatches and answers at a higher cost per request (issue 16 item 7, measured in
+//! `bench/results/2026-12-01/proxy-cold-pass-*`). A dead connection is replaced in the
 //! background while the others serve; with none alive, the request opens one itself (bounded
 //! by `connect_timeout`), and after a failed attempt further requests fail fast for
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
@@ -41,7 +46,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -987,7 +992,6 @@ pub struct Pool {
     creds: Option<Credentials>,
     settings: Settings,
     slots: Box<[Slot]>,
-    next: AtomicUsize,
     last_failure: Mutex<Option<(Instant, UpstreamError)>>,
 }
 
@@ -1013,7 +1017,6 @@ impl Pool {
                     connecting: tokio::sync::Mutex::new(()),
                 })
                 .collect(),
-            next: AtomicUsize::new(0),
             last_failure: Mutex::new(None),
         }
     }
@@ -1022,11 +1025,13 @@ impl Pool {
         self.keyspace.as_deref()
     }
 
-    /// A live connection: the next one round-robin; a dead slot is refilled in the
-    /// background while another live connection serves; with none alive, connects inline.
-    pub async fn get(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
+    /// A live connection for the client connection numbered `client`: its own slot
+    /// (`client` modulo the slots, see the module docs), else the next live one with a free
+    /// stream id; a dead slot is refilled in the background while another live connection
+    /// serves; with none alive, connects inline.
+    pub async fn get(self: &Arc<Self>, client: u64) -> Result<Arc<Connection>, UpstreamError> {
         let n = self.slots.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let start = (client % n as u64) as usize;
         let first = self.slots[start].live();
         // The first live connection with a free stream id; with all of them full, one of
         // them anyway (its request answers Overloaded at once).
@@ -1368,6 +1373,80 @@ mod tests {
             pools.get_or_insert_with(&k, make);
         }
         assert_eq!(pools.evicted(), before, "pools 33 to 39 were kept");
+    }
+
+    /// A fake upstream (v4) taking any number of connections, each answered by [`ready_to_all`]
+    /// until the test ends.
+    async fn fake_ready_upstream() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(ready_to_all(socket));
+            }
+        });
+        addr
+    }
+
+    /// Answers every request on `s` READY (STARTUP's answer) until the peer closes.
+    async fn ready_to_all(mut s: TcpStream) {
+        let mut buf = BytesMut::new();
+        while s.read_buf(&mut buf).await.unwrap_or(0) > 0 {
+            while let Some(env) = decode_envelope(&mut buf, 1 << 20, None).unwrap() {
+                let mut out = BytesMut::new();
+                let none = ResponseExtras::default();
+                Response::Ready.encode_envelope(
+                    ProtocolVersion::V4,
+                    env.stream,
+                    &none,
+                    None,
+                    &mut out,
+                );
+                s.write_all(&out).await.unwrap();
+            }
+        }
+    }
+
+    /// A client connection's requests all go upstream on one connection of the pool, so the
+    /// requests it sent together leave in one write (issue 16 item 7); client connections
+    /// are spread over the pool's connections. Dealt out round robin per request, one client's
+    /// consecutive requests went on alternate connections.
+    #[tokio::test]
+    async fn a_client_connection_keeps_to_one_upstream_connection() {
+        let addr = fake_ready_upstream().await;
+        let settings = Settings {
+            connect_timeout: Duration::from_secs(5),
+            connections_per_host: 2,
+            compression: None,
+            tls: None,
+        };
+        let pool = Arc::new(Pool::new(
+            Arc::from(vec![addr]),
+            ProtocolVersion::V4,
+            None,
+            None,
+            settings,
+        ));
+        // Client 7's slot opens inline; client 8's first request takes it while its own slot
+        // opens in the background.
+        let a = pool.get(7).await.unwrap();
+        let b = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let b = pool.get(8).await.unwrap();
+                if !Arc::ptr_eq(&a, &b) {
+                    return b;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("client 8's own upstream connection opens");
+        for (client, conn) in [(7, &a), (8, &b), (7, &a)] {
+            for _ in 0..3 {
+                assert!(Arc::ptr_eq(&pool.get(client).await.unwrap(), conn));
+            }
+        }
+        assert!(Arc::ptr_eq(&pool.get(9).await.unwrap(), &a));
     }
 
     #[tokio::test]
