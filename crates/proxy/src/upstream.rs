@@ -7,12 +7,12 @@
 //!
 //! A [`Pool`] holds `upstream_connections` connections per upstream node for one
 //! (role, protocol version, keyspace): each connection ran `USE ks` once at open, so requests
-//! never switch a shared connection's keyspace. A client connection's requests go upstream on
-//! one of them (its own, by the client connection's number), so requests a client sent together
-//! leave together, in one write as the client's driver would send them to Cassandra itself;
-//! dealt out round robin, a client's batch went out in smaller writes, which Cassandra reads,
-//! dispatches and answers at a higher cost per request (issue 16 item 7, measured in
-//! `bench/results/2026-12-01/proxy-cold-pass-*`). A dead connection is replaced in the
+//! never switch a shared connection's keyspace. Requests go to the upstream nodes in turn; on a
+//! node, a client connection's requests all go on one of its connections (by the client
+//! connection's number), so requests a client sent together leave together, in one write as
+//! its driver would send them to Cassandra itself. Dealt out over all connections in turn, a
+//! client's batch went out in smaller writes (2.5 requests each against the driver's 4.5;
+//! issue 16 item 7, `bench/results/2026-12-01/proxy-cold-pass-affinity`). A dead connection is replaced in the
 //! background while the others serve; with none alive, the request opens one itself (bounded
 //! by `connect_timeout`), and after a failed attempt further requests fail fast for
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
@@ -46,7 +46,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -992,6 +992,8 @@ pub struct Pool {
     creds: Option<Credentials>,
     settings: Settings,
     slots: Box<[Slot]>,
+    /// The node the next request goes to, in turn.
+    next: AtomicUsize,
     last_failure: Mutex<Option<(Instant, UpstreamError)>>,
 }
 
@@ -1017,6 +1019,7 @@ impl Pool {
                     connecting: tokio::sync::Mutex::new(()),
                 })
                 .collect(),
+            next: AtomicUsize::new(0),
             last_failure: Mutex::new(None),
         }
     }
@@ -1025,13 +1028,16 @@ impl Pool {
         self.keyspace.as_deref()
     }
 
-    /// A live connection for the client connection numbered `client`: its own slot
-    /// (`client` modulo the slots, see the module docs), else the next live one with a free
-    /// stream id; a dead slot is refilled in the background while another live connection
-    /// serves; with none alive, connects inline.
+    /// A live connection for the client connection numbered `client`: on the next node in
+    /// turn, the connection of that client (see the module docs), else the next live one
+    /// with a free stream id; a dead slot is refilled in the background while another live
+    /// connection serves; with none alive, connects inline.
     pub async fn get(self: &Arc<Self>, client: u64) -> Result<Arc<Connection>, UpstreamError> {
         let n = self.slots.len();
-        let start = (client % n as u64) as usize;
+        // Slot `i` connects to node `i % nodes` first (`fill`).
+        let nodes = self.hosts.len().max(1);
+        let node = self.next.fetch_add(1, Ordering::Relaxed) % nodes;
+        let start = node + nodes * (client % (n / nodes) as u64) as usize;
         let first = self.slots[start].live();
         // The first live connection with a free stream id; with all of them full, one of
         // them anyway (its request answers Overloaded at once).
@@ -1407,6 +1413,18 @@ mod tests {
         }
     }
 
+    /// A v4 pool of two connections to each of `nodes`, none open yet.
+    fn two_per_node(nodes: Vec<SocketAddr>) -> Arc<Pool> {
+        let settings = Settings {
+            connect_timeout: Duration::from_secs(5),
+            connections_per_host: 2,
+            compression: None,
+            tls: None,
+        };
+        let nodes = Arc::from(nodes);
+        Arc::new(Pool::new(nodes, ProtocolVersion::V4, None, None, settings))
+    }
+
     /// A client connection's requests all go upstream on one connection of the pool, so the
     /// requests it sent together leave in one write (issue 16 item 7); client connections
     /// are spread over the pool's connections. Dealt out round robin per request, one client's
@@ -1414,19 +1432,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_connection_keeps_to_one_upstream_connection() {
         let addr = fake_ready_upstream().await;
-        let settings = Settings {
-            connect_timeout: Duration::from_secs(5),
-            connections_per_host: 2,
-            compression: None,
-            tls: None,
-        };
-        let pool = Arc::new(Pool::new(
-            Arc::from(vec![addr]),
-            ProtocolVersion::V4,
-            None,
-            None,
-            settings,
-        ));
+        let pool = two_per_node(vec![addr]);
         // Client 7's slot opens inline; client 8's first request takes it while its own slot
         // opens in the background.
         let a = pool.get(7).await.unwrap();
@@ -1447,6 +1453,57 @@ mod tests {
             }
         }
         assert!(Arc::ptr_eq(&pool.get(9).await.unwrap(), &a));
+    }
+
+    /// With two nodes, requests go to them in turn, and on each node a client connection's
+    /// requests keep to one connection (of its two there), another client's to the other.
+    #[tokio::test]
+    async fn requests_go_to_the_nodes_in_turn_each_keeping_a_client_to_one_connection() {
+        let nodes = vec![fake_ready_upstream().await, fake_ready_upstream().await];
+        let pool = two_per_node(nodes);
+        // Until all four slots are open (a request whose slot is not open yet takes another
+        // connection while its own opens in the background).
+        let mut open: Vec<Arc<Connection>> = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while open.len() < 4 {
+                // Two requests a client: one to each node.
+                for client in [7, 7, 8, 8] {
+                    let c = pool.get(client).await.unwrap();
+                    if !open.iter().any(|o| Arc::ptr_eq(o, &c)) {
+                        open.push(c);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the pool's four connections open");
+        let mut used = Vec::new();
+        for client in [7, 8] {
+            let mut picks = Vec::new();
+            for _ in 0..6 {
+                picks.push(pool.get(client).await.unwrap());
+            }
+            for w in picks.windows(2) {
+                assert_ne!(w[0].addr(), w[1].addr(), "the nodes in turn");
+            }
+            for p in &picks {
+                assert!(
+                    picks
+                        .iter()
+                        .filter(|q| q.addr() == p.addr())
+                        .all(|q| Arc::ptr_eq(q, p)),
+                    "client {client}: one connection on each node"
+                );
+            }
+            used.push(picks);
+        }
+        assert!(
+            used[0]
+                .iter()
+                .all(|a| used[1].iter().all(|b| !Arc::ptr_eq(a, b))),
+            "two client connections, two connections on each node"
+        );
     }
 
     #[tokio::test]
