@@ -11,9 +11,17 @@
 # alternating round by round. Reported per pass: ops/s, the CPU seconds of Cassandra and of the
 # proxy, and the proxy's hits and misses (a cold pass is all misses).
 #
+# PROXY_BIN (default BIN) is the proxy's binary. With PROXY_BIN_B, another proxy build, each
+# round also makes a pass through a fresh proxy of that build (`proxyb-<r>`), the rounds
+# alternating "proxy direct proxyb" and "proxyb direct proxy": an A/B of two proxy builds on one
+# settled Cassandra, each pass of A beside a pass of B.
+#
 # Usage: BIN=target/release/peregrine OUT=bench/results/<date>/proxy-cold-pass bench/proxy-cold-pass.sh
+#        PROXY_BIN=old/peregrine PROXY_BIN_B=new/peregrine BIN=... OUT=... bench/proxy-cold-pass.sh
 set -u
 BIN=${BIN:-target/release/peregrine}
+PROXY_BIN=${PROXY_BIN:-$BIN}
+PROXY_BIN_B=${PROXY_BIN_B:-}
 OUT=${OUT:-bench/results/proxy-cold-pass}
 CPORT=${CPORT:-9976}
 PPORT=${PPORT:-19980}
@@ -25,7 +33,10 @@ CASS_CPUS=${CASS_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+BIN=$(abs "$BIN")
+PROXY_BIN=$(abs "$PROXY_BIN")
+[ -n "$PROXY_BIN_B" ] && PROXY_BIN_B=$(abs "$PROXY_BIN_B")
 root=$(cd "$(dirname "$0")/.." && pwd)
 d=$OUT/data
 rm -rf "$d"; mkdir -p "$d"
@@ -61,33 +72,46 @@ pass() { # NAME PORT: one sequential pass; prints ops/s, both processes' CPU sec
         "cassandra_writes_per_op $(echo "$io0 $io1" | awk -v n="$RECORDS" '{printf "%.3f", ($4 - $2) / n}')"
 }
 for i in $(seq 1 "$WARM_PASSES"); do pass "warm-$i" "$CPORT" >>"$OUT/passes.txt"; done
-for r in $(seq 1 "$ROUNDS"); do
-    taskset -c "$CLIENT_CPUS" "$BIN" serve --upstream "127.0.0.1:$CPORT" --listen "127.0.0.1:$PPORT" \
-        --admin-listen "127.0.0.1:$((PPORT + 1))" --data-dir "$d/proxy-$r" >"$OUT/proxy-$r.log" 2>&1 &
+proxy_pass() { # NAME BIN: a pass through a fresh proxy of BIN (an empty cache)
+    taskset -c "$CLIENT_CPUS" "$2" serve --upstream "127.0.0.1:$CPORT" --listen "127.0.0.1:$PPORT" \
+        --admin-listen "127.0.0.1:$((PPORT + 1))" --data-dir "$d/$1" >"$OUT/$1.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PPORT") 2>/dev/null && break; sleep 0.2; done
-    if [ $((r % 2)) = 1 ]; then order="proxy direct"; else order="direct proxy"; fi
-    for p in $order; do
-        if [ "$p" = proxy ]; then pass "proxy-$r" "$PPORT"; else pass "direct-$r" "$CPORT"; fi >>"$OUT/passes.txt"
-    done
-    curl -s "http://127.0.0.1:$((PPORT + 1))/metrics" | grep -E "^peregrine_proxy_cache_(hits|misses)" >"$OUT/proxy-$r.metrics"
+    pass "$1" "$PPORT"
+    curl -s "http://127.0.0.1:$((PPORT + 1))/metrics" | grep -E "^peregrine_proxy_cache_(hits|misses)" >"$OUT/$1.metrics"
     kill "$pid"; wait "$pid" 2>/dev/null; pid=
+}
+for r in $(seq 1 "$ROUNDS"); do
+    if [ -n "$PROXY_BIN_B" ]; then
+        if [ $((r % 2)) = 1 ]; then order="proxy direct proxyb"; else order="proxyb direct proxy"; fi
+    elif [ $((r % 2)) = 1 ]; then order="proxy direct"; else order="direct proxy"; fi
+    for p in $order; do
+        case $p in
+            proxy) proxy_pass "proxy-$r" "$PROXY_BIN" ;;
+            proxyb) proxy_pass "proxyb-$r" "$PROXY_BIN_B" ;;
+            direct) pass "direct-$r" "$CPORT" ;;
+        esac >>"$OUT/passes.txt"
+    done
 done
 python3 - "$OUT" "$ROUNDS" >"$OUT/summary.txt" <<'EOF'
 import sys, statistics
 out, rounds = sys.argv[1], int(sys.argv[2])
 p = {l.split()[0]: l.split() for l in open(f"{out}/passes.txt")}
-print("round  direct ops/s  proxy ops/s  proxy/direct  cassandra CPU s direct/proxy  proxy CPU s  proxy hits/misses  cassandra reads+writes per op direct/proxy")
-ratios = []
-for r in range(1, rounds + 1):
-    d, x = p[f"direct-{r}"], p[f"proxy-{r}"]
-    m = dict(l.split() for l in open(f"{out}/proxy-{r}.metrics"))
-    hits = sum(float(v) for k, v in m.items() if "hits" in k)
-    misses = sum(float(v) for k, v in m.items() if "misses" in k)
-    ratio = float(x[2]) / float(d[2])
-    ratios.append(ratio)
-    calls = lambda p: f"{float(p[8]):.2f}+{float(p[10]):.2f}"
-    print(f"{r:5}  {float(d[2]):12,.0f}  {float(x[2]):11,.0f}  {ratio:12.3f}  {float(d[4]):.2f} / {float(x[4]):.2f}  {float(x[6]):11.2f}  {hits:.0f}/{misses:.0f}  {calls(d)} / {calls(x)}")
-print(f"median proxy/direct: {statistics.median(ratios):.3f}")
+calls = lambda p: f"{float(p[8]):.2f}+{float(p[10]):.2f}"
+for proxy in ("proxy", "proxyb"):
+    if f"{proxy}-1" not in p:
+        continue
+    print(f"{proxy}:")
+    print(f"round  direct ops/s  {proxy} ops/s  {proxy}/direct  cassandra CPU s direct/{proxy}  {proxy} CPU s  {proxy} hits/misses  cassandra reads+writes per op direct/{proxy}")
+    ratios = []
+    for r in range(1, rounds + 1):
+        d, x = p[f"direct-{r}"], p[f"{proxy}-{r}"]
+        m = dict(l.split() for l in open(f"{out}/{proxy}-{r}.metrics"))
+        hits = sum(float(v) for k, v in m.items() if "hits" in k)
+        misses = sum(float(v) for k, v in m.items() if "misses" in k)
+        ratio = float(x[2]) / float(d[2])
+        ratios.append(ratio)
+        print(f"{r:5}  {float(d[2]):12,.0f}  {float(x[2]):11,.0f}  {ratio:12.3f}  {float(d[4]):.2f} / {float(x[4]):.2f}  {float(x[6]):11.2f}  {hits:.0f}/{misses:.0f}  {calls(d)} / {calls(x)}")
+    print(f"median {proxy}/direct: {statistics.median(ratios):.3f}")
 EOF
 cat "$OUT/summary.txt"

@@ -105,7 +105,7 @@ impl ProxyBackend {
 
     async fn use_keyspace(&self, conn: &ConnState, name: &str) -> Response {
         let pool = self.pool(conn, Some(name));
-        match pool.get().await {
+        match pool.get(conn.id()).await {
             Ok(_) => Response::Result(ResultBody::SetKeyspace(name.to_string())),
             Err(e) => {
                 if matches!(e, UpstreamError::Rejected(_)) {

@@ -72,7 +72,7 @@ impl ProxyBackend {
         // `request_timeout`.
         let deadline = Instant::now() + self.request_timeout;
         let pool = self.pool(conn, keyspace);
-        let up = match tokio::time::timeout(self.request_timeout, pool.get()).await {
+        let up = match tokio::time::timeout(self.request_timeout, pool.get(conn.id())).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return self.upstream_error(e, req, write),
             Err(_) => {

@@ -7,7 +7,12 @@
 //!
 //! A [`Pool`] holds `upstream_connections` connections per upstream node for one
 //! (role, protocol version, keyspace): each connection ran `USE ks` once at open, so requests
-//! never switch a shared connection's keyspace. A dead connection is replaced in the
+//! never switch a shared connection's keyspace. Requests go to the upstream nodes in turn; on a
+//! node, a client connection's requests all go on one of its connections (by the client
+//! connection's number), so requests a client sent together leave together, in one write as
+//! its driver would send them to Cassandra itself. Dealt out over all connections in turn, a
+//! client's batch went out in smaller writes (2.5 requests each against the driver's 4.5;
+//! issue 16 item 7, `bench/results/2026-12-01/proxy-cold-pass-affinity`). A dead connection is replaced in the
 //! background while the others serve; with none alive, the request opens one itself (bounded
 //! by `connect_timeout`), and after a failed attempt further requests fail fast for
 //! [`RETRY_AFTER`] instead of queueing on a dead upstream.
@@ -987,6 +992,7 @@ pub struct Pool {
     creds: Option<Credentials>,
     settings: Settings,
     slots: Box<[Slot]>,
+    /// The node the next request goes to, in turn.
     next: AtomicUsize,
     last_failure: Mutex<Option<(Instant, UpstreamError)>>,
 }
@@ -1022,11 +1028,16 @@ impl Pool {
         self.keyspace.as_deref()
     }
 
-    /// A live connection: the next one round-robin; a dead slot is refilled in the
-    /// background while another live connection serves; with none alive, connects inline.
-    pub async fn get(self: &Arc<Self>) -> Result<Arc<Connection>, UpstreamError> {
+    /// A live connection for the client connection numbered `client`: on the next node in
+    /// turn, the connection of that client (see the module docs), else the next live one
+    /// with a free stream id; a dead slot is refilled in the background while another live
+    /// connection serves; with none alive, connects inline.
+    pub async fn get(self: &Arc<Self>, client: u64) -> Result<Arc<Connection>, UpstreamError> {
         let n = self.slots.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        // Slot `i` connects to node `i % nodes` first (`fill`).
+        let nodes = self.hosts.len().max(1);
+        let node = self.next.fetch_add(1, Ordering::Relaxed) % nodes;
+        let start = node + nodes * (client % (n / nodes) as u64) as usize;
         let first = self.slots[start].live();
         // The first live connection with a free stream id; with all of them full, one of
         // them anyway (its request answers Overloaded at once).
@@ -1368,6 +1379,131 @@ mod tests {
             pools.get_or_insert_with(&k, make);
         }
         assert_eq!(pools.evicted(), before, "pools 33 to 39 were kept");
+    }
+
+    /// A fake upstream (v4) taking any number of connections, each answered by [`ready_to_all`]
+    /// until the test ends.
+    async fn fake_ready_upstream() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(ready_to_all(socket));
+            }
+        });
+        addr
+    }
+
+    /// Answers every request on `s` READY (STARTUP's answer) until the peer closes.
+    async fn ready_to_all(mut s: TcpStream) {
+        let mut buf = BytesMut::new();
+        while s.read_buf(&mut buf).await.unwrap_or(0) > 0 {
+            while let Some(env) = decode_envelope(&mut buf, 1 << 20, None).unwrap() {
+                let mut out = BytesMut::new();
+                let none = ResponseExtras::default();
+                Response::Ready.encode_envelope(
+                    ProtocolVersion::V4,
+                    env.stream,
+                    &none,
+                    None,
+                    &mut out,
+                );
+                s.write_all(&out).await.unwrap();
+            }
+        }
+    }
+
+    /// A v4 pool of two connections to each of `nodes`, none open yet.
+    fn two_per_node(nodes: Vec<SocketAddr>) -> Arc<Pool> {
+        let settings = Settings {
+            connect_timeout: Duration::from_secs(5),
+            connections_per_host: 2,
+            compression: None,
+            tls: None,
+        };
+        let nodes = Arc::from(nodes);
+        Arc::new(Pool::new(nodes, ProtocolVersion::V4, None, None, settings))
+    }
+
+    /// A client connection's requests all go upstream on one connection of the pool, so the
+    /// requests it sent together leave in one write (issue 16 item 7); client connections
+    /// are spread over the pool's connections. Dealt out round robin per request, one client's
+    /// consecutive requests went on alternate connections.
+    #[tokio::test]
+    async fn a_client_connection_keeps_to_one_upstream_connection() {
+        let addr = fake_ready_upstream().await;
+        let pool = two_per_node(vec![addr]);
+        // Client 7's slot opens inline; client 8's first request takes it while its own slot
+        // opens in the background.
+        let a = pool.get(7).await.unwrap();
+        let b = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let b = pool.get(8).await.unwrap();
+                if !Arc::ptr_eq(&a, &b) {
+                    return b;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("client 8's own upstream connection opens");
+        for (client, conn) in [(7, &a), (8, &b), (7, &a)] {
+            for _ in 0..3 {
+                assert!(Arc::ptr_eq(&pool.get(client).await.unwrap(), conn));
+            }
+        }
+        assert!(Arc::ptr_eq(&pool.get(9).await.unwrap(), &a));
+    }
+
+    /// With two nodes, requests go to them in turn, and on each node a client connection's
+    /// requests keep to one connection (of its two there), another client's to the other.
+    #[tokio::test]
+    async fn requests_go_to_the_nodes_in_turn_each_keeping_a_client_to_one_connection() {
+        let nodes = vec![fake_ready_upstream().await, fake_ready_upstream().await];
+        let pool = two_per_node(nodes);
+        // Until all four slots are open (a request whose slot is not open yet takes another
+        // connection while its own opens in the background).
+        let mut open: Vec<Arc<Connection>> = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while open.len() < 4 {
+                // Two requests a client: one to each node.
+                for client in [7, 7, 8, 8] {
+                    let c = pool.get(client).await.unwrap();
+                    if !open.iter().any(|o| Arc::ptr_eq(o, &c)) {
+                        open.push(c);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the pool's four connections open");
+        let mut used = Vec::new();
+        for client in [7, 8] {
+            let mut picks = Vec::new();
+            for _ in 0..6 {
+                picks.push(pool.get(client).await.unwrap());
+            }
+            for w in picks.windows(2) {
+                assert_ne!(w[0].addr(), w[1].addr(), "the nodes in turn");
+            }
+            for p in &picks {
+                assert!(
+                    picks
+                        .iter()
+                        .filter(|q| q.addr() == p.addr())
+                        .all(|q| Arc::ptr_eq(q, p)),
+                    "client {client}: one connection on each node"
+                );
+            }
+            used.push(picks);
+        }
+        assert!(
+            used[0]
+                .iter()
+                .all(|a| used[1].iter().all(|b| !Arc::ptr_eq(a, b))),
+            "two client connections, two connections on each node"
+        );
     }
 
     #[tokio::test]
