@@ -730,8 +730,14 @@ impl Builder<'_> {
                         }
                     }
                     let (sel, n, ty) = self.selector(t, a, agg.as_deref_mut())?;
+                    // A column's type as Cassandra prints it: tuple elements and anything
+                    // nested frozen, whatever the column's declaration wrote.
                     let shown = match a {
-                        E::Column(c) => self.column(t, c)?.1.cql_type.clone(),
+                        E::Column(c) => {
+                            let col = self.column(t, c)?.1;
+                            let multi_cell = crate::exec::multi_cell_kind(col).is_some();
+                            crate::types::receiver_type_name(&col.ty, multi_cell)
+                        }
                         _ => crate::types::cql_type_name(&ty),
                     };
                     if let Some(m) = crate::fcts::mask_arg_refusal(&name.name, pos, &n, &ty, &shown) {
