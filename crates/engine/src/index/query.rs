@@ -322,6 +322,16 @@ impl Builder<'_> {
                 };
                 (range, !served[*i].is_some_and(|x| x.is_sai()))
             });
+        // With an index to query, Cassandra checks a DISTINCT's restrictions before it asks
+        // for ALLOW FILTERING (its `validateDistinctSelection` comes before
+        // `checkNeedsFiltering`): a relation on a regular or clustering column is refused for
+        // the DISTINCT first.
+        let distinct_rows = s.distinct
+            && rels.iter().any(|r| {
+                relation_column(r)
+                    .and_then(|c| t.column(c))
+                    .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Clustering))
+            });
         let Some(primary) = primary else {
             // An index on a key column the query names whole still makes Cassandra filter
             // (not refuse) a clustering column after a free one.
@@ -337,21 +347,18 @@ impl Builder<'_> {
                     return Err(EngineError::invalid(ORDER_BY_INDEX_MSG));
                 }
                 if !s.allow_filtering {
-                    return Err(EngineError::invalid(FILTERING_MSG));
+                    // Read through the index, as below: the DISTINCT is refused first (a
+                    // SAI on a partition key column the query names whole, seed 297).
+                    let msg = if distinct_rows {
+                        DISTINCT_WHERE_MSG
+                    } else {
+                        FILTERING_MSG
+                    };
+                    return Err(EngineError::invalid(msg));
                 }
             }
             return Ok(None);
         };
-        // With an index to query, Cassandra checks a DISTINCT's restrictions before it asks
-        // for ALLOW FILTERING (its `validateDistinctSelection` comes before
-        // `checkNeedsFiltering`): a relation on a regular or clustering column is refused for
-        // the DISTINCT first.
-        let distinct_rows = s.distinct
-            && rels.iter().any(|r| {
-                relation_column(r)
-                    .and_then(|c| t.column(c))
-                    .is_some_and(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Clustering))
-            });
         let refine = |e: EngineError| match &e {
             EngineError::Db(db) if distinct_rows && db.message() == FILTERING_MSG => {
                 EngineError::invalid(DISTINCT_WHERE_MSG)
