@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+mod alloc;
 mod logging;
 mod migrate_cmd;
 mod nodetool;
@@ -93,7 +94,7 @@ struct ServeArgs {
 }
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
