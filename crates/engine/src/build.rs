@@ -497,6 +497,7 @@ impl<'a> Builder<'a> {
             queried_columns: queried_columns(&t, &s.selection),
             queried: queried_ids(&t, &s.selection, &filters),
             output: wire_columns(&t.keyspace, &t.name, output),
+            columns_only: crate::plan::columns_only(&t, &selection),
             json,
             json_columns,
             order_with_in,

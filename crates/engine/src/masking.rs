@@ -414,7 +414,7 @@ fn mask_expr(t: &TableDef, e: &SelExpr) -> SelExpr {
 pub fn masked_plan(plan: &SelectPlan) -> SelectPlan {
     let t = &plan.table;
     let mut p = plan.clone();
-    p.selection = match &plan.selection {
+    p.set_selection(match &plan.selection {
         Selection::Rows(v) => Selection::Rows(v.iter().map(|s| mask_selector(t, s)).collect()),
         Selection::Aggregates(a) => {
             let mut a: AggSelection = (**a).clone();
@@ -424,7 +424,7 @@ pub fn masked_plan(plan: &SelectPlan) -> SelectPlan {
             }
             Selection::Aggregates(Box::new(a))
         }
-    };
+    });
     p
 }
 

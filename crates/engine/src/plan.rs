@@ -2,7 +2,7 @@
 //! and every value either a constant or a bind-marker index. Built once at PREPARE (or per
 //! QUERY) by `build.rs`; executed many times by `exec.rs`.
 
-use crate::catalog::TableDef;
+use crate::catalog::{ColumnKind, TableDef};
 pub use cql::ast::ArithOp;
 use proto::response::ColumnSpec;
 use proto::types::ColumnType;
@@ -459,6 +459,25 @@ pub struct SelectPlan {
     /// clustering column restricted by `=` or `IN`) when the read fetches static columns. An
     /// empty slice (`c > 2 AND c < 1`) reads nothing whatever is fetched.
     pub empty_names_read: bool,
+    /// Every selector a key or regular column as stored (no function, cast, field, static
+    /// column...): what a plain row visit can answer (`SelectRun::plain`). Kept with the
+    /// selection: see [`SelectPlan::set_selection`].
+    pub columns_only: bool,
+}
+
+impl SelectPlan {
+    /// Replaces the selection, and what the plan knows of it.
+    pub fn set_selection(&mut self, selection: Selection) {
+        self.columns_only = columns_only(&self.table, &selection);
+        self.selection = selection;
+    }
+}
+
+/// Whether `selection` names only partition key, clustering and regular columns, whole.
+pub fn columns_only(t: &TableDef, selection: &Selection) -> bool {
+    matches!(selection, Selection::Rows(sel) if sel.iter().all(|s| matches!(s,
+        Selector::Column(i) if matches!(t.columns[*i].kind,
+            ColumnKind::PartitionKey | ColumnKind::Clustering | ColumnKind::Regular))))
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -469,9 +469,7 @@ impl<'a> SelectRun<'a> {
             && filters.is_empty()
             && merge.is_none()
             && ann.is_none()
-            && matches!(&plan.selection, Selection::Rows(sel) if sel.iter().all(|s| matches!(s,
-                Selector::Column(i) if matches!(t.columns[*i].kind,
-                    ColumnKind::PartitionKey | ColumnKind::Clustering | ColumnKind::Regular))));
+            && plan.columns_only;
         Ok(SelectRun {
             store,
             plan,
