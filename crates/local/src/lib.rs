@@ -35,6 +35,7 @@ mod admin;
 mod lanes;
 mod live;
 mod login;
+mod result_head;
 mod scheduler;
 
 use std::net::IpAddr;
@@ -312,17 +313,12 @@ fn outcome(o: Result<Outcome, DbError>, skip_metadata: bool, version: ProtocolVe
 /// for a RESULT head with the metadata of a few dozen columns.
 const RESULT_HEAD_ROOM: usize = 512;
 
-thread_local! {
-    /// Where [`rows_response`] encodes a RESULT head before it goes in front of the rows, kept
-    /// with its allocation for the thread's next one.
-    static HEAD: std::cell::RefCell<bytes::BytesMut> = std::cell::RefCell::new(bytes::BytesMut::new());
-}
-
 /// The RESULT of `rs` for protocol `version`: the metadata skipped if asked
 /// (`skip_metadata`) unless it changed (v5 `new_metadata_id`). Rows read with head room in
 /// front ([`ResultSet::head_room`]) get the result's head written there, when it fits, and
 /// go out as the body they now are (`ResultBody::Encoded`): neither copied into a new
-/// buffer behind the head nor encoded again.
+/// buffer behind the head nor encoded again (and the head itself is kept per statement:
+/// `result_head`).
 fn rows_response(
     rs: engine::ResultSet,
     skip_metadata: bool,
@@ -339,14 +335,7 @@ fn rows_response(
     let rows_count = i32::try_from(rs.rows).unwrap_or(i32::MAX);
     let (mut data, room) = (rs.data, rs.head_room);
     if room > 0 {
-        let placed = HEAD.with_borrow_mut(|head| {
-            head.clear();
-            metadata.encode_rows_head(version, rows_count, head);
-            let start = room.checked_sub(head.len())?;
-            data[start..room].copy_from_slice(head);
-            Some(start)
-        });
-        if let Some(start) = placed {
+        if let Some(start) = result_head::place(&metadata, version, rows_count, &mut data, room) {
             let mut body = Bytes::from(data);
             body.advance(start);
             return Response::Result(ResultBody::Encoded(body));
