@@ -364,7 +364,7 @@ impl Fnv {
 /// Per-request options.
 #[derive(Debug, Clone, Default)]
 pub struct QueryOptions {
-    pub keyspace: Option<String>,
+    pub keyspace: Option<Arc<str>>,
     pub page_size: Option<i32>,
     pub paging_state: Option<Vec<u8>>,
     /// The client's default timestamp (v3+ `default_timestamp`).
@@ -948,11 +948,19 @@ impl Engine {
     ) -> Result<Outcome, DbError> {
         let values = bind_values(values, &p.statement)?;
         let compiled = self.plan_of(p, snap, now).map_err(EngineError::into_db)?;
-        let mut opts = opts.clone();
-        if opts.keyspace.is_none() {
-            opts.keyspace = p.keyspace.clone();
-        }
-        self.run(&p.statement, &compiled, &values, &opts, now)
+        // The statement's keyspace when the request names none (copied only then).
+        let filled;
+        let opts = match (&opts.keyspace, &p.keyspace) {
+            (None, Some(ks)) => {
+                filled = QueryOptions {
+                    keyspace: Some(Arc::from(ks.as_str())),
+                    ..opts.clone()
+                };
+                &filled
+            }
+            _ => opts,
+        };
+        self.run(&p.statement, &compiled, &values, opts, now)
             .map_err(EngineError::into_db)
     }
 

@@ -30,7 +30,7 @@ pub(crate) fn at(secs: u32) -> Now {
 
 pub(crate) fn q(e: &Engine, ks: Option<&str>, text: &str) -> Result<Outcome, DbError> {
     let opts = QueryOptions {
-        keyspace: ks.map(|s| s.to_string()),
+        keyspace: ks.map(Arc::from),
         ..Default::default()
     };
     e.query(text, Values::Positional(vec![]), &opts, at(1000))

@@ -264,8 +264,9 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
         role,
         keyspace: p
             .keyspace
-            .clone()
-            .or_else(|| conn.keyspace().map(|k| k.to_string())),
+            .as_deref()
+            .map(Arc::from)
+            .or_else(|| conn.keyspace()),
         page_size: p.page_size,
         paging_state: p.paging_state.as_ref().map(|b| b.to_vec()),
         timestamp: p.default_timestamp,
@@ -776,8 +777,9 @@ impl LocalBackend {
                 let opts = QueryOptions {
                     keyspace: b
                         .keyspace
-                        .clone()
-                        .or_else(|| conn.keyspace().map(|k| k.to_string())),
+                        .as_deref()
+                        .map(Arc::from)
+                        .or_else(|| conn.keyspace()),
                     page_size: None,
                     paging_state: None,
                     timestamp: b.default_timestamp,
