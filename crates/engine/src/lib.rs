@@ -622,7 +622,8 @@ impl Engine {
         plan: &plan::SelectPlan,
         st: &cql::Statement,
         opts: &QueryOptions,
-    ) -> Result<Option<plan::SelectPlan>, EngineError> {
+    ) -> Result<Option<Box<plan::SelectPlan>>, EngineError> {
+        // Boxed: an unboxed `Option` of a plan is copied whole on every read, `None` too.
         let t = &plan.table;
         if !self.auth.authorizing() || !masking::has_masks(t) {
             return Ok(None);
@@ -648,7 +649,7 @@ impl Engine {
                 )));
             }
         }
-        Ok(Some(masking::masked_plan(plan)))
+        Ok(Some(Box::new(masking::masked_plan(plan))))
     }
 
     /// Refuses a statement that attaches a mask while masking is disabled.
@@ -1207,7 +1208,7 @@ impl Engine {
         match &compiled.kind {
             CompiledKind::Select(plan) => {
                 let masked = self.masking_for(plan, &parsed.statement, opts)?;
-                let plan = masked.as_ref().unwrap_or(plan);
+                let plan = masked.as_deref().unwrap_or(plan);
                 let auths = self.read_authorizations(&plan.table, opts)?;
                 let rs = self.run_select_as(
                     self.storage.as_ref(),

@@ -78,6 +78,31 @@ impl<'a> RawRow<'a> {
         }
         self.count -= 1;
         let r = &mut self.cells;
+        // The usual cell, its head read at once: a column id and a timestamp delta of one
+        // byte each, live, with no expiry (~40 fewer instructions a cell than the general
+        // reads below; the value's length is a varint either way).
+        if let (Some(base), Some(&[column, z, CELL_LIVE, 0])) =
+            (r.base, r.buf.get(r.pos..r.pos + 4))
+        {
+            if column < 0x80 && z < 0x80 {
+                let start = r.pos + 2;
+                r.pos += 4;
+                let n = r.len(4).ok()?;
+                let value = r.take(n).ok()?;
+                let z = i64::from(z);
+                return Some(Some(RawCell {
+                    column: u16::from(column),
+                    ts: base.wrapping_add((z >> 1) ^ -(z & 1)),
+                    rank: Rank {
+                        dead: false,
+                        local_del: u32::MAX,
+                        value,
+                        label: None,
+                    },
+                    tail: &r.buf[start..r.pos],
+                }));
+            }
+        }
         let column = u16::try_from(r.len(2).ok()?).ok()?;
         let ts = r.ts().ok()?;
         let start = r.pos;
