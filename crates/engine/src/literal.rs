@@ -234,7 +234,7 @@ pub(crate) fn tuple_from_string(
         return Ok(Vec::new());
     }
     let mut parts: Vec<String> = vec![String::new()];
-    let mut chars = text.chars().peekable();
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
             '\\' => {
