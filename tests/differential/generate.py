@@ -91,6 +91,7 @@ Exit status 0 when there is no unknown difference and no generator issue. The la
 """
 
 import argparse
+import json
 import logging
 import os
 import random
@@ -179,9 +180,17 @@ _FLUSH_ONE = re.compile(r"\s*(?:ALTER\s+TABLE\s+(\w+)|CREATE\s+(?:CUSTOM\s+)?IND
 _TOKEN_COLUMN = re.compile(r"(?:system\.)?token\(", re.I)
 
 
-def _null(column, value):
+def _null(column, value, key_columns=()):
     """A null value, as a column shows it: toJson() of a null is the text 'null' (--views seed
-    87: `toJson(v1[..3.0])` of a row with an expired marker)."""
+    87: `toJson(v1[..3.0])` of a row with an expired marker), and a SELECT JSON row is null when
+    each of its non-key entries is (--views seed 138: `SELECT JSON v3`, '{"v3": null}')."""
+    if column == "[json]" and isinstance(value, str):
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and all(v is None for k, v in doc.items()
+                                             if k.strip('"') not in key_columns)
     return value is None or (value == "null" and column.lower().startswith("system.tojson("))
 
 
@@ -191,7 +200,8 @@ class FlushBoundaries:
     5.0.9 skips the cells of unselected columns older than a row's marker, even an expired
     one, per memtable and per SSTable before it merges them (BTreeRow.filter, CASSANDRA-10657),
     so a row whose only live cells are older than an expired marker is not read while both
-    sit in one memtable, and is read once a flush has put them in different SSTables. Peregrine
+    sit in one memtable, and is read once a flush has put them in different SSTables, or has
+    put a live collection's cells among them in any SSTable (`flush`). Peregrine
     answers as 5.0.9 before a flush (docs/compatibility.md, "Expiring writes"; scenario 103).
     The generator knows the statements after which 5.0.9 flushes (`_FLUSH_ALL`/`_FLUSH_ONE`),
     so it names that difference precisely: `rows:flushed_expired_marker:F` (see `blame`)."""
@@ -200,6 +210,7 @@ class FlushBoundaries:
         self.flushed = set()   # tables with writes that 5.0.9 has flushed since their TRUNCATE
         self.split = set()     # ... and an expiring write after that flush
         self.dirty = set()     # tables with writes since their last flush or TRUNCATE
+        self.expiring = set()  # ... and an expiring write among them
 
     def after(self, stmt, oa, tables):
         """Notes statement `stmt` (A's outcome `oa`) on the base tables it names (`tables`)."""
@@ -210,24 +221,34 @@ class FlushBoundaries:
             self.truncated([m.group(1)])
             return
         if _FLUSH_ALL.match(stmt.text):
-            self.flushed |= self.dirty
-            self.dirty = set()
+            self.flush(set(self.dirty))
             return
         m = _FLUSH_ONE.match(stmt.text)
         if m:
-            t = next(g for g in m.groups() if g)
-            if t in self.dirty:
-                self.flushed.add(t)
-                self.dirty.discard(t)
+            self.flush({next(g for g in m.groups() if g)} & self.dirty)
             return
         if stmt.write:
             self.dirty |= set(tables)
             if stmt.expires:
                 self.split |= self.flushed & set(tables)
+                self.expiring |= set(tables)
+
+    def flush(self, tables):
+        """5.0.9 flushes `tables`' memtables. One holding an expiring write and older cells of
+        its row splits them too, though they reach one SSTable: read from an SSTable, the cells
+        of an unselected collection are kept whatever their timestamp (SerializationHelper
+        skips only simple cells older than the marker), so the row is read again (--views seed
+        138: `UPDATE .. USING TTL 86400 AND TIMESTAMP 20 SET m = {..}`, `INSERT (k, c, v0) ..
+        USING TTL 1 AND TIMESTAMP 21`, then after the expiry and a flush `SELECT c, v3` reads
+        the row, null; before the flush it did not)."""
+        self.flushed |= tables
+        self.split |= tables & self.expiring
+        self.expiring -= tables
+        self.dirty -= tables
 
     def truncated(self, tables):
         for t in tables:
-            for s in (self.flushed, self.split, self.dirty):
+            for s in (self.flushed, self.split, self.dirty, self.expiring):
                 s.discard(t)
 
     def blame(self, sig, stmt, oa, ob, table, key_columns):
@@ -256,7 +277,7 @@ class FlushBoundaries:
                 displaced += 1
                 continue
             del extra[i]
-        if not extra or any(not _null(oa.columns[i][0], raw[i]) for _, raw in extra for i in non_key):
+        if not extra or any(not _null(oa.columns[i][0], raw[i], key_columns) for _, raw in extra for i in non_key):
             return sig
         if displaced > len(extra):
             return sig

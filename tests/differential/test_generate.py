@@ -372,6 +372,42 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     assert _flush_read(f, [(1, None)], []) == "rows:row_count:select"
 
 
+def test_a_flush_after_an_expiring_write_splits_its_row_too():
+    # --views seed 138: the older collection cells and the expired marker flushed together
+    # into one SSTable; 5.0.9 then reads the row (SerializationHelper keeps the collection's
+    # cells), SELECT JSON v3 answering '{"v3": null}' for it.
+    ok = run.Outcome(columns=[], rows=[])
+    f = generate.FlushBoundaries()
+    f.after(Stmt("UPDATE t USING TTL 86400 AND TIMESTAMP 20 SET m = {1: 1} WHERE k = 0", write=True), ok, ["t"])
+    f.after(Stmt("INSERT INTO t (k, v0) VALUES (0, 7) USING TTL 1 AND TIMESTAMP 21", write=True, expires=1),
+            ok, ["t"])
+    assert _flush_read(f, [(0, None)], []) == "rows:row_count:select"
+    f.after(Stmt("DROP MATERIALIZED VIEW other_mv"), ok, [])
+    assert _flush_read(f, [(0, None)], []) == "rows:flushed_expired_marker:row_count:select"
+    js = Stmt("SELECT JSON v3 FROM t WHERE k = 0", feature="select_json_selection")
+    for a_rows, want in [(['{"v3": "b"}', '{"v3": null}'], "rows:flushed_expired_marker:select_json_selection"),
+                         (['{"v3": "b"}', '{"v3": "c"}'], "rows:select_json_selection")]:
+        a = run.Outcome(columns=[("[json]", "text")], rows=[(r,) for r in a_rows])
+        b = run.Outcome(columns=[("[json]", "text")], rows=[('{"v3": "b"}',)])
+        assert f.blame("rows:select_json_selection", js, a, b, "t", {"k"}) == want, a_rows
+    # A TRUNCATE forgets the expiring write; a flush of another table splits nothing.
+    f = generate.FlushBoundaries()
+    f.after(Stmt("INSERT INTO t (k, v0) VALUES (0, 7) USING TTL 1", write=True, expires=1), ok, ["t"])
+    f.after(Stmt("ALTER TABLE other ADD z int"), ok, [])
+    f.after(Stmt("TRUNCATE t"), ok, [])
+    f.after(Stmt("DROP TABLE other"), ok, [])
+    assert _flush_read(f, [(0, None)], []) == "rows:row_count:select"
+
+
+def test_small_pages_over_an_sai_inet_filter_are_named_for_the_sai_inet_class():
+    # Seed 298: `v2 <= '2001:db8::7' PER PARTITION LIMIT 2 ALLOW FILTERING` (SAI on v2), pages of
+    # 5: 5.0.9 answers 3 rows, B 6; the PER PARTITION LIMIT plays no part.
+    _, _, stmts = generate.draw_all(298, 1500, 8)
+    s = next(s for s in stmts if s.text.startswith("SELECT JSON * FROM t6 WHERE v2 <= '2001:db8::7'"))
+    assert s.feature == "allow_filtering:inet"
+    assert runner.match_known(runner.load_known(generate.KNOWN), "rows:row_count:allow_filtering:inet:paged")
+
+
 def test_no_condition_on_an_element_of_a_map_keyed_by_a_non_native_type():
     # Cassandra 5.0.9 fails `IF m[k] ...` with a server error (IndexOutOfBoundsException) when m
     # is keyed by a frozen collection, tuple or UDT and holds elements (--views seed 71).

@@ -8,9 +8,8 @@
 //! are typed here rather than in `scalar`'s fixed signature table; `natives` asks this module
 //! first. Outputs and messages were read off Cassandra 5.0.9.
 //!
-//! `mask_hash` computes the SHA-2 family (SHA-256 its default); the other `MessageDigest`
-//! names (MD5, SHA-1, SHA3-*) are accepted when prepared and answer "Hash algorithm not
-//! found" when computed.
+//! `mask_hash` computes every digest Java's `MessageDigest` knows on Cassandra 5.0.9 (MD2,
+//! MD5, SHA-1, SHA-2, SHA3; SHA-256 its default), by the same names and aliases.
 
 use crate::types::cql_type_name;
 use proto::types::ColumnType as T;
@@ -170,6 +169,18 @@ pub fn shown_literal_type(ty: &T) -> String {
 }
 
 /// The type a literal argument at `pos` takes (`prev`: the types of the arguments before).
+/// The parameters Cassandra names for a masking function whose first argument, at `pos` 0,
+/// takes any type (`mask_null`, `mask_default`, `mask_hash`, `mask_replace`); `None` for
+/// other functions and positions.
+pub fn mask_any_params(name: &str, pos: usize) -> Option<&'static str> {
+    match (name.to_ascii_lowercase().as_str(), pos) {
+        ("mask_null" | "mask_default", 0) => Some("any"),
+        ("mask_hash", 0) => Some("any, [text]"),
+        ("mask_replace", 0) => Some("any, any"),
+        _ => None,
+    }
+}
+
 pub fn param_type(name: &str, pos: usize, prev: &[T]) -> Option<T> {
     match (name.to_ascii_lowercase().as_str(), pos) {
         ("mask_replace", 1) => prev.first().cloned(),
@@ -487,11 +498,10 @@ pub fn call(name: &str, args: &[Arg]) -> Result<Option<Vec<u8>>, String> {
                 .and_then(|a| a.1.as_deref())
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_else(|| "SHA-256".into());
-            // A null name is the default; a name Java knows that is not computed here is
-            // refused as unknown (docs/compatibility.md).
+            // A null name is the default.
             match digest_of(&algo) {
-                Some(Some(digest)) => digest(v),
-                _ => return Err(format!("Hash algorithm not found: {algo}")),
+                Some(digest) => digest(v),
+                None => return Err(format!("Hash algorithm not found: {algo}")),
             }
         }
         _ => return Err(format!("Unknown function {name}")),
@@ -621,20 +631,51 @@ pub fn mask_constant_refusal(name: &str, pos: usize, value: &[u8]) -> Option<Str
 /// A `mask_hash` digest.
 type HashFn = fn(&[u8]) -> Vec<u8>;
 
-/// Java's `MessageDigest` names (and the SUN provider's aliases) for `mask_hash`, matched
-/// without case, each with the digest computed here (`None`: a name Java knows that
-/// Peregrine does not compute: MD2, MD5, SHA-1, SHA3-*).
-fn digest_of(algorithm: &str) -> Option<Option<HashFn>> {
-    use sha2::Digest;
-    Some(match algorithm.to_ascii_uppercase().as_str() {
-        "SHA-224" | "SHA224" => Some(|d| sha2::Sha224::digest(d).to_vec()),
-        "SHA-256" | "SHA256" => Some(|d| sha2::Sha256::digest(d).to_vec()),
-        "SHA-384" | "SHA384" => Some(|d| sha2::Sha384::digest(d).to_vec()),
-        "SHA-512" | "SHA512" => Some(|d| sha2::Sha512::digest(d).to_vec()),
-        "SHA-512/224" | "SHA512/224" => Some(|d| sha2::Sha512_224::digest(d).to_vec()),
-        "SHA-512/256" | "SHA512/256" => Some(|d| sha2::Sha512_256::digest(d).to_vec()),
-        "MD2" | "MD5" | "SHA-1" | "SHA1" | "SHA" | "SHA3-224" | "SHA3-256" | "SHA3-384"
-        | "SHA3-512" => None,
+/// The digest of `D` over `data`.
+fn hash<D: sha2::Digest>(data: &[u8]) -> Vec<u8> {
+    D::digest(data).to_vec()
+}
+
+/// The digest Java's `MessageDigest.getInstance` gives for `algorithm` on Cassandra 5.0.9's JVM
+/// (the SUN provider): a standard name or one of its aliases, matched without case, or an
+/// object identifier, bare or after `OID.` (MD2's and MD5's are not registered). Read off
+/// 5.0.9: `mask_hash(x, 'SHA')` is SHA-1, `'2.16.840.1.101.3.4.2.8'` SHA3-256, `'MD4'`,
+/// `'SHA3256'` and `'SHA-1 '` are refused.
+fn digest_of(algorithm: &str) -> Option<HashFn> {
+    const NIST: &str = "2.16.840.1.101.3.4.2.";
+    let name = algorithm.to_ascii_uppercase();
+    let name = name.strip_prefix("OID.").unwrap_or(&name);
+    let name = match name.strip_prefix(NIST) {
+        Some(n) => match n {
+            "1" => "SHA-256",
+            "2" => "SHA-384",
+            "3" => "SHA-512",
+            "4" => "SHA-224",
+            "5" => "SHA-512/224",
+            "6" => "SHA-512/256",
+            "7" => "SHA3-224",
+            "8" => "SHA3-256",
+            "9" => "SHA3-384",
+            "10" => "SHA3-512",
+            _ => return None,
+        },
+        None if name == "1.3.14.3.2.26" => "SHA-1",
+        None => name,
+    };
+    Some(match name {
+        "MD2" => hash::<md2::Md2>,
+        "MD5" => hash::<md5::Md5>,
+        "SHA-1" | "SHA1" | "SHA" => hash::<sha1::Sha1>,
+        "SHA-224" | "SHA224" => hash::<sha2::Sha224>,
+        "SHA-256" | "SHA256" => hash::<sha2::Sha256>,
+        "SHA-384" | "SHA384" => hash::<sha2::Sha384>,
+        "SHA-512" | "SHA512" => hash::<sha2::Sha512>,
+        "SHA-512/224" | "SHA512/224" => hash::<sha2::Sha512_224>,
+        "SHA-512/256" | "SHA512/256" => hash::<sha2::Sha512_256>,
+        "SHA3-224" => hash::<sha3::Sha3_224>,
+        "SHA3-256" => hash::<sha3::Sha3_256>,
+        "SHA3-384" => hash::<sha3::Sha3_384>,
+        "SHA3-512" => hash::<sha3::Sha3_512>,
         _ => return None,
     })
 }
@@ -646,13 +687,34 @@ mod tests {
     #[test]
     fn sha256_matches_the_standard_vectors() {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-        let sha256 = digest_of("sha-256").flatten().unwrap();
+        let sha256 = digest_of("sha-256").unwrap();
         assert_eq!(
             hex(&sha256(b"abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         // mask_hash('abcdef') on Cassandra 5.0.9 starts with be f5 7e c7.
         assert_eq!(&sha256(b"abcdef")[..4], &[0xbe, 0xf5, 0x7e, 0xc7]);
+    }
+
+    #[test]
+    fn digests_answer_to_javas_names() {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        // Prefixes of mask_hash(0x616263, name) on Cassandra 5.0.9.
+        for (name, prefix) in [
+            ("MD2", "da853b0d3f88d99b"),
+            ("md5", "900150983cd24fb0"),
+            ("SHA", "a9993e364706816a"),
+            ("OID.1.3.14.3.2.26", "a9993e364706816a"),
+            ("sha3-256", "3a985da74fe225b2"),
+            ("2.16.840.1.101.3.4.2.10", "b751850b1a57168a"),
+            ("SHA512/224", "4634270f707b6a54"),
+        ] {
+            let digest = digest_of(name).unwrap_or_else(|| panic!("{name} refused"));
+            assert!(hex(&digest(b"abc")).starts_with(prefix), "{name}");
+        }
+        for name in ["MD4", "SHA3256", "SHA-1 ", "1.2.840.113549.2.5", ""] {
+            assert!(digest_of(name).is_none(), "{name:?} accepted");
+        }
     }
 
     #[test]

@@ -1094,9 +1094,10 @@ impl Engine {
             (held, _guards) = self.lock_partitions(known.first().map(|k| k[0].prefix.as_slice()));
             let mut checked = Vec::new();
             let mut all_hold = true;
+            let regulars = parts.iter().any(|(p, _)| lwt::sets_regulars(p));
             for ((p, v), of) in parts.iter().zip(&known) {
                 if let Some(cond) = &p.condition {
-                    let (holds, current) = self.batch_condition(p, of, cond, v, now)?;
+                    let (holds, current) = self.batch_condition(p, of, cond, v, now, regulars)?;
                     all_hold &= holds;
                     checked.push((cond, current));
                 }

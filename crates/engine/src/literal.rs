@@ -23,6 +23,9 @@ pub(crate) fn literal_fits(ty: &ColumnType, lit: &Literal) -> bool {
     use ColumnType as T;
     match lit {
         Literal::Null => true,
+        // A tuple is no native type to Cassandra's assignment test: every constant is
+        // weakly assignable to it, and read by the tuple's `fromString` (`tuple_from_string`).
+        _ if matches!(ty, T::Tuple(_)) => true,
         // Cassandra 5.0 takes no string for a duration, only the duration literal itself.
         Literal::String(_) => matches!(
             ty,
@@ -85,6 +88,20 @@ fn literal_for(
     }
     let v = match (lit, ty) {
         (Literal::Null, _) => return Ok(None),
+        // A hex constant is its bytes, unchecked, whatever the receiver (Constants.Literal).
+        (Literal::Blob(h), T::Tuple(_)) => {
+            return Ok(Some(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?))
+        }
+        (Literal::String(s), T::Tuple(_)) => {
+            return tuple_from_string(ty, s, now)
+                .map(Some)
+                .map_err(EngineError::invalid)
+        }
+        (other, T::Tuple(_)) => {
+            return tuple_from_string(ty, &other.to_string(), now)
+                .map(Some)
+                .map_err(EngineError::invalid)
+        }
         (Literal::String(s), T::Varchar) => Value::Varchar(s.clone()),
         (Literal::String(s), T::Ascii) => {
             if !s.is_ascii() {
@@ -196,6 +213,80 @@ fn literal_for(
         }
     };
     Ok(Some(proto::value::to_bytes(&v)))
+}
+
+/// A tuple (or UDT) value from its string form, as Cassandra's `TupleType.fromString` reads a
+/// constant given for a tuple (`INSERT .. (k, t) VALUES (0, 1)` on a `tuple<int, text>` is
+/// `(1, null)`, `'2:abc'` is `(2, 'abc')`): fields split on unescaped `:`, `@` a null, `\:`
+/// and `\@` unescaped, each field read by its type's `fromString`, missing ones null.
+pub(crate) fn tuple_from_string(
+    ty: &ColumnType,
+    text: &str,
+    now: crate::Now,
+) -> Result<Vec<u8>, String> {
+    let types: Vec<&ColumnType> = match ty {
+        ColumnType::Tuple(ts) => ts.iter().collect(),
+        ColumnType::Udt { fields, .. } => fields.iter().map(|(_, t)| t).collect(),
+        _ => return from_string(ty, text, now),
+    };
+    // The empty string has no fields: the tuple is the empty value.
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut parts: Vec<String> = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let last = parts.last_mut().expect("one part at least");
+                last.push(c);
+                if let Some(n) = chars.next() {
+                    last.push(n);
+                }
+            }
+            ':' => parts.push(String::new()),
+            _ => parts.last_mut().expect("one part at least").push(c),
+        }
+    }
+    if parts.len() > types.len() {
+        return Err(format!(
+            "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
+            type_name(ty),
+            types.len(),
+            parts.len()
+        ));
+    }
+    let mut out = Vec::new();
+    for (part, t) in parts.iter().zip(&types) {
+        if part == "@" {
+            out.extend_from_slice(&(-1i32).to_be_bytes());
+            continue;
+        }
+        let field = part.replace("\\:", ":").replace("\\@", "@");
+        let v = from_string(t, &field, now)?;
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        out.extend_from_slice(&v);
+    }
+    Ok(out)
+}
+
+/// A value from its string form, as Cassandra's `AbstractType.fromString` for `ty`.
+fn from_string(ty: &ColumnType, text: &str, now: crate::Now) -> Result<Vec<u8>, String> {
+    use ColumnType as T;
+    match ty {
+        T::Tuple(_) | T::Udt { .. } => tuple_from_string(ty, text, now),
+        T::Blob => parse_hex(text).ok_or_else(|| format!("cannot parse '{text}' as hex bytes")),
+        T::Decimal if !text.is_empty() => {
+            let (scale, unscaled) = decimal_from_text(text)
+                .ok_or_else(|| format!("unable to make BigDecimal from '{text}'"))?;
+            let mut out = scale.to_be_bytes().to_vec();
+            out.extend(unscaled);
+            Ok(out)
+        }
+        // Every other type reads a JSON string as its `fromString` reads the text.
+        _ => crate::json::from_json(ty, &serde_json::Value::String(text.into()), now)
+            .map(Option::unwrap_or_default),
+    }
 }
 
 /// `^-?\\d+$`: text Cassandra reads as a number of days (dates) or nanoseconds (times), so a

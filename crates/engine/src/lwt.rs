@@ -229,6 +229,19 @@ impl Engine {
         vals: &Bindings,
         now: Now,
     ) -> Result<Current, EngineError> {
+        self.read_current_for(plan, parts, vals, now, writes_regulars(plan))
+    }
+
+    /// [`Self::read_current`] for a write whose request writes regular columns or not
+    /// (`regulars`: in a BATCH, any of its statements does, as Cassandra reads once for all).
+    fn read_current_for(
+        &self,
+        plan: &WritePlan,
+        parts: &[exec::PartitionRef],
+        vals: &Bindings,
+        now: Now,
+        regulars: bool,
+    ) -> Result<Current, EngineError> {
         let t = &plan.table;
         let what = match plan.kind {
             crate::plan::WriteKind::Delete { .. } => "deletions",
@@ -280,7 +293,7 @@ impl Engine {
         let first_row = if reads_first_row(t, plan.condition.as_ref(), static_row) {
             // Cassandra's read fetches regular columns only for a write of them; without them
             // a row shows only by its marker.
-            let by_marker = !writes_regulars(plan);
+            let by_marker = !regulars;
             Self::first_live_row(
                 self.storage.as_ref(),
                 t,
@@ -353,6 +366,10 @@ impl Engine {
 
     /// Whether the condition of one statement of a conditional BATCH holds (the caller holds
     /// the write lock of its partition, `parts`), with what it saw.
+    /// `regulars`: whether any statement of the batch sets or deletes a regular column
+    /// (Cassandra's one read for the batch then fetches them, so a row without a marker is the
+    /// first live row a statics-only condition shows; generated seeds 313 and 314). A
+    /// partition DELETE beside the condition names no column and changes nothing there.
     pub(crate) fn batch_condition(
         &self,
         plan: &WritePlan,
@@ -360,8 +377,10 @@ impl Engine {
         cond: &Condition,
         values: &Bindings,
         now: Now,
+        regulars: bool,
     ) -> Result<(bool, Current), EngineError> {
-        let current = self.read_current(plan, parts, values, now)?;
+        let regulars = regulars || writes_regulars(plan);
+        let current = self.read_current_for(plan, parts, values, now, regulars)?;
         Ok((holds(&plan.table, cond, values, &current, now)?, current))
     }
 }
@@ -474,6 +493,11 @@ fn writes_regulars(plan: &WritePlan) -> bool {
     let whole_rows = matches!(&plan.kind,
         crate::plan::WriteKind::Delete { columns, elements } if columns.is_empty() && elements.is_empty());
     whole_rows || writes_column(plan, ColumnKind::Regular)
+}
+
+/// Whether the write sets or deletes a regular column by name.
+pub(crate) fn sets_regulars(plan: &WritePlan) -> bool {
+    writes_column(plan, ColumnKind::Regular)
 }
 
 /// Whether the write sets or deletes a static column.

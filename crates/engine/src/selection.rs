@@ -698,6 +698,9 @@ impl Builder<'_> {
                 }
                 let mut exprs = Vec::with_capacity(args.len());
                 let mut names = Vec::with_capacity(args.len());
+                // Each argument's type as Cassandra prints it in a refusal (`mask_replace`'s
+                // replacement is typed as its first argument: a key column prints frozen).
+                let mut shown_types: Vec<String> = Vec::with_capacity(args.len());
                 for (pos, a) in args.iter().enumerate() {
                     if let E::Term(term) = a {
                         if term_as_selector(term).is_none() {
@@ -722,8 +725,16 @@ impl Builder<'_> {
                                 {
                                     self.list_with_binds(t, &name.name, term, items)?
                                 }
-                                _ => literal_arg(&name.name, args.len(), pos, term, &prev, self.now)?,
+                                _ => literal_arg(
+                                    &name.name,
+                                    args.len(),
+                                    pos,
+                                    term,
+                                    (&prev, &shown_types),
+                                    self.now,
+                                )?,
                             };
+                            shown_types.push(crate::types::cql_type_name(e.ty()));
                             exprs.push(e);
                             names.push(selector_name(a));
                             continue;
@@ -743,6 +754,7 @@ impl Builder<'_> {
                     if let Some(m) = crate::fcts::mask_arg_refusal(&name.name, pos, &n, &ty, &shown) {
                         return Err(EngineError::invalid(m));
                     }
+                    shown_types.push(shown);
                     exprs.push(as_expr(sel, ty));
                     names.push(n);
                 }
@@ -1317,7 +1329,7 @@ fn literal_arg(
     arity: usize,
     pos: usize,
     term: &Term,
-    prev: &[ColumnType],
+    (prev, prev_shown): (&[ColumnType], &[String]),
     now: crate::Now,
 ) -> Result<SelExpr, EngineError> {
     // A similarity function's list literal is a float vector of its own length; another
@@ -1327,13 +1339,38 @@ fn literal_arg(
         Term::Literal(cql::ast::Literal::Null) => prev.first().cloned(),
         _ => literal_type(term),
     });
+    // A masking function typed by its first argument takes a literal there as the literal's
+    // own type (Cassandra's preferred type: `mask_hash('abc')` hashes an ascii value).
+    if let Some(params) = crate::fcts::mask_any_params(fname, pos) {
+        // A hex constant is its bytes, typed tinyint, unchecked (Constants.Literal).
+        if let Term::Literal(Literal::Blob(h)) = term {
+            if let Some(b) = crate::literal::parse_hex(h) {
+                return Ok(SelExpr::Const(ColumnType::Tinyint, Some(b)));
+            }
+        }
+        let Some(ty) = crate::fcts::literal_arg_type(term) else {
+            return Err(EngineError::invalid(format!(
+                "Cannot infer type of argument {} in call to function system.{}({params}): use type casts to disambiguate",
+                names::term_name(term),
+                fname.to_ascii_lowercase()
+            )));
+        };
+        return const_term(&ty, term, now).map(|v| SelExpr::Const(ty, v));
+    }
     if let Some(ty) = similarity_ty.or_else(|| crate::fcts::param_type(fname, pos, prev)) {
         return match const_term(&ty, term, now) {
             Ok(v) => Ok(SelExpr::Const(ty, v)),
+            // A constant is weakly assignable to a tuple: its reading's own error stands.
+            Err(e) if matches!(ty, ColumnType::Tuple(_)) && matches!(term, Term::Literal(_)) => {
+                Err(e)
+            }
             Err(_) => Err(EngineError::invalid(format!(
                 "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
                 fname.to_ascii_lowercase(),
-                crate::types::cql_type_name(&ty)
+                match (fname.eq_ignore_ascii_case("mask_replace"), prev_shown.first()) {
+                    (true, Some(shown)) => shown.clone(),
+                    _ => crate::types::cql_type_name(&ty),
+                }
             ))),
         };
     }

@@ -476,7 +476,12 @@ class QueryForms:
             if k == "counter":
                 return None
             v = draw_value(rng, c.type)
-            return f"mask_replace({c.name}, {literal(c.type, v) if rng.random() < 0.9 else 'null'})"
+            replacement = literal(c.type, v) if rng.random() < 0.9 else "null"
+            if c.order == "DESC" and not c.type.is_native:
+                # 5.0.9 fails on a collection, tuple or UDT literal for a reversed type (server
+                # errors, --views seed 148; docs/compatibility.md): a null there.
+                replacement = "null"
+            return f"mask_replace({c.name}, {replacement})"
         return f"{f}({c.name})"
 
     def masking(self, t):

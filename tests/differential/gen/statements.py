@@ -337,6 +337,7 @@ class StatementGen:
         shape = rng.choice(["full", "partition", "partition", "slice", "in_ck", "in_pk", "scan", "scan", "filter", "token"]
                            if t.ck else ["full", "partition", "in_pk", "scan", "scan", "filter", "token"])
         where, feature, single_partition = [], None, shape in ("full", "partition", "slice", "in_ck")
+        sai_filtered = False
         if shape in ("full", "partition", "slice", "in_ck"):
             where.append(self.where_eq(t, t.keys if shape == "full" else t.pk, term))
         if shape == "slice":
@@ -365,6 +366,7 @@ class StatementGen:
                 c = rng.choice(cands)
                 where.append(f"{c.name} {rng.choice(['=', '>', '<='])} {term(c.type, draw_value(rng, c.type))}")
                 feature = "allow_filtering:" + c.type.family()
+                sai_filtered = any(i.sai and i.column == c.name and i.target == "simple" for i in t.indexes)
         elif shape == "token":
             pks = ", ".join(c.name for c in t.pk)
             where.append(f"token({pks}) > {rng.choice([-2**62, 0, 2**61])}")
@@ -397,6 +399,10 @@ class StatementGen:
         paged = [m for m in modifiers if m.endswith("_paged")]
         typed = [restriction] if ":" in restriction else []
         feature = (paged + ([f2] if f2 else []) + typed + modifiers + [restriction])[0]
+        if paged and restriction == "allow_filtering:inet" and sai_filtered:
+            # Small pages over an SAI inet range lose rows on 5.0.9 whatever the PER PARTITION
+            # LIMIT: the SAI inet class (seed 298; docs/compatibility.md).
+            feature = restriction
         if f2 in ("count", "aggregate") and restriction == "allow_filtering:inet":
             # A count over an inet range is counted page by page: the SAI inet class when the
             # column has an SAI index (seed 197, pages of 3; docs/compatibility.md).
