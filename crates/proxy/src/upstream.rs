@@ -53,7 +53,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use proto::deframe::Deframer;
 use proto::error::DbError;
-use proto::frame::{encode_envelope, flags, Compression, Envelope, ProtocolVersion};
+use proto::frame::{
+    encode_envelope, encode_header, flags, Compression, Envelope, ProtocolVersion, HEADER_LEN,
+};
 use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::encode_segments;
@@ -160,7 +162,7 @@ pub struct Connection {
     shared: Arc<ConnShared>,
     version: ProtocolVersion,
     compression: Option<Compression>,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: mpsc::UnboundedSender<Outgoing>,
 }
 
 impl Connection {
@@ -350,7 +352,26 @@ impl Connection {
         };
         let flags = if client.tracing { flags::TRACING } else { 0 };
         let frame = match body {
-            Some(body) => encode_message(
+            // The usual forwarded request (v4 or older, uncompressed, no custom payload): its
+            // header, and the client's body as is, copied once, into the write loop's batch.
+            Some(body)
+                if self.version < ProtocolVersion::V5
+                    && self.compression.is_none()
+                    && (client.custom_payload.is_empty() || self.version < ProtocolVersion::V4) =>
+            {
+                let mut header = [0; HEADER_LEN];
+                let opcode = req.opcode();
+                encode_header(
+                    self.version,
+                    flags,
+                    stream,
+                    opcode,
+                    body.len(),
+                    &mut &mut header[..],
+                );
+                Outgoing::Envelope(header, body.clone())
+            }
+            Some(body) => Outgoing::Frame(encode_message(
                 self.version,
                 self.compression,
                 stream,
@@ -358,15 +379,15 @@ impl Connection {
                 &client.custom_payload,
                 req.opcode(),
                 body,
-            ),
-            None => encode_request(
+            )),
+            None => Outgoing::Frame(encode_request(
                 self.version,
                 self.compression,
                 stream,
                 flags,
                 &client.custom_payload,
                 req,
-            ),
+            )),
         };
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
@@ -535,6 +556,25 @@ fn encode_message(
     }
 }
 
+/// What the write loop writes: a whole frame, or an envelope's header and body apart (see
+/// `Connection::request_traced`), so that the body is copied once, into the write batch.
+enum Outgoing {
+    Frame(Bytes),
+    Envelope([u8; HEADER_LEN], Bytes),
+}
+
+impl Outgoing {
+    fn put_into(&self, batch: &mut BytesMut) {
+        match self {
+            Outgoing::Frame(frame) => batch.extend_from_slice(frame),
+            Outgoing::Envelope(header, body) => {
+                batch.extend_from_slice(header);
+                batch.extend_from_slice(body);
+            }
+        }
+    }
+}
+
 /// An opened upstream socket, plain or TLS (`proxy.upstream_encryption_options`).
 enum Stream {
     Plain(TcpStream),
@@ -616,15 +656,15 @@ impl Started {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<ConnShared>,
 ) {
     let mut batch = BytesMut::new();
     while let Some(first) = rx.recv().await {
-        batch.extend_from_slice(&first);
+        first.put_into(&mut batch);
         while batch.len() < 256 * 1024 {
             match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
+                Ok(more) => more.put_into(&mut batch),
                 Err(_) => break,
             }
         }
