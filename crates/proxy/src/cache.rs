@@ -46,9 +46,10 @@
 //!
 //! A [`Cached`] result: the RESULT body for the protocol version the key names (as the
 //! upstream sent it, [`Cached::from_body`]; encoded once only for a patched entry or one
-//! promoted from the SSD tier), and the rows decoded from it (their data is a slice of the
-//! body, so it is stored once). A hit is answered with the body as is: no per-hit encoding or
-//! copying of metadata.
+//! promoted from the SSD tier), and the rows decoded from it when first needed (a patch, the
+//! SSD tier; their data is a slice of the body, so it is stored once). A hit is answered with
+//! the body as is: no per-hit encoding or copying of metadata; a miss stores the body without
+//! decoding it.
 //!
 //! # The SSD tier
 //!
@@ -64,9 +65,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -123,11 +123,17 @@ impl Hasher for IdentityHasher {
 type ByHash<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
 /// A cached result: the RESULT body encoded for one protocol version, and its rows (whose
-/// `data` is a slice of `body`). Cheap to clone.
+/// `data` is a slice of `body`), decoded from the body the first time something needs them (a
+/// patch, the SSD tier, the stale store): a miss stores and relays the body undecoded. Cheap to
+/// clone.
 #[derive(Debug, Clone)]
 pub struct Cached {
-    pub rows: Arc<Rows>,
     pub body: Bytes,
+    version: ProtocolVersion,
+    /// The result's column count (an entry's size counts a spec per column).
+    columns: usize,
+    /// `None` inside: the body does not decode as rows.
+    rows: OnceLock<Option<Arc<Rows>>>,
 }
 
 impl Cached {
@@ -143,35 +149,59 @@ impl Cached {
         };
         rows.data = body.slice(body.len() - data_len..);
         Cached {
-            rows: Arc::new(rows),
             body,
+            version,
+            columns: rows.metadata.columns.len(),
+            rows: OnceLock::from(Some(Arc::new(rows))),
         }
     }
-}
 
-impl Cached {
     /// A result as the upstream sent it: a whole RESULT body of kind Rows for `version`, stored
-    /// as received (not decoded and encoded again), with its rows decoded over the same bytes.
-    /// The body is copied once into a buffer of its own: what arrives is a view into the
-    /// upstream connection's read buffer, which a cached entry must not keep alive (the
-    /// budget counts only the body's bytes).
+    /// as received (not decoded and encoded again). Only its kind and column count are read
+    /// here; the rows are decoded when needed ([`Cached::rows`]). The body is copied once into
+    /// a buffer of its own: what arrives is a view into the upstream connection's read buffer,
+    /// which a cached entry must not keep alive (the budget counts only the body's bytes).
     pub fn from_body(body: &[u8], version: ProtocolVersion) -> Result<Self, DbError> {
-        let body = Bytes::copy_from_slice(body);
-        let rows = Rows::decode_result(version, body.clone())?;
+        // [int kind][int flags][int columns_count] (native protocol spec, 4.2.5.2).
+        let int = |at: usize| {
+            body.get(at..at + 4)
+                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let columns = match (int(0), int(8)) {
+            (Some(ROWS_KIND), Some(n)) if (0..=65_535).contains(&n) => n as usize,
+            _ => {
+                return Err(DbError::protocol(
+                    "Expected a Rows result with a valid column count",
+                ))
+            }
+        };
         Ok(Cached {
-            rows: Arc::new(rows),
-            body,
+            body: Bytes::copy_from_slice(body),
+            version,
+            columns,
+            rows: OnceLock::new(),
         })
     }
-}
 
-impl Deref for Cached {
-    type Target = Rows;
-
-    fn deref(&self) -> &Rows {
-        &self.rows
+    /// The rows, decoded over the body on first use; `None` when the body does not decode
+    /// (the upstream's answer was relayed as sent, but nothing can be built on it).
+    pub fn rows(&self) -> Option<Arc<Rows>> {
+        self.rows
+            .get_or_init(
+                || match Rows::decode_result(self.version, self.body.clone()) {
+                    Ok(rows) => Some(Arc::new(rows)),
+                    Err(e) => {
+                        tracing::debug!("cached rows do not decode: {e}");
+                        None
+                    }
+                },
+            )
+            .clone()
     }
 }
+
+/// The RESULT kind of a Rows result.
+const ROWS_KIND: i32 = 0x0002;
 
 /// Where a cached read lives: its partition (for invalidation) and its exact request.
 #[derive(Debug, Clone)]
@@ -187,33 +217,50 @@ pub struct CacheKey {
     bytes: Vec<u8>,
 }
 
+/// The start of the key of every cached read of one table: its keyspace and table, each
+/// length-prefixed, and the generation slots they pick. Made once per prepared statement, so
+/// a key does not hash them again.
+#[derive(Debug, Clone)]
+pub struct TablePrefix {
+    bytes: Box<[u8]>,
+    table: usize,
+    keyspace: usize,
+}
+
+impl TablePrefix {
+    pub fn new(keyspace: &str, table: &str) -> Self {
+        TablePrefix {
+            bytes: len_prefixed(&[keyspace.as_bytes(), table.as_bytes()]).into(),
+            table: table_slot(keyspace, table),
+            keyspace: keyspace_slot(keyspace),
+        }
+    }
+}
+
 /// Writes a [`CacheKey`]'s bytes (the layout of [`len_prefixed`] over keyspace, table,
 /// partition key and request) into one buffer as they are produced, and hashes prefixes of it:
 /// a cache hit builds its key with one allocation and no intermediate copies.
 pub struct KeyWriter {
     bytes: Vec<u8>,
-    keyspace_end: usize,
-    table_end: usize,
+    table: usize,
+    keyspace: usize,
     partition_end: usize,
     /// Where the length of the part being written goes.
     open: usize,
 }
 
 impl KeyWriter {
-    /// A key of `keyspace.table`, with room for `capacity` more bytes; the partition key's
+    /// A key of `prefix`'s table, with room for `capacity` more bytes; the partition key's
     /// bytes are written next ([`KeyWriter::buf`]).
-    pub fn new(keyspace: &str, table: &str, capacity: usize) -> Self {
-        let mut bytes = Vec::with_capacity(16 + keyspace.len() + table.len() + capacity);
-        put_prefixed(&mut bytes, keyspace.as_bytes());
-        let keyspace_end = bytes.len();
-        put_prefixed(&mut bytes, table.as_bytes());
-        let table_end = bytes.len();
+    pub fn new(prefix: &TablePrefix, capacity: usize) -> Self {
+        let mut bytes = Vec::with_capacity(prefix.bytes.len() + 8 + capacity);
+        bytes.extend_from_slice(&prefix.bytes);
         let open = bytes.len();
         bytes.extend_from_slice(&[0; 4]);
         KeyWriter {
             bytes,
-            keyspace_end,
-            table_end,
+            table: prefix.table,
+            keyspace: prefix.keyspace,
             partition_end: 0,
             open,
         }
@@ -241,8 +288,8 @@ impl KeyWriter {
             version,
             part,
             stripe: stripe_of_part(part),
-            table: hash(&bytes[..self.table_end]) as usize % TABLE_GENS,
-            keyspace: hash(&bytes[..self.keyspace_end]) as usize % KEYSPACE_GENS,
+            table: self.table,
+            keyspace: self.keyspace,
             hash: hash(&bytes),
             bytes,
         }
@@ -266,7 +313,8 @@ impl CacheKey {
         partition_key: &[u8],
         request: &[u8],
     ) -> Self {
-        let mut w = KeyWriter::new(keyspace, table, partition_key.len() + request.len());
+        let prefix = TablePrefix::new(keyspace, table);
+        let mut w = KeyWriter::new(&prefix, partition_key.len() + request.len());
         w.buf().extend_from_slice(partition_key);
         w.end_partition_key();
         w.buf().extend_from_slice(request);
@@ -400,12 +448,13 @@ struct Entry {
     ts_floor: i64,
 }
 
-/// A valid entry DRAM let go of, on its way to the SSD tier.
+/// A valid entry DRAM let go of, on its way to the SSD tier (its rows are decoded there,
+/// outside the shard's lock).
 struct Spill {
     key: Box<[u8]>,
     ticket: Ticket,
     expires: Instant,
-    rows: Arc<Rows>,
+    value: Cached,
 }
 
 /// The wall clock in µs since the epoch, the unit of CQL write timestamps.
@@ -416,7 +465,7 @@ fn wall_clock_micros() -> i64 {
 }
 
 fn entry_size(key_len: usize, value: &Cached) -> usize {
-    key_len + value.body.len() + value.rows.metadata.columns.len() * 48 + ENTRY_OVERHEAD
+    key_len + value.body.len() + value.columns * 48 + ENTRY_OVERHEAD
 }
 
 struct Shard {
@@ -707,7 +756,7 @@ impl Cache {
             key: key.bytes.into(),
             ticket,
             expires,
-            rows: value.rows,
+            value,
         };
         if size > self.shard_budget {
             match (&self.ssd, from_ssd) {
@@ -756,7 +805,7 @@ impl Cache {
                         key: e.key,
                         ticket: e.ticket,
                         expires: e.expires,
-                        rows: e.value.rows,
+                        value: e.value,
                     });
                 }
             }
@@ -800,7 +849,9 @@ impl Cache {
             return;
         };
         for s in spills {
-            ssd.put(s.key, s.ticket.0, s.expires, s.rows);
+            if let Some(rows) = s.value.rows() {
+                ssd.put(s.key, s.ticket.0, s.expires, rows);
+            }
         }
     }
 
@@ -881,7 +932,7 @@ impl Cache {
                 e.ticket.0[0] + 1 == w.gen && self.valid_entry_ignoring_stripe(&e.key, e.ticket);
             let ordered = lower > e.ts_floor;
             let patched = match (&e.shape, valid_before && ordered) {
-                (Some(shape), true) => patch(&e.value.rows, shape),
+                (Some(shape), true) => e.value.rows().and_then(|rows| patch(&rows, shape)),
                 _ => None,
             };
             let Some(rows) = patched else {

@@ -31,7 +31,7 @@ fn hit_after_insert_then_miss_after_partition_invalidation() {
     let k = key("a", "q");
     assert!(c.get(&k, now).is_none());
     c.insert(k.clone(), c.ticket(&k), rows(10), now, TTL);
-    assert_eq!(c.get(&k, now).unwrap().data.len(), 10);
+    assert_eq!(c.get(&k, now).unwrap().rows().unwrap().data.len(), 10);
     c.invalidate_partition("ks", "t", b"b");
     assert!(c.get(&k, now).is_some() || stripe_of("ks", "t", b"a") == stripe_of("ks", "t", b"b"));
     c.invalidate_partition("ks", "t", b"a");
@@ -57,9 +57,11 @@ fn a_cached_body_is_the_encoded_result_and_shares_the_rows_data() {
     });
     for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
         let c = Cached::new(rows.clone(), version);
-        assert_eq!(*c.rows, rows);
+        assert_eq!(*c.rows().unwrap(), rows);
         assert!(
-            c.body.as_ptr_range().contains(&c.rows.data.as_ptr()),
+            c.body
+                .as_ptr_range()
+                .contains(&c.rows().unwrap().data.as_ptr()),
             "data not shared"
         );
         let mut expected = BytesMut::new();
@@ -75,6 +77,50 @@ fn a_cached_body_is_the_encoded_result_and_shares_the_rows_data() {
         let decoded = Response::from_envelope(&env).unwrap().response;
         assert_eq!(decoded, Response::Result(ResultBody::Rows(rows.clone())));
     }
+}
+
+#[test]
+fn a_body_from_upstream_is_kept_as_sent_and_its_rows_decode_when_asked() {
+    let mut b = proto::response::RowsBuilder::new();
+    b.push_cell(Some(b"abc"));
+    b.push_cell(None);
+    b.end_row();
+    let spec = |name: &str| proto::response::ColumnSpec {
+        keyspace: "ks".into(),
+        table: "t".into(),
+        name: name.into(),
+        ty: proto::types::ColumnType::Varchar,
+    };
+    let with_specs = b.finish(RowsMetadata {
+        columns: vec![spec("v"), spec("w")].into(),
+        ..RowsMetadata::default()
+    });
+    let without = Rows {
+        metadata: RowsMetadata {
+            no_metadata: true,
+            ..with_specs.metadata.clone()
+        },
+        ..with_specs.clone()
+    };
+    for rows in [with_specs, without] {
+        for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+            let mut body = BytesMut::new();
+            Response::Result(ResultBody::Rows(rows.clone())).encode_body(version, &mut body);
+            let c = Cached::from_body(&body, version).unwrap();
+            assert_eq!(c.body, body);
+            let decoded = Rows::decode_result(version, body.clone().freeze()).unwrap();
+            assert_eq!(*c.rows().unwrap(), decoded);
+            assert_eq!(
+                entry_size(0, &c),
+                entry_size(0, &Cached::new(decoded, version)),
+                "the same size as a decoded entry's"
+            );
+        }
+    }
+    let mut void = BytesMut::new();
+    Response::Result(ResultBody::Void).encode_body(ProtocolVersion::V4, &mut void);
+    assert!(Cached::from_body(&void, ProtocolVersion::V4).is_err());
+    assert!(Cached::from_body(&[0, 0, 0, 2], ProtocolVersion::V4).is_err());
 }
 
 /// A patch that appends `x` to the data of a one-row result.
@@ -106,7 +152,11 @@ fn an_acknowledged_write_patches_the_entries_of_its_partition() {
         "not served while the write is in flight"
     );
     c.write_acknowledged(w, &append_x);
-    assert_eq!(c.get(&a1, now).unwrap().data.len(), 11, "patched");
+    assert_eq!(
+        c.get(&a1, now).unwrap().rows().unwrap().data.len(),
+        11,
+        "patched"
+    );
     assert!(
         c.get(&a2, now).is_none(),
         "an entry without a shape is dropped"
@@ -136,7 +186,7 @@ fn a_client_timestamped_write_patches_only_above_what_the_entry_may_hold() {
     let future = wall_clock_micros() + 10_000_000;
     let w = c.write_started("ks", "t", b"a", Some(future));
     c.write_acknowledged(w, &append_x);
-    assert_eq!(c.get(&k, now).unwrap().data.len(), 11);
+    assert_eq!(c.get(&k, now).unwrap().rows().unwrap().data.len(), 11);
     assert_eq!(patched(&c), 1);
     // A server-timestamped write now loses to that future cell upstream; neither it nor a
     // client timestamp at or below the floor may patch.
@@ -150,7 +200,11 @@ fn a_client_timestamped_write_patches_only_above_what_the_entry_may_hold() {
     }
     let w = c.write_started("ks", "t", b"a", Some(future + 1));
     c.write_acknowledged(w, &append_x);
-    assert_eq!(c.get(&k, now).unwrap().data.len(), 12, "patched twice");
+    assert_eq!(
+        c.get(&k, now).unwrap().rows().unwrap().data.len(),
+        12,
+        "patched twice"
+    );
     assert_eq!(patched(&c), 2 + 3);
 }
 
@@ -267,7 +321,15 @@ fn one_hit_late_in_an_entrys_life_asks_for_one_refresh() {
     c.insert(k.clone(), ticket, rows(11), now + ms(900), ms(1000));
     assert_eq!(refresh(1400), Some(false), "not due before 60% of its life");
     assert_eq!(refresh(1800), Some(true), "due by 90% of its life");
-    assert_eq!(c.get(&k, now + ms(1899)).unwrap().data.len(), 11);
+    assert_eq!(
+        c.get(&k, now + ms(1899))
+            .unwrap()
+            .rows()
+            .unwrap()
+            .data
+            .len(),
+        11
+    );
     assert_eq!(
         refresh(1900),
         None,
@@ -376,7 +438,7 @@ async fn what_dram_lets_go_is_served_from_ssd_and_promoted() {
     // Every key is answered again, without going upstream.
     for k in &keys {
         let got = c.lookup(k, now).await.expect("served by a tier");
-        assert_eq!(got.data.len(), 600);
+        assert_eq!(got.rows().unwrap().data.len(), 600);
     }
     assert!(ssd_stat(&c, |s| &s.hits) >= 200 - in_dram);
     assert_eq!(c.stats.misses.load(Ordering::Relaxed), 200);
@@ -481,7 +543,10 @@ async fn results_too_large_for_dram_go_to_ssd() {
     c.insert(k.clone(), c.ticket(&k), rows(2000), now, TTL);
     c.ssd().unwrap().flush();
     assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 0);
-    assert_eq!(c.lookup(&k, now).await.unwrap().data.len(), 2000);
+    assert_eq!(
+        c.lookup(&k, now).await.unwrap().rows().unwrap().data.len(),
+        2000
+    );
     // Too large for max_entry_bytes: cached nowhere.
     let k2 = key("huge", "q");
     c.insert(k2.clone(), c.ticket(&k2), rows(1 << 17), now, TTL);

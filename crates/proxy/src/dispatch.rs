@@ -49,7 +49,7 @@ impl ProxyBackend {
                     "Unexpected AUTH_RESPONSE: the upstream does not require authentication",
                 ));
             }
-            return self.login(conn, token).await;
+            return Box::pin(self.login(conn, token)).await;
         }
         if self.auth_required() && conn.role().is_none() {
             return Response::Error(DbError::protocol(format!(
@@ -57,11 +57,13 @@ impl ProxyBackend {
                 req.opcode()
             )));
         }
+        // All but EXECUTE (the cache's reads) boxed: the front end boxes this future for every
+        // request and copies it as it goes, so it stays the size of an EXECUTE's.
         match req {
-            Request::Query(q) => self.query(conn, ctx, q).await,
-            Request::Prepare(p) => self.prepare(conn, ctx, p).await,
+            Request::Query(q) => Box::pin(self.query(conn, ctx, q)).await,
+            Request::Prepare(p) => Box::pin(self.prepare(conn, ctx, p)).await,
             Request::Execute(x) => self.execute(conn, ctx, x).await,
-            Request::Batch(b) => self.batch(conn, ctx, b).await,
+            Request::Batch(b) => Box::pin(self.batch(conn, ctx, b)).await,
             Request::AuthResponse(_)
             | Request::Startup(_)
             | Request::Options
@@ -185,6 +187,13 @@ impl ProxyBackend {
                 keyspace: ks,
                 class,
                 pk,
+                read_staleness: cache_read
+                    .as_ref()
+                    .map_or(self.max_staleness, |t| self.staleness(t)),
+                read_serves_stale: cache_read.as_ref().is_some_and(|t| self.serves_stale(t)),
+                key_prefix: cache_read
+                    .as_ref()
+                    .map(|t| cache::TablePrefix::new(&t.keyspace, &t.table)),
                 cache_read,
                 result_names,
                 read_shape,
@@ -209,19 +218,18 @@ impl ProxyBackend {
         let ks = info.keyspace.clone();
         if let Class::Local(which) = info.class {
             let req = Request::Execute(x);
-            return self
-                .local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info))
-                .await;
+            let read = self.local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info));
+            return Box::pin(read).await;
         }
-        if let (Some(table), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
+        if info.cache_read.is_some() && !bypasses_cache(&ctx.flags) {
             if let Some(key) = self.cache_key(conn, &x, &info) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
-                let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, table, key, x).await;
+                let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, key, x).await;
                 if let (Response::Error(e), Some(key)) = (&resp, unused_key) {
-                    if upstream_failure(e) && self.serves_stale(table) {
+                    if upstream_failure(e) && info.read_serves_stale {
                         // Only a result no write or schema change seen here invalidated.
                         let current = self.cache.ticket(&key);
                         if let Some(rows) = self.stale.get(key.bytes(), current) {
@@ -234,7 +242,7 @@ impl ProxyBackend {
                 return resp;
             }
         }
-        let x = match self.execute_patching(conn, ctx, &info, x).await {
+        let x = match Box::pin(self.execute_patching(conn, ctx, &info, x)).await {
             Ok(resp) => return resp,
             Err(x) => x,
         };
@@ -256,7 +264,6 @@ impl ProxyBackend {
         conn: &ConnState,
         ctx: &Ctx,
         info: &PreparedInfo,
-        table: &TableRef,
         key: cache::CacheKey,
         x: Execute,
     ) -> (Response, Option<cache::CacheKey>) {
@@ -280,9 +287,11 @@ impl ProxyBackend {
             }
             _ => return (resp, Some(key)),
         };
-        if self.serves_stale(table) {
-            self.stale
-                .put(Box::from(key.bytes()), ticket, (*value.rows).clone());
+        if info.read_serves_stale {
+            if let Some(rows) = value.rows() {
+                self.stale
+                    .put(Box::from(key.bytes()), ticket, (*rows).clone());
+            }
         }
         let body = value.body.clone();
         self.cache.insert_cached(
@@ -290,7 +299,7 @@ impl ProxyBackend {
             ticket,
             value,
             started,
-            self.staleness(table),
+            info.read_staleness,
             info.read_shape.clone(),
         );
         (Response::Result(ResultBody::Encoded(body)), None)
@@ -326,7 +335,7 @@ impl ProxyBackend {
         x: &Execute,
         info: &PreparedInfo,
     ) -> Option<cache::CacheKey> {
-        let table = info.cache_read.as_ref()?;
+        let prefix = info.key_prefix.as_ref()?;
         let p = &x.params;
         if matches!(
             p.consistency,
@@ -346,11 +355,7 @@ impl ProxyBackend {
                 RawValue::Null | RawValue::Unset => 1,
             })
             .sum();
-        let mut key = cache::KeyWriter::new(
-            &table.keyspace,
-            &table.table,
-            2 * value_bytes + 64 + x.id.len(),
-        );
+        let mut key = cache::KeyWriter::new(prefix, 2 * value_bytes + 64 + x.id.len());
         write_partition_key(&p.values, idx, key.buf())?;
         key.end_partition_key();
         let req = key.buf();
@@ -497,11 +502,11 @@ impl Backend for ProxyBackend {
         let Some(info) = self.prepared_info(&x.id) else {
             return;
         };
-        let (Some(table), Some(key)) = (&info.cache_read, self.cache_key(conn, &x, &info)) else {
+        let Some(key) = self.cache_key(conn, &x, &info) else {
             return;
         };
         let (resp, _) = self
-            .read_and_fill(conn, &Ctx::default(), &info, table, key, x)
+            .read_and_fill(conn, &Ctx::default(), &info, key, x)
             .await;
         match resp {
             Response::Error(e) => tracing::debug!("background refresh failed: {e}"),

@@ -14,7 +14,7 @@ use proto::response::{Response, ResponseExtras, ResultBody, Rows};
 use server::ConnState;
 
 use crate::upstream::{Connection, Pool, UpstreamError};
-use crate::{Ctx, PoolKey, ProxyBackend};
+use crate::{Ctx, PoolKey, PreparedInfo, ProxyBackend};
 
 /// The rows of a forwarded answer, decoded where a decision needs them (topology, schema
 /// questions, a cache fill): a Rows result comes back from the upstream as its RESULT body as
@@ -72,7 +72,15 @@ impl ProxyBackend {
         // `request_timeout`.
         let deadline = Instant::now() + self.request_timeout;
         let pool = self.pool(conn, keyspace);
-        let up = match tokio::time::timeout(self.request_timeout, pool.get(conn.id())).await {
+        let connecting = match pool.get_live(conn.id()) {
+            Ok(c) => Ok(Ok(c)),
+            // Boxed, as the other rare steps below: the future of every forwarded request
+            // (and the front end's task holding it) stays small.
+            Err(slot) => {
+                tokio::time::timeout(self.request_timeout, Box::pin(pool.fill(slot))).await
+            }
+        };
+        let up = match connecting {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return self.upstream_error(e, req, write),
             Err(_) => {
@@ -102,20 +110,11 @@ impl ProxyBackend {
                     self.metrics
                         .unprepared_retries
                         .fetch_add(1, Ordering::Relaxed);
-                    let prep = Request::Prepare(Prepare {
-                        query: info.query.clone(),
-                        keyspace: if v5 { info.keyspace.clone() } else { None },
-                    });
-                    match self.send(&up, &prep, deadline, &Ctx::default()).await {
-                        Ok(Response::Result(ResultBody::Prepared(_))) => {
-                            resp = match self.send(&up, req, deadline, ctx).await {
-                                Ok(r) => r,
-                                Err(e) => return self.upstream_error(e, req, write),
-                            };
-                        }
-                        Ok(other) => return other,
+                    let again = self.reprepare_and_send(&up, &info, v5, req, deadline, ctx);
+                    resp = match Box::pin(again).await {
+                        Ok(r) => r,
                         Err(e) => return self.upstream_error(e, req, write),
-                    }
+                    };
                 }
             }
         }
@@ -124,9 +123,30 @@ impl ProxyBackend {
             up.retire();
         }
         if let Response::Result(ResultBody::SchemaChange(_)) = &resp {
-            self.await_schema_agreement(&up).await;
+            Box::pin(self.await_schema_agreement(&up)).await;
         }
         resp
+    }
+
+    /// The UNPREPARED repair: prepares `info`'s statement again on `up`, then sends `req`
+    /// again; the PREPARE's answer when it is not Prepared.
+    async fn reprepare_and_send(
+        &self,
+        up: &Connection,
+        info: &PreparedInfo,
+        v5: bool,
+        req: &Request,
+        deadline: Instant,
+        ctx: &Ctx,
+    ) -> Result<Response, UpstreamError> {
+        let prep = Request::Prepare(Prepare {
+            query: info.query.clone(),
+            keyspace: if v5 { info.keyspace.clone() } else { None },
+        });
+        match self.send(up, &prep, deadline, &Ctx::default()).await? {
+            Response::Result(ResultBody::Prepared(_)) => self.send(up, req, deadline, ctx).await,
+            other => Ok(other),
+        }
     }
 
     /// One round trip on `up`, answered by `deadline` at the latest.

@@ -159,6 +159,13 @@ struct PreparedInfo {
     pk: Option<(TableRef, Vec<usize>, bool)>,
     /// Cacheable single-partition read of this table.
     cache_read: Option<TableRef>,
+    /// For a cacheable read, its table's `max_staleness` and whether it is one of
+    /// `serve_stale_on_upstream_error`'s tables: resolved at PREPARE, not per miss (the
+    /// lookups format `ks.table`).
+    read_staleness: Duration,
+    read_serves_stale: bool,
+    /// For a cacheable read, the start of its cache keys.
+    key_prefix: Option<cache::TablePrefix>,
     result_names: Vec<String>,
     /// A cacheable read whose cached results a write may patch: its result column names.
     read_shape: Option<Arc<[String]>>,

@@ -53,7 +53,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use proto::deframe::Deframer;
 use proto::error::DbError;
-use proto::frame::{encode_envelope, flags, Compression, Envelope, ProtocolVersion};
+use proto::frame::{
+    encode_envelope, encode_header, flags, Compression, Envelope, ProtocolVersion, HEADER_LEN,
+};
 use proto::request::{put_custom_payload, Query, QueryParams, Request};
 use proto::response::{DecodedResponse, Event, Response, ResultBody};
 use proto::segment::encode_segments;
@@ -160,7 +162,7 @@ pub struct Connection {
     shared: Arc<ConnShared>,
     version: ProtocolVersion,
     compression: Option<Compression>,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: mpsc::UnboundedSender<Outgoing>,
 }
 
 impl Connection {
@@ -350,7 +352,26 @@ impl Connection {
         };
         let flags = if client.tracing { flags::TRACING } else { 0 };
         let frame = match body {
-            Some(body) => encode_message(
+            // The usual forwarded request (v4 or older, uncompressed, no custom payload): its
+            // header, and the client's body as is, copied once, into the write loop's batch.
+            Some(body)
+                if self.version < ProtocolVersion::V5
+                    && self.compression.is_none()
+                    && (client.custom_payload.is_empty() || self.version < ProtocolVersion::V4) =>
+            {
+                let mut header = [0; HEADER_LEN];
+                let opcode = req.opcode();
+                encode_header(
+                    self.version,
+                    flags,
+                    stream,
+                    opcode,
+                    body.len(),
+                    &mut &mut header[..],
+                );
+                Outgoing::Envelope(header, body.clone())
+            }
+            Some(body) => Outgoing::Frame(encode_message(
                 self.version,
                 self.compression,
                 stream,
@@ -358,15 +379,15 @@ impl Connection {
                 &client.custom_payload,
                 req.opcode(),
                 body,
-            ),
-            None => encode_request(
+            )),
+            None => Outgoing::Frame(encode_request(
                 self.version,
                 self.compression,
                 stream,
                 flags,
                 &client.custom_payload,
                 req,
-            ),
+            )),
         };
         if self.out.send(frame).is_err() {
             self.shared.fail_all();
@@ -535,6 +556,25 @@ fn encode_message(
     }
 }
 
+/// What the write loop writes: a whole frame, or an envelope's header and body apart (see
+/// `Connection::request_traced`), so that the body is copied once, into the write batch.
+enum Outgoing {
+    Frame(Bytes),
+    Envelope([u8; HEADER_LEN], Bytes),
+}
+
+impl Outgoing {
+    fn put_into(&self, batch: &mut BytesMut) {
+        match self {
+            Outgoing::Frame(frame) => batch.extend_from_slice(frame),
+            Outgoing::Envelope(header, body) => {
+                batch.extend_from_slice(header);
+                batch.extend_from_slice(body);
+            }
+        }
+    }
+}
+
 /// An opened upstream socket, plain or TLS (`proxy.upstream_encryption_options`).
 enum Stream {
     Plain(TcpStream),
@@ -616,15 +656,15 @@ impl Started {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<ConnShared>,
 ) {
     let mut batch = BytesMut::new();
     while let Some(first) = rx.recv().await {
-        batch.extend_from_slice(&first);
+        first.put_into(&mut batch);
         while batch.len() < 256 * 1024 {
             match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
+                Ok(more) => more.put_into(&mut batch),
                 Err(_) => break,
             }
         }
@@ -896,8 +936,9 @@ pub struct Pools<K> {
     /// FxHash: SipHash of a node's address was ~280 instructions of every forwarded request.
     map: RwLock<FxHashMap<K, Arc<Pool>>>,
     max: usize,
-    /// When each pool was last handed out is measured from here.
-    epoch: Instant,
+    /// Pools handed out so far: the clock of `Pool::last_used` (an order, not a time: a clock
+    /// read was ~90 instructions of every forwarded request).
+    handed_out: AtomicU64,
     evicted: AtomicU64,
 }
 
@@ -906,13 +947,13 @@ impl<K: std::hash::Hash + Eq + Clone + std::fmt::Debug> Pools<K> {
         Pools {
             map: RwLock::new(FxHashMap::default()),
             max: max.max(1),
-            epoch: Instant::now(),
+            handed_out: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
         }
     }
 
     fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.handed_out.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The pool of `key`, made by `make` when there is none; making one past the bound forgets
@@ -984,7 +1025,7 @@ impl<K: std::hash::Hash + Eq + Clone + std::fmt::Debug> Pools<K> {
 
 /// The connections of one (role, protocol version, keyspace); see the module docs.
 pub struct Pool {
-    /// When [`Pools`] last handed it out (its clock, in ms).
+    /// When [`Pools`] last handed it out (its count of hand-outs).
     last_used: AtomicU64,
     hosts: Arc<[SocketAddr]>,
     version: ProtocolVersion,
@@ -1033,6 +1074,16 @@ impl Pool {
     /// with a free stream id; a dead slot is refilled in the background while another live
     /// connection serves; with none alive, connects inline.
     pub async fn get(self: &Arc<Self>, client: u64) -> Result<Arc<Connection>, UpstreamError> {
+        match self.get_live(client) {
+            Ok(c) => Ok(c),
+            Err(slot) => self.fill(slot).await,
+        }
+    }
+
+    /// [`Pool::get`] without waiting: the live connection it hands out, or, with none alive,
+    /// `Err` with the slot to open ([`Pool::fill`]). Its callers need no timer when a
+    /// connection is live, the usual case.
+    pub fn get_live(self: &Arc<Self>, client: u64) -> Result<Arc<Connection>, usize> {
         let n = self.slots.len();
         // Slot `i` connects to node `i % nodes` first (`fill`).
         let nodes = self.hosts.len().max(1);
@@ -1057,7 +1108,7 @@ impl Pool {
             full.get_or_insert(c);
         }
         let Some(c) = chosen.or(full) else {
-            return self.fill(start).await;
+            return Err(start);
         };
         if first.is_none() {
             let pool = self.clone();
@@ -1068,8 +1119,9 @@ impl Pool {
         Ok(c)
     }
 
-    /// Opens a connection for slot `i` unless one is there already.
-    async fn fill(&self, i: usize) -> Result<Arc<Connection>, UpstreamError> {
+    /// Opens a connection for slot `i` (as [`Pool::get_live`]'s `Err` names) unless one is
+    /// there already.
+    pub async fn fill(&self, i: usize) -> Result<Arc<Connection>, UpstreamError> {
         let slot = &self.slots[i];
         let _guard = slot.connecting.lock().await;
         if let Some(c) = slot.live() {
@@ -1133,438 +1185,5 @@ impl Pool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proto::frame::decode_envelope;
-    use proto::request::Request;
-    use proto::response::{ResponseExtras, SchemaChange, SchemaChangeTarget, SchemaChangeType};
-    use tokio::net::TcpListener;
-
-    /// A one-connection fake upstream (v4): answers every request READY, pushes `event`
-    /// after the second request (REGISTER), then closes.
-    async fn fake_upstream(event: Event) -> SocketAddr {
-        fake_upstream_pushing(event, 1).await
-    }
-
-    /// [`fake_upstream`] pushing `event` `times` times.
-    async fn fake_upstream_pushing(event: Event, times: usize) -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = BytesMut::new();
-            let mut answered = 0;
-            let send = |resp: &Response, stream: i16| {
-                let mut out = BytesMut::new();
-                resp.encode_envelope(
-                    ProtocolVersion::V4,
-                    stream,
-                    &ResponseExtras::default(),
-                    None,
-                    &mut out,
-                );
-                out
-            };
-            while answered < 2 {
-                if let Some(env) = decode_envelope(&mut buf, 1 << 20, None).unwrap() {
-                    let req = Request::from_envelope(&env).unwrap().request;
-                    assert!(matches!(
-                        (answered, &req),
-                        (0, Request::Startup(_)) | (1, Request::Register(_))
-                    ));
-                    s.write_all(&send(&Response::Ready, env.stream))
-                        .await
-                        .unwrap();
-                    answered += 1;
-                    continue;
-                }
-                assert!(s.read_buf(&mut buf).await.unwrap() > 0);
-            }
-            let one = send(&Response::Event(event), -1);
-            let mut all = BytesMut::new();
-            for _ in 0..times {
-                all.extend_from_slice(&one);
-            }
-            s.write_all(&all).await.unwrap();
-            // Dropping the socket closes the connection.
-        });
-        addr
-    }
-
-    /// A one-connection fake upstream speaking v5: STARTUP and its READY as plain envelopes,
-    /// then segments. It answers the first request after STARTUP with one segment holding an
-    /// EVENT and then the request's RESULT, and closes after the second.
-    async fn fake_v5_upstream(event: Event) -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = BytesMut::new();
-            let mut deframer = Deframer::new(1 << 20);
-            let v5 = ProtocolVersion::V5;
-            let none = ResponseExtras::default();
-            for answered in 0..3 {
-                let env = loop {
-                    if let Some(env) = deframer.next_envelope(&mut buf).unwrap() {
-                        break env;
-                    }
-                    if s.read_buf(&mut buf).await.unwrap() == 0 {
-                        return;
-                    }
-                };
-                let req = Request::from_envelope(&env).unwrap().request;
-                let mut out = BytesMut::new();
-                match answered {
-                    0 => {
-                        assert!(matches!(req, Request::Startup(_)));
-                        Response::Ready.encode_envelope(v5, env.stream, &none, None, &mut out);
-                        s.write_all(&out).await.unwrap();
-                        deframer.start_segments(false);
-                        continue;
-                    }
-                    1 => Response::Event(event.clone())
-                        .encode_envelope(v5, -1, &none, None, &mut out),
-                    _ => {}
-                }
-                let void = Response::Result(ResultBody::Void);
-                void.encode_envelope(v5, env.stream, &none, None, &mut out);
-                let mut segments = BytesMut::new();
-                encode_segments(&out, false, &mut segments);
-                s.write_all(&segments).await.unwrap();
-            }
-        });
-        addr
-    }
-
-    #[tokio::test]
-    async fn a_v5_upstream_switches_to_segments_and_every_envelope_of_a_segment_is_routed() {
-        let event = Event::SchemaChange(SchemaChange {
-            change: SchemaChangeType::Dropped,
-            target: SchemaChangeTarget::Keyspace("ks".into()),
-        });
-        let addr = fake_v5_upstream(event.clone()).await;
-        let timeout = Duration::from_secs(5);
-        let (conn, mut rx) =
-            Connection::open_for_events(addr, ProtocolVersion::V5, None, timeout, None)
-                .await
-                .unwrap();
-        let query = Request::Query(Query {
-            query: "INSERT INTO ks.t (k) VALUES (1)".into(),
-            params: QueryParams::default(),
-        });
-        for _ in 0..2 {
-            assert!(matches!(
-                conn.request(&query, timeout).await,
-                Ok(Response::Result(ResultBody::Void))
-            ));
-        }
-        assert_eq!(rx.recv().await, Some(event));
-        assert_eq!(
-            rx.recv().await,
-            None,
-            "the channel ends with the connection"
-        );
-    }
-
-    #[tokio::test]
-    async fn control_connection_delivers_events_and_ends_when_closed() {
-        let event = Event::SchemaChange(SchemaChange {
-            change: SchemaChangeType::Created,
-            target: SchemaChangeTarget::Table {
-                keyspace: "ks".into(),
-                name: "t".into(),
-            },
-        });
-        let addr = fake_upstream(event.clone()).await;
-        let (conn, mut rx) = Connection::open_for_events(
-            addr,
-            ProtocolVersion::V4,
-            None,
-            Duration::from_secs(5),
-            None,
-        )
-        .await
-        .unwrap();
-        let reg = Request::Register(vec!["SCHEMA_CHANGE".into()]);
-        assert!(matches!(
-            conn.request(&reg, Duration::from_secs(5)).await,
-            Ok(Response::Ready)
-        ));
-        assert_eq!(rx.recv().await, Some(event));
-        assert_eq!(
-            rx.recv().await,
-            None,
-            "the channel ends with the connection"
-        );
-        assert!(!conn.is_alive());
-    }
-
-    /// An upstream pushing events faster than the relay takes them (here: nobody takes them)
-    /// fills the queue to its bound and no further: the rest are dropped and counted. With the
-    /// unbounded channel this held all 5,000.
-    #[tokio::test]
-    async fn a_flood_of_events_is_bounded_and_counted() {
-        let event = Event::SchemaChange(SchemaChange {
-            change: SchemaChangeType::Updated,
-            target: SchemaChangeTarget::Keyspace("ks".into()),
-        });
-        let pushed = 5_000;
-        let addr = fake_upstream_pushing(event.clone(), pushed).await;
-        let timeout = Duration::from_secs(5);
-        let (conn, mut rx) =
-            Connection::open_for_events(addr, ProtocolVersion::V4, None, timeout, None)
-                .await
-                .unwrap();
-        let reg = Request::Register(vec!["SCHEMA_CHANGE".into()]);
-        assert!(matches!(
-            conn.request(&reg, timeout).await,
-            Ok(Response::Ready)
-        ));
-        // The reader marks the connection dead once it read every event and then the close.
-        let deadline = Instant::now() + timeout;
-        while conn.is_alive() {
-            assert!(Instant::now() < deadline, "the connection never closed");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(rx.len(), EVENT_QUEUE);
-        assert_eq!(rx.take_dropped(), (pushed - EVENT_QUEUE) as u64);
-        assert_eq!(rx.take_dropped(), 0, "taking resets the count");
-        let mut taken = 0;
-        while let Some(e) = rx.recv().await {
-            assert_eq!(e, event);
-            taken += 1;
-        }
-        assert_eq!(
-            taken, EVENT_QUEUE,
-            "the queued events are delivered, then the end"
-        );
-    }
-
-    /// Past the bound the least recently used pool is forgotten (its connections close with
-    /// it), a pool in use stays. Without the bound, 40 keyspaces made 40 pools.
-    #[tokio::test]
-    async fn pools_are_bounded_and_the_least_recently_used_goes() {
-        let pools: Pools<u32> = Pools::new(8);
-        let settings = Settings {
-            connect_timeout: Duration::from_secs(1),
-            connections_per_host: 1,
-            compression: None,
-            tls: None,
-        };
-        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        let make = || {
-            Pool::new(
-                Arc::from(vec![addr]),
-                ProtocolVersion::V4,
-                None,
-                None,
-                settings.clone(),
-            )
-        };
-        let hot = pools.get_or_insert_with(&0, make);
-        for k in 1..40u32 {
-            // Pool 0 is used between the others: never the least recently used.
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            assert!(Arc::ptr_eq(&pools.get_or_insert_with(&0, make), &hot));
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            pools.get_or_insert_with(&k, make);
-            assert!(pools.len() <= 8, "{} pools", pools.len());
-        }
-        assert_eq!(pools.len(), 8);
-        assert_eq!(pools.evicted(), 40 - 8);
-        assert!(Arc::ptr_eq(&pools.get_or_insert_with(&0, make), &hot));
-        // The newest seven are the others kept.
-        let before = pools.evicted();
-        for k in 33..40u32 {
-            pools.get_or_insert_with(&k, make);
-        }
-        assert_eq!(pools.evicted(), before, "pools 33 to 39 were kept");
-    }
-
-    /// A fake upstream (v4) taking any number of connections, each answered by [`ready_to_all`]
-    /// until the test ends.
-    async fn fake_ready_upstream() -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(ready_to_all(socket));
-            }
-        });
-        addr
-    }
-
-    /// Answers every request on `s` READY (STARTUP's answer) until the peer closes.
-    async fn ready_to_all(mut s: TcpStream) {
-        let mut buf = BytesMut::new();
-        while s.read_buf(&mut buf).await.unwrap_or(0) > 0 {
-            while let Some(env) = decode_envelope(&mut buf, 1 << 20, None).unwrap() {
-                let mut out = BytesMut::new();
-                let none = ResponseExtras::default();
-                Response::Ready.encode_envelope(
-                    ProtocolVersion::V4,
-                    env.stream,
-                    &none,
-                    None,
-                    &mut out,
-                );
-                s.write_all(&out).await.unwrap();
-            }
-        }
-    }
-
-    /// A v4 pool of two connections to each of `nodes`, none open yet.
-    fn two_per_node(nodes: Vec<SocketAddr>) -> Arc<Pool> {
-        let settings = Settings {
-            connect_timeout: Duration::from_secs(5),
-            connections_per_host: 2,
-            compression: None,
-            tls: None,
-        };
-        let nodes = Arc::from(nodes);
-        Arc::new(Pool::new(nodes, ProtocolVersion::V4, None, None, settings))
-    }
-
-    /// A client connection's requests all go upstream on one connection of the pool, so the
-    /// requests it sent together leave in one write (issue 16 item 7); client connections
-    /// are spread over the pool's connections. Dealt out round robin per request, one client's
-    /// consecutive requests went on alternate connections.
-    #[tokio::test]
-    async fn a_client_connection_keeps_to_one_upstream_connection() {
-        let addr = fake_ready_upstream().await;
-        let pool = two_per_node(vec![addr]);
-        // Client 7's slot opens inline; client 8's first request takes it while its own slot
-        // opens in the background.
-        let a = pool.get(7).await.unwrap();
-        let b = tokio::time::timeout(Duration::from_secs(5), async {
-            loop {
-                let b = pool.get(8).await.unwrap();
-                if !Arc::ptr_eq(&a, &b) {
-                    return b;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .expect("client 8's own upstream connection opens");
-        for (client, conn) in [(7, &a), (8, &b), (7, &a)] {
-            for _ in 0..3 {
-                assert!(Arc::ptr_eq(&pool.get(client).await.unwrap(), conn));
-            }
-        }
-        assert!(Arc::ptr_eq(&pool.get(9).await.unwrap(), &a));
-    }
-
-    /// With two nodes, requests go to them in turn, and on each node a client connection's
-    /// requests keep to one connection (of its two there), another client's to the other.
-    #[tokio::test]
-    async fn requests_go_to_the_nodes_in_turn_each_keeping_a_client_to_one_connection() {
-        let nodes = vec![fake_ready_upstream().await, fake_ready_upstream().await];
-        let pool = two_per_node(nodes);
-        // Until all four slots are open (a request whose slot is not open yet takes another
-        // connection while its own opens in the background).
-        let mut open: Vec<Arc<Connection>> = Vec::new();
-        tokio::time::timeout(Duration::from_secs(5), async {
-            while open.len() < 4 {
-                // Two requests a client: one to each node.
-                for client in [7, 7, 8, 8] {
-                    let c = pool.get(client).await.unwrap();
-                    if !open.iter().any(|o| Arc::ptr_eq(o, &c)) {
-                        open.push(c);
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .expect("the pool's four connections open");
-        let mut used = Vec::new();
-        for client in [7, 8] {
-            let mut picks = Vec::new();
-            for _ in 0..6 {
-                picks.push(pool.get(client).await.unwrap());
-            }
-            for w in picks.windows(2) {
-                assert_ne!(w[0].addr(), w[1].addr(), "the nodes in turn");
-            }
-            for p in &picks {
-                assert!(
-                    picks
-                        .iter()
-                        .filter(|q| q.addr() == p.addr())
-                        .all(|q| Arc::ptr_eq(q, p)),
-                    "client {client}: one connection on each node"
-                );
-            }
-            used.push(picks);
-        }
-        assert!(
-            used[0]
-                .iter()
-                .all(|a| used[1].iter().all(|b| !Arc::ptr_eq(a, b))),
-            "two client connections, two connections on each node"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_connection_nobody_uses_closes_though_the_upstream_never_does() {
-        // Answers STARTUP, then neither reads nor closes (a hung process): the proxy's reader
-        // must not wait for it forever once the connection is dropped.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = BytesMut::new();
-            while decode_envelope(&mut buf, 1 << 20, None).unwrap().is_none() {
-                assert!(s.read_buf(&mut buf).await.unwrap() > 0);
-            }
-            let mut out = BytesMut::new();
-            Response::Ready.encode_envelope(
-                ProtocolVersion::V4,
-                0,
-                &ResponseExtras::default(),
-                None,
-                &mut out,
-            );
-            s.write_all(&out).await.unwrap();
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            drop(s);
-        });
-        let timeout = Duration::from_secs(5);
-        let conn = Connection::open(addr, ProtocolVersion::V4, None, None, timeout, None, None)
-            .await
-            .unwrap();
-        let shared = conn.shared.clone();
-        drop(conn);
-        // The reader and writer tasks hold the other references; both end.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Arc::strong_count(&shared) > 1 {
-            assert!(
-                Instant::now() < deadline,
-                "the reader still waits on the socket"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn a_silent_upstream_fails_the_connect_within_its_timeout() {
-        // Accepts TCP (the kernel backlog) but never answers STARTUP, like a stopped process.
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let started = Instant::now();
-        let r = Connection::open(
-            addr,
-            ProtocolVersion::V4,
-            None,
-            None,
-            Duration::from_millis(200),
-            None,
-            None,
-        )
-        .await;
-        assert!(matches!(r, Err(UpstreamError::Connect { .. })));
-        assert!(started.elapsed() < Duration::from_secs(2));
-        drop(listener);
-    }
-}
+#[path = "upstream_tests.rs"]
+mod tests;
