@@ -23,7 +23,8 @@ use crate::patch::{canonical_type, PatchingWrite};
 use crate::stale::upstream_failure;
 use crate::upstream::UpstreamError;
 use crate::{
-    bypasses_cache, cache, partition_key, write_partition_key, Ctx, PreparedInfo, ProxyBackend,
+    bypasses_cache, cache, partition_key, write_partition_key, CacheRead, Ctx, PreparedInfo,
+    ProxyBackend,
 };
 
 /// Most prepared statements remembered; past it the map is cleared (drivers re-prepare on
@@ -187,14 +188,11 @@ impl ProxyBackend {
                 keyspace: ks,
                 class,
                 pk,
-                read_staleness: cache_read
-                    .as_ref()
-                    .map_or(self.max_staleness, |t| self.staleness(t)),
-                read_serves_stale: cache_read.as_ref().is_some_and(|t| self.serves_stale(t)),
-                key_prefix: cache_read
-                    .as_ref()
-                    .map(|t| cache::TablePrefix::new(&t.keyspace, &t.table)),
-                cache_read,
+                cache_read: cache_read.map(|t| CacheRead {
+                    staleness: self.staleness(&t),
+                    serves_stale: self.serves_stale(&t),
+                    key_prefix: cache::TablePrefix::new(&t.keyspace, &t.table),
+                }),
                 result_names,
                 read_shape,
                 write_patch,
@@ -221,15 +219,15 @@ impl ProxyBackend {
             let read = self.local_read(conn, ctx, which, ks.as_deref(), &req, Some(&info));
             return Box::pin(read).await;
         }
-        if info.cache_read.is_some() && !bypasses_cache(&ctx.flags) {
+        if let (Some(read), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
             if let Some(key) = self.cache_key(conn, &x, &info) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
-                let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, key, x).await;
+                let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, read, key, x).await;
                 if let (Response::Error(e), Some(key)) = (&resp, unused_key) {
-                    if upstream_failure(e) && info.read_serves_stale {
+                    if upstream_failure(e) && read.serves_stale {
                         // Only a result no write or schema change seen here invalidated.
                         let current = self.cache.ticket(&key);
                         if let Some(rows) = self.stale.get(key.bytes(), current) {
@@ -264,6 +262,7 @@ impl ProxyBackend {
         conn: &ConnState,
         ctx: &Ctx,
         info: &PreparedInfo,
+        read: &CacheRead,
         key: cache::CacheKey,
         x: Execute,
     ) -> (Response, Option<cache::CacheKey>) {
@@ -287,7 +286,7 @@ impl ProxyBackend {
             }
             _ => return (resp, Some(key)),
         };
-        if info.read_serves_stale {
+        if read.serves_stale {
             if let Some(rows) = value.rows() {
                 self.stale
                     .put(Box::from(key.bytes()), ticket, (*rows).clone());
@@ -299,7 +298,7 @@ impl ProxyBackend {
             ticket,
             value,
             started,
-            info.read_staleness,
+            read.staleness,
             info.read_shape.clone(),
         );
         (Response::Result(ResultBody::Encoded(body)), None)
@@ -335,7 +334,7 @@ impl ProxyBackend {
         x: &Execute,
         info: &PreparedInfo,
     ) -> Option<cache::CacheKey> {
-        let prefix = info.key_prefix.as_ref()?;
+        let prefix = &info.cache_read.as_ref()?.key_prefix;
         let p = &x.params;
         if matches!(
             p.consistency,
@@ -502,11 +501,11 @@ impl Backend for ProxyBackend {
         let Some(info) = self.prepared_info(&x.id) else {
             return;
         };
-        let Some(key) = self.cache_key(conn, &x, &info) else {
+        let (Some(read), Some(key)) = (&info.cache_read, self.cache_key(conn, &x, &info)) else {
             return;
         };
         let (resp, _) = self
-            .read_and_fill(conn, &Ctx::default(), &info, key, x)
+            .read_and_fill(conn, &Ctx::default(), &info, read, key, x)
             .await;
         match resp {
             Response::Error(e) => tracing::debug!("background refresh failed: {e}"),

@@ -149,6 +149,18 @@ fn bypasses_cache(flags: &RequestFlags) -> bool {
     flags.tracing || !flags.custom_payload.is_empty()
 }
 
+/// What a cacheable single-partition read's misses need of its table, resolved at PREPARE,
+/// not per miss (the lookups by name format `ks.table`).
+#[derive(Debug)]
+struct CacheRead {
+    /// The table's `max_staleness`.
+    staleness: Duration,
+    /// Whether the table is one of `serve_stale_on_upstream_error`'s.
+    serves_stale: bool,
+    /// The start of its cache keys.
+    key_prefix: cache::TablePrefix,
+}
+
 /// What the proxy remembers of a statement prepared through it.
 #[derive(Debug)]
 struct PreparedInfo {
@@ -157,15 +169,8 @@ struct PreparedInfo {
     class: Class,
     /// The partition key's bind positions, in partition key order, and its table.
     pk: Option<(TableRef, Vec<usize>, bool)>,
-    /// Cacheable single-partition read of this table.
-    cache_read: Option<TableRef>,
-    /// For a cacheable read, its table's `max_staleness` and whether it is one of
-    /// `serve_stale_on_upstream_error`'s tables: resolved at PREPARE, not per miss (the
-    /// lookups format `ks.table`).
-    read_staleness: Duration,
-    read_serves_stale: bool,
-    /// For a cacheable read, the start of its cache keys.
-    key_prefix: Option<cache::TablePrefix>,
+    /// A cacheable single-partition read.
+    cache_read: Option<CacheRead>,
     result_names: Vec<String>,
     /// A cacheable read whose cached results a write may patch: its result column names.
     read_shape: Option<Arc<[String]>>,
