@@ -92,15 +92,16 @@ fn literal_for(
         (Literal::Blob(h), T::Tuple(_)) => {
             return Ok(Some(parse_hex(h).ok_or_else(|| bad(ty, "blob"))?))
         }
-        (Literal::String(s), T::Tuple(_)) => {
-            return tuple_from_string(ty, s, now)
+        // Any other constant is read by the tuple's `fromString`: a string as it is, the rest
+        // as they print.
+        (lit, T::Tuple(_)) => {
+            let text = match lit {
+                Literal::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+                other => std::borrow::Cow::Owned(other.to_string()),
+            };
+            return tuple_from_string(ty, &text, now)
                 .map(Some)
-                .map_err(EngineError::invalid)
-        }
-        (other, T::Tuple(_)) => {
-            return tuple_from_string(ty, &other.to_string(), now)
-                .map(Some)
-                .map_err(EngineError::invalid)
+                .map_err(EngineError::invalid);
         }
         (Literal::String(s), T::Varchar) => Value::Varchar(s.clone()),
         (Literal::String(s), T::Ascii) => {

@@ -259,14 +259,15 @@ fn setup_default_superuser(engine: &Engine, config: &Config) -> anyhow::Result<(
 }
 
 /// The request's options, for the logged-in `role` (`None`: logins are off).
+/// The keyspace a request runs in: the one it `named` (v5), else its connection's (USE).
+fn request_keyspace(conn: &ConnState, named: Option<&str>) -> Option<Arc<str>> {
+    named.map(Arc::from).or_else(|| conn.keyspace())
+}
+
 fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOptions {
     QueryOptions {
         role,
-        keyspace: p
-            .keyspace
-            .as_deref()
-            .map(Arc::from)
-            .or_else(|| conn.keyspace()),
+        keyspace: request_keyspace(conn, p.keyspace.as_deref()),
         page_size: p.page_size,
         paging_state: p.paging_state.as_ref().map(|b| b.to_vec()),
         timestamp: p.default_timestamp,
@@ -686,10 +687,7 @@ impl LocalBackend {
             // would otherwise size (and be copied with) every request's future, EXECUTE's too.
             Request::Query(q) => Box::pin(self.query(conn, q, role, scan_rate, auths)).await,
             Request::Prepare(p) => {
-                let ks = p
-                    .keyspace
-                    .clone()
-                    .or_else(|| conn.keyspace().map(|k| k.to_string()));
+                let ks = request_keyspace(conn, p.keyspace.as_deref());
                 match self.engine.prepare(&p.query, ks.as_deref(), Now::system()) {
                     Ok(prep) => prepared_response(&prep, v5),
                     Err(e) => Response::Error(e),
@@ -775,11 +773,7 @@ impl LocalBackend {
             }
             Request::Batch(b) => {
                 let opts = QueryOptions {
-                    keyspace: b
-                        .keyspace
-                        .as_deref()
-                        .map(Arc::from)
-                        .or_else(|| conn.keyspace()),
+                    keyspace: request_keyspace(conn, b.keyspace.as_deref()),
                     page_size: None,
                     paging_state: None,
                     timestamp: b.default_timestamp,
