@@ -662,10 +662,13 @@ impl Database {
         self.supervisor.snapshot_tracker.gc();
         let watermark = self.supervisor.snapshot_tracker.get_seqno_safe_to_gc();
         for keyspace in keyspaces {
-            keyspace
+            // PATCH (Peregrine, table files released outside the version lock): the
+            // statement's lock guard is gone before the versions it removed drop.
+            let removed = keyspace
                 .tree
                 .get_version_history_lock()
                 .maintenance(keyspace.path(), watermark)?;
+            drop(removed);
         }
         Ok(true)
     }

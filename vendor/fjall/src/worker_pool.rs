@@ -282,6 +282,11 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
                 return Ok(false);
             };
 
+            // https://github.com/fjall-rs/fjall/issues/329
+            // PATCH (Peregrine, fsync outside the journal lock; see vendor/README.md): the
+            // journal is synced before its lock is taken for the rotation check, so a rotation's
+            // own sync under the lock covers only what was written since, and no rotation none.
+            ctx.supervisor.journal.persist(crate::PersistMode::SyncAll)?;
             {
                 log::trace!("acquiring journal lock to maybe rotate journal");
                 let mut journal_writer = ctx.supervisor.journal.get_writer()?;
@@ -317,9 +322,6 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
                             keyspace.request_rotation();
                         }
                     }
-                } else {
-                    // https://github.com/fjall-rs/fjall/issues/329
-                    journal_writer.persist(crate::PersistMode::SyncAll)?;
                 }
             }
 

@@ -119,9 +119,22 @@ impl Journal {
     }
 
     /// Persists the journal.
+    ///
+    /// PATCH (Peregrine, fsync outside the journal lock; see vendor/README.md): the buffered
+    /// bytes go to the OS under the lock, the fsync runs after it is released, so writers wait
+    /// for a `write` call instead of a disk flush. What was written before the call is durable
+    /// when it returns, as before: a journal sealed meanwhile was synced by its rotation.
     pub fn persist(&self, mode: PersistMode) -> crate::Result<()> {
-        let mut journal_writer = self.get_writer()?;
-        journal_writer.persist(mode).map_err(Into::into)
+        if mode == PersistMode::Buffer {
+            return self.get_writer()?.persist(mode).map_err(Into::into);
+        }
+        let file = self.get_writer()?.flush_for_sync()?;
+        let synced = match mode {
+            PersistMode::SyncData => file.sync_data(),
+            _ => file.sync_all(),
+        };
+        synced.inspect_err(|e| log::error!("Failed to fsync journal file: {e:?}"))?;
+        Ok(())
     }
 
     pub fn recover<P: AsRef<Path>>(

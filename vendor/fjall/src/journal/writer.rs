@@ -211,6 +211,23 @@ impl Writer {
     }
 
     /// Persists the journal file.
+    // PATCH (Peregrine, fsync outside the journal lock; see vendor/README.md)
+    /// Writes the buffered bytes to the OS and returns a second handle to the journal file, to
+    /// be synced once the journal lock is released: every writer waits for that lock, and an
+    /// fsync held under it (tens to hundreds of ms under a write load) stalled them all.
+    pub(crate) fn flush_for_sync(&mut self) -> std::io::Result<File> {
+        if self.is_buffer_dirty {
+            self.file.flush().inspect_err(|e| {
+                log::error!(
+                    "Failed to flush journal IO buffers at {}: {e:?}",
+                    self.path.display(),
+                );
+            })?;
+            self.is_buffer_dirty = false;
+        }
+        self.file.get_ref().try_clone()
+    }
+
     pub(crate) fn persist(&mut self, mode: PersistMode) -> std::io::Result<()> {
         log::trace!(
             "Persisting journal at {} with mode={mode:?}",

@@ -781,10 +781,13 @@ impl Keyspace {
                 .expect("lock is poisoned")
                 .values()
             {
-                if let Err(e) = keyspace.tree.get_version_history_lock().maintenance(
+                // PATCH (Peregrine, table files released outside the version lock): the
+                // statement's lock guard is gone before the versions it removed drop.
+                let removed = keyspace.tree.get_version_history_lock().maintenance(
                     keyspace.path(),
                     self.supervisor.snapshot_tracker.get_seqno_safe_to_gc(),
-                ) {
+                );
+                if let Err(e) = removed {
                     log::warn!(
                         "Version history GC failed for keyspace {:?}: {e:?}",
                         keyspace.name,

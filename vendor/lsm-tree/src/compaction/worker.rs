@@ -237,10 +237,12 @@ fn move_tables(
         &opts.visible_seqno,
     )?;
 
-    if let Err(e) = version_history_lock.maintenance(&opts.config.path, opts.mvcc_gc_watermark) {
-        log::error!("Manifest maintenance failed: {e:?}");
-        return Err(e);
-    }
+    // PATCH (Peregrine, table files released outside the version lock)
+    let removed = version_history_lock
+        .maintenance(&opts.config.path, opts.mvcc_gc_watermark)
+        .inspect_err(|e| log::error!("Manifest maintenance failed: {e:?}"))?;
+    drop(version_history_lock);
+    drop(removed);
 
     Ok(())
 }
@@ -603,7 +605,8 @@ fn merge_tables(
         .hidden_set_mut()
         .show(payload.table_ids.iter().copied());
 
-    version_history_lock
+    // PATCH (Peregrine, table files released outside the version lock)
+    let removed = version_history_lock
         .maintenance(&opts.config.path, opts.mvcc_gc_watermark)
         .inspect_err(|e| {
             log::error!("Manifest maintenance failed: {e:?}");
@@ -611,6 +614,7 @@ fn merge_tables(
 
     drop(version_history_lock);
     drop(compaction_state);
+    drop(removed);
 
     log::trace!("Compaction successful");
 
@@ -676,12 +680,13 @@ fn drop_tables(
         &opts.visible_seqno,
     )?;
 
-    if let Err(e) = version_history_lock.maintenance(&opts.config.path, opts.mvcc_gc_watermark) {
-        log::error!("Manifest maintenance failed: {e:?}");
-        return Err(e);
-    }
+    // PATCH (Peregrine, table files released outside the version lock)
+    let removed = version_history_lock
+        .maintenance(&opts.config.path, opts.mvcc_gc_watermark)
+        .inspect_err(|e| log::error!("Manifest maintenance failed: {e:?}"))?;
 
     drop(version_history_lock);
+    drop(removed);
 
     // NOTE: If the application were to crash >here< it's fine
     // The tables are not referenced anymore, and will be

@@ -495,9 +495,13 @@ impl AbstractTree for Tree {
             &self.config.visible_seqno,
         )?;
 
-        if let Err(e) = version_lock.maintenance(&self.config.path, gc_watermark) {
-            log::warn!("Version GC failed: {e:?}");
-        }
+        // PATCH (Peregrine, table files released outside the version lock)
+        let removed = version_lock
+            .maintenance(&self.config.path, gc_watermark)
+            .inspect_err(|e| log::warn!("Version GC failed: {e:?}"))
+            .unwrap_or_default();
+        drop(version_lock);
+        drop(removed);
 
         Ok(())
     }
