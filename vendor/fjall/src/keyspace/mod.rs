@@ -836,10 +836,10 @@ impl Keyspace {
     }
 
     pub(crate) fn request_rotation(&self) {
-        let lock = self.tree.get_version_history_lock();
-        let latest_version = lock.latest_version();
-        let active_memtable = &latest_version.active_memtable;
-        let id = active_memtable.id();
+        // PATCH (Peregrine, lock-free latest version; see vendor/README.md): asked by a write
+        // past the memtable's size, which took the history's write lock and so waited for any
+        // flush or compaction writing a version's manifest.
+        let id = self.tree.active_memtable().id();
 
         // PATCH (Peregrine, compaction hand-off): one ask per memtable (`rotation_requested`).
         use std::sync::atomic::Ordering::AcqRel;

@@ -48,6 +48,10 @@ pub struct TreeInner {
 
     pub(crate) version_history: Arc<RwLock<SuperVersions>>,
 
+    // PATCH (Peregrine, lock-free latest version; see vendor/README.md)
+    /// The history's newest version (`SuperVersions::latest_handle`), read without its lock.
+    pub(crate) latest_version: Arc<arc_swap::ArcSwap<crate::version::SuperVersion>>,
+
     pub(crate) compaction_state: Arc<Mutex<CompactionState>>,
 
     /// Tree configuration
@@ -82,6 +86,7 @@ impl TreeInner {
             },
         );
         persist_version(&config.path, &version)?;
+        let versions = SuperVersions::new(version);
 
         Ok(Self {
             id: get_next_tree_id(),
@@ -89,7 +94,8 @@ impl TreeInner {
             table_id_counter: SequenceNumberCounter::default(),
             blob_file_id_counter: SequenceNumberCounter::default(),
             config: Arc::new(config),
-            version_history: Arc::new(RwLock::new(SuperVersions::new(version))),
+            latest_version: versions.latest_handle(),
+            version_history: Arc::new(RwLock::new(versions)),
             stop_signal: StopSignal::default(),
             major_compaction_lock: RwLock::default(),
             flush_lock: Mutex::default(),

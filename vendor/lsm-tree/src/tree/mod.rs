@@ -155,6 +155,19 @@ impl AbstractTree for Tree {
     }
 
     fn get_internal_entry(&self, key: &[u8], seqno: SeqNo) -> crate::Result<Option<InternalValue>> {
+        // PATCH (Peregrine, lock-free latest version): a read of the newest state (fjall's
+        // `Keyspace::get`) takes the newest version without the history's lock, so it does not
+        // wait while a flush or compaction holds it to write a version's manifest.
+        if seqno == SeqNo::MAX {
+            let super_version = self.latest_version.load();
+            return Self::get_merged(
+                &super_version,
+                key,
+                seqno,
+                self.config.merge_operator.as_deref(),
+                false,
+            );
+        }
         #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
         let super_version = self
             .version_history
@@ -172,12 +185,8 @@ impl AbstractTree for Tree {
     }
 
     fn current_version(&self) -> Version {
-        #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
-        self.version_history
-            .read()
-            .expect("poisoned")
-            .latest_version()
-            .version
+        // PATCH (Peregrine, lock-free latest version)
+        self.latest_version.load().version.clone()
     }
 
     fn get_flush_lock(&self) -> std::sync::MutexGuard<'_, ()> {
@@ -336,13 +345,9 @@ impl AbstractTree for Tree {
     }
 
     fn sealed_memtable_count(&self) -> usize {
-        #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
-        self.version_history
-            .read()
-            .expect("lock is poisoned")
-            .latest_version()
-            .sealed_memtables
-            .len()
+        // PATCH (Peregrine, lock-free latest version): asked by every write (fjall's
+        // backpressure check).
+        self.latest_version.load().sealed_memtables.len()
     }
 
     fn flush_to_tables(
@@ -556,12 +561,8 @@ impl AbstractTree for Tree {
     }
 
     fn active_memtable(&self) -> Arc<Memtable> {
-        #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
-        self.version_history
-            .read()
-            .expect("lock is poisoned")
-            .latest_version()
-            .active_memtable
+        // PATCH (Peregrine, lock-free latest version)
+        self.latest_version.load().active_memtable.clone()
     }
 
     #[expect(clippy::significant_drop_tightening)]
@@ -1015,9 +1016,12 @@ impl Tree {
     #[doc(hidden)]
     #[must_use]
     pub fn append_entry(&self, value: InternalValue) -> (u64, u64) {
-        #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
-        let history = self.version_history.read().expect("lock is poisoned");
-        let version = history.latest_version();
+        // PATCH (Peregrine, lock-free latest version): the newest version without the
+        // history's lock. The active memtable it names is the one to write: fjall inserts and
+        // rotates memtables under its journal lock, so no rotation runs while this insert does
+        // (a rotation under the history's lock alone would let an insert land in a memtable
+        // already sealed).
+        let version = self.latest_version.load();
         let active = &version.active_memtable;
 
         // PATCH (Peregrine, blind writes; see vendor/README.md): a partial value is merged,
@@ -1120,12 +1124,14 @@ impl Tree {
             .max()
             .unwrap_or_default();
 
+        let versions = SuperVersions::new(version);
         let inner = TreeInner {
             id: tree_id,
             memtable_id_counter: SequenceNumberCounter::new(1),
             table_id_counter: SequenceNumberCounter::new(highest_table_id + 1),
             blob_file_id_counter: SequenceNumberCounter::default(),
-            version_history: Arc::new(RwLock::new(SuperVersions::new(version))),
+            latest_version: versions.latest_handle(),
+            version_history: Arc::new(RwLock::new(versions)),
             stop_signal: StopSignal::default(),
             config: Arc::new(config),
             major_compaction_lock: RwLock::default(),

@@ -8,6 +8,7 @@ use crate::{
     version::{persist_version, Version},
     SeqNo, SequenceNumberCounter,
 };
+use arc_swap::ArcSwap;
 use std::{collections::VecDeque, path::Path, sync::Arc};
 
 /// A super version is a point-in-time snapshot of memtables and a [`Version`] (list of disk files)
@@ -26,11 +27,14 @@ pub struct SuperVersion {
     pub(crate) seqno: SeqNo,
 }
 
-pub struct SuperVersions(VecDeque<SuperVersion>);
+// PATCH (Peregrine, lock-free latest version; see vendor/README.md): the second field holds
+// the newest version (the history's last), replaced under the history's write lock whenever the
+// last one changes, so that reads of the newest state (`Tree::latest_version`) take no lock.
+pub struct SuperVersions(VecDeque<SuperVersion>, Arc<ArcSwap<SuperVersion>>);
 
 impl SuperVersions {
     pub fn new(version: Version) -> Self {
-        Self(
+        Self::from_history(
             vec![SuperVersion {
                 active_memtable: Arc::new(Memtable::new(0)),
                 sealed_memtables: Arc::default(),
@@ -39,6 +43,18 @@ impl SuperVersions {
             }]
             .into(),
         )
+    }
+
+    /// A history of these versions, oldest first (at least one).
+    #[expect(clippy::expect_used, reason = "SuperVersion is expected to exist")]
+    pub(crate) fn from_history(history: VecDeque<SuperVersion>) -> Self {
+        let latest = history.back().cloned().expect("should have a SuperVersion");
+        Self(history, Arc::new(ArcSwap::from_pointee(latest)))
+    }
+
+    /// The newest version, kept current by this history's changes (PATCH, see the struct).
+    pub(crate) fn latest_handle(&self) -> Arc<ArcSwap<SuperVersion>> {
+        self.1.clone()
     }
 
     pub fn memtable_size_sum(&self) -> u64 {
@@ -158,11 +174,13 @@ impl SuperVersions {
     }
 
     pub fn append_version(&mut self, version: SuperVersion) {
+        self.1.store(Arc::new(version.clone()));
         self.0.push_back(version);
     }
 
     pub fn replace_latest_version(&mut self, version: SuperVersion) {
         if self.0.pop_back().is_some() {
+            self.1.store(Arc::new(version.clone()));
             self.0.push_back(version);
         }
     }
@@ -210,7 +228,7 @@ mod tests {
 
     #[test]
     fn super_version_gc_above_watermark() -> crate::Result<()> {
-        let mut history = SuperVersions(
+        let mut history = SuperVersions::from_history(
             vec![
                 SuperVersion {
                     active_memtable: Arc::new(Memtable::new(0)),
@@ -243,7 +261,7 @@ mod tests {
 
     #[test]
     fn super_version_gc_below_watermark_simple() -> crate::Result<()> {
-        let mut history = SuperVersions(
+        let mut history = SuperVersions::from_history(
             vec![
                 SuperVersion {
                     active_memtable: Arc::new(Memtable::new(0)),
@@ -276,7 +294,7 @@ mod tests {
 
     #[test]
     fn super_version_gc_below_watermark_simple_2() -> crate::Result<()> {
-        let mut history = SuperVersions(
+        let mut history = SuperVersions::from_history(
             vec![
                 SuperVersion {
                     active_memtable: Arc::new(Memtable::new(0)),
@@ -315,7 +333,7 @@ mod tests {
 
     #[test]
     fn super_version_gc_below_watermark_keep() -> crate::Result<()> {
-        let mut history = SuperVersions(
+        let mut history = SuperVersions::from_history(
             vec![
                 SuperVersion {
                     active_memtable: Arc::new(Memtable::new(0)),
@@ -342,7 +360,7 @@ mod tests {
 
     #[test]
     fn super_version_gc_below_watermark_shadowed() -> crate::Result<()> {
-        let mut history = SuperVersions(
+        let mut history = SuperVersions::from_history(
             vec![
                 SuperVersion {
                     active_memtable: Arc::new(Memtable::new(0)),
