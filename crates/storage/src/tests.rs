@@ -864,3 +864,44 @@ fn an_idle_store_merges_its_l0_tables() {
         assert_eq!(lsm.get(&key(k)).unwrap(), Some(value(newest, k)), "key {k}");
     }
 }
+
+/// Reads and writes do not wait for the tree's version-history lock (vendored lsm-tree,
+/// `PATCH (Peregrine, lock-free latest version)`): a flush or compaction holds it for writing
+/// while it writes a version's manifest (several fsyncs), and every point read and write
+/// waited for it on the request thread (bench/results/2026-12-01/write-stalls-s33). With the
+/// lock held by another thread, a get, a write and a get of the written value all complete.
+#[test]
+fn reads_and_writes_go_on_while_the_version_history_lock_is_held() {
+    use fjall::AbstractTree;
+    let dir = tmpdir("version-lock");
+    let s = Arc::new(LsmStorage::open(&dir, Options::default()).unwrap());
+    let mut b = WriteBatch::new();
+    b.put(b"before".to_vec(), b"flushed".to_vec());
+    s.write(b).unwrap();
+    s.flush().unwrap();
+    let tree = s.shared.current().unwrap().data.tree.clone();
+    let (held, holding) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let _lock = tree.get_version_history_lock();
+        held.send(()).unwrap();
+        let _ = released.recv();
+    });
+    holding.recv().unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let store = s.clone();
+    let worker = std::thread::spawn(move || {
+        let before = store.get(b"before").unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"during".to_vec(), b"written".to_vec());
+        store.write(b).unwrap();
+        done.send((before, store.get(b"during").unwrap())).unwrap();
+    });
+    let got = finished.recv_timeout(Duration::from_secs(20));
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    worker.join().unwrap();
+    let (before, during) = got.expect("a read or write waited for the version-history lock");
+    assert_eq!(before.as_deref(), Some(&b"flushed"[..]));
+    assert_eq!(during.as_deref(), Some(&b"written"[..]));
+}
