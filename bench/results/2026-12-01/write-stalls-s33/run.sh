@@ -14,11 +14,4 @@ fi
 taskset -c 1 $BIN bench run --preset stress-mixed --ratio 80:20 --payload 4096 --records 100000 --duration ${DUR:-20s} --warmup 5s --hosts 127.0.0.1:$PORT --server-pid $SP --out $D --name run --quiet > /dev/null
 [ -n "$STRACE" ] && kill $ST || true
 kill $SP; wait $SP || true
-python3 - $D/run.json <<'PY'
-import json,sys
-d=json.load(open(sys.argv[1]))
-r=d if 'timeline' in d else d['endpoints'][0]['rounds'][0]
-print(r['started_utc'], 'ops/server-cpu-s %.0f'%r['ops_per_server_cpu_second'])
-print(' '.join('%d:%.0f/%.0f'%(t['second'],t['max_ms'],t['total']/1000) for t in r['timeline']))
-for o in r['ops']: print(o['op'], 'p99 %.2f p99.9 %.2f max %.1f'%(o['p99_ms'],o['p999_ms'],o['max_ms']))
-PY
+"$(dirname "$0")/summary.py" $D/run.json
