@@ -145,6 +145,12 @@ fn check_bound_elements(
     Ok(())
 }
 
+/// Cassandra's error for an unset value a condition compares with (raised as the condition
+/// is tried, so not for one after a condition that does not hold).
+fn unset_in_condition() -> EngineError {
+    EngineError::invalid("Invalid 'unset' value in condition")
+}
+
 /// Refuses a negative list index as Cassandra does.
 fn negative_index(key: &[u8]) -> Result<(), EngineError> {
     match <[u8; 4]>::try_from(key).map(i32::from_be_bytes) {
@@ -766,7 +772,10 @@ fn column_condition_holds(
     };
     Ok(match &cond.op {
         CondOp::Compare(op, want) => {
-            let want = resolve(want, vals)?;
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Err(unset_in_condition()),
+                other => other?,
+            };
             if matches!(cond.target, CondTarget::Whole) {
                 refuse_empty_collection_order(col, *op, want.as_deref())?;
             }
@@ -775,29 +784,34 @@ fn column_condition_holds(
         CondOp::In(list) => {
             let mut any = false;
             for want in list {
-                any |= compare(
-                    FilterOp::Eq,
-                    &order,
-                    have.as_deref(),
-                    resolve(want, vals)?.as_deref(),
-                )?;
+                let want = match resolve(want, vals) {
+                    Err(EngineError::Unset(_)) => continue,
+                    other => other?,
+                };
+                any |= compare(FilterOp::Eq, &order, have.as_deref(), want.as_deref())?;
             }
             any
         }
         CondOp::InBind(i) => {
-            let list = resolve(&crate::plan::Src::Bind(*i), vals)?;
-            let items = list
-                .as_deref()
-                .and_then(decode_list_elements)
-                .unwrap_or_default();
+            let list = match resolve(&crate::plan::Src::Bind(*i), vals) {
+                Ok(Some(list)) => list,
+                Ok(None) => return Err(EngineError::invalid("Invalid null list in IN condition")),
+                Err(EngineError::Unset(_)) => return Err(unset_in_condition()),
+                Err(e) => return Err(e),
+            };
+            let items = crate::exec::decode_in_list(&list).unwrap_or_default();
             let mut any = false;
             for want in &items {
-                any |= compare(FilterOp::Eq, &order, have.as_deref(), Some(want))?;
+                any |= compare(FilterOp::Eq, &order, have.as_deref(), want.as_deref())?;
             }
             any
         }
         CondOp::Contains(want) => {
-            let want = resolve(want, vals)?;
+            // Cassandra 5.0.9 compares an unset value as none: the condition does not hold.
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Ok(false),
+                other => other?,
+            };
             if want.is_none() {
                 return Err(null_comparison("CONTAINS"));
             }
@@ -816,7 +830,10 @@ fn column_condition_holds(
             }
         }
         CondOp::ContainsKey(want) => {
-            let want = resolve(want, vals)?;
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Ok(false),
+                other => other?,
+            };
             if want.is_none() {
                 return Err(null_comparison("CONTAINS KEY"));
             }
