@@ -386,14 +386,6 @@ impl Engine {
             },
             None => server_ts(),
         };
-        // Cassandra's UpdateParameters: the minimum stands for "no timestamp" there.
-        if ts == i64::MIN {
-            return Err(EngineError::invalid(format!(
-                "Out of bound timestamp, must be in [{}, {}]",
-                i64::MIN + 1,
-                i64::MAX
-            )));
-        }
         let ttl = match &plan.ttl {
             Some(s) => match resolve(s, vals) {
                 // An empty TTL is none, as a null one (Cassandra's Attributes).
@@ -422,6 +414,15 @@ impl Engine {
             },
             None => t.options.default_time_to_live.max(0) as u32,
         };
+        // Cassandra's UpdateParameters, made once the TTL is read: the minimum timestamp
+        // stands for "no timestamp" there.
+        if ts == i64::MIN {
+            return Err(EngineError::invalid(format!(
+                "Out of bound timestamp, must be in [{}, {}]",
+                i64::MIN + 1,
+                i64::MAX
+            )));
+        }
         let expiry = (ttl > 0).then(|| Expiry {
             ttl,
             expires_at: now.secs.saturating_add(ttl),
@@ -1130,7 +1131,7 @@ pub(crate) enum BoundTarget {
 
 impl BoundFilter {
     /// `f` with its values bound; `column` (its name) for Cassandra's messages refusing an
-    /// unset or null value. An unset value among those of an `IN (..)` list is left out.
+    /// unset or null value. An unset value among those of an `IN (..)` list is the empty value.
     pub(crate) fn bind(
         f: &crate::plan::Filter,
         column: &str,
@@ -1154,8 +1155,10 @@ impl BoundFilter {
             T::In(values) => {
                 let mut bound = Vec::with_capacity(values.len());
                 for v in values {
+                    // Cassandra 5.0.9 compares an unset value as the empty one (its unset
+                    // buffer is empty): `t IN ('b', unset)` finds the rows of t = ''.
                     match resolve(v, vals) {
-                        Err(EngineError::Unset(_)) => {}
+                        Err(EngineError::Unset(_)) => bound.push(Some(Vec::new())),
                         other => bound.push(other?),
                     }
                 }

@@ -89,6 +89,11 @@ impl Parser<'_> {
             } else {
                 return Err(self.no_viable());
             }
+            // Cassandra's DELETE takes `USING TIMESTAMP t` alone: WHERE must follow (a
+            // VISIBILITY clause, Peregrine's own, may still come after AND).
+            if delete && self.at_kw("and") && !self.kw_at_n(1, "visibility") {
+                return Err(self.mismatched("K_WHERE"));
+            }
             if !self.eat_kw("and") {
                 return Ok(u);
             }
