@@ -14,7 +14,7 @@ mod batch;
 mod call;
 pub(crate) mod operation;
 mod where_clause;
-pub(crate) use batch::{no_timestamp_if_conditional, validate_batch};
+pub(crate) use batch::{check_write_attributes, validate_batch};
 pub(crate) use call::const_call;
 pub(crate) use operation::{
     apply as operation_apply, callee_name as operation_function_name, cassandra_text,
@@ -603,6 +603,11 @@ impl<'a> Builder<'a> {
         for cond in conds {
             let (column, col) = self.column(t, &cond.column)?;
             let col = col.clone();
+            if col.ty == ColumnType::Counter {
+                return Err(EngineError::invalid(
+                    "Conditions on counters are not supported",
+                ));
+            }
             // What the condition compares: the column, one element of it, or one field.
             let (target, ty, receiver) = match &cond.target {
                 None => (CondTarget::Whole, col.ty.clone(), col.name.clone()),

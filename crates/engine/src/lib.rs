@@ -741,26 +741,26 @@ impl Engine {
             }
             cql::Statement::Insert(s) => {
                 let plan = b.insert(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Update(s) => {
                 let plan = b.update(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Delete(s) if s.returning.is_some() => {
                 let r = returning::compile(&mut b, s)?;
                 labels::refuse_on_labelled(&r.write.table, "RETURNING clauses")?;
-                build::no_timestamp_if_conditional(&r.write)?;
+                build::check_write_attributes(&r.write, r.write.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&r.write.partition));
                 (CompiledKind::DeleteReturning(Box::new(r)), pk)
             }
             cql::Statement::Delete(s) => {
                 let plan = b.delete(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }

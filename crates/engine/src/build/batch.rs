@@ -1,4 +1,4 @@
-//! The checks of a write's timestamps and of a BATCH as a whole that Cassandra 5.0.9 makes
+//! The checks of a write's USING attributes and of a BATCH as a whole that Cassandra 5.0.9 makes
 //! once the statements are prepared (its `BatchStatement.validate` and each statement's own
 //! `validate`).
 
@@ -7,12 +7,35 @@ use crate::EngineError;
 use cql::ast;
 use proto::types::ColumnType;
 
-/// Cassandra refuses `USING TIMESTAMP` on a conditional write (Paxos picks the timestamp).
-pub(crate) fn no_timestamp_if_conditional(plan: &WritePlan) -> Result<(), EngineError> {
-    if plan.condition.is_some() && plan.timestamp.is_some() {
+/// A write's own `USING` as Cassandra's ModificationStatement.validate checks it, in its
+/// order: no timestamp on a conditional write (Paxos picks it), no timestamp and no TTL on a
+/// counter table's. `own_timestamp`: the statement has a USING TIMESTAMP of its own (in a
+/// BATCH, the batch's is copied into the others).
+pub(crate) fn check_write_attributes(
+    plan: &WritePlan,
+    own_timestamp: bool,
+) -> Result<(), EngineError> {
+    if plan.condition.is_some() && own_timestamp {
         return Err(EngineError::invalid(
             "Cannot provide custom timestamp for conditional updates",
         ));
+    }
+    if plan
+        .table
+        .columns
+        .iter()
+        .any(|c| c.ty == ColumnType::Counter)
+    {
+        if own_timestamp {
+            return Err(EngineError::invalid(
+                "Cannot provide custom timestamp for counter updates",
+            ));
+        }
+        if plan.ttl.is_some() {
+            return Err(EngineError::invalid(
+                "Cannot provide custom TTL for counter updates",
+            ));
+        }
     }
     Ok(())
 }
@@ -63,9 +86,7 @@ pub(crate) fn validate_batch(
         ));
     }
     for (p, own) in plans.iter().zip(own_timestamps) {
-        if *own {
-            no_timestamp_if_conditional(p)?;
-        }
+        check_write_attributes(p, *own)?;
     }
     Ok(())
 }
