@@ -11,7 +11,8 @@ use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::exec::{self, decode_list_elements, resolve};
 use crate::javafmt::{byte_buffer_hash_code, java_hash_bucket, java_hash_buckets};
 use crate::plan::{
-    wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
+    wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, KeyValues,
+    OutputColumn, WritePlan,
 };
 use crate::row::{PartitionHeader, Row};
 use crate::{keys, token, types, Engine, EngineError, Mutations, Now, Outcome, ResultSet};
@@ -87,6 +88,11 @@ fn conditioned_row(plan: &WritePlan, vals: &Bindings) -> Result<(Vec<Vec<u8>>, b
         ))
     };
     for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+        // `c IN ?` is an IN whatever the list holds (Cassandra 5.0.9 takes a literal IN of
+        // one value as an equality, not a marker's).
+        if matches!(kv, KeyValues::InBind(..)) {
+            return Err(several());
+        }
         let v = exec::expand(kv, vals, &col.name)?;
         // An empty IN names no row: refused as an IN of several values.
         if v.len() != 1 {
@@ -253,7 +259,12 @@ impl Engine {
             crate::plan::WriteKind::Delete { .. } => "deletions",
             _ => "updates",
         };
-        if parts.len() > 1 {
+        // `k IN ?` is an IN whatever the list holds, as `c IN ?` is (see `conditioned_row`).
+        let in_marker = plan
+            .partition
+            .iter()
+            .any(|k| matches!(k, KeyValues::InBind(..)));
+        if parts.len() > 1 || in_marker {
             return Err(EngineError::invalid(format!(
                 "IN on the partition key is not supported with conditional {what}"
             )));
