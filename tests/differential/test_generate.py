@@ -293,7 +293,8 @@ def test_clause_binds_draw_markers_in_clauses_and_unset_values():
             assert not re.search(r"(\w+) = \1 \+ \?", s.text) or "unset_collection_list" not in s.feature
     for want in ["write_attrs_insert", "write_attrs_update", "write_attrs_delete", "write_attrs_batch",
                  "limits_partition", "limits_scan", "in_marker_partition", "in_marker_clustering",
-                 "in_marker_delete", "unset_set", "unset_insert", "unset_filter", "unset_condition", "unset_key",
+                 "in_marker_delete", "counter_attrs_ttl", "counter_attrs_timestamp", "counter_attrs_condition",
+                 "unset_set", "unset_insert", "unset_filter", "unset_condition", "unset_key",
                  "USING TTL ? AND TIMESTAMP ?", "USING TIMESTAMP ? AND TTL ?", "LIMIT ?", "PER PARTITION LIMIT ?",
                  "IN ?", "BEGIN BATCH USING TIMESTAMP ?", "unset"]:
         assert want in seen, (want, sorted(seen))

@@ -4,12 +4,13 @@ statements use that the other draws do not make.
 - writes with `USING TTL ?`, `USING TIMESTAMP ?` or both (INSERT, UPDATE, DELETE, BATCH), bound
   to a TTL, 0, null, unset (the table's default), a client timestamp, unset (the server's) or
   null, now and then a value Cassandra refuses (a negative TTL, one over 20 years, the minimum
-  bigint timestamp, a TTL on a DELETE);
+  bigint timestamp, a TTL on a DELETE); on a counter table, refused (and a condition on a
+  counter);
 - reads with `LIMIT ?` and `PER PARTITION LIMIT ?` bound to 1-4, unset (no limit), now and then
   0 or null; with `writetime()` and `ttl()` of a column at times;
 - `k IN ?` on the last partition key column and `c IN ?` on the first clustering column, bound
   to a list of the column's values (an empty list at times, a null element at times, which the
-  driver sends empty);
+  driver sends empty), in SELECTs and DELETEs (conditional at times: refused);
 - unset values where a driver skips a value: a SET term (whole columns, collection additions and
   removals, `m[k] = ?`, `l[i] = ?`), an INSERT value, a filter value, a condition's value, a key
   (refused).
@@ -41,10 +42,12 @@ class ClauseBinds:
         g = self.gen
         main, g.rng = g.rng, self.rng
         try:
-            t = self.rng.choice([t for t in g.tables if not t.counter] or g.tables)
+            t = self.rng.choice(g.tables)
             kind = self.rng.choices(["write_attrs", "limits", "in_marker", "unset"],
                                     weights=[30, 25, 25, 20])[0]
-            if t.counter or (not t.values and kind in ("write_attrs", "unset")):
+            if t.counter:
+                kind = "counter_attrs" if kind == "write_attrs" else "limits"
+            elif not t.values and kind in ("write_attrs", "unset"):
                 kind = "limits"
             return getattr(self, kind)(t)
         finally:
@@ -148,6 +151,23 @@ class ClauseBinds:
         return self._stmt(f"{text} WHERE {self._keys(t, t.pk if whole else t.keys, term)}", term,
                           "write_attrs_delete", t, write=True)
 
+    def counter_attrs(self, t):
+        """A counter update with USING TTL ? or TIMESTAMP ?, or a condition on a counter:
+        refused."""
+        rng = self.rng
+        term, mark = self._terms()
+        c = rng.choice([c for c in t.values if c.type.kind == "counter"] or t.values)
+        form = rng.choice(["ttl", "timestamp", "condition"])
+        using = ""
+        if form == "ttl":
+            using = f" USING TTL {mark(self._ttl())}"
+        elif form == "timestamp":
+            using = f" USING TIMESTAMP {mark(self.gen.next_ts())}"
+        text = f"UPDATE {t.name}{using} SET {c.name} = {c.name} + 1 WHERE {self._keys(t, t.keys, term)}"
+        if form == "condition":
+            text += f" IF {c.name} = {mark(rng.randint(0, 3))}"
+        return self._stmt(text, term, "counter_attrs_" + form, t, write=True)
+
     # ------------------------------------------------------------ LIMIT ? / PER PARTITION LIMIT ?
 
     def limits(self, t):
@@ -217,7 +237,9 @@ class ClauseBinds:
             if where is None:
                 return None
         if rng.random() < 0.2:
-            return self._stmt(f"DELETE FROM {t.name} WHERE {where}", term, "in_marker_delete", t, write=True)
+            # Now and then conditional: refused, whatever the list holds.
+            cond = " IF EXISTS" if rng.random() < 0.3 else ""
+            return self._stmt(f"DELETE FROM {t.name} WHERE {where}{cond}", term, "in_marker_delete", t, write=True)
         text = f"SELECT * FROM {t.name} WHERE {where}"
         fetch = rng.choice([2, 100])
         if shape == "clustering" and rng.random() < 0.3:
