@@ -54,6 +54,13 @@ at times) and its refusals; toJson() of columns, aggregates, casts, arithmetic, 
 functions in selectors; the masking functions over every type they accept, and with arguments
 of the wrong type or number.
 
+From a fourth stream of its own (gen/clauses.py, about 3% of the statements, drawn before the
+others) it binds markers where applications put them: `USING TTL ?` / `USING TIMESTAMP ?` (a
+TTL, 0, null, unset, a client or unset timestamp, now and then a refused value) on INSERT,
+UPDATE, DELETE and BATCH; `LIMIT ?` / `PER PARTITION LIMIT ?` (unset: no limit); `k IN ?` and
+`c IN ?` lists (empty, a null element) in SELECT and DELETE; and unset values in SET terms,
+collection operations, INSERT values, filters, conditions and keys.
+
 With --views (gen/views.py) it also draws materialized views over most non-counter tables
 (base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on
 a base key column, CLUSTERING ORDER BY; some created in the DDL over empty tables, some later

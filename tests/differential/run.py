@@ -28,7 +28,8 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @warnings            compare the client warnings of a success too (e.g. a BATCH's size)
   -- @binds 0x0a0b, null  prepare the statement and bind these raw bytes to its markers in
                           order (no client-side encoding: values a driver would not send,
-                          e.g. a timeuuid of another version, a time outside the day)
+                          e.g. a timeuuid of another version, a time outside the day);
+                          `unset` binds the protocol's unset value
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
                           reference refuses them (materialized_views_enabled off), the whole
@@ -108,8 +109,7 @@ def parse_scenario(path):
                 elif name == "pages":
                     pending["pages"] = int(arg)
                 elif name == "binds":
-                    pending["binds"] = [None if b.strip().lower() == "null" else bytes.fromhex(b.strip()[2:])
-                                        for b in arg.split(",")]
+                    pending["binds"] = [_raw_bind(b) for b in arg.split(",")]
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -248,6 +248,15 @@ def norm_value(v, ks):
     if isinstance(v, tuple):
         return tuple(norm_value(x, ks) for x in v)
     return f"{type(v).__name__}:{v}"
+
+
+def _raw_bind(text):
+    """One value of `@binds`: hex bytes, `null` or `unset`."""
+    from cassandra.query import UNSET_VALUE
+    text = text.strip().lower()
+    if text in ("null", "unset"):
+        return None if text == "null" else UNSET_VALUE
+    return bytes.fromhex(text[2:])
 
 
 def execute(session, text, ks, fetch_size, pages=False, binds=None):

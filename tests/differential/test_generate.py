@@ -89,7 +89,7 @@ def test_indexed_reads_leave_the_other_statements_as_the_seed_drew_them(monkeypa
         # Without the expiry episodes too: they start at a draw's position, not the stream's.
         return [s.feature for s in generate.draw_all(3, 500, 8)[2]
                 if not _indexed_family(s.feature) and not s.wait_expiry
-                and not s.feature.startswith("expiring_") and s.feature != "select_after_expiry"]
+                and not s.feature.startswith(("expiring_", "clause_bind:")) and s.feature != "select_after_expiry"]
     with_family = features()
     monkeypatch.setattr(indexed, "INDEX_CHANCE", 0.0)
     without = features()
@@ -219,7 +219,7 @@ def test_query_forms_leave_the_other_statements_as_the_seed_drew_them(monkeypatc
     def features():
         return [s.feature for s in generate.draw_all(3, 500, 8)[2]
                 if not s.feature.startswith(QUERY_FAMILY) and not s.wait_expiry
-                and not s.feature.startswith("expiring_") and s.feature != "select_after_expiry"
+                and not s.feature.startswith(("expiring_", "clause_bind:")) and s.feature != "select_after_expiry"
                 and not _indexed_family(s.feature)]
     with_family = features()
     monkeypatch.setattr(queries, "QUERY_CHANCE", 0.0)
@@ -261,6 +261,42 @@ def test_query_forms_draw_grouping_json_and_masking_forms():
                  "to_json_selector", "masking_fn", "mask_null(", "mask_default(", "mask_replace(",
                  "mask_inner(", "mask_outer(", "mask_hash(", "masking_refusal:inner_not_text",
                  "masking_refusal:inner_bad_bound", "masking_refusal:hash_algorithm"]:
+        assert want in seen, (want, sorted(seen))
+
+
+def test_clause_binds_leave_the_other_statements_as_the_seed_drew_them(monkeypatch):
+    from gen import clauses
+    def features():
+        return [s.feature for s in generate.draw_all(3, 500, 8)[2]
+                if not s.feature.startswith("clause_bind:") and not s.wait_expiry
+                and not s.feature.startswith("expiring_") and s.feature != "select_after_expiry"]
+    with_family = features()
+    monkeypatch.setattr(clauses, "CLAUSE_CHANCE", 0.0)
+    without = features()
+    assert with_family == without[:len(with_family)]
+
+
+def test_clause_binds_draw_markers_in_clauses_and_unset_values():
+    from cassandra.query import UNSET_VALUE
+    seen = set()
+    for seed in range(1, 11):
+        for s in generate.draw_all(seed, 1500, 8)[2]:
+            if not s.feature.startswith("clause_bind:"):
+                continue
+            assert s.params is not None and s.text.count("?") == len(s.params), s.text
+            seen.add(s.feature.split(":")[1])
+            seen.update(x for x in ("USING TTL ? AND TIMESTAMP ?", "USING TIMESTAMP ? AND TTL ?", "LIMIT ?",
+                                    "PER PARTITION LIMIT ?", "IN ?", "BEGIN BATCH USING TIMESTAMP ?") if x in s.text)
+            if any(p is UNSET_VALUE for p in s.params):
+                seen.add("unset")
+            # Not `l = l + ?` with an unset value: 5.0.9 fails it with a server error.
+            assert not re.search(r"(\w+) = \1 \+ \?", s.text) or "unset_collection_list" not in s.feature
+    for want in ["write_attrs_insert", "write_attrs_update", "write_attrs_delete", "write_attrs_batch",
+                 "limits_partition", "limits_scan", "in_marker_partition", "in_marker_clustering",
+                 "in_marker_delete", "counter_attrs_ttl", "counter_attrs_timestamp", "counter_attrs_condition",
+                 "unset_set", "unset_insert", "unset_filter", "unset_condition", "unset_key",
+                 "USING TTL ? AND TIMESTAMP ?", "USING TIMESTAMP ? AND TTL ?", "LIMIT ?", "PER PARTITION LIMIT ?",
+                 "IN ?", "BEGIN BATCH USING TIMESTAMP ?", "unset"]:
         assert want in seen, (want, sorted(seen))
 
 

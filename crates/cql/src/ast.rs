@@ -1306,6 +1306,8 @@ pub enum AlterTypeAction {
         if_exists: bool,
         renames: Vec<(String, String)>,
     },
+    /// Legacy `ALTER f TYPE t` (removed in Cassandra 4.0; the executor rejects it).
+    AlterFieldType { field: String, ty: CqlType },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -10,9 +10,11 @@ use cql::ast::{self, Operator, Relation, Term};
 use proto::types::ColumnType;
 use std::sync::Arc;
 
+mod batch;
 mod call;
 pub(crate) mod operation;
 mod where_clause;
+pub(crate) use batch::{check_write_attributes, validate_batch};
 pub(crate) use call::const_call;
 pub(crate) use operation::{
     apply as operation_apply, callee_name as operation_function_name, cassandra_text,
@@ -601,6 +603,11 @@ impl<'a> Builder<'a> {
         for cond in conds {
             let (column, col) = self.column(t, &cond.column)?;
             let col = col.clone();
+            if col.ty == ColumnType::Counter {
+                return Err(EngineError::invalid(
+                    "Conditions on counters are not supported",
+                ));
+            }
             // What the condition compares: the column, one element of it, or one field.
             let (target, ty, receiver) = match &cond.target {
                 None => (CondTarget::Whole, col.ty.clone(), col.name.clone()),
@@ -1104,69 +1111,6 @@ pub(crate) fn wildcard_order(t: &TableDef) -> Vec<usize> {
         ColumnKind::Regular => 2,
     });
     order
-}
-
-/// Cassandra refuses `USING TIMESTAMP` on a conditional write (Paxos picks the timestamp).
-pub(crate) fn no_timestamp_if_conditional(plan: &WritePlan) -> Result<(), EngineError> {
-    if plan.condition.is_some() && plan.timestamp.is_some() {
-        return Err(EngineError::invalid(
-            "Cannot provide custom timestamp for conditional updates",
-        ));
-    }
-    Ok(())
-}
-
-/// The checks Cassandra 5.0.9 makes of a BATCH once its statements are prepared
-/// (BatchStatement.validate, then each statement's own validate), in its order: the batch's
-/// TTL and timestamp, the statements' timestamps, a conditional batch over several tables,
-/// then a conditional statement's own timestamp. `own_timestamps[i]`: statement i has a
-/// USING TIMESTAMP of its own (the batch's is copied into the others).
-pub(crate) fn validate_batch(
-    using: &ast::UsingClause,
-    kind: ast::BatchKind,
-    plans: &[WritePlan],
-    own_timestamps: &[bool],
-) -> Result<(), EngineError> {
-    if using.ttl.is_some() {
-        return Err(EngineError::invalid(
-            "Global TTL on the BATCH statement is not supported.",
-        ));
-    }
-    let conditional = plans.iter().any(|p| p.condition.is_some());
-    if using.timestamp.is_some() {
-        if conditional {
-            return Err(EngineError::invalid(
-                "Cannot provide custom timestamp for conditional BATCH",
-            ));
-        }
-        if kind == ast::BatchKind::Counter {
-            return Err(EngineError::invalid(
-                "Cannot provide custom timestamp for counter BATCH",
-            ));
-        }
-        if own_timestamps.iter().any(|own| *own) {
-            return Err(EngineError::invalid(
-                "Timestamp must be set either on BATCH or individual statements",
-            ));
-        }
-        let counts = |p: &WritePlan| p.table.columns.iter().any(|c| c.ty == ColumnType::Counter);
-        if plans.iter().any(counts) {
-            return Err(EngineError::invalid(
-                "Cannot provide custom timestamp for a BATCH containing counters",
-            ));
-        }
-    }
-    if conditional && plans.windows(2).any(|w| w[0].table.id != w[1].table.id) {
-        return Err(EngineError::invalid(
-            "Batch with conditions cannot span multiple tables",
-        ));
-    }
-    for (p, own) in plans.iter().zip(own_timestamps) {
-        if *own {
-            no_timestamp_if_conditional(p)?;
-        }
-    }
-    Ok(())
 }
 
 fn is_frozen(c: &ColumnDef) -> bool {

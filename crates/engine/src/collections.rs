@@ -411,12 +411,14 @@ pub(crate) fn element_writes(
                 .collect()
         }
         (CollectionKind::List, Assign::SetKey(..)) => {
+            // The index is read first: a null one is refused before a null list.
+            let idx = list_index(o.arg)?;
             if current.is_none() {
                 return Err(EngineError::invalid(
                     "Attempted to set an element on a list which is null",
                 ));
             }
-            let path = by_index(list_index(o.arg)?)?.path.clone();
+            let path = by_index(idx)?.path.clone();
             vec![match o.arg2 {
                 Some(v) => live(path, v.to_vec()),
                 None => dead(path),

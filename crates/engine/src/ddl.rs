@@ -453,15 +453,17 @@ pub fn alter_type(
                 if *if_not_exists {
                     return Ok(None);
                 }
-                return Err(EngineError::invalid(format!("Cannot add new field {field} to type {ks}.{}: a field with name {field} already exists", u.name)));
+                return Err(EngineError::invalid(format!("Cannot add field {field} to type {ks}.{}: a field with name {field} already exists", u.name)));
             }
             resolve_type(schema, &ks, ty)?;
             u.fields.push((field.clone(), ty.to_string()));
         }
         ast::AlterTypeAction::Rename { if_exists, renames } => {
+            // Each field found by its name before the renames (`a TO b AND b TO a` swaps them).
+            let before: Vec<String> = u.fields.iter().map(|(f, _)| f.clone()).collect();
             for (from, to) in renames {
-                match u.fields.iter_mut().find(|(f, _)| f == from) {
-                    Some(f) => f.0 = to.clone(),
+                match before.iter().position(|f| f == from) {
+                    Some(i) => u.fields[i].0 = to.clone(),
                     None if *if_exists => {}
                     None => {
                         return Err(EngineError::invalid(format!(
@@ -471,6 +473,19 @@ pub fn alter_type(
                     }
                 }
             }
+            // Cassandra 5.0.9's message names the keyspace where it means the type.
+            for (i, (f, _)) in u.fields.iter().enumerate() {
+                if u.fields[..i].iter().any(|(g, _)| g == f) {
+                    return Err(EngineError::invalid(format!(
+                        "Duplicate field name {f} in type {ks}"
+                    )));
+                }
+            }
+        }
+        ast::AlterTypeAction::AlterFieldType { .. } => {
+            return Err(EngineError::invalid(
+                "Altering field types is no longer supported",
+            ))
         }
     }
     let mut next = schema.clone();
@@ -750,6 +765,26 @@ pub fn create_table(
     )))
 }
 
+/// Whether a column of CQL type `new` may be added where one of type `old` was dropped:
+/// Cassandra's `isSerializationCompatibleWith` for the types a column takes (the same type;
+/// text over ascii; blob over a type of variable length; bigint and timestamp over each
+/// other, both 8-byte longs).
+fn readd_compatible(new: &str, old: &str) -> bool {
+    let norm = |t: &str| if t == "varchar" { "text" } else { t }.to_string();
+    let (new, old) = (norm(new), norm(old));
+    new == old
+        || (new == "text" && old == "ascii")
+        || (new == "blob"
+            && matches!(
+                old.as_str(),
+                "text" | "ascii" | "varint" | "decimal" | "inet"
+            ))
+        || matches!(
+            (new.as_str(), old.as_str()),
+            ("bigint", "timestamp") | ("timestamp", "bigint")
+        )
+}
+
 pub fn alter_table(
     schema: &Schema,
     ks_default: Option<&str>,
@@ -776,6 +811,7 @@ pub fn alter_table(
             if_not_exists,
             columns,
         } => {
+            let counter_table = t.columns.iter().any(|c| c.ty == ColumnType::Counter);
             for c in columns {
                 if t.column(&c.name).is_some() {
                     if *if_not_exists {
@@ -790,10 +826,22 @@ pub fn alter_table(
                 check_type_allowed(&c.ty, false)?;
                 if c.is_static && t.clustering_count() == 0 {
                     return Err(EngineError::invalid(
-                        "Static columns are not allowed in tables with no clustering columns",
+                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
                     ));
                 }
                 let ty = resolve_type(schema, &ks, &c.ty)?;
+                if let Some((_, old, _)) = t.dropped.iter().find(|d| d.0 == c.name) {
+                    let new = column_type_text(&c.ty);
+                    if !readd_compatible(&new, old) {
+                        return Err(EngineError::invalid(format!("Cannot add a column '{}' of type {new}, incompatible with previously dropped column '{}' of type {old}", c.name, c.name)));
+                    }
+                    if counter_table {
+                        return Err(EngineError::invalid(format!(
+                            "Cannot re-add previously dropped counter column {}",
+                            c.name
+                        )));
+                    }
+                }
                 let kind = if c.is_static {
                     ColumnKind::Static
                 } else {
@@ -812,6 +860,29 @@ pub fn alter_table(
                 if let Some(last) = t.columns.last_mut() {
                     last.mask = mask;
                 }
+            }
+            // Cassandra's TableMetadata.validate, once the columns are in.
+            let regular =
+                |c: &&ColumnDef| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static);
+            let mixed = if counter_table {
+                t.columns
+                    .iter()
+                    .filter(regular)
+                    .find(|c| c.ty != ColumnType::Counter)
+            } else {
+                t.columns
+                    .iter()
+                    .filter(regular)
+                    .find(|c| c.ty == ColumnType::Counter)
+            };
+            if let Some(c) = mixed {
+                return Err(EngineError::config(format!(
+                    "{ks}.{}: Cannot have a {}counter column (\"{}\") in a {}counter table",
+                    t.name,
+                    if counter_table { "non " } else { "" },
+                    c.name,
+                    if counter_table { "" } else { "non " },
+                )));
             }
         }
         ast::AlterTableAction::AlterColumnMask { column, mask } => {
@@ -840,7 +911,7 @@ pub fn alter_table(
                         continue;
                     }
                     return Err(EngineError::invalid(format!(
-                        "Column {name} was not found in table {}",
+                        "Column {name} was not found in table '{ks}.{}'",
                         t.name
                     )));
                 };
@@ -848,6 +919,13 @@ pub fn alter_table(
                     return Err(EngineError::invalid(format!(
                         "Cannot drop PRIMARY KEY column {name}"
                     )));
+                }
+                if let ColumnType::Udt { name: udt, .. } = &c.ty {
+                    if !c.cql_type.starts_with("frozen<") {
+                        return Err(EngineError::invalid(format!(
+                            "Cannot drop non-frozen column {name} of user type {udt}"
+                        )));
+                    }
                 }
                 crate::compact::check_drop_column(&t, &c)?;
                 crate::index::ddl::check_drop_column(&t, name)?;
@@ -858,14 +936,13 @@ pub fn alter_table(
                     .push((name.clone(), c.cql_type.clone(), now_micros));
             }
         }
-        ast::AlterTableAction::Rename { if_exists, renames } => {
+        // IF EXISTS changes nothing: 5.0.9 looks the column up before it reads it, and a
+        // missing one is refused either way.
+        ast::AlterTableAction::Rename { renames, .. } => {
             for (from, to) in renames {
                 let Some(i) = t.column_index(from) else {
-                    if *if_exists {
-                        continue;
-                    }
                     return Err(EngineError::invalid(format!(
-                        "Column {from} was not found in table {}",
+                        "Undefined column name {from} in table {ks}.{}",
                         t.name
                     )));
                 };
@@ -899,9 +976,9 @@ pub fn alter_table(
         ast::AlterTableAction::DropCompactStorage => {
             crate::compact::drop_compact_storage(&mut t, drop_compact_storage_enabled)?
         }
-        _ => {
+        ast::AlterTableAction::AlterColumnType { .. } => {
             return Err(EngineError::invalid(
-                "This ALTER TABLE form is not supported yet",
+                "Altering column types is no longer supported",
             ))
         }
     }

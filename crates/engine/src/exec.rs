@@ -252,7 +252,15 @@ impl Engine {
     ) -> Result<i64, EngineError> {
         match src {
             TokenSrc::Token(s) => {
-                let v = resolve_key(s, vals, "token")?;
+                let v = match resolve(s, vals) {
+                    Ok(Some(v)) => v,
+                    Ok(None) => return Err(EngineError::invalid("Invalid null token value")),
+                    // Cassandra 5.0.9 fails with a server error here (docs/compatibility.md).
+                    Err(EngineError::Unset(_)) => {
+                        return Err(EngineError::invalid("Invalid unset value for column token"))
+                    }
+                    Err(e) => return Err(e),
+                };
                 let b: [u8; 8] = v
                     .as_slice()
                     .try_into()
@@ -263,6 +271,11 @@ impl Engine {
                 let cols: Vec<_> = t.partition_key().collect();
                 let mut parts = Vec::new();
                 for (s, c) in comps.iter().zip(&cols) {
+                    if let Err(EngineError::Unset(_)) = resolve(s, vals) {
+                        return Err(EngineError::invalid(
+                            "Invalid unset value for argument in call to function token",
+                        ));
+                    }
                     parts.push(resolve_key(s, vals, &c.name)?);
                 }
                 let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
@@ -358,19 +371,25 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let t = &plan.table;
         let stmt = out.statement;
+        let server_ts = || default_ts.unwrap_or_else(|| self.next_timestamp(now));
         let ts = match &plan.timestamp {
-            Some(s) => match resolve(s, vals)? {
-                Some(b) => i64::from_be_bytes(
+            Some(s) => match resolve(s, vals) {
+                Ok(Some(b)) => i64::from_be_bytes(
                     b.as_slice()
                         .try_into()
                         .map_err(|_| EngineError::invalid("Invalid timestamp value"))?,
                 ),
-                None => return Err(EngineError::invalid("Invalid null value of timestamp")),
+                Ok(None) => return Err(EngineError::invalid("Invalid null value of timestamp")),
+                // An unset timestamp is the write's own, as if USING TIMESTAMP were absent.
+                Err(EngineError::Unset(_)) => server_ts(),
+                Err(e) => return Err(e),
             },
-            None => default_ts.unwrap_or_else(|| self.next_timestamp(now)),
+            None => server_ts(),
         };
         let ttl = match &plan.ttl {
             Some(s) => match resolve(s, vals) {
+                // An empty TTL is none, as a null one (Cassandra's Attributes).
+                Ok(Some(b)) if b.is_empty() => 0,
                 Ok(Some(b)) => {
                     let v = i32::from_be_bytes(
                         b.as_slice()
@@ -395,6 +414,15 @@ impl Engine {
             },
             None => t.options.default_time_to_live.max(0) as u32,
         };
+        // Cassandra's UpdateParameters, made once the TTL is read: the minimum timestamp
+        // stands for "no timestamp" there.
+        if ts == i64::MIN {
+            return Err(EngineError::invalid(format!(
+                "Out of bound timestamp, must be in [{}, {}]",
+                i64::MIN + 1,
+                i64::MAX
+            )));
+        }
         let expiry = (ttl > 0).then(|| Expiry {
             ttl,
             expires_at: now.secs.saturating_add(ttl),
@@ -1102,32 +1130,53 @@ pub(crate) enum BoundTarget {
 }
 
 impl BoundFilter {
-    pub(crate) fn bind(f: &crate::plan::Filter, vals: &Bindings) -> Result<Self, EngineError> {
+    /// `f` with its values bound; `column` (its name) for Cassandra's messages refusing an
+    /// unset or null value. An unset value among those of an `IN (..)` list is the empty value.
+    pub(crate) fn bind(
+        f: &crate::plan::Filter,
+        column: &str,
+        vals: &Bindings,
+    ) -> Result<Self, EngineError> {
         use crate::plan::FilterTarget as T;
+        let value = |src: &Src, what: &str| match resolve(src, vals) {
+            Err(EngineError::Unset(_)) => Err(EngineError::invalid(format!(
+                "Unsupported unset {what} for column {column}"
+            ))),
+            other => other,
+        };
+        let (target, want) = match &f.target {
+            T::Whole => (BoundTarget::Whole, value(&f.value, "value")?),
+            T::Contains => (BoundTarget::Contains, value(&f.value, "value")?),
+            T::ContainsKey => (BoundTarget::ContainsKey, value(&f.value, "value")?),
+            T::Element(k) => (
+                BoundTarget::Element(value(k, "map key")?),
+                value(&f.value, "map value")?,
+            ),
+            T::In(values) => {
+                let mut bound = Vec::with_capacity(values.len());
+                for v in values {
+                    // Cassandra 5.0.9 compares an unset value as the empty one (its unset
+                    // buffer is empty): `t IN ('b', unset)` finds the rows of t = ''.
+                    match resolve(v, vals) {
+                        Err(EngineError::Unset(_)) => bound.push(Some(Vec::new())),
+                        other => bound.push(other?),
+                    }
+                }
+                (BoundTarget::In(bound), None)
+            }
+            T::InList => {
+                let list = bound_in_list(&f.value, vals, column)?;
+                (
+                    BoundTarget::In(decode_in_list(&list).unwrap_or_default()),
+                    None,
+                )
+            }
+        };
         Ok(BoundFilter {
             column: f.column,
             op: f.op,
-            target: match &f.target {
-                T::Whole => BoundTarget::Whole,
-                T::Contains => BoundTarget::Contains,
-                T::ContainsKey => BoundTarget::ContainsKey,
-                T::Element(k) => BoundTarget::Element(resolve(k, vals)?),
-                T::In(values) => BoundTarget::In(
-                    values
-                        .iter()
-                        .map(|v| resolve(v, vals))
-                        .collect::<Result<_, _>>()?,
-                ),
-                T::InList => BoundTarget::In(
-                    resolve(&f.value, vals)?
-                        .and_then(|l| decode_list_elements(&l))
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(Some)
-                        .collect(),
-                ),
-            },
-            want: resolve(&f.value, vals)?,
+            target,
+            want,
             analyzer: f.analyzer,
         })
     }

@@ -741,26 +741,26 @@ impl Engine {
             }
             cql::Statement::Insert(s) => {
                 let plan = b.insert(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Update(s) => {
                 let plan = b.update(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
             cql::Statement::Delete(s) if s.returning.is_some() => {
                 let r = returning::compile(&mut b, s)?;
                 labels::refuse_on_labelled(&r.write.table, "RETURNING clauses")?;
-                build::no_timestamp_if_conditional(&r.write)?;
+                build::check_write_attributes(&r.write, r.write.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&r.write.partition));
                 (CompiledKind::DeleteReturning(Box::new(r)), pk)
             }
             cql::Statement::Delete(s) => {
                 let plan = b.delete(s)?;
-                build::no_timestamp_if_conditional(&plan)?;
+                build::check_write_attributes(&plan, plan.timestamp.is_some())?;
                 let pk = b.pk_indexes(Some(&plan.partition));
                 (CompiledKind::Write(plan), pk)
             }
@@ -1403,10 +1403,18 @@ fn check_bound(
     let mut normalized: Option<Vec<Option<BoundValue>>> = None;
     for (i, (spec, v)) in c.binds.iter().zip(values).enumerate() {
         if let (Some(spec), Some(BoundValue::Bytes(b))) = (spec, v) {
-            proto::value::validate_value(&spec.ty, b).map_err(|e| {
-                // Cassandra rethrows the type's own message unprefixed.
-                DbError::invalid(e.message().to_string())
-            })?;
+            // Cassandra rethrows the type's own message unprefixed.
+            let invalid = |e: DbError| DbError::invalid(e.message().to_string());
+            match (&spec.ty, exec::decode_in_list(b)) {
+                // The list of an `IN ?` marker (its receiver `in(c)`, as Cassandra names it)
+                // may hold nulls: the relation or condition decides what a null means.
+                (ColumnType::List(elem), Some(items)) if spec.name.starts_with("in(") => {
+                    for item in items.iter().flatten() {
+                        proto::value::validate_value(elem, item).map_err(invalid)?;
+                    }
+                }
+                _ => proto::value::validate_value(&spec.ty, b).map_err(invalid)?,
+            }
             if let Some(n) = collections::normalize(&spec.ty, b) {
                 normalized.get_or_insert_with(|| values.to_vec())[i] =
                     Some(BoundValue::Bytes(n.into()));

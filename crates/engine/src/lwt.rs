@@ -11,7 +11,8 @@ use crate::catalog::{ColumnDef, ColumnKind, TableDef};
 use crate::exec::{self, decode_list_elements, resolve};
 use crate::javafmt::{byte_buffer_hash_code, java_hash_bucket, java_hash_buckets};
 use crate::plan::{
-    wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, OutputColumn, WritePlan,
+    wire_columns, ColumnCondition, CondOp, CondTarget, Condition, FilterOp, KeyValues,
+    OutputColumn, WritePlan,
 };
 use crate::row::{PartitionHeader, Row};
 use crate::{keys, token, types, Engine, EngineError, Mutations, Now, Outcome, ResultSet};
@@ -87,6 +88,11 @@ fn conditioned_row(plan: &WritePlan, vals: &Bindings) -> Result<(Vec<Vec<u8>>, b
         ))
     };
     for (kv, col) in plan.clustering.eq.iter().zip(&clust_cols) {
+        // `c IN ?` is an IN whatever the list holds (Cassandra 5.0.9 takes a literal IN of
+        // one value as an equality, not a marker's).
+        if matches!(kv, KeyValues::InBind(..)) {
+            return Err(several());
+        }
         let v = exec::expand(kv, vals, &col.name)?;
         // An empty IN names no row: refused as an IN of several values.
         if v.len() != 1 {
@@ -143,6 +149,12 @@ fn check_bound_elements(
         }
     }
     Ok(())
+}
+
+/// Cassandra's error for an unset value a condition compares with (raised as the condition
+/// is tried, so not for one after a condition that does not hold).
+fn unset_in_condition() -> EngineError {
+    EngineError::invalid("Invalid 'unset' value in condition")
 }
 
 /// Refuses a negative list index as Cassandra does.
@@ -247,7 +259,12 @@ impl Engine {
             crate::plan::WriteKind::Delete { .. } => "deletions",
             _ => "updates",
         };
-        if parts.len() > 1 {
+        // `k IN ?` is an IN whatever the list holds, as `c IN ?` is (see `conditioned_row`).
+        let in_marker = plan
+            .partition
+            .iter()
+            .any(|k| matches!(k, KeyValues::InBind(..)));
+        if parts.len() > 1 || in_marker {
             return Err(EngineError::invalid(format!(
                 "IN on the partition key is not supported with conditional {what}"
             )));
@@ -766,7 +783,10 @@ fn column_condition_holds(
     };
     Ok(match &cond.op {
         CondOp::Compare(op, want) => {
-            let want = resolve(want, vals)?;
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Err(unset_in_condition()),
+                other => other?,
+            };
             if matches!(cond.target, CondTarget::Whole) {
                 refuse_empty_collection_order(col, *op, want.as_deref())?;
             }
@@ -775,29 +795,34 @@ fn column_condition_holds(
         CondOp::In(list) => {
             let mut any = false;
             for want in list {
-                any |= compare(
-                    FilterOp::Eq,
-                    &order,
-                    have.as_deref(),
-                    resolve(want, vals)?.as_deref(),
-                )?;
+                let want = match resolve(want, vals) {
+                    Err(EngineError::Unset(_)) => continue,
+                    other => other?,
+                };
+                any |= compare(FilterOp::Eq, &order, have.as_deref(), want.as_deref())?;
             }
             any
         }
         CondOp::InBind(i) => {
-            let list = resolve(&crate::plan::Src::Bind(*i), vals)?;
-            let items = list
-                .as_deref()
-                .and_then(decode_list_elements)
-                .unwrap_or_default();
+            let list = match resolve(&crate::plan::Src::Bind(*i), vals) {
+                Ok(Some(list)) => list,
+                Ok(None) => return Err(EngineError::invalid("Invalid null list in IN condition")),
+                Err(EngineError::Unset(_)) => return Err(unset_in_condition()),
+                Err(e) => return Err(e),
+            };
+            let items = crate::exec::decode_in_list(&list).unwrap_or_default();
             let mut any = false;
             for want in &items {
-                any |= compare(FilterOp::Eq, &order, have.as_deref(), Some(want))?;
+                any |= compare(FilterOp::Eq, &order, have.as_deref(), want.as_deref())?;
             }
             any
         }
         CondOp::Contains(want) => {
-            let want = resolve(want, vals)?;
+            // Cassandra 5.0.9 compares an unset value as none: the condition does not hold.
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Ok(false),
+                other => other?,
+            };
             if want.is_none() {
                 return Err(null_comparison("CONTAINS"));
             }
@@ -816,7 +841,10 @@ fn column_condition_holds(
             }
         }
         CondOp::ContainsKey(want) => {
-            let want = resolve(want, vals)?;
+            let want = match resolve(want, vals) {
+                Err(EngineError::Unset(_)) => return Ok(false),
+                other => other?,
+            };
             if want.is_none() {
                 return Err(null_comparison("CONTAINS KEY"));
             }

@@ -385,11 +385,11 @@ impl<'a> SelectRun<'a> {
     ) -> Result<Self, EngineError> {
         let t = &plan.table;
         let limit = match &plan.limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?)?),
+            Some(s) => positive_limit(resolve(s, vals))?,
             None => None,
         };
         let ppl = match &plan.per_partition_limit {
-            Some(s) => Some(positive_limit(resolve(s, vals)?)?),
+            Some(s) => positive_limit(resolve(s, vals))?,
             None => None,
         };
         if plan.order_with_in && page_size.is_some_and(|p| p > 0) {
@@ -429,9 +429,9 @@ impl<'a> SelectRun<'a> {
             .filters
             .iter()
             .map(|f| {
-                let b = BoundFilter::bind(f, vals)?;
+                let c = &t.columns[f.column];
+                let b = BoundFilter::bind(f, &c.name, vals)?;
                 // A regular or static column compared with null is refused, as Cassandra does.
-                let c = &t.columns[b.column];
                 if b.want.is_none()
                     && matches!(b.target, crate::exec::BoundTarget::Whole)
                     && matches!(c.kind, ColumnKind::Regular | ColumnKind::Static)
@@ -1475,8 +1475,12 @@ fn group_key(sel: &AggSelection, prefix: &[u8], view: &RowView) -> Result<Vec<u8
 }
 
 /// A LIMIT or PER PARTITION LIMIT value: Cassandra checks both with one method, whose
-/// messages say "limit" and "LIMIT" for either.
-fn positive_limit(v: Option<Vec<u8>>) -> Result<u64, EngineError> {
+/// messages say "limit" and "LIMIT" for either. An unset value is no limit (`None`).
+fn positive_limit(v: Result<Option<Vec<u8>>, EngineError>) -> Result<Option<u64>, EngineError> {
+    let v = match v {
+        Err(EngineError::Unset(_)) => return Ok(None),
+        other => other?,
+    };
     let v = v.ok_or_else(|| EngineError::invalid("Invalid null value of limit"))?;
     let n = i32::from_be_bytes(
         v.as_slice()
@@ -1486,7 +1490,7 @@ fn positive_limit(v: Option<Vec<u8>>) -> Result<u64, EngineError> {
     if n <= 0 {
         return Err(EngineError::invalid("LIMIT must be strictly positive"));
     }
-    Ok(n as u64)
+    Ok(Some(n as u64))
 }
 
 /// A plain selector's value over a row whose every column is null (an aggregate query that

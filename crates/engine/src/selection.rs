@@ -1033,9 +1033,11 @@ impl Builder<'_> {
                 let v = const_term(&ty, term, self.now)?;
                 (SelExpr::Const(ty, v), selector_name(&args[0]))
             }
-            // Cassandra 5.0.9 types an element or slice of a DESC clustering column by its
-            // reversed type, which toJson() does not take.
-            E::Element { expr, .. } | E::Slice { expr, .. } if is_desc_clustering(t, expr) => {
+            // Cassandra 5.0.9 types an element, a slice or a UDT field of a DESC clustering
+            // column by its reversed type, which toJson() does not take.
+            E::Element { expr, .. } | E::Slice { expr, .. } | E::Field { expr, .. }
+                if is_desc_clustering(t, expr) =>
+            {
                 return Err(EngineError::invalid(format!(
                     "Cannot infer type of argument {} in call to function system.tojson(any): use type casts to disambiguate",
                     selector_name(&args[0])

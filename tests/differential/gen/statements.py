@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from .clauses import ClauseBinds
 from .extras import Extras
 from .indexed import IndexReads
 from .queries import QueryForms
@@ -108,6 +109,7 @@ class StatementGen:
         self.extras = Extras(self, seed)   # issue 9/10 forms, from a random stream of their own
         self.indexed = IndexReads(self, seed)   # indexed reads and DESCRIBE, likewise
         self.queries = QueryForms(self, seed)   # GROUP BY, fromJson/toJson, masking, likewise
+        self.clauses = ClauseBinds(self, seed)   # markers in USING/LIMIT/IN, unset values, likewise
 
     # ------------------------------------------------------------ helpers
 
@@ -667,6 +669,11 @@ class StatementGen:
             return self.pending.pop(0)
         # Before the extras, as the expiry episodes: a draw of these leaves the sequence of
         # the other statements (extras and main stream) what the seed drew without them.
+        # This family first: a draw of it consults no other stream, so theirs stay as the
+        # seed drew them (the others' order predates it).
+        extra = self.clauses.maybe_draw()
+        if extra is not None:
+            return extra
         extra = self.indexed.maybe_draw()
         if extra is not None:
             return extra

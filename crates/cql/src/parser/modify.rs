@@ -43,10 +43,10 @@ impl Parser<'_> {
             }
             InsertValues::Values { columns, values }
         };
-        // Cassandra's order is IF NOT EXISTS then USING; accept either. Right after the values
-        // an IF can only start IF NOT EXISTS (Cassandra: "mismatched input 'EXISTS' expecting
-        // K_NOT" for `IF EXISTS`).
-        let mut if_not_exists = if self.eat_kw("if") {
+        // Cassandra's order is IF NOT EXISTS then USING (an IF after USING is a syntax error
+        // there, "expecting EOF"). Right after the values an IF can only start IF NOT EXISTS
+        // (Cassandra: "mismatched input 'EXISTS' expecting K_NOT" for `IF EXISTS`).
+        let if_not_exists = if self.eat_kw("if") {
             self.expect_kw("not")?;
             self.expect_kw("exists")?;
             true
@@ -54,9 +54,6 @@ impl Parser<'_> {
             false
         };
         let using = self.using_clause()?;
-        if !if_not_exists {
-            if_not_exists = self.if_not_exists()?;
-        }
         Ok(InsertStatement {
             table,
             values,
@@ -88,6 +85,11 @@ impl Parser<'_> {
                 u.visibility = Some(self.visibility_clause()?);
             } else {
                 return Err(self.no_viable());
+            }
+            // Cassandra's DELETE takes `USING TIMESTAMP t` alone: WHERE must follow (a
+            // VISIBILITY clause, Peregrine's own, may still come after AND).
+            if delete && self.at_kw("and") && !self.kw_at_n(1, "visibility") {
+                return Err(self.mismatched("K_WHERE"));
             }
             if !self.eat_kw("and") {
                 return Ok(u);

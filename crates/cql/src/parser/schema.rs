@@ -417,6 +417,13 @@ impl Parser<'_> {
                     if_exists,
                     renames: self.renames()?,
                 }
+            } else if self.eat_kw("alter") {
+                let field = self.ident()?;
+                self.expect_kw("type")?;
+                AlterTypeAction::AlterFieldType {
+                    field,
+                    ty: self.cql_type()?,
+                }
             } else {
                 return Err(self.no_viable());
             };

@@ -598,6 +598,15 @@ impl Builder<'_> {
             }
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
                 check_no_eq_before(r, &cols)?;
+                // A null component is refused as Cassandra 5.0.9 refuses it in a slice.
+                let srcs = cols
+                    .iter()
+                    .zip(srcs)
+                    .map(|(c, s)| {
+                        let m = format!("Invalid null value in condition for column {}", c.name);
+                        Src::NotNull(Box::new(s), m)
+                    })
+                    .collect();
                 r.slices.push((first, op, srcs))
             }
             _ => {

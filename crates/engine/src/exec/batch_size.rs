@@ -375,11 +375,15 @@ fn range_tombstones(parts: &[(&WritePlan, Bindings)], default_ts: i64) -> Result
             continue;
         }
         let slices = slices(&plan.table, sel, vals)?;
-        // A timestamp that is not 8 bytes fails the write before its size counts.
+        // A timestamp that is not 8 bytes fails the write before its size counts; an unset
+        // one is the batch's.
         let ts = match &plan.timestamp {
-            Some(src) => super::resolve(src, vals)?
-                .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-                .map_or(default_ts, i64::from_be_bytes),
+            Some(src) => match super::resolve(src, vals) {
+                Err(EngineError::Unset(_)) => None,
+                other => other?,
+            }
+            .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+            .map_or(default_ts, i64::from_be_bytes),
             None => default_ts,
         };
         let full = plan.table.clustering_count();

@@ -41,6 +41,9 @@ pub(crate) struct CollectionOp {
     /// In a labelled table, the writer's authorizations: the stored collection is taken as
     /// the writer reads it, so `l[i]` counts only the items it sees (docs/visibility.md).
     pub(super) sees: Option<Arc<crate::visibility::Authorizations>>,
+    /// `l[i] = unset`: the list and the index are checked (a null list, an index out of
+    /// range are refused, as Cassandra's `SetterByIndex` refuses them), nothing is written.
+    pub(super) check_only: bool,
 }
 
 /// The cells the list operations of one statement on one row read: the row as stored
@@ -100,7 +103,20 @@ impl CollectionOp {
             Err(EngineError::Unset(_)) => Ok(None),
             other => other.map(Some),
         };
+        let mut check_only = false;
+        let is_collection = matches!(
+            ty,
+            ColumnType::List(_) | ColumnType::Set(_) | ColumnType::Map(..)
+        );
         let (arg, arg2) = match &op {
+            // `s = s + unset`, `l = unset + l`, `m = m - unset`: nothing to add or remove
+            // (Cassandra 5.0.9 fails `l = l + unset` with a server error, docs/compatibility.md).
+            Assign::Append(s) | Assign::Prepend(s) | Assign::Remove(s) if is_collection => {
+                match unset_is_noop(resolve(s, vals))? {
+                    Some(v) => (v, None),
+                    None => return Ok(None),
+                }
+            }
             Assign::Append(s) | Assign::Prepend(s) | Assign::Remove(s) | Assign::Set(s) => {
                 (resolve(s, vals)?, None)
             }
@@ -108,6 +124,10 @@ impl CollectionOp {
                 let key = resolve(k, vals).map_err(|e| unset_element(e, &ty))?;
                 match unset_is_noop(resolve(v, vals))? {
                     Some(v) => (key, v),
+                    None if matches!(ty, ColumnType::List(_)) => {
+                        check_only = true;
+                        (key, None)
+                    }
                     None => return Ok(None),
                 }
             }
@@ -131,6 +151,7 @@ impl CollectionOp {
             arg,
             arg2,
             sees: sees.clone(),
+            check_only,
         }))
     }
 
@@ -185,7 +206,7 @@ impl CollectionOp {
                 now: self.now,
             },
         )?;
-        if delta.elements.is_empty() {
+        if delta.elements.is_empty() || self.check_only {
             return Ok(());
         }
         let cell = Cell {

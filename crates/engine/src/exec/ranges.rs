@@ -42,16 +42,49 @@ pub(crate) fn expand(
     match kv {
         KeyValues::Eq(s) => Ok(vec![resolve_key(s, vals, col)?]),
         KeyValues::In(list) => list.iter().map(|s| resolve_key(s, vals, col)).collect(),
-        KeyValues::InBind(i, _) => {
-            let raw = resolve_key(&Src::Bind(*i), vals, col)?;
-            decode_list_elements(&raw)
-                .ok_or_else(|| EngineError::invalid(format!("Invalid list value for IN on {col}")))
+        KeyValues::InBind(i, ty) => {
+            let raw = bound_in_list(&Src::Bind(*i), vals, col)?;
+            let items = decode_in_list(&raw).ok_or_else(|| {
+                EngineError::invalid(format!("Invalid list value for IN on {col}"))
+            })?;
+            // Cassandra decodes the list into values and back: an empty element of a type
+            // whose empty value decodes to null (an int, not a text) is a null there.
+            items
+                .into_iter()
+                .map(|v| match v {
+                    Some(v) if !(v.is_empty() && crate::scalar::empty_is_null(ty)) => Ok(v),
+                    _ => Err(EngineError::invalid(format!(
+                        "Invalid null value in condition for column {col}"
+                    ))),
+                })
+                .collect()
         }
+    }
+}
+
+/// The list bound to `col IN ?` (a key column's or a filter's), refused as Cassandra refuses a
+/// null or unset one.
+pub(crate) fn bound_in_list(src: &Src, vals: &Bindings, col: &str) -> Result<Vec<u8>, EngineError> {
+    match resolve(src, vals) {
+        Ok(Some(raw)) => Ok(raw),
+        Ok(None) => Err(EngineError::invalid(format!(
+            "Invalid null value for column {col}"
+        ))),
+        Err(EngineError::Unset(_)) => Err(EngineError::invalid(format!(
+            "Invalid unset value for column {col}"
+        ))),
+        Err(e) => Err(e),
     }
 }
 
 /// Splits a serialized list/set (`[int n] n*[bytes]`) into its elements.
 pub(crate) fn decode_list_elements(raw: &[u8]) -> Option<Vec<Vec<u8>>> {
+    decode_in_list(raw)?.into_iter().collect()
+}
+
+/// [`decode_list_elements`] of a list that may hold nulls (length -1): the list bound to an
+/// `IN ?` marker, which Cassandra takes with nulls in it (see `check_bound`).
+pub(crate) fn decode_in_list(raw: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
     let n = i32::from_be_bytes(raw.get(0..4)?.try_into().ok()?);
     if n < 0 {
         return None;
@@ -62,9 +95,10 @@ pub(crate) fn decode_list_elements(raw: &[u8]) -> Option<Vec<Vec<u8>>> {
         let len = i32::from_be_bytes(raw.get(pos..pos + 4)?.try_into().ok()?);
         pos += 4;
         if len < 0 {
-            return None;
+            out.push(None);
+            continue;
         }
-        out.push(raw.get(pos..pos + len as usize)?.to_vec());
+        out.push(Some(raw.get(pos..pos + len as usize)?.to_vec()));
         pos += len as usize;
     }
     (pos == raw.len()).then_some(out)

@@ -201,7 +201,9 @@ fn execute(
     Ok(Some(out))
 }
 
-pub(super) fn empty_is_null(t: &ColumnType) -> bool {
+/// Whether the empty value of `t` is read as null (Cassandra's serializers: a number, a uuid, a
+/// time; not a text, a blob or a collection).
+pub(crate) fn empty_is_null(t: &ColumnType) -> bool {
     !matches!(
         t,
         ColumnType::Ascii
