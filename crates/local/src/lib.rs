@@ -392,6 +392,79 @@ impl LocalBackend {
         self.engine.service_level_of(role)
     }
 
+    /// What every answer gets before it goes: the view warning, and the consistency the
+    /// request asked for in a read or write failure, as Cassandra's names it (the engine does
+    /// not know it).
+    fn finished(&self, mut reply: Reply, asked: Option<proto::Consistency>) -> Reply {
+        if self.created_a_view(&reply.response) {
+            reply.extras.warnings.push(VIEW_WARNING.into());
+        }
+        if let (
+            Response::Error(
+                DbError::ReadFailure { consistency, .. }
+                | DbError::WriteFailure { consistency, .. },
+            ),
+            Some(asked),
+        ) = (&mut reply.response, asked)
+        {
+            *consistency = asked;
+        }
+        reply
+    }
+
+    /// Whether an EXECUTE of `prep` (its current `plan`) by `role` may block its thread: a
+    /// multi-partition read, a write that fsyncs (`commitlog_sync: batch`), a role statement
+    /// (bcrypt: tens of milliseconds) or a service level statement.
+    fn is_heavy(&self, prep: &engine::Prepared, plan: &engine::PlanSnapshot) -> bool {
+        if plan.is_select() {
+            !plan.is_single_partition()
+        } else {
+            self.sync_writes
+                || prep.statement.statement.is_role_statement()
+                || prep.statement.statement.is_service_level_statement()
+        }
+    }
+
+    /// Whether an EXECUTE runs on the calling thread: nothing to wait for (no scan lane,
+    /// service level or blocking work).
+    fn runs_here(
+        &self,
+        prep: &engine::Prepared,
+        plan: &engine::PlanSnapshot,
+        role: Option<&str>,
+    ) -> bool {
+        !plan.is_scan() && !self.is_heavy(prep, plan) && self.level_of(role).is_none()
+    }
+
+    /// Runs an EXECUTE that `runs_here` on this thread.
+    fn execute_here(
+        &self,
+        conn: &ConnState,
+        x: request::Execute,
+        prep: Arc<engine::Prepared>,
+        mut plan: engine::PlanSnapshot,
+        role: Option<Arc<str>>,
+        auths: Option<engine::visibility::Authorizations>,
+    ) -> Reply {
+        let mut opts = options(conn, &x.params, role);
+        opts.authorizations = auths;
+        opts.result_head_room = RESULT_HEAD_ROOM;
+        let started = Instant::now();
+        let r =
+            self.engine
+                .execute_prepared(&prep, &mut plan, x.params.values, &opts, Now::system());
+        prepared_reply(
+            conn,
+            &x.result_metadata_id,
+            x.params.skip_metadata,
+            &prep,
+            &plan,
+            r,
+            opts.keyspace.as_deref(),
+            started,
+        )
+    }
+
     /// Runs `f` on the service level executor when `level` is given (`scheduler`), else
     /// inline, or on the blocking pool when it may fsync or scan at length.
     async fn run<T: Send + 'static>(
@@ -433,23 +506,36 @@ impl Backend for LocalBackend {
             Request::Batch(b) => Some(b.consistency),
             _ => None,
         };
-        let mut reply = self.respond(conn, req, (scan_rate, auths)).await;
-        if self.created_a_view(&reply.response) {
-            reply.extras.warnings.push(VIEW_WARNING.into());
+        let reply = self.respond(conn, req, (scan_rate, auths)).await;
+        self.finished(reply, consistency)
+    }
+
+    /// A prepared statement's EXECUTE that waits for nothing (no scan lane, service level,
+    /// blocking work or payload to read) runs here, on the connection's reader: no task, no
+    /// future. The rest, and an unknown id (answered Unprepared there), go to `handle`.
+    fn handle_now(&self, conn: &ConnState, req: Request, flags: &RequestFlags) -> server::Now {
+        let x = match req {
+            Request::Execute(x) if flags.custom_payload.is_empty() => x,
+            req => return server::Now::Later(req),
+        };
+        let role = match self.login {
+            None => None,
+            Some(_) => match conn.role() {
+                Some(role) => Some(role),
+                // Refused by `respond` before the SASL exchange succeeded.
+                None => return server::Now::Later(Request::Execute(x)),
+            },
+        };
+        let Some(prep) = self.engine.prepared(&x.id) else {
+            return server::Now::Later(Request::Execute(x));
+        };
+        let plan = prep.snapshot();
+        if !self.runs_here(&prep, &plan, role.as_deref()) {
+            return server::Now::Later(Request::Execute(x));
         }
-        // A read or write failure names the consistency the request asked for, as
-        // Cassandra's does; the engine does not know it.
-        if let (
-            Response::Error(
-                DbError::ReadFailure { consistency, .. }
-                | DbError::WriteFailure { consistency, .. },
-            ),
-            Some(asked),
-        ) = (&mut reply.response, consistency)
-        {
-            *consistency = asked;
-        }
-        reply
+        let consistency = x.params.consistency;
+        let reply = self.execute_here(conn, x, prep, plan, role, None);
+        server::Now::Answered(self.finished(reply, Some(consistency)))
     }
 
     fn authenticator(&self) -> Option<String> {
@@ -698,23 +784,19 @@ impl LocalBackend {
                 let Some(prep) = self.engine.prepared(&x.id) else {
                     return Response::Error(DbError::unprepared(x.id)).into();
                 };
-                let mut opts = options(conn, &x.params, role);
-                opts.authorizations = auths;
-                opts.result_head_room = RESULT_HEAD_ROOM;
-                let skip = x.params.skip_metadata;
-                let vals = x.params.values;
-                let now = Now::system();
                 // One look at the plan answers every question below and is the plan the
                 // execution runs (it follows a plan the execution had to rebuild).
                 let mut plan = prep.snapshot();
-                // Role statements may hash a password (bcrypt: tens of milliseconds).
-                let heavy = if plan.is_select() {
-                    !plan.is_single_partition()
-                } else {
-                    self.sync_writes
-                        || prep.statement.statement.is_role_statement()
-                        || prep.statement.statement.is_service_level_statement()
-                };
+                if self.runs_here(&prep, &plan, role.as_deref()) {
+                    // `handle_now` runs these, but for a request with a custom payload.
+                    return self.execute_here(conn, x, prep, plan, role, auths);
+                }
+                let mut opts = options(conn, &x.params, role);
+                opts.authorizations = auths;
+                opts.result_head_room = RESULT_HEAD_ROOM;
+                let vals = x.params.values;
+                let now = Now::system();
+                let heavy = self.is_heavy(&prep, &plan);
                 let p = prep.clone();
                 let started = Instant::now();
                 let ks = opts.keyspace.clone();
@@ -730,46 +812,35 @@ impl LocalBackend {
                     let r = e.execute_prepared(&p, &mut plan, vals, &opts, now);
                     (r, plan)
                 };
-                let (r, plan) = if rate.is_none() && level.is_none() && !heavy {
-                    // Nothing to wait for (no scan lane, service level or blocking work): the
-                    // plan runs here. This future then holds no scheduler state: the awaits
-                    // below are boxed, since every request's future is built and moved whole
-                    // a few times, so its size is paid by each point read.
-                    run(&self.engine)
-                } else {
-                    let work = async {
-                        if let Some(rate) = rate {
-                            self.scans.run(self.engine.clone(), rate, run).await
-                        } else {
-                            self.run(level, heavy, run).await
-                        }
-                    };
-                    Box::pin(scheduler::within(
-                        limit,
-                        started,
-                        kind,
-                        x.params.consistency,
-                        work,
-                    ))
-                    .await
-                    // A task that died hands no plan back: its error is the answer.
-                    .unwrap_or_else(|e| (Err(e), prep.snapshot()))
-                };
-                observe_prepared(&prep, &plan, ks.as_deref(), started);
-                let raised = run_warnings(&r);
-                let resp = match r {
-                    Ok(Outcome::Rows(rs)) => {
-                        // v5: tell the client when its cached result metadata is stale (the
-                        // result's own columns are the plan's current ones).
-                        let stale = v5
-                            .then(|| plan.result_metadata_id())
-                            .filter(|current| x.result_metadata_id.as_deref() != Some(&current[..]))
-                            .map(|current| Bytes::copy_from_slice(&current));
-                        rows_response(rs, skip, stale, conn.version())
+                let work = async {
+                    if let Some(rate) = rate {
+                        self.scans.run(self.engine.clone(), rate, run).await
+                    } else {
+                        self.run(level, heavy, run).await
                     }
-                    r => outcome(r, skip, conn.version()),
                 };
-                with_warning(resp, plan.warning(), raised)
+                // Boxed: this future then holds no scheduler state (every request's future is
+                // built and moved whole a few times).
+                let (r, plan) = Box::pin(scheduler::within(
+                    limit,
+                    started,
+                    kind,
+                    x.params.consistency,
+                    work,
+                ))
+                .await
+                // A task that died hands no plan back: its error is the answer.
+                .unwrap_or_else(|e| (Err(e), prep.snapshot()));
+                prepared_reply(
+                    conn,
+                    &x.result_metadata_id,
+                    x.params.skip_metadata,
+                    &prep,
+                    &plan,
+                    r,
+                    ks.as_deref(),
+                    started,
+                )
             }
             Request::Batch(b) => {
                 let opts = QueryOptions {
@@ -851,6 +922,35 @@ fn timed(is_select: bool) -> scheduler::Timed {
 /// the creation of a vector index, and the one the run `raised`, e.g. an unlogged batch across
 /// many partitions (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
 /// nothing) carry no plan warning.
+/// The answer to an EXECUTE of `prep` that ran `plan` with result `r`, its latency recorded.
+/// `asked_metadata_id`: the v5 client's result metadata id, told when stale (the result's own
+/// columns are the plan's current ones).
+#[allow(clippy::too_many_arguments)]
+fn prepared_reply(
+    conn: &ConnState,
+    asked_metadata_id: &Option<Bytes>,
+    skip_metadata: bool,
+    prep: &engine::Prepared,
+    plan: &engine::PlanSnapshot,
+    r: Result<Outcome, DbError>,
+    keyspace: Option<&str>,
+    started: Instant,
+) -> Reply {
+    observe_prepared(prep, plan, keyspace, started);
+    let raised = run_warnings(&r);
+    let resp = match r {
+        Ok(Outcome::Rows(rs)) => {
+            let stale = (conn.version() == proto::frame::ProtocolVersion::V5)
+                .then(|| plan.result_metadata_id())
+                .filter(|current| asked_metadata_id.as_deref() != Some(&current[..]))
+                .map(|current| Bytes::copy_from_slice(&current));
+            rows_response(rs, skip_metadata, stale, conn.version())
+        }
+        r => outcome(r, skip_metadata, conn.version()),
+    };
+    with_warning(resp, plan.warning(), raised)
+}
+
 fn with_warning(response: Response, warning: Option<&'static str>, raised: Vec<String>) -> Reply {
     let mut reply = Reply::from(response);
     if let (

@@ -465,7 +465,7 @@ impl Backend for ProxyBackend {
                 self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
                 let resp = Response::Result(ResultBody::Encoded(hit.body));
                 if !refresh {
-                    return Now::Answered(resp);
+                    return Now::Answered(resp.into());
                 }
                 if self.refreshes.fetch_add(1, Ordering::AcqRel) >= MAX_REFRESHES {
                     self.refreshes.fetch_sub(1, Ordering::AcqRel);
@@ -473,7 +473,7 @@ impl Backend for ProxyBackend {
                         .refreshes_skipped
                         .fetch_add(1, Ordering::Relaxed);
                     self.cache.refresh_abandoned(&key);
-                    return Now::Answered(resp);
+                    return Now::Answered(resp.into());
                 }
                 Now::AnsweredThenRefresh(resp, req)
             }

@@ -228,9 +228,9 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
     // The fill kept the upstream's body: a hit answers exactly those bytes, without upstream.
     let (x, flags) = from_client(&execute, |_| {});
     match backend.handle_now(&conn, x, &flags) {
-        Now::Answered(resp) => {
+        Now::Answered(reply) => {
             assert_eq!(
-                resp,
+                reply.response,
                 Response::Result(ResultBody::Encoded(rows_body(b"row")))
             )
         }

@@ -52,7 +52,7 @@ impl From<Response> for Reply {
 /// What [`Backend::handle_now`] did with a request.
 pub enum Now {
     /// Answered on the spot.
-    Answered(Response),
+    Answered(Reply),
     /// Needs waiting: the request goes to [`Backend::handle`].
     Later(Request),
     /// Answered on the spot, and the request also runs in the background through
@@ -101,7 +101,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Reply> + Send;
 
     /// Answers `req` right away, on the connection's reader task, if that needs no waiting
-    /// (a cache hit); otherwise hands it back ([`Now::Later`]) and the front end runs
+    /// (a proxy's cache hit, a standalone point read or write); otherwise hands it back ([`Now::Later`]) and the front end runs
     /// [`Backend::handle`] in a task of its own. Called for every request `handle` would get,
     /// before it. Must be quick and must not block; the same invariants as `handle`
     /// otherwise.

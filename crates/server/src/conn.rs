@@ -616,8 +616,16 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
             .begin(&s.conn, &req, |id| backend.audit_prepared(id))
             .map(Box::new);
     }
-    match s.shared.backend.handle_now(&s.conn, req, &flags) {
-        Now::Answered(resp) => pending.finish(resp.into()),
+    // A panic in the backend is kept off the connection's reader, as a task's would be:
+    // `pending`, dropped unanswered, answers ServerError.
+    let now = match catch_unwind(AssertUnwindSafe(|| {
+        s.shared.backend.handle_now(&s.conn, req, &flags)
+    })) {
+        Ok(now) => now,
+        Err(_) => return,
+    };
+    match now {
+        Now::Answered(reply) => pending.finish(reply),
         Now::AnsweredThenRefresh(resp, req) => {
             let session = pending.session.clone();
             pending.finish(resp.into());

@@ -386,6 +386,21 @@ async fn a_panicking_request_answers_server_error_and_the_connection_lives() {
     assert_eq!(c.recv().await.unwrap().opcode, Opcode::Result);
 }
 
+/// A request answered on the reader (`Backend::handle_now`, as standalone point reads are)
+/// that panics is answered ServerError as one run in a task is; the connection goes on.
+#[tokio::test]
+async fn a_request_panicking_on_the_reader_answers_server_error_and_the_connection_lives() {
+    let s = start_default().await;
+    let mut c = Client::ready(s.addr, V4, false).await;
+    c.query(5, "panic now").await;
+    let f = c.recv().await.unwrap();
+    assert_eq!(f.stream, 5);
+    assert_eq!(f.error().0, 0x0000);
+    c.query(6, "now").await;
+    let f = c.recv().await.unwrap();
+    assert_eq!((f.opcode, f.stream), (Opcode::Result, 6));
+}
+
 #[tokio::test]
 async fn connections_over_the_limit_are_refused_with_an_error() {
     let s = start(Config {

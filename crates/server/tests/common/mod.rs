@@ -31,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 /// - `size:<n>`: Invalid error with an n-byte message (n < 65536)
 /// - `big...`: Void (for large requests)
 /// - `panic`: panics
+/// - `panic now`: panics in `handle_now` (on the connection's reader)
+/// - `now`: Void, answered in `handle_now`
 /// - anything else: Void
 #[derive(Default)]
 pub struct Mock {
@@ -40,6 +42,18 @@ pub struct Mock {
 impl Backend for Mock {
     async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
         Reply::from(self.answer(conn, req).await)
+    }
+
+    fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> server::Now {
+        match &req {
+            Request::Query(q) if q.query == "panic now" => {
+                panic!("mock backend asked to panic now")
+            }
+            Request::Query(q) if q.query == "now" => {
+                server::Now::Answered(Response::Result(ResultBody::Void).into())
+            }
+            _ => server::Now::Later(req),
+        }
     }
 
     async fn shutdown(&self) {
