@@ -374,31 +374,25 @@ async fn schema_changes_are_pushed_to_registered_connections() {
     assert_eq!((f.opcode, f.stream), (Opcode::Result, 1));
 }
 
+/// A request whose backend panics is answered ServerError and the connection goes on, whether
+/// it panicked in a task of its own (`panic`) or on the reader (`panic now`: in
+/// `Backend::handle_now`, where standalone point reads are answered).
 #[tokio::test]
 async fn a_panicking_request_answers_server_error_and_the_connection_lives() {
     let s = start_default().await;
     let mut c = Client::ready(s.addr, V4, false).await;
-    c.query(4, "panic").await;
-    let f = c.recv().await.unwrap();
-    assert_eq!(f.stream, 4);
-    assert_eq!(f.error().0, 0x0000);
-    c.query(4, "again").await;
-    assert_eq!(c.recv().await.unwrap().opcode, Opcode::Result);
-}
-
-/// A request answered on the reader (`Backend::handle_now`, as standalone point reads are)
-/// that panics is answered ServerError as one run in a task is; the connection goes on.
-#[tokio::test]
-async fn a_request_panicking_on_the_reader_answers_server_error_and_the_connection_lives() {
-    let s = start_default().await;
-    let mut c = Client::ready(s.addr, V4, false).await;
-    c.query(5, "panic now").await;
-    let f = c.recv().await.unwrap();
-    assert_eq!(f.stream, 5);
-    assert_eq!(f.error().0, 0x0000);
-    c.query(6, "now").await;
-    let f = c.recv().await.unwrap();
-    assert_eq!((f.opcode, f.stream), (Opcode::Result, 6));
+    for (stream, panics, then) in [(4, "panic", "again"), (5, "panic now", "now")] {
+        c.query(stream, panics).await;
+        let f = c.recv().await.unwrap();
+        assert_eq!((f.stream, f.error().0), (stream, 0x0000), "{panics}");
+        c.query(stream + 10, then).await;
+        let f = c.recv().await.unwrap();
+        assert_eq!(
+            (f.opcode, f.stream),
+            (Opcode::Result, stream + 10),
+            "{then}"
+        );
+    }
 }
 
 #[tokio::test]
