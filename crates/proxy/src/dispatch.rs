@@ -6,9 +6,10 @@
 //! fill the cache and writes invalidate or patch it before their answer goes back.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use proto::error::DbError;
 use proto::request::{
     Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
@@ -40,6 +41,74 @@ const MAX_REFRESHES: usize = 256;
 /// in bursts (its request threads spin before they park), and that CPU is taken from whatever
 /// shares its cores.
 const REFRESH_TICK: Duration = Duration::from_millis(50);
+
+/// Connections whose stashed keys ([`KeyStash`]) live apart; more share a slot by their id.
+const KEY_SLOTS: usize = 64;
+
+/// The cache key `handle_now` made for an EXECUTE that missed DRAM, for `handle` to take
+/// rather than make again (the front end's `Now::Later` hands `handle` only the request): a
+/// key is a third of the proxy's own work on a miss. One slot per connection (by its id),
+/// holding the key of the last EXECUTE `handle_now` passed on there.
+///
+/// A stashed key belongs to the request whose message body (`RequestFlags::body`, a view into
+/// the bytes received) starts at the address it was stashed under. That is the request
+/// `handle` runs: every EXECUTE `handle_now` passes on writes the slot (a key or none), and
+/// the requests a connection has in flight at once have bodies at different addresses, so
+/// an entry left behind (a request whose `handle` did not take it) is overwritten before a
+/// later request on that connection, possibly at the same address, can take it. A request
+/// whose key was overwritten by the next one's makes it again.
+pub(crate) struct KeyStash {
+    slots: [Mutex<Option<Stashed>>; KEY_SLOTS],
+}
+
+struct Stashed {
+    conn: u64,
+    /// The address of the request's message body.
+    body: usize,
+    key: Option<cache::CacheKey>,
+}
+
+impl Default for KeyStash {
+    fn default() -> Self {
+        KeyStash {
+            slots: std::array::from_fn(|_| Mutex::new(None)),
+        }
+    }
+}
+
+impl KeyStash {
+    fn slot(&self, conn: &ConnState) -> MutexGuard<'_, Option<Stashed>> {
+        self.slots[conn.id() as usize % KEY_SLOTS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `handle_now` passes on the EXECUTE whose message body is `body`, with its `key`.
+    fn put(&self, conn: &ConnState, body: &Bytes, key: Option<cache::CacheKey>) {
+        // A request the proxy built itself has no body to be known by.
+        if body.is_empty() {
+            return;
+        }
+        *self.slot(conn) = Some(Stashed {
+            conn: conn.id(),
+            body: body.as_ptr().addr(),
+            key,
+        });
+    }
+
+    /// The key `handle_now` stashed for the request whose message body is `body`, if it is
+    /// still there.
+    fn take(&self, conn: &ConnState, body: &Bytes) -> Option<cache::CacheKey> {
+        if body.is_empty() {
+            return None;
+        }
+        let mut slot = self.slot(conn);
+        match &*slot {
+            Some(s) if s.conn == conn.id() && s.body == body.as_ptr().addr() => slot.take()?.key,
+            _ => None,
+        }
+    }
+}
 
 impl ProxyBackend {
     /// One request of an established connection, with its flags in `ctx`.
@@ -220,7 +289,8 @@ impl ProxyBackend {
             return Box::pin(read).await;
         }
         if let (Some(read), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
-            if let Some(key) = self.cache_key(conn, &x, &info) {
+            let made = self.keys.take(conn, &ctx.flags.body);
+            if let Some(key) = made.or_else(|| self.cache_key(conn, &x, &info)) {
                 // `handle_now` already missed DRAM for this request.
                 if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
@@ -324,6 +394,20 @@ impl ProxyBackend {
             }
             other => self.after_statement(other, resp),
         }
+    }
+
+    /// The key `handle_now` looks `x` up by in DRAM; `None` when it is not looked up there.
+    fn dram_key(
+        &self,
+        conn: &ConnState,
+        x: &Execute,
+        flags: &RequestFlags,
+    ) -> Option<cache::CacheKey> {
+        if bypasses_cache(flags) || (self.auth_required() && conn.role().is_none()) {
+            return None;
+        }
+        let info = self.prepared_info(&x.id)?;
+        self.cache_key(conn, x, &info)
     }
 
     /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
@@ -448,16 +532,8 @@ impl Backend for ProxyBackend {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
-        if bypasses_cache(flags) {
-            return Now::Later(req);
-        }
-        if self.auth_required() && conn.role().is_none() {
-            return Now::Later(req);
-        }
-        let Some(info) = self.prepared_info(&x.id) else {
-            return Now::Later(req);
-        };
-        let Some(key) = self.cache_key(conn, x, &info) else {
+        let Some(key) = self.dram_key(conn, x, flags) else {
+            self.keys.put(conn, &flags.body, None);
             return Now::Later(req);
         };
         match self.cache.get_with_refresh(&key, Instant::now()) {
@@ -477,7 +553,10 @@ impl Backend for ProxyBackend {
                 }
                 Now::AnsweredThenRefresh(resp, req)
             }
-            None => Now::Later(req),
+            None => {
+                self.keys.put(conn, &flags.body, Some(key));
+                Now::Later(req)
+            }
         }
     }
 
