@@ -42,23 +42,24 @@ const MAX_REFRESHES: usize = 256;
 /// shares its cores.
 const REFRESH_TICK: Duration = Duration::from_millis(50);
 
-/// Connections whose stashed keys ([`KeyStash`]) live apart; more share a slot by their id.
-const KEY_SLOTS: usize = 64;
+/// Slots of the [`KeyStash`]: room for the requests in flight on the proxy's busiest
+/// connections, each in the slot its connection and message body hash to.
+const KEY_SLOTS: usize = 1024;
 
 /// The cache key `handle_now` made for an EXECUTE that missed DRAM, for `handle` to take
-/// rather than make again (the front end's `Now::Later` hands `handle` only the request): a
-/// key is a third of the proxy's own work on a miss. One slot per connection (by its id),
-/// holding the key of the last EXECUTE `handle_now` passed on there.
+/// rather than make again (the front end's `Now::Later` hands `handle` only the request;
+/// making a key was ~750 instructions, 5% of a miss). A key is stashed under its connection's
+/// id and the address of the request's message body (`RequestFlags::body`, a view into the
+/// bytes received), in the slot those two hash to.
 ///
-/// A stashed key belongs to the request whose message body (`RequestFlags::body`, a view into
-/// the bytes received) starts at the address it was stashed under. That is the request
-/// `handle` runs: every EXECUTE `handle_now` passes on writes the slot (a key or none), and
-/// the requests a connection has in flight at once have bodies at different addresses, so
-/// an entry left behind (a request whose `handle` did not take it) is overwritten before a
-/// later request on that connection, possibly at the same address, can take it. A request
-/// whose key was overwritten by the next one's makes it again.
+/// A key taken under (connection, address) is that of the request `handle` runs: every
+/// EXECUTE `handle_now` passes on writes its slot (a key or none), and the requests a
+/// connection has in flight at once have bodies at different addresses. So an entry left
+/// behind (a request whose `handle` did not take it) is overwritten, by the next request of
+/// that connection at that address, before that one's `handle` can take it. A request whose
+/// slot another took in the meantime makes its key again.
 pub(crate) struct KeyStash {
-    slots: [Mutex<Option<Stashed>>; KEY_SLOTS],
+    slots: Box<[Mutex<Option<Stashed>>]>,
 }
 
 struct Stashed {
@@ -71,14 +72,15 @@ struct Stashed {
 impl Default for KeyStash {
     fn default() -> Self {
         KeyStash {
-            slots: std::array::from_fn(|_| Mutex::new(None)),
+            slots: (0..KEY_SLOTS).map(|_| Mutex::new(None)).collect(),
         }
     }
 }
 
 impl KeyStash {
-    fn slot(&self, conn: &ConnState) -> MutexGuard<'_, Option<Stashed>> {
-        self.slots[conn.id() as usize % KEY_SLOTS]
+    fn slot(&self, conn: &ConnState, body: usize) -> MutexGuard<'_, Option<Stashed>> {
+        let h = (conn.id().rotate_left(32) ^ body as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.slots[(h >> 32) as usize % KEY_SLOTS]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -89,9 +91,10 @@ impl KeyStash {
         if body.is_empty() {
             return;
         }
-        *self.slot(conn) = Some(Stashed {
+        let body = body.as_ptr().addr();
+        *self.slot(conn, body) = Some(Stashed {
             conn: conn.id(),
-            body: body.as_ptr().addr(),
+            body,
             key,
         });
     }
@@ -102,9 +105,10 @@ impl KeyStash {
         if body.is_empty() {
             return None;
         }
-        let mut slot = self.slot(conn);
+        let body = body.as_ptr().addr();
+        let mut slot = self.slot(conn, body);
         match &*slot {
-            Some(s) if s.conn == conn.id() && s.body == body.as_ptr().addr() => slot.take()?.key,
+            Some(s) if s.conn == conn.id() && s.body == body => slot.take()?.key,
             _ => None,
         }
     }
