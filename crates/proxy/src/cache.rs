@@ -290,7 +290,8 @@ impl KeyWriter {
             stripe: stripe_of_part(part),
             table: self.table,
             keyspace: self.keyspace,
-            hash: hash(&bytes),
+            // The partition's bytes are hashed once: the rest is hashed seeded with theirs.
+            hash: xxhash_rust::xxh3::xxh3_64_with_seed(&bytes[self.partition_end..], part),
             bytes,
         }
     }
@@ -579,12 +580,17 @@ impl Cache {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
             return Some(value);
         }
-        self.lookup_ssd(key, now).await
+        self.lookup_ssd(key, || now).await
     }
 
     /// The SSD half of [`Cache::lookup`], for a caller that already missed DRAM with
-    /// [`Cache::get`]. Counts the overall hit or miss.
-    pub async fn lookup_ssd(&self, key: &CacheKey, now: Instant) -> Option<Cached> {
+    /// [`Cache::get`]. Counts the overall hit or miss. `now` is read only for a record the
+    /// SSD tier holds (without a tier, a miss reads no clock).
+    pub async fn lookup_ssd(
+        &self,
+        key: &CacheKey,
+        now: impl FnOnce() -> Instant + Send,
+    ) -> Option<Cached> {
         let found = match &self.ssd {
             Some(ssd) => {
                 let tier = ssd.clone();
@@ -594,7 +600,7 @@ impl Cache {
                     .ok()
                     .flatten();
                 match record {
-                    Some(r) => self.ssd_record(key, r, now),
+                    Some(r) => self.ssd_record(key, r, now()),
                     None => {
                         ssd.stats().misses.fetch_add(1, Ordering::Relaxed);
                         None

@@ -46,9 +46,10 @@ const REFRESH_TICK: Duration = Duration::from_millis(50);
 /// connections, each in the slot its connection and message body hash to.
 const KEY_SLOTS: usize = 1024;
 
-/// The cache key `handle_now` made for an EXECUTE that missed DRAM, for `handle` to take
-/// rather than make again (the front end's `Now::Later` hands `handle` only the request;
-/// making a key was ~750 instructions, 5% of a miss). A key is stashed under its connection's
+/// The cache key `handle_now` made for an EXECUTE that missed DRAM, and the statement it looked
+/// up for it, for `handle` to take rather than make and look up again (the front end's
+/// `Now::Later` hands `handle` only the request; making a key was ~750 instructions, 5% of a
+/// miss, the lookup ~100). A key is stashed under its connection's
 /// id and the address of the request's message body (`RequestFlags::body`, a view into the
 /// bytes received), in the slot those two hash to.
 ///
@@ -66,8 +67,11 @@ struct Stashed {
     conn: u64,
     /// The address of the request's message body.
     body: usize,
-    key: Option<cache::CacheKey>,
+    made: Option<Made>,
 }
+
+/// What `handle_now` made for a request: its cache key, and its statement's facts.
+type Made = (cache::CacheKey, Arc<PreparedInfo>);
 
 impl Default for KeyStash {
     fn default() -> Self {
@@ -85,8 +89,8 @@ impl KeyStash {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `handle_now` passes on the EXECUTE whose message body is `body`, with its `key`.
-    fn put(&self, conn: &ConnState, body: &Bytes, key: Option<cache::CacheKey>) {
+    /// `handle_now` passes on the EXECUTE whose message body is `body`, with what it made.
+    fn put(&self, conn: &ConnState, body: &Bytes, made: Option<Made>) {
         // A request the proxy built itself has no body to be known by.
         if body.is_empty() {
             return;
@@ -95,20 +99,20 @@ impl KeyStash {
         *self.slot(conn, body) = Some(Stashed {
             conn: conn.id(),
             body,
-            key,
+            made,
         });
     }
 
-    /// The key `handle_now` stashed for the request whose message body is `body`, if it is
+    /// What `handle_now` stashed for the request whose message body is `body`, if it is
     /// still there.
-    fn take(&self, conn: &ConnState, body: &Bytes) -> Option<cache::CacheKey> {
+    fn take(&self, conn: &ConnState, body: &Bytes) -> Option<Made> {
         if body.is_empty() {
             return None;
         }
         let body = body.as_ptr().addr();
         let mut slot = self.slot(conn, body);
         match &*slot {
-            Some(s) if s.conn == conn.id() && s.body == body => slot.take()?.key,
+            Some(s) if s.conn == conn.id() && s.body == body => slot.take()?.made,
             _ => None,
         }
     }
@@ -283,8 +287,12 @@ impl ProxyBackend {
     }
 
     async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
-        let Some(info) = self.prepared_info(&x.id) else {
-            return Response::Error(DbError::unprepared(x.id));
+        let (made_key, info) = match self.keys.take(conn, &ctx.flags.body) {
+            Some((key, info)) => (Some(key), info),
+            None => match self.prepared_info(&x.id) {
+                Some(info) => (None, info),
+                None => return Response::Error(DbError::unprepared(x.id)),
+            },
         };
         let ks = info.keyspace.clone();
         if let Class::Local(which) = info.class {
@@ -293,10 +301,9 @@ impl ProxyBackend {
             return Box::pin(read).await;
         }
         if let (Some(read), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
-            let made = self.keys.take(conn, &ctx.flags.body);
-            if let Some(key) = made.or_else(|| self.cache_key(conn, &x, &info)) {
+            if let Some(key) = made_key.or_else(|| self.cache_key(conn, &x, &info)) {
                 // `handle_now` already missed DRAM for this request.
-                if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
+                if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
                 let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, read, key, x).await;
@@ -400,18 +407,14 @@ impl ProxyBackend {
         }
     }
 
-    /// The key `handle_now` looks `x` up by in DRAM; `None` when it is not looked up there.
-    fn dram_key(
-        &self,
-        conn: &ConnState,
-        x: &Execute,
-        flags: &RequestFlags,
-    ) -> Option<cache::CacheKey> {
+    /// The key `handle_now` looks `x` up by in DRAM, with its statement's facts; `None` when
+    /// it is not looked up there.
+    fn dram_key(&self, conn: &ConnState, x: &Execute, flags: &RequestFlags) -> Option<Made> {
         if bypasses_cache(flags) || (self.auth_required() && conn.role().is_none()) {
             return None;
         }
         let info = self.prepared_info(&x.id)?;
-        self.cache_key(conn, x, &info)
+        Some((self.cache_key(conn, x, &info)?, info))
     }
 
     /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
@@ -536,7 +539,7 @@ impl Backend for ProxyBackend {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
-        let Some(key) = self.dram_key(conn, x, flags) else {
+        let Some((key, info)) = self.dram_key(conn, x, flags) else {
             self.keys.put(conn, &flags.body, None);
             return Now::Later(req);
         };
@@ -558,7 +561,7 @@ impl Backend for ProxyBackend {
                 Now::AnsweredThenRefresh(resp, req)
             }
             None => {
-                self.keys.put(conn, &flags.body, Some(key));
+                self.keys.put(conn, &flags.body, Some((key, info)));
                 Now::Later(req)
             }
         }
