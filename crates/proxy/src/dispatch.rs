@@ -548,6 +548,7 @@ impl Backend for ProxyBackend {
                 self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
                 let resp = Response::Result(ResultBody::Encoded(hit.body));
                 if !refresh {
+                    key.recycle();
                     return Now::Answered(resp);
                 }
                 if self.refreshes.fetch_add(1, Ordering::AcqRel) >= MAX_REFRESHES {
