@@ -191,6 +191,9 @@ pub async fn run(options: &Options, on_event: OnEvent) -> Result<Report, Error> 
             here.retain(|x| named.contains(&x.name));
         }
         if options.copy {
+            // The nodes agree first: a keyspace made on one node moments ago must not be
+            // created again, with the source's replication, on another that has not heard of it.
+            schema::await_schema_agreement(&target, NODES_TIMEOUT).await?;
             let subset = (!named.is_empty()).then_some(named.as_slice());
             let done = schema::copy_keyspace(&source, &target, ks, subset).await?;
             on_event(Event::Schema {
@@ -375,7 +378,8 @@ async fn connect(
     }
 }
 
-/// How long a side's nodes may take to accept connections.
+/// How long a side's nodes may take to accept connections, and the target's to agree on the
+/// schema.
 const NODES_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Token ranges mean the same on both sides only with Cassandra's default partitioner.

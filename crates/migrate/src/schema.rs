@@ -10,9 +10,11 @@
 //! stops the migration instead of receiving rows it would misread.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scylla::client::session::Session;
+use scylla::cluster::Node;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
 use scylla::statement::unprepared::Statement;
 use scylla::value::CqlValue;
@@ -380,6 +382,117 @@ fn unfrozen(cql_type: &str) -> String {
 }
 
 /// An unpaged query whose rows deserialize into `R`.
+/// Waits until the target's nodes agree on the schema, for at most `within`: the
+/// `schema_version` each node gives in `system.local`, and those it lists for its peers in
+/// `system.peers`, all one version.
+///
+/// Run before the schema copy: its `CREATE KEYSPACE IF NOT EXISTS` reaching a node that has
+/// not yet heard of a keyspace the operator just created (with the replication the cluster
+/// should have) would create it again with the source's, the later definition winning. The
+/// driver's own agreement check asks only the nodes it has a working connection to; here each
+/// node known to the driver is asked, and each answers for the peers it knows.
+pub async fn await_schema_agreement(session: &Session, within: Duration) -> Result<(), Error> {
+    until_agreed(within, || schema_disagreement(session)).await
+}
+
+/// Asks `disagreement` every 200 ms until it names nothing, for at most `within`.
+async fn until_agreed<F, Fut>(within: Duration, mut disagreement: F) -> Result<(), Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<String>, Error>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        let Some(what) = disagreement().await? else {
+            return Ok(());
+        };
+        if Instant::now() > deadline {
+            return Err(Error::Schema(format!(
+                "the target's nodes do not agree on the schema after {} s: {what}",
+                within.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `cql` for `node` alone.
+fn on_node(cql: &str, node: &Arc<Node>) -> Statement {
+    let mut statement = Statement::new(cql);
+    statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+        NodeIdentifier::Node(node.clone()),
+        None,
+    )));
+    statement
+}
+
+/// What keeps the nodes from one schema version (None: they agree): the version each node
+/// gives (`node 1.2.3.4:9042`) and those it lists for its peers (`peer 1.2.3.5 as node
+/// 1.2.3.4:9042 sees it`), or a node not answering.
+async fn schema_disagreement(session: &Session) -> Result<Option<String>, Error> {
+    const LOCAL: &str = "SELECT schema_version FROM system.local";
+    const PEERS: &str = "SELECT peer, schema_version FROM system.peers";
+    let mut seen = Vec::new();
+    for node in session.get_cluster_state().get_nodes_info() {
+        for cql in [LOCAL, PEERS] {
+            let answer = match session.query_unpaged(on_node(cql, node), ()).await {
+                Ok(answer) => answer,
+                Err(e) => return Ok(Some(format!("{} did not answer: {e}", node.address))),
+            };
+            let rows = answer
+                .into_rows_result()
+                .map_err(|e| Error::Cql(format!("{cql}: {e}")))?;
+            if cql == LOCAL {
+                for row in rows
+                    .rows::<(Option<CqlValue>,)>()
+                    .map_err(|e| Error::Cql(format!("{cql}: {e}")))?
+                {
+                    let (version,) = row.map_err(|e| Error::Cql(format!("{cql}: {e}")))?;
+                    seen.push((format!("node {}", node.address), version));
+                }
+            } else {
+                for row in rows
+                    .rows::<(Option<CqlValue>, Option<CqlValue>)>()
+                    .map_err(|e| Error::Cql(format!("{cql}: {e}")))?
+                {
+                    let (peer, version) = row.map_err(|e| Error::Cql(format!("{cql}: {e}")))?;
+                    let peer = peer.as_ref().map_or_else(|| "?".to_string(), shown);
+                    seen.push((
+                        format!("peer {peer} as node {} sees it", node.address),
+                        version,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(disagreement(&seen))
+}
+
+/// What keeps `seen` (who, schema version) from being one version; None when it is.
+fn disagreement(seen: &[(String, Option<CqlValue>)]) -> Option<String> {
+    let (first, version) = seen.first()?;
+    let Some(version) = version else {
+        return Some(format!("{first} has no schema version"));
+    };
+    seen.iter().find_map(|(who, v)| match v {
+        None => Some(format!("{who} has no schema version")),
+        Some(v) if v != version => Some(format!(
+            "{first} has schema version {}, {who} {}",
+            shown(version),
+            shown(v)
+        )),
+        Some(_) => None,
+    })
+}
+
+fn shown(v: &CqlValue) -> String {
+    match v {
+        CqlValue::Uuid(u) => u.to_string(),
+        CqlValue::Inet(a) => a.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
 /// Waits until every node of `session` lists each of `tables` of `keyspace` in its own
 /// `system_schema.tables`, under one id, for at most `within`.
 ///
@@ -392,18 +505,10 @@ pub async fn await_tables_on_every_node(
     tables: &[String],
     within: Duration,
 ) -> Result<(), Error> {
-    let deadline = Instant::now() + within;
-    loop {
-        let missing = tables_missing_somewhere(session, keyspace, tables).await?;
-        let Some(what) = missing else { return Ok(()) };
-        if Instant::now() > deadline {
-            return Err(Error::Schema(format!(
-                "the target's nodes do not agree on the schema after {} s: {what}",
-                within.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    until_agreed(within, || {
+        tables_missing_somewhere(session, keyspace, tables)
+    })
+    .await
 }
 
 /// What keeps the nodes from agreeing on `tables` (None: they agree).
@@ -415,12 +520,7 @@ async fn tables_missing_somewhere(
     const CQL: &str = "SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = ?";
     let mut first: Option<HashMap<String, Option<CqlValue>>> = None;
     for node in session.get_cluster_state().get_nodes_info() {
-        let mut statement = Statement::new(CQL);
-        statement.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-            NodeIdentifier::Node(node.clone()),
-            None,
-        )));
-        let answer = match session.query_unpaged(statement, (keyspace,)).await {
+        let answer = match session.query_unpaged(on_node(CQL, node), (keyspace,)).await {
             Ok(answer) => answer,
             // A node that cannot answer yet is asked again.
             Err(e) => return Ok(Some(format!("{} did not answer: {e}", node.address))),
@@ -548,6 +648,36 @@ mod tests {
             "map<text,list<int>>"
         );
         assert_eq!(unfrozen("frozen<addr>"), "addr");
+    }
+
+    #[test]
+    fn schema_versions_agree_only_when_all_are_one() {
+        let v = |n: u128| Some(CqlValue::Uuid(uuid::Uuid::from_u128(n)));
+        let seen = |vs: Vec<Option<CqlValue>>| -> Vec<(String, Option<CqlValue>)> {
+            vs.into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("n{i}"), v))
+                .collect()
+        };
+        assert_eq!(disagreement(&[]), None);
+        assert_eq!(disagreement(&seen(vec![v(1)])), None);
+        assert_eq!(disagreement(&seen(vec![v(1), v(1), v(1)])), None);
+        assert_eq!(
+            disagreement(&seen(vec![v(1), v(1), v(2)])),
+            Some(format!(
+                "n0 has schema version {}, n2 {}",
+                uuid::Uuid::from_u128(1),
+                uuid::Uuid::from_u128(2)
+            ))
+        );
+        assert_eq!(
+            disagreement(&seen(vec![v(1), None])),
+            Some("n1 has no schema version".to_string())
+        );
+        assert_eq!(
+            disagreement(&seen(vec![None, v(1)])),
+            Some("n0 has no schema version".to_string())
+        );
     }
 
     #[test]

@@ -554,3 +554,19 @@ async fn results_too_large_for_dram_go_to_ssd() {
     assert!(c.lookup(&k2, now).await.is_none());
     assert_eq!(c.stats.too_large.load(Ordering::Relaxed), 1);
 }
+
+#[test]
+fn a_key_made_on_a_recycled_keys_bytes_is_the_same_key() {
+    let fresh = key("p", "r");
+    let (bytes, hash) = (fresh.bytes().to_vec(), fresh.hash);
+    drop(fresh);
+    key(&"x".repeat(300), &"y".repeat(200)).recycle();
+    let again = key("p", "r");
+    assert_eq!((again.bytes(), again.hash), (&bytes[..], hash));
+    // Found by the same lookups as the key it equals.
+    let c = Cache::new(1 << 20, 1 << 16);
+    let now = Instant::now();
+    let k = key("p", "r");
+    c.insert(k.clone(), c.ticket(&k), rows(8), now, TTL);
+    assert!(c.get(&again, now).is_some());
+}

@@ -6,9 +6,10 @@
 //! fill the cache and writes invalidate or patch it before their answer goes back.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use proto::error::DbError;
 use proto::request::{
     Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
@@ -40,6 +41,82 @@ const MAX_REFRESHES: usize = 256;
 /// in bursts (its request threads spin before they park), and that CPU is taken from whatever
 /// shares its cores.
 const REFRESH_TICK: Duration = Duration::from_millis(50);
+
+/// Slots of the [`KeyStash`]: room for the requests in flight on the proxy's busiest
+/// connections, each in the slot its connection and message body hash to.
+const KEY_SLOTS: usize = 1024;
+
+/// The cache key `handle_now` made for an EXECUTE that missed DRAM, and the statement it looked
+/// up for it, for `handle` to take rather than make and look up again (the front end's
+/// `Now::Later` hands `handle` only the request; making a key was ~750 instructions, 5% of a
+/// miss, the lookup ~100). A key is stashed under its connection's
+/// id and the address of the request's message body (`RequestFlags::body`, a view into the
+/// bytes received), in the slot those two hash to.
+///
+/// A key taken under (connection, address) is that of the request `handle` runs: every
+/// EXECUTE `handle_now` passes on writes its slot (a key or none), and the requests a
+/// connection has in flight at once have bodies at different addresses. So an entry left
+/// behind (a request whose `handle` did not take it) is overwritten, by the next request of
+/// that connection at that address, before that one's `handle` can take it. A request whose
+/// slot another took in the meantime makes its key again.
+pub(crate) struct KeyStash {
+    slots: Box<[Mutex<Option<Stashed>>]>,
+}
+
+struct Stashed {
+    conn: u64,
+    /// The address of the request's message body.
+    body: usize,
+    made: Option<Made>,
+}
+
+/// What `handle_now` made for a request: its cache key, and its statement's facts.
+type Made = (cache::CacheKey, Arc<PreparedInfo>);
+
+impl Default for KeyStash {
+    fn default() -> Self {
+        KeyStash {
+            slots: (0..KEY_SLOTS).map(|_| Mutex::new(None)).collect(),
+        }
+    }
+}
+
+impl KeyStash {
+    fn slot(&self, conn: &ConnState, body: usize) -> MutexGuard<'_, Option<Stashed>> {
+        let h = (conn.id().rotate_left(32) ^ body as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.slots[(h >> 32) as usize % KEY_SLOTS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `handle_now` passes on the EXECUTE whose message body is `body`, with what it made.
+    fn put(&self, conn: &ConnState, body: &Bytes, made: Option<Made>) {
+        // A request the proxy built itself has no body to be known by.
+        if body.is_empty() {
+            return;
+        }
+        let body = body.as_ptr().addr();
+        *self.slot(conn, body) = Some(Stashed {
+            conn: conn.id(),
+            body,
+            made,
+        });
+    }
+
+    /// What `handle_now` stashed for the request whose message body is `body`, if it is
+    /// still there.
+    fn take(&self, conn: &ConnState, body: &Bytes) -> Option<Made> {
+        if body.is_empty() {
+            return None;
+        }
+        let body = body.as_ptr().addr();
+        let mut slot = self.slot(conn, body);
+        match &*slot {
+            Some(s) if s.conn == conn.id() && s.body == body => slot.take()?.made,
+            _ => None,
+        }
+    }
+}
 
 impl ProxyBackend {
     /// One request of an established connection, with its flags in `ctx`.
@@ -210,8 +287,12 @@ impl ProxyBackend {
     }
 
     async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
-        let Some(info) = self.prepared_info(&x.id) else {
-            return Response::Error(DbError::unprepared(x.id));
+        let (made_key, info) = match self.keys.take(conn, &ctx.flags.body) {
+            Some((key, info)) => (Some(key), info),
+            None => match self.prepared_info(&x.id) {
+                Some(info) => (None, info),
+                None => return Response::Error(DbError::unprepared(x.id)),
+            },
         };
         let ks = info.keyspace.clone();
         if let Class::Local(which) = info.class {
@@ -220,9 +301,9 @@ impl ProxyBackend {
             return Box::pin(read).await;
         }
         if let (Some(read), false) = (&info.cache_read, bypasses_cache(&ctx.flags)) {
-            if let Some(key) = self.cache_key(conn, &x, &info) {
+            if let Some(key) = made_key.or_else(|| self.cache_key(conn, &x, &info)) {
                 // `handle_now` already missed DRAM for this request.
-                if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now()).await {
+                if let Some(hit) = self.cache.lookup_ssd(&key, Instant::now).await {
                     return Response::Result(ResultBody::Encoded(hit.body));
                 }
                 let (resp, unused_key) = self.read_and_fill(conn, ctx, &info, read, key, x).await;
@@ -324,6 +405,16 @@ impl ProxyBackend {
             }
             other => self.after_statement(other, resp),
         }
+    }
+
+    /// The key `handle_now` looks `x` up by in DRAM, with its statement's facts; `None` when
+    /// it is not looked up there.
+    fn dram_key(&self, conn: &ConnState, x: &Execute, flags: &RequestFlags) -> Option<Made> {
+        if bypasses_cache(flags) || (self.auth_required() && conn.role().is_none()) {
+            return None;
+        }
+        let info = self.prepared_info(&x.id)?;
+        Some((self.cache_key(conn, x, &info)?, info))
     }
 
     /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
@@ -448,16 +539,8 @@ impl Backend for ProxyBackend {
         let Request::Execute(x) = &req else {
             return Now::Later(req);
         };
-        if bypasses_cache(flags) {
-            return Now::Later(req);
-        }
-        if self.auth_required() && conn.role().is_none() {
-            return Now::Later(req);
-        }
-        let Some(info) = self.prepared_info(&x.id) else {
-            return Now::Later(req);
-        };
-        let Some(key) = self.cache_key(conn, x, &info) else {
+        let Some((key, info)) = self.dram_key(conn, x, flags) else {
+            self.keys.put(conn, &flags.body, None);
             return Now::Later(req);
         };
         match self.cache.get_with_refresh(&key, Instant::now()) {
@@ -465,6 +548,7 @@ impl Backend for ProxyBackend {
                 self.cache.stats.hits.fetch_add(1, Ordering::Relaxed);
                 let resp = Response::Result(ResultBody::Encoded(hit.body));
                 if !refresh {
+                    key.recycle();
                     return Now::Answered(resp.into());
                 }
                 if self.refreshes.fetch_add(1, Ordering::AcqRel) >= MAX_REFRESHES {
@@ -477,7 +561,10 @@ impl Backend for ProxyBackend {
                 }
                 Now::AnsweredThenRefresh(resp, req)
             }
-            None => Now::Later(req),
+            None => {
+                self.keys.put(conn, &flags.body, Some((key, info)));
+                Now::Later(req)
+            }
         }
     }
 

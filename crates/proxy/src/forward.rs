@@ -174,6 +174,7 @@ impl ProxyBackend {
             .request_traced(
                 req,
                 ctx.client_body(req),
+                deadline,
                 deadline.saturating_duration_since(started),
                 &ctx.flags,
             )

@@ -115,11 +115,23 @@ pub struct Settings {
 }
 
 struct Waiters {
-    pending: FxHashMap<i16, oneshot::Sender<Envelope>>,
+    pending: FxHashMap<i16, Waiting>,
     /// Stream ids of requests that timed out, kept until their answers arrive.
     orphaned: HashSet<i16>,
     free: Vec<i16>,
+    /// When the deadline task ([`deadline_loop`]) wakes next; `None` while it waits for a
+    /// request. A request due earlier wakes it ([`ConnShared::rearm`]).
+    wakes_at: Option<Instant>,
 }
+
+/// A request waiting for its answer: the answer, or [`TimedOut`] at `deadline`.
+struct Waiting {
+    tx: oneshot::Sender<Result<Envelope, TimedOut>>,
+    deadline: Instant,
+}
+
+/// What the deadline task tells a request whose deadline passed.
+struct TimedOut;
 
 struct ConnShared {
     addr: SocketAddr,
@@ -131,6 +143,9 @@ struct ConnShared {
     /// answer any more, so the reader stops and the socket closes, even if the upstream
     /// never closes its side.
     unused: Notify,
+    /// Wakes the deadline task: a request is due before it would wake, or the connection
+    /// failed.
+    rearm: Notify,
 }
 
 impl ConnShared {
@@ -140,6 +155,41 @@ impl ConnShared {
         // Dropping the senders wakes every waiter with an error.
         w.pending.clear();
         w.orphaned.clear();
+        drop(w);
+        self.rearm.notify_one();
+    }
+
+    /// Fails the requests due by `now` with [`TimedOut`]: each one's stream id stays taken
+    /// until its late answer arrives (or the connection dies), so it is never reused while the
+    /// upstream may still answer it; at [`MAX_ORPHANS`] such ids the connection is retired
+    /// (see the module docs). Answers when the deadline task should wake next (`None`: no
+    /// request waits), and whether the task is done (the connection is dead and nobody waits).
+    fn expire(&self, now: Instant) -> (Option<Instant>, bool) {
+        let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next: Option<Instant> = None;
+        let mut due = Vec::new();
+        for (&stream, waiting) in &w.pending {
+            if waiting.deadline <= now {
+                due.push(stream);
+            } else if next.is_none_or(|n| waiting.deadline < n) {
+                next = Some(waiting.deadline);
+            }
+        }
+        for stream in due {
+            if let Some(waiting) = w.pending.remove(&stream) {
+                let _ = waiting.tx.send(Err(TimedOut));
+                w.orphaned.insert(stream);
+            }
+        }
+        if w.orphaned.len() >= MAX_ORPHANS && !self.dead.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                "upstream {}: {} requests timed out without an answer on one connection; opening another",
+                self.addr,
+                w.orphaned.len()
+            );
+        }
+        w.wakes_at = next;
+        (next, next.is_none() && self.dead.load(Ordering::Acquire))
     }
 
     fn fail_because(&self, why: String) {
@@ -310,12 +360,19 @@ impl Connection {
         req: &Request,
         timeout: Duration,
     ) -> Result<Response, UpstreamError> {
-        self.request_traced(req, None, timeout, &RequestFlags::default())
-            .await
-            .map(|d| d.response)
+        self.request_traced(
+            req,
+            None,
+            Instant::now() + timeout,
+            timeout,
+            &RequestFlags::default(),
+        )
+        .await
+        .map(|d| d.response)
     }
 
-    /// [`Connection::request`] with the client's envelope flags (`client`): the tracing flag set as
+    /// [`Connection::request`] answered by `deadline` (`timeout` from when the caller started,
+    /// for the error), with the client's envelope flags (`client`): the tracing flag set as
     /// asked and the custom payload (if any) in front of the body, answering the whole response
     /// (tracing session id, warnings and custom payload included).
     ///
@@ -327,12 +384,13 @@ impl Connection {
         &self,
         req: &Request,
         body: Option<&Bytes>,
+        deadline: Instant,
         timeout: Duration,
         client: &RequestFlags,
     ) -> Result<DecodedResponse, UpstreamError> {
         let addr = self.shared.addr;
         let (tx, rx) = oneshot::channel();
-        let stream = {
+        let (stream, rearm) = {
             let mut w = self
                 .shared
                 .waiters
@@ -347,9 +405,18 @@ impl Connection {
             let Some(stream) = w.free.pop() else {
                 return Err(UpstreamError::Busy { addr });
             };
-            w.pending.insert(stream, tx);
-            stream
+            w.pending.insert(stream, Waiting { tx, deadline });
+            // The deadline task sleeps until the earliest deadline it knew of; one waking it
+            // per request would cost what a timer per request did.
+            let rearm = w.wakes_at.is_none_or(|at| deadline < at);
+            if rearm {
+                w.wakes_at = Some(deadline);
+            }
+            (stream, rearm)
         };
+        if rearm {
+            self.shared.rearm.notify_one();
+        }
         let flags = if client.tracing { flags::TRACING } else { 0 };
         let frame = match body {
             // The usual forwarded request (v4 or older, uncompressed, no custom payload): its
@@ -396,49 +463,20 @@ impl Connection {
                 reason: "writer stopped".into(),
             });
         }
-        let env = match tokio::time::timeout(timeout, rx).await {
+        let env = match rx.await {
             Ok(Ok(env)) => env,
-            Ok(Err(_)) => {
+            Ok(Err(TimedOut)) => return Err(UpstreamError::Timeout { addr, timeout }),
+            Err(_) => {
                 return Err(UpstreamError::Closed {
                     addr,
                     reason: self.shared.lost(),
                 })
-            }
-            Err(_) => {
-                self.orphan(stream);
-                return Err(UpstreamError::Timeout { addr, timeout });
             }
         };
         Response::from_envelope_lazy(&env).map_err(|e| UpstreamError::Protocol {
             addr,
             reason: e.to_string(),
         })
-    }
-}
-
-impl Connection {
-    /// A request on `stream` timed out: its id stays taken until the late answer arrives (or
-    /// the connection dies), so it is never reused while the upstream may still answer it;
-    /// at [`MAX_ORPHANS`] such ids the connection is retired (see the module docs).
-    fn orphan(&self, stream: i16) {
-        let mut w = self
-            .shared
-            .waiters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Absent: the answer came as the timer fired (the id is free again) or the
-        // connection died.
-        if w.pending.remove(&stream).is_none() {
-            return;
-        }
-        w.orphaned.insert(stream);
-        if w.orphaned.len() >= MAX_ORPHANS && !self.shared.dead.swap(true, Ordering::AcqRel) {
-            tracing::warn!(
-                "upstream {}: {} requests timed out without an answer on one connection; opening another",
-                self.shared.addr,
-                w.orphaned.len()
-            );
-        }
     }
 }
 
@@ -631,13 +669,16 @@ impl Started {
                 pending: FxHashMap::default(),
                 orphaned: HashSet::new(),
                 free: (0..MAX_IN_FLIGHT as i16).rev().collect(),
+                wakes_at: None,
             }),
             dead: AtomicBool::new(false),
             failure: Mutex::new(None),
             unused: Notify::new(),
+            rearm: Notify::new(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(wr, rx, shared.clone()));
+        tokio::spawn(deadline_loop(shared.clone()));
         tokio::spawn(read_loop(
             rd,
             self.buf,
@@ -679,6 +720,25 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     shared.dead.store(true, Ordering::Release);
     shared.unused.notify_one();
     let _ = wr.shutdown().await;
+}
+
+/// Fails the requests of a connection whose deadlines pass ([`ConnShared::expire`]): one
+/// timer per connection, set to the earliest deadline, instead of one per request (a timer
+/// registered and removed per request was 4% of the proxy's instructions per cache miss).
+/// Ends when the connection is dead and no request waits.
+async fn deadline_loop(shared: Arc<ConnShared>) {
+    loop {
+        match shared.expire(Instant::now()) {
+            (_, true) => return,
+            (None, false) => shared.rearm.notified().await,
+            (Some(at), false) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = shared.rearm.notified() => {}
+                }
+            }
+        }
+    }
 }
 
 /// Routes the upstream's answers to their waiting requests by stream id (and EVENTs to the
@@ -732,10 +792,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 .waiters
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if let Some(tx) = w.pending.remove(&env.stream) {
+            if let Some(waiting) = w.pending.remove(&env.stream) {
                 w.free.push(env.stream);
                 drop(w);
-                let _ = tx.send(env);
+                let _ = waiting.tx.send(Ok(env));
             } else if w.orphaned.remove(&env.stream) {
                 // The late answer of a timed-out request: its id is free again.
                 w.free.push(env.stream);

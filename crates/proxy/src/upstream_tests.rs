@@ -366,10 +366,9 @@ async fn requests_go_to_the_nodes_in_turn_each_keeping_a_client_to_one_connectio
     );
 }
 
-#[tokio::test]
-async fn a_connection_nobody_uses_closes_though_the_upstream_never_does() {
-    // Answers STARTUP, then neither reads nor closes (a hung process): the proxy's reader
-    // must not wait for it forever once the connection is dropped.
+/// A connection to a fake upstream that answers STARTUP, then neither reads nor closes (a hung
+/// process).
+async fn connection_to_a_hung_upstream() -> Arc<Connection> {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -390,10 +389,17 @@ async fn a_connection_nobody_uses_closes_though_the_upstream_never_does() {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         drop(s);
     });
-    let timeout = Duration::from_secs(5);
-    let conn = Connection::open(addr, ProtocolVersion::V4, None, None, timeout, None, None)
+    let connect = Duration::from_secs(5);
+    Connection::open(addr, ProtocolVersion::V4, None, None, connect, None, None)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_connection_nobody_uses_closes_though_the_upstream_never_does() {
+    // The proxy's reader must not wait for a hung upstream forever once the connection is
+    // dropped.
+    let conn = connection_to_a_hung_upstream().await;
     let shared = conn.shared.clone();
     drop(conn);
     // The reader and writer tasks hold the other references; both end.
@@ -426,4 +432,47 @@ async fn a_silent_upstream_fails_the_connect_within_its_timeout() {
     assert!(matches!(r, Err(UpstreamError::Connect { .. })));
     assert!(started.elapsed() < Duration::from_secs(2));
     drop(listener);
+}
+
+#[tokio::test]
+async fn each_request_times_out_at_its_own_deadline() {
+    let conn = connection_to_a_hung_upstream().await;
+    let pending = |c: &Connection| {
+        let w = c.shared.waiters.lock().unwrap();
+        (w.pending.len(), w.orphaned.len())
+    };
+    let long = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let r = conn
+                .request(&Request::Options, Duration::from_secs(2))
+                .await;
+            (r, started.elapsed())
+        })
+    };
+    while pending(&conn).0 == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Sent later, due first: the deadline task, asleep until the first request's deadline,
+    // wakes for it.
+    let started = Instant::now();
+    let r = conn
+        .request(&Request::Options, Duration::from_millis(200))
+        .await;
+    let took = started.elapsed();
+    assert!(matches!(r, Err(UpstreamError::Timeout { .. })), "{r:?}");
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    assert_eq!(pending(&conn), (1, 1));
+    let (r, took) = long.await.unwrap();
+    assert!(matches!(r, Err(UpstreamError::Timeout { .. })), "{r:?}");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    // Both ids stay taken until answers come that never will.
+    assert_eq!(pending(&conn), (0, 2));
 }
