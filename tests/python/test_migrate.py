@@ -458,10 +458,21 @@ def test_onto_a_two_node_cluster(peregrine, cass, cassandra, workdir):
         # The keyspace made on the cluster first, with the replication it should have there.
         cass.execute(f"CREATE KEYSPACE {ks} WITH replication = "
                      "{'class': 'SimpleStrategy', 'replication_factor': 2}")
-        # The migration starts at once: it waits itself for the two nodes to agree on the schema
-        # before its CREATE KEYSPACE IF NOT EXISTS, which reaching the node that joined moments
-        # ago before the keyspace did would create it again with the source's replication, the
-        # later definition winning (seen once: replication_factor 1).
+        # Both nodes hold that keyspace before the migration starts: the driver waits for
+        # schema agreement only among the nodes it knows, and the second one joined moments
+        # ago. Otherwise the migration's CREATE KEYSPACE IF NOT EXISTS can reach a node that
+        # has not heard of it and create it again with the source's replication, the later
+        # definition winning (seen once: replication_factor 1). The migration's own wait for
+        # agreement before its schema copy (676d37b) did not prevent it in session 33's
+        # test-all run, where this test relied on it alone: kept here until that is understood.
+        deadline = time.monotonic() + 60
+        while True:
+            local = cass.execute("SELECT schema_version FROM system.local").one().schema_version
+            peers = [r.schema_version for r in cass.execute("SELECT schema_version FROM system.peers_v2")]
+            if peers and all(v == local for v in peers):
+                break
+            assert time.monotonic() < deadline, "the two nodes did not agree on the schema"
+            time.sleep(0.2)
         ok(migrate("--from", peregrine.addr, "--to", f"{host}:{port},{host}:{CLUSTER_PORT}",
                    "--keyspaces", ks, "--state", os.path.join(workdir, "s")))
         rf = cass.execute(f"SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = '{ks}'").one()

@@ -511,31 +511,37 @@ impl Backend for LocalBackend {
     }
 
     /// A prepared statement's EXECUTE that waits for nothing (no scan lane, service level,
-    /// blocking work or payload to read) runs here, on the connection's reader: no task, no
-    /// future. The rest, and an unknown id (answered Unprepared there), go to `handle`.
-    fn handle_now(&self, conn: &ConnState, req: Request, flags: &RequestFlags) -> server::Now {
+    /// blocking work or payload to read) runs here, on the connection's reader: no future.
+    /// The rest, and an unknown id (answered Unprepared there), go to `handle`.
+    #[allow(clippy::result_large_err)]
+    fn handle_here(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        flags: &RequestFlags,
+    ) -> Result<Reply, Request> {
         let x = match req {
             Request::Execute(x) if flags.custom_payload.is_empty() => x,
-            req => return server::Now::Later(req),
+            req => return Err(req),
         };
         let role = match self.login {
             None => None,
             Some(_) => match conn.role() {
                 Some(role) => Some(role),
                 // Refused by `respond` before the SASL exchange succeeded.
-                None => return server::Now::Later(Request::Execute(x)),
+                None => return Err(Request::Execute(x)),
             },
         };
         let Some(prep) = self.engine.prepared(&x.id) else {
-            return server::Now::Later(Request::Execute(x));
+            return Err(Request::Execute(x));
         };
         let plan = prep.snapshot();
         if !self.runs_here(&prep, &plan, role.as_deref()) {
-            return server::Now::Later(Request::Execute(x));
+            return Err(Request::Execute(x));
         }
         let consistency = x.params.consistency;
         let reply = self.execute_here(conn, x, prep, plan, role, None);
-        server::Now::Answered(self.finished(reply, Some(consistency)))
+        Ok(self.finished(reply, Some(consistency)))
     }
 
     fn authenticator(&self) -> Option<String> {
@@ -788,7 +794,8 @@ impl LocalBackend {
                 // execution runs (it follows a plan the execution had to rebuild).
                 let mut plan = prep.snapshot();
                 if self.runs_here(&prep, &plan, role.as_deref()) {
-                    // `handle_now` runs these, but for a request with a custom payload.
+                    // `handle_here` runs these, but for a request with a custom payload, or one of a
+                    // pipelined batch left to a task another worker may take.
                     return self.execute_here(conn, x, prep, plan, role, auths);
                 }
                 let mut opts = options(conn, &x.params, role);

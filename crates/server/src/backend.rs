@@ -101,12 +101,30 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Reply> + Send;
 
     /// Answers `req` right away, on the connection's reader task, if that needs no waiting
-    /// (a proxy's cache hit, a standalone point read or write); otherwise hands it back ([`Now::Later`]) and the front end runs
+    /// (a cache hit); otherwise hands it back ([`Now::Later`]) and the front end runs
     /// [`Backend::handle`] in a task of its own. Called for every request `handle` would get,
     /// before it. Must be quick and must not block; the same invariants as `handle`
     /// otherwise.
     fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> Now {
         Now::Later(req)
+    }
+
+    /// Runs `req` to completion on the connection's reader and answers it, when the front end
+    /// would run it there anyway (the last request read of its batch, or a runtime with no
+    /// other thread to give it to: one worker, thread per core) and it needs no waiting (a
+    /// standalone point read or write): no future is built for it. Otherwise hands it back
+    /// (`Err`) for [`Backend::handle`]. Must not block; the same invariants as `handle`
+    /// otherwise. Requests read before the last of a batch are not offered here, so on a
+    /// runtime of several workers they stay tasks another worker may take.
+    // The request handed back is `Now::Later`'s, by value as there.
+    #[allow(clippy::result_large_err)]
+    fn handle_here(
+        &self,
+        _conn: &ConnState,
+        req: Request,
+        _flags: &RequestFlags,
+    ) -> Result<Reply, Request> {
+        Err(req)
     }
 
     /// Runs a request [`Backend::handle_now`] already answered ([`Now::AnsweredThenRefresh`])

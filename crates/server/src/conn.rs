@@ -559,6 +559,7 @@ impl<B: Backend> Reader<B> {
 /// Hands one request, read at `read_at`, to the backend: answered on the spot, run to
 /// completion here when it never waits (`Shared::run_inline`, or `last`: no other request of
 /// the connection is buffered behind it), else in a task of its own.
+#[allow(clippy::result_large_err)] // `Backend::handle_here` hands a request back by value
 fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instant, last: bool) {
     let stream = env.stream;
     match session.in_flight.acquire(stream) {
@@ -653,6 +654,18 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
             // read runs here, where its task would most likely run anyway (tokio keeps a task
             // spawned by a task on the same worker).
             let run_here = s.shared.run_inline || last;
+            let req = if run_here {
+                // Kept off the reader as below: unanswered, `pending` answers ServerError.
+                match catch_unwind(AssertUnwindSafe(|| {
+                    s.shared.backend.handle_here(&s.conn, req, &flags)
+                })) {
+                    Ok(Ok(reply)) => return pending.finish(reply),
+                    Ok(Err(req)) => req,
+                    Err(_) => return,
+                }
+            } else {
+                req
+            };
             let task = pending.run(req, flags);
             if run_here {
                 // The request runs to completion on this thread when it never waits (a point

@@ -376,12 +376,17 @@ async fn schema_changes_are_pushed_to_registered_connections() {
 
 /// A request whose backend panics is answered ServerError and the connection goes on, whether
 /// it panicked in a task of its own (`panic`) or on the reader (`panic now`: in
-/// `Backend::handle_now`, where standalone point reads are answered).
+/// `Backend::handle_now`; `panic here`: in `Backend::handle_here`, where standalone point reads
+/// are answered).
 #[tokio::test]
 async fn a_panicking_request_answers_server_error_and_the_connection_lives() {
     let s = start_default().await;
     let mut c = Client::ready(s.addr, V4, false).await;
-    for (stream, panics, then) in [(4, "panic", "again"), (5, "panic now", "now")] {
+    for (stream, panics, then) in [
+        (4, "panic", "again"),
+        (5, "panic now", "now"),
+        (6, "panic here", "here"),
+    ] {
         c.query(stream, panics).await;
         let f = c.recv().await.unwrap();
         assert_eq!((f.stream, f.error().0), (stream, 0x0000), "{panics}");

@@ -33,6 +33,8 @@ use tokio_util::sync::CancellationToken;
 /// - `panic`: panics
 /// - `panic now`: panics in `handle_now` (on the connection's reader)
 /// - `now`: Void, answered in `handle_now`
+/// - `panic here`: panics in `handle_here` (on the connection's reader)
+/// - `here`: Void, answered in `handle_here`
 /// - anything else: Void
 #[derive(Default)]
 pub struct Mock {
@@ -53,6 +55,17 @@ impl Backend for Mock {
                 server::Now::Answered(Response::Result(ResultBody::Void).into())
             }
             _ => server::Now::Later(req),
+        }
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn handle_here(&self, _: &ConnState, req: Request, _: &RequestFlags) -> Result<Reply, Request> {
+        match &req {
+            Request::Query(q) if q.query == "panic here" => {
+                panic!("mock backend asked to panic here")
+            }
+            Request::Query(q) if q.query == "here" => Ok(Response::Result(ResultBody::Void).into()),
+            _ => Err(req),
         }
     }
 
