@@ -56,9 +56,6 @@ pub const CQL_VERSION: &str = "3.4.7";
 /// What every connection shares.
 pub(crate) struct Shared<B> {
     pub(crate) config: Config,
-    /// Every request runs on its connection's reader until it first waits (`dispatch`): set
-    /// when no other thread could take it (thread per core, or a runtime of one worker).
-    pub(crate) run_inline: bool,
     pub(crate) backend: Arc<B>,
     pub(crate) events: EventBus,
     pub(crate) limits: Arc<Limits>,
@@ -557,8 +554,8 @@ impl<B: Backend> Reader<B> {
 }
 
 /// Hands one request, read at `read_at`, to the backend: answered on the spot, run to
-/// completion here when it never waits (`Shared::run_inline`, or `last`: no other request of
-/// the connection is buffered behind it), else in a task of its own.
+/// completion here when it never waits (thread per core, or `last`: no other request of the
+/// connection is buffered behind it), else in a task of its own.
 #[allow(clippy::result_large_err)] // `Backend::handle_here` hands a request back by value
 fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instant, last: bool) {
     let stream = env.stream;
@@ -647,13 +644,15 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 return pending.finish(Response::Error(err).into());
             }
             pending.bytes = bytes;
-            // Thread per core (cores.rs), or a runtime of one worker: every request runs on its
-            // connection's thread, so a task of its own would only cost its spawn (~1,300
-            // instructions a read). On a work-stealing runtime of several workers, requests
-            // buffered behind this one run as tasks, which other workers may take; the last one
-            // read runs here, where its task would most likely run anyway (tokio keeps a task
-            // spawned by a task on the same worker).
-            let run_here = s.shared.run_inline || last;
+            // Thread per core (cores.rs): every request runs on its connection's thread. On the
+            // work-stealing runtime, requests buffered behind this one run as tasks, which other
+            // workers may take; the last one read runs here, where its task would most likely
+            // run anyway (tokio keeps a task spawned by a task on the same worker). Running the
+            // others here too, even on a runtime of one worker, costs throughput: the answers
+            // wait for the whole batch before the writer sends any, so client and server take
+            // turns (YCSB C on one core: 0.75x the reads a second for 1.06x the reads per CPU
+            // second, bench/results/2026-12-01/session-ab-s33).
+            let run_here = s.shared.config.thread_per_core || last;
             let req = if run_here {
                 // Kept off the reader as below: unanswered, `pending` answers ServerError.
                 match catch_unwind(AssertUnwindSafe(|| {

@@ -90,13 +90,8 @@ pub async fn run_with_admin<B: Backend>(
     let limits = Limits::new(&config);
     let host = listener.local_addr().unwrap_or(config.listen);
     let audit = AuditLog::new(&config.audit_logging_options, host);
-    // One worker (a server given one core) or one runtime per core: a request has no other
-    // thread to run on, so each runs on its connection's reader when it never waits.
-    let run_inline =
-        config.thread_per_core || tokio::runtime::Handle::current().metrics().num_workers() == 1;
     let shared = Arc::new(Shared {
         config,
-        run_inline,
         backend,
         events,
         limits: limits.clone(),
