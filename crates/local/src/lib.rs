@@ -258,12 +258,12 @@ fn setup_default_superuser(engine: &Engine, config: &Config) -> anyhow::Result<(
     Ok(())
 }
 
-/// The request's options, for the logged-in `role` (`None`: logins are off).
 /// The keyspace a request runs in: the one it `named` (v5), else its connection's (USE).
 fn request_keyspace(conn: &ConnState, named: Option<&str>) -> Option<Arc<str>> {
     named.map(Arc::from).or_else(|| conn.keyspace())
 }
 
+/// The request's options, for the logged-in `role` (`None`: logins are off).
 fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOptions {
     QueryOptions {
         role,
@@ -924,11 +924,6 @@ fn timed(is_select: bool) -> scheduler::Timed {
     }
 }
 
-/// The reply with Cassandra's client warnings (the WARNING flag; drivers log them): the plan's
-/// `warning` for a result of rows or a schema change, e.g. an aggregate over the whole table or
-/// the creation of a vector index, and the one the run `raised`, e.g. an unlogged batch across
-/// many partitions (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
-/// nothing) carry no plan warning.
 /// The answer to an EXECUTE of `prep` that ran `plan` with result `r`, its latency recorded.
 /// `asked_metadata_id`: the v5 client's result metadata id, told when stale (the result's own
 /// columns are the plan's current ones).
@@ -958,6 +953,11 @@ fn prepared_reply(
     with_warning(resp, plan.warning(), raised)
 }
 
+/// The reply with Cassandra's client warnings (the WARNING flag; drivers log them): the plan's
+/// `warning` for a result of rows or a schema change, e.g. an aggregate over the whole table or
+/// the creation of a vector index, and the one the run `raised`, e.g. an unlogged batch across
+/// many partitions (`engine::warnings`). Errors and void results (an IF NOT EXISTS that changed
+/// nothing) carry no plan warning.
 fn with_warning(response: Response, warning: Option<&'static str>, raised: Vec<String>) -> Reply {
     let mut reply = Reply::from(response);
     if let (

@@ -652,25 +652,19 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
             // wait for the whole batch before the writer sends any, so client and server take
             // turns (YCSB C on one core: 0.75x the reads a second for 1.06x the reads per CPU
             // second, bench/results/2026-12-01/session-ab-s33).
-            let run_here = s.shared.config.thread_per_core || last;
-            let req = if run_here {
+            if s.shared.config.thread_per_core || last {
                 // Kept off the reader as below: unanswered, `pending` answers ServerError.
-                match catch_unwind(AssertUnwindSafe(|| {
+                let req = match catch_unwind(AssertUnwindSafe(|| {
                     s.shared.backend.handle_here(&s.conn, req, &flags)
                 })) {
                     Ok(Ok(reply)) => return pending.finish(reply),
                     Ok(Err(req)) => req,
                     Err(_) => return,
-                }
-            } else {
-                req
-            };
-            let task = pending.run(req, flags);
-            if run_here {
+                };
                 // The request runs to completion on this thread when it never waits (a point
                 // read or write executes inline in the backend), with no task of its own; one
                 // that waits becomes a task.
-                let mut task = Box::pin(task);
+                let mut task = Box::pin(pending.run(req, flags));
                 let mut cx = Context::from_waker(Waker::noop());
                 // A panic in the backend is kept off the connection's reader, as a task's
                 // would be: dropping the task answers ServerError (`Pending`'s Drop).
@@ -686,7 +680,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 // Boxed: spawned whole, the task's future (over 700 bytes) was copied by
                 // `spawn`, by the task cell's constructor and again when its output replaced
                 // it (~900 instructions of memcpy a request); a box costs one allocation.
-                tokio::spawn(Box::pin(task));
+                tokio::spawn(Box::pin(pending.run(req, flags)));
             }
         }
     }

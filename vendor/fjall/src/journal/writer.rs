@@ -210,12 +210,17 @@ impl Writer {
         })
     }
 
-    /// Persists the journal file.
     // PATCH (Peregrine, fsync outside the journal lock; see vendor/README.md)
     /// Writes the buffered bytes to the OS and returns a second handle to the journal file, to
     /// be synced once the journal lock is released: every writer waits for that lock, and an
     /// fsync held under it (tens to hundreds of ms under a write load) stalled them all.
     pub(crate) fn flush_for_sync(&mut self) -> std::io::Result<File> {
+        self.flush_buffer()?;
+        self.file.get_ref().try_clone()
+    }
+
+    /// Writes the buffered bytes to the OS (PATCH: shared by `persist` and `flush_for_sync`).
+    fn flush_buffer(&mut self) -> std::io::Result<()> {
         if self.is_buffer_dirty {
             self.file.flush().inspect_err(|e| {
                 log::error!(
@@ -225,24 +230,17 @@ impl Writer {
             })?;
             self.is_buffer_dirty = false;
         }
-        self.file.get_ref().try_clone()
+        Ok(())
     }
 
+    /// Persists the journal file.
     pub(crate) fn persist(&mut self, mode: PersistMode) -> std::io::Result<()> {
         log::trace!(
             "Persisting journal at {} with mode={mode:?}",
             self.path.display(),
         );
 
-        if self.is_buffer_dirty {
-            self.file.flush().inspect_err(|e| {
-                log::error!(
-                    "Failed to flush journal IO buffers at {}: {e:?}",
-                    self.path.display(),
-                );
-            })?;
-            self.is_buffer_dirty = false;
-        }
+        self.flush_buffer()?;
 
         match mode {
             PersistMode::SyncAll => self.file.get_mut().sync_all().inspect_err(|e| {
