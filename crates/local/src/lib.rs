@@ -488,10 +488,12 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
+    type Carry = ();
+
     /// Tracing is not supported here and no envelope extras are sent; of the custom payload
     /// only `peregrine-scan-rate` (`lanes`) and `peregrine-authorizations` (visibility labels,
     /// docs/visibility.md) are read.
-    async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
+    async fn handle(&self, conn: &ConnState, req: Request, _: (), flags: RequestFlags) -> Reply {
         let scan_rate = match lanes::requested_rate(&flags.custom_payload) {
             Ok(r) => r,
             Err(e) => return Reply::from(Response::Error(e)),
@@ -518,26 +520,27 @@ impl Backend for LocalBackend {
         &self,
         conn: &ConnState,
         req: Request,
+        _: (),
         flags: &RequestFlags,
-    ) -> Result<Reply, Request> {
+    ) -> Result<Reply, (Request, ())> {
         let x = match req {
             Request::Execute(x) if flags.custom_payload.is_empty() => x,
-            req => return Err(req),
+            req => return Err((req, ())),
         };
         let role = match self.login {
             None => None,
             Some(_) => match conn.role() {
                 Some(role) => Some(role),
                 // Refused by `respond` before the SASL exchange succeeded.
-                None => return Err(Request::Execute(x)),
+                None => return Err((Request::Execute(x), ())),
             },
         };
         let Some(prep) = self.engine.prepared(&x.id) else {
-            return Err(Request::Execute(x));
+            return Err((Request::Execute(x), ()));
         };
         let plan = prep.snapshot();
         if !self.runs_here(&prep, &plan, role.as_deref()) {
-            return Err(Request::Execute(x));
+            return Err((Request::Execute(x), ()));
         }
         let consistency = x.params.consistency;
         let reply = self.execute_here(conn, x, prep, plan, role, None);

@@ -130,7 +130,7 @@ fn query(cql: &str) -> Request {
 
 async fn ask(backend: &ProxyBackend, conn: &ConnState, cql: &str) -> Response {
     backend
-        .handle(conn, query(cql), RequestFlags::default())
+        .handle(conn, query(cql), None, RequestFlags::default())
         .await
         .response
 }

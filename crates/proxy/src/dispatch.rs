@@ -6,10 +6,9 @@
 //! fill the cache and writes invalidate or patch it before their answer goes back.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use proto::error::DbError;
 use proto::request::{
     Batch, BatchKind, BatchStatement, Consistency, Execute, Prepare, Query, QueryParams, RawValue,
@@ -42,85 +41,24 @@ const MAX_REFRESHES: usize = 256;
 /// shares its cores.
 const REFRESH_TICK: Duration = Duration::from_millis(50);
 
-/// Slots of the [`KeyStash`]: room for the requests in flight on the proxy's busiest
-/// connections, each in the slot its connection and message body hash to.
-const KEY_SLOTS: usize = 1024;
-
-/// The cache key `handle_now` made for an EXECUTE that missed DRAM, and the statement it looked
-/// up for it, for `handle` to take rather than make and look up again (the front end's
-/// `Now::Later` hands `handle` only the request; making a key was ~750 instructions, 5% of a
-/// miss, the lookup ~100). A key is stashed under its connection's
-/// id and the address of the request's message body (`RequestFlags::body`, a view into the
-/// bytes received), in the slot those two hash to.
-///
-/// A key taken under (connection, address) is that of the request `handle` runs: every
-/// EXECUTE `handle_now` passes on writes its slot (a key or none), and the requests a
-/// connection has in flight at once have bodies at different addresses. So an entry left
-/// behind (a request whose `handle` did not take it) is overwritten, by the next request of
-/// that connection at that address, before that one's `handle` can take it. A request whose
-/// slot another took in the meantime makes its key again.
-pub(crate) struct KeyStash {
-    slots: Box<[Mutex<Option<Stashed>>]>,
-}
-
-struct Stashed {
-    conn: u64,
-    /// The address of the request's message body.
-    body: usize,
-    made: Option<Made>,
-}
-
-/// What `handle_now` made for a request: its cache key, and its statement's facts.
-type Made = (cache::CacheKey, Arc<PreparedInfo>);
-
-impl Default for KeyStash {
-    fn default() -> Self {
-        KeyStash {
-            slots: (0..KEY_SLOTS).map(|_| Mutex::new(None)).collect(),
-        }
-    }
-}
-
-impl KeyStash {
-    fn slot(&self, conn: &ConnState, body: usize) -> MutexGuard<'_, Option<Stashed>> {
-        let h = (conn.id().rotate_left(32) ^ body as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.slots[(h >> 32) as usize % KEY_SLOTS]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// `handle_now` passes on the EXECUTE whose message body is `body`, with what it made.
-    fn put(&self, conn: &ConnState, body: &Bytes, made: Option<Made>) {
-        // A request the proxy built itself has no body to be known by.
-        if body.is_empty() {
-            return;
-        }
-        let body = body.as_ptr().addr();
-        *self.slot(conn, body) = Some(Stashed {
-            conn: conn.id(),
-            body,
-            made,
-        });
-    }
-
-    /// What `handle_now` stashed for the request whose message body is `body`, if it is
-    /// still there.
-    fn take(&self, conn: &ConnState, body: &Bytes) -> Option<Made> {
-        if body.is_empty() {
-            return None;
-        }
-        let body = body.as_ptr().addr();
-        let mut slot = self.slot(conn, body);
-        match &*slot {
-            Some(s) if s.conn == conn.id() && s.body == body => slot.take()?.made,
-            _ => None,
-        }
-    }
+/// What `handle_now` made for an EXECUTE that missed DRAM, carried to `handle`
+/// ([`Backend::Carry`]) so that it is not made again: its cache key (making one is ~750
+/// instructions, 5% of a miss) and its statement's facts (a lookup).
+pub struct Made {
+    key: cache::CacheKey,
+    info: Arc<PreparedInfo>,
 }
 
 impl ProxyBackend {
     /// One request of an established connection, with its flags in `ctx`.
-    async fn dispatch(&self, conn: &ConnState, ctx: &Ctx, req: Request) -> Response {
+    /// `made`: what `handle_now` made for this request, if anything.
+    async fn dispatch(
+        &self,
+        conn: &ConnState,
+        ctx: &Ctx,
+        req: Request,
+        made: Option<Made>,
+    ) -> Response {
         if let Request::AuthResponse(token) = req {
             if !self.auth_required() {
                 return Response::Error(DbError::protocol(
@@ -140,7 +78,7 @@ impl ProxyBackend {
         match req {
             Request::Query(q) => Box::pin(self.query(conn, ctx, q)).await,
             Request::Prepare(p) => Box::pin(self.prepare(conn, ctx, p)).await,
-            Request::Execute(x) => self.execute(conn, ctx, x).await,
+            Request::Execute(x) => self.execute(conn, ctx, x, made).await,
             Request::Batch(b) => Box::pin(self.batch(conn, ctx, b)).await,
             Request::AuthResponse(_)
             | Request::Startup(_)
@@ -286,9 +224,15 @@ impl ProxyBackend {
         resp
     }
 
-    async fn execute(&self, conn: &ConnState, ctx: &Ctx, x: Execute) -> Response {
-        let (made_key, info) = match self.keys.take(conn, &ctx.flags.body) {
-            Some((key, info)) => (Some(key), info),
+    async fn execute(
+        &self,
+        conn: &ConnState,
+        ctx: &Ctx,
+        x: Execute,
+        made: Option<Made>,
+    ) -> Response {
+        let (made_key, info) = match made {
+            Some(Made { key, info }) => (Some(key), info),
             None => match self.prepared_info(&x.id) {
                 Some(info) => (None, info),
                 None => return Response::Error(DbError::unprepared(x.id)),
@@ -414,7 +358,8 @@ impl ProxyBackend {
             return None;
         }
         let info = self.prepared_info(&x.id)?;
-        Some((self.cache_key(conn, x, &info)?, info))
+        let key = self.cache_key(conn, x, &info)?;
+        Some(Made { key, info })
     }
 
     /// The cache key of an EXECUTE of a cacheable read, or `None` when this execution is not
@@ -534,14 +479,15 @@ impl ProxyBackend {
 }
 
 impl Backend for ProxyBackend {
+    type Carry = Option<Made>;
+
     /// A cacheable EXECUTE found in the DRAM tier is answered here, without a task.
-    fn handle_now(&self, conn: &ConnState, req: Request, flags: &RequestFlags) -> Now {
+    fn handle_now(&self, conn: &ConnState, req: Request, flags: &RequestFlags) -> Now<Self::Carry> {
         let Request::Execute(x) = &req else {
-            return Now::Later(req);
+            return Now::Later(req, None);
         };
-        let Some((key, info)) = self.dram_key(conn, x, flags) else {
-            self.keys.put(conn, &flags.body, None);
-            return Now::Later(req);
+        let Some(Made { key, info }) = self.dram_key(conn, x, flags) else {
+            return Now::Later(req, None);
         };
         match self.cache.get_with_refresh(&key, Instant::now()) {
             Some((hit, refresh)) => {
@@ -549,7 +495,7 @@ impl Backend for ProxyBackend {
                 let resp = Response::Result(ResultBody::Encoded(hit.body));
                 if !refresh {
                     key.recycle();
-                    return Now::Answered(resp.into());
+                    return Now::Answered(resp);
                 }
                 if self.refreshes.fetch_add(1, Ordering::AcqRel) >= MAX_REFRESHES {
                     self.refreshes.fetch_sub(1, Ordering::AcqRel);
@@ -557,14 +503,11 @@ impl Backend for ProxyBackend {
                         .refreshes_skipped
                         .fetch_add(1, Ordering::Relaxed);
                     self.cache.refresh_abandoned(&key);
-                    return Now::Answered(resp.into());
+                    return Now::Answered(resp);
                 }
                 Now::AnsweredThenRefresh(resp, req)
             }
-            None => {
-                self.keys.put(conn, &flags.body, Some((key, info)));
-                Now::Later(req)
-            }
+            None => Now::Later(req, Some(Made { key, info })),
         }
     }
 
@@ -604,9 +547,15 @@ impl Backend for ProxyBackend {
 
     /// The tracing flag and the custom payload go upstream; the upstream's tracing session id,
     /// warnings and custom payload come back in front of the response.
-    async fn handle(&self, conn: &ConnState, req: Request, flags: RequestFlags) -> Reply {
+    async fn handle(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        made: Option<Made>,
+        flags: RequestFlags,
+    ) -> Reply {
         let ctx = Ctx::of_client(&req, flags);
-        let response = self.dispatch(conn, &ctx, req).await;
+        let response = self.dispatch(conn, &ctx, req, made).await;
         Reply {
             response,
             extras: ctx

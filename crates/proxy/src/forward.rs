@@ -298,7 +298,7 @@ mod tests {
             params: QueryParams::default(),
         });
         let resp = backend
-            .handle(&conn, q, RequestFlags::default())
+            .handle(&conn, q, None, RequestFlags::default())
             .await
             .response;
         let took = started.elapsed();

@@ -210,8 +210,6 @@ pub struct ProxyBackend {
     /// Background cache refreshes in flight (at most `dispatch::MAX_REFRESHES`).
     refreshes: AtomicUsize,
     started: Instant,
-    /// Cache keys `handle_now` made, for `handle` (see [`dispatch::KeyStash`]).
-    keys: dispatch::KeyStash,
 }
 
 /// The rustls client configuration for `proxy.upstream_encryption_options`, when enabled.
@@ -318,7 +316,6 @@ impl ProxyBackend {
             peer_watch: Mutex::new(None),
             refreshes: AtomicUsize::new(0),
             started: Instant::now(),
-            keys: dispatch::KeyStash::default(),
         };
         let mut last = None;
         for &addr in backend.hosts.iter() {

@@ -190,7 +190,7 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
         }),
         |_| {},
     );
-    let resp = backend.handle(&conn, prep, flags).await.response;
+    let resp = backend.handle(&conn, prep, None, flags).await.response;
     assert!(
         matches!(&resp, Response::Result(ResultBody::Prepared(p)) if p.id == ID),
         "{resp:?}"
@@ -206,12 +206,15 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
     });
     let (x, flags) = from_client(&execute, |_| {});
     let client_body = flags.body.clone();
-    let x = match backend.handle_now(&conn, x, &flags) {
-        Now::Later(x) => x,
+    let (x, carry) = match backend.handle_now(&conn, x, &flags) {
+        Now::Later(x, carry) => (x, carry),
         _ => panic!("nothing is cached yet"),
     };
     // The upstream answers UNPREPARED first: re-prepared, then sent again, as the same bytes.
-    let resp = backend.handle(&conn, x, flags.clone()).await.response;
+    let resp = backend
+        .handle(&conn, x, carry, flags.clone())
+        .await
+        .response;
     assert_eq!(
         resp,
         Response::Result(ResultBody::Encoded(rows_body(b"row")))
@@ -228,9 +231,9 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
     // The fill kept the upstream's body: a hit answers exactly those bytes, without upstream.
     let (x, flags) = from_client(&execute, |_| {});
     match backend.handle_now(&conn, x, &flags) {
-        Now::Answered(reply) => {
+        Now::Answered(response) => {
             assert_eq!(
-                reply.response,
+                response,
                 Response::Result(ResultBody::Encoded(rows_body(b"row")))
             )
         }
@@ -247,7 +250,7 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
         b[at] |= 0x80;
     });
     let sent = flags.body.clone();
-    let resp = backend.handle(&conn, q, flags).await.response;
+    let resp = backend.handle(&conn, q, None, flags).await.response;
     assert_eq!(resp, Response::Result(ResultBody::Void));
     assert_eq!(
         received.lock().unwrap().last(),
@@ -257,7 +260,7 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
     let (x, flags) = from_client(&execute, |_| {});
     assert!(matches!(
         backend.handle_now(&conn, x, &flags),
-        Now::Later(_)
+        Now::Later(..)
     ));
 
     // Rows of a read the proxy does not cache come back as the upstream's bytes too.
@@ -266,7 +269,7 @@ async fn requests_and_rows_pass_through_as_bytes_and_the_cache_keeps_the_upstrea
         params: QueryParams::default(),
     });
     let (q, flags) = from_client(&scan, |_| {});
-    let resp = backend.handle(&conn, q, flags).await.response;
+    let resp = backend.handle(&conn, q, None, flags).await.response;
     assert_eq!(
         resp,
         Response::Result(ResultBody::Encoded(rows_body(b"scan")))

@@ -166,7 +166,7 @@ async fn a_large_announced_upstream_body_costs_only_the_bytes_that_arrived() {
     let started = Instant::now();
     let answers = futures_join(
         (0..8)
-            .map(|_| backend.handle(&conn, request(), RequestFlags::default()))
+            .map(|_| backend.handle(&conn, request(), None, RequestFlags::default()))
             .collect(),
     )
     .await;

@@ -49,12 +49,14 @@ impl From<Response> for Reply {
     }
 }
 
-/// What [`Backend::handle_now`] did with a request.
-pub enum Now {
+/// What [`Backend::handle_now`] did with a request; `C` is the backend's
+/// [`Backend::Carry`].
+pub enum Now<C> {
     /// Answered on the spot.
-    Answered(Reply),
-    /// Needs waiting: the request goes to [`Backend::handle`].
-    Later(Request),
+    Answered(Response),
+    /// Needs waiting: the request goes to [`Backend::handle_here`] or [`Backend::handle`], with
+    /// what `handle_now` learned of it (`C`) so that they need not work it out again.
+    Later(Request, C),
     /// Answered on the spot, and the request also runs in the background through
     /// [`Backend::refresh`], with nobody waiting for its result (a cache hit whose entry is
     /// due for a refresh).
@@ -89,6 +91,12 @@ pub enum Now {
 ///   the grace period, `request_timeout`, ran out). It flushes whatever must be durable. No
 ///   `handle` call starts after it.
 pub trait Backend: Send + Sync + 'static {
+    /// What [`Backend::handle_now`] learned of a request it hands on ([`Now::Later`]), given to
+    /// [`Backend::handle_here`] and [`Backend::handle`] with the request (the proxy: the cache
+    /// key it made and the statement it looked up). `()` for a backend that learns nothing;
+    /// the default `handle_now` hands on `Default::default()`.
+    type Carry: Default + Send + 'static;
+
     /// Executes one request for the connection `conn`, with its envelope flags (`flags`: the
     /// tracing flag and custom payload, for a backend that passes them on; others ignore
     /// them), answering the response and the envelope extras to send in front of it
@@ -97,6 +105,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         conn: &ConnState,
         req: Request,
+        carry: Self::Carry,
         flags: RequestFlags,
     ) -> impl Future<Output = Reply> + Send;
 
@@ -105,8 +114,13 @@ pub trait Backend: Send + Sync + 'static {
     /// [`Backend::handle`] in a task of its own. Called for every request `handle` would get,
     /// before it. Must be quick and must not block; the same invariants as `handle`
     /// otherwise.
-    fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> Now {
-        Now::Later(req)
+    fn handle_now(
+        &self,
+        _conn: &ConnState,
+        req: Request,
+        _flags: &RequestFlags,
+    ) -> Now<Self::Carry> {
+        Now::Later(req, Self::Carry::default())
     }
 
     /// Runs `req` to completion on the connection's reader and answers it, when the front end
@@ -121,9 +135,10 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         _conn: &ConnState,
         req: Request,
+        carry: Self::Carry,
         _flags: &RequestFlags,
-    ) -> Result<Reply, Request> {
-        Err(req)
+    ) -> Result<Reply, (Request, Self::Carry)> {
+        Err((req, carry))
     }
 
     /// Runs a request [`Backend::handle_now`] already answered ([`Now::AnsweredThenRefresh`])

@@ -623,13 +623,13 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
         Err(_) => return,
     };
     match now {
-        Now::Answered(reply) => pending.finish(reply),
+        Now::Answered(resp) => pending.finish(resp.into()),
         Now::AnsweredThenRefresh(resp, req) => {
             let session = pending.session.clone();
             pending.finish(resp.into());
             tokio::spawn(async move { session.shared.backend.refresh(&session.conn, req).await });
         }
-        Now::Later(req) => {
+        Now::Later(req, carry) => {
             // Request bytes count from here until the answer goes to the writer (limits.rs);
             // one answered on the spot (a proxy cache hit) is never held, so it is not counted.
             let limits = &s.shared.limits;
@@ -654,17 +654,17 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
             // second, bench/results/2026-12-01/session-ab-s33).
             if s.shared.config.thread_per_core || last {
                 // Kept off the reader as below: unanswered, `pending` answers ServerError.
-                let req = match catch_unwind(AssertUnwindSafe(|| {
-                    s.shared.backend.handle_here(&s.conn, req, &flags)
+                let (req, carry) = match catch_unwind(AssertUnwindSafe(|| {
+                    s.shared.backend.handle_here(&s.conn, req, carry, &flags)
                 })) {
                     Ok(Ok(reply)) => return pending.finish(reply),
-                    Ok(Err(req)) => req,
+                    Ok(Err(handed_back)) => handed_back,
                     Err(_) => return,
                 };
                 // The request runs to completion on this thread when it never waits (a point
                 // read or write executes inline in the backend), with no task of its own; one
                 // that waits becomes a task.
-                let mut task = Box::pin(pending.run(req, flags));
+                let mut task = Box::pin(pending.run(req, carry, flags));
                 let mut cx = Context::from_waker(Waker::noop());
                 // A panic in the backend is kept off the connection's reader, as a task's
                 // would be: dropping the task answers ServerError (`Pending`'s Drop).
@@ -680,7 +680,7 @@ fn dispatch<B: Backend>(session: Arc<Session<B>>, env: Envelope, read_at: Instan
                 // Boxed: spawned whole, the task's future (over 700 bytes) was copied by
                 // `spawn`, by the task cell's constructor and again when its output replaced
                 // it (~900 instructions of memcpy a request); a box costs one allocation.
-                tokio::spawn(Box::pin(pending.run(req, flags)));
+                tokio::spawn(Box::pin(pending.run(req, carry, flags)));
             }
         }
     }
@@ -705,7 +705,7 @@ struct Pending<B: Backend> {
 }
 
 impl<B: Backend> Pending<B> {
-    async fn run(mut self, req: Request, flags: RequestFlags) {
+    async fn run(mut self, req: Request, carry: B::Carry, flags: RequestFlags) {
         // A request waits here while its connection's unread answers and running requests
         // are over the backlog bound, so a pipelining client that never reads cannot make the
         // node build answers without bound.
@@ -735,7 +735,7 @@ impl<B: Backend> Pending<B> {
         let running = s
             .conn
             .begin_request(self.stream, self.started.into_std(), task);
-        let reply = Box::pin(s.shared.backend.handle(&s.conn, req, flags)).await;
+        let reply = Box::pin(s.shared.backend.handle(&s.conn, req, carry, flags)).await;
         drop(running);
         self.finish(reply);
     }

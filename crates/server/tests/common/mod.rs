@@ -42,30 +42,43 @@ pub struct Mock {
 }
 
 impl Backend for Mock {
-    async fn handle(&self, conn: &ConnState, req: Request, _flags: RequestFlags) -> Reply {
+    type Carry = ();
+
+    async fn handle(&self, conn: &ConnState, req: Request, _: (), _flags: RequestFlags) -> Reply {
         Reply::from(self.answer(conn, req).await)
     }
 
-    fn handle_now(&self, _conn: &ConnState, req: Request, _flags: &RequestFlags) -> server::Now {
+    fn handle_now(
+        &self,
+        _conn: &ConnState,
+        req: Request,
+        _flags: &RequestFlags,
+    ) -> server::Now<()> {
         match &req {
             Request::Query(q) if q.query == "panic now" => {
                 panic!("mock backend asked to panic now")
             }
             Request::Query(q) if q.query == "now" => {
-                server::Now::Answered(Response::Result(ResultBody::Void).into())
+                server::Now::Answered(Response::Result(ResultBody::Void))
             }
-            _ => server::Now::Later(req),
+            _ => server::Now::Later(req, ()),
         }
     }
 
     #[allow(clippy::result_large_err)]
-    fn handle_here(&self, _: &ConnState, req: Request, _: &RequestFlags) -> Result<Reply, Request> {
+    fn handle_here(
+        &self,
+        _: &ConnState,
+        req: Request,
+        _: (),
+        _: &RequestFlags,
+    ) -> Result<Reply, (Request, ())> {
         match &req {
             Request::Query(q) if q.query == "panic here" => {
                 panic!("mock backend asked to panic here")
             }
             Request::Query(q) if q.query == "here" => Ok(Response::Result(ResultBody::Void).into()),
-            _ => Err(req),
+            _ => Err((req, ())),
         }
     }
 
