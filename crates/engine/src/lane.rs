@@ -15,6 +15,10 @@
 //!   so a scan pauses *between* batches of rows on its own thread. Readers take no locks
 //!   (see the crate's invariants), so a paused scan blocks nobody; it keeps only its storage
 //!   iterator.
+//! - [`PlanSnapshot::is_index_lookup`] and [`within_budget`]: an indexed read by one value
+//!   usually reads a few rows, and the hand-off to the scan lane and back costs more than the
+//!   read (bench/results/2026-12-01/indexed-s34): the caller may run it on its own thread
+//!   within a budget of rows read, and in the lane only when it reads more.
 //!
 //! It is **not** a scheduler: threads, queues and clocks belong to the caller.
 
@@ -23,7 +27,7 @@ use std::cell::RefCell;
 use proto::error::DbError;
 
 use crate::build::{Compiled, CompiledKind};
-use crate::plan::PartitionSel;
+use crate::plan::{IndexLookup, PartitionSel};
 use crate::{parse_error, Engine, EngineError, Outcome, PlanSnapshot, QueryOptions, Values};
 
 impl Compiled {
@@ -33,12 +37,27 @@ impl Compiled {
     fn is_scan(&self) -> bool {
         matches!(&self.kind, CompiledKind::Select(p) if matches!(p.partitions, PartitionSel::Range { .. }))
     }
+
+    /// A scan whose rows come from an index's entries for one value (`=`, `CONTAINS`,
+    /// `CONTAINS KEY`, `m[k] = v`; not an ANN ordering, not a range of values, whose entries
+    /// are gathered before any row is read): every row it reads is counted by the pacer
+    /// ([`row_read`]), so [`within_budget`] bounds its work.
+    fn is_index_lookup(&self) -> bool {
+        matches!(&self.kind, CompiledKind::Select(p)
+            if p.ann.is_none()
+                && p.index.as_ref().is_some_and(|i| !matches!(i.lookup, IndexLookup::Range { .. })))
+    }
 }
 
 impl PlanSnapshot {
     /// Whether executing this statement is a scan (see [`Compiled::is_scan`]); no allocation.
     pub fn is_scan(&self) -> bool {
         self.plan.is_scan()
+    }
+
+    /// Whether it is an indexed read by one value (see [`Compiled::is_index_lookup`]).
+    pub fn is_index_lookup(&self) -> bool {
+        self.plan.is_index_lookup()
     }
 }
 
@@ -55,6 +74,11 @@ impl PlannedQuery {
     /// Whether running it is a scan.
     pub fn is_scan(&self) -> bool {
         self.compiled.is_scan()
+    }
+
+    #[cfg(test)]
+    fn is_index_lookup_planned(&self) -> bool {
+        self.compiled.is_index_lookup()
     }
 
     /// Whether it is a SELECT (a timeout answers a read timeout).
@@ -150,6 +174,30 @@ pub fn with_pacer<R>(
     (r, ours.map_or(0, |p| p.pending))
 }
 
+/// The unwind payload that stops a read over its budget (see [`within_budget`]).
+struct OverBudget;
+
+/// Runs `run` (a read) on this thread unless it reads more than `budget` rows from storage:
+/// then it is stopped at the next row, its work dropped, and the answer is `None`, for the
+/// caller to run it again where long reads belong. Only for reads: a statement that writes
+/// must not be stopped half done.
+///
+/// The stop unwinds from the row past the budget to here (`resume_unwind`: no panic message),
+/// through the read's own frames, which hold no locks (the crate's invariants) and whose
+/// iterators and buffers are dropped as they are; a real panic goes on unwinding.
+pub fn within_budget<R>(budget: u64, run: impl FnOnce() -> R) -> Option<R> {
+    let stop = |_: u64| {
+        std::panic::resume_unwind(Box::new(OverBudget));
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with_pacer(budget.saturating_add(1), stop, run)
+    })) {
+        Ok((r, _)) => Some(r),
+        Err(payload) if payload.is::<OverBudget>() => None,
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
 /// One row read from storage by a read (called per row, so it must stay cheap: one
 /// thread-local access when no pacer is installed).
 #[inline]
@@ -228,6 +276,51 @@ mod tests {
         };
         assert!(planned("SELECT * FROM t"));
         assert!(!planned("SELECT * FROM t WHERE k = 1"));
+    }
+
+    #[test]
+    fn a_read_over_its_budget_is_stopped_and_one_within_it_answers() {
+        let e = setup();
+        let lookup = |text: &str| {
+            e.plan_query(
+                text,
+                Values::Positional(vec![]),
+                &QueryOptions {
+                    keyspace: Some("ks".into()),
+                    ..QueryOptions::default()
+                },
+                crate::tests::at(1),
+            )
+            .unwrap()
+        };
+        // 10 rows of partition 3: within 10, over 9.
+        let part = "SELECT * FROM t WHERE k = 3";
+        let rows =
+            |r: Option<Result<Outcome, DbError>>| r.map(|o| crate::tests::rows(o.unwrap()).len());
+        assert_eq!(
+            rows(within_budget(10, || q(&e, Some("ks"), part))),
+            Some(10)
+        );
+        assert_eq!(rows(within_budget(9, || q(&e, Some("ks"), part))), None);
+        // Nothing is left installed: the same read answers in full afterwards, and a pacer
+        // outside sees only its own rows.
+        assert_eq!(rows(Some(q(&e, Some("ks"), "SELECT * FROM t"))), Some(100));
+        let (inner, rest) = with_pacer(
+            1000,
+            |_| {},
+            || within_budget(5, || q(&e, Some("ks"), part)).is_none(),
+        );
+        assert!(inner);
+        assert_eq!(rest, 0);
+        // A real panic is not taken for the budget.
+        let real = std::panic::catch_unwind(|| within_budget(10, || panic!("real")));
+        assert!(real.is_err());
+        // Which reads are lookups by one indexed value.
+        q(&e, Some("ks"), "CREATE INDEX ON t (v) USING 'sai'").unwrap();
+        assert!(lookup("SELECT * FROM t WHERE v = 1").is_index_lookup_planned());
+        assert!(!lookup("SELECT * FROM t WHERE v > 1").is_index_lookup_planned());
+        assert!(!lookup("SELECT * FROM t").is_index_lookup_planned());
+        assert!(!lookup("SELECT * FROM t WHERE k = 1").is_index_lookup_planned());
     }
 
     #[test]

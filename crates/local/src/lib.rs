@@ -280,6 +280,18 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
 /// authorizations to read with.
 type PayloadAsks = (Option<u64>, Option<engine::visibility::Authorizations>);
 
+/// Rows an indexed lookup run on the request's thread may read (`lookup_here`) before it is
+/// dropped and run again in the scan lane: about 0.3 ms of work at most.
+const LOOKUP_HERE_ROWS: u64 = 128;
+
+/// What `handle_here` learned of a request it hands on ([`Backend::Carry`]).
+#[derive(Default)]
+pub struct Tried {
+    /// It ran as an indexed lookup and read past [`LOOKUP_HERE_ROWS`]: `handle` sends it
+    /// to the scan lane without trying again.
+    over_budget: bool,
+}
+
 /// The `peregrine-authorizations` payload (docs/visibility.md): a comma-separated list of
 /// authorizations, a subset of the role's, that the request's reads use instead of all of them.
 fn requested_authorizations(
@@ -465,6 +477,48 @@ impl LocalBackend {
         )
     }
 
+    /// An indexed read by one value ([`engine::PlanSnapshot::is_index_lookup`]) run on this
+    /// thread when no service level or scan rate governs it, within [`LOOKUP_HERE_ROWS`] rows
+    /// read: it usually reads a few rows, and the hand-off to the scan lane and back costs
+    /// more than that (bench/results/2026-12-01/indexed-s34). `None` when it may not run here
+    /// or read more (its work is dropped): it then runs in the scan lane.
+    fn lookup_here(
+        &self,
+        conn: &ConnState,
+        x: &request::Execute,
+        prep: &Arc<engine::Prepared>,
+        plan: &engine::PlanSnapshot,
+        role: Option<Arc<str>>,
+        (scan_rate, auths): PayloadAsks,
+    ) -> Option<Reply> {
+        if !plan.is_index_lookup()
+            || self.level_of(role.as_deref()).is_some()
+            || self.scans.rate(role.as_deref(), scan_rate) != 0
+        {
+            return None;
+        }
+        let mut opts = options(conn, &x.params, role);
+        opts.authorizations = auths;
+        opts.result_head_room = RESULT_HEAD_ROOM;
+        let started = Instant::now();
+        let mut plan = plan.clone();
+        let r = engine::lane::within_budget(LOOKUP_HERE_ROWS, || {
+            let values = x.params.values.clone();
+            self.engine
+                .execute_prepared(prep, &mut plan, values, &opts, Now::system())
+        })?;
+        Some(prepared_reply(
+            conn,
+            &x.result_metadata_id,
+            x.params.skip_metadata,
+            prep,
+            &plan,
+            r,
+            opts.keyspace.as_deref(),
+            started,
+        ))
+    }
+
     /// Runs `f` on the service level executor when `level` is given (`scheduler`), else
     /// inline, or on the blocking pool when it may fsync or scan at length.
     async fn run<T: Send + 'static>(
@@ -488,12 +542,18 @@ impl LocalBackend {
 }
 
 impl Backend for LocalBackend {
-    type Carry = ();
+    type Carry = Tried;
 
     /// Tracing is not supported here and no envelope extras are sent; of the custom payload
     /// only `peregrine-scan-rate` (`lanes`) and `peregrine-authorizations` (visibility labels,
     /// docs/visibility.md) are read.
-    async fn handle(&self, conn: &ConnState, req: Request, _: (), flags: RequestFlags) -> Reply {
+    async fn handle(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        tried: Tried,
+        flags: RequestFlags,
+    ) -> Reply {
         let scan_rate = match lanes::requested_rate(&flags.custom_payload) {
             Ok(r) => r,
             Err(e) => return Reply::from(Response::Error(e)),
@@ -508,7 +568,7 @@ impl Backend for LocalBackend {
             Request::Batch(b) => Some(b.consistency),
             _ => None,
         };
-        let reply = self.respond(conn, req, (scan_rate, auths)).await;
+        let reply = self.respond(conn, req, (scan_rate, auths), tried).await;
         self.finished(reply, consistency)
     }
 
@@ -520,27 +580,34 @@ impl Backend for LocalBackend {
         &self,
         conn: &ConnState,
         req: Request,
-        _: (),
+        _: Tried,
         flags: &RequestFlags,
-    ) -> Result<Reply, (Request, ())> {
+    ) -> Result<Reply, (Request, Tried)> {
         let x = match req {
             Request::Execute(x) if flags.custom_payload.is_empty() => x,
-            req => return Err((req, ())),
+            req => return Err((req, Tried::default())),
         };
         let role = match self.login {
             None => None,
             Some(_) => match conn.role() {
                 Some(role) => Some(role),
                 // Refused by `respond` before the SASL exchange succeeded.
-                None => return Err((Request::Execute(x), ())),
+                None => return Err((Request::Execute(x), Tried::default())),
             },
         };
         let Some(prep) = self.engine.prepared(&x.id) else {
-            return Err((Request::Execute(x), ()));
+            return Err((Request::Execute(x), Tried::default()));
         };
         let plan = prep.snapshot();
         if !self.runs_here(&prep, &plan, role.as_deref()) {
-            return Err((Request::Execute(x), ()));
+            if plan.is_index_lookup() {
+                let consistency = x.params.consistency;
+                return match self.lookup_here(conn, &x, &prep, &plan, role, (None, None)) {
+                    Some(reply) => Ok(self.finished(reply, Some(consistency))),
+                    None => Err((Request::Execute(x), Tried { over_budget: true })),
+                };
+            }
+            return Err((Request::Execute(x), Tried::default()));
         }
         let consistency = x.params.consistency;
         let reply = self.execute_here(conn, x, prep, plan, role, None);
@@ -657,15 +724,21 @@ impl LocalBackend {
     }
 
     /// Runs a request, after the SASL exchange when logins are on.
-    async fn respond(&self, conn: &ConnState, req: Request, asks: PayloadAsks) -> Reply {
+    async fn respond(
+        &self,
+        conn: &ConnState,
+        req: Request,
+        asks: PayloadAsks,
+        tried: Tried,
+    ) -> Reply {
         if self.login.is_none() {
-            return self.execute(conn, req, None, asks).await;
+            return self.execute(conn, req, None, asks, tried).await;
         }
         if let Request::AuthResponse(token) = req {
             return Reply::from(self.login(conn, token).await);
         }
         match conn.role() {
-            Some(role) => self.execute(conn, req, Some(role), asks).await,
+            Some(role) => self.execute(conn, req, Some(role), asks, tried).await,
             // Cassandra's answer to anything but the SASL exchange before it succeeded.
             None => Reply::from(Response::Error(DbError::protocol(format!(
                 "Unexpected message {}, expecting SASL_RESPONSE",
@@ -774,6 +847,7 @@ impl LocalBackend {
         req: Request,
         role: Option<Arc<str>>,
         asks: PayloadAsks,
+        tried: Tried,
     ) -> Reply {
         let (scan_rate, auths) = asks;
         let v5 = conn.version() == proto::frame::ProtocolVersion::V5;
@@ -800,6 +874,14 @@ impl LocalBackend {
                     // `handle_here` runs these, but for a request with a custom payload, or one of a
                     // pipelined batch left to a task another worker may take.
                     return self.execute_here(conn, x, prep, plan, role, auths);
+                }
+                if !tried.over_budget && plan.is_index_lookup() {
+                    let asks = (scan_rate, auths.clone());
+                    if let Some(reply) =
+                        self.lookup_here(conn, &x, &prep, &plan, role.clone(), asks)
+                    {
+                        return reply;
+                    }
                 }
                 let mut opts = options(conn, &x.params, role);
                 opts.authorizations = auths;

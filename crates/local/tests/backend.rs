@@ -88,7 +88,7 @@ impl Db {
     async fn send(&self, req: Request) -> Response {
         let mut resp = self
             .backend
-            .handle(&self.conn, req, (), RequestFlags::default())
+            .handle(&self.conn, req, Default::default(), RequestFlags::default())
             .await
             .response;
         if let Response::Result(ResultBody::Encoded(body)) = resp {
@@ -1195,7 +1195,7 @@ async fn the_request_future_stays_small() {
     let fut = db.backend.handle(
         &db.conn,
         query("SELECT * FROM system.local", QueryParams::default()),
-        (),
+        Default::default(),
         RequestFlags::default(),
     );
     let size = std::mem::size_of_val(&fut);
