@@ -1,8 +1,10 @@
 """Indexed lookups by one value run on the request's thread within a budget of rows read, and
 in the scan lane past it (issue 11 item 7; `engine::lane::within_budget`, `local`'s
 `lookup_here`), through the Python driver: the answer is the same either way, a small lookup
-never reaches the scan lane, and one that reads past the budget (128 rows) is dropped and runs
-there in full. A server with a scan rate keeps every lookup in the lane.
+never reaches the scan lane, and one that reads past the budget (256 rows read, index entries
+counted: about 128 rows) is dropped and runs there in full (stale index entries count too: the
+engine's `lane` tests). A server with a scan rate keeps every lookup in
+the lane.
 
 Peregrine-only (the scan lane's metrics are an extension: docs/extensions.md)."""
 

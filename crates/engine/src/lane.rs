@@ -40,8 +40,9 @@ impl Compiled {
 
     /// A scan whose rows come from an index's entries for one value (`=`, `CONTAINS`,
     /// `CONTAINS KEY`, `m[k] = v`; not an ANN ordering, not a range of values, whose entries
-    /// are gathered before any row is read): every row it reads is counted by the pacer
-    /// ([`row_read`]), so [`within_budget`] bounds its work.
+    /// are gathered before any row is read): every index entry and every row it reads is
+    /// counted by the pacer ([`row_read`]), so [`within_budget`] bounds its work, stale
+    /// entries (whose rows are gone) included.
     fn is_index_lookup(&self) -> bool {
         matches!(&self.kind, CompiledKind::Select(p)
             if p.ann.is_none()
@@ -321,6 +322,20 @@ mod tests {
         assert!(!lookup("SELECT * FROM t WHERE v > 1").is_index_lookup_planned());
         assert!(!lookup("SELECT * FROM t").is_index_lookup_planned());
         assert!(!lookup("SELECT * FROM t WHERE k = 1").is_index_lookup_planned());
+        // Stale entries count too: the rows with v = 1 are gone, their 100 entries stay
+        // until a sweep, and a lookup reads them all.
+        q(
+            &e,
+            Some("ks"),
+            "DELETE FROM t WHERE k IN (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)",
+        )
+        .unwrap();
+        let by_v = "SELECT * FROM t WHERE v = 1";
+        assert_eq!(rows(within_budget(99, || q(&e, Some("ks"), by_v))), None);
+        assert_eq!(
+            rows(within_budget(100, || q(&e, Some("ks"), by_v))),
+            Some(0)
+        );
     }
 
     #[test]

@@ -590,6 +590,9 @@ impl<'a> SelectRun<'a> {
         let mut group: Option<Candidates> = None;
         for key in candidates {
             let key = key?;
+            // An index entry is a row read from storage too (a stale one leads to no row):
+            // the pacer and a budget (`lane::within_budget`) count it.
+            crate::lane::row_read();
             if key < lo || key >= hi {
                 continue;
             }

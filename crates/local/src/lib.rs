@@ -281,8 +281,9 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
 type PayloadAsks = (Option<u64>, Option<engine::visibility::Authorizations>);
 
 /// Rows an indexed lookup run on the request's thread may read (`lookup_here`) before it is
-/// dropped and run again in the scan lane: about 0.3 ms of work at most.
-const LOOKUP_HERE_ROWS: u64 = 128;
+/// dropped and run again in the scan lane, index entries counted: about 128 rows and their
+/// entries, ~0.3 ms of work at most.
+const LOOKUP_HERE_ROWS: u64 = 256;
 
 /// What `handle_here` learned of a request it hands on ([`Backend::Carry`]).
 #[derive(Default)]
