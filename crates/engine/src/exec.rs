@@ -504,6 +504,7 @@ impl Engine {
                                 c.kind == ColumnKind::Static,
                                 other.clone(),
                                 c.ty.clone(),
+                                t.hides(c, ts),
                             ));
                             continue;
                         }
@@ -512,6 +513,11 @@ impl Engine {
                         if !is_no_value(c, v) {
                             validate(&c.ty, v, &c.name)?;
                         }
+                    }
+                    // A re-added column's cell at or before its drop is never shown: not
+                    // stored (checked all the same, as Cassandra checks it).
+                    if t.hides(c, ts) {
+                        continue;
                     }
                     let cv = match (multi_cell_kind(c), value) {
                         (Some(kind), v) => CellValue::Complex(crate::collections::overwrite(
@@ -551,9 +557,9 @@ impl Engine {
                             statics: statics.clone(),
                             ..PartitionHeader::default()
                         });
-                        for (id, is_static, op, ty) in &ops {
+                        for (id, is_static, op, ty, hidden) in &ops {
                             if *is_static {
-                                e.ops.extend(CollectionOp::new(
+                                let op = CollectionOp::new(
                                     stmt,
                                     *id,
                                     op.clone(),
@@ -561,7 +567,10 @@ impl Engine {
                                     (ts, expiry, label.clone(), now),
                                     &sees,
                                     vals,
-                                )?);
+                                )?;
+                                if !hidden {
+                                    e.ops.extend(op);
+                                }
                             }
                         }
                     }
@@ -585,9 +594,9 @@ impl Engine {
                             deletion: None,
                             cells: cells.clone(),
                         });
-                        for (id, is_static, op, ty) in &ops {
+                        for (id, is_static, op, ty, hidden) in &ops {
                             if !*is_static {
-                                e.ops.extend(CollectionOp::new(
+                                let op = CollectionOp::new(
                                     stmt,
                                     *id,
                                     op.clone(),
@@ -595,7 +604,10 @@ impl Engine {
                                     (ts, expiry, label.clone(), now),
                                     &sees,
                                     vals,
-                                )?);
+                                )?;
+                                if !hidden {
+                                    e.ops.extend(op);
+                                }
                             }
                         }
                     }
@@ -650,8 +662,13 @@ impl Engine {
                     } else {
                         let mut cells = Vec::new();
                         let mut statics = Vec::new();
+                        let mut regular = false;
                         for idx in columns {
                             let c = &t.columns[*idx];
+                            regular |= c.kind != ColumnKind::Static;
+                            if t.hides(c, ts) {
+                                continue;
+                            }
                             let cell = Cell {
                                 column: c.id,
                                 ts,
@@ -673,12 +690,12 @@ impl Engine {
                                 ..PartitionHeader::default()
                             });
                         }
+                        if regular && !full_row {
+                            return Err(EngineError::invalid(
+                                "Range deletions are not supported for specific columns",
+                            ));
+                        }
                         if !cells.is_empty() {
-                            if !full_row {
-                                return Err(EngineError::invalid(
-                                    "Range deletions are not supported for specific columns",
-                                ));
-                            }
                             for cl in &rows_cl {
                                 let enc = encode_clustering(t, cl);
                                 out.row(keys::row_key(&p.prefix, &enc)).delta.merge(Row {
@@ -725,8 +742,13 @@ impl Engine {
                     vals,
                 )
             };
+            // Resolved (and so checked) even when the column hides it (`TableDef::hides`).
+            let hidden = t.hides(c, ts);
             if c.kind == ColumnKind::Static {
-                out.header(&p.prefix).ops.extend(resolved()?);
+                let op = resolved()?;
+                if !hidden {
+                    out.header(&p.prefix).ops.extend(op);
+                }
                 continue;
             }
             if !full_row {
@@ -741,7 +763,10 @@ impl Engine {
                     clustering: cl.clone(),
                     ..Row::default()
                 });
-                e.ops.extend(resolved()?);
+                let op = resolved()?;
+                if !hidden {
+                    e.ops.extend(op);
+                }
             }
         }
         Ok(())
