@@ -1408,8 +1408,23 @@ fn check_bound(
             match (&spec.ty, exec::decode_in_list(b)) {
                 // The list of an `IN ?` marker (its receiver `in(c)`, as Cassandra names it)
                 // may hold nulls: the relation or condition decides what a null means.
+                // An empty element of a collection type is no collection there, as a
+                // collection value of its own may be ("Not enough bytes to read a set";
+                // generated --views seed 167: `ck0 IN ?` of a frozen set, the Python driver
+                // sending a None element as empty).
                 (ColumnType::List(elem), Some(items)) if spec.name.starts_with("in(") => {
+                    let collection = match **elem {
+                        ColumnType::List(_) => Some("list"),
+                        ColumnType::Set(_) => Some("set"),
+                        ColumnType::Map(..) => Some("map"),
+                        _ => None,
+                    };
                     for item in items.iter().flatten() {
+                        if let (true, Some(what)) = (item.is_empty(), collection) {
+                            return Err(DbError::invalid(format!(
+                                "Not enough bytes to read a {what}"
+                            )));
+                        }
                         proto::value::validate_value(elem, item).map_err(invalid)?;
                     }
                 }
