@@ -59,6 +59,30 @@ fn aggregate_kind(e: &E) -> Option<AggKind> {
     }
 }
 
+/// Cassandra's refusal of a native aggregate called with other than one argument (`max(v,
+/// c)`, `count()`): `min` and `max` are function factories, `count` has one signature, `sum`
+/// and `avg` several (their list as `aggregate` gives it).
+fn aggregate_arity_refusal(name: &ast::FunctionName, n: usize) -> Option<String> {
+    if n == 1
+        || !name
+            .keyspace
+            .as_deref()
+            .is_none_or(|ks| ks.eq_ignore_ascii_case("system"))
+    {
+        return None;
+    }
+    let f = name.name.to_ascii_lowercase();
+    Some(match f.as_str() {
+        "min" | "max" => format!("Invalid number of arguments for function system.{f}(any)"),
+        "count" => format!(
+            "Invalid number of arguments in call to function system.count: 1 required but {n} provided"
+        ),
+        "sum" => format!("Invalid call to function sum, none of its type signatures match (known type signatures: {SUM_SIGS})"),
+        "avg" => format!("Invalid call to function avg, none of its type signatures match (known type signatures: {AVG_SIGS})"),
+        _ => return None,
+    })
+}
+
 pub(crate) fn contains_aggregate(e: &E) -> bool {
     if aggregate_kind(e).is_some() {
         return true;
@@ -694,6 +718,18 @@ impl Builder<'_> {
                 // A masking function counts its arguments, then types and checks them one by
                 // one (Cassandra's FunctionFactory), before reading any literal.
                 if let Some(m) = crate::fcts::mask_arity_refusal(&name.name, args.len()) {
+                    return Err(EngineError::invalid(m));
+                }
+                // So does the resolver of any function: an aggregate (of one argument) or a
+                // native function called with a number of arguments none of its signatures
+                // takes is refused before a literal argument is typed.
+                if let Some(m) = aggregate_arity_refusal(name, args.len()).or_else(|| {
+                    name.keyspace
+                        .as_deref()
+                        .is_none_or(|ks| ks.eq_ignore_ascii_case("system"))
+                        .then(|| crate::scalar::arity_refusal(&name.name, args.len()))
+                        .flatten()
+                }) {
                     return Err(EngineError::invalid(m));
                 }
                 let mut exprs = Vec::with_capacity(args.len());
