@@ -218,7 +218,19 @@ impl<'a> Builder<'a> {
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
                 }
-                Ok(Src::Const(const_term_for(name, ty, term, self.now)?))
+                match const_term_for(name, ty, term, self.now) {
+                    Ok(v) => Ok(Src::Const(v)),
+                    // Cassandra resolves the operator function before it types a literal:
+                    // where none takes the operands (`k = 1 + 'a'`, `k = -true`), its refusal
+                    // says so rather than naming the literal the receiver cannot take.
+                    Err(e)
+                        if matches!(term, Term::Operation { .. } | Term::Negate(_))
+                            && !operation::has_hex_operand(term) =>
+                    {
+                        Err(operation::resolve(term, Some(ty)).err().unwrap_or(e))
+                    }
+                    Err(e) => Err(e),
+                }
             }
         }
     }

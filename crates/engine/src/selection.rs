@@ -691,6 +691,16 @@ impl Builder<'_> {
                 )
             }
             E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
+                // A literal or marker operand: the `_negate` signatures refuse it first (a
+                // hex literal, which Cassandra types as a number here, aside).
+                if let E::Term(term) = &args[0] {
+                    let negation = Term::Negate(Box::new(term.clone()));
+                    if term_as_selector(term).is_none()
+                        && !crate::build::operation::has_hex_operand(&negation)
+                    {
+                        crate::build::operation::resolve(&negation, None)?;
+                    }
+                }
                 let (inner, iname, ty) = self.selector(t, &args[0], agg)?;
                 if !arith::is_numeric(&ty) {
                     return Err(crate::build::operation::negate_mismatch());
@@ -1302,7 +1312,20 @@ impl Builder<'_> {
          -> Result<(SelExpr, ColumnType), EngineError> {
             match lit {
                 Some(term) => {
-                    let ty = literal_type(term).ok_or_else(ambiguous)?;
+                    let ty = match literal_type(term) {
+                        Some(ty) => ty,
+                        // A collection or tuple literal beside a column: no operator
+                        // signature takes it (`sl + [1]`, `v + {1}`, `v + (1, 2)`).
+                        None if other.is_some()
+                            && match term {
+                                Term::Tuple(items) => items.len() > 1,
+                                _ => matches!(term, Term::List(_) | Term::Set(_) | Term::Map(_)),
+                            } =>
+                        {
+                            return Err(unsupported())
+                        }
+                        None => return Err(ambiguous()),
+                    };
                     if matches!(other, Some(ColumnType::Timestamp | ColumnType::Date))
                         && ty != ColumnType::Duration
                     {
@@ -1330,10 +1353,23 @@ impl Builder<'_> {
             }
         };
         let Some(ty) = arith::result_type(op, &l.1, &r.1) else {
-            return Err(if lu.is_some() && ru.is_some() {
-                ambiguous()
-            } else {
-                unsupported()
+            return Err(match (lu, ru) {
+                // Two literals: as the operator's signatures take them, which may refuse
+                // them as no pair of its parameter types (`1 + 'a'`, `true + 1`).
+                (Some(left), Some(right)) => {
+                    let term = Term::Operation {
+                        op,
+                        left: Box::new(left),
+                        right: Box::new(right),
+                    };
+                    match crate::build::operation::has_hex_operand(&term) {
+                        true => ambiguous(),
+                        false => crate::build::operation::resolve(&term, None)
+                            .err()
+                            .unwrap_or_else(ambiguous),
+                    }
+                }
+                _ => unsupported(),
             });
         };
         Ok((
