@@ -21,7 +21,7 @@
 //! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY, with `selection::names` for output column names and `selection::elements` for map/set element and slice selection) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging; `read::group`: a group's aggregates folded |
 //! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
-//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it; `exec::collection_op`: collection updates that read the stored value |
+//! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it; `exec::collection_op`: collection updates that read the stored value; `exec::filter`: filters with their values bound, checked against the rows a read finds |
 //! | `arith`, `fcts`, `scalar` | operators; collection and masking functions; the other native functions (the one evaluator, clock passed in) |
 //! | `masking` | dynamic data masking: `MASKED WITH` masks attached to columns (schema, `system_schema.column_masks`, DESCRIBE) and the masked plan a role without `UNMASK` reads through |
 //! | `bigint`, `num`, `javafmt` | varint/decimal arithmetic for conversions; a number in Java's width and its casts; values printed as Cassandra prints them |
