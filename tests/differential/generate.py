@@ -266,6 +266,19 @@ class FlushBoundaries:
         (--views seed 72), which A then leaves out."""
         if not sig.startswith("rows:") or table not in self.split:
             return sig
+        # The same rows in aggregate form: A counts the rows it read again in count(*) /
+        # count(1) and nothing else differs (the read-again rows hold nulls, which min, max,
+        # sum and count(column) leave out; --views seed 182: `SELECT count(1),
+        # toJson(min(v2)), min(pk0) ... GROUP BY pk0`, 7 rows counted against 6).
+        counts = [i for i, (name, _) in enumerate(oa.columns) if name == "count"]
+        rows_a, rows_b = runner._comparable(stmt, oa), runner._comparable(stmt, ob)
+        if counts and oa.columns == ob.columns and len(rows_a) == len(rows_b):
+            others = [i for i in range(len(oa.columns)) if i not in counts]
+            pairs = list(zip(rows_a, rows_b))
+            if (all(all(a[i] == b[i] for i in others) for a, b in pairs)
+                    and all(isinstance(a[i], int) and isinstance(b[i], int) and a[i] >= b[i]
+                            for a, b in pairs for i in counts)):
+                return "rows:flushed_expired_marker:" + sig.split(":", 1)[1]
         # token() of the partition key is a key value too (--views seed 72: `SELECT token(pk0,
         # pk1), bigintAsBlob(v1) ... PER PARTITION LIMIT 1`, A's extra row (token, null)), and
         # so is count(*) of a group, which counts the rows read (--views seed 171: `SELECT pk0,
