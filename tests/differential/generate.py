@@ -185,6 +185,7 @@ _FLUSH_ONE = re.compile(r"\s*(?:ALTER\s+TABLE\s+(\w+)|CREATE\s+(?:CUSTOM\s+)?IND
 
 
 _TOKEN_COLUMN = re.compile(r"(?:system\.)?token\(", re.I)
+_KEY_AGGREGATE = re.compile(r"system\.(?:min|max|avg|sum)\((\w+)\)$", re.I)
 
 
 def _null(column, value, key_columns=()):
@@ -284,8 +285,17 @@ class FlushBoundaries:
         # so is count(*) of a group, which counts the rows read (--views seed 171: `SELECT pk0,
         # count(*), max(v4) ... GROUP BY pk0, ck0 PER PARTITION LIMIT 1`, A's extra group (false,
         # 1, null) in place of B's first).
-        non_key = [i for i, (name, _) in enumerate(oa.columns)
-                   if name not in key_columns and name != "count" and not _TOKEN_COLUMN.match(name)]
+        # An aggregate of a key column (`max(pk0)`, `avg(pk1)`) is a key value of the group as
+        # well, and count(*) under an alias too (--views seed 195: `count(*) AS a2, max(pk0),
+        # toJson(min(v3)), avg(pk1) ... GROUP BY pk0, pk1, ck0`, A's extra group (.., 1, ..,
+        # 'null', 127)).
+        counted = set(re.findall(r"count\((?:\*|1)\)\s+AS\s+(\w+)", stmt.text, re.I))
+
+        def key_like(name):
+            m = _KEY_AGGREGATE.match(name)
+            return (name in key_columns or name == "count" or name in counted
+                    or bool(m and m.group(1) in key_columns) or bool(_TOKEN_COLUMN.match(name)))
+        non_key = [i for i, (name, _) in enumerate(oa.columns) if not key_like(name)]
         if not non_key:
             return sig
         # Rows as compared (writetime() may be compared as null / not null), A's with its own.
