@@ -1261,7 +1261,7 @@ pub enum AlterTableAction {
     Drop {
         if_exists: bool,
         columns: Vec<String>,
-        timestamp: Option<Term>,
+        timestamp: Option<i64>,
     },
     /// `RENAME [IF EXISTS] a TO b [AND c TO d]`.
     Rename {

@@ -818,6 +818,14 @@ fn alter_table_forms() {
         }
     );
     assert_eq!(
+        alter("ALTER TABLE t DROP a USING TIMESTAMP -5"),
+        AlterTableAction::Drop {
+            if_exists: false,
+            columns: vec!["a".into()],
+            timestamp: Some(-5)
+        }
+    );
+    assert_eq!(
         alter("ALTER TABLE t RENAME a TO \"B\""),
         AlterTableAction::Rename {
             if_exists: false,

@@ -218,7 +218,19 @@ impl<'a> Builder<'a> {
                 if contains_bind(term) {
                     return self.term_with_binds(t, term, name, ty);
                 }
-                Ok(Src::Const(const_term_for(name, ty, term, self.now)?))
+                match const_term_for(name, ty, term, self.now) {
+                    Ok(v) => Ok(Src::Const(v)),
+                    // Cassandra resolves the operator function before it types a literal:
+                    // where none takes the operands (`k = 1 + 'a'`, `k = -true`), its refusal
+                    // says so rather than naming the literal the receiver cannot take.
+                    Err(e)
+                        if matches!(term, Term::Operation { .. } | Term::Negate(_))
+                            && !operation::has_hex_operand(term) =>
+                    {
+                        Err(operation::resolve(term, Some(ty)).err().unwrap_or(e))
+                    }
+                    Err(e) => Err(e),
+                }
             }
         }
     }
@@ -1397,17 +1409,22 @@ fn fetches_statics(t: &TableDef, selection: &ast::Selection) -> bool {
     kinds.contains(&Some(ColumnKind::Static)) || !kinds.contains(&Some(ColumnKind::Regular))
 }
 
-/// Whether `e` is a refusal Cassandra gives while it resolves a selector's function, before
-/// the statement's restrictions: an unknown function, a call no signature fits (a CAST's is
-/// typed later), an argument a function factory (masking, collection) refuses.
+/// Whether `e` is a refusal Cassandra gives while it prepares the selectors
+/// (`RawSelector.toSelectables`), before the statement's restrictions: an unknown column, an
+/// unknown function, a call no signature fits (a CAST's is typed later), an argument a
+/// function factory (masking, collection) refuses, an operator no `_add`/`_negate`/...
+/// signature takes.
 fn is_function_resolution(e: &EngineError) -> bool {
     let EngineError::Db(db) = e else {
         return false;
     };
     let m = db.message();
-    m.starts_with("Unknown function")
+    m.starts_with("Undefined column name ")
+        || (m.starts_with("the '") && m.contains("' operation is not supported between "))
+        || (m.starts_with("Ambiguous '") && m.contains("' operation with args "))
+        || m.starts_with("Unknown function")
         || m.starts_with("Function system.")
-        || m.starts_with("Invalid number of arguments for function")
+        || m.starts_with("Invalid number of arguments ")
         || m.starts_with("Ambiguous call to function")
         || m.starts_with("Type error: ")
         || (m.starts_with("Invalid call to function")

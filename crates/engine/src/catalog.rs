@@ -149,8 +149,9 @@ pub struct TableDef {
     pub columns: Vec<ColumnDef>,
     pub options: TableOptions,
     pub next_column_id: u16,
-    /// Dropped columns: name, type text, drop time (microseconds).
-    pub dropped: Vec<(String, String, i64)>,
+    /// Dropped columns, kept after a column of the same name is added again (whose cells
+    /// written at or before the drop time are then not stored: see [`TableDef::hides`]).
+    pub dropped: Vec<DroppedColumn>,
     /// Secondary indexes and SAI indexes on this table (see `index`).
     #[serde(default)]
     pub indexes: Vec<crate::index::IndexDef>,
@@ -162,7 +163,67 @@ pub struct TableDef {
     pub compact: bool,
 }
 
+/// A dropped column as Cassandra's `system_schema.dropped_columns` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredDropped")]
+pub struct DroppedColumn {
+    pub name: String,
+    /// The column's CQL type text.
+    pub cql_type: String,
+    /// The drop time (microseconds): the DROP's own, or its `USING TIMESTAMP`.
+    pub at: i64,
+    /// Dropped as a static column (Cassandra refuses to add it back as a regular one, and
+    /// the other way round).
+    pub is_static: bool,
+}
+
+/// What a stored schema holds for a dropped column: before its kind was kept, a
+/// `[name, type, time]` array of a regular column (the only kind checked then).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredDropped {
+    Kept {
+        name: String,
+        cql_type: String,
+        at: i64,
+        is_static: bool,
+    },
+    Old(String, String, i64),
+}
+
+impl From<StoredDropped> for DroppedColumn {
+    fn from(s: StoredDropped) -> Self {
+        match s {
+            StoredDropped::Kept {
+                name,
+                cql_type,
+                at,
+                is_static,
+            } => DroppedColumn {
+                name,
+                cql_type,
+                at,
+                is_static,
+            },
+            StoredDropped::Old(name, cql_type, at) => DroppedColumn {
+                name,
+                cql_type,
+                at,
+                is_static: false,
+            },
+        }
+    }
+}
+
 impl TableDef {
+    /// Whether a cell of column `c` written at `ts` is one Cassandra never shows: `c` was
+    /// dropped at or after `ts` and added again (Cassandra skips such cells wherever it
+    /// reads them, `SerializationHelper.isDropped`; Peregrine does not store them). The
+    /// cells stored before the drop belong to the old column's id and are never read again.
+    pub fn hides(&self, c: &ColumnDef, ts: i64) -> bool {
+        !self.dropped.is_empty() && self.dropped.iter().any(|d| d.name == c.name && ts <= d.at)
+    }
+
     pub fn column(&self, name: &str) -> Option<&ColumnDef> {
         self.columns.iter().find(|c| c.name == name)
     }
@@ -300,3 +361,27 @@ pub struct PersistedSchema {
 }
 
 pub const SCHEMA_KEY: &[u8] = b"\x00schema";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_column_stored_before_its_kind_was_kept_reads_as_regular() {
+        let old: Vec<DroppedColumn> = serde_json::from_str(r#"[["v","int",5]]"#).unwrap();
+        let kept = DroppedColumn {
+            name: "v".into(),
+            cql_type: "int".into(),
+            at: 5,
+            is_static: false,
+        };
+        assert_eq!(old, vec![kept.clone()]);
+        let s = DroppedColumn {
+            is_static: true,
+            ..kept
+        };
+        let again: DroppedColumn =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(again, s);
+    }
+}

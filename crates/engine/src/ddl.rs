@@ -830,10 +830,19 @@ pub fn alter_table(
                     ));
                 }
                 let ty = resolve_type(schema, &ks, &c.ty)?;
-                if let Some((_, old, _)) = t.dropped.iter().find(|d| d.0 == c.name) {
-                    let new = column_type_text(&c.ty);
+                if let Some(d) = t.dropped.iter().find(|d| d.name == c.name) {
+                    let (new, old) = (column_type_text(&c.ty), &d.cql_type);
                     if !readd_compatible(&new, old) {
                         return Err(EngineError::invalid(format!("Cannot add a column '{}' of type {new}, incompatible with previously dropped column '{}' of type {old}", c.name, c.name)));
+                    }
+                    if d.is_static != c.is_static {
+                        let kind = |s: bool| if s { "STATIC" } else { "REGULAR" };
+                        return Err(EngineError::invalid(format!(
+                            "Cannot re-add previously dropped column '{}' of kind {}, incompatible with previous kind {}",
+                            c.name,
+                            kind(c.is_static),
+                            kind(d.is_static)
+                        )));
                     }
                     if counter_table {
                         return Err(EngineError::invalid(format!(
@@ -903,7 +912,9 @@ pub fn alter_table(
             };
         }
         ast::AlterTableAction::Drop {
-            if_exists, columns, ..
+            if_exists,
+            columns,
+            timestamp,
         } => {
             for name in columns {
                 let Some(c) = t.column(name).cloned() else {
@@ -931,9 +942,13 @@ pub fn alter_table(
                 crate::index::ddl::check_drop_column(&t, name)?;
                 crate::view::ddl::check_drop_column(schema, &t, name)?;
                 t.columns.retain(|x| x.name != *name);
-                t.dropped.retain(|d| d.0 != *name);
-                t.dropped
-                    .push((name.clone(), c.cql_type.clone(), now_micros));
+                t.dropped.retain(|d| d.name != *name);
+                t.dropped.push(crate::catalog::DroppedColumn {
+                    name: name.clone(),
+                    cql_type: c.cql_type.clone(),
+                    at: timestamp.unwrap_or(now_micros),
+                    is_static: c.kind == ColumnKind::Static,
+                });
             }
         }
         // IF EXISTS changes nothing: 5.0.9 looks the column up before it reads it, and a

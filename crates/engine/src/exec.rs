@@ -15,10 +15,12 @@ use storage::WriteBatch;
 
 mod batch_size;
 mod collection_op;
+mod filter;
 mod ranges;
 pub(crate) use batch_size::mutation_count;
 pub(crate) use collection_op::CollectionOp;
 use collection_op::StatementView;
+pub(crate) use filter::{passes_filters, BoundFilter, BoundTarget};
 pub(crate) use ranges::*;
 
 /// Values bound to a statement's markers (`None` = null, `Unset` handled by the caller).
@@ -504,6 +506,7 @@ impl Engine {
                                 c.kind == ColumnKind::Static,
                                 other.clone(),
                                 c.ty.clone(),
+                                t.hides(c, ts),
                             ));
                             continue;
                         }
@@ -512,6 +515,11 @@ impl Engine {
                         if !is_no_value(c, v) {
                             validate(&c.ty, v, &c.name)?;
                         }
+                    }
+                    // A re-added column's cell at or before its drop is never shown: not
+                    // stored (checked all the same, as Cassandra checks it).
+                    if t.hides(c, ts) {
+                        continue;
                     }
                     let cv = match (multi_cell_kind(c), value) {
                         (Some(kind), v) => CellValue::Complex(crate::collections::overwrite(
@@ -551,9 +559,9 @@ impl Engine {
                             statics: statics.clone(),
                             ..PartitionHeader::default()
                         });
-                        for (id, is_static, op, ty) in &ops {
+                        for (id, is_static, op, ty, hidden) in &ops {
                             if *is_static {
-                                e.ops.extend(CollectionOp::new(
+                                let op = CollectionOp::new(
                                     stmt,
                                     *id,
                                     op.clone(),
@@ -561,7 +569,10 @@ impl Engine {
                                     (ts, expiry, label.clone(), now),
                                     &sees,
                                     vals,
-                                )?);
+                                )?;
+                                if !hidden {
+                                    e.ops.extend(op);
+                                }
                             }
                         }
                     }
@@ -585,9 +596,9 @@ impl Engine {
                             deletion: None,
                             cells: cells.clone(),
                         });
-                        for (id, is_static, op, ty) in &ops {
+                        for (id, is_static, op, ty, hidden) in &ops {
                             if !*is_static {
-                                e.ops.extend(CollectionOp::new(
+                                let op = CollectionOp::new(
                                     stmt,
                                     *id,
                                     op.clone(),
@@ -595,7 +606,10 @@ impl Engine {
                                     (ts, expiry, label.clone(), now),
                                     &sees,
                                     vals,
-                                )?);
+                                )?;
+                                if !hidden {
+                                    e.ops.extend(op);
+                                }
                             }
                         }
                     }
@@ -650,8 +664,13 @@ impl Engine {
                     } else {
                         let mut cells = Vec::new();
                         let mut statics = Vec::new();
+                        let mut regular = false;
                         for idx in columns {
                             let c = &t.columns[*idx];
+                            regular |= c.kind != ColumnKind::Static;
+                            if t.hides(c, ts) {
+                                continue;
+                            }
                             let cell = Cell {
                                 column: c.id,
                                 ts,
@@ -673,12 +692,12 @@ impl Engine {
                                 ..PartitionHeader::default()
                             });
                         }
+                        if regular && !full_row {
+                            return Err(EngineError::invalid(
+                                "Range deletions are not supported for specific columns",
+                            ));
+                        }
                         if !cells.is_empty() {
-                            if !full_row {
-                                return Err(EngineError::invalid(
-                                    "Range deletions are not supported for specific columns",
-                                ));
-                            }
                             for cl in &rows_cl {
                                 let enc = encode_clustering(t, cl);
                                 out.row(keys::row_key(&p.prefix, &enc)).delta.merge(Row {
@@ -725,8 +744,13 @@ impl Engine {
                     vals,
                 )
             };
+            // Resolved (and so checked) even when the column hides it (`TableDef::hides`).
+            let hidden = t.hides(c, ts);
             if c.kind == ColumnKind::Static {
-                out.header(&p.prefix).ops.extend(resolved()?);
+                let op = resolved()?;
+                if !hidden {
+                    out.header(&p.prefix).ops.extend(op);
+                }
                 continue;
             }
             if !full_row {
@@ -741,7 +765,10 @@ impl Engine {
                     clustering: cl.clone(),
                     ..Row::default()
                 });
-                e.ops.extend(resolved()?);
+                let op = resolved()?;
+                if !hidden {
+                    e.ops.extend(op);
+                }
             }
         }
         Ok(())
@@ -1112,137 +1139,6 @@ pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {
     enc
 }
 
-/// A filter with its values bound (see [`crate::plan::Filter`]).
-pub(crate) struct BoundFilter {
-    pub column: usize,
-    pub op: FilterOp,
-    pub target: BoundTarget,
-    pub want: Option<Vec<u8>>,
-    pub analyzer: crate::index::Analyzer,
-}
-
-pub(crate) enum BoundTarget {
-    Whole,
-    Contains,
-    ContainsKey,
-    Element(Option<Vec<u8>>),
-    In(Vec<Option<Vec<u8>>>),
-}
-
-impl BoundFilter {
-    /// `f` with its values bound; `column` (its name) for Cassandra's messages refusing an
-    /// unset or null value. An unset value among those of an `IN (..)` list is the empty value.
-    pub(crate) fn bind(
-        f: &crate::plan::Filter,
-        column: &str,
-        vals: &Bindings,
-    ) -> Result<Self, EngineError> {
-        use crate::plan::FilterTarget as T;
-        let value = |src: &Src, what: &str| match resolve(src, vals) {
-            Err(EngineError::Unset(_)) => Err(EngineError::invalid(format!(
-                "Unsupported unset {what} for column {column}"
-            ))),
-            other => other,
-        };
-        let (target, want) = match &f.target {
-            T::Whole => (BoundTarget::Whole, value(&f.value, "value")?),
-            T::Contains => (BoundTarget::Contains, value(&f.value, "value")?),
-            T::ContainsKey => (BoundTarget::ContainsKey, value(&f.value, "value")?),
-            T::Element(k) => (
-                BoundTarget::Element(value(k, "map key")?),
-                value(&f.value, "map value")?,
-            ),
-            T::In(values) => {
-                let mut bound = Vec::with_capacity(values.len());
-                for v in values {
-                    // Cassandra 5.0.9 compares an unset value as the empty one (its unset
-                    // buffer is empty): `t IN ('b', unset)` finds the rows of t = ''.
-                    match resolve(v, vals) {
-                        Err(EngineError::Unset(_)) => bound.push(Some(Vec::new())),
-                        other => bound.push(other?),
-                    }
-                }
-                (BoundTarget::In(bound), None)
-            }
-            T::InList => {
-                let list = bound_in_list(&f.value, vals, column)?;
-                (
-                    BoundTarget::In(decode_in_list(&list).unwrap_or_default()),
-                    None,
-                )
-            }
-        };
-        Ok(BoundFilter {
-            column: f.column,
-            op: f.op,
-            target,
-            want,
-            analyzer: f.analyzer,
-        })
-    }
-
-    /// Whether the column's value `have` (`None`: null) satisfies the filter.
-    fn holds(&self, ty: &ColumnType, have: Option<&[u8]>) -> bool {
-        if let (BoundTarget::In(values), Some(have)) = (&self.target, have) {
-            return values
-                .iter()
-                .flatten()
-                .any(|v| crate::types::compare(ty, have, v).is_eq());
-        }
-        let (Some(have), Some(want)) = (have, self.want.as_deref()) else {
-            return false;
-        };
-        let cmp = |t: &ColumnType, a: &[u8]| -> std::cmp::Ordering {
-            if !self.analyzer.is_none()
-                && matches!(
-                    t,
-                    ColumnType::Varchar | ColumnType::Ascii | ColumnType::Inet
-                )
-            {
-                let (a, b) = (self.analyzer.apply(a), self.analyzer.apply(want));
-                crate::types::compare(t, &a, &b)
-            } else {
-                crate::types::compare(t, a, want)
-            }
-        };
-        match (&self.target, ty) {
-            // SAI's inet lookup is in IPv4-mapped order; Cassandra 5.0.9 then checks each
-            // row in the type's own (byte) order, so both must hold: `v < '2001:db8::8' AND
-            // v > '::1'` keeps 10.0.0.2 and drops 127.0.0.1.
-            (BoundTarget::Whole, _)
-                if self.analyzer.inet == crate::index::InetOrder::MappedAndBytes =>
-            {
-                self.op.holds(cmp(ty, have)) && self.op.holds(crate::types::compare(ty, have, want))
-            }
-            (BoundTarget::Whole, _) => self.op.holds(cmp(ty, have)),
-            (BoundTarget::Contains, ColumnType::List(e) | ColumnType::Set(e)) => {
-                decode_list_elements(have)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|x| cmp(e, x).is_eq())
-            }
-            (BoundTarget::Contains, ColumnType::Map(_, v)) => crate::collections::map_entries(have)
-                .unwrap_or_default()
-                .iter()
-                .any(|(_, x)| cmp(v, x).is_eq()),
-            (BoundTarget::ContainsKey, ColumnType::Map(k, _)) => {
-                crate::collections::map_entries(have)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|(x, _)| cmp(k, x).is_eq())
-            }
-            (BoundTarget::Element(Some(key)), ColumnType::Map(k, v)) => {
-                crate::collections::map_entries(have)
-                    .unwrap_or_default()
-                    .iter()
-                    .find(|(x, _)| crate::types::compare(k, x, key).is_eq())
-                    .is_some_and(|(_, x)| self.op.holds(cmp(v, x)))
-            }
-            _ => false,
-        }
-    }
-}
-
 /// Whether `plan` names whole rows (each clustering column by EQ/IN, or a compact dense
 /// table's clustering prefix, which is a row to write there; a DELETE of it is a range).
 fn writes_full_row(plan: &WritePlan) -> bool {
@@ -1293,33 +1189,6 @@ pub(crate) fn check_upsert_rows(plan: &WritePlan) -> Result<(), EngineError> {
         "Some clustering keys are missing: {}",
         missing.join(", ")
     )))
-}
-
-pub(crate) fn passes_filters(
-    t: &TableDef,
-    filters: &[BoundFilter],
-    pk_parts: &[&[u8]],
-    row: Option<&Row>,
-    header: &PartitionHeader,
-    outer: Option<Deletion>,
-    now: Now,
-) -> bool {
-    filters.iter().all(|f| {
-        let c = &t.columns[f.column];
-        let have: Option<std::borrow::Cow<[u8]>> = match c.kind {
-            ColumnKind::Clustering => row
-                .and_then(|r| r.clustering.get(c.position as usize))
-                .map(|v| v.as_slice().into()),
-            ColumnKind::Static => header
-                .static_cell(c.id, now.secs)
-                .and_then(|x| crate::row::value_of(x, &c.ty, now.secs)),
-            ColumnKind::Regular => row
-                .and_then(|r| r.cell(c.id, now.secs, outer))
-                .and_then(|x| crate::row::value_of(x, &c.ty, now.secs)),
-            ColumnKind::PartitionKey => pk_parts.get(c.position as usize).map(|v| (*v).into()),
-        };
-        f.holds(&c.ty, have.as_deref())
-    })
 }
 
 /// The collection kind of a non-frozen (multi-cell) list, set, map or UDT column: its value

@@ -276,7 +276,17 @@ fn from_string(ty: &ColumnType, text: &str, now: crate::Now) -> Result<Vec<u8>, 
     use ColumnType as T;
     match ty {
         T::Tuple(_) | T::Udt { .. } => tuple_from_string(ty, text, now),
-        T::Blob => parse_hex(text).ok_or_else(|| format!("cannot parse '{text}' as hex bytes")),
+        // A collection's `fromString` is CollectionType's: the value's bytes in hex, as a
+        // blob's (generated --views seed 176: `mask_replace(v0, 1)` of a tuple whose first
+        // field is a frozen list answers "cannot parse '1' as hex bytes"); hex digits alone,
+        // as Java's `hexToBytes` reads them (no `0x` prefix).
+        T::Blob | T::List(_) | T::Set(_) | T::Map(..) => {
+            let prefixed = text.starts_with("0x") || text.starts_with("0X");
+            (!prefixed)
+                .then(|| parse_hex(text))
+                .flatten()
+                .ok_or_else(|| format!("cannot parse '{text}' as hex bytes"))
+        }
         T::Decimal if !text.is_empty() => {
             let (scale, unscaled) = decimal_from_text(text)
                 .ok_or_else(|| format!("unable to make BigDecimal from '{text}'"))?;

@@ -39,9 +39,15 @@ pub(crate) struct Current {
     /// The partition's first live row, read only when the
     /// conditions are on static columns alone (or IF EXISTS of the static row) and no named row
     /// exists: Cassandra's read for such a condition takes the partition's first row, to tell
-    /// a partition with data but no statics from no partition, and shows that row's key when
-    /// the write is not applied.
+    /// a partition with data but no statics from no partition, and shows that row's key (and
+    /// its regular columns, when `regulars`) when the write is not applied.
     first_row: Option<Row>,
+    /// The partition or range deletion over `first_row`.
+    first_outer: Option<crate::row::Deletion>,
+    /// The read fetched regular columns (the write, or in a BATCH any statement of it,
+    /// writes a regular row: Cassandra's `CQL3CasRequest.columnsToRead`), so the first row
+    /// shows its regular values; else its key alone.
+    regulars: bool,
     /// What the read found in storage, by key (`None`: absent), under the partition's lock:
     /// the write that follows under the same lock merges into these instead of reading them
     /// again (see [`Engine::apply_holding`]).
@@ -68,6 +74,15 @@ impl Current {
                     .map(|v| v.into_owned())
             }
         }
+    }
+
+    /// The value of regular column `c` in the partition's first row, when the read fetched
+    /// regular columns (`regulars`).
+    fn first_row_value(&self, c: &ColumnDef, now: Now) -> Option<Vec<u8>> {
+        let row = self.first_row.as_ref().filter(|_| self.regulars)?;
+        row.cell(c.id, now.secs, self.first_outer)
+            .and_then(|x| crate::row::value_of(x, &c.ty, now.secs))
+            .map(|v| v.into_owned())
     }
 }
 
@@ -323,9 +338,14 @@ impl Engine {
         } else {
             None
         };
+        let first_outer = first_row
+            .as_ref()
+            .and_then(|r| header.deletion_for(&exec::encode_clustering(t, &r.clustering)));
         // A table without clustering columns has one row per partition; its statics do not
         // exist, so `clustering` is complete and `row` is that row.
         Ok(Current {
+            first_outer,
+            regulars,
             header,
             row,
             outer,
@@ -614,7 +634,7 @@ enum RowShown {
     /// The row the statement names; without it, the partition's first row that a
     /// statics-only condition read, if any (its key only: its regular columns were not read).
     Named,
-    /// The partition's first row (its key only).
+    /// The partition's first row (its key, and its regular columns when they were read).
     First,
     /// The static row alone: key and regular columns null.
     Static,
@@ -654,8 +674,8 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
                     first_row_key()
                 }
                 (ColumnKind::Clustering, RowShown::First) => first_row_key(),
-                (ColumnKind::Regular, RowShown::First)
-                | (ColumnKind::Clustering | ColumnKind::Regular, RowShown::Static) => None,
+                (ColumnKind::Regular, RowShown::First) => current.first_row_value(c, now),
+                (ColumnKind::Clustering | ColumnKind::Regular, RowShown::Static) => None,
                 _ => current.value(c, now),
             };
             match v {

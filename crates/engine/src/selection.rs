@@ -59,6 +59,30 @@ fn aggregate_kind(e: &E) -> Option<AggKind> {
     }
 }
 
+/// Cassandra's refusal of a native aggregate called with other than one argument (`max(v,
+/// c)`, `count()`): `min` and `max` are function factories, `count` has one signature, `sum`
+/// and `avg` several (their list as `aggregate` gives it).
+fn aggregate_arity_refusal(name: &ast::FunctionName, n: usize) -> Option<String> {
+    if n == 1
+        || !name
+            .keyspace
+            .as_deref()
+            .is_none_or(|ks| ks.eq_ignore_ascii_case("system"))
+    {
+        return None;
+    }
+    let f = name.name.to_ascii_lowercase();
+    Some(match f.as_str() {
+        "min" | "max" => format!("Invalid number of arguments for function system.{f}(any)"),
+        "count" => format!(
+            "Invalid number of arguments in call to function system.count: 1 required but {n} provided"
+        ),
+        "sum" => format!("Invalid call to function sum, none of its type signatures match (known type signatures: {SUM_SIGS})"),
+        "avg" => format!("Invalid call to function avg, none of its type signatures match (known type signatures: {AVG_SIGS})"),
+        _ => return None,
+    })
+}
+
 pub(crate) fn contains_aggregate(e: &E) -> bool {
     if aggregate_kind(e).is_some() {
         return true;
@@ -667,6 +691,16 @@ impl Builder<'_> {
                 )
             }
             E::Function { name, args } if name.name == "_negate" && args.len() == 1 => {
+                // A literal or marker operand: the `_negate` signatures refuse it first (a
+                // hex literal, which Cassandra types as a number here, aside).
+                if let E::Term(term) = &args[0] {
+                    let negation = Term::Negate(Box::new(term.clone()));
+                    if term_as_selector(term).is_none()
+                        && !crate::build::operation::has_hex_operand(&negation)
+                    {
+                        crate::build::operation::resolve(&negation, None)?;
+                    }
+                }
                 let (inner, iname, ty) = self.selector(t, &args[0], agg)?;
                 if !arith::is_numeric(&ty) {
                     return Err(crate::build::operation::negate_mismatch());
@@ -694,6 +728,18 @@ impl Builder<'_> {
                 // A masking function counts its arguments, then types and checks them one by
                 // one (Cassandra's FunctionFactory), before reading any literal.
                 if let Some(m) = crate::fcts::mask_arity_refusal(&name.name, args.len()) {
+                    return Err(EngineError::invalid(m));
+                }
+                // So does the resolver of any function: an aggregate (of one argument) or a
+                // native function called with a number of arguments none of its signatures
+                // takes is refused before a literal argument is typed.
+                if let Some(m) = aggregate_arity_refusal(name, args.len()).or_else(|| {
+                    name.keyspace
+                        .as_deref()
+                        .is_none_or(|ks| ks.eq_ignore_ascii_case("system"))
+                        .then(|| crate::scalar::arity_refusal(&name.name, args.len()))
+                        .flatten()
+                }) {
                     return Err(EngineError::invalid(m));
                 }
                 let mut exprs = Vec::with_capacity(args.len());
@@ -1266,7 +1312,20 @@ impl Builder<'_> {
          -> Result<(SelExpr, ColumnType), EngineError> {
             match lit {
                 Some(term) => {
-                    let ty = literal_type(term).ok_or_else(ambiguous)?;
+                    let ty = match literal_type(term) {
+                        Some(ty) => ty,
+                        // A collection or tuple literal beside a column: no operator
+                        // signature takes it (`sl + [1]`, `v + {1}`, `v + (1, 2)`).
+                        None if other.is_some()
+                            && match term {
+                                Term::Tuple(items) => items.len() > 1,
+                                _ => matches!(term, Term::List(_) | Term::Set(_) | Term::Map(_)),
+                            } =>
+                        {
+                            return Err(unsupported())
+                        }
+                        None => return Err(ambiguous()),
+                    };
                     if matches!(other, Some(ColumnType::Timestamp | ColumnType::Date))
                         && ty != ColumnType::Duration
                     {
@@ -1294,10 +1353,23 @@ impl Builder<'_> {
             }
         };
         let Some(ty) = arith::result_type(op, &l.1, &r.1) else {
-            return Err(if lu.is_some() && ru.is_some() {
-                ambiguous()
-            } else {
-                unsupported()
+            return Err(match (lu, ru) {
+                // Two literals: as the operator's signatures take them, which may refuse
+                // them as no pair of its parameter types (`1 + 'a'`, `true + 1`).
+                (Some(left), Some(right)) => {
+                    let term = Term::Operation {
+                        op,
+                        left: Box::new(left),
+                        right: Box::new(right),
+                    };
+                    match crate::build::operation::has_hex_operand(&term) {
+                        true => ambiguous(),
+                        false => crate::build::operation::resolve(&term, None)
+                            .err()
+                            .unwrap_or_else(ambiguous),
+                    }
+                }
+                _ => unsupported(),
             });
         };
         Ok((

@@ -415,14 +415,14 @@ fn rows_of(
         }
         ("system_schema", "dropped_columns") => {
             for tb in user_tables() {
-                for (name, ty, at) in &tb.dropped {
+                for d in &tb.dropped {
                     push(vec![
                         ("keyspace_name", text(&tb.keyspace)),
                         ("table_name", text(&tb.name)),
-                        ("column_name", text(name)),
-                        ("dropped_time", Some((at / 1000).to_be_bytes().to_vec())),
-                        ("kind", text("regular")),
-                        ("type", text(ty)),
+                        ("column_name", text(&d.name)),
+                        ("dropped_time", Some((d.at / 1000).to_be_bytes().to_vec())),
+                        ("kind", text(if d.is_static { "static" } else { "regular" })),
+                        ("type", text(&d.cql_type)),
                     ]);
                 }
             }

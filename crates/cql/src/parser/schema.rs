@@ -523,7 +523,7 @@ impl Parser<'_> {
             let mut timestamp = None;
             if self.eat_kw("using") {
                 self.expect_kw("timestamp")?;
-                timestamp = Some(self.term()?);
+                timestamp = Some(self.drop_timestamp()?);
             }
             return Ok(AlterTableAction::Drop {
                 if_exists,
@@ -559,6 +559,28 @@ impl Parser<'_> {
     }
 
     /// `[MASKED WITH f(args) | MASKED WITH DEFAULT]` after a column's type.
+    /// `DROP ... USING TIMESTAMP t`: Cassandra's grammar takes one INTEGER token there (its
+    /// sign written against it) and reads it as a Java long.
+    fn drop_timestamp(&mut self) -> PResult<i64> {
+        let t = self.peek();
+        let negative = t.kind == Tok::Minus && {
+            let n = self.peek_n(1);
+            n.kind == Tok::Integer && n.start == t.end
+        };
+        if negative {
+            self.bump();
+        }
+        let n = self.expect(Tok::Integer)?;
+        let text = format!("{}{}", if negative { "-" } else { "" }, self.text(n));
+        text.parse::<i64>().map_err(|_| {
+            ParseError::failed(
+                self.src,
+                "NumberFormatException",
+                &format!("For input string: \"{text}\""),
+            )
+        })
+    }
+
     pub(super) fn column_mask(&mut self) -> PResult<Option<ColumnMask>> {
         if !self.eat_kw("masked") {
             return Ok(None);

@@ -232,6 +232,19 @@ pub(super) fn fit_all(fits: impl Iterator<Item = Fit>) -> Fit {
     all
 }
 
+/// Whether an operand of `term` (an operation or negation, nested ones included) is a hex
+/// literal: 5.0.9 takes one as a number there (`0x01 + 1` is 2, `-(0x01)` is -1), which
+/// [`fit`] does not model, so no refusal of [`resolve`] stands for such a term.
+pub(crate) fn has_hex_operand(term: &Term) -> bool {
+    match unparen(term) {
+        Term::Literal(Literal::Blob(_)) => true,
+        t @ (Term::Operation { .. } | Term::Negate(_)) => {
+            operands(t).1.into_iter().any(has_hex_operand)
+        }
+        _ => false,
+    }
+}
+
 /// The operands of an operation or negation.
 fn operands(term: &Term) -> (Option<ArithOp>, Vec<&Term>) {
     match term {

@@ -103,6 +103,20 @@ pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String
     Ok(resolve(&f, args)?.1)
 }
 
+/// Cassandra's refusal of a call to native function `name` with `n` arguments that no
+/// signature of it takes, whatever the arguments' types: the function resolver counts them
+/// before it types a literal (`now(1)`: "0 required but 1 provided", not "Cannot infer type").
+/// None for a function of that arity, and for names this registry does not hold.
+pub(crate) fn arity_refusal(name: &str, n: usize) -> Option<String> {
+    let f = canonical(name).ok()?;
+    let sigs = signature::signatures(&f);
+    if sigs.iter().any(|(p, _)| p.len() == n) {
+        return None;
+    }
+    // `resolve` words it by the number of signatures, types aside.
+    resolve(&f, &vec![ColumnType::Blob; n]).err()
+}
+
 /// Evaluates `name` (the one native function evaluator, for selectors and terms alike) at the
 /// clock given: `now_micros` is microseconds since the Unix epoch. Args are (type, serialized
 /// value or None for null).
