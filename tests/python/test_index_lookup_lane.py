@@ -1,8 +1,8 @@
 """Indexed lookups by one value run on the request's thread within a budget of rows read, and
 in the scan lane past it (issue 11 item 7; `engine::lane::within_budget`, `local`'s
 `lookup_here`), through the Python driver: the answer is the same either way, a small lookup
-never reaches the scan lane, and one that reads past the budget (256 rows read, index entries
-counted: about 128 rows) is dropped and runs there in full (stale index entries count too: the
+never reaches the scan lane, and one that reads past the budget (64 rows read, index entries
+counted: about 32 rows) is dropped and runs there in full (stale index entries count too: the
 engine's `lane` tests). A server with a scan rate keeps every lookup in
 the lane.
 
@@ -59,14 +59,14 @@ def test_a_small_lookup_runs_here_and_a_large_one_in_the_lane(plain):
     want = sorted((i % 40, i) for i in range(MANY))
     assert keys(s, by_v, (1,), fetch_size=5000) == want
     assert completed(server) == before + 1
-    # Pages of 50 rows each stay within the budget: every page runs here, none in the lane.
-    assert keys(s, by_v, (1,), fetch_size=50) == want
+    # Pages of 20 rows each stay within the budget: every page runs here, none in the lane.
+    assert keys(s, by_v, (1,), fetch_size=20) == want
     assert completed(server) == before + 1
     # LIMIT within the budget runs here; LIMIT past it in the lane.
     limited = s.prepare("SELECT k, c FROM ks.t WHERE v = ? LIMIT ?")
-    assert len(keys(s, limited, (1, 100), fetch_size=5000)) == 100
+    assert len(keys(s, limited, (1, 20), fetch_size=5000)) == 20
     assert completed(server) == before + 1
-    assert len(keys(s, limited, (1, 200), fetch_size=5000)) == 200
+    assert len(keys(s, limited, (1, 100), fetch_size=5000)) == 100
     assert completed(server) == before + 2
     # The unprepared form (not offered here) and a range of values go to the lane as before.
     assert len(list(s.execute(SimpleStatement("SELECT k FROM ks.t WHERE v = 2")))) == FEW

@@ -281,9 +281,11 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
 type PayloadAsks = (Option<u64>, Option<engine::visibility::Authorizations>);
 
 /// Rows an indexed lookup run on the request's thread may read (`lookup_here`) before it is
-/// dropped and run again in the scan lane, index entries counted: about 128 rows and their
-/// entries, ~0.3 ms of work at most.
-const LOOKUP_HERE_ROWS: u64 = 256;
+/// dropped and run again in the scan lane, index entries counted: about 32 rows and their
+/// entries, well under 0.1 ms of work. A 100-row lookup (256) ran at 1.16x the lookups per
+/// CPU second but held its connection's other requests long enough to cost 13% of the
+/// throughput and quadruple the p99 (bench/results/2026-12-01/indexed-s34, `ab-*`).
+const LOOKUP_HERE_ROWS: u64 = 64;
 
 /// What `handle_here` learned of a request it hands on ([`Backend::Carry`]).
 #[derive(Default)]
