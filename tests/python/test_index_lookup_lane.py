@@ -3,8 +3,8 @@ in the scan lane past it (issue 11 item 7; `engine::lane::within_budget`, `local
 `lookup_here`), through the Python driver: the answer is the same either way, a small lookup
 never reaches the scan lane, and one that reads past the budget (64 rows read, index entries
 counted: about 32 rows) is dropped and runs there in full (stale index entries count too: the
-engine's `lane` tests). A server with a scan rate keeps every lookup in
-the lane.
+engine's `lane` tests); after that the statement's next 63 lookups skip the try. A server with a
+scan rate keeps every lookup in the lane.
 
 Peregrine-only (the scan lane's metrics are an extension: docs/extensions.md)."""
 
@@ -51,16 +51,20 @@ def keys(s, stmt, args, fetch_size=None):
 
 def test_a_small_lookup_runs_here_and_a_large_one_in_the_lane(plain):
     server, s = plain
-    by_v = s.prepare("SELECT k, c FROM ks.t WHERE v = ?")
+    # Each step its own statement: a statement whose lookup went over the budget skips the
+    # next tries (the test below).
+    small = s.prepare("SELECT k, c FROM ks.t WHERE v = ?")
     before = completed(server)
-    assert keys(s, by_v, (2,), fetch_size=5000) == [(i, 1000 + i) for i in range(FEW)]
+    assert keys(s, small, (2,), fetch_size=5000) == [(i, 1000 + i) for i in range(FEW)]
     assert completed(server) == before, "a 5-row lookup went to the scan lane"
     # 300 rows in one page: over the budget, dropped and run again in the lane, in full.
     want = sorted((i % 40, i) for i in range(MANY))
-    assert keys(s, by_v, (1,), fetch_size=5000) == want
+    large = s.prepare("SELECT c, k FROM ks.t WHERE v = ?")
+    assert keys(s, large, (1,), fetch_size=5000) == want
     assert completed(server) == before + 1
     # Pages of 20 rows each stay within the budget: every page runs here, none in the lane.
-    assert keys(s, by_v, (1,), fetch_size=20) == want
+    paged = s.prepare("SELECT k, c, v FROM ks.t WHERE v = ?")
+    assert keys(s, paged, (1,), fetch_size=20) == want
     assert completed(server) == before + 1
     # LIMIT within the budget runs here; LIMIT past it in the lane.
     limited = s.prepare("SELECT k, c FROM ks.t WHERE v = ? LIMIT ?")
@@ -73,6 +77,21 @@ def test_a_small_lookup_runs_here_and_a_large_one_in_the_lane(plain):
     assert completed(server) == before + 3
     assert len(list(s.execute(s.prepare("SELECT k FROM ks.t WHERE v > ?"), (1,)))) == FEW
     assert completed(server) == before + 4
+
+
+def test_a_statement_whose_lookup_went_over_skips_the_next_tries(plain):
+    server, s = plain
+    stmt = s.prepare("SELECT k, c FROM ks.t WHERE v = ? LIMIT 1000")
+    before = completed(server)
+    assert len(keys(s, stmt, (1,), fetch_size=5000)) == MANY
+    assert completed(server) == before + 1
+    # The next 63 lookups of that statement go to the lane without a try, small or not.
+    for _ in range(63):
+        assert len(keys(s, stmt, (2,), fetch_size=5000)) == FEW
+    assert completed(server) == before + 64
+    # Then it tries again, and a small lookup runs here.
+    assert len(keys(s, stmt, (2,), fetch_size=5000)) == FEW
+    assert completed(server) == before + 64
 
 
 def test_a_scan_rate_keeps_lookups_in_the_lane():

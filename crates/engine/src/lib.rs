@@ -260,6 +260,9 @@ pub struct Prepared {
     pub keyspace: Option<String>,
     pub statement: cql::ParsedStatement,
     compiled: RwLock<(u64, Arc<Compiled>)>,
+    /// Whether its indexed lookups are worth trying on the request's thread (see
+    /// [`lane::LookupHint`]).
+    pub lookup_hint: lane::LookupHint,
 }
 
 impl Prepared {
@@ -885,6 +888,7 @@ impl Engine {
             keyspace: keyspace.map(|s| s.to_string()),
             statement: parsed,
             compiled: RwLock::new((gen, Arc::new(compiled))),
+            lookup_hint: lane::LookupHint::default(),
         });
         self.prepared
             .write()

@@ -290,9 +290,9 @@ const LOOKUP_HERE_ROWS: u64 = 64;
 /// What `handle_here` learned of a request it hands on ([`Backend::Carry`]).
 #[derive(Default)]
 pub struct Tried {
-    /// It ran as an indexed lookup and read past [`LOOKUP_HERE_ROWS`]: `handle` sends it
-    /// to the scan lane without trying again.
-    over_budget: bool,
+    /// It is an indexed lookup that `lookup_here` tried (it read past [`LOOKUP_HERE_ROWS`]) or
+    /// declined: `handle` sends it to the scan lane without asking again.
+    lookup: bool,
 }
 
 /// The `peregrine-authorizations` payload (docs/visibility.md): a comma-separated list of
@@ -483,8 +483,9 @@ impl LocalBackend {
     /// An indexed read by one value ([`engine::PlanSnapshot::is_index_lookup`]) run on this
     /// thread when no service level or scan rate governs it, within [`LOOKUP_HERE_ROWS`] rows
     /// read: it usually reads a few rows, and the hand-off to the scan lane and back costs
-    /// more than that (bench/results/2026-12-01/indexed-s34). `None` when it may not run here
-    /// or read more (its work is dropped): it then runs in the scan lane.
+    /// more than that (bench/results/2026-12-01/indexed-s34). `None` when it may not run here,
+    /// when its statement's lookups went over the budget lately (`engine::lane::LookupHint`),
+    /// or when it read more (its work is dropped): it then runs in the scan lane.
     fn lookup_here(
         &self,
         conn: &ConnState,
@@ -497,6 +498,7 @@ impl LocalBackend {
         if !plan.is_index_lookup()
             || self.level_of(role.as_deref()).is_some()
             || self.scans.rate(role.as_deref(), scan_rate) != 0
+            || !prep.lookup_hint.try_here()
         {
             return None;
         }
@@ -505,11 +507,14 @@ impl LocalBackend {
         opts.result_head_room = RESULT_HEAD_ROOM;
         let started = Instant::now();
         let mut plan = plan.clone();
-        let r = engine::lane::within_budget(LOOKUP_HERE_ROWS, || {
+        let Some(r) = engine::lane::within_budget(LOOKUP_HERE_ROWS, || {
             let values = x.params.values.clone();
             self.engine
                 .execute_prepared(prep, &mut plan, values, &opts, Now::system())
-        })?;
+        }) else {
+            prep.lookup_hint.went_over();
+            return None;
+        };
         Some(prepared_reply(
             conn,
             &x.result_metadata_id,
@@ -607,7 +612,7 @@ impl Backend for LocalBackend {
                 let consistency = x.params.consistency;
                 return match self.lookup_here(conn, &x, &prep, &plan, role, (None, None)) {
                     Some(reply) => Ok(self.finished(reply, Some(consistency))),
-                    None => Err((Request::Execute(x), Tried { over_budget: true })),
+                    None => Err((Request::Execute(x), Tried { lookup: true })),
                 };
             }
             return Err((Request::Execute(x), Tried::default()));
@@ -878,7 +883,7 @@ impl LocalBackend {
                     // pipelined batch left to a task another worker may take.
                     return self.execute_here(conn, x, prep, plan, role, auths);
                 }
-                if !tried.over_budget && plan.is_index_lookup() {
+                if !tried.lookup && plan.is_index_lookup() {
                     let asks = (scan_rate, auths.clone());
                     if let Some(reply) =
                         self.lookup_here(conn, &x, &prep, &plan, role.clone(), asks)
