@@ -276,6 +276,21 @@ fn options(conn: &ConnState, p: &QueryParams, role: Option<Arc<str>>) -> QueryOp
     }
 }
 
+/// The options of an EXECUTE: `options`, with the authorizations its reads use and room for
+/// the frame header in front of an encoded result (`RESULT_HEAD_ROOM`).
+fn execute_options(
+    conn: &ConnState,
+    p: &QueryParams,
+    role: Option<Arc<str>>,
+    auths: Option<engine::visibility::Authorizations>,
+) -> QueryOptions {
+    QueryOptions {
+        authorizations: auths,
+        result_head_room: RESULT_HEAD_ROOM,
+        ..options(conn, p, role)
+    }
+}
+
 /// What a request's custom payload asks for: a scan rate (`lanes`) and the visibility
 /// authorizations to read with.
 type PayloadAsks = (Option<u64>, Option<engine::visibility::Authorizations>);
@@ -461,9 +476,7 @@ impl LocalBackend {
         role: Option<Arc<str>>,
         auths: Option<engine::visibility::Authorizations>,
     ) -> Reply {
-        let mut opts = options(conn, &x.params, role);
-        opts.authorizations = auths;
-        opts.result_head_room = RESULT_HEAD_ROOM;
+        let opts = execute_options(conn, &x.params, role, auths);
         let started = Instant::now();
         let r =
             self.engine
@@ -502,9 +515,7 @@ impl LocalBackend {
         {
             return None;
         }
-        let mut opts = options(conn, &x.params, role);
-        opts.authorizations = auths;
-        opts.result_head_room = RESULT_HEAD_ROOM;
+        let opts = execute_options(conn, &x.params, role, auths);
         let started = Instant::now();
         let mut plan = plan.clone();
         let Some(r) = engine::lane::within_budget(LOOKUP_HERE_ROWS, || {
@@ -891,9 +902,7 @@ impl LocalBackend {
                         return reply;
                     }
                 }
-                let mut opts = options(conn, &x.params, role);
-                opts.authorizations = auths;
-                opts.result_head_room = RESULT_HEAD_ROOM;
+                let opts = execute_options(conn, &x.params, role, auths);
                 let vals = x.params.values;
                 let now = Now::system();
                 let heavy = self.is_heavy(&prep, &plan);

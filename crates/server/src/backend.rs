@@ -126,9 +126,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs `req` to completion on the connection's reader and answers it, when the front end
     /// would run it there anyway (the last request read of its batch, or every request with
     /// thread per core) and it needs no waiting (a standalone point read or write): no future
-    /// is built for it. Otherwise hands it back (`Err`) for [`Backend::handle`]. Must not
-    /// block; the same invariants as `handle` otherwise. Requests read before the last of a batch are not offered here: they stay
-    /// tasks, which another worker may take and whose answers go out as each is done.
+    /// is built for it. Otherwise hands it back (`Err`), with what it carried, for
+    /// [`Backend::handle`]. Must not block; the same invariants as `handle` otherwise.
+    /// Requests read before the last of a batch are not offered here: they stay tasks, which
+    /// another worker may take and whose answers go out as each is done.
     // The request handed back is `Now::Later`'s, by value as there.
     #[allow(clippy::result_large_err)]
     fn handle_here(
