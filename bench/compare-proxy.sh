@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Seed 000's tables on this machine: Peregrine as a caching proxy in front of a real Cassandra
 # 5.0.9 vs the same Cassandra directly, same client, same run, 4 KB payloads:
-# 100:0 read with a warm cache and 80:20 read:write.
+# 100:0 read with a warm cache and 80:20 read:write, and the ceiling Cassandra's own write rate
+# sets for 80:20 (issue 16 item 7): Cassandra alone, 4 KB whole-row writes of loaded keys (0:100),
+# W writes a second; 80:20 sends a fifth of its operations to Cassandra as writes, so it can at
+# best run 5 W operations a second.
 #
 #   bench/compare-proxy.sh                       # defaults below
 #   DURATION=20s RECORDS=50000 bench/compare-proxy.sh
@@ -114,6 +117,10 @@ log "100:0 read, warm cache (the warm-up of each proxy round fills the cache)"
 client compare --preset stress-read --name proxy-4k-read-100-0 "${common[@]}" >"$OUT/proxy-4k-read-100-0.stdout"
 log "80:20 read:write"
 client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "${common[@]}" >"$OUT/proxy-4k-mixed-80-20.stdout"
+log "the 80:20 ceiling: Cassandra alone, 4 KB writes of loaded keys (0:100)"
+client run --preset stress-mixed --ratio 0:100 --payload 4096 --records "$RECORDS" --concurrency "$CONCURRENCY" \
+    --duration "$DURATION" --warmup "$WARMUP" --hosts "127.0.0.1:$CASSANDRA_PORT" --out "$OUT" \
+    --name cassandra-4k-write-ceiling --quiet >"$OUT/cassandra-4k-write-ceiling.stdout"
 # Optional YCSB workloads through the proxy (e.g. YCSB="c b a"): 1 KB rows of 10 fields, the
 # default zipfian key choice; their updates patch the cache in place.
 cases=(proxy-4k-read-100-0 proxy-4k-mixed-80-20)
@@ -139,5 +146,9 @@ fi
     echo "parameters: RECORDS=$RECORDS DURATION=$DURATION WARMUP=$WARMUP ROUNDS=$ROUNDS CONCURRENCY=$CONCURRENCY proxy cache_bytes=$PROXY_CACHE_BYTES max_staleness=$MAX_STALENESS"
     echo
     for f in "${cases[@]}"; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
+    echo "== cassandra-4k-write-ceiling"; cat "$OUT/cassandra-4k-write-ceiling.txt"; echo
+    w=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/cassandra-4k-write-ceiling.txt")
+    m=$(awk '$1 == "overall" {o = 1} o && $1 == "ops/s" && $2 == "sustained" {gsub(",", "", $3); print $3; exit}' "$OUT/proxy-4k-mixed-80-20.txt")
+    python3 -c "w, m = float('$w'), float('$m'); print(f'80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s, ceiling 5 W = {5 * w:,.0f} ops/s; proxy at {m / (5 * w):.2f} of it')" 2>/dev/null || echo "(ceiling figures not found)"
 } >"$OUT/summary.txt"
 log "done: $OUT/summary.txt"
