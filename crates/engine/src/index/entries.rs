@@ -236,9 +236,8 @@ pub(crate) fn entries_in(
     let Some(c) = t.column(&idx.column) else {
         return Vec::new();
     };
-    // A vector index keeps a graph in memory (`index::vector`), no entries. (Only a vector
-    // column has one: the type is looked at first, the options only then.)
-    if matches!(c.ty, ColumnType::Vector(..)) && super::vector::vector_config(idx, t).is_some() {
+    // A vector index keeps a graph in memory (`index::vector`), no entries.
+    if super::vector::keeps_graph(idx, t, c) {
         return Vec::new();
     }
     let tail = &base_key[5..];
@@ -319,16 +318,14 @@ fn analyzer_for(idx: &IndexDef, ty: &ColumnType) -> Analyzer {
 /// Cassandra does, but [`entries_of`] would index one).
 pub(crate) fn writes_blind(t: &TableDef, row: &Row) -> bool {
     t.indexes.iter().all(|idx| {
-        if super::vector::vector_config(idx, t).is_some() {
-            return false;
-        }
         let Some(c) = t.column(&idx.column) else {
             return true;
         };
-        !row.cells.iter().any(|cell| {
-            cell.column == c.id
-                && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
-        })
+        !super::vector::keeps_graph(idx, t, c)
+            && !row.cells.iter().any(|cell| {
+                cell.column == c.id
+                    && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
+            })
     })
 }
 
