@@ -1028,8 +1028,9 @@ impl Engine {
             let upkeep =
                 crate::index::maintain(&indexed, &originals, &pending, &mut batch) + blind_upkeep;
             self.index_builds.note_upkeep(upkeep);
-            // Under the stripe locks: a sweep trusts what it scanned of rows not named here.
-            self.index_builds.note_written(pending.keys());
+            // Under the stripe locks: a sweep deletes a suspect entry unless a write put it
+            // again meanwhile.
+            self.index_builds.note_written(&batch);
             if !schema.views.is_empty() {
                 let stored = |k: &[u8]| self.storage.get(k).ok().flatten();
                 crate::view::maintain(schema, &indexed, &originals, &pending, &stored, &mut batch);

@@ -114,6 +114,13 @@ impl WriteBatch {
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
+    /// The keys the batch puts (not those it deletes), in the order they were added.
+    pub fn put_keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.ops
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k.as_slice())
+    }
 
     /// One op per key: a later op on a key already in the batch replaces it, a later partial
     /// value is merged onto it (completed when it is a deletion). The LSM tree gives every op of

@@ -236,9 +236,8 @@ pub(crate) fn entries_in(
     let Some(c) = t.column(&idx.column) else {
         return Vec::new();
     };
-    // A vector index keeps a graph in memory (`index::vector`), no entries. (Only a vector
-    // column has one: the type is looked at first, the options only then.)
-    if matches!(c.ty, ColumnType::Vector(..)) && super::vector::vector_config(idx, t).is_some() {
+    // A vector index keeps a graph in memory (`index::vector`), no entries.
+    if super::vector::keeps_graph(idx, t, c) {
         return Vec::new();
     }
     let tail = &base_key[5..];
@@ -319,16 +318,14 @@ fn analyzer_for(idx: &IndexDef, ty: &ColumnType) -> Analyzer {
 /// Cassandra does, but [`entries_of`] would index one).
 pub(crate) fn writes_blind(t: &TableDef, row: &Row) -> bool {
     t.indexes.iter().all(|idx| {
-        if super::vector::vector_config(idx, t).is_some() {
-            return false;
-        }
         let Some(c) = t.column(&idx.column) else {
             return true;
         };
-        !row.cells.iter().any(|cell| {
-            cell.column == c.id
-                && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
-        })
+        !super::vector::keeps_graph(idx, t, c)
+            && !row.cells.iter().any(|cell| {
+                cell.column == c.id
+                    && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
+            })
     })
 }
 
@@ -652,7 +649,7 @@ pub struct IndexBuilds {
     put: AtomicU64,
     /// Entries the last sweep kept (0 before the first).
     kept: AtomicU64,
-    /// While a sweep runs: hashes of the keys written since it started (see
+    /// While a sweep runs: hashes of the index entries writes put since it started (see
     /// [`Engine::sweep_index_entries`]). Read and filled under stripe locks.
     sweeping: std::sync::atomic::AtomicBool,
     written: Mutex<HashSet>,
@@ -688,12 +685,17 @@ impl IndexBuilds {
         }
     }
 
-    /// Records the keys a write stores while a sweep runs. The caller holds their stripe
-    /// locks.
-    pub(crate) fn note_written<'a>(&self, keys: impl Iterator<Item = &'a Vec<u8>>) {
+    /// Records the index entries a write puts (those in `batch`) while a sweep runs. The
+    /// caller holds the stripe locks of the rows it writes.
+    pub(crate) fn note_written(&self, batch: &WriteBatch) {
         if self.sweeping.load(Ordering::Acquire) {
             let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.extend(keys.map(|k| entry_hash(k)));
+            w.extend(
+                batch
+                    .put_keys()
+                    .filter(|k| k.first() == Some(&super::INDEX_PREFIX))
+                    .map(entry_hash),
+            );
         }
     }
 
@@ -762,10 +764,20 @@ impl Engine {
     /// which [`maintain`] leaves behind). Per table: one scan of its rows gathers a hash of
     /// every entry they have; one scan of each index then names as suspects the entries
     /// whose hash is not there (a hash collision only keeps a stale entry). Under the
-    /// suspects' stripe locks, a suspect whose row no write has touched since the sweep
-    /// started is deleted at once (the row is as the scan saw it), and one whose row was
-    /// written is deleted only if the row, read again, still lacks it: an entry a
-    /// concurrent write puts back is never lost.
+    /// suspects' stripe locks, a suspect is deleted unless a write put that entry since the
+    /// sweep started ([`IndexBuilds::note_written`]): an entry a concurrent write puts back
+    /// is never lost, and no row is read again.
+    ///
+    /// Why that suffices: the row scan saw each row as some write left it, without the
+    /// suspect. A row only comes to have an entry by a write that puts it: [`blind_upkeep`]
+    /// puts every entry of the values it writes, and [`maintain`] every entry the row has
+    /// after the write and did not have before (the row as it was, read under the same lock,
+    /// which lacked it). Entries depend on the stored bytes alone (an expiry is in the
+    /// entry's value, not decided by the clock), and compaction only purges. A write under
+    /// the suspect's stripe lock after the delete puts the entry after the tombstone. Checking
+    /// the rows written meanwhile again cost a point read and a merge of their partial
+    /// versions each (~8k instructions, a quarter of the suspects at 100k rows under writes,
+    /// 21% of a sweep: bench/results/2026-12-01/indexed-writes-s35).
     pub fn sweep_index_entries(&self) -> Result<Sweep, EngineError> {
         let b = &self.index_builds;
         let _one_at_a_time = b.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -854,7 +866,7 @@ impl Engine {
                     break;
                 }
             }
-            total.removed += self.remove_stale(t, idx, &suspects)?;
+            total.removed += self.remove_stale(&suspects)?;
             match last {
                 Some(mut k) if !done => {
                     k.push(0);
@@ -865,14 +877,9 @@ impl Engine {
         }
     }
 
-    /// Deletes the entries among `suspects` (entry key, base key) that their row does not
-    /// have, read under the stripe locks of those rows.
-    fn remove_stale(
-        &self,
-        t: &TableDef,
-        idx: &IndexDef,
-        suspects: &[(Vec<u8>, Vec<u8>)],
-    ) -> Result<u64, EngineError> {
+    /// Deletes the entries among `suspects` (entry key, base key) that no write put since the
+    /// sweep started, under the stripe locks of their rows.
+    fn remove_stale(&self, suspects: &[(Vec<u8>, Vec<u8>)]) -> Result<u64, EngineError> {
         if suspects.is_empty() {
             return Ok(0);
         }
@@ -890,15 +897,8 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner());
         let mut batch = WriteBatch::new();
         let mut removed = 0;
-        for (entry, base) in suspects {
-            let stale = if written.contains(&entry_hash(base)) {
-                let stored = self.storage.get(base)?;
-                let has = entries_of(idx, t, base, stored.as_deref());
-                !has.iter().any(|(k, _)| k == entry)
-            } else {
-                true
-            };
-            if stale {
+        for (entry, _) in suspects {
+            if !written.contains(&entry_hash(entry)) {
                 batch.delete(entry.clone());
                 removed += 1;
             }
