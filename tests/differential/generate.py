@@ -61,6 +61,14 @@ UPDATE, DELETE and BATCH; `LIMIT ?` / `PER PARTITION LIMIT ?` (unset: no limit);
 `c IN ?` lists (empty, a null element) in SELECT and DELETE; and unset values in SET terms,
 collection operations, INSERT values, filters, conditions and keys.
 
+From a fifth stream of its own (gen/alter.py, about 25 episodes of 4-9 statements in CI's
+1,500, drawn first) it changes schemas mid-run: a column added (regular, static, collection),
+written with client timestamps, read, dropped (at times USING TIMESTAMP), named again and
+added back with the same or another type; a user type made for the episode, a non-frozen
+column of it, ALTER TYPE ADD / RENAME, field writes and reads, DROP TYPE; a key column renamed
+and back; ALTER TABLE WITH options and the refused ALTER TABLE / ALTER TYPE forms. Tables with
+views are left to gen/views.py.
+
 With --views (gen/views.py) it also draws materialized views over most non-counter tables
 (base key plus at most one non-key column in the view key, IS NOT NULL, sometimes a filter on
 a base key column, CLUSTERING ORDER BY; some created in the DDL over empty tables, some later

@@ -39,6 +39,25 @@ def test_views_mode_is_deterministic_and_draws_views_reads_and_refusals():
         assert want in features, (want, sorted(features))
 
 
+def test_schema_changes_come_in_episodes_on_tables_without_views(monkeypatch):
+    from gen import alter
+    _, _, stmts = generate.draw_all(1, 1500, 8, True)
+    episodes = [s for s in stmts if s.feature.startswith("alter:")]
+    assert len(episodes) > 40, len(episodes)
+    kinds = {s.feature for s in episodes}
+    for want in ["alter:add", "alter:drop", "alter:readd", "alter:alter_type_add", "alter:rename", "alter:refusal"]:
+        assert want in kinds, (want, sorted(kinds))
+    assert all(s.expect is None for s in episodes)
+    # The other streams draw what they drew without these episodes.
+    features = lambda: [s.feature for s in generate.draw_all(3, 500, 8)[2]
+                        if not s.feature.startswith(("alter:", "expiring_")) and not s.wait_expiry
+                        and s.feature != "select_after_expiry"]
+    with_episodes = features()
+    monkeypatch.setattr(alter, "ALTER_CHANCE", 0.0)
+    without = features()
+    assert with_episodes == without[:len(with_episodes)]
+
+
 def test_expiring_writes_come_in_episodes_that_end_with_a_wait_then_a_read():
     episodes = 0
     for seed in range(1, 11):
@@ -89,7 +108,7 @@ def test_indexed_reads_leave_the_other_statements_as_the_seed_drew_them(monkeypa
         # Without the expiry episodes too: they start at a draw's position, not the stream's.
         return [s.feature for s in generate.draw_all(3, 500, 8)[2]
                 if not _indexed_family(s.feature) and not s.wait_expiry
-                and not s.feature.startswith(("expiring_", "clause_bind:")) and s.feature != "select_after_expiry"]
+                and not s.feature.startswith(("expiring_", "clause_bind:", "alter:")) and s.feature != "select_after_expiry"]
     with_family = features()
     monkeypatch.setattr(indexed, "INDEX_CHANCE", 0.0)
     without = features()
@@ -219,7 +238,7 @@ def test_query_forms_leave_the_other_statements_as_the_seed_drew_them(monkeypatc
     def features():
         return [s.feature for s in generate.draw_all(3, 500, 8)[2]
                 if not s.feature.startswith(QUERY_FAMILY) and not s.wait_expiry
-                and not s.feature.startswith(("expiring_", "clause_bind:")) and s.feature != "select_after_expiry"
+                and not s.feature.startswith(("expiring_", "clause_bind:", "alter:")) and s.feature != "select_after_expiry"
                 and not _indexed_family(s.feature)]
     with_family = features()
     monkeypatch.setattr(queries, "QUERY_CHANCE", 0.0)
@@ -269,7 +288,7 @@ def test_clause_binds_leave_the_other_statements_as_the_seed_drew_them(monkeypat
     def features():
         return [s.feature for s in generate.draw_all(3, 500, 8)[2]
                 if not s.feature.startswith("clause_bind:") and not s.wait_expiry
-                and not s.feature.startswith("expiring_") and s.feature != "select_after_expiry"]
+                and not s.feature.startswith(("expiring_", "alter:")) and s.feature != "select_after_expiry"]
     with_family = features()
     monkeypatch.setattr(clauses, "CLAUSE_CHANCE", 0.0)
     without = features()

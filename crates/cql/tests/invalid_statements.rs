@@ -126,6 +126,28 @@ fn messages_look_like_cassandra() {
         e.to_string(),
         "line 1:44 no viable alternative at input 'AND' (...= 1 AND ts = [abc] AND...)"
     );
+    // ALTER TABLE ... WITH takes properties only (differential scenario 141).
+    let e = cql::parse("ALTER TABLE t WITH CLUSTERING ORDER BY (c DESC)").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:30 no viable alternative at input 'ORDER' (ALTER TABLE t WITH [CLUSTERING] ORDER...)"
+    );
+    let e = cql::parse("ALTER TABLE t WITH COMPACT STORAGE").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:27 no viable alternative at input 'STORAGE' (ALTER TABLE t WITH [COMPACT] STORAGE)"
+    );
+    // After a native type, the token past a comma is read too (generated plain seed 414).
+    let e = cql::parse("ALTER TABLE t5 ADD z3 int, ADD z3 text").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:25 mismatched input ',' expecting EOF (... TABLE t5 ADD z3 int[,] ADD...)"
+    );
+    let e = cql::parse("ALTER TYPE ty ADD f int, x").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1:23 mismatched input ',' expecting EOF (... TYPE ty ADD f int[,] x)"
+    );
     let e = cql::parse("INSERT INTO lq.t (k, ts) VALUES (80, abc)").unwrap_err();
     assert_eq!(
         e.to_string(),

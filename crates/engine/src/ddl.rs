@@ -536,14 +536,27 @@ pub fn drop_type(
             name.name
         )));
     }
-    for t in schema.tables_of(&ks) {
-        for c in &t.columns {
-            if matches!(cql::parse_type(&c.cql_type), Ok(ref p) if uses_type(p, &name.name)) {
-                return Err(EngineError::invalid(format!(
-                    "Cannot drop user type {ks}.{} as it is still used by table {ks}.{}",
-                    name.name, t.name
-                )));
-            }
+    // Cassandra's DropTypeStatement: the user types that nest it, then the tables that use it
+    // (all of them named, by name).
+    let uses = |text: &str| matches!(cql::parse_type(text), Ok(ref p) if uses_type(p, &name.name));
+    let nesting: Vec<&str> = schema
+        .types
+        .iter()
+        .filter(|((k, n), u)| *k == ks && *n != name.name && u.fields.iter().any(|(_, f)| uses(f)))
+        .map(|((_, n), _)| n.as_str())
+        .collect();
+    let using: Vec<&str> = schema
+        .tables_of(&ks)
+        .filter(|t| t.view.is_none() && t.columns.iter().any(|c| uses(&c.cql_type)))
+        .map(|t| t.name.as_str())
+        .collect();
+    for (what, names) in [("user types", nesting), ("tables", using)] {
+        if !names.is_empty() {
+            return Err(EngineError::invalid(format!(
+                "Cannot drop user type '{ks}.{}' as it is still used by {what} {}",
+                name.name,
+                names.join(", ")
+            )));
         }
     }
     let mut next = schema.clone();
@@ -971,7 +984,7 @@ pub fn alter_table(
                 }
                 crate::index::ddl::check_rename_column(&t, from)?;
                 if t.column(to).is_some() {
-                    return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{}'; another column with that name already exists", t.name)));
+                    return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{ks}.{}'; another column with that name already exists", t.name)));
                 }
                 t.columns[i].name = to.clone();
             }

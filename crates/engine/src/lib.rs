@@ -18,7 +18,7 @@
 //! | `catalog` | keyspace/table definitions, the schema snapshot |
 //! | `ddl` | CREATE/ALTER/DROP, table options; `Engine::ddl` runs them and installs the new schema |
 //! | `compact` | `WITH COMPACT STORAGE` tables: their checks, hidden columns, DROP COMPACT STORAGE |
-//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY, with `selection::names` for output column names and `selection::elements` for map/set element and slice selection) |
+//! | `plan`, `build`, `selection` | resolved statements and the AST -> plan builder (`build::where_clause`: restrictions and their refusals; `selection`: the SELECT clause, aggregates, GROUP BY, with `selection::names` for output column names, `selection::elements` for map/set element and slice selection and `selection::group_by` for the GROUP BY key) |
 //! | `read` | a SELECT run over storage: partitions, slices, filters, paging; `read::group`: a group's aggregates folded |
 //! | `lane` | which lane a statement runs in (scan or point) and the pacing hook a rate-limited scan sleeps in |
 //! | `exec` | writes over storage; `exec::ranges`: the partitions and clustering intervals a WHERE clause selects, shared with reads; `exec::batch_size`: a BATCH's data size as Cassandra measures it; `exec::collection_op`: collection updates that read the stored value; `exec::filter`: filters with their values bound, checked against the rows a read finds |

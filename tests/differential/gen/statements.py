@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from .alter import SchemaChanges
 from .clauses import ClauseBinds
 from .extras import Extras
 from .indexed import IndexReads
@@ -110,6 +111,7 @@ class StatementGen:
         self.indexed = IndexReads(self, seed)   # indexed reads and DESCRIBE, likewise
         self.queries = QueryForms(self, seed)   # GROUP BY, fromJson/toJson, masking, likewise
         self.clauses = ClauseBinds(self, seed)   # markers in USING/LIMIT/IN, unset values, likewise
+        self.alters = SchemaChanges(self, seed)   # ALTER TABLE / ALTER TYPE episodes, likewise
 
     # ------------------------------------------------------------ helpers
 
@@ -669,8 +671,12 @@ class StatementGen:
             return self.pending.pop(0)
         # Before the extras, as the expiry episodes: a draw of these leaves the sequence of
         # the other statements (extras and main stream) what the seed drew without them.
-        # This family first: a draw of it consults no other stream, so theirs stay as the
-        # seed drew them (the others' order predates it).
+        # These families first: a draw of them consults no other stream, so theirs stay as
+        # the seed drew them (the others' order predates them).
+        episode = self.alters.maybe_draw()
+        if episode:
+            first, *self.pending = episode
+            return first
         extra = self.clauses.maybe_draw()
         if extra is not None:
             return extra

@@ -539,7 +539,22 @@ impl Parser<'_> {
             });
         }
         if self.eat_kw("with") {
-            return Ok(AlterTableAction::With(self.table_options()?));
+            // Cassandra's ALTER TABLE takes properties only (`K_WITH properties`): CLUSTERING
+            // ORDER or COMPACT STORAGE there fails on the word after the first, as ANTLR's
+            // "no viable alternative at input 'ORDER' (ALTER TABLE t WITH [CLUSTERING] ORDER...)".
+            let mut o = TableOptions::default();
+            loop {
+                if self.is_ident_at(0) && !self.at_n(1, Tok::Eq) {
+                    let start = self.pos;
+                    self.pos += 1;
+                    return Err(self.no_viable_from(start));
+                }
+                let p = self.property()?;
+                self.push_property(&mut o.properties, p)?;
+                if !self.eat_kw("and") {
+                    return Ok(AlterTableAction::With(o));
+                }
+            }
         }
         if self.eat_kw("alter") {
             let column = self.ident()?;

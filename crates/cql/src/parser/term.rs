@@ -372,7 +372,10 @@ impl Parser<'_> {
         if !native {
             return Err(self.no_viable());
         }
+        // Cassandra reads a cast's type as a native type alone: no look past a comma.
+        let far = self.far;
         let ty = self.cql_type_as_written()?;
+        self.far = far;
         self.expect(Tok::RParen)?;
         Ok(ty)
     }
@@ -440,6 +443,13 @@ impl Parser<'_> {
                 }
                 if let Some(native) = CqlType::native_from_name(&w) {
                     self.bump();
+                    // Cassandra's prediction after a native type reads past a comma to the
+                    // token after it (`vector<int, 3>`), so a snippet of an error at that
+                    // comma reaches it: "mismatched input ',' expecting EOF (... ADD z3
+                    // int[,] ADD...)".
+                    if self.at(Tok::Comma) {
+                        self.look_ahead(1);
+                    }
                     if self.varchar_as_written && w == "varchar" {
                         return Ok(CqlType::Varchar);
                     }
