@@ -74,7 +74,7 @@ proxy:
 EOF
 log "starting the proxy on $PROXY_PORT (CPU $PROXY_CPU) in front of $CASSANDRA_PORT"
 taskset -c "$PROXY_CPU" "$PEREGRINE_BIN" serve --config "$work/proxy.yaml" --listen "127.0.0.1:$PROXY_PORT" \
-    --data-dir "$work/data" --upstream "127.0.0.1:$CASSANDRA_PORT" >"$OUT/proxy-server.log" 2>&1 &
+    --admin-listen "127.0.0.1:$((PROXY_PORT + 1))" --data-dir "$work/data" --upstream "127.0.0.1:$CASSANDRA_PORT" >"$OUT/proxy-server.log" 2>&1 &
 proxy_pid=$!
 for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break; sleep 0.1; done
 
@@ -113,10 +113,15 @@ CASSANDRA_EP="cassandra=127.0.0.1:$CASSANDRA_PORT@$cpid"
 common=(--records "$RECORDS" --payload 4096 --concurrency "$CONCURRENCY" --rounds "$ROUNDS"
     --duration "$DURATION" --warmup "$WARMUP" --out "$OUT" --quiet
     --a "$PROXY_EP" --b "$CASSANDRA_EP")
+# The proxy's cache and upstream counters before and after each case (hits, misses, upstream requests).
+counters() { curl -s "http://127.0.0.1:$((PROXY_PORT + 1))/metrics" | grep -E '^peregrine_proxy_(requests_cache_(hits|misses)_total|upstream_requests_total|cache_invalidations_total)' >"$OUT/$1.proxy-counters" || true; }
+counters before-100-0
 log "100:0 read, warm cache (the warm-up of each proxy round fills the cache)"
 client compare --preset stress-read --name proxy-4k-read-100-0 "${common[@]}" >"$OUT/proxy-4k-read-100-0.stdout"
+counters after-100-0
 log "80:20 read:write"
 client compare --preset stress-mixed --ratio 80:20 --name proxy-4k-mixed-80-20 "${common[@]}" >"$OUT/proxy-4k-mixed-80-20.stdout"
+counters after-80-20
 log "the 80:20 ceiling: Cassandra alone, 4 KB writes of loaded keys (0:100)"
 client run --preset stress-mixed --ratio 0:100 --payload 4096 --records "$RECORDS" --concurrency "$CONCURRENCY" \
     --duration "$DURATION" --warmup "$WARMUP" --hosts "127.0.0.1:$CASSANDRA_PORT" --out "$OUT" \
