@@ -225,9 +225,17 @@ impl Parser<'_> {
     }
 
     pub(super) fn properties(&mut self) -> PResult<Vec<Property>> {
+        self.properties_with(Self::property)
+    }
+
+    /// `property AND property ...`, each read by `item`; a name given twice is refused.
+    fn properties_with(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> PResult<Property>,
+    ) -> PResult<Vec<Property>> {
         let mut v = Vec::new();
         loop {
-            let p = self.property()?;
+            let p = item(self)?;
             self.push_property(&mut v, p)?;
             if !self.eat_kw("and") {
                 return Ok(v);
@@ -542,19 +550,18 @@ impl Parser<'_> {
             // Cassandra's ALTER TABLE takes properties only (`K_WITH properties`): CLUSTERING
             // ORDER or COMPACT STORAGE there fails on the word after the first, as ANTLR's
             // "no viable alternative at input 'ORDER' (ALTER TABLE t WITH [CLUSTERING] ORDER...)".
-            let mut o = TableOptions::default();
-            loop {
-                if self.is_ident_at(0) && !self.at_n(1, Tok::Eq) {
-                    let start = self.pos;
-                    self.pos += 1;
-                    return Err(self.no_viable_from(start));
+            let properties = self.properties_with(|p| {
+                if p.is_ident_at(0) && !p.at_n(1, Tok::Eq) {
+                    let start = p.pos;
+                    p.pos += 1;
+                    return Err(p.no_viable_from(start));
                 }
-                let p = self.property()?;
-                self.push_property(&mut o.properties, p)?;
-                if !self.eat_kw("and") {
-                    return Ok(AlterTableAction::With(o));
-                }
-            }
+                p.property()
+            })?;
+            return Ok(AlterTableAction::With(TableOptions {
+                properties,
+                ..TableOptions::default()
+            }));
         }
         if self.eat_kw("alter") {
             let column = self.ident()?;
