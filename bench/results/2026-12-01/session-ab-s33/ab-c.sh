@@ -13,9 +13,10 @@ B() { taskset -c 1 "$NEW" bench "$@" --out "$OUT" --quiet; }
 for p in 19981 19982; do
   B load --workload a --records 500000 --drop --hosts 127.0.0.1:$p --concurrency 256 --name load-ycsb-$p >/dev/null 2>&1
 done
-for p in $po $pn; do echo "after load pid $p utime/stime ticks: $(cut -d" " -f14,15 /proc/$p/stat) $(grep -E "syscr|syscw" /proc/$p/io | tr "\n" " ") csw $(cat /proc/$p/task/*/status | awk "/voluntary_ctxt_switches/{s+=\$2} END{print s}")"; done > "$OUT/cpu-split.txt"; echo "old=$po new=$pn" >> "$OUT/cpu-split.txt"
+split() { for p in $po $pn; do echo "$1 pid $p utime/stime ticks: $(cut -d" " -f14,15 /proc/$p/stat) $(grep -E "syscr|syscw" /proc/$p/io | tr "\n" " ") csw $(cat /proc/$p/task/*/status | awk "/voluntary_ctxt_switches/{s+=\$2} END{print s}")"; done; }
+split "after load" > "$OUT/cpu-split.txt"; echo "old=$po new=$pn" >> "$OUT/cpu-split.txt"
 B compare --a "new=127.0.0.1:19982@$pn" --b "old=127.0.0.1:19981@$po" --rounds 3 --duration 20s --warmup 10s \
   --concurrency 64 --connections 2 --workload c --records 500000 --name ycsb-c > "$OUT/compare.log" 2>&1
-for p in $po $pn; do echo "end pid $p utime/stime ticks: $(cut -d" " -f14,15 /proc/$p/stat) $(grep -E "syscr|syscw" /proc/$p/io | tr "\n" " ") csw $(cat /proc/$p/task/*/status | awk "/voluntary_ctxt_switches/{s+=\$2} END{print s}")"; done >> "$OUT/cpu-split.txt"
+split end >> "$OUT/cpu-split.txt"
 kill $po $pn; wait $po $pn; rm -rf $D
 grep -E "ops/s sustained|p99 ms|per server CPU" "$OUT/ycsb-c.txt"
