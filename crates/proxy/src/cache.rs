@@ -15,8 +15,14 @@
 //! `max_staleness`. So a read that raced with a write (it read the old value upstream, the
 //! write was acknowledged and invalidated, then the read's result arrived) is never served: its
 //! ticket predates the bump. Stripes are a fixed array indexed by a hash of
-//! (keyspace, table, partition key); two partitions sharing a stripe invalidate each other,
-//! which costs a miss, never a stale read.
+//! (keyspace, table, partition key), so two partitions may share one. A stripe's word holds its
+//! generation and a tag ([`StripeWord`]): a write acknowledged with no other change to the
+//! stripe in between (the in-place update path, [`Cache::write_acknowledged`]) leaves the tag of
+//! its partition, and every other bump clears it. An entry whose ticket is exactly that one
+//! write behind, a write to another partition, is still valid (and takes the new word as its
+//! ticket when next read); anything else is a miss, never a stale read. Without the tag, every
+//! write invalidated the entries of the other partitions of its stripe: with 50k cached
+//! partitions in 64k stripes, a third of the writes of an 80:20 load cost an extra miss.
 //!
 //! # Admission and eviction
 //!
@@ -78,6 +84,36 @@ use super::ssd::SsdTier;
 
 const SHARDS: usize = 16;
 const STRIPES: usize = 1 << 16;
+
+/// A stripe's atomic word: its generation above [`TAG_BITS`] tag bits. Every change adds one
+/// to the generation, so a generation names one state of the stripe. The tag is non-zero only
+/// when the last change was the clean acknowledgement of an in-place write (its partition's
+/// [`tag_of`]), zero after any other change.
+type StripeWord = u64;
+const TAG_BITS: u32 = 24;
+const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// A partition's tag: bits of its hash the stripe index does not use, never zero. Two
+/// partitions of one stripe with equal tags are taken for the same one (a miss, not an error).
+fn tag_of(part: u64) -> u64 {
+    ((part >> 40) & TAG_MASK) | 1
+}
+
+/// Whether a ticket taken for partition `part` is valid against the `current` one: its stripe
+/// by [`stripe_fresh`], its table, keyspace and global generations unchanged.
+fn fresh(part: u64, then: Ticket, current: Ticket) -> bool {
+    stripe_fresh(part, then.0[0], current.0[0]) && then.0[1..] == current.0[1..]
+}
+
+/// Whether a cached result of partition `part` read when its stripe was `then` is still
+/// valid now that the stripe is `now`: nothing changed, or exactly one write to another
+/// partition of the stripe (its start and its clean acknowledgement, the tag naming it).
+fn stripe_fresh(part: u64, then: StripeWord, now: StripeWord) -> bool {
+    then == now
+        || ((now >> TAG_BITS) == (then >> TAG_BITS) + 2
+            && now & TAG_MASK != 0
+            && now & TAG_MASK != tag_of(part))
+}
 const TABLE_GENS: usize = 1 << 12;
 const KEYSPACE_GENS: usize = 1 << 10;
 /// Bookkeeping bytes charged per entry on top of its key and data.
@@ -411,8 +447,10 @@ fn key_parts(key_bytes: &[u8]) -> Option<(&str, &str, &[u8])> {
 pub struct WriteTicket {
     part: u64,
     stripe: usize,
-    /// The stripe's generation right after the start bump.
-    gen: u64,
+    /// The stripe's word right before the start bump (what entries valid before the write
+    /// are checked against) and right after it (what the acknowledgement expects).
+    before: StripeWord,
+    after: StripeWord,
     prefix: Vec<u8>,
     /// The write's client timestamp (µs since the epoch), if it carried one.
     timestamp: Option<i64>,
@@ -590,8 +628,18 @@ impl Cache {
         ])
     }
 
+    /// Whether `ticket` (taken for `key`) is still valid; see [`stripe_fresh`].
     fn current(&self, key: &CacheKey, ticket: Ticket) -> bool {
-        self.ticket(key) == ticket
+        fresh(key.part, ticket, self.ticket(key))
+    }
+
+    /// Bumps a stripe for anything but a clean acknowledgement: the next generation, tag
+    /// cleared. Returns the word before.
+    fn bump_stripe(&self, stripe: usize) -> StripeWord {
+        let bumped = |w: StripeWord| Some(((w >> TAG_BITS) + 1) << TAG_BITS);
+        match self.stripes[stripe].fetch_update(Ordering::AcqRel, Ordering::Acquire, bumped) {
+            Ok(w) | Err(w) => w,
+        }
     }
 
     /// The cached result for `key` from either tier: DRAM ([`Cache::get`]), then the SSD tier
@@ -682,7 +730,12 @@ impl Cache {
         // A dead entry stays: a write in flight may revive it by patching it, the next
         // insert of the key replaces it, and eviction takes dead entries first.
         let found = match shard.map.get_mut(&key.hash) {
-            Some(e) if *e.key == *key.bytes && now < e.expires && e.ticket == current => {
+            Some(e)
+                if *e.key == *key.bytes && now < e.expires && fresh(e.part, e.ticket, current) =>
+            {
+                // Valid after a write to another partition of its stripe: catch up, so that
+                // the next such write leaves it valid too.
+                e.ticket = current;
                 e.referenced = true;
                 let refresh = now >= e.refresh_at && !e.refreshing;
                 e.refreshing |= refresh;
@@ -885,13 +938,14 @@ impl Cache {
 
     /// Whether an entry's generations are all still current.
     fn valid_entry(&self, e: &Entry) -> bool {
-        e.ticket.0[0] == self.stripes[stripe_of_part(e.part)].load(Ordering::Acquire)
+        let now = self.stripes[stripe_of_part(e.part)].load(Ordering::Acquire);
+        stripe_fresh(e.part, e.ticket.0[0], now)
             && self.valid_entry_ignoring_stripe(&e.key, e.ticket)
     }
 
     /// A write to this partition passed through.
     pub fn invalidate_partition(&self, keyspace: &str, table: &str, partition_key: &[u8]) {
-        self.stripes[stripe_of(keyspace, table, partition_key)].fetch_add(1, Ordering::AcqRel);
+        self.bump_stripe(stripe_of(keyspace, table, partition_key));
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -908,11 +962,12 @@ impl Cache {
     ) -> WriteTicket {
         let part = part_of(keyspace, table, partition_key);
         let stripe = stripe_of_part(part);
-        let gen = self.stripes[stripe].fetch_add(1, Ordering::AcqRel) + 1;
+        let before = self.bump_stripe(stripe);
         WriteTicket {
             part,
             stripe,
-            gen,
+            before,
+            after: ((before >> TAG_BITS) + 1) << TAG_BITS,
             prefix: partition_prefix(keyspace, table, partition_key),
             timestamp,
             started_micros: wall_clock_micros(),
@@ -936,12 +991,12 @@ impl Cache {
         w: WriteTicket,
         patch: &dyn Fn(&Rows, &[String]) -> Option<Rows>,
     ) {
-        let stripe = &self.stripes[w.stripe];
-        if stripe
-            .compare_exchange(w.gen, w.gen + 1, Ordering::AcqRel, Ordering::Acquire)
+        let acked = (((w.after >> TAG_BITS) + 1) << TAG_BITS) | tag_of(w.part);
+        if self.stripes[w.stripe]
+            .compare_exchange(w.after, acked, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            stripe.fetch_add(1, Ordering::AcqRel);
+            self.bump_stripe(w.stripe);
             self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -956,8 +1011,8 @@ impl Cache {
             if !e.key.starts_with(&w.prefix) {
                 continue; // another partition with the same 64-bit hash
             }
-            let valid_before =
-                e.ticket.0[0] + 1 == w.gen && self.valid_entry_ignoring_stripe(&e.key, e.ticket);
+            let valid_before = stripe_fresh(w.part, e.ticket.0[0], w.before)
+                && self.valid_entry_ignoring_stripe(&e.key, e.ticket);
             let ordered = lower > e.ts_floor;
             let patched = match (&e.shape, valid_before && ordered) {
                 (Some(shape), true) => e.value.rows().and_then(|rows| patch(&rows, shape)),
@@ -975,7 +1030,7 @@ impl Cache {
             let old_size = e.size;
             e.value = value;
             e.size = size;
-            e.ticket.0[0] = w.gen + 1;
+            e.ticket.0[0] = acked;
             e.ts_floor = e.ts_floor.max(upper);
             shard.bytes = shard.bytes - old_size + size;
             self.stats.patched.fetch_add(1, Ordering::Relaxed);
@@ -984,7 +1039,7 @@ impl Cache {
 
     /// The write of `w` failed or its outcome is unknown: the partition stays invalidated.
     pub fn write_failed(&self, w: WriteTicket) {
-        self.stripes[w.stripe].fetch_add(1, Ordering::AcqRel);
+        self.bump_stripe(w.stripe);
         self.stats.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 

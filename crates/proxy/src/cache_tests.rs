@@ -570,3 +570,134 @@ fn a_key_made_on_a_recycled_keys_bytes_is_the_same_key() {
     c.insert(k.clone(), c.ticket(&k), rows(8), now, TTL);
     assert!(c.get(&again, now).is_some());
 }
+
+/// A partition key of table `ks.t` other than `pk` whose stripe is `pk`'s.
+fn stripe_mate(pk: &str) -> String {
+    let stripe = stripe_of("ks", "t", pk.as_bytes());
+    (0..)
+        .map(|i| format!("mate{i}"))
+        .find(|m| stripe_of("ks", "t", m.as_bytes()) == stripe)
+        .unwrap()
+}
+
+#[test]
+fn a_write_to_another_partition_of_the_stripe_leaves_an_entry_valid_only_if_acknowledged_cleanly() {
+    let c = Cache::new(1 << 20, 1 << 16);
+    let now = Instant::now();
+    let mate = stripe_mate("a");
+    let (a, b) = (key("a", "q"), key(&mate, "q"));
+    shaped(&c, &a, now);
+    shaped(&c, &b, now);
+    // A clean write to `b`: `a` was not served while it was in flight, and is again after.
+    let w = c.write_started("ks", "t", mate.as_bytes(), None);
+    assert!(
+        c.get(&a, now).is_none(),
+        "not served while a stripe mate's write is in flight"
+    );
+    c.write_acknowledged(w, &append_x);
+    assert_eq!(
+        c.get(&a, now).unwrap().rows().unwrap().data.len(),
+        10,
+        "a untouched"
+    );
+    assert_eq!(
+        c.get(&b, now).unwrap().rows().unwrap().data.len(),
+        11,
+        "b patched"
+    );
+    // `a` was read between: it caught up, so a second clean write to `b` leaves it valid too,
+    // and `a` itself can still be patched.
+    let w = c.write_started("ks", "t", mate.as_bytes(), None);
+    c.write_acknowledged(w, &append_x);
+    assert!(c.get(&a, now).is_some());
+    let w = c.write_started("ks", "t", b"a", None);
+    c.write_acknowledged(w, &append_x);
+    assert_eq!(
+        c.get(&a, now).unwrap().rows().unwrap().data.len(),
+        11,
+        "a patched"
+    );
+    assert_eq!(c.get(&b, now).unwrap().rows().unwrap().data.len(), 12);
+    // Two clean writes to `b` with no read of `a` between: `a` is one write too far behind.
+    for _ in 0..2 {
+        let w = c.write_started("ks", "t", mate.as_bytes(), None);
+        c.write_acknowledged(w, &append_x);
+    }
+    assert!(c.get(&a, now).is_none());
+    // A failed write, an invalidation or overlapping writes to `b` invalidate `a`.
+    type Disturb = fn(&Cache, &str);
+    let disturbances: [Disturb; 3] = [
+        |c, m| c.write_failed(c.write_started("ks", "t", m.as_bytes(), None)),
+        |c, m| c.invalidate_partition("ks", "t", m.as_bytes()),
+        |c, m| {
+            let w1 = c.write_started("ks", "t", m.as_bytes(), None);
+            let w2 = c.write_started("ks", "t", m.as_bytes(), None);
+            c.write_acknowledged(w1, &append_x);
+            c.write_acknowledged(w2, &append_x);
+        },
+    ];
+    for (i, disturb) in disturbances.iter().enumerate() {
+        shaped(&c, &a, now);
+        assert!(c.get(&a, now).is_some());
+        disturb(&c, &mate);
+        assert!(c.get(&a, now).is_none(), "disturbance {i}");
+    }
+}
+
+#[test]
+fn a_read_that_started_before_a_stripe_mates_clean_write_is_still_cached() {
+    let c = Cache::new(1 << 20, 1 << 16);
+    let now = Instant::now();
+    let mate = stripe_mate("a");
+    let a = key("a", "q");
+    // The read of `a` goes upstream, a write to `b` starts and is acknowledged, the read's
+    // result arrives: only `b` changed, so it is cached and served.
+    let ticket = c.ticket(&a);
+    let w = c.write_started("ks", "t", mate.as_bytes(), None);
+    c.write_acknowledged(w, &append_x);
+    c.insert(a.clone(), ticket, rows(10), now, TTL);
+    assert!(c.get(&a, now).is_some());
+    // A read of `a` that went upstream while the write to `b` was in flight is not (its
+    // ticket is neither before nor after a whole write).
+    let w = c.write_started("ks", "t", mate.as_bytes(), None);
+    let ticket = c.ticket(&a);
+    c.write_acknowledged(w, &append_x);
+    c.invalidate_partition("ks", "t", b"a");
+    let stale = c.stats.stale_fills.load(Ordering::Relaxed);
+    c.insert(a.clone(), ticket, rows(10), now, TTL);
+    assert_eq!(c.stats.stale_fills.load(Ordering::Relaxed), stale + 1);
+    assert!(c.get(&a, now).is_none());
+    // A read of `a` itself raced by a write to `a`: never cached, whatever the tags.
+    let ticket = c.ticket(&a);
+    let w = c.write_started("ks", "t", b"a", None);
+    c.write_acknowledged(w, &append_x);
+    c.insert(a.clone(), ticket, rows(10), now, TTL);
+    assert!(c.get(&a, now).is_none());
+}
+
+#[test]
+fn stripe_words_compare_by_generation_and_tag() {
+    let part = 0x1234_5678_9abc_def0_u64;
+    let other = part ^ (1 << 50);
+    let word = |gen: u64, tag: u64| (gen << TAG_BITS) | tag;
+    assert!(stripe_fresh(part, word(7, 0), word(7, 0)));
+    assert!(stripe_fresh(part, word(7, 0), word(9, tag_of(other))));
+    assert!(
+        !stripe_fresh(part, word(7, 0), word(9, tag_of(part))),
+        "its own write"
+    );
+    assert!(
+        !stripe_fresh(part, word(7, 0), word(9, 0)),
+        "not a clean acknowledgement"
+    );
+    assert!(
+        !stripe_fresh(part, word(7, 0), word(8, tag_of(other))),
+        "a write in flight"
+    );
+    assert!(
+        !stripe_fresh(part, word(7, 0), word(11, tag_of(other))),
+        "two writes"
+    );
+    assert_ne!(tag_of(part), tag_of(other));
+    assert_ne!(tag_of(0), 0);
+}
