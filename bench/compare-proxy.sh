@@ -114,7 +114,13 @@ common=(--records "$RECORDS" --payload 4096 --concurrency "$CONCURRENCY" --round
     --duration "$DURATION" --warmup "$WARMUP" --out "$OUT" --quiet
     --a "$PROXY_EP" --b "$CASSANDRA_EP")
 # The proxy's cache and upstream counters before and after each case (hits, misses, upstream requests).
-counters() { curl -s "http://127.0.0.1:$((PROXY_PORT + 1))/metrics" | grep -E '^peregrine_proxy_(requests_cache_(hits|misses)_total|upstream_requests_total|cache_invalidations_total|cache_patched_total)' >"$OUT/$1.proxy-counters" || true; }
+counters() {
+    curl -s "http://127.0.0.1:$((PROXY_PORT + 1))/metrics" | grep -E '^peregrine_proxy_(requests_cache_(hits|misses)_total|upstream_requests_total|cache_invalidations_total)' >"$OUT/$1.proxy-counters" || true
+    # Every cache counter (patched writes, stale fills, ...), from the admin endpoint's info.
+    curl -s -X POST "http://127.0.0.1:$((PROXY_PORT + 1))/nodetool/info" | python3 -c 'import json, sys
+for k, v in json.load(sys.stdin)["cache"].items():
+    if k.startswith("cache_") and not k.startswith("cache_ssd"): print(k, v)' >>"$OUT/$1.proxy-counters" 2>/dev/null || true
+}
 counters before-100-0
 log "100:0 read, warm cache (the warm-up of each proxy round fills the cache)"
 client compare --preset stress-read --name proxy-4k-read-100-0 "${common[@]}" >"$OUT/proxy-4k-read-100-0.stdout"

@@ -83,7 +83,11 @@ use proto::response::{Response, ResultBody, Rows};
 use super::ssd::SsdTier;
 
 const SHARDS: usize = 16;
-const STRIPES: usize = 1 << 16;
+/// Partition stripes (8 bytes each, 2 MiB). A write costs the other cached partitions of its
+/// stripe a miss only when one of them falls two writes behind without a read between (see
+/// "Coherence"); with a quarter of a million stripes, 50k cached partitions have 0.19 mates
+/// each, and an 80:20 load lost 3% of its reads to that with 65,536 stripes.
+const STRIPES: usize = 1 << 18;
 
 /// A stripe's atomic word: its generation above [`TAG_BITS`] tag bits. Every change adds one
 /// to the generation, so a generation names one state of the stripe. The tag is non-zero only
