@@ -241,8 +241,11 @@ struct Subscription {
 
 /// Bodies at least this big are written from where they are (the encoded result's own
 /// buffer), not copied into the batch: the write is vectored over the batch buffer and them.
-/// Smaller ones are copied, so many small answers still go out as one buffer.
-pub(crate) const SEND_AS_IS: usize = 8 * 1024;
+/// Smaller ones are copied, so many small answers still go out as one buffer. 2 KiB, not 8:
+/// a 4 KB result the proxy answers from its cache was copied from memory no CPU cache held
+/// (20% of the proxy's CPU on 4 KB hits); sent as is, 5% less CPU a hit, and standalone 4 KB
+/// reads unchanged (`bench/results/2026-12-01/proxy-s36/README.md`).
+pub(crate) const SEND_AS_IS: usize = 2 * 1024;
 
 /// Queued output encoded for one write: `out`, with the large bodies of `bulks` spliced in
 /// (each at its offset into `out`).
