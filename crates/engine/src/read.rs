@@ -630,6 +630,21 @@ impl<'a> SelectRun<'a> {
         flow
     }
 
+    /// Whether Cassandra's lookup of a legacy index on a static column misses the partition's
+    /// entry (see `build::where_clause::legacy_static_index_read`): the clustering filter's
+    /// first interval starts above the bottom of the clustering order, or a page resumes after
+    /// a row of the partition (the next page's filter starts there).
+    fn static_index_misses(&self, parts: &[crate::exec::PartitionRef]) -> bool {
+        let resumes_in_rows = |p: &crate::exec::PartitionRef| {
+            self.resume_key
+                .as_ref()
+                .is_some_and(|k| k.len() > p.prefix.len() && k.starts_with(&p.prefix))
+        };
+        self.plan.legacy_static_index
+            && (self.ranges.first().is_some_and(|(s, _)| !s.is_empty())
+                || parts.iter().any(resumes_in_rows))
+    }
+
     /// The storage keys of the table between two token bounds: `[lo, hi)`.
     fn token_span(
         &self,
@@ -677,6 +692,9 @@ impl<'a> SelectRun<'a> {
             return Ok(());
         }
         let mut parts = partitions(&self.plan.table, sel, self.vals)?;
+        if self.static_index_misses(&parts) {
+            return Ok(());
+        }
         if token.iter().any(Option::is_some) {
             parts = engine.within_token_bounds(&self.plan.table, token, &parts, self.vals)?;
         }
