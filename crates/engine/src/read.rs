@@ -630,6 +630,22 @@ impl<'a> SelectRun<'a> {
         flow
     }
 
+    /// Between two partitions named by key: a GROUP BY's group ends with its partition, and
+    /// Cassandra, which reads each partition as a command of its own, reads no further one
+    /// once LIMIT or the page is reached, so a GROUP BY function that would fail on the next
+    /// partition's rows (floor() of a time before its starting time) is never evaluated (a
+    /// range read groups the next partition's first row first, and fails). Whether to stop.
+    fn group_ends_with_partition(&mut self) -> Result<bool, EngineError> {
+        let grouped =
+            matches!(&self.plan.selection, Selection::Aggregates(a) if a.group_by.is_some());
+        if !grouped || self.group.is_none() {
+            return Ok(false);
+        }
+        self.close_group()?;
+        let page_full = self.page.is_some_and(|p| self.sink.rows as u64 >= p);
+        Ok((self.remaining == Some(0) || page_full) && self.admit() != Flow::Go)
+    }
+
     /// Whether Cassandra's lookup of a legacy index on a static column misses the partition's
     /// entry (see `build::where_clause::legacy_static_index_read`): the clustering filter's
     /// first interval starts above the bottom of the clustering order, or a page resumes after
@@ -707,6 +723,9 @@ impl<'a> SelectRun<'a> {
             None => 0,
         };
         for p in &parts[first..] {
+            if self.group_ends_with_partition()? {
+                break;
+            }
             // Each partition is a command of its own, with its own count and warning.
             self.tally.reset();
             let limits = self.limits();
