@@ -469,7 +469,9 @@ impl<'a> SelectRun<'a> {
             && filters.is_empty()
             && merge.is_none()
             && ann.is_none()
-            && plan.columns_only;
+            && plan.columns_only
+            // A dropped column's cells stay in the rows it was written in (see `visit_row`).
+            && plan.table.dropped.is_empty();
         Ok(SelectRun {
             store,
             plan,
@@ -1154,6 +1156,12 @@ impl<'a> SelectRun<'a> {
         let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
         if let Some(a) = &self.auths {
             row.hide(a);
+        }
+        if !t.dropped.is_empty() {
+            // The cells of a dropped column (under its old id) are no part of the row, as
+            // Cassandra skips them wherever it reads them: a row they alone kept is gone.
+            row.cells
+                .retain(|c| t.columns.iter().any(|d| d.id == c.column));
         }
         let queried = self.plan.queried.as_deref();
         let live = row.is_live_for(now.secs, outer, |id| {
