@@ -195,6 +195,7 @@ _FLUSH_ONE = re.compile(r"\s*(?:ALTER\s+TABLE\s+(\w+)|CREATE\s+(?:CUSTOM\s+)?IND
 _TOKEN_COLUMN = re.compile(r"(?:system\.)?token\(", re.I)
 _KEY_AGGREGATE = re.compile(r"system\.(?:min|max|avg|sum|count)\((\w+)\)$", re.I)
 _COUNT_OF_COLUMN = re.compile(r"system\.count\((\w+)\)$", re.I)
+_FUNCTION_OF_COLUMN = re.compile(r"(?:system\.)?\w+\((\w+)\)$", re.I)
 
 
 def _null(column, value, key_columns=()):
@@ -305,17 +306,26 @@ class FlushBoundaries:
         # 'null', 127)). count() of a key column counts every row read, as count(*) does
         # (--views seed 218: `SELECT ck1, count(*), max(v1), count(ck0), count(pk0) ... GROUP BY
         # pk0, pk1, ck0, ck1`, A's extra group (2, 1, null, 1, 1)).
-        # count() of a static column is the partition's, the same in every group of it, read
-        # again or not (plain seed 426: `SELECT pk2, ck0, v3, count(s0), max(v4) ... GROUP BY
-        # pk0, pk1, pk2, ck0 PER PARTITION LIMIT 2`, A's extra group (.., null, 1, null)).
+        # A static column is the partition's, the same in every row or group of it, read again
+        # or not, and so is a function of it (plain seed 426: `SELECT pk2, ck0, v3, count(s0),
+        # max(v4) ... GROUP BY pk0, pk1, pk2, ck0 PER PARTITION LIMIT 2`, A's extra group (..,
+        # null, 1, null)). A selection of key and static columns alone names nothing of the row
+        # and keeps its class (--views seed 230: `SELECT ck1, s0, maxwritetime(s0) AS
+        # maxwritetime_s0 FROM t5`, A's extra row (ck1, the partition's s0, its write time)).
         counted = set(re.findall(r"count\((?:\*|1)\)\s+AS\s+(\w+)", stmt.text, re.I))
+        aliased = {alias: arg for arg, alias in
+                   re.findall(r"\b\w+\((\w+)\)\s+AS\s+(\w+)", stmt.text, re.I)}
+
+        def static_like(name):
+            f = _FUNCTION_OF_COLUMN.match(name)
+            return (name in static_columns or aliased.get(name) in static_columns
+                    or bool(f and f.group(1) in static_columns))
 
         def key_like(name):
             m = _KEY_AGGREGATE.match(name)
-            c = _COUNT_OF_COLUMN.match(name)
             return (name in key_columns or name == "count" or name in counted
                     or bool(m and m.group(1) in key_columns) or bool(_TOKEN_COLUMN.match(name))
-                    or bool(c and c.group(1) in static_columns))
+                    or static_like(name))
         non_key = [i for i, (name, _) in enumerate(oa.columns) if not key_like(name)]
         if not non_key:
             return sig

@@ -412,6 +412,10 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     assert _flush_read(f, [(1, 1, None), (2, 1, 3)], [(2, 1, 3)], cols=cs, statics={"s0"}) == flushed
     assert _flush_read(f, [(1, 1, None), (2, 1, 3)], [(2, 1, 3)], cols=cs) == "rows:row_count:select"
     assert _flush_read(f, [(1, 1, 4), (2, 1, 3)], [(2, 1, 3)], cols=cs, statics={"s0"}) == "rows:row_count:select"
+    # A static column and its functions are the partition's, beside a regular column.
+    st = [("k", "int"), ("s0", "int"), ("system.maxwritetime(s0)", "bigint"), ("v0", "int")]
+    assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st, statics={"s0"}) == flushed
+    assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st) == "rows:row_count:select"
     # toJson() of a null is the text 'null'.
     js = [("k", "int"), ("system.tojson(v0)", "text")]
     assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed
