@@ -197,11 +197,11 @@ def test_a_limit_with_another_row_count_is_no_clustering_order_class():
     assert runner.differences(s, one, other)[0] == "rows:limited_order:clustering_set"
 
 
-def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int"))):
+def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int")), statics=()):
     s = Stmt("SELECT k, v0 FROM t", feature="select")
     a = run.Outcome(columns=list(cols), rows=a_rows)
     b = run.Outcome(columns=list(cols), rows=b_rows)
-    return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"})
+    return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"}, set(statics))
 
 
 def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_types():
@@ -403,6 +403,19 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     cnt = [("k", "int"), ("system.count(k)", "bigint"), ("system.max(v0)", "int")]
     assert _flush_read(f, [(1, 1, None), (2, 1, 3)], [(2, 1, 3)], cols=cnt) == flushed
     assert _flush_read(f, [(1, 1, 4), (2, 1, 3)], [(2, 1, 3)], cols=cnt) == "rows:row_count:select"
+    # count() of a regular column counts no null: 0 in the extra group (plain seed 421).
+    cv = [("k", "int"), ("system.count(v0)", "bigint")]
+    assert _flush_read(f, [(1, 0), (2, 1)], [(2, 1)], cols=cv) == flushed
+    assert _flush_read(f, [(1, 1), (2, 1)], [(2, 1)], cols=cv) == "rows:row_count:select"
+    # count() of a static column is the partition's (plain seed 426).
+    cs = [("k", "int"), ("system.count(s0)", "bigint"), ("system.max(v0)", "int")]
+    assert _flush_read(f, [(1, 1, None), (2, 1, 3)], [(2, 1, 3)], cols=cs, statics={"s0"}) == flushed
+    assert _flush_read(f, [(1, 1, None), (2, 1, 3)], [(2, 1, 3)], cols=cs) == "rows:row_count:select"
+    assert _flush_read(f, [(1, 1, 4), (2, 1, 3)], [(2, 1, 3)], cols=cs, statics={"s0"}) == "rows:row_count:select"
+    # A static column and its functions are the partition's, beside a regular column.
+    st = [("k", "int"), ("s0", "int"), ("system.maxwritetime(s0)", "bigint"), ("v0", "int")]
+    assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st, statics={"s0"}) == flushed
+    assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st) == "rows:row_count:select"
     # toJson() of a null is the text 'null'.
     js = [("k", "int"), ("system.tojson(v0)", "text")]
     assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed

@@ -520,6 +520,11 @@ impl<'a> Builder<'a> {
                 == t.clustering_count();
         Ok(SelectPlan {
             empty_names_read: names_filter && fetches_statics(&t, &s.selection),
+            legacy_static_index: where_clause::legacy_static_index_read(
+                &t,
+                &s.where_clause,
+                &partitions,
+            ),
             queried_columns: queried_columns(&t, &s.selection),
             queried: queried_ids(&t, &s.selection, &filters),
             output: wire_columns(&t.keyspace, &t.name, output),

@@ -459,6 +459,10 @@ pub struct SelectPlan {
     /// clustering column restricted by `=` or `IN`) when the read fetches static columns. An
     /// empty slice (`c > 2 AND c < 1`) reads nothing whatever is fetched.
     pub empty_names_read: bool,
+    /// A read of one partition that Cassandra 5.0.9 makes through a legacy index on a static
+    /// column, which finds no row when the clustering filter has a start bound (see
+    /// `build::where_clause::legacy_static_index_read`).
+    pub legacy_static_index: bool,
     /// Every selector a key or regular column as stored (no function, cast, field, static
     /// column...): what a plain row visit can answer (`SelectRun::plain`). Kept with the
     /// selection: see [`SelectPlan::set_selection`].

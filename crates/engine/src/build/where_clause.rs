@@ -1119,3 +1119,34 @@ fn not_null_for_column(s: Src, c: &ColumnDef) -> Src {
         format!("Invalid null value for column {}", c.name),
     )
 }
+
+/// Whether Cassandra 5.0.9 reads this SELECT of one partition (its key given by `=`) through a
+/// legacy index on a static column: a relation such an index serves, and none another index
+/// serves (a read where another index could be chosen is left as it was). That index holds
+/// one entry per partition, clustered by the partition key alone, and Cassandra looks it up
+/// with the slice `(key, start)..(key, end)` of the read's clustering filter
+/// (`CassandraIndexSearcher.makeIndexFilter`): the entry sorts before any bounded start, so a
+/// filter that starts above the bottom of the clustering order (`c > 0`, `c < 10` on a DESC
+/// column, `c = 1`, `c IN (..)`) misses it and the read answers no row
+/// (`SelectRun::static_index_misses`).
+pub(super) fn legacy_static_index_read(
+    t: &TableDef,
+    rels: &[Relation],
+    partitions: &PartitionSel,
+) -> bool {
+    let one_partition = matches!(partitions, PartitionSel::Keys(k, _)
+        if k.iter().all(|v| matches!(v, KeyValues::Eq(_))));
+    let served: Vec<_> = rels
+        .iter()
+        .filter_map(|r| {
+            let idx = crate::index::query::served_by(t, r)?;
+            let column = t.column(&idx.column)?;
+            (column.kind != ColumnKind::PartitionKey).then_some((idx, column.kind))
+        })
+        .collect();
+    one_partition
+        && !served.is_empty()
+        && served
+            .iter()
+            .all(|(idx, kind)| *kind == ColumnKind::Static && !idx.is_sai())
+}

@@ -76,7 +76,7 @@ fn supports(idx: &IndexDef, ty: &ColumnType, op: Operator, element: bool) -> boo
 
 /// The index that serves `rel`, if any. One still being built is chosen too: the query then
 /// fails until the build is done (`not_available`), as Cassandra's does.
-fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
+pub(crate) fn served_by<'t>(t: &'t TableDef, rel: &Relation) -> Option<&'t IndexDef> {
     let (column, op, element) = match rel {
         Relation::Binary { column, op, .. } => (column, *op, false),
         Relation::Element { column, op, .. } => (column, *op, true),
