@@ -46,7 +46,7 @@ pub(crate) mod vector;
 
 pub(crate) use entries::encode_value;
 pub(crate) use entries::writes_blind;
-pub use entries::{blind_upkeep, maintain, Sweep, Upkeep};
+pub use entries::{maintain, Sweep};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
