@@ -847,9 +847,9 @@ impl Engine {
         // overwrites (80:20) ran at 0.7-0.8x the reading write blind
         // (bench/results/2026-11-29/blind-writes). A table with indexes writes blind only
         // what touches none of its indexes (`index::writes_blind`); a write that changes an
-        // indexed value reads the row, so that `index::maintain` deletes the entries of the
-        // values it replaces in the same batch instead of leaving them to the background
-        // sweep (bench/results/2026-12-01/indexed-writes-s36). A table with views or vector
+        // indexed value reads the row, so that the entries of the values it replaces are
+        // deleted in the same batch (`index::upkeep`) instead of left to a background sweep
+        // (bench/results/2026-12-01/indexed-writes-s36). A table with views or vector
         // indexes reads (their upkeep needs the row as it was).
         let merges = self.storage.merges();
         let blind = |key: &[u8], row: &Row| {
@@ -890,11 +890,22 @@ impl Engine {
                 }
                 entry => entry,
             };
+            // A row of a table with indexes (and no view) read here has its entries kept up
+            // here, from the row as read and as written, both decoded anyway; `index::maintain`
+            // keeps up what `originals` holds (headers, rows with views, rows a deletion in
+            // this batch rewrote), decoding both sides again.
+            let upkept = match (&entry, &schema) {
+                (Entry::Row(_), Some(s)) if !pending.contains_key(&key) => keys::table_id(&key)
+                    .filter(|id| !s.views.contains_key(id))
+                    .and_then(|id| indexed.iter().find(|t| t.id == id))
+                    .filter(|t| !t.indexes.is_empty()),
+                _ => None,
+            };
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
                 None => {
                     let v = stored_before(&key)?;
-                    if !indexed.is_empty() {
+                    if !indexed.is_empty() && upkept.is_none() {
                         originals.insert(key.clone(), v.clone());
                     }
                     v
@@ -905,6 +916,13 @@ impl Engine {
                     let mut row = match existing {
                         Some(v) => Row::decode_owned(v).map_err(EngineError::corrupt)?,
                         None => Row::default(),
+                    };
+                    let decoded = keys::decode_key(&key);
+                    let upkeep = match (upkept, &decoded) {
+                        (Some(t), Some(d)) => {
+                            Some((t, crate::index::row_entries(t, &key, d, &row)))
+                        }
+                        _ => None,
                     };
                     let ops = std::mem::take(&mut e.ops);
                     // A list operation that reads the list (`l[i] = v`, `DELETE l[i]`,
@@ -927,7 +945,7 @@ impl Engine {
                         row.cells.clone()
                     };
                     row.merge(e.delta);
-                    let outer = match keys::decode_key(&key) {
+                    let outer = match &decoded {
                         Some(d) if reads => {
                             match stored_before(&keys::header_key(&key[..d.prefix_len]))? {
                                 Some(v) => PartitionHeader::decode(&v)
@@ -951,7 +969,7 @@ impl Engine {
                     // row's index entries, does not change when a write of another column
                     // merges onto it.
                     row.drop_shadowed();
-                    if let Some(d) = keys::decode_key(&key) {
+                    if let Some(d) = &decoded {
                         if let Some(h) = deleted.get(&key[..d.prefix_len]) {
                             if let Some(del) = h.deletion_for(d.clustering) {
                                 row.merge(Row {
@@ -959,6 +977,10 @@ impl Engine {
                                     ..Row::default()
                                 });
                             }
+                        }
+                        if let Some((t, before)) = upkeep {
+                            let after = crate::index::row_entries(t, &key, d, &row);
+                            crate::index::upkeep(before, after, &mut batch);
                         }
                     }
                     pending.insert(key.clone(), Some(row.encode()));
