@@ -831,8 +831,6 @@ impl Engine {
         // Entries are visited in key order; an operation failing in several statements of a
         // batch reports the first statement's error.
         let mut first_error = FirstError(None);
-        // Index upkeep of the rows written blind, done as each is written.
-        let mut blind_upkeep = crate::index::Upkeep::default();
         // The value stored under a key before this write (or batch).
         let stored_before = |key: &[u8]| -> Result<Option<Vec<u8>>, EngineError> {
             Ok(match stored.iter().find(|(k, _)| k.as_slice() == key) {
@@ -847,10 +845,12 @@ impl Engine {
         // column: the stored row is then replaced cell for cell, so one read now spares each
         // later read (until a flush) a merge with the version it replaces; 4 KB whole-row
         // overwrites (80:20) ran at 0.7-0.8x the reading write blind
-        // (bench/results/2026-11-29/blind-writes). A table with indexes writes blind too
-        // (`index::writes_blind`: `index::maintain` puts the entries of the values written
-        // and leaves those of the values replaced stale, as it does for a row it read), one
-        // with views or vector indexes reads (their upkeep needs the row as it was).
+        // (bench/results/2026-11-29/blind-writes). A table with indexes writes blind only
+        // what touches none of its indexes (`index::writes_blind`); a write that changes an
+        // indexed value reads the row, so that the entries of the values it replaces are
+        // deleted in the same batch (`index::upkeep`) instead of left to a background sweep
+        // (bench/results/2026-12-01/indexed-writes-s36). A table with views or vector
+        // indexes reads (their upkeep needs the row as it was).
         let merges = self.storage.merges();
         let blind = |key: &[u8], row: &Row| {
             merges
@@ -885,25 +885,27 @@ impl Engine {
                             ..Row::default()
                         });
                     }
-                    let partial = row.encode_partial();
-                    // Its index entries from the row itself (`index::maintain` skips partial
-                    // rows): decoding the partial again cost ~1,300 instructions an UPDATE.
-                    if let Some(t) =
-                        keys::table_id(&key).and_then(|id| indexed.iter().find(|t| t.id == id))
-                    {
-                        blind_upkeep =
-                            blind_upkeep + crate::index::blind_upkeep(t, &key, row, &mut batch);
-                    }
-                    pending.insert(key, Some(partial));
+                    pending.insert(key, Some(row.encode_partial()));
                     continue;
                 }
                 entry => entry,
+            };
+            // A row of a table with indexes (and no view) read here has its entries kept up
+            // here, from the row as read and as written, both decoded anyway; `index::maintain`
+            // keeps up what `originals` holds (headers, rows with views, rows a deletion in
+            // this batch rewrote), decoding both sides again.
+            let upkept = match (&entry, &schema) {
+                (Entry::Row(_), Some(s)) if !pending.contains_key(&key) => keys::table_id(&key)
+                    .filter(|id| !s.views.contains_key(id))
+                    .and_then(|id| indexed.iter().find(|t| t.id == id))
+                    .filter(|t| !t.indexes.is_empty()),
+                _ => None,
             };
             let existing = match pending.get(&key) {
                 Some(v) => v.clone(),
                 None => {
                     let v = stored_before(&key)?;
-                    if !indexed.is_empty() {
+                    if !indexed.is_empty() && upkept.is_none() {
                         originals.insert(key.clone(), v.clone());
                     }
                     v
@@ -914,6 +916,13 @@ impl Engine {
                     let mut row = match existing {
                         Some(v) => Row::decode_owned(v).map_err(EngineError::corrupt)?,
                         None => Row::default(),
+                    };
+                    let decoded = keys::decode_key(&key);
+                    let upkeep = match (upkept, &decoded) {
+                        (Some(t), Some(d)) => {
+                            Some((t, crate::index::row_entries(t, &key, d, &row)))
+                        }
+                        _ => None,
                     };
                     let ops = std::mem::take(&mut e.ops);
                     // A list operation that reads the list (`l[i] = v`, `DELETE l[i]`,
@@ -936,7 +945,7 @@ impl Engine {
                         row.cells.clone()
                     };
                     row.merge(e.delta);
-                    let outer = match keys::decode_key(&key) {
+                    let outer = match &decoded {
                         Some(d) if reads => {
                             match stored_before(&keys::header_key(&key[..d.prefix_len]))? {
                                 Some(v) => PartitionHeader::decode(&v)
@@ -954,7 +963,13 @@ impl Engine {
                             first_error.note(stmt, false, e);
                         }
                     }
-                    if let Some(d) = keys::decode_key(&key) {
+                    // An element an operation adds under an older timestamp than the row's
+                    // deletion is shadowed: dropped now, as any later merge of the row would
+                    // (a blind write's, in the storage), so that what is stored, and so the
+                    // row's index entries, does not change when a write of another column
+                    // merges onto it.
+                    row.drop_shadowed();
+                    if let Some(d) = &decoded {
                         if let Some(h) = deleted.get(&key[..d.prefix_len]) {
                             if let Some(del) = h.deletion_for(d.clustering) {
                                 row.merge(Row {
@@ -962,6 +977,10 @@ impl Engine {
                                     ..Row::default()
                                 });
                             }
+                        }
+                        if let Some((t, before)) = upkeep {
+                            let after = crate::index::row_entries(t, &key, d, &row);
+                            crate::index::upkeep(before, after, &mut batch);
                         }
                     }
                     pending.insert(key.clone(), Some(row.encode()));
@@ -1025,9 +1044,7 @@ impl Engine {
         let mut vector_updates = Vec::new();
         if let (false, Some(schema)) = (indexed.is_empty(), &schema) {
             vector_updates = crate::index::vector::vector_updates(self, &indexed, &pending)?;
-            let upkeep =
-                crate::index::maintain(&indexed, &originals, &pending, &mut batch) + blind_upkeep;
-            self.index_builds.note_upkeep(upkeep);
+            crate::index::maintain(&indexed, &originals, &pending, &mut batch);
             // Under the stripe locks: a sweep deletes a suspect entry unless a write put it
             // again meanwhile.
             self.index_builds.note_written(&batch);

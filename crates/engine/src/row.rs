@@ -566,7 +566,7 @@ impl Row {
     }
 
     /// Removes what the row deletion shadows (it keeps the deletion itself).
-    fn drop_shadowed(&mut self) {
+    pub(crate) fn drop_shadowed(&mut self) {
         if let Some(d) = self.deletion {
             if matches!(self.marker, Some(m) if d.shadows(m.ts)) {
                 self.marker = None;

@@ -6,9 +6,10 @@ use crate::catalog::{ColumnKind, TableDef};
 use crate::row::{Cell, CellValue, CollectionKind, PartitionHeader, Row};
 use crate::{keys, Engine, EngineError};
 use proto::types::ColumnType;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use storage::WriteBatch;
@@ -182,21 +183,24 @@ fn row_expiry(marker: Option<crate::row::Marker>, cells: &[Cell]) -> Option<u32>
 }
 
 /// A stored row or partition header, decoded once for the entries of every index of its
-/// table ([`entries_in`]).
-pub(crate) enum Stored {
-    Row(Row),
+/// table ([`entries_in`]); borrowed when the writer has it decoded ([`row_entries`]).
+pub(crate) enum Stored<'a> {
+    Row(Cow<'a, Row>),
     Header(PartitionHeader),
 }
 
-impl Stored {
+impl Stored<'_> {
     /// `stored`, the value under `base_key` (a row or a partition header), decoded; `None`
     /// when it is absent or does not decode (it then has no entries).
-    pub(crate) fn decode(d: &keys::DecodedKey<'_>, stored: Option<&[u8]>) -> Option<Stored> {
+    pub(crate) fn decode(
+        d: &keys::DecodedKey<'_>,
+        stored: Option<&[u8]>,
+    ) -> Option<Stored<'static>> {
         let stored = stored?;
         if d.is_header {
             PartitionHeader::decode(stored).ok().map(Stored::Header)
         } else {
-            Row::decode(stored).ok().map(Stored::Row)
+            Row::decode(stored).ok().map(|r| Stored::Row(Cow::Owned(r)))
         }
     }
 
@@ -231,7 +235,7 @@ pub(crate) fn entries_in(
     t: &TableDef,
     base_key: &[u8],
     d: &keys::DecodedKey<'_>,
-    stored: &Stored,
+    stored: &Stored<'_>,
 ) -> Vec<Entry> {
     let Some(c) = t.column(&idx.column) else {
         return Vec::new();
@@ -311,135 +315,110 @@ fn analyzer_for(idx: &IndexDef, ty: &ColumnType) -> Analyzer {
 }
 
 /// Whether a write of the cells of `row` (a row of `t`, which has indexes) may be stored
-/// blind, as a partial row ([`Row::encode_partial`]) whose entries [`maintain`] derives from
-/// the partial alone. Not with a vector index (its graph update needs the row as it was), nor
-/// when the write changes a field of a non-frozen UDT that an index holds whole: the entry is
-/// the whole value, which only the row read tells (CREATE INDEX refuses such an index, as
-/// Cassandra does, but [`entries_of`] would index one).
+/// blind, as a partial row ([`Row::encode_partial`]) without reading the row: only when it
+/// changes no entry of any index, i.e. it touches no index. An index is touched by a row
+/// deletion, by any write when it is on a clustering or partition key column (the row's
+/// entry follows its liveness and expiry), and by a cell of its column. A write that touches
+/// an index reads the row under its stripe lock so that [`maintain`] can put the entries it
+/// gains and delete those it loses (a blind write cannot know what it replaces). Never with
+/// a vector index (its graph update needs the row as it was).
 pub(crate) fn writes_blind(t: &TableDef, row: &Row) -> bool {
     t.indexes.iter().all(|idx| {
         let Some(c) = t.column(&idx.column) else {
             return true;
         };
         !super::vector::keeps_graph(idx, t, c)
-            && !row.cells.iter().any(|cell| {
-                cell.column == c.id
-                    && matches!(&cell.value, CellValue::Complex(x) if x.kind == CollectionKind::Udt)
-            })
+            && row.deletion.is_none()
+            && !matches!(c.kind, ColumnKind::Clustering | ColumnKind::PartitionKey)
+            && !row.cells.iter().any(|cell| cell.column == c.id)
     })
 }
 
-/// What one write did to the indexes: entries it put, and entries of the old values it left
-/// behind (stale, see [`maintain`]; for a blind write, an estimate).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Upkeep {
-    pub put: u64,
-    pub stale: u64,
-}
-
-/// Adds to `batch` the entries every key a write rewrites needs: `originals` holds what was
-/// stored before the write, `written` what the write stores (`None`: removed; a partial row,
-/// [`Row::encode_partial`]: the cells a blind write stores without reading the row).
+/// Adds to `batch` the changes to the entries of every key a write rewrites and read:
+/// `originals` holds what was stored before the write (read under the stripe locks),
+/// `written` what the write stores (`None`: removed). See [`upkeep`]. Exact for every kind
+/// of write because both sides are the whole stored value: a cell that loses to a newer
+/// stored one (USING TIMESTAMP older than the stored cell) leaves the merged row, and so its
+/// entries, as they were; TTL'd cells give their entries their expiry (compaction drops an
+/// entry once it expires, as it does the cell); row, range and partition deletions rewrite
+/// the rows they cover (`originals` holds those too).
 ///
-/// Blind, as Cassandra's SAI: an entry the old value had and the new one does not is left in
-/// place (no delete), an entry the old value already had is not written again. A read checks
-/// every candidate against the row (`read::scan_index` applies the indexed relation as a
-/// filter), so a stale entry costs a row read, never a wrong answer; the background sweep
-/// ([`Engine::sweep_index_entries`]) removes stale entries once there are about as many as
-/// live ones (see [`IndexBuilds::note_upkeep`]), which bounds an index to about twice its
-/// live size.
-///
-/// A partial row (the row was not read) is skipped here: its writer calls [`blind_upkeep`]
-/// with the row before encoding it. It gets the entries of every value it writes, each
-/// never expiring: the write's cell may lose to a stored one of the same value with a later
-/// expiry (an older write with a longer TTL, or a row kept live by its marker for a key
-/// column's index), whose entry would otherwise be overwritten by a shorter-lived one and
-/// dropped by compaction while its row still has the value. A stale entry that never expires
-/// is filtered at read like any other and removed by the sweep. What the partial replaces is
-/// unknown, so each index it touches counts as leaving as many stale entries as it puts (at
-/// least one): an over-estimate for new rows, which only makes sweeps come sooner.
+/// A key not in `originals` is skipped: a blind write ([`writes_blind`]: it touches no
+/// index, so changes no entry), or a row the writer kept up itself from the rows it had
+/// decoded ([`row_entries`], [`upkeep`]).
 pub fn maintain(
     tables: &[Arc<TableDef>],
     originals: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     written: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     batch: &mut WriteBatch,
-) -> Upkeep {
-    let mut upkeep = Upkeep::default();
-    for (key, new) in written {
-        let Some(id) = keys::table_id(key) else {
+) {
+    for (key, old) in originals {
+        let Some(new) = written.get(key) else {
             continue;
         };
-        let Some(t) = tables.iter().find(|t| t.id == id) else {
+        let Some(t) = keys::table_id(key).and_then(|id| tables.iter().find(|t| t.id == id)) else {
             continue;
         };
-        if new.as_deref().is_some_and(crate::row::is_partial) {
-            // Its entries were put when it was written ([`blind_upkeep`]).
+        let Some(d) = keys::decode_key(key) else {
             continue;
-        }
-        let old = originals.get(key).cloned().flatten();
-        for idx in &t.indexes {
-            let before = entries_of(idx, t, key, old.as_deref());
-            let after = entries_of(idx, t, key, new.as_deref());
-            upkeep.stale += before
-                .iter()
-                .filter(|(k, _)| !after.iter().any(|(a, _)| a == k))
-                .count() as u64;
-            for (k, v) in after {
-                if !before.contains(&(k.clone(), v.clone())) {
-                    upkeep.put += 1;
-                    batch.put(k, v);
-                }
+        };
+        // Each value decoded once for all the table's indexes.
+        let old = Stored::decode(&d, old.as_deref());
+        let new = Stored::decode(&d, new.as_deref());
+        upkeep(
+            by_index(t, key, &d, old.as_ref()),
+            by_index(t, key, &d, new.as_ref()),
+            batch,
+        );
+    }
+}
+
+/// The entries of each index of `t` (in `t.indexes` order) for `stored`, the value under
+/// `key` (`d`, decoded); none for an absent value.
+fn by_index(
+    t: &TableDef,
+    key: &[u8],
+    d: &keys::DecodedKey<'_>,
+    stored: Option<&Stored<'_>>,
+) -> Vec<Vec<Entry>> {
+    t.indexes
+        .iter()
+        .map(|idx| match stored {
+            Some(s) => entries_in(idx, t, key, d, s),
+            None => Vec::new(),
+        })
+        .collect()
+}
+
+/// [`by_index`] for a row the writer has decoded (the row as read, then as it will be
+/// stored), for [`upkeep`]: a write that reads an indexed row keeps its entries from the rows
+/// it decodes anyway, instead of [`maintain`] decoding both again (~2,400 instructions an
+/// UPDATE: bench/results/2026-12-01/indexed-writes-s36).
+pub(crate) fn row_entries(
+    t: &TableDef,
+    key: &[u8],
+    d: &keys::DecodedKey<'_>,
+    row: &Row,
+) -> Vec<Vec<Entry>> {
+    by_index(t, key, d, Some(&Stored::Row(Cow::Borrowed(row))))
+}
+
+/// Adds to `batch` what changes from `before` to `after`, the entries of one key by index
+/// ([`by_index`]): an entry the new value has and the old one did not (or had with another
+/// expiry) is put; one the old value had and the new one does not is deleted, in the same
+/// atomic batch as the rows, so a write leaves no stale entry. Entries are per base key (the
+/// key ends with the row's key), so no other row's entry is ever deleted.
+pub(crate) fn upkeep(before: Vec<Vec<Entry>>, after: Vec<Vec<Entry>>, batch: &mut WriteBatch) {
+    for (before, after) in before.into_iter().zip(after) {
+        for (k, _) in &before {
+            if !after.iter().any(|(a, _)| a == k) {
+                batch.delete(k.clone());
             }
         }
-    }
-    upkeep
-}
-
-/// [`maintain`] for a blind write: `row` is what the write stores under `key` as a partial
-/// row ([`Row::encode_partial`]), given by the writer before it is encoded (decoding the
-/// partial again cost ~1,300 instructions per indexed UPDATE). Puts the entries of the values
-/// it writes, never expiring, and estimates the entries it leaves stale. [`maintain`] skips
-/// partial rows: the writer calls this for each.
-pub fn blind_upkeep(t: &TableDef, key: &[u8], row: Row, batch: &mut WriteBatch) -> Upkeep {
-    let mut upkeep = Upkeep::default();
-    let Some(d) = keys::decode_key(key) else {
-        return upkeep;
-    };
-    if d.is_header {
-        return upkeep;
-    }
-    // The indexes whose column the write touches, found on the row before it is wrapped as
-    // the stored value `entries_in` reads.
-    let touched: Vec<&IndexDef> = t
-        .indexes
-        .iter()
-        .filter(|idx| {
-            t.column(&idx.column).is_some_and(|c| {
-                row.deletion.is_some()
-                    || matches!(c.kind, ColumnKind::Clustering | ColumnKind::PartitionKey)
-                    || row.cells.iter().any(|x| x.column == c.id)
-            })
-        })
-        .collect();
-    let stored = Stored::Row(row);
-    for idx in touched {
-        let after = entries_in(idx, t, key, &d, &stored);
-        upkeep.stale += (after.len() as u64).max(1);
-        for (k, mut v) in after {
-            v[..4].copy_from_slice(&0u32.to_be_bytes());
-            upkeep.put += 1;
-            batch.put(k, v);
-        }
-    }
-    upkeep
-}
-
-impl std::ops::Add for Upkeep {
-    type Output = Upkeep;
-    fn add(self, o: Upkeep) -> Upkeep {
-        Upkeep {
-            put: self.put + o.put,
-            stale: self.stale + o.stale,
+        for (k, v) in after {
+            if !before.iter().any(|(b, bv)| *b == k && *bv == v) {
+                batch.put(k, v);
+            }
         }
     }
 }
@@ -632,32 +611,21 @@ impl Engine {
     }
 }
 
-/// CREATE INDEX's hand-over to the background build, and the count of stale entries that
-/// decides when the background sweep runs: the server runs a thread that waits here and
-/// calls [`Engine::finish_index_builds`] and, when [`IndexBuilds::sweep_due`],
-/// [`Engine::sweep_index_entries`].
+/// CREATE INDEX's hand-over to the background build, and whether the background sweep is
+/// due: the server runs a thread that waits here and calls [`Engine::finish_index_builds`]
+/// and, when [`IndexBuilds::sweep_due`], [`Engine::sweep_index_entries`].
 pub struct IndexBuilds {
     wanted: Mutex<bool>,
     wake: Condvar,
     /// Held while a background build runs (one at a time).
     running: Mutex<()>,
-    /// Entries left stale by writes since the last sweep started. Starts at the floor, so
-    /// a sweep runs once after start-up: the stale entries an earlier run left are not
-    /// counted anywhere, and this bounds them.
-    stale: AtomicU64,
-    /// Entries put by writes since the last sweep started.
-    put: AtomicU64,
-    /// Entries the last sweep kept (0 before the first).
-    kept: AtomicU64,
+    /// Whether a sweep has started since the engine opened.
+    swept: std::sync::atomic::AtomicBool,
     /// While a sweep runs: hashes of the index entries writes put since it started (see
     /// [`Engine::sweep_index_entries`]). Read and filled under stripe locks.
     sweeping: std::sync::atomic::AtomicBool,
     written: Mutex<HashSet>,
 }
-
-/// The fewest stale entries worth a sweep: below it, one costs more than the stale entries
-/// it would spare reads.
-const SWEEP_FLOOR: u64 = 100_000;
 
 impl Default for IndexBuilds {
     fn default() -> Self {
@@ -665,9 +633,7 @@ impl Default for IndexBuilds {
             wanted: Mutex::new(false),
             wake: Condvar::new(),
             running: Mutex::new(()),
-            stale: AtomicU64::new(SWEEP_FLOOR),
-            put: AtomicU64::new(0),
-            kept: AtomicU64::new(0),
+            swept: Default::default(),
             sweeping: Default::default(),
             written: Default::default(),
         }
@@ -675,16 +641,6 @@ impl Default for IndexBuilds {
 }
 
 impl IndexBuilds {
-    /// Counts what one write did to the indexes.
-    pub(crate) fn note_upkeep(&self, u: Upkeep) {
-        if u.put > 0 {
-            self.put.fetch_add(u.put, Ordering::Relaxed);
-        }
-        if u.stale > 0 {
-            self.stale.fetch_add(u.stale, Ordering::Relaxed);
-        }
-    }
-
     /// Records the index entries a write puts (those in `batch`) while a sweep runs. The
     /// caller holds the stripe locks of the rows it writes.
     pub(crate) fn note_written(&self, batch: &WriteBatch) {
@@ -699,16 +655,15 @@ impl IndexBuilds {
         }
     }
 
-    /// Whether stale entries have become about as many as live ones (estimated: what the
-    /// last sweep kept, plus entries put since, less entries left stale since), and at
-    /// least [`SWEEP_FLOOR`]. A sweep reads every entry and every indexed row once, so it
-    /// runs about once per live-index-size of stale entries: its cost per stale entry stays
-    /// constant and the index stays within about twice its live size.
+    /// Whether no sweep has run since the engine opened. Writes leave no stale entry
+    /// ([`maintain`] deletes the entries of the values a write replaces, in its batch), so
+    /// one sweep after start-up removes what they cannot: entries left by a store written
+    /// before that (whose blind writes left the entries of replaced values for a sweep that
+    /// ran once per as many stale entries as live ones, ~40% of an indexed UPDATE's
+    /// instructions at steady state: bench/results/2026-12-01/indexed-writes-s35). Writes
+    /// are atomic batches, so a crash leaves none.
     pub fn sweep_due(&self) -> bool {
-        let stale = self.stale.load(Ordering::Relaxed);
-        let live = (self.kept.load(Ordering::Relaxed) + self.put.load(Ordering::Relaxed))
-            .saturating_sub(stale);
-        stale >= live.max(SWEEP_FLOOR)
+        !self.swept.load(Ordering::Relaxed)
     }
 
     fn request(&self) {
@@ -760,8 +715,9 @@ fn entry_hash(key: &[u8]) -> u64 {
 type HashSet = std::collections::HashSet<u64, foldhash::fast::RandomState>;
 
 impl Engine {
-    /// Removes the stale entries of every built index (those no stored row has any more,
-    /// which [`maintain`] leaves behind). Per table: one scan of its rows gathers a hash of
+    /// Removes the stale entries of every built index (those no stored row has any more:
+    /// writes delete the ones they make stale, so these are what a store written before
+    /// that holds, see [`IndexBuilds::sweep_due`]). Per table: one scan of its rows gathers a hash of
     /// every entry they have; one scan of each index then names as suspects the entries
     /// whose hash is not there (a hash collision only keeps a stale entry). Under the
     /// suspects' stripe locks, a suspect is deleted unless a write put that entry since the
@@ -769,8 +725,8 @@ impl Engine {
     /// is never lost, and no row is read again.
     ///
     /// Why that suffices: the row scan saw each row as some write left it, without the
-    /// suspect. A row only comes to have an entry by a write that puts it: [`blind_upkeep`]
-    /// puts every entry of the values it writes, and [`maintain`] every entry the row has
+    /// suspect. A row only comes to have an entry by a write that puts it: a blind write
+    /// changes no entry ([`writes_blind`]), and [`maintain`] puts every entry the row has
     /// after the write and did not have before (the row as it was, read under the same lock,
     /// which lacked it). Entries depend on the stored bytes alone (an expiry is in the
     /// entry's value, not decided by the clock), and compaction only purges. A write under
@@ -781,9 +737,7 @@ impl Engine {
     pub fn sweep_index_entries(&self) -> Result<Sweep, EngineError> {
         let b = &self.index_builds;
         let _one_at_a_time = b.running.lock().unwrap_or_else(|p| p.into_inner());
-        // Writes from now on count toward the next sweep.
-        b.stale.store(0, Ordering::Relaxed);
-        b.put.store(0, Ordering::Relaxed);
+        b.swept.store(true, Ordering::Relaxed);
         b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
         b.sweeping.store(true, Ordering::Release);
         // A write that read `sweeping` as false before the store above holds its stripe
@@ -795,10 +749,7 @@ impl Engine {
         let result = self.sweep_tables();
         b.sweeping.store(false, Ordering::Release);
         b.written.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        let total = result?;
-        b.kept
-            .store(total.entries - total.removed, Ordering::Relaxed);
-        Ok(total)
+        result
     }
 
     fn sweep_tables(&self) -> Result<Sweep, EngineError> {
@@ -910,8 +861,8 @@ impl Engine {
         Ok(removed)
     }
 
-    /// The entries no stored row has (stale: [`maintain`] leaves them, a sweep removes
-    /// them), one line each.
+    /// The entries no stored row has (stale: writes leave none, a sweep removes those a
+    /// store written before that holds), one line each.
     pub fn stale_index_entries(&self) -> Result<Vec<String>, EngineError> {
         Ok(self
             .compare_indexes()?

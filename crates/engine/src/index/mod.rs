@@ -45,8 +45,8 @@ pub(crate) mod scan;
 pub(crate) mod vector;
 
 pub(crate) use entries::encode_value;
-pub(crate) use entries::writes_blind;
-pub use entries::{blind_upkeep, maintain, Sweep, Upkeep};
+pub use entries::{maintain, Sweep};
+pub(crate) use entries::{row_entries, upkeep, writes_blind};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
