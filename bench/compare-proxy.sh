@@ -23,6 +23,9 @@
 #   PEREGRINE_BIN=target/release/peregrine SKIP_BUILD=0
 #   OUT=bench/results/<date>/proxy KEEP=0 YCSB="" (e.g. "c b a": also these YCSB workloads)
 #   YCSB_RECORDS=100000
+#   MIXED_CONCURRENCY="" (e.g. "256": also 80:20 through the proxy and the ceiling at each of these
+#   numbers in flight; at 64 a closed loop's slots wait on writes, so 80:20 is latency-bound well
+#   below the ceiling: bench/results/2026-12-01/proxy-s36/README.md)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,6 +44,7 @@ export CASSANDRA_HEAP="${CASSANDRA_HEAP:-2G}"
 PROXY_CACHE_BYTES="${PROXY_CACHE_BYTES:-1073741824}"
 MAX_STALENESS="${MAX_STALENESS:-1s}"
 YCSB_RECORDS="${YCSB_RECORDS:-100000}"
+MIXED_CONCURRENCY="${MIXED_CONCURRENCY:-}"
 PEREGRINE_BIN="${PEREGRINE_BIN:-$ROOT/target/release/peregrine}"
 SKIP_BUILD="${SKIP_BUILD:-0}"
 KEEP="${KEEP:-0}"
@@ -132,6 +136,16 @@ log "the 80:20 ceiling: Cassandra alone, 4 KB writes of loaded keys (0:100)"
 client run --preset stress-mixed --ratio 0:100 --payload 4096 --records "$RECORDS" --concurrency "$CONCURRENCY" \
     --duration "$DURATION" --warmup "$WARMUP" --hosts "127.0.0.1:$CASSANDRA_PORT" --out "$OUT" \
     --name cassandra-4k-write-ceiling --quiet >"$OUT/cassandra-4k-write-ceiling.stdout"
+# Optional: 80:20 through the proxy and the ceiling again at other numbers in flight.
+for c in $MIXED_CONCURRENCY; do
+    log "80:20 through the proxy and the ceiling at $c in flight"
+    client run --preset stress-mixed --ratio 80:20 --payload 4096 --records "$RECORDS" --concurrency "$c" \
+        --duration "$DURATION" --warmup "$WARMUP" --hosts "127.0.0.1:$PROXY_PORT" --out "$OUT" \
+        --name "proxy-4k-mixed-80-20-c$c" --quiet >"$OUT/proxy-4k-mixed-80-20-c$c.stdout"
+    client run --preset stress-mixed --ratio 0:100 --payload 4096 --records "$RECORDS" --concurrency "$c" \
+        --duration "$DURATION" --warmup "$WARMUP" --hosts "127.0.0.1:$CASSANDRA_PORT" --out "$OUT" \
+        --name "cassandra-4k-write-ceiling-c$c" --quiet >"$OUT/cassandra-4k-write-ceiling-c$c.stdout"
+done
 # Optional YCSB workloads through the proxy (e.g. YCSB="c b a"): 1 KB rows of 10 fields, the
 # default zipfian key choice; their updates patch the cache in place.
 cases=(proxy-4k-read-100-0 proxy-4k-mixed-80-20)
@@ -161,5 +175,10 @@ fi
     w=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/cassandra-4k-write-ceiling.txt")
     m=$(awk '$1 == "overall" {o = 1} o && $1 == "ops/s" && $2 == "sustained" {gsub(",", "", $3); print $3; exit}' "$OUT/proxy-4k-mixed-80-20.txt")
     python3 -c "w, m = float('$w'), float('$m'); print(f'80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s, ceiling 5 W = {5 * w:,.0f} ops/s; proxy at {m / (5 * w):.2f} of it')" 2>/dev/null || echo "(ceiling figures not found)"
+    for c in $MIXED_CONCURRENCY; do
+        w=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/cassandra-4k-write-ceiling-c$c.txt")
+        m=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/proxy-4k-mixed-80-20-c$c.txt")
+        python3 -c "w, m = float('$w'), float('$m'); print(f'at $c in flight: 80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s; proxy at {m / (5 * w):.2f} of the ceiling')" 2>/dev/null || echo "(figures at $c in flight not found)"
+    done
 } >"$OUT/summary.txt"
 log "done: $OUT/summary.txt"
