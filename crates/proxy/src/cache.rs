@@ -88,6 +88,8 @@ const SHARDS: usize = 16;
 /// "Coherence"); with a quarter of a million stripes, 50k cached partitions have 0.19 mates
 /// each, and an 80:20 load lost 3% of its reads to that with 65,536 stripes.
 const STRIPES: usize = 1 << 18;
+const TABLE_GENS: usize = 1 << 12;
+const KEYSPACE_GENS: usize = 1 << 10;
 
 /// A stripe's atomic word: its generation above [`TAG_BITS`] tag bits. Every change adds one
 /// to the generation, so a generation names one state of the stripe. The tag is non-zero only
@@ -96,6 +98,11 @@ const STRIPES: usize = 1 << 18;
 type StripeWord = u64;
 const TAG_BITS: u32 = 24;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+
+/// The word after `w` for any change but a clean acknowledgement: the next generation, no tag.
+fn next_generation(w: StripeWord) -> StripeWord {
+    ((w >> TAG_BITS) + 1) << TAG_BITS
+}
 
 /// A partition's tag: bits of its hash the stripe index does not use, never zero. Two
 /// partitions of one stripe with equal tags are taken for the same one (a miss, not an error).
@@ -118,8 +125,6 @@ fn stripe_fresh(part: u64, then: StripeWord, now: StripeWord) -> bool {
             && now & TAG_MASK != 0
             && now & TAG_MASK != tag_of(part))
 }
-const TABLE_GENS: usize = 1 << 12;
-const KEYSPACE_GENS: usize = 1 << 10;
 /// Bookkeeping bytes charged per entry on top of its key and data.
 const ENTRY_OVERHEAD: usize = 160;
 /// The part of an entry's life after which a hit may ask for a refresh (see "Refresh ahead").
@@ -640,7 +645,7 @@ impl Cache {
     /// Bumps a stripe for anything but a clean acknowledgement: the next generation, tag
     /// cleared. Returns the word before.
     fn bump_stripe(&self, stripe: usize) -> StripeWord {
-        let bumped = |w: StripeWord| Some(((w >> TAG_BITS) + 1) << TAG_BITS);
+        let bumped = |w| Some(next_generation(w));
         match self.stripes[stripe].fetch_update(Ordering::AcqRel, Ordering::Acquire, bumped) {
             Ok(w) | Err(w) => w,
         }
@@ -971,7 +976,7 @@ impl Cache {
             part,
             stripe,
             before,
-            after: ((before >> TAG_BITS) + 1) << TAG_BITS,
+            after: next_generation(before),
             prefix: partition_prefix(keyspace, table, partition_key),
             timestamp,
             started_micros: wall_clock_micros(),
@@ -995,7 +1000,7 @@ impl Cache {
         w: WriteTicket,
         patch: &dyn Fn(&Rows, &[String]) -> Option<Rows>,
     ) {
-        let acked = (((w.after >> TAG_BITS) + 1) << TAG_BITS) | tag_of(w.part);
+        let acked = next_generation(w.after) | tag_of(w.part);
         if self.stripes[w.stripe]
             .compare_exchange(w.after, acked, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
