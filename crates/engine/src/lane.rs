@@ -355,18 +355,10 @@ mod tests {
         // Stale entries count too: the rows with v = 1 are gone under the engine's feet
         // (writes delete the entries they replace; a store written before that may hold
         // stale ones), their 100 entries stay until a sweep, and a lookup reads them all.
-        let t = e.schema().table("ks", "t").unwrap().id;
-        let start = crate::keys::table_prefix(t);
-        let end = crate::keys::prefix_end(&start);
-        let mut gone = storage::WriteBatch::new();
-        for item in e.storage.scan(
-            std::ops::Bound::Included(start.as_slice()),
-            std::ops::Bound::Excluded(end.as_slice()),
-            false,
-        ) {
-            gone.delete(item.unwrap().0);
-        }
-        e.storage.write(gone).unwrap();
+        assert_eq!(
+            crate::index::tests::remove_rows_underfoot(&e, &e.storage, usize::MAX),
+            100
+        );
         let by_v = "SELECT * FROM t WHERE v = 1";
         assert_eq!(rows(within_budget(99, || q(&e, Some("ks"), by_v))), None);
         assert_eq!(

@@ -363,7 +363,11 @@ fn overwrites_delete_replaced_entries(store: Arc<dyn storage::Storage>) {
 /// Deletes the first `n` rows of `ks.t` from the store under the engine's feet, leaving
 /// their index entries stale, as a store written before writes deleted the entries they
 /// replace may hold them. Returns how many it deleted.
-fn remove_rows_underfoot(e: &Engine, store: &Arc<dyn storage::Storage>, n: usize) -> usize {
+pub(crate) fn remove_rows_underfoot(
+    e: &Engine,
+    store: &Arc<dyn storage::Storage>,
+    n: usize,
+) -> usize {
     let t = e.schema().table("ks", "t").unwrap().id;
     let start = crate::keys::table_prefix(t);
     let end = crate::keys::prefix_end(&start);
