@@ -172,13 +172,25 @@ fi
     echo
     for f in "${cases[@]}"; do echo "== $f"; cat "$OUT/$f.txt"; echo; done
     echo "== cassandra-4k-write-ceiling"; cat "$OUT/cassandra-4k-write-ceiling.txt"; echo
-    w=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/cassandra-4k-write-ceiling.txt")
-    m=$(awk '$1 == "overall" {o = 1} o && $1 == "ops/s" && $2 == "sustained" {gsub(",", "", $3); print $3; exit}' "$OUT/proxy-4k-mixed-80-20.txt")
-    python3 -c "w, m = float('$w'), float('$m'); print(f'80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s, ceiling 5 W = {5 * w:,.0f} ops/s; proxy at {m / (5 * w):.2f} of it')" 2>/dev/null || echo "(ceiling figures not found)"
+    # The sustained ops/s of a `bench run` report ($4 of its overall line) or, with a second
+    # argument, of a `bench compare` report (the proxy's column of its sustained line).
+    sustained() {
+        if [[ -z "${2:-}" ]]; then
+            awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$1"
+        else
+            awk '$1 == "overall" {o = 1} o && $1 == "ops/s" && $2 == "sustained" {gsub(",", "", $3); print $3; exit}' "$1"
+        fi
+    }
+    # "LABEL: 80:20 through the proxy M ops/s; Cassandra writes alone W/s; where M stands against 5 W".
+    at_ceiling() {
+        python3 -c "w, m = float('$3'), float('$2'); print(f'$1 80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s, ceiling 5 W = {5 * w:,.0f} ops/s; proxy at {m / (5 * w):.2f} of it')" 2>/dev/null ||
+            echo "($1 ceiling figures not found)"
+    }
+    at_ceiling "at $CONCURRENCY in flight:" "$(sustained "$OUT/proxy-4k-mixed-80-20.txt" compare)" \
+        "$(sustained "$OUT/cassandra-4k-write-ceiling.txt")"
     for c in $MIXED_CONCURRENCY; do
-        w=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/cassandra-4k-write-ceiling-c$c.txt")
-        m=$(awk '$1 == "overall" {gsub(",", "", $4); print $4}' "$OUT/proxy-4k-mixed-80-20-c$c.txt")
-        python3 -c "w, m = float('$w'), float('$m'); print(f'at $c in flight: 80:20 through the proxy {m:,.0f} ops/s; Cassandra writes alone {w:,.0f}/s; proxy at {m / (5 * w):.2f} of the ceiling')" 2>/dev/null || echo "(figures at $c in flight not found)"
+        at_ceiling "at $c in flight:" "$(sustained "$OUT/proxy-4k-mixed-80-20-c$c.txt")" \
+            "$(sustained "$OUT/cassandra-4k-write-ceiling-c$c.txt")"
     done
 } >"$OUT/summary.txt"
 log "done: $OUT/summary.txt"
