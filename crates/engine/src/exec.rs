@@ -1091,9 +1091,9 @@ impl Engine {
                 continue;
             };
             if let Some(o) = originals.as_deref_mut() {
-                o.entry(key.clone()).or_insert_with(|| Some(value.clone()));
+                o.entry(key.clone()).or_insert_with(|| Some(value.to_vec()));
             }
-            let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
+            let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
             row.merge(Row {
                 deletion: Some(del),
                 ..Row::default()
@@ -1406,7 +1406,7 @@ pub(crate) fn judged_rows<'a>(
         )
         .map(move |item| {
             let (key, value) = item?;
-            let mut row = Row::decode_owned(value).map_err(EngineError::corrupt)?;
+            let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
             if let Some(a) = auths {
                 row.hide(a);
             }

@@ -25,7 +25,7 @@ use crate::{Engine, EngineError, Now, ResultSet};
 use bytes::Bytes;
 use proto::types::ColumnType;
 use std::borrow::Cow;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 mod ann;
@@ -624,7 +624,7 @@ impl<'a> SelectRun<'a> {
                 // On the stack: a key of a few dozen bytes, read on every point read.
                 let mut k = smallvec::SmallVec::<[u8; 128]>::from_slice(prefix);
                 k.push(0);
-                store.get(&k)?
+                store.get(&k)?.map(Bytes::from)
             }
             None => None,
         };
@@ -747,35 +747,37 @@ impl<'a> SelectRun<'a> {
                     return self.too_many_tombstones();
                 }
             }
-            let items: Box<dyn Iterator<Item = storage::Result<storage::KvPair>>> =
-                if let Some(buf) = buffered {
-                    let (lo, hi) = (lo.map(|x| x.to_vec()), hi.map(|x| x.to_vec()));
-                    Box::new(
-                        buf.iter()
-                            .filter(move |(k, _)| {
-                                <(Bound<&Vec<u8>>, Bound<&Vec<u8>>) as std::ops::RangeBounds<
-                                    Vec<u8>,
-                                >>::contains(
-                                    &(lo.as_ref(), hi.as_ref()), k
-                                )
-                            })
-                            .map(|(k, v)| Ok((k.clone(), v.clone()))),
-                    )
-                } else if self.point_read || self.only_rows.is_some() {
-                    // A fully specified clustering key (or none at all) is one point read,
-                    // much cheaper than an iterator.
-                    let skip = matches!(lo, Bound::Excluded(_))
-                        || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
-                    match (skip, store.get(&a)?) {
-                        (false, Some(v)) => Box::new(std::iter::once(Ok((a.clone(), v)))),
-                        _ => Box::new(std::iter::empty()),
+            // The buffered items are lent, not copied: a key by reference, a value by a
+            // count on the buffer it shares.
+            type Item<'b> = storage::Result<(Cow<'b, [u8]>, Bytes)>;
+            let items: Box<dyn Iterator<Item = Item<'_>>> = if let Some(buf) = buffered {
+                let within = move |k: &[u8]| RangeBounds::<[u8]>::contains(&(lo, hi), k);
+                Box::new(
+                    buf.iter()
+                        .filter(move |(k, _)| within(k))
+                        .map(|(k, v)| Ok((Cow::Borrowed(k.as_slice()), v.clone()))),
+                )
+            } else if self.point_read || self.only_rows.is_some() {
+                // A fully specified clustering key (or none at all) is one point read,
+                // much cheaper than an iterator.
+                let skip = matches!(lo, Bound::Excluded(_))
+                    || matches!(hi, Bound::Excluded(h) if h <= a.as_slice());
+                match (skip, store.get_shared(&a)?) {
+                    (false, Some(v)) => {
+                        Box::new(std::iter::once(Ok((Cow::Borrowed(a.as_slice()), v))))
                     }
-                } else {
-                    store.scan(lo, hi, plan.reversed)
-                };
+                    _ => Box::new(std::iter::empty()),
+                }
+            } else {
+                Box::new(
+                    store
+                        .scan(lo, hi, plan.reversed)
+                        .map(|item| item.map(|(k, v)| (Cow::Owned(k), v))),
+                )
+            };
             for item in items {
                 let (key, value) = item?;
-                match self.visit_row(&base, strict, &key, Bytes::from(value), prefix)? {
+                match self.visit_row(&base, strict, &key, value, prefix)? {
                     Visit::Skipped => {}
                     Visit::Matched => matched_any = true,
                     Visit::Done(flow) => return Ok(flow),

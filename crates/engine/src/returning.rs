@@ -107,7 +107,7 @@ impl Engine {
                 false,
             ) {
                 let (_, v) = item?;
-                let row = Row::decode_owned(v).map_err(EngineError::corrupt)?;
+                let row = Row::decode_shared(&v).map_err(EngineError::corrupt)?;
                 if let Some(m) = &row.marker {
                     note(m.ts);
                 }

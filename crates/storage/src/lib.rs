@@ -89,8 +89,9 @@ impl From<fjall::Error> for StorageError {
 
 pub type Result<T> = std::result::Result<T, StorageError>;
 
-/// One key-value pair as returned by scans.
-pub type KvPair = (Vec<u8>, Vec<u8>);
+/// One key-value pair as returned by scans. The value shares the store's buffer where it can
+/// (a block of a table or the memtable's entry): a scan hands rows on without copying them.
+pub type KvPair = (Vec<u8>, bytes::Bytes);
 
 /// An atomic set of puts and deletes.
 #[derive(Debug, Default, Clone)]
@@ -883,7 +884,7 @@ impl Storage for LsmStorage {
         let iter = open.data.range::<Vec<u8>, _>(range);
         let shared = &self.shared;
         let map = move |g: fjall::Guard| match g.into_inner() {
-            Ok((k, v)) => Ok((k.to_vec(), v.to_vec())),
+            Ok((k, v)) => Ok((k.to_vec(), bytes::Bytes::from_owner(v))),
             Err(e) => {
                 shared.read_failed(&open, &e);
                 Err(StorageError::from(e))

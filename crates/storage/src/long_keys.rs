@@ -137,7 +137,7 @@ impl Bucket {
         let mut out: Vec<KvPair> = self
             .entries
             .into_iter()
-            .map(|(suffix, v)| ([prefix, &suffix].concat(), v))
+            .map(|(suffix, v)| ([prefix, &suffix].concat(), bytes::Bytes::from(v)))
             .filter(|(k, _)| within(k, start, end))
             .collect();
         if reverse {

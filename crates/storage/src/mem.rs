@@ -77,7 +77,7 @@ impl Storage for MemStorage {
         };
         let mut items: Vec<KvPair> = if valid {
             map.range::<Vec<u8>, _>(range)
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (k.clone(), bytes::Bytes::copy_from_slice(v)))
                 .collect()
         } else {
             Vec::new()

@@ -447,7 +447,7 @@ fn read_as_complete(mut v: Vec<u8>) -> Vec<u8> {
 fn completed(items: Vec<KvPair>) -> Vec<KvPair> {
     items
         .into_iter()
-        .map(|(k, v)| (k, read_as_complete(v)))
+        .map(|(k, v)| (k, read_as_complete(v.to_vec()).into()))
         .collect()
 }
 

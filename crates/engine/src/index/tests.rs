@@ -832,7 +832,7 @@ fn entries_are_stored_in_their_documented_format() {
         None,
     );
     run(&e, "UPDATE t SET l = [7, 8] WHERE k = 2", 10, None);
-    let all = |from: u8| -> Vec<(Vec<u8>, Vec<u8>)> {
+    let all = |from: u8| -> Vec<storage::KvPair> {
         store
             .scan(
                 std::ops::Bound::Included(&[from][..]),
@@ -864,7 +864,7 @@ fn entries_are_stored_in_their_documented_format() {
         key.extend_from_slice(&base(k)[5..]);
         let mut v = expires_at.to_be_bytes().to_vec();
         v.extend_from_slice(&(enc.len() as u32).to_be_bytes());
-        (key, v)
+        (key, bytes::Bytes::from(v))
     };
     let mut want = vec![
         want_entry("v", ColumnType::Int, &(-5i32).to_be_bytes(), 1, 110),

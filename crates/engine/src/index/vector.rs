@@ -575,7 +575,7 @@ impl Engine {
                 false,
             ) {
                 let (key, stored) = item?;
-                let row = Row::decode_owned(stored).map_err(EngineError::corrupt)?;
+                let row = Row::decode_shared(&stored).map_err(EngineError::corrupt)?;
                 f(key, live_vector(&row, c));
             }
             Ok(())

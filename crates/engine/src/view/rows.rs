@@ -353,7 +353,7 @@ fn expected_rows(
 ) -> Result<(), EngineError> {
     let start = keys::table_prefix(base.id);
     let end = keys::prefix_end(&start);
-    let mut header: Option<(Vec<u8>, Vec<u8>)> = None;
+    let mut header: Option<(Vec<u8>, bytes::Bytes)> = None;
     for item in engine.storage.scan(
         Bound::Included(start.as_slice()),
         Bound::Excluded(end.as_slice()),
@@ -370,7 +370,7 @@ fn expected_rows(
         let h = header
             .as_ref()
             .filter(|(p, _)| p.as_slice() == &key[..d.prefix_len])
-            .map(|(_, v)| v.as_slice());
+            .map(|(_, v)| &v[..]);
         let outer = outer_deletion(h, &key);
         if let Some(r) = view_row(view, def, base, &key, Some(&value), outer, now) {
             each(r);
