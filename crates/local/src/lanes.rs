@@ -18,7 +18,7 @@
 //!   request per page) never reads faster than the rate. The pause is on the scan's own
 //!   thread, between rows, holding no lock (engine readers take none).
 //!
-//! - **Priority:** the scan threads run at nice `scan_thread_nice` (default 10): while point
+//! - **Priority:** the scan threads run at nice `scan_thread_nice` (default 5): while point
 //!   operations want the CPU the kernel gives a scan less of it, and all of it when idle.
 //!
 //! # Invariants

@@ -201,7 +201,10 @@ pub struct Config {
     pub scan_role_rows_per_second: std::collections::BTreeMap<String, u64>,
     /// Standalone mode: the nice value (0..=19, Linux) of the scan threads, so that while
     /// point operations want the CPU a scan gets less of it, and all of it when they do not.
-    /// `0`: the same priority as the rest. Default 10.
+    /// `0`: the same priority as the rest. Default 5: at 10 every wake-up of a request thread
+    /// preempted a running scan (2.3 context switches a YCSB E operation against 1.6 at 5),
+    /// and short scans ran 13-26% fewer a CPU second, for no point-read latency measurably
+    /// protected (bench/results/2026-12-01/scan-s37).
     pub scan_thread_nice: i32,
     /// Standalone mode, once a service level exists (`CREATE SERVICE LEVEL`): executor
     /// threads that run requests, fed by one queue per service level in the order of the
@@ -386,7 +389,7 @@ impl Default for Config {
             scan_threads: 2,
             scan_queue: 64,
             scan_rows_per_second: 0,
-            scan_thread_nice: 10,
+            scan_thread_nice: 5,
             service_level_slots: 0,
             service_level_queue: 4096,
             scan_role_rows_per_second: std::collections::BTreeMap::new(),
