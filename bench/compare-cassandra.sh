@@ -23,6 +23,7 @@
 #   ROUNDS=3 CONCURRENCY=64 CONNECTIONS=2 PEREGRINE_PORT=9042 CASSANDRA_PORT=9142
 #   SERVER_CPU=0 CLIENT_CPU=1 CASSANDRA_HEAP=1G (passed to scripts/cassandra.sh)
 #   OUT=bench/results/<date> KEEP=0 WORKLOADS="a b c f d e" SKIP_LOAD=0
+#   SKIP_STRESS=0 (1: neither load nor run the two 4 KB cases)
 #   SETTLE_MAX=900 (seconds to wait, after the loads, for Cassandra's compactions to finish)
 #   PREWARM=0 (e.g. 180s: after settling, run YCSB C against each server, untimed, this long,
 #   so Cassandra's JIT has compiled its read path before the first round; session 21 saw its
@@ -47,6 +48,7 @@ SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 export CASSANDRA_HEAP="${CASSANDRA_HEAP:-1G}"
 WORKLOADS="${WORKLOADS:-a b c f d e}"
+SKIP_STRESS="${SKIP_STRESS:-0}"
 KEEP="${KEEP:-0}"
 SKIP_LOAD="${SKIP_LOAD:-0}"
 SETTLE_MAX="${SETTLE_MAX:-900}"
@@ -106,6 +108,7 @@ if [[ "$SKIP_LOAD" != 1 ]]; then
         log "loading YCSB usertable into $name: $RECORDS records"
         client load --workload a --records "$RECORDS" --drop --hosts "$host" --label "$name" \
             --concurrency 256 --out "$OUT" --name "load-ycsb-$name" --quiet >/dev/null
+        [[ "$SKIP_STRESS" == 1 ]] && continue
         log "loading 4 KB stress table into $name: $STRESS_RECORDS records"
         client load --preset stress-read --payload 4096 --records "$STRESS_RECORDS" --drop --hosts "$host" \
             --label "$name" --concurrency 256 --out "$OUT" --name "load-stress4k-$name" --quiet >/dev/null
@@ -144,8 +147,10 @@ run_compare() {
 for w in $WORKLOADS; do
     run_compare "ycsb-$w" --workload "$w" --records "$RECORDS"
 done
-run_compare "stress-4k-read-100-0" --preset stress-read --payload 4096 --records "$STRESS_RECORDS"
-run_compare "stress-4k-mixed-80-20" --preset stress-mixed --ratio 80:20 --payload 4096 --records "$STRESS_RECORDS"
+if [[ "$SKIP_STRESS" != 1 ]]; then
+    run_compare "stress-4k-read-100-0" --preset stress-read --payload 4096 --records "$STRESS_RECORDS"
+    run_compare "stress-4k-mixed-80-20" --preset stress-mixed --ratio 80:20 --payload 4096 --records "$STRESS_RECORDS"
+fi
 
 # ------------------------------------------------------------------ 5. index
 {
