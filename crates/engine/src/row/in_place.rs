@@ -13,6 +13,10 @@ struct RawCell<'a> {
     ts: i64,
     rank: Rank<'a>,
     tail: &'a [u8],
+    /// The whole cell as stored (column, timestamp, tail) and the base timestamp of its row:
+    /// the cell's bytes in any row of the same base.
+    whole: &'a [u8],
+    base: i64,
 }
 
 /// A ROW_V2 row (or partial row) with no deletion, no visibility label and no collection
@@ -85,6 +89,7 @@ impl<'a> RawRow<'a> {
             (r.base, r.buf.get(r.pos..r.pos + 4))
         {
             if column < 0x80 && z < 0x80 {
+                let cell = r.pos;
                 let start = r.pos + 2;
                 r.pos += 4;
                 let n = r.len(4).ok()?;
@@ -100,9 +105,12 @@ impl<'a> RawRow<'a> {
                         label: None,
                     },
                     tail: &r.buf[start..r.pos],
+                    whole: &r.buf[cell..r.pos],
+                    base,
                 }));
             }
         }
+        let cell = r.pos;
         let column = u16::try_from(r.len(2).ok()?).ok()?;
         let ts = r.ts().ok()?;
         let start = r.pos;
@@ -130,6 +138,8 @@ impl<'a> RawRow<'a> {
             ts,
             rank,
             tail: &r.buf[start..r.pos],
+            whole: &r.buf[cell..r.pos],
+            base: r.base?,
         }))
     }
 }
@@ -189,9 +199,15 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
     w.deletion(None);
     w.len(cells.len(), 4);
     for c in &cells {
-        w.len(c.column as usize, 2);
-        w.ts(c.ts);
-        w.out.extend_from_slice(c.tail);
+        // A cell of a row of the same base is written as it was stored (the usual case: an
+        // update merged onto the row its INSERT's marker bases).
+        if c.base == base {
+            w.out.extend_from_slice(c.whole);
+        } else {
+            w.len(c.column as usize, 2);
+            w.ts(c.ts);
+            w.out.extend_from_slice(c.tail);
+        }
     }
     Some(w.out)
 }
