@@ -497,7 +497,7 @@ impl Engine {
                 if !full_row {
                     check_upsert_rows(plan)?;
                 }
-                let mut cells = Vec::new();
+                let mut cells = Vec::with_capacity(assignments.len());
                 let mut statics = Vec::new();
                 let mut ops = Vec::new();
                 for (idx, a) in assignments {
@@ -866,23 +866,24 @@ impl Engine {
                     },
                 }
         };
-        let mut entries = m.entries;
+        let entries = m.entries;
         // One blind row (a single-row UPDATE of plain cells on a table without indexes):
         // what the loop below does for it, without its maps.
-        if entries.len() == 1 && stored.is_empty() && indexed.is_empty() {
-            if let Some(first) = entries.first_entry() {
-                if matches!(first.get(), Entry::Row(e) if !e.whole_row
+        let one_blind_row = entries.len() == 1
+            && stored.is_empty()
+            && indexed.is_empty()
+            && entries.first_key_value().is_some_and(|(key, entry)| {
+                matches!(entry, Entry::Row(e) if !e.whole_row
                     && e.ops.is_empty()
-                    && blind(first.key(), &e.delta))
-                {
-                    if let (key, Entry::Row(e)) = first.remove_entry() {
-                        let mut batch = WriteBatch::with_capacity(1);
-                        batch.put(key, e.delta.encode_partial());
-                        self.storage.write(batch)?;
-                        return Ok(());
-                    }
-                }
+                    && blind(key, &e.delta))
+            });
+        if one_blind_row {
+            if let Some((key, Entry::Row(e))) = entries.into_iter().next() {
+                let mut batch = WriteBatch::with_capacity(1);
+                batch.put(key, e.delta.encode_partial());
+                self.storage.write(batch)?;
             }
+            return Ok(());
         }
         // What was stored before this write, for index upkeep (only for indexed tables).
         let mut originals: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
