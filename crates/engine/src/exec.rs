@@ -445,7 +445,12 @@ impl Engine {
             parts = &in_range;
         }
         let full_row = writes_full_row(plan);
-        let clust_cols: Vec<_> = t.clustering().collect();
+        let clust_cols: Vec<_> = match &plan.clustering {
+            ClusteringSel {
+                eq, tuples: None, ..
+            } if eq.is_empty() => Vec::new(),
+            _ => t.clustering().collect(),
+        };
         let mut rows_cl: Vec<Vec<Vec<u8>>> = Vec::new();
         if full_row {
             let mut sets = Vec::new();
@@ -488,8 +493,11 @@ impl Engine {
                 marker,
                 assignments,
             } => {
-                check_upsert_rows(plan)?;
-                let mut cells = Vec::new();
+                // (It holds whenever the write names whole rows.)
+                if !full_row {
+                    check_upsert_rows(plan)?;
+                }
+                let mut cells = Vec::with_capacity(assignments.len());
                 let mut statics = Vec::new();
                 let mut ops = Vec::new();
                 for (idx, a) in assignments {
@@ -552,7 +560,12 @@ impl Engine {
                 }
                 cells.sort_by_key(|c| c.column);
                 statics.sort_by_key(|c| c.column);
-                for p in parts {
+                let whole_row = cells.len()
+                    == t.columns
+                        .iter()
+                        .filter(|c| c.kind == ColumnKind::Regular)
+                        .count();
+                for (i, p) in parts.iter().enumerate() {
                     if !statics.is_empty() || ops.iter().any(|o| o.1) {
                         let e = out.header(&p.prefix);
                         e.delta.merge(PartitionHeader {
@@ -580,21 +593,25 @@ impl Engine {
                     if only_statics && (!statics.is_empty() || !ops.is_empty()) {
                         continue;
                     }
-                    let whole_row = cells.len()
-                        == t.columns
-                            .iter()
-                            .filter(|c| c.kind == ColumnKind::Regular)
-                            .count();
-                    for cl in &rows_cl {
+                    // The last partition's rows take the clusterings, and its last row the
+                    // cells, instead of copies (one row: no copy at all).
+                    let last_part = i + 1 == parts.len();
+                    let n = rows_cl.len();
+                    for (j, cl) in rows_cl.iter_mut().enumerate() {
                         let enc = encode_clustering(t, cl);
                         let e = out.row(keys::row_key(&p.prefix, &enc));
                         e.whole_row |= whole_row;
+                        let (clustering, cells) = match (last_part, j + 1 == n) {
+                            (true, true) => (std::mem::take(cl), std::mem::take(&mut cells)),
+                            (true, false) => (std::mem::take(cl), cells.clone()),
+                            _ => (cl.clone(), cells.clone()),
+                        };
                         e.delta.merge(Row {
-                            clustering: cl.clone(),
+                            clustering,
                             marker: marker.then_some(Marker { ts, expiry }),
                             marker_label: label.clone().filter(|_| *marker),
                             deletion: None,
-                            cells: cells.clone(),
+                            cells,
                         });
                         for (id, is_static, op, ty, hidden) in &ops {
                             if !*is_static {
@@ -822,22 +839,6 @@ impl Engine {
         };
         let mut indexed = indexed;
         indexed.dedup_by_key(|t| t.id);
-        // What was stored before this write, for index upkeep (only for indexed tables).
-        let mut originals: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-        // Values this batch already decided (a partition deletion rewrites covered rows).
-        let mut pending: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-        // Deletions this batch adds, by partition prefix (header keys sort before their rows).
-        let mut deleted: BTreeMap<Vec<u8>, PartitionHeader> = BTreeMap::new();
-        // Entries are visited in key order; an operation failing in several statements of a
-        // batch reports the first statement's error.
-        let mut first_error = FirstError(None);
-        // The value stored under a key before this write (or batch).
-        let stored_before = |key: &[u8]| -> Result<Option<Vec<u8>>, EngineError> {
-            Ok(match stored.iter().find(|(k, _)| k.as_slice() == key) {
-                Some((_, v)) => v.clone(),
-                None => self.storage.get(key)?,
-            })
-        };
         // Blind writes: a row entry that only sets and deletes cells (no operation reading
         // what is stored: counters, collection operations, list indexes) is stored as a
         // partial row, without reading the row; the storage merges it onto the row's older
@@ -865,7 +866,42 @@ impl Engine {
                     },
                 }
         };
-        for (key, entry) in m.entries {
+        let entries = m.entries;
+        // One blind row (a single-row UPDATE of plain cells on a table without indexes):
+        // what the loop below does for it, without its maps.
+        let one_blind_row = entries.len() == 1
+            && stored.is_empty()
+            && indexed.is_empty()
+            && entries.first_key_value().is_some_and(|(key, entry)| {
+                matches!(entry, Entry::Row(e) if !e.whole_row
+                    && e.ops.is_empty()
+                    && blind(key, &e.delta))
+            });
+        if one_blind_row {
+            if let Some((key, Entry::Row(e))) = entries.into_iter().next() {
+                let mut batch = WriteBatch::with_capacity(1);
+                batch.put(key, e.delta.encode_partial());
+                self.storage.write(batch)?;
+            }
+            return Ok(());
+        }
+        // What was stored before this write, for index upkeep (only for indexed tables).
+        let mut originals: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        // Values this batch already decided (a partition deletion rewrites covered rows).
+        let mut pending: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        // Deletions this batch adds, by partition prefix (header keys sort before their rows).
+        let mut deleted: BTreeMap<Vec<u8>, PartitionHeader> = BTreeMap::new();
+        // Entries are visited in key order; an operation failing in several statements of a
+        // batch reports the first statement's error.
+        let mut first_error = FirstError(None);
+        // The value stored under a key before this write (or batch).
+        let stored_before = |key: &[u8]| -> Result<Option<Vec<u8>>, EngineError> {
+            Ok(match stored.iter().find(|(k, _)| k.as_slice() == key) {
+                Some((_, v)) => v.clone(),
+                None => self.storage.get(key)?,
+            })
+        };
+        for (key, entry) in entries {
             let entry = match entry {
                 Entry::Row(e)
                     if !e.whole_row
@@ -875,6 +911,10 @@ impl Engine {
                         && blind(&key, &e.delta) =>
                 {
                     let mut row = e.delta;
+                    if deleted.is_empty() {
+                        pending.insert(key, Some(row.encode_partial()));
+                        continue;
+                    }
                     if let Some(del) = keys::decode_key(&key).and_then(|d| {
                         deleted
                             .get(&key[..d.prefix_len])?
@@ -1132,9 +1172,7 @@ impl Engine {
 
     pub(crate) fn stripe_of(&self, key: &[u8]) -> usize {
         // The partition prefix decides the stripe, so a partition's keys share one lock.
-        let p = keys::decode_key(key)
-            .map(|d| d.prefix_len)
-            .unwrap_or(key.len());
+        let p = decoded_prefix_len(key).unwrap_or(key.len());
         self.stripe_of_prefix(&key[..p])
     }
 
@@ -1147,6 +1185,24 @@ impl Engine {
         }
         (h as usize) % self.stripes.len()
     }
+}
+
+/// `keys::decode_key(key).map(|d| d.prefix_len)` without decoding (and copying) the
+/// partition key: `None` for the same keys (not a data key, a bad escape, no kind byte).
+fn decoded_prefix_len(key: &[u8]) -> Option<usize> {
+    if key.len() < 13 || key[0] != keys::DATA_PREFIX {
+        return None;
+    }
+    let mut i = 13;
+    let end = loop {
+        i += memchr::memchr(0, &key[i..])?;
+        match *key.get(i + 1)? {
+            0xFF => i += 2,
+            0 => break i + 2,
+            _ => return None,
+        }
+    };
+    key.get(end).map(|_| end)
 }
 
 pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {

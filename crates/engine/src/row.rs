@@ -552,6 +552,17 @@ fn merge_cells(into: &mut Vec<Cell>, new: Vec<Cell>) {
 impl Row {
     /// Merges a newer write into this row by Cassandra's rules.
     pub fn merge(&mut self, other: Row) {
+        // Onto an empty row (a write's first statement on a key, a write onto no stored
+        // version): the merge is `other` itself when its cells are in column order, one a
+        // column, and it has no deletion to shadow them (nor a label without its marker).
+        if self.is_empty()
+            && other.deletion.is_none()
+            && (other.marker.is_some() || other.marker_label.is_none())
+            && other.cells.windows(2).all(|w| w[0].column < w[1].column)
+        {
+            *self = other;
+            return;
+        }
         if self.clustering.is_empty() {
             self.clustering = other.clustering;
         }
@@ -563,6 +574,15 @@ impl Row {
         self.deletion = Deletion::merge(self.deletion, other.deletion);
         merge_cells(&mut self.cells, other.cells);
         self.drop_shadowed();
+    }
+
+    /// Nothing at all: [`Row::default`].
+    fn is_empty(&self) -> bool {
+        self.clustering.is_empty()
+            && self.marker.is_none()
+            && self.marker_label.is_none()
+            && self.deletion.is_none()
+            && self.cells.is_empty()
     }
 
     /// Removes what the row deletion shadows (it keeps the deletion itself).

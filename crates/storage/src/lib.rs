@@ -103,6 +103,12 @@ impl WriteBatch {
     pub fn new() -> Self {
         Self::default()
     }
+    /// A batch with room for `n` ops.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            ops: Vec::with_capacity(n),
+        }
+    }
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.ops.push((key, Some(value)));
     }
@@ -744,7 +750,9 @@ impl Open {
             SyncMode::Batch => Some(fjall::PersistMode::SyncData),
             SyncMode::Periodic(_) => Some(fjall::PersistMode::Buffer),
         };
-        let mut b = self.db.batch().durability(durability);
+        // Sized for the batch (and a sync point): no growth of its item vector.
+        let mut b = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), batch.len() + 1)
+            .durability(durability);
         if sync == SyncMode::Batch {
             // The sync point of `batch` mode, in the batch it syncs (31 journal bytes): fjall
             // writes and fsyncs each batch under its journal lock, so every byte before this one

@@ -4,7 +4,6 @@
 
 use super::*;
 use smallvec::SmallVec;
-use std::cmp::Ordering;
 
 /// A simple, unlabelled cell of a ROW_V2 row, read in place: what reconciliation compares,
 /// and its bytes after the timestamp, which do not depend on the row's base timestamp.
@@ -13,6 +12,10 @@ struct RawCell<'a> {
     ts: i64,
     rank: Rank<'a>,
     tail: &'a [u8],
+    /// The whole cell as stored (column, timestamp, tail) and the base timestamp of its row:
+    /// the cell's bytes in any row of the same base.
+    whole: &'a [u8],
+    base: i64,
 }
 
 /// A ROW_V2 row (or partial row) with no deletion, no visibility label and no collection
@@ -70,6 +73,21 @@ impl<'a> RawRow<'a> {
         })
     }
 
+    /// The column of the next cell, read without moving past it (`Some(None)` past the last;
+    /// `None`: damaged).
+    fn peek_column(&self) -> Option<Option<u16>> {
+        if self.count == 0 {
+            return Some(None);
+        }
+        let mut r = Reader {
+            buf: self.cells.buf,
+            shared: self.cells.shared,
+            pos: self.cells.pos,
+            base: self.cells.base,
+        };
+        Some(Some(u16::try_from(r.len(2).ok()?).ok()?))
+    }
+
     /// The next cell (`Some(None)` past the last); `None` when it is not a simple unlabelled
     /// cell, or damaged.
     fn next_cell(&mut self) -> Option<Option<RawCell<'a>>> {
@@ -85,6 +103,7 @@ impl<'a> RawRow<'a> {
             (r.base, r.buf.get(r.pos..r.pos + 4))
         {
             if column < 0x80 && z < 0x80 {
+                let cell = r.pos;
                 let start = r.pos + 2;
                 r.pos += 4;
                 let n = r.len(4).ok()?;
@@ -100,9 +119,12 @@ impl<'a> RawRow<'a> {
                         label: None,
                     },
                     tail: &r.buf[start..r.pos],
+                    whole: &r.buf[cell..r.pos],
+                    base,
                 }));
             }
         }
+        let cell = r.pos;
         let column = u16::try_from(r.len(2).ok()?).ok()?;
         let ts = r.ts().ok()?;
         let start = r.pos;
@@ -130,6 +152,8 @@ impl<'a> RawRow<'a> {
             ts,
             rank,
             tail: &r.buf[start..r.pos],
+            whole: &r.buf[cell..r.pos],
+            base: r.base?,
         }))
     }
 }
@@ -153,47 +177,80 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
         (a, None) => a,
         (_, b) => b,
     };
-    // The merged cells in column order; of two versions of one, the older unless the newer
-    // wins (as `Cell::merge`).
+    let format = if old.partial { ROW_PARTIAL_V2 } else { ROW_V2 };
+    let capacity = newer.len() + older.len();
+    // With a marker, the base timestamp is known before the cells: each is written as the
+    // merge meets it (most as stored, see `write_cell`), its count put before them after.
+    if let Some(m) = marker {
+        let mut w = Writer::row(format, m.ts, capacity);
+        w.out.extend_from_slice(clustering);
+        w.marker(marker, None);
+        w.deletion(None);
+        let at = w.out.len();
+        w.out.push(0);
+        let mut n = 0;
+        merge_cells(&mut old, &mut new, |c| {
+            n += 1;
+            write_cell(&mut w, m.ts, &c);
+        })?;
+        let mut count = Writer {
+            out: Vec::new(),
+            base: Some(0),
+        };
+        count.len(n, 4);
+        w.out.splice(at..at + 1, count.out);
+        return Some(w.out);
+    }
     let mut cells: SmallVec<[RawCell; 16]> = SmallVec::new();
-    let (mut a, mut b) = (old.next_cell()?, new.next_cell()?);
+    merge_cells(&mut old, &mut new, |c| cells.push(c))?;
+    let base = cells.first().map_or(0, |c| c.ts);
+    let mut w = Writer::row(format, base, capacity);
+    w.out.extend_from_slice(clustering);
+    w.marker(None, None);
+    w.deletion(None);
+    w.len(cells.len(), 4);
+    for c in &cells {
+        write_cell(&mut w, base, c);
+    }
+    Some(w.out)
+}
+
+/// The cells of `old` and `new` merged, in column order, each given to `out`: of two versions
+/// of one, the older unless the newer wins (as `Cell::merge`). `None` as `next_cell`.
+fn merge_cells<'a>(
+    old: &mut RawRow<'a>,
+    new: &mut RawRow<'a>,
+    mut out: impl FnMut(RawCell<'a>),
+) -> Option<()> {
+    // Each cell is read once it is known to come next (by the column its bytes start with):
+    // none is held across steps.
     loop {
-        let order = match (&a, &b) {
+        let (x, y) = match (old.peek_column()?, new.peek_column()?) {
             (None, None) => break,
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(x), Some(y)) => x.column.cmp(&y.column),
+            (Some(a), Some(b)) if a == b => (old.next_cell()?, new.next_cell()?),
+            (Some(a), Some(b)) if a < b => (old.next_cell()?, None),
+            (Some(_), None) => (old.next_cell()?, None),
+            _ => (None, new.next_cell()?),
         };
-        let x = match order {
-            Ordering::Greater => None,
-            _ => std::mem::replace(&mut a, old.next_cell()?),
-        };
-        let y = match order {
-            Ordering::Less => None,
-            _ => std::mem::replace(&mut b, new.next_cell()?),
-        };
-        cells.push(match (x, y) {
+        out(match (x, y) {
             (Some(x), Some(y)) if ranked_wins(y.ts, y.rank, x.ts, x.rank) => y,
             (Some(c), _) | (None, Some(c)) => c,
             (None, None) => break,
         });
     }
-    let base = marker
-        .map(|m| m.ts)
-        .or_else(|| cells.first().map(|c| c.ts))
-        .unwrap_or(0);
-    let format = if old.partial { ROW_PARTIAL_V2 } else { ROW_V2 };
-    let mut w = Writer::row(format, base, newer.len() + older.len());
-    w.out.extend_from_slice(clustering);
-    w.marker(marker, None);
-    w.deletion(None);
-    w.len(cells.len(), 4);
-    for c in &cells {
+    Some(())
+}
+
+/// A merged cell written in a row of base timestamp `base`: as it was stored when its row had
+/// the same base (the usual case: an update merged onto the row its INSERT's marker bases).
+fn write_cell(w: &mut Writer, base: i64, c: &RawCell) {
+    if c.base == base {
+        w.out.extend_from_slice(c.whole);
+    } else {
         w.len(c.column as usize, 2);
         w.ts(c.ts);
         w.out.extend_from_slice(c.tail);
     }
-    Some(w.out)
 }
 
 /// A live row whose every cell is a simple, unlabelled value live at the read's time, with

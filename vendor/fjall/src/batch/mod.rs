@@ -7,7 +7,6 @@ pub mod item;
 use crate::{Database, Keyspace, PersistMode};
 use item::Item;
 use lsm_tree::{AbstractTree, UserKey, UserValue, ValueType};
-use std::collections::HashSet;
 
 /// An atomic write batch
 ///
@@ -130,9 +129,11 @@ impl WriteBatch {
             })?;
         }
 
-        // TODO: maybe we can use a stack alloc hashset/vec here, such as smallset
-        #[expect(clippy::mutable_key_type)]
-        let mut keyspaces_with_possible_stall = HashSet::new();
+        // PATCH (Peregrine, speed): the keyspaces a batch touches kept in a vector, each once
+        // (compared by name, as the set hashed them), instead of a `HashSet` hashed per item: a
+        // batch touches one keyspace or a few, and a one-item batch now allocates one slot
+        // instead of a hash table.
+        let mut keyspaces_with_possible_stall: Vec<Keyspace> = Vec::new();
 
         #[expect(clippy::expect_used)]
         let keyspaces = self
@@ -157,8 +158,10 @@ impl WriteBatch {
 
             batch_size += item_size;
 
-            // IMPORTANT: Clone the handle, because we don't want to keep the keyspaces lock open
-            keyspaces_with_possible_stall.insert(item.keyspace.clone());
+            // The item's own handle (no clone), not one borrowed from the keyspaces lock.
+            if !keyspaces_with_possible_stall.contains(&item.keyspace) {
+                keyspaces_with_possible_stall.push(item.keyspace);
+            }
         }
 
         self.db.supervisor.snapshot_tracker.publish(batch_seqno);
