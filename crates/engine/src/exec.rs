@@ -1172,7 +1172,7 @@ impl Engine {
 
     pub(crate) fn stripe_of(&self, key: &[u8]) -> usize {
         // The partition prefix decides the stripe, so a partition's keys share one lock.
-        let p = decoded_prefix_len(key).unwrap_or(key.len());
+        let p = keys::partition_prefix_len(key).unwrap_or(key.len());
         self.stripe_of_prefix(&key[..p])
     }
 
@@ -1185,24 +1185,6 @@ impl Engine {
         }
         (h as usize) % self.stripes.len()
     }
-}
-
-/// `keys::decode_key(key).map(|d| d.prefix_len)` without decoding (and copying) the
-/// partition key: `None` for the same keys (not a data key, a bad escape, no kind byte).
-fn decoded_prefix_len(key: &[u8]) -> Option<usize> {
-    if key.len() < 13 || key[0] != keys::DATA_PREFIX {
-        return None;
-    }
-    let mut i = 13;
-    let end = loop {
-        i += memchr::memchr(0, &key[i..])?;
-        match *key.get(i + 1)? {
-            0xFF => i += 2,
-            0 => break i + 2,
-            _ => return None,
-        }
-    };
-    key.get(end).map(|_| end)
 }
 
 pub(crate) fn encode_clustering(t: &TableDef, values: &[Vec<u8>]) -> Vec<u8> {

@@ -110,19 +110,18 @@ pub fn row_key(partition_prefix: &[u8], encoded_clustering: &[u8]) -> Vec<u8> {
 }
 
 /// The length of a data key's partition prefix (`0x01 table token esc(pk)`), read without
-/// copying the key; `None` for a key that is not one.
+/// copying the key (the write path's stripe choice reads it on every write); `None` for a key
+/// that is not one.
 pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
     if key.len() < 13 || key[0] != DATA_PREFIX {
         return None;
     }
     let mut i = 13;
     loop {
-        match *key.get(i)? {
-            0 => match *key.get(i + 1)? {
-                0 => return Some(i + 2),
-                _ => i += 2,
-            },
-            _ => i += 1,
+        i += memchr::memchr(0, key.get(i..)?)?;
+        match *key.get(i + 1)? {
+            0 => return Some(i + 2),
+            _ => i += 2,
         }
     }
 }
