@@ -502,3 +502,49 @@ def test_known_file_parses_and_matches():
     assert known, "generated_known.txt is empty"
     assert runner.match_known(known, "cascade:rows:value:int")[0] == "cascade:.*"
     assert runner.match_known(known, "rows:value:no_such_type") is None
+
+
+def test_a_view_row_5_0_9_hides_under_a_live_base_row_is_named_for_the_expired_liveness_class():
+    from gen.schema import Column, Table
+    base = Table("t", [Column("k", T("int"), "pk"), Column("c", T("int"), "ck"), Column("v0", T("int"), "reg"),
+                       Column("a8", T("int"), "reg")])
+    view = Table("mv", [Column("c", T("int"), "pk"), Column("k", T("int"), "ck"), Column("v0", T("int"), "reg")])
+    view.base = base
+    view.create_text = ("CREATE MATERIALIZED VIEW mv AS SELECT k, c, v0 FROM t WHERE k IS NOT NULL AND c IS NOT NULL "
+                        "AND c > 0 PRIMARY KEY (c, k)")
+
+    class Session:
+        def __init__(self, view_keys, base_keys=()):
+            self.view_keys, self.base_keys, self.probes = view_keys, base_keys, []
+
+        def prepare(self, text):
+            return text
+
+        def execute(self, query, params=None, timeout=None):
+            if params is None:
+                assert query == "SELECT k, c FROM mv", query
+                return self.view_keys
+            self.probes.append(query)
+            return [tuple(params)] if tuple(params) in self.base_keys else []
+
+    cols = [("c", "int"), ("v0", "int")]
+    s = Stmt("SELECT c, v0 FROM mv", feature="view_full_scan")
+    a, b = run.Outcome(columns=cols, rows=[(1, None)]), run.Outcome(columns=cols, rows=[(1, None), (2, None)])
+    named = "rows:view_expired_liveness:row_count:view_full_scan"
+
+    def blame(sa, a=a, b=b, v=view):
+        return generate.blame_view_liveness("rows:row_count:view_full_scan", s, a, b, sa, Session([(0, 1), (0, 2)]), v)
+    sa = Session([(0, 1)], base_keys={(0, 2)})
+    assert blame(sa) == named
+    # The probe reads A's base by the whole key and the view's filter, not its IS NOT NULLs.
+    assert sa.probes == ["SELECT k, c FROM t WHERE k = ? AND c = ? AND c > 0 ALLOW FILTERING"]
+    # A's base has no such row (or A's view holds a row B's lacks): another difference.
+    assert blame(Session([(0, 1)])) == "rows:row_count:view_full_scan"
+    assert blame(Session([(0, 1), (0, 3)], base_keys={(0, 2)})) == "rows:row_count:view_full_scan"
+    # A answers rows B does not: not this class.
+    other = run.Outcome(columns=cols, rows=[(1, 5)])
+    assert blame(Session([(0, 1)], base_keys={(0, 2)}), a=other) == "rows:row_count:view_full_scan"
+    # A view with a regular column in its key, or of every column, is not this class.
+    keyed = Table("mv", view.cols + [Column("a8", T("int"), "ck")])
+    keyed.base, keyed.create_text = base, view.create_text
+    assert blame(Session([(0, 1)], base_keys={(0, 2)}), v=keyed) == "rows:row_count:view_full_scan"
