@@ -197,11 +197,11 @@ def test_a_limit_with_another_row_count_is_no_clustering_order_class():
     assert runner.differences(s, one, other)[0] == "rows:limited_order:clustering_set"
 
 
-def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int")), statics=()):
+def _flush_read(flushes, a_rows, b_rows, cols=(("k", "int"), ("v0", "int")), statics=(), read_again=None):
     s = Stmt("SELECT k, v0 FROM t", feature="select")
     a = run.Outcome(columns=list(cols), rows=a_rows)
     b = run.Outcome(columns=list(cols), rows=b_rows)
-    return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"}, set(statics))
+    return flushes.blame("rows:row_count:select", s, a, b, "t", {"k"}, set(statics), read_again)
 
 
 def test_collection_slices_draw_every_form_on_sets_and_maps_keyed_by_native_types():
@@ -416,6 +416,14 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     st = [("k", "int"), ("s0", "int"), ("system.maxwritetime(s0)", "bigint"), ("v0", "int")]
     assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st, statics={"s0"}) == flushed
     assert _flush_read(f, [(1, 5, 9, None), (2, 5, 9, 3)], [(2, 5, 9, 3)], cols=st) == "rows:row_count:select"
+    # Key and static columns alone name nothing of the row: the class only when the rows A
+    # reads again are found in the data (`read_again`, asked with the static columns read).
+    ks = [("k", "int"), ("s0", "int"), ("system.maxwritetime(s0)", "bigint")]
+    asked = []
+    for found, want in [(True, flushed), (False, "rows:row_count:select"), (None, "rows:row_count:select")]:
+        again = None if found is None else (lambda statics, found=found: asked.append(statics) or found)
+        assert _flush_read(f, [(1, 5, 9), (2, 5, 9)], [(2, 5, 9)], cols=ks, statics={"s0"}, read_again=again) == want
+    assert asked == [["s0"], ["s0"]]
     # toJson() of a null is the text 'null'.
     js = [("k", "int"), ("system.tojson(v0)", "text")]
     assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed
@@ -502,3 +510,77 @@ def test_known_file_parses_and_matches():
     assert known, "generated_known.txt is empty"
     assert runner.match_known(known, "cascade:rows:value:int")[0] == "cascade:.*"
     assert runner.match_known(known, "rows:value:no_such_type") is None
+
+
+def test_a_view_row_5_0_9_hides_under_a_live_base_row_is_named_for_the_expired_liveness_class():
+    from gen.schema import Column, Table
+    base = Table("t", [Column("k", T("int"), "pk"), Column("c", T("int"), "ck"), Column("v0", T("int"), "reg"),
+                       Column("a8", T("int"), "reg")])
+    view = Table("mv", [Column("c", T("int"), "pk"), Column("k", T("int"), "ck"), Column("v0", T("int"), "reg")])
+    view.base = base
+    view.create_text = ("CREATE MATERIALIZED VIEW mv AS SELECT k, c, v0 FROM t WHERE k IS NOT NULL AND c IS NOT NULL "
+                        "AND c > 0 PRIMARY KEY (c, k)")
+
+    class Session:
+        def __init__(self, view_keys, base_keys=()):
+            self.view_keys, self.base_keys, self.probes = view_keys, base_keys, []
+
+        def prepare(self, text):
+            return text
+
+        def execute(self, query, params=None, timeout=None):
+            if params is None:
+                assert query == "SELECT k, c FROM mv", query
+                return self.view_keys
+            self.probes.append(query)
+            return [tuple(params)] if tuple(params) in self.base_keys else []
+
+    cols = [("c", "int"), ("v0", "int")]
+    s = Stmt("SELECT c, v0 FROM mv", feature="view_full_scan")
+    a, b = run.Outcome(columns=cols, rows=[(1, None)]), run.Outcome(columns=cols, rows=[(1, None), (2, None)])
+    named = "rows:view_expired_liveness:row_count:view_full_scan"
+
+    def blame(sa, a=a, b=b, v=view):
+        return generate.blame_view_liveness("rows:row_count:view_full_scan", s, a, b, sa, Session([(0, 1), (0, 2)]), v)
+    sa = Session([(0, 1)], base_keys={(0, 2)})
+    assert blame(sa) == named
+    # The probe reads A's base by the whole key and the view's filter, not its IS NOT NULLs.
+    assert sa.probes == ["SELECT k, c FROM t WHERE k = ? AND c = ? AND c > 0 ALLOW FILTERING"]
+    # A's base has no such row (or A's view holds a row B's lacks): another difference.
+    assert blame(Session([(0, 1)])) == "rows:row_count:view_full_scan"
+    assert blame(Session([(0, 1), (0, 3)], base_keys={(0, 2)})) == "rows:row_count:view_full_scan"
+    # A answers rows B does not: not this class.
+    other = run.Outcome(columns=cols, rows=[(1, 5)])
+    assert blame(Session([(0, 1)], base_keys={(0, 2)}), a=other) == "rows:row_count:view_full_scan"
+    # A view with a regular column in its key, or of every column, is not this class.
+    keyed = Table("mv", view.cols + [Column("a8", T("int"), "ck")])
+    keyed.base, keyed.create_text = base, view.create_text
+    assert blame(Session([(0, 1)], base_keys={(0, 2)}), v=keyed) == "rows:row_count:view_full_scan"
+
+
+def test_rows_read_again_are_rows_of_b_that_a_key_and_static_read_of_b_leaves_out():
+    class Result(list):
+        column_names = ["k", "c", "s0", "v"]
+
+    class Session:
+        def __init__(self, whole, listed):
+            self.whole, self.listed = whole, listed   # SELECT * / SELECT k, c, s0
+
+        def execute(self, query, timeout=None):
+            if query == "SELECT * FROM t":
+                return Result(self.whole)
+            assert query == "SELECT k, c, s0 FROM t", query
+            return self.listed
+
+    def again(a_listed, b_whole, b_listed=((0, 1, 5), (1, None, 6))):
+        a = Session([], list(a_listed))
+        b = Session(list(b_whole), list(b_listed))
+        return generate.rows_read_again(a, b, "t", {"k", "c"}, ["s0"])
+    b_whole = [(0, 1, 5, 7), (0, 2, 5, 3), (1, None, 6, None)]
+    # A reads (0, 2) again; B's whole-row read has it alive, its key and static read does not.
+    assert again([(0, 1, 5), (0, 2, 5), (1, None, 6)], b_whole)
+    # (0, 2) is no row of B's: another difference.
+    assert not again([(0, 1, 5), (0, 2, 5), (1, None, 6)], [b_whole[0], b_whole[2]])
+    # A reads nothing more, or lacks a row of B's.
+    assert not again([(0, 1, 5), (1, None, 6)], b_whole)
+    assert not again([(0, 2, 5), (1, None, 6)], b_whole)

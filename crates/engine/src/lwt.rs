@@ -313,7 +313,13 @@ impl Engine {
             let rk = keys::row_key(&p.prefix, &enc);
             let v = self.storage.get(&rk)?;
             if let Some(v) = &v {
-                let r = Row::decode(v).map_err(EngineError::corrupt)?;
+                let mut r = Row::decode(v).map_err(EngineError::corrupt)?;
+                // The cells of a dropped column (under its old id) keep no row alive: 5.0.9's
+                // read for the condition skips them, as every read does.
+                if !t.dropped.is_empty() {
+                    r.cells
+                        .retain(|c| t.columns.iter().any(|d| d.id == c.column));
+                }
                 if r.is_live(now.secs, outer) {
                     row = Some(r);
                 }
