@@ -216,6 +216,15 @@ impl From<StoredDropped> for DroppedColumn {
 }
 
 impl TableDef {
+    /// Drops the cells of dropped columns (stored under their old ids) from a row's cells:
+    /// they are no part of the row, as Cassandra skips them wherever it reads them, so a row
+    /// they alone kept is gone (for reads and for the row a condition reads alike).
+    pub fn drop_dropped_cells(&self, cells: &mut Vec<crate::row::Cell>) {
+        if !self.dropped.is_empty() {
+            cells.retain(|c| self.columns.iter().any(|d| d.id == c.column));
+        }
+    }
+
     /// Whether a cell of column `c` written at `ts` is one Cassandra never shows: `c` was
     /// dropped at or after `ts` and added again (Cassandra skips such cells wherever it
     /// reads them, `SerializationHelper.isDropped`; Peregrine does not store them). The

@@ -314,12 +314,8 @@ impl Engine {
             let v = self.storage.get(&rk)?;
             if let Some(v) = &v {
                 let mut r = Row::decode(v).map_err(EngineError::corrupt)?;
-                // The cells of a dropped column (under its old id) keep no row alive: 5.0.9's
-                // read for the condition skips them, as every read does.
-                if !t.dropped.is_empty() {
-                    r.cells
-                        .retain(|c| t.columns.iter().any(|d| d.id == c.column));
-                }
+                // 5.0.9's read for the condition skips a dropped column's cells too.
+                t.drop_dropped_cells(&mut r.cells);
                 if r.is_live(now.secs, outer) {
                     row = Some(r);
                 }

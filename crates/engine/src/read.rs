@@ -864,12 +864,7 @@ impl<'a> SelectRun<'a> {
         if let Some(a) = &self.auths {
             row.hide(a);
         }
-        if !t.dropped.is_empty() {
-            // The cells of a dropped column (under its old id) are no part of the row, as
-            // Cassandra skips them wherever it reads them: a row they alone kept is gone.
-            row.cells
-                .retain(|c| t.columns.iter().any(|d| d.id == c.column));
-        }
+        t.drop_dropped_cells(&mut row.cells);
         let queried = self.plan.queried.as_deref();
         let live = row.is_live_for(now.secs, outer, |id| {
             queried.is_none_or(|q| q.contains(&id))
