@@ -201,10 +201,11 @@ pub struct Config {
     pub scan_role_rows_per_second: std::collections::BTreeMap<String, u64>,
     /// Standalone mode: the nice value (0..=19, Linux) of the scan threads, so that while
     /// point operations want the CPU a scan gets less of it, and all of it when they do not.
-    /// `0`: the same priority as the rest. Default 5: at 10 every wake-up of a request thread
-    /// preempted a running scan (2.3 context switches a YCSB E operation against 1.6 at 5),
-    /// and short scans ran 13-26% fewer a CPU second, for no point-read latency measurably
-    /// protected (bench/results/2026-12-01/scan-s37).
+    /// `0`: the same priority as the rest. Default 5: with other work on the server's core,
+    /// at 10 every wake-up of a request thread preempted a running scan (2.3 context switches
+    /// a YCSB E operation against 1.6 at 5) and short scans ran 13-26% fewer a CPU second; on
+    /// a quiet core the two ran alike; no run showed 10 protecting point-read latency
+    /// (bench/results/2026-12-01/scan-s37).
     pub scan_thread_nice: i32,
     /// Standalone mode, once a service level exists (`CREATE SERVICE LEVEL`): executor
     /// threads that run requests, fed by one queue per service level in the order of the
