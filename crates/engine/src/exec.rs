@@ -911,19 +911,18 @@ impl Engine {
                         && blind(&key, &e.delta) =>
                 {
                     let mut row = e.delta;
-                    if deleted.is_empty() {
-                        pending.insert(key, Some(row.encode_partial()));
-                        continue;
-                    }
-                    if let Some(del) = keys::decode_key(&key).and_then(|d| {
-                        deleted
-                            .get(&key[..d.prefix_len])?
-                            .deletion_for(d.clustering)
-                    }) {
-                        row.merge(Row {
-                            deletion: Some(del),
-                            ..Row::default()
-                        });
+                    // Only a batch that deletes decodes the key to look for its deletion.
+                    if !deleted.is_empty() {
+                        if let Some(del) = keys::decode_key(&key).and_then(|d| {
+                            deleted
+                                .get(&key[..d.prefix_len])?
+                                .deletion_for(d.clustering)
+                        }) {
+                            row.merge(Row {
+                                deletion: Some(del),
+                                ..Row::default()
+                            });
+                        }
                     }
                     pending.insert(key, Some(row.encode_partial()));
                     continue;
