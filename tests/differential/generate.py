@@ -199,23 +199,26 @@ def rows_read_again(sa, sb, table, key_columns, statics):
         in_b = [repr(runner._canon(tuple(r)[:len(keys)])) for r in sb.execute(listing, timeout=60)]
     except Exception:  # noqa: BLE001 -- no verdict
         return False
-    extra = list(in_a)
-    for r in in_b:
-        if r not in extra:
-            return False
-        extra.remove(r)
+    extra = _multiset_rest(in_b, in_a)
     return bool(extra) and all(r in alive_b for r in extra)
+
+
+def _multiset_rest(small, big):
+    """What of `big` is left once each of `small` is taken from it (a multiset; items compared
+    as they are), or None when some of `small` is not in `big`."""
+    left = list(big)
+    for r in small:
+        if r not in left:
+            return None
+        left.remove(r)
+    return left
 
 
 def _multiset_within(small, big):
     """Whether the rows `small` are among `big`, counted as a multiset."""
-    left = [repr(runner._canon(r)) for r in big]
-    for r in small:
-        k = repr(runner._canon(r))
-        if k not in left:
-            return False
-        left.remove(k)
-    return True
+    def canon(rows):
+        return [repr(runner._canon(r)) for r in rows]
+    return _multiset_rest(canon(small), canon(big)) is not None
 
 
 def blame_view_liveness(sig, stmt, oa, ob, sa, sb, view):
