@@ -343,6 +343,18 @@ impl Table {
         // self-referencing iterator (an allocation and a clone of the block per read) and no
         // handle materialised (its end key copied or shared) for each block visited.
         if let BlockIndexImpl::Full(index) = &*self.block_index {
+            // The head words decide the block (no head shares the key's word): read its
+            // handle from the index's array, no entry of the index block.
+            if let Some(handle) = index.block_of(key) {
+                let Some(handle) = handle else {
+                    return Ok(None);
+                };
+                let item = self.load_data_block(handle)?.point_read(key, seqno);
+                return Ok(item.map(|mut item| {
+                    item.key.seqno += self.global_seqno();
+                    item
+                }));
+            }
             let block = index.inner();
             let mut entries = block.iter();
             if !entries.seek_within(key, seqno, index.head_words()) {

@@ -285,11 +285,7 @@ impl<'a, Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> Decoder<'a, Item, Pa
         let words: Box<[u64]> = (0..count)
             .map(|i| HeadWords::word(self.get_key_at(binary_index.get(i)).0, shared))
             .collect();
-        HeadWords {
-            prefix: first.get(..shared).unwrap_or_default().into(),
-            top: words.iter().step_by(HeadWords::STRIDE).copied().collect(),
-            words,
-        }
+        HeadWords::new(first.get(..shared).unwrap_or_default().into(), words)
     }
 
     // PATCH (Peregrine, read path; see vendor/README.md)
@@ -590,32 +586,88 @@ impl<Item: Decodable<Parsed>, Parsed: ParsedItem<Item>> DoubleEndedIterator
 /// (not strictly: heads equal in those bytes, or differing only past them or in padding,
 /// share a word), and a key's word places it between the heads of smaller and larger words.
 ///
-/// A search goes through `top`, every `STRIDE`th word (a sixteenth of them, which stays in
-/// the CPU's caches), then through the `STRIDE` words between two of those (two cache lines):
-/// a binary search of `words` itself missed the cache at most of its steps in a large table
-/// (`HeadWords::range` was 3.5% of the server's CPU samples in YCSB C on a quiet machine, 10%
-/// on a loaded one; under 1% after: bench/results/2026-11-30/read-path-s26).
+/// A search first looks the word up in `radix`, a table over the words' range cut into
+/// equal buckets (one to two words a bucket when the words are spread evenly, as Peregrine's
+/// are: after a table's prefix its keys start with a Murmur3 token): two adjacent entries
+/// give the few words the word can fall among, searched then. Two cache misses a search,
+/// where a binary search of a sampled copy of the words (one in sixteen) missed the cache at
+/// most of its ~15 steps in a large table (`HeadWords::range` 6.4% of the server's CPU samples
+/// in YCSB C on a busy machine, session 38). Words spread unevenly only make some buckets
+/// hold more words: the search within a bucket is still a binary search.
 #[derive(Default)]
 pub struct HeadWords {
     prefix: Box<[u8]>,
     words: Box<[u64]>,
-    top: Box<[u64]>,
+    /// `radix[b]`: the first word whose bucket is `b` or later (`buckets + 1` entries, the last
+    /// `words.len()`); empty when the words are few or all equal.
+    radix: Box<[u32]>,
+    /// The first word; a word's bucket is `(word - min) >> shift`.
+    min: u64,
+    shift: u32,
 }
 
 impl HeadWords {
-    const STRIDE: usize = 16;
+    /// Below this many words a binary search of them all is as short as the radix lookup.
+    const RADIX_FROM: usize = 64;
 
-    /// The first index whose word `below` does not hold (`words` is sorted, so `below` holds
-    /// for a prefix of it): `words.partition_point(below)` in two steps (see the type's doc).
-    fn partition_point(&self, below: impl Fn(u64) -> bool) -> usize {
-        let t = self.top.partition_point(|&w| below(w));
-        if t == 0 {
-            return 0;
+    fn new(prefix: Box<[u8]>, words: Box<[u64]>) -> Self {
+        let (Some(&min), Some(&max)) = (words.first(), words.last()) else {
+            return Self::default();
+        };
+        let span = max - min;
+        if words.len() < Self::RADIX_FROM || span == 0 {
+            return Self {
+                prefix,
+                words,
+                radix: Box::default(),
+                min,
+                shift: 0,
+            };
         }
-        // `below` holds for word (t - 1) * STRIDE and not for word t * STRIDE (if any).
-        let start = (t - 1) * Self::STRIDE + 1;
-        let end = (t * Self::STRIDE).min(self.words.len());
-        start + self.words.get(start..end).unwrap_or_default().partition_point(|&w| below(w))
+        // A power of two of buckets between half the words and all of them, never finer
+        // than the span's own bits.
+        let span_bits = u64::BITS - span.leading_zeros();
+        let bucket_bits = words.len().ilog2().min(span_bits);
+        let shift = span_bits - bucket_bits;
+        let buckets = (span >> shift) as usize + 1;
+        let mut radix = Vec::with_capacity(buckets + 1);
+        for (i, &w) in words.iter().enumerate() {
+            let bucket = ((w - min) >> shift) as usize;
+            #[expect(clippy::cast_possible_truncation, reason = "a block has < 2^32 heads")]
+            radix.resize(radix.len().max(bucket + 1), i as u32);
+        }
+        #[expect(clippy::cast_possible_truncation, reason = "a block has < 2^32 heads")]
+        radix.resize(buckets + 1, words.len() as u32);
+        Self {
+            prefix,
+            words,
+            radix: radix.into(),
+            min,
+            shift,
+        }
+    }
+
+    /// How many heads (blocks, in a full index).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// The indexes `start..end` of the words `word` may fall among: every word before `start`
+    /// is below it, every word from `end` on above it.
+    fn window(&self, word: u64) -> (usize, usize) {
+        let count = self.words.len();
+        if self.radix.is_empty() {
+            return (0, count);
+        }
+        if word < self.min {
+            return (0, 0);
+        }
+        let bucket = ((word - self.min) >> self.shift) as usize;
+        match (self.radix.get(bucket), self.radix.get(bucket + 1)) {
+            (Some(&start), Some(&end)) => (start as usize, end as usize),
+            _ => (count, count),
+        }
     }
 
     fn word(key: &[u8], from: usize) -> u64 {
@@ -629,7 +681,9 @@ impl HeadWords {
     /// Bytes held.
     #[must_use]
     pub fn size(&self) -> usize {
-        self.prefix.len() + (self.words.len() + self.top.len()) * std::mem::size_of::<u64>()
+        self.prefix.len()
+            + self.words.len() * std::mem::size_of::<u64>()
+            + self.radix.len() * std::mem::size_of::<u32>()
     }
 
     /// The heads `lo..hi` a binary search for `needle` must still look at: every head before
@@ -647,8 +701,19 @@ impl HeadWords {
             std::cmp::Ordering::Equal => {}
         }
         let word = Self::word(needle, shared);
-        let lo = self.partition_point(|w| w < word);
-        let hi = self.partition_point(|w| w <= word);
+        let (start, end) = self.window(word);
+        let within = self.words.get(start..end).unwrap_or_default();
+        let lo = start + within.partition_point(|&w| w < word);
+        let hi = start + within.partition_point(|&w| w <= word);
         (lo, hi)
+    }
+
+    /// The head a search for `needle` lands on when the words alone decide it (no head's
+    /// word equals the needle's): the first head above `needle`, or `len()` when every head
+    /// is below it. `None` when heads share the needle's word and their keys must be read.
+    #[must_use]
+    pub fn decided(&self, needle: &[u8]) -> Option<usize> {
+        let (lo, hi) = self.range(needle);
+        (lo == hi).then_some(lo)
     }
 }
