@@ -668,8 +668,8 @@ impl LsmStorage {
     }
 }
 
-/// How much of a point read's value [`touch_lines`] reads ahead: a 1 KB row and more.
-const TOUCH_BYTES: usize = 2048;
+/// How much of a point read's value [`touch_lines`] reads ahead: a 4 KB row.
+const TOUCH_BYTES: usize = 4096;
 
 /// Reads one byte of each 64-byte line of the value's first [`TOUCH_BYTES`], so that a value
 /// not in the CPU's caches (a block cached among gigabytes of others) is fetched with its
