@@ -88,9 +88,11 @@ impl<'a> RawRow<'a> {
         Some(Some(u16::try_from(r.len(2).ok()?).ok()?))
     }
 
-    /// The next cell when it is of the usual kind (`next_cell`'s first case: live, with no
-    /// expiry) and its column comes before `before` (any column when `None`): its column and
-    /// value, moved past. `None` otherwise (or damaged), not moved: `next_cell` reads it.
+    /// The next cell when it is of the usual kind (live, with no expiry, a one-byte column
+    /// id; its timestamp delta a varint of any length: a cell an UPDATE wrote after its row's
+    /// INSERT is many microseconds from the row's base) and its column comes before `before`
+    /// (any column when `None`): its column and value, moved past. `None` otherwise (or
+    /// damaged), not moved: `next_cell` reads it (and accepts what this one does).
     #[inline]
     fn next_usual(&mut self, before: Option<u16>) -> Option<(u16, &'a [u8])> {
         if self.count == 0 {
@@ -98,14 +100,18 @@ impl<'a> RawRow<'a> {
         }
         let r = &mut self.cells;
         r.base?;
-        let &[column, z, CELL_LIVE, 0] = r.buf.get(r.pos..r.pos + 4)? else {
-            return None;
-        };
-        if column >= 0x80 || z >= 0x80 || before.is_some_and(|b| u16::from(column) >= b) {
+        let column = *r.buf.get(r.pos)?;
+        if column >= 0x80 || before.is_some_and(|b| u16::from(column) >= b) {
             return None;
         }
+        // The timestamp delta: at most ten bytes, as `Reader::varint` reads it.
+        let z = r.buf.get(r.pos + 1..)?;
+        let z_len = 1 + z.iter().take(10).position(|&b| b < 0x80)?;
         let at = r.pos;
-        r.pos += 4;
+        if r.buf.get(at + 1 + z_len..at + 3 + z_len)? != [CELL_LIVE, 0] {
+            return None;
+        }
+        r.pos = at + 3 + z_len;
         match r.len(4).and_then(|n| r.take(n)) {
             Ok(value) => {
                 self.count -= 1;
