@@ -454,7 +454,12 @@ fn random_row(next: &mut dyn FnMut(u64) -> u64) -> Row {
         if next(2) == 0 {
             continue;
         }
-        let t = ts(next(4));
+        // One cell in four far (seconds) from the row's base: a multi-byte timestamp delta,
+        // as a cell an UPDATE wrote after its row's INSERT.
+        let t = match next(4) {
+            0 => ts(next(4)) + 1_000_000 * (1 + next(3) as i64),
+            _ => ts(next(4)),
+        };
         r.cells.push(match next(4) {
             0 => Cell {
                 column,

@@ -415,6 +415,123 @@ fn memtable_holds_concurrent_inserts_in_key_order() {
     }
 }
 
+/// The vendored memtable's `insert_onto` (a Peregrine patch, `vendor/lsm-tree/src/memtable`,
+/// over `SkipMap::insert_beside` in `vendor/crossbeam-skiplist`) searches the skip list once
+/// to find a user key's newest version and to insert a newer one right before it. Against a
+/// model: each insert is shown exactly the version `get(key, SeqNo::MAX)` answered before it
+/// (tombstones too), and the memtable ends up holding every item, in key order. Sequence
+/// numbers mostly rise, as the store's inserts take them, but a quarter go below versions
+/// already held (the single search's position is then not the new key's: the insert must
+/// search again). Writers at once (distinct sequence numbers) end in the same order too.
+#[test]
+fn memtable_inserts_onto_the_newest_version_match_a_model() {
+    let memtable = lsm_tree::Memtable::new(0);
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let mut model: Vec<(Vec<u8>, u64, lsm_tree::ValueType, Vec<u8>)> = Vec::new();
+    let mut next_seqno = 1_000_000u64;
+    for i in 0..20_000u64 {
+        let key = memtable_test_key(&mut rng);
+        let seqno = if rng.next() % 4 == 0 {
+            rng.next() % next_seqno
+        } else {
+            next_seqno += 1 + rng.next() % 3;
+            next_seqno
+        };
+        if model.iter().any(|m| m.0 == key && m.1 == seqno) {
+            continue;
+        }
+        let kind = if rng.next() % 8 == 0 {
+            lsm_tree::ValueType::Tombstone
+        } else {
+            lsm_tree::ValueType::Value
+        };
+        let value = if kind == lsm_tree::ValueType::Value {
+            format!("v{i}").into_bytes()
+        } else {
+            Vec::new()
+        };
+        let expected = memtable.get(&key, lsm_tree::SeqNo::MAX);
+        let newest = model
+            .iter()
+            .filter(|m| m.0 == key)
+            .max_by_key(|m| m.1)
+            .map(|m| (m.1, m.2, m.3.clone()));
+        assert_eq!(
+            expected
+                .as_ref()
+                .map(|v| (v.key.seqno, v.key.value_type, v.value.to_vec())),
+            newest
+        );
+        let hash = lsm_tree::hash64(&key);
+        let mut shown = None;
+        memtable.insert_onto(
+            lsm_tree::InternalValue::from_components(key.clone(), [], seqno, kind).key,
+            hash,
+            |prev| {
+                shown = Some(prev.map(|v| (v.key.seqno, v.key.value_type, v.value.to_vec())));
+                value.clone().into()
+            },
+        );
+        assert_eq!(shown, Some(newest), "{key:?} at {seqno}");
+        model.push((key, seqno, kind, value));
+    }
+    model.sort_by(|a, b| memtable_order((&a.0, a.1), (&b.0, b.1)));
+    let listed: Vec<_> = memtable
+        .iter()
+        .map(|v| {
+            (
+                v.key.user_key.to_vec(),
+                v.key.seqno,
+                v.key.value_type,
+                v.value.to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, model);
+
+    const WRITERS: u64 = 4;
+    let memtable = lsm_tree::Memtable::new(1);
+    let written: Vec<Vec<(Vec<u8>, u64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let memtable = &memtable;
+                s.spawn(move || {
+                    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 + w);
+                    (0..5_000u64)
+                        .map(|i| {
+                            let key = memtable_test_key(&mut rng);
+                            let seqno = 1 + i * WRITERS + w;
+                            let hash = lsm_tree::hash64(&key);
+                            let k = lsm_tree::InternalValue::from_components(
+                                key.clone(),
+                                [],
+                                seqno,
+                                lsm_tree::ValueType::Value,
+                            )
+                            .key;
+                            memtable.insert_onto(k, hash, |prev| {
+                                if let Some(p) = prev {
+                                    assert_eq!(&*p.key.user_key, key.as_slice());
+                                }
+                                b"x".to_vec().into()
+                            });
+                            (key, seqno)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut model: Vec<(Vec<u8>, u64)> = written.into_iter().flatten().collect();
+    model.sort_by(|a, b| memtable_order((&a.0, a.1), (&b.0, b.1)));
+    let listed: Vec<_> = memtable
+        .iter()
+        .map(|v| (v.key.user_key.to_vec(), v.key.seqno))
+        .collect();
+    assert_eq!(listed, model);
+}
+
 /// A [`Merge`] for tests: a value is its kind (`p` partial, `c` complete) and a payload; a
 /// merge appends the newer payload to the older value, so a read shows every write since the
 /// last complete value (or deletion), in order.

@@ -114,6 +114,9 @@ mod key;
 // PATCH (Peregrine, speed): exported for crates/storage's test of the memtable key order.
 #[doc(hidden)]
 pub use key::compare_user_keys;
+// PATCH (Peregrine, speed): exported for crates/storage's test of `Memtable::insert_onto`.
+#[doc(hidden)]
+pub use hash::hash64;
 mod key_range;
 mod manifest;
 mod memtable;

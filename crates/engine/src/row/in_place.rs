@@ -88,6 +88,54 @@ impl<'a> RawRow<'a> {
         Some(Some(u16::try_from(r.len(2).ok()?).ok()?))
     }
 
+    /// The next cell when it is of the usual kind (live, with no expiry, a one-byte column
+    /// id; its timestamp delta a varint of any length: a cell an UPDATE wrote after its row's
+    /// INSERT is many microseconds from the row's base) and its column comes before `before`
+    /// (any column when `None`): its column and value, moved past. `None` otherwise (or
+    /// damaged), not moved: `next_cell` reads it (and accepts what this one does).
+    #[inline]
+    fn next_usual(&mut self, before: Option<u16>) -> Option<(u16, &'a [u8])> {
+        if self.count == 0 {
+            return None;
+        }
+        let r = &mut self.cells;
+        r.base?;
+        let column = *r.buf.get(r.pos)?;
+        if column >= 0x80 || before.is_some_and(|b| u16::from(column) >= b) {
+            return None;
+        }
+        // The timestamp delta: at most ten bytes, as `Reader::varint` reads it.
+        let z = r.buf.get(r.pos + 1..)?;
+        let z_len = 1 + z.iter().take(10).position(|&b| b < 0x80)?;
+        let at = r.pos;
+        if r.buf.get(at + 1 + z_len..at + 3 + z_len)? != [CELL_LIVE, 0] {
+            return None;
+        }
+        r.pos = at + 3 + z_len;
+        match r.len(4).and_then(|n| r.take(n)) {
+            Ok(value) => {
+                self.count -= 1;
+                Some((u16::from(column), value))
+            }
+            Err(_) => {
+                r.pos = at;
+                None
+            }
+        }
+    }
+
+    /// Moves past the next cells of the usual kind (`next_usual`) whose columns come before
+    /// `before` (all of them when `None`), and answers their bytes as stored and their
+    /// number; stops at a cell of another kind (or damaged), for `next_cell` to read.
+    fn skip_usual(&mut self, before: Option<u16>) -> (&'a [u8], usize) {
+        let start = self.cells.pos;
+        let mut skipped = 0;
+        while self.next_usual(before).is_some() {
+            skipped += 1;
+        }
+        (&self.cells.buf[start..self.cells.pos], skipped)
+    }
+
     /// The next cell (`Some(None)` past the last); `None` when it is not a simple unlabelled
     /// cell, or damaged.
     fn next_cell(&mut self) -> Option<Option<RawCell<'a>>> {
@@ -189,10 +237,25 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
         let at = w.out.len();
         w.out.push(0);
         let mut n = 0;
-        merge_cells(&mut old, &mut new, |c| {
-            n += 1;
-            write_cell(&mut w, m.ts, &c);
-        })?;
+        // The older row's cells of the usual kind that no newer cell meets (those before the
+        // newer row's next column, and all after its last: most of a row an update of one
+        // column merges onto) are its bytes as stored when the bases agree, as `write_cell`
+        // would write them one by one: copied at once.
+        let bulk = old.cells.base == Some(m.ts);
+        loop {
+            if bulk {
+                let (cells, k) = old.skip_usual(new.peek_column()?);
+                w.out.extend_from_slice(cells);
+                n += k;
+            }
+            match merge_step(&mut old, &mut new)? {
+                Some(c) => {
+                    n += 1;
+                    write_cell(&mut w, m.ts, &c);
+                }
+                None => break,
+            }
+        }
         let mut count = Writer {
             out: Vec::new(),
             base: Some(0),
@@ -222,23 +285,28 @@ fn merge_cells<'a>(
     new: &mut RawRow<'a>,
     mut out: impl FnMut(RawCell<'a>),
 ) -> Option<()> {
-    // Each cell is read once it is known to come next (by the column its bytes start with):
-    // none is held across steps.
-    loop {
-        let (x, y) = match (old.peek_column()?, new.peek_column()?) {
-            (None, None) => break,
-            (Some(a), Some(b)) if a == b => (old.next_cell()?, new.next_cell()?),
-            (Some(a), Some(b)) if a < b => (old.next_cell()?, None),
-            (Some(_), None) => (old.next_cell()?, None),
-            _ => (None, new.next_cell()?),
-        };
-        out(match (x, y) {
-            (Some(x), Some(y)) if ranked_wins(y.ts, y.rank, x.ts, x.rank) => y,
-            (Some(c), _) | (None, Some(c)) => c,
-            (None, None) => break,
-        });
+    while let Some(c) = merge_step(old, new)? {
+        out(c);
     }
     Some(())
+}
+
+/// One step of [`merge_cells`]: the next merged cell (`Some(None)` past the last of both).
+fn merge_step<'a>(old: &mut RawRow<'a>, new: &mut RawRow<'a>) -> Option<Option<RawCell<'a>>> {
+    // Each cell is read once it is known to come next (by the column its bytes start with):
+    // none is held across steps.
+    let (x, y) = match (old.peek_column()?, new.peek_column()?) {
+        (None, None) => return Some(None),
+        (Some(a), Some(b)) if a == b => (old.next_cell()?, new.next_cell()?),
+        (Some(a), Some(b)) if a < b => (old.next_cell()?, None),
+        (Some(_), None) => (old.next_cell()?, None),
+        _ => (None, new.next_cell()?),
+    };
+    Some(match (x, y) {
+        (Some(x), Some(y)) if ranked_wins(y.ts, y.rank, x.ts, x.rank) => Some(y),
+        (Some(c), _) | (None, Some(c)) => Some(c),
+        (None, None) => None,
+    })
 }
 
 /// A merged cell written in a row of base timestamp `base`: as it was stored when its row had
@@ -292,7 +360,16 @@ impl<'a> PlainRow<'a> {
             let n = r.len(4).ok()?;
             self.clustering.push(r.take(n).ok()?);
         }
-        while let Some(c) = raw.next_cell()? {
+        loop {
+            // The usual cell (live, no expiry) without the whole `RawCell` read.
+            if let Some((column, value)) = raw.next_usual(None) {
+                self.value_bytes += value.len();
+                self.cells.push((column, value));
+                continue;
+            }
+            let Some(c) = raw.next_cell()? else {
+                break;
+            };
             if c.rank.dead || c.rank.local_del <= now {
                 return None;
             }

@@ -49,6 +49,21 @@ impl MemtableKey {
     }
 }
 
+impl MemtableKey {
+    // PATCH (Peregrine, speed): the key `Memtable::get` looks for to find this user key's
+    // newest version (its head reused, the user key shared).
+    pub(crate) fn newest_version(&self) -> Self {
+        Self {
+            key: InternalKey {
+                user_key: self.key.user_key.clone(),
+                seqno: crate::SeqNo::MAX - 1,
+                value_type: crate::ValueType::Value,
+            },
+            head: self.head,
+        }
+    }
+}
+
 impl PartialEq for MemtableKey {
     fn eq(&self, other: &Self) -> bool {
         self.head == other.head && self.key == other.key

@@ -173,6 +173,14 @@ impl Memtable {
     /// Inserts an item into the memtable
     #[doc(hidden)]
     pub fn insert(&self, item: InternalValue) -> (u64, u64) {
+        let hash = crate::hash::hash64(&item.key.user_key);
+        self.insert_hashed(item, hash)
+    }
+
+    // PATCH (Peregrine, speed): [`Memtable::insert`] of an item whose user key's
+    // `crate::hash::hash64` is `hash` (`Tree::append_entry` hashed it for its lookup).
+    #[doc(hidden)]
+    pub fn insert_hashed(&self, item: InternalValue, hash: u64) -> (u64, u64) {
         #[expect(
             clippy::expect_used,
             reason = "keys are limited to 16-bit length + values are limited to 32-bit length"
@@ -187,13 +195,62 @@ impl Memtable {
             .fetch_add(item_size, std::sync::atomic::Ordering::AcqRel);
 
         // PATCH (Peregrine, speed): the key's bits are set before the skip list holds it.
-        self.filter.insert(crate::hash::hash64(&item.key.user_key));
+        self.filter.insert(hash);
         let key = InternalKey::new(item.key.user_key, item.key.seqno, item.key.value_type);
         self.items.insert(MemtableKey::new(key), item.value);
 
         self.highest_seqno
             .fetch_max(item.key.seqno, std::sync::atomic::Ordering::AcqRel);
 
+        (item_size, size_before + item_size)
+    }
+
+    // PATCH (Peregrine, speed; see vendor/README.md): inserts `key` with the value `value`
+    // makes of the newest version of its user key this memtable holds (`None`: none), what
+    // `get_hashed(user key, SeqNo::MAX, hash)` answers, where `hash` is the user key's
+    // `crate::hash::hash64`. When the key filter does not rule the key out, the skip list
+    // is searched once for both (`SkipMap::insert_beside`): `key` is newer than every
+    // version held (inserts are serialized and take increasing sequence numbers), so it goes
+    // right before the version found.
+    #[doc(hidden)]
+    pub fn insert_onto(
+        &self,
+        key: InternalKey,
+        hash: u64,
+        value: impl FnOnce(Option<InternalValue>) -> UserValue,
+    ) -> (u64, u64) {
+        if !self.filter.may_contain(hash) {
+            let value = value(None);
+            return self.insert_hashed(InternalValue { key, value }, hash);
+        }
+        self.filter.insert(hash);
+        let seqno = key.seqno;
+        let key = MemtableKey::new(key);
+        let lookup = key.newest_version();
+        let entry = self.items.insert_beside(&lookup, key, |next| {
+            value(
+                next.filter(|(k, _)| k.key.user_key == lookup.key.user_key)
+                    .map(|(k, v)| InternalValue {
+                        key: k.key.clone(),
+                        value: v.clone(),
+                    }),
+            )
+        });
+
+        #[expect(
+            clippy::expect_used,
+            reason = "keys are limited to 16-bit length + values are limited to 32-bit length"
+        )]
+        let item_size: u64 = (entry.key().key.user_key.len()
+            + entry.value().len()
+            + std::mem::size_of::<InternalValue>())
+        .try_into()
+        .expect("should fit into u64");
+        let size_before = self
+            .approximate_size
+            .fetch_add(item_size, std::sync::atomic::Ordering::AcqRel);
+        self.highest_seqno
+            .fetch_max(seqno, std::sync::atomic::Ordering::AcqRel);
         (item_size, size_before + item_size)
     }
 

@@ -1034,34 +1034,44 @@ impl Tree {
         // flush so reads as one version, not a chain of 1,000 to fold. Inserts are
         // serialized (fjall inserts under its journal lock), so the version merged onto is
         // the newest; the read, when one is needed, happens under that lock too.
-        let mut value = value;
         if let Some(op) = self.config.merge_operator.as_deref() {
-            let key = &value.key.user_key;
-            if value.key.value_type == ValueType::Value && op.is_partial(key, &value.value) {
-                let below = match active.get(key, SeqNo::MAX) {
-                    Some(prev) if prev.is_tombstone() => None,
-                    // PATCH (Peregrine, write amplification): kept partial, the merge of
-                    // the two holds every cell of the older one (reads of the memtable see
-                    // its newest version only), and a flush writes the cells updated.
-                    Some(prev) if op.is_partial(key, &prev.value) && op.memtable_keeps_partial() => {
-                        value.value = op.merge(key, &value.value, &prev.value);
-                        return active.insert(value);
-                    }
-                    Some(prev) if op.is_partial(key, &prev.value) => {
-                        match Self::get_merged(&version, key, SeqNo::MAX, Some(op), true) {
-                            Ok(full) => full.map(|v| v.value),
-                            // The read failed: inserted as it came, reads fold it (and
-                            // report the failure).
-                            Err(_) => return active.insert(value),
+            if value.key.value_type == ValueType::Value
+                && op.is_partial(&value.key.user_key, &value.value)
+            {
+                // PATCH (Peregrine, speed): the key hashed once, for the memtable's filter in
+                // the lookup and in the insert, and the skip list searched once for both
+                // (`Memtable::insert_onto`).
+                let hash = crate::hash::hash64(&value.key.user_key);
+                let InternalValue { key, value: newer } = value;
+                let user_key = key.user_key.clone();
+                return active.insert_onto(key, hash, |prev| {
+                    let key = &user_key;
+                    let below = match prev {
+                        Some(prev) if prev.is_tombstone() => None,
+                        // PATCH (Peregrine, write amplification): kept partial, the merge of
+                        // the two holds every cell of the older one (reads of the memtable see
+                        // its newest version only), and a flush writes the cells updated.
+                        Some(prev)
+                            if op.is_partial(key, &prev.value) && op.memtable_keeps_partial() =>
+                        {
+                            return op.merge(key, &newer, &prev.value);
                         }
+                        Some(prev) if op.is_partial(key, &prev.value) => {
+                            match Self::get_merged(&version, key, SeqNo::MAX, Some(op), true) {
+                                Ok(full) => full.map(|v| v.value),
+                                // The read failed: inserted as it came, reads fold it (and
+                                // report the failure).
+                                Err(_) => return newer,
+                            }
+                        }
+                        Some(prev) => Some(prev.value),
+                        None => return newer,
+                    };
+                    match below {
+                        Some(older) => op.merge(key, &newer, &older),
+                        None => op.complete(key, &newer),
                     }
-                    Some(prev) => Some(prev.value),
-                    None => return active.insert(value),
-                };
-                value.value = match below {
-                    Some(older) => op.merge(key, &value.value, &older),
-                    None => op.complete(key, &value.value),
-                };
+                });
             }
         }
 
