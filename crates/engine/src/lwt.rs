@@ -298,10 +298,11 @@ impl Engine {
         } else {
             None
         };
-        let header = match &h {
+        let mut header = match &h {
             Some(h) => PartitionHeader::decode(h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
+        t.drop_dropped_cells(&mut header.statics);
         stored.push((hk, h));
         let pk = (p.pk.clone(), t.pk_count());
         let (clustering, static_row) = conditioned_row(plan, vals)?;
