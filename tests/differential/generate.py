@@ -272,6 +272,8 @@ _TOKEN_COLUMN = re.compile(r"(?:system\.)?token\(", re.I)
 _KEY_AGGREGATE = re.compile(r"system\.(?:min|max|avg|sum|count)\((\w+)\)$", re.I)
 _COUNT_OF_COLUMN = re.compile(r"system\.count\((\w+)\)$", re.I)
 _FUNCTION_OF_COLUMN = re.compile(r"(?:system\.)?\w+\((\w+)\)$", re.I)
+# A CAST of a column, as the result names it: `cast(s0 as text)`.
+_CAST_OF_COLUMN = re.compile(r"cast\((\w+) as \w+\)$", re.I)
 
 
 def _null(column, value, key_columns=()):
@@ -389,13 +391,14 @@ class FlushBoundaries:
         # and keeps its class (--views seed 230: `SELECT ck1, s0, maxwritetime(s0) AS
         # maxwritetime_s0 FROM t5`, A's extra row (ck1, the partition's s0, its write time)),
         # unless `read_again(statics)` finds the rows A reads again in the table's data (see
-        # `rows_read_again`).
+        # `rows_read_again`). A CAST of a static column is the partition's too (--views seed
+        # 254: `SELECT ck1, CAST(s0 AS text) FROM t2 WHERE pk0 = ?`, A's extra row (ck1, s0)).
         counted = set(re.findall(r"count\((?:\*|1)\)\s+AS\s+(\w+)", stmt.text, re.I))
         aliased = {alias: arg for arg, alias in
                    re.findall(r"\b\w+\((\w+)\)\s+AS\s+(\w+)", stmt.text, re.I)}
 
         def static_of(name):
-            f = _FUNCTION_OF_COLUMN.match(name)
+            f = _FUNCTION_OF_COLUMN.match(name) or _CAST_OF_COLUMN.match(name)
             for c in (name, aliased.get(name), f and f.group(1)):
                 if c in static_columns:
                     return c

@@ -424,6 +424,11 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
         again = None if found is None else (lambda statics, found=found: asked.append(statics) or found)
         assert _flush_read(f, [(1, 5, 9), (2, 5, 9)], [(2, 5, 9)], cols=ks, statics={"s0"}, read_again=again) == want
     assert asked == [["s0"], ["s0"]]
+    # A CAST of a static column is the partition's as well (--views seed 254).
+    kc = [("k", "int"), ("cast(s0 as text)", "text")]
+    yes = lambda statics: statics == ["s0"]  # noqa: E731
+    assert _flush_read(f, [(1, "5"), (2, "5")], [(2, "5")], cols=kc, statics={"s0"}, read_again=yes) == flushed
+    assert _flush_read(f, [(1, "5"), (2, "5")], [(2, "5")], cols=kc, read_again=yes) == "rows:row_count:select"
     # toJson() of a null is the text 'null'.
     js = [("k", "int"), ("system.tojson(v0)", "text")]
     assert _flush_read(f, [(1, "null"), (2, "3")], [(2, "3")], cols=js) == flushed

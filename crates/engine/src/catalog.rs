@@ -216,9 +216,10 @@ impl From<StoredDropped> for DroppedColumn {
 }
 
 impl TableDef {
-    /// Drops the cells of dropped columns (stored under their old ids) from a row's cells:
-    /// they are no part of the row, as Cassandra skips them wherever it reads them, so a row
-    /// they alone kept is gone (for reads and for the row a condition reads alike).
+    /// Drops the cells of dropped columns (stored under their old ids) from a row's cells
+    /// or a partition's static cells: they are no part of the row, as Cassandra skips them
+    /// wherever it reads them, so a row (or static row) they alone kept is gone (for reads
+    /// and for the row a condition reads alike).
     pub fn drop_dropped_cells(&self, cells: &mut Vec<crate::row::Cell>) {
         if !self.dropped.is_empty() {
             cells.retain(|c| self.columns.iter().any(|d| d.id == c.column));

@@ -982,10 +982,11 @@ pub fn alter_table(
                         "Cannot rename non PRIMARY KEY column {from}"
                     )));
                 }
-                crate::index::ddl::check_rename_column(&t, from)?;
+                // 5.0.9's order: a name taken before an index depending on the column.
                 if t.column(to).is_some() {
                     return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{ks}.{}'; another column with that name already exists", t.name)));
                 }
+                crate::index::ddl::check_rename_column(&t, from)?;
                 t.columns[i].name = to.clone();
             }
         }

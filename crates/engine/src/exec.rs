@@ -1421,10 +1421,11 @@ fn unreachable_header() -> &'static mut HeaderEntry {
 /// The partition's clustering rows in order, each decoded, cut to `auths`, with the deletion
 /// covering it and whether it is live: by its marker alone with `by_marker`, and only with a
 /// live marker in a view with strict liveness. What `Engine::first_live_row` and a `SELECT
-/// DISTINCT` (which also counts tombstones) read up to the first live row.
+/// DISTINCT` (which also counts tombstones) read up to the first live row. A dropped
+/// column's cells are no part of a row (5.0.9 skips them as it reads them).
 pub(crate) fn judged_rows<'a>(
     store: &'a dyn storage::Storage,
-    t: &TableDef,
+    t: &'a TableDef,
     prefix: &[u8],
     header: &'a PartitionHeader,
     now: Now,
@@ -1444,6 +1445,7 @@ pub(crate) fn judged_rows<'a>(
         .map(move |item| {
             let (key, value) = item?;
             let mut row = Row::decode_shared(&value).map_err(EngineError::corrupt)?;
+            t.drop_dropped_cells(&mut row.cells);
             if let Some(a) = auths {
                 row.hide(a);
             }

@@ -298,10 +298,11 @@ impl Engine {
         } else {
             None
         };
-        let header = match &h {
+        let mut header = match &h {
             Some(h) => PartitionHeader::decode(h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
+        t.drop_dropped_cells(&mut header.statics);
         stored.push((hk, h));
         let pk = (p.pk.clone(), t.pk_count());
         let (clustering, static_row) = conditioned_row(plan, vals)?;
@@ -387,16 +388,16 @@ impl Engine {
         } else {
             shown_columns(t, plan, cond, &current, now)
         };
-        // Cassandra reads the static columns only for a write that touches them: otherwise
-        // they show as null in the row IF NOT EXISTS found.
-        let row_only = matches!(cond, Condition::IfNotExists) && !touches_statics(plan);
+        // Cassandra reads the static columns the write touches or the condition names: the
+        // others show as null (in the row IF NOT EXISTS found).
+        let statics = statics_read(t, touches_statics(plan), [cond]);
         Ok(result(
             t,
             applied,
             &[Shown {
                 columns: shown,
                 current: &current,
-                row_only,
+                statics,
                 row: RowShown::Named,
             }],
             now,
@@ -427,23 +428,18 @@ impl Engine {
 /// The answer to a conditional BATCH that was not applied: one row per conditional statement
 /// with the primary key and every column the batch's conditions name, as Cassandra shows it;
 /// with an IF EXISTS or IF NOT EXISTS among them, every column (Cassandra then reads whole
-/// rows), the static ones null unless a conditional statement of the batch writes one
-/// (`writes_statics`) or a condition names one.
+/// rows), the static ones null unless Cassandra's read fetched them ([`statics_read`]: a
+/// conditional statement of the batch writes one, `writes_statics`, or a condition names it).
 pub(crate) fn batch_not_applied(
     t: &TableDef,
     checked: &[(&Condition, Current)],
     writes_statics: bool,
     now: Now,
 ) -> Outcome {
-    let statics_named = checked.iter().any(|(cond, _)| {
-        condition_columns(cond)
-            .iter()
-            .any(|i| t.columns[*i].kind == ColumnKind::Static)
-    });
     let whole_rows = checked
         .iter()
         .any(|(cond, _)| matches!(cond, Condition::IfExists | Condition::IfNotExists));
-    let row_only = whole_rows && !writes_statics && !statics_named;
+    let statics = statics_read(t, writes_statics, checked.iter().map(|(cond, _)| *cond));
     let mut columns: Vec<usize> = t
         .columns
         .iter()
@@ -477,7 +473,7 @@ pub(crate) fn batch_not_applied(
             rows.push(Shown {
                 columns: columns.clone(),
                 current,
-                row_only,
+                statics: statics.clone(),
                 row: RowShown::Named,
             });
         }
@@ -496,8 +492,8 @@ pub(crate) fn batch_not_applied(
         std::cmp::Ordering::Equal
     });
     if rows.is_empty() {
-        // The static row, when the read takes it (a condition names a static column or a
-        // conditional statement writes one), or else the partition's first row, read when
+        // The static row, when one of the static columns the read takes is live, or else
+        // the partition's first row, read when
         // every condition of the batch is on static columns alone (one row condition makes
         // Cassandra read the named rows instead).
         let first_row_read = checked
@@ -505,7 +501,7 @@ pub(crate) fn batch_not_applied(
             .all(|(cond, c)| reads_first_row(t, Some(cond), c.static_row));
         if let Some((_, current)) = checked
             .iter()
-            .find(|(_, c)| (statics_named || writes_statics) && c.header.has_live_statics(now.secs))
+            .find(|(_, c)| live_statics(t, c, &statics, now))
             .or_else(|| {
                 checked
                     .iter()
@@ -515,7 +511,7 @@ pub(crate) fn batch_not_applied(
             rows.push(Shown {
                 columns,
                 current,
-                row_only: false,
+                statics,
                 row: if first_row_read {
                     RowShown::First
                 } else {
@@ -525,6 +521,40 @@ pub(crate) fn batch_not_applied(
         }
     }
     result(t, false, &rows, now)
+}
+
+/// The static columns Cassandra's read for conditional writes fetches
+/// (`CQL3CasRequest.columnsToRead`): every one when a conditional statement writes one
+/// (`writes_statics`), else those the conditions name. A static row with none of them live
+/// reads as absent (generated `--views` seed 252).
+fn statics_read<'c>(
+    t: &TableDef,
+    writes_statics: bool,
+    conds: impl IntoIterator<Item = &'c Condition>,
+) -> Vec<usize> {
+    let is_static = |i: &usize| t.columns[*i].kind == ColumnKind::Static;
+    if writes_statics {
+        return (0..t.columns.len()).filter(is_static).collect();
+    }
+    let mut out = Vec::new();
+    for cond in conds {
+        for i in condition_columns(cond).into_iter().filter(is_static) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+/// Whether one of the static columns `statics` is live in the partition.
+fn live_statics(t: &TableDef, current: &Current, statics: &[usize], now: Now) -> bool {
+    statics.iter().any(|i| {
+        current
+            .header
+            .static_cell(t.columns[*i].id, now.secs)
+            .is_some()
+    })
 }
 
 /// Whether the write sets or deletes a regular column (or deletes whole rows).
@@ -597,10 +627,10 @@ fn shown_columns(
     now: Now,
 ) -> Vec<usize> {
     let is_static = |i: &usize| t.columns[*i].kind == ColumnKind::Static;
-    let statics_read = touches_statics(plan) || condition_columns(cond).iter().any(is_static);
+    let statics = statics_read(t, touches_statics(plan), [cond]);
     let found = current.row.is_some()
         || current.first_row.is_some()
-        || (statics_read && current.header.has_live_statics(now.secs));
+        || live_statics(t, current, &statics, now);
     match cond {
         Condition::IfNotExists
             if current.static_row && !current.header.has_live_statics(now.secs) =>
@@ -624,8 +654,9 @@ fn shown_columns(
 struct Shown<'a> {
     columns: Vec<usize>,
     current: &'a Current,
-    /// Static columns show as null (IF NOT EXISTS reads the row alone).
-    row_only: bool,
+    /// The static columns Cassandra's read fetched (see [`statics_read`]): the others show
+    /// as null.
+    statics: Vec<usize>,
     /// Which row of the partition Cassandra's read gave.
     row: RowShown,
 }
@@ -671,7 +702,7 @@ fn result(t: &TableDef, applied: bool, rows: &[Shown], now: Now) -> Outcome {
                     .and_then(|r| r.clustering.get(c.position as usize).cloned())
             };
             let v = match (c.kind, shown.row) {
-                (ColumnKind::Static, _) if shown.row_only => None,
+                (ColumnKind::Static, _) if !shown.statics.contains(i) => None,
                 (ColumnKind::Clustering, RowShown::Named) if current.row.is_none() => {
                     first_row_key()
                 }

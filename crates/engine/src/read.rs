@@ -632,6 +632,7 @@ impl<'a> SelectRun<'a> {
             Some(h) => PartitionHeader::decode(&h).map_err(EngineError::corrupt)?,
             None => PartitionHeader::default(),
         };
+        t.drop_dropped_cells(&mut header.statics);
         if let Some(a) = &self.auths {
             header.hide(a);
         }
