@@ -118,8 +118,8 @@ impl Memtable {
     pub fn get_hashed(&self, key: &[u8], seqno: SeqNo, hash: u64) -> Option<InternalValue> {
         // PATCH (Peregrine, speed): an empty memtable (every read-only phase after a flush)
         // answers before its filter, a random line of a 1 MiB array (a cache miss a read).
-        // A reader's snapshot seqno was published after the inserts it may see, and each of
-        // them grew the size before it set its filter bits.
+        // A reader's snapshot seqno was published after every insert it may see had returned
+        // (`insert` and `insert_onto` both grow the size before they return).
         if seqno == 0 || self.size() == 0 || !self.filter.may_contain(hash) {
             return None;
         }
