@@ -170,6 +170,17 @@ impl Memtable {
         self.items.is_empty()
     }
 
+    /// What an item of this user key and value counts toward the memtable's size.
+    fn item_size(user_key: &[u8], value: &[u8]) -> u64 {
+        #[expect(
+            clippy::expect_used,
+            reason = "keys are limited to 16-bit length + values are limited to 32-bit length"
+        )]
+        (user_key.len() + value.len() + std::mem::size_of::<InternalValue>())
+            .try_into()
+            .expect("should fit into u64")
+    }
+
     /// Inserts an item into the memtable
     #[doc(hidden)]
     pub fn insert(&self, item: InternalValue) -> (u64, u64) {
@@ -181,14 +192,7 @@ impl Memtable {
     // `crate::hash::hash64` is `hash` (`Tree::append_entry` hashed it for its lookup).
     #[doc(hidden)]
     pub fn insert_hashed(&self, item: InternalValue, hash: u64) -> (u64, u64) {
-        #[expect(
-            clippy::expect_used,
-            reason = "keys are limited to 16-bit length + values are limited to 32-bit length"
-        )]
-        let item_size =
-            (item.key.user_key.len() + item.value.len() + std::mem::size_of::<InternalValue>())
-                .try_into()
-                .expect("should fit into u64");
+        let item_size = Self::item_size(&item.key.user_key, &item.value);
 
         let size_before = self
             .approximate_size
@@ -237,15 +241,7 @@ impl Memtable {
             )
         });
 
-        #[expect(
-            clippy::expect_used,
-            reason = "keys are limited to 16-bit length + values are limited to 32-bit length"
-        )]
-        let item_size: u64 = (entry.key().key.user_key.len()
-            + entry.value().len()
-            + std::mem::size_of::<InternalValue>())
-        .try_into()
-        .expect("should fit into u64");
+        let item_size = Self::item_size(&entry.key().key.user_key, entry.value());
         let size_before = self
             .approximate_size
             .fetch_add(item_size, std::sync::atomic::Ordering::AcqRel);
