@@ -124,6 +124,10 @@ mod tests {
             filter.insert(hash64(&i.to_be_bytes()));
         }
         assert!((0u32..50_000).all(|i| filter.may_contain(hash64(&i.to_be_bytes()))));
-        assert!(filter.summary.0.iter().all(|w| w.load(std::sync::atomic::Ordering::Relaxed) == u64::MAX));
+        assert!(filter
+            .summary
+            .0
+            .iter()
+            .all(|w| w.load(std::sync::atomic::Ordering::Relaxed) == u64::MAX));
     }
 }
