@@ -40,7 +40,7 @@ use crate::{
     },
     Checksum, CompressionType, InternalValue, SeqNo, TreeId, UserKey,
 };
-use block_index::BlockIndexImpl;
+use block_index::{BlockIndexImpl, BlockOf};
 use inner::Inner;
 use iter::Iter;
 use std::{
@@ -343,17 +343,30 @@ impl Table {
         // self-referencing iterator (an allocation and a clone of the block per read) and no
         // handle materialised (its end key copied or shared) for each block visited.
         if let BlockIndexImpl::Full(index) = &*self.block_index {
-            // The head words decide the block (no head shares the key's word): read its
-            // handle from the index's array, no entry of the index block.
-            if let Some(handle) = index.block_of(key) {
-                let Some(handle) = handle else {
-                    return Ok(None);
-                };
-                let item = self.load_data_block(handle)?.point_read(key, seqno);
-                return Ok(item.map(|mut item| {
-                    item.key.seqno += self.global_seqno();
-                    item
-                }));
+            // The head words place the key (at most one head shares its word): read the
+            // block's handle from the index's array, no entry of the index block. When the
+            // one head sharing the word is the block's last key (every key, in blocks of one
+            // row), the key is found there, or it may be in the next block: a key after that
+            // last key, or an older version of it that a block boundary split from the newer
+            // ones; the index's entries then decide as below.
+            let global = |mut item: InternalValue| {
+                item.key.seqno += self.global_seqno();
+                item
+            };
+            match index.block_of(key) {
+                Some(BlockOf::Past) => return Ok(None),
+                Some(BlockOf::Only(handle)) => {
+                    return Ok(self
+                        .load_data_block(handle)?
+                        .point_read(key, seqno)
+                        .map(global));
+                }
+                Some(BlockOf::Unless(handle)) => {
+                    if let Some(item) = self.load_data_block(handle)?.point_read(key, seqno) {
+                        return Ok(Some(global(item)));
+                    }
+                }
+                None => {}
             }
             let block = index.inner();
             let mut entries = block.iter();
@@ -362,9 +375,8 @@ impl Table {
             }
             for entry in entries {
                 let handle = BlockHandle::new(entry.offset, entry.size);
-                if let Some(mut item) = self.load_data_block(&handle)?.point_read(key, seqno) {
-                    item.key.seqno += self.global_seqno();
-                    return Ok(Some(item));
+                if let Some(item) = self.load_data_block(&handle)?.point_read(key, seqno) {
+                    return Ok(Some(global(item)));
                 }
                 // The block's last key is past ours: the next block cannot hold it.
                 if entry.compare_key(key, &block.inner.data) == std::cmp::Ordering::Greater {

@@ -716,4 +716,19 @@ impl HeadWords {
         let (lo, hi) = self.range(needle);
         (lo == hi).then_some(lo)
     }
+
+    /// The head a search for `needle` lands on when at most one head shares the needle's
+    /// word: `(head, true)` as [`HeadWords::decided`], or `(head, false)` for the one head
+    /// whose word equals the needle's, which lands there unless `needle` sorts after that
+    /// head's key (then on the next head). A key that ends its block (every key, when a
+    /// block holds one row) shares its head's word. `None` when several heads share it.
+    #[must_use]
+    pub fn candidate(&self, needle: &[u8]) -> Option<(usize, bool)> {
+        let (lo, hi) = self.range(needle);
+        match hi - lo {
+            0 => Some((lo, true)),
+            1 => Some((lo, false)),
+            _ => None,
+        }
+    }
 }

@@ -7,7 +7,7 @@ pub mod iter;
 mod two_level;
 mod volatile;
 
-pub use full::FullBlockIndex;
+pub use full::{BlockOf, FullBlockIndex};
 pub use two_level::TwoLevelBlockIndex;
 pub use volatile::VolatileBlockIndex;
 
