@@ -761,13 +761,25 @@ impl Tree {
                     acc = Some(item);
                     None
                 }
-                Some(partial) => crate::merge_operator::merge_onto(op, key, &mut partial.value, &item)
-                    .then(|| acc.take()),
+                Some(partial) => {
+                    crate::merge_operator::merge_onto(op, key, &mut partial.value, &item)
+                        .then(|| acc.take())
+                }
             }
         };
         // PATCH (Peregrine, speed): one hash of the key for the memtables' key filters and
         // the tables' Bloom filters.
         let hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
+        // PATCH (Peregrine, speed): every table's filter line fetched at once, while the
+        // memtables are searched (`Table::touch_filter`).
+        let tables = || {
+            super_version
+                .version
+                .iter_levels()
+                .flat_map(|lvl| lvl.iter())
+                .filter_map(|run| run.get_for_key(key))
+        };
+        tables().for_each(|table| table.touch_filter(hash));
         if let Some(item) = super_version.active_memtable.get_hashed(key, seqno, hash) {
             if let Some(answer) = visit(item) {
                 return Ok(answer);
@@ -780,12 +792,7 @@ impl Tree {
                 }
             }
         }
-        for table in super_version
-            .version
-            .iter_levels()
-            .flat_map(|lvl| lvl.iter())
-            .filter_map(|run| run.get_for_key(key))
-        {
+        for table in tables() {
             if let Some(item) = table.get(key, seqno, hash)? {
                 if let Some(answer) = visit(item) {
                     return Ok(answer);
@@ -810,7 +817,10 @@ impl Tree {
         // PATCH (Peregrine, speed): hashed here, once, for the memtables' key filters too.
         let key_hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
 
-        if let Some(entry) = super_version.active_memtable.get_hashed(key, seqno, key_hash) {
+        if let Some(entry) = super_version
+            .active_memtable
+            .get_hashed(key, seqno, key_hash)
+        {
             return Ok(ignore_tombstone_value(entry));
         }
 
@@ -989,12 +999,12 @@ impl Tree {
             .get_version_for_snapshot(seqno);
 
         let merge = self.config.merge_operator.clone();
-        Self::create_internal_range(super_version, range, seqno, ephemeral, merge).map(
-            |item| match item {
+        Self::create_internal_range(super_version, range, seqno, ephemeral, merge).map(|item| {
+            match item {
                 Ok(kv) => Ok((kv.key.user_key, kv.value)),
                 Err(e) => Err(e),
-            },
-        )
+            }
+        })
     }
 
     #[doc(hidden)]
