@@ -93,7 +93,10 @@ impl<'a> RawRow<'a> {
     /// INSERT is many microseconds from the row's base) and its column comes before `before`
     /// (any column when `None`): its column and value, moved past. `None` otherwise (or
     /// damaged), not moved: `next_cell` reads it (and accepts what this one does).
-    #[inline]
+    // Always inlined: called per cell by plain reads and the merge's bulk copy, where a call
+    // cost more than the cell's reading (Callgrind, session 39); a length of two bytes or
+    // more is read out of line (`next_usual_long`).
+    #[inline(always)]
     fn next_usual(&mut self, before: Option<u16>) -> Option<(u16, &'a [u8])> {
         if self.count == 0 {
             return None;
@@ -120,11 +123,18 @@ impl<'a> RawRow<'a> {
                 let value = r.buf.get(start..end)?;
                 r.pos = end;
                 self.count -= 1;
-                return Some((u16::from(column), value));
+                Some((u16::from(column), value))
             }
-            [CELL_LIVE, 0, _] => {}
-            _ => return None,
+            [CELL_LIVE, 0, _] => self.next_usual_long(at, column, z_len),
+            _ => None,
         }
+    }
+
+    /// [`RawRow::next_usual`] of the cell at `at` whose value's length takes more than a
+    /// byte, its column and the length of its timestamp delta read.
+    #[inline(never)]
+    fn next_usual_long(&mut self, at: usize, column: u8, z_len: usize) -> Option<(u16, &'a [u8])> {
+        let r = &mut self.cells;
         r.pos = at + 3 + z_len;
         match r.len(4).and_then(|n| r.take(n)) {
             Ok(value) => {
