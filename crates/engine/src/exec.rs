@@ -1176,13 +1176,30 @@ impl Engine {
     }
 
     /// The stripe of the partition with storage prefix `prefix` (that of its every key).
+    /// Hashed eight bytes at a time (each word mixed in by a multiply whose high half is
+    /// folded back into the low one; the last word zero-padded, the length mixed in first):
+    /// a byte at a time (FNV), the ~40 bytes of a partition prefix took ~185 instructions on
+    /// every write. Any function of the prefix alone serves: the stripe only has to be the
+    /// same for every key of a partition within this process.
     pub(crate) fn stripe_of_prefix(&self, prefix: &[u8]) -> usize {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in prefix {
-            h ^= *b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let step = |h: u64, w: u64| {
+            let x = (h ^ w).wrapping_mul(K);
+            x ^ (x >> 32)
+        };
+        let mut words = prefix.chunks_exact(8);
+        let mut h = (prefix.len() as u64).wrapping_mul(K);
+        for w in &mut words {
+            h = step(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
         }
-        (h as usize) % self.stripes.len()
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            h = step(h, u64::from_le_bytes(last));
+        }
+        // A product's high bits are its best mixed.
+        ((h.wrapping_mul(K) >> 32) as usize) % self.stripes.len()
     }
 }
 

@@ -472,7 +472,15 @@ fn random_row(next: &mut dyn FnMut(u64) -> u64) -> Row {
                 column,
                 ts: t,
                 value: CellValue::Live {
-                    value: bytes::Bytes::from(vec![b'a' + next(2) as u8; next(3) as usize]),
+                    // One value in eight 120-159 bytes long: its length a varint of one byte
+                    // or of two (the in-place reads take a one-byte length at once).
+                    value: bytes::Bytes::from(vec![
+                        b'a' + next(2) as u8;
+                        match next(8) {
+                            0 => 120 + next(40) as usize,
+                            _ => next(3) as usize,
+                        }
+                    ]),
                     expiry: expiry(next),
                     label: None,
                 },

@@ -633,6 +633,32 @@ fn a_partitions_keys_share_the_stripe_of_its_prefix() {
     }
 }
 
+/// Partitions spread over the write path's lock stripes (a word-at-a-time hash of the
+/// partition prefix): 4,096 keys of one table, named as YCSB names them, fill nearly every
+/// one of the 1,024 stripes (~1,005 expected of a random function), and so do 4,096 prefixes
+/// that differ only in their last four bytes (across a whole word and the zero-padded rest).
+#[test]
+fn partitions_spread_over_the_lock_stripes() {
+    let e = engine();
+    let spread = |keys: Vec<Vec<u8>>| {
+        let mut used: Vec<usize> = keys
+            .iter()
+            .map(|pk| e.stripe_of_prefix(&keys::partition_prefix(3, crate::token::token(pk), pk)))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        used.len()
+    };
+    let ycsb = (0..4096u64).map(|i| format!("user{}", i * 7919).into_bytes());
+    assert!(spread(ycsb.collect()) > 950);
+    let mut same_token = std::collections::HashSet::new();
+    for i in 0..4096u32 {
+        let prefix = [&b"\x01\x00\x00\x00\x03tokentok"[..], &i.to_be_bytes()].concat();
+        same_token.insert(e.stripe_of_prefix(&prefix));
+    }
+    assert!(same_token.len() > 950, "{}", same_token.len());
+}
+
 /// Storage that counts what reads touch: point reads plus items a scan yields.
 pub(crate) struct CountingStore {
     pub inner: storage::MemStorage,

@@ -454,6 +454,27 @@ where
         })
     }
 
+    // PATCH (Peregrine, speed; see vendor/README.md)
+    /// Returns an `Entry` pointing to the first element whose key `reached` answers `true`
+    /// for, where `reached` is monotone over the list's order (false, then true): a lower
+    /// bound given by a test instead of a key (no key of type `K` to build).
+    pub fn lower_bound_by<'a: 'g, 'g, F>(
+        &'a self,
+        reached: F,
+        guard: &'g Guard,
+    ) -> Option<Entry<'a, 'g, K, V>>
+    where
+        F: Fn(&K) -> bool,
+    {
+        self.check_guard(guard);
+        let n = self.search_by(false, reached, guard)?;
+        Some(Entry {
+            parent: self,
+            node: n,
+            guard,
+        })
+    }
+
     /// Returns an `Entry` pointing to the highest element whose key is below
     /// the given bound. If no such element is found then `None` is
     /// returned.
@@ -688,6 +709,28 @@ where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
+        // PATCH (Peregrine, speed; see vendor/README.md): the walk is `search_by`'s, with the
+        // bound's test as its stop.
+        if upper_bound {
+            self.search_by(true, |k| !below_upper_bound(&bound, k.borrow()), guard)
+        } else {
+            self.search_by(false, |k| above_lower_bound(&bound, k.borrow()), guard)
+        }
+    }
+
+    // PATCH (Peregrine, speed; see vendor/README.md)
+    /// `search_bound` with the bound given as `past`, which answers whether a key lies past
+    /// it (lower bound: at or above it; upper bound: above it); `past` must be monotone over
+    /// the list's order (false, then true).
+    fn search_by<'a, F>(
+        &'a self,
+        upper_bound: bool,
+        past: F,
+        guard: &'a Guard,
+    ) -> Option<&'a Node<K, V>>
+    where
+        F: Fn(&K) -> bool,
+    {
         unsafe {
             'search: loop {
                 // The current level we're at.
@@ -744,11 +787,11 @@ where
                         // bound, we return the last node before the condition became true. For the
                         // lower bound, we return the first node after the condition became true.
                         if upper_bound {
-                            if !below_upper_bound(&bound, c.key.borrow()) {
+                            if past(&c.key) {
                                 break;
                             }
                             result = Some(c);
-                        } else if above_lower_bound(&bound, c.key.borrow()) {
+                        } else if past(&c.key) {
                             result = Some(c);
                             break;
                         }

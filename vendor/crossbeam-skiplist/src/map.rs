@@ -375,6 +375,20 @@ where
     }
 
     // PATCH (Peregrine, speed; see vendor/README.md)
+    /// Calls `with` with the first entry whose key `reached` answers `true` for (`None`: no
+    /// such entry), where `reached` is monotone over the map's order (false, then true): a
+    /// lower bound given by a test instead of a key, and the entry borrowed while the epoch
+    /// is pinned instead of a counted reference to it.
+    pub fn lower_bound_by<F, R>(&self, reached: F, with: impl FnOnce(Option<(&K, &V)>) -> R) -> R
+    where
+        F: Fn(&K) -> bool,
+    {
+        let guard = &epoch::pin();
+        let entry = self.inner.lower_bound_by(reached, guard);
+        with(entry.as_ref().map(|e| (e.key(), e.value())))
+    }
+
+    // PATCH (Peregrine, speed; see vendor/README.md)
     /// Inserts `key` with the value `value` makes of the first entry whose key is at least
     /// `lookup`, searching the list once when it can (`base::SkipList::insert_beside`).
     pub fn insert_beside<Q, F>(&self, lookup: &Q, key: K, value: F) -> Entry<'_, K, V>

@@ -307,6 +307,18 @@ pub trait AbstractTree {
     /// Can be used to determine whether to write stall.
     fn l0_run_count(&self) -> usize;
 
+    // PATCH (Peregrine, speed; see vendor/README.md)
+    /// The active memtable's size, the number of sealed memtables and of disjoint runs in L0
+    /// (what a write checks after its insert for rotation and backpressure), read from one
+    /// version: `Tree` loads its latest version once for the three.
+    fn write_pressure(&self) -> (u64, usize, usize) {
+        (
+            self.active_memtable().size(),
+            self.sealed_memtable_count(),
+            self.l0_run_count(),
+        )
+    }
+
     /// Returns the number of blob files currently in the tree.
     fn blob_file_count(&self) -> usize;
 

@@ -93,24 +93,48 @@ impl<'a> RawRow<'a> {
     /// INSERT is many microseconds from the row's base) and its column comes before `before`
     /// (any column when `None`): its column and value, moved past. `None` otherwise (or
     /// damaged), not moved: `next_cell` reads it (and accepts what this one does).
-    #[inline]
+    // Always inlined: called per cell by plain reads and the merge's bulk copy, where a call
+    // cost more than the cell's reading (Callgrind, session 39); a length of two bytes or
+    // more is read out of line (`next_usual_long`).
+    #[inline(always)]
     fn next_usual(&mut self, before: Option<u16>) -> Option<(u16, &'a [u8])> {
         if self.count == 0 {
             return None;
         }
         let r = &mut self.cells;
         r.base?;
-        let column = *r.buf.get(r.pos)?;
+        let at = r.pos;
+        let (&column, rest) = r.buf.get(at..)?.split_first()?;
         if column >= 0x80 || before.is_some_and(|b| u16::from(column) >= b) {
             return None;
         }
-        // The timestamp delta: at most ten bytes, as `Reader::varint` reads it.
-        let z = r.buf.get(r.pos + 1..)?;
-        let z_len = 1 + z.iter().take(10).position(|&b| b < 0x80)?;
-        let at = r.pos;
-        if r.buf.get(at + 1 + z_len..at + 3 + z_len)? != [CELL_LIVE, 0] {
-            return None;
+        // The timestamp delta: at most ten bytes, as `Reader::varint` reads it; most often
+        // one (a cell written with its row's base).
+        let z_len = match rest.first() {
+            Some(&z) if z < 0x80 => 1,
+            _ => 1 + rest.iter().take(10).position(|&b| b < 0x80)?,
+        };
+        // Live, with no expiry, and the value's length: one byte for a value under 128 bytes,
+        // read here; a longer length through `Reader::len`.
+        match *rest.get(z_len..z_len + 3)? {
+            [CELL_LIVE, 0, n] if n < 0x80 => {
+                let start = at + 4 + z_len;
+                let end = start + usize::from(n);
+                let value = r.buf.get(start..end)?;
+                r.pos = end;
+                self.count -= 1;
+                Some((u16::from(column), value))
+            }
+            [CELL_LIVE, 0, _] => self.next_usual_long(at, column, z_len),
+            _ => None,
         }
+    }
+
+    /// [`RawRow::next_usual`] of the cell at `at` whose value's length takes more than a
+    /// byte, its column and the length of its timestamp delta read.
+    #[inline(never)]
+    fn next_usual_long(&mut self, at: usize, column: u8, z_len: usize) -> Option<(u16, &'a [u8])> {
+        let r = &mut self.cells;
         r.pos = at + 3 + z_len;
         match r.len(4).and_then(|n| r.take(n)) {
             Ok(value) => {
@@ -256,12 +280,19 @@ pub(super) fn merge_simple(newer: &[u8], older: &[u8]) -> Option<Vec<u8>> {
                 None => break,
             }
         }
-        let mut count = Writer {
-            out: Vec::new(),
-            base: Some(0),
-        };
-        count.len(n, 4);
-        w.out.splice(at..at + 1, count.out);
+        // The count in the byte kept for it when its varint takes one (a row of fewer than
+        // 128 cells), without a buffer of its own spliced in.
+        match u8::try_from(n) {
+            Ok(one) if one < 0x80 => w.out[at] = one,
+            _ => {
+                let mut count = Writer {
+                    out: Vec::new(),
+                    base: Some(0),
+                };
+                count.len(n, 4);
+                w.out.splice(at..at + 1, count.out);
+            }
+        }
         return Some(w.out);
     }
     let mut cells: SmallVec<[RawCell; 16]> = SmallVec::new();

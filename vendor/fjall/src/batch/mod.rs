@@ -131,8 +131,9 @@ impl WriteBatch {
 
         // PATCH (Peregrine, speed): the keyspaces a batch touches kept in a vector, each once
         // (compared by name, as the set hashed them), instead of a `HashSet` hashed per item: a
-        // batch touches one keyspace or a few, and a one-item batch now allocates one slot
-        // instead of a hash table.
+        // batch touches one keyspace or a few. The first is kept beside it, so a batch of one
+        // keyspace (every batch of Peregrine's but a long key's) allocates nothing.
+        let mut first_keyspace: Option<Keyspace> = None;
         let mut keyspaces_with_possible_stall: Vec<Keyspace> = Vec::new();
 
         #[expect(clippy::expect_used)]
@@ -159,8 +160,14 @@ impl WriteBatch {
             batch_size += item_size;
 
             // The item's own handle (no clone), not one borrowed from the keyspaces lock.
-            if !keyspaces_with_possible_stall.contains(&item.keyspace) {
-                keyspaces_with_possible_stall.push(item.keyspace);
+            match &first_keyspace {
+                None => first_keyspace = Some(item.keyspace),
+                Some(first) if *first == item.keyspace => {}
+                Some(_) => {
+                    if !keyspaces_with_possible_stall.contains(&item.keyspace) {
+                        keyspaces_with_possible_stall.push(item.keyspace);
+                    }
+                }
             }
         }
 
@@ -177,10 +184,11 @@ impl WriteBatch {
         self.db.supervisor.write_buffer_size.allocate(batch_size);
 
         // Check each affected keyspace for write stall/halt
-        for keyspace in &keyspaces_with_possible_stall {
-            let memtable_size = keyspace.tree.active_memtable().size();
+        // PATCH (Peregrine, speed): the three figures read from one version.
+        for keyspace in first_keyspace.iter().chain(&keyspaces_with_possible_stall) {
+            let (memtable_size, sealed, l0_runs) = keyspace.tree.write_pressure();
             keyspace.check_memtable_rotate(memtable_size);
-            keyspace.local_backpressure();
+            keyspace.local_backpressure_from(l0_runs, sealed);
         }
 
         Ok(())

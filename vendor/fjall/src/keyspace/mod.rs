@@ -813,9 +813,14 @@ impl Keyspace {
     }
 
     pub(crate) fn local_backpressure(&self) -> bool {
-        let mut throttled = false;
+        self.local_backpressure_from(self.tree.l0_run_count(), self.tree.sealed_memtable_count())
+    }
 
-        let l0_run_count = self.tree.l0_run_count();
+    // PATCH (Peregrine, speed; see vendor/README.md): `local_backpressure` with the L0 run
+    // count and the sealed memtable count already read (`AbstractTree::write_pressure`).
+    pub(crate) fn local_backpressure_from(&self, l0_run_count: usize, sealed: usize) -> bool {
+        let mut throttled = false;
+        let mut sealed = sealed;
 
         if l0_run_count >= 20 {
             perform_write_stall(l0_run_count);
@@ -823,13 +828,14 @@ impl Keyspace {
             throttled = true;
         }
 
-        while self.tree.sealed_memtable_count() >= 4 {
+        while sealed >= 4 {
             log::debug!(
                 "Halting writes because we have 4+ sealed memtables in {:?} queued up",
                 self.name,
             );
             std::thread::sleep(Duration::from_millis(100));
             throttled = true;
+            sealed = self.tree.sealed_memtable_count();
         }
 
         throttled

@@ -35,18 +35,35 @@ pub struct MemtableKey {
 
 impl MemtableKey {
     pub fn new(key: InternalKey) -> Self {
-        let mut bytes = [0u8; HEAD];
-        let n = key.user_key.len().min(HEAD);
-        if let (Some(to), Some(from)) = (bytes.get_mut(..n), key.user_key.get(..n)) {
-            to.copy_from_slice(from);
-        }
-        let (a, b) = bytes.split_at(HEAD / 2);
-        let word = |w: &[u8]| u64::from_be_bytes(w.try_into().unwrap_or_default());
         Self {
-            head: [word(a), word(b)],
+            head: head_of(&key.user_key),
             key,
         }
     }
+
+    // PATCH (Peregrine, speed): whether this key is at or after the version `seqno - 1` of
+    // `user_key` (whose head is `head`) in the skip list's order, i.e. the key
+    // `Memtable::get_hashed(user_key, seqno)` looks for, without building that key (a copy
+    // of the user key into a new `ByteView`).
+    pub(crate) fn reaches(&self, head: [u64; 2], user_key: &[u8], seqno: crate::SeqNo) -> bool {
+        self.head
+            .cmp(&head)
+            .then_with(|| crate::key::compare_user_keys(&self.key.user_key, user_key))
+            .then_with(|| (seqno - 1).cmp(&self.key.seqno))
+            .is_ge()
+    }
+}
+
+/// A user key's first [`HEAD`] bytes, zero-padded, as big-endian words.
+pub(crate) fn head_of(user_key: &[u8]) -> [u64; 2] {
+    let mut bytes = [0u8; HEAD];
+    let n = user_key.len().min(HEAD);
+    if let (Some(to), Some(from)) = (bytes.get_mut(..n), user_key.get(..n)) {
+        to.copy_from_slice(from);
+    }
+    let (a, b) = bytes.split_at(HEAD / 2);
+    let word = |w: &[u8]| u64::from_be_bytes(w.try_into().unwrap_or_default());
+    [word(a), word(b)]
 }
 
 impl MemtableKey {

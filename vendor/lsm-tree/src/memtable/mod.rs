@@ -3,10 +3,7 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::key::InternalKey;
-use crate::{
-    value::{InternalValue, SeqNo, UserValue},
-    ValueType,
-};
+use crate::value::{InternalValue, SeqNo, UserValue};
 use crossbeam_skiplist::SkipMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -140,17 +137,23 @@ impl Memtable {
         // abcdef -> 6
         // abcdef -> 5
         //
-        let lower_bound = MemtableKey::new(InternalKey::new(key, seqno - 1, ValueType::Value));
-
-        let mut iter = self
-            .items
-            .range(lower_bound..)
-            .take_while(|entry| &*entry.key().key.user_key == key);
-
-        iter.next().map(|entry| InternalValue {
-            key: entry.key().key.clone(),
-            value: entry.value().clone(),
-        })
+        //
+        // PATCH (Peregrine, speed; see vendor/README.md): the skip list is searched with a
+        // test of that bound (`MemtableKey::reaches`) instead of a key built for it (the user
+        // key copied into a new `ByteView`, freed after), and the entry found is read under
+        // the search's epoch pin instead of through a range iterator's counted reference.
+        let head = key::head_of(key);
+        self.items.lower_bound_by(
+            |k| k.reaches(head, key, seqno),
+            |entry| {
+                entry
+                    .filter(|(k, _)| &*k.key.user_key == key)
+                    .map(|(k, v)| InternalValue {
+                        key: k.key.clone(),
+                        value: v.clone(),
+                    })
+            },
+        )
     }
 
     /// Gets approximate size of memtable in bytes.

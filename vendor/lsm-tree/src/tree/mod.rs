@@ -166,6 +166,7 @@ impl AbstractTree for Tree {
                 seqno,
                 self.config.merge_operator.as_deref(),
                 false,
+                None,
             );
         }
         #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
@@ -181,6 +182,7 @@ impl AbstractTree for Tree {
             seqno,
             self.config.merge_operator.as_deref(),
             false,
+            None,
         )
     }
 
@@ -342,6 +344,21 @@ impl AbstractTree for Tree {
             .iter_tables()
             .map(Table::pinned_block_index_size)
             .sum()
+    }
+
+    // PATCH (Peregrine, speed): one load of the latest version for the three (three before,
+    // and clones of the memtable's and the version's handles), on every write.
+    fn write_pressure(&self) -> (u64, usize, usize) {
+        let latest = self.latest_version.load();
+        (
+            latest.active_memtable.size(),
+            latest.sealed_memtables.len(),
+            latest
+                .version
+                .level(0)
+                .map(|x| x.run_count())
+                .unwrap_or_default(),
+        )
     }
 
     fn sealed_memtable_count(&self) -> usize {
@@ -741,12 +758,17 @@ impl Tree {
     /// A partial value nothing older completes is returned as folded, without
     /// [`crate::MergeOperator::complete`] (a copy of the value) unless `complete`: a read
     /// takes it as the complete value it stands for; only a value stored again needs it.
+    ///
+    /// PATCH (Peregrine, speed): `active`, when given, is the active memtable's newest version
+    /// of `key` visible at `seqno`, which the caller already found (`Tree::append_entry`'s
+    /// insert, whose search found it): the memtable is not searched for it again.
     fn get_merged(
         super_version: &SuperVersion,
         key: &[u8],
         seqno: SeqNo,
         merge: Option<&dyn crate::MergeOperator>,
         complete: bool,
+        active: Option<InternalValue>,
     ) -> crate::Result<Option<InternalValue>> {
         let Some(op) = merge else {
             return Self::get_internal_entry_from_version(super_version, key, seqno);
@@ -780,7 +802,9 @@ impl Tree {
                 .filter_map(|run| run.get_for_key(key))
         };
         tables().for_each(|table| table.touch_filter(hash));
-        if let Some(item) = super_version.active_memtable.get_hashed(key, seqno, hash) {
+        if let Some(item) =
+            active.or_else(|| super_version.active_memtable.get_hashed(key, seqno, hash))
+        {
             if let Some(answer) = visit(item) {
                 return Ok(answer);
             }
@@ -1066,8 +1090,17 @@ impl Tree {
                         {
                             return op.merge(key, &newer, &prev.value);
                         }
+                        // PATCH (Peregrine, speed): `prev` is the memtable's newest version
+                        // (inserts are serialized), given as found instead of searched again.
                         Some(prev) if op.is_partial(key, &prev.value) => {
-                            match Self::get_merged(&version, key, SeqNo::MAX, Some(op), true) {
+                            match Self::get_merged(
+                                &version,
+                                key,
+                                SeqNo::MAX,
+                                Some(op),
+                                true,
+                                Some(prev),
+                            ) {
                                 Ok(full) => full.map(|v| v.value),
                                 // The read failed: inserted as it came, reads fold it (and
                                 // report the failure).
