@@ -394,6 +394,18 @@ def test_flush_boundaries_name_a_row_5_0_9_reads_after_a_flush():
     assert _flush_read(f, [], [(1, None)]) == "rows:row_count:select"
     assert _flush_read(f, [(1, None), (2, 3)], [(2, 3)]) == flushed
     assert _flush_read(f, [(1, None), (2, 3)], [(2, 4)]) == "rows:row_count:select"
+    # A row read again takes the place of its partition's static row (--views seed 275).
+    kcv = [("k", "int"), ("c", "int"), ("v0", "int")]
+
+    def in_place(a_rows, b_rows, clustering=("c",)):
+        a, b = run.Outcome(columns=kcv, rows=a_rows), run.Outcome(columns=kcv, rows=b_rows)
+        s = Stmt("SELECT k, c, v0 FROM t WHERE k = 1", feature="select")
+        return f.blame("rows:row_count:select", s, a, b, "t", {"k", "c"}, clustering=set(clustering))
+    assert in_place([(1, 5, None)], [(1, None, None)]) == flushed
+    assert in_place([(1, 5, None)], [(1, None, None)], clustering=()) == "rows:row_count:select"
+    assert in_place([(1, 5, None)], [(2, None, None)]) == "rows:row_count:select"
+    assert in_place([(1, 5, 3)], [(1, None, 3)]) == "rows:row_count:select"
+    assert in_place([(1, 5, None)], [(1, 4, None)]) == "rows:row_count:select"
     assert _flush_read(f, [(1,)], [], cols=[("k", "int")]) == "rows:row_count:select"
     # token() of the key is a key value: the extra row's selected non-key values are null.
     tok = [("system.token(k)", "bigint"), ("v0", "int")]

@@ -222,8 +222,14 @@ impl TableDef {
     /// and for the row a condition reads alike).
     pub fn drop_dropped_cells(&self, cells: &mut Vec<crate::row::Cell>) {
         if !self.dropped.is_empty() {
-            cells.retain(|c| self.columns.iter().any(|d| d.id == c.column));
+            cells.retain(|c| self.holds(c));
         }
+    }
+
+    /// Whether `cell` belongs to a column of the table, not to a dropped one (whose cells
+    /// stay stored under its old id until compaction drops them).
+    pub fn holds(&self, cell: &crate::row::Cell) -> bool {
+        self.dropped.is_empty() || self.columns.iter().any(|d| d.id == cell.column)
     }
 
     /// Whether a cell of column `c` written at `ts` is one Cassandra never shows: `c` was

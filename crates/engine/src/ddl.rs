@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+mod readd;
+
 pub const SYSTEM_KEYSPACES: &[&str] = &[
     "system",
     "system_schema",
@@ -778,26 +780,6 @@ pub fn create_table(
     )))
 }
 
-/// Whether a column of CQL type `new` may be added where one of type `old` was dropped:
-/// Cassandra's `isSerializationCompatibleWith` for the types a column takes (the same type;
-/// text over ascii; blob over a type of variable length; bigint and timestamp over each
-/// other, both 8-byte longs).
-fn readd_compatible(new: &str, old: &str) -> bool {
-    let norm = |t: &str| if t == "varchar" { "text" } else { t }.to_string();
-    let (new, old) = (norm(new), norm(old));
-    new == old
-        || (new == "text" && old == "ascii")
-        || (new == "blob"
-            && matches!(
-                old.as_str(),
-                "text" | "ascii" | "varint" | "decimal" | "inet"
-            ))
-        || matches!(
-            (new.as_str(), old.as_str()),
-            ("bigint", "timestamp") | ("timestamp", "bigint")
-        )
-}
-
 pub fn alter_table(
     schema: &Schema,
     ks_default: Option<&str>,
@@ -845,7 +827,9 @@ pub fn alter_table(
                 let ty = resolve_type(schema, &ks, &c.ty)?;
                 if let Some(d) = t.dropped.iter().find(|d| d.name == c.name) {
                     let (new, old) = (column_type_text(&c.ty), &d.cql_type);
-                    if !readd_compatible(&new, old) {
+                    let readds = cql::parse_type(old)
+                        .is_ok_and(|o| readd::compatible(schema, &ks, &c.ty, &o));
+                    if !readds {
                         return Err(EngineError::invalid(format!("Cannot add a column '{}' of type {new}, incompatible with previously dropped column '{}' of type {old}", c.name, c.name)));
                     }
                     if d.is_static != c.is_static {
@@ -958,7 +942,7 @@ pub fn alter_table(
                 t.dropped.retain(|d| d.name != *name);
                 t.dropped.push(crate::catalog::DroppedColumn {
                     name: name.clone(),
-                    cql_type: c.cql_type.clone(),
+                    cql_type: readd::dropped_type(schema, &ks, &c.cql_type),
                     at: timestamp.unwrap_or(now_micros),
                     is_static: c.kind == ColumnKind::Static,
                 });

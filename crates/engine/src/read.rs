@@ -669,7 +669,7 @@ impl<'a> SelectRun<'a> {
                     prefix,
                     &header,
                     now,
-                    self.auths.as_ref(),
+                    (self.auths.as_ref(), plan.queried.as_deref()),
                     &mut self.tally,
                 )? {
                     Some(live) => live,

@@ -15,6 +15,7 @@
 //! sets the timestamp when written.
 
 use crate::build::Builder;
+use crate::catalog::TableDef;
 use crate::exec::{self, Mutations};
 use crate::plan::{SelectPlan, WritePlan};
 use crate::row::{PartitionHeader, Row};
@@ -79,7 +80,7 @@ impl Engine {
         let rs = self.run_select(self.storage.as_ref(), &r.read, vals, None, None, now)?;
         if applied && rs.rows > 0 {
             let prefixes: Vec<&[u8]> = parts.iter().map(|p| p.prefix.as_slice()).collect();
-            let ts = self.newest_write(&prefixes)?;
+            let ts = self.newest_write(t, &prefixes)?;
             let mut m = Mutations::default();
             self.mutations(&r.write, vals, now, ts, &mut m)?;
             self.apply_holding(m, &stripes, &[])?;
@@ -90,14 +91,19 @@ impl Engine {
         }))
     }
 
-    /// The newest write timestamp stored in the partitions (statics, row markers, cells).
-    fn newest_write(&self, prefixes: &[&[u8]]) -> Result<Option<i64>, EngineError> {
+    /// The newest write timestamp stored in the partitions (statics, row markers, cells; not
+    /// the cells of a dropped column, which are no part of any row, so that a tombstone
+    /// above every visible write does not also shadow later writes older than them).
+    fn newest_write(&self, t: &TableDef, prefixes: &[&[u8]]) -> Result<Option<i64>, EngineError> {
         let mut newest: Option<i64> = None;
         let mut note = |ts: i64| newest = Some(newest.map_or(ts, |n| n.max(ts)));
         for prefix in prefixes {
             if let Some(h) = self.storage.get(&keys::header_key(prefix))? {
                 let h = PartitionHeader::decode(&h).map_err(EngineError::corrupt)?;
-                h.statics.iter().for_each(|c| note(c.ts));
+                h.statics
+                    .iter()
+                    .filter(|c| t.holds(c))
+                    .for_each(|c| note(c.ts));
             }
             let start = keys::row_key(prefix, &[]);
             let end = keys::prefix_end(&start);
@@ -111,7 +117,10 @@ impl Engine {
                 if let Some(m) = &row.marker {
                     note(m.ts);
                 }
-                row.cells.iter().for_each(|c| note(c.ts));
+                row.cells
+                    .iter()
+                    .filter(|c| t.holds(c))
+                    .for_each(|c| note(c.ts));
             }
         }
         Ok(newest)
@@ -156,5 +165,36 @@ fn with_applied(rs: ResultSet, applied: bool) -> ResultSet {
         head_room: 0,
         paging_state: None,
         warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{q, rows, setup};
+
+    /// The tombstone's timestamp leaves out the cells of a dropped column: a later write
+    /// newer than every visible write (yet older than such a cell) is not shadowed.
+    #[test]
+    fn the_tombstone_time_ignores_a_dropped_columns_cells() {
+        let e = setup();
+        let ks = Some("ks");
+        for s in [
+            "CREATE TABLE t (k int, c int, v int, z int, PRIMARY KEY (k, c))",
+            "INSERT INTO t (k, c, v) VALUES (0, 0, 1) USING TIMESTAMP 1000",
+            "UPDATE t USING TIMESTAMP 5000 SET z = 1 WHERE k = 0 AND c = 0",
+            "ALTER TABLE t DROP z",
+        ] {
+            q(&e, ks, s).unwrap();
+        }
+        let gone = q(&e, ks, "DELETE FROM t WHERE k = 0 AND c = 0 RETURNING v").unwrap();
+        assert_eq!(rows(gone), vec![vec!["1"]]);
+        q(
+            &e,
+            ks,
+            "INSERT INTO t (k, c, v) VALUES (0, 0, 2) USING TIMESTAMP 3000",
+        )
+        .unwrap();
+        let now = q(&e, ks, "SELECT v FROM t WHERE k = 0 AND c = 0").unwrap();
+        assert_eq!(rows(now), vec![vec!["2"]]);
     }
 }

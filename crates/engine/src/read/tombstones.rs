@@ -796,14 +796,17 @@ pub(crate) fn queried_columns(t: &TableDef, names: Option<&[&str]>) -> String {
 
 /// Whether the partition `prefix` has a live row, read as SELECT DISTINCT reads it (up to
 /// its first live row), counting what it meets; `None` when that passed the failure
-/// threshold.
+/// threshold. `queried`: the static columns a DISTINCT names (`None`: it names none), when a
+/// row alive only through cells older than its expired marker is no live row, as for any
+/// read naming some columns (`Row::is_live_for`; 5.0.9 does not list such a partition for
+/// `SELECT DISTINCT k, s` and does for `SELECT DISTINCT k`).
 pub(crate) fn distinct_live_row(
     store: &dyn storage::Storage,
     t: &TableDef,
     prefix: &[u8],
     header: &PartitionHeader,
     now: crate::Now,
-    auths: Option<&crate::visibility::Authorizations>,
+    (auths, queried): (Option<&crate::visibility::Authorizations>, Option<&[u16]>),
     tally: &mut Tally,
 ) -> Result<Option<bool>, EngineError> {
     if tally.ranges(header, &[], &[]).is_err() {
@@ -811,6 +814,8 @@ pub(crate) fn distinct_live_row(
     }
     for judged in crate::exec::judged_rows(store, t, prefix, header, now, false, auths) {
         let (row, outer, live) = judged?;
+        let live =
+            live && queried.is_none_or(|q| row.is_live_for(now.secs, outer, |id| q.contains(&id)));
         if tally.row(&row, outer, now.secs, live).is_err() {
             return Ok(None);
         }

@@ -55,7 +55,10 @@ pub(crate) fn view_row(
     if d.is_header {
         return None;
     }
-    let row = Row::decode(stored?).ok()?;
+    let mut row = Row::decode(stored?).ok()?;
+    // A dropped column's cells are no part of the base row (Cassandra skips them wherever
+    // it reads them): they neither keep a view row alive nor lend it their time or expiry.
+    base.drop_dropped_cells(&mut row.cells);
     if !row.is_live(now, outer) {
         return None;
     }
