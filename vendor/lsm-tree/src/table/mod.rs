@@ -229,19 +229,19 @@ impl Table {
         self.metadata.file_size
     }
 
-    // PATCH (Peregrine, blind writes; see vendor/README.md): the filter block lookup of
-    // `get`, shared with `filter_may_contain`.
     // PATCH (Peregrine, speed; see vendor/README.md)
     /// Starts fetching the line of this table's pinned filter that a point read of the key
-    /// whose hash is `key_hash` will probe: a point read touches every table's line first,
-    /// so their cache misses overlap (and overlap the memtables' search) instead of coming
-    /// one table after another.
+    /// whose hash is `key_hash` will probe: a point read touches the lines of L0's tables
+    /// first (`Tree::get_merged`), so their cache misses overlap (and overlap the memtables'
+    /// search) instead of coming one table after another.
     pub fn touch_filter(&self, key_hash: u64) {
         if let Some(block) = &self.pinned_filter_block {
             block.touch_hash(key_hash);
         }
     }
 
+    // PATCH (Peregrine, blind writes; see vendor/README.md): the filter block lookup of
+    // `get`, shared with `filter_may_contain`.
     fn filter_block_for(
         &self,
         key: &[u8],
@@ -367,10 +367,7 @@ impl Table {
             match index.block_of(key) {
                 Some(BlockOf::Past) => return Ok(None),
                 Some(BlockOf::Only(handle)) => {
-                    return Ok(self
-                        .load_data_block(handle)?
-                        .point_read(key, seqno)
-                        .map(global));
+                    return Ok(self.load_data_block(handle)?.point_read(key, seqno).map(global));
                 }
                 Some(BlockOf::Unless(handle)) => {
                     if let Some(item) = self.load_data_block(handle)?.point_read(key, seqno) {

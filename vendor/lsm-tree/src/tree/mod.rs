@@ -847,10 +847,7 @@ impl Tree {
         // PATCH (Peregrine, speed): hashed here, once, for the memtables' key filters too.
         let key_hash = crate::table::filter::standard_bloom::Builder::get_hash(key);
 
-        if let Some(entry) = super_version
-            .active_memtable
-            .get_hashed(key, seqno, key_hash)
-        {
+        if let Some(entry) = super_version.active_memtable.get_hashed(key, seqno, key_hash) {
             return Ok(ignore_tombstone_value(entry));
         }
 
@@ -1029,12 +1026,12 @@ impl Tree {
             .get_version_for_snapshot(seqno);
 
         let merge = self.config.merge_operator.clone();
-        Self::create_internal_range(super_version, range, seqno, ephemeral, merge).map(|item| {
-            match item {
+        Self::create_internal_range(super_version, range, seqno, ephemeral, merge).map(
+            |item| match item {
                 Ok(kv) => Ok((kv.key.user_key, kv.value)),
                 Err(e) => Err(e),
-            }
-        })
+            },
+        )
     }
 
     #[doc(hidden)]

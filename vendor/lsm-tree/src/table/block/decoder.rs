@@ -708,19 +708,11 @@ impl HeadWords {
         (lo, hi)
     }
 
-    /// The head a search for `needle` lands on when the words alone decide it (no head's
-    /// word equals the needle's): the first head above `needle`, or `len()` when every head
-    /// is below it. `None` when heads share the needle's word and their keys must be read.
-    #[must_use]
-    pub fn decided(&self, needle: &[u8]) -> Option<usize> {
-        let (lo, hi) = self.range(needle);
-        (lo == hi).then_some(lo)
-    }
-
     /// The head a search for `needle` lands on when at most one head shares the needle's
-    /// word: `(head, true)` as [`HeadWords::decided`], or `(head, false)` for the one head
-    /// whose word equals the needle's, which lands there unless `needle` sorts after that
-    /// head's key (then on the next head). A key that ends its block (every key, when a
+    /// word: `(head, true)` when the words alone decide it (no head's word equals the
+    /// needle's: the first head above `needle`, or `len()` when every head is below it), or
+    /// `(head, false)` for the one head whose word equals the needle's, which lands there
+    /// unless `needle` sorts after that head's key (then on the next head). A key that ends its block (every key, when a
     /// block holds one row) shares its head's word. `None` when several heads share it.
     #[must_use]
     pub fn candidate(&self, needle: &[u8]) -> Option<(usize, bool)> {
