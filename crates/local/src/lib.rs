@@ -107,6 +107,7 @@ impl LocalBackend {
                     seconds => Some(std::time::Duration::from_secs(seconds.into())),
                 },
                 worker_threads: None,
+                background_nice: config.storage_background_nice,
                 failure_policy: match config.disk_failure_policy {
                     DiskFailurePolicy::Stop => storage::FailurePolicy::Stop,
                     DiskFailurePolicy::Die => storage::FailurePolicy::Die,

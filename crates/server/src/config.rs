@@ -169,6 +169,12 @@ pub struct Config {
     /// tables left in L0 (fewer than `storage_compaction_l0_threshold`, two or more) into the
     /// level below, so reads probe one table instead of several. 0: never. Default 5.
     pub storage_idle_compaction_seconds: u32,
+    /// Standalone mode (Linux): how many nice steps below the server's own its flushes and
+    /// compactions run (0..=19; the result is at most 19), so that a request preempts them
+    /// and they use what requests leave of the CPU. `0`: the same priority. Default 10: at
+    /// the same priority a compaction took half of a busy core and YCSB A at 80% of its peak
+    /// waited up to 1.2 s behind it (bench/results/2026-12-02/background-priority-s40).
+    pub storage_background_nice: u8,
     /// Standalone mode: a blind write onto a row the memtable already holds partially stays
     /// partial (the two merged) instead of being completed with a read of the row. Default
     /// false.
@@ -384,6 +390,7 @@ impl Default for Config {
             storage_compaction_level_ratio: 10,
             storage_compaction_table_bytes: 64 * 1024 * 1024,
             storage_idle_compaction_seconds: 5,
+            storage_background_nice: 10,
             storage_memtable_partial_rows: false,
             vector_index_memory_bytes: 1024 * 1024 * 1024,
             index_build_wait: Duration::from_secs(5),
@@ -691,6 +698,12 @@ impl Config {
             problems.push(format!(
                 "`storage_compaction_table_bytes` is {} but must be between 1 MiB and 4 GiB",
                 self.storage_compaction_table_bytes
+            ));
+        }
+        if self.storage_background_nice > 19 {
+            problems.push(format!(
+                "`storage_background_nice` is {} but must be between 0 and 19",
+                self.storage_background_nice
             ));
         }
         if self.storage_idle_compaction_seconds > 86_400 {

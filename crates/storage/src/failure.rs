@@ -310,7 +310,7 @@ impl Shared {
             // Opened is not enough: the journal's writes must also reach a table file (a
             // flush), or a disk still full would take the store down again with the next
             // write, the client port flapping open and shut; while it cannot, it stays down.
-            let opened = Open::new(&self.path, &self.options).and_then(|open| {
+            let opened = Open::new(&self.path, &self.options, self.background).and_then(|open| {
                 open.flush_and_wait()?;
                 if verify {
                     let damaged = datafiles::check(&open.data.tree);

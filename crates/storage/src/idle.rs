@@ -8,8 +8,9 @@
 //! holds two tables or more, the store flushes its memtable and merges L0 into the level below
 //! (lsm-tree's `IdleL0` strategy, vendor/README.md): while writes keep coming, nothing changes.
 //!
-//! The merge runs on a thread of its own, one at a time, so the background thread's journal
-//! syncs never wait behind it; the store joins it when it closes. Its cost is bounded by the
+//! The merge runs on a thread of its own, one at a time, at the flushes' and compactions' lower
+//! priority (`priority.rs`), so the background thread's journal syncs never wait behind it; the
+//! store joins it when it closes. Its cost is bounded by the
 //! strategy: L0 and at most the leveled strategy's first level (`l0_threshold × table_bytes`).
 
 use std::sync::atomic::Ordering;
@@ -50,7 +51,10 @@ impl Shared {
         let (shared, open) = (self.clone(), open.clone());
         *running = std::thread::Builder::new()
             .name("storage-idle".into())
-            .spawn(move || shared.compact_idle(&open))
+            .spawn(move || {
+                shared.background.enter();
+                shared.compact_idle(&open)
+            })
             .ok();
     }
 

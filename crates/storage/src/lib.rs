@@ -53,6 +53,7 @@ mod journal;
 mod long_keys;
 mod mem;
 mod ops;
+mod priority;
 pub use datafiles::DataFileCheck;
 pub use encryption::KeySet;
 use failure::Failure;
@@ -268,10 +269,14 @@ pub trait Storage: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Options {
     pub sync: SyncMode,
-    /// fjall's background threads (flushes and compactions); `None`: one per core, at most
-    /// four (fjall's default). With two or more, one of them takes flushes only, so a flush
-    /// never waits behind a compaction (vendor/README.md, compaction hand-off).
+    /// fjall's background threads (flushes and compactions); `None`: one per core, at least
+    /// two and at most four. With two or more, one of them takes flushes only, so a flush
+    /// never waits behind a compaction (vendor/README.md, compaction hand-off): with one (fjall's
+    /// default on one core) the memtable grew to twice its size while a compaction ran.
     pub worker_threads: Option<usize>,
+    /// How many nice steps below the thread that opens the store its flushes and compactions
+    /// run (`priority.rs`); `0`: the same priority.
+    pub background_nice: u8,
     pub cache_bytes: u64,
     /// Size at which the memtable is flushed to a table. Larger absorbs more overwrites of hot
     /// keys in memory (fewer tables, less compaction) at the cost of memory and recovery time.
@@ -347,6 +352,7 @@ impl Default for Options {
         Options {
             sync: SyncMode::Periodic(Duration::from_secs(10)),
             worker_threads: None,
+            background_nice: 0,
             cache_bytes: 256 * 1024 * 1024,
             memtable_bytes: 64 * 1024 * 1024,
             filter: None,
@@ -384,16 +390,18 @@ struct Open {
 }
 
 impl Open {
-    fn new(path: &Path, options: &Options) -> Result<Open> {
+    fn new(path: &Path, options: &Options, background: priority::Background) -> Result<Open> {
         // `max_write_buffer_size` is marked deprecated ("todo") in fjall 3.1 but is still the
         // only way to let memtables grow past its 64 MiB default budget.
         #[allow(deprecated)]
         let mut builder = fjall::Database::builder(path)
             .cache_size(options.cache_bytes)
             .max_write_buffer_size(Some(options.memtable_bytes.saturating_mul(2)));
-        if let Some(n) = options.worker_threads {
-            builder = builder.worker_threads(n.max(1));
-        }
+        let workers = options.worker_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
+        });
+        builder = builder.worker_threads(workers.max(1));
+        builder = builder.on_worker_start(Arc::new(move |_| background.enter()));
         if let Some(filter) = options.filter.clone() {
             let factory: Arc<dyn fjall::compaction::filter::Factory> =
                 Arc::new(FilterFactory(filter));
@@ -505,6 +513,8 @@ struct Shared {
     idle_compaction: Mutex<Option<JoinHandle<()>>>,
     /// Idle compactions done.
     idle_compactions: AtomicU64,
+    /// The priority of flushes and compactions, resolved when the store first opened.
+    background: priority::Background,
 }
 
 /// The fjall-backed store.
@@ -535,7 +545,8 @@ impl LsmStorage {
                 );
             }
         }
-        let open = Open::new(path, &options).map_err(|e| {
+        let background = priority::Background::below_this_thread(options.background_nice);
+        let open = Open::new(path, &options, background).map_err(|e| {
             let damaged = datafiles::unreadable_trailers(path);
             if damaged.is_empty() {
                 return e;
@@ -571,6 +582,7 @@ impl LsmStorage {
                 last_sync_point: AtomicU64::new(u64::MAX),
                 idle_compaction: Mutex::new(None),
                 idle_compactions: AtomicU64::new(0),
+                background,
             }),
             ticker: RwLock::new(None),
         };

@@ -192,6 +192,7 @@ impl LsmStorage {
                     cache_bytes: 8 * 1024 * 1024,
                     ..crate::Options::default()
                 },
+                crate::priority::Background::below_this_thread(0),
             )?;
             let mut batch = target.db.batch();
             let mut n = 0usize;

@@ -20,14 +20,7 @@ use support::Gate;
 /// ended) of the process's threads named `name`, summed.
 fn thread_usage(name: &str) -> (u64, u64, usize) {
     let (mut cpu_ns, mut switches, mut threads) = (0, 0, 0);
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let path = task.path();
-        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
-            continue;
-        };
-        if comm.trim_end() != name {
-            continue;
-        }
+    for path in support::threads_named(name) {
         let (Ok(schedstat), Ok(status)) = (
             std::fs::read_to_string(path.join("schedstat")),
             std::fs::read_to_string(path.join("status")),

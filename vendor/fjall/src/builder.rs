@@ -212,4 +212,11 @@ impl<O: Openable> Builder<O> {
         self.inner.compaction_strategy_assigner = Some(f);
         self
     }
+
+    // PATCH (Peregrine, background priority; see vendor/README.md)
+    /// Runs `f` first on each worker thread (flushes and compactions), with the worker's index.
+    pub fn on_worker_start(mut self, f: crate::db_config::WorkerStart) -> Self {
+        self.inner.worker_start = Some(f);
+        self
+    }
 }

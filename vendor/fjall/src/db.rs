@@ -958,6 +958,7 @@ impl Database {
 
         db.worker_pool.start(
             db.config.worker_threads,
+            db.config.worker_start.as_ref(),
             &db.supervisor,
             &db.stats,
             &PoisonDart::new(db.is_poisoned.clone()),
@@ -1065,6 +1066,7 @@ impl Database {
 
         db.worker_pool.start(
             db.config.worker_threads,
+            db.config.worker_start.as_ref(),
             &db.supervisor,
             &db.stats,
             &PoisonDart::new(db.is_poisoned.clone()),

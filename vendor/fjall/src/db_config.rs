@@ -9,6 +9,11 @@ use std::{
     sync::Arc,
 };
 
+// PATCH (Peregrine, background priority; see vendor/README.md)
+/// Called first on each worker thread, with the worker's index (worker 0 takes flushes when
+/// there are two or more): the embedder sets the thread's priority there.
+pub type WorkerStart = Arc<dyn Fn(usize) + Send + Sync>;
+
 pub type CompactionFilterAssigner =
     Arc<dyn Fn(&str) -> Option<Arc<dyn lsm_tree::compaction::filter::Factory>> + Send + Sync>;
 
@@ -68,6 +73,9 @@ pub struct Config {
 
     // PATCH (Peregrine, write amplification; see vendor/README.md)
     pub(crate) compaction_strategy_assigner: Option<CompactionStrategyAssigner>,
+
+    // PATCH (Peregrine, background priority; see vendor/README.md)
+    pub(crate) worker_start: Option<WorkerStart>,
 }
 
 const DEFAULT_CPU_CORES: usize = 4;
@@ -113,6 +121,7 @@ impl Config {
 
             merge_operator_assigner: None,
             compaction_strategy_assigner: None,
+            worker_start: None,
         }
     }
 }

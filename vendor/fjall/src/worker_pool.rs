@@ -138,6 +138,7 @@ impl WorkerPool {
     pub fn start(
         &self,
         pool_size: usize,
+        on_start: Option<&crate::db_config::WorkerStart>,
         supervisor: &Supervisor,
         stats: &Arc<Stats>,
         poison_dart: &PoisonDart,
@@ -165,8 +166,14 @@ impl WorkerPool {
 
                     let thread_counter = thread_counter.clone();
                     let poison_dart = poison_dart.clone();
+                    // PATCH (Peregrine, background priority; see vendor/README.md)
+                    let on_start = on_start.cloned();
 
                     move || {
+                        if let Some(on_start) = on_start {
+                            on_start(i);
+                        }
+
                         // The counter must drop on *every* way out of this
                         // thread, not just the graceful one: `Database::drop`
                         // spins on it (`while counter > 0`), so a worker that

@@ -1,4 +1,6 @@
 //! What the store's integration tests share.
+// Each test binary includes this module and uses part of it.
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -50,4 +52,16 @@ impl Gate {
         self.state.lock().unwrap().open = true;
         self.changed.notify_all();
     }
+}
+
+/// The `/proc/self/task` directories of this process's threads named `name`.
+pub fn threads_named(name: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .map(|task| task.path())
+        .filter(|path| {
+            std::fs::read_to_string(path.join("comm")).is_ok_and(|comm| comm.trim_end() == name)
+        })
+        .collect()
 }
