@@ -59,7 +59,11 @@ fn flushes_and_compactions_run_below_the_opening_thread() {
         );
         std::thread::yield_now();
     };
-    assert_eq!(this_thread_nice(), opener, "the opener's own priority is left alone");
+    assert_eq!(
+        this_thread_nice(),
+        opener,
+        "the opener's own priority is left alone"
+    );
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!("workers at nice {workers:?}, opener {opener}");
