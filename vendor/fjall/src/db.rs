@@ -397,7 +397,10 @@ impl Database {
         };
         journal_manager.rotate_journal(&mut journal_writer, seqno_map)?;
         drop(journal_writer);
-        journal_manager.maintenance()
+        // PATCH (Peregrine, journal deletion outside the lock)
+        let flushed = journal_manager.maintenance();
+        drop(journal_manager);
+        flushed.delete()
     }
 
     // PATCH (Peregrine, encryption at rest; see vendor/README.md)

@@ -345,11 +345,14 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
                     .ok();
             }
 
-            ctx.supervisor
+            // PATCH (Peregrine, journal deletion outside the lock)
+            let flushed = ctx
+                .supervisor
                 .journal_manager
                 .write()
                 .expect("lock is poisoned")
-                .maintenance()?;
+                .maintenance();
+            flushed.delete()?;
         }
         WorkerMessage::Compact(keyspace) => {
             run_compaction(&keyspace, &ctx.supervisor.snapshot_tracker, &ctx.stats)?;

@@ -796,12 +796,16 @@ impl Keyspace {
             }
         }
 
+        // PATCH (Peregrine, journal deletion outside the lock): the guard drops with the
+        // statement, before the files are deleted.
         #[expect(clippy::expect_used)]
-        self.supervisor
+        let flushed = self
+            .supervisor
             .journal_manager
             .write()
             .expect("lock is poisoned")
-            .maintenance()?;
+            .maintenance();
+        flushed.delete()?;
 
         Ok(true)
     }
