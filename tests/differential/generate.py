@@ -12,6 +12,8 @@
     # materialized views (both sides with materialized_views_enabled: true; Cassandra from
     # `CASSANDRA_MATERIALIZED_VIEWS=1 scripts/cassandra.sh start`, Peregrine from a config file)
     $PY tests/differential/generate.py --a ... --b ... --views --seed 1 --count 300
+    # vectors, similarity functions, SAI vector indexes and ANN queries (gen/vectors.py)
+    $PY tests/differential/generate.py --a ... --b ... --vectors --seed 1 --count 1500
 
 From the seed it draws (gen/schema.py) user types and tables over every CQL type: frozen and
 non-frozen lists/sets/maps, nested collections, tuples, UDTs, static columns, compound partition
@@ -79,6 +81,20 @@ aggregates, filtering), and refusals: invalid view DDL, writes and indexes on a 
 a base or a base column (messages compared). A view's differences show the base's writes;
 healing truncates the base.
 
+With --vectors (gen/vectors.py, off by default: without it a seed draws exactly what it drew
+before) it also draws 2-3 tables of their own with `vector<float, n>` columns (n 2-4) under an
+SAI vector index (COSINE, EUCLIDEAN or DOT_PRODUCT), vectors of other element types, vectors in
+lists, maps, sets, tuples and a user type, a table keyed by vectors, and about 12% of the
+statements over them from a random stream of their own: writes, reads, similarity_cosine /
+_euclidean / _dot_product in selectors, ANN queries (`ORDER BY v ANN OF [...] LIMIT n`, alone,
+with the partition key, a clustering slice, a token range or another SAI index, literals or
+markers), an index dropped and created again over the data (waiting until 5.0.9 reports it
+queryable), and refusals (dimensions, element types, ANN without LIMIT or index, ...). ANN is
+approximate in 5.0.9; the drawn data makes the answer exact, so ANN rows are compared in order:
+at most 12 rows a table, each row key writing one of two vectors of its own, all drawn so that
+against every query vector each has a distinct score under each function (no ties in the order
+or at the LIMIT), and on so few rows 5.0.9's graph search finds every row.
+
 Each statement runs on A then on B, in a new keyspace `gen_<seed>_<random>` (the same name on
 both servers, dropped at the end), and is compared: success vs error, error code and message
 text, column names and types, rows in order (IN over partitions: as a multiset), writetime()
@@ -138,12 +154,15 @@ REPREPARE_PROBE = [
 ]
 
 
-def draw_all(seed, count, n_tables, views=False):
-    """The whole deterministic plan: (tables, ddl statements, dml/select statements)."""
+def draw_all(seed, count, n_tables, views=False, vectors=False):
+    """The whole deterministic plan: (tables, ddl statements, dml/select statements). With
+    `vectors` the vector tables (gen/vectors.py) follow the others, their DDL after theirs."""
     rng = random.Random(seed)
     udts, tables, ddl = draw_schema(rng, n_tables, views, random.Random(f"indexes-{seed}"))
-    g = StatementGen(rng, tables, udts, seed)
-    return tables, ddl, [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)]
+    g = StatementGen(rng, tables, udts, seed, vectors)
+    vector_tables, vector_ddl = g.vectors.schema()
+    return (tables + vector_tables, ddl + vector_ddl,
+            [Stmt(**vars(s)) for s in REPREPARE_PROBE] + [g.draw() for _ in range(count)])
 
 
 def fresh_keyspace(session, ks):
@@ -480,6 +499,10 @@ def run_plan(sa, sb, ks, tables, ddl, stmts, known, verbose=0, out=print):
                 # connection: wait until the session answers again before going on.
                 out(f"note: client-side failure on {side}: {o.error_text[:200]}\n    {stmt.text[:300]} -- bound {stmt.params}")
                 runner.wait_alive(s)
+        if stmt.index_built:
+            for o, s in ((oa, sa), (ob, sb)):
+                if o.error is None:
+                    runner.wait_index_queryable(s, ks, stmt.index_built)
         view = re.match(r"CREATE MATERIALIZED VIEW (\w+)", stmt.text)
         if view:
             for o, s in ((oa, sa), (ob, sb)):
@@ -608,15 +631,18 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the keyspace afterwards")
     ap.add_argument("--views", action="store_true",
                     help="draw materialized views (both sides must run with materialized_views_enabled: true)")
+    ap.add_argument("--vectors", action="store_true",
+                    help="draw vector tables, similarity functions, SAI vector indexes and ANN queries (gen/vectors.py)")
     ap.add_argument("-v", "--verbose", action="count", default=0, help="print every statement and both answers")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     # The driver logs failed PREPAREs and server warnings; failures are outcomes here.
     logging.getLogger("cassandra").setLevel(logging.CRITICAL)
     seed = random.SystemRandom().randrange(10**9) if args.seed == "random" else int(args.seed)
-    print(f"seed {seed}, {args.count} statements, {args.tables} tables" + (", views" if args.views else ""))
+    print(f"seed {seed}, {args.count} statements, {args.tables} tables" + (", views" if args.views else "")
+          + (", vectors" if args.vectors else ""))
 
-    tables, ddl, stmts = draw_all(seed, args.count, args.tables, args.views)
+    tables, ddl, stmts = draw_all(seed, args.count, args.tables, args.views, args.vectors)
     known = runner.load_known(args.known) if os.path.exists(args.known) else []
     # A fresh keyspace name per run: a server's prepared statements from an earlier run with
     # another schema must not leak in (the probe above tests that case on purpose).

@@ -601,3 +601,35 @@ def test_rows_read_again_are_rows_of_b_that_a_key_and_static_read_of_b_leaves_ou
     # A reads nothing more, or lacks a row of B's.
     assert not again([(0, 1, 5), (1, None, 6)], b_whole)
     assert not again([(0, 2, 5), (1, None, 6)], b_whole)
+
+
+def test_vectors_mode_leaves_the_other_statements_as_the_seed_drew_them():
+    """--vectors adds its tables, DDL and statements from a stream of its own: take them out
+    and the plan is the one drawn without the flag (the expiry episodes' waits may move)."""
+    def plan(vectors):
+        tables, ddl, stmts = generate.draw_all(7, 600, 8, False, vectors)
+        vector_tables = {t.name for t in tables if t.name.startswith("vt") or t.name == "vk"}
+        rest = [(s.text, repr(s.params)) for s in stmts
+                if s.table not in vector_tables and not s.wait_expiry and not s.feature.startswith("vector")]
+        return [d.text for d in ddl if d.table not in vector_tables and "vudt" not in d.text
+                and "vbad" not in d.text], rest, stmts
+    ddl_off, rest_off, _ = plan(False)
+    ddl_on, rest_on, stmts = plan(True)
+    assert ddl_off == ddl_on
+    n = min(len(rest_on), len(rest_off))
+    assert rest_on[:n] == rest_off[:n] and n > 400
+    features = {s.feature for s in stmts}
+    for want in ["vector_ann", "vector_insert", "vector_read", "vector_refusal"]:
+        assert want in features, (want, sorted(features))
+
+
+def test_vector_tables_have_no_ties_in_ann_scores():
+    from gen.vectors import FUNCTIONS, VectorForms, score
+    g = VectorForms(None, 3, True)
+    g.schema()
+    for vt in g.tables:
+        every = [v for two in vt.vectors.values() for v in two]
+        for fn in FUNCTIONS:
+            for q in vt.queries:
+                scores = sorted(score(fn, v, q) for v in every)
+                assert all(b - a > 1e-6 for a, b in zip(scores, scores[1:])), (vt.t.name, fn, q)

@@ -79,6 +79,23 @@ def wait_alive(session, limit_s=60):
             time.sleep(0.2)
 
 
+def wait_index_queryable(session, ks, index, limit_s=120):
+    """Polls until `system_views.sai_column_indexes` says the SAI index is queryable: 5.0.9
+    builds an index created over data in the background after CREATE INDEX has answered, and
+    an ANN query before that fails with INDEX_NOT_AVAILABLE (not a difference to report)."""
+    import time
+    deadline = time.monotonic() + limit_s
+    while True:
+        rows = list(session.execute(
+            "SELECT is_queryable FROM system_views.sai_column_indexes WHERE keyspace_name = %s "
+            "AND index_name = %s ALLOW FILTERING", (ks, index), timeout=30))
+        if rows and rows[0][0]:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"index {ks}.{index} not queryable after {limit_s} s")
+        time.sleep(0.1)
+
+
 def wait_view_built(session, ks, view, limit_s=120):
     """Polls until `system.built_views` lists the view: Cassandra builds a new view over the
     base's data in the background after CREATE MATERIALIZED VIEW has answered, and a read

@@ -20,6 +20,7 @@ from .indexed import IndexReads
 from .queries import QueryForms
 from .schema import Column
 from .types import T, bad_literal, draw_native, draw_value, json_text, literal
+from .vectors import VectorForms
 
 TTL_TOLERANCE = 5          # seconds; ttl() drifts with the time between the two sides' writes
 TS_BASE = 1_600_000_000_000_000
@@ -51,6 +52,7 @@ class Stmt:
     projection: str = ""      # the selection's own feature (writetime, count ...), if any
     expires: int = 0          # the TTL (seconds) of an expiring write: it must expire before a wait
     wait_expiry: bool = False  # not a statement: wait until every expiring write so far has expired
+    index_built: str = ""     # an index this statement creates over data: wait until it is queryable
 
 
 class Terms:
@@ -99,7 +101,7 @@ def bind_safe(t, v, top=True):
 
 
 class StatementGen:
-    def __init__(self, rng, tables, udts, seed=0):
+    def __init__(self, rng, tables, udts, seed=0, vectors=False):
         self.rng = rng
         self.tables = tables
         self.udts = udts
@@ -112,6 +114,8 @@ class StatementGen:
         self.queries = QueryForms(self, seed)   # GROUP BY, fromJson/toJson, masking, likewise
         self.clauses = ClauseBinds(self, seed)   # markers in USING/LIMIT/IN, unset values, likewise
         self.alters = SchemaChanges(self, seed)   # ALTER TABLE / ALTER TYPE episodes, likewise
+        # Vector tables and statements (--vectors only; without it nothing is drawn from it).
+        self.vectors = VectorForms(self, seed, vectors)
 
     # ------------------------------------------------------------ helpers
 
@@ -669,6 +673,11 @@ class StatementGen:
         rng = self.rng
         if self.pending:
             return self.pending.pop(0)
+        # Vectors first (--vectors only): their own tables and stream, so the others' stay
+        # what the seed drew.
+        extra = self.vectors.maybe_draw()
+        if extra is not None:
+            return extra
         # Before the extras, as the expiry episodes: a draw of these leaves the sequence of
         # the other statements (extras and main stream) what the seed drew without them.
         # These families first: a draw of them consults no other stream, so theirs stay as

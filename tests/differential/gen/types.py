@@ -36,6 +36,8 @@ class T:
             return f"tuple<{', '.join(a.cql() for a in self.args)}>"   # tuples are always frozen
         elif self.kind == "udt":
             inner = self.name
+        elif self.kind == "vector":
+            return f"vector<{self.args[0].cql()}, {self.name}>"   # gen/vectors.py (--vectors)
         else:
             return self.kind
         return f"frozen<{inner}>" if self.frozen else inner

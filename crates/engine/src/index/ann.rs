@@ -54,8 +54,15 @@ impl Builder<'_> {
                 .iter()
                 .any(|i| i.column == c && vector_config(i, t).is_some())
         };
+        // CONTAINS / CONTAINS KEY on a vector is refused before (as on any non-collection
+        // column).
+        let contains = |r: &Relation| {
+            matches!(r, Relation::Binary { op, .. }
+                if matches!(op, ast::Operator::Contains | ast::Operator::ContainsKey))
+        };
         if rels
             .iter()
+            .filter(|r| !contains(r))
             .any(|r| relation_columns(r).into_iter().any(vector_indexed))
         {
             return Err(EngineError::invalid(
@@ -81,6 +88,11 @@ impl Builder<'_> {
                 "Unexpected receiver type '{}'; only list and vector are expected",
                 crate::types::cql_type_name(&c.ty)
             )));
+        }
+        if !matches!(&c.ty, ColumnType::Vector(e, _) if **e == ColumnType::Float) {
+            return Err(EngineError::invalid(
+                "ANN ordering is only supported on float vector indexes",
+            ));
         }
         if !s.order_by.is_empty() {
             return Err(EngineError::invalid(

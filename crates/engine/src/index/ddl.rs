@@ -133,6 +133,7 @@ fn target_of(kind: IndexTargetKind, c: &crate::catalog::ColumnDef) -> Result<Tar
 fn check_sai_options(
     options: &BTreeMap<String, String>,
     c: &crate::catalog::ColumnDef,
+    target: Target,
 ) -> Result<(), EngineError> {
     let unknown: Vec<&str> = options
         .keys()
@@ -155,12 +156,31 @@ fn check_sai_options(
             .map_err(EngineError::invalid)?;
         return Ok(());
     }
+    // IndexWriterConfig.fromOptions, after the analysis options' checks, before the type's.
+    let vector_options = || -> Result<(), EngineError> {
+        if vector.is_empty() || matches!(c.ty, ColumnType::Vector(..)) {
+            return Ok(());
+        }
+        let term = match (target, &c.ty) {
+            (Target::Values, ColumnType::List(e) | ColumnType::Set(e))
+            | (Target::Values, ColumnType::Map(_, e))
+            | (Target::Keys, ColumnType::Map(e, _)) => &**e,
+            (_, ty) => ty,
+        };
+        Err(EngineError::invalid(format!(
+            "CQL type {} cannot have vector options",
+            crate::types::cql_type_name(term)
+        )))
+    };
     for (k, v) in &analysis {
         if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
             return Err(EngineError::invalid(format!(
                 "Illegal value for boolean option '{k}': {v}"
             )));
         }
+    }
+    if analysis.is_empty() {
+        vector_options()?;
     }
     if c.ty == ColumnType::Blob {
         return Err(EngineError::invalid("Unsupported type: blob"));
@@ -182,7 +202,7 @@ fn check_sai_options(
             crate::types::cql_type_name(&c.ty)
         )));
     }
-    Ok(())
+    vector_options()
 }
 
 /// CREATE [CUSTOM] INDEX: the next schema (the index not yet built) and its change event.
@@ -320,7 +340,7 @@ pub fn create_index(
         )));
     }
     if idx.is_sai() {
-        check_sai_options(&idx.options, c)?;
+        check_sai_options(&idx.options, c, idx.target)?;
     }
     let mut next = schema.clone();
     next.next_table_id += 1;
