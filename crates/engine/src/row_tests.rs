@@ -705,3 +705,21 @@ fn cells_older_than_the_marker_count_only_for_the_columns_read() {
     };
     assert!(unmarked.is_live_for(200, None, |c| c == 2));
 }
+
+/// The in-place reads' varint length (a word at a time where eight bytes are left) is the
+/// first byte under 0x80 among the first ten, for varints of every length, cut short or not.
+#[test]
+fn varint_lengths_read_a_word_at_a_time_match_a_byte_search() {
+    let by_bytes = |b: &[u8]| Some(1 + b.iter().take(10).position(|&x| x < 0x80)?);
+    for len in 1..=11 {
+        for tail in [&[][..], &[0x05], &[0xff, 0x01], &[0x80; 9]] {
+            let mut bytes = vec![0x80u8; len - 1];
+            bytes.push(0x7f);
+            bytes.extend_from_slice(tail);
+            for cut in 0..=bytes.len() {
+                let b = &bytes[..cut];
+                assert_eq!(super::in_place::varint_len(b), by_bytes(b), "{b:?}");
+            }
+        }
+    }
+}

@@ -85,6 +85,8 @@ fn lsm_matches_model_under_random_batches() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What was written is read after a reopening, from the journal. A value of 4 KiB or more
+/// is in the journal as written (fjall compressed it, see `Open::new`).
 #[test]
 fn data_survives_reopen() {
     let dir = tmpdir("reopen");
@@ -100,11 +102,29 @@ fn data_survives_reopen() {
         let mut b = WriteBatch::new();
         b.put(b"k1".to_vec(), b"v1".to_vec());
         b.put(b"k2".to_vec(), b"v2".to_vec());
+        b.put(b"big".to_vec(), vec![b'a'; 8192]);
         s.write(b).unwrap();
+        let journaled: usize = std::fs::read_dir(&*dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jnl"))
+            .map(|e| {
+                std::fs::read(e.path())
+                    .unwrap()
+                    .iter()
+                    .filter(|&&x| x == b'a')
+                    .count()
+            })
+            .sum();
+        assert!(
+            journaled >= 8192,
+            "{journaled} bytes of the value in the journal"
+        );
     }
     let s = LsmStorage::open(&dir, Options::default()).unwrap();
     assert_eq!(s.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
     assert_eq!(s.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    assert_eq!(s.get(b"big").unwrap(), Some(vec![b'a'; 8192]));
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

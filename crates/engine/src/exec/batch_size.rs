@@ -83,7 +83,7 @@ impl Engine {
         let mut size = range_tombstones(parts, default_ts)?;
         let mut last: Option<&[u8]> = None;
         let mut table: Option<&TableDef> = None;
-        for (key, entry) in &m.entries {
+        for (key, entry) in m.entries.iter() {
             let prefix = &key[..crate::keys::partition_prefix_len(key).unwrap_or(key.len())];
             if last != Some(prefix) {
                 last = Some(prefix);

@@ -112,7 +112,7 @@ impl<'a> RawRow<'a> {
         // one (a cell written with its row's base).
         let z_len = match rest.first() {
             Some(&z) if z < 0x80 => 1,
-            _ => 1 + rest.iter().take(10).position(|&b| b < 0x80)?,
+            _ => varint_len(rest)?,
         };
         // Live, with no expiry, and the value's length: one byte for a value under 128 bytes,
         // read here; a longer length through `Reader::len`.
@@ -228,6 +228,22 @@ impl<'a> RawRow<'a> {
             base: r.base?,
         }))
     }
+}
+
+/// The length of the varint `bytes` start with, of at most ten bytes as `Reader::varint`
+/// reads one (`None`: longer, or cut short). Its first eight bytes are read as one word: the
+/// delta of a cell an UPDATE wrote after its row's INSERT takes four or five bytes, which a
+/// byte-by-byte search took ~30 instructions to step over, on every such cell a merge copies
+/// or a read skips (Callgrind, session 40).
+#[inline(always)]
+pub(super) fn varint_len(bytes: &[u8]) -> Option<usize> {
+    if let Some(word) = bytes.first_chunk::<8>() {
+        let ends = !u64::from_le_bytes(*word) & 0x8080_8080_8080_8080;
+        if ends != 0 {
+            return Some(ends.trailing_zeros() as usize / 8 + 1);
+        }
+    }
+    Some(1 + bytes.iter().take(10).position(|&b| b < 0x80)?)
 }
 
 /// [`Row::merge`] of `newer` onto `older`, encoded as `RowMerge::merge` encodes it (the same
