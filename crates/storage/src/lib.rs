@@ -269,10 +269,12 @@ pub trait Storage: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct Options {
     pub sync: SyncMode,
-    /// fjall's background threads (flushes and compactions); `None`: one per core, at least
-    /// two and at most four. With two or more, one of them takes flushes only, so a flush
-    /// never waits behind a compaction (vendor/README.md, compaction hand-off): with one (fjall's
-    /// default on one core) the memtable grew to twice its size while a compaction ran.
+    /// fjall's background threads (flushes and compactions); `None`: one per core, at most
+    /// four (fjall's default). With two or more, one of them takes flushes only, so a flush
+    /// never waits behind a compaction (vendor/README.md, compaction hand-off). With one (one
+    /// core) the memtable grows past its size while a compaction runs (to 131 MB of 64 under
+    /// YCSB A); two on one core were measured and not kept: when both ran, the requests had
+    /// too little of the core left (bench/results/2026-12-02/background-priority-s40).
     pub worker_threads: Option<usize>,
     /// How many nice steps below the thread that opens the store its flushes and compactions
     /// run (`priority.rs`); `0`: the same priority.
@@ -403,10 +405,9 @@ impl Open {
             .cache_size(options.cache_bytes)
             .max_write_buffer_size(Some(options.memtable_bytes.saturating_mul(2)))
             .journal_compression(fjall::CompressionType::None);
-        let workers = options.worker_threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
-        });
-        builder = builder.worker_threads(workers.max(1));
+        if let Some(n) = options.worker_threads {
+            builder = builder.worker_threads(n.max(1));
+        }
         builder = builder.on_worker_start(Arc::new(move |_| background.enter()));
         if let Some(filter) = options.filter.clone() {
             let factory: Arc<dyn fjall::compaction::filter::Factory> =

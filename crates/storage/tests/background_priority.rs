@@ -1,5 +1,5 @@
 //! Flushes and compactions run `Options::background_nice` steps below the thread that opened
-//! the store, on at least two workers (one takes flushes only).
+//! the store.
 //!
 //! Its own test binary (its own process) because it reads the nice value of every thread of the
 //! process by name (`/proc/self/task`): another test's store would add its own workers.
@@ -50,12 +50,12 @@ fn flushes_and_compactions_run_below_the_opening_thread() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let workers = loop {
         let workers = nice_of("fjall:worker");
-        if workers.len() >= 2 && workers.iter().all(|&n| n == want) {
+        if !workers.is_empty() && workers.iter().all(|&n| n == want) {
             break workers;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "workers {workers:?}, want at least two at nice {want} (opener at {opener})"
+            "workers {workers:?}, want every one at nice {want} (opener at {opener})"
         );
         std::thread::yield_now();
     };
