@@ -10,8 +10,8 @@
 //!
 //! The merge runs on a thread of its own, one at a time, at the flushes' and compactions' lower
 //! priority (`priority.rs`), so the background thread's journal syncs never wait behind it; the
-//! store joins it when it closes. Its cost is bounded by the
-//! strategy: L0 and at most the leveled strategy's first level (`l0_threshold × table_bytes`).
+//! store joins it when it closes. Its cost is bounded by the strategy: L0 and at most the
+//! leveled strategy's first level (`l0_threshold × table_bytes`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
