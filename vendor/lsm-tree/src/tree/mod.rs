@@ -617,11 +617,12 @@ impl AbstractTree for Tree {
 
     fn approximate_len(&self) -> usize {
         // PATCH (Peregrine, lock-free latest version): the store's metrics ask it; under the
-        // history's lock they waited up to 99 ms for a compaction installing its tables.
+        // history's lock they waited up to 99 ms for a compaction installing its tables. The
+        // tables counted are the same version's (`current_version` would load it again).
         let super_version = self.latest_version.load();
 
-        let tables_item_count = self
-            .current_version()
+        let tables_item_count = super_version
+            .version
             .iter_tables()
             .map(|x| x.metadata.item_count)
             .sum::<u64>();

@@ -712,8 +712,9 @@ impl HeadWords {
     /// word: `(head, true)` when the words alone decide it (no head's word equals the
     /// needle's: the first head above `needle`, or `len()` when every head is below it), or
     /// `(head, false)` for the one head whose word equals the needle's, which lands there
-    /// unless `needle` sorts after that head's key (then on the next head). A key that ends its block (every key, when a
-    /// block holds one row) shares its head's word. `None` when several heads share it.
+    /// unless `needle` sorts after that head's key (then on the next head). A key that ends
+    /// its block (every key, when a block holds one row) shares its head's word. `None` when
+    /// several heads share it.
     #[must_use]
     pub fn candidate(&self, needle: &[u8]) -> Option<(usize, bool)> {
         let (lo, hi) = self.range(needle);
