@@ -359,6 +359,11 @@ fn worker_tick(ctx: &WorkerState) -> crate::Result<bool> {
         }
     }
 
+    // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md): the data blocks
+    // of tables deleted since (by this job or a version dropped elsewhere) leave the block
+    // cache here, on a background thread.
+    ctx.supervisor.db_config.cache.remove_retired();
+
     Ok(false)
 }
 

@@ -2,7 +2,8 @@
 // This source code is licensed under both the Apache 2.0 and MIT License
 // (found in the LICENSE-* files in the repository)
 
-use crate::table::{Block, BlockOffset};
+use crate::table::{block_index::BlockIndexImpl, Block, BlockOffset};
+use std::sync::Arc;
 use crate::{GlobalTableId, UserValue};
 use quick_cache::sync::Cache as QuickCache;
 use quick_cache::Weighter;
@@ -154,6 +155,10 @@ pub struct Cache {
     // (`charge_pinned`), so that the cache and the pinned metadata together stay within the
     // configured size. The lock also orders the resizes.
     pinned: std::sync::Mutex<u64>,
+
+    // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md): the block indexes
+    // of tables deleted and dropped, whose data blocks `remove_retired` takes out of the cache.
+    retired: std::sync::Mutex<Vec<(GlobalTableId, Arc<BlockIndexImpl>)>>,
 }
 
 /// However much is pinned, the cache keeps at least this share of its capacity for blocks (a
@@ -186,6 +191,7 @@ impl Cache {
             data: quick_cache,
             capacity: bytes,
             pinned: std::sync::Mutex::new(0),
+            retired: std::sync::Mutex::default(),
         }
     }
 
@@ -264,6 +270,41 @@ impl Cache {
             (TAG_BLOCK, id.tree_id(), id.table_id(), *offset).into(),
             Item::Block(block),
         );
+    }
+
+    // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md)
+    /// Queues the data blocks of a deleted table (its block index says where they are) for
+    /// [`Cache::remove_retired`]. Called where the table is dropped, which may be a thread
+    /// serving reads (the last one holding the version): the removal itself, a few
+    /// milliseconds for a large table, is left to a background thread.
+    pub(crate) fn retire(&self, id: GlobalTableId, index: Arc<BlockIndexImpl>) {
+        self.retired
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((id, index));
+    }
+
+    /// Removes from the cache the data blocks of the tables [`Cache::retire`] queued: nothing
+    /// reads them again, and until they aged out they took the room of blocks still read.
+    pub fn remove_retired(&self) {
+        let retired = std::mem::take(
+            &mut *self
+                .retired
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (id, index) in retired {
+            if let BlockIndexImpl::Full(index) = &*index {
+                for offset in index.data_block_offsets() {
+                    self.data.remove(&CacheKey::from((
+                        TAG_BLOCK,
+                        id.tree_id(),
+                        id.table_id(),
+                        *offset,
+                    )));
+                }
+            }
+        }
     }
 
     #[doc(hidden)]

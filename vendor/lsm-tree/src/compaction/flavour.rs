@@ -86,20 +86,6 @@ pub(super) fn prepare_table_writer(
         table_writer = table_writer.use_partitioned_filter();
     }
 
-    // PATCH (Peregrine, block cache filled on write; see vendor/README.md): while the whole
-    // tree fits in the block cache, the compaction's output goes into it as it is written. The
-    // blocks its input held in the cache are orphaned the moment the new version is installed,
-    // and every read of them would otherwise go to disk once (a burst of misses after each
-    // merge, the hot keys first). A larger tree is left to the reads: its output would push
-    // out blocks in use.
-    let tree_bytes: u64 = version
-        .iter_tables()
-        .map(crate::table::Table::file_size)
-        .sum();
-    if tree_bytes <= opts.config.cache.block_capacity() {
-        table_writer = table_writer.use_block_cache(opts.config.cache.clone(), opts.tree_id);
-    }
-
     #[expect(clippy::cast_possible_truncation, reason = "max key size = u16")]
     let last_level = (version.level_count() - 1) as u8;
     let is_last_level = payload.dest_level == last_level;

@@ -97,6 +97,11 @@ impl Drop for Inner {
             self.file_accessor.as_descriptor_table().inspect(|d| {
                 d.remove_for_table(&global_id);
             });
+
+            // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md): its data
+            // blocks are taken out of the block cache by the next background job rather than
+            // aged out: until then they took the room of blocks still read.
+            self.cache.retire(global_id, self.block_index.clone());
         }
     }
 }

@@ -3,7 +3,7 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::table::block_index::{iter::OwnedIndexBlockIter, BlockIndexIter};
-use crate::table::{block::decoder::HeadWords, BlockHandle, IndexBlock, KeyedBlockHandle};
+use crate::table::{block::decoder::HeadWords, BlockHandle, BlockOffset, IndexBlock, KeyedBlockHandle};
 use crate::SeqNo;
 
 /// Index that translates item keys to data block handles
@@ -83,6 +83,12 @@ impl FullBlockIndex {
 
     pub fn iter(&self) -> Iter {
         Iter(OwnedIndexBlockIter::new(self.0.clone(), IndexBlock::iter))
+    }
+
+    // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md)
+    /// The offsets of the table's data blocks, in order.
+    pub(crate) fn data_block_offsets(&self) -> impl Iterator<Item = BlockOffset> + '_ {
+        self.0.iter().map(|entry| entry.offset)
     }
 }
 
