@@ -7,7 +7,8 @@ use crate::{
     blob_tree::handle::BlobIndirection, table::writer::LinkedFile, value::InternalValue,
     vlog::BlobFileId, Checksum, CompressionType, HashMap, SequenceNumberCounter, TableId, UserKey,
 };
-use std::path::PathBuf;
+use crate::{Cache, TreeId};
+use std::{path::PathBuf, sync::Arc};
 
 /// Like `Writer` but will rotate to a new table, once a table grows larger than `target_size`
 ///
@@ -48,6 +49,9 @@ pub struct MultiWriter {
 
     /// Level the tables are written to
     initial_level: u8,
+
+    // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
+    block_cache: Option<(Arc<Cache>, TreeId)>,
 }
 
 impl MultiWriter {
@@ -91,7 +95,19 @@ impl MultiWriter {
             current_key: None,
 
             linked_blobs: HashMap::default(),
+
+            block_cache: None,
         })
+    }
+
+    // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
+    /// Every table written puts its data blocks into `cache` as they are written
+    /// ([`Writer::use_block_cache`]).
+    #[must_use]
+    pub(crate) fn use_block_cache(mut self, cache: Arc<Cache>, tree_id: TreeId) -> Self {
+        self.writer = self.writer.use_block_cache(cache.clone(), tree_id);
+        self.block_cache = Some((cache, tree_id));
+        self
     }
 
     pub fn register_blob(&mut self, indirection: BlobIndirection) {
@@ -198,6 +214,9 @@ impl MultiWriter {
         }
         if self.use_partitioned_filter {
             new_writer = new_writer.use_partitioned_filter();
+        }
+        if let Some((cache, tree_id)) = &self.block_cache {
+            new_writer = new_writer.use_block_cache(cache.clone(), *tree_id);
         }
 
         let mut old_writer = std::mem::replace(&mut self.writer, new_writer);

@@ -419,6 +419,12 @@ impl AbstractTree for Tree {
         if filter_partitioning {
             table_writer = table_writer.use_partitioned_filter();
         }
+        // PATCH (Peregrine, block cache filled on write; see vendor/README.md): a flushed
+        // memtable holds the newest writes, the ones most likely read next (RocksDB's
+        // `prepopulate_block_cache = kFlushOnly` for the same reason): its blocks go into the
+        // cache as they are written, instead of each being read back from disk by the first
+        // read that needs it.
+        table_writer = table_writer.use_block_cache(self.config.cache.clone(), self.id);
 
         for item in stream {
             table_writer.write(item?)?;

@@ -26,7 +26,8 @@ use crate::{
     Checksum, CompressionType, InternalValue, TableId, UserKey, ValueType,
 };
 use index::BlockIndexWriter;
-use std::{fs::File, io::BufWriter, path::PathBuf};
+use crate::{Cache, TreeId};
+use std::{fs::File, io::BufWriter, path::PathBuf, sync::Arc};
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug, std::hash::Hash)]
 pub struct LinkedFile {
@@ -92,6 +93,11 @@ pub struct Writer {
     linked_blob_files: Vec<LinkedFile>,
 
     initial_level: u8,
+
+    // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
+    /// The cache each data block goes into as it is written (`use_block_cache`), with the id of
+    /// the tree the table belongs to.
+    block_cache: Option<(Arc<Cache>, TreeId)>,
 }
 
 impl Writer {
@@ -140,7 +146,18 @@ impl Writer {
             previous_item: None,
 
             linked_blob_files: Vec::new(),
+
+            block_cache: None,
         })
+    }
+
+    // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
+    /// Puts each data block into `cache` as it is written, as a read of it would have, so that
+    /// the first reads of a new table find its blocks cached instead of reading the disk.
+    #[must_use]
+    pub(crate) fn use_block_cache(mut self, cache: Arc<Cache>, tree_id: TreeId) -> Self {
+        self.block_cache = Some((cache, tree_id));
+        self
     }
 
     pub fn link_blob_file(
@@ -320,6 +337,20 @@ impl Writer {
             super::block::BlockType::Data,
             self.data_block_compression,
         )?;
+
+        // PATCH (Peregrine, block cache filled on write): the block as `load_block` would have
+        // read it back (the same header, the plaintext decompressed), under the offset its
+        // handle gets below.
+        if let Some((cache, tree_id)) = &self.block_cache {
+            cache.insert_block(
+                (*tree_id, self.table_id).into(),
+                self.meta.file_pos,
+                Block {
+                    header,
+                    data: crate::Slice::from(&self.block_buffer[..]),
+                },
+            );
+        }
 
         self.meta.uncompressed_size += u64::from(header.uncompressed_length);
 
