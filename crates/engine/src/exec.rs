@@ -443,13 +443,20 @@ impl Engine {
         });
         let label = crate::labels::resolve_label(plan, vals)?;
         let sees = out.sees(t);
-        let computed;
+        // One partition (a point write of a simple key) is kept without a `Vec`.
+        let (one, computed);
         let mut parts = match known {
             Some(p) => p,
-            None => {
-                computed = partitions(t, &plan.partition, vals)?;
-                &computed
-            }
+            None => match one_named_partition(t, &plan.partition, vals, true) {
+                Some(p) => {
+                    one = p?;
+                    std::slice::from_ref(&one)
+                }
+                None => {
+                    computed = partitions(t, &plan.partition, vals)?;
+                    &computed
+                }
+            },
         };
         let in_range;
         if plan.token.iter().any(Option::is_some) {
@@ -828,19 +835,30 @@ impl Engine {
         if m.entries.is_empty() {
             return Ok(());
         }
-        let mut stripes: Vec<usize> = m
-            .entries
-            .keys()
-            .map(|k| self.stripe_of(k))
-            .filter(|s| held.binary_search(s).is_err())
-            .collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        let _guards: Vec<_> = stripes
-            .iter()
-            .map(|i| self.stripes[*i].lock().unwrap_or_else(|p| p.into_inner()))
-            .collect();
-        let mut batch = WriteBatch::new();
+        // One key (every single-row write) locks its one stripe without the lists.
+        let lock = |i: usize| self.stripes[i].lock().unwrap_or_else(|p| p.into_inner());
+        let (_guard, _guards): (Option<_>, Vec<_>) = match m.entries.only_key() {
+            Some(k) => {
+                let s = self.stripe_of(k);
+                (
+                    (held.binary_search(&s).is_err()).then(|| lock(s)),
+                    Vec::new(),
+                )
+            }
+            None => {
+                let mut stripes: Vec<usize> = m
+                    .entries
+                    .keys()
+                    .map(|k| self.stripe_of(k))
+                    .filter(|s| held.binary_search(s).is_err())
+                    .collect();
+                stripes.sort_unstable();
+                stripes.dedup();
+                (None, stripes.into_iter().map(lock).collect())
+            }
+        };
+        // Sized for the entries (index upkeep may add more).
+        let mut batch = WriteBatch::with_capacity(m.entries.len());
         // Read under the locks: a write racing an index build sees the index (see `index`).
         let schema = self
             .has_indexes
@@ -897,7 +915,6 @@ impl Engine {
             });
         if one_blind_row {
             if let Some((key, Entry::Row(e))) = entries.into_entries().next() {
-                let mut batch = WriteBatch::with_capacity(1);
                 batch.put(key, e.delta.encode_partial());
                 self.storage.write(batch)?;
             }
@@ -976,13 +993,6 @@ impl Engine {
                         Some(v) => Row::decode_shared(&v).map_err(EngineError::corrupt)?,
                         None => Row::default(),
                     };
-                    let decoded = keys::decode_key(&key);
-                    let upkeep = match (upkept, &decoded) {
-                        (Some(t), Some(d)) => {
-                            Some((t, crate::index::row_entries(t, &key, d, &row)))
-                        }
-                        _ => None,
-                    };
                     let ops = std::mem::take(&mut e.ops);
                     // A list operation that reads the list (`l[i] = v`, `DELETE l[i]`,
                     // `l = l - [..]`) sees it as Cassandra does: as it was before the write
@@ -993,6 +1003,19 @@ impl Engine {
                     // the items a stored partition or range deletion shadows (the row's own
                     // cells do not carry those).
                     let reads = ops.iter().any(CollectionOp::reads_stored_list);
+                    // The key decoded only where something below reads it (index upkeep, a
+                    // list read's partition deletion, a deletion of this batch).
+                    let decoded = if upkept.is_some() || reads || !deleted.is_empty() {
+                        keys::decode_key(&key)
+                    } else {
+                        None
+                    };
+                    let upkeep = match (upkept, &decoded) {
+                        (Some(t), Some(d)) => {
+                            Some((t, crate::index::row_entries(t, &key, d, &row)))
+                        }
+                        _ => None,
+                    };
                     let before = if !reads {
                         Vec::new()
                     } else if pending.contains_key(&key) {

@@ -914,6 +914,7 @@ impl Writer {
         w
     }
     /// A row's liveness marker, and its visibility label after it.
+    #[inline]
     fn marker(&mut self, marker: Option<Marker>, label: Option<&[u8]>) {
         match marker {
             Some(m) => {
@@ -931,12 +932,15 @@ impl Writer {
             None => self.u8(MARKER_NONE),
         }
     }
+    #[inline]
     fn u8(&mut self, v: u8) {
         self.out.push(v)
     }
+    #[inline]
     fn u32(&mut self, v: u32) {
         self.out.extend_from_slice(&v.to_be_bytes())
     }
+    #[inline]
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.out.push(v as u8 | 0x80);
@@ -945,6 +949,7 @@ impl Writer {
         self.out.push(v as u8);
     }
     /// A count, length or column id: u16 (`width` 2) or u32 in ROW_V1, a varint in ROW_V2.
+    #[inline]
     fn len(&mut self, n: usize, width: usize) {
         match (self.base, width) {
             (Some(_), _) => self.varint(n as u64),
@@ -952,6 +957,7 @@ impl Writer {
             (None, _) => self.u32(n as u32),
         }
     }
+    #[inline]
     fn ts(&mut self, v: i64) {
         match self.base {
             Some(base) => {
@@ -961,10 +967,12 @@ impl Writer {
             None => self.out.extend_from_slice(&v.to_be_bytes()),
         }
     }
+    #[inline]
     fn bytes(&mut self, b: &[u8]) {
         self.len(b.len(), 4);
         self.out.extend_from_slice(b);
     }
+    #[inline]
     fn deletion(&mut self, d: Option<Deletion>) {
         match d {
             Some(d) => {
@@ -975,6 +983,7 @@ impl Writer {
             None => self.u8(0),
         }
     }
+    #[inline]
     fn expiry(&mut self, e: Option<Expiry>) {
         match e {
             Some(e) => {

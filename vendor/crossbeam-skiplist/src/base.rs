@@ -751,6 +751,11 @@ where
                 // The predecessor node
                 let mut pred = &*self.head;
 
+                // PATCH (Peregrine, speed; see vendor/README.md): the node a level above stopped
+                // at, past the bound: met again on a level below, it stops that one too,
+                // without the test.
+                let mut stop: *const Node<K, V> = ptr::null();
+
                 while level >= 1 {
                     level -= 1;
 
@@ -780,6 +785,12 @@ where
                             }
                         }
 
+                        // (PATCH: see `stop`; `result` is already set as the test would set
+                        // it.)
+                        if ptr::eq(c, stop) {
+                            break;
+                        }
+
                         // If `curr` contains a key that is greater than (or equal) to `key`, we're
                         // done with this level.
                         //
@@ -788,11 +799,13 @@ where
                         // lower bound, we return the first node after the condition became true.
                         if upper_bound {
                             if past(&c.key) {
+                                stop = c;
                                 break;
                             }
                             result = Some(c);
                         } else if past(&c.key) {
                             result = Some(c);
+                            stop = c;
                             break;
                         }
 
@@ -837,6 +850,11 @@ where
                 // The predecessor node
                 let mut pred = &*self.head;
 
+                // PATCH (Peregrine, speed; see vendor/README.md): the node a level above stopped
+                // at (its key greater than or equal to `key`): met again on a level below, it
+                // stops that one too, without a compare.
+                let mut stop: *const Node<K, V> = ptr::null();
+
                 while level >= 1 {
                     level -= 1;
 
@@ -866,12 +884,22 @@ where
                             }
                         }
 
+                        // (PATCH: see `stop`; `result.found` is already set as the compare
+                        // would set it.)
+                        if ptr::eq(c, stop) {
+                            break;
+                        }
+
                         // If `curr` contains a key that is greater than or equal to `key`, we're
                         // done with this level.
                         match c.key.borrow().cmp(key) {
-                            cmp::Ordering::Greater => break,
+                            cmp::Ordering::Greater => {
+                                stop = c;
+                                break;
+                            }
                             cmp::Ordering::Equal => {
                                 result.found = Some(c);
+                                stop = c;
                                 break;
                             }
                             cmp::Ordering::Less => {}

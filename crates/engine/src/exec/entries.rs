@@ -38,6 +38,14 @@ impl Entries {
         one.into_iter().chain(many.into_iter().flatten())
     }
 
+    /// The key of the one entry, if there is exactly one.
+    pub(super) fn only_key(&self) -> Option<&Vec<u8>> {
+        match self {
+            Entries::One(k, _) => Some(k),
+            _ => None,
+        }
+    }
+
     pub(super) fn keys(&self) -> impl Iterator<Item = &Vec<u8>> {
         self.iter().map(|(k, _)| k)
     }

@@ -128,6 +128,15 @@ pub(crate) struct PartitionRef {
     pub prefix: Vec<u8>,
 }
 
+impl PartitionRef {
+    /// The partition of `table` whose serialized key is `pk`.
+    fn of(table: &TableDef, pk: Vec<u8>) -> PartitionRef {
+        let token = token::token(&pk);
+        let prefix = keys::partition_prefix(table.id, token, &pk);
+        PartitionRef { pk, token, prefix }
+    }
+}
+
 /// The partitions `sel` names, in Cassandra's order, each key checked as Cassandra's
 /// `validateKey` checks it (not empty, not too long).
 pub(crate) fn partitions(
@@ -147,20 +156,8 @@ pub(crate) fn named_partitions(
     vals: &Bindings,
     check_keys: bool,
 ) -> Result<Vec<PartitionRef>, EngineError> {
-    // One partition-key column equal to one value (every point read of a simple key): the
-    // same checks as below without the per-column sets and their cartesian product.
-    if let [KeyValues::Eq(src)] = sel {
-        let mut cols = table.partition_key();
-        if let (Some(col), None) = (cols.next(), cols.next()) {
-            let pk = single_partition_key(col, src, vals, check_keys)?.into_owned();
-            let t = token::token(&pk);
-            let prefix = keys::partition_prefix(table.id, t, &pk);
-            return Ok(vec![PartitionRef {
-                pk,
-                token: t,
-                prefix,
-            }]);
-        }
+    if let Some(one) = one_named_partition(table, sel, vals, check_keys) {
+        return Ok(vec![one?]);
     }
     let cols: Vec<_> = table.partition_key().collect();
     let mut sets = Vec::with_capacity(sel.len());
@@ -192,20 +189,35 @@ pub(crate) fn named_partitions(
         .into_iter()
         .map(|comps| {
             let refs: Vec<&[u8]> = comps.iter().map(|c| c.as_slice()).collect();
-            let pk = token::compose_partition_key(&refs);
-            let t = token::token(&pk);
-            let prefix = keys::partition_prefix(table.id, t, &pk);
-            PartitionRef {
-                pk,
-                token: t,
-                prefix,
-            }
+            PartitionRef::of(table, token::compose_partition_key(&refs))
         })
         .collect();
     if check_keys && cols.len() == 1 && out.iter().any(|p| p.pk.is_empty()) {
         return Err(EngineError::invalid("Key may not be empty"));
     }
     Ok(out)
+}
+
+/// The one partition of a table whose partition key is one column, named by one value (every
+/// point read or write of a simple key), checked as [`named_partitions`] checks it, without
+/// its per-column sets and their cartesian product; `None` for any other selection.
+pub(crate) fn one_named_partition(
+    table: &TableDef,
+    sel: &[KeyValues],
+    vals: &Bindings,
+    check_keys: bool,
+) -> Option<Result<PartitionRef, EngineError>> {
+    let [KeyValues::Eq(src)] = sel else {
+        return None;
+    };
+    let mut cols = table.partition_key();
+    let (Some(col), None) = (cols.next(), cols.next()) else {
+        return None;
+    };
+    Some(
+        single_partition_key(col, src, vals, check_keys)
+            .map(|pk| PartitionRef::of(table, pk.into_owned())),
+    )
 }
 
 /// The key of the partition a table whose partition key is the one column `col` names by

@@ -486,3 +486,55 @@ fn journal_truncation_repeating_item_marker() -> crate::Result<()> {
 
     Ok(())
 }
+
+// PATCH (Peregrine, speed; see vendor/README.md): batches written past the `BufWriter`
+// (`write_batch_unbuffered`), between buffered ones, read back as written and in order.
+#[test]
+#[expect(clippy::unwrap_used)]
+fn journal_unbuffered_batches_read_back_in_order() -> crate::Result<()> {
+    let dir1 = tempdir()?;
+    let db = crate::Database::builder(&dir1).open()?;
+    let keyspace = db.keyspace("default", Default::default)?;
+
+    let dir2 = tempdir()?;
+    let path = dir2.path().join("0.jnl");
+
+    let batches: Vec<Vec<BatchItem>> = (0..6u8)
+        .map(|i| {
+            (0..=i)
+                .map(|j| {
+                    BatchItem::new(
+                        keyspace.clone(),
+                        vec![b'k', i, j],
+                        vec![i ^ j; 100 * usize::from(j)],
+                        ValueType::Value,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+
+    {
+        let journal = Journal::create_new(&path)?;
+        let mut writer = journal.get_writer()?;
+        for (i, batch) in batches.iter().enumerate() {
+            if i % 3 == 1 {
+                writer.write_batch(batch.iter(), batch.len(), i as u64)?;
+            } else {
+                writer.write_batch_unbuffered(batch.iter(), batch.len(), i as u64)?;
+            }
+        }
+        writer.persist(PersistMode::SyncAll)?;
+    }
+
+    let journal = Journal::from_file(&path)?;
+    let collected = journal.get_reader()?.flatten().collect::<Vec<_>>();
+    assert_eq!(collected.len(), batches.len());
+    for (i, (read, written)) in collected.iter().zip(&batches).enumerate() {
+        assert_eq!(read.seqno, i as u64);
+        assert_eq!(written.to_vec(), read.items);
+    }
+    assert_eq!(collected.last().unwrap().items.len(), 6);
+
+    Ok(())
+}

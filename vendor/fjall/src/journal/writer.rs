@@ -381,6 +381,69 @@ impl Writer {
         Ok(byte_count)
     }
 
+    // PATCH (Peregrine, speed; see vendor/README.md)
+    /// [`Writer::write_batch`] for a commit that persists the journal right after it: the batch
+    /// goes to the file in one `write`, past the `BufWriter` (whose copy of it would be written
+    /// out at once by that persist anyway), after what the `BufWriter` still holds.
+    pub(crate) fn write_batch_unbuffered<'a>(
+        &mut self,
+        items: impl Iterator<Item = &'a BatchItem>,
+        batch_size: usize,
+        seqno: SeqNo,
+    ) -> crate::Result<usize> {
+        if batch_size == 0 {
+            return Ok(0);
+        }
+        if self.cipher.is_some() {
+            return self.write_batch(items, batch_size, seqno);
+        }
+        self.flush_buffer()?;
+        debug_assert!(self.file.buffer().is_empty());
+        // NOTE: entries.len() is surely never > u32::MAX
+        #[expect(clippy::cast_possible_truncation)]
+        let item_count = batch_size as u32;
+        self.write_batch_plain(items, item_count, seqno, true)
+    }
+
+    // PATCH (Peregrine, speed; see vendor/README.md)
+    /// A batch without a cipher: its start, items and end serialized into `self.buf` (the
+    /// items checksummed with one `xxh3_64` over their bytes) and written with one call, to
+    /// the `BufWriter` or, `unbuffered`, to the file itself (the `BufWriter` then empty).
+    fn write_batch_plain<'a>(
+        &mut self,
+        items: impl Iterator<Item = &'a BatchItem>,
+        item_count: u32,
+        seqno: SeqNo,
+        unbuffered: bool,
+    ) -> crate::Result<usize> {
+        self.buf.clear();
+        Entry::Start { item_count, seqno }.encode_into(&mut self.buf)?;
+        let items_start = self.buf.len();
+        for item in items {
+            let compression = self.compression_for(item.value.len());
+            serialize_marker_item(
+                &mut self.buf,
+                item.keyspace.id,
+                &item.key,
+                &item.value,
+                item.value_type,
+                compression,
+            )?;
+        }
+        #[expect(clippy::indexing_slicing)]
+        let checksum = xxhash_rust::xxh3::xxh3_64(&self.buf[items_start..]);
+        Entry::End(checksum).encode_into(&mut self.buf)?;
+        if unbuffered {
+            self.file.get_mut().write_all(&self.buf)?;
+        } else {
+            self.is_buffer_dirty = true;
+            self.file.write_all(&self.buf)?;
+        }
+        let byte_count = self.buf.len();
+        self.buf.clear();
+        Ok(byte_count)
+    }
+
     pub fn write_batch<'a>(
         &mut self,
         items: impl Iterator<Item = &'a BatchItem>,
@@ -399,34 +462,18 @@ impl Writer {
         #[expect(clippy::cast_possible_truncation)]
         let item_count = batch_size as u32;
 
-        let mut byte_count = 0;
-
-        byte_count += self.write_start(item_count, seqno)?;
-        self.buf.clear();
-
         // PATCH (Peregrine, speed; see vendor/README.md): without a cipher the items are
         // serialized one after another into the buffer, written at once and hashed in one
         // call (`xxh3_64` of the bytes equals the streaming hasher's digest of them), instead
         // of a streaming hasher (a 600-byte state set up and finished per batch) fed per item.
         if self.cipher.is_none() {
-            for item in items {
-                let compression = self.compression_for(item.value.len());
-                serialize_marker_item(
-                    &mut self.buf,
-                    item.keyspace.id,
-                    &item.key,
-                    &item.value,
-                    item.value_type,
-                    compression,
-                )?;
-            }
-            self.file.write_all(&self.buf)?;
-            byte_count += self.buf.len();
-            let checksum = xxhash_rust::xxh3::xxh3_64(&self.buf);
-            self.buf.clear();
-            byte_count += self.write_end(checksum)?;
-            return Ok(byte_count);
+            return self.write_batch_plain(items, item_count, seqno, false);
         }
+
+        let mut byte_count = 0;
+
+        byte_count += self.write_start(item_count, seqno)?;
+        self.buf.clear();
 
         let mut hasher = xxhash_rust::xxh3::Xxh3::default();
 
