@@ -165,6 +165,7 @@ class Extras:
             c = rng.choice(cols)
             kt = c.type.args[0]
             drawn = []
+            bound = len(term.params) if term.bind else 0
 
             def key():
                 drawn.append(draw_value(rng, kt, True))
@@ -178,7 +179,10 @@ class Extras:
                 if c.name in lows or (drawn and (c.name, drawn[0]) in elements):
                     # A second slice of the column (maybe from the same lower bound), or a
                     # slice from the key of an element selected before it: 5.0.9 blanks or
-                    # drops some values (docs/compatibility.md): not drawn.
+                    # drops some values (docs/compatibility.md): not drawn (nor its
+                    # lower bound's bound value).
+                    if term.bind:
+                        del term.params[bound:]
                     continue
                 lows.add(c.name)
                 sel = f"{c.name}[{lo}..{key() if form != 'lower' else ''}]"
