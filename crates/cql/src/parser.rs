@@ -28,6 +28,32 @@ pub(crate) const MAX_DEPTH: u32 = 32;
 /// Most bind markers one statement may hold (the protocol counts them in a `[short]`).
 const MAX_BIND_MARKERS: usize = u16::MAX as usize;
 
+/// The words that may follow an unqualified table name somewhere in Cassandra 5.0.9's grammar
+/// (with `(`, `;` and the end), read off its answers to `SELECT * FROM t <word>`: after any
+/// other token its choice between `ks.t` and `t` has no alternative.
+const TABLE_NAME_FOLLOW: &[&str] = &[
+    "add",
+    "allow",
+    "alter",
+    "as",
+    "drop",
+    "from",
+    "group",
+    "json",
+    "limit",
+    "norecursive",
+    "of",
+    "order",
+    "per",
+    "primary",
+    "rename",
+    "set",
+    "to",
+    "using",
+    "where",
+    "with",
+];
+
 type PResult<T> = Result<T, ParseError>;
 
 pub(crate) struct Parser<'a> {
@@ -267,6 +293,9 @@ impl<'a> Parser<'a> {
     /// its quotes and with doubled quotes undone (`'ab''c'` is `ab'c`); any other token as
     /// written. Error messages quote this text.
     fn antlr_text(&self, t: Token) -> String {
+        if let Some(end) = self.glued_number_end(t) {
+            return self.src[t.start as usize..end].to_string();
+        }
         let s = self.text(t);
         match t.kind {
             Tok::Str | Tok::DollarStr => self.string_value(t),
@@ -279,6 +308,9 @@ impl<'a> Parser<'a> {
     /// [`Self::antlr_text`]: as many characters from its start as that text has, so a string
     /// literal is cut short (`LIMIT [']...` for `LIMIT 'x'`).
     fn antlr_end(&self, t: Token) -> usize {
+        if let Some(end) = self.glued_number_end(t) {
+            return end;
+        }
         let (start, end) = (t.start as usize, t.end as usize);
         if !matches!(t.kind, Tok::Str | Tok::DollarStr | Tok::QuotedIdent) {
             return end;
@@ -288,6 +320,24 @@ impl<'a> Parser<'a> {
             .char_indices()
             .nth(n)
             .map_or(end, |(i, _)| start + i)
+    }
+
+    /// The end of the number a `-` is written against (`-1`, `-2.5`): Cassandra's lexer reads
+    /// the two as one token (its INTEGER and FLOAT take a sign), so its messages and snippets
+    /// measure them as one. `None` for any other token.
+    fn glued_number_end(&self, t: Token) -> Option<usize> {
+        if t.kind != Tok::Minus {
+            return None;
+        }
+        let i = self.toks.partition_point(|x| x.start < t.end);
+        let n = self.toks.get(i)?;
+        (n.start == t.end && matches!(n.kind, Tok::Integer | Tok::Float)).then_some(n.end as usize)
+    }
+
+    /// Whether the token at `i` is a number glued to the `-` before it
+    /// ([`Self::glued_number_end`]).
+    fn glued_to_minus(&self, i: usize) -> bool {
+        i > 0 && self.glued_number_end(self.toks[i - 1]).is_some()
     }
 
     /// ` (SELECT * [FRO]...)`: the statement around the offending token, like Cassandra's
@@ -306,7 +356,11 @@ impl<'a> Parser<'a> {
     /// statement goes on beyond either end; line breaks dropped. Tokens are measured by
     /// [`Self::antlr_end`].
     fn snippet_at(&self, pos: usize) -> String {
-        let t = self.toks[pos.min(self.toks.len() - 1)];
+        let mut pos = pos.min(self.toks.len() - 1);
+        if self.glued_to_minus(pos) {
+            pos -= 1;
+        }
+        let t = self.toks[pos];
         if t.kind == Tok::Eof {
             return String::new();
         }
@@ -317,6 +371,13 @@ impl<'a> Parser<'a> {
         let mut prev_end = 0;
         let far_tok = self.pos.max(self.far);
         for (i, tok) in self.toks.iter().enumerate() {
+            if self.glued_to_minus(i) {
+                // Part of the `-` token before it: looking at it is looking at that one.
+                if i == far_tok.min(self.toks.len() - 1) {
+                    far = stream.len() - 1;
+                }
+                continue;
+            }
             let (start, end) = (tok.start as usize, self.antlr_end(*tok));
             if start > prev_end {
                 stream.push((prev_end, start));
@@ -331,7 +392,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             stream.push((start, end));
-            prev_end = tok.end as usize;
+            prev_end = end.max(tok.end as usize);
         }
         let Some(at) = at else {
             return String::new();
@@ -478,6 +539,37 @@ impl<'a> Parser<'a> {
     }
 
     /// `[ks.]name`.
+    /// A table or view name where Cassandra's grammar reads a `columnFamilyName`. Its parser
+    /// decides between `ks.name` and `name` from the token after the name: a `.`, or a token
+    /// that may follow a table name somewhere in the grammar (after which it has looked one
+    /// token further, so a later snippet reaches it); any other token fails that decision,
+    /// "no viable alternative at input 'x' (SELECT * FROM [t] x)", the snippet centred on the
+    /// name. A qualified name is read as any other.
+    fn table_name(&mut self) -> PResult<QualifiedName> {
+        let start = self.pos;
+        let name = self.qualified_name()?;
+        if self.pos == start + 1 {
+            let follow = [Tok::LParen, Tok::Semi, Tok::Eof];
+            self.predicted_from(start, &follow, TABLE_NAME_FOLLOW)?;
+        }
+        Ok(name)
+    }
+
+    /// The end of a prediction that began at the token at `start` and reads the current
+    /// token: one of `punct` or `words` (any case) predicts, and the prediction looked one
+    /// token past it; any other fails it ("no viable alternative", `start` bracketed).
+    fn predicted_from(&mut self, start: usize, punct: &[Tok], words: &[&str]) -> PResult<()> {
+        let next = self.peek();
+        let follows = punct.contains(&next.kind)
+            || (next.kind == Tok::Ident
+                && words.contains(&self.text(next).to_ascii_lowercase().as_str()));
+        if !follows {
+            return Err(self.no_viable_from(start));
+        }
+        self.look_ahead(1);
+        Ok(())
+    }
+
     fn qualified_name(&mut self) -> PResult<QualifiedName> {
         let first = self.ident()?;
         if self.eat(Tok::Dot) {
@@ -584,7 +676,7 @@ impl<'a> Parser<'a> {
                 if !self.eat_kw("table") {
                     self.eat_kw("columnfamily");
                 }
-                Ok(Statement::Truncate(self.qualified_name()?))
+                Ok(Statement::Truncate(self.table_name()?))
             }
             "grant" => self.grant(),
             "revoke" => self.revoke(),

@@ -387,6 +387,47 @@ fn messages_show_cassandras_look_ahead() {
             "SELECT k FROM t WHERE k !1",
             "line 1:25 mismatched character '1' expecting '='",
         ),
+        // After an unqualified table name or a native type the prediction reads the next
+        // token: one that can follow there, and one more; any other fails it at the name
+        // (scenario 156_name_prediction_snippets.cql).
+        (
+            "SELECT * FROM t x",
+            "line 1:16 no viable alternative at input 'x' (SELECT * FROM [t] x)",
+        ),
+        (
+            "UPDATE t x SET v = 1 WHERE k = 1",
+            "line 1:9 no viable alternative at input 'x' (UPDATE [t] x...)",
+        ),
+        (
+            "SELECT * FROM ks.t x",
+            "line 1:19 mismatched input 'x' expecting EOF (SELECT * FROM ks.t [x])",
+        ),
+        ("TRUNCATE t TO", "line 1:11 mismatched input 'TO' expecting EOF"),
+        (
+            "SELECT * FROM t SET a b c d",
+            "line 1:16 mismatched input 'SET' expecting EOF (SELECT * FROM t [SET] a...)",
+        ),
+        (
+            "CREATE TABLE v (k int PRIMARY KEY, v vector<float>)",
+            "line 1:49 mismatched input '>' expecting ',' (...PRIMARY KEY, v vector<float[>]))",
+        ),
+        (
+            "ALTER TABLE t ADD w int x",
+            "line 1:24 no viable alternative at input 'x' (ALTER TABLE t ADD w [int] x)",
+        ),
+        // A `-` against a number is one token to Cassandra's lexer.
+        (
+            "SELECT k FROM vt1 ORDER BY v ANN OF [-2.5, -1.0, -2.5, 4.0] LIMIT 3 PER PARTITION LIMIT 1",
+            "line 1:68 mismatched input 'PER' expecting EOF (...-2.5, 4.0] LIMIT 3 [PER]...)",
+        ),
+        (
+            "ALTER TABLE t ADD w int -1 zz",
+            "line 1:24 no viable alternative at input '-1' (ALTER TABLE t ADD w [int] -1...)",
+        ),
+        (
+            "SELECT CAST(k AS int x) FROM t",
+            "line 1:21 mismatched input 'x' expecting ')' (SELECT CAST(k AS int [x]...)",
+        ),
     ];
     for (stmt, expected) in cases {
         let e = cql::parse(stmt).unwrap_err();

@@ -128,6 +128,11 @@ pub(crate) const LIST_OF_ARGS: &str = "_list";
 /// one bound inside a collection. Not a CQL identifier.
 pub(crate) const SET_OF_ARGS: &str = "_set";
 
+/// The internal call that builds a float vector of its arguments (a similarity function's
+/// list literal holding bind markers, `similarity_cosine(v, [1.0, ?])`); a null element fails
+/// the query as Cassandra's serializer fails it (a server error). Not a CQL identifier.
+pub(crate) const VECTOR_OF_ARGS: &str = "_vector";
+
 pub(crate) fn eval(
     name: &str,
     args: &[TypedValue],
@@ -157,6 +162,18 @@ pub(crate) fn eval(
         items.dedup_by(|(ty, a), (_, b)| crate::types::compare(ty, a, b).is_eq());
         let bytes: Vec<Vec<u8>> = items.into_iter().map(|(_, v)| v.to_vec()).collect();
         return Ok(Some(crate::literal::encode_collection(&bytes)));
+    }
+    if name == VECTOR_OF_ARGS {
+        let mut out = Vec::with_capacity(args.len() * 4);
+        for (i, (_, v)) in args.iter().enumerate() {
+            let v = v.as_deref().ok_or_else(|| {
+                EngineError::server(format!(
+                    "org.apache.cassandra.serializers.MarshalException: Element at index {i} is null (expected type float)"
+                ))
+            })?;
+            out.extend(v);
+        }
+        return Ok(Some(out));
     }
     if name == LIST_OF_ARGS {
         let mut out = (args.len() as i32).to_be_bytes().to_vec();

@@ -622,7 +622,11 @@ impl Builder<'_> {
                     name.keyspace
                         .as_deref()
                         .is_none_or(|ks| ks.eq_ignore_ascii_case("system"))
-                        .then(|| crate::scalar::arity_refusal(&name.name, args.len()))
+                        .then(|| {
+                            crate::scalar::arity_refusal(&name.name, args.len()).or_else(|| {
+                                crate::similarity::arity_refusal(&name.name, args.len())
+                            })
+                        })
                         .flatten()
                 }) {
                     return Err(EngineError::invalid(m));
@@ -632,7 +636,19 @@ impl Builder<'_> {
                 // Each argument's type as Cassandra prints it in a refusal (`mask_replace`'s
                 // replacement is typed as its first argument: a key column prints frozen).
                 let mut shown_types: Vec<String> = Vec::with_capacity(args.len());
-                for (pos, a) in args.iter().enumerate() {
+                // A similarity function's marker first argument takes the type of the second,
+                // so that one is typed first (Cassandra infers a float vector parameter from
+                // the other argument); with none to take (a marker, null) it stays refused.
+                let second_first = crate::similarity::Similarity::from_function(&name.name)
+                    .is_some()
+                    && matches!(args.as_slice(), [E::Term(Term::Bind(_)), second]
+                        if !matches!(second, E::Term(Term::Bind(_) | Term::Literal(Literal::Null))));
+                let order: Vec<usize> = match second_first {
+                    true => vec![1, 0],
+                    false => (0..args.len()).collect(),
+                };
+                for pos in order {
+                    let a = &args[pos];
                     if let E::Term(term) = a {
                         if term_as_selector(term).is_none() {
                             if let Some(ty) = crate::fcts::literal_arg_type(term) {
@@ -649,6 +665,13 @@ impl Builder<'_> {
                             let e = match term {
                                 Term::Bind(m) => {
                                     self.bind_arg(t, m, &name.name, args.len(), pos, &prev)?
+                                }
+                                Term::List(items)
+                                    if crate::similarity::list_literal_type(&name.name, 0)
+                                        .is_some()
+                                        && items.iter().any(crate::build::contains_bind) =>
+                                {
+                                    self.vector_with_binds(t, &name.name, pos, term, items)?
                                 }
                                 Term::List(items) | Term::Set(items)
                                     if crate::fcts::collection_param(&name.name).is_some()
@@ -689,6 +712,11 @@ impl Builder<'_> {
                     exprs.push(as_expr(sel, ty));
                     names.push(n);
                 }
+                if second_first {
+                    exprs.reverse();
+                    names.reverse();
+                    shown_types.reverse();
+                }
                 for (pos, e) in exprs.iter().enumerate() {
                     if let SelExpr::Const(_, Some(v)) = e {
                         if let Some(m) = crate::fcts::mask_constant_refusal(&name.name, pos, v) {
@@ -706,7 +734,22 @@ impl Builder<'_> {
                     }
                     _ => None,
                 };
-                let ty = match refused.map(Err).or_else(|| crate::fcts::return_type(&name.name, &named)) {
+                // A similarity function names a column's type as declared, another
+                // argument's collection type frozen.
+                let refused = refused.map(Err).or_else(|| {
+                    let mut shown: Vec<String> = (args.iter().zip(&types).zip(&shown_types))
+                        .map(|((a, ty), shown)| match a {
+                            E::Column(_) => shown.clone(),
+                            _ => crate::fcts::shown_literal_type(ty),
+                        })
+                        .collect();
+                    // A marker typed by the second argument is shown as that one.
+                    if second_first {
+                        shown[0] = shown[1].clone();
+                    }
+                    crate::similarity::return_type_shown(&name.name, &named, &shown)
+                });
+                let ty = match refused.or_else(|| crate::fcts::return_type(&name.name, &named)) {
                     Some(r) => r,
                     None => crate::scalar::return_type(&name.name, &types)
                         .map_err(|m| name_the_argument(m, &names)),
@@ -1039,7 +1082,7 @@ impl Builder<'_> {
             let f = fname.to_ascii_lowercase();
             return Err(EngineError::invalid(cannot_infer(&f, kind, "?")));
         }
-        let candidates = match crate::similarity::bind_type(fname, pos, prev) {
+        let candidates = match crate::similarity::bind_type(fname, prev) {
             Some(ty) => vec![ty.map_err(EngineError::invalid)?],
             None => match crate::fcts::param_type(fname, pos, prev) {
                 Some(ty) => vec![ty],
@@ -1093,6 +1136,58 @@ impl Builder<'_> {
         }
         Ok(SelExpr::Call {
             name: call.into(),
+            args,
+            ty,
+        })
+    }
+
+    /// A list literal holding bind markers as a similarity function's argument
+    /// (`similarity_cosine(v, [1.0, ?])`): a float vector of its length, each marker a float
+    /// (bare or cast to float), built when the row is read; any other element must be a float
+    /// constant, else the argument is refused as one of another type.
+    fn vector_with_binds(
+        &mut self,
+        t: &TableDef,
+        fname: &str,
+        pos: usize,
+        term: &Term,
+        items: &[Term],
+    ) -> Result<SelExpr, EngineError> {
+        let ty = crate::similarity::list_literal_type(fname, items.len())
+            .ok_or_else(|| EngineError::invalid("Invalid bind marker"))?;
+        let refused = || {
+            EngineError::invalid(format!(
+                "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
+                fname.to_ascii_lowercase(),
+                crate::types::cql_type_name(&ty)
+            ))
+        };
+        let float = ColumnType::Float;
+        let mut args = Vec::with_capacity(items.len());
+        for item in items {
+            let marker = match item {
+                Term::Bind(m) => Some(m),
+                Term::TypeHint { ty: hint, term } => match &**term {
+                    Term::Bind(m) if hint.as_native() == Some(&float) => Some(m),
+                    _ => return Err(refused()),
+                },
+                _ => None,
+            };
+            args.push(match marker {
+                Some(m) => {
+                    let Src::Bind(i) = self.bind(t, m, "[selection]", &float) else {
+                        return Err(EngineError::invalid("Invalid bind marker"));
+                    };
+                    SelExpr::Leaf(Box::new(Selector::Bind(i)), float.clone())
+                }
+                None => SelExpr::Const(
+                    float.clone(),
+                    const_term(&float, item, self.now).map_err(|_| refused())?,
+                ),
+            });
+        }
+        Ok(SelExpr::Call {
+            name: crate::functions::VECTOR_OF_ARGS.into(),
             args,
             ty,
         })
@@ -1293,9 +1388,17 @@ fn literal_arg(
 ) -> Result<SelExpr, EngineError> {
     // A similarity function's list literal is a float vector of its own length; another
     // literal keeps its own type, for the signature check to refuse by name.
+    let similarity = crate::similarity::list_literal_type(fname, 0).is_some();
+    if similarity && matches!(term, Term::List(items) if items.is_empty()) {
+        return Err(EngineError::invalid(
+            "vectors may only have positive dimensions; given 0",
+        ));
+    }
     let similarity_ty = crate::similarity::list_literal_type(fname, 0).and(match term {
         Term::List(items) => crate::similarity::list_literal_type(fname, items.len()),
         Term::Literal(cql::ast::Literal::Null) => prev.first().cloned(),
+        // A set literal is a set of its elements' type (refused by name as no vector).
+        Term::Set(_) => crate::fcts::literal_arg_type(term),
         _ => literal_type(term),
     });
     // A masking function typed by its first argument takes a literal there as the literal's

@@ -231,17 +231,33 @@ pub fn return_type(
     name: &str,
     args: &[(ColumnType, String)],
 ) -> Option<Result<ColumnType, String>> {
+    let shown: Vec<String> = args
+        .iter()
+        .map(|(t, _)| crate::types::cql_type_name(t))
+        .collect();
+    return_type_shown(name, args, &shown)
+}
+
+/// [`return_type`], the refusal of an argument that is no float vector naming its type as
+/// `shown` (Cassandra prints a frozen column, a cast or a literal collection `frozen<...>`).
+pub fn return_type_shown(
+    name: &str,
+    args: &[(ColumnType, String)],
+    shown: &[String],
+) -> Option<Result<ColumnType, String>> {
     let f = Similarity::from_function(name)?;
     let fname = f.function_name();
-    if args.len() != 2 {
-        return Some(Err(format!(
-            "Invalid number of arguments for function system.{fname}{SIGNATURE}"
-        )));
+    if let Some(m) = arity_refusal(name, args.len()) {
+        return Some(Err(m));
     }
-    if let Some((t, n)) = args.iter().find(|(t, _)| float_dimension(t).is_none()) {
+    if let Some(i) = args.iter().position(|(t, _)| float_dimension(t).is_none()) {
+        let (t, n) = &args[i];
+        let ty = shown
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| crate::types::cql_type_name(t));
         return Some(Err(format!(
-            "Function system.{fname} requires a float vector argument, but found argument {n} of type {}",
-            crate::types::cql_type_name(t)
+            "Function system.{fname} requires a float vector argument, but found argument {n} of type {ty}"
         )));
     }
     if float_dimension(&args[0].0) != float_dimension(&args[1].0) {
@@ -252,17 +268,28 @@ pub fn return_type(
     Some(Ok(ColumnType::Float))
 }
 
-/// The type a bind marker at `pos` takes: the first argument's type for the second one; the
-/// first has none to take, and Cassandra refuses it (the `Err`). `None`: not these functions.
-pub fn bind_type(
-    name: &str,
-    pos: usize,
-    prev: &[ColumnType],
-) -> Option<Result<ColumnType, String>> {
+/// Cassandra's refusal of a call with other than two arguments, made before any argument is
+/// typed (a marker among them included). `None`: two, or not these functions.
+pub fn arity_refusal(name: &str, n: usize) -> Option<String> {
     let f = Similarity::from_function(name)?;
-    Some(match (pos, prev.first()) {
-        (1, Some(first)) => Ok(first.clone()),
-        _ => Err(format!(
+    (n != 2).then(|| {
+        format!(
+            "Invalid number of arguments for function system.{}{SIGNATURE}",
+            f.function_name()
+        )
+    })
+}
+
+/// The type a bind marker takes: the other argument's, typed before it (`typed`: the
+/// argument typed already, the first for the second, the second for a first argument whose
+/// second is no marker or null); with none to take Cassandra refuses it (the `Err`). Whether
+/// that type is a float vector is checked with the call ([`return_type`]), as Cassandra
+/// checks it once inferred. `None`: not these functions.
+pub fn bind_type(name: &str, typed: &[ColumnType]) -> Option<Result<ColumnType, String>> {
+    let f = Similarity::from_function(name)?;
+    Some(match typed.first() {
+        Some(other) => Ok(other.clone()),
+        None => Err(format!(
             "Cannot infer type of argument ? in call to function system.{}{SIGNATURE}: use type casts to disambiguate",
             f.function_name()
         )),
@@ -417,14 +444,14 @@ mod tests {
         assert_eq!(int, Some(Err("Function system.similarity_cosine requires a float vector argument, but found argument k of type int".into())));
         let one = return_type("similarity_cosine", &[(v3.clone(), "v".into())]);
         assert_eq!(one, Some(Err("Invalid number of arguments for function system.similarity_cosine(vector<float, n>, vector<float, n>)".into())));
+        assert_eq!(arity_refusal("similarity_dot_product", 2), None);
+        assert!(arity_refusal("SIMILARITY_EUCLIDEAN", 3)
+            .is_some_and(|m| m.contains("similarity_euclidean(vector")));
         assert_eq!(return_type("abs", &[]), None);
         assert_eq!(
-            bind_type("similarity_cosine", 1, std::slice::from_ref(&v3)),
+            bind_type("similarity_cosine", std::slice::from_ref(&v3)),
             Some(Ok(v3))
         );
-        assert!(matches!(
-            bind_type("similarity_cosine", 0, &[]),
-            Some(Err(_))
-        ));
+        assert!(matches!(bind_type("similarity_cosine", &[]), Some(Err(_))));
     }
 }

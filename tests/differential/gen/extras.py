@@ -160,21 +160,29 @@ class Extras:
             return None
         from .statements import Terms
         term = Terms(rng.random() < 0.3)
-        parts, wt, lows = [], [], set()
+        parts, wt, lows, elements = [], [], set(), []
         for i in range(rng.randint(1, 3)):
             c = rng.choice(cols)
             kt = c.type.args[0]
+            drawn = []
+            bound = len(term.params) if term.bind else 0
 
             def key():
-                return term(kt, draw_value(rng, kt, True))
+                drawn.append(draw_value(rng, kt, True))
+                return term(kt, drawn[-1])
             form = rng.choices(["element", "both", "upper", "lower"], weights=[30, 25, 20, 25])[0]
             if form == "element":
                 sel = f"{c.name}[{key()}]"
+                elements.append((c.name, drawn[0]))
             else:
                 lo = key() if form != "upper" else ""
-                if c.name in lows:
-                    # A second slice of the column (maybe from the same lower bound, which
-                    # makes 5.0.9 blank some values; docs/compatibility.md): not drawn.
+                if c.name in lows or (drawn and (c.name, drawn[0]) in elements):
+                    # A second slice of the column (maybe from the same lower bound), or a
+                    # slice from the key of an element selected before it: 5.0.9 blanks or
+                    # drops some values (docs/compatibility.md): not drawn (nor its
+                    # lower bound's bound value).
+                    if term.bind:
+                        del term.params[bound:]
                     continue
                 lows.add(c.name)
                 sel = f"{c.name}[{lo}..{key() if form != 'lower' else ''}]"

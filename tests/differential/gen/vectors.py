@@ -419,8 +419,15 @@ class VectorForms:
             where = f" WHERE token(k) {rng.choice(['>', '<'])} {self._term(params, T('bigint'), rng.randint(-2**62, 2**62))}"
         q = rng.choice(vt.queries)
         limit = rng.choice([1, 2, 3, 5, 12])
+        before_limit = len(params) if params is not None else 0
         limit_text = str(limit) if params is None or rng.random() < 0.5 else self._term(params, T("int"), limit)
-        text = f"SELECT {sel} FROM {t.name}{where} ORDER BY v ANN OF {self._term(params, t.col('v').type, q)} LIMIT {limit_text}"
+        before_ann = len(params) if params is not None else 0
+        ann_text = self._term(params, t.col('v').type, q)
+        if params is not None:
+            # Drawn in this order (the seed's stream stays as it was), bound in the text's:
+            # the ANN vector's marker before the LIMIT's.
+            params[before_limit:] = params[before_ann:] + params[before_limit:before_ann]
+        text = f"SELECT {sel} FROM {t.name}{where} ORDER BY v ANN OF {ann_text} LIMIT {limit_text}"
         fetch = rng.choice([100, 100, limit + 1, max(1, limit - 1)])
         return self._stmt(text, params, "vector_ann", t, expect=None, fetch_size=fetch)
 

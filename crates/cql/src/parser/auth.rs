@@ -199,7 +199,7 @@ impl Parser<'_> {
         if self.at_kw("table") || self.at_kw("columnfamily") {
             self.bump();
         }
-        Ok(Resource::Table(self.qualified_name()?))
+        Ok(Resource::Table(self.table_name()?))
     }
 
     pub(super) fn grant(&mut self) -> PResult<Statement> {

@@ -51,14 +51,14 @@ impl Parser<'_> {
             return Ok(DescribeTarget::Keyspace { name, only });
         }
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
-            return Ok(DescribeTarget::Table(self.qualified_name()?));
+            return Ok(DescribeTarget::Table(self.table_name()?));
         }
         if self.eat_kw("index") {
             return Ok(DescribeTarget::Index(self.qualified_name()?));
         }
         if self.eat_kw("materialized") {
             self.expect_kw("view")?;
-            return Ok(DescribeTarget::MaterializedView(self.qualified_name()?));
+            return Ok(DescribeTarget::MaterializedView(self.table_name()?));
         }
         for (kw, t) in [
             ("tables", DescribeTarget::Tables),
@@ -83,6 +83,6 @@ impl Parser<'_> {
             self.bump();
             return Ok(DescribeTarget::Aggregate(self.function_name()?));
         }
-        Ok(DescribeTarget::Name(self.qualified_name()?))
+        Ok(DescribeTarget::Name(self.table_name()?))
     }
 }

@@ -8,13 +8,10 @@ impl Parser<'_> {
     pub(super) fn insert(&mut self) -> PResult<InsertStatement> {
         self.expect_kw("insert")?;
         self.expect_kw("into")?;
-        let name_start = self.pos;
-        let table = self.qualified_name()?;
+        let table = self.table_name()?;
         if !self.at(Tok::LParen) && !self.at_kw("json") {
-            // Cassandra's choice between `(` and `JSON` fails as "no viable alternative"; for
-            // an unqualified name it began at the name (whether a `.` follows it).
-            let qualified = self.pos > name_start + 1;
-            return Err(self.no_viable_from(if qualified { self.pos } else { name_start }));
+            // Cassandra's choice between `(` and `JSON` fails as "no viable alternative".
+            return Err(self.no_viable_from(self.pos));
         }
         let values = if self.eat_kw("json") {
             let json = self.term()?;
@@ -122,7 +119,7 @@ impl Parser<'_> {
 
     pub(super) fn update(&mut self) -> PResult<UpdateStatement> {
         self.expect_kw("update")?;
-        let table = self.qualified_name()?;
+        let table = self.table_name()?;
         let using = self.using_clause()?;
         self.expect_kw("set")?;
         let assignments = self.comma_list(Self::assignment)?;
@@ -275,7 +272,7 @@ impl Parser<'_> {
             })?
         };
         self.expect_kw("from")?;
-        let table = self.qualified_name()?;
+        let table = self.table_name()?;
         let using = self.using_clause_of(true)?;
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;

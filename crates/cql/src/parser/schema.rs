@@ -123,7 +123,7 @@ impl Parser<'_> {
 
     pub(super) fn create_table(&mut self) -> PResult<CreateTable> {
         let if_not_exists = self.if_not_exists()?;
-        let name = self.qualified_name()?;
+        let name = self.table_name()?;
         self.expect(Tok::LParen)?;
         let mut columns = Vec::new();
         let mut key: Option<(Vec<String>, Vec<String>)> = None;
@@ -327,7 +327,7 @@ impl Parser<'_> {
             None
         };
         self.expect_kw("on")?;
-        let table = self.qualified_name()?;
+        let table = self.table_name()?;
         self.expect(Tok::LParen)?;
         let targets = if self.at(Tok::RParen) {
             Vec::new()
@@ -399,7 +399,7 @@ impl Parser<'_> {
         }
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             let if_exists = self.if_exists()?;
-            let name = self.qualified_name()?;
+            let name = self.table_name()?;
             let action = self.alter_table_action()?;
             return Ok(Statement::AlterTable(AlterTable {
                 name,
@@ -647,7 +647,7 @@ impl Parser<'_> {
         }
         if self.eat_kw("table") || self.eat_kw("columnfamily") {
             let if_exists = self.if_exists()?;
-            let name = self.qualified_name()?;
+            let name = self.table_name()?;
             return Ok(Statement::DropTable { name, if_exists });
         }
         if self.eat_kw("type") {

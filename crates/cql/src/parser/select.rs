@@ -66,7 +66,7 @@ impl Parser<'_> {
             Selection::Selectors(selectors)
         };
         self.expect_kw("from")?;
-        let table = self.qualified_name()?;
+        let table = self.table_name()?;
         let where_clause = if self.eat_kw("where") {
             self.where_clause()?
         } else {

@@ -366,18 +366,23 @@ impl Parser<'_> {
     pub(super) fn cast_target(&mut self) -> PResult<CqlType> {
         self.expect_kw("as")?;
         let t = self.peek();
-        let native = t.kind == Tok::Ident
-            && !self.at_n(1, Tok::Lt)
-            && CqlType::native_from_name(&self.text(t).to_ascii_lowercase()).is_some();
-        if !native {
+        let w = self.text(t).to_ascii_lowercase();
+        let native = match t.kind == Tok::Ident && !self.at_n(1, Tok::Lt) {
+            true => CqlType::native_from_name(&w),
+            false => None,
+        };
+        let Some(native) = native else {
             return Err(self.no_viable());
-        }
-        // Cassandra reads a cast's type as a native type alone: no look past a comma.
-        let far = self.far;
-        let ty = self.cql_type_as_written()?;
-        self.far = far;
+        };
+        // Cassandra reads a cast's type as a native type alone: no prediction, no look past
+        // the token after it; `varchar` kept as written.
+        self.bump();
         self.expect(Tok::RParen)?;
-        Ok(ty)
+        Ok(if w == "varchar" {
+            CqlType::Varchar
+        } else {
+            native
+        })
     }
 
     /// The type of a cast or type hint: as [`Self::cql_type`], but `varchar` stays
@@ -401,6 +406,11 @@ impl Parser<'_> {
                 if self.at_n(1, Tok::Lt) {
                     let ctor = match w.as_str() {
                         "list" | "set" | "map" | "frozen" | "tuple" | "vector" => w,
+                        // A native type's prediction fails at the `<`, from the type.
+                        _ if CqlType::native_from_name(&w).is_some() => {
+                            self.bump();
+                            return Err(self.no_viable_from(self.pos - 1));
+                        }
                         _ => return Err(self.no_viable()),
                     };
                     self.pos += 2;
@@ -442,14 +452,22 @@ impl Parser<'_> {
                     return Ok(ty);
                 }
                 if let Some(native) = CqlType::native_from_name(&w) {
+                    let start = self.pos;
                     self.bump();
-                    // Cassandra's prediction after a native type reads past a comma to the
-                    // token after it (`vector<int, 3>`), so a snippet of an error at that
-                    // comma reaches it: "mismatched input ',' expecting EOF (... ADD z3
-                    // int[,] ADD...)".
-                    if self.at(Tok::Comma) {
-                        self.look_ahead(1);
+                    // Cassandra's prediction after a native type (a native type or a user
+                    // type's keyspace) reads the token after it: one that may follow a type
+                    // somewhere in its grammar, and then one more (so a snippet of an error
+                    // there reaches it: "mismatched input ',' expecting EOF (... ADD z3
+                    // int[,] ADD...)"); any other fails the prediction, at the type: "no
+                    // viable alternative at input 'x' (ALTER TABLE t ADD w [int] x)".
+                    let next = self.peek();
+                    if next.kind == Tok::Dot {
+                        // `int.t`: a user type of keyspace `int`.
+                        self.pos = start;
+                        return Ok(CqlType::UserDefined(self.qualified_name()?));
                     }
+                    let follow = [Tok::Comma, Tok::Gt, Tok::RParen, Tok::Semi, Tok::Eof];
+                    self.predicted_from(start, &follow, TYPE_FOLLOW)?;
                     if self.varchar_as_written && w == "varchar" {
                         return Ok(CqlType::Varchar);
                     }
@@ -462,6 +480,17 @@ impl Parser<'_> {
         }
     }
 }
+
+/// The words that may follow a native type somewhere in Cassandra 5.0.9's grammar (with `,`,
+/// `>`, `)`, `;` and the end), read off its answers to `ALTER TABLE t ADD w int <word>`.
+const TYPE_FOLLOW: &[&str] = &[
+    "finalfunc",
+    "initcond",
+    "language",
+    "masked",
+    "primary",
+    "static",
+];
 
 /// Why Java's `new BigDecimal(text)` or `BigDecimal.valueOf(its double)` throws for a float
 /// literal (`NaN` and infinities are never read so).

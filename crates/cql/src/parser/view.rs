@@ -11,7 +11,7 @@ impl Parser<'_> {
         self.expect_kw("materialized")?;
         self.expect_kw("view")?;
         let if_not_exists = self.if_not_exists()?;
-        let name = self.qualified_name()?;
+        let name = self.table_name()?;
         self.expect_kw("as")?;
         let start = self.pos;
         let binds_before = self.binds.len();
@@ -70,7 +70,7 @@ impl Parser<'_> {
         self.expect_kw("materialized")?;
         self.expect_kw("view")?;
         let if_exists = self.if_exists()?;
-        let name = self.qualified_name()?;
+        let name = self.table_name()?;
         self.expect_kw("with")?;
         let options = self.table_options()?;
         Ok(Statement::AlterView {
@@ -85,7 +85,7 @@ impl Parser<'_> {
         self.expect_kw("materialized")?;
         self.expect_kw("view")?;
         let if_exists = self.if_exists()?;
-        let name = self.qualified_name()?;
+        let name = self.table_name()?;
         Ok(Statement::DropView { name, if_exists })
     }
 }

@@ -176,6 +176,8 @@ pub(crate) fn term_text(t: &Term, hash_ordered_udts: bool) -> String {
             format!("{} {} {}", text(left), op.symbol(), text(right))
         }
         Term::Negate(t) => format!("-{}", text(t)),
-        Term::Literal(_) | Term::Bind(_) => t.to_string(),
+        // A named marker too is `?` to Cassandra (`system.abs(?)` for `abs(:x)`).
+        Term::Bind(_) => "?".into(),
+        Term::Literal(_) => t.to_string(),
     }
 }
