@@ -3,7 +3,9 @@
 // (found in the LICENSE-* files in the repository)
 
 use crate::table::block_index::{iter::OwnedIndexBlockIter, BlockIndexIter};
-use crate::table::{block::decoder::HeadWords, BlockHandle, BlockOffset, IndexBlock, KeyedBlockHandle};
+use crate::table::{
+    block::decoder::HeadWords, BlockHandle, BlockOffset, IndexBlock, KeyedBlockHandle,
+};
 use crate::SeqNo;
 
 /// Index that translates item keys to data block handles
