@@ -16,6 +16,7 @@ use storage::WriteBatch;
 mod batch_size;
 mod collection_op;
 mod entries;
+use entries::{unreachable_entry, unreachable_header, Entry, HeaderEntry, RowEntry};
 mod filter;
 mod ranges;
 pub(crate) use batch_size::mutation_count;
@@ -1358,21 +1359,6 @@ impl FirstError {
     }
 }
 
-pub(crate) struct RowEntry {
-    delta: Row,
-    ops: Vec<CollectionOp>,
-    /// A statement sets every regular column of the row (see `apply`'s blind writes).
-    whole_row: bool,
-}
-pub(crate) struct HeaderEntry {
-    delta: PartitionHeader,
-    ops: Vec<CollectionOp>,
-}
-enum Entry {
-    Row(RowEntry),
-    Header(HeaderEntry),
-}
-
 /// Pending writes keyed by storage key.
 #[derive(Default)]
 pub(crate) struct Mutations {
@@ -1465,17 +1451,6 @@ impl Mutations {
             Entry::Row(_) => unreachable_header(),
         }
     }
-}
-
-// Header keys end in 0x00 after the partition prefix and row keys in 0x01, so one key can
-// never be both kinds; these exist only to satisfy the match.
-#[allow(clippy::panic)]
-fn unreachable_entry() -> &'static mut RowEntry {
-    panic!("storage key used as both row and header")
-}
-#[allow(clippy::panic)]
-fn unreachable_header() -> &'static mut HeaderEntry {
-    panic!("storage key used as both row and header")
 }
 
 /// The partition's clustering rows in order, each decoded, cut to `auths`, with the deletion

@@ -2,7 +2,38 @@
 
 use std::collections::BTreeMap;
 
-use super::Entry;
+use super::CollectionOp;
+use crate::row::{PartitionHeader, Row};
+
+/// A pending write to a row: its cells, its collection operations.
+pub(crate) struct RowEntry {
+    pub(super) delta: Row,
+    pub(super) ops: Vec<CollectionOp>,
+    /// A statement sets every regular column of the row (see `apply`'s blind writes).
+    pub(super) whole_row: bool,
+}
+
+/// A pending write to a partition's header (static cells, partition deletion).
+pub(crate) struct HeaderEntry {
+    pub(super) delta: PartitionHeader,
+    pub(super) ops: Vec<CollectionOp>,
+}
+
+pub(super) enum Entry {
+    Row(RowEntry),
+    Header(HeaderEntry),
+}
+
+// Header keys end in 0x00 after the partition prefix and row keys in 0x01, so one key can
+// never be both kinds; these exist only to satisfy the match.
+#[allow(clippy::panic)]
+pub(super) fn unreachable_entry() -> &'static mut RowEntry {
+    panic!("storage key used as both row and header")
+}
+#[allow(clippy::panic)]
+pub(super) fn unreachable_header() -> &'static mut HeaderEntry {
+    panic!("storage key used as both row and header")
+}
 
 /// Pending writes keyed by storage key, in key order. One entry, what every single-row
 /// write makes, is kept without a map: a `BTreeMap` allocated a node for it, and its insert,
