@@ -1,6 +1,7 @@
 //! A table written by a flush puts its data blocks into the block cache as it writes them (the
-//! reads after it find them there, and what they find is what the disk holds); a table deleted
-//! by a compaction takes its blocks out of the cache.
+//! reads after it find them there, and what they find is what the disk holds); a compaction puts
+//! in the blocks over the keys whose input blocks were cached (the ones reads used), and only
+//! those; a table deleted by a compaction takes its blocks out of the cache.
 //!
 //! Its own test binary: it counts the store's block cache misses and bytes, and nothing else
 //! may read through the store meanwhile.
@@ -42,8 +43,17 @@ fn write(s: &LsmStorage, keys: impl Iterator<Item = u32>, round: u32) {
 /// Reads every key, checks the newest value of each (`round_of`), and returns how many block
 /// loads missed the cache meanwhile.
 fn misses_reading_all(s: &LsmStorage, n: u32, round_of: impl Fn(u32) -> u32) -> u64 {
+    misses_reading(s, 0..n, round_of)
+}
+
+/// [`misses_reading_all`] for the keys `keys`.
+fn misses_reading(
+    s: &LsmStorage,
+    keys: std::ops::Range<u32>,
+    round_of: impl Fn(u32) -> u32,
+) -> u64 {
     let before = s.stats().unwrap().block_cache_misses;
-    for i in 0..n {
+    for i in keys {
         let got = s
             .get_shared(&key(i))
             .unwrap()
@@ -83,30 +93,73 @@ fn flushed_tables_are_read_from_the_cache_and_deleted_ones_leave_it() {
     );
     let both = s.stats().unwrap().block_cache_bytes;
 
-    // Both merged into one: once the two are deleted (the version that held them dropped, which
-    // the next flush does), their blocks leave the cache at once instead of taking its room
-    // until they age out.
+    // Both merged into one. Every key was read, so every block of the merge's output goes into
+    // the cache as it is written: its reads miss nothing, and read back right.
     s.compact().unwrap();
+    assert_eq!(misses_reading_all(&s, N, round), 0, "after the merge");
+    // Once the two are deleted (the version that held them dropped, which the next flush
+    // does), their blocks leave the cache at once instead of taking its room until they age
+    // out: the output is two thirds of the two (the second held half the keys); with theirs
+    // still in, the cache would hold more than it did before.
     write(&s, N..N + 1, 3);
     s.flush().unwrap();
+    wait_for_cache_below(&s, both * 4 / 5);
+    assert_eq!(misses_reading_all(&s, N, round), 0, "still from the cache");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits until the block cache holds fewer than `bytes` (the deleted tables' blocks leave it
+/// from a background thread), failing after 20 s.
+fn wait_for_cache_below(s: &LsmStorage, bytes: u64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let now = s.stats().unwrap().block_cache_bytes;
-        if now < both / 4 {
-            break;
+        if now < bytes {
+            return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the merged tables' blocks stay cached: {now} bytes of {both}"
+            "the merged tables' blocks stay cached: {now} bytes, {bytes} expected at most"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // What the merge wrote reads back right.
+}
+
+#[test]
+fn a_merge_caches_the_blocks_reads_used_and_only_those() {
+    const N: u32 = 6_000;
+    const HOT: u32 = N / 2;
+    let dir = tmpdir("hot");
+    let options = || Options {
+        cache_bytes: 64 << 20,
+        ..Options::default()
+    };
+    let s = LsmStorage::open(&dir, options()).unwrap();
+    write(&s, 0..N, 1);
+    s.flush().unwrap();
+    write(&s, (0..N).step_by(2), 2);
+    s.flush().unwrap();
+    let round = |i: u32| if i.is_multiple_of(2) { 2 } else { 1 };
+    // Reopened, the cache is empty; reads then use the first half of the keys only.
+    drop(s);
+    let s = LsmStorage::open(&dir, options()).unwrap();
     assert!(
-        misses_reading_all(&s, N, round) > 0,
-        "the merge's output is read from disk"
+        misses_reading(&s, 0..HOT, round) > 0,
+        "read from disk after the reopen"
     );
-    assert_eq!(misses_reading_all(&s, N, round), 0, "then from the cache");
+    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "then from the cache");
+
+    // The merge puts the blocks over the first half into the cache as it writes them: their
+    // keys read back right without a miss.
+    s.compact().unwrap();
+    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "hot keys after the merge");
+    // Not the second half's: nothing read them, and a merge of a tree larger than the cache
+    // would push blocks in use out with them. The output holds one version a key, ~13 rows of
+    // ~310 bytes a 4 KiB block: ~230 blocks over the second half, of which at most the one
+    // across the boundary was put in.
+    let cold = misses_reading(&s, HOT..N, round);
+    assert!(cold > 100, "cold keys after the merge: {cold} misses");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -272,6 +272,17 @@ impl Cache {
         );
     }
 
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// Whether the cache holds a block; unlike [`Cache::get_block`], not a use of it.
+    pub(crate) fn contains_block(&self, id: GlobalTableId, offset: BlockOffset) -> bool {
+        self.data.contains_key(&CacheKey::from((
+            TAG_BLOCK,
+            id.tree_id(),
+            id.table_id(),
+            *offset,
+        )))
+    }
+
     // PATCH (Peregrine, deleted tables leave the cache; see vendor/README.md)
     /// Queues the data blocks of a deleted table (its block index says where they are) for
     /// [`Cache::remove_retired`]. Called where the table is dropped, which may be a thread

@@ -2,7 +2,11 @@
 // This source code is licensed under both the Apache 2.0 and MIT License
 // (found in the LICENSE-* files in the repository)
 
-use crate::{table::Scanner, version::Run, InternalValue, Table};
+use crate::{
+    table::{hot::HotRanges, Scanner},
+    version::Run,
+    InternalValue, Table,
+};
 use std::sync::Arc;
 
 /// Scans through a disjoint run
@@ -13,12 +17,17 @@ pub struct RunScanner {
     lo: usize,
     hi: usize,
     lo_reader: Option<Scanner>,
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    hot: Option<Arc<HotRanges>>,
 }
 
 impl RunScanner {
+    /// Scans the tables `lo..=hi` of `run`, noting in `hot` (when given) the key ranges of the
+    /// blocks the block cache holds ([`Table::scan_noting_cached`]).
     pub fn culled(
         run: Arc<Run<Table>>,
         (lo, hi): (Option<usize>, Option<usize>),
+        hot: Option<Arc<HotRanges>>,
     ) -> crate::Result<Self> {
         let lo = lo.unwrap_or_default();
         let hi = hi.unwrap_or(run.len() - 1);
@@ -29,13 +38,14 @@ impl RunScanner {
         )]
         let lo_table = run.get(lo).expect("should exist");
 
-        let lo_reader = lo_table.scan()?;
+        let lo_reader = lo_table.scan_noting_cached(hot.as_ref())?;
 
         Ok(Self {
             tables: run,
             lo,
             hi,
             lo_reader: Some(lo_reader),
+            hot,
         })
     }
 }
@@ -59,8 +69,11 @@ impl Iterator for RunScanner {
                         clippy::expect_used,
                         reason = "hi is at most equal to the last slot; so because 0 <= lo <= hi, it must be a valid index"
                     )]
-                    let scanner =
-                        fail_iter!(self.tables.get(self.lo).expect("should exist").scan());
+                    let scanner = fail_iter!(self
+                        .tables
+                        .get(self.lo)
+                        .expect("should exist")
+                        .scan_noting_cached(self.hot.as_ref()));
 
                     self.lo_reader = Some(scanner);
                 }
@@ -112,7 +125,7 @@ mod tests {
 
         #[expect(clippy::unwrap_used)]
         {
-            let multi_reader = RunScanner::culled(level.clone(), (None, None))?;
+            let multi_reader = RunScanner::culled(level.clone(), (None, None), None)?;
 
             let mut iter = multi_reader.flatten();
 
@@ -133,7 +146,7 @@ mod tests {
 
         #[expect(clippy::unwrap_used)]
         {
-            let multi_reader = RunScanner::culled(level, (Some(1), None))?;
+            let multi_reader = RunScanner::culled(level, (Some(1), None), None)?;
 
             let mut iter = multi_reader.flatten();
 

@@ -15,6 +15,7 @@ use crate::{
     file::BLOBS_FOLDER,
     merge::Merger,
     run_scanner::RunScanner,
+    table::hot::HotRanges,
     stop_signal::StopSignal,
     tree::inner::TreeId,
     version::{Run, SuperVersions, Version},
@@ -146,10 +147,13 @@ fn pick_run_indexes(run: &Run<Table>, to_compact: &[TableId]) -> Option<(usize, 
     Some((lo, hi))
 }
 
+/// The merge of the tables `to_compact`; `hot` (when given) notes the key ranges of their
+/// blocks found in the block cache as they are read ([`HotRanges`]).
 fn create_compaction_stream<'a>(
     version: &Version,
     to_compact: &[TableId],
     eviction_seqno: SeqNo,
+    hot: Option<&Arc<HotRanges>>,
 ) -> crate::Result<Option<CompactionStream<'a, Merger<CompactionReader<'a>>>>> {
     let mut readers: Vec<CompactionReader<'_>> = vec![];
     let mut found = 0;
@@ -163,13 +167,14 @@ fn create_compaction_stream<'a>(
             readers.push(Box::new(RunScanner::culled(
                 run.clone(),
                 (Some(lo), Some(hi)),
+                hot.cloned(),
             )?));
 
             found += hi - lo + 1;
         } else {
             for table in run.iter().filter(|x| to_compact.contains(&x.metadata.id)) {
                 found += 1;
-                readers.push(Box::new(table.scan()?));
+                readers.push(Box::new(table.scan_noting_cached(hot)?));
             }
         }
     }
@@ -387,10 +392,15 @@ fn merge_tables(
 
     let mut blob_frag_map = FragmentationMap::default();
 
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md): the
+    // input's blocks in the block cache are noted as they are read; the output's blocks over
+    // the same keys go into the cache as they are written.
+    let hot = Arc::new(HotRanges::default());
     let Some(mut merge_iter) = create_compaction_stream(
         &current_super_version.version,
         &payload.table_ids.iter().copied().collect::<Vec<_>>(),
         opts.mvcc_gc_watermark,
+        Some(&hot),
     )?
     else {
         log::warn!(
@@ -443,7 +453,8 @@ fn merge_tables(
     ));
 
     let table_writer =
-        super::flavour::prepare_table_writer(&current_super_version.version, opts, payload)?;
+        super::flavour::prepare_table_writer(&current_super_version.version, opts, payload)?
+            .use_block_cache_for(opts.config.cache.clone(), opts.tree_id, Some(hot));
 
     let start = Instant::now();
 
@@ -736,7 +747,7 @@ mod tests {
         tree.insert("a", "a", 0);
         tree.flush_active_memtable(0)?;
 
-        assert!(create_compaction_stream(&tree.current_version(), &[666], 0)?.is_none());
+        assert!(create_compaction_stream(&tree.current_version(), &[666], 0, None)?.is_none());
 
         Ok(())
     }

@@ -6,6 +6,7 @@ pub mod block;
 pub(crate) mod block_index;
 pub mod data_block;
 pub mod filter;
+pub(crate) mod hot;
 mod id;
 mod index_block;
 mod inner;
@@ -447,6 +448,24 @@ impl Table {
             self.metadata.data_block_compression,
             self.global_seqno(),
         )
+    }
+
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// [`Table::scan`], noting in `hot` (when given) the key ranges of the blocks the block
+    /// cache holds as they are read.
+    ///
+    /// # Errors
+    ///
+    /// Will return `Err` if an IO error occurs.
+    pub(crate) fn scan_noting_cached(
+        &self,
+        hot: Option<&Arc<hot::HotRanges>>,
+    ) -> crate::Result<Scanner> {
+        let scanner = self.scan()?;
+        Ok(match hot {
+            Some(hot) => scanner.noting_cached(self.cache.clone(), self.global_id(), hot.clone()),
+            None => scanner,
+        })
     }
 
     /// Creates an iterator over the `Table`.

@@ -7,7 +7,7 @@ use crate::{
     blob_tree::handle::BlobIndirection, table::writer::LinkedFile, value::InternalValue,
     vlog::BlobFileId, Checksum, CompressionType, HashMap, SequenceNumberCounter, TableId, UserKey,
 };
-use crate::{Cache, TreeId};
+use crate::{table::hot::HotRanges, Cache, TreeId};
 use std::{path::PathBuf, sync::Arc};
 
 /// Like `Writer` but will rotate to a new table, once a table grows larger than `target_size`
@@ -51,7 +51,7 @@ pub struct MultiWriter {
     initial_level: u8,
 
     // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
-    block_cache: Option<(Arc<Cache>, TreeId)>,
+    block_cache: Option<(Arc<Cache>, TreeId, Option<Arc<HotRanges>>)>,
 }
 
 impl MultiWriter {
@@ -102,11 +102,26 @@ impl MultiWriter {
 
     // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
     /// Every table written puts its data blocks into `cache` as they are written
-    /// ([`Writer::use_block_cache`]).
+    /// ([`Writer::use_block_cache_for`]).
     #[must_use]
-    pub(crate) fn use_block_cache(mut self, cache: Arc<Cache>, tree_id: TreeId) -> Self {
-        self.writer = self.writer.use_block_cache(cache.clone(), tree_id);
-        self.block_cache = Some((cache, tree_id));
+    pub(crate) fn use_block_cache(self, cache: Arc<Cache>, tree_id: TreeId) -> Self {
+        self.use_block_cache_for(cache, tree_id, None)
+    }
+
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// [`MultiWriter::use_block_cache`] for the data blocks overlapping a key range in `hot`
+    /// only ([`Writer::use_block_cache_for`]).
+    #[must_use]
+    pub(crate) fn use_block_cache_for(
+        mut self,
+        cache: Arc<Cache>,
+        tree_id: TreeId,
+        hot: Option<Arc<HotRanges>>,
+    ) -> Self {
+        self.writer = self
+            .writer
+            .use_block_cache_for(cache.clone(), tree_id, hot.clone());
+        self.block_cache = Some((cache, tree_id, hot));
         self
     }
 
@@ -215,8 +230,8 @@ impl MultiWriter {
         if self.use_partitioned_filter {
             new_writer = new_writer.use_partitioned_filter();
         }
-        if let Some((cache, tree_id)) = &self.block_cache {
-            new_writer = new_writer.use_block_cache(cache.clone(), *tree_id);
+        if let Some((cache, tree_id, hot)) = &self.block_cache {
+            new_writer = new_writer.use_block_cache_for(cache.clone(), *tree_id, hot.clone());
         }
 
         let mut old_writer = std::mem::replace(&mut self.writer, new_writer);

@@ -4,10 +4,16 @@
 
 use super::{Block, DataBlock};
 use crate::{
-    table::{block::BlockType, iter::OwnedDataBlockIter},
+    cache::Cache,
+    table::{
+        block::{decoder::ParsedItem, BlockOffset, BlockType, Header},
+        hot::HotRanges,
+        iter::OwnedDataBlockIter,
+        GlobalTableId,
+    },
     CompressionType, InternalValue, SeqNo,
 };
-use std::{fs::File, io::BufReader, path::Path};
+use std::{fs::File, io::BufReader, path::Path, sync::Arc};
 
 /// Table reader that is optimized for consuming an entire table
 pub struct Scanner {
@@ -19,6 +25,41 @@ pub struct Scanner {
     read_count: usize,
 
     global_seqno: SeqNo,
+
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// Where the blocks found in the block cache are noted (`Scanner::noting_cached`).
+    noting: Option<Noting>,
+}
+
+/// A scanner's notes of its blocks found in the block cache ([`HotRanges`]).
+struct Noting {
+    cache: Arc<Cache>,
+    table_id: GlobalTableId,
+    hot: Arc<HotRanges>,
+    /// The file offset of the block the scanner reads next.
+    next_offset: u64,
+}
+
+impl Noting {
+    /// Notes `block`, read at `self.next_offset`, if the cache holds it, and moves past it.
+    fn block_read(&mut self, block: &DataBlock) {
+        let offset = self.next_offset;
+        self.next_offset +=
+            Header::serialized_len() as u64 + u64::from(block.inner.header.data_length);
+        if !self.cache.contains_block(self.table_id, BlockOffset(offset)) {
+            return;
+        }
+        let mut items = block.iter();
+        let Some(first) = items.next() else {
+            return;
+        };
+        let first = first.materialize(&block.inner.data).key.user_key;
+        let last = match items.next_back() {
+            Some(last) => last.materialize(&block.inner.data).key.user_key,
+            None => first.clone(),
+        };
+        self.hot.note(first, last);
+    }
 }
 
 impl Scanner {
@@ -44,7 +85,30 @@ impl Scanner {
             read_count: 1,
 
             global_seqno,
+
+            noting: None,
         })
+    }
+
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// Notes in `hot` the key ranges of the blocks (this one's and those read from now on)
+    /// that `cache` holds for the table `table_id`.
+    pub(crate) fn noting_cached(
+        mut self,
+        cache: Arc<Cache>,
+        table_id: GlobalTableId,
+        hot: Arc<HotRanges>,
+    ) -> Self {
+        let mut noting = Noting {
+            cache,
+            table_id,
+            hot,
+            next_offset: 0,
+        };
+        // The first block, read by `new`, starts the file.
+        noting.block_read(self.iter.borrow_owner());
+        self.noting = Some(noting);
+        self
     }
 
     fn fetch_next_block(
@@ -85,6 +149,9 @@ impl Iterator for Scanner {
 
             // Init new block
             let block = fail_iter!(Self::fetch_next_block(&mut self.reader, self.compression));
+            if let Some(noting) = &mut self.noting {
+                noting.block_read(&block);
+            }
             self.iter = OwnedDataBlockIter::new(block, DataBlock::iter);
 
             self.read_count += 1;

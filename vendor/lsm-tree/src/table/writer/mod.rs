@@ -26,7 +26,7 @@ use crate::{
     Checksum, CompressionType, InternalValue, TableId, UserKey, ValueType,
 };
 use index::BlockIndexWriter;
-use crate::{Cache, TreeId};
+use crate::{table::hot::HotRanges, Cache, TreeId};
 use std::{fs::File, io::BufWriter, path::PathBuf, sync::Arc};
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug, std::hash::Hash)]
@@ -95,9 +95,10 @@ pub struct Writer {
     initial_level: u8,
 
     // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
-    /// The cache each data block goes into as it is written (`use_block_cache`), with the id of
-    /// the tree the table belongs to.
-    block_cache: Option<(Arc<Cache>, TreeId)>,
+    /// The cache data blocks go into as they are written (`use_block_cache_for`), the id of
+    /// the tree the table belongs to, and the key ranges a block must overlap to go in (all go
+    /// in without).
+    block_cache: Option<(Arc<Cache>, TreeId, Option<Arc<HotRanges>>)>,
 }
 
 impl Writer {
@@ -151,12 +152,19 @@ impl Writer {
         })
     }
 
-    // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
+    // PATCH (Peregrine, block cache filled on write and a compaction keeps its hot blocks
+    // cached; see vendor/README.md)
     /// Puts each data block into `cache` as it is written, as a read of it would have, so that
-    /// the first reads of a new table find its blocks cached instead of reading the disk.
+    /// the first reads of a new table find its blocks cached instead of reading the disk; with
+    /// `hot`, only the blocks overlapping one of its key ranges.
     #[must_use]
-    pub(crate) fn use_block_cache(mut self, cache: Arc<Cache>, tree_id: TreeId) -> Self {
-        self.block_cache = Some((cache, tree_id));
+    pub(crate) fn use_block_cache_for(
+        mut self,
+        cache: Arc<Cache>,
+        tree_id: TreeId,
+        hot: Option<Arc<HotRanges>>,
+    ) -> Self {
+        self.block_cache = Some((cache, tree_id, hot));
         self
     }
 
@@ -341,7 +349,16 @@ impl Writer {
         // PATCH (Peregrine, block cache filled on write): the block as `load_block` would have
         // read it back (the same header, the plaintext decompressed), under the offset its
         // handle gets below.
-        if let Some((cache, tree_id)) = &self.block_cache {
+        // PATCH (Peregrine, a compaction keeps its hot blocks cached): with hot ranges, only a
+        // block over keys some read used goes in.
+        let fill = self.block_cache.as_ref().filter(|(_, _, hot)| {
+            hot.as_ref().is_none_or(|hot| {
+                self.chunk
+                    .first()
+                    .is_some_and(|first| hot.overlaps(&first.key.user_key, &last.key.user_key))
+            })
+        });
+        if let Some((cache, tree_id, _)) = fill {
             cache.insert_block(
                 (*tree_id, self.table_id).into(),
                 self.meta.file_pos,
