@@ -153,7 +153,11 @@ fn a_merge_caches_the_blocks_reads_used_and_only_those() {
     // The merge puts the blocks over the first half into the cache as it writes them: their
     // keys read back right without a miss.
     s.compact().unwrap();
-    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "hot keys after the merge");
+    assert_eq!(
+        misses_reading(&s, 0..HOT, round),
+        0,
+        "hot keys after the merge"
+    );
     // Not the second half's: nothing read them, and a merge of a tree larger than the cache
     // would push blocks in use out with them. The output holds one version a key, ~13 rows of
     // ~310 bytes a 4 KiB block: ~230 blocks over the second half, of which at most the one

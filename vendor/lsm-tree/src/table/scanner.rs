@@ -46,7 +46,10 @@ impl Noting {
         let offset = self.next_offset;
         self.next_offset +=
             Header::serialized_len() as u64 + u64::from(block.inner.header.data_length);
-        if !self.cache.contains_block(self.table_id, BlockOffset(offset)) {
+        if !self
+            .cache
+            .contains_block(self.table_id, BlockOffset(offset))
+        {
             return;
         }
         let mut items = block.iter();
