@@ -167,3 +167,38 @@ fn a_merge_caches_the_blocks_reads_used_and_only_those() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_merge_in_a_full_cache_keeps_the_blocks_reads_used() {
+    const N: u32 = 6_000;
+    const HOT: u32 = N / 2;
+    let dir = tmpdir("full");
+    // Room for the hot half of the two tables' blocks, not for the merge's hot half beside it.
+    let options = || Options {
+        cache_bytes: 3 << 20,
+        ..Options::default()
+    };
+    let s = LsmStorage::open(&dir, options()).unwrap();
+    write(&s, 0..N, 1);
+    s.flush().unwrap();
+    write(&s, (0..N).step_by(2), 2);
+    s.flush().unwrap();
+    let round = |i: u32| if i.is_multiple_of(2) { 2 } else { 1 };
+    drop(s);
+    let s = LsmStorage::open(&dir, options()).unwrap();
+    misses_reading(&s, 0..HOT, round);
+    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "the hot half fits");
+    let full = s.stats().unwrap().block_cache_bytes;
+    s.compact().unwrap();
+    // The merge's hot blocks were read in once the merged tables' blocks had left: had they
+    // gone in as they were written, the cache, full of the inputs' blocks the reads were
+    // still using, would have evicted them first.
+    let missed = misses_reading(&s, 0..HOT, round);
+    let now = s.stats().unwrap().block_cache_bytes;
+    assert_eq!(
+        missed, 0,
+        "hot keys after the merge ({full} bytes cached before, {now} after)"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

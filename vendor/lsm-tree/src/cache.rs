@@ -305,15 +305,21 @@ impl Cache {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for (id, index) in retired {
-            if let BlockIndexImpl::Full(index) = &*index {
-                for offset in index.data_block_offsets() {
-                    self.data.remove(&CacheKey::from((
-                        TAG_BLOCK,
-                        id.tree_id(),
-                        id.table_id(),
-                        *offset,
-                    )));
-                }
+            self.remove_table_blocks(id, &index);
+        }
+    }
+
+    /// Removes from the cache the data blocks of the table `id` (its block index says where
+    /// they are).
+    pub(crate) fn remove_table_blocks(&self, id: GlobalTableId, index: &BlockIndexImpl) {
+        if let BlockIndexImpl::Full(index) = index {
+            for offset in index.data_block_offsets() {
+                self.data.remove(&CacheKey::from((
+                    TAG_BLOCK,
+                    id.tree_id(),
+                    id.table_id(),
+                    *offset,
+                )));
             }
         }
     }

@@ -389,12 +389,15 @@ fn merge_tables(
         );
         return Ok(());
     };
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    let inputs = tables.clone();
 
     let mut blob_frag_map = FragmentationMap::default();
 
     // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md): the
-    // input's blocks in the block cache are noted as they are read; the output's blocks over
-    // the same keys go into the cache as they are written.
+    // input's blocks in the block cache are noted as they are read, the output's blocks over
+    // the same keys as they are written; those are read into the cache once the output is
+    // installed (the end of this function).
     let hot = Arc::new(HotRanges::default());
     let Some(mut merge_iter) = create_compaction_stream(
         &current_super_version.version,
@@ -454,7 +457,7 @@ fn merge_tables(
 
     let table_writer =
         super::flavour::prepare_table_writer(&current_super_version.version, opts, payload)?
-            .use_block_cache_for(opts.config.cache.clone(), opts.tree_id, Some(hot));
+            .use_block_cache_for(opts.config.cache.clone(), opts.tree_id, Some(hot.clone()));
 
     let start = Instant::now();
 
@@ -627,9 +630,46 @@ fn merge_tables(
     drop(compaction_state);
     drop(removed);
 
+    warm_hot_blocks(opts, &hot, &inputs);
+
     log::trace!("Compaction successful");
 
     Ok(())
+}
+
+// PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+/// Reads into the block cache the output blocks over keys whose input blocks were cached
+/// ([`HotRanges`]), now that the output is installed. The inputs' blocks leave the cache first,
+/// making room: new reads go to the output, and a read still under the old version that misses
+/// one reads it from its table's file (which outlives the read); the table's drop takes out any
+/// it put back (`Cache::retire`). A failed read only leaves its block to the reads.
+fn warm_hot_blocks(opts: &Options, hot: &HotRanges, inputs: &[Table]) {
+    let warm = hot.take_warm();
+    if warm.is_empty() {
+        return;
+    }
+    for table in inputs {
+        table.uncache_data_blocks();
+    }
+    #[expect(clippy::expect_used, reason = "lock is expected to not be poisoned")]
+    let version = opts
+        .version_history
+        .read()
+        .expect("lock is poisoned")
+        .latest_version()
+        .version
+        .clone();
+    for (i, (table_id, handle)) in warm.iter().enumerate() {
+        if i % 1_024 == 0 && opts.stop_signal.is_stopped() {
+            return;
+        }
+        // A table merged away meanwhile is not warmed.
+        if let Some(table) = version.get_table(*table_id) {
+            if let Err(e) = table.warm_data_block(handle) {
+                log::debug!("Warming a compacted block failed: {e:?}");
+            }
+        }
+    }
 }
 
 fn drop_tables(

@@ -225,6 +225,43 @@ impl Table {
         .map(DataBlock::new)
     }
 
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// Takes this table's data blocks out of the block cache.
+    pub(crate) fn uncache_data_blocks(&self) {
+        self.cache
+            .remove_table_blocks(self.global_id(), &self.block_index);
+    }
+
+    // PATCH (Peregrine, a compaction keeps its hot blocks cached; see vendor/README.md)
+    /// Reads the data block at `handle` into the block cache unless it is there. Not a read's
+    /// block load: the metrics do not count it.
+    ///
+    /// # Errors
+    ///
+    /// Will return `Err` if an IO error occurs or the block is not a data block.
+    pub(crate) fn warm_data_block(&self, handle: &BlockHandle) -> crate::Result<()> {
+        let id = self.global_id();
+        if self.cache.contains_block(id, handle.offset()) {
+            return Ok(());
+        }
+        let fd = if let Some(fd) = self.file_accessor.access_for_table(&id) {
+            fd
+        } else {
+            let fd = Arc::new(File::open(&*self.path)?);
+            self.file_accessor.insert_for_table(id, fd.clone());
+            fd
+        };
+        let block = Block::from_file(&fd, *handle, self.metadata.data_block_compression)?;
+        if block.header.block_type != BlockType::Data {
+            return Err(crate::Error::InvalidTag((
+                "BlockType",
+                block.header.block_type.into(),
+            )));
+        }
+        self.cache.insert_block(id, handle.offset(), block);
+        Ok(())
+    }
+
     /// Returns the (possibly compressed) file size.
     pub(crate) fn file_size(&self) -> u64 {
         self.metadata.file_size

@@ -95,9 +95,9 @@ pub struct Writer {
     initial_level: u8,
 
     // PATCH (Peregrine, block cache filled on write; see vendor/README.md)
-    /// The cache data blocks go into as they are written (`use_block_cache_for`), the id of
-    /// the tree the table belongs to, and the key ranges a block must overlap to go in (all go
-    /// in without).
+    /// The cache data blocks go into as they are written (`use_block_cache_for`) and the id of
+    /// the tree the table belongs to; with a compaction's hot key ranges, the blocks over them
+    /// are noted there instead, to be read into the cache later.
     block_cache: Option<(Arc<Cache>, TreeId, Option<Arc<HotRanges>>)>,
 }
 
@@ -156,7 +156,8 @@ impl Writer {
     // cached; see vendor/README.md)
     /// Puts each data block into `cache` as it is written, as a read of it would have, so that
     /// the first reads of a new table find its blocks cached instead of reading the disk; with
-    /// `hot`, only the blocks overlapping one of its key ranges.
+    /// `hot`, notes there the blocks overlapping one of its key ranges instead
+    /// ([`HotRanges::warm_later`]).
     #[must_use]
     pub(crate) fn use_block_cache_for(
         mut self,
@@ -346,36 +347,42 @@ impl Writer {
             self.data_block_compression,
         )?;
 
-        // PATCH (Peregrine, block cache filled on write): the block as `load_block` would have
-        // read it back (the same header, the plaintext decompressed), under the offset its
-        // handle gets below.
-        // PATCH (Peregrine, a compaction keeps its hot blocks cached): with hot ranges, only a
-        // block over keys some read used goes in.
-        let fill = self.block_cache.as_ref().filter(|(_, _, hot)| {
-            hot.as_ref().is_none_or(|hot| {
-                self.chunk
-                    .first()
-                    .is_some_and(|first| hot.overlaps(&first.key.user_key, &last.key.user_key))
-            })
-        });
-        if let Some((cache, tree_id, _)) = fill {
-            cache.insert_block(
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "block header is a couple of bytes only, so cast is fine"
+        )]
+        let bytes_written = BlockHeader::serialized_len() as u32 + header.data_length;
+
+        // PATCH (Peregrine, block cache filled on write): a flush's block goes into the cache
+        // as `load_block` would have read it back (the same header, the plaintext
+        // decompressed), under the offset its handle gets below.
+        // PATCH (Peregrine, a compaction keeps its hot blocks cached): a compaction's block
+        // over keys some read used is noted, to be read into the cache once the output is
+        // installed (`HotRanges`).
+        match &self.block_cache {
+            Some((cache, tree_id, None)) => cache.insert_block(
                 (*tree_id, self.table_id).into(),
                 self.meta.file_pos,
                 Block {
                     header,
                     data: crate::Slice::from(&self.block_buffer[..]),
                 },
-            );
+            ),
+            Some((_, _, Some(hot)))
+                if self
+                    .chunk
+                    .first()
+                    .is_some_and(|first| hot.overlaps(&first.key.user_key, &last.key.user_key)) =>
+            {
+                hot.warm_later(
+                    self.table_id,
+                    BlockHandle::new(self.meta.file_pos, bytes_written),
+                );
+            }
+            _ => {}
         }
 
         self.meta.uncompressed_size += u64::from(header.uncompressed_length);
-
-        #[expect(
-            clippy::cast_possible_truncation,
-            reason = "block header is a couple of bytes only, so cast is fine"
-        )]
-        let bytes_written = BlockHeader::serialized_len() as u32 + header.data_length;
 
         self.index_writer
             .register_data_block(KeyedBlockHandle::new(
