@@ -63,9 +63,20 @@ fn misses_reading(
     s.stats().unwrap().block_cache_misses - before
 }
 
+const N: u32 = 6_000;
+const HOT: u32 = N / 2;
+
+/// The newest round of key `i` in the stores here (every key, then every other key).
+fn two_rounds(i: u32) -> u32 {
+    if i.is_multiple_of(2) {
+        2
+    } else {
+        1
+    }
+}
+
 #[test]
 fn flushed_tables_are_read_from_the_cache_and_deleted_ones_leave_it() {
-    const N: u32 = 6_000;
     let dir = tmpdir("deleted");
     let s = LsmStorage::open(
         &dir,
@@ -85,7 +96,7 @@ fn flushed_tables_are_read_from_the_cache_and_deleted_ones_leave_it() {
     // A second table over every other key, the same.
     write(&s, (0..N).step_by(2), 2);
     s.flush().unwrap();
-    let round = |i: u32| if i.is_multiple_of(2) { 2 } else { 1 };
+    let round = two_rounds;
     assert_eq!(
         misses_reading_all(&s, N, round),
         0,
@@ -126,43 +137,50 @@ fn wait_for_cache_below(s: &LsmStorage, bytes: u64) {
     }
 }
 
-#[test]
-fn a_merge_caches_the_blocks_reads_used_and_only_those() {
-    const N: u32 = 6_000;
-    const HOT: u32 = N / 2;
-    let dir = tmpdir("hot");
+/// A store in `dir` with a `cache_bytes` cache holding two tables (every key, then every other
+/// key), reopened (the cache empty) and then read over its first half of keys only, twice: the
+/// second time from the cache.
+fn two_tables_first_half_read(dir: &std::path::Path, cache_bytes: u64) -> LsmStorage {
     let options = || Options {
-        cache_bytes: 64 << 20,
+        cache_bytes,
         ..Options::default()
     };
-    let s = LsmStorage::open(&dir, options()).unwrap();
+    let s = LsmStorage::open(dir, options()).unwrap();
     write(&s, 0..N, 1);
     s.flush().unwrap();
     write(&s, (0..N).step_by(2), 2);
     s.flush().unwrap();
-    let round = |i: u32| if i.is_multiple_of(2) { 2 } else { 1 };
-    // Reopened, the cache is empty; reads then use the first half of the keys only.
     drop(s);
-    let s = LsmStorage::open(&dir, options()).unwrap();
+    let s = LsmStorage::open(dir, options()).unwrap();
     assert!(
-        misses_reading(&s, 0..HOT, round) > 0,
+        misses_reading(&s, 0..HOT, two_rounds) > 0,
         "read from disk after the reopen"
     );
-    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "then from the cache");
+    assert_eq!(
+        misses_reading(&s, 0..HOT, two_rounds),
+        0,
+        "then from the cache"
+    );
+    s
+}
 
-    // The merge puts the blocks over the first half into the cache as it writes them: their
-    // keys read back right without a miss.
+#[test]
+fn a_merge_caches_the_blocks_reads_used_and_only_those() {
+    let dir = tmpdir("hot");
+    let s = two_tables_first_half_read(&dir, 64 << 20);
+    // The merge reads the blocks over the first half into the cache: their keys read back
+    // right without a miss.
     s.compact().unwrap();
     assert_eq!(
-        misses_reading(&s, 0..HOT, round),
+        misses_reading(&s, 0..HOT, two_rounds),
         0,
         "hot keys after the merge"
     );
     // Not the second half's: nothing read them, and a merge of a tree larger than the cache
     // would push blocks in use out with them. The output holds one version a key, ~13 rows of
     // ~310 bytes a 4 KiB block: ~230 blocks over the second half, of which at most the one
-    // across the boundary was put in.
-    let cold = misses_reading(&s, HOT..N, round);
+    // across the boundary was read in.
+    let cold = misses_reading(&s, HOT..N, two_rounds);
     assert!(cold > 100, "cold keys after the merge: {cold} misses");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
@@ -170,30 +188,15 @@ fn a_merge_caches_the_blocks_reads_used_and_only_those() {
 
 #[test]
 fn a_merge_in_a_full_cache_keeps_the_blocks_reads_used() {
-    const N: u32 = 6_000;
-    const HOT: u32 = N / 2;
     let dir = tmpdir("full");
     // Room for the hot half of the two tables' blocks, not for the merge's hot half beside it.
-    let options = || Options {
-        cache_bytes: 3 << 20,
-        ..Options::default()
-    };
-    let s = LsmStorage::open(&dir, options()).unwrap();
-    write(&s, 0..N, 1);
-    s.flush().unwrap();
-    write(&s, (0..N).step_by(2), 2);
-    s.flush().unwrap();
-    let round = |i: u32| if i.is_multiple_of(2) { 2 } else { 1 };
-    drop(s);
-    let s = LsmStorage::open(&dir, options()).unwrap();
-    misses_reading(&s, 0..HOT, round);
-    assert_eq!(misses_reading(&s, 0..HOT, round), 0, "the hot half fits");
+    let s = two_tables_first_half_read(&dir, 3 << 20);
     let full = s.stats().unwrap().block_cache_bytes;
     s.compact().unwrap();
     // The merge's hot blocks were read in once the merged tables' blocks had left: had they
     // gone in as they were written, the cache, full of the inputs' blocks the reads were
     // still using, would have evicted them first.
-    let missed = misses_reading(&s, 0..HOT, round);
+    let missed = misses_reading(&s, 0..HOT, two_rounds);
     let now = s.stats().unwrap().block_cache_bytes;
     assert_eq!(
         missed, 0,
