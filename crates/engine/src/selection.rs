@@ -676,14 +676,17 @@ impl Builder<'_> {
                                 {
                                     self.list_with_binds(t, &name.name, term, items)?
                                 }
-                                _ => literal_arg(
-                                    &name.name,
-                                    args.len(),
-                                    pos,
-                                    term,
-                                    (&prev, &shown_types),
-                                    self.now,
-                                )?,
+                                _ => match self.vector_literal_refused(&name.name, term) {
+                                    Some(e) => e,
+                                    None => literal_arg(
+                                        &name.name,
+                                        args.len(),
+                                        pos,
+                                        term,
+                                        (&prev, &shown_types),
+                                        self.now,
+                                    )?,
+                                },
                             };
                             shown_types.push(crate::types::cql_type_name(e.ty()));
                             exprs.push(e);

@@ -119,8 +119,15 @@ pub(super) fn literal_arg(
     if let Some(ty) = similarity_ty.or_else(|| crate::fcts::param_type(fname, pos, prev)) {
         return match const_term(&ty, term, now) {
             Ok(v) => Ok(SelExpr::Const(ty, v)),
-            // A constant is weakly assignable to a tuple: its reading's own error stands.
+            // A constant is weakly assignable to a tuple, and an integer to a duration: its
+            // reading's own error stands ("Unable to convert '1' to a duration").
             Err(e) if matches!(ty, ColumnType::Tuple(_)) && matches!(term, Term::Literal(_)) => {
+                Err(e)
+            }
+            Err(e)
+                if ty == ColumnType::Duration
+                    && matches!(term, Term::Literal(Literal::Integer(_))) =>
+            {
                 Err(e)
             }
             Err(_) => Err(EngineError::invalid(format!(

@@ -11,6 +11,50 @@ use cql::ast::{Literal, SelectorExpr as E, Term};
 use proto::types::ColumnType;
 
 impl Builder<'_> {
+    /// A similarity function's vector literal holding a `null` or a list element, its other
+    /// elements floats (`similarity_cosine(v, [1.0, null])`): typed as a float vector of its
+    /// length, and the statement failed when it executes, as 5.0.9 fails it binding the
+    /// literal (a nested list: "Unsupported target type: float"; else its serializer's
+    /// MarshalException, naming each element's buffer, a literal float's a 4-byte one).
+    pub(super) fn vector_literal_refused(&mut self, fname: &str, term: &Term) -> Option<SelExpr> {
+        let Term::List(items) = term else {
+            return None;
+        };
+        let ty = crate::similarity::list_literal_type(fname, items.len())?;
+        let odd = |i: &Term| matches!(i, Term::Literal(Literal::Null) | Term::List(_));
+        if !items.iter().any(odd) {
+            return None;
+        }
+        let float = ColumnType::Float;
+        if items
+            .iter()
+            .any(|i| !odd(i) && const_term(&float, i, self.now).is_err())
+        {
+            return None;
+        }
+        let message = if items.iter().any(|i| matches!(i, Term::List(_))) {
+            "java.lang.IllegalArgumentException: Unsupported target type: float".to_string()
+        } else {
+            let null = items
+                .iter()
+                .position(|i| matches!(i, Term::Literal(Literal::Null)))
+                .unwrap_or(0);
+            let given: Vec<&str> = items
+                .iter()
+                .map(|i| match i {
+                    Term::Literal(Literal::Null) => "null",
+                    _ => "java.nio.HeapByteBuffer[pos=0 lim=4 cap=4]",
+                })
+                .collect();
+            format!(
+                "org.apache.cassandra.serializers.MarshalException: Element at index {null} is null (expected type float); given [{}]",
+                given.join(", ")
+            )
+        };
+        self.execution_error.get_or_insert(message);
+        Some(SelExpr::Const(ty, None))
+    }
+
     /// A list literal holding bind markers as a similarity function's argument
     /// (`similarity_cosine(v, [1.0, ?])`): a float vector of its length, each marker a float
     /// (bare or cast to float), built when the row is read; any other element must be a float
