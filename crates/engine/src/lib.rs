@@ -732,9 +732,6 @@ impl Engine {
         let (kind, pk_indexes) = match &parsed.statement {
             cql::Statement::Select(s) => {
                 let plan = b.select(s)?;
-                if let Some(m) = b.execution_error.take() {
-                    return Err(EngineError::server(m));
-                }
                 let pk = match &plan.partitions {
                     plan::PartitionSel::Keys(k, _) => b.pk_indexes(Some(k)),
                     _ => Vec::new(),
