@@ -619,7 +619,8 @@ def test_vectors_mode_leaves_the_other_statements_as_the_seed_drew_them():
     n = min(len(rest_on), len(rest_off))
     assert rest_on[:n] == rest_off[:n] and n > 400
     features = {s.feature for s in stmts}
-    for want in ["vector_ann", "vector_insert", "vector_read", "vector_refusal"]:
+    assert features & {"vector_ann", "vector_ann_after_delete"}, sorted(features)
+    for want in ["vector_insert", "vector_read", "vector_refusal"]:
         assert want in features, (want, sorted(features))
 
 
@@ -633,3 +634,34 @@ def test_vector_tables_have_no_ties_in_ann_scores():
             for q in vt.queries:
                 scores = sorted(score(fn, v, q) for v in every)
                 assert all(b - a > 1e-6 for a, b in zip(scores, scores[1:])), (vt.t.name, fn, q)
+
+
+def test_ann_after_a_deletion_goes_unrestricted_with_a_class_of_its_own():
+    """5.0.9 loses rows from ANN answers after deletions (docs/compatibility.md, "Vector
+    search"): once a table's partition had one, an ANN query drawn restricted to that partition
+    or to a token range is sent unrestricted, under the feature vector_ann_after_delete; the
+    seed's stream is drawn as without the deletion."""
+    from gen.vectors import K_POOL, VectorForms
+
+    def draw(deleted, bind):
+        g = VectorForms(None, 5, True)
+        g.schema()
+        vt = g.tables[0]
+        vt.vector_deleted = set(K_POOL) if deleted else set()
+        stmts = [g.ann(vt, bind) for _ in range(200)]
+        return stmts, g.rng.getstate()
+
+    for bind in (False, True):
+        clean, state_clean = draw(False, bind)
+        tainted, state_tainted = draw(True, bind)
+        assert state_clean == state_tainted
+        assert any(" WHERE k = " in s.text for s in clean)
+        assert any(" WHERE token(k) " in s.text for s in clean)
+        assert {s.feature for s in clean} == {"vector_ann"}
+        assert {s.feature for s in tainted} == {"vector_ann_after_delete"}
+        for c, t in zip(clean, tainted):
+            assert " WHERE k = " not in t.text and "token(k)" not in t.text
+            if " WHERE k = " not in c.text and "token(k)" not in c.text:
+                assert (c.text, c.params) == (t.text, t.params)
+            elif bind:
+                assert t.text.count("?") == len(t.params)

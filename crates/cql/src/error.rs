@@ -13,7 +13,8 @@ pub enum ParseErrorKind {
     Invalid,
     /// Cassandra's parser itself threw (not a recognition error): a `SyntaxError` (0x2000)
     /// that reads `Failed parsing statement: [<the query>] reason: <exception> <message>`,
-    /// without a position.
+    /// without a position; also a message its grammar's actions add (`frozen<> is only
+    /// allowed on ...`), printed alone.
     Failed,
 }
 
@@ -81,6 +82,18 @@ impl ParseError {
             column: 0,
             at_end: false,
             message: format!("Failed parsing statement: [{src}] reason: {exception} {message}"),
+        }
+    }
+
+    /// A syntax error Cassandra's parser records in a grammar action (`addRecognitionError`):
+    /// its message alone, without a position.
+    pub(crate) fn unpositioned(message: String) -> Self {
+        ParseError {
+            kind: ParseErrorKind::Failed,
+            line: 0,
+            column: 0,
+            at_end: false,
+            message,
         }
     }
 

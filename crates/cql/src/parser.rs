@@ -79,6 +79,10 @@ pub(crate) struct Parser<'a> {
     /// Cassandra expects after a selector there is `)`, not FROM (see
     /// `Parser::selector_postfix_chain`).
     in_call: u32,
+    /// An error Cassandra's parser records without stopping (`frozen<int>`): the statement's
+    /// error once parsing ends, whether it then succeeds or fails further on (the first
+    /// recorded error is the one reported, and a later one cannot come first).
+    deferred: Option<ParseError>,
 }
 
 /// Words that start a literal term rather than name something.
@@ -106,6 +110,7 @@ impl<'a> Parser<'a> {
             last_term: None,
             in_selector: 0,
             in_call: 0,
+            deferred: None,
         })
     }
 
@@ -115,6 +120,11 @@ impl<'a> Parser<'a> {
 
     /// Exactly one statement, optionally followed by `;`s.
     pub(crate) fn parse_single(&mut self) -> PResult<ParsedStatement> {
+        let r = self.single_statement();
+        self.with_deferred(r)
+    }
+
+    fn single_statement(&mut self) -> PResult<ParsedStatement> {
         let stmt = self.statement()?;
         while self.eat(Tok::Semi) {}
         if !self.at(Tok::Eof) {
@@ -124,6 +134,16 @@ impl<'a> Parser<'a> {
             statement: stmt,
             bind_markers: std::mem::take(&mut self.binds),
         })
+    }
+
+    /// A parse's result, unless an error was recorded on the way ([`Parser::deferred`]).
+    fn with_deferred<T>(&mut self, r: PResult<T>) -> PResult<T> {
+        match (r, self.deferred.take()) {
+            // An exception thrown while parsing stops it before recorded errors are reported.
+            (Err(e), _) if e.kind == crate::error::ParseErrorKind::Failed => Err(e),
+            (_, Some(e)) => Err(e),
+            (r, None) => r,
+        }
     }
 
     /// Exactly one CQL type.
@@ -137,6 +157,11 @@ impl<'a> Parser<'a> {
 
     /// Any number of `;`-separated statements.
     pub(crate) fn parse_script(&mut self) -> PResult<Vec<ParsedStatement>> {
+        let r = self.script();
+        self.with_deferred(r)
+    }
+
+    fn script(&mut self) -> PResult<Vec<ParsedStatement>> {
         let mut out = Vec::new();
         loop {
             while self.eat(Tok::Semi) {}

@@ -434,3 +434,72 @@ fn messages_show_cassandras_look_ahead() {
         assert_eq!(e.to_string(), expected, "{stmt}");
     }
 }
+
+/// Errors of 5.0.9's parser around type hints, `frozen<..>`, `MASKED` and a DELETE's USING
+/// (scenarios 157 and 159 hold them against 5.0.9).
+#[test]
+fn hint_frozen_mask_and_using_errors_as_cassandra() {
+    let cases = [
+        (
+            "SELECT (int) x y FROM t",
+            "line 1:13 mismatched input 'x' expecting K_FROM (SELECT (int) [x] y...)",
+        ),
+        (
+            "SELECT (list<int>) x y FROM t",
+            "line 1:12 no viable alternative at input '<' (SELECT ([list]<int...)",
+        ),
+        (
+            "SELECT (int) x[1] y FROM t",
+            "line 1:14 mismatched input '[' expecting K_FROM (SELECT (int) x[[]1]...)",
+        ),
+        (
+            "SELECT abs(x).f.g y FROM t",
+            "line 1:13 mismatched input '.' expecting K_FROM (SELECT abs(x)[.]f....)",
+        ),
+        (
+            "SELECT u.f y FROM t",
+            "line 1:11 no viable alternative at input 'y' (SELECT [u].f...)",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, x frozen<int>>)",
+            "frozen<> is only allowed on collections, tuples, and user-defined types (got int)",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, x frozen<varchar>)",
+            "frozen<> is only allowed on collections, tuples, and user-defined types (got varchar)",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, x tuple<int, frozen<int>>)",
+            "Failed parsing statement: [CREATE TABLE t (k int PRIMARY KEY, x tuple<int, frozen<int>>)] reason: NullPointerException Cannot invoke \"org.apache.cassandra.cql3.CQL3Type$Raw.supportsFreezing()\" because \"t\" is null",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, x int MASKED zz)",
+            "line 1:48 no viable alternative at input 'zz' (... PRIMARY KEY, x int [MASKED] zz...)",
+        ),
+        (
+            "ALTER TABLE t ALTER x MASKED WITH zz",
+            "line 0:-1 no viable alternative at input '<EOF>'",
+        ),
+        (
+            "DELETE FROM t USING",
+            "line 0:-1 mismatched input '<EOF>' expecting K_TIMESTAMP",
+        ),
+        (
+            "DELETE FROM t USING x",
+            "line 1:20 mismatched input 'x' expecting K_TIMESTAMP (DELETE FROM t USING [x])",
+        ),
+    ];
+    for (text, message) in cases {
+        assert_eq!(cql::parse(text).unwrap_err().to_string(), message, "{text}");
+    }
+    for text in [
+        "SELECT (int) x FROM t",
+        "SELECT (int) x[1] FROM t",
+        "SELECT (int) abs(x) FROM t",
+        "CREATE TABLE t (k int PRIMARY KEY, x frozen<list<int>>, v frozen<vector<float, 2>>)",
+    ] {
+        cql::parse(text).unwrap();
+    }
+    // A stored type is read back as written (no statement, no recorded error).
+    cql::parse_type("frozen<int>").unwrap();
+}

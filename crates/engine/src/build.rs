@@ -66,6 +66,10 @@ pub(crate) struct Builder<'a> {
     /// The statement's clock: `now()`, `currentTimestamp()`... in terms are evaluated at it
     /// (a plan using them is volatile and rebuilt at each execution).
     pub now: crate::Now,
+    /// An error Cassandra raises only when the statement executes (a null element in a
+    /// similarity function's vector literal), reported once the plan is otherwise built: its
+    /// message, for a server error.
+    pub execution_error: Option<String>,
 }
 
 pub(crate) const DISTINCT_WHERE_MSG: &str = "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.";
@@ -84,6 +88,7 @@ impl<'a> Builder<'a> {
             binds: vec![None; bind_count],
             volatile: false,
             now,
+            execution_error: None,
         }
     }
 

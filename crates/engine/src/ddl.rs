@@ -340,6 +340,13 @@ fn resolve_depth(
     let mut missing: Option<String> = None;
     let mut err: Option<EngineError> = None;
     let out = ty.to_column_type(&mut |name| {
+        // A user type lives in the statement's keyspace only (`int.x` names keyspace `int`).
+        if let Some(other) = name.keyspace.as_deref().filter(|k| *k != ks) {
+            err = Some(EngineError::invalid(format!(
+                "Statement on keyspace {ks} cannot refer to a user type in keyspace {other}; user types can only be used in the keyspace they are defined in"
+            )));
+            return None;
+        }
         let k = name.keyspace.clone().unwrap_or_else(|| ks.to_string());
         let Some(u) = schema.types.get(&(k.clone(), name.name.clone())) else {
             missing = Some(name.name.clone());
@@ -377,6 +384,9 @@ fn resolve_depth(
     })
 }
 
+/// Cassandra's refusal of a user type field of a non-frozen user type.
+const NON_FROZEN_UDT_FIELD: &str = "A user type cannot contain non-frozen UDTs";
+
 pub fn create_type(
     schema: &Schema,
     ks_default: Option<&str>,
@@ -398,13 +408,23 @@ pub fn create_type(
         )));
     }
     let mut seen = std::collections::HashSet::new();
-    let mut fields = Vec::new();
-    for (f, t) in &ct.fields {
+    for (f, _) in &ct.fields {
         if !seen.insert(f.clone()) {
             return Err(EngineError::invalid(format!(
                 "Duplicate field name '{f}' in type '{name}'"
             )));
         }
+    }
+    if ct
+        .fields
+        .iter()
+        .any(|(_, t)| matches!(t, CqlType::UserDefined(_)))
+    {
+        return Err(EngineError::invalid(NON_FROZEN_UDT_FIELD));
+    }
+    let mut fields = Vec::new();
+    for (f, t) in &ct.fields {
+        check_type_allowed(t)?;
         resolve_type(schema, &ks, t)?;
         fields.push((f.clone(), t.to_string()));
     }
@@ -457,6 +477,10 @@ pub fn alter_type(
                 }
                 return Err(EngineError::invalid(format!("Cannot add field {field} to type {ks}.{}: a field with name {field} already exists", u.name)));
             }
+            if matches!(ty, CqlType::UserDefined(_)) {
+                return Err(EngineError::invalid(NON_FROZEN_UDT_FIELD));
+            }
+            check_type_allowed(ty)?;
             resolve_type(schema, &ks, ty)?;
             u.fields.push((field.clone(), ty.to_string()));
         }
@@ -581,30 +605,48 @@ fn uses_type(t: &CqlType, name: &str) -> bool {
     }
 }
 
-fn check_type_allowed(ty: &CqlType, nested: bool) -> Result<(), EngineError> {
+/// Cassandra's refusal of a non-frozen collection or user type inside a collection, naming the
+/// whole collection (a map's value checked before its key); anything inside `frozen<..>` goes.
+fn check_type_allowed(ty: &CqlType) -> Result<(), EngineError> {
+    let elements: Vec<&CqlType> = match ty {
+        CqlType::Map(k, v) => vec![v, k],
+        CqlType::List(e) | CqlType::Set(e) => vec![e],
+        _ => return Ok(()),
+    };
+    for e in elements {
+        let what = match e {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => "collections",
+            CqlType::UserDefined(_) => "UDTs",
+            _ => continue,
+        };
+        return Err(EngineError::invalid(format!(
+            "Non-frozen {what} are not allowed inside collections: {}",
+            as_written(ty)
+        )));
+    }
+    Ok(())
+}
+
+/// A type as Cassandra prints a raw (unresolved) type: user types named as written, unquoted
+/// (`list<int.x>`).
+fn as_written(ty: &CqlType) -> String {
     match ty {
-        CqlType::List(e) | CqlType::Set(e) => {
-            if nested {
-                return Err(EngineError::invalid(format!(
-                    "Non-frozen collections are not allowed inside collections: {ty}"
-                )));
-            }
-            check_type_allowed(e, true)
-        }
-        CqlType::Map(k, v) => {
-            if nested {
-                return Err(EngineError::invalid(format!(
-                    "Non-frozen collections are not allowed inside collections: {ty}"
-                )));
-            }
-            check_type_allowed(k, true)?;
-            check_type_allowed(v, true)
-        }
-        CqlType::Frozen(inner) => match &**inner {
-            CqlType::List(e) | CqlType::Set(e) => check_type_allowed(e, false).or(Ok(())),
-            _ => Ok(()),
+        CqlType::UserDefined(n) => match &n.keyspace {
+            Some(ks) => format!("{ks}.{}", n.name),
+            None => n.name.clone(),
         },
-        _ => Ok(()),
+        CqlType::List(e) => format!("list<{}>", as_written(e)),
+        CqlType::Set(e) => format!("set<{}>", as_written(e)),
+        CqlType::Map(k, v) => format!("map<{}, {}>", as_written(k), as_written(v)),
+        CqlType::Frozen(e) if !matches!(**e, CqlType::Vector(..)) => {
+            format!("frozen<{}>", as_written(e))
+        }
+        CqlType::Tuple(items) => format!(
+            "tuple<{}>",
+            items.iter().map(as_written).collect::<Vec<_>>().join(", ")
+        ),
+        CqlType::Vector(e, n) => format!("vector<{}, {n}>", as_written(e)),
+        other => other.to_string(),
     }
 }
 
@@ -635,16 +677,26 @@ pub fn create_table(
             "No PRIMARY KEY specifed for table (exactly one required)",
         ));
     }
-    let mut columns = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for (i, c) in ct.columns.iter().enumerate() {
+    for c in &ct.columns {
         if !seen.insert(c.name.clone()) {
             return Err(EngineError::invalid(format!(
                 "Duplicate column '{}' declaration for table {ks}.{name}",
                 c.name
             )));
         }
-        check_type_allowed(&c.ty, false)?;
+    }
+    // Cassandra prepares the column types in the order of the columns' names: the first
+    // refusal (a non-frozen type in a collection, a user type unknown or of another
+    // keyspace) is that of the first name.
+    let mut by_name: Vec<&ast::ColumnDef> = ct.columns.iter().collect();
+    by_name.sort_by(|a, b| a.name.cmp(&b.name));
+    for c in by_name {
+        check_type_allowed(&c.ty)?;
+        resolve_type(schema, &ks, &c.ty)?;
+    }
+    let mut columns = Vec::new();
+    for (i, c) in ct.columns.iter().enumerate() {
         let ty = resolve_type(schema, &ks, &c.ty)?;
         let (kind, position) = if let Some(p) = ct.partition_key.iter().position(|n| *n == c.name) {
             (ColumnKind::PartitionKey, p as i32)
@@ -818,7 +870,7 @@ pub fn alter_table(
                     )));
                 }
                 crate::compact::check_add_column(&t)?;
-                check_type_allowed(&c.ty, false)?;
+                check_type_allowed(&c.ty)?;
                 if c.is_static && t.clustering_count() == 0 {
                     return Err(EngineError::invalid(
                         "Static columns are only useful (and thus allowed) if the table has at least one clustering column",

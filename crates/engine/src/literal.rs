@@ -152,9 +152,11 @@ fn literal_for(
             })?)
         }
         (Literal::Integer(s), T::Duration) => {
+            // Cassandra's Duration.from names the text after a leading `-`.
             return Err(EngineError::invalid(format!(
-                "Unable to convert '{s}' to a duration"
-            )))
+                "Unable to convert '{}' to a duration",
+                s.strip_prefix('-').unwrap_or(s)
+            )));
         }
         (Literal::String(s), T::Duration) | (Literal::Duration(s), T::Duration) => {
             let (months, days, nanos) =

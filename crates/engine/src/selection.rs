@@ -16,11 +16,14 @@ use crate::EngineError;
 use cql::ast::{self, ArithOp, Literal, SelectorExpr as E, Term};
 use proto::types::ColumnType;
 
+mod args;
 mod collections;
 mod elements;
 mod group_by;
 mod names;
+mod similarity;
 
+use args::{literal_arg, name_the_argument};
 pub(crate) use collections::collect;
 use elements::element_types;
 pub(crate) use elements::{element, slice};
@@ -636,13 +639,7 @@ impl Builder<'_> {
                 // Each argument's type as Cassandra prints it in a refusal (`mask_replace`'s
                 // replacement is typed as its first argument: a key column prints frozen).
                 let mut shown_types: Vec<String> = Vec::with_capacity(args.len());
-                // A similarity function's marker first argument takes the type of the second,
-                // so that one is typed first (Cassandra infers a float vector parameter from
-                // the other argument); with none to take (a marker, null) it stays refused.
-                let second_first = crate::similarity::Similarity::from_function(&name.name)
-                    .is_some()
-                    && matches!(args.as_slice(), [E::Term(Term::Bind(_)), second]
-                        if !matches!(second, E::Term(Term::Bind(_) | Term::Literal(Literal::Null))));
+                let second_first = similarity::marker_typed_by_second(&name.name, args);
                 let order: Vec<usize> = match second_first {
                     true => vec![1, 0],
                     false => (0..args.len()).collect(),
@@ -679,14 +676,17 @@ impl Builder<'_> {
                                 {
                                     self.list_with_binds(t, &name.name, term, items)?
                                 }
-                                _ => literal_arg(
-                                    &name.name,
-                                    args.len(),
-                                    pos,
-                                    term,
-                                    (&prev, &shown_types),
-                                    self.now,
-                                )?,
+                                _ => match self.vector_literal_refused(&name.name, term) {
+                                    Some(e) => e,
+                                    None => literal_arg(
+                                        &name.name,
+                                        args.len(),
+                                        pos,
+                                        term,
+                                        (&prev, &shown_types),
+                                        self.now,
+                                    )?,
+                                },
                             };
                             shown_types.push(crate::types::cql_type_name(e.ty()));
                             exprs.push(e);
@@ -1067,132 +1067,6 @@ impl Builder<'_> {
         })
     }
 
-    /// A bind marker as a function argument: typed by the function's only signature at that
-    /// position (Cassandra refuses an ambiguous one), named `[selection]`.
-    fn bind_arg(
-        &mut self,
-        t: &TableDef,
-        m: &ast::BindMarker,
-        fname: &str,
-        arity: usize,
-        pos: usize,
-        prev: &[ColumnType],
-    ) -> Result<SelExpr, EngineError> {
-        if let Some(kind) = crate::fcts::collection_param(fname) {
-            let f = fname.to_ascii_lowercase();
-            return Err(EngineError::invalid(cannot_infer(&f, kind, "?")));
-        }
-        let candidates = match crate::similarity::bind_type(fname, prev) {
-            Some(ty) => vec![ty.map_err(EngineError::invalid)?],
-            None => match crate::fcts::param_type(fname, pos, prev) {
-                Some(ty) => vec![ty],
-                None => crate::scalar::param_types(fname, arity, pos),
-            },
-        };
-        let [ty] = candidates.as_slice() else {
-            return Err(EngineError::invalid(crate::scalar::ambiguous_call(
-                fname, arity,
-            )));
-        };
-        let Src::Bind(i) = self.bind(t, m, "[selection]", ty) else {
-            return Err(EngineError::invalid("Invalid bind marker"));
-        };
-        Ok(SelExpr::Leaf(Box::new(Selector::Bind(i)), ty.clone()))
-    }
-
-    /// A literal list holding bind markers as a collection function's argument
-    /// (`collection_sum([1, ?])`): typed by its other elements as Cassandra 5.0.9 types it,
-    /// each marker an element of that type, built when the row is read.
-    fn list_with_binds(
-        &mut self,
-        t: &TableDef,
-        fname: &str,
-        term: &Term,
-        items: &[Term],
-    ) -> Result<SelExpr, EngineError> {
-        let kind = crate::fcts::collection_param(fname).unwrap_or("collection");
-        let ty = collection_literal_type(fname, kind, term)?;
-        let (ColumnType::List(e) | ColumnType::Set(e)) = &ty else {
-            return Err(EngineError::invalid("Invalid bind marker"));
-        };
-        let call = match ty {
-            ColumnType::Set(_) => crate::functions::SET_OF_ARGS,
-            _ => crate::functions::LIST_OF_ARGS,
-        };
-        let mut args = Vec::with_capacity(items.len());
-        for item in items {
-            args.push(match item {
-                Term::Bind(m) => {
-                    let Src::Bind(i) = self.bind(t, m, "[selection]", e) else {
-                        return Err(EngineError::invalid("Invalid bind marker"));
-                    };
-                    SelExpr::Leaf(Box::new(Selector::Bind(i)), (**e).clone())
-                }
-                other => SelExpr::Const(
-                    (**e).clone(),
-                    const_term(e, &hex_items_as_tinyint(other), self.now)?,
-                ),
-            });
-        }
-        Ok(SelExpr::Call {
-            name: call.into(),
-            args,
-            ty,
-        })
-    }
-
-    /// A list literal holding bind markers as a similarity function's argument
-    /// (`similarity_cosine(v, [1.0, ?])`): a float vector of its length, each marker a float
-    /// (bare or cast to float), built when the row is read; any other element must be a float
-    /// constant, else the argument is refused as one of another type.
-    fn vector_with_binds(
-        &mut self,
-        t: &TableDef,
-        fname: &str,
-        pos: usize,
-        term: &Term,
-        items: &[Term],
-    ) -> Result<SelExpr, EngineError> {
-        let ty = crate::similarity::list_literal_type(fname, items.len())
-            .ok_or_else(|| EngineError::invalid("Invalid bind marker"))?;
-        let refused = || {
-            EngineError::invalid(format!(
-                "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
-                fname.to_ascii_lowercase(),
-                crate::types::cql_type_name(&ty)
-            ))
-        };
-        let float = ColumnType::Float;
-        let mut args = Vec::with_capacity(items.len());
-        for item in items {
-            let marker = match item {
-                Term::Bind(m) => Some(m),
-                Term::TypeHint { ty: hint, term } => match &**term {
-                    Term::Bind(m) if hint.as_native() == Some(&float) => Some(m),
-                    _ => return Err(refused()),
-                },
-                _ => None,
-            };
-            args.push(match marker {
-                Some(m) => {
-                    let Src::Bind(i) = self.bind(t, m, "[selection]", &float) else {
-                        return Err(EngineError::invalid("Invalid bind marker"));
-                    };
-                    SelExpr::Leaf(Box::new(Selector::Bind(i)), float.clone())
-                }
-                None => SelExpr::Const(
-                    float.clone(),
-                    const_term(&float, item, self.now).map_err(|_| refused())?,
-                ),
-            });
-        }
-        Ok(SelExpr::Call {
-            name: crate::functions::VECTOR_OF_ARGS.into(),
-            args,
-            ty,
-        })
-    }
-
     /// `count(*)`, `count(x)`, `min`, `max`, `sum`, `avg` of a selection.
     fn aggregate(
         &mut self,
@@ -1373,171 +1247,6 @@ impl Builder<'_> {
         } else {
             name
         }
-    }
-}
-
-/// A literal argument of a function: typed by the function's signatures at that position
-/// (its own literal type first), as Cassandra infers it.
-fn literal_arg(
-    fname: &str,
-    arity: usize,
-    pos: usize,
-    term: &Term,
-    (prev, prev_shown): (&[ColumnType], &[String]),
-    now: crate::Now,
-) -> Result<SelExpr, EngineError> {
-    // A similarity function's list literal is a float vector of its own length; another
-    // literal keeps its own type, for the signature check to refuse by name.
-    let similarity = crate::similarity::list_literal_type(fname, 0).is_some();
-    if similarity && matches!(term, Term::List(items) if items.is_empty()) {
-        return Err(EngineError::invalid(
-            "vectors may only have positive dimensions; given 0",
-        ));
-    }
-    let similarity_ty = crate::similarity::list_literal_type(fname, 0).and(match term {
-        Term::List(items) => crate::similarity::list_literal_type(fname, items.len()),
-        Term::Literal(cql::ast::Literal::Null) => prev.first().cloned(),
-        // A set literal is a set of its elements' type (refused by name as no vector).
-        Term::Set(_) => crate::fcts::literal_arg_type(term),
-        _ => literal_type(term),
-    });
-    // A masking function typed by its first argument takes a literal there as the literal's
-    // own type (Cassandra's preferred type: `mask_hash('abc')` hashes an ascii value).
-    if let Some(params) = crate::fcts::mask_any_params(fname, pos) {
-        // A hex constant is its bytes, typed tinyint, unchecked (Constants.Literal).
-        if let Term::Literal(Literal::Blob(h)) = term {
-            if let Some(b) = crate::literal::parse_hex(h) {
-                return Ok(SelExpr::Const(ColumnType::Tinyint, Some(b)));
-            }
-        }
-        let Some(ty) = crate::fcts::literal_arg_type(term) else {
-            return Err(EngineError::invalid(format!(
-                "Cannot infer type of argument {} in call to function system.{}({params}): use type casts to disambiguate",
-                names::term_name(term),
-                fname.to_ascii_lowercase()
-            )));
-        };
-        return const_term(&ty, term, now).map(|v| SelExpr::Const(ty, v));
-    }
-    if let Some(ty) = similarity_ty.or_else(|| crate::fcts::param_type(fname, pos, prev)) {
-        return match const_term(&ty, term, now) {
-            Ok(v) => Ok(SelExpr::Const(ty, v)),
-            // A constant is weakly assignable to a tuple: its reading's own error stands.
-            Err(e) if matches!(ty, ColumnType::Tuple(_)) && matches!(term, Term::Literal(_)) => {
-                Err(e)
-            }
-            Err(_) => Err(EngineError::invalid(format!(
-                "Type error: {term} cannot be passed as argument {pos} of function system.{} of type {}",
-                fname.to_ascii_lowercase(),
-                match (fname.eq_ignore_ascii_case("mask_replace"), prev_shown.first()) {
-                    (true, Some(shown)) => shown.clone(),
-                    _ => crate::types::cql_type_name(&ty),
-                }
-            ))),
-        };
-    }
-    if let Some(kind) = crate::fcts::collection_param(fname) {
-        return collection_literal_arg(fname, kind, term, now);
-    }
-    let mut candidates = crate::scalar::param_types(fname, arity, pos);
-    if let Some(own) = literal_type(term) {
-        if let Some(i) = candidates.iter().position(|c| *c == own) {
-            candidates.swap(0, i);
-        }
-    }
-    for ty in candidates {
-        if let Ok(v) = const_term(&ty, term, now) {
-            return Ok(SelExpr::Const(ty, v));
-        }
-    }
-    Err(EngineError::invalid(format!(
-        "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
-        names::term_name(term)
-    )))
-}
-
-/// A literal argument of a collection function (`collection_sum([1, 2])`), typed as
-/// Cassandra 5.0 types it (`fcts::literal_arg_type`); a literal collection is frozen in the
-/// messages that name its type.
-fn collection_literal_arg(
-    fname: &str,
-    kind: &str,
-    term: &Term,
-    now: crate::Now,
-) -> Result<SelExpr, EngineError> {
-    let ty = collection_literal_type(fname, kind, term)?;
-    if let (ColumnType::List(e), Term::List(items)) = (&ty, term) {
-        // A null element stays in the list (a literal list elsewhere refuses it): counted by
-        // collection_count, skipped by the others.
-        if items
-            .iter()
-            .any(|i| matches!(i, Term::Literal(Literal::Null)))
-        {
-            let mut out = (items.len() as i32).to_be_bytes().to_vec();
-            for item in items {
-                match const_term(e, &hex_items_as_tinyint(item), now)? {
-                    Some(b) => {
-                        out.extend((b.len() as i32).to_be_bytes());
-                        out.extend(b);
-                    }
-                    None => out.extend((-1i32).to_be_bytes()),
-                }
-            }
-            return Ok(SelExpr::Const(ty.clone(), Some(out)));
-        }
-    }
-    Ok(SelExpr::Const(
-        ty.clone(),
-        const_term(&ty, &hex_items_as_tinyint(term), now)?,
-    ))
-}
-
-/// The hex literals of a collection typed tinyint (Cassandra's preferred type for hex) as
-/// the integers Cassandra reads from them, their first bytes: `[0x01, 0xff02]` holds 1 and
-/// -1.
-fn hex_items_as_tinyint(term: &Term) -> Term {
-    match term {
-        Term::Literal(Literal::Blob(_)) => {
-            crate::functions::hex_as_tinyint(term).unwrap_or_else(|| term.clone())
-        }
-        Term::List(items) => Term::List(items.iter().map(hex_items_as_tinyint).collect()),
-        Term::Set(items) => Term::Set(items.iter().map(hex_items_as_tinyint).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The type of a literal argument of a collection function, checked against the function
-/// (`fcts::literal_call_types`).
-fn collection_literal_type(
-    fname: &str,
-    _kind: &str,
-    term: &Term,
-) -> Result<ColumnType, EngineError> {
-    crate::fcts::literal_call_types(fname, term, crate::fcts::literal_arg_type(term))
-        .map(|(ty, _)| ty)
-        .map_err(EngineError::invalid)
-}
-
-/// Cassandra's refusal of an argument whose type it cannot infer.
-fn cannot_infer(f: &str, kind: &str, arg: impl std::fmt::Display) -> String {
-    format!(
-        "Cannot infer type of argument {arg} in call to function system.{f}({kind}): use type casts to disambiguate"
-    )
-}
-
-/// Cassandra names the offending argument by its text in a signature mismatch: "Type error:
-/// t cannot be passed as argument 0 of function ...".
-fn name_the_argument(message: String, names: &[String]) -> String {
-    let Some(rest) = message.strip_prefix("Type error: an argument of type ") else {
-        return message;
-    };
-    let Some((_, tail)) = rest.split_once(" cannot be passed as argument ") else {
-        return message;
-    };
-    let pos: Option<usize> = tail.split(' ').next().and_then(|p| p.parse().ok());
-    match pos.and_then(|p| names.get(p)) {
-        Some(n) => format!("Type error: {n} cannot be passed as argument {tail}"),
-        None => message,
     }
 }
 

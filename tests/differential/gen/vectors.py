@@ -96,6 +96,11 @@ class VTable:
         self.other = other        # element type name of `w`
         self.vectors = {}         # (k, c) -> two vectors of its own
         self.queries = []
+        # Partitions where a vector cell was deleted (a DELETE of v, a row or the partition):
+        # 5.0.9 leaves such a row, written again later, out of an ANN query restricted to its
+        # partition, and rows out of token-restricted ones after such deletions
+        # (docs/compatibility.md, "Vector search"), so those queries go unrestricted.
+        self.vector_deleted = set()
 
 
 class VectorForms:
@@ -337,10 +342,14 @@ class VectorForms:
         if r < 0.85:
             what = rng.choice(["v"] + vt.extras + ["n"])
             text = f"DELETE {what} FROM {t.name}{using} WHERE {self._where(vt, key, params)}"
+            if what == "v":
+                vt.vector_deleted.add(key[0])
         elif r < 0.95 or not t.ck:
             text = f"DELETE FROM {t.name}{using} WHERE {self._where(vt, key, params)}"
+            vt.vector_deleted.add(key[0])
         else:
             text = f"DELETE FROM {t.name}{using} WHERE {self._where(vt, key, params, partition=True)}"
+            vt.vector_deleted.add(key[0])
         return self._stmt(text, params, "vector_delete", t, write=True)
 
     # ------------------------------------------------------------ reads
@@ -410,13 +419,27 @@ class VectorForms:
         r = rng.random()
         if r < 0.3:
             key = self._key(vt)
+            before_where = len(params) if params is not None else 0
             where = f" WHERE {self._where(vt, key, params, partition=True)}"
             if t.ck and rng.random() < 0.3:
                 where += f" AND c {rng.choice(['>', '>=', '<', '<='])} {self._term(params, T('int'), rng.choice(C_POOL))}"
+            if key[0] in vt.vector_deleted:
+                # Drawn as before (the seed's stream stays as it was), then left out: see
+                # VTable.vector_deleted.
+                where = ""
+                if params is not None:
+                    del params[before_where:]
         elif r < 0.4 and vt.n_indexed:
             where = f" WHERE n {rng.choice(['=', '=', '>', '<='])} {self._term(params, T('int'), rng.randint(-3, 3))}"
         elif r < 0.45:
+            before_where = len(params) if params is not None else 0
             where = f" WHERE token(k) {rng.choice(['>', '<'])} {self._term(params, T('bigint'), rng.randint(-2**62, 2**62))}"
+            if vt.vector_deleted:
+                # Token-restricted ANN queries lose rows in 5.0.9 after deletions too
+                # (--vectors seed 3, not minimized): left out as for a partition's.
+                where = ""
+                if params is not None:
+                    del params[before_where:]
         q = rng.choice(vt.queries)
         limit = rng.choice([1, 2, 3, 5, 12])
         before_limit = len(params) if params is not None else 0
@@ -429,7 +452,10 @@ class VectorForms:
             params[before_limit:] = params[before_ann:] + params[before_limit:before_ann]
         text = f"SELECT {sel} FROM {t.name}{where} ORDER BY v ANN OF {ann_text} LIMIT {limit_text}"
         fetch = rng.choice([100, 100, limit + 1, max(1, limit - 1)])
-        return self._stmt(text, params, "vector_ann", t, expect=None, fetch_size=fetch)
+        # After a deletion in the table 5.0.9's ANN answers lose rows, restricted or not
+        # (generated_known.txt, rows:vector_ann_after_delete).
+        feature = "vector_ann_after_delete" if vt.vector_deleted else "vector_ann"
+        return self._stmt(text, params, feature, t, expect=None, fetch_size=fetch)
 
     def reindex(self, vt):
         """DROP the vector index, an ANN query refused without it, CREATE it again with a

@@ -71,7 +71,9 @@ impl Parser<'_> {
             return Ok(u);
         }
         loop {
-            if delete && self.at_kw("ttl") {
+            // A DELETE's USING takes TIMESTAMP alone (Peregrine's VISIBILITY aside): anything
+            // else, the end included, is "mismatched input ... expecting K_TIMESTAMP".
+            if delete && !self.at_kw("timestamp") && !self.at_visibility() {
                 return Err(self.mismatched("K_TIMESTAMP"));
             }
             if self.eat_kw("ttl") {

@@ -580,7 +580,6 @@ impl Parser<'_> {
         Err(self.no_viable())
     }
 
-    /// `[MASKED WITH f(args) | MASKED WITH DEFAULT]` after a column's type.
     /// `DROP ... USING TIMESTAMP t`: Cassandra's grammar takes one INTEGER token there (its
     /// sign written against it) and reads it as a Java long.
     fn drop_timestamp(&mut self) -> PResult<i64> {
@@ -603,16 +602,39 @@ impl Parser<'_> {
         })
     }
 
+    /// `[MASKED WITH f(args) | MASKED WITH DEFAULT]` after a column's type. Cassandra chooses
+    /// between the two reading up to the token after WITH: where that fails (`MASKED zz`,
+    /// `MASKED WITH)`), "no viable alternative" naming MASKED; its choice between `ks.f` and
+    /// `f` reads the token after the name, "no viable alternative" naming `f` unless a `.` or
+    /// `(` follows.
     pub(super) fn column_mask(&mut self) -> PResult<Option<ColumnMask>> {
-        if !self.eat_kw("masked") {
+        if !self.at_kw("masked") {
             return Ok(None);
         }
-        self.expect_kw("with")?;
+        let start = self.pos;
+        self.bump();
+        if !self.at_kw("with") {
+            return Err(self.no_viable_from(start));
+        }
+        self.bump();
         if self.eat_kw("default") {
             return Ok(Some(ColumnMask {
                 function: FunctionName::new("mask_default".to_string()),
                 args: Vec::new(),
             }));
+        }
+        let name = self.peek();
+        let named = match name.kind {
+            Tok::QuotedIdent => true,
+            Tok::Ident => is_function_word(self.text(name)),
+            _ => false,
+        };
+        if !named {
+            return Err(self.no_viable_from(start));
+        }
+        if !self.at_n(1, Tok::Dot) && !self.at_n(1, Tok::LParen) {
+            self.bump();
+            return Err(self.no_viable_from(self.pos - 1));
         }
         let function = self.function_name()?;
         self.expect(Tok::LParen)?;

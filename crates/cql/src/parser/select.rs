@@ -184,9 +184,51 @@ impl Parser<'_> {
         let start = self.pos;
         let e = self.selector_primary()?;
         self.predict_selector_group(start, &e)?;
+        let hinted = (self.toks[start].kind == Tok::LParen
+            && matches!(e, SelectorExpr::TypeHint { .. } | SelectorExpr::Cast { .. }))
+            || matches!(e, SelectorExpr::Function { .. })
+            || matches!(e, SelectorExpr::Column(_));
+        let column = matches!(e, SelectorExpr::Column(_));
         let depth = self.depth;
+        let chain = self.pos;
         let r = self.selector_postfix_chain(e);
         self.depth = depth;
+        if hinted && self.pos > chain {
+            // Cassandra takes a field or element selection after a type hint, a call or a
+            // name's field only when what follows it may follow a selector: otherwise it backs
+            // out to what the selection applies to and fails at the selection's first token
+            // ("mismatched input '[' expecting K_FROM (SELECT (int) x[[]1]...)" for
+            // `(int) x[1] y`, `abs(x)[1] y`, `u.f.g y`).
+            let fits = r.is_ok() && {
+                let n = self.peek();
+                closes_or_operates(n.kind)
+                    || (n.kind == Tok::Ident
+                        && self.is_one_of(n, &["from", "as", "limit", "order", "per", "allow"]))
+            };
+            if !fits {
+                // A name with one field selection fails the choice of what the selector
+                // starts: "no viable alternative at input 'y' (SELECT [u].f...)".
+                let one_field = matches!(&r, Ok(SelectorExpr::Field { expr, .. })
+                    if matches!(**expr, SelectorExpr::Column(_)));
+                if column && one_field {
+                    return Err(self.no_viable_from(start));
+                }
+                // Cassandra's look-ahead has read the selection through (the snippet shows it).
+                self.far = self.far.max(self.pos);
+                self.pos = chain;
+                let expecting = if self.in_call > 0 { "')'" } else { "K_FROM" };
+                let t = self.peek();
+                return Err(ParseError::syntax_at(
+                    self.src,
+                    t.start as usize,
+                    format!(
+                        "mismatched input '{}' expecting {expecting}{}",
+                        self.token_display(t),
+                        self.snippet_at(chain)
+                    ),
+                ));
+            }
+        }
         r
     }
 
@@ -394,44 +436,30 @@ impl Parser<'_> {
                 }
                 Ok(SelectorExpr::Column(self.ident()?))
             }
-            Tok::LParen if self.is_selector_type_hint() => {
-                // `(type) selector` is a cast in Cassandra's grammar.
-                self.bump();
-                let ty = self.cql_type_as_written()?;
-                self.expect(Tok::RParen)?;
-                // Cassandra parses what a hint applies to without its look-ahead, and without
-                // a field or element selection after it: `(text)m[1]` selects from `(text)m`.
-                let far = self.far;
-                let depth = self.depth;
-                let expr = self.selector_primary()?;
-                self.depth = depth;
-                self.far = far;
-                if !matches!(expr, SelectorExpr::Term(_)) {
-                    return Ok(SelectorExpr::TypeHint {
-                        ty,
-                        expr: Box::new(expr),
-                    });
-                }
-                Ok(SelectorExpr::Cast {
-                    expr: Box::new(expr),
-                    ty,
-                })
-            }
-            // `(selector)`: parentheses around an expression; otherwise a tuple term, or a
-            // tuple of selectors.
-            Tok::LParen => {
-                let (pos, depth, binds) = (self.pos, self.depth, self.binds.len());
-                self.bump();
-                if let Ok(e) = self.selector_expr() {
-                    if self.eat(Tok::RParen) {
-                        return Ok(SelectorExpr::Parens(Box::new(e)));
+            Tok::LParen if self.is_type_hint() => {
+                let close = match self.at_n(2, Tok::Lt) || self.at_n(2, Tok::Dot) {
+                    true => self.type_hint_close(),
+                    false => 2,
+                };
+                if let Some((fits, read)) = self.hinted_name(close + 1) {
+                    self.look_ahead(read);
+                    // Not a hint, a type with `<` is no selector: the parentheses' reading
+                    // fails at the `<` ("no viable alternative at input '<' (SELECT
+                    // ([list]<int...)").
+                    if !fits && self.at_n(2, Tok::Lt) {
+                        self.pos += 2;
+                        return Err(self.no_viable_from(self.pos - 1));
                     }
                 }
-                self.pos = pos;
-                self.depth = depth;
-                self.binds.truncate(binds);
-                self.term_or_selector_collection()
+                if self.is_selector_type_hint() {
+                    return self.selector_type_hint();
+                }
+                self.parenthesized_selector()
             }
+            Tok::LParen if self.is_selector_type_hint() => self.selector_type_hint(),
+            // `(selector)`: parentheses around an expression; otherwise a tuple term, or a
+            // tuple of selectors.
+            Tok::LParen => self.parenthesized_selector(),
             // `-selector`: Cassandra's unary minus, the function `_negate` (a minus before a
             // number literal stays part of the literal).
             Tok::Minus if !self.minus_literal() => {
@@ -455,6 +483,47 @@ impl Parser<'_> {
                 Ok(SelectorExpr::Term(r?))
             }
         }
+    }
+
+    /// `(type) selector`: a cast in Cassandra's grammar.
+    fn selector_type_hint(&mut self) -> PResult<SelectorExpr> {
+        // `(type) selector` is a cast in Cassandra's grammar.
+        self.bump();
+        let ty = self.cql_type_as_written()?;
+        self.expect(Tok::RParen)?;
+        // Cassandra parses what a hint applies to without its look-ahead, and without
+        // a field or element selection after it: `(text)m[1]` selects from `(text)m`.
+        let far = self.far;
+        let depth = self.depth;
+        let expr = self.selector_primary()?;
+        self.depth = depth;
+        self.far = far;
+        if !matches!(expr, SelectorExpr::Term(_)) {
+            return Ok(SelectorExpr::TypeHint {
+                ty,
+                expr: Box::new(expr),
+            });
+        }
+        Ok(SelectorExpr::Cast {
+            expr: Box::new(expr),
+            ty,
+        })
+    }
+
+    /// `(selector)`: parentheses around an expression; otherwise a tuple term, or a tuple of
+    /// selectors.
+    fn parenthesized_selector(&mut self) -> PResult<SelectorExpr> {
+        let (pos, depth, binds) = (self.pos, self.depth, self.binds.len());
+        self.bump();
+        if let Ok(e) = self.selector_expr() {
+            if self.eat(Tok::RParen) {
+                return Ok(SelectorExpr::Parens(Box::new(e)));
+            }
+        }
+        self.pos = pos;
+        self.depth = depth;
+        self.binds.truncate(binds);
+        self.term_or_selector_collection()
     }
 
     /// A literal list, set, map or tuple in selector position: a term when its items all
@@ -534,12 +603,17 @@ impl Parser<'_> {
             return false;
         }
         if self.at_n(2, Tok::Lt) || self.at_n(2, Tok::Dot) {
-            return true;
+            return self.hinted_name_fits(self.type_hint_close() + 1);
         }
         if !self.at_n(2, Tok::RParen) {
             return false;
         }
         let next = self.peek_n(3);
+        if matches!(next.kind, Tok::Ident | Tok::QuotedIdent | Tok::QMark)
+            && !self.hinted_name_fits(3)
+        {
+            return false;
+        }
         match next.kind {
             Tok::Comma
             | Tok::RParen
@@ -562,6 +636,83 @@ impl Parser<'_> {
             // (`(k) > 2` fails after it, as in Cassandra).
             _ => self.is_term_start(3),
         }
+    }
+
+    /// The offset of the `)` closing the type hint whose `(` is here (the token after the type
+    /// when no `)` closes it at the type's depth).
+    fn type_hint_close(&self) -> usize {
+        let mut depth = 0usize;
+        let mut i = 1;
+        loop {
+            match self.peek_n(i).kind {
+                Tok::Lt => depth += 1,
+                Tok::Gt => depth = depth.saturating_sub(1),
+                Tok::RParen if depth == 0 => return i,
+                Tok::Eof => return i,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// Cassandra's choice between a type hint and a selector in parentheses (`(int) x` against
+    /// `(int)`, a column named int), when the hint would apply to a name or a `?` at offset
+    /// `at`: its look-ahead reads on past the name and takes the parentheses unless what
+    /// follows may follow a selector (or goes on as a call, a field or an element), so
+    /// `SELECT (int) x y` fails at `x` ("mismatched input 'x' expecting K_FROM").
+    fn hinted_name_fits(&self, at: usize) -> bool {
+        self.hinted_name(at).is_none_or(|(fits, _)| fits)
+    }
+
+    /// For [`Self::hinted_name_fits`]: `None` when no name is at `at`, else whether the hint
+    /// fits and the offset of the last token Cassandra's look-ahead has fetched by then (a
+    /// later error's snippet reaches it).
+    fn hinted_name(&self, at: usize) -> Option<(bool, usize)> {
+        let t = self.peek_n(at);
+        let name = match t.kind {
+            Tok::Ident => !is_term_keyword(self.text(t)),
+            Tok::QuotedIdent | Tok::QMark => true,
+            _ => false,
+        };
+        if !name {
+            return None;
+        }
+        let follows = |p: &Self, i: usize| {
+            let n = p.peek_n(i);
+            closes_or_operates(n.kind)
+                || (n.kind == Tok::Ident
+                    && p.is_one_of(n, &["from", "as", "limit", "order", "per", "allow"]))
+        };
+        // A name that may stand as a call's first argument, or something that goes on after
+        // one.
+        let goes_on = |p: &Self, i: usize| {
+            follows(p, i) || matches!(p.peek_n(i).kind, Tok::Dot | Tok::LBracket | Tok::LParen)
+        };
+        let next = self.peek_n(at + 1);
+        Some(match next.kind {
+            _ if follows(self, at + 1) => (true, at + 2),
+            Tok::LBracket => (true, at + 3),
+            Tok::LParen if t.kind == Tok::Ident => {
+                // A call: the look-ahead reads the first argument's first token and, after a
+                // name, the token after it (`count(*)`, `abs(1)`, `f()` fit).
+                let a = self.peek_n(at + 2);
+                let fits = match a.kind {
+                    Tok::Ident if is_term_keyword(self.text(a)) => true,
+                    Tok::Ident if is_reserved(self.text(a)) => {
+                        self.text(a).eq_ignore_ascii_case("token")
+                    }
+                    Tok::Ident | Tok::QuotedIdent => goes_on(self, at + 3),
+                    _ => true,
+                };
+                (fits, at + 3)
+            }
+            Tok::Dot => {
+                let fits = matches!(self.peek_n(at + 2).kind, Tok::Ident | Tok::QuotedIdent)
+                    && goes_on(self, at + 3);
+                (fits, at + 3)
+            }
+            _ => (false, at + 1),
+        })
     }
 
     /// Whether the `-` here starts a negative number literal.

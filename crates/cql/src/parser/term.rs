@@ -394,6 +394,37 @@ impl Parser<'_> {
         r
     }
 
+    /// `frozen<T>` of a type that cannot be frozen (a native or custom type, `T` starting at
+    /// token `inner_start`): Cassandra's parser records "frozen<> is only allowed on ..." and
+    /// reads on, so it is the statement's error unless an earlier one stopped the parse (see
+    /// [`Parser::deferred`]). The type is named as written (`varchar`, `'org...Int32Type'`).
+    fn freeze_refused(&mut self, inner_start: usize) {
+        if self.deferred.is_some() {
+            return;
+        }
+        let t = self.toks[inner_start];
+        let shown = match t.kind {
+            Tok::Str => self.text(t).to_string(),
+            _ => self.text(t).to_ascii_lowercase(),
+        };
+        self.deferred = Some(ParseError::unpositioned(format!(
+            "frozen<> is only allowed on collections, tuples, and user-defined types (got {shown})"
+        )));
+    }
+
+    /// The NullPointerException Cassandra's parser throws when it calls `method` on the type
+    /// a refused `frozen<..>` left null (named `var` in its grammar), inside another
+    /// `frozen<..>` or a tuple.
+    fn null_type(&self, method: &str, var: &str) -> ParseError {
+        ParseError::failed(
+            self.src,
+            "NullPointerException",
+            &format!(
+                "Cannot invoke \"org.apache.cassandra.cql3.CQL3Type$Raw.{method}()\" because \"{var}\" is null"
+            ),
+        )
+    }
+
     pub(super) fn cql_type_inner(&mut self) -> PResult<CqlType> {
         let t = self.peek();
         match t.kind {
@@ -417,14 +448,34 @@ impl Parser<'_> {
                     let ty = match ctor.as_str() {
                         "list" => CqlType::List(Box::new(self.cql_type()?)),
                         "set" => CqlType::Set(Box::new(self.cql_type()?)),
-                        "frozen" => CqlType::Frozen(Box::new(self.cql_type()?)),
+                        "frozen" => {
+                            let inner_start = self.pos;
+                            let inner = self.cql_type()?;
+                            if refused_freeze(&inner) {
+                                return Err(self.null_type("freeze", "f"));
+                            }
+                            if matches!(
+                                inner,
+                                CqlType::Native(_) | CqlType::Varchar | CqlType::Custom(_)
+                            ) && self.at(Tok::Gt)
+                            {
+                                self.freeze_refused(inner_start);
+                            }
+                            CqlType::Frozen(Box::new(inner))
+                        }
                         "map" => {
                             let k = self.cql_type()?;
                             self.expect(Tok::Comma)?;
                             let v = self.cql_type()?;
                             CqlType::Map(Box::new(k), Box::new(v))
                         }
-                        "tuple" => CqlType::Tuple(self.comma_list(Self::cql_type)?),
+                        "tuple" => {
+                            let items = self.comma_list(Self::cql_type)?;
+                            if items.iter().any(refused_freeze) {
+                                return Err(self.null_type("supportsFreezing", "t"));
+                            }
+                            CqlType::Tuple(items)
+                        }
                         _ => {
                             let elem = self.cql_type()?;
                             self.expect(Tok::Comma)?;
@@ -478,6 +529,22 @@ impl Parser<'_> {
             Tok::QuotedIdent => Ok(CqlType::UserDefined(self.qualified_name()?)),
             _ => Err(self.no_viable()),
         }
+    }
+}
+
+/// Whether Cassandra's parser left this type null: a `frozen<..>` of a type that cannot be
+/// frozen ([`Parser::freeze_refused`]), or a list, set, map or vector of one.
+fn refused_freeze(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Frozen(inner) => {
+            matches!(
+                **inner,
+                CqlType::Native(_) | CqlType::Varchar | CqlType::Custom(_)
+            )
+        }
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) => refused_freeze(e),
+        CqlType::Map(k, v) => refused_freeze(k) || refused_freeze(v),
+        _ => false,
     }
 }
 

@@ -38,6 +38,15 @@ impl Builder<'_> {
     }
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
+        let plan = self.select_plan(s)?;
+        // An error Cassandra raises only when the statement executes comes after every other.
+        match self.execution_error.take() {
+            Some(m) => Err(EngineError::server(m)),
+            None => Ok(plan),
+        }
+    }
+
+    fn select_plan(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
         let t = self.table(&s.table)?;
         self.refuse_vector_relations(&t, &s.where_clause)?;
         let ann = self.ann_plan(&t, s)?;
