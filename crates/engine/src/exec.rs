@@ -916,7 +916,7 @@ impl Engine {
             });
         if one_blind_row {
             if let Some((key, Entry::Row(e))) = entries.into_entries().next() {
-                batch.put(key, e.delta.encode_partial());
+                batch.put_value(key, e.delta.encode_partial_value());
                 self.storage.write(batch)?;
             }
             return Ok(());
@@ -939,6 +939,9 @@ impl Engine {
                 None => self.storage.get_shared(key)?,
             })
         };
+        // One entry of a table without indexes: its value goes straight to the batch, built
+        // in the store's buffer (no copy of it, no `pending` map: nothing reads it back).
+        let direct = entries.len() == 1 && indexed.is_empty();
         for (key, entry) in entries.into_entries() {
             let entry = match entry {
                 Entry::Row(e)
@@ -962,7 +965,11 @@ impl Engine {
                             });
                         }
                     }
-                    pending.insert(key, Some(row.encode_partial()));
+                    if direct {
+                        batch.put_value(key, row.encode_partial_value());
+                    } else {
+                        pending.insert(key, Some(row.encode_partial()));
+                    }
                     continue;
                 }
                 entry => entry,
@@ -1066,7 +1073,11 @@ impl Engine {
                             crate::index::upkeep(before, after, &mut batch);
                         }
                     }
-                    pending.insert(key.clone(), Some(row.encode()));
+                    if direct {
+                        batch.put_value(key, row.encode_value());
+                    } else {
+                        pending.insert(key, Some(row.encode()));
+                    }
                 }
                 Entry::Header(mut e) => {
                     if let Some(id) = keys::table_id(&key) {

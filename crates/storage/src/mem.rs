@@ -53,7 +53,7 @@ impl Storage for MemStorage {
             let v =
                 crate::written_onto(self.merge.as_deref(), &k, v, map.get(&k).map(Vec::as_slice));
             match v {
-                Some(v) => map.insert(k, v),
+                Some(v) => map.insert(k, v.to_vec()),
                 None => map.remove(&k),
             };
         }
