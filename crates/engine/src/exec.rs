@@ -16,7 +16,8 @@ use storage::WriteBatch;
 mod batch_size;
 mod collection_op;
 mod entries;
-use entries::{unreachable_entry, unreachable_header, Entry, HeaderEntry, RowEntry};
+pub(crate) use entries::Mutations;
+use entries::{Entry, FirstError};
 mod filter;
 mod ranges;
 pub(crate) use batch_size::mutation_count;
@@ -1352,115 +1353,6 @@ fn is_no_value(c: &crate::catalog::ColumnDef, v: &[u8]) -> bool {
             pos == v.len()
         }
         _ => false,
-    }
-}
-
-/// The error of the earliest statement among those whose operations failed.
-/// The error a write reports when several of its operations fail: the first statement's
-/// (of a batch), and within a statement a row's before the static row's, as Cassandra applies
-/// a statement's regular operations before its static ones.
-struct FirstError(Option<((usize, bool), EngineError)>);
-
-impl FirstError {
-    fn note(&mut self, stmt: usize, on_statics: bool, e: EngineError) {
-        let rank = (stmt, on_statics);
-        if self.0.as_ref().is_none_or(|(r, _)| rank < *r) {
-            self.0 = Some((rank, e));
-        }
-    }
-}
-
-/// Pending writes keyed by storage key.
-#[derive(Default)]
-pub(crate) struct Mutations {
-    entries: entries::Entries,
-    /// The batch statement whose mutations are being added.
-    statement: usize,
-    /// The authorizations the writing request reads with, for its collection updates on
-    /// labelled tables (none set: it sees only unlabelled items).
-    writer: Option<Arc<crate::visibility::Authorizations>>,
-    /// The mutations of a conditional write: Cassandra's Paxos commit puts its partition and
-    /// range deletions one microsecond before the write's timestamp
-    /// (PartitionUpdate.updateAllTimestamp), so they do not shadow a conditional BATCH's own
-    /// writes. A row deletion moves too, but only after the batch's writes to the same row
-    /// have been merged with it (and shadowed) at the write's timestamp: it stays there.
-    conditional: bool,
-}
-
-impl Mutations {
-    /// These mutations as those of a conditional write (see `conditional`).
-    pub(crate) fn conditional(self) -> Mutations {
-        Mutations {
-            conditional: true,
-            ..self
-        }
-    }
-
-    /// Mutations of a request whose collection updates on labelled tables see the stored
-    /// collections with `writer` (see [`Engine::writer_authorizations`]).
-    pub(crate) fn seen_by(writer: Option<Arc<crate::visibility::Authorizations>>) -> Mutations {
-        Mutations {
-            writer,
-            ..Mutations::default()
-        }
-    }
-
-    /// What a collection update on `t` sees of the stored collection: `None` (everything)
-    /// on a table without labels.
-    fn sees(&self, t: &TableDef) -> Option<Arc<crate::visibility::Authorizations>> {
-        t.options
-            .visibility
-            .is_some()
-            .then(|| self.writer.clone().unwrap_or_default())
-    }
-
-    /// The storage prefix of each partition the mutations touch, once each: keys are in
-    /// order, so a partition's keys are adjacent and one comparison per key finds them.
-    pub(crate) fn partition_prefixes(&self) -> impl Iterator<Item = &[u8]> {
-        let mut last: Option<&[u8]> = None;
-        self.entries.keys().filter_map(move |k| {
-            let prefix = &k[..crate::keys::partition_prefix_len(k).unwrap_or(k.len())];
-            (last != Some(prefix)).then(|| {
-                last = Some(prefix);
-                prefix
-            })
-        })
-    }
-
-    /// How many partitions the mutations touch (`batch_metrics`).
-    pub(crate) fn partitions(&self) -> usize {
-        self.partition_prefixes().count()
-    }
-
-    /// The mutations added from now on come from the next statement of a batch.
-    pub(crate) fn next_statement(&mut self) {
-        self.statement += 1;
-    }
-
-    fn row(&mut self, key: Vec<u8>) -> &mut RowEntry {
-        let e = self.entries.entry(key, || {
-            Entry::Row(RowEntry {
-                delta: Row::default(),
-                ops: Vec::new(),
-                whole_row: false,
-            })
-        });
-        match e {
-            Entry::Row(r) => r,
-            Entry::Header(_) => unreachable_entry(),
-        }
-    }
-    fn header(&mut self, prefix: &[u8]) -> &mut HeaderEntry {
-        let e = self.entries.entry(keys::header_key(prefix), || {
-            Entry::Header(HeaderEntry {
-                delta: PartitionHeader::default(),
-                ops: Vec::new(),
-            })
-        });
-        match e {
-            Entry::Header(h) => h,
-            Entry::Row(_) => unreachable_header(),
-        }
     }
 }
 
