@@ -5,7 +5,8 @@
 
 A is the reference (real Cassandra), B the candidate (Peregrine). Every scenario file
 (scenarios/*.cql) runs in a fresh keyspace on each side (`$KS` in the text is replaced by that
-keyspace's name; results have the name mapped back to `$KS`), statement by statement, A then B,
+keyspace's name; results have the name mapped back to `$KS`; `$ID0`..`$ID9` are uuids of that
+keyspace, for `WITH ID = ...`, mapped back too), statement by statement, A then B,
 through the Python driver with protocol v4 and unprepared statements. For each statement it
 compares:
   * success vs error;
@@ -51,6 +52,7 @@ Exit status 0 when nothing unexpected differs. The last line reads
 import argparse
 import datetime
 import decimal
+import functools
 import glob
 import ipaddress
 import logging
@@ -224,13 +226,13 @@ def norm_value(v, ks):
     if isinstance(v, int):
         return v
     if isinstance(v, str):
-        return v.replace(ks, "$KS") if ks else v
+        return unbind_names(v, ks)
     if isinstance(v, (bytes, bytearray)):
         return "0x" + bytes(v).hex()
     if isinstance(v, decimal.Decimal):
         return "decimal:" + str(v)
     if isinstance(v, uuid.UUID):
-        return "uuid:" + str(v)
+        return "uuid:" + unbind_names(str(v), ks)
     if isinstance(v, datetime.datetime):
         return "ts:" + v.isoformat()
     if isinstance(v, datetime.date):
@@ -248,6 +250,33 @@ def norm_value(v, ks):
     if isinstance(v, tuple):
         return tuple(norm_value(x, ks) for x in v)
     return f"{type(v).__name__}:{v}"
+
+
+@functools.lru_cache(maxsize=64)
+def scenario_ids(ks):
+    """What `$ID0`..`$ID9` stand for on the side whose keyspace is `ks` (table ids for `WITH
+    ID = $ID0`): uuids of that keyspace, so that the two sides, and two runs, never share one
+    (a table id is unique on a node, and through the proxy both sides are one Cassandra)."""
+    return tuple(str(uuid.uuid5(uuid.NAMESPACE_OID, f"{ks}/{i}")) for i in range(10))
+
+
+def bind_names(text, ks):
+    """A scenario statement as run on the side whose keyspace is `ks`."""
+    text = text.replace("$KS", ks)
+    for i, u in enumerate(scenario_ids(ks)):
+        text = text.replace(f"$ID{i}", u)
+    return text
+
+
+def unbind_names(text, ks):
+    """What a side answered, with its keyspace and ids named as the scenario names them."""
+    if not ks:
+        return text
+    text = text.replace(ks, "$KS")
+    if "-" in text:
+        for i, u in enumerate(scenario_ids(ks)):
+            text = text.replace(u, f"$ID{i}")
+    return text
 
 
 def _raw_bind(text):
@@ -285,11 +314,11 @@ def execute(session, text, ks, fetch_size, pages=False, binds=None):
         else:
             got = list(rs)  # fetches every page
     except Exception as e:  # noqa: BLE001 - every failure is an outcome to compare
-        return Outcome(error=_error_code(e), error_text=str(e).replace(ks, "$KS"))
+        return Outcome(error=_error_code(e), error_text=unbind_names(str(e), ks))
     names = rs.column_names or []
     types = [t.cql_parameterized_type() for t in (rs.column_types or [])]
     rows = [tuple(norm_value(v, ks) for v in row) for row in got]
-    warnings = [w.replace(ks, "$KS") for w in (rs.response_future.warnings or [])]
+    warnings = [unbind_names(w, ks) for w in (rs.response_future.warnings or [])]
     return Outcome(columns=list(zip(names, types)), rows=rows, pages=seen, warnings=warnings)
 
 
@@ -507,8 +536,8 @@ def run_scenario(path, sa, sb, report, known, fetch_size=100, verbose=False, kee
             page = None if st.directives.get("unpaged") else st.directives.get("pages", fetch_size)
             paged = "pages" in st.directives
             binds = st.directives.get("binds")
-            oa = execute(sa, st.text.replace("$KS", ks_a), ks_a, page, paged, binds)
-            ob = execute(sb, st.text.replace("$KS", ks_b), ks_b, page, paged, binds)
+            oa = execute(sa, bind_names(st.text, ks_a), ks_a, page, paged, binds)
+            ob = execute(sb, bind_names(st.text, ks_b), ks_b, page, paged, binds)
             where = f"{name}:{st.line}"
             # The scenario's own expectations, checked on the reference side.
             if st.directives.get("error") and oa.error is None:

@@ -47,7 +47,6 @@ const SYNTAX_ERRORS: &[&str] = &[
     "CREATE TABLE t (k int PRIMARY KEY) WITH",
     "CREATE TABLE t (k notatype<int> PRIMARY KEY)",
     "CREATE TABLE t (k map<int> PRIMARY KEY)",
-    "CREATE TABLE t (k int PRIMARY KEY) WITH comment = 'a' AND comment = 'b'",
     "CREATE KEYSPACE k",
     "CREATE KEYSPACE k WITH replication = {'class': }",
     "CREATE WIDGET w",
@@ -502,4 +501,38 @@ fn hint_frozen_mask_and_using_errors_as_cassandra() {
     }
     // A stored type is read back as written (no statement, no recorded error).
     cql::parse_type("frozen<int>").unwrap();
+}
+
+/// A repeated property is a syntax error without a position (5.0.9's grammar action records
+/// `PropertyDefinitions`' message alone); a repeated column or primary key is refused as the
+/// grammar reads it, an invalid request naming the table as written.
+#[test]
+fn repeated_definitions_answer_as_cassandra() {
+    let err = |stmt: &str| {
+        cql::parse(stmt)
+            .err()
+            .map(|e| (e.is_syntax(), e.to_string()))
+    };
+    assert_eq!(
+        err("CREATE TABLE t (k int PRIMARY KEY) WITH comment = 'a' AND COMMENT = 'b'"),
+        Some((true, "Multiple definitions for property 'comment'".into()))
+    );
+    assert_eq!(
+        err("CREATE ROLE r WITH LOGIN = true AND LOGIN = false"),
+        Some((true, "Multiple definition for property 'LOGIN'".into()))
+    );
+    assert_eq!(
+        err("CREATE TABLE ks.q (k int PRIMARY KEY, v int, v badtype) WITH x = 1 AND x = 2"),
+        Some((
+            false,
+            "Duplicate column 'v' declaration for table 'ks.q'".into()
+        ))
+    );
+    assert_eq!(
+        err("CREATE TABLE q (k int, v int, PRIMARY KEY (v), PRIMARY KEY (k), v int)"),
+        Some((
+            false,
+            "Multiple PRIMARY KEY specified for table 'q' (exactly one required)".into()
+        ))
+    );
 }

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 mod readd;
+pub(crate) mod table_id;
 
 pub const SYSTEM_KEYSPACES: &[&str] = &[
     "system",
@@ -157,14 +158,16 @@ fn column_type_text(ty: &CqlType) -> String {
     }
 }
 
-/// Applies `WITH` properties to table options, with Cassandra's validation.
+/// Applies `WITH` properties to table options, with Cassandra's validation; answers the
+/// table id one sets (`table_id`), read last.
 pub fn apply_table_properties(
     opts: &mut TableOptions,
     props: &[Property],
-) -> Result<(), EngineError> {
+) -> Result<Option<[u8; 16]>, EngineError> {
     for p in props {
         let v = &p.value;
         match p.name.as_str() {
+            "id" => {}
             "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(v, &p.name)?,
             "crc_check_chance" => opts.crc_check_chance = prop_f64(v, &p.name)?,
             "comment" => opts.comment = prop_text(v, &p.name)?,
@@ -302,7 +305,7 @@ pub fn apply_table_properties(
             other => return Err(EngineError::syntax(format!("Unknown property '{other}'"))),
         }
     }
-    Ok(())
+    table_id::of(props)
 }
 
 /// Cassandra's answer to a name without a keyspace in a session without one.
@@ -681,7 +684,7 @@ pub fn create_table(
     for c in &ct.columns {
         if !seen.insert(c.name.clone()) {
             return Err(EngineError::invalid(format!(
-                "Duplicate column '{}' declaration for table {ks}.{name}",
+                "Duplicate column '{}' declaration for table '{ks}.{name}'",
                 c.name
             )));
         }
@@ -807,7 +810,10 @@ pub fn create_table(
         )));
     }
     let mut options = TableOptions::default();
-    apply_table_properties(&mut options, &ct.options.properties)?;
+    let uuid = apply_table_properties(&mut options, &ct.options.properties)?;
+    if let Some(id) = uuid {
+        table_id::check_unique(id, (&ks, &name), schema.tables.values().map(|t| &**t))?;
+    }
     let mut next = schema.clone();
     let id = next.next_table_id.max(1);
     next.next_table_id = id + 1;
@@ -815,7 +821,7 @@ pub fn create_table(
         keyspace: ks.clone(),
         name: name.clone(),
         id,
-        uuid: crate::scalar::timeuuid_now(now_micros),
+        uuid: uuid.unwrap_or_else(|| crate::scalar::timeuuid_now(now_micros)),
         next_column_id: columns.len() as u16,
         columns,
         options,
@@ -991,13 +997,17 @@ pub fn alter_table(
                 crate::index::ddl::check_drop_column(&t, name)?;
                 crate::view::ddl::check_drop_column(schema, &t, name)?;
                 t.columns.retain(|x| x.name != *name);
-                t.dropped.retain(|d| d.name != *name);
-                t.dropped.push(crate::catalog::DroppedColumn {
+                let dropped = crate::catalog::DroppedColumn {
                     name: name.clone(),
                     cql_type: readd::dropped_type(schema, &ks, &c.cql_type),
                     at: timestamp.unwrap_or(now_micros),
                     is_static: c.kind == ColumnKind::Static,
-                });
+                };
+                // Dropped again, it keeps its place (DESCRIBE ... WITH INTERNALS lists them so).
+                match t.dropped.iter_mut().find(|d| d.name == *name) {
+                    Some(d) => *d = dropped,
+                    None => t.dropped.push(dropped),
+                }
             }
         }
         // IF EXISTS changes nothing: 5.0.9 looks the column up before it reads it, and a
@@ -1033,7 +1043,9 @@ pub fn alter_table(
                 ));
             }
             let had_labels = t.options.visibility.is_some();
-            apply_table_properties(&mut t.options, &opts.properties)?;
+            if apply_table_properties(&mut t.options, &opts.properties)?.is_some() {
+                return Err(EngineError::config("Cannot alter table id."));
+            }
             if !had_labels && t.options.visibility.is_some() {
                 crate::labels::check_enable(schema, &t)?;
             }

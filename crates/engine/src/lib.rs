@@ -1293,7 +1293,7 @@ impl Engine {
             }
             S::Describe(d) => {
                 let schema = self.schema.get();
-                let rows = system::describe(&schema, ks, &d.target)?;
+                let rows = system::describe(&schema, ks, &d.target, d.with_internals)?;
                 let cols = system::describe_columns(&d.target);
                 let mut data = Vec::new();
                 for r in &rows {

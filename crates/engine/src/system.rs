@@ -618,7 +618,7 @@ fn fmt_double(v: f64) -> String {
 
 /// The DESCRIBE rows of a table's indexes, by name (as Cassandra lists them).
 /// What DESCRIBE shows after a table: its indexes, then its materialized views.
-fn index_rows(schema: &Schema, t: &TableDef) -> DescribeRows {
+fn index_rows(schema: &Schema, t: &TableDef, internals: bool) -> DescribeRows {
     let mut idx: Vec<&crate::index::IndexDef> = t.indexes.iter().collect();
     idx.sort_by(|a, b| a.name.cmp(&b.name));
     let mut rows: DescribeRows = idx
@@ -633,17 +633,17 @@ fn index_rows(schema: &Schema, t: &TableDef) -> DescribeRows {
         })
         .collect();
     for v in crate::view::ddl::views_of(schema, &t.keyspace, &t.name) {
-        rows.push(view_row(v));
+        rows.push(view_row(v, internals));
     }
     rows
 }
 
-fn view_row(v: &TableDef) -> [String; 4] {
+fn view_row(v: &TableDef, internals: bool) -> [String; 4] {
     [
         v.keyspace.clone(),
         "materialized_view".into(),
         v.name.clone(),
-        describe_table(v),
+        describe_table_with(v, internals),
     ]
 }
 
@@ -705,11 +705,21 @@ fn view_head(t: &TableDef, def: &crate::view::ViewDef) -> String {
 }
 
 pub fn describe_table(t: &TableDef) -> String {
+    describe_table_with(t, false)
+}
+
+/// DESCRIBE's `CREATE TABLE` (or view) statement; `WITH INTERNALS` adds the table id and the
+/// dropped columns: each listed with the columns as it was, then dropped (`ALTER TABLE ... DROP
+/// ... USING TIMESTAMP`) and, when a column of that name was added again, added (5.0.9 lists a
+/// re-added column only there). The drops come in the order they were made: 5.0.9 keeps them
+/// in a hash map, in that order until a later change to the table re-files them
+/// (docs/compatibility.md).
+fn describe_table_with(t: &TableDef, internals: bool) -> String {
     if is_virtual_keyspace(&t.keyspace) {
         return crate::virtual_tables::describe_table(t, &key_text(t));
     }
     if let Some(def) = &t.view {
-        return table_options_text(t, view_head(t, def));
+        return table_options_text(t, view_head(t, def), internals);
     }
     let mut s = format!("CREATE TABLE {}.{} (\n", quote(&t.keyspace), quote(&t.name));
     let pk: Vec<&str> = t.partition_key().map(|c| c.name.as_str()).collect();
@@ -717,7 +727,9 @@ pub fn describe_table(t: &TableDef) -> String {
     // A static compact table has a hidden clustering column: no `k int PRIMARY KEY` form, and
     // its (internally static) columns print as declared.
     let single = pk.len() == 1 && cl.is_empty() && !t.compact;
-    for c in describe_order(t) {
+    let dropped: &[crate::catalog::DroppedColumn] = if internals { &t.dropped } else { &[] };
+    let readded = |c: &ColumnDef| dropped.iter().any(|d| d.name == c.name);
+    for c in describe_order(t).into_iter().filter(|c| !readded(c)) {
         s.push_str(&format!("    {} {}", quote(&c.name), schema_type(c)));
         if c.kind == ColumnKind::Static && !t.compact {
             s.push_str(" static");
@@ -730,6 +742,10 @@ pub fn describe_table(t: &TableDef) -> String {
         }
         s.push_str(",\n");
     }
+    for d in dropped {
+        let kind = if d.is_static { " static" } else { "" };
+        s.push_str(&format!("    {} {}{kind},\n", quote(&d.name), d.cql_type));
+    }
     if single {
         s.truncate(s.len() - 2);
         s.push('\n');
@@ -739,9 +755,35 @@ pub fn describe_table(t: &TableDef) -> String {
     s.push_str(") WITH ");
     if t.compact {
         s.push_str("COMPACT STORAGE\n    AND ");
-        return crate::compact::describe_wrap(t, table_options_text(t, s));
+        let text = table_options_text(t, s, internals) + &drops_text(t, dropped);
+        return crate::compact::describe_wrap(t, text);
     }
-    table_options_text(t, s)
+    table_options_text(t, s, internals) + &drops_text(t, dropped)
+}
+
+/// `WITH INTERNALS`: each dropped column's drop, and its addition when it was added again.
+fn drops_text(t: &TableDef, dropped: &[crate::catalog::DroppedColumn]) -> String {
+    let table = format!("{}.{}", quote(&t.keyspace), quote(&t.name));
+    let mut s = String::new();
+    for d in dropped {
+        let name = quote(&d.name);
+        s.push_str(&format!(
+            "\nALTER TABLE {table} DROP {name} USING TIMESTAMP {};",
+            d.at
+        ));
+        if let Some(c) = t.columns.iter().find(|c| c.name == d.name) {
+            let kind = if c.kind == ColumnKind::Static {
+                " static"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "\nALTER TABLE {table} ADD {name} {}{kind};",
+                schema_type(c)
+            ));
+        }
+    }
+    s
 }
 
 /// The columns in the order Cassandra's DESCRIBE lists them: the partition key and clustering
@@ -814,9 +856,12 @@ fn schema_type(c: &ColumnDef) -> String {
 }
 
 /// `s` followed by the table's options, Cassandra's DESCRIBE layout.
-fn table_options_text(t: &TableDef, mut s: String) -> String {
+fn table_options_text(t: &TableDef, mut s: String, internals: bool) -> String {
     let o = &t.options;
     let mut opts = Vec::new();
+    if internals {
+        opts.push(format!("ID = {}", crate::javafmt::format_uuid(&t.uuid)));
+    }
     let order: Vec<String> = t
         .clustering()
         .map(|c| format!("{} {}", quote(&c.name), if c.desc { "DESC" } else { "ASC" }))
@@ -876,6 +921,7 @@ pub fn describe(
     schema: &Schema,
     current_ks: Option<&str>,
     d: &cql::ast::DescribeTarget,
+    internals: bool,
 ) -> Result<DescribeRows, EngineError> {
     use cql::ast::DescribeTarget as D;
     let user_ks =
@@ -885,9 +931,9 @@ pub fn describe(
             t.keyspace.clone(),
             "table".into(),
             t.name.clone(),
-            describe_table(t),
+            describe_table_with(t, internals),
         ]];
-        rows.extend(index_rows(schema, t));
+        rows.extend(index_rows(schema, t, internals));
         rows
     };
     let ks_rows = |ks: &KeyspaceDef, only: bool| -> DescribeRows {
@@ -1038,7 +1084,7 @@ pub fn describe(
             } else if let Some(row) = index_row(&ks, &name.name) {
                 vec![row]
             } else if let Some(v) = view(&ks, &name.name) {
-                vec![view_row(&v)]
+                vec![view_row(&v, internals)]
             } else {
                 return Err(EngineError::invalid(format!(
                     "'{}' not found in keyspace '{ks}'",
@@ -1091,7 +1137,7 @@ pub fn describe(
                     name.name
                 ))
             })?;
-            vec![view_row(&v)]
+            vec![view_row(&v, internals)]
         }
         // Peregrine holds no user-defined function or aggregate (`user_code.rs`).
         D::Functions | D::Aggregates => Vec::new(),

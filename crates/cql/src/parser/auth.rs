@@ -7,12 +7,9 @@ impl Parser<'_> {
         let mut o = RoleOptions::default();
         loop {
             let at = self.peek();
+            // Recorded by the grammar's action: the message alone, without a position.
             let seen = |name: &str| {
-                ParseError::syntax_at(
-                    self.src,
-                    at.start as usize,
-                    format!("Multiple definition for property '{name}'"),
-                )
+                ParseError::unpositioned(format!("Multiple definition for property '{name}'"))
             };
             let word = self.text(at).to_ascii_lowercase();
             let (name, set) = match word.as_str() {

@@ -127,7 +127,21 @@ impl Parser<'_> {
         self.expect(Tok::LParen)?;
         let mut columns = Vec::new();
         let mut key: Option<(Vec<String>, Vec<String>)> = None;
-        let mut multiple_keys = false;
+        // 5.0.9 names the table as written, keyspace and all, when the grammar's actions
+        // refuse a column or a second primary key (before anything is looked up).
+        let table = match &name.keyspace {
+            Some(ks) => format!("{ks}.{}", name.name),
+            None => name.name.clone(),
+        };
+        let second_key = |p: &Self| {
+            let at = p.toks[p.pos.saturating_sub(1)];
+            p.invalid(
+                at,
+                format!(
+                    "Multiple PRIMARY KEY specified for table '{table}' (exactly one required)"
+                ),
+            )
+        };
         loop {
             if self.at_kw("primary") {
                 self.bump();
@@ -140,21 +154,34 @@ impl Parser<'_> {
                 } else {
                     vec![self.ident()?]
                 };
+                if key.is_some() {
+                    return Err(second_key(self));
+                }
                 let mut clustering = Vec::new();
                 while self.eat(Tok::Comma) {
                     clustering.push(self.ident()?);
                 }
                 self.expect(Tok::RParen)?;
-                multiple_keys |= key.is_some();
                 key = Some((partition, clustering));
             } else {
                 let col = self.ident()?;
                 let ty = self.cql_type()?;
                 let is_static = self.eat_kw("static");
                 let mask = self.column_mask()?;
+                // 5.0.9 refuses a repeated column as the grammar adds it: before the
+                // keyspace, the table and the rest of the statement are looked at.
+                if columns.iter().any(|c: &ColumnDef| c.name == col) {
+                    let at = self.toks[self.pos.saturating_sub(1)];
+                    return Err(self.invalid(
+                        at,
+                        format!("Duplicate column '{col}' declaration for table '{table}'"),
+                    ));
+                }
                 if self.eat_kw("primary") {
                     self.expect_kw("key")?;
-                    multiple_keys |= key.is_some();
+                    if key.is_some() {
+                        return Err(second_key(self));
+                    }
                     key = Some((vec![col.clone()], Vec::new()));
                 }
                 columns.push(ColumnDef {
@@ -177,12 +204,6 @@ impl Parser<'_> {
         } else {
             TableOptions::default()
         };
-        if multiple_keys {
-            return Err(self.invalid(
-                close,
-                "Multiple PRIMARY KEYs specified (exactly one required)".to_string(),
-            ));
-        }
         let Some((partition_key, clustering_columns)) = key else {
             return Err(self.invalid(
                 close,
@@ -244,13 +265,13 @@ impl Parser<'_> {
     }
 
     pub(super) fn push_property(&self, props: &mut Vec<Property>, p: Property) -> PResult<()> {
+        // 5.0.9's `PropertyDefinitions.addProperty`, recorded by the grammar's action: the
+        // message alone, in the plural (a role option's repeat says "definition").
         if props.iter().any(|q| q.name == p.name) {
-            let t = self.toks[self.pos.saturating_sub(1)];
-            return Err(ParseError::syntax_at(
-                self.src,
-                t.start as usize,
-                format!("Multiple definition for property '{}'", p.name),
-            ));
+            return Err(ParseError::unpositioned(format!(
+                "Multiple definitions for property '{}'",
+                p.name
+            )));
         }
         props.push(p);
         Ok(())

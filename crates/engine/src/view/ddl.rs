@@ -543,7 +543,9 @@ pub fn alter_view(
         ));
     }
     let mut nt = (**v).clone();
-    crate::ddl::apply_table_properties(&mut nt.options, &options.properties)?;
+    if crate::ddl::apply_table_properties(&mut nt.options, &options.properties)?.is_some() {
+        return Err(crate::EngineError::config("Cannot alter table id."));
+    }
     crate::labels::check_view_option(nt.options.visibility, v.options.visibility)?;
     if nt.options.default_time_to_live > 0 {
         return Err(invalid("Forbidden default_time_to_live detected for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table. default_time_to_live must be set to zero, see CASSANDRA-12868 for more information"));
