@@ -923,6 +923,41 @@ pub fn describe(
     d: &cql::ast::DescribeTarget,
     internals: bool,
 ) -> Result<DescribeRows, EngineError> {
+    let mut rows = describe_unquoted(schema, current_ks, d, internals)?;
+    // 5.0.9 names each element as CQL would write it: `"Qk"`, `"IndexInfo"`.
+    const ELEMENTS: [&str; 7] = [
+        "keyspace",
+        "table",
+        "type",
+        "index",
+        "materialized_view",
+        "function",
+        "aggregate",
+    ];
+    for row in rows
+        .iter_mut()
+        .filter(|r| ELEMENTS.contains(&r[1].as_str()))
+    {
+        row[0] = quote(&row[0]);
+        row[2] = quote(&row[2]);
+    }
+    Ok(rows)
+}
+
+/// Elements in 5.0.9's DESCRIBE order (`SchemaElement.NAME_COMPARATOR`): by name, ignoring
+/// case.
+fn by_name<'a, T>(items: impl Iterator<Item = &'a T>, name: impl Fn(&T) -> &str) -> Vec<&'a T> {
+    let mut v: Vec<&T> = items.collect();
+    v.sort_by_cached_key(|x| name(x).to_lowercase());
+    v
+}
+
+fn describe_unquoted(
+    schema: &Schema,
+    current_ks: Option<&str>,
+    d: &cql::ast::DescribeTarget,
+    internals: bool,
+) -> Result<DescribeRows, EngineError> {
     use cql::ast::DescribeTarget as D;
     let user_ks =
         |ks: &&Arc<KeyspaceDef>| !crate::ddl::SYSTEM_KEYSPACES.contains(&ks.name.as_str());
@@ -948,6 +983,7 @@ pub fn describe(
             },
         ]];
         if !only {
+            // Types in their own order (5.0.9's `Types.sortedStream`), not by name.
             for u in schema.types.values().filter(|u| u.keyspace == ks.name) {
                 rows.push([
                     ks.name.clone(),
@@ -956,9 +992,10 @@ pub fn describe(
                     describe_type(u),
                 ]);
             }
-            for t in schema.tables_of(&ks.name).filter(|t| {
+            let tables = schema.tables_of(&ks.name).filter(|t| {
                 (!is_virtual(t) || is_virtual_keyspace(&t.keyspace)) && t.view.is_none()
-            }) {
+            });
+            for t in by_name(tables.map(|t| &**t), |t| &t.name) {
                 rows.extend(table_rows(t));
             }
         }
@@ -1005,9 +1042,8 @@ pub fn describe(
     };
     let view = |ks: &str, name: &str| schema.table(ks, name).filter(|t| t.view.is_some()).cloned();
     Ok(match d {
-        D::Keyspaces => schema
-            .keyspaces
-            .values()
+        D::Keyspaces => by_name(schema.keyspaces.values(), |k| &k.name)
+            .into_iter()
             .map(|k| {
                 [
                     k.name.clone(),
@@ -1022,10 +1058,14 @@ pub fn describe(
             let mut rows = Vec::new();
             let kss: Vec<Arc<KeyspaceDef>> = match current_ks {
                 Some(k) => schema.keyspaces.get(k).cloned().into_iter().collect(),
-                None => schema.keyspaces.values().cloned().collect(),
+                None => by_name(schema.keyspaces.values(), |k| &k.name)
+                    .into_iter()
+                    .cloned()
+                    .collect(),
             };
             for ks in kss {
-                for t in schema.tables_of(&ks.name).filter(|t| t.view.is_none()) {
+                let tables = schema.tables_of(&ks.name).filter(|t| t.view.is_none());
+                for t in by_name(tables, |t| &t.name) {
                     rows.push([
                         ks.name.clone(),
                         "table".into(),
@@ -1058,7 +1098,8 @@ pub fn describe(
         }
         D::Schema { full } => {
             let mut rows = Vec::new();
-            for ks in schema.keyspaces.values().filter(|k| *full || user_ks(k)) {
+            let kss = schema.keyspaces.values().filter(|k| *full || user_ks(k));
+            for ks in by_name(kss, |k| &k.name) {
                 rows.extend(ks_rows(ks, false));
             }
             rows
@@ -1098,19 +1139,25 @@ pub fn describe(
             String::new(),
             String::new(),
         ]],
-        D::Types => schema
-            .types
-            .values()
-            .filter(|u| current_ks.is_none_or(|k| u.keyspace == k))
-            .map(|u| {
-                [
-                    u.keyspace.clone(),
-                    "type".into(),
-                    u.name.clone(),
-                    String::new(),
-                ]
-            })
-            .collect(),
+        D::Types => {
+            let types = schema
+                .types
+                .values()
+                .filter(|u| current_ks.is_none_or(|k| u.keyspace == k));
+            let mut types = by_name(types, |u| &u.name);
+            types.sort_by_cached_key(|u| u.keyspace.to_lowercase());
+            types
+                .into_iter()
+                .map(|u| {
+                    [
+                        u.keyspace.clone(),
+                        "type".into(),
+                        u.name.clone(),
+                        String::new(),
+                    ]
+                })
+                .collect()
+        }
         D::Type(name) => {
             let ks = find_ks_of(name)?;
             let u = schema
