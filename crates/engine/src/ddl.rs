@@ -390,6 +390,17 @@ fn resolve_depth(
 /// Cassandra's refusal of a user type field of a non-frozen user type.
 const NON_FROZEN_UDT_FIELD: &str = "A user type cannot contain non-frozen UDTs";
 
+/// 5.0.9's checks of a user type's field, field by field before any is prepared.
+fn check_field_type(t: &CqlType) -> Result<(), EngineError> {
+    match t {
+        CqlType::Native(ColumnType::Counter) => {
+            Err(EngineError::invalid("A user type cannot contain counters"))
+        }
+        CqlType::UserDefined(_) => Err(EngineError::invalid(NON_FROZEN_UDT_FIELD)),
+        _ => Ok(()),
+    }
+}
+
 pub fn create_type(
     schema: &Schema,
     ks_default: Option<&str>,
@@ -418,12 +429,8 @@ pub fn create_type(
             )));
         }
     }
-    if ct
-        .fields
-        .iter()
-        .any(|(_, t)| matches!(t, CqlType::UserDefined(_)))
-    {
-        return Err(EngineError::invalid(NON_FROZEN_UDT_FIELD));
+    for (_, t) in &ct.fields {
+        check_field_type(t)?;
     }
     let mut fields = Vec::new();
     for (f, t) in &ct.fields {
@@ -480,9 +487,7 @@ pub fn alter_type(
                 }
                 return Err(EngineError::invalid(format!("Cannot add field {field} to type {ks}.{}: a field with name {field} already exists", u.name)));
             }
-            if matches!(ty, CqlType::UserDefined(_)) {
-                return Err(EngineError::invalid(NON_FROZEN_UDT_FIELD));
-            }
+            check_field_type(ty)?;
             check_type_allowed(ty)?;
             resolve_type(schema, &ks, ty)?;
             u.fields.push((field.clone(), ty.to_string()));
@@ -608,26 +613,66 @@ fn uses_type(t: &CqlType, name: &str) -> bool {
     }
 }
 
-/// Cassandra's refusal of a non-frozen collection or user type inside a collection, naming the
-/// whole collection (a map's value checked before its key); anything inside `frozen<..>` goes.
+/// What 5.0.9 refuses as it prepares a declared type (`CQL3Type.Raw.prepare`): a non-frozen
+/// collection or user type inside a collection, a counter inside a collection or a tuple, each
+/// naming the collection as written (a map's value checked before its key); what `frozen<..>`
+/// or a tuple holds is frozen. Collections are checked outside in.
 fn check_type_allowed(ty: &CqlType) -> Result<(), EngineError> {
-    let elements: Vec<&CqlType> = match ty {
-        CqlType::Map(k, v) => vec![v, k],
-        CqlType::List(e) | CqlType::Set(e) => vec![e],
+    check_raw_type(ty, false)
+}
+
+fn check_raw_type(ty: &CqlType, frozen: bool) -> Result<(), EngineError> {
+    let counter = |t: &CqlType| matches!(t, CqlType::Native(ColumnType::Counter));
+    let (key, value) = match ty {
+        CqlType::Frozen(inner) => return check_raw_type(inner, true),
+        CqlType::Tuple(items) => {
+            for t in items {
+                if counter(t) {
+                    return Err(EngineError::invalid(
+                        "Counters are not allowed inside tuples",
+                    ));
+                }
+                check_raw_type(t, true)?;
+            }
+            return Ok(());
+        }
+        CqlType::Map(k, v) => (Some(&**k), &**v),
+        CqlType::List(e) | CqlType::Set(e) => (None, &**e),
         _ => return Ok(()),
     };
-    for e in elements {
+    let shown = || match frozen {
+        true => format!("frozen<{}>", as_written(ty)),
+        false => as_written(ty),
+    };
+    let nested = |e: &CqlType| {
         let what = match e {
             CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => "collections",
             CqlType::UserDefined(_) => "UDTs",
-            _ => continue,
+            _ => return Ok(()),
         };
+        match frozen {
+            true => Ok(()),
+            false => Err(EngineError::invalid(format!(
+                "Non-frozen {what} are not allowed inside collections: {}",
+                shown()
+            ))),
+        }
+    };
+    nested(value)?;
+    if counter(value) || key.is_some_and(counter) {
         return Err(EngineError::invalid(format!(
-            "Non-frozen {what} are not allowed inside collections: {}",
-            as_written(ty)
+            "Counters are not allowed inside collections: {}",
+            shown()
         )));
     }
-    Ok(())
+    if let Some(k) = key {
+        nested(k)?;
+    }
+    check_raw_type(value, frozen)?;
+    match key {
+        Some(k) => check_raw_type(k, frozen),
+        None => Ok(()),
+    }
 }
 
 /// A type as Cassandra prints a raw (unresolved) type: user types named as written, unquoted
@@ -1013,8 +1058,11 @@ pub fn alter_table(
         // IF EXISTS changes nothing: 5.0.9 looks the column up before it reads it, and a
         // missing one is refused either way.
         ast::AlterTableAction::Rename { renames, .. } => {
+            // 5.0.9 checks every rename against the table as it was: `c TO cc AND cc TO c`
+            // finds no column cc.
+            let before = t.clone();
             for (from, to) in renames {
-                let Some(i) = t.column_index(from) else {
+                let Some(i) = before.column_index(from) else {
                     return Err(EngineError::invalid(format!(
                         "Undefined column name {from} in table {ks}.{}",
                         t.name
@@ -1029,10 +1077,10 @@ pub fn alter_table(
                     )));
                 }
                 // 5.0.9's order: a name taken before an index depending on the column.
-                if t.column(to).is_some() {
+                if before.column(to).is_some() {
                     return Err(EngineError::invalid(format!("Cannot rename column {from} to {to} in table '{ks}.{}'; another column with that name already exists", t.name)));
                 }
-                crate::index::ddl::check_rename_column(&t, from)?;
+                crate::index::ddl::check_rename_column(&before, from)?;
                 t.columns[i].name = to.clone();
             }
         }
