@@ -358,7 +358,12 @@ impl Parser<'_> {
         self.expect(Tok::RParen)?;
         let mut custom_class = None;
         if self.eat_kw("using") {
-            custom_class = Some(self.string_literal()?);
+            let class = self.string_literal()?;
+            // 5.0.9's name of its default (legacy) secondary index, in any case: the same as
+            // no USING, unless the index is CUSTOM (then no such class is found).
+            if custom || !class.eq_ignore_ascii_case("legacy_local_table") {
+                custom_class = Some(class);
+            }
         }
         let mut options = Vec::new();
         if self.eat_kw("with") {
