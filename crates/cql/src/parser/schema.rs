@@ -264,6 +264,25 @@ impl Parser<'_> {
         }
     }
 
+    /// The properties of `ALTER TABLE / MATERIALIZED VIEW ... WITH`: Cassandra's grammar takes
+    /// properties only (`K_WITH properties`), so CLUSTERING ORDER or COMPACT STORAGE there (or
+    /// a name without `=`) fails on the word after the name, as ANTLR's "no viable alternative
+    /// at input 'ORDER' (ALTER TABLE t WITH [CLUSTERING] ORDER...)".
+    pub(super) fn alter_properties(&mut self) -> PResult<TableOptions> {
+        let properties = self.properties_with(|p| {
+            if p.is_ident_at(0) && !p.at_n(1, Tok::Eq) {
+                let start = p.pos;
+                p.pos += 1;
+                return Err(p.no_viable_from(start));
+            }
+            p.property()
+        })?;
+        Ok(TableOptions {
+            properties,
+            ..TableOptions::default()
+        })
+    }
+
     pub(super) fn push_property(&self, props: &mut Vec<Property>, p: Property) -> PResult<()> {
         // 5.0.9's `PropertyDefinitions.addProperty`, recorded by the grammar's action: the
         // message alone, in the plural (a role option's repeat says "definition").
@@ -573,21 +592,7 @@ impl Parser<'_> {
             });
         }
         if self.eat_kw("with") {
-            // Cassandra's ALTER TABLE takes properties only (`K_WITH properties`): CLUSTERING
-            // ORDER or COMPACT STORAGE there fails on the word after the first, as ANTLR's
-            // "no viable alternative at input 'ORDER' (ALTER TABLE t WITH [CLUSTERING] ORDER...)".
-            let properties = self.properties_with(|p| {
-                if p.is_ident_at(0) && !p.at_n(1, Tok::Eq) {
-                    let start = p.pos;
-                    p.pos += 1;
-                    return Err(p.no_viable_from(start));
-                }
-                p.property()
-            })?;
-            return Ok(AlterTableAction::With(TableOptions {
-                properties,
-                ..TableOptions::default()
-            }));
+            return Ok(AlterTableAction::With(self.alter_properties()?));
         }
         if self.eat_kw("alter") {
             let column = self.ident()?;

@@ -2,6 +2,7 @@
 
 use super::{PResult, Parser};
 use crate::ast::{CreateView, Statement, TableOptions};
+use crate::error::ParseError;
 use crate::lexer::Tok;
 
 impl Parser<'_> {
@@ -16,12 +17,24 @@ impl Parser<'_> {
         let start = self.pos;
         let binds_before = self.binds.len();
         let select = self.select()?;
-        // Cassandra's view grammar has no SELECT modifiers: the word after SELECT must be
-        // a selector.
+        // Cassandra's view grammar has no SELECT modifiers: `JSON` or `DISTINCT` after SELECT
+        // is read as a column, so the word after it fails the prediction begun there (`SELECT
+        // [DISTINCT] k`), or, after a `*` (read as a product), `FROM` does (`DISTINCT * [FROM]`).
         if select.json || select.distinct {
             let end = self.pos;
-            self.pos = start + 2;
-            let e = self.no_viable();
+            let e = if self
+                .toks
+                .get(start + 2)
+                .is_some_and(|t| t.kind == Tok::Star)
+            {
+                // ANTLR fetched no token past FROM there: the snippet ends at it.
+                self.pos = start + 3;
+                self.far = self.pos;
+                self.no_viable_from(start + 3)
+            } else {
+                self.pos = start + 2;
+                self.no_viable_from(start + 1)
+            };
             self.pos = end;
             return Err(e);
         }
@@ -58,11 +71,22 @@ impl Parser<'_> {
     }
 
     fn view_options(&mut self) -> PResult<TableOptions> {
-        if self.eat_kw("with") {
-            self.table_options()
-        } else {
-            Ok(TableOptions::default())
+        if !self.eat_kw("with") {
+            return Ok(TableOptions::default());
         }
+        // 5.0.9's view grammar throws at COMPACT STORAGE, ahead of the errors it only records
+        // (a property named twice, before or after it).
+        let rest = &self.toks[self.pos..];
+        let compact = rest.windows(2).any(|w| {
+            self.text(w[0]).eq_ignore_ascii_case("compact")
+                && self.text(w[1]).eq_ignore_ascii_case("storage")
+        });
+        if compact {
+            return Err(ParseError::unpositioned(
+                "COMPACT STORAGE tables are not allowed starting with version 4.0".into(),
+            ));
+        }
+        self.table_options()
     }
 
     /// After `ALTER`: `MATERIALIZED VIEW [IF EXISTS] name WITH options`.
@@ -72,7 +96,7 @@ impl Parser<'_> {
         let if_exists = self.if_exists()?;
         let name = self.table_name()?;
         self.expect_kw("with")?;
-        let options = self.table_options()?;
+        let options = self.alter_properties()?;
         Ok(Statement::AlterView {
             name,
             if_exists,
