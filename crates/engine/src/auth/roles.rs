@@ -20,6 +20,66 @@ const ROLE_MANAGER: &str = "org.apache.cassandra.auth.CassandraRoleManager";
 /// The one datacenter of this node (`system.local.data_center`).
 const DATACENTER: &str = "datacenter1";
 
+/// What 5.0.9 checks of CREATE / ALTER ROLE (or USER) with authentication off, before it
+/// refuses the anonymous user: a superuser status (in its `authorize`), then the options its
+/// role manager does not support without PasswordAuthenticator (only LOGIN and SUPERUSER), then
+/// the datacenters.
+fn anonymous_role_checks(st: &Statement) -> Result<(), DbError> {
+    let (o, superuser) = match st {
+        Statement::CreateRole(c) => (
+            &c.options,
+            (c.options.superuser == Some(true))
+                .then_some("Only superusers can create a role with superuser status"),
+        ),
+        Statement::AlterRole(a) => (
+            &a.options,
+            a.options
+                .superuser
+                .map(|_| "Only superusers are allowed to alter superuser status"),
+        ),
+        _ => return Ok(()),
+    };
+    if let Some(m) = superuser {
+        return Err(DbError::unauthorized(m));
+    }
+    if matches!(st, Statement::AlterRole(_)) && o.datacenters.is_some() {
+        return Err(DbError::unauthorized(
+            "Only superusers are allowed to alter access to datacenters.",
+        ));
+    }
+    for (set, name) in [
+        (o.password.is_some(), "PASSWORD"),
+        (o.hashed_password.is_some(), "HASHED_PASSWORD"),
+        (o.options.is_some(), "OPTIONS"),
+    ] {
+        if set {
+            return Err(DbError::invalid(format!(
+                "{ROLE_MANAGER} doesn't support {name}"
+            )));
+        }
+    }
+    check_datacenters(o)
+}
+
+/// One node, in one datacenter: any other name in ACCESS TO DATACENTERS is unknown, as in
+/// Cassandra.
+fn check_datacenters(o: &RoleOptions) -> Result<(), DbError> {
+    if let Some(ast::DatacenterAccess::Only(dcs)) = &o.datacenters {
+        let unknown: Vec<&str> = dcs
+            .iter()
+            .map(String::as_str)
+            .filter(|dc| *dc != DATACENTER)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(DbError::invalid(format!(
+                "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
+                unknown.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn insufficient(user: &str) -> DbError {
     DbError::unauthorized(format!(
         "User {user} does not have sufficient privileges to perform the requested operation"
@@ -45,6 +105,7 @@ impl Auth {
             _ => None,
         };
         if !self.settings().password_authenticator {
+            anonymous_role_checks(st)?;
             return Err(DbError::unauthorized(NOT_ANONYMOUS));
         }
         let user = role.ok_or_else(not_logged_in)?;
@@ -152,20 +213,7 @@ impl Auth {
                 "{ROLE_MANAGER} doesn't support OPTIONS"
             )));
         }
-        if let Some(ast::DatacenterAccess::Only(dcs)) = &o.datacenters {
-            // One node, in one datacenter: any other name is unknown, as in Cassandra.
-            let unknown: Vec<&str> = dcs
-                .iter()
-                .map(String::as_str)
-                .filter(|dc| *dc != DATACENTER)
-                .collect();
-            if !unknown.is_empty() {
-                return Err(DbError::invalid(format!(
-                    "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
-                    unknown.join(", ")
-                )));
-            }
-        }
+        check_datacenters(o)?;
         match (&o.password, &o.hashed_password) {
             (Some(_), Some(_)) => Err(DbError::syntax(
                 "Options 'password' and 'hashed password' are mutually exclusive",
