@@ -134,14 +134,21 @@ class QueryForms:
             where.append(f"token({', '.join(c.name for c in t.pk)}) {rng.choice(['>', '<='])} "
                          f"{rng.choice([-2**62, 0, 2**61])}")
         filtering = False
+        inet_sai_range = False
         if shape == "filter":
             cands = [c for c in t.values if c.role == "reg" and c.type.is_native
                      and c.type.kind not in ("duration", "counter")]
             if not cands:
                 return None
             c = rng.choice(cands)
-            where.append(f"{c.name} {rng.choice(['=', '>', '<='])} {term(c.type, draw_value(rng, c.type))}")
+            op = rng.choice(['=', '>', '<='])
+            where.append(f"{c.name} {op} {term(c.type, draw_value(rng, c.type))}")
             filtering = True
+            # A range on an inet column with an SAI index: paged, 5.0.9 loses rows (the SAI
+            # inet class of generated_known.txt; plain seed 507, grouped).
+            inet_sai_range = (c.type.kind == "inet" and op != "="
+                              and any(i.sai and i.column == c.name and i.target == "simple"
+                                      for i in t.indexes))
         # The groups: the partition key and a clustering prefix; a column restricted by `=`
         # may be left out (Cassandra allows it), the last clustering one grouped by floor().
         groups = t.pk + t.ck[:rng.randint(0, len(t.ck))]
@@ -201,6 +208,8 @@ class QueryForms:
         # typed-order key would say otherwise: compared as a multiset unless limited.
         s.unordered = shape == "in" and "limit" not in mods
         s.feature = "grouped_" + ("_".join(mods) or "all") + ":" + shape
+        if inet_sai_range and "paged" in mods:
+            s.feature = "grouped_" + "_".join(mods) + ":allow_filtering:inet"
         s.projection = s.feature
         return s
 
