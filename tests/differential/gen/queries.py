@@ -48,6 +48,9 @@ class QueryForms:
     def __init__(self, gen, seed):
         self.gen = gen
         self.rng = random.Random(f"queries-{seed}")
+        # The variant of a GROUP BY function refusal, drawn apart so that the stream above
+        # stays what it was for the seeds already run.
+        self.variants = random.Random(f"queries-variants-{seed}")
 
     def maybe_draw(self):
         """A statement of this family, or None (then the other streams draw as before)."""
@@ -234,7 +237,8 @@ class QueryForms:
         elif form == "duplicate":
             groups = pk + pk[-1:]
         elif form == "function":
-            groups = [f"token({', '.join(pk)})"]
+            groups = self._refused_group_function(t, pk, ck)
+            form = groups.pop()
         elif form == "in_order_by" and ck:
             last = t.pk[-1]
             term = self._terms(0)
@@ -261,6 +265,26 @@ class QueryForms:
             form, groups = "regular_only", [regs[0].name if regs else "nosuch"]
         text = f"SELECT count(*) FROM {t.name}{where} GROUP BY {', '.join(groups)}"
         return self._stmt(text, None, "group_by_refusal:" + form, t)
+
+    def _refused_group_function(self, t, pk, ck):
+        """A function GROUP BY refuses, and its form name last: token() of the partition key,
+        an aggregate, an unknown function, or on the last clustering column (ascending, of a
+        native type) a function that is not monotonic (a blob conversion, a negation or a sum of
+        a number: "Only monotonic functions are supported in the GROUP BY clause. Got: ...")."""
+        v = self.variants.choice(["token", "aggregate", "unknown", "not_monotonic", "not_monotonic"])
+        last = t.ck[-1] if t.ck else None
+        native = last is not None and last.type.is_native and last.order != "DESC"
+        if v == "aggregate" and ck:
+            return pk + ck[:-1] + [f"max({ck[-1]})", "function_aggregate"]
+        if v == "unknown" and ck:
+            return pk + ck[:-1] + [f"nosuchfn({ck[-1]})", "function_unknown"]
+        if v == "not_monotonic" and native:
+            kind = last.type.kind
+            choices = [f"{kind}asblob({last.name})"]
+            if kind in NUMBERS:
+                choices += [f"-{last.name}", f"{last.name} + {last.name}"]
+            return pk + ck[:-1] + [self.variants.choice(choices), "function_not_monotonic"]
+        return [f"token({', '.join(pk)})", "function"]
 
     # ------------------------------------------------------------ fromJson()
 
