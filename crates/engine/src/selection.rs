@@ -262,31 +262,9 @@ impl Builder<'_> {
 
     /// Fails on the first column `e` names that `t` does not have.
     pub(crate) fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
-        match e {
-            E::Column(c)
-            | E::WriteTime(c)
-            | E::MaxWriteTime(c)
-            | E::Ttl(c)
-            | E::ElementTime { column: c, .. }
-            | E::SliceTime { column: c, .. }
-            | E::FieldTime { column: c, .. } => self.column(t, c).map(|_| ()),
-            E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
-            E::Cast { expr, .. }
-            | E::Field { expr, .. }
-            | E::Element { expr, .. }
-            | E::Slice { expr, .. }
-            | E::Parens(expr)
-            | E::TypeHint { expr, .. } => self.check_columns(t, expr),
-            E::Operation { left, right, .. } => {
-                self.check_columns(t, left)?;
-                self.check_columns(t, right)
-            }
-            E::Collection(c) => c
-                .items()
-                .into_iter()
-                .try_for_each(|a| self.check_columns(t, a)),
-            E::CountRows | E::Term(_) => Ok(()),
-        }
+        let mut names = Vec::new();
+        crate::build::selector_columns(e, &mut names);
+        names.iter().try_for_each(|c| self.column(t, c).map(|_| ()))
     }
 
     /// One selector. With `agg` (an aggregate selection), aggregates become

@@ -276,7 +276,7 @@ fn names_partitions_by_in(partitions: &PartitionSel) -> bool {
 }
 
 /// The columns a selector expression names.
-fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
+pub(crate) fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
     columns(e, out);
     fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
         use ast::SelectorExpr as E;

@@ -184,20 +184,13 @@ fn walk(e: &E, f: &mut dyn FnMut(&E)) {
 /// The columns a GROUP BY function reads, each once, in order (the columns Cassandra's
 /// selector factories add).
 fn read_columns(e: &E, out: &mut Vec<String>) {
-    walk(e, &mut |x| match x {
-        E::Column(c)
-        | E::WriteTime(c)
-        | E::MaxWriteTime(c)
-        | E::Ttl(c)
-        | E::ElementTime { column: c, .. }
-        | E::SliceTime { column: c, .. }
-        | E::FieldTime { column: c, .. } => {
-            if !out.contains(c) {
-                out.push(c.clone())
-            }
+    let mut names = Vec::new();
+    crate::build::selector_columns(e, &mut names);
+    for c in names {
+        if !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
         }
-        _ => {}
-    });
+    }
 }
 
 /// The native aggregate a GROUP BY element calls at its top, named as Cassandra names it.
