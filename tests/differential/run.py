@@ -30,7 +30,9 @@ Scenario syntax: statements end with `;` (a BEGIN BATCH ... APPLY BATCH; block i
   -- @binds 0x0a0b, null  prepare the statement and bind these raw bytes to its markers in
                           order (no client-side encoding: values a driver would not send,
                           e.g. a timeuuid of another version, a time outside the day);
-                          `unset` binds the protocol's unset value
+                          `unset` binds the protocol's unset value; `@binds` alone prepares
+                          a statement without markers. A failure at PREPARE is an error of
+                          its own (`prepare 0x2200`), unlike the same failure at EXECUTE
   -- @file-messages       (anywhere in a file) @messages for every statement of the file
   -- @requires-views      (anywhere in a file) the scenario needs materialized views: when the
                           reference refuses them (materialized_views_enabled off), the whole
@@ -111,7 +113,7 @@ def parse_scenario(path):
                 elif name == "pages":
                     pending["pages"] = int(arg)
                 elif name == "binds":
-                    pending["binds"] = [_raw_bind(b) for b in arg.split(",")]
+                    pending["binds"] = [_raw_bind(b) for b in arg.split(",") if b.strip()]
                 elif name == "nullness":
                     pending.setdefault("nullness", set()).update(c.strip() for c in arg.split(",") if c.strip())
                 elif name == "tolerance":
@@ -298,7 +300,12 @@ def execute(session, text, ks, fetch_size, pages=False, binds=None):
         if binds is None:
             stmt = SimpleStatement(text, fetch_size=fetch_size)
         else:
-            stmt = session.prepare(text).bind([None] * len(binds))
+            try:
+                prepared = session.prepare(text)
+            except Exception as e:  # noqa: BLE001 - failing at PREPARE is not failing at EXECUTE
+                return Outcome(error=f"prepare {_fmt_code(_error_code(e))}",
+                               error_text=str(e).replace(ks, "$KS"))
+            stmt = prepared.bind([None] * len(binds))
             stmt.values = list(binds)
             stmt.fetch_size = fetch_size
         rs = session.execute(stmt, timeout=30)

@@ -749,10 +749,13 @@ pub enum SelectorExpr {
         name: FunctionName,
         args: Vec<SelectorExpr>,
     },
-    /// `CAST(expr AS type)`.
+    /// `CAST(expr AS type)` (`call`), or the type hint of a literal or marker (`(int) 1`).
     Cast {
         expr: Box<SelectorExpr>,
         ty: CqlType,
+        /// Written `CAST(expr AS type)`: of a bare term (`CAST(1 AS int)`) Cassandra cannot
+        /// infer the type, unlike the hint's.
+        call: bool,
     },
     /// A constant or bind marker used as a selector.
     Term(Term),

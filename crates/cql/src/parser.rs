@@ -79,6 +79,9 @@ pub(crate) struct Parser<'a> {
     /// Cassandra expects after a selector there is `)`, not FROM (see
     /// `Parser::selector_postfix_chain`).
     in_call: u32,
+    /// Inside a GROUP BY clause, where what Cassandra's parser expects after a selector it
+    /// backs out of is the end of the statement (EOF), not FROM.
+    in_group_by: bool,
     /// An error Cassandra's parser records without stopping (`frozen<int>`): the statement's
     /// error once parsing ends, whether it then succeeds or fails further on (the first
     /// recorded error is the one reported, and a later one cannot come first).
@@ -110,6 +113,7 @@ impl<'a> Parser<'a> {
             last_term: None,
             in_selector: 0,
             in_call: 0,
+            in_group_by: false,
             deferred: None,
         })
     }

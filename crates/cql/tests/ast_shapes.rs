@@ -494,7 +494,8 @@ fn selectors() {
         exprs[5],
         SelectorExpr::Cast {
             expr: Box::new(SelectorExpr::Column("c".into())),
-            ty: CqlType::Native(ColumnType::Varchar)
+            ty: CqlType::Native(ColumnType::Varchar),
+            call: true,
         }
     );
     assert_eq!(

@@ -23,6 +23,7 @@ mod batch;
 mod call;
 pub(crate) mod operation;
 mod select;
+pub(crate) use select::selector_columns;
 mod where_clause;
 pub(crate) use batch::{check_write_attributes, validate_batch};
 pub(crate) use call::const_call;
@@ -66,9 +67,13 @@ pub(crate) struct Builder<'a> {
     /// The statement's clock: `now()`, `currentTimestamp()`... in terms are evaluated at it
     /// (a plan using them is volatile and rebuilt at each execution).
     pub now: crate::Now,
+    /// An error Cassandra raises once the statement is otherwise prepared (a nested list in a
+    /// similarity function's vector literal), reported once the plan is built: its message,
+    /// for a server error.
+    pub late_error: Option<String>,
     /// An error Cassandra raises only when the statement executes (a null element in a
-    /// similarity function's vector literal), reported once the plan is otherwise built: its
-    /// message, for a server error.
+    /// similarity function's vector literal: PREPARE succeeds, every EXECUTE fails): its
+    /// message, for a server error the plan carries (`SelectPlan::execution_error`).
     pub execution_error: Option<String>,
 }
 
@@ -88,6 +93,7 @@ impl<'a> Builder<'a> {
             binds: vec![None; bind_count],
             volatile: false,
             now,
+            late_error: None,
             execution_error: None,
         }
     }

@@ -467,6 +467,10 @@ pub struct SelectPlan {
     /// column...): what a plain row visit can answer (`SelectRun::plain`). Kept with the
     /// selection: see [`SelectPlan::set_selection`].
     pub columns_only: bool,
+    /// A server error every execution of the plan raises before reading anything, as
+    /// Cassandra 5.0.9 raises it binding a similarity function's vector literal that holds a
+    /// null (`similarity_cosine(v, [1, null, 3])`): PREPARE succeeds, EXECUTE fails.
+    pub execution_error: Option<Arc<str>>,
 }
 
 impl SelectPlan {

@@ -358,6 +358,9 @@ impl Engine {
         auths: Option<crate::visibility::Authorizations>,
         head_room: usize,
     ) -> Result<ResultSet, EngineError> {
+        if let Some(m) = &plan.execution_error {
+            return Err(EngineError::server(m.to_string()));
+        }
         let mut run = SelectRun::new(store, plan, vals, page_size, paging_state, now)?;
         run.auths = auths;
         if run.point {

@@ -141,3 +141,100 @@ fn order_by_with_in_merges_partitions() {
         ]
     );
 }
+
+/// Each statement's error: its code and message.
+fn refusal(e: &Engine, text: &str) -> (i32, String) {
+    let err = q(e, Some("ks"), text).unwrap_err();
+    (err.code(), err.to_string())
+}
+
+/// GROUP BY elements as 5.0.9 prepares them: a non-column, non-function selectable fails its
+/// cast to a column (a server error naming its class), an aggregate is refused, and a grouping
+/// function must be monotonic.
+#[test]
+fn group_by_refuses_elements_as_cassandra_prepares_them() {
+    let e = grouped();
+    let (code, m) = refusal(&e, "SELECT pk FROM g GROUP BY (int) pk");
+    assert_eq!(code, 0x0000);
+    assert!(m.contains("Selectable$WithTypeHint cannot be cast"), "{m}");
+    let (code, m) = refusal(&e, "SELECT pk FROM g GROUP BY pk, [c1]");
+    assert_eq!(code, 0x0000);
+    assert!(
+        m.contains("Selectable$WithArrayLiteral cannot be cast"),
+        "{m}"
+    );
+    // The columns of such an element are looked up first.
+    let (_, m) = refusal(&e, "SELECT pk FROM g GROUP BY (int) nope");
+    assert!(m.contains("Undefined column name nope"), "{m}");
+    let (_, m) = refusal(&e, "SELECT pk FROM g GROUP BY pk, max(c1)");
+    assert!(
+        m.contains(
+            "Aggregate functions are not supported within the GROUP BY clause, got: system.max"
+        ),
+        "{m}"
+    );
+    let (_, m) = refusal(&e, "SELECT pk FROM g GROUP BY pk, c1 + c1");
+    assert!(
+        m.contains(r#"Only monotonic functions are supported in the GROUP BY clause. Got: system."_add" : (int, int) -> int "#),
+        "{m}"
+    );
+    // The selection is checked first.
+    let (_, m) = refusal(&e, "SELECT 1 FROM g GROUP BY (int) pk");
+    assert!(m.contains("Cannot infer type for term 1"), "{m}");
+}
+
+/// Selectors are prepared one after the other, and `CAST(1 AS int)` is no type hint.
+#[test]
+fn selectors_fail_in_order_and_cast_of_a_literal_is_untyped() {
+    let e = grouped();
+    let (_, m) = refusal(&e, "SELECT 1, nope FROM g");
+    assert!(m.contains("Cannot infer type for term 1"), "{m}");
+    let (_, m) = refusal(&e, "SELECT nope, 1 FROM g");
+    assert!(m.contains("Undefined column name nope"), "{m}");
+    let (_, m) = refusal(&e, "SELECT CAST(1 AS int) FROM g");
+    assert!(m.contains("Cannot infer type for term 1"), "{m}");
+    let (_, m) = refusal(&e, "SELECT nosuchfn(1) FROM g");
+    assert!(m.contains("Unknown function 'nosuchfn'"), "{m}");
+    assert_eq!(
+        rows(
+            q(
+                &e,
+                Some("ks"),
+                "SELECT (int) 1 FROM g WHERE pk = 0 AND c1 = 0 AND c2 = 0"
+            )
+            .unwrap()
+        ),
+        vec![vec!["1".to_string()]]
+    );
+}
+
+/// A null element in a similarity function's vector literal: PREPARE succeeds, EXECUTE fails.
+#[test]
+fn similarity_null_element_fails_at_execute() {
+    let e = setup();
+    q(
+        &e,
+        Some("ks"),
+        "CREATE TABLE vt (k int PRIMARY KEY, v vector<float, 2>)",
+    )
+    .unwrap();
+    let p = e
+        .prepare(
+            "SELECT similarity_cosine(v, [1.0, null]) FROM vt",
+            Some("ks"),
+            at(1000),
+        )
+        .unwrap();
+    let opts = QueryOptions {
+        keyspace: Some("ks".into()),
+        ..Default::default()
+    };
+    let err = e
+        .execute(&p.id, Values::Positional(vec![]), &opts, at(1000))
+        .unwrap_err();
+    assert_eq!(err.code(), 0x0000);
+    assert!(
+        err.to_string().contains("Element at index 1 is null"),
+        "{err}"
+    );
+}

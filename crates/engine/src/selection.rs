@@ -62,6 +62,16 @@ fn aggregate_kind(e: &E) -> Option<AggKind> {
     }
 }
 
+/// Whether a selector may call a function of this name: a native aggregate, scalar,
+/// collection, masking or similarity function.
+fn known_function(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "count" | "min" | "max" | "sum" | "avg"
+    ) || crate::scalar::is_native(name)
+        || crate::fcts::return_type(name, &[]).is_some()
+}
+
 /// Cassandra's refusal of a native aggregate called with other than one argument (`max(v,
 /// c)`, `count()`): `min` and `max` are function factories, `count` has one signature, `sum`
 /// and `avg` several (their list as `aggregate` gives it).
@@ -179,7 +189,6 @@ impl Builder<'_> {
         &mut self,
         t: &TableDef,
         s: &ast::SelectStatement,
-        group_by: Option<(usize, Option<SelExpr>)>,
     ) -> Result<(Selection, Vec<OutputColumn>), EngineError> {
         let mut output = Vec::new();
         let list: Vec<(E, Option<String>)> = match &s.selection {
@@ -208,89 +217,54 @@ impl Builder<'_> {
                 .map(|x| (x.expr.clone(), x.alias.clone()))
                 .collect(),
         };
-        // Cassandra resolves every column before typing anything: an unknown column is the
-        // error even next to a term it cannot type.
-        for (e, _) in &list {
-            self.check_columns(t, e)?;
-        }
-        // A selector in parentheses has no type of its own in Cassandra, and nothing around
-        // it gives one at the top of the selection.
-        if let Some((e, _)) = list.iter().find(|(e, _)| matches!(e, E::Parens(_))) {
-            return Err(EngineError::invalid(format!(
-                "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
-                selector_name(e)
-            )));
-        }
-        let aggregate = group_by.is_some() || list.iter().any(|(e, _)| contains_aggregate(e));
-        if !aggregate {
-            let mut sels = Vec::with_capacity(list.len());
-            for (e, alias) in &list {
-                let (sel, name, ty) = self.selector(t, e, None)?;
-                // A PER PARTITION LIMIT is refused first (`select` does).
-                if s.distinct && s.per_partition_limit.is_none() {
-                    check_distinct_column(t, &sel)?;
-                }
-                sels.push(sel);
-                output.push(OutputColumn {
-                    name: alias.clone().unwrap_or(name),
-                    ty,
-                });
-            }
-            return Ok((Selection::Rows(sels), output));
-        }
+        // Cassandra prepares the selectors one after the other: the first error of the first
+        // selector that has one, a column it does not know before a term it cannot type
+        // (`SELECT 1, nope` fails on the 1, `SELECT [nope, 1]` on nope).
+        let aggregate = !s.group_by.is_empty() || list.iter().any(|(e, _)| contains_aggregate(e));
         let mut col = AggCollector::default();
-        let mut outputs = Vec::with_capacity(list.len());
+        let mut sels = Vec::with_capacity(list.len());
         for (e, alias) in &list {
-            let (sel, name, ty) = self.selector(t, e, Some(&mut col))?;
-            outputs.push(sel);
+            self.check_columns(t, e)?;
+            // A selector in parentheses has no type of its own in Cassandra, and nothing
+            // around it gives one at the top of the selection.
+            if matches!(e, E::Parens(_)) {
+                return Err(EngineError::invalid(format!(
+                    "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                    selector_name(e)
+                )));
+            }
+            let (sel, name, ty) = self.selector(t, e, aggregate.then_some(&mut col))?;
+            // A PER PARTITION LIMIT is refused first (`select` does).
+            if !aggregate && s.distinct && s.per_partition_limit.is_none() {
+                check_distinct_column(t, &sel)?;
+            }
+            sels.push(sel);
             output.push(OutputColumn {
                 name: alias.clone().unwrap_or(name),
                 ty,
             });
         }
-        let (group_by, group_fn) = match group_by {
-            Some((n, f)) => (Some(n), f),
-            None => (None, None),
-        };
+        if !aggregate {
+            return Ok((Selection::Rows(sels), output));
+        }
         Ok((
             Selection::Aggregates(Box::new(AggSelection {
                 aggs: col.aggs,
                 firsts: col.firsts,
-                outputs,
-                group_by,
-                group_fn,
+                outputs: sels,
+                // Set by the GROUP BY, which Cassandra checks after the selection.
+                group_by: None,
+                group_fn: None,
             })),
             output,
         ))
     }
 
     /// Fails on the first column `e` names that `t` does not have.
-    fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
-        match e {
-            E::Column(c)
-            | E::WriteTime(c)
-            | E::MaxWriteTime(c)
-            | E::Ttl(c)
-            | E::ElementTime { column: c, .. }
-            | E::SliceTime { column: c, .. }
-            | E::FieldTime { column: c, .. } => self.column(t, c).map(|_| ()),
-            E::Function { args, .. } => args.iter().try_for_each(|a| self.check_columns(t, a)),
-            E::Cast { expr, .. }
-            | E::Field { expr, .. }
-            | E::Element { expr, .. }
-            | E::Slice { expr, .. }
-            | E::Parens(expr)
-            | E::TypeHint { expr, .. } => self.check_columns(t, expr),
-            E::Operation { left, right, .. } => {
-                self.check_columns(t, left)?;
-                self.check_columns(t, right)
-            }
-            E::Collection(c) => c
-                .items()
-                .into_iter()
-                .try_for_each(|a| self.check_columns(t, a)),
-            E::CountRows | E::Term(_) => Ok(()),
-        }
+    pub(crate) fn check_columns(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
+        let mut names = Vec::new();
+        crate::build::selector_columns(e, &mut names);
+        names.iter().try_for_each(|c| self.column(t, c).map(|_| ()))
     }
 
     /// One selector. With `agg` (an aggregate selection), aggregates become
@@ -517,7 +491,18 @@ impl Builder<'_> {
                 (sel, format!("{name}.{field}"), field_ty)
             }
             // `(type) literal`: a typed constant.
-            E::Cast { expr, ty } if matches!(**expr, E::Term(_)) => {
+            // `CAST(literal AS type)`: Cassandra types the literal first, and cannot.
+            E::Cast {
+                expr, call: true, ..
+            } if matches!(&**expr, E::Term(term)
+                if term_as_selector(term).is_none() && collections::typed_literal(term).is_none()) =>
+            {
+                return Err(EngineError::invalid(format!(
+                    "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+                    selector_name(expr)
+                )));
+            }
+            E::Cast { expr, ty, .. } if matches!(**expr, E::Term(_)) => {
                 let E::Term(term) = &**expr else {
                     return Err(EngineError::invalid("Invalid type hint"));
                 };
@@ -544,10 +529,26 @@ impl Builder<'_> {
                     };
                     return Ok((sel, format!("({ty}){}", names::term_name(term)), to));
                 }
-                let v = const_term(&to, term, self.now)?;
+                // A literal the hint's type does not take (Cassandra's `testAssignment`) is
+                // refused as the hint; a value it cannot make (`(int) 99999999999`) as such.
+                let v = const_term(&to, term, self.now).map_err(|e| match &e {
+                    EngineError::Db(db)
+                        if db.message().starts_with("Invalid ")
+                            && (db.message().contains(" constant (")
+                                || db.message().contains(" literal")) =>
+                    {
+                        let shown = format!(
+                            "({}){}",
+                            qualified_udts(ty, &t.keyspace),
+                            names::term_name(term)
+                        );
+                        cannot_assign(&shown, ty)
+                    }
+                    _ => e,
+                })?;
                 (Selector::Const(v), format!("({ty}){}", names::term_name(term)), to)
             }
-            E::Cast { expr, ty } => {
+            E::Cast { expr, ty, .. } => {
                 let (inner, name, from) = self.selector(t, expr, agg)?;
                 let to = crate::ddl::resolve_type(self.schema, &t.keyspace, ty)?;
                 // A value-compatible source (a timestamp cast as through bigint) is converted
@@ -608,6 +609,13 @@ impl Builder<'_> {
                 self.json_call(t, &name.name, args, agg)?
             }
             E::Function { name, args } => {
+                // Cassandra's resolver looks the name up before it types any argument.
+                if !known_function(&name.name) {
+                    return Err(EngineError::invalid(match &name.keyspace {
+                        Some(ks) => format!("Unknown function '{ks}.{}'", name.name.to_lowercase()),
+                        None => format!("Unknown function '{}'", name.name.to_lowercase()),
+                    }));
+                }
                 if aggregate_kind(e).is_some() {
                     return Err(EngineError::invalid(
                         "aggregate functions cannot be used as arguments of aggregate functions",
@@ -859,17 +867,7 @@ impl Builder<'_> {
                     _ => crate::literal::receives(&to, &from),
                 };
                 if multi_cell || !fits {
-                    let hinted = match ty {
-                        ast::CqlType::List(_)
-                        | ast::CqlType::Set(_)
-                        | ast::CqlType::Map(..)
-                        | ast::CqlType::Tuple(_)
-                        | ast::CqlType::UserDefined(_) => format!("frozen<{ty}>"),
-                        other => other.to_string(),
-                    };
-                    return Err(EngineError::invalid(format!(
-                        "Cannot assign value {shown} to {shown} of type {hinted}"
-                    )));
+                    return Err(cannot_assign(&shown, ty));
                 }
                 let sel = match (sel, &**expr) {
                     (Selector::Expr(SelExpr::Collect { items, .. }), E::Collection(_)) => {
@@ -1252,6 +1250,22 @@ impl Builder<'_> {
 
 /// A type hint's type as Cassandra prints it in a selector's name: as written, but a user
 /// type named with its keyspace (`(ks.u)v`, `(frozen<ks.u>)v`).
+/// Cassandra's refusal of a type hint whose type does not take the hinted selector (a hinted
+/// collection, tuple or UDT type is frozen).
+fn cannot_assign(shown: &str, ty: &ast::CqlType) -> EngineError {
+    let hinted = match ty {
+        ast::CqlType::List(_)
+        | ast::CqlType::Set(_)
+        | ast::CqlType::Map(..)
+        | ast::CqlType::Tuple(_)
+        | ast::CqlType::UserDefined(_) => format!("frozen<{ty}>"),
+        other => other.to_string(),
+    };
+    EngineError::invalid(format!(
+        "Cannot assign value {shown} to {shown} of type {hinted}"
+    ))
+}
+
 fn qualified_udts(ty: &ast::CqlType, keyspace: &str) -> String {
     use ast::CqlType as C;
     let q = |t: &C| qualified_udts(t, keyspace);

@@ -101,6 +101,22 @@ class VTable:
         # partition, and rows out of token-restricted ones after such deletions
         # (docs/compatibility.md, "Vector search"), so those queries go unrestricted.
         self.vector_deleted = set()
+        # Rows whose first write set no vector, and the partitions of those a later write gave
+        # one: 5.0.9's ANN query restricted to the partition leaves such a row out (its
+        # memtable index misses it; unrestricted, token-restricted and full-key queries find
+        # it; --vectors seed 9), so those queries go unrestricted too.
+        self.first_without_v = set()
+        self.written = set()
+        self.vector_late = set()
+
+    def wrote(self, key, sets_v):
+        """Records a write of the row `key` (setting `v` or not)."""
+        if key not in self.written:
+            self.written.add(key)
+            if not sets_v:
+                self.first_without_v.add(key)
+        elif sets_v and key in self.first_without_v:
+            self.vector_late.add(key[0])
 
 
 class VectorForms:
@@ -312,6 +328,7 @@ class VectorForms:
             names = [n for n, _ in keys + cols]
             terms = [self._term(params, t.col(n).type, v) for n, v in keys + cols]
             text = f"INSERT INTO {t.name} ({', '.join(names)}) VALUES ({', '.join(terms)}){using}"
+            vt.wrote(key, any(n == "v" for n, _ in cols))
             return self._stmt(text, params, "vector_insert", t, write=True)
         if r < 0.75:
             sets = []
@@ -337,6 +354,7 @@ class VectorForms:
                 sets.append(("n", f"n = {self._term(params, T('int'), rng.randint(-3, 3))}"))
             text = (f"UPDATE {t.name}{using} SET {', '.join(s for _, s in sets)} "
                     f"WHERE {self._where(vt, key, params)}")
+            vt.wrote(key, any(n == "v" for n, _ in sets))
             return self._stmt(text, params, "vector_update", t, write=True)
         using = f" USING TIMESTAMP {self._ts()}"
         if r < 0.85:
@@ -423,7 +441,7 @@ class VectorForms:
             where = f" WHERE {self._where(vt, key, params, partition=True)}"
             if t.ck and rng.random() < 0.3:
                 where += f" AND c {rng.choice(['>', '>=', '<', '<='])} {self._term(params, T('int'), rng.choice(C_POOL))}"
-            if key[0] in vt.vector_deleted:
+            if key[0] in vt.vector_deleted or key[0] in vt.vector_late:
                 # Drawn as before (the seed's stream stays as it was), then left out: see
                 # VTable.vector_deleted.
                 where = ""

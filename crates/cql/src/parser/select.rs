@@ -75,7 +75,10 @@ impl Parser<'_> {
         let mut group_by = Vec::new();
         if self.eat_kw("group") {
             self.expect_kw("by")?;
-            group_by = self.comma_list(Self::selector_expr)?;
+            self.in_group_by = true;
+            let r = self.comma_list(Self::selector_expr);
+            self.in_group_by = false;
+            group_by = r?;
         }
         let mut order_by = Vec::new();
         let mut ann = None;
@@ -216,7 +219,7 @@ impl Parser<'_> {
                 // Cassandra's look-ahead has read the selection through (the snippet shows it).
                 self.far = self.far.max(self.pos);
                 self.pos = chain;
-                let expecting = if self.in_call > 0 { "')'" } else { "K_FROM" };
+                let expecting = self.after_selector();
                 let t = self.peek();
                 return Err(ParseError::syntax_at(
                     self.src,
@@ -230,6 +233,18 @@ impl Parser<'_> {
             }
         }
         r
+    }
+
+    /// What Cassandra's parser expects after a selector it backs out of: `)` in a call's
+    /// arguments, the end of the statement in a GROUP BY, else FROM.
+    fn after_selector(&self) -> &'static str {
+        if self.in_call > 0 {
+            "')'"
+        } else if self.in_group_by {
+            "EOF"
+        } else {
+            "K_FROM"
+        }
     }
 
     /// What Cassandra's parser does when it chooses what a selector's first token starts
@@ -296,7 +311,7 @@ impl Parser<'_> {
             } else if self.eat(Tok::LBracket) {
                 if on_column && self.at_bare_name() {
                     self.look_ahead(1);
-                    let expecting = if self.in_call > 0 { "')'" } else { "K_FROM" };
+                    let expecting = self.after_selector();
                     let bracket = self.toks[chain];
                     return Err(ParseError::syntax_at(
                         self.src,
@@ -422,6 +437,7 @@ impl Parser<'_> {
                                 return Ok(SelectorExpr::Cast {
                                     expr: Box::new(expr),
                                     ty,
+                                    call: true,
                                 });
                             }
                             _ => {}
@@ -441,6 +457,13 @@ impl Parser<'_> {
                     true => self.type_hint_close(),
                     false => 2,
                 };
+                // A type with `<` that no `)` closes (`(frozen<int>>) x`) is no hint either:
+                // the parentheses' reading fails at the `<`.
+                if self.at_n(2, Tok::Lt) && !self.at_n(close, Tok::RParen) {
+                    self.look_ahead(3);
+                    self.pos += 2;
+                    return Err(self.no_viable_from(self.pos - 1));
+                }
                 if let Some((fits, read)) = self.hinted_name(close + 1) {
                     self.look_ahead(read);
                     // Not a hint, a type with `<` is no selector: the parentheses' reading
@@ -452,11 +475,11 @@ impl Parser<'_> {
                     }
                 }
                 if self.is_selector_type_hint() {
-                    return self.selector_type_hint();
+                    return self.selector_type_hint_or_parens();
                 }
                 self.parenthesized_selector()
             }
-            Tok::LParen if self.is_selector_type_hint() => self.selector_type_hint(),
+            Tok::LParen if self.is_selector_type_hint() => self.selector_type_hint_or_parens(),
             // `(selector)`: parentheses around an expression; otherwise a tuple term, or a
             // tuple of selectors.
             Tok::LParen => self.parenthesized_selector(),
@@ -485,6 +508,35 @@ impl Parser<'_> {
         }
     }
 
+    /// `(type) selector` where the look-ahead chose a hint, as Cassandra's parser takes it: a
+    /// syntactic predicate parses the hinted selector first, and when that fails (`(int) x.f (`
+    /// reads no call) the parentheses are a selector of their own (the column `int`), the
+    /// statement failing after them ("mismatched input 'x' expecting K_FROM"). The tokens the
+    /// predicate fetched stay fetched (a later snippet reaches them).
+    fn selector_type_hint_or_parens(&mut self) -> PResult<SelectorExpr> {
+        let (pos, depth, binds, deferred) = (
+            self.pos,
+            self.depth,
+            self.binds.len(),
+            self.deferred.clone(),
+        );
+        match self.selector_type_hint() {
+            Err(e) if e.kind == crate::error::ParseErrorKind::Syntax => {
+                let far = self.far.max(self.pos);
+                self.pos = pos;
+                self.depth = depth;
+                self.binds.truncate(binds);
+                self.deferred = deferred;
+                self.far = far;
+                match self.parenthesized_selector() {
+                    Ok(sel) => Ok(sel),
+                    Err(_) => Err(e),
+                }
+            }
+            r => r,
+        }
+    }
+
     /// `(type) selector`: a cast in Cassandra's grammar.
     fn selector_type_hint(&mut self) -> PResult<SelectorExpr> {
         // `(type) selector` is a cast in Cassandra's grammar.
@@ -493,11 +545,16 @@ impl Parser<'_> {
         self.expect(Tok::RParen)?;
         // Cassandra parses what a hint applies to without its look-ahead, and without
         // a field or element selection after it: `(text)m[1]` selects from `(text)m`.
+        // A hint of a hint or of parentheses (`(int) (int) x y`) keeps the look-ahead of
+        // the inner choice between them, which Cassandra's predicate makes too.
+        let nested = self.at(Tok::LParen);
         let far = self.far;
         let depth = self.depth;
         let expr = self.selector_primary()?;
         self.depth = depth;
-        self.far = far;
+        if !nested {
+            self.far = far;
+        }
         if !matches!(expr, SelectorExpr::Term(_)) {
             return Ok(SelectorExpr::TypeHint {
                 ty,
@@ -507,6 +564,7 @@ impl Parser<'_> {
         Ok(SelectorExpr::Cast {
             expr: Box::new(expr),
             ty,
+            call: false,
         })
     }
 
@@ -646,7 +704,9 @@ impl Parser<'_> {
         loop {
             match self.peek_n(i).kind {
                 Tok::Lt => depth += 1,
-                Tok::Gt => depth = depth.saturating_sub(1),
+                // One `>` too many ends the type there.
+                Tok::Gt if depth == 0 => return i,
+                Tok::Gt => depth -= 1,
                 Tok::RParen if depth == 0 => return i,
                 Tok::Eof => return i,
                 _ => {}

@@ -38,12 +38,14 @@ impl Builder<'_> {
     }
 
     pub fn select(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
-        let plan = self.select_plan(s)?;
-        // An error Cassandra raises only when the statement executes comes after every other.
-        match self.execution_error.take() {
-            Some(m) => Err(EngineError::server(m)),
-            None => Ok(plan),
+        let mut plan = self.select_plan(s)?;
+        // An error Cassandra raises once the statement is otherwise prepared comes after every
+        // other; one it raises at execution is the plan's to raise.
+        if let Some(m) = self.late_error.take() {
+            return Err(EngineError::server(m));
         }
+        plan.execution_error = self.execution_error.take().map(Arc::from);
+        Ok(plan)
     }
 
     fn select_plan(&mut self, s: &ast::SelectStatement) -> Result<SelectPlan, EngineError> {
@@ -95,15 +97,14 @@ impl Builder<'_> {
                 .iter()
                 .any(|f| t.columns[f.column].kind == ColumnKind::Clustering);
         if clustering_restricted && selects_only_statics(&t, &s.selection) {
-            return Err(match self.selection(&t, s, None) {
+            return Err(match self.selection(&t, s) {
                 Err(e) if is_function_resolution(&e) => e,
                 _ => EngineError::invalid(
                     "Cannot restrict clustering columns when selecting only static columns",
                 ),
             });
         }
-        let group_by = self.group_by(&t, s, &eq_restricted)?;
-        let (selection, mut output) = self.selection(&t, s, group_by)?;
+        let (mut selection, mut output) = self.selection(&t, s)?;
         if s.distinct {
             if s.per_partition_limit.is_some() {
                 return Err(distinct_refusal(s));
@@ -147,6 +148,13 @@ impl Builder<'_> {
                         "SELECT DISTINCT queries must request all the partition key columns",
                     ));
                 }
+            }
+        }
+        // Cassandra checks the GROUP BY after the selection and its DISTINCT rules.
+        if let Some((n, f)) = self.group_by(&t, s, &eq_restricted)? {
+            if let Selection::Aggregates(a) = &mut selection {
+                a.group_by = Some(n);
+                a.group_fn = f;
             }
         }
         let mut reversed = false;
@@ -250,6 +258,7 @@ impl Builder<'_> {
             per_partition_limit,
             index,
             ann,
+            execution_error: None,
         })
     }
 }
@@ -267,7 +276,7 @@ fn names_partitions_by_in(partitions: &PartitionSel) -> bool {
 }
 
 /// The columns a selector expression names.
-fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
+pub(crate) fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
     columns(e, out);
     fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
         use ast::SelectorExpr as E;

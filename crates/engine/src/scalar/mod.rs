@@ -107,6 +107,11 @@ pub fn return_type(name: &str, args: &[ColumnType]) -> Result<ColumnType, String
 /// signature of it takes, whatever the arguments' types: the function resolver counts them
 /// before it types a literal (`now(1)`: "0 required but 1 provided", not "Cannot infer type").
 /// None for a function of that arity, and for names this registry does not hold.
+/// Whether `name` is a native scalar function (under either of its names).
+pub(crate) fn is_native(name: &str) -> bool {
+    canonical(name).is_ok()
+}
+
 pub(crate) fn arity_refusal(name: &str, n: usize) -> Option<String> {
     let f = canonical(name).ok()?;
     let sigs = signature::signatures(&f);

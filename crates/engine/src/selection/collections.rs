@@ -39,6 +39,7 @@ pub(super) fn typed_literal(term: &Term) -> Option<E> {
         Term::TypeHint { ty, term } => E::Cast {
             expr: Box::new(E::Term((**term).clone())),
             ty: ty.clone(),
+            call: false,
         },
         Term::List(v) if v.iter().any(typed) => E::Collection(C::List(items(v))),
         Term::Set(v) if v.iter().any(typed) => E::Collection(C::Set(items(v))),

@@ -70,8 +70,8 @@ pub(super) fn selector_name(e: &E) -> String {
                 None => crate::scalar::column_name(&name.name, &names),
             }
         }
-        E::Cast { expr, ty } => match &**expr {
-            E::Term(t) => format!("({ty}){}", term_name(t)),
+        E::Cast { expr, ty, call } => match &**expr {
+            E::Term(t) if !call => format!("({ty}){}", term_name(t)),
             inner => format!("cast({} as {ty})", selector_name(inner)),
         },
         E::Term(t) => match term_as_selector(t) {

@@ -13,9 +13,10 @@ use proto::types::ColumnType;
 impl Builder<'_> {
     /// A similarity function's vector literal holding a `null` or a list element, its other
     /// elements floats (`similarity_cosine(v, [1.0, null])`): typed as a float vector of its
-    /// length, and the statement failed when it executes, as 5.0.9 fails it binding the
-    /// literal (a nested list: "Unsupported target type: float"; else its serializer's
-    /// MarshalException, naming each element's buffer, a literal float's a 4-byte one).
+    /// length, and the statement failed as 5.0.9 fails it: a nested list once the statement is
+    /// otherwise prepared ("Unsupported target type: float"), a null at each execution, binding
+    /// the literal (its serializer's MarshalException, naming each element's buffer, a literal
+    /// float's a 4-byte one).
     pub(super) fn vector_literal_refused(&mut self, fname: &str, term: &Term) -> Option<SelExpr> {
         let Term::List(items) = term else {
             return None;
@@ -32,8 +33,10 @@ impl Builder<'_> {
         {
             return None;
         }
-        let message = if items.iter().any(|i| matches!(i, Term::List(_))) {
-            "java.lang.IllegalArgumentException: Unsupported target type: float".to_string()
+        if items.iter().any(|i| matches!(i, Term::List(_))) {
+            self.late_error.get_or_insert(
+                "java.lang.IllegalArgumentException: Unsupported target type: float".to_string(),
+            );
         } else {
             let null = items
                 .iter()
@@ -46,12 +49,11 @@ impl Builder<'_> {
                     _ => "java.nio.HeapByteBuffer[pos=0 lim=4 cap=4]",
                 })
                 .collect();
-            format!(
+            self.execution_error.get_or_insert(format!(
                 "org.apache.cassandra.serializers.MarshalException: Element at index {null} is null (expected type float); given [{}]",
                 given.join(", ")
-            )
-        };
-        self.execution_error.get_or_insert(message);
+            ));
+        }
         Some(SelExpr::Const(ty, None))
     }
 
