@@ -304,7 +304,7 @@ def execute(session, text, ks, fetch_size, pages=False, binds=None):
                 prepared = session.prepare(text)
             except Exception as e:  # noqa: BLE001 - failing at PREPARE is not failing at EXECUTE
                 return Outcome(error=f"prepare {_fmt_code(_error_code(e))}",
-                               error_text=str(e).replace(ks, "$KS"))
+                               error_text=unbind_names(str(e), ks))
             stmt = prepared.bind([None] * len(binds))
             stmt.values = list(binds)
             stmt.fetch_size = fetch_size
