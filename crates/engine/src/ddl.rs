@@ -8,7 +8,7 @@ use crate::{
     statement_kind, EngineError, Now, Outcome, Prepared, QueryOptions, SchemaChange,
     SchemaChangeType, SCHEMA_KEY,
 };
-use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
+use cql::ast::{self, CqlType, Property};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 mod compaction;
 mod compression;
+mod keyspace;
 mod options;
 mod readd;
 mod retry;
@@ -37,77 +38,14 @@ fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The `replication` map of keyspace `ks` from `props` (or its `existing` one), checked as
+/// Cassandra 5.0.9 checks it (`keyspace`).
 pub fn replication(
     props: &[Property],
     existing: Option<&BTreeMap<String, String>>,
+    ks: &str,
 ) -> Result<BTreeMap<String, String>, EngineError> {
-    let Some(rep) = ast::find_property(props, "replication") else {
-        return existing
-            .cloned()
-            .ok_or_else(|| EngineError::invalid("Missing mandatory option 'replication'"));
-    };
-    let PropertyValue::Map(pairs) = rep else {
-        return Err(EngineError::syntax(
-            "Invalid value for property 'replication'. It should be a map.",
-        ));
-    };
-    let mut m: BTreeMap<String, String> = pairs.iter().cloned().collect();
-    let class = m
-        .remove("class")
-        .ok_or_else(|| EngineError::config("Missing replication strategy class"))?;
-    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-    let full = match short.as_str() {
-        "SimpleStrategy" => {
-            // Cassandra 5.0 defaults a missing factor to 1 (default_keyspace_rf).
-            let rf = m
-                .entry("replication_factor".to_string())
-                .or_insert_with(|| "1".to_string())
-                .clone();
-            if rf.parse::<u32>().is_err() {
-                return Err(EngineError::config(format!(
-                    "Replication factor must be non-negative integer; found {rf}"
-                )));
-            }
-            if m.len() != 1 {
-                let other: Vec<&String> = m.keys().filter(|k| *k != "replication_factor").collect();
-                return Err(EngineError::config(format!(
-                    "Unrecognized strategy option {{{}}} passed to SimpleStrategy for keyspace",
-                    other
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            "org.apache.cassandra.locator.SimpleStrategy"
-        }
-        "NetworkTopologyStrategy" => {
-            for (k, v) in &m {
-                if v.parse::<u32>().is_err() {
-                    return Err(EngineError::config(format!(
-                        "Replication factor must be non-negative integer; found {v} for {k}"
-                    )));
-                }
-            }
-            // A bare replication_factor expands to every known datacenter (here: one).
-            if let Some(rf) = m.remove("replication_factor") {
-                m.insert("datacenter1".into(), rf);
-            }
-            "org.apache.cassandra.locator.NetworkTopologyStrategy"
-        }
-        "LocalStrategy" | "EverywhereStrategy" => {
-            return Err(EngineError::config(format!(
-                "Unable to use given strategy class: {class}"
-            )))
-        }
-        _ => {
-            return Err(EngineError::config(format!(
-                "Unable to find replication strategy class 'org.apache.cassandra.locator.{short}'"
-            )))
-        }
-    };
-    m.insert("class".into(), full.into());
-    Ok(m)
+    keyspace::replication(props, existing, ks)
 }
 
 /// A column's type as Cassandra spells it in DESCRIBE and `system_schema.columns`: a tuple is
@@ -890,16 +828,7 @@ pub fn alter_table(
 }
 
 pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<bool, EngineError> {
-    Ok(match ast::find_property(props, "durable_writes") {
-        Some(PropertyValue::Literal(Literal::Boolean(b))) => *b,
-        Some(PropertyValue::Literal(Literal::String(s))) => s.eq_ignore_ascii_case("true"),
-        Some(_) => {
-            return Err(EngineError::syntax(
-                "Invalid value for property 'durable_writes'",
-            ))
-        }
-        None => default,
-    })
+    keyspace::durable_writes(props, default)
 }
 
 pub fn check_keyspace_props(props: &[Property]) -> Result<(), EngineError> {
@@ -921,7 +850,7 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
     check_keyspace_props(&ck.properties)?;
     Ok(KeyspaceDef {
         name: ck.name.clone(),
-        replication: replication(&ck.properties, None)?,
+        replication: replication(&ck.properties, None, &ck.name)?,
         durable_writes: keyspace_properties_durable(&ck.properties, true)?,
     })
 }
@@ -1029,7 +958,11 @@ impl crate::Engine {
                         check_keyspace_props(&ak.properties)?;
                         let def = catalog::KeyspaceDef {
                             name: ak.name.clone(),
-                            replication: replication(&ak.properties, Some(&old.replication))?,
+                            replication: replication(
+                                &ak.properties,
+                                Some(&old.replication),
+                                &ak.name,
+                            )?,
                             durable_writes: keyspace_properties_durable(
                                 &ak.properties,
                                 old.durable_writes,

@@ -230,9 +230,11 @@ fn caching(m: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Eng
         None => "NONE",
         Some(k) if k.eq_ignore_ascii_case("ALL") => "ALL",
         Some(k) if k.eq_ignore_ascii_case("NONE") => "NONE",
-        Some(k) => return Err(EngineError::config(format!(
+        Some(k) => {
+            return Err(EngineError::config(format!(
             "Invalid value '{k}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
-        ))),
+        )))
+        }
     };
     let rows = match rest.remove("rows_per_partition") {
         None => "NONE".to_string(),
