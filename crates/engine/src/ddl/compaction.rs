@@ -26,11 +26,7 @@ pub(crate) fn from_map(
     let class = out
         .remove("class")
         .ok_or_else(|| config("Missing sub-option 'class' for the 'compaction' option"))?;
-    let full = if class.contains('.') {
-        class.clone()
-    } else {
-        format!("{PACKAGE}{class}")
-    };
+    let full = super::options::full_class(&class, PACKAGE);
     let short = full.strip_prefix(PACKAGE).unwrap_or("");
     if ![STCS, LCS, TWCS, UCS].contains(&short) {
         return Err(config(format!(
@@ -516,13 +512,7 @@ fn thresholds(o: &BTreeMap<String, String>) -> Result<(), EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::ddl::options::test_map as map;
 
     fn check(pairs: &[(&str, &str)]) -> Result<(), String> {
         from_map(&map(pairs))

@@ -64,11 +64,7 @@ pub(crate) fn from_map(
         None => 0.0,
         Some(s) => java_double(&s).ok_or_else(|| EngineError::server(number_format(&s)))?,
     };
-    let full = if class.contains('.') {
-        class.clone()
-    } else {
-        format!("{PACKAGE}{class}")
-    };
+    let full = super::options::full_class(&class, PACKAGE);
     let short = full.strip_prefix(PACKAGE).unwrap_or("");
     let supported: &[&str] = match short {
         "LZ4Compressor" => {
@@ -149,13 +145,7 @@ fn zstd(o: &BTreeMap<String, String>) -> Result<(), EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::ddl::options::test_map as map;
 
     fn err(pairs: &[(&str, &str)]) -> String {
         from_map(&map(pairs)).unwrap_err().to_string()

@@ -67,11 +67,7 @@ pub(crate) fn replication(
     let class = m
         .remove("class")
         .ok_or_else(|| config("Missing replication strategy class"))?;
-    let full = if class.contains('.') {
-        class.clone()
-    } else {
-        format!("{PACKAGE}{class}")
-    };
+    let full = super::options::full_class(&class, PACKAGE);
     match full.strip_prefix(PACKAGE).unwrap_or("") {
         "SimpleStrategy" => {
             // Cassandra 5.0 defaults a missing factor to 1 (default_keyspace_rf).

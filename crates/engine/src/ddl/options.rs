@@ -277,6 +277,24 @@ pub(super) fn hash_order<'a>(keys: impl Iterator<Item = &'a String>) -> Vec<&'a 
     })
 }
 
+/// A class name as Cassandra resolves one: as written when qualified, else in `package`.
+pub(super) fn full_class(class: &str, package: &str) -> String {
+    if class.contains('.') {
+        class.to_string()
+    } else {
+        format!("{package}{class}")
+    }
+}
+
+/// A sub-option map from pairs (tests).
+#[cfg(test)]
+pub(super) fn test_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Commons-lang's `StringUtils.isNumeric`: not empty, digits only (no sign).
 pub(super) fn is_numeric(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
@@ -369,14 +387,8 @@ fn prop_map(v: &PropertyValue, name: &str) -> Result<BTreeMap<String, String>, E
 
 #[cfg(test)]
 mod tests {
+    use super::test_map as map;
     use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn caching_normalizes_and_defaults_keys_to_none() {
