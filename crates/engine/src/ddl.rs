@@ -8,13 +8,18 @@ use crate::{
     statement_kind, EngineError, Now, Outcome, Prepared, QueryOptions, SchemaChange,
     SchemaChangeType, SCHEMA_KEY,
 };
-use cql::ast::{self, CqlType, Literal, Property, PropertyValue};
+use cql::ast::{self, CqlType, Property};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+mod compaction;
+mod compression;
+mod keyspace;
+mod options;
 mod readd;
+mod retry;
 pub(crate) mod table_id;
 
 pub const SYSTEM_KEYSPACES: &[&str] = &[
@@ -33,120 +38,14 @@ fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The `replication` map of keyspace `ks` from `props` (or its `existing` one), checked as
+/// Cassandra 5.0.9 checks it (`keyspace`).
 pub fn replication(
     props: &[Property],
     existing: Option<&BTreeMap<String, String>>,
+    ks: &str,
 ) -> Result<BTreeMap<String, String>, EngineError> {
-    let Some(rep) = ast::find_property(props, "replication") else {
-        return existing
-            .cloned()
-            .ok_or_else(|| EngineError::invalid("Missing mandatory option 'replication'"));
-    };
-    let PropertyValue::Map(pairs) = rep else {
-        return Err(EngineError::syntax(
-            "Invalid value for property 'replication'. It should be a map.",
-        ));
-    };
-    let mut m: BTreeMap<String, String> = pairs.iter().cloned().collect();
-    let class = m
-        .remove("class")
-        .ok_or_else(|| EngineError::config("Missing replication strategy class"))?;
-    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-    let full = match short.as_str() {
-        "SimpleStrategy" => {
-            // Cassandra 5.0 defaults a missing factor to 1 (default_keyspace_rf).
-            let rf = m
-                .entry("replication_factor".to_string())
-                .or_insert_with(|| "1".to_string())
-                .clone();
-            if rf.parse::<u32>().is_err() {
-                return Err(EngineError::config(format!(
-                    "Replication factor must be non-negative integer; found {rf}"
-                )));
-            }
-            if m.len() != 1 {
-                let other: Vec<&String> = m.keys().filter(|k| *k != "replication_factor").collect();
-                return Err(EngineError::config(format!(
-                    "Unrecognized strategy option {{{}}} passed to SimpleStrategy for keyspace",
-                    other
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            "org.apache.cassandra.locator.SimpleStrategy"
-        }
-        "NetworkTopologyStrategy" => {
-            for (k, v) in &m {
-                if v.parse::<u32>().is_err() {
-                    return Err(EngineError::config(format!(
-                        "Replication factor must be non-negative integer; found {v} for {k}"
-                    )));
-                }
-            }
-            // A bare replication_factor expands to every known datacenter (here: one).
-            if let Some(rf) = m.remove("replication_factor") {
-                m.insert("datacenter1".into(), rf);
-            }
-            "org.apache.cassandra.locator.NetworkTopologyStrategy"
-        }
-        "LocalStrategy" | "EverywhereStrategy" => {
-            return Err(EngineError::config(format!(
-                "Unable to use given strategy class: {class}"
-            )))
-        }
-        _ => {
-            return Err(EngineError::config(format!(
-                "Unable to find replication strategy class 'org.apache.cassandra.locator.{short}'"
-            )))
-        }
-    };
-    m.insert("class".into(), full.into());
-    Ok(m)
-}
-
-fn prop_text(v: &PropertyValue, name: &str) -> Result<String, EngineError> {
-    v.as_text().ok_or_else(|| {
-        EngineError::syntax(format!(
-            "Invalid value for property '{name}'. It should be a string"
-        ))
-    })
-}
-
-/// A boolean property as Cassandra reads one: `1`, `true`, `yes` or `0`, `false`, `no`, in any
-/// case.
-fn prop_bool(v: &PropertyValue, name: &str) -> Result<bool, EngineError> {
-    let s = prop_text(v, name)?;
-    match s.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" => Ok(true),
-        "0" | "false" | "no" => Ok(false),
-        _ => Err(EngineError::syntax(format!(
-            "Invalid boolean value {s} for '{name}'. Positive values can be '1', 'true' or 'yes'. Negative values can be '0', 'false' or 'no'."
-        ))),
-    }
-}
-
-fn prop_int(v: &PropertyValue, name: &str) -> Result<i32, EngineError> {
-    let s = prop_text(v, name)?;
-    s.parse()
-        .map_err(|_| EngineError::syntax(format!("Invalid integer value {s} for '{name}'")))
-}
-
-fn prop_f64(v: &PropertyValue, name: &str) -> Result<f64, EngineError> {
-    let s = prop_text(v, name)?;
-    s.parse()
-        .map_err(|_| EngineError::syntax(format!("Invalid double value {s} for '{name}'")))
-}
-
-fn prop_map(v: &PropertyValue, name: &str) -> Result<BTreeMap<String, String>, EngineError> {
-    v.as_map()
-        .map(|m| m.iter().cloned().collect())
-        .ok_or_else(|| {
-            EngineError::syntax(format!(
-                "Invalid value for property '{name}'. It should be a map."
-            ))
-        })
+    keyspace::replication(props, existing, ks)
 }
 
 /// A column's type as Cassandra spells it in DESCRIBE and `system_schema.columns`: a tuple is
@@ -158,154 +57,13 @@ fn column_type_text(ty: &CqlType) -> String {
     }
 }
 
-/// Applies `WITH` properties to table options, with Cassandra's validation; answers the
-/// table id one sets (`table_id`), read last.
+/// Applies `WITH` properties of an ALTER to table options, with Cassandra's checks
+/// (`options`); answers the table id one sets (`table_id`), read last.
 pub fn apply_table_properties(
     opts: &mut TableOptions,
     props: &[Property],
 ) -> Result<Option<[u8; 16]>, EngineError> {
-    for p in props {
-        let v = &p.value;
-        match p.name.as_str() {
-            "id" => {}
-            "bloom_filter_fp_chance" => opts.bloom_filter_fp_chance = prop_f64(v, &p.name)?,
-            "crc_check_chance" => opts.crc_check_chance = prop_f64(v, &p.name)?,
-            "comment" => opts.comment = prop_text(v, &p.name)?,
-            "default_time_to_live" => {
-                let ttl = prop_int(v, &p.name)?;
-                if ttl < 0 {
-                    return Err(EngineError::config(
-                        "default_time_to_live must be greater than or equal to 0 (got ".to_string()
-                            + &ttl.to_string()
-                            + ")",
-                    ));
-                }
-                if ttl > 630_720_000 {
-                    return Err(EngineError::config(format!(
-                        "default_time_to_live must be less than or equal to 630720000 (got {ttl})"
-                    )));
-                }
-                opts.default_time_to_live = ttl
-            }
-            "gc_grace_seconds" => {
-                let g = prop_int(v, &p.name)?;
-                if g < 0 {
-                    return Err(EngineError::config(format!(
-                        "gc_grace_seconds must be greater than or equal to 0 (got {g})"
-                    )));
-                }
-                opts.gc_grace_seconds = g
-            }
-            "max_index_interval" => opts.max_index_interval = prop_int(v, &p.name)?,
-            "min_index_interval" => opts.min_index_interval = prop_int(v, &p.name)?,
-            "memtable_flush_period_in_ms" => {
-                opts.memtable_flush_period_in_ms = prop_int(v, &p.name)?
-            }
-            "read_repair" => opts.read_repair = prop_text(v, &p.name)?.to_uppercase(),
-            "speculative_retry" => opts.speculative_retry = prop_text(v, &p.name)?,
-            "additional_write_policy" => opts.additional_write_policy = prop_text(v, &p.name)?,
-            "cdc" => opts.cdc = prop_bool(v, &p.name)?,
-            "allow_auto_snapshot" => opts.allow_auto_snapshot = prop_bool(v, &p.name)?,
-            "incremental_backups" => opts.incremental_backups = prop_bool(v, &p.name)?,
-            // Cassandra 5.0's memtable implementation, by the name of a configuration in its
-            // cassandra.yaml; a stock node has only `default`, as Peregrine (one memtable).
-            "memtable" => {
-                let m = prop_text(v, &p.name)?;
-                if m != "default" {
-                    return Err(EngineError::config(format!(
-                        "Memtable configuration \"{m}\" not found."
-                    )));
-                }
-            }
-            // Accepted and not kept, as Cassandra 5.0.9 does (DESCRIBE shows `{}` after it).
-            "extensions" => {}
-            // A Peregrine extension; Cassandra refuses the name (docs/visibility.md).
-            "visibility" => {
-                opts.visibility =
-                    crate::labels::table_option(opts.visibility, &prop_map(v, &p.name)?)?
-            }
-            "caching" => {
-                let mut m = prop_map(v, &p.name)?;
-                for k in m.keys() {
-                    if k != "keys" && k != "rows_per_partition" {
-                        return Err(EngineError::config(format!("Invalid caching sub-options {{{k}}}: only \"keys\" and \"rows_per_partition\" are allowed")));
-                    }
-                }
-                m.entry("keys".into()).or_insert_with(|| "ALL".into());
-                m.entry("rows_per_partition".into())
-                    .or_insert_with(|| "NONE".into());
-                opts.caching = m;
-            }
-            "compaction" => {
-                let mut m = prop_map(v, &p.name)?;
-                let class = m.remove("class").ok_or_else(|| {
-                    EngineError::config("Missing sub-option 'class' for the 'compaction' option.")
-                })?;
-                let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-                let known = [
-                    "SizeTieredCompactionStrategy",
-                    "LeveledCompactionStrategy",
-                    "TimeWindowCompactionStrategy",
-                    "UnifiedCompactionStrategy",
-                ];
-                if !known.contains(&short.as_str()) {
-                    return Err(EngineError::config(format!(
-                        "Unable to find compaction strategy class '{class}'"
-                    )));
-                }
-                // Cassandra shows these two for every strategy.
-                m.entry("max_threshold".into())
-                    .or_insert_with(|| "32".into());
-                m.entry("min_threshold".into())
-                    .or_insert_with(|| "4".into());
-                m.insert(
-                    "class".into(),
-                    format!("org.apache.cassandra.db.compaction.{short}"),
-                );
-                opts.compaction = m;
-            }
-            "compression" => {
-                let mut m = prop_map(v, &p.name)?;
-                if m.get("enabled").map(|s| s == "false").unwrap_or(false) {
-                    opts.compression = [("enabled".to_string(), "false".to_string())].into();
-                    continue;
-                }
-                if let Some(class) = m
-                    .remove("class")
-                    .or_else(|| m.remove("sstable_compression"))
-                {
-                    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-                    let known = [
-                        "LZ4Compressor",
-                        "SnappyCompressor",
-                        "DeflateCompressor",
-                        "ZstdCompressor",
-                        "NoopCompressor",
-                    ];
-                    if !known.contains(&short.as_str()) {
-                        return Err(EngineError::config(format!("Could not create Compression for type org.apache.cassandra.io.compress.{short}")));
-                    }
-                    m.insert(
-                        "class".into(),
-                        format!("org.apache.cassandra.io.compress.{short}"),
-                    );
-                } else if m.is_empty() {
-                    opts.compression = [("enabled".to_string(), "false".to_string())].into();
-                    continue;
-                } else {
-                    m.insert(
-                        "class".into(),
-                        "org.apache.cassandra.io.compress.LZ4Compressor".into(),
-                    );
-                }
-                m.entry("chunk_length_in_kb".into())
-                    .or_insert_with(|| "16".into());
-                opts.compression = m;
-            }
-            other => return Err(EngineError::syntax(format!("Unknown property '{other}'"))),
-        }
-    }
-    table_id::of(props)
+    options::apply(opts, props, false)
 }
 
 /// Cassandra's answer to a name without a keyspace in a session without one.
@@ -854,8 +612,7 @@ pub fn create_table(
             ct.clustering_columns[order.len()]
         )));
     }
-    let mut options = TableOptions::default();
-    let uuid = apply_table_properties(&mut options, &ct.options.properties)?;
+    let (options, uuid) = options::new_table(&ct.options.properties)?;
     if let Some(id) = uuid {
         table_id::check_unique(id, (&ks, &name), schema.tables.values().map(|t| &**t))?;
     }
@@ -1119,16 +876,7 @@ pub fn alter_table(
 }
 
 pub fn keyspace_properties_durable(props: &[Property], default: bool) -> Result<bool, EngineError> {
-    Ok(match ast::find_property(props, "durable_writes") {
-        Some(PropertyValue::Literal(Literal::Boolean(b))) => *b,
-        Some(PropertyValue::Literal(Literal::String(s))) => s.eq_ignore_ascii_case("true"),
-        Some(_) => {
-            return Err(EngineError::syntax(
-                "Invalid value for property 'durable_writes'",
-            ))
-        }
-        None => default,
-    })
+    keyspace::durable_writes(props, default)
 }
 
 pub fn check_keyspace_props(props: &[Property]) -> Result<(), EngineError> {
@@ -1150,7 +898,7 @@ pub fn create_keyspace_def(ck: &ast::CreateKeyspace) -> Result<KeyspaceDef, Engi
     check_keyspace_props(&ck.properties)?;
     Ok(KeyspaceDef {
         name: ck.name.clone(),
-        replication: replication(&ck.properties, None)?,
+        replication: replication(&ck.properties, None, &ck.name)?,
         durable_writes: keyspace_properties_durable(&ck.properties, true)?,
     })
 }
@@ -1258,7 +1006,11 @@ impl crate::Engine {
                         check_keyspace_props(&ak.properties)?;
                         let def = catalog::KeyspaceDef {
                             name: ak.name.clone(),
-                            replication: replication(&ak.properties, Some(&old.replication))?,
+                            replication: replication(
+                                &ak.properties,
+                                Some(&old.replication),
+                                &ak.name,
+                            )?,
                             durable_writes: keyspace_properties_durable(
                                 &ak.properties,
                                 old.durable_writes,
