@@ -10,7 +10,6 @@ use crate::{Engine, EngineError, Now};
 use proto::types::ColumnType;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Arc;
 use storage::WriteBatch;
 
 mod batch_size;
