@@ -61,7 +61,11 @@ mod tests {
         for len in lengths {
             let input = &data[..len];
             assert_eq!(hash128(input), xxhash_rust::xxh3::xxh3_128(input), "{len}");
-            assert_eq!(hash64_any(input), xxhash_rust::xxh3::xxh3_64(input), "{len}");
+            assert_eq!(
+                hash64_any(input),
+                xxhash_rust::xxh3::xxh3_64(input),
+                "{len}"
+            );
             let mut w = crate::checksum::ChecksummedWriter::new(std::io::sink());
             for piece in input.chunks(1 + len % 97) {
                 std::io::Write::write_all(&mut w, piece).unwrap();
