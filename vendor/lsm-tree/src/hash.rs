@@ -18,11 +18,12 @@ pub fn hash128(bytes: &[u8]) -> u128 {
 }
 
 /// xxh3's largest input hashed without its stripe loop (PATCH, see `hash128`).
-pub(crate) const XXH3_MIDSIZE_MAX: usize = 240;
+const XXH3_MIDSIZE_MAX: usize = 240;
 
 /// [`hash64`] for inputs of any length, those past 240 bytes by `twox-hash` (PATCH, see
 /// `hash128`): fjall's journal checksums each batch with it.
 #[doc(hidden)]
+#[must_use]
 pub fn hash64_any(bytes: &[u8]) -> u64 {
     if bytes.len() > XXH3_MIDSIZE_MAX {
         twox_hash::XxHash3_64::oneshot(bytes)
@@ -47,7 +48,7 @@ mod tests {
     /// stripe and block sizes, one-shot and streamed in uneven pieces.
     #[test]
     #[expect(clippy::indexing_slicing, clippy::cast_possible_truncation)]
-    fn long_inputs_hash_as_xxhash_rust_does() {
+    fn long_inputs_hash_as_xxhash_rust_does() -> std::io::Result<()> {
         let mut state = 0x9E37_79B9_7F4A_7C15_u64;
         let data: Vec<u8> = (0..20_000)
             .map(|_| {
@@ -68,7 +69,7 @@ mod tests {
             );
             let mut w = crate::checksum::ChecksummedWriter::new(std::io::sink());
             for piece in input.chunks(1 + len % 97) {
-                std::io::Write::write_all(&mut w, piece).unwrap();
+                std::io::Write::write_all(&mut w, piece)?;
             }
             assert_eq!(
                 w.checksum().into_u128(),
@@ -76,6 +77,7 @@ mod tests {
                 "{len} streamed"
             );
         }
+        Ok(())
     }
 
     #[test]

@@ -96,7 +96,7 @@ impl Header {
         // bytes), instead of a streaming hasher set up, fed and finished per block written.
         let mut head = [0u8; MAGIC_BYTES.len() + 1 + 16 + 4 + 4];
         {
-            let mut out = &mut head[..];
+            let mut out = head.as_mut_slice();
             out.write_all(&MAGIC_BYTES)?;
             out.write_u8(u8::from(self.block_type) | flags)?;
             out.write_u128::<LE>(self.checksum.into_u128())?;
