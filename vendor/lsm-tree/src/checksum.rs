@@ -56,9 +56,13 @@ impl Checksum {
     }
 }
 
+// PATCH (Peregrine, speed; see vendor/README.md): the file's hasher is `twox-hash`'s XXH3-128,
+// which picks AVX2 at run time (`xxhash-rust`'s picks SSE2 at compile time in a portable
+// build): a table file's bytes are hashed here as they are written, beside each block's own
+// checksum. Same digest (`hash.rs` tests it).
 pub struct ChecksummedWriter<W: std::io::Write> {
     inner: W,
-    hasher: xxhash_rust::xxh3::Xxh3Default,
+    hasher: twox_hash::XxHash3_128,
 }
 
 impl<W: std::io::Write + std::io::Seek> std::io::Seek for ChecksummedWriter<W> {
@@ -71,12 +75,12 @@ impl<W: std::io::Write> ChecksummedWriter<W> {
     pub fn new(writer: W) -> Self {
         Self {
             inner: writer,
-            hasher: xxhash_rust::xxh3::Xxh3Default::new(),
+            hasher: twox_hash::XxHash3_128::new(),
         }
     }
 
     pub fn checksum(&self) -> Checksum {
-        Checksum::from_raw(self.hasher.digest128())
+        Checksum::from_raw(self.hasher.finish_128())
     }
 
     pub fn inner_mut(&mut self) -> &mut W {
@@ -90,7 +94,11 @@ impl<W: std::io::Write> std::io::Write for ChecksummedWriter<W> {
     }
 
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.hasher.update(buf);
-        self.inner.write(buf)
+        // Only the bytes the inner writer took are hashed (as upstream's `update(buf)` did
+        // not ensure: a short write hashed the rest twice).
+        let n = self.inner.write(buf)?;
+        #[expect(clippy::indexing_slicing)]
+        self.hasher.write(&buf[..n]);
+        Ok(n)
     }
 }

@@ -117,6 +117,9 @@ pub use key::compare_user_keys;
 // PATCH (Peregrine, speed): exported for crates/storage's test of `Memtable::insert_onto`.
 #[doc(hidden)]
 pub use hash::hash64;
+// PATCH (Peregrine, speed): fjall's journal checksums its batches with it.
+#[doc(hidden)]
+pub use hash::hash64_any;
 mod key_range;
 mod manifest;
 mod memtable;

@@ -430,8 +430,10 @@ impl Writer {
                 compression,
             )?;
         }
+        // PATCH (Peregrine, speed; see vendor/README.md): a batch past 240 bytes is hashed by
+        // `twox-hash` (AVX2 chosen at run time), the same XXH3-64 digest.
         #[expect(clippy::indexing_slicing)]
-        let checksum = xxhash_rust::xxh3::xxh3_64(&self.buf[items_start..]);
+        let checksum = lsm_tree::hash64_any(&self.buf[items_start..]);
         Entry::End(checksum).encode_into(&mut self.buf)?;
         if unbuffered {
             self.file.get_mut().write_all(&self.buf)?;

@@ -3,7 +3,6 @@
 // (found in the LICENSE-* files in the repository)
 
 use super::Checksum;
-use crate::checksum::ChecksummedWriter;
 use crate::coding::{Decode, Encode};
 use crate::file::MAGIC_BYTES;
 use crate::table::block::BlockType;
@@ -87,31 +86,25 @@ impl Encode for Header {
 impl Header {
     pub(crate) fn encode_with_flags<W: Write>(
         &self,
-        mut writer: &mut W,
+        writer: &mut W,
         flags: u8,
     ) -> Result<(), crate::Error> {
         use byteorder::LE;
 
-        let checksum = {
-            let mut writer = ChecksummedWriter::new(&mut writer);
-
-            // Write header
-            writer.write_all(&MAGIC_BYTES)?;
-
-            // Write block type
-            writer.write_u8(u8::from(self.block_type) | flags)?;
-
-            // Write data checksum
-            writer.write_u128::<LE>(self.checksum.into_u128())?;
-
-            // Write on-disk size length
-            writer.write_u32::<LE>(self.data_length)?;
-
-            // Write uncompressed data length
-            writer.write_u32::<LE>(self.uncompressed_length)?;
-
-            writer.checksum()
-        };
+        // PATCH (Peregrine, speed; see vendor/README.md): the header's fields are laid out in
+        // an array and hashed in one call (the digest a streaming hasher gives of the same
+        // bytes), instead of a streaming hasher set up, fed and finished per block written.
+        let mut head = [0u8; MAGIC_BYTES.len() + 1 + 16 + 4 + 4];
+        {
+            let mut out = head.as_mut_slice();
+            out.write_all(&MAGIC_BYTES)?;
+            out.write_u8(u8::from(self.block_type) | flags)?;
+            out.write_u128::<LE>(self.checksum.into_u128())?;
+            out.write_u32::<LE>(self.data_length)?;
+            out.write_u32::<LE>(self.uncompressed_length)?;
+        }
+        writer.write_all(&head)?;
+        let checksum = Checksum::from_raw(xxhash_rust::xxh3::xxh3_128(&head));
 
         #[expect(
             clippy::cast_possible_truncation,
