@@ -23,7 +23,7 @@ mod batch;
 mod call;
 pub(crate) mod operation;
 mod select;
-pub(crate) use select::selector_columns;
+pub(crate) use select::{selector_columns, walk_selector};
 mod where_clause;
 pub(crate) use batch::{check_write_attributes, validate_batch};
 pub(crate) use call::const_call;

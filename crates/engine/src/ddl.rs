@@ -57,13 +57,16 @@ fn column_type_text(ty: &CqlType) -> String {
     }
 }
 
-/// Applies `WITH` properties of an ALTER to table options, with Cassandra's checks
-/// (`options`); answers the table id one sets (`table_id`), read last.
+/// Applies `WITH` properties of an ALTER (TABLE or MATERIALIZED VIEW) to table options, with
+/// Cassandra's checks (`options`); a table id, read last, cannot be altered.
 pub fn apply_table_properties(
     opts: &mut TableOptions,
     props: &[Property],
-) -> Result<Option<[u8; 16]>, EngineError> {
-    options::apply(opts, props, false)
+) -> Result<(), EngineError> {
+    match options::apply(opts, props, false)? {
+        Some(_) => Err(EngineError::config("Cannot alter table id.")),
+        None => Ok(()),
+    }
 }
 
 /// Cassandra's answer to a name without a keyspace in a session without one.
@@ -848,9 +851,7 @@ pub fn alter_table(
                 ));
             }
             let had_labels = t.options.visibility.is_some();
-            if apply_table_properties(&mut t.options, &opts.properties)?.is_some() {
-                return Err(EngineError::config("Cannot alter table id."));
-            }
+            apply_table_properties(&mut t.options, &opts.properties)?;
             if !had_labels && t.options.visibility.is_some() {
                 crate::labels::check_enable(schema, &t)?;
             }

@@ -1140,12 +1140,13 @@ fn describe_unquoted(
             String::new(),
         ]],
         D::Types => {
-            let types = schema
+            let mut types: Vec<_> = schema
                 .types
                 .values()
-                .filter(|u| current_ks.is_none_or(|k| u.keyspace == k));
-            let mut types = by_name(types, |u| &u.name);
-            types.sort_by_cached_key(|u| u.keyspace.to_lowercase());
+                .filter(|u| current_ks.is_none_or(|k| u.keyspace == k))
+                .collect();
+            // By keyspace, then by name, each ignoring case (NAME_COMPARATOR).
+            types.sort_by_cached_key(|u| (u.keyspace.to_lowercase(), u.name.to_lowercase()));
             types
                 .into_iter()
                 .map(|u| {

@@ -277,28 +277,45 @@ fn names_partitions_by_in(partitions: &PartitionSel) -> bool {
 
 /// The columns a selector expression names.
 pub(crate) fn selector_columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
-    columns(e, out);
-    fn columns<'a>(e: &'a ast::SelectorExpr, out: &mut Vec<&'a str>) {
-        use ast::SelectorExpr as E;
-        match e {
-            E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => out.push(c),
-            E::ElementTime { column, .. }
-            | E::SliceTime { column, .. }
-            | E::FieldTime { column, .. } => out.push(column),
-            E::Function { args, .. } => args.iter().for_each(|a| columns(a, out)),
-            E::Cast { expr, .. }
-            | E::Field { expr, .. }
-            | E::Element { expr, .. }
-            | E::Slice { expr, .. }
-            | E::Parens(expr)
-            | E::TypeHint { expr, .. } => columns(expr, out),
-            E::Operation { left, right, .. } => {
-                columns(left, out);
-                columns(right, out);
-            }
-            E::Collection(c) => c.items().into_iter().for_each(|a| columns(a, out)),
-            E::CountRows | E::Term(_) => {}
+    use ast::SelectorExpr as E;
+    walk_selector(e, &mut |x| match x {
+        E::Column(c) | E::WriteTime(c) | E::MaxWriteTime(c) | E::Ttl(c) => out.push(c),
+        E::ElementTime { column, .. }
+        | E::SliceTime { column, .. }
+        | E::FieldTime { column, .. } => out.push(column),
+        _ => {}
+    });
+}
+
+/// `e` and every selector inside it, outermost first.
+pub(crate) fn walk_selector<'a>(
+    e: &'a ast::SelectorExpr,
+    f: &mut dyn FnMut(&'a ast::SelectorExpr),
+) {
+    use ast::SelectorExpr as E;
+    f(e);
+    match e {
+        E::Function { args, .. } => args.iter().for_each(|a| walk_selector(a, f)),
+        E::Cast { expr, .. }
+        | E::Field { expr, .. }
+        | E::Element { expr, .. }
+        | E::Slice { expr, .. }
+        | E::Parens(expr)
+        | E::TypeHint { expr, .. } => walk_selector(expr, f),
+        E::Operation { left, right, .. } => {
+            walk_selector(left, f);
+            walk_selector(right, f);
         }
+        E::Collection(c) => c.items().into_iter().for_each(|a| walk_selector(a, f)),
+        E::Column(_)
+        | E::WriteTime(_)
+        | E::MaxWriteTime(_)
+        | E::Ttl(_)
+        | E::ElementTime { .. }
+        | E::SliceTime { .. }
+        | E::FieldTime { .. }
+        | E::CountRows
+        | E::Term(_) => {}
     }
 }
 

@@ -150,7 +150,7 @@ impl Builder<'_> {
     /// (Cassandra's preparation of the selector looks its types up).
     fn check_hint_types(&self, t: &TableDef, e: &E) -> Result<(), EngineError> {
         let mut result = Ok(());
-        walk(e, &mut |x| {
+        crate::build::walk_selector(e, &mut |x| {
             if let (E::TypeHint { ty, .. } | E::Cast { ty, .. }, Ok(())) = (x, &result) {
                 if let Err(err) = crate::ddl::resolve_type(self.schema, &t.keyspace, ty) {
                     result = Err(err);
@@ -158,26 +158,6 @@ impl Builder<'_> {
             }
         });
         result
-    }
-}
-
-/// `e` and every selector inside it, outermost first.
-fn walk(e: &E, f: &mut dyn FnMut(&E)) {
-    f(e);
-    match e {
-        E::Function { args, .. } => args.iter().for_each(|a| walk(a, f)),
-        E::Cast { expr, .. }
-        | E::Field { expr, .. }
-        | E::Element { expr, .. }
-        | E::Slice { expr, .. }
-        | E::Parens(expr)
-        | E::TypeHint { expr, .. } => walk(expr, f),
-        E::Operation { left, right, .. } => {
-            walk(left, f);
-            walk(right, f);
-        }
-        E::Collection(c) => c.items().into_iter().for_each(|a| walk(a, f)),
-        _ => {}
     }
 }
 

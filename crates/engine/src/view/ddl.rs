@@ -543,9 +543,7 @@ pub fn alter_view(
         ));
     }
     let mut nt = (**v).clone();
-    if crate::ddl::apply_table_properties(&mut nt.options, &options.properties)?.is_some() {
-        return Err(crate::EngineError::config("Cannot alter table id."));
-    }
+    crate::ddl::apply_table_properties(&mut nt.options, &options.properties)?;
     crate::labels::check_view_option(nt.options.visibility, v.options.visibility)?;
     if nt.options.default_time_to_live > 0 {
         return Err(invalid("Forbidden default_time_to_live detected for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table. default_time_to_live must be set to zero, see CASSANDRA-12868 for more information"));
